@@ -1,0 +1,166 @@
+/* zshard — a memory-sharding training engine (ZeRO / FSDP style) for C training loops.
+ *
+ * This header is the whole public API. Conventions:
+ *  - Every call that can fail returns zs_status; on failure zs_last_error() holds a sentence that
+ *    names the cause and the fix. The library never prints, exits or aborts.
+ *  - Handles are opaque. The caller owns what it creates and destroys it (engine before comm).
+ *  - Lifecycle: comm init -> engine create -> add units -> commit -> set params -> steps -> destroy.
+ */
+#ifndef ZSHARD_H
+#define ZSHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZSHARD_VERSION_MAJOR 0
+#define ZSHARD_VERSION_MINOR 1
+#define ZSHARD_VERSION_PATCH 0
+
+/* Status of every fallible call. */
+typedef enum {
+  ZS_OK = 0,
+  ZS_ERR_INVALID_ARG, /* an argument is out of range, NULL, or inconsistent */
+  ZS_ERR_OUT_OF_MEMORY,
+  ZS_ERR_COMM,   /* a collective failed (peer died, transport error) */
+  ZS_ERR_DEVICE, /* CUDA / device failure */
+  ZS_ERR_IO,
+  ZS_ERR_CORRUPT,
+  ZS_ERR_TIMEOUT, /* a peer stopped answering for longer than comm_timeout_s */
+  ZS_ERR_STATE,   /* the call is not allowed in the engine's current state (call order) */
+  ZS_ERR_UNSUPPORTED
+} zs_status;
+
+/* Short constant name of a status ("ZS_ERR_TIMEOUT"); never NULL. */
+const char *zs_status_str(zs_status s);
+/* Thread-local message of the last failure on this thread, never NULL ("" when none yet). */
+const char *zs_last_error(void);
+
+typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
+typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
+enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
+
+/* Engine configuration. Always start from zs_config_default() and change only what you mean. */
+typedef struct {
+  int stage; /* 0..3: what is sharded (see DESIGN.md); default 3 */
+  zs_device device;
+  int device_index;      /* GPU ordinal; -1 = pick by local rank (default) */
+  zs_dtype param_dtype;  /* dtype of gathered params and of grads handed to the user */
+  zs_dtype reduce_dtype; /* dtype gradients are reduced in */
+  unsigned offload;      /* ZS_OFFLOAD_* bits */
+  int deterministic;     /* fixed-order reductions: same bits for any world size and stage */
+  int prefetch_units;    /* units gathered ahead in stage 3 (0 = none) */
+  size_t bucket_bytes;   /* upper bound of one communication bucket (0 = one unit per bucket) */
+  size_t max_live_bytes; /* stage 3: limit on gathered-but-unreleased bytes, 0 = unlimited */
+  int shard_group_size;  /* hybrid sharding: shard inside groups of this size; 0 = world */
+  double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
+  struct {
+    float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
+  } adamw;
+} zs_config;
+
+/* Fills every field with its default (stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999,
+   eps 1e-8, weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1). Environment variables
+   ZS_STAGE, ZS_PREFETCH_UNITS, ZS_COMM_TIMEOUT_S, ZS_DETERMINISTIC override the defaults. */
+void zs_config_default(zs_config *c);
+
+typedef struct zs_comm zs_comm;
+typedef struct zs_engine zs_engine;
+typedef struct zs_unit zs_unit;
+
+/* Bootstrap from mpirun/srun: initialises MPI if the caller has not (and then finalises it in
+   zs_comm_destroy). argc/argv may be NULL. */
+zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
+/* Bootstrap from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun style). A TCP
+   rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with
+   NCCL; a CPU run with more than one rank returns ZS_ERR_UNSUPPORTED (use mpirun). */
+zs_status zs_comm_init_env(zs_comm **out);
+int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
+int zs_comm_size(const zs_comm *c); /* -1 for NULL */
+/* Releases the communicator (after every engine that uses it has been destroyed). NULL is a no-op. */
+void zs_comm_destroy(zs_comm *c);
+
+/* One tensor of a unit: up to 4 dims, all > 0. no_weight_decay exempts it from AdamW decay. */
+typedef struct {
+  const char *name;
+  int ndim;
+  int64_t shape[4];
+  int no_weight_decay;
+} zs_tensor_desc;
+
+/* Creates an engine over comm (which must outlive it). The config is validated and copied. */
+zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out);
+/* Registers a unit (a layer, a block): its tensors live back to back in one flat buffer. Units are
+   used in the order they are added (forward order). Names must be unique. *out stays owned by e. */
+zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const zs_tensor_desc *t,
+                             zs_unit **out);
+/* Fixes the layout and allocates every shard. After this no unit may be added. */
+zs_status zs_engine_commit(zs_engine *e);
+/* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
+   Writes the fp32 master and the compute copy. Valid after commit, outside a step. */
+zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
+/* Reads the full fp32 master values of tensor t into host memory (collective within the shard
+   group at stages 1-3: every rank of it must call). */
+zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
+/* cudaStream_t the user's kernels must run on; NULL on the CPU device. */
+void *zs_engine_stream(zs_engine *e);
+
+/* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1). */
+zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
+/* Makes the full params of u usable on the engine stream (stage 3: all-gather). */
+zs_status zs_unit_gather(zs_unit *u);
+/* Device pointer to tensor t of a gathered unit, in param_dtype; NULL if not gathered / bad t. */
+void *zs_unit_param(zs_unit *u, int t);
+/* Device pointer the user's backward accumulates (+=) into, in param_dtype; zeroed by the engine
+   at the start of each step. NULL outside a step or for a bad t. */
+void *zs_unit_grad(zs_unit *u, int t);
+/* Done with the params for now (forward); stage 3 frees the gathered copy. */
+zs_status zs_unit_release(zs_unit *u);
+/* Backward of this unit finished for this micro-step: its gradient may be reduced. */
+zs_status zs_unit_grads_ready(zs_unit *u);
+
+typedef struct {
+  float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
+  int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
+  double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
+} zs_step_stats;
+/* Clips, runs AdamW on this rank's shard and publishes the updated params. st may be NULL. */
+zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
+/* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
+   sum over all micro-steps of all ranks divided by world * micro_steps (the mean over
+   micro-batches). A unit's reduction is final after its micro_steps-th zs_unit_grads_ready. */
+
+typedef struct {
+  size_t cur, peak;
+} zs_bytes;
+typedef struct {
+  zs_bytes params, grads, optimizer, buffers, host_pinned, total;
+} zs_memory;
+/* Bytes this rank's engine holds, by category, current and peak. */
+zs_status zs_engine_memory(const zs_engine *e, zs_memory *out);
+/* Releases everything the engine holds. NULL is a no-op. */
+void zs_engine_destroy(zs_engine *e);
+
+/* ---- Additions beyond the DESIGN.md contract ---- */
+
+/* Number of units / tensors, the unit's name, and a tensor's element count. */
+int zs_engine_num_units(const zs_engine *e);
+zs_unit *zs_engine_unit(zs_engine *e, int i);
+const char *zs_unit_name(const zs_unit *u);
+int64_t zs_unit_numel(const zs_unit *u, int t);
+/* The engine's effective configuration (after defaults were resolved), or NULL. */
+const zs_config *zs_engine_config(const zs_engine *e);
+/* One line describing backends, stage and device ("stage 3, cpu, comm mpi, world 4 ..."). */
+const char *zs_engine_info(const zs_engine *e);
+/* Number of completed (not skipped) optimizer steps. */
+int64_t zs_engine_step_count(const zs_engine *e);
+/* Sets the learning rate used from the next zs_engine_step on (schedules). */
+zs_status zs_engine_set_lr(zs_engine *e, float lr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZSHARD_H */

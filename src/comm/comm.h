@@ -1,0 +1,67 @@
+/* Internal collective interface. The engine (src/core, src/shard) talks to peers only through
+ * these calls; backends live beside this file: mpi (host memory, device memory staged through
+ * pinned host buffers) and nccl (device memory, one rank per GPU).
+ *
+ * Semantics shared by every backend:
+ *  - counts are in elements of `dt`; all_gather / reduce_scatter / all_to_all take the count of
+ *    ONE rank's block (equal blocks), all_reduce / broadcast the whole count.
+ *  - in place is allowed where MPI/NCCL define it: all_gather with send == recv + rank*count,
+ *    reduce_scatter with recv == send + rank*count, all_reduce with send == recv.
+ *  - `stream` is the cudaStream_t the op is ordered on for device buffers, NULL for host buffers.
+ *    mpi: the call returns when the op is complete (it syncs the stream first when staging).
+ *    nccl: the op is enqueued on `stream`; zs_coll_sync(stream) waits with the timeout.
+ *  - every wait polls against the coll's timeout: a silent peer gives ZS_ERR_TIMEOUT naming the
+ *    operation; the coll is then broken and later calls return ZS_ERR_COMM at once.
+ *  - reductions are sums; the order of a sum is backend-defined (the engine builds ordered,
+ *    deterministic reductions from all_to_all plus a local ordered sum).
+ */
+#ifndef ZS_COMM_COMM_H
+#define ZS_COMM_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zshard.h"
+
+typedef enum { ZS_CDT_F32 = 0, ZS_CDT_BF16, ZS_CDT_U64, ZS_CDT_BYTE } zs_cdt;
+size_t zs_cdt_size(zs_cdt dt);
+
+typedef struct zs_coll zs_coll;
+
+/* The public handle (see zshard.h). Fields are read by the engine; only src/comm writes them. */
+struct zs_comm {
+  int rank, size;             /* world */
+  int local_rank, local_size; /* ranks on this host */
+  int mpi_initialized_here;   /* zs_comm_destroy finalises MPI iff set */
+  int from_env;               /* bootstrapped by zs_comm_init_env (no MPI) */
+  void *impl;                 /* backend bootstrap state (MPI_Comm dup, rendezvous socket, ...) */
+};
+
+/* Opens the world collective for buffers of `device` (ZS_DEVICE_CPU: host memory;
+   ZS_DEVICE_CUDA: device memory of the current CUDA device). Backend choice: env ZS_COMM=mpi|nccl
+   if set; else nccl for CUDA when built with NCCL, else mpi. timeout_s > 0 bounds every wait. */
+zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll **out);
+/* Splits into sub-groups: ranks with equal color form a group, ordered by key. */
+zs_status zs_coll_split(zs_coll *c, int color, int key, zs_coll **out);
+void zs_coll_destroy(zs_coll *c);
+int zs_coll_rank(const zs_coll *c);
+int zs_coll_size(const zs_coll *c);
+const char *zs_coll_backend(const zs_coll *c); /* "mpi", "mpi-staged", "nccl" */
+void zs_coll_set_timeout(zs_coll *c, double timeout_s);
+
+zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                             void *stream);
+zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_t count,
+                                 zs_cdt dt, void *stream);
+zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                             void *stream);
+/* Block j of send goes to rank j; block i of recv comes from rank i. Not in place. */
+zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                             void *stream);
+zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int root,
+                            void *stream);
+zs_status zs_coll_barrier(zs_coll *c);
+/* Waits until every op enqueued on stream is complete (nccl), with the timeout. No-op for mpi. */
+zs_status zs_coll_sync(zs_coll *c, void *stream);
+
+#endif

@@ -1,0 +1,53 @@
+/* Tiny test harness shared by the tests: failures print file:line and the engine's last error,
+   and the process exits non-zero at the end (ZS_TEST_END). Tests are programs; ctest runs them. */
+#ifndef ZS_TEST_H
+#define ZS_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "zshard.h"
+
+static int zs_test_failures = 0;
+
+#define ZS_EXPECT(cond, ...)                                                                       \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      zs_test_failures++;                                                                          \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                              \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fprintf(stderr, "\n");                                                                       \
+    }                                                                                              \
+  } while (0)
+
+/* A call that must succeed; on failure prints the status and zs_last_error() and exits 1. */
+#define ZS_OK_OR_DIE(call)                                                                         \
+  do {                                                                                             \
+    zs_status zs_t_rc_ = (call);                                                                   \
+    if (zs_t_rc_ != ZS_OK) {                                                                       \
+      fprintf(stderr, "FATAL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call,                    \
+              zs_status_str(zs_t_rc_), zs_last_error());                                           \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+/* A call that must fail with `want` and leave a non-empty message. */
+#define ZS_EXPECT_STATUS(call, want)                                                               \
+  do {                                                                                             \
+    zs_status zs_t_rc_ = (call);                                                                   \
+    ZS_EXPECT(zs_t_rc_ == (want), "got %s, want %s (%s)", zs_status_str(zs_t_rc_),                 \
+              zs_status_str(want), zs_last_error());                                               \
+    ZS_EXPECT(zs_last_error()[0] != '\0', "empty error message for %s", #call);                    \
+  } while (0)
+
+#define ZS_TEST_END(name)                                                                          \
+  do {                                                                                             \
+    if (zs_test_failures) {                                                                        \
+      fprintf(stderr, "%s: %d failure(s)\n", name, zs_test_failures);                              \
+      return 1;                                                                                    \
+    }                                                                                              \
+    return 0;                                                                                      \
+  } while (0)
+
+#endif
