@@ -160,6 +160,50 @@ int64_t zs_engine_step_count(const zs_engine *e);
 /* Sets the learning rate used from the next zs_engine_step on (schedules). */
 zs_status zs_engine_set_lr(zs_engine *e, float lr);
 
+
+/* ---- Training kernels (the GPT-2 layers), for the user's forward/backward ----
+ * Pointers live on the kernels' device (host pointers on ZS_DEVICE_CPU). Activations, weights and
+ * gradients are in the kernels' dtype `dt` (ZS_F32; ZS_BF16 on CUDA only); statistics (mean, rstd,
+ * lse, losses) are always fp32, token ids int32. Work is ordered on `stream` (NULL on the CPU).
+ * Every backward ADDS (+=) into its gradient outputs; callers zero activation gradients.
+ * Shapes: B batch, T time, C channels, NH heads (C % NH == 0), V vocab, Vp padded row stride. */
+typedef struct zs_kernels zs_kernels;
+/* Creates a kernel context (cuBLASLt handle and workspace on CUDA). stream: cudaStream_t or NULL. */
+zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out);
+void zs_kernels_destroy(zs_kernels *k);
+/* out[B,T,C] = wte[tok] + wpe[t] */
+zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
+                           const void *wpe, int B, int T, int C);
+zs_status zs_k_encoder_bwd(zs_kernels *k, void *dwte, void *dwpe, const void *dout, const int *tok,
+                           int B, int T, int C);
+/* N rows of C: out = (inp - mean) * rstd * w + b, eps 1e-5; mean/rstd [N] saved for backward. */
+zs_status zs_k_layernorm_fwd(zs_kernels *k, void *out, float *mean, float *rstd, const void *inp,
+                             const void *w, const void *b, int N, int C);
+zs_status zs_k_layernorm_bwd(zs_kernels *k, void *dinp, void *dw, void *db, const void *dout,
+                             const void *inp, const void *w, const float *mean, const float *rstd,
+                             int N, int C);
+/* out[N,OC] = inp[N,C] @ w[OC,C]^T + bias[OC] (bias may be NULL). */
+zs_status zs_k_matmul_fwd(zs_kernels *k, void *out, const void *inp, const void *w,
+                          const void *bias, int N, int C, int OC);
+zs_status zs_k_matmul_bwd(zs_kernels *k, void *dinp, void *dw, void *dbias, const void *dout,
+                          const void *inp, const void *w, int N, int C, int OC);
+/* Causal self-attention. qkv[B,T,3C] (q | k | v, head h = channels h*C/NH ..), out[B,T,C],
+   lse[B,NH,T] (log-sum-exp of each softmax row, for backward; no T x T matrix is kept). */
+zs_status zs_k_attention_fwd(zs_kernels *k, void *out, float *lse, const void *qkv, int B, int T,
+                             int C, int NH);
+zs_status zs_k_attention_bwd(zs_kernels *k, void *dqkv, const void *dout, const void *qkv,
+                             const void *out, const float *lse, int B, int T, int C, int NH);
+/* GELU, tanh form. */
+zs_status zs_k_gelu_fwd(zs_kernels *k, void *out, const void *inp, size_t n);
+zs_status zs_k_gelu_bwd(zs_kernels *k, void *dinp, const void *inp, const void *dout, size_t n);
+zs_status zs_k_residual_fwd(zs_kernels *k, void *out, const void *a, const void *b, size_t n);
+zs_status zs_k_residual_bwd(zs_kernels *k, void *da, void *db, const void *dout, size_t n);
+/* Fused softmax + cross-entropy over logits[N,Vp] (columns >= V ignored): losses[N] (fp32) and,
+   when dlogits != NULL, dlogits = (softmax - onehot(target)) * dloss (written, not added; padded
+   columns set to 0). dlogits may alias logits. */
+zs_status zs_k_softmax_xent(zs_kernels *k, float *losses, void *dlogits, const void *logits,
+                            const int *targets, float dloss, int N, int V, int Vp);
+
 #ifdef __cplusplus
 }
 #endif
