@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Builds zshard and runs every test: the normal build (CUDA code compiled when nvcc is there; GPU
+# tests skip cleanly without a GPU), then the CPU suite again under AddressSanitizer + UBSan.
+#
+# Usage: scripts/test.sh [--fast] [--asan-only] [-- extra ctest args]
+#   --fast       skip the ASan pass
+#   --asan-only  only the ASan pass
+# Environment:
+#   BUILD_DIR       normal build folder (default build)
+#   ASAN_BUILD_DIR  sanitizer build folder (default build-asan, or ${BUILD_DIR}-asan when BUILD_DIR is set)
+#   CTEST_JOBS      parallel ctest jobs (default 2; multi-rank tests reserve PROCESSORS = ranks)
+#   BUILD_JOBS      parallel compile jobs (default: number of cores)
+#   SKIP_DEPS=1     do not call scripts/install-deps.sh
+# Prints "N passed, M failed" last (both passes summed; a failed build counts as one failure) and
+# exits non-zero when anything failed.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+run_normal=1
+run_asan=1
+ctest_extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --fast) run_asan=0 ;;
+    --asan-only) run_normal=0 ;;
+    --)
+      shift
+      ctest_extra=("$@")
+      break
+      ;;
+    -h | --help)
+      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "test.sh: unknown option '$1' (see --help)" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
+
+build_dir=${BUILD_DIR:-build}
+if [ -n "${BUILD_DIR:-}" ]; then
+  asan_dir=${ASAN_BUILD_DIR:-${BUILD_DIR%/}-asan}
+else
+  asan_dir=${ASAN_BUILD_DIR:-build-asan}
+fi
+ctest_jobs=${CTEST_JOBS:-2}
+build_jobs=${BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# mpirun as root, shared memory inside containers, and no oversubscription refusals on small hosts.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+
+if [ "${SKIP_DEPS:-0}" != 1 ]; then
+  "$repo/scripts/install-deps.sh"
+fi
+
+total_pass=0
+total_fail=0
+ctest_env=() # extra environment of the ctest run (the sanitizer options)
+notes=()
+start_all=$SECONDS
+
+# Configures and builds folder $1 with the extra cmake arguments that follow. Keeps going past
+# errors so that every test that can be built is built; returns non-zero when anything failed.
+build() {
+  local dir=$1
+  shift
+  echo "== configure $dir: $*"
+  if ! cmake -S "$repo" -B "$dir" "$@"; then
+    return 1
+  fi
+  local keep=(-k)
+  if grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt" 2>/dev/null; then
+    keep=(-k 0)
+  fi
+  echo "== build $dir (-j $build_jobs)"
+  cmake --build "$dir" -j "$build_jobs" -- "${keep[@]}"
+}
+
+# Runs ctest in folder $1 (label $2 for the summary) and adds its counts to the totals.
+run_ctest() {
+  local dir=$1 label=$2 log rc=0 line passed failed total
+  log=$(mktemp)
+  echo "== ctest $dir (-j $ctest_jobs)"
+  (cd "$dir" && env "${ctest_env[@]}" ctest --output-on-failure -j "$ctest_jobs" "${ctest_extra[@]}") 2>&1 | tee "$log" ||
+    rc=$?
+  # "95% tests passed, 1 tests failed out of 20"
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+  if [ -n "$line" ]; then
+    failed=$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$line")
+    total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+    passed=$((total - failed))
+  elif grep -q 'No tests were found' "$log"; then
+    passed=0
+    failed=0
+  else
+    passed=0
+    failed=1
+    notes+=("$label: ctest did not report a summary")
+  fi
+  if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+    failed=1
+    notes+=("$label: ctest exited $rc")
+  fi
+  total_pass=$((total_pass + passed))
+  total_fail=$((total_fail + failed))
+  notes+=("$label: $passed passed, $failed failed")
+  rm -f "$log"
+}
+
+# One pass: build folder $1 labelled $2 with cmake args $3..., then ctest in it.
+pass() {
+  local dir=$1 label=$2 t0=$SECONDS
+  shift 2
+  if ! build "$dir" "$@"; then
+    total_fail=$((total_fail + 1))
+    notes+=("$label: BUILD FAILED (tests that did build still run)")
+  fi
+  if [ -f "$dir/CTestTestfile.cmake" ]; then
+    run_ctest "$dir" "$label"
+  fi
+  notes+=("$label: $((SECONDS - t0)) s")
+}
+
+if [ "$run_normal" = 1 ]; then
+  pass "$build_dir" normal -DZS_CUDA=AUTO
+fi
+
+if [ "$run_asan" = 1 ]; then
+  # CUDA off: sanitizers and nvcc do not mix; the CPU suite is what ASan must cover. OpenMPI's
+  # own allocations at init are not ours: tests/lsan.supp names them.
+  ctest_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0
+    "LSAN_OPTIONS=suppressions=$repo/tests/lsan.supp:print_suppressions=0"
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+  pass "$asan_dir" asan -DZS_SANITIZE=ON -DZS_CUDA=OFF
+fi
+
+echo
+echo "== summary ($((SECONDS - start_all)) s)"
+printf '   %s\n' "${notes[@]}"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
