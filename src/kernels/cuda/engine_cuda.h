@@ -21,7 +21,9 @@ extern "C" {
 
 /* Number of exponent bins of the exact sum of squares; bins[ZS_SQ_NBINS] counts non-finite
    elements, so a bins array holds ZS_SQ_NBINS + 1 uint64_t. */
-#define ZS_SQ_NBINS 320
+#ifndef ZS_SQ_NBINS
+#define ZS_SQ_NBINS 320 /* the same value as src/kernels/cpu/engine_ops.h */
+#endif
 
 /* dst[i] = src[i] converted from src_dt to dst_dt (a plain copy when they are equal). */
 zs_status zs_cuda_convert(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt, size_t n,

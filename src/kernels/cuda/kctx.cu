@@ -1,0 +1,50 @@
+/* Creation and destruction of the CUDA kernel context: cuBLASLt handle, workspace, scratch. */
+#include <stdlib.h>
+
+#include "kctx.cuh"
+
+/* cudaMalloc that reports ZS_ERR_OUT_OF_MEMORY / ZS_ERR_DEVICE naming the buffer. */
+static zs_status kctx_alloc(void **p, size_t bytes, const char *what) {
+  cudaError_t e = cudaMalloc(p, bytes);
+  if (e == cudaSuccess) return ZS_OK;
+  *p = NULL;
+  (void)cudaGetLastError(); /* not sticky: clear it so later launches do not report it */
+  return zs_err(e == cudaErrorMemoryAllocation ? ZS_ERR_OUT_OF_MEMORY : ZS_ERR_DEVICE,
+                "zs_cuda_kctx_create: cudaMalloc of the %s (%zu bytes) failed: %s", what, bytes,
+                cudaGetErrorString(e));
+}
+
+extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx **out) {
+  if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: out is NULL");
+  *out = NULL;
+  if (!zs_dt_ok(dt))
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: dtype %d: use ZS_F32 or ZS_BF16",
+                  (int)dt);
+  zs_cuda_kctx *k = (zs_cuda_kctx *)calloc(1, sizeof *k);
+  if (!k) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_cuda_kctx_create: cannot allocate the context");
+  k->dt = dt;
+  k->stream = (cudaStream_t)stream;
+  zs_status rc = ZS_OK;
+  cublasStatus_t bs = cublasLtCreate(&k->lt);
+  if (bs != CUBLAS_STATUS_SUCCESS) {
+    k->lt = NULL;
+    rc = zs_err(ZS_ERR_DEVICE, "zs_cuda_kctx_create: cublasLtCreate failed: %s",
+                cublasLtGetStatusName(bs));
+    goto fail;
+  }
+  ZS_CHECK_GOTO(kctx_alloc(&k->workspace, ZS_LT_WORKSPACE_BYTES, "cuBLASLt workspace"), rc, fail);
+  ZS_CHECK_GOTO(kctx_alloc(&k->scratch, ZS_SCRATCH_BYTES, "kernel scratch"), rc, fail);
+  *out = k;
+  return ZS_OK;
+fail:
+  zs_cuda_kctx_destroy(k);
+  return rc;
+}
+
+extern "C" void zs_cuda_kctx_destroy(zs_cuda_kctx *k) {
+  if (!k) return;
+  if (k->scratch) cudaFree(k->scratch);
+  if (k->workspace) cudaFree(k->workspace);
+  if (k->lt) cublasLtDestroy(k->lt);
+  free(k);
+}

@@ -1,0 +1,36 @@
+/* The CUDA kernel context (zs_cuda_kctx): what every GPT-2 kernel call shares. Internal.
+ *
+ * Invariants: everything runs on `stream`, so the scratch buffer can be reused by consecutive
+ * calls without synchronisation; the workspace and scratch are allocated once in
+ * zs_cuda_kctx_create and never resized (kernels that would need more split their work). */
+#ifndef ZS_KERNELS_CUDA_KCTX_CUH
+#define ZS_KERNELS_CUDA_KCTX_CUH
+
+#include <cublasLt.h>
+
+#include "cuda_common.cuh"
+#include "gpt2_cuda.h"
+
+#define ZS_LT_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */
+#define ZS_SCRATCH_BYTES ((size_t)32 << 20)      /* partial sums, attention row terms, sorting */
+#define ZS_LT_CACHE_SIZE 32                      /* cached GEMM algorithms (distinct shapes) */
+
+/* One cached cuBLASLt heuristic answer; key fields identify the problem completely. */
+typedef struct {
+  int used;
+  int m, n, k, ta, tb, epilogue, accumulate;
+  int align[4]; /* byte alignment of A, B, C, D (it limits which algorithms apply) */
+  cublasLtMatmulAlgo_t algo;
+} zs_lt_entry;
+
+struct zs_cuda_kctx {
+  zs_dtype dt;
+  cudaStream_t stream;
+  cublasLtHandle_t lt;
+  void *workspace; /* ZS_LT_WORKSPACE_BYTES, device */
+  void *scratch;   /* ZS_SCRATCH_BYTES, device, 256-byte aligned */
+  zs_lt_entry cache[ZS_LT_CACHE_SIZE];
+  int cache_next; /* round-robin replacement */
+};
+
+#endif
