@@ -13,7 +13,20 @@
  *  - every wait polls against the coll's timeout: a silent peer gives ZS_ERR_TIMEOUT naming the
  *    operation; the coll is then broken and later calls return ZS_ERR_COMM at once.
  *  - reductions are sums; the order of a sum is backend-defined (the engine builds ordered,
- *    deterministic reductions from all_to_all plus a local ordered sum).
+ *    deterministic reductions from all_to_all plus a local ordered sum). bf16 sums add in float and
+ *    round to nearest even after each pairwise step. ZS_CDT_BYTE cannot be reduced
+ *    (ZS_ERR_INVALID_ARG); u64 sums wrap modulo 2^64.
+ *  - count 0 is a valid no-op (every rank must pass 0; buffers may then be NULL). Buffers that
+ *    overlap in any way other than the in-place patterns above give ZS_ERR_INVALID_ARG.
+ *  - after an in-place reduce_scatter, the blocks of send other than this rank's are unspecified.
+ *  - mpi: block counts above INT_MAX elements give ZS_ERR_UNSUPPORTED (split the bucket).
+ *  - a timed-out MPI collective cannot be cancelled: its request stays in the coll and MPI may
+ *    still write the caller's buffers of that op until zs_coll_destroy returns (destroy waits a
+ *    few seconds, ZS_COMM_DRAIN_S, default 5, for the peers, then leaks the request). Keep those
+ *    buffers alive until then. Destroy every coll before zs_comm_destroy.
+ *  - backends: "mpi" (host memory, zs_comm_init_mpi), "mpi-staged" (device memory through pinned
+ *    host memory), "nccl" (device memory), "self" (host memory, one rank from zs_comm_init_env).
+ *    zs_coll_split works on every backend; colors must be >= 0.
  */
 #ifndef ZS_COMM_COMM_H
 #define ZS_COMM_COMM_H
@@ -51,15 +64,14 @@ void zs_coll_set_timeout(zs_coll *c, double timeout_s);
 
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);
-zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_t count,
-                                 zs_cdt dt, void *stream);
+zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                                 void *stream);
 zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);
 /* Block j of send goes to rank j; block i of recv comes from rank i. Not in place. */
 zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);
-zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int root,
-                            void *stream);
+zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int root, void *stream);
 zs_status zs_coll_barrier(zs_coll *c);
 /* Waits until every op enqueued on stream is complete (nccl), with the timeout. No-op for mpi. */
 zs_status zs_coll_sync(zs_coll *c, void *stream);

@@ -1,0 +1,338 @@
+/* Collective dispatch: argument checks shared by every backend, the broken state, backend choice,
+ * and small helpers (dtype sizes, clock, back-off). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm/coll_impl.h"
+
+/* Bytes of one element of dt (0 for an unknown dtype). */
+size_t zs_cdt_size(zs_cdt dt) {
+  switch (dt) {
+  case ZS_CDT_F32:
+    return 4;
+  case ZS_CDT_BF16:
+    return 2;
+  case ZS_CDT_U64:
+    return 8;
+  case ZS_CDT_BYTE:
+    return 1;
+  }
+  return 0;
+}
+
+/* Short name of a dtype for messages. */
+const char *zs_cdt_name(zs_cdt dt) {
+  switch (dt) {
+  case ZS_CDT_F32:
+    return "f32";
+  case ZS_CDT_BF16:
+    return "bf16";
+  case ZS_CDT_U64:
+    return "u64";
+  case ZS_CDT_BYTE:
+    return "byte";
+  }
+  return "unknown";
+}
+
+/* Monotonic seconds. */
+double zs_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Sleeps, then doubles the next sleep up to 1 ms (tests run 4 ranks on 2 cores: spinning would
+   starve the peer we are waiting for). */
+void zs_backoff_sleep(long *ns) {
+  struct timespec ts = {0, *ns};
+  nanosleep(&ts, NULL);
+  *ns = *ns * 2 > 1000000L ? 1000000L : *ns * 2;
+}
+
+/* ZS_COMM_DRAIN_S or 5 s: how long destroy waits for abandoned requests. */
+double zs_drain_seconds(void) {
+  const char *s = getenv("ZS_COMM_DRAIN_S");
+  if (s && *s) {
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (end && *end == '\0' && v >= 0 && v < 1e6) return v;
+  }
+  return 5.0;
+}
+
+/* Allocates a coll; impl is attached by the backend. */
+zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *comm,
+                        zs_device device, int rank, int size, double timeout_s, zs_coll **out) {
+  zs_coll *c = calloc(1, sizeof *c);
+  if (!c) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory allocating a collective group");
+  c->ops = ops;
+  c->backend = backend;
+  c->comm = comm;
+  c->device = device;
+  c->rank = rank;
+  c->size = size;
+  c->timeout_s = timeout_s;
+  *out = c;
+  return ZS_OK;
+}
+
+/* Remembers the current error as the reason the coll is unusable. */
+void zs_coll_mark_broken(zs_coll *c) {
+  c->broken = 1;
+  snprintf(c->broken_why, sizeof c->broken_why, "%s", zs_last_error());
+}
+
+/* Backend requested by ZS_COMM: 0 none, 1 mpi, 2 nccl, 3 self, -1 garbage. */
+static int env_backend(void) {
+  const char *s = getenv("ZS_COMM");
+  if (!s || !*s) return 0;
+  if (!strcmp(s, "mpi")) return 1;
+  if (!strcmp(s, "nccl")) return 2;
+  if (!strcmp(s, "self")) return 3;
+  return -1;
+}
+
+/* Picks and opens the backend for device (see comm.h). */
+zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll **out) {
+  if (out) *out = NULL;
+  if (!c || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_coll_open: comm and out must not be NULL");
+  if (device != ZS_DEVICE_CPU && device != ZS_DEVICE_CUDA)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_coll_open: device %d is not a device: use "
+                  "ZS_DEVICE_CPU or ZS_DEVICE_CUDA",
+                  (int)device);
+  int want = env_backend();
+  if (want < 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "ZS_COMM=\"%s\" is not a backend: use mpi, nccl or self "
+                  "(or unset it)",
+                  getenv("ZS_COMM"));
+  if (want == 3) {
+    if (c->size != 1)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "ZS_COMM=self only works with one rank, this job has "
+                    "%d: unset ZS_COMM or use mpi/nccl",
+                    c->size);
+    if (device != ZS_DEVICE_CPU)
+      return zs_err(ZS_ERR_UNSUPPORTED, "ZS_COMM=self moves host memory only: use nccl (or "
+                                        "mpi) for the CUDA device");
+    return zs_self_open(c, device, timeout_s, out);
+  }
+  if (device == ZS_DEVICE_CPU) {
+    if (want == 2)
+      return zs_err(ZS_ERR_UNSUPPORTED, "ZS_COMM=nccl moves GPU memory only: use ZS_COMM=mpi "
+                                        "(or unset it) for the CPU device");
+    if (c->from_env) {
+      if (c->size == 1) return zs_self_open(c, device, timeout_s, out);
+      return zs_err(ZS_ERR_UNSUPPORTED, "the CPU device needs MPI for more than one rank: launch "
+                                        "with mpirun and use zs_comm_init_mpi");
+    }
+    return zs_mpi_open(c, device, timeout_s, out);
+  }
+#ifdef ZS_HAVE_CUDA
+  if (want == 1) {
+    if (c->from_env)
+      return zs_err(ZS_ERR_UNSUPPORTED, "ZS_COMM=mpi needs an MPI launch: use mpirun with "
+                                        "zs_comm_init_mpi, or unset ZS_COMM to use nccl");
+    return zs_mpi_open(c, device, timeout_s, out);
+  }
+  return zs_nccl_open(c, timeout_s, out);
+#else
+  return zs_err(ZS_ERR_UNSUPPORTED, "zshard was built without CUDA, so the CUDA device has no "
+                                    "collectives: rebuild with -DZS_CUDA=ON or use ZS_DEVICE_CPU");
+#endif
+}
+
+/* Sub-groups by color/key (every rank of c must call). */
+zs_status zs_coll_split(zs_coll *c, int color, int key, zs_coll **out) {
+  if (out) *out = NULL;
+  if (!c || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_coll_split: coll and out must not be NULL");
+  if (color < 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_coll_split: color %d is negative: every rank must join "
+                  "a group, use a color >= 0",
+                  color);
+  if (c->broken)
+    return zs_err(ZS_ERR_COMM,
+                  "zs_coll_split on a broken %s group (a previous operation failed: "
+                  "%s): destroy it and end the job",
+                  c->backend, c->broken_why);
+  zs_status rc = c->ops->split(c, color, key, out);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "zs_coll_split(color %d, key %d)", color, key);
+  return ZS_OK;
+}
+
+/* Drains/aborts backend state, then frees the coll. NULL is a no-op. */
+void zs_coll_destroy(zs_coll *c) {
+  if (!c) return;
+  c->ops->destroy(c);
+  free(c);
+}
+
+int zs_coll_rank(const zs_coll *c) {
+  return c ? c->rank : -1;
+}
+int zs_coll_size(const zs_coll *c) {
+  return c ? c->size : -1;
+}
+const char *zs_coll_backend(const zs_coll *c) {
+  return c ? c->backend : "none";
+}
+
+/* Changes the bound of later waits (<= 0: unbounded). */
+void zs_coll_set_timeout(zs_coll *c, double timeout_s) {
+  if (c) c->timeout_s = timeout_s;
+}
+
+/* Checks common to every collective; fills *es with the element size. */
+static zs_status check_common(const zs_coll *c, const char *op, zs_cdt dt, int reduce, size_t *es) {
+  if (!c) return zs_err(ZS_ERR_INVALID_ARG, "%s: the group is NULL: open it with zs_coll_open", op);
+  *es = zs_cdt_size(dt);
+  if (*es == 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "%s: dtype %d is not a zs_cdt: use ZS_CDT_F32, ZS_CDT_BF16, "
+                  "ZS_CDT_U64 or ZS_CDT_BYTE",
+                  op, (int)dt);
+  if (reduce && dt == ZS_CDT_BYTE)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "%s: a sum of ZS_CDT_BYTE is not defined: reduce f32, bf16 "
+                  "or u64",
+                  op);
+  if (c->broken)
+    return zs_err(ZS_ERR_COMM,
+                  "%s on a broken %s group (a previous operation failed: %s): the "
+                  "group cannot be used again, destroy it and end the job",
+                  op, c->backend, c->broken_why);
+  return ZS_OK;
+}
+
+/* 1 if [a, a+na) and [b, b+nb) share a byte. */
+static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return na && nb && x < y + nb && y < x + na;
+}
+
+/* count * n * es without overflow, or an error naming op. */
+static zs_status span(const char *op, size_t count, size_t n, size_t es, size_t *out) {
+  if (count > SIZE_MAX / n / es)
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: count %zu overflows the address space", op, count);
+  *out = count * n * es;
+  return ZS_OK;
+}
+
+/* Wraps a backend failure with the op and its shape; marks the coll broken on comm errors. */
+static zs_status finish(zs_coll *c, zs_status rc, const char *op, size_t count, zs_cdt dt) {
+  if (rc == ZS_OK) return rc;
+  if (rc == ZS_ERR_TIMEOUT || rc == ZS_ERR_COMM) zs_coll_mark_broken(c);
+  return rc;
+}
+
+/* Gathers equal blocks of count elements; in place iff send == recv + rank*count. */
+zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                             void *stream) {
+  const char *op = "all_gather";
+  size_t es = 0, blk = 0, all = 0;
+  ZS_CHECK(check_common(c, op, dt, 0, &es));
+  if (count == 0) return ZS_OK;
+  if (!send || !recv)
+    return zs_err(ZS_ERR_INVALID_ARG, "all_gather: send and recv must not be NULL for count %zu",
+                  count);
+  ZS_CHECK(span(op, count, 1, es, &blk));
+  ZS_CHECK(span(op, count, (size_t)c->size, es, &all));
+  const char *mine = (const char *)recv + (size_t)c->rank * blk;
+  if (send != mine && overlaps(send, blk, recv, all))
+    return zs_err(ZS_ERR_INVALID_ARG, "all_gather: send overlaps recv without being its own block "
+                                      "(recv + rank*count): pass disjoint buffers or exactly that "
+                                      "block");
+  return finish(c, c->ops->all_gather(c, send, recv, count, dt, stream), op, count, dt);
+}
+
+/* Sums blocks; in place iff recv == send + rank*count (other blocks of send become unspecified). */
+zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                                 void *stream) {
+  const char *op = "reduce_scatter";
+  size_t es = 0, blk = 0, all = 0;
+  ZS_CHECK(check_common(c, op, dt, 1, &es));
+  if (count == 0) return ZS_OK;
+  if (!send || !recv)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "reduce_scatter: send and recv must not be NULL for count %zu", count);
+  ZS_CHECK(span(op, count, 1, es, &blk));
+  ZS_CHECK(span(op, count, (size_t)c->size, es, &all));
+  const char *mine = (const char *)send + (size_t)c->rank * blk;
+  if ((const char *)recv != mine && overlaps(send, all, recv, blk))
+    return zs_err(ZS_ERR_INVALID_ARG, "reduce_scatter: recv overlaps send without being this "
+                                      "rank's block (send + rank*count): pass disjoint buffers "
+                                      "or exactly that block");
+  return finish(c, c->ops->reduce_scatter(c, send, recv, count, dt, stream), op, count, dt);
+}
+
+/* Sums count elements across ranks; in place iff send == recv. */
+zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                             void *stream) {
+  const char *op = "all_reduce";
+  size_t es = 0, all = 0;
+  ZS_CHECK(check_common(c, op, dt, 1, &es));
+  if (count == 0) return ZS_OK;
+  if (!send || !recv)
+    return zs_err(ZS_ERR_INVALID_ARG, "all_reduce: send and recv must not be NULL for count %zu",
+                  count);
+  ZS_CHECK(span(op, count, 1, es, &all));
+  if (send != recv && overlaps(send, all, recv, all))
+    return zs_err(ZS_ERR_INVALID_ARG, "all_reduce: send and recv partly overlap: pass the same "
+                                      "pointer (in place) or disjoint buffers");
+  return finish(c, c->ops->all_reduce(c, send, recv, count, dt, stream), op, count, dt);
+}
+
+/* Exchanges blocks (never in place). */
+zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
+                             void *stream) {
+  const char *op = "all_to_all";
+  size_t es = 0, all = 0;
+  ZS_CHECK(check_common(c, op, dt, 0, &es));
+  if (count == 0) return ZS_OK;
+  if (!send || !recv)
+    return zs_err(ZS_ERR_INVALID_ARG, "all_to_all: send and recv must not be NULL for count %zu",
+                  count);
+  ZS_CHECK(span(op, count, (size_t)c->size, es, &all));
+  if (overlaps(send, all, recv, all))
+    return zs_err(ZS_ERR_INVALID_ARG, "all_to_all cannot run in place: pass disjoint send and "
+                                      "recv buffers");
+  return finish(c, c->ops->all_to_all(c, send, recv, count, dt, stream), op, count, dt);
+}
+
+/* Copies root's buffer to every rank. */
+zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int root,
+                            void *stream) {
+  const char *op = "broadcast";
+  size_t es = 0, all = 0;
+  ZS_CHECK(check_common(c, op, dt, 0, &es));
+  if (root < 0 || root >= c->size)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "broadcast: root %d is not a rank of this %d-rank group: "
+                  "use 0..%d",
+                  root, c->size, c->size - 1);
+  if (count == 0) return ZS_OK;
+  if (!buf)
+    return zs_err(ZS_ERR_INVALID_ARG, "broadcast: buf must not be NULL for count %zu", count);
+  ZS_CHECK(span(op, count, 1, es, &all));
+  return finish(c, c->ops->broadcast(c, buf, count, dt, root, stream), op, count, dt);
+}
+
+/* Waits until every rank of c arrived. */
+zs_status zs_coll_barrier(zs_coll *c) {
+  size_t es = 0;
+  ZS_CHECK(check_common(c, "barrier", ZS_CDT_BYTE, 0, &es));
+  return finish(c, c->ops->barrier(c), "barrier", 0, ZS_CDT_BYTE);
+}
+
+/* Waits for the stream's enqueued collectives (nccl); no-op for host backends. */
+zs_status zs_coll_sync(zs_coll *c, void *stream) {
+  size_t es = 0;
+  ZS_CHECK(check_common(c, "sync", ZS_CDT_BYTE, 0, &es));
+  return finish(c, c->ops->sync(c, stream), "sync", 0, ZS_CDT_BYTE);
+}

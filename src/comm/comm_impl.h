@@ -1,0 +1,28 @@
+/* Internal to src/comm: what a zs_comm's impl points to. MPI is always linked (the CPU multi-rank
+ * path needs it), so the MPI types appear here even for communicators bootstrapped from env. */
+#ifndef ZS_COMM_COMM_IMPL_H
+#define ZS_COMM_COMM_IMPL_H
+
+#include <mpi.h>
+
+#include "comm/comm.h"
+#include "comm/mpi_wait.h"
+#include "comm/rendezvous.h"
+
+typedef struct zs_comm_impl {
+  /* zs_comm_init_mpi */
+  MPI_Comm world;         /* dup of MPI_COMM_WORLD, errors return; MPI_COMM_NULL when from env */
+  MPI_Datatype bf16_type; /* 2-byte contiguous type the bf16 sum is defined on */
+  MPI_Op bf16_sum;        /* float-accumulating, round-to-nearest-even bf16 sum */
+  zs_mpi_pending pending; /* bootstrap requests that timed out (drained at destroy) */
+  /* zs_comm_init_env */
+  char master_addr[256];
+  int master_port;
+  double boot_timeout_s; /* bound on the TCP rendezvous (ZS_COMM_TIMEOUT_S, default 300 s) */
+  zs_rdv *rdv;           /* opened lazily by the first CUDA coll when size > 1 */
+} zs_comm_impl;
+
+/* Default bound of bootstrap waits: ZS_COMM_TIMEOUT_S when set and valid, else 300 s. */
+double zs_boot_timeout_default(void);
+
+#endif

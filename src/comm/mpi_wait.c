@@ -1,0 +1,86 @@
+/* Polling waits on MPI requests with a deadline, and the keeping of requests a timeout abandoned.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm/coll_impl.h"
+#include "comm/mpi_wait.h"
+
+/* MPI's description of an error code. */
+const char *zs_mpi_errstr(int code, char *buf, size_t len) {
+  char tmp[MPI_MAX_ERROR_STRING];
+  int n = 0;
+  if (MPI_Error_string(code, tmp, &n) != MPI_SUCCESS) n = 0;
+  tmp[n < MPI_MAX_ERROR_STRING ? n : MPI_MAX_ERROR_STRING - 1] = '\0';
+  snprintf(buf, len, "%s", n ? tmp : "unknown MPI error");
+  return buf;
+}
+
+/* Tests until done, error or deadline; sleeps between tests so peers sharing the core can run. */
+zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
+  double deadline = timeout_s > 0 ? zs_now_s() + timeout_s : 0;
+  long ns = ZS_BACKOFF_START_NS;
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      char msg[MPI_MAX_ERROR_STRING + 16];
+      return zs_err(ZS_ERR_COMM,
+                    "%s failed in MPI: %s: a peer died or the network failed; end the "
+                    "job and check the other ranks' output",
+                    what, zs_mpi_errstr(rc, msg, sizeof msg));
+    }
+    if (done) return ZS_OK;
+    if (deadline > 0 && zs_now_s() > deadline)
+      return zs_err(ZS_ERR_TIMEOUT,
+                    "%s timed out after %.1f s: a peer stopped answering (it "
+                    "crashed, hangs, or calls a different collective); the group "
+                    "is now unusable: destroy it and end the job, or raise "
+                    "comm_timeout_s if the peer is only slow",
+                    what, timeout_s);
+    zs_backoff_sleep(&ns);
+  }
+}
+
+/* Appends to the abandoned list; leaks on OOM (freeing a pending request is not allowed). */
+void zs_mpi_pending_add(zs_mpi_pending *p, MPI_Request req, void *owned) {
+  if (p->n == p->cap) {
+    int cap = p->cap ? 2 * p->cap : 4;
+    zs_mpi_abandoned *v = realloc(p->v, (size_t)cap * sizeof *v);
+    if (!v) return;
+    p->v = v;
+    p->cap = cap;
+  }
+  p->v[p->n].req = req;
+  p->v[p->n].owned = owned;
+  p->n++;
+}
+
+/* Bounded completion of abandoned requests; returns the number still stuck (leaked). */
+int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s) {
+  double deadline = zs_now_s() + max_s;
+  long ns = ZS_BACKOFF_START_NS;
+  while (p->n > 0) {
+    for (int i = 0; i < p->n;) {
+      int done = 0;
+      int rc = MPI_Test(&p->v[i].req, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS || done) {
+        /* On error the request is finished too (MPI gave up on it): its buffer is free again. */
+        free(p->v[i].owned);
+        p->v[i] = p->v[--p->n];
+      } else {
+        i++;
+      }
+    }
+    if (p->n == 0 || zs_now_s() > deadline) break;
+    zs_backoff_sleep(&ns);
+  }
+  int left = p->n;
+  if (left == 0) {
+    free(p->v);
+    p->v = NULL;
+    p->cap = 0;
+  }
+  /* Still pending: the array and buffers are leaked on purpose (MPI may still write into them). */
+  return left;
+}
