@@ -364,10 +364,10 @@ static void print_memory(const model *m) {
   const zs_bytes *b[] = {&mem.params,  &mem.grads,       &mem.optimizer,
                          &mem.buffers, &mem.host_pinned, &mem.total};
   char out[1024], c[32], p[32];
-  int len = snprintf(out, sizeof out, "memory of rank %d/%d (stage %d)   %12s %12s\n", m->rank,
-                     m->world, m->o->stage, "current", "peak");
+  int len = snprintf(out, sizeof out, "memory of rank %d/%d (stage %d)\n  %-12s %12s %12s\n",
+                     m->rank, m->world, m->o->stage, "category", "current", "peak");
   for (int i = 0; i < 6 && len > 0 && (size_t)len < sizeof out; i++)
-    len += snprintf(out + len, sizeof out - (size_t)len, "  %-12s %26s %12s\n", name[i],
+    len += snprintf(out + len, sizeof out - (size_t)len, "  %-12s %12s %12s\n", name[i],
                     human(b[i]->cur, c, sizeof c), human(b[i]->peak, p, sizeof p));
   fputs(out, stdout);
   fflush(stdout);
@@ -497,9 +497,11 @@ static int train(model *m) {
     fflush(stdout);
   }
   int ok = o->check_ratio <= 0.0f || eval < o->check_ratio * first;
-  if (m->rank == 0)
+  if (m->rank == 0 && o->check_ratio > 0.0f)
     printf("eval loss %.4f -> %.4f (%s: must fall below %.2f x the first)\n", first, eval,
            ok ? "ok" : "FAILED", o->check_ratio);
+  else if (m->rank == 0)
+    printf("eval loss %.4f -> %.4f\n", first, eval);
   return !ok;
 }
 
