@@ -102,6 +102,9 @@ zs_status zs_engine_commit(zs_engine *e);
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
    Writes the fp32 master and the compute copy. Valid after commit, outside a step. */
 zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
+/* zs_unit_set_param with the element count of host_full, checked against the tensor's:
+   a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
+zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
 /* Reads the full fp32 master values of tensor t into host memory (collective within the shard
    group at stages 1-3: every rank of it must call). */
 zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);

@@ -1,0 +1,20 @@
+/* CUDA half of the device layer (compiled only with CUDA; see device.h for the contracts). */
+#ifndef ZS_CORE_DEVICE_CUDA_H
+#define ZS_CORE_DEVICE_CUDA_H
+
+#include "device.h"
+#include "kernels/cuda/engine_cuda.h"
+
+zs_status zs_cuda_dev_open(zs_dev *d, int index);
+void zs_cuda_dev_close(zs_dev *d);
+int zs_cuda_dev_count(void);
+zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
+void zs_cuda_dev_free(zs_dev *d, void *p, void *stream);
+zs_status zs_cuda_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
+zs_status zs_cuda_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, void *stream);
+zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes);
+zs_status zs_cuda_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes);
+zs_status zs_cuda_dev_sync(zs_dev *d, void *stream);
+zs_status zs_cuda_dev_order(zs_dev *d, void *waiter, void *signaler);
+
+#endif

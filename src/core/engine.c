@@ -1,0 +1,293 @@
+/* Engine lifecycle: create, add units, commit (allocate shards), destroy; accessors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "engine_internal.h"
+#include "error.h"
+
+zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream) {
+  ZS_CHECK(zs_dev_alloc(&e->dev, bytes, p, stream));
+  zs_ledger_add(&e->ledger, c, bytes);
+  return ZS_OK;
+}
+
+void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream) {
+  if (!p) return;
+  zs_dev_free(&e->dev, p, stream);
+  zs_ledger_sub(&e->ledger, c, bytes);
+}
+
+zs_status zs_engine_fail(zs_engine *e, zs_status s) {
+  if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) e->state = ZS_ENGINE_FAILED;
+  return s;
+}
+
+/* Opens the world, shard-group and replica-group collectives. */
+static zs_status open_groups(zs_engine *e) {
+  ZS_CHECK(zs_coll_open(e->comm, e->cfg.device, e->cfg.comm_timeout_s, &e->world));
+  int g = e->shard_size;
+  if (g == e->world_size) {
+    e->shard = e->world;
+    return ZS_OK;
+  }
+  /* Shard groups are blocks of g consecutive ranks; replicas hold the same shard index. */
+  ZS_CHECK(zs_coll_split(e->world, e->world_rank / g, e->world_rank, &e->shard));
+  ZS_CHECK(zs_coll_split(e->world, e->world_rank % g, e->world_rank, &e->replica));
+  return ZS_OK;
+}
+
+zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out) {
+  if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL");
+  *out = NULL;
+  ZS_CHECK(zs_config_validate(cfg));
+  if (!comm)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: comm is NULL: create one with "
+                                      "zs_comm_init_mpi or zs_comm_init_env first");
+  int world = zs_comm_size(comm);
+  int g = cfg->shard_group_size ? cfg->shard_group_size : world;
+  if (g > world || world % g != 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "shard_group_size %d does not divide the world size %d: use a divisor of it, "
+                  "or 0 for the whole world",
+                  cfg->shard_group_size, world);
+  if (cfg->offload)
+    return zs_err(ZS_ERR_UNSUPPORTED, "offload (0x%x) is not available in this build yet: set "
+                                      "offload = 0",
+                  cfg->offload);
+  zs_engine *e = calloc(1, sizeof *e);
+  if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
+  e->cfg = *cfg;
+  e->comm = comm;
+  e->world_rank = zs_comm_rank(comm);
+  e->world_size = world;
+  e->shard_size = g;
+  e->shard_rank = e->world_rank % g;
+  zs_status rc = ZS_OK;
+  if (cfg->device == ZS_DEVICE_CUDA && e->cfg.device_index < 0) {
+    int n = zs_dev_cuda_count();
+    e->cfg.device_index = n > 0 ? comm->local_rank % n : 0;
+  }
+  ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
+  ZS_CHECK_GOTO(open_groups(e), rc, fail);
+  char dev[32];
+  if (cfg->device == ZS_DEVICE_CUDA)
+    snprintf(dev, sizeof dev, "cuda:%d", e->cfg.device_index);
+  else
+    snprintf(dev, sizeof dev, "cpu");
+  snprintf(e->info, sizeof e->info,
+           "zshard %d.%d.%d: stage %d, %s, comm %s, world %d, shard group %d, %s params, %s "
+           "reduce%s",
+           ZSHARD_VERSION_MAJOR, ZSHARD_VERSION_MINOR, ZSHARD_VERSION_PATCH, cfg->stage, dev,
+           zs_coll_backend(e->world), world, g, cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
+           cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
+           cfg->deterministic ? ", deterministic" : "");
+  *out = e;
+  return ZS_OK;
+fail:
+  zs_engine_destroy(e);
+  return rc;
+}
+
+/* Rejects names that are NULL, empty, too long or already used. */
+static zs_status check_unit_name(const zs_engine *e, const char *name) {
+  if (!name || !*name)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit name is NULL or empty: give every unit a unique name");
+  if (strlen(name) >= ZS_NAME_MAX)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit name '%.20s...' is longer than %d characters", name,
+                  ZS_NAME_MAX - 1);
+  for (int i = 0; i < e->nunits; i++)
+    if (strcmp(e->units[i]->name, name) == 0)
+      return zs_err(ZS_ERR_INVALID_ARG, "a unit named '%s' already exists: unit names must be "
+                                        "unique",
+                    name);
+  return ZS_OK;
+}
+
+/* Checks one tensor descriptor. */
+static zs_status check_tensor(const char *unit, int i, const zs_tensor_desc *t) {
+  if (t->ndim < 1 || t->ndim > 4)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s' tensor %d ('%s'): ndim %d must be 1..4", unit, i,
+                  t->name ? t->name : "?", t->ndim);
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] <= 0)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "unit '%s' tensor %d ('%s'): dimension %d is %lld; every dimension must be > 0",
+                    unit, i, t->name ? t->name : "?", d, (long long)t->shape[d]);
+  return ZS_OK;
+}
+
+static void unit_free(zs_unit *u) {
+  if (!u) return;
+  if (u->tnames)
+    for (int i = 0; i < u->ntensors; i++) free(u->tnames[i]);
+  free(u->tnames);
+  free(u->t);
+  zs_layout_free(&u->lay);
+  free(u);
+}
+
+zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const zs_tensor_desc *t,
+                             zs_unit **out) {
+  if (out) *out = NULL;
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_unit: engine is NULL");
+  if (e->state != ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_engine_add_unit('%s') after zs_engine_commit: add every unit "
+                                "before commit",
+                  name ? name : "?");
+  ZS_CHECK(check_unit_name(e, name));
+  if (ntensors <= 0 || !t)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': needs at least one tensor (ntensors %d, t %s)",
+                  name, ntensors, t ? "set" : "NULL");
+  for (int i = 0; i < ntensors; i++) ZS_CHECK(check_tensor(name, i, &t[i]));
+  zs_unit *u = calloc(1, sizeof *u);
+  if (!u) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+  u->e = e;
+  u->index = e->nunits;
+  snprintf(u->name, sizeof u->name, "%s", name);
+  u->ntensors = ntensors;
+  u->t = calloc((size_t)ntensors, sizeof *u->t);
+  u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
+  zs_status rc = ZS_OK;
+  if (!u->t || !u->tnames) {
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+    goto fail;
+  }
+  for (int i = 0; i < ntensors; i++) {
+    u->t[i] = t[i];
+    char buf[32];
+    snprintf(buf, sizeof buf, "t%d", i);
+    u->tnames[i] = strdup(t[i].name ? t[i].name : buf);
+    if (!u->tnames[i]) {
+      rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+      goto fail;
+    }
+    u->t[i].name = u->tnames[i];
+  }
+  ZS_CHECK_GOTO(zs_layout_build(&u->lay, ntensors, u->t), rc, fail);
+  if (e->nunits == e->cap_units) {
+    int cap = e->cap_units ? 2 * e->cap_units : 16;
+    zs_unit **nu = realloc(e->units, (size_t)cap * sizeof *nu);
+    if (!nu) {
+      rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+      goto fail;
+    }
+    e->units = nu;
+    e->cap_units = cap;
+  }
+  e->units[e->nunits++] = u;
+  if (out) *out = u;
+  return ZS_OK;
+fail:
+  unit_free(u);
+  return rc;
+}
+
+/* Allocates and zeroes one unit's persistent buffers for the configured stage. */
+static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
+  const int st = e->cfg.stage;
+  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
+  zs_layout_shard(&u->lay, st == 0 ? 1 : e->shard_size, st == 0 ? 0 : e->shard_rank);
+  const size_t P = u->lay.padded, s = u->lay.shard;
+  if (st <= 2) {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, P * ps, &u->param_full, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, NULL));
+  } else {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, s * ps, &u->param_shard, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, NULL));
+  }
+  if (st <= 1) {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, P * ps, &u->grad_full, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, P * ps, NULL));
+  } else {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, s * ps, &u->grad_shard, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, NULL));
+  }
+  u->opt_off = st == 0 ? 0 : u->lay.shard_off;
+  u->opt_n = st == 0 ? P : s;
+  float **opt[3] = {&u->master, &u->m, &u->v};
+  for (int k = 0; k < 3; k++) {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_OPTIMIZER, u->opt_n * 4, (void **)opt[k], NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, *opt[k], u->opt_n * 4, NULL));
+  }
+  return ZS_OK;
+}
+
+zs_status zs_engine_commit(zs_engine *e) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_commit: engine is NULL");
+  if (e->state != ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_engine_commit called twice: the layout is already fixed");
+  if (e->nunits == 0)
+    return zs_err(ZS_ERR_STATE, "zs_engine_commit with no units: add units with "
+                                "zs_engine_add_unit first");
+  for (int i = 0; i < e->nunits; i++) {
+    zs_status rc = unit_alloc(e, e->units[i]);
+    if (rc != ZS_OK)
+      return zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
+                         e->units[i]->lay.numel_total);
+  }
+  ZS_CHECK(zs_dev_sync(&e->dev, e->dev.compute_stream));
+  e->state = ZS_ENGINE_READY;
+  return ZS_OK;
+}
+
+/* Frees every buffer a unit holds, whatever the stage. */
+static void unit_release_buffers(zs_engine *e, zs_unit *u) {
+  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
+  const size_t P = u->lay.padded, s = u->lay.shard;
+  const int st = e->cfg.stage;
+  zs_mem_free(e, st <= 2 ? ZS_MEM_PARAMS : ZS_MEM_BUFFERS, u->param_full, P * ps, NULL);
+  zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
+  zs_mem_free(e, st <= 1 ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
+  zs_mem_free(e, ZS_MEM_GRADS, u->grad_shard, s * ps, NULL);
+  zs_mem_free(e, ZS_MEM_OPTIMIZER, u->master, u->opt_n * 4, NULL);
+  zs_mem_free(e, ZS_MEM_OPTIMIZER, u->m, u->opt_n * 4, NULL);
+  zs_mem_free(e, ZS_MEM_OPTIMIZER, u->v, u->opt_n * 4, NULL);
+  u->param_full = u->param_shard = u->grad_full = u->grad_shard = NULL;
+  u->master = u->m = u->v = NULL;
+}
+
+void zs_engine_destroy(zs_engine *e) {
+  if (!e) return;
+  if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
+  if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
+  for (int i = 0; i < e->nunits; i++) {
+    unit_release_buffers(e, e->units[i]);
+    unit_free(e->units[i]);
+  }
+  free(e->units);
+  if (e->replica) zs_coll_destroy(e->replica);
+  if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
+  if (e->world) zs_coll_destroy(e->world);
+  zs_dev_close(&e->dev);
+  free(e);
+}
+
+void *zs_engine_stream(zs_engine *e) { return e ? e->dev.compute_stream : NULL; }
+
+zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
+  if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_memory: engine or out is NULL");
+  zs_ledger_report(&e->ledger, out);
+  return ZS_OK;
+}
+
+int zs_engine_num_units(const zs_engine *e) { return e ? e->nunits : 0; }
+zs_unit *zs_engine_unit(zs_engine *e, int i) {
+  return (e && i >= 0 && i < e->nunits) ? e->units[i] : NULL;
+}
+const char *zs_unit_name(const zs_unit *u) { return u ? u->name : NULL; }
+int64_t zs_unit_numel(const zs_unit *u, int t) {
+  return (u && t >= 0 && t < u->ntensors) ? (int64_t)u->lay.numel[t] : -1;
+}
+const zs_config *zs_engine_config(const zs_engine *e) { return e ? &e->cfg : NULL; }
+const char *zs_engine_info(const zs_engine *e) { return e ? e->info : ""; }
+int64_t zs_engine_step_count(const zs_engine *e) { return e ? e->opt_steps : -1; }
+
+zs_status zs_engine_set_lr(zs_engine *e, float lr) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_set_lr: engine is NULL");
+  if (!(lr >= 0) || lr > 1e30f)
+    return zs_err(ZS_ERR_INVALID_ARG, "learning rate %g must be finite and >= 0", (double)lr);
+  e->cfg.adamw.lr = lr;
+  return ZS_OK;
+}

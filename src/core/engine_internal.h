@@ -1,0 +1,95 @@
+/* The engine and unit objects (internal). Invariants are stated beside the fields. */
+#ifndef ZS_CORE_ENGINE_INTERNAL_H
+#define ZS_CORE_ENGINE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "device.h"
+#include "ledger.h"
+#include "shard/layout.h"
+#include "zshard.h"
+
+#define ZS_NAME_MAX 64
+
+typedef enum { ZS_ENGINE_BUILDING = 0, ZS_ENGINE_READY, ZS_ENGINE_IN_STEP, ZS_ENGINE_FAILED } zs_engine_state;
+
+struct zs_unit {
+  zs_engine *e;
+  int index;
+  char name[ZS_NAME_MAX];
+  int ntensors;
+  zs_tensor_desc *t; /* copies; names owned below */
+  char **tnames;
+  zs_layout lay; /* flat offsets, padding, this rank's shard */
+
+  /* Device buffers. Sizes: *_full = lay.padded elements, *_shard = lay.shard elements.
+     stage 0-2: param_full persistent. stage 3: param_full only while gathered (buffers).
+     stage 0-1: grad_full persistent. stage 2-3: grad_full only during backward (buffers),
+     grad_shard persistent. stage 1: the reduced shard lives inside grad_full at lay.shard_off.
+     The padding tail of every buffer is zero and stays zero. */
+  void *param_full, *param_shard;
+  void *grad_full, *grad_shard;
+  float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
+  size_t opt_off, opt_n;
+  int opt_on_host;       /* optimizer state lives in host memory (offload) */
+
+  int gathered;          /* stage 3: param_full holds the gathered params */
+  int in_use;            /* gathered by the user (not only prefetched) */
+  int fwd_done;          /* released once this micro-step: the next gather is for backward */
+  int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
+  int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
+};
+
+struct zs_engine {
+  zs_config cfg;
+  zs_comm *comm;
+  zs_dev dev;
+  zs_coll *world;   /* all ranks */
+  zs_coll *shard;   /* ranks that split a unit (shard_group_size, or world) */
+  zs_coll *replica; /* ranks that hold the same shard (hybrid), NULL when world == shard group */
+  int world_rank, world_size;
+  int shard_rank, shard_size; /* position in the shard group; S = shard_size */
+  zs_engine_state state;
+  zs_ledger ledger;
+
+  zs_unit **units;
+  int nunits, cap_units;
+
+  int micro_steps;   /* of the current step */
+  int64_t opt_steps; /* completed optimizer steps (AdamW's t) */
+  double step_t0;
+  size_t live_gathered_bytes;
+  char info[256];
+};
+
+/* Ledger-booked device memory. */
+zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream);
+void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream);
+/* Marks the engine failed after a communication error: later steps return ZS_ERR_STATE. */
+zs_status zs_engine_fail(zs_engine *e, zs_status s);
+
+/* src/shard: gather/release of stage-3 params, reductions of gradients. */
+zs_status zs_shard_gather(zs_unit *u, int for_user);
+zs_status zs_shard_release(zs_unit *u);
+zs_status zs_shard_prefetch_after(zs_unit *u);
+zs_status zs_shard_grad_buffer(zs_unit *u);
+zs_status zs_shard_reduce(zs_unit *u, int last_micro);
+zs_status zs_shard_publish(zs_engine *e);
+zs_status zs_shard_gather_master(zs_unit *u, float *full);
+
+static inline zs_cdt zs_cdt_of(zs_dtype dt) { return dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32; }
+static inline void *zs_ptr_add(void *p, size_t elems, zs_dtype dt) {
+  return (char *)p + elems * zs_dtype_size(dt);
+}
+static inline double zs_now(void);
+
+#include <time.h>
+static inline double zs_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#endif

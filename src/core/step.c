@@ -1,0 +1,153 @@
+/* A step: begin (zero gradients), and the optimizer step: global gradient norm (exact, so it does
+ * not depend on how units are cut into shards), clipping, AdamW on this rank's shard, publishing
+ * the updated params. */
+#include <math.h>
+#include <string.h>
+
+#include "engine_internal.h"
+#include "error.h"
+#include "kernels/cpu/engine_ops.h"
+
+zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_begin_step: engine is NULL");
+  if (e->state == ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_engine_begin_step before zs_engine_commit: commit first");
+  if (e->state == ZS_ENGINE_FAILED)
+    return zs_err(ZS_ERR_STATE, "zs_engine_begin_step: the engine failed earlier; destroy it");
+  if (e->state == ZS_ENGINE_IN_STEP)
+    return zs_err(ZS_ERR_STATE, "zs_engine_begin_step called twice: finish the step with "
+                                "zs_engine_step first");
+  if (micro_steps < 1)
+    return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
+  e->step_t0 = zs_now();
+  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    u->grads_ready_count = 0;
+    u->grad_shard_valid = 0;
+    u->fwd_done = 0;
+    if (u->grad_full && e->cfg.stage <= 1)
+      ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
+  }
+  e->micro_steps = micro_steps;
+  e->state = ZS_ENGINE_IN_STEP;
+  return ZS_OK;
+}
+
+/* This rank's reduced gradient of unit u over flat range [a, b) (inside its optimizer range). */
+static const void *grad_at(const zs_engine *e, const zs_unit *u, size_t a) {
+  const zs_dtype pd = e->cfg.param_dtype;
+  if (e->cfg.stage <= 1) return zs_ptr_add(u->grad_full, a, pd);
+  return zs_ptr_add(u->grad_shard, a - u->lay.shard_off, pd);
+}
+
+static void *param_at(const zs_engine *e, const zs_unit *u, size_t a) {
+  const zs_dtype pd = e->cfg.param_dtype;
+  if (e->cfg.stage <= 2) return zs_ptr_add(u->param_full, a, pd);
+  return zs_ptr_add(u->param_shard, a - u->lay.shard_off, pd);
+}
+
+/* Global sum of squares of the summed gradients and the count of non-finite values. */
+static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
+  zs_dev *d = &e->dev;
+  const size_t bytes = ZS_SQ_NWORDS * sizeof(uint64_t);
+  uint64_t *bins = NULL, host[ZS_SQ_NWORDS];
+  zs_status rc = ZS_OK;
+  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, (void **)&bins, NULL));
+  ZS_CHECK_GOTO(zs_dev_zero(d, bins, bytes, d->compute_stream), rc, out);
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    ZS_CHECK_GOTO(zs_dev_sq_bins(d, bins, grad_at(e, u, u->opt_off), e->cfg.param_dtype, u->opt_n,
+                                 d->compute_stream),
+                  rc, out);
+  }
+  if (e->cfg.stage >= 1 && e->shard_size > 1) {
+    ZS_CHECK_GOTO(zs_dev_order(d, d->comm_stream, d->compute_stream), rc, out);
+    rc = zs_coll_all_reduce(e->shard, bins, bins, ZS_SQ_NWORDS, ZS_CDT_U64, d->comm_stream);
+    if (rc == ZS_OK) rc = zs_coll_sync(e->shard, d->comm_stream);
+    if (rc != ZS_OK) {
+      zs_engine_fail(e, zs_err_wrap(rc, "gradient-norm all-reduce"));
+      goto out;
+    }
+  }
+  ZS_CHECK_GOTO(zs_dev_to_host(d, host, bins, bytes), rc, out);
+  *sumsq = zs_sq_bins_value(host);
+  *nonfinite = host[ZS_SQ_NBINS];
+out:
+  zs_mem_free(e, ZS_MEM_BUFFERS, bins, bytes, NULL);
+  return rc;
+}
+
+/* AdamW over every tensor segment of this rank's optimizer range. */
+static zs_status run_adamw(zs_engine *e, double gscale) {
+  const zs_dtype pd = e->cfg.param_dtype;
+  const int64_t t = e->opt_steps + 1;
+  zs_adamw_coef decay, nodecay;
+  const zs_config *c = &e->cfg;
+  zs_adamw_coef_make(&decay, c->adamw.lr, c->adamw.beta1, c->adamw.beta2, c->adamw.eps,
+                     c->adamw.weight_decay, t, gscale);
+  zs_adamw_coef_make(&nodecay, c->adamw.lr, c->adamw.beta1, c->adamw.beta2, c->adamw.eps, 0.0f, t,
+                     gscale);
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    for (int k = 0; k < u->ntensors; k++) {
+      size_t a, b;
+      if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
+      const size_t lo = a - u->opt_off;
+      ZS_CHECK(zs_dev_adamw(&e->dev, u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
+                            u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a), pd,
+                            b - a, e->dev.compute_stream));
+    }
+  }
+  return ZS_OK;
+}
+
+/* Frees every stage-3 gathered copy: after the step they would be stale. */
+static void drop_gathered(zs_engine *e) {
+  for (int i = 0; i < e->nunits; i++) {
+    e->units[i]->in_use = 0;
+    zs_shard_release(e->units[i]);
+  }
+}
+
+zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_step: engine is NULL");
+  if (e->state != ZS_ENGINE_IN_STEP)
+    return zs_err(ZS_ERR_STATE, e->state == ZS_ENGINE_FAILED
+                                    ? "zs_engine_step: the engine failed earlier; destroy it"
+                                    : "zs_engine_step without zs_engine_begin_step");
+  for (int i = 0; i < e->nunits; i++)
+    if (e->units[i]->grads_ready_count != e->micro_steps)
+      return zs_err(ZS_ERR_STATE,
+                    "zs_engine_step: unit '%s' has %d of %d zs_unit_grads_ready calls; every unit "
+                    "needs one per micro-step before the step",
+                    e->units[i]->name, e->units[i]->grads_ready_count, e->micro_steps);
+  zs_dev *d = &e->dev;
+  ZS_CHECK(zs_coll_sync(e->world, d->comm_stream));
+  if (e->shard != e->world) ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
+  ZS_CHECK(zs_dev_order(d, d->compute_stream, d->comm_stream));
+  drop_gathered(e);
+
+  double sumsq = 0;
+  uint64_t nonfinite = 0;
+  ZS_CHECK(grad_sq_sum(e, &sumsq, &nonfinite));
+  const double inv = 1.0 / ((double)e->world_size * (double)e->micro_steps);
+  const double norm = sqrt(sumsq) * inv;
+  zs_step_stats s = {0};
+  s.grad_norm = nonfinite ? NAN : (float)norm;
+  s.skipped_nonfinite = nonfinite ? 1 : 0;
+  if (!nonfinite) {
+    const double mgn = e->cfg.adamw.max_grad_norm;
+    const double clip = (mgn > 0 && norm > mgn) ? mgn / (norm + 1e-6) : 1.0;
+    ZS_CHECK(run_adamw(e, inv * clip));
+    zs_status rc = zs_shard_publish(e);
+    if (rc != ZS_OK) return rc;
+    ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
+    e->opt_steps++;
+  }
+  ZS_CHECK(zs_dev_sync(d, d->compute_stream));
+  e->state = ZS_ENGINE_READY;
+  s.step_seconds = zs_now() - e->step_t0;
+  if (st) *st = s;
+  return ZS_OK;
+}

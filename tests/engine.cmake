@@ -1,0 +1,29 @@
+# Engine tests: training equivalence across world sizes and stages, the memory ledger, bad input,
+# a stuck peer.
+zs_exe(test_engine_train SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_train.c)
+
+function(zs_engine_equiv name n stage mode)
+  add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/engine_equiv.sh ${ZS_MPIEXEC}
+                                $<TARGET_FILE:test_engine_train> ${n} ${stage} ${mode} ${ARGN})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                          LABELS "mpi;engine" PROCESSORS ${n})
+endfunction()
+
+foreach(stage 0 1 2 3)
+  zs_mpi_test(engine_train_np1_stage${stage} test_engine_train NP 1 ARGS --stage ${stage} --micro 2 LABELS engine)
+  foreach(n 2 3 4)
+    zs_engine_equiv(engine_det_np${n}_stage${stage} ${n} ${stage} det)
+  endforeach()
+  zs_engine_equiv(engine_nondet_np3_stage${stage} 3 ${stage} nondet)
+endforeach()
+# No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
+zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
+zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
+zs_engine_equiv(engine_det_np2_stage2_noclip 2 2 det --clip 0)
+zs_engine_equiv(engine_det_np4_stage3_hybrid2 4 3 det --group 2)
+zs_engine_equiv(engine_det_np4_stage1_hybrid2 4 1 det --group 2)
+zs_mpi_test(engine_train_np4_stage3_hybrid_nondet test_engine_train NP 4 ARGS --stage 3 --det 0 --group 2 LABELS engine)
+zs_mpi_test(engine_train_np2_stage3_bf16 test_engine_train NP 2 ARGS --stage 3 --bf16 1 --reftol 3e-2 LABELS engine)
+zs_mpi_test(engine_train_np2_stage0_bf16 test_engine_train NP 2 ARGS --stage 0 --bf16 1 --det 0 --reftol 3e-2 LABELS engine)
+zs_mpi_test(engine_train_np3_stage2_nonfinite test_engine_train NP 3 ARGS --stage 2 --skip-nonfinite-at 2 LABELS engine)
+zs_mpi_test(engine_train_np2_stage3_micro3 test_engine_train NP 2 ARGS --stage 3 --micro 3 --det 0 LABELS engine)

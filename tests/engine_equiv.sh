@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the synthetic model on 1 rank x N micro-steps (the reference), then on N ranks x 1
+# micro-step, and compares final params: bit-exact in deterministic mode, else to a tolerance.
+# Usage: engine_equiv.sh MPIEXEC EXE N STAGE det|nondet [extra test_engine_train args...]
+set -euo pipefail
+mpiexec=$1 exe=$2 n=$3 stage=$4 mode=$5
+shift 5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ "$mode" = det ]; then det=1 cmp=(--tol 0); else det=0 cmp=(--tol 1e-6); fi
+"$mpiexec" --oversubscribe -np 1 "$exe" --stage "$stage" --micro "$n" --det 1 --write "$tmp/ref.bin" "$@"
+"$mpiexec" --oversubscribe -np "$n" "$exe" --stage "$stage" --micro 1 --det "$det" \
+  --compare "$tmp/ref.bin" "${cmp[@]}" "$@"

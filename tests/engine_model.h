@@ -1,0 +1,62 @@
+/* A small synthetic model for engine tests: units with awkward sizes (not divisible by 2, 3 or 4,
+ * a tensor smaller than the world, a unit of one element) and a per-batch quadratic loss whose
+ * gradient the test computes itself, like a user's backward would:
+ *   L_b(p) = sum_i 0.5 * a_bi * (p_i - t_bi)^2     =>   dL_b/dp_i = a_bi * (p_i - t_bi)
+ * a_bi in [0.5, 1.5), t_bi in [-1, 1), from a counter-based hash of (batch, global index). */
+#ifndef ZS_TEST_ENGINE_MODEL_H
+#define ZS_TEST_ENGINE_MODEL_H
+
+#include <stdint.h>
+
+#include "zshard.h"
+
+#define TM_NUNITS 4
+#define TM_MAXT 3
+
+typedef struct {
+  const char *name;
+  int ntensors;
+  zs_tensor_desc t[TM_MAXT];
+} tm_unit_def;
+
+static const tm_unit_def tm_units[TM_NUNITS] = {
+    {"embed", 2, {{"w", 2, {7, 5, 0, 0}, 0}, {"b", 1, {3, 0, 0, 0}, 1}}},
+    {"tiny", 1, {{"s", 1, {1, 0, 0, 0}, 0}}},
+    {"block", 3, {{"w", 2, {13, 3, 0, 0}, 0}, {"ln", 1, {2, 0, 0, 0}, 1}, {"c", 1, {11, 0, 0, 0}, 0}}},
+    {"head", 1, {{"w", 1, {257, 0, 0, 0}, 0}}},
+};
+
+/* Element count of tensor t of unit u. */
+static inline int64_t tm_numel(int u, int t) {
+  int64_t n = 1;
+  for (int d = 0; d < tm_units[u].t[t].ndim; d++) n *= tm_units[u].t[t].shape[d];
+  return n;
+}
+
+/* Global index of element 0 of (u, t) across the whole model. */
+static inline int64_t tm_base(int u, int t) {
+  int64_t b = 0;
+  for (int i = 0; i < u; i++)
+    for (int k = 0; k < tm_units[i].ntensors; k++) b += tm_numel(i, k);
+  for (int k = 0; k < t; k++) b += tm_numel(u, k);
+  return b;
+}
+
+static inline int64_t tm_total(void) { return tm_base(TM_NUNITS - 1, 0) + tm_numel(TM_NUNITS - 1, 0); }
+
+/* splitmix64: a counter-based hash, so every rank derives the same numbers. */
+static inline uint64_t tm_hash(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+static inline double tm_unif(uint64_t a, uint64_t b) {
+  return (double)(tm_hash(a * 0x100000001b3ull ^ tm_hash(b)) >> 11) * (1.0 / 9007199254740992.0);
+}
+/* Initial value of global element i. */
+static inline float tm_init(int64_t i) { return (float)(tm_unif(7, (uint64_t)i) * 2.0 - 1.0); }
+static inline float tm_a(int64_t batch, int64_t i) { return (float)(0.5 + tm_unif((uint64_t)batch * 2 + 100, (uint64_t)i)); }
+static inline float tm_t(int64_t batch, int64_t i) { return (float)(tm_unif((uint64_t)batch * 2 + 101, (uint64_t)i) * 2.0 - 1.0); }
+
+#endif

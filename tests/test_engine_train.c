@@ -1,0 +1,244 @@
+/* Trains the synthetic model (tests/engine_model.h) through the engine and checks the result:
+ *  - against an independent float64 AdamW + global-norm clipping written here (always), and
+ *  - optionally against a file of final params from another run (--compare FILE): bit-exact by
+ *    default (deterministic mode), or to --tol relative.
+ * Rank r in micro-step m trains on batch step*(N*M) + m*N + r, so 1 rank x N micro-steps and
+ * N ranks x 1 micro-step see the same batches in the same order.
+ * Usage: test_engine_train [--stage S] [--micro M] [--steps K] [--det 0|1] [--bf16]
+ *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
+ *        [--tol X] [--reftol X] [--skip-nonfinite-at K] */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_model.h"
+#include "kernels/cpu/bf16.h"
+#include "zs_test.h"
+
+typedef struct {
+  int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at;
+  float clip, wd, lr;
+  double tol, reftol;
+  const char *write, *compare;
+} opts;
+
+static void parse(int argc, char **argv, opts *o) {
+  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const char *k = argv[i], *v = argv[i + 1];
+    if (!strcmp(k, "--stage")) o->stage = atoi(v);
+    else if (!strcmp(k, "--micro")) o->micro = atoi(v);
+    else if (!strcmp(k, "--steps")) o->steps = atoi(v);
+    else if (!strcmp(k, "--det")) o->det = atoi(v);
+    else if (!strcmp(k, "--bf16")) o->bf16 = atoi(v);
+    else if (!strcmp(k, "--prefetch")) o->prefetch = atoi(v);
+    else if (!strcmp(k, "--group")) o->group = atoi(v);
+    else if (!strcmp(k, "--clip")) o->clip = (float)atof(v);
+    else if (!strcmp(k, "--wd")) o->wd = (float)atof(v);
+    else if (!strcmp(k, "--lr")) o->lr = (float)atof(v);
+    else if (!strcmp(k, "--tol")) o->tol = atof(v);
+    else if (!strcmp(k, "--reftol")) o->reftol = atof(v);
+    else if (!strcmp(k, "--write")) o->write = v;
+    else if (!strcmp(k, "--compare")) o->compare = v;
+    else if (!strcmp(k, "--skip-nonfinite-at")) o->nonfinite_at = atoi(v);
+    else {
+      fprintf(stderr, "unknown option %s\n", k);
+      exit(2);
+    }
+  }
+}
+
+/* ---- float64 reference: textbook AdamW with decoupled decay and global-norm clipping ---- */
+typedef struct {
+  double *p, *m, *v;
+  int64_t t;
+} ref_state;
+
+static int ref_no_decay(int64_t gi) {
+  for (int u = 0; u < TM_NUNITS; u++)
+    for (int k = 0; k < tm_units[u].ntensors; k++) {
+      int64_t b = tm_base(u, k);
+      if (gi >= b && gi < b + tm_numel(u, k)) return tm_units[u].t[k].no_weight_decay;
+    }
+  return 0;
+}
+
+static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch, int nonfinite) {
+  const int64_t n = tm_total(), nb = (int64_t)world * o->micro;
+  double *g = calloc((size_t)n, sizeof *g);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < n; i++)
+      g[i] += (double)tm_a(first_batch + b, i) * (r->p[i] - (double)tm_t(first_batch + b, i));
+  double sq = 0;
+  for (int64_t i = 0; i < n; i++) {
+    g[i] /= (double)nb;
+    sq += g[i] * g[i];
+  }
+  if (nonfinite) {
+    free(g);
+    return; /* the engine must skip the step entirely */
+  }
+  double norm = sqrt(sq), clip = (o->clip > 0 && norm > o->clip) ? o->clip / (norm + 1e-6) : 1.0;
+  r->t++;
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  for (int64_t i = 0; i < n; i++) {
+    double gi = g[i] * clip;
+    r->m[i] = b1 * r->m[i] + (1 - b1) * gi;
+    r->v[i] = b2 * r->v[i] + (1 - b2) * gi * gi;
+    double mh = r->m[i] / (1 - pow(b1, (double)r->t)), vh = r->v[i] / (1 - pow(b2, (double)r->t));
+    double wd = ref_no_decay(i) ? 0.0 : o->wd;
+    r->p[i] -= o->lr * (mh / (sqrt(vh) + eps) + wd * r->p[i]);
+  }
+  free(g);
+}
+
+/* ---- the engine run ---- */
+static float load(const void *p, int bf16, int64_t i) {
+  return bf16 ? zs_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+static void add(void *p, int bf16, int64_t i, float v) {
+  if (bf16)
+    ((uint16_t *)p)[i] = zs_f32_to_bf16(zs_bf16_to_f32(((uint16_t *)p)[i]) + v);
+  else
+    ((float *)p)[i] += v;
+}
+
+/* One micro-step of "forward + backward": gather every unit, read params, write grads. */
+static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison) {
+  for (int u = 0; u < TM_NUNITS; u++) ZS_OK_OR_DIE(zs_unit_gather(units[u]));
+  for (int u = 0; u < TM_NUNITS; u++) ZS_OK_OR_DIE(zs_unit_release(units[u]));
+  for (int u = TM_NUNITS - 1; u >= 0; u--) {
+    ZS_OK_OR_DIE(zs_unit_gather(units[u]));
+    for (int k = 0; k < tm_units[u].ntensors; k++) {
+      const void *p = zs_unit_param(units[u], k);
+      void *g = zs_unit_grad(units[u], k);
+      if (!p || !g) {
+        fprintf(stderr, "FATAL: NULL param/grad pointer: %s\n", zs_last_error());
+        exit(1);
+      }
+      int64_t base = tm_base(u, k);
+      for (int64_t i = 0; i < tm_numel(u, k); i++) {
+        float pv = load(p, o->bf16, i);
+        add(g, o->bf16, i, tm_a(batch, base + i) * (pv - tm_t(batch, base + i)));
+      }
+      if (poison && u == 2 && k == 0) add(g, o->bf16, 0, NAN);
+    }
+    ZS_OK_OR_DIE(zs_unit_grads_ready(units[u]));
+    ZS_OK_OR_DIE(zs_unit_release(units[u]));
+  }
+}
+
+int main(int argc, char **argv) {
+  opts o;
+  parse(argc, argv, &o);
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = o.stage;
+  cfg.deterministic = o.det;
+  cfg.prefetch_units = o.prefetch;
+  cfg.shard_group_size = world > 1 ? o.group : 0; /* the 1-rank reference has no groups */
+  cfg.param_dtype = cfg.reduce_dtype = o.bf16 ? ZS_BF16 : ZS_F32;
+  cfg.adamw.lr = o.lr;
+  cfg.adamw.weight_decay = o.wd;
+  cfg.adamw.max_grad_norm = o.clip;
+  cfg.comm_timeout_s = 60;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  zs_unit *units[TM_NUNITS];
+  for (int u = 0; u < TM_NUNITS; u++)
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, tm_units[u].name, tm_units[u].ntensors, tm_units[u].t, &units[u]));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+
+  const int64_t n = tm_total();
+  ref_state ref = {calloc((size_t)n, 8), calloc((size_t)n, 8), calloc((size_t)n, 8), 0};
+  for (int64_t i = 0; i < n; i++) ref.p[i] = (double)tm_init(i);
+  for (int u = 0; u < TM_NUNITS; u++)
+    for (int k = 0; k < tm_units[u].ntensors; k++) {
+      int64_t nk = tm_numel(u, k), b = tm_base(u, k);
+      float *h = malloc((size_t)nk * sizeof *h);
+      for (int64_t i = 0; i < nk; i++) h[i] = tm_init(b + i);
+      ZS_OK_OR_DIE(zs_unit_set_param(units[u], k, h));
+      free(h);
+    }
+
+  int skipped = 0;
+  for (int s = 0; s < o.steps; s++) {
+    const int64_t first = (int64_t)s * world * o.micro;
+    const int poison_step = s == o.nonfinite_at;
+    ZS_OK_OR_DIE(zs_engine_begin_step(e, o.micro));
+    for (int m = 0; m < o.micro; m++)
+      micro_step(units, &o, first + (int64_t)m * world + rank, poison_step && rank == world - 1 && m == 0);
+    zs_step_stats st;
+    ZS_OK_OR_DIE(zs_engine_step(e, &st));
+    ref_step(&ref, &o, world, first, poison_step);
+    skipped += st.skipped_nonfinite;
+    ZS_EXPECT(st.skipped_nonfinite == poison_step, "step %d: skipped=%d, poisoned=%d", s,
+              st.skipped_nonfinite, poison_step);
+  }
+  ZS_EXPECT(zs_engine_step_count(e) == o.steps - skipped, "step count %lld",
+            (long long)zs_engine_step_count(e));
+
+  /* Read back every tensor (collective) and compare. */
+  float *all = malloc((size_t)n * sizeof *all);
+  for (int u = 0; u < TM_NUNITS; u++)
+    for (int k = 0; k < tm_units[u].ntensors; k++)
+      ZS_OK_OR_DIE(zs_unit_get_param(units[u], k, all + tm_base(u, k)));
+  double worst = 0;
+  int64_t worst_i = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double d = fabs((double)all[i] - ref.p[i]) / (1.0 + fabs(ref.p[i]));
+    if (!(d <= worst)) {
+      worst = d;
+      worst_i = i;
+    }
+  }
+  ZS_EXPECT(worst <= o.reftol, "rank %d: vs float64 reference: worst rel diff %.3g at %lld "
+            "(engine %.9g, ref %.9g)", rank, worst, (long long)worst_i, (double)all[worst_i],
+            ref.p[worst_i]);
+  if (rank == 0 && o.write) {
+    FILE *f = fopen(o.write, "wb");
+    ZS_EXPECT(f && fwrite(all, sizeof *all, (size_t)n, f) == (size_t)n, "cannot write %s", o.write);
+    if (f) fclose(f);
+  }
+  if (o.compare) {
+    float *want = malloc((size_t)n * sizeof *want);
+    FILE *f = fopen(o.compare, "rb");
+    ZS_EXPECT(f && fread(want, sizeof *want, (size_t)n, f) == (size_t)n, "cannot read %s", o.compare);
+    if (f) fclose(f);
+    int64_t ndiff = 0;
+    double wd = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if (o.tol == 0.0) {
+        if (memcmp(&all[i], &want[i], sizeof(float)) != 0) {
+          if (ndiff < 5)
+            fprintf(stderr, "rank %d: element %lld: %.9g (bits %08x) != %.9g (bits %08x)\n", rank,
+                    (long long)i, (double)all[i], *(uint32_t *)&all[i], (double)want[i],
+                    *(uint32_t *)&want[i]);
+          ndiff++;
+        }
+      } else {
+        double d = fabs((double)all[i] - want[i]) / (fabs((double)want[i]) + 1e-30);
+        if (d > o.tol) ndiff++;
+        if (d > wd) wd = d;
+      }
+    }
+    ZS_EXPECT(ndiff == 0, "rank %d: %lld of %lld elements differ from %s (tol %g, worst %.3g)",
+              rank, (long long)ndiff, (long long)n, o.compare, o.tol, wd);
+    free(want);
+  }
+  if (rank == 0)
+    printf("%s: stage %d world %d micro %d det %d%s: ref diff %.3g, %s\n", argv[0], o.stage, world,
+           o.micro, o.det, o.bf16 ? " bf16" : "", worst, zs_engine_info(e));
+  free(all);
+  free(ref.p);
+  free(ref.m);
+  free(ref.v);
+  zs_engine_destroy(e);
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_engine_train");
+}
