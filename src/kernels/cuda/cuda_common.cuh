@@ -60,6 +60,18 @@ static inline unsigned zs_grid(size_t n, unsigned threads) {
   return (unsigned)(g < cap ? g : cap);
 }
 
+/* Runs the statements with T = float or T = zs_bf16 according to dt. */
+#define ZS_DT_DISPATCH(dt, T, ...)                                                                 \
+  do {                                                                                             \
+    if ((dt) == ZS_BF16) {                                                                         \
+      typedef zs_bf16 T;                                                                           \
+      __VA_ARGS__;                                                                                 \
+    } else {                                                                                       \
+      typedef float T;                                                                             \
+      __VA_ARGS__;                                                                                 \
+    }                                                                                              \
+  } while (0)
+
 /* True for the two dtypes the kernels know. */
 static inline int zs_dt_ok(zs_dtype dt) { return dt == ZS_F32 || dt == ZS_BF16; }
 

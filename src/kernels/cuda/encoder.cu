@@ -1,0 +1,112 @@
+/* GPT-2 encoder (token + position embedding), forward and a deterministic backward.
+ *
+ * Backward without atomics: positions are processed in chunks of ENC_CHUNK; each chunk's
+ * (token, position) keys are sorted in one block (bitonic, shared memory), then one block per
+ * distinct token adds that token's dout rows into dwte in increasing position order. That is the
+ * CPU's order (rows in (b, t) order), so fp32 results match it bit for bit, and the result never
+ * depends on scheduling. dwpe sums over the batch per (t, c), also in order. */
+#include "kctx.cuh"
+
+#define ENC_THREADS 256
+#define ENC_CHUNK 4096 /* positions sorted per block: 32 KiB of 64-bit keys in shared memory */
+#define ENC_SORT_THREADS 1024
+
+/* out[bt, c] = wte[tok[bt], c] + wpe[t, c]. */
+template <typename T>
+__global__ void encoder_fwd_kernel(T *out, const int *tok, const T *wte, const T *wpe, int BT,
+                                   int T_, int C) {
+  size_t n = (size_t)BT * C;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    size_t bt = i / C, c = i % C;
+    size_t t = bt % T_;
+    zs_st(&out[i], zs_ld(&wte[(size_t)tok[bt] * C + c]) + zs_ld(&wpe[t * C + c]));
+  }
+}
+
+/* Sorts the keys (token << 32 | position) of positions p0 .. p0+np-1 into keys_out[0..np). */
+__global__ void __launch_bounds__(ENC_SORT_THREADS)
+    encoder_sort_kernel(unsigned long long *keys_out, const int *tok, int p0, int np) {
+  __shared__ unsigned long long s[ENC_CHUNK];
+  for (int i = threadIdx.x; i < ENC_CHUNK; i += blockDim.x)
+    s[i] = i < np ? ((unsigned long long)(unsigned)tok[p0 + i] << 32) | (unsigned)(p0 + i)
+                  : ~0ull; /* padding sorts last */
+  __syncthreads();
+  for (int k = 2; k <= ENC_CHUNK; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < ENC_CHUNK; i += blockDim.x) {
+        int l = i ^ j;
+        if (l > i) {
+          bool ascending = (i & k) == 0;
+          unsigned long long a = s[i], b = s[l];
+          if ((a > b) == ascending) {
+            s[i] = b;
+            s[l] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+  for (int i = threadIdx.x; i < np; i += blockDim.x) keys_out[i] = s[i];
+}
+
+/* Block i: if sorted key i starts a run of one token, adds that run's dout rows into the token's
+   dwte row, positions ascending (one fp32 sum per column, rounded once). */
+template <typename T>
+__global__ void encoder_dwte_kernel(T *dwte, const T *dout, const unsigned long long *keys, int np,
+                                    int C) {
+  int i = blockIdx.x;
+  unsigned v = (unsigned)(keys[i] >> 32);
+  if (i > 0 && (unsigned)(keys[i - 1] >> 32) == v) return;
+  int end = i + 1;
+  while (end < np && (unsigned)(keys[end] >> 32) == v) end++;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    T *dst = &dwte[(size_t)v * C + c];
+    float acc = zs_ld(dst);
+    for (int j = i; j < end; j++) acc += zs_ld(&dout[(size_t)(keys[j] & 0xffffffffu) * C + c]);
+    zs_st(dst, acc);
+  }
+}
+
+/* dwpe[t, c] += sum over b (in order) of dout[b, t, c]. */
+template <typename T>
+__global__ void encoder_dwpe_kernel(T *dwpe, const T *dout, int B, int T_, int C) {
+  size_t n = (size_t)T_ * C;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    float acc = zs_ld(&dwpe[i]);
+    for (int b = 0; b < B; b++) acc += zs_ld(&dout[(size_t)b * n + i]);
+    zs_st(&dwpe[i], acc);
+  }
+}
+
+extern "C" zs_status zs_cuda_encoder_fwd(zs_cuda_kctx *k, void *out, const int *tok,
+                                         const void *wte, const void *wpe, int B, int T, int C) {
+  size_t n = (size_t)B * T * C;
+  ZS_DT_DISPATCH(k->dt, E,
+                 encoder_fwd_kernel<E><<<zs_grid(n, ENC_THREADS), ENC_THREADS, 0, k->stream>>>(
+                     (E *)out, tok, (const E *)wte, (const E *)wpe, B * T, T, C));
+  return zs_cu_launched("zs_cuda_encoder_fwd");
+}
+
+extern "C" zs_status zs_cuda_encoder_bwd(zs_cuda_kctx *k, void *dwte, void *dwpe, const void *dout,
+                                         const int *tok, int B, int T, int C) {
+  int BT = B * T;
+  unsigned long long *keys = (unsigned long long *)k->scratch; /* ENC_CHUNK keys */
+  unsigned ct = C < ENC_THREADS ? (unsigned)((C + 31) / 32 * 32) : ENC_THREADS;
+  for (int p0 = 0; p0 < BT; p0 += ENC_CHUNK) {
+    int np = BT - p0 < ENC_CHUNK ? BT - p0 : ENC_CHUNK;
+    encoder_sort_kernel<<<1, ENC_SORT_THREADS, 0, k->stream>>>(keys, tok, p0, np);
+    ZS_CHECK(zs_cu_launched("zs_cuda_encoder_bwd (sort)"));
+    ZS_DT_DISPATCH(k->dt, E,
+                   encoder_dwte_kernel<E><<<np, ct, 0, k->stream>>>((E *)dwte, (const E *)dout,
+                                                                    keys, np, C));
+    ZS_CHECK(zs_cu_launched("zs_cuda_encoder_bwd (dwte)"));
+  }
+  size_t n = (size_t)T * C;
+  ZS_DT_DISPATCH(k->dt, E,
+                 encoder_dwpe_kernel<E><<<zs_grid(n, ENC_THREADS), ENC_THREADS, 0, k->stream>>>(
+                     (E *)dwpe, (const E *)dout, B, T, C));
+  return zs_cu_launched("zs_cuda_encoder_bwd (dwpe)");
+}
