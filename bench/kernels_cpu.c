@@ -132,6 +132,16 @@ static zs_status xent(bench *b) {
   return zs_k_softmax_xent(b->k, b->losses, b->g4, b->logits, b->tgt, 1.0f / BT, BT, b->V, b->Vp);
 }
 
+/* Releases every buffer of the benchmark (free(NULL) is fine for ones never allocated). */
+static void bench_free(bench *b) {
+  void *all[] = {b->tok, b->tgt,    b->wte,    b->wpe, b->act, b->act2, b->act4,
+                 b->qkv, b->w,      b->bias,   b->lnw, b->lnb, b->mean, b->rstd,
+                 b->lse, b->logits, b->losses, b->g1,  b->g2,  b->g3,   b->g4};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    free(all[i]);
+  zs_kernels_destroy(b->k);
+}
+
 /* Parses -B/-T/-C/-NH/-V/--csv; returns 0 on a bad argument. */
 static int parse(int argc, char **argv, bench *b, const char **csv) {
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -212,6 +222,7 @@ int main(int argc, char **argv) {
   FILE *f = csv ? fopen(csv, "w") : NULL;
   if (csv && !f) {
     fprintf(stderr, "cannot write %s\n", csv);
+    bench_free(&b);
     return 1;
   }
   if (f) fprintf(f, "kernel,B,T,C,NH,V,Vp,ms,gflops\n");
@@ -232,6 +243,6 @@ int main(int argc, char **argv) {
   }
   printf("%-24s %10.4f\n", "sum of the rows", 1e3 * total);
   if (f) fclose(f);
-  zs_kernels_destroy(b.k);
+  bench_free(&b);
   return 0;
 }
