@@ -44,6 +44,8 @@ struct zs_kernels {
   return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn)
 #endif
 
+/* Validates device and dtype (the CPU is fp32 only), then builds the CUDA context when asked. On
+   failure *out is NULL and nothing is left allocated. */
 zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out) {
   static const char fn[] = "zs_kernels_create";
   REQ(out != NULL, "%s: out is NULL: pass the address of a zs_kernels pointer", fn);
@@ -81,6 +83,7 @@ zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels
   return ZS_OK;
 }
 
+/* Releases the context (and its CUDA half). NULL is a no-op. */
 void zs_kernels_destroy(zs_kernels *k) {
   if (!k) return;
 #ifdef ZS_HAVE_CUDA
@@ -88,6 +91,9 @@ void zs_kernels_destroy(zs_kernels *k) {
 #endif
   free(k);
 }
+
+/* Each zs_k_X below: the checks of its arguments (context, required pointers, dimensions), then
+   the CUDA twin or the CPU kernel. Semantics are documented in include/zshard.h. */
 
 zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
                            const void *wpe, int B, int T, int C) {
