@@ -122,6 +122,9 @@ zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll *
                                         "mpi) for the CUDA device");
     return zs_self_open(c, device, timeout_s, out);
   }
+  if (want == 1 && c->from_env)
+    return zs_err(ZS_ERR_UNSUPPORTED, "ZS_COMM=mpi needs an MPI launch: use mpirun with "
+                                      "zs_comm_init_mpi, or unset ZS_COMM");
   if (device == ZS_DEVICE_CPU) {
     if (want == 2)
       return zs_err(ZS_ERR_UNSUPPORTED, "ZS_COMM=nccl moves GPU memory only: use ZS_COMM=mpi "
@@ -134,12 +137,7 @@ zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll *
     return zs_mpi_open(c, device, timeout_s, out);
   }
 #ifdef ZS_HAVE_CUDA
-  if (want == 1) {
-    if (c->from_env)
-      return zs_err(ZS_ERR_UNSUPPORTED, "ZS_COMM=mpi needs an MPI launch: use mpirun with "
-                                        "zs_comm_init_mpi, or unset ZS_COMM to use nccl");
-    return zs_mpi_open(c, device, timeout_s, out);
-  }
+  if (want == 1) return zs_mpi_open(c, device, timeout_s, out);
   return zs_nccl_open(c, timeout_s, out);
 #else
   return zs_err(ZS_ERR_UNSUPPORTED, "zshard was built without CUDA, so the CUDA device has no "
