@@ -1,5 +1,6 @@
 /* Creation and destruction of the CUDA kernel context: cuBLASLt handle, workspace, scratch. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kctx.cuh"
 
@@ -24,6 +25,8 @@ extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx
   if (!k) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_cuda_kctx_create: cannot allocate the context");
   k->dt = dt;
   k->stream = (cudaStream_t)stream;
+  const char *g = getenv("ZS_CUDA_GEMM");
+  k->gemm_simt = g && !strcmp(g, "simt");
   zs_status rc = ZS_OK;
   cublasStatus_t bs = cublasLtCreate(&k->lt);
   if (bs != CUBLAS_STATUS_SUCCESS) {

@@ -31,6 +31,7 @@ struct zs_cuda_kctx {
   void *scratch;   /* ZS_SCRATCH_BYTES, device, 256-byte aligned */
   zs_lt_entry cache[ZS_LT_CACHE_SIZE];
   int cache_next; /* round-robin replacement */
+  int gemm_simt;  /* environment ZS_CUDA_GEMM=simt: always use the fallback GEMM (tests) */
 };
 
 #endif

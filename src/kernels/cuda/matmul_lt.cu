@@ -4,10 +4,12 @@
  *   out[N,OC]  = inp[N,C] w[OC,C]^T  is  D(OC x N) = op_T(w: C x OC) * (inp: C x N)
  *   dinp[N,C] += dout w              is  D(C x N) += (w: C x OC) * (dout: OC x N)
  *   dw[OC,C]  += dout^T inp          is  D(C x OC) += (inp: C x N) * op_T(dout: OC x N)
- * The heuristic's answer is cached per problem (shape, transposes, epilogue, pointer alignment). */
+ * The heuristic's answer is cached per problem (shape, transposes, epilogue, pointer alignment).
+ * Where cuBLASLt has no algorithm (odd shapes, alignments), a plain tiled GEMM takes over. */
 #include <string.h>
 
 #include "colreduce.cuh"
+#include "gemm_simt.cuh"
 
 /* Largest power of two (<= 256) dividing the address: cuBLASLt algorithms assume alignments. */
 static uint32_t ptr_align(const void *p) {
@@ -59,6 +61,7 @@ static zs_status lt_algo(zs_cuda_kctx *k, const char *fn, const lt_problem *p,
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t res;
   int nres = 0;
+  cublasStatus_t bs;
   uint64_t ws = ZS_LT_WORKSPACE_BYTES;
   uint32_t al[4] = {(uint32_t)key.align[0], (uint32_t)key.align[1], (uint32_t)key.align[2],
                     (uint32_t)key.align[3]};
@@ -76,11 +79,10 @@ static zs_status lt_algo(zs_cuda_kctx *k, const char *fn, const lt_problem *p,
                                                                  sizeof al[i]),
                            fn, "cublasLtMatmulPreferenceSetAttribute(alignment)"),
                   rc, done);
-  ZS_CHECK_GOTO(lt_check(cublasLtMatmulAlgoGetHeuristic(k->lt, desc, la, lb, ld, ld, pref, 1, &res,
-                                                        &nres),
-                         fn, "cublasLtMatmulAlgoGetHeuristic"),
-                rc, done);
-  if (nres < 1) {
+  bs = cublasLtMatmulAlgoGetHeuristic(k->lt, desc, la, lb, ld, ld, pref, 1, &res, &nres);
+  if (bs != CUBLAS_STATUS_NOT_SUPPORTED)
+    ZS_CHECK_GOTO(lt_check(bs, fn, "cublasLtMatmulAlgoGetHeuristic"), rc, done);
+  if (bs == CUBLAS_STATUS_NOT_SUPPORTED || nres < 1) {
     rc = zs_err(ZS_ERR_UNSUPPORTED, "%s: cuBLASLt has no algorithm for m=%d n=%d k=%d", fn, p->m,
                 p->n, p->k);
     goto done;
@@ -101,6 +103,7 @@ static zs_status lt_gemm(zs_cuda_kctx *k, const char *fn, const lt_problem *p) {
   cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
   cublasLtMatmulAlgo_t algo;
   float alpha = 1.0f, beta = p->accumulate ? 1.0f : 0.0f;
+  cublasStatus_t bs;
   int32_t ta = (int32_t)p->ta, tb = (int32_t)p->tb;
   uint64_t am = p->ta == CUBLAS_OP_N ? p->m : p->k, an = p->ta == CUBLAS_OP_N ? p->k : p->m;
   uint64_t bm = p->tb == CUBLAS_OP_N ? p->k : p->n, bn = p->tb == CUBLAS_OP_N ? p->n : p->k;
@@ -142,17 +145,25 @@ static zs_status lt_gemm(zs_cuda_kctx *k, const char *fn, const lt_problem *p) {
                          fn, "cublasLtMatrixLayoutCreate(D)"),
                 rc, done);
   ZS_CHECK_GOTO(lt_algo(k, fn, p, desc, la, lb, ld, &algo), rc, done);
-  ZS_CHECK_GOTO(lt_check(cublasLtMatmul(k->lt, desc, &alpha, p->A, la, p->B, lb, &beta, p->D, ld,
-                                        p->D, ld, &algo, k->workspace, ZS_LT_WORKSPACE_BYTES,
-                                        k->stream),
-                         fn, "cublasLtMatmul"),
-                rc, done);
+  bs = cublasLtMatmul(k->lt, desc, &alpha, p->A, la, p->B, lb, &beta, p->D, ld, p->D, ld, &algo,
+                      k->workspace, ZS_LT_WORKSPACE_BYTES, k->stream);
+  rc = bs == CUBLAS_STATUS_NOT_SUPPORTED ? ZS_ERR_UNSUPPORTED : lt_check(bs, fn, "cublasLtMatmul");
 done:
   if (ld) cublasLtMatrixLayoutDestroy(ld);
   if (lb) cublasLtMatrixLayoutDestroy(lb);
   if (la) cublasLtMatrixLayoutDestroy(la);
   cublasLtMatmulDescDestroy(desc);
   return rc;
+}
+
+/* Problem p through cuBLASLt, or through the fallback GEMM where cuBLASLt has no algorithm. */
+static zs_status gemm(zs_cuda_kctx *k, const char *fn, const lt_problem *p) {
+  if (!k->gemm_simt) {
+    zs_status rc = lt_gemm(k, fn, p);
+    if (rc != ZS_ERR_UNSUPPORTED) return rc;
+  }
+  return zs_cuda_gemm_simt(k, p->ta == CUBLAS_OP_T, p->tb == CUBLAS_OP_T, p->m, p->n, p->k, p->A,
+                           p->lda, p->B, p->ldb, p->D, p->ldd, p->accumulate, p->bias);
 }
 
 /* out[r, c] += bias[c]: the forward's bias when the pointer is too unaligned for the epilogue. */
@@ -168,7 +179,7 @@ extern "C" zs_status zs_cuda_matmul_fwd(zs_cuda_kctx *k, void *out, const void *
   static const char fn[] = "zs_cuda_matmul_fwd";
   int epi = bias && ptr_align(bias) >= 16;
   lt_problem p = {CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, inp, out, C, C, OC, 0, epi ? bias : NULL};
-  ZS_CHECK(lt_gemm(k, fn, &p));
+  ZS_CHECK(gemm(k, fn, &p));
   if (bias && !epi) {
     size_t n = (size_t)N * OC;
     ZS_DT_DISPATCH(k->dt, E,
@@ -185,11 +196,11 @@ extern "C" zs_status zs_cuda_matmul_bwd(zs_cuda_kctx *k, void *dinp, void *dw, v
   static const char fn[] = "zs_cuda_matmul_bwd";
   if (dinp) {
     lt_problem p = {CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, w, dout, dinp, C, OC, C, 1, NULL};
-    ZS_CHECK(lt_gemm(k, fn, &p));
+    ZS_CHECK(gemm(k, fn, &p));
   }
   if (dw) {
     lt_problem p = {CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, dout, dw, C, OC, C, 1, NULL};
-    ZS_CHECK(lt_gemm(k, fn, &p));
+    ZS_CHECK(gemm(k, fn, &p));
   }
   if (dbias) {
     zs_status rc = zs_cuda_colreduce(k, dbias, NULL, dout, NULL, NULL, NULL, N, OC);
