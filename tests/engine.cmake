@@ -27,3 +27,12 @@ zs_mpi_test(engine_train_np2_stage3_bf16 test_engine_train NP 2 ARGS --stage 3 -
 zs_mpi_test(engine_train_np2_stage0_bf16 test_engine_train NP 2 ARGS --stage 0 --bf16 1 --det 0 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_train_np3_stage2_nonfinite test_engine_train NP 3 ARGS --stage 2 --skip-nonfinite-at 2 LABELS engine)
 zs_mpi_test(engine_train_np2_stage3_micro3 test_engine_train NP 2 ARGS --stage 3 --micro 3 --det 0 LABELS engine)
+
+zs_exe(test_engine_memory SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_memory.c)
+foreach(n 1 2 4)
+  zs_mpi_test(engine_memory_np${n} test_engine_memory NP ${n} LABELS engine)
+endforeach()
+zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_errors.c)
+zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)
+zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_timeout.c)
+zs_mpi_test(engine_timeout_np3 test_engine_timeout NP 3 TIMEOUT 60 LABELS engine)

@@ -15,6 +15,17 @@ zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void 
 
 void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream) {
   if (!p) return;
+  if (e->state == ZS_ENGINE_FAILED && (e->world || e->shard)) {
+    if (e->ndeferred == e->cap_deferred) {
+      int cap = e->cap_deferred ? 2 * e->cap_deferred : 16;
+      struct zs_deferred_free *d = realloc(e->deferred, (size_t)cap * sizeof *d);
+      if (!d) return; /* leak rather than free memory a collective may still write */
+      e->deferred = d;
+      e->cap_deferred = cap;
+    }
+    e->deferred[e->ndeferred++] = (struct zs_deferred_free){p, c, bytes};
+    return;
+  }
   zs_dev_free(&e->dev, p, stream);
   zs_ledger_sub(&e->ledger, c, bytes);
 }
@@ -252,14 +263,20 @@ void zs_engine_destroy(zs_engine *e) {
   if (!e) return;
   if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
   if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
+  /* Collectives first: destroying them completes (or abandons) any op that still writes into
+     engine buffers; only then is the memory returned. */
+  if (e->replica) zs_coll_destroy(e->replica);
+  if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
+  if (e->world) zs_coll_destroy(e->world);
+  e->replica = e->shard = e->world = NULL;
   for (int i = 0; i < e->nunits; i++) {
     unit_release_buffers(e, e->units[i]);
     unit_free(e->units[i]);
   }
   free(e->units);
-  if (e->replica) zs_coll_destroy(e->replica);
-  if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
-  if (e->world) zs_coll_destroy(e->world);
+  for (int i = 0; i < e->ndeferred; i++)
+    zs_mem_free(e, e->deferred[i].cat, e->deferred[i].p, e->deferred[i].bytes, NULL);
+  free(e->deferred);
   zs_dev_close(&e->dev);
   free(e);
 }

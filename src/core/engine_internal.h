@@ -62,6 +62,14 @@ struct zs_engine {
   double step_t0;
   size_t live_gathered_bytes;
   char info[256];
+  /* After a communication failure an abandoned collective may still write into its buffers, so
+     from then on frees are deferred until destroy has torn down the collectives. */
+  struct zs_deferred_free {
+    void *p;
+    zs_mem_cat cat;
+    size_t bytes;
+  } *deferred;
+  int ndeferred, cap_deferred;
 };
 
 /* Ledger-booked device memory. */

@@ -15,9 +15,10 @@ zs_status zs_shard_gather(zs_unit *u, int for_user) {
     zs_status rc = zs_coll_all_gather(e->shard, u->param_shard, u->param_full, u->lay.shard,
                                       zs_cdt_of(e->cfg.param_dtype), d->comm_stream);
     if (rc != ZS_OK) {
-      zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream);
+      zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s'", u->name));
+      zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream); /* deferred if failed */
       u->param_full = NULL;
-      return zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s'", u->name));
+      return rc;
     }
     u->gathered = 1;
     e->live_gathered_bytes += bytes;

@@ -45,6 +45,7 @@ static zs_status ordered_reduce_scatter(zs_engine *e, const void *src, size_t P,
   ZS_CHECK_GOTO(zs_dev_sum_chunks(&e->dev, dst, dst_dt, recv.p, rd, W, s, s, accumulate, cs), rc,
                 out);
 out:
+  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before freeing: see zs_mem_free */
   scratch_put(e, &recv);
   scratch_put(e, &send);
   return rc;
@@ -69,6 +70,7 @@ static zs_status ordered_all_reduce(zs_engine *e, void *buf, size_t P) {
   ZS_CHECK_GOTO(zs_coll_all_gather(e->world, mine, a.p, c, zs_cdt_of(rd), cs), rc, out);
   ZS_CHECK_GOTO(zs_dev_copy(&e->dev, buf, a.p, P * es, cs), rc, out);
 out:
+  if (rc != ZS_OK) zs_engine_fail(e, rc);
   scratch_put(e, &b);
   scratch_put(e, &a);
   return rc;
@@ -135,7 +137,11 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
     ZS_CHECK_GOTO(zs_dev_convert(d, conv.p, rd, u->grad_full, pd, P, d->comm_stream), rc, out);
     red = conv.p;
   }
-  ZS_CHECK_GOTO(reduce_unit(u, red), rc, out);
+  rc = reduce_unit(u, red);
+  if (rc != ZS_OK) {
+    zs_engine_fail(e, rc);
+    goto out;
+  }
   if (st >= 2) {
     zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_full, P * zs_dtype_size(pd), d->comm_stream);
     u->grad_full = NULL;

@@ -1,0 +1,159 @@
+/* Bad input and bad call order: every case returns the documented status with a non-empty
+ * sentence, and a refused call changes nothing (the engine keeps working, params keep values). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zs_test.h"
+
+static const zs_tensor_desc good[2] = {{"w", 2, {5, 3, 0, 0}, 0}, {"b", 1, {3, 0, 0, 0}, 1}};
+
+static void config_cases(zs_comm *comm) {
+  zs_engine *e = (zs_engine *)0x1;
+  zs_config c;
+  zs_config_default(&c);
+  ZS_EXPECT_STATUS(zs_engine_create(NULL, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(e == NULL, "out is cleared on failure");
+  ZS_EXPECT_STATUS(zs_engine_create(&c, NULL, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, NULL), ZS_ERR_INVALID_ARG);
+  c.stage = 4;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "0..3") != NULL, "message names the range: %s", zs_last_error());
+  c.stage = -1;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.device = (zs_device)7;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.param_dtype = (zs_dtype)9;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.stage = 2;
+  c.offload = ZS_OFFLOAD_PARAMS;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "stage 3") != NULL, "explains why: %s", zs_last_error());
+  zs_config_default(&c);
+  c.offload = 0x80;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.comm_timeout_s = 0;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.adamw.lr = NAN;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.adamw.beta2 = 1.0f;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.adamw.eps = 0;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.prefetch_units = -2;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.shard_group_size = zs_comm_size(comm) + 1;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+}
+
+static void unit_cases(zs_engine *e) {
+  zs_unit *u = (zs_unit *)0x1;
+  ZS_EXPECT_STATUS(zs_engine_add_unit(NULL, "x", 2, good, &u), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(u == NULL, "out cleared");
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, NULL, 2, good, &u), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "", 2, good, &u), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 0, good, &u), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 2, NULL, &u), ZS_ERR_INVALID_ARG);
+  zs_tensor_desc bad[1] = {{"t", 2, {4, 0, 0, 0}, 0}};
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
+  bad[0].shape[1] = -3;
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
+  bad[0].ndim = 0;
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
+  bad[0].ndim = 5;
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
+  char longname[200];
+  memset(longname, 'n', sizeof longname - 1);
+  longname[sizeof longname - 1] = 0;
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, longname, 2, good, &u), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "x", 2, good, &u));
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 2, good, NULL), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "unique") != NULL, "duplicate named: %s", zs_last_error());
+  ZS_EXPECT(zs_engine_num_units(e) == 1, "refused units were not added (%d)", zs_engine_num_units(e));
+}
+
+int main(int argc, char **argv) {
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  ZS_EXPECT(zs_last_error() != NULL, "never NULL");
+  for (int s = ZS_OK; s <= ZS_ERR_UNSUPPORTED; s++)
+    ZS_EXPECT(zs_status_str((zs_status)s) && zs_status_str((zs_status)s)[0] == 'Z', "name of %d", s);
+  config_cases(comm);
+
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = 3;
+  c.prefetch_units = 0;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_STATE); /* no units */
+  unit_cases(e);
+  zs_unit *u = zs_engine_unit(e, 0);
+  float vals[15];
+  for (int i = 0; i < 15; i++) vals[i] = (float)i * 0.25f;
+  ZS_EXPECT_STATUS(zs_unit_gather(u), ZS_ERR_STATE);              /* before commit */
+  ZS_EXPECT_STATUS(zs_unit_set_param(u, 0, vals), ZS_ERR_STATE);  /* before commit */
+  ZS_EXPECT_STATUS(zs_engine_begin_step(e, 1), ZS_ERR_STATE);     /* before commit */
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_STATE);
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "late", 2, good, NULL), ZS_ERR_STATE);
+
+  /* Params: wrong sizes and indices are refused and write nothing. */
+  ZS_OK_OR_DIE(zs_unit_set_param(u, 0, vals));
+  float junk[16];
+  for (int i = 0; i < 16; i++) junk[i] = 99.0f;
+  ZS_EXPECT_STATUS(zs_unit_set_param_n(u, 0, junk, 16), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_param_n(u, 0, junk, 14), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_param(u, 2, junk), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_param(u, -1, junk), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_param(u, 0, NULL), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_param(NULL, 0, junk), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_get_param(u, 0, NULL), ZS_ERR_INVALID_ARG);
+  float back[15];
+  ZS_OK_OR_DIE(zs_unit_get_param(u, 0, back));
+  ZS_EXPECT(memcmp(back, vals, sizeof back) == 0, "refused set_param calls lost no data");
+
+  /* Call order inside a step. */
+  ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE); /* no begin_step */
+  ZS_EXPECT(zs_unit_grad(u, 0) == NULL && zs_last_error()[0], "grad outside a step is NULL");
+  ZS_EXPECT(zs_unit_param(u, 0) == NULL && zs_last_error()[0], "param before gather is NULL");
+  ZS_EXPECT_STATUS(zs_unit_release(u), ZS_ERR_STATE); /* release without gather */
+  ZS_EXPECT_STATUS(zs_unit_grads_ready(u), ZS_ERR_STATE); /* outside a step */
+  ZS_EXPECT_STATUS(zs_engine_begin_step(e, 0), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_begin_step(NULL, 1), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  ZS_EXPECT_STATUS(zs_engine_begin_step(e, 1), ZS_ERR_STATE);
+  ZS_EXPECT_STATUS(zs_unit_set_param(u, 0, vals), ZS_ERR_STATE); /* inside a step */
+  ZS_EXPECT_STATUS(zs_unit_gather(NULL), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_unit_gather(u));
+  ZS_EXPECT_STATUS(zs_unit_gather(u), ZS_ERR_STATE); /* twice */
+  ZS_EXPECT(zs_unit_param(u, 5) == NULL, "bad tensor index gives NULL");
+  ZS_EXPECT(zs_unit_grad(u, -1) == NULL, "bad tensor index gives NULL");
+  ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE); /* grads not ready */
+  ZS_EXPECT(strstr(zs_last_error(), "'x'") != NULL, "names the unit: %s", zs_last_error());
+  float *g = zs_unit_grad(u, 0);
+  ZS_EXPECT(g != NULL, "grad pointer in a step");
+  if (g) g[0] += 1.0f;
+  ZS_OK_OR_DIE(zs_unit_grads_ready(u));
+  ZS_EXPECT_STATUS(zs_unit_grads_ready(u), ZS_ERR_STATE); /* more than micro_steps */
+  ZS_OK_OR_DIE(zs_unit_release(u));
+  zs_step_stats st;
+  ZS_OK_OR_DIE(zs_engine_step(e, &st)); /* the refused calls left the step intact */
+  ZS_EXPECT(st.grad_norm > 0.99f && st.grad_norm < 1.01f, "grad norm %g", (double)st.grad_norm);
+  ZS_EXPECT_STATUS(zs_engine_memory(NULL, NULL), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_set_lr(e, -1.0f), ZS_ERR_INVALID_ARG);
+  zs_engine_destroy(e);
+  zs_engine_destroy(NULL);
+  if (zs_comm_rank(comm) == 0) printf("test_engine_errors: done\n");
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_engine_errors");
+}

@@ -1,0 +1,61 @@
+/* A stuck peer: rank 1 stops calling the engine in the middle of a stage-3 forward. The other
+ * ranks must get ZS_ERR_TIMEOUT within comm_timeout_s + 5 s (never hang), with a message naming
+ * the operation, and the engine then refuses further steps with ZS_ERR_STATE. Rank 1 later joins
+ * the abandoned collective so that every rank can shut MPI down cleanly. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zs_test.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const int rank = zs_comm_rank(comm);
+  const double timeout = 2.0;
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = 3;
+  c.prefetch_units = 0;
+  c.comm_timeout_s = timeout;
+  zs_engine *e = NULL;
+  zs_tensor_desc t[1] = {{"w", 1, {1000, 0, 0, 0}, 0}};
+  zs_unit *u0 = NULL, *u1 = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, t, &u0));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "u1", 1, t, &u1));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  ZS_OK_OR_DIE(zs_unit_gather(u0)); /* everyone takes part in the first gather */
+  ZS_OK_OR_DIE(zs_unit_release(u0));
+  if (rank == 1) {
+    sleep((unsigned)timeout + 1); /* stuck: the others time out meanwhile */
+    zs_status rc = zs_unit_gather(u1); /* completes the collective the others abandoned */
+    ZS_EXPECT(rc == ZS_OK, "late gather: %s", zs_last_error());
+  } else {
+    double t0 = now();
+    zs_status rc = zs_unit_gather(u1);
+    double dt = now() - t0;
+    ZS_EXPECT(rc == ZS_ERR_TIMEOUT, "rank %d: got %s (%s), want ZS_ERR_TIMEOUT", rank,
+              zs_status_str(rc), zs_last_error());
+    ZS_EXPECT(dt <= timeout + 5.0, "rank %d: timed out after %.2f s (limit %.1f + 5)", rank, dt,
+              timeout);
+    ZS_EXPECT(dt >= timeout * 0.9, "rank %d: returned after %.2f s, before the timeout", rank, dt);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", zs_last_error());
+    ZS_EXPECT(strstr(msg, "gather") != NULL, "message names the op: %s", msg);
+    ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE);
+    ZS_EXPECT_STATUS(zs_engine_begin_step(e, 1), ZS_ERR_STATE);
+    if (rank == 0) printf("test_engine_timeout: ZS_ERR_TIMEOUT after %.2f s: %s\n", dt, msg);
+  }
+  zs_engine_destroy(e);
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_engine_timeout");
+}
