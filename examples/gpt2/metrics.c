@@ -1,0 +1,136 @@
+/* Schedule, step log, JSONL and memory table. */
+#include "metrics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+float gpt2_lr_at(int step, int steps, int warmup, float lr, float min_frac) {
+  if (warmup > 0 && step < warmup) return lr * (float)(step + 1) / (float)warmup;
+  int span = steps - warmup;
+  if (span <= 1) return lr;
+  double p = (double)(step - warmup) / (double)(span - 1);
+  double c = 0.5 * (1.0 + cos(3.14159265358979323846 * (p > 1 ? 1 : p)));
+  return (float)(lr * (min_frac + (1.0 - min_frac) * c));
+}
+
+int gpt2_metrics_open(gpt2_metrics *m, const char *path, int rank, int world) {
+  memset(m, 0, sizeof *m);
+  m->rank = rank;
+  m->world = world;
+  m->t0 = gpt2_now();
+  if (path && rank == 0) {
+    m->jsonl = fopen(path, "w");
+    if (!m->jsonl) return gpt2_fail("cannot write --metrics file %s", path);
+  }
+  return 0;
+}
+
+void gpt2_metrics_close(gpt2_metrics *m) {
+  if (m->jsonl) fclose(m->jsonl);
+  free(m->loss);
+  free(m->val_step);
+  free(m->val_loss);
+  memset(m, 0, sizeof *m);
+}
+
+/* Grows a float array to hold at least n + 1 entries. */
+static int grow(void **p, int *cap, int n, size_t esz) {
+  if (n < *cap) return 0;
+  int nc = *cap ? *cap * 2 : 256;
+  void *q = realloc(*p, (size_t)nc * esz);
+  if (!q) return gpt2_fail("out of host memory for metrics");
+  *p = q;
+  *cap = nc;
+  return 0;
+}
+
+int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int every) {
+  int cap = m->cap;
+  TRY(grow((void **)&m->loss, &cap, m->n, sizeof(float)));
+  m->cap = cap;
+  m->loss[m->n++] = s->loss;
+  if (m->rank != 0) return 0;
+  if (m->jsonl) {
+    fprintf(m->jsonl,
+            "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"ms\":%.3f,"
+            "\"tokens_per_s\":%.1f,\"mfu\":%.4f,\"skipped\":%d}\n",
+            s->step, s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s,
+            s->mfu < 0 ? 0.0 : s->mfu, s->skipped);
+    fflush(m->jsonl);
+  }
+  if (every <= 0) every = 1;
+  if (s->step % every != 0 && s->step != steps) return 0;
+  double elapsed = gpt2_now() - m->t0, eta = elapsed / s->step * (steps - s->step);
+  printf("step %5d/%d | loss %.4f | lr %.2e | norm %6.3f | %8.1f ms | %9.0f tok/s", s->step, steps,
+         s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s);
+  if (s->mfu >= 0) printf(" | MFU %5.1f%%", 100.0 * s->mfu);
+  printf(" | eta %.0fs%s\n", eta, s->skipped ? " | SKIPPED (non-finite grads)" : "");
+  fflush(stdout);
+  return 0;
+}
+
+int gpt2_metrics_val(gpt2_metrics *m, int step, float loss) {
+  int cap = m->capval;
+  TRY(grow((void **)&m->val_step, &cap, m->nval, sizeof(int)));
+  cap = m->capval;
+  TRY(grow((void **)&m->val_loss, &cap, m->nval, sizeof(float)));
+  m->capval = cap;
+  m->val_step[m->nval] = step;
+  m->val_loss[m->nval++] = loss;
+  if (m->rank != 0) return 0;
+  printf("step %5d | val loss %.4f\n", step, loss);
+  if (m->jsonl) {
+    fprintf(m->jsonl, "{\"step\":%d,\"val_loss\":%.6f}\n", step, loss);
+    fflush(m->jsonl);
+  }
+  return 0;
+}
+
+void gpt2_metrics_event(gpt2_metrics *m, const char *json_object) {
+  if (m->jsonl) {
+    fprintf(m->jsonl, "%s\n", json_object);
+    fflush(m->jsonl);
+  }
+}
+
+/* Bytes in MiB. */
+static double mib(size_t b) {
+  return (double)b / (1024.0 * 1024.0);
+}
+
+void gpt2_print_memory(const zs_memory *mem, int rank, int world, const char *when,
+                       size_t act_bytes) {
+  long ns = 150000000L * rank; /* ranks print in turn without a collective */
+  struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+  nanosleep(&ts, NULL);
+  char out[1024];
+  const struct {
+    const char *name;
+    zs_bytes b;
+  } rows[] = {{"params", mem->params},           {"grads", mem->grads},
+              {"optimizer", mem->optimizer},     {"buffers", mem->buffers},
+              {"host_pinned", mem->host_pinned}, {"total", mem->total}};
+  int len = snprintf(out, sizeof out, "memory of rank %d/%d (%s), MiB\n  %-12s %10s %10s\n", rank,
+                     world, when, "category", "current", "peak");
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0] && len < (int)sizeof out; i++)
+    len += snprintf(out + len, sizeof out - (size_t)len, "  %-12s %10.2f %10.2f\n", rows[i].name,
+                    mib(rows[i].b.cur), mib(rows[i].b.peak));
+  if (len < (int)sizeof out)
+    snprintf(out + len, sizeof out - (size_t)len, "  %-12s %10.2f  (example's buffers)\n",
+             "activations", mib(act_bytes));
+  fputs(out, stdout);
+  fflush(stdout);
+}
+
+void gpt2_memory_json(const zs_memory *mem, char *out, size_t n) {
+  snprintf(out, n,
+           "{\"params\":[%zu,%zu],\"grads\":[%zu,%zu],\"optimizer\":[%zu,%zu],"
+           "\"buffers\":[%zu,%zu],\"host_pinned\":[%zu,%zu],\"total\":[%zu,%zu]}",
+           mem->params.cur, mem->params.peak, mem->grads.cur, mem->grads.peak, mem->optimizer.cur,
+           mem->optimizer.peak, mem->buffers.cur, mem->buffers.peak, mem->host_pinned.cur,
+           mem->host_pinned.peak, mem->total.cur, mem->total.peak);
+}

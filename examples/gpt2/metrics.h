@@ -1,0 +1,48 @@
+/* What the training loop reports: the learning-rate schedule, one console line and one JSONL
+ * record per step, validation points, the per-rank memory table, and the loss curve as SVG. */
+#ifndef GPT2_METRICS_H
+#define GPT2_METRICS_H
+
+#include <stdio.h>
+
+#include "zshard.h"
+
+/* Linear warmup over `warmup` steps, then cosine decay from lr to lr * min_frac at the end. */
+float gpt2_lr_at(int step, int steps, int warmup, float lr, float min_frac);
+
+typedef struct {
+  int step;
+  float loss, lr, grad_norm;
+  double ms, tokens_per_s, mfu; /* mfu < 0: not reported (CPU) */
+  int skipped;
+} gpt2_step_log;
+
+typedef struct {
+  int rank, world;
+  FILE *jsonl; /* rank 0 only, NULL without --metrics */
+  int n, cap;  /* recorded steps */
+  float *loss; /* train loss of step i */
+  int nval, capval;
+  int *val_step;
+  float *val_loss;
+  double t0;
+} gpt2_metrics;
+
+/* Opens the JSONL file (rank 0, when path != NULL). 0 or -1. */
+int gpt2_metrics_open(gpt2_metrics *m, const char *path, int rank, int world);
+void gpt2_metrics_close(gpt2_metrics *m);
+/* Records a step; rank 0 prints a line every `every` steps (and the last) with an ETA. */
+int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int every);
+/* Records a validation loss after `step` steps. */
+int gpt2_metrics_val(gpt2_metrics *m, int step, float loss);
+/* Writes any JSON object line ({"event": ...}) to the metrics file (rank 0). */
+void gpt2_metrics_event(gpt2_metrics *m, const char *json_object);
+/* Every rank prints its memory table in turn (rank r after r * 150 ms: no collective needed). */
+void gpt2_print_memory(const zs_memory *mem, int rank, int world, const char *when,
+                       size_t act_bytes);
+/* JSON of a memory snapshot ({"params":[cur,peak],...}) into out. */
+void gpt2_memory_json(const zs_memory *mem, char *out, size_t n);
+/* Loss curve (train, and validation points) as a standalone SVG; 0 or -1. */
+int gpt2_plot_svg(const gpt2_metrics *m, const char *path, const char *title, double ref_nats);
+
+#endif

@@ -1,0 +1,74 @@
+/* The GPT-2 model on the engine: activation buffers, and forward/backward composed from the
+ * zs_k_* kernels with the engine's gather / release / grads_ready protocol around every unit.
+ *
+ * Memory: the residual stream keeps each block's input (L+1 tensors of B*T*C). Without recompute
+ * every block also keeps its own activations; with recompute one set is shared and each block's
+ * forward is run again during its backward, so activation memory is about one block. */
+#ifndef GPT2_MODEL_H
+#define GPT2_MODEL_H
+
+#include "config.h"
+#include "device.h"
+#include "layout.h"
+
+/* The saved activations of one block (dt unless noted). */
+typedef struct {
+  void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fch_gelu;
+  float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse; /* fp32 statistics */
+} gpt2_block_acts;
+
+typedef struct gpt2_model gpt2_model;
+/* Test hook. Called right before zs_unit_grads_ready of unit u (phase "final"); for the
+   embedding also after the LM head's backward (phase "head": the head's share of the wte
+   gradient only), and when training, with the logits in m->logits before the loss overwrites
+   them (phase "logits"). Returns 0 or -1 to abort the step. */
+typedef int (*gpt2_grad_hook)(void *ctx, gpt2_model *m, int u, const char *phase);
+
+struct gpt2_model {
+  gpt2_config cfg;
+  int B, T;        /* micro-batch shape the buffers are sized for */
+  int recompute;   /* --recompute */
+  int stage_grads; /* deterministic mode: see model.c, stage_begin */
+  gpt2_dev dev;
+  zs_kernels *k;
+  gpt2_units units;
+  void **res;            /* [L+1] residual stream, B*T*C each */
+  gpt2_block_acts *acts; /* [L], or [1] with recompute */
+  void *lnf;
+  float *lnf_mean, *lnf_rstd;
+  void *logits;                            /* B*T*Vp; the head's backward reuses it for dlogits */
+  float *losses;                           /* B*T per-token losses (device) */
+  int *tok, *tgt;                          /* B*T token ids (device) */
+  void *dres, *dln, *dA, *dB;              /* backward scratch: C, C, 4C, 4C per token */
+  void *stage_emb, *stage_blk, *stage_lnf; /* staged unit grads (deterministic mode only) */
+  float *host_losses;
+  size_t act_bytes; /* device bytes of everything above */
+  gpt2_grad_hook hook;
+  void *hook_ctx;
+};
+
+/* Allocates the activations for micro-batches of B x T on the device of `dev` (units already
+   registered and committed). stage_grads: see gpt2_grad_ptr. */
+int gpt2_model_init(gpt2_model *m, const gpt2_units *units, const gpt2_dev *dev, zs_kernels *k,
+                    int B, int T, int recompute, int stage_grads);
+void gpt2_model_free(gpt2_model *m);
+
+/* One micro-step of training: forward, loss, backward with every unit's grads_ready, on
+   tokens/targets (host, B*T each). *loss = mean loss of this micro-batch. */
+int gpt2_train_micro(gpt2_model *m, const int *tok, const int *tgt, float *loss);
+/* Forward and loss only (no gradients) on b <= B sequences. */
+int gpt2_eval(gpt2_model *m, const int *tok, const int *tgt, int b, float *loss);
+/* Forward of one sequence of T tokens; leaves the logits of every position in m->logits. */
+int gpt2_forward_logits(gpt2_model *m, const int *tok);
+
+/* Where the backward writes tensor t of unit u right now: zs_unit_grad, or the staging buffer
+   in deterministic mode (valid only while the unit's backward is running). */
+void *gpt2_grad_ptr(gpt2_model *m, int u, int t);
+
+/* Building blocks (forward.c / backward.c), on gathered params p[] of the unit. */
+int gpt2_block_fwd(gpt2_model *m, void *const *p, gpt2_block_acts *a, const void *x, void *y,
+                   int B);
+int gpt2_block_bwd(gpt2_model *m, void *const *p, void *const *g, const gpt2_block_acts *a,
+                   const void *x);
+
+#endif

@@ -1,0 +1,296 @@
+/* train_gpt2: GPT-2 trained with zshard, from a C loop that uses only the public API.
+ *
+ *   mpirun -np 4 build/train_gpt2 --stage 3 --layers 4 --channels 128 --heads 4 --seq 64
+ *   build/train_gpt2 --device cuda --dtype bf16 --model d12 --data tokens.bin --seq 1024
+ *
+ * The model is registered as units (embedding, one per block, final layernorm; the LM head is
+ * tied to wte). Each step: zs_engine_begin_step, then per micro-step the forward gathers and
+ * releases every unit in order and the backward gathers, writes zs_unit_grad, signals
+ * zs_unit_grads_ready and releases in reverse (gpt2/step.c), then zs_engine_step. Pieces:
+ * gpt2/config (sizes), layout (units), init + init_hf + safetensors (weights), data (batches),
+ * forward / backward / step / model (the network), sample, metrics + plot (reporting), dump
+ * (test files), device (activation memory). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2/args.h"
+#include "gpt2/data.h"
+#include "gpt2/dump.h"
+#include "gpt2/init.h"
+#include "gpt2/metrics.h"
+#include "gpt2/model.h"
+#include "gpt2/sample.h"
+#include "gpt2/util.h"
+#include "zshard.h"
+
+/* Everything one process holds. */
+typedef struct {
+  gpt2_args a;
+  zs_comm *comm;
+  int rank, world;
+  gpt2_data data;
+  gpt2_config cfg;
+  zs_engine *eng;
+  zs_kernels *k;
+  gpt2_units units;
+  gpt2_model model;
+  gpt2_metrics met;
+  gpt2_dump dump;
+  int *tok, *tgt; /* host batch, B*T */
+  double unigram; /* nats */
+  float last_loss, last_val;
+} run;
+
+/* Model shape from the preset / flags / safetensors file and the data's vocabulary. */
+static int resolve_config(run *r) {
+  const gpt2_args *a = &r->a;
+  gpt2_config *c = &r->cfg;
+  memset(c, 0, sizeof *c);
+  if (a->init_safetensors) {
+    TRY(gpt2_config_from_safetensors(a->init_safetensors, a->model ? 0 : a->heads, c));
+  } else {
+    c->layers = a->layers;
+    c->channels = a->channels;
+    c->heads = a->heads;
+    c->max_seq = a->max_seq > 0 ? a->max_seq : a->seq;
+    if (a->model && gpt2_config_preset(c, a->model) != 0)
+      return gpt2_fail("--model %s is not a preset: use d12, d24, d36 or d48", a->model);
+    if (a->max_seq > 0) c->max_seq = a->max_seq;
+    c->vocab = a->vocab > 0 ? a->vocab : (r->data.is_text ? 256 : 50257);
+    if (c->vocab < r->data.vocab) c->vocab = r->data.vocab;
+    c->padded_vocab = gpt2_pad_vocab(c->vocab);
+  }
+  if (r->data.vocab > c->vocab)
+    return gpt2_fail("the data has token ids up to %d but the model's vocabulary is %d",
+                     r->data.vocab - 1, c->vocab);
+  const char *why = gpt2_config_check(c);
+  if (why) return gpt2_fail("bad model shape: %s", why);
+  if (a->seq > c->max_seq)
+    return gpt2_fail("--seq %d exceeds the model's %d positions", a->seq, c->max_seq);
+  return 0;
+}
+
+/* Engine from the flags, units, commit, initial weights, kernels, activations. */
+static int build(run *r) {
+  const gpt2_args *a = &r->a;
+  zs_config zc;
+  zs_config_default(&zc);
+  zc.stage = a->stage;
+  zc.device = a->device;
+  zc.param_dtype = a->dtype;
+  zc.reduce_dtype = a->reduce_dtype;
+  zc.offload = a->offload;
+  zc.deterministic = a->deterministic;
+  if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
+  zc.adamw.lr = a->lr;
+  zc.adamw.beta1 = 0.9f;
+  zc.adamw.beta2 = a->beta2;
+  zc.adamw.eps = 1e-8f;
+  zc.adamw.weight_decay = a->weight_decay;
+  zc.adamw.max_grad_norm = a->grad_clip;
+  ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
+  TRY(gpt2_units_register(&r->units, &r->cfg, r->eng));
+  ZS_TRY(zs_engine_commit(r->eng));
+  if (a->init_safetensors)
+    TRY(gpt2_init_safetensors(&r->units, a->init_safetensors));
+  else
+    TRY(gpt2_init_random(&r->units, a->seed));
+  void *stream = zs_engine_stream(r->eng);
+  ZS_TRY(zs_kernels_create(a->device, a->dtype, stream, &r->k));
+  gpt2_dev dev = {a->device, stream, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
+  TRY(gpt2_model_init(&r->model, &r->units, &dev, r->k, a->batch, a->seq, a->recompute,
+                      a->deterministic));
+  size_t n = (size_t)a->batch * a->seq;
+  r->tok = malloc(n * sizeof(int));
+  r->tgt = malloc(n * sizeof(int));
+  return r->tok && r->tgt ? 0 : gpt2_fail("out of host memory for batches");
+}
+
+/* Mean validation loss over --eval-batches batches (the same batches on every rank). */
+static int evaluate(run *r, float *loss) {
+  double s = 0.0;
+  int n = 0;
+  for (int i = 0; i < r->a.eval_batches; i++) {
+    if (gpt2_data_val_batch(&r->data, i, r->a.batch, r->a.seq, r->tok, r->tgt) != 0) break;
+    float l;
+    TRY(gpt2_eval(&r->model, r->tok, r->tgt, r->a.batch, &l));
+    s += l;
+    n++;
+  }
+  *loss = n ? (float)(s / n) : NAN;
+  return 0;
+}
+
+/* One optimizer step: begin_step, micro-steps, zs_engine_step; fills the log entry. */
+static int train_step(run *r, int step, gpt2_step_log *lg) {
+  const gpt2_args *a = &r->a;
+  float lr = gpt2_lr_at(step, a->steps, a->warmup, a->lr, a->lr_min_frac);
+  double t0 = gpt2_now(), loss = 0.0;
+  ZS_TRY(zs_engine_set_lr(r->eng, lr));
+  ZS_TRY(zs_engine_begin_step(r->eng, a->micro_steps));
+  for (int mi = 0; mi < a->micro_steps; mi++) {
+    TRY(gpt2_data_train_batch(&r->data, step, r->rank, r->world, mi, a->micro_steps, a->batch,
+                              a->seq, r->tok, r->tgt));
+    r->dump.active = a->dump_grads && step == 0 && mi == 0;
+    float l;
+    TRY(gpt2_train_micro(&r->model, r->tok, r->tgt, &l));
+    if (r->dump.active) TRY(gpt2_dump_batch(&r->dump, &r->model, r->tok, r->tgt));
+    r->dump.active = 0;
+    loss += l;
+  }
+  zs_step_stats st;
+  ZS_TRY(zs_engine_step(r->eng, &st));
+  double dt = gpt2_now() - t0;
+  double tokens = (double)a->batch * a->seq * a->micro_steps * r->world;
+  memset(lg, 0, sizeof *lg);
+  lg->step = step + 1;
+  lg->loss = (float)(loss / a->micro_steps);
+  lg->lr = lr;
+  lg->grad_norm = st.grad_norm;
+  lg->skipped = st.skipped_nonfinite;
+  lg->ms = 1e3 * dt;
+  lg->tokens_per_s = tokens / dt;
+  lg->mfu = a->device == ZS_DEVICE_CUDA ? gpt2_flops_per_token(&r->cfg, a->seq) * lg->tokens_per_s /
+                                              r->world / (a->peak_tflops * 1e12)
+                                        : -1.0;
+  return 0;
+}
+
+/* Prints and records this rank's memory (every rank prints its own table in turn). */
+static int report_memory(run *r, const char *when) {
+  zs_memory mem;
+  ZS_TRY(zs_engine_memory(r->eng, &mem));
+  gpt2_print_memory(&mem, r->rank, r->world, when, r->model.act_bytes);
+  char js[768], ev[1024];
+  gpt2_memory_json(&mem, js, sizeof js);
+  snprintf(ev, sizeof ev, "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s}", when,
+           js);
+  gpt2_metrics_event(&r->met, ev);
+  return 0;
+}
+
+/* Header lines: the run's shape, the data and its unigram entropy (rank 0). */
+static void banner(run *r) {
+  if (r->rank != 0) return;
+  const gpt2_config *c = &r->cfg;
+  const gpt2_args *a = &r->a;
+  printf("train_gpt2 | %s\n", zs_engine_info(r->eng));
+  printf("model: L=%d C=%d NH=%d V=%d (padded %d) positions=%d | %.2fM params | %s%s\n", c->layers,
+         c->channels, c->heads, c->vocab, c->padded_vocab, c->max_seq, gpt2_num_params(c) / 1e6,
+         a->dtype == ZS_BF16 ? "bf16" : "fp32", a->recompute ? " | recompute" : "");
+  printf("batch: %d x %d tokens x %d micro-steps x %d ranks = %d tokens/step | %d steps\n",
+         a->batch, a->seq, a->micro_steps, r->world, a->batch * a->seq * a->micro_steps * r->world,
+         a->steps);
+  printf("data: %s (%lld tokens, %lld train, %lld val)\n", a->data ? a->data : a->text,
+         (long long)r->data.n, (long long)r->data.n_train,
+         (long long)(r->data.n - r->data.n_train));
+  printf("unigram entropy of the training tokens: %.4f bits = %.4f nats per token\n",
+         r->unigram / log(2.0), r->unigram);
+  char ev[512];
+  snprintf(ev, sizeof ev,
+           "{\"event\":\"config\",\"layers\":%d,\"channels\":%d,\"heads\":%d,\"vocab\":%d,"
+           "\"params\":%lld,\"stage\":%d,\"world\":%d,\"micro_steps\":%d,\"batch\":%d,"
+           "\"seq\":%d,\"unigram_nats\":%.6f}",
+           c->layers, c->channels, c->heads, c->vocab, (long long)gpt2_num_params(c), a->stage,
+           r->world, a->micro_steps, a->batch, a->seq, r->unigram);
+  gpt2_metrics_event(&r->met, ev);
+  fflush(stdout);
+}
+
+/* The training loop with periodic validation. */
+static int train(run *r) {
+  const gpt2_args *a = &r->a;
+  for (int s = 0; s < a->steps; s++) {
+    gpt2_step_log lg;
+    TRY(train_step(r, s, &lg));
+    TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
+    r->last_loss = lg.loss;
+    if (a->eval_every > 0 && (s + 1) % a->eval_every == 0 && s + 1 < a->steps) {
+      float v;
+      TRY(evaluate(r, &v));
+      if (isfinite(v)) TRY(gpt2_metrics_val(&r->met, s + 1, v));
+    }
+  }
+  return 0;
+}
+
+/* After training: final validation, memory, plot, samples, weight dump, loss check. */
+static int finish(run *r) {
+  const gpt2_args *a = &r->a;
+  r->last_val = NAN;
+  if (a->val_frac > 0 && a->steps > 0) {
+    TRY(evaluate(r, &r->last_val));
+    if (isfinite(r->last_val)) TRY(gpt2_metrics_val(&r->met, a->steps, r->last_val));
+  }
+  TRY(report_memory(r, "end"));
+  if (a->plot && r->rank == 0) {
+    TRY(gpt2_plot_svg(&r->met, a->plot, "train_gpt2 loss", r->unigram));
+    printf("loss curve: %s\n", a->plot);
+  }
+  if (a->sample_lines > 0 && a->sample_chars > 0) {
+    char text[8192];
+    TRY(gpt2_sample(&r->model, r->data.is_text, a->sample_lines, a->sample_chars, a->temperature,
+                    a->seed, text, sizeof text));
+    if (r->rank == 0)
+      printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->temperature, text);
+  }
+  if (a->dump_weights) TRY(gpt2_dump_weights(&r->units, a->dump_weights, r->rank));
+  float final = isfinite(r->last_val) ? r->last_val : r->last_loss;
+  if (r->rank == 0 && a->steps > 0)
+    printf("final loss %.4f nats (%s) vs unigram entropy %.4f nats\n", final,
+           isfinite(r->last_val) ? "validation" : "train", r->unigram);
+  if (a->check_frac > 0 && !(final < a->check_frac * r->unigram))
+    return gpt2_fail("check failed: final loss %.4f is not below %.2f x unigram entropy %.4f",
+                     final, a->check_frac, r->unigram);
+  return 0;
+}
+
+/* The whole run after MPI is up. */
+static int run_all(run *r, int argc, char **argv) {
+  int pr = gpt2_args_parse(&r->a, argc, argv);
+  if (pr != 0) return pr;
+  const gpt2_args *a = &r->a;
+  TRY(gpt2_data_load(&r->data, a->data ? a->data : a->text, a->data == NULL, a->val_frac, a->seed));
+  r->unigram = gpt2_data_unigram_entropy(&r->data);
+  TRY(resolve_config(r));
+  TRY(gpt2_metrics_open(&r->met, a->metrics, r->rank, r->world));
+  TRY(build(r));
+  banner(r);
+  r->dump.dir = a->dump_grads;
+  r->dump.rank = r->rank;
+  if (a->dump_grads) {
+    r->model.hook = gpt2_dump_hook;
+    r->model.hook_ctx = &r->dump;
+    TRY(gpt2_dump_meta(&r->dump, &r->model, r->world, a->micro_steps));
+    TRY(gpt2_dump_weights(&r->units, a->dump_grads, r->rank));
+  }
+  TRY(report_memory(r, "start"));
+  TRY(train(r));
+  return finish(r);
+}
+
+int main(int argc, char **argv) {
+  run r;
+  memset(&r, 0, sizeof r);
+  zs_status st = zs_comm_init_mpi(&argc, &argv, &r.comm);
+  if (st != ZS_OK) {
+    fprintf(stderr, "train_gpt2: zs_comm_init_mpi -> %s: %s\n", zs_status_str(st), zs_last_error());
+    return 1;
+  }
+  r.rank = zs_comm_rank(r.comm);
+  r.world = zs_comm_size(r.comm);
+  int rc = run_all(&r, argc, argv);
+  if (rc < 0) fprintf(stderr, "train_gpt2 (rank %d): error: %s\n", r.rank, gpt2_error());
+  gpt2_model_free(&r.model);
+  zs_kernels_destroy(r.k);
+  gpt2_units_free(&r.units);
+  zs_engine_destroy(r.eng);
+  zs_comm_destroy(r.comm);
+  gpt2_metrics_close(&r.met);
+  gpt2_data_free(&r.data);
+  free(r.tok);
+  free(r.tgt);
+  return rc < 0 ? 1 : 0;
+}
