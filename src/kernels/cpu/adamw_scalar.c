@@ -5,8 +5,9 @@
 
 #include "bf16.h"
 
-void zs_adamw_coef_make(zs_adamw_coef *c, float lr, float beta1, float beta2, float eps,
-                        float wd, long long t, double gscale) {
+/* Coefficients in double, each rounded to float exactly once (see adamw.h). */
+void zs_adamw_coef_make(zs_adamw_coef *c, float lr, float beta1, float beta2, float eps, float wd,
+                        long long t, double gscale) {
   c->gscale = (float)gscale;
   c->beta1 = beta1;
   c->omb1 = 1.0f - beta1;
@@ -19,11 +20,14 @@ void zs_adamw_coef_make(zs_adamw_coef *c, float lr, float beta1, float beta2, fl
   c->neg_lr = -lr;
 }
 
-void zs_cpu_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
-                  zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n) {
+/* The reference loop: one element at a time in adamw.h's order. zs_cpu_adamw (adamw_dispatch.c)
+   calls this or a vector path with the same bits. */
+void zs_cpu_adamw_scalar(const zs_adamw_coef *c, float *master, float *m, float *v,
+                         const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                         size_t n) {
   for (size_t i = 0; i < n; i++) {
-    float g = grad_dt == ZS_BF16 ? zs_bf16_to_f32(((const uint16_t *)grad)[i])
-                                 : ((const float *)grad)[i];
+    float g =
+        grad_dt == ZS_BF16 ? zs_bf16_to_f32(((const uint16_t *)grad)[i]) : ((const float *)grad)[i];
     zs_adamw_elem(c, &master[i], &m[i], &v[i], g);
     if (param_out) {
       if (param_dt == ZS_BF16)

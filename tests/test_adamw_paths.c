@@ -1,0 +1,257 @@
+/* CPU AdamW paths: scalar, AVX2 and AVX-512 give identical bits (those this CPU has; the others
+ * are reported as skipped), the threaded split gives the same bits as one thread, and every
+ * path matches an independent float64 AdamW (textbook, decoupled weight decay) to 1e-6 relative.
+ *
+ * Each configuration (length, grad dtype, param-out dtype, weight decay, grad scale) runs four
+ * steps (t = 1, 2, 3, then 1000 to exercise the late bias corrections) from m = v = 0.
+ * Usage: test_adamw_paths [--expect-active scalar|avx2|avx512] [--quick] */
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/cpu/adamw.h"
+#include "offload/worker_pool.h"
+#include "zs_test.h"
+
+#define NPATHS 3 /* scalar, avx2, avx512 */
+#define TOL 1e-6
+
+static const float LR = 3e-3f, B1 = 0.9f, B2 = 0.999f, EPS = 1e-8f;
+
+/* splitmix64: deterministic inputs. */
+static uint64_t rng_state = 0x1234567887654321ull;
+static uint64_t rng_next(void) {
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+/* Uniform in [-1, 1). */
+static double rng_unit(void) {
+  return (double)(rng_next() >> 11) * 0x1.0p-52 - 1.0;
+}
+/* A value spread over several decades: sign * 10^[-4, 2). */
+static float rng_spread(void) {
+  double mag = pow(10.0, -4.0 + 6.0 * (rng_unit() + 1.0) / 2.0);
+  return (float)(rng_unit() < 0 ? -mag : mag);
+}
+
+/* Independent bf16 rounding (nearest, ties to even) of a normal float, via frexp/rint. */
+static uint16_t ref_bf16(float x) {
+  int e;
+  double mant = frexp((double)x, &e);            /* x = mant * 2^e, 0.5 <= |mant| < 1 */
+  double r = ldexp(rint(ldexp(mant, 8)), e - 8); /* 8 significant bits */
+  float f = (float)r;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+static float bf16_value(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* One path's state and output. */
+typedef struct {
+  float *p, *m, *v;
+  void *out;
+} state;
+
+static void state_init(state *s, size_t n, const float *p0) {
+  s->p = malloc(n * sizeof(float));
+  s->m = calloc(n, sizeof(float));
+  s->v = calloc(n, sizeof(float));
+  s->out = malloc(n * sizeof(float));
+  if (!s->p || !s->m || !s->v || !s->out) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  memcpy(s->p, p0, n * sizeof(float));
+}
+static void state_free(state *s) {
+  free(s->p);
+  free(s->m);
+  free(s->v);
+  free(s->out);
+}
+
+/* Bitwise equality of two states (and outputs of `osz` bytes per element, 0 = none). */
+static int state_same(const state *a, const state *b, size_t n, size_t osz) {
+  return memcmp(a->p, b->p, n * 4) == 0 && memcmp(a->m, b->m, n * 4) == 0 &&
+         memcmp(a->v, b->v, n * 4) == 0 && (!osz || memcmp(a->out, b->out, n * osz) == 0);
+}
+
+/* Textbook AdamW step in float64 from the float state before the step (p0, m0, v0), compared
+   with the float result. The float code rounds each operation, so "1e-6 relative" is measured
+   against the magnitude of the terms that form each result (a sum of terms of opposite sign can
+   cancel to ~0 while its rounding error stays proportional to the terms). Returns the number of
+   mismatching elements and prints the first. */
+static size_t check_f64(const state *after, const float *p0, const float *m0, const float *v0,
+                        const float *g, size_t n, long long t, double gscale, float wd,
+                        const char *what) {
+  double b1 = B1, b2 = B2, lr = LR, eps = EPS;
+  double bc1 = 1.0 - pow(b1, (double)t), bc2 = 1.0 - pow(b2, (double)t);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double gd = (double)g[i] * gscale;
+    double m = b1 * m0[i] + (1.0 - b1) * gd;
+    double v = b2 * v0[i] + (1.0 - b2) * gd * gd;
+    double mhat = m / bc1, vhat = v / bc2;
+    double den = sqrt(vhat) + eps;
+    double p = p0[i] - lr * (mhat / den + (double)wd * p0[i]); /* decoupled decay */
+    double mag_m = b1 * fabs(m0[i]) + (1.0 - b1) * fabs(gd);
+    double tol_m = TOL * mag_m + DBL_MIN;
+    double tol_v = TOL * v + DBL_MIN;
+    double tol_p =
+        TOL * (fabs(p0[i]) + lr * (fabs((double)wd * p0[i]) + mag_m / bc1 / den)) + DBL_MIN;
+    if (fabs(after->m[i] - m) > tol_m || fabs(after->v[i] - v) > tol_v ||
+        fabs(after->p[i] - p) > tol_p) {
+      if (!bad)
+        fprintf(stderr, "  %s i=%zu: p %.9g vs %.9g, m %.9g vs %.9g, v %.9g vs %.9g\n", what, i,
+                after->p[i], p, after->m[i], m, after->v[i], v);
+      bad++;
+    }
+  }
+  return bad;
+}
+
+/* Checks the param output against the master: f32 equal bits, bf16 the independent rounding. */
+static size_t check_out(const state *s, size_t n, zs_dtype dt) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (dt == ZS_F32) {
+      bad += memcmp(&((float *)s->out)[i], &s->p[i], 4) != 0;
+    } else if (fabsf(s->p[i]) >= FLT_MIN) {
+      uint16_t got = ((uint16_t *)s->out)[i], want = ref_bf16(s->p[i]);
+      if (got != want && !bad)
+        fprintf(stderr, "  bf16 out i=%zu: %g -> 0x%04x (%g), want 0x%04x (%g)\n", i, s->p[i], got,
+                bf16_value(got), want, bf16_value(want));
+      bad += got != want;
+    }
+  }
+  return bad;
+}
+
+static int have[NPATHS];
+static zs_pool *pool;
+
+/* One configuration through four steps on every path, the public entry, and the pool. */
+static void run_config(size_t n, zs_dtype gdt, int out_kind, float wd, double gscale) {
+  zs_dtype odt = out_kind == 2 ? ZS_BF16 : ZS_F32;
+  size_t osz = out_kind == 0 ? 0 : out_kind == 1 ? 4 : 2;
+  float *p0 = malloc(n * 4), *gf = malloc(n * 4), *pb = malloc(n * 4), *mb = malloc(n * 4),
+        *vb = malloc(n * 4);
+  uint16_t *gb = malloc(n * 2);
+  if (!p0 || !gf || !pb || !mb || !vb || !gb) exit(1);
+  for (size_t i = 0; i < n; i++)
+    p0[i] = rng_spread();
+  enum { S_SCALAR, S_AVX2, S_AVX512, S_PUBLIC, S_MT, NS };
+  state s[NS];
+  for (int k = 0; k < NS; k++)
+    state_init(&s[k], n, p0);
+  char what[160];
+  const long long steps[4] = {1, 2, 3, 1000};
+  for (int st = 0; st < 4; st++) {
+    long long t = steps[st];
+    for (size_t i = 0; i < n; i++) {
+      float x = rng_spread();
+      if (gdt == ZS_BF16) { /* the gradient the kernels see is the bf16 value */
+        gb[i] = ref_bf16(x);
+        gf[i] = bf16_value(gb[i]);
+      } else {
+        gf[i] = x;
+      }
+    }
+    const void *g = gdt == ZS_BF16 ? (const void *)gb : (const void *)gf;
+    zs_adamw_coef c;
+    zs_adamw_coef_make(&c, LR, B1, B2, EPS, wd, t, gscale);
+    memcpy(pb, s[S_SCALAR].p, n * 4);
+    memcpy(mb, s[S_SCALAR].m, n * 4);
+    memcpy(vb, s[S_SCALAR].v, n * 4);
+    for (int k = 0; k < NPATHS; k++)
+      if (have[k])
+        zs_cpu_adamw_ex(NULL, (zs_adamw_isa)k, &c, s[k].p, s[k].m, s[k].v, g, gdt,
+                        osz ? s[k].out : NULL, odt, n);
+    zs_cpu_adamw(&c, s[S_PUBLIC].p, s[S_PUBLIC].m, s[S_PUBLIC].v, g, gdt,
+                 osz ? s[S_PUBLIC].out : NULL, odt, n);
+    zs_cpu_adamw_mt(pool, &c, s[S_MT].p, s[S_MT].m, s[S_MT].v, g, gdt, osz ? s[S_MT].out : NULL,
+                    odt, n);
+    snprintf(what, sizeof what, "n=%zu grad=%s out=%s wd=%g gscale=%g t=%lld", n,
+             gdt == ZS_BF16 ? "bf16" : "f32",
+             out_kind == 0 ? "none"
+             : osz == 4    ? "f32"
+                           : "bf16",
+             (double)wd, gscale, t);
+    for (int k = 1; k < NS; k++)
+      if (k >= NPATHS || have[k])
+        ZS_EXPECT(state_same(&s[S_SCALAR], &s[k], n, osz), "%s: path %d differs from scalar", what,
+                  k);
+    size_t bad = check_f64(&s[S_SCALAR], pb, mb, vb, gf, n, t, gscale, wd, what);
+    ZS_EXPECT(bad == 0, "%s: %zu elements off the float64 reference", what, bad);
+    if (osz) {
+      bad = check_out(&s[S_SCALAR], n, odt);
+      ZS_EXPECT(bad == 0, "%s: %zu param outputs wrong", what, bad);
+    }
+  }
+  for (int k = 0; k < NS; k++)
+    state_free(&s[k]);
+  free(p0);
+  free(gf);
+  free(gb);
+  free(pb);
+  free(mb);
+  free(vb);
+}
+
+int main(int argc, char **argv) {
+  const char *expect = NULL;
+  int quick = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--expect-active") && i + 1 < argc)
+      expect = argv[++i];
+    else if (!strcmp(argv[i], "--quick"))
+      quick = 1;
+  }
+  for (int k = 0; k < NPATHS; k++) {
+    have[k] = zs_adamw_isa_supported((zs_adamw_isa)k);
+    printf("adamw path %-6s: %s\n", zs_adamw_isa_name((zs_adamw_isa)k),
+           have[k] ? "tested" : "SKIPPED (this CPU lacks it)");
+  }
+  printf("active path: %s\n", zs_adamw_isa_name(zs_adamw_isa_active()));
+  if (expect) {
+    int want = -1;
+    for (int k = 0; k < NPATHS; k++)
+      if (!strcmp(zs_adamw_isa_name((zs_adamw_isa)k), expect)) want = k;
+    if (want >= 0 && !have[want])
+      printf("--expect-active %s: SKIPPED (this CPU lacks it)\n", expect);
+    else
+      ZS_EXPECT(want == (int)zs_adamw_isa_active(), "ZS_ADAMW_ISA: active path %s, expected %s",
+                zs_adamw_isa_name(zs_adamw_isa_active()), expect);
+  }
+  ZS_OK_OR_DIE(zs_pool_create(3, ZS_POOL_UNBOUND, &pool)); /* 3: uneven split on any machine */
+
+  const size_t lens[] = {1, 7, 15, 16, 17, 31, 33, 1000, 65537, 1000003};
+  size_t nlens = sizeof lens / sizeof lens[0];
+  if (quick) nlens -= 1;
+  for (size_t li = 0; li < nlens; li++)
+    for (int gb = 0; gb < 2; gb++)
+      for (int ok = 0; ok < 3; ok++)
+        for (int wdi = 0; wdi < 2; wdi++)
+          run_config(lens[li], gb ? ZS_BF16 : ZS_F32, ok, wdi ? 0.1f : 0.0f,
+                     (li + (size_t)ok) % 2 ? 0.37 : 1.0);
+
+  /* A tiny adamw.h-order case by hand: after one step from m = v = 0 the update is
+     lr * sign(g) * |g| / (|g| + eps') for every path. */
+  {
+    zs_adamw_coef c;
+    zs_adamw_coef_make(&c, 0.5f, B1, B2, EPS, 0.0f, 1, 1.0);
+    float p = 1.0f, m = 0.0f, v = 0.0f, g = 2.0f;
+    zs_cpu_adamw(&c, &p, &m, &v, &g, ZS_F32, NULL, ZS_F32, 1);
+    ZS_EXPECT(fabsf(p - 0.5f) < 1e-6f, "one step from zero state: p = %.9g, want ~0.5", p);
+  }
+  zs_pool_destroy(pool);
+  if (!zs_test_failures) printf("test_adamw_paths: all paths agree bit for bit\n");
+  ZS_TEST_END("test_adamw_paths");
+}
