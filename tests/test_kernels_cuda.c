@@ -1,0 +1,208 @@
+/* CUDA GPT-2 layer kernels against the CPU reference, through the public zs_k_* API: one CPU
+ * (fp32) and one CUDA (fp32, then bf16) kernel context get the same inputs (rounded to the CUDA
+ * dtype), written outputs are NaN-poisoned on the device first, and accumulated gradients start
+ * from the same random values on both sides. Sizes include odd ones and every head-size class
+ * (hs <= 32, 64, 96, 128). Without a GPU: prints "SKIP: no CUDA device" and passes. */
+#include "test_kernels_cuda_util.h"
+
+static zs_kernels *kc, *kg; /* CPU reference, CUDA under test */
+
+/* Device copy of a host array (inputs and += gradients). */
+#define UP(h, n) kt_upload((h), (n), dt)
+
+static void test_encoder(zs_dtype dt, int B, int T, int C, int V) {
+  size_t n = (size_t)B * T * C;
+  int *tok = malloc((size_t)B * T * sizeof *tok);
+  for (int i = 0; i < B * T; i++) tok[i] = (int)(kt_u01() * V) % V;
+  float *wte = kt_rand((size_t)V * C, -1, 1, dt), *wpe = kt_rand((size_t)T * C, -1, 1, dt);
+  float *out = malloc(n * sizeof *out), *dout = kt_rand(n, -1, 1, dt);
+  float *dwte = kt_rand((size_t)V * C, -1, 1, dt), *dwpe = kt_rand((size_t)T * C, -1, 1, dt);
+  int *dtok;
+  CU_OK(cudaMalloc((void **)&dtok, (size_t)B * T * sizeof *dtok));
+  CU_OK(cudaMemcpy(dtok, tok, (size_t)B * T * sizeof *tok, cudaMemcpyHostToDevice));
+  void *d_wte = UP(wte, (size_t)V * C), *d_wpe = UP(wpe, (size_t)T * C), *d_out = kt_dev_nan(n, dt);
+  void *d_dout = UP(dout, n), *d_dwte = UP(dwte, (size_t)V * C), *d_dwpe = UP(dwpe, (size_t)T * C);
+  ZS_OK_OR_DIE(zs_k_encoder_fwd(kc, out, tok, wte, wpe, B, T, C));
+  ZS_OK_OR_DIE(zs_k_encoder_fwd(kg, d_out, dtok, d_wte, d_wpe, B, T, C));
+  ZS_OK_OR_DIE(zs_k_encoder_bwd(kc, dwte, dwpe, dout, tok, B, T, C));
+  ZS_OK_OR_DIE(zs_k_encoder_bwd(kg, d_dwte, d_dwpe, d_dout, dtok, B, T, C));
+  kt_compare("encoder out", d_out, dt, out, n, kt_tol(dt, 1e-6));
+  kt_compare("encoder dwte", d_dwte, dt, dwte, (size_t)V * C, kt_tol(dt, 1e-6));
+  kt_compare("encoder dwpe", d_dwpe, dt, dwpe, (size_t)T * C, kt_tol(dt, 1e-6));
+  cudaFree(dtok), cudaFree(d_wte), cudaFree(d_wpe), cudaFree(d_out), cudaFree(d_dout);
+  cudaFree(d_dwte), cudaFree(d_dwpe);
+  free(tok), free(wte), free(wpe), free(out), free(dout), free(dwte), free(dwpe);
+}
+
+static void test_layernorm(zs_dtype dt, int N, int C) {
+  size_t n = (size_t)N * C;
+  float *inp = kt_rand(n, -2, 3, dt), *w = kt_rand(C, 0.5f, 1.5f, dt), *b = kt_rand(C, -1, 1, dt);
+  float *out = malloc(n * 4), *mean = malloc(N * 4), *rstd = malloc(N * 4);
+  float *dout = kt_rand(n, -1, 1, dt), *dinp = kt_rand(n, -1, 1, dt);
+  float *dw = kt_rand(C, -1, 1, dt), *db = kt_rand(C, -1, 1, dt);
+  void *d_inp = UP(inp, n), *d_w = UP(w, C), *d_b = UP(b, C), *d_out = kt_dev_nan(n, dt);
+  void *d_mean = kt_dev_nan(N, ZS_F32), *d_rstd = kt_dev_nan(N, ZS_F32);
+  void *d_dout = UP(dout, n), *d_dinp = UP(dinp, n), *d_dw = UP(dw, C), *d_db = UP(db, C);
+  ZS_OK_OR_DIE(zs_k_layernorm_fwd(kc, out, mean, rstd, inp, w, b, N, C));
+  ZS_OK_OR_DIE(zs_k_layernorm_fwd(kg, d_out, d_mean, d_rstd, d_inp, d_w, d_b, N, C));
+  kt_compare("layernorm out", d_out, dt, out, n, kt_tol(dt, 2e-5));
+  kt_compare("layernorm mean", d_mean, ZS_F32, mean, N, 2e-5);
+  kt_compare("layernorm rstd", d_rstd, ZS_F32, rstd, N, 2e-5);
+  /* Backward from the CPU's statistics on both sides, so only the backward itself differs. */
+  CU_OK(cudaMemcpy(d_mean, mean, N * 4, cudaMemcpyHostToDevice));
+  CU_OK(cudaMemcpy(d_rstd, rstd, N * 4, cudaMemcpyHostToDevice));
+  ZS_OK_OR_DIE(zs_k_layernorm_bwd(kc, dinp, dw, db, dout, inp, w, mean, rstd, N, C));
+  ZS_OK_OR_DIE(zs_k_layernorm_bwd(kg, d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, N, C));
+  kt_compare("layernorm dinp", d_dinp, dt, dinp, n, kt_tol(dt, 2e-5));
+  kt_compare("layernorm dw", d_dw, dt, dw, C, kt_tol(dt, 2e-5));
+  kt_compare("layernorm db", d_db, dt, db, C, kt_tol(dt, 2e-5));
+  cudaFree(d_inp), cudaFree(d_w), cudaFree(d_b), cudaFree(d_out), cudaFree(d_mean);
+  cudaFree(d_rstd), cudaFree(d_dout), cudaFree(d_dinp), cudaFree(d_dw), cudaFree(d_db);
+  free(inp), free(w), free(b), free(out), free(mean), free(rstd), free(dout), free(dinp), free(dw);
+  free(db);
+}
+
+static void test_matmul(zs_dtype dt, int N, int C, int OC, int with_bias) {
+  size_t ni = (size_t)N * C, no = (size_t)N * OC, nw = (size_t)OC * C;
+  float *inp = kt_rand(ni, -1, 1, dt), *w = kt_rand(nw, -1, 1, dt), *bias = kt_rand(OC, -1, 1, dt);
+  float *out = malloc(no * 4), *dout = kt_rand(no, -1, 1, dt), *dinp = kt_rand(ni, -1, 1, dt);
+  float *dw = kt_rand(nw, -1, 1, dt), *dbias = kt_rand(OC, -1, 1, dt);
+  void *d_inp = UP(inp, ni), *d_w = UP(w, nw), *d_bias = UP(bias, OC), *d_out = kt_dev_nan(no, dt);
+  void *d_dout = UP(dout, no), *d_dinp = UP(dinp, ni), *d_dw = UP(dw, nw);
+  void *d_dbias = UP(dbias, OC);
+  ZS_OK_OR_DIE(zs_k_matmul_fwd(kc, out, inp, w, with_bias ? bias : NULL, N, C, OC));
+  ZS_OK_OR_DIE(zs_k_matmul_fwd(kg, d_out, d_inp, d_w, with_bias ? d_bias : NULL, N, C, OC));
+  ZS_OK_OR_DIE(zs_k_matmul_bwd(kc, dinp, dw, with_bias ? dbias : NULL, dout, inp, w, N, C, OC));
+  ZS_OK_OR_DIE(zs_k_matmul_bwd(kg, d_dinp, d_dw, with_bias ? d_dbias : NULL, d_dout, d_inp, d_w, N,
+                               C, OC));
+  kt_compare("matmul out", d_out, dt, out, no, kt_tol(dt, 2e-5));
+  kt_compare("matmul dinp", d_dinp, dt, dinp, ni, kt_tol(dt, 2e-5));
+  kt_compare("matmul dw", d_dw, dt, dw, nw, kt_tol(dt, 2e-5));
+  kt_compare("matmul dbias", d_dbias, dt, dbias, OC, kt_tol(dt, 2e-5));
+  cudaFree(d_inp), cudaFree(d_w), cudaFree(d_bias), cudaFree(d_out), cudaFree(d_dout);
+  cudaFree(d_dinp), cudaFree(d_dw), cudaFree(d_dbias);
+  free(inp), free(w), free(bias), free(out), free(dout), free(dinp), free(dw), free(dbias);
+}
+
+static void test_attention(zs_dtype dt, int B, int T, int C, int NH) {
+  size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+  float *qkv = kt_rand(nq, -2, 2, dt), *out = malloc(no * 4), *lse = malloc(nl * 4);
+  float *dout = kt_rand(no, -1, 1, dt), *dqkv = kt_rand(nq, -1, 1, dt);
+  void *d_qkv = UP(qkv, nq), *d_out = kt_dev_nan(no, dt), *d_lse = kt_dev_nan(nl, ZS_F32);
+  ZS_OK_OR_DIE(zs_k_attention_fwd(kc, out, lse, qkv, B, T, C, NH));
+  ZS_OK_OR_DIE(zs_k_attention_fwd(kg, d_out, d_lse, d_qkv, B, T, C, NH));
+  kt_compare("attention out", d_out, dt, out, no, kt_tol(dt, 2e-5));
+  kt_compare("attention lse", d_lse, ZS_F32, lse, nl, 2e-5);
+  /* Backward on identical inputs: the CPU's out (rounded to dt) and lse on both sides. */
+  for (size_t i = 0; i < no; i++) out[i] = kt_round(dt, out[i]);
+  void *d_out2 = UP(out, no), *d_dout = UP(dout, no), *d_dqkv = UP(dqkv, nq);
+  CU_OK(cudaMemcpy(d_lse, lse, nl * 4, cudaMemcpyHostToDevice));
+  ZS_OK_OR_DIE(zs_k_attention_bwd(kc, dqkv, dout, qkv, out, lse, B, T, C, NH));
+  ZS_OK_OR_DIE(zs_k_attention_bwd(kg, d_dqkv, d_dout, d_qkv, d_out2, d_lse, B, T, C, NH));
+  kt_compare("attention dqkv", d_dqkv, dt, dqkv, nq, kt_tol(dt, 5e-5));
+  cudaFree(d_qkv), cudaFree(d_out), cudaFree(d_lse), cudaFree(d_out2), cudaFree(d_dout);
+  cudaFree(d_dqkv);
+  free(qkv), free(out), free(lse), free(dout), free(dqkv);
+}
+
+static void test_elementwise(zs_dtype dt, size_t n) {
+  float *x = kt_rand(n, -4, 4, dt), *y = kt_rand(n, -1, 1, dt), *dout = kt_rand(n, -1, 1, dt);
+  float *out = malloc(n * 4), *da = kt_rand(n, -1, 1, dt), *db = kt_rand(n, -1, 1, dt);
+  void *d_x = UP(x, n), *d_y = UP(y, n), *d_dout = UP(dout, n), *d_out = kt_dev_nan(n, dt);
+  void *d_da = UP(da, n), *d_db = UP(db, n);
+  ZS_OK_OR_DIE(zs_k_gelu_fwd(kc, out, x, n));
+  ZS_OK_OR_DIE(zs_k_gelu_fwd(kg, d_out, d_x, n));
+  kt_compare("gelu out", d_out, dt, out, n, kt_tol(dt, 1e-5));
+  ZS_OK_OR_DIE(zs_k_gelu_bwd(kc, da, x, dout, n));
+  ZS_OK_OR_DIE(zs_k_gelu_bwd(kg, d_da, d_x, d_dout, n));
+  kt_compare("gelu dinp", d_da, dt, da, n, kt_tol(dt, 1e-5));
+  CU_OK(cudaMemset(d_out, 0xff, n * kt_esize(dt)));
+  ZS_OK_OR_DIE(zs_k_residual_fwd(kc, out, x, y, n));
+  ZS_OK_OR_DIE(zs_k_residual_fwd(kg, d_out, d_x, d_y, n));
+  kt_compare("residual out", d_out, dt, out, n, kt_tol(dt, 1e-6));
+  ZS_OK_OR_DIE(zs_k_residual_bwd(kc, da, db, dout, n));
+  ZS_OK_OR_DIE(zs_k_residual_bwd(kg, d_da, d_db, d_dout, n));
+  kt_compare("residual da", d_da, dt, da, n, kt_tol(dt, 1e-6));
+  kt_compare("residual db", d_db, dt, db, n, kt_tol(dt, 1e-6));
+  ZS_OK_OR_DIE(zs_k_residual_bwd(kc, da, da, dout, n)); /* aliased: adds twice */
+  ZS_OK_OR_DIE(zs_k_residual_bwd(kg, d_da, d_da, d_dout, n));
+  kt_compare("residual da (aliased)", d_da, dt, da, n, kt_tol(dt, 1e-6));
+  cudaFree(d_x), cudaFree(d_y), cudaFree(d_dout), cudaFree(d_out), cudaFree(d_da), cudaFree(d_db);
+  free(x), free(y), free(dout), free(out), free(da), free(db);
+}
+
+/* in_place: dlogits aliases logits on both sides. */
+static void test_xent(zs_dtype dt, int N, int V, int Vp, int in_place) {
+  size_t n = (size_t)N * Vp;
+  float *logits = kt_rand(n, -6, 6, dt), *losses = malloc(N * 4), *dl = malloc(n * 4);
+  int *tgt = malloc(N * sizeof *tgt);
+  for (int i = 0; i < N; i++) tgt[i] = (int)(kt_u01() * V) % V;
+  tgt[0] = V - 1; /* the last real column */
+  int *d_tgt;
+  CU_OK(cudaMalloc((void **)&d_tgt, N * sizeof *d_tgt));
+  CU_OK(cudaMemcpy(d_tgt, tgt, N * sizeof *tgt, cudaMemcpyHostToDevice));
+  void *d_logits = UP(logits, n), *d_losses = kt_dev_nan(N, ZS_F32);
+  void *d_dl = in_place ? d_logits : kt_dev_nan(n, dt);
+  const float dloss = 1.0f / (float)N;
+  float *ref_logits = in_place ? dl : logits;
+  if (in_place) memcpy(dl, logits, n * 4);
+  ZS_OK_OR_DIE(zs_k_softmax_xent(kc, losses, dl, ref_logits, tgt, dloss, N, V, Vp));
+  ZS_OK_OR_DIE(zs_k_softmax_xent(kg, d_losses, d_dl, d_logits, d_tgt, dloss, N, V, Vp));
+  kt_compare("softmax_xent losses", d_losses, ZS_F32, losses, N, 2e-5);
+  kt_compare(in_place ? "softmax_xent dlogits (in place)" : "softmax_xent dlogits", d_dl, dt, dl,
+             n, kt_tol(dt, 2e-5));
+  /* Losses only (dlogits NULL). */
+  CU_OK(cudaMemset(d_losses, 0xff, N * 4));
+  if (!in_place) {
+    ZS_OK_OR_DIE(zs_k_softmax_xent(kg, d_losses, NULL, d_logits, d_tgt, dloss, N, V, Vp));
+    kt_compare("softmax_xent losses (no dlogits)", d_losses, ZS_F32, losses, N, 2e-5);
+    cudaFree(d_dl);
+  }
+  cudaFree(d_tgt), cudaFree(d_logits), cudaFree(d_losses);
+  free(logits), free(losses), free(dl), free(tgt);
+}
+
+/* Every kernel at several shapes in one dtype. */
+static void run_all(zs_dtype dt) {
+  printf("dtype %s\n", dt == ZS_BF16 ? "bf16" : "f32");
+  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, dt, NULL, &kg));
+  test_encoder(dt, 2, 33, 40, 17);
+  test_encoder(dt, 4, 1100, 8, 50); /* more positions than one sort chunk */
+  test_layernorm(dt, 1, 7);
+  test_layernorm(dt, 37, 768);
+  test_layernorm(dt, 1000, 130);
+  test_matmul(dt, 37, 29, 53, 1);
+  test_matmul(dt, 64, 128, 96, 0);
+  test_matmul(dt, 256, 768, 2304, 1);
+  test_attention(dt, 2, 37, 48, 3);   /* hs 16 */
+  test_attention(dt, 3, 129, 192, 3); /* hs 64 */
+  test_attention(dt, 1, 100, 96, 1);  /* hs 96 */
+  test_attention(dt, 2, 64, 256, 2);  /* hs 128 */
+  test_elementwise(dt, 1);
+  test_elementwise(dt, 100003);
+  test_xent(dt, 5, 1000, 1024, 0);
+  test_xent(dt, 3, 50257, 50304, 1);
+  test_xent(dt, 4, 33, 33, 1);
+  zs_kernels_destroy(kg);
+  kg = NULL;
+}
+
+int main(void) {
+  if (!kt_have_device()) return 0;
+  kt_seed("test_kernels_cuda");
+  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
+  run_all(ZS_F32);
+  run_all(ZS_BF16);
+  /* The fallback GEMM (taken where cuBLASLt has no algorithm), forced. */
+  setenv("ZS_CUDA_GEMM", "simt", 1);
+  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, ZS_F32, NULL, &kg));
+  test_matmul(ZS_F32, 37, 29, 53, 1);
+  test_matmul(ZS_F32, 130, 64, 70, 0);
+  zs_kernels_destroy(kg);
+  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, ZS_BF16, NULL, &kg));
+  test_matmul(ZS_BF16, 37, 29, 53, 1);
+  zs_kernels_destroy(kg);
+  unsetenv("ZS_CUDA_GEMM");
+  zs_kernels_destroy(kc);
+  ZS_TEST_END("test_kernels_cuda");
+}
