@@ -8,7 +8,8 @@ option(ZS_OFFLOAD_TESTS_LINK_ZSHARD "Link the offload tests and cpu_adamw bench 
 
 # Sources of the offload parts (CUDA-only files only when CUDA is on), for direct builds.
 function(zs_offload_sources out)
-  file(GLOB s ${PROJECT_SOURCE_DIR}/src/offload/*.c ${PROJECT_SOURCE_DIR}/src/kernels/cpu/adamw*.c)
+  file(GLOB s ${PROJECT_SOURCE_DIR}/src/offload/host_*.c ${PROJECT_SOURCE_DIR}/src/offload/numa_*.c
+       ${PROJECT_SOURCE_DIR}/src/offload/worker_*.c ${PROJECT_SOURCE_DIR}/src/kernels/cpu/adamw*.c)
   set(keep ${PROJECT_SOURCE_DIR}/src/core/error.c)
   foreach(f ${s})
     if(NOT f MATCHES "_cuda\\.c$" OR ZS_HAVE_CUDA)
