@@ -3,9 +3,10 @@
 zs_exe(test_engine_train SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_train.c)
 
 function(zs_engine_equiv name n stage mode)
+  cmake_parse_arguments(A "" "RUN_ARGS" "" ${ARGN})
   add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/engine_equiv.sh ${ZS_MPIEXEC}
-                                $<TARGET_FILE:test_engine_train> ${n} ${stage} ${mode} ${ARGN})
-  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                $<TARGET_FILE:test_engine_train> ${n} ${stage} ${mode} ${A_UNPARSED_ARGUMENTS})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};EQUIV_RUN_ARGS=${A_RUN_ARGS}" TIMEOUT 120
                                           LABELS "mpi;engine" PROCESSORS ${n})
 endfunction()
 
@@ -36,3 +37,14 @@ zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_errors
 zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)
 zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_timeout.c)
 zs_mpi_test(engine_timeout_np3 test_engine_timeout NP 3 TIMEOUT 60 LABELS engine)
+
+# Offload: deterministic runs with offload on (N ranks) and off (1 rank x N micro-steps) give
+# identical bits. 1 = optimizer, 2 = params, 3 = both.
+foreach(n 1 2 4)
+  foreach(stage 1 2 3)
+    zs_engine_equiv(engine_offload_opt_np${n}_stage${stage} ${n} ${stage} det RUN_ARGS "--offload 1")
+  endforeach()
+  zs_engine_equiv(engine_offload_all_np${n}_stage3 ${n} 3 det RUN_ARGS "--offload 3")
+endforeach()
+zs_engine_equiv(engine_offload_params_np2_stage3 2 3 det RUN_ARGS "--offload 2")
+zs_mpi_test(engine_offload_np2_stage3_bf16 test_engine_train NP 2 ARGS --stage 3 --bf16 1 --offload 3 --reftol 3e-2 LABELS engine offload)

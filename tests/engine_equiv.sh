@@ -9,5 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [ "$mode" = det ]; then det=1 cmp=(--tol 0); else det=0 cmp=(--tol 1e-6); fi
 "$mpiexec" --oversubscribe -np 1 "$exe" --stage "$stage" --micro "$n" --det 1 --write "$tmp/ref.bin" "$@"
+# EQUIV_RUN_ARGS: options for the N-rank run only (e.g. --offload 3: compare offload vs none).
+# shellcheck disable=SC2086
 "$mpiexec" --oversubscribe -np "$n" "$exe" --stage "$stage" --micro 1 --det "$det" \
-  --compare "$tmp/ref.bin" "${cmp[@]}" "$@"
+  --compare "$tmp/ref.bin" "${cmp[@]}" "$@" ${EQUIV_RUN_ARGS:-}

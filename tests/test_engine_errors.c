@@ -2,6 +2,7 @@
  * sentence, and a refused call changes nothing (the engine keeps working, params keep values). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zs_test.h"
@@ -153,6 +154,18 @@ int main(int argc, char **argv) {
   ZS_EXPECT_STATUS(zs_engine_set_lr(e, -1.0f), ZS_ERR_INVALID_ARG);
   zs_engine_destroy(e);
   zs_engine_destroy(NULL);
+
+  /* Offload: host memory exhausted is ZS_ERR_OUT_OF_MEMORY naming the bytes. */
+  setenv("ZS_OFFLOAD_HOST_BYTES", "8388608", 1); /* 8 MiB; the unit needs 16 */
+  zs_config_default(&c);
+  c.offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  zs_tensor_desc big[1] = {{"w", 1, {1 << 20, 0, 0, 0}, 0}};
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "big", 1, big, NULL));
+  ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_OUT_OF_MEMORY);
+  ZS_EXPECT(strstr(zs_last_error(), "bytes") != NULL, "names bytes: %s", zs_last_error());
+  zs_engine_destroy(e);
+  unsetenv("ZS_OFFLOAD_HOST_BYTES");
   if (zs_comm_rank(comm) == 0) printf("test_engine_errors: done\n");
   zs_comm_destroy(comm);
   ZS_TEST_END("test_engine_errors");

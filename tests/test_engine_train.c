@@ -6,7 +6,7 @@
  * N ranks x 1 micro-step see the same batches in the same order.
  * Usage: test_engine_train [--stage S] [--micro M] [--steps K] [--det 0|1] [--bf16]
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
- *        [--tol X] [--reftol X] [--skip-nonfinite-at K] */
+ *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,14 +18,14 @@
 #include "zs_test.h"
 
 typedef struct {
-  int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at;
+  int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at, offload;
   float clip, wd, lr;
   double tol, reftol;
   const char *write, *compare;
 } opts;
 
 static void parse(int argc, char **argv, opts *o) {
-  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
+  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage")) o->stage = atoi(v);
@@ -35,6 +35,7 @@ static void parse(int argc, char **argv, opts *o) {
     else if (!strcmp(k, "--bf16")) o->bf16 = atoi(v);
     else if (!strcmp(k, "--prefetch")) o->prefetch = atoi(v);
     else if (!strcmp(k, "--group")) o->group = atoi(v);
+    else if (!strcmp(k, "--offload")) o->offload = atoi(v);
     else if (!strcmp(k, "--clip")) o->clip = (float)atof(v);
     else if (!strcmp(k, "--wd")) o->wd = (float)atof(v);
     else if (!strcmp(k, "--lr")) o->lr = (float)atof(v);
@@ -147,6 +148,7 @@ int main(int argc, char **argv) {
   cfg.adamw.weight_decay = o.wd;
   cfg.adamw.max_grad_norm = o.clip;
   cfg.comm_timeout_s = 60;
+  cfg.offload = (unsigned)o.offload;
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_unit *units[TM_NUNITS];
@@ -231,6 +233,13 @@ int main(int argc, char **argv) {
               rank, (long long)ndiff, (long long)n, o.compare, o.tol, wd);
     free(want);
   }
+  zs_memory mem;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &mem));
+  if (o.offload & ZS_OFFLOAD_OPTIMIZER)
+    ZS_EXPECT(mem.optimizer.cur == 0 && mem.host_pinned.cur >= 12 * (size_t)(n / world),
+              "offloaded optimizer: device %zu, host %zu", mem.optimizer.cur, mem.host_pinned.cur);
+  if (o.offload & ZS_OFFLOAD_PARAMS)
+    ZS_EXPECT(mem.params.cur == 0, "offloaded params: device params %zu", mem.params.cur);
   if (rank == 0)
     printf("%s: stage %d world %d micro %d det %d%s: ref diff %.3g, %s\n", argv[0], o.stage, world,
            o.micro, o.det, o.bf16 ? " bf16" : "", worst, zs_engine_info(e));

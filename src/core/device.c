@@ -129,6 +129,34 @@ zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler) {
   return ZS_OK;
 }
 
+zs_status zs_dev_event_create(zs_dev *d, void **ev) {
+  *ev = NULL;
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_event_create(ev);
+#endif
+  return ZS_OK;
+}
+
+zs_status zs_dev_event_record(zs_dev *d, void *ev, void *stream) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_event_record(ev, stream);
+#endif
+  return ZS_OK;
+}
+
+zs_status zs_dev_event_wait(zs_dev *d, void *ev) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_event_wait(ev);
+#endif
+  return ZS_OK;
+}
+
+void zs_dev_event_destroy(zs_dev *d, void *ev) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d) && ev) zs_cuda_event_destroy(ev);
+#endif
+}
+
 zs_status zs_dev_convert(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
                          size_t n, void *stream) {
   if (dst == src && dst_dt == src_dt) return ZS_OK;

@@ -38,6 +38,12 @@ zs_status zs_dev_sync(zs_dev *d, void *stream);
 /* Makes future work on `waiter` wait for the work queued so far on `signaler`. */
 zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler);
 
+/* Events (CUDA; no-ops on the CPU): record on a stream, wait for them on the host. */
+zs_status zs_dev_event_create(zs_dev *d, void **ev);
+zs_status zs_dev_event_record(zs_dev *d, void *ev, void *stream);
+zs_status zs_dev_event_wait(zs_dev *d, void *ev);
+void zs_dev_event_destroy(zs_dev *d, void *ev);
+
 /* Elementwise ops (see kernels/cpu/engine_ops.h for their exact definitions). */
 zs_status zs_dev_convert(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
                          size_t n, void *stream);

@@ -125,3 +125,20 @@ zs_status zs_cuda_dev_order(zs_dev *d, void *waiter, void *signaler) {
   if (e != cudaSuccess) return cuda_fail(e, "cudaEventRecord/cudaStreamWaitEvent");
   return ZS_OK;
 }
+
+zs_status zs_cuda_event_create(void **ev) {
+  CUDA_TRY(cudaEventCreateWithFlags((cudaEvent_t *)ev, cudaEventDisableTiming));
+  return ZS_OK;
+}
+
+zs_status zs_cuda_event_record(void *ev, void *stream) {
+  CUDA_TRY(cudaEventRecord((cudaEvent_t)ev, (cudaStream_t)stream));
+  return ZS_OK;
+}
+
+zs_status zs_cuda_event_wait(void *ev) {
+  CUDA_TRY(cudaEventSynchronize((cudaEvent_t)ev));
+  return ZS_OK;
+}
+
+void zs_cuda_event_destroy(void *ev) { cudaEventDestroy((cudaEvent_t)ev); }

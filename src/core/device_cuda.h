@@ -16,5 +16,9 @@ zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t byt
 zs_status zs_cuda_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes);
 zs_status zs_cuda_dev_sync(zs_dev *d, void *stream);
 zs_status zs_cuda_dev_order(zs_dev *d, void *waiter, void *signaler);
+zs_status zs_cuda_event_create(void **ev);
+zs_status zs_cuda_event_record(void *ev, void *stream);
+zs_status zs_cuda_event_wait(void *ev);
+void zs_cuda_event_destroy(void *ev);
 
 #endif

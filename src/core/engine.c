@@ -30,6 +30,44 @@ void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream
   zs_ledger_sub(&e->ledger, c, bytes);
 }
 
+zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p) {
+  zs_status rc = zs_host_arena_alloc(e->arena, bytes, p);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "offloaded state");
+  zs_ledger_add(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
+  return ZS_OK;
+}
+
+void zs_mem_free_host(zs_engine *e, void *p, size_t bytes) {
+  if (!p) return;
+  zs_host_arena_free(e->arena, p);
+  zs_ledger_sub(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
+}
+
+/* Size of an environment override (bytes), or dflt. */
+static size_t env_size(const char *name, size_t dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end = NULL;
+  unsigned long long x = strtoull(s, &end, 10);
+  return (end && *end == '\0') ? (size_t)x : dflt;
+}
+
+/* Creates the host arena and (for the optimizer) the worker pool of the offload modes. */
+static zs_status open_offload(zs_engine *e) {
+  unsigned flags = 0;
+  const char *unp = getenv("ZS_OFFLOAD_ALLOW_UNPINNED");
+  if (unp && *unp == '1') flags |= ZS_HOST_ARENA_ALLOW_UNPINNED;
+  const size_t cap = env_size("ZS_OFFLOAD_HOST_BYTES", 0);
+  int dev = e->cfg.device == ZS_DEVICE_CUDA ? e->cfg.device_index : -1;
+  ZS_CHECK(zs_host_arena_create(dev, cap, flags, &e->arena));
+  if (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) {
+    int threads = (int)env_size("ZS_OFFLOAD_THREADS", 0);
+    ZS_CHECK(zs_pool_create(threads, zs_host_arena_node(e->arena), &e->pool));
+    ZS_CHECK(zs_offload_pipe_init(&e->pipe, &e->dev, e->arena, env_size("ZS_OFFLOAD_CHUNK", 1u << 22)));
+  }
+  return ZS_OK;
+}
+
 zs_status zs_engine_fail(zs_engine *e, zs_status s) {
   if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) e->state = ZS_ENGINE_FAILED;
   return s;
@@ -63,10 +101,6 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
                   "shard_group_size %d does not divide the world size %d: use a divisor of it, "
                   "or 0 for the whole world",
                   cfg->shard_group_size, world);
-  if (cfg->offload)
-    return zs_err(ZS_ERR_UNSUPPORTED, "offload (0x%x) is not available in this build yet: set "
-                                      "offload = 0",
-                  cfg->offload);
   zs_engine *e = calloc(1, sizeof *e);
   if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
   e->cfg = *cfg;
@@ -82,6 +116,7 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
   }
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
+  if (cfg->offload) ZS_CHECK_GOTO(open_offload(e), rc, fail);
   char dev[32];
   if (cfg->device == ZS_DEVICE_CUDA)
     snprintf(dev, sizeof dev, "cuda:%d", e->cfg.device_index);
@@ -94,6 +129,13 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
            zs_coll_backend(e->world), world, g, cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->deterministic ? ", deterministic" : "");
+  if (e->arena) {
+    size_t n = strlen(e->info);
+    snprintf(e->info + n, sizeof e->info - n, "; offload%s%s: %s%s%s",
+             (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ? " optimizer" : "",
+             (cfg->offload & ZS_OFFLOAD_PARAMS) ? " params" : "", zs_host_arena_info(e->arena),
+             e->pool ? "; " : "", e->pool ? zs_pool_info(e->pool) : "");
+  }
   *out = e;
   return ZS_OK;
 fail:
@@ -204,6 +246,10 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   if (st <= 2) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, P * ps, &u->param_full, NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, NULL));
+  } else if (e->cfg.offload & ZS_OFFLOAD_PARAMS) {
+    ZS_CHECK(zs_mem_alloc_host(e, s * ps, &u->param_shard));
+    memset(u->param_shard, 0, s * ps);
+    u->param_on_host = 1;
   } else {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, s * ps, &u->param_shard, NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, NULL));
@@ -218,6 +264,14 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   u->opt_off = st == 0 ? 0 : u->lay.shard_off;
   u->opt_n = st == 0 ? P : s;
   float **opt[3] = {&u->master, &u->m, &u->v};
+  if (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) {
+    u->opt_on_host = 1;
+    for (int k = 0; k < 3; k++) {
+      ZS_CHECK(zs_mem_alloc_host(e, u->opt_n * 4, (void **)opt[k]));
+      memset(*opt[k], 0, u->opt_n * 4);
+    }
+    return ZS_OK;
+  }
   for (int k = 0; k < 3; k++) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_OPTIMIZER, u->opt_n * 4, (void **)opt[k], NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, *opt[k], u->opt_n * 4, NULL));
@@ -249,12 +303,19 @@ static void unit_release_buffers(zs_engine *e, zs_unit *u) {
   const size_t P = u->lay.padded, s = u->lay.shard;
   const int st = e->cfg.stage;
   zs_mem_free(e, st <= 2 ? ZS_MEM_PARAMS : ZS_MEM_BUFFERS, u->param_full, P * ps, NULL);
-  zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
+  if (u->param_on_host)
+    zs_mem_free_host(e, u->param_shard, s * ps);
+  else
+    zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
   zs_mem_free(e, st <= 1 ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
   zs_mem_free(e, ZS_MEM_GRADS, u->grad_shard, s * ps, NULL);
-  zs_mem_free(e, ZS_MEM_OPTIMIZER, u->master, u->opt_n * 4, NULL);
-  zs_mem_free(e, ZS_MEM_OPTIMIZER, u->m, u->opt_n * 4, NULL);
-  zs_mem_free(e, ZS_MEM_OPTIMIZER, u->v, u->opt_n * 4, NULL);
+  float *opt[3] = {u->master, u->m, u->v};
+  for (int k = 0; k < 3; k++) {
+    if (u->opt_on_host)
+      zs_mem_free_host(e, opt[k], u->opt_n * 4);
+    else
+      zs_mem_free(e, ZS_MEM_OPTIMIZER, opt[k], u->opt_n * 4, NULL);
+  }
   u->param_full = u->param_shard = u->grad_full = u->grad_shard = NULL;
   u->master = u->m = u->v = NULL;
 }
@@ -277,6 +338,9 @@ void zs_engine_destroy(zs_engine *e) {
   for (int i = 0; i < e->ndeferred; i++)
     zs_mem_free(e, e->deferred[i].cat, e->deferred[i].p, e->deferred[i].bytes, NULL);
   free(e->deferred);
+  if (e->arena) zs_offload_pipe_free(&e->pipe, &e->dev, e->arena);
+  zs_pool_destroy(e->pool);
+  zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
   free(e);
 }

@@ -8,6 +8,9 @@
 #include "comm/comm.h"
 #include "device.h"
 #include "ledger.h"
+#include "offload/host_arena.h"
+#include "offload/offload_step.h"
+#include "offload/worker_pool.h"
 #include "shard/layout.h"
 #include "zshard.h"
 
@@ -33,7 +36,8 @@ struct zs_unit {
   void *grad_full, *grad_shard;
   float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
   size_t opt_off, opt_n;
-  int opt_on_host;       /* optimizer state lives in host memory (offload) */
+  int opt_on_host;       /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
+  int param_on_host;     /* param_shard lives in the host arena (ZS_OFFLOAD_PARAMS) */
 
   int gathered;          /* stage 3: param_full holds the gathered params */
   int in_use;            /* gathered by the user (not only prefetched) */
@@ -53,6 +57,9 @@ struct zs_engine {
   int shard_rank, shard_size; /* position in the shard group; S = shard_size */
   zs_engine_state state;
   zs_ledger ledger;
+  zs_host_arena *arena;  /* offload: pinned NUMA-local host memory */
+  zs_pool *pool;         /* offload: CPU optimizer workers on the arena's node */
+  zs_offload_pipe pipe;  /* offload on CUDA: staging of the copy pipeline */
 
   zs_unit **units;
   int nunits, cap_units;
@@ -61,7 +68,7 @@ struct zs_engine {
   int64_t opt_steps; /* completed optimizer steps (AdamW's t) */
   double step_t0;
   size_t live_gathered_bytes;
-  char info[256];
+  char info[768];
   /* After a communication failure an abandoned collective may still write into its buffers, so
      from then on frees are deferred until destroy has torn down the collectives. */
   struct zs_deferred_free {
@@ -75,6 +82,9 @@ struct zs_engine {
 /* Ledger-booked device memory. */
 zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream);
 void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream);
+/* Ledger-booked host-arena memory (offload), category host_pinned. */
+zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p);
+void zs_mem_free_host(zs_engine *e, void *p, size_t bytes);
 /* Marks the engine failed after a communication error: later steps return ZS_ERR_STATE. */
 zs_status zs_engine_fail(zs_engine *e, zs_status s);
 

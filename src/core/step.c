@@ -78,6 +78,21 @@ out:
   return rc;
 }
 
+/* Device AdamW whose params go to a host-resident shard (ZS_OFFLOAD_PARAMS alone on CUDA): the
+   update runs into a device temporary, then one copy to the host shard. */
+static zs_status adamw_to_host(zs_engine *e, const zs_adamw_coef *c, zs_unit *u, size_t a,
+                               size_t b) {
+  const zs_dtype pd = e->cfg.param_dtype;
+  const size_t lo = a - u->opt_off, bytes = (b - a) * zs_dtype_size(pd);
+  void *tmp = NULL, *cs = e->dev.compute_stream;
+  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &tmp, cs));
+  zs_status rc = zs_dev_adamw(&e->dev, c, u->master + lo, u->m + lo, u->v + lo, grad_at(e, u, a),
+                              pd, tmp, pd, b - a, cs);
+  if (rc == ZS_OK) rc = zs_dev_copy(&e->dev, param_at(e, u, a), tmp, bytes, cs);
+  zs_mem_free(e, ZS_MEM_BUFFERS, tmp, bytes, cs);
+  return rc;
+}
+
 /* AdamW over every tensor segment of this rank's optimizer range. */
 static zs_status run_adamw(zs_engine *e, double gscale) {
   const zs_dtype pd = e->cfg.param_dtype;
@@ -94,6 +109,17 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
+      if (u->opt_on_host) {
+        ZS_CHECK(zs_offload_adamw(&e->dev, e->pool, &e->pipe,
+                                  u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
+                                  u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a),
+                                  pd, u->param_on_host, b - a));
+        continue;
+      }
+      if (u->param_on_host && e->dev.kind == ZS_DEVICE_CUDA) {
+        ZS_CHECK(adamw_to_host(e, u->t[k].no_weight_decay ? &nodecay : &decay, u, a, b));
+        continue;
+      }
       ZS_CHECK(zs_dev_adamw(&e->dev, u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
                             u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a), pd,
                             b - a, e->dev.compute_stream));

@@ -12,7 +12,21 @@ zs_status zs_shard_gather(zs_unit *u, int for_user) {
     /* The shard was last written on the compute stream (AdamW, set_param). */
     ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &u->param_full, d->comm_stream));
-    zs_status rc = zs_coll_all_gather(e->shard, u->param_shard, u->param_full, u->lay.shard,
+    /* Offloaded params: the host shard is copied into its own slot of the full buffer first,
+       then gathered in place, so the device never holds a separate shard copy. */
+    const void *send = u->param_shard;
+    if (u->param_on_host && d->kind == ZS_DEVICE_CUDA) {
+      void *slot = zs_ptr_add(u->param_full, u->lay.shard_off, e->cfg.param_dtype);
+      zs_status cr = zs_dev_copy(d, slot, u->param_shard, u->lay.shard * zs_dtype_size(e->cfg.param_dtype),
+                                 d->comm_stream);
+      if (cr != ZS_OK) {
+        zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream);
+        u->param_full = NULL;
+        return cr;
+      }
+      send = slot;
+    }
+    zs_status rc = zs_coll_all_gather(e->shard, send, u->param_full, u->lay.shard,
                                       zs_cdt_of(e->cfg.param_dtype), d->comm_stream);
     if (rc != ZS_OK) {
       zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s'", u->name));
@@ -61,7 +75,13 @@ zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   if (e->cfg.stage == 0) return zs_dev_copy(&e->dev, full, u->master, u->lay.padded * 4, NULL);
   zs_dev *d = &e->dev;
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
-  zs_status rc = zs_coll_all_gather(e->shard, u->master, full, u->lay.shard, ZS_CDT_F32,
+  const void *send = u->master;
+  if (u->opt_on_host && d->kind == ZS_DEVICE_CUDA) {
+    /* Host-resident master: stage it into its own slot of the (device) output, gather in place. */
+    send = full + u->lay.shard_off;
+    ZS_CHECK(zs_dev_copy(d, full + u->lay.shard_off, u->master, u->lay.shard * 4, d->comm_stream));
+  }
+  zs_status rc = zs_coll_all_gather(e->shard, send, full, u->lay.shard, ZS_CDT_F32,
                                     d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
   ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
