@@ -42,6 +42,7 @@ int main(int argc, char **argv) {
               dt);
     ZS_EXPECT(strstr(zs_last_error(), "all_reduce") != NULL, "message does not name the op: %s",
               zs_last_error());
+    if (r == 0) printf("rank 0 after %.2f s: %s: %s\n", dt, zs_status_str(rc), zs_last_error());
     t0 = now();
     rc = zs_coll_all_reduce(c, buf, buf, 5, ZS_CDT_F32, NULL);
     dt = now() - t0;

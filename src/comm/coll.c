@@ -222,10 +222,12 @@ static zs_status span(const char *op, size_t count, size_t n, size_t es, size_t 
   return ZS_OK;
 }
 
-/* Wraps a backend failure with the op and its shape; marks the coll broken on comm errors. */
-static zs_status finish(zs_coll *c, zs_status rc, const char *op, size_t count, zs_cdt dt) {
+/* Marks the coll broken after a timeout, transport or device error: peers may be inside the op
+   this rank left, and nccl has aborted its communicator (the backends' messages already name the
+   op and its shape). */
+static zs_status finish(zs_coll *c, zs_status rc) {
   if (rc == ZS_OK) return rc;
-  if (rc == ZS_ERR_TIMEOUT || rc == ZS_ERR_COMM) zs_coll_mark_broken(c);
+  if (rc == ZS_ERR_TIMEOUT || rc == ZS_ERR_COMM || rc == ZS_ERR_DEVICE) zs_coll_mark_broken(c);
   return rc;
 }
 
@@ -246,7 +248,7 @@ zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t co
     return zs_err(ZS_ERR_INVALID_ARG, "all_gather: send overlaps recv without being its own block "
                                       "(recv + rank*count): pass disjoint buffers or exactly that "
                                       "block");
-  return finish(c, c->ops->all_gather(c, send, recv, count, dt, stream), op, count, dt);
+  return finish(c, c->ops->all_gather(c, send, recv, count, dt, stream));
 }
 
 /* Sums blocks; in place iff recv == send + rank*count (other blocks of send become unspecified). */
@@ -266,7 +268,7 @@ zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_
     return zs_err(ZS_ERR_INVALID_ARG, "reduce_scatter: recv overlaps send without being this "
                                       "rank's block (send + rank*count): pass disjoint buffers "
                                       "or exactly that block");
-  return finish(c, c->ops->reduce_scatter(c, send, recv, count, dt, stream), op, count, dt);
+  return finish(c, c->ops->reduce_scatter(c, send, recv, count, dt, stream));
 }
 
 /* Sums count elements across ranks; in place iff send == recv. */
@@ -283,7 +285,7 @@ zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t co
   if (send != recv && overlaps(send, all, recv, all))
     return zs_err(ZS_ERR_INVALID_ARG, "all_reduce: send and recv partly overlap: pass the same "
                                       "pointer (in place) or disjoint buffers");
-  return finish(c, c->ops->all_reduce(c, send, recv, count, dt, stream), op, count, dt);
+  return finish(c, c->ops->all_reduce(c, send, recv, count, dt, stream));
 }
 
 /* Exchanges blocks (never in place). */
@@ -300,7 +302,7 @@ zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t co
   if (overlaps(send, all, recv, all))
     return zs_err(ZS_ERR_INVALID_ARG, "all_to_all cannot run in place: pass disjoint send and "
                                       "recv buffers");
-  return finish(c, c->ops->all_to_all(c, send, recv, count, dt, stream), op, count, dt);
+  return finish(c, c->ops->all_to_all(c, send, recv, count, dt, stream));
 }
 
 /* Copies root's buffer to every rank. */
@@ -318,19 +320,19 @@ zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int 
   if (!buf)
     return zs_err(ZS_ERR_INVALID_ARG, "broadcast: buf must not be NULL for count %zu", count);
   ZS_CHECK(span(op, count, 1, es, &all));
-  return finish(c, c->ops->broadcast(c, buf, count, dt, root, stream), op, count, dt);
+  return finish(c, c->ops->broadcast(c, buf, count, dt, root, stream));
 }
 
 /* Waits until every rank of c arrived. */
 zs_status zs_coll_barrier(zs_coll *c) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "barrier", ZS_CDT_BYTE, 0, &es));
-  return finish(c, c->ops->barrier(c), "barrier", 0, ZS_CDT_BYTE);
+  return finish(c, c->ops->barrier(c));
 }
 
 /* Waits for the stream's enqueued collectives (nccl); no-op for host backends. */
 zs_status zs_coll_sync(zs_coll *c, void *stream) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "sync", ZS_CDT_BYTE, 0, &es));
-  return finish(c, c->ops->sync(c, stream), "sync", 0, ZS_CDT_BYTE);
+  return finish(c, c->ops->sync(c, stream));
 }

@@ -23,8 +23,9 @@ int zs_comm_size(const zs_comm *c) {
   return c ? c->size : -1;
 }
 
-/* Releases MPI handles / rendezvous sockets, and finalises MPI if zs_comm_init_mpi started it.
-   Every coll opened from c must be destroyed first. */
+/* Releases MPI handles / rendezvous sockets, and finalises MPI if zs_comm_init_mpi started it
+   (unless a timed-out request had to be leaked, see zs_mpi_leaked_requests). Every coll opened
+   from c must be destroyed first. */
 void zs_comm_destroy(zs_comm *c) {
   if (!c) return;
   zs_comm_impl *ci = c->impl;
@@ -39,6 +40,7 @@ void zs_comm_destroy(zs_comm *c) {
     }
     free(ci);
   }
-  if (c->mpi_initialized_here && !finalized) MPI_Finalize();
+  /* With a request stuck on a dead peer, MPI_Finalize could wait forever: skip it (never hang). */
+  if (c->mpi_initialized_here && !finalized && zs_mpi_leaked_requests() == 0) MPI_Finalize();
   free(c);
 }

@@ -6,6 +6,13 @@
 #include "comm/coll_impl.h"
 #include "comm/mpi_wait.h"
 
+static int leaked; /* MPI is used from one thread (MPI_THREAD_FUNNELED) */
+
+/* Requests drains gave up on. */
+int zs_mpi_leaked_requests(void) {
+  return leaked;
+}
+
 /* MPI's description of an error code. */
 const char *zs_mpi_errstr(int code, char *buf, size_t len) {
   char tmp[MPI_MAX_ERROR_STRING];
@@ -76,6 +83,7 @@ int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s) {
     zs_backoff_sleep(&ns);
   }
   int left = p->n;
+  leaked += left;
   if (left == 0) {
     free(p->v);
     p->v = NULL;

@@ -28,6 +28,9 @@ void zs_mpi_pending_add(zs_mpi_pending *p, MPI_Request req, void *owned);
 /* Tests the kept requests for up to max_s seconds; frees those that completed (and their owned
    buffers). Returns how many are still pending (then leaked with their buffers). */
 int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s);
+/* Requests leaked by drains so far in this process (then zs_comm_destroy skips MPI_Finalize, which
+   would wait for the stuck peer forever; mpirun then reports the job as failed, which it is). */
+int zs_mpi_leaked_requests(void);
 /* MPI's text for an error code, in a static-free caller buffer. */
 const char *zs_mpi_errstr(int code, char *buf, size_t len);
 
