@@ -7,6 +7,8 @@
  * write master, m, v, plus the param copy if any (2 B bf16). Triad a = b + s*c counts 12 B per
  * element (STREAM's convention: the write-allocate read of `a` is not counted), so an in-place
  * kernel such as AdamW, whose writes hit lines it has just read, can reach above 100% of it.
+ * Row rmw_4r3w is AdamW's access pattern without its arithmetic (a, b, c += d in place, 28 B per
+ * element): the bound for AdamW on this machine, printed beside the triad.
  * Times are the best of --reps steps after one warm-up step.
  *
  * Usage: cpu_adamw [--sizes 1e6,1e7,1e8] [--big] [--threads 1,2] [--reps 5] [--csv FILE]
@@ -57,19 +59,73 @@ static int parse_list(const char *s, double *out) {
 /* ---- work items for the pool ---- */
 
 typedef struct {
-  float *a, *b, *c;
+  float *a, *b, *c, *d;
   size_t n;
   float s;
-} triad_ctx;
+} bw_ctx;
 
 #define CHUNK ((size_t)1 << 16)
 
-/* a = b + s*c on one chunk. */
-static void triad_item(void *ctx, size_t item, int worker) {
-  triad_ctx *t = ctx;
-  size_t i0 = item * CHUNK, i1 = i0 + CHUNK < t->n ? i0 + CHUNK : t->n;
-  for (size_t i = i0; i < i1; i++)
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ZS_BENCH_AVX2 __attribute__((target("avx2")))
+#else
+#define ZS_BENCH_AVX2
+#endif
+
+/* STREAM triad a = b + s*c on one chunk (AVX2 when present: the loop must be memory-bound). */
+ZS_BENCH_AVX2 static void triad_range(bw_ctx *t, size_t i0, size_t i1) {
+  size_t i = i0;
+#if defined(__x86_64__)
+  __m256 s = _mm256_set1_ps(t->s);
+  for (; i + 8 <= i1; i += 8)
+    _mm256_storeu_ps(t->a + i, _mm256_add_ps(_mm256_loadu_ps(t->b + i),
+                                             _mm256_mul_ps(s, _mm256_loadu_ps(t->c + i))));
+#endif
+  for (; i < i1; i++)
     t->a[i] = t->b[i] + t->s * t->c[i];
+}
+
+/* AdamW's access pattern without its arithmetic: a, b, c += d in place (read 4, write 3). */
+ZS_BENCH_AVX2 static void rmw_range(bw_ctx *t, size_t i0, size_t i1) {
+  size_t i = i0;
+#if defined(__x86_64__)
+  for (; i + 8 <= i1; i += 8) {
+    __m256 d = _mm256_loadu_ps(t->d + i);
+    _mm256_storeu_ps(t->a + i, _mm256_add_ps(_mm256_loadu_ps(t->a + i), d));
+    _mm256_storeu_ps(t->b + i, _mm256_add_ps(_mm256_loadu_ps(t->b + i), d));
+    _mm256_storeu_ps(t->c + i, _mm256_add_ps(_mm256_loadu_ps(t->c + i), d));
+  }
+#endif
+  for (; i < i1; i++) {
+    t->a[i] += t->d[i];
+    t->b[i] += t->d[i];
+    t->c[i] += t->d[i];
+  }
+}
+
+static int have_avx2;
+
+/* Pool item: one chunk of the triad. */
+static void triad_item(void *ctx, size_t item, int worker) {
+  bw_ctx *t = ctx;
+  size_t i0 = item * CHUNK, i1 = i0 + CHUNK < t->n ? i0 + CHUNK : t->n;
+  if (have_avx2)
+    triad_range(t, i0, i1);
+  else
+    for (size_t i = i0; i < i1; i++)
+      t->a[i] = t->b[i] + t->s * t->c[i];
+}
+
+/* Pool item: one chunk of the in-place read-4/write-3 pattern. */
+static void rmw_item(void *ctx, size_t item, int worker) {
+  bw_ctx *t = ctx;
+  size_t i0 = item * CHUNK, i1 = i0 + CHUNK < t->n ? i0 + CHUNK : t->n;
+  if (have_avx2)
+    rmw_range(t, i0, i1);
+  else
+    for (size_t i = i0; i < i1; i++)
+      t->a[i] += t->d[i], t->b[i] += t->d[i], t->c[i] += t->d[i];
 }
 
 typedef struct {
@@ -102,24 +158,35 @@ static void *arena_get(zs_host_arena *a, size_t bytes) {
   return p;
 }
 
-/* Triad bandwidth in GB/s with this pool (best of reps). */
-static double triad_gbps(zs_host_arena *ar, zs_pool *pool, int reps) {
+/* Bandwidth in GB/s of the triad (12 B per element) and of the in-place pattern (28 B per
+   element) with this pool, best of reps each. */
+static void bandwidth(zs_host_arena *ar, zs_pool *pool, int reps, double *triad, double *rmw) {
   size_t n = TRIAD_N;
-  triad_ctx t = {arena_get(ar, n * 4), arena_get(ar, n * 4), arena_get(ar, n * 4), n, 3.0f};
-  fill_ctx f = {{t.a, t.b, t.c, NULL}, {NULL, NULL}, n};
+  bw_ctx t = {arena_get(ar, n * 4),
+              arena_get(ar, n * 4),
+              arena_get(ar, n * 4),
+              arena_get(ar, n * 4),
+              n,
+              3.0f};
+  fill_ctx f = {{t.a, t.b, t.c, t.d}, {NULL, NULL}, n};
   size_t items = (n + CHUNK - 1) / CHUNK;
   zs_pool_run(pool, items, fill_item, &f);
-  double best = 1e30;
-  for (int r = 0; r <= reps; r++) {
-    double t0 = now();
-    zs_pool_run(pool, items, triad_item, &t);
-    double dt = now() - t0;
-    if (r > 0 && dt < best) best = dt;
+  zs_pool_fn fns[2] = {triad_item, rmw_item};
+  double bytes[2] = {12.0, 28.0}, *res[2] = {triad, rmw};
+  for (int k = 0; k < 2; k++) {
+    double best = 1e30;
+    for (int r = 0; r <= reps; r++) {
+      double t0 = now();
+      zs_pool_run(pool, items, fns[k], &t);
+      double dt = now() - t0;
+      if (r > 0 && dt < best) best = dt;
+    }
+    *res[k] = bytes[k] * (double)n / best / 1e9;
   }
   zs_host_arena_free(ar, t.a);
   zs_host_arena_free(ar, t.b);
   zs_host_arena_free(ar, t.c);
-  return 12.0 * (double)n / best / 1e9;
+  zs_host_arena_free(ar, t.d);
 }
 
 /* One AdamW configuration: best seconds per step. */
@@ -219,6 +286,10 @@ static void parse_opts(int argc, char **argv, opts *o) {
 
 int main(int argc, char **argv) {
   opts o = {0};
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  have_avx2 = __builtin_cpu_supports("avx2");
+#endif
   parse_opts(argc, argv, &o);
   FILE *csv = o.csv ? fopen(o.csv, "w") : NULL;
   if (csv) fprintf(csv, "kind,isa,n,threads,seconds,params_per_s,GBps\n");
@@ -238,8 +309,10 @@ int main(int argc, char **argv) {
       fprintf(stderr, "cpu_adamw: %s\n", zs_last_error());
       return 1;
     }
-    triad[k] = triad_gbps(ar, pools[k], o.reps);
+    double rmw;
+    bandwidth(ar, pools[k], o.reps, &triad[k], &rmw);
     row(csv, "triad", "-", TRIAD_N, o.threads[k], 12.0 * (double)TRIAD_N / triad[k] / 1e9, 12.0);
+    row(csv, "rmw_4r3w", "-", TRIAD_N, o.threads[k], 28.0 * (double)TRIAD_N / rmw / 1e9, 28.0);
   }
   double last_gbps = 0, last_triad = 0, last_torch = 0;
   for (int s = 0; s < o.nsizes; s++) {
