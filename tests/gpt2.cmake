@@ -1,0 +1,25 @@
+# GPT-2 example tests (examples/train_gpt2.c; scripts in this folder):
+#   gpt2_ref          logits, losses and all gradients vs PyTorch (tests/reference/gpt2_ref.py),
+#                     stage 3 at 1 and 2 ranks, stage 2 deterministic + recompute, safetensors
+#                     init, truncated-file refusal. Needs /usr/bin/python3 with torch:
+#                     scripts/ensure-torch.sh installs Debian's python3-torch when missing.
+#   gpt2_determinism  20 steps, --deterministic: identical final weights for 1x4 and 4x1
+#                     (ranks x micro-steps) at stages 0-3.
+#   gpt2_train_np4    4 ranks, stage 3: the loss must fall below 0.9 x the text's unigram entropy.
+#   gpt2_bad_args     a bad stage is refused with a message (exit 1), not a crash.
+if(ZS_BUILD_EXAMPLES)
+  add_test(NAME gpt2_ref COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_ref.sh
+                                 $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_ref PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 900
+                                           LABELS "gpt2;mpi;python" PROCESSORS 2)
+  add_test(NAME gpt2_determinism COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_determinism.sh
+                                         $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC} 20)
+  set_tests_properties(gpt2_determinism PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 240
+                                                   LABELS "gpt2;mpi" PROCESSORS 4)
+  zs_mpi_test(gpt2_train_np4 train_gpt2 NP 4 TIMEOUT 240 LABELS gpt2
+              ARGS --stage 3 --layers 1 --channels 128 --heads 4 --seq 32 --batch 4 --steps 80
+                   --lr 3e-3 --log-every 20 --sample-lines 1 --sample-chars 80 --check-frac 0.9)
+  add_test(NAME gpt2_bad_args COMMAND $<TARGET_FILE:train_gpt2> --stage 7 --steps 1)
+  set_tests_properties(gpt2_bad_args PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 60
+                       LABELS "gpt2" PASS_REGULAR_EXPRESSION "error: .*stage")
+endif()
