@@ -48,3 +48,24 @@ foreach(n 1 2 4)
 endforeach()
 zs_engine_equiv(engine_offload_params_np2_stage3 2 3 det RUN_ARGS "--offload 2")
 zs_mpi_test(engine_offload_np2_stage3_bf16 test_engine_train NP 2 ARGS --stage 3 --bf16 1 --offload 3 --reftol 3e-2 LABELS engine offload)
+
+# GPU: the same equivalence on the CUDA device. The 1-rank reference runs on the CPU device, so
+# this also proves the CUDA kernels give the CPU's bits. Without a GPU the CUDA run prints one SKIP
+# line and passes. Several ranks share the one GPU through the host-staged MPI backend.
+if(ZS_HAVE_CUDA)
+  target_link_libraries(test_engine_train PRIVATE CUDA::cudart)
+  foreach(stage 0 1 2 3)
+    zs_engine_equiv(engine_cuda_det_np2_stage${stage} 2 ${stage} det RUN_ARGS "--device cuda")
+  endforeach()
+  zs_engine_equiv(engine_cuda_offload_np2_stage3 2 3 det RUN_ARGS "--device cuda --offload 3")
+  zs_mpi_test(engine_cuda_np2_stage3_bf16 test_engine_train NP 2 ARGS --device cuda --stage 3 --bf16 1 --reftol 3e-2 LABELS engine gpu)
+  zs_mpi_test(engine_cuda_np1_stage0_bf16 test_engine_train NP 1 ARGS --device cuda --stage 0 --bf16 1 --reftol 3e-2 LABELS engine gpu)
+  set_tests_properties(engine_cuda_det_np2_stage0 engine_cuda_det_np2_stage1 engine_cuda_det_np2_stage2
+                       engine_cuda_det_np2_stage3 engine_cuda_offload_np2_stage3 PROPERTIES LABELS "mpi;engine;gpu")
+endif()
+if(ZS_HAVE_CUDA)
+  # NCCL refuses two ranks on one GPU: the multi-rank GPU tests use the host-staged MPI backend.
+  set_property(TEST engine_cuda_det_np2_stage0 engine_cuda_det_np2_stage1 engine_cuda_det_np2_stage2
+               engine_cuda_det_np2_stage3 engine_cuda_offload_np2_stage3 engine_cuda_np2_stage3_bf16
+               APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
+endif()

@@ -6,26 +6,32 @@
  * N ranks x 1 micro-step see the same batches in the same order.
  * Usage: test_engine_train [--stage S] [--micro M] [--steps K] [--det 0|1] [--bf16]
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
- *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] */
+ *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]
+ * With --device cuda the "backward" copies params to the host and grads back (cudaMemcpy on the
+ * engine stream's device); without a GPU it prints one SKIP line and exits 0. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef ZS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "engine_model.h"
 #include "kernels/cpu/bf16.h"
 #include "zs_test.h"
 
 typedef struct {
-  int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at, offload;
+  int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at, offload, cuda;
   float clip, wd, lr;
   double tol, reftol;
   const char *write, *compare;
 } opts;
 
 static void parse(int argc, char **argv, opts *o) {
-  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
+  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0, 0, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage")) o->stage = atoi(v);
@@ -36,6 +42,7 @@ static void parse(int argc, char **argv, opts *o) {
     else if (!strcmp(k, "--prefetch")) o->prefetch = atoi(v);
     else if (!strcmp(k, "--group")) o->group = atoi(v);
     else if (!strcmp(k, "--offload")) o->offload = atoi(v);
+    else if (!strcmp(k, "--device")) o->cuda = !strcmp(v, "cuda");
     else if (!strcmp(k, "--clip")) o->clip = (float)atof(v);
     else if (!strcmp(k, "--wd")) o->wd = (float)atof(v);
     else if (!strcmp(k, "--lr")) o->lr = (float)atof(v);
@@ -106,25 +113,51 @@ static void add(void *p, int bf16, int64_t i, float v) {
     ((float *)p)[i] += v;
 }
 
+/* Copies between the host and the engine's device memory (plain memcpy on the CPU device). */
+static void copy_bytes(void *dst, const void *src, size_t n, int cuda) {
+#ifdef ZS_HAVE_CUDA
+  if (cuda) {
+    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess) {
+      fprintf(stderr, "FATAL: cudaMemcpy failed\n");
+      exit(1);
+    }
+    return;
+  }
+#endif
+  (void)cuda;
+  memcpy(dst, src, n);
+}
+
 /* One micro-step of "forward + backward": gather every unit, read params, write grads. */
-static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison) {
+static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison, void *stream) {
   for (int u = 0; u < TM_NUNITS; u++) ZS_OK_OR_DIE(zs_unit_gather(units[u]));
   for (int u = 0; u < TM_NUNITS; u++) ZS_OK_OR_DIE(zs_unit_release(units[u]));
   for (int u = TM_NUNITS - 1; u >= 0; u--) {
     ZS_OK_OR_DIE(zs_unit_gather(units[u]));
     for (int k = 0; k < tm_units[u].ntensors; k++) {
-      const void *p = zs_unit_param(units[u], k);
-      void *g = zs_unit_grad(units[u], k);
-      if (!p || !g) {
+      const void *dp = zs_unit_param(units[u], k);
+      void *dg = zs_unit_grad(units[u], k);
+      if (!dp || !dg) {
         fprintf(stderr, "FATAL: NULL param/grad pointer: %s\n", zs_last_error());
         exit(1);
       }
       int64_t base = tm_base(u, k);
+      const size_t bytes = (size_t)tm_numel(u, k) * (o->bf16 ? 2 : 4);
+      void *p = malloc(bytes), *g = malloc(bytes);
+#ifdef ZS_HAVE_CUDA
+      if (o->cuda) cudaStreamSynchronize((cudaStream_t)stream);
+#endif
+      (void)stream;
+      copy_bytes(p, dp, bytes, o->cuda);
+      copy_bytes(g, dg, bytes, o->cuda);
       for (int64_t i = 0; i < tm_numel(u, k); i++) {
         float pv = load(p, o->bf16, i);
         add(g, o->bf16, i, tm_a(batch, base + i) * (pv - tm_t(batch, base + i)));
       }
       if (poison && u == 2 && k == 0) add(g, o->bf16, 0, NAN);
+      copy_bytes(dg, g, bytes, o->cuda);
+      free(p);
+      free(g);
     }
     ZS_OK_OR_DIE(zs_unit_grads_ready(units[u]));
     ZS_OK_OR_DIE(zs_unit_release(units[u]));
@@ -136,6 +169,17 @@ int main(int argc, char **argv) {
   parse(argc, argv, &o);
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  if (o.cuda) {
+    int ndev = 0;
+#ifdef ZS_HAVE_CUDA
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+#endif
+    if (ndev == 0) {
+      if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device\n");
+      zs_comm_destroy(comm);
+      return 0;
+    }
+  }
   const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
   zs_config cfg;
   zs_config_default(&cfg);
@@ -149,6 +193,7 @@ int main(int argc, char **argv) {
   cfg.adamw.max_grad_norm = o.clip;
   cfg.comm_timeout_s = 60;
   cfg.offload = (unsigned)o.offload;
+  cfg.device = o.cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_unit *units[TM_NUNITS];
@@ -174,7 +219,8 @@ int main(int argc, char **argv) {
     const int poison_step = s == o.nonfinite_at;
     ZS_OK_OR_DIE(zs_engine_begin_step(e, o.micro));
     for (int m = 0; m < o.micro; m++)
-      micro_step(units, &o, first + (int64_t)m * world + rank, poison_step && rank == world - 1 && m == 0);
+      micro_step(units, &o, first + (int64_t)m * world + rank,
+                 poison_step && rank == world - 1 && m == 0, zs_engine_stream(e));
     zs_step_stats st;
     ZS_OK_OR_DIE(zs_engine_step(e, &st));
     ref_step(&ref, &o, world, first, poison_step);
