@@ -11,7 +11,8 @@ if(ZS_BUILD_EXAMPLES)
   add_test(NAME gpt2_ref COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_ref.sh
                                  $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
   set_tests_properties(gpt2_ref PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 900
-                                           LABELS "gpt2;mpi;python" PROCESSORS 2)
+                                           LABELS "gpt2;mpi;python" PROCESSORS 2
+                                           SKIP_RETURN_CODE 77)
   add_test(NAME gpt2_determinism COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_determinism.sh
                                          $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC} 20)
   set_tests_properties(gpt2_determinism PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 240
