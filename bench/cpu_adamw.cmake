@@ -1,7 +1,7 @@
 # CPU AdamW benchmark (bench/cpu_adamw.c): target `cpu_adamw`. Run it with the torch peer through
 # scripts/bench-cpu-adamw.sh. Built like the offload tests (tests/offload.cmake): linked to
-# libzshard when ZS_OFFLOAD_TESTS_LINK_ZSHARD=ON, otherwise from the offload and AdamW sources.
-if(ZS_OFFLOAD_TESTS_LINK_ZSHARD)
+# libzshard unless ZS_OFFLOAD_TESTS_LINK_ZSHARD=OFF, then from the offload and AdamW sources.
+if(NOT DEFINED ZS_OFFLOAD_TESTS_LINK_ZSHARD OR ZS_OFFLOAD_TESTS_LINK_ZSHARD)
   zs_exe(cpu_adamw SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/cpu_adamw.c LIBS PkgConfig::HWLOC PkgConfig::JEMALLOC)
 else()
   file(GLOB zs_cpu_adamw_srcs ${PROJECT_SOURCE_DIR}/src/offload/host_*.c ${PROJECT_SOURCE_DIR}/src/offload/numa_*.c

@@ -1,10 +1,10 @@
 # Offload building blocks: CPU AdamW paths (scalar / AVX2 / AVX-512, threaded), the pinned NUMA
 # host arena, the NUMA-bound worker pool, and (CUDA builds) the pinned check on a GPU.
 #
-# The executables compile the sources they test directly (offload, the AdamW kernels, errors), so
-# they build and run while the rest of libzshard is being written; ZS_OFFLOAD_TESTS_LINK_ZSHARD=ON
-# links them against libzshard through zs_exe instead.
-option(ZS_OFFLOAD_TESTS_LINK_ZSHARD "Link the offload tests and cpu_adamw bench to libzshard" OFF)
+# The executables link libzshard through zs_exe. ZS_OFFLOAD_TESTS_LINK_ZSHARD=OFF compiles the
+# sources they test directly instead (offload, the AdamW kernels, errors), so they build and run
+# while another part of libzshard does not.
+option(ZS_OFFLOAD_TESTS_LINK_ZSHARD "Link the offload tests and cpu_adamw bench to libzshard" ON)
 
 # Sources of the offload parts (CUDA-only files only when CUDA is on), for direct builds.
 function(zs_offload_sources out)
@@ -22,7 +22,8 @@ endfunction()
 # An executable for offload code: linked to libzshard, or built from the sources above.
 function(zs_offload_exe name)
   if(ZS_OFFLOAD_TESTS_LINK_ZSHARD)
-    zs_exe(${name} SOURCES ${ARGN} LIBS PkgConfig::HWLOC PkgConfig::JEMALLOC)
+    zs_exe(${name} SOURCES ${ARGN} LIBS PkgConfig::HWLOC PkgConfig::JEMALLOC
+           $<$<BOOL:${ZS_HAVE_CUDA}>:CUDA::cudart>)
     return()
   endif()
   zs_offload_sources(srcs)

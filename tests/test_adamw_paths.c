@@ -26,14 +26,11 @@ static uint64_t rng_next(void) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-/* Uniform in [-1, 1). */
-static double rng_unit(void) {
-  return (double)(rng_next() >> 11) * 0x1.0p-52 - 1.0;
-}
-/* A value spread over several decades: sign * 10^[-4, 2). */
+/* A value spread over six decades: sign * [1, 2) * 2^[-14, 6). */
 static float rng_spread(void) {
-  double mag = pow(10.0, -4.0 + 6.0 * (rng_unit() + 1.0) / 2.0);
-  return (float)(rng_unit() < 0 ? -mag : mag);
+  uint64_t r = rng_next();
+  double mag = ldexp(1.0 + (double)(r >> 11) * 0x1.0p-53, (int)(((r >> 1) & 1023) % 20) - 14);
+  return (float)(r & 1 ? -mag : mag);
 }
 
 /* Independent bf16 rounding (nearest, ties to even) of a normal float, via frexp/rint. */
