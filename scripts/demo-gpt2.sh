@@ -19,6 +19,11 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1
+if [ "$DEVICE" = cuda ]; then
+  NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
+  # NCCL refuses two ranks on one GPU: more ranks than GPUs share them through the mpi backend.
+  if [ "$NP" -gt "$NGPU" ]; then export ZS_COMM=mpi; fi
+fi
 
 echo "== build ($BUILD)"
 cmake -S "$ROOT" -B "$BUILD" >/dev/null

@@ -24,3 +24,13 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(gpt2_bad_args PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 60
                        LABELS "gpt2" PASS_REGULAR_EXPRESSION "error: .*stage")
 endif()
+# Host-side parts of the example (batch schedule, token files, safetensors, schedule, sizes).
+if(ZS_BUILD_EXAMPLES)
+  pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson) # imported targets are per directory
+  zs_exe(test_gpt2_parts SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_parts.c
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/data.c ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c ${PROJECT_SOURCE_DIR}/examples/gpt2/config.c
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/metrics.c ${PROJECT_SOURCE_DIR}/examples/gpt2/plot.c
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c LIBS PkgConfig::CJSON)
+  zs_unit_test(gpt2_parts test_gpt2_parts LABELS gpt2)
+endif()
