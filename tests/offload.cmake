@@ -53,3 +53,6 @@ foreach(isa scalar avx2)
   zs_unit_test(adamw_paths_env_${isa} test_adamw_paths ARGS --quick --expect-active ${isa} LABELS offload)
   set_property(TEST adamw_paths_env_${isa} APPEND PROPERTY ENVIRONMENT ZS_ADAMW_ISA=${isa})
 endforeach()
+# ZS_ADAMW_THREADS gives zs_cpu_adamw a process-wide pool: the bits must not change.
+zs_unit_test(adamw_paths_env_threads test_adamw_paths ARGS --quick LABELS offload)
+set_property(TEST adamw_paths_env_threads APPEND PROPERTY ENVIRONMENT ZS_ADAMW_THREADS=3)
