@@ -186,6 +186,9 @@ static void banner(run *r) {
   printf("data: %s (%lld tokens, %lld train, %lld val)\n", a->data ? a->data : a->text,
          (long long)r->data.n, (long long)r->data.n_train,
          (long long)(r->data.n - r->data.n_train));
+  printf("data order: step s, rank r, micro-step m reads global micro-batch s*%d + r*%d + m "
+         "(the same sequences for any ranks x micro-steps split)\n",
+         r->world * a->micro_steps, a->micro_steps);
   printf("unigram entropy of the training tokens: %.4f bits = %.4f nats per token\n",
          r->unigram / log(2.0), r->unigram);
   char ev[512];

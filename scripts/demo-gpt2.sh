@@ -32,7 +32,7 @@ mkdir -p "$OUT"
 
 echo "== train: $NP ranks, stage 3, $DEVICE, $STEPS steps"
 ARGS=(--stage 3 --device "$DEVICE" --layers 4 --channels 128 --heads 4 --seq 64 --batch 8
-      --micro-steps 1 --steps "$STEPS" --lr 3e-3 --warmup 10 --eval-every 50 --eval-batches 8
+      --micro-steps 1 --steps "$STEPS" --lr 2e-3 --warmup 25 --eval-every 50 --eval-batches 8
       --log-every 10 --metrics "$OUT/metrics.jsonl" --plot "$OUT/loss.svg"
       --sample-lines 4 --sample-chars 400 --temperature 0.7 --check-frac "$FRAC")
 set +e

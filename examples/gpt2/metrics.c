@@ -62,8 +62,7 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
             s->mfu < 0 ? 0.0 : s->mfu, s->skipped);
     fflush(m->jsonl);
   }
-  if (every <= 0) every = 1;
-  if (s->step % every != 0 && s->step != steps) return 0;
+  if (s->step != steps && (every <= 0 || s->step % every != 0)) return 0; /* 0: last only */
   double elapsed = gpt2_now() - m->t0, eta = elapsed / s->step * (steps - s->step);
   printf("step %5d/%d | loss %.4f | lr %.2e | norm %6.3f | %8.1f ms | %9.0f tok/s", s->step, steps,
          s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s);

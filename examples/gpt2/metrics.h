@@ -31,7 +31,7 @@ typedef struct {
 /* Opens the JSONL file (rank 0, when path != NULL). 0 or -1. */
 int gpt2_metrics_open(gpt2_metrics *m, const char *path, int rank, int world);
 void gpt2_metrics_close(gpt2_metrics *m);
-/* Records a step; rank 0 prints a line every `every` steps (and the last) with an ETA. */
+/* Records a step; rank 0 prints a line every `every` steps (0: only the last) with an ETA. */
 int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int every);
 /* Records a validation loss after `step` steps. */
 int gpt2_metrics_val(gpt2_metrics *m, int step, float loss);
