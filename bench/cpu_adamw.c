@@ -9,7 +9,8 @@
  * kernel such as AdamW, whose writes hit lines it has just read, can reach above 100% of it.
  * Row rmw_4r3w is AdamW's access pattern without its arithmetic (a, b, c += d in place, 28 B per
  * element): the bound for AdamW on this machine, printed beside the triad.
- * Times are the best of --reps steps after one warm-up step.
+ * Times are the best of --reps steps after one warm-up step; the bandwidths are measured before
+ * and after the AdamW runs and the better pass is kept (a shared machine's load drifts).
  *
  * Usage: cpu_adamw [--sizes 1e6,1e7,1e8] [--big] [--threads 1,2] [--reps 5] [--csv FILE]
  *                  [--torch-csv FILE] [--list-threads]
@@ -300,7 +301,7 @@ int main(int argc, char **argv) {
   }
   printf("host arena: %s\nactive AdamW path: %s\n", zs_host_arena_info(ar),
          zs_adamw_isa_name(zs_adamw_isa_active()));
-  double triad[MAXN] = {0};
+  double triad[MAXN] = {0}, rmw[MAXN] = {0};
   printf("%-12s %-7s %11s %3s  %13s  %17s  %12s\n", "kind", "isa", "n", "thr", "time/step", "rate",
          "bandwidth");
   zs_pool *pools[MAXN] = {0};
@@ -309,12 +310,10 @@ int main(int argc, char **argv) {
       fprintf(stderr, "cpu_adamw: %s\n", zs_last_error());
       return 1;
     }
-    double rmw;
-    bandwidth(ar, pools[k], o.reps, &triad[k], &rmw);
-    row(csv, "triad", "-", TRIAD_N, o.threads[k], 12.0 * (double)TRIAD_N / triad[k] / 1e9, 12.0);
-    row(csv, "rmw_4r3w", "-", TRIAD_N, o.threads[k], 28.0 * (double)TRIAD_N / rmw / 1e9, 28.0);
+    bandwidth(ar, pools[k], o.reps, &triad[k], &rmw[k]);
   }
-  double last_gbps = 0, last_triad = 0, last_torch = 0;
+  double last_gbps = 0, last_torch = 0;
+  int last_k = 0;
   for (int s = 0; s < o.nsizes; s++) {
     size_t n = (size_t)o.sizes[s];
     float *p = arena_get(ar, n * 4), *m = arena_get(ar, n * 4), *v = arena_get(ar, n * 4);
@@ -338,13 +337,27 @@ int main(int argc, char **argv) {
         printf("%-12s %-7s %11zu %3d  %35s  %7.2f GB/s\n", "torch", "foreach", n, o.threads[k], "",
                tg);
       last_gbps = 28.0 * (double)n / t32 / 1e9;
-      last_triad = triad[k];
+      last_k = k;
       last_torch = tg;
     }
     void *all[] = {p, m, v, g, gb, out};
     for (int k = 0; k < 6; k++)
       zs_host_arena_free(ar, all[k]);
   }
+  /* Bandwidth again after the AdamW runs, keeping the better pass: on a shared machine the load
+     drifts during the run, and every figure here is a best-of. */
+  for (int k = 0; k < o.nthreads; k++) {
+    double t2, r2;
+    bandwidth(ar, pools[k], o.reps, &t2, &r2);
+    triad[k] = t2 > triad[k] ? t2 : triad[k];
+    rmw[k] = r2 > rmw[k] ? r2 : rmw[k];
+    row(csv, "triad", "-", TRIAD_N, o.threads[k], 12.0 * (double)TRIAD_N / triad[k] / 1e9, 12.0);
+    row(csv, "rmw_4r3w", "-", TRIAD_N, o.threads[k], 28.0 * (double)TRIAD_N / rmw[k] / 1e9, 28.0);
+  }
+  double last_triad = triad[last_k];
+  printf("AdamW (largest n, %d threads, fp32 grads) runs at %.0f%% of its own access pattern's "
+         "bandwidth (rmw_4r3w)\n",
+         o.threads[last_k], 100.0 * last_gbps / rmw[last_k]);
   for (int k = 0; k < o.nthreads; k++)
     zs_pool_destroy(pools[k]);
   zs_host_arena_destroy(ar);
