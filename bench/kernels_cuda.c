@@ -64,7 +64,8 @@ static void fill(void *d, zs_dtype dt, size_t n) {
   if (!h) {
     h = malloc(CH * sizeof *h);
     if (!h) exit(1);
-    for (size_t i = 0; i < CH; i++) h[i] = 0.5f * (2.0f * (float)rand() / (float)RAND_MAX - 1.0f);
+    for (size_t i = 0; i < CH; i++)
+      h[i] = 0.5f * (2.0f * (float)rand() / (float)RAND_MAX - 1.0f);
     stage = dev(CH * sizeof *stage);
     CU_OK(cudaMemcpy(stage, h, CH * sizeof *h, cudaMemcpyHostToDevice));
   }
@@ -87,7 +88,8 @@ static void setup(bench *b) {
   b->es = b->dt == ZS_BF16 ? 2 : 4;
   ZS_OK(zs_kernels_create(ZS_DEVICE_CUDA, b->dt, NULL, &b->k));
   int *h = malloc(N * sizeof *h);
-  for (size_t i = 0; i < N; i++) h[i] = rand() % b->V;
+  for (size_t i = 0; i < N; i++)
+    h[i] = rand() % b->V;
   b->tok = dev(N * sizeof(int));
   b->tgt = dev(N * sizeof(int));
   CU_OK(cudaMemcpy(b->tok, h, N * sizeof *h, cudaMemcpyHostToDevice));
@@ -193,7 +195,9 @@ static zs_status k_adamw(bench *b) {
   zs_adamw_coef_make(&c, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, 1.0);
   return zs_cuda_adamw(&c, b->master, b->m, b->v, b->grad, b->dt, b->param, b->dt, b->np, NULL);
 }
-static zs_status k_sqbins(bench *b) { return zs_cuda_sq_bins(b->bins, b->grad, b->dt, b->np, NULL); }
+static zs_status k_sqbins(bench *b) {
+  return zs_cuda_sq_bins(b->bins, b->grad, b->dt, b->np, NULL);
+}
 static zs_status k_convert(bench *b) {
   return zs_cuda_convert(b->param, b->dt, b->master, ZS_F32, b->np, NULL);
 }
@@ -215,7 +219,8 @@ static double time_ms(bench *b, bench_fn fn) {
   double best = 1e30;
   for (int r = 0; r < 3; r++) {
     CU_OK(cudaEventRecord(e0, NULL));
-    for (int i = 0; i < reps; i++) ZS_OK(fn(b));
+    for (int i = 0; i < reps; i++)
+      ZS_OK(fn(b));
     CU_OK(cudaEventRecord(e1, NULL));
     CU_OK(cudaEventSynchronize(e1));
     float ms;
@@ -238,10 +243,14 @@ int main(int argc, char **argv) {
   b.B = 8, b.T = 1024, b.C = 768, b.NH = 12, b.V = 50257, b.Vp = 50304, b.dt = ZS_BF16;
   const char *csv = NULL;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-B") && i + 1 < argc) b.B = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "-T") && i + 1 < argc) b.T = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--f32")) b.dt = ZS_F32;
-    else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv = argv[++i];
+    if (!strcmp(argv[i], "-B") && i + 1 < argc)
+      b.B = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "-T") && i + 1 < argc)
+      b.T = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--f32"))
+      b.dt = ZS_F32;
+    else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv = argv[++i];
     else {
       fprintf(stderr, "usage: %s [-B 8] [-T 1024] [--f32] [--csv PATH]\n", argv[0]);
       return 2;

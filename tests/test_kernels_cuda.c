@@ -13,7 +13,8 @@ static zs_kernels *kc, *kg; /* CPU reference, CUDA under test */
 static void test_encoder(zs_dtype dt, int B, int T, int C, int V) {
   size_t n = (size_t)B * T * C;
   int *tok = malloc((size_t)B * T * sizeof *tok);
-  for (int i = 0; i < B * T; i++) tok[i] = (int)(kt_u01() * V) % V;
+  for (int i = 0; i < B * T; i++)
+    tok[i] = (int)(kt_u01() * V) % V;
   float *wte = kt_rand((size_t)V * C, -1, 1, dt), *wpe = kt_rand((size_t)T * C, -1, 1, dt);
   float *out = malloc(n * sizeof *out), *dout = kt_rand(n, -1, 1, dt);
   float *dwte = kt_rand((size_t)V * C, -1, 1, dt), *dwpe = kt_rand((size_t)T * C, -1, 1, dt);
@@ -52,7 +53,8 @@ static void test_layernorm(zs_dtype dt, int N, int C) {
   CU_OK(cudaMemcpy(d_mean, mean, N * 4, cudaMemcpyHostToDevice));
   CU_OK(cudaMemcpy(d_rstd, rstd, N * 4, cudaMemcpyHostToDevice));
   ZS_OK_OR_DIE(zs_k_layernorm_bwd(kc, dinp, dw, db, dout, inp, w, mean, rstd, N, C));
-  ZS_OK_OR_DIE(zs_k_layernorm_bwd(kg, d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, N, C));
+  ZS_OK_OR_DIE(
+      zs_k_layernorm_bwd(kg, d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, N, C));
   kt_compare("layernorm dinp", d_dinp, dt, dinp, n, kt_tol(dt, 2e-5));
   kt_compare("layernorm dw", d_dw, dt, dw, C, kt_tol(dt, 2e-5));
   kt_compare("layernorm db", d_db, dt, db, C, kt_tol(dt, 2e-5));
@@ -73,8 +75,8 @@ static void test_matmul(zs_dtype dt, int N, int C, int OC, int with_bias) {
   ZS_OK_OR_DIE(zs_k_matmul_fwd(kc, out, inp, w, with_bias ? bias : NULL, N, C, OC));
   ZS_OK_OR_DIE(zs_k_matmul_fwd(kg, d_out, d_inp, d_w, with_bias ? d_bias : NULL, N, C, OC));
   ZS_OK_OR_DIE(zs_k_matmul_bwd(kc, dinp, dw, with_bias ? dbias : NULL, dout, inp, w, N, C, OC));
-  ZS_OK_OR_DIE(zs_k_matmul_bwd(kg, d_dinp, d_dw, with_bias ? d_dbias : NULL, d_dout, d_inp, d_w, N,
-                               C, OC));
+  ZS_OK_OR_DIE(
+      zs_k_matmul_bwd(kg, d_dinp, d_dw, with_bias ? d_dbias : NULL, d_dout, d_inp, d_w, N, C, OC));
   kt_compare("matmul out", d_out, dt, out, no, kt_tol(dt, 2e-5));
   kt_compare("matmul dinp", d_dinp, dt, dinp, ni, kt_tol(dt, 2e-5));
   kt_compare("matmul dw", d_dw, dt, dw, nw, kt_tol(dt, 2e-5));
@@ -94,7 +96,8 @@ static void test_attention(zs_dtype dt, int B, int T, int C, int NH) {
   kt_compare("attention out", d_out, dt, out, no, kt_tol(dt, 2e-5));
   kt_compare("attention lse", d_lse, ZS_F32, lse, nl, 2e-5);
   /* Backward on identical inputs: the CPU's out (rounded to dt) and lse on both sides. */
-  for (size_t i = 0; i < no; i++) out[i] = kt_round(dt, out[i]);
+  for (size_t i = 0; i < no; i++)
+    out[i] = kt_round(dt, out[i]);
   void *d_out2 = UP(out, no), *d_dout = UP(dout, no), *d_dqkv = UP(dqkv, nq);
   CU_OK(cudaMemcpy(d_lse, lse, nl * 4, cudaMemcpyHostToDevice));
   ZS_OK_OR_DIE(zs_k_attention_bwd(kc, dqkv, dout, qkv, out, lse, B, T, C, NH));
@@ -136,7 +139,8 @@ static void test_xent(zs_dtype dt, int N, int V, int Vp, int in_place) {
   size_t n = (size_t)N * Vp;
   float *logits = kt_rand(n, -6, 6, dt), *losses = malloc(N * 4), *dl = malloc(n * 4);
   int *tgt = malloc(N * sizeof *tgt);
-  for (int i = 0; i < N; i++) tgt[i] = (int)(kt_u01() * V) % V;
+  for (int i = 0; i < N; i++)
+    tgt[i] = (int)(kt_u01() * V) % V;
   tgt[0] = V - 1; /* the last real column */
   int *d_tgt;
   CU_OK(cudaMalloc((void **)&d_tgt, N * sizeof *d_tgt));
@@ -149,8 +153,8 @@ static void test_xent(zs_dtype dt, int N, int V, int Vp, int in_place) {
   ZS_OK_OR_DIE(zs_k_softmax_xent(kc, losses, dl, ref_logits, tgt, dloss, N, V, Vp));
   ZS_OK_OR_DIE(zs_k_softmax_xent(kg, d_losses, d_dl, d_logits, d_tgt, dloss, N, V, Vp));
   kt_compare("softmax_xent losses", d_losses, ZS_F32, losses, N, 2e-5);
-  kt_compare(in_place ? "softmax_xent dlogits (in place)" : "softmax_xent dlogits", d_dl, dt, dl,
-             n, kt_tol(dt, 2e-5));
+  kt_compare(in_place ? "softmax_xent dlogits (in place)" : "softmax_xent dlogits", d_dl, dt, dl, n,
+             kt_tol(dt, 2e-5));
   /* Losses only (dlogits NULL). */
   CU_OK(cudaMemset(d_losses, 0xff, N * 4));
   if (!in_place) {

@@ -16,12 +16,18 @@ static void *raw_rand(size_t n, zs_dtype dt, int specials) {
   for (size_t i = 0; i < n; i++) {
     float x = (float)(kt_u01() * 8.0 - 4.0);
     double r = kt_u01();
-    if (specials && r < 0.01) x = 0.0f;
-    else if (specials && r < 0.02) x = (float)(kt_u01() * 1e-39); /* denormal */
-    else if (specials && r < 0.025) x = kt_u01() < 0.5 ? NAN : -INFINITY;
-    else if (r < 0.3) x = (float)(x * pow(2.0, (int)(kt_u01() * 60) - 30));
-    if (dt == ZS_BF16) ((uint16_t *)h)[i] = zs_f32_to_bf16(x);
-    else ((float *)h)[i] = x;
+    if (specials && r < 0.01)
+      x = 0.0f;
+    else if (specials && r < 0.02)
+      x = (float)(kt_u01() * 1e-39); /* denormal */
+    else if (specials && r < 0.025)
+      x = kt_u01() < 0.5 ? NAN : -INFINITY;
+    else if (r < 0.3)
+      x = (float)(x * pow(2.0, (int)(kt_u01() * 60) - 30));
+    if (dt == ZS_BF16)
+      ((uint16_t *)h)[i] = zs_f32_to_bf16(x);
+    else
+      ((float *)h)[i] = x;
   }
   return h;
 }
@@ -62,7 +68,9 @@ static int raw_same(const void *d, const void *h, size_t n, zs_dtype dt) {
   return same;
 }
 
-static const char *dn(zs_dtype dt) { return dt == ZS_BF16 ? "bf16" : "f32"; }
+static const char *dn(zs_dtype dt) {
+  return dt == ZS_BF16 ? "bf16" : "f32";
+}
 
 /* convert, add_into, sum_chunks (both modes) and scale for one dtype pair and size. */
 static void test_elementwise(zs_dtype ddt, zs_dtype sdt, size_t n) {
@@ -79,8 +87,8 @@ static void test_elementwise(zs_dtype ddt, zs_dtype sdt, size_t n) {
   for (int acc = 0; acc <= 1; acc++) {
     ZS_OK_OR_DIE(zs_cuda_sum_chunks(d_dst, ddt, d_src, sdt, nch, stride, n, acc, NULL));
     zs_cpu_sum_chunks(dst, ddt, src, sdt, nch, stride, n, acc);
-    ZS_EXPECT(raw_same(d_dst, dst, n, ddt), "sum_chunks %s<-%s n=%zu accumulate=%d differs", dn(ddt),
-              dn(sdt), n, acc);
+    ZS_EXPECT(raw_same(d_dst, dst, n, ddt), "sum_chunks %s<-%s n=%zu accumulate=%d differs",
+              dn(ddt), dn(sdt), n, acc);
   }
   ZS_OK_OR_DIE(zs_cuda_scale(d_dst, ddt, 0.37f, n, NULL));
   zs_cpu_scale(dst, ddt, 0.37f, n);
@@ -96,8 +104,10 @@ static void sq_ref(uint64_t *bins, const void *x, zs_dtype dt, size_t n) {
     memset(local, 0, sizeof local);
     for (size_t i = b; i < n && i < b + 65536; i++) {
       uint32_t u;
-      if (dt == ZS_BF16) u = (uint32_t)((const uint16_t *)x)[i] << 16;
-      else memcpy(&u, (const float *)x + i, 4);
+      if (dt == ZS_BF16)
+        u = (uint32_t)((const uint16_t *)x)[i] << 16;
+      else
+        memcpy(&u, (const float *)x + i, 4);
       uint32_t E = (u >> 23) & 0xff, M = u & 0x7fffff;
       if (E == 255) {
         local[ZS_SQ_NBINS]++;
@@ -110,7 +120,8 @@ static void sq_ref(uint64_t *bins, const void *x, zs_dtype dt, size_t n) {
       local[e + 16] += local[e] >> 32;
       local[e] &= 0xffffffffu;
     }
-    for (int k = 0; k <= ZS_SQ_NBINS; k++) bins[k] += local[k];
+    for (int k = 0; k <= ZS_SQ_NBINS; k++)
+      bins[k] += local[k];
   }
   for (int e = 0; e + 16 < ZS_SQ_NBINS; e++) {
     bins[e + 16] += bins[e] >> 32;
@@ -156,15 +167,15 @@ static void test_adamw(zs_dtype gdt, zs_dtype pdt, size_t n, int with_out, long 
   void *grad = raw_rand(n, gdt, 0), *out = malloc(n * kt_esize(pdt));
   void *d_master = raw_up(master, n * 4), *d_m = raw_up(m, n * 4), *d_v = raw_up(v, n * 4);
   void *d_grad = raw_up(grad, n * kt_esize(gdt)), *d_out = kt_dev_nan(n, pdt);
-  ZS_OK_OR_DIE(zs_cuda_adamw(&c, d_master, d_m, d_v, d_grad, gdt, with_out ? d_out : NULL, pdt, n,
-                             NULL));
+  ZS_OK_OR_DIE(
+      zs_cuda_adamw(&c, d_master, d_m, d_v, d_grad, gdt, with_out ? d_out : NULL, pdt, n, NULL));
   zs_cpu_adamw(&c, master, m, v, grad, gdt, with_out ? out : NULL, pdt, n);
-  ZS_EXPECT(raw_same(d_master, master, n, ZS_F32), "adamw master differs (grad %s, n=%zu)", dn(gdt), n);
+  ZS_EXPECT(raw_same(d_master, master, n, ZS_F32), "adamw master differs (grad %s, n=%zu)", dn(gdt),
+            n);
   ZS_EXPECT(raw_same(d_m, m, n, ZS_F32), "adamw m differs (grad %s, n=%zu)", dn(gdt), n);
   ZS_EXPECT(raw_same(d_v, v, n, ZS_F32), "adamw v differs (grad %s, n=%zu)", dn(gdt), n);
   if (with_out)
-    ZS_EXPECT(raw_same(d_out, out, n, pdt), "adamw params (%s) differ, n=%zu", dn(pdt),
-              n);
+    ZS_EXPECT(raw_same(d_out, out, n, pdt), "adamw params (%s) differ, n=%zu", dn(pdt), n);
   cudaFree(d_master), cudaFree(d_m), cudaFree(d_v), cudaFree(d_grad), cudaFree(d_out);
   free(master), free(m), free(v), free(grad), free(out);
 }
@@ -176,7 +187,8 @@ int main(void) {
   const size_t sizes[3] = {1, 1000, 300007};
   for (int a = 0; a < 2; a++)
     for (int b = 0; b < 2; b++)
-      for (int s = 0; s < 3; s++) test_elementwise(dts[a], dts[b], sizes[s]);
+      for (int s = 0; s < 3; s++)
+        test_elementwise(dts[a], dts[b], sizes[s]);
   for (int a = 0; a < 2; a++) {
     test_sq_bins(dts[a], 1, 0, 0);
     test_sq_bins(dts[a], 70001, 0, 1);
@@ -188,7 +200,8 @@ int main(void) {
   {
     size_t n = 200000;
     float *big = malloc(n * 4);
-    for (size_t i = 0; i < n; i++) big[i] = 3.0e38f * (float)(0.5 + 0.5 * kt_u01());
+    for (size_t i = 0; i < n; i++)
+      big[i] = 3.0e38f * (float)(0.5 + 0.5 * kt_u01());
     void *d = raw_up(big, n * 4);
     uint64_t ref[ZS_SQ_NBINS + 1] = {0}, got[ZS_SQ_NBINS + 1];
     sq_ref(ref, big, ZS_F32, n);

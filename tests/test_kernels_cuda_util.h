@@ -53,7 +53,9 @@ static inline double kt_u01(void) {
   return (double)(kt_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static inline size_t kt_esize(zs_dtype dt) { return dt == ZS_BF16 ? 2 : 4; }
+static inline size_t kt_esize(zs_dtype dt) {
+  return dt == ZS_BF16 ? 2 : 4;
+}
 
 /* x rounded to what dt can hold (bf16: nearest even). */
 static inline float kt_round(zs_dtype dt, float x) {
@@ -64,7 +66,8 @@ static inline float kt_round(zs_dtype dt, float x) {
 static inline float *kt_rand(size_t n, float lo, float hi, zs_dtype dt) {
   float *h = malloc((n ? n : 1) * sizeof *h);
   if (!h) exit(1);
-  for (size_t i = 0; i < n; i++) h[i] = kt_round(dt, (float)(lo + (hi - lo) * kt_u01()));
+  for (size_t i = 0; i < n; i++)
+    h[i] = kt_round(dt, (float)(lo + (hi - lo) * kt_u01()));
   return h;
 }
 
@@ -85,7 +88,8 @@ static inline void *kt_upload(const float *h, size_t n, zs_dtype dt) {
   }
   uint16_t *t = malloc((n ? n : 1) * 2);
   if (!t) exit(1);
-  for (size_t i = 0; i < n; i++) t[i] = zs_f32_to_bf16(h[i]);
+  for (size_t i = 0; i < n; i++)
+    t[i] = zs_f32_to_bf16(h[i]);
   CU_OK(cudaMemcpy(d, t, n * 2, cudaMemcpyHostToDevice));
   free(t);
   return d;
@@ -101,7 +105,8 @@ static inline void kt_download(float *h, const void *d, size_t n, zs_dtype dt) {
   uint16_t *t = malloc((n ? n : 1) * 2);
   if (!t) exit(1);
   CU_OK(cudaMemcpy(t, d, n * 2, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < n; i++) h[i] = zs_bf16_to_f32(t[i]);
+  for (size_t i = 0; i < n; i++)
+    h[i] = zs_bf16_to_f32(t[i]);
   free(t);
 }
 
@@ -109,13 +114,14 @@ static inline void kt_download(float *h, const void *d, size_t n, zs_dtype dt) {
    and |got - ref| <= tol * (|ref| + rms(ref)) (relative, with the array's scale as the floor so
    sums that cancel to near zero are not held to an impossible standard). Counts one failure per
    array and prints the worst element. */
-static inline void kt_compare(const char *what, const void *dev, zs_dtype dt, const float *ref, size_t n,
-                       double tol) {
+static inline void kt_compare(const char *what, const void *dev, zs_dtype dt, const float *ref,
+                              size_t n, double tol) {
   float *got = malloc((n ? n : 1) * sizeof *got);
   if (!got) exit(1);
   kt_download(got, dev, n, dt);
   double ss = 0.0;
-  for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
+  for (size_t i = 0; i < n; i++)
+    ss += (double)ref[i] * ref[i];
   double rms = n ? sqrt(ss / (double)n) : 0.0;
   size_t bad = 0, worst = 0;
   double worst_r = 0.0;
@@ -136,6 +142,8 @@ static inline void kt_compare(const char *what, const void *dev, zs_dtype dt, co
 }
 
 /* Relative tolerance of a dtype: fp32 ~1e-5, bf16 ~1e-2 (its outputs are rounded to 8 bits). */
-static inline double kt_tol(zs_dtype dt, double f32_tol) { return dt == ZS_BF16 ? 1e-2 : f32_tol; }
+static inline double kt_tol(zs_dtype dt, double f32_tol) {
+  return dt == ZS_BF16 ? 1e-2 : f32_tol;
+}
 
 #endif

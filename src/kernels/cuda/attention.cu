@@ -22,7 +22,8 @@
 /* Dot product of two shared rows over hs channels. */
 __device__ __forceinline__ float at_dot(const float *a, const float *b, int hs) {
   float s = 0.0f;
-  for (int d = 0; d < hs; d++) s += a[d] * b[d];
+  for (int d = 0; d < hs; d++)
+    s += a[d] * b[d];
   return s;
 }
 
@@ -48,7 +49,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32)
     m[i] = -INFINITY;
     l[i] = 0.0f;
 #pragma unroll
-    for (int dd = 0; dd < DPL; dd++) o[i][dd] = 0.0f;
+    for (int dd = 0; dd < DPL; dd++)
+      o[i][dd] = 0.0f;
   }
   const int kend = min(T_, q0 + BQ);
   for (int k0 = 0; k0 < kend; k0 += AT_TILE) {
@@ -72,7 +74,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32)
       l[i] = l[i] * corr + zs_warp_sum(p);
       m[i] = mnew;
 #pragma unroll
-      for (int dd = 0; dd < DPL; dd++) o[i][dd] *= corr;
+      for (int dd = 0; dd < DPL; dd++)
+        o[i][dd] *= corr;
       const int nj = min(AT_TILE, t - k0 + 1);
       for (int jj = 0; jj < nj; jj++) {
         float pj = __shfl_sync(AT_FULL, p, jj);
@@ -110,7 +113,8 @@ __global__ void attn_rowdot_kernel(float *Dv, const T *dout, const T *out, int B
   int h = (int)(row % NH);
   const size_t off = bt * C + (size_t)h * hs;
   float s = 0.0f;
-  for (int d = lane; d < hs; d += 32) s += zs_ld(&dout[off + d]) * zs_ld(&out[off + d]);
+  for (int d = lane; d < hs; d += 32)
+    s += zs_ld(&dout[off + d]) * zs_ld(&out[off + d]);
   s = zs_warp_sum(s);
   int b = (int)(bt / T_), t = (int)(bt % T_);
   if (lane == 0) Dv[((size_t)b * NH + h) * T_ + t] = s;
@@ -138,7 +142,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32)
   const float Dt = t < T_ ? Dv[(size_t)blockIdx.y * T_ + t] : 0.0f;
   float acc[DPL];
 #pragma unroll
-  for (int dd = 0; dd < DPL; dd++) acc[dd] = 0.0f;
+  for (int dd = 0; dd < DPL; dd++)
+    acc[dd] = 0.0f;
   const int kend = min(T_, q0 + AT_WARPS);
   for (int k0 = 0; k0 < kend; k0 += AT_TILE) {
     __syncthreads();
@@ -196,7 +201,8 @@ __global__ void __launch_bounds__(AT_WARPS * 32)
   }
   float dk[DPL], dv[DPL];
 #pragma unroll
-  for (int dd = 0; dd < DPL; dd++) dk[dd] = dv[dd] = 0.0f;
+  for (int dd = 0; dd < DPL; dd++)
+    dk[dd] = dv[dd] = 0.0f;
   for (int q0 = k0; q0 < T_; q0 += AT_TILE) {
     __syncthreads();
     for (int idx = threadIdx.x; idx < AT_TILE * hs; idx += blockDim.x) {

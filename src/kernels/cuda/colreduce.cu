@@ -1,8 +1,8 @@
 /* Deterministic column sums in two passes: slice partials into scratch, then an ordered sum. */
 #include "colreduce.cuh"
 
-#define CR_COLS 32   /* columns per block: one warp-wide row segment */
-#define CR_ROWS 8    /* warps per block, each walking rows of the slice */
+#define CR_COLS 32 /* columns per block: one warp-wide row segment */
+#define CR_ROWS 8  /* warps per block, each walking rows of the slice */
 #define CR_MAX_SLICES 64
 #define CR_ROWS_PER_SLICE 64 /* below this many rows a slice is not worth its own block */
 
@@ -68,9 +68,9 @@ zs_status zs_cuda_colreduce(zs_cuda_kctx *k, void *dsum, void *dsum_n, const voi
   float *partial_n = dsum_n ? partial + (size_t)nslices * C : NULL;
   dim3 grid((unsigned)((C + CR_COLS - 1) / CR_COLS), (unsigned)nslices), block(CR_COLS, CR_ROWS);
   ZS_DT_DISPATCH(k->dt, E,
-                 colreduce_partial_kernel<E><<<grid, block, 0, k->stream>>>(
-                     partial, partial_n, (const E *)dout, (const E *)inp, mean, rstd, N, C,
-                     rows_per));
+                 colreduce_partial_kernel<E>
+                 <<<grid, block, 0, k->stream>>>(partial, partial_n, (const E *)dout,
+                                                 (const E *)inp, mean, rstd, N, C, rows_per));
   ZS_CHECK(zs_cu_launched("column reduction (partials)"));
   ZS_DT_DISPATCH(k->dt, E,
                  colreduce_final_kernel<E><<<(C + 255) / 256, 256, 0, k->stream>>>(

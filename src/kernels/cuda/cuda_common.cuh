@@ -25,19 +25,29 @@ __device__ __forceinline__ zs_bf16 zs_f2bf(float f) {
 }
 
 /* Loads one element as fp32. */
-__device__ __forceinline__ float zs_ld(const float *p) { return *p; }
-__device__ __forceinline__ float zs_ld(const zs_bf16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ float zs_ld(const float *p) {
+  return *p;
+}
+__device__ __forceinline__ float zs_ld(const zs_bf16 *p) {
+  return __bfloat162float(*p);
+}
 /* Stores one fp32 value, rounded to the element type. */
-__device__ __forceinline__ void zs_st(float *p, float x) { *p = x; }
-__device__ __forceinline__ void zs_st(zs_bf16 *p, float x) { *p = zs_f2bf(x); }
+__device__ __forceinline__ void zs_st(float *p, float x) {
+  *p = x;
+}
+__device__ __forceinline__ void zs_st(zs_bf16 *p, float x) {
+  *p = zs_f2bf(x);
+}
 
 /* Sum / max over the 32 lanes of a warp; every lane gets the result. */
 __device__ __forceinline__ float zs_warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, o));
+  for (int o = 16; o > 0; o >>= 1)
+    x = __fadd_rn(x, __shfl_xor_sync(0xffffffffu, x, o));
   return x;
 }
 __device__ __forceinline__ float zs_warp_max(float x) {
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  for (int o = 16; o > 0; o >>= 1)
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
   return x;
 }
 
@@ -73,6 +83,8 @@ static inline unsigned zs_grid(size_t n, unsigned threads) {
   } while (0)
 
 /* True for the two dtypes the kernels know. */
-static inline int zs_dt_ok(zs_dtype dt) { return dt == ZS_F32 || dt == ZS_BF16; }
+static inline int zs_dt_ok(zs_dtype dt) {
+  return dt == ZS_F32 || dt == ZS_BF16;
+}
 
 #endif

@@ -48,7 +48,8 @@ __global__ void __launch_bounds__(ENC_SORT_THREADS)
       __syncthreads();
     }
   }
-  for (int i = threadIdx.x; i < np; i += blockDim.x) keys_out[i] = s[i];
+  for (int i = threadIdx.x; i < np; i += blockDim.x)
+    keys_out[i] = s[i];
 }
 
 /* Block i: if sorted key i starts a run of one token, adds that run's dout rows into the token's
@@ -60,11 +61,13 @@ __global__ void encoder_dwte_kernel(T *dwte, const T *dout, const unsigned long 
   unsigned v = (unsigned)(keys[i] >> 32);
   if (i > 0 && (unsigned)(keys[i - 1] >> 32) == v) return;
   int end = i + 1;
-  while (end < np && (unsigned)(keys[end] >> 32) == v) end++;
+  while (end < np && (unsigned)(keys[end] >> 32) == v)
+    end++;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
     T *dst = &dwte[(size_t)v * C + c];
     float acc = zs_ld(dst);
-    for (int j = i; j < end; j++) acc += zs_ld(&dout[(size_t)(keys[j] & 0xffffffffu) * C + c]);
+    for (int j = i; j < end; j++)
+      acc += zs_ld(&dout[(size_t)(keys[j] & 0xffffffffu) * C + c]);
     zs_st(dst, acc);
   }
 }
@@ -76,7 +79,8 @@ __global__ void encoder_dwpe_kernel(T *dwpe, const T *dout, int B, int T_, int C
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x) {
     float acc = zs_ld(&dwpe[i]);
-    for (int b = 0; b < B; b++) acc += zs_ld(&dout[(size_t)b * n + i]);
+    for (int b = 0; b < B; b++)
+      acc += zs_ld(&dout[(size_t)b * n + i]);
     zs_st(&dwpe[i], acc);
   }
 }
@@ -100,8 +104,8 @@ extern "C" zs_status zs_cuda_encoder_bwd(zs_cuda_kctx *k, void *dwte, void *dwpe
     encoder_sort_kernel<<<1, ENC_SORT_THREADS, 0, k->stream>>>(keys, tok, p0, np);
     ZS_CHECK(zs_cu_launched("zs_cuda_encoder_bwd (sort)"));
     ZS_DT_DISPATCH(k->dt, E,
-                   encoder_dwte_kernel<E><<<np, ct, 0, k->stream>>>((E *)dwte, (const E *)dout,
-                                                                    keys, np, C));
+                   encoder_dwte_kernel<E>
+                   <<<np, ct, 0, k->stream>>>((E *)dwte, (const E *)dout, keys, np, C));
     ZS_CHECK(zs_cu_launched("zs_cuda_encoder_bwd (dwte)"));
   }
   size_t n = (size_t)T * C;

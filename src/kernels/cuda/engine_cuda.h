@@ -3,8 +3,9 @@
  * Plain C-callable. Pointers are device pointers (master/m/v/bins too); `stream` is a
  * cudaStream_t (NULL = legacy default stream); work is only queued, never waited for. Every call
  * returns ZS_OK, ZS_ERR_INVALID_ARG (bad dtype / NULL with n > 0) or ZS_ERR_DEVICE (launch
- * failure, named in zs_last_error()). n == 0 is a no-op. bf16 is stored as __nv_bfloat16 / uint16_t;
- * f32 -> bf16 rounds to nearest even (NaN stays NaN), exactly like src/kernels/cpu/bf16.h.
+ * failure, named in zs_last_error()). n == 0 is a no-op. bf16 is stored as __nv_bfloat16 /
+ * uint16_t; f32 -> bf16 rounds to nearest even (NaN stays NaN), exactly like
+ * src/kernels/cpu/bf16.h.
  */
 #ifndef ZS_KERNELS_CUDA_ENGINE_CUDA_H
 #define ZS_KERNELS_CUDA_ENGINE_CUDA_H
@@ -50,9 +51,9 @@ zs_status zs_cuda_sq_bins(uint64_t *bins, const void *x, zs_dtype dt, size_t n, 
 /* AdamW, bit-identical to zs_cpu_adamw (src/kernels/cpu/adamw.h): master/m/v (fp32, device)
    updated in place from grad (grad_dt); the updated master written to param_out in param_dt
    (NULL to skip). */
-zs_status zs_cuda_adamw(const zs_adamw_coef *c, float *master, float *m, float *v,
-                        const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
-                        size_t n, void *stream);
+zs_status zs_cuda_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
+                        zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n,
+                        void *stream);
 
 #ifdef __cplusplus
 }

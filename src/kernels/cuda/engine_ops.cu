@@ -42,7 +42,7 @@ template <typename T> __global__ void scale_kernel(T *x, float s, size_t n) {
 }
 
 /* Launches K<TD, TS> over the four dtype pairs; `args` follow (dst, src). */
-#define ZS_LAUNCH_PAIR(K, dst_dt, src_dt, dst, src, n, stream, ...)                               \
+#define ZS_LAUNCH_PAIR(K, dst_dt, src_dt, dst, src, n, stream, ...)                                \
   do {                                                                                             \
     dim3 g_(zs_grid((n), EW_THREADS)), b_(EW_THREADS);                                             \
     cudaStream_t s_ = (cudaStream_t)(stream);                                                      \
@@ -53,8 +53,8 @@ template <typename T> __global__ void scale_kernel(T *x, float s, size_t n) {
     else if ((src_dt) == ZS_F32)                                                                   \
       K<zs_bf16, float><<<g_, b_, 0, s_>>>((zs_bf16 *)(dst), (const float *)(src), __VA_ARGS__);   \
     else                                                                                           \
-      K<zs_bf16, zs_bf16><<<g_, b_, 0, s_>>>((zs_bf16 *)(dst), (const zs_bf16 *)(src),             \
-                                             __VA_ARGS__);                                         \
+      K<zs_bf16, zs_bf16>                                                                          \
+          <<<g_, b_, 0, s_>>>((zs_bf16 *)(dst), (const zs_bf16 *)(src), __VA_ARGS__);              \
   } while (0)
 
 /* Common argument checks of the two-buffer kernels. */
@@ -74,9 +74,9 @@ extern "C" zs_status zs_cuda_convert(void *dst, zs_dtype dst_dt, const void *src
   if (dst_dt == src_dt) {
     if (dst == src) return ZS_OK;
     size_t bytes = n * (dst_dt == ZS_BF16 ? 2 : 4);
-    return zs_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                                       (cudaStream_t)stream),
-                       "zs_cuda_convert: cudaMemcpyAsync");
+    return zs_cu_check(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream),
+        "zs_cuda_convert: cudaMemcpyAsync");
   }
   ZS_LAUNCH_PAIR(convert_kernel, dst_dt, src_dt, dst, src, n, stream, n);
   return zs_cu_launched("zs_cuda_convert");
@@ -91,8 +91,8 @@ extern "C" zs_status zs_cuda_add_into(void *dst, zs_dtype dst_dt, const void *sr
 }
 
 extern "C" zs_status zs_cuda_sum_chunks(void *dst, zs_dtype dst_dt, const void *src,
-                                        zs_dtype src_dt, int nchunks, size_t chunk_stride,
-                                        size_t n, int accumulate, void *stream) {
+                                        zs_dtype src_dt, int nchunks, size_t chunk_stride, size_t n,
+                                        int accumulate, void *stream) {
   ZS_CHECK(check_pair("zs_cuda_sum_chunks", dst, dst_dt, src, src_dt, n));
   if (nchunks < 0 || (!accumulate && nchunks < 1))
     return zs_err(ZS_ERR_INVALID_ARG,

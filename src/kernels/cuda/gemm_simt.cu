@@ -26,7 +26,8 @@ __global__ void gemm_simt_kernel(int ta, int tb, int m, int n, int kk, const T *
        swapped, since op(B)(p, j) = op'(B^T)(j, p). */
     Bs[ty][tx] = bp < kk && bj < n ? gs_at(B, !tb, ldb, bj, bp) : 0.0f;
     __syncthreads();
-    for (int q = 0; q < GS_TILE; q++) acc += As[q][tx] * Bs[ty][q];
+    for (int q = 0; q < GS_TILE; q++)
+      acc += As[q][tx] * Bs[ty][q];
     __syncthreads();
   }
   if (i < m && j < n) {
@@ -42,11 +43,10 @@ zs_status zs_cuda_gemm_simt(zs_cuda_kctx *k, int ta, int tb, int m, int n, int k
                             int accumulate, const void *bias) {
   dim3 grid((unsigned)((m + GS_TILE - 1) / GS_TILE), (unsigned)((n + GS_TILE - 1) / GS_TILE));
   dim3 block(GS_TILE, GS_TILE);
-  if (grid.y > 65535)
-    return zs_err(ZS_ERR_UNSUPPORTED, "fallback GEMM: n = %d is too large", n);
+  if (grid.y > 65535) return zs_err(ZS_ERR_UNSUPPORTED, "fallback GEMM: n = %d is too large", n);
   ZS_DT_DISPATCH(k->dt, E,
-                 gemm_simt_kernel<E><<<grid, block, 0, k->stream>>>(
-                     ta, tb, m, n, kk, (const E *)A, lda, (const E *)B, ldb, (E *)D, ldd,
-                     accumulate, (const E *)bias));
+                 gemm_simt_kernel<E>
+                 <<<grid, block, 0, k->stream>>>(ta, tb, m, n, kk, (const E *)A, lda, (const E *)B,
+                                                 ldb, (E *)D, ldd, accumulate, (const E *)bias));
   return zs_cu_launched("fallback GEMM");
 }

@@ -2,7 +2,7 @@
    per row and dw/db with the deterministic column reduction. */
 #include "colreduce.cuh"
 
-#define LN_WARPS 8 /* rows per block */
+#define LN_WARPS 8   /* rows per block */
 #define LN_EPS 1e-5f /* ZS_LAYERNORM_EPS of the CPU twin */
 
 /* Row i (one warp): mean, then the biased variance around it (two passes, like the CPU), then
@@ -16,7 +16,8 @@ __global__ void __launch_bounds__(LN_WARPS * 32)
   if (i >= N) return;
   const T *x = inp + (size_t)i * C;
   float s = 0.0f;
-  for (int c = lane; c < C; c += 32) s += zs_ld(&x[c]);
+  for (int c = lane; c < C; c += 32)
+    s += zs_ld(&x[c]);
   float m = zs_warp_sum(s) / (float)C;
   float v = 0.0f;
   for (int c = lane; c < C; c += 32) {

@@ -15,7 +15,8 @@
 static uint32_t ptr_align(const void *p) {
   uintptr_t u = (uintptr_t)p;
   uint32_t a = 256;
-  while (a > 1 && (u % a)) a >>= 1;
+  while (a > 1 && (u % a))
+    a >>= 1;
   return a;
 }
 
@@ -65,7 +66,8 @@ static zs_status lt_algo(zs_cuda_kctx *k, const char *fn, const lt_problem *p,
   uint64_t ws = ZS_LT_WORKSPACE_BYTES;
   uint32_t al[4] = {(uint32_t)key.align[0], (uint32_t)key.align[1], (uint32_t)key.align[2],
                     (uint32_t)key.align[3]};
-  zs_status rc = lt_check(cublasLtMatmulPreferenceCreate(&pref), fn, "cublasLtMatmulPreferenceCreate");
+  zs_status rc =
+      lt_check(cublasLtMatmulPreferenceCreate(&pref), fn, "cublasLtMatmulPreferenceCreate");
   if (rc != ZS_OK) return rc;
   cublasLtMatmulPreferenceAttributes_t attrs[4] = {
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -75,10 +77,10 @@ static zs_status lt_algo(zs_cuda_kctx *k, const char *fn, const lt_problem *p,
                          fn, "cublasLtMatmulPreferenceSetAttribute(workspace)"),
                 rc, done);
   for (int i = 0; i < 4; i++)
-    ZS_CHECK_GOTO(lt_check(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &al[i],
-                                                                 sizeof al[i]),
-                           fn, "cublasLtMatmulPreferenceSetAttribute(alignment)"),
-                  rc, done);
+    ZS_CHECK_GOTO(
+        lt_check(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &al[i], sizeof al[i]), fn,
+                 "cublasLtMatmulPreferenceSetAttribute(alignment)"),
+        rc, done);
   bs = cublasLtMatmulAlgoGetHeuristic(k->lt, desc, la, lb, ld, ld, pref, 1, &res, &nres);
   if (bs != CUBLAS_STATUS_NOT_SUPPORTED)
     ZS_CHECK_GOTO(lt_check(bs, fn, "cublasLtMatmulAlgoGetHeuristic"), rc, done);
@@ -110,14 +112,14 @@ static zs_status lt_gemm(zs_cuda_kctx *k, const char *fn, const lt_problem *p) {
   zs_status rc = lt_check(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), fn,
                           "cublasLtMatmulDescCreate");
   if (rc != ZS_OK) return rc;
-  ZS_CHECK_GOTO(lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                                        sizeof ta),
-                         fn, "cublasLtMatmulDescSetAttribute(TRANSA)"),
-                rc, done);
-  ZS_CHECK_GOTO(lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                                        sizeof tb),
-                         fn, "cublasLtMatmulDescSetAttribute(TRANSB)"),
-                rc, done);
+  ZS_CHECK_GOTO(
+      lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+               fn, "cublasLtMatmulDescSetAttribute(TRANSA)"),
+      rc, done);
+  ZS_CHECK_GOTO(
+      lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+               fn, "cublasLtMatmulDescSetAttribute(TRANSB)"),
+      rc, done);
   if (p->bias) {
     uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
     int32_t bty = (int32_t)ty;
@@ -125,12 +127,12 @@ static zs_status lt_gemm(zs_cuda_kctx *k, const char *fn, const lt_problem *p) {
                                                           sizeof epi),
                            fn, "cublasLtMatmulDescSetAttribute(EPILOGUE)"),
                   rc, done);
-    ZS_CHECK_GOTO(lt_check(cublasLtMatmulDescSetAttribute(
-                               desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias, sizeof p->bias),
+    ZS_CHECK_GOTO(lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                          &p->bias, sizeof p->bias),
                            fn, "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"),
                   rc, done);
-    ZS_CHECK_GOTO(lt_check(cublasLtMatmulDescSetAttribute(
-                               desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bty, sizeof bty),
+    ZS_CHECK_GOTO(lt_check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                          &bty, sizeof bty),
                            fn, "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"),
                   rc, done);
   }
@@ -140,10 +142,10 @@ static zs_status lt_gemm(zs_cuda_kctx *k, const char *fn, const lt_problem *p) {
   ZS_CHECK_GOTO(lt_check(cublasLtMatrixLayoutCreate(&lb, ty, bm, bn, p->ldb), fn,
                          "cublasLtMatrixLayoutCreate(B)"),
                 rc, done);
-  ZS_CHECK_GOTO(lt_check(cublasLtMatrixLayoutCreate(&ld, ty, (uint64_t)p->m, (uint64_t)p->n,
-                                                    p->ldd),
-                         fn, "cublasLtMatrixLayoutCreate(D)"),
-                rc, done);
+  ZS_CHECK_GOTO(
+      lt_check(cublasLtMatrixLayoutCreate(&ld, ty, (uint64_t)p->m, (uint64_t)p->n, p->ldd), fn,
+               "cublasLtMatrixLayoutCreate(D)"),
+      rc, done);
   ZS_CHECK_GOTO(lt_algo(k, fn, p, desc, la, lb, ld, &algo), rc, done);
   bs = cublasLtMatmul(k->lt, desc, &alpha, p->A, la, p->B, lb, &beta, p->D, ld, p->D, ld, &algo,
                       k->workspace, ZS_LT_WORKSPACE_BYTES, k->stream);
@@ -183,8 +185,8 @@ extern "C" zs_status zs_cuda_matmul_fwd(zs_cuda_kctx *k, void *out, const void *
   if (bias && !epi) {
     size_t n = (size_t)N * OC;
     ZS_DT_DISPATCH(k->dt, E,
-                   add_bias_kernel<E><<<zs_grid(n, 256), 256, 0, k->stream>>>(
-                       (E *)out, (const E *)bias, N, OC));
+                   add_bias_kernel<E>
+                   <<<zs_grid(n, 256), 256, 0, k->stream>>>((E *)out, (const E *)bias, N, OC));
     return zs_cu_launched(fn);
   }
   return ZS_OK;

@@ -4,7 +4,8 @@
 #define RES_THREADS 256
 
 /* out = a + b (out may alias a or b). */
-template <typename T> __global__ void residual_fwd_kernel(T *out, const T *a, const T *b, size_t n) {
+template <typename T>
+__global__ void residual_fwd_kernel(T *out, const T *a, const T *b, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x)
     zs_st(&out[i], zs_ld(&a[i]) + zs_ld(&b[i]));
@@ -21,8 +22,8 @@ template <typename T> __global__ void residual_bwd_kernel(T *da, T *db, const T 
   }
 }
 
-extern "C" zs_status zs_cuda_residual_fwd(zs_cuda_kctx *k, void *out, const void *a,
-                                          const void *b, size_t n) {
+extern "C" zs_status zs_cuda_residual_fwd(zs_cuda_kctx *k, void *out, const void *a, const void *b,
+                                          size_t n) {
   if (!n) return ZS_OK;
   ZS_DT_DISPATCH(k->dt, T,
                  residual_fwd_kernel<T><<<zs_grid(n, RES_THREADS), RES_THREADS, 0, k->stream>>>(

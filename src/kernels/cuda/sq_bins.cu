@@ -29,10 +29,11 @@ __device__ __forceinline__ uint32_t sq_bits(const zs_bf16 *x, size_t i) {
 
 /* Block `blockIdx.x` squares elements [blockIdx.x * SQ_BLOCK_ELEMS, +SQ_BLOCK_ELEMS) of x. */
 template <typename T>
-__global__ void __launch_bounds__(SQ_THREADS) sq_bins_kernel(unsigned long long *bins, const T *x,
-                                                             size_t n) {
+__global__ void __launch_bounds__(SQ_THREADS)
+    sq_bins_kernel(unsigned long long *bins, const T *x, size_t n) {
   __shared__ unsigned long long sb[SQ_NWORDS];
-  for (int i = threadIdx.x; i < SQ_NWORDS; i += blockDim.x) sb[i] = 0;
+  for (int i = threadIdx.x; i < SQ_NWORDS; i += blockDim.x)
+    sb[i] = 0;
   __syncthreads();
   size_t begin = (size_t)blockIdx.x * SQ_BLOCK_ELEMS;
   size_t end = begin + SQ_BLOCK_ELEMS < n ? begin + SQ_BLOCK_ELEMS : n;
