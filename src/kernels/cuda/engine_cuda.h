@@ -46,7 +46,9 @@ zs_status zs_cuda_scale(void *x, zs_dtype dt, float s, size_t n, void *stream);
    e = E ? E : 1, bins[e] += mant * mant (value mant^2 * 2^(2e - 300)). Each block's partial bins
    are normalised (for e = 0 .. ZS_SQ_NBINS - 17: b[e + 16] += b[e] >> 32, b[e] &= 0xffffffff)
    before the atomic add, so bins never overflow for any realistic n; the caller normalises once
-   more on the host. Integer sums: any split into calls and blocks gives the same integers. */
+   more on the host (zs_sq_bins_normalise) after the last call. Integer sums: any split into calls
+   and blocks gives the same integers as zs_cpu_sq_bins after that normalisation. Only atomic adds
+   touch `bins`, so calls on several streams may share one bins array. */
 zs_status zs_cuda_sq_bins(uint64_t *bins, const void *x, zs_dtype dt, size_t n, void *stream);
 /* AdamW, bit-identical to zs_cpu_adamw (src/kernels/cpu/adamw.h): master/m/v (fp32, device)
    updated in place from grad (grad_dt); the updated master written to param_out in param_dt

@@ -54,11 +54,6 @@ __global__ void __launch_bounds__(SQ_THREADS)
     if (sb[i]) atomicAdd(&bins[i], sb[i]);
 }
 
-/* Normalises the caller's bins after all blocks have added (as the CPU twin does per call). */
-__global__ void sq_normalise_kernel(unsigned long long *bins) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) sq_normalise(bins);
-}
-
 extern "C" zs_status zs_cuda_sq_bins(uint64_t *bins, const void *x, zs_dtype dt, size_t n,
                                      void *stream) {
   if (!zs_dt_ok(dt))
@@ -75,7 +70,5 @@ extern "C" zs_status zs_cuda_sq_bins(uint64_t *bins, const void *x, zs_dtype dt,
     sq_bins_kernel<float><<<(unsigned)nblocks, SQ_THREADS, 0, s>>>(b, (const float *)x, n);
   else
     sq_bins_kernel<zs_bf16><<<(unsigned)nblocks, SQ_THREADS, 0, s>>>(b, (const zs_bf16 *)x, n);
-  ZS_CHECK(zs_cu_launched("zs_cuda_sq_bins"));
-  sq_normalise_kernel<<<1, 1, 0, s>>>(b);
-  return zs_cu_launched("zs_cuda_sq_bins (normalise)");
+  return zs_cu_launched("zs_cuda_sq_bins");
 }
