@@ -189,6 +189,9 @@ static void banner(run *r) {
   printf("data order: step s, rank r, micro-step m reads global micro-batch s*%d + r*%d + m "
          "(the same sequences for any ranks x micro-steps split)\n",
          r->world * a->micro_steps, a->micro_steps);
+  if (r->world > 1)
+    printf("logged train loss: rank 0's micro-batches (no collective); val loss: every rank "
+           "evaluates the same held-out batches\n");
   printf("unigram entropy of the training tokens: %.4f bits = %.4f nats per token\n",
          r->unigram / log(2.0), r->unigram);
   char ev[512];
