@@ -1,7 +1,7 @@
 /* mlp.c — train a small MLP classifier with zshard, on the CPU or a CUDA device.
  *
- *   mpirun --oversubscribe -np 4 build/mlp --stage 3 --steps 30
- *   build/mlp --device cuda --stage 2 --micro-steps 2        (one process is fine too)
+ *   mpirun --oversubscribe -np 4 build/examples/mlp --stage 3 --steps 30
+ *   build/examples/mlp --device cuda --stage 2 --micro-steps 2      (one process is fine too)
  *
  * The task: points drawn around one of K fixed random centres in D dimensions (a fixed seed, so
  * every run and every rank sees the same data); the model: `--layers` linear layers of width
@@ -10,10 +10,11 @@
  * gradients over ranks and micro-steps, shards them and the AdamW state by `--stage`.
  *
  * The forward/backward use only the public kernels of zshard.h (zs_k_matmul_*, zs_k_gelu_*,
- * zs_k_softmax_xent), so the same code runs on both devices. Every micro-step also runs the
- * forward of a fixed evaluation set (the same rows on every rank, so every rank computes the same
- * number without communicating): its loss is what we print and what the final check compares.
- * The program exits 1 if the last evaluation loss is not below --check-ratio times the first.
+ * zs_k_softmax_xent), so the same code runs on both devices. The first micro-step of every step
+ * also runs the forward of a fixed evaluation set (the same rows on every rank, so every rank
+ * computes the same number without communicating): the loss of the parameters entering the step.
+ * The program exits 1 unless the last step's evaluation loss is below --check-ratio times the
+ * first step's (the loss of the initial parameters).
  */
 #include <math.h>
 #include <stdint.h>
@@ -41,12 +42,14 @@ typedef struct {
 } opts;
 
 /* One rank's model and activations. Device buffers live on the kernels' device. Rows 0..n-1 of
-   every activation are this rank's training rows of the current micro-step; rows n..n+eval-1 are
-   the evaluation rows (forward only). */
+   every activation are this rank's training rows of the current micro-step; on the first
+   micro-step of a step rows n..n+eval-1 are the evaluation rows (forward only). Buffers hold
+   max_rows rows. */
 typedef struct {
   const opts *o;
   int rank, world;
-  int n, rows;             /* training rows of this rank per micro-step; n + eval rows */
+  int n;                   /* training rows of this rank per micro-step */
+  int rows, max_rows;      /* rows in use now (n, or n + eval on a step's first micro-step) */
   int dim[MAX_LAYERS + 1]; /* dim[0] = input, dim[layers] = classes */
   zs_engine *e;
   zs_kernels *k;
@@ -162,7 +165,7 @@ static int make_sample(const model *m, uint64_t stream, uint64_t g, float *x) {
   return label;
 }
 
-/* Uploads this rank's training rows of micro-batch `mb` followed by the evaluation rows. */
+/* Uploads this rank's training rows of micro-batch `mb`, then evaluation rows up to m->rows. */
 static int load_batch(model *m, uint64_t mb) {
   const opts *o = m->o;
   uint64_t first = mb * (uint64_t)o->batch + (uint64_t)m->rank * (uint64_t)m->n;
@@ -216,7 +219,8 @@ static zs_status init_params(model *m) {
   return ZS_OK;
 }
 
-/* Forward of all rows (training + evaluation) through every layer: gather, compute, release.
+/* Forward of the rows in use (training, then evaluation) through every layer: gather, compute,
+   release.
    On success m->losses holds the per-row losses and the top layer's gradient sits in dpre. */
 static zs_status forward(model *m) {
   const opts *o = m->o;
@@ -237,7 +241,7 @@ static zs_status forward(model *m) {
   size_t stride = (size_t)o->classes;
   zs_status rc = zs_k_softmax_xent(m->k, m->losses, m->dpre[o->layers - 1], logits, m->targets,
                                    1.0f / (float)m->n, m->n, o->classes, o->classes);
-  if (rc != ZS_OK) return rc;
+  if (rc != ZS_OK || m->rows == m->n) return rc;
   return zs_k_softmax_xent(m->k, (float *)m->losses + m->n, NULL,
                            (float *)logits + (size_t)m->n * stride, (int *)m->targets + m->n, 0.0f,
                            m->rows - m->n, o->classes, o->classes);
@@ -282,6 +286,7 @@ static zs_status train_step(model *m, int step, double *train, double *eval, zs_
   zs_status rc = zs_engine_begin_step(m->e, o->micro_steps);
   *train = 0.0;
   for (int mi = 0; rc == ZS_OK && mi < o->micro_steps; mi++) {
+    m->rows = mi == 0 ? m->max_rows : m->n; /* evaluate once per step */
     if (load_batch(m, (uint64_t)step * (uint64_t)o->micro_steps + (uint64_t)mi))
       return ZS_ERR_DEVICE;
     rc = forward(m);
@@ -304,17 +309,17 @@ static zs_status train_step(model *m, int step, double *train, double *eval, zs_
 static int alloc_buffers(model *m) {
   const opts *o = m->o;
   for (int l = 0; l < o->layers; l++) {
-    m->act[l] = dev_alloc(m, sizeof(float) * (size_t)m->rows * m->dim[l]);
-    m->pre[l] = dev_alloc(m, sizeof(float) * (size_t)m->rows * m->dim[l + 1]);
+    m->act[l] = dev_alloc(m, sizeof(float) * (size_t)m->max_rows * m->dim[l]);
+    m->pre[l] = dev_alloc(m, sizeof(float) * (size_t)m->max_rows * m->dim[l + 1]);
     m->dact[l] = dev_alloc(m, sizeof(float) * (size_t)m->n * m->dim[l]);
     m->dpre[l] = dev_alloc(m, sizeof(float) * (size_t)m->n * m->dim[l + 1]);
     if (!m->act[l] || !m->pre[l] || !m->dact[l] || !m->dpre[l]) return 1;
   }
-  m->targets = dev_alloc(m, sizeof(int) * (size_t)m->rows);
-  m->losses = dev_alloc(m, sizeof(float) * (size_t)m->rows);
-  m->host_x = malloc(sizeof(float) * (size_t)m->rows * o->in_dim);
-  m->host_targets = malloc(sizeof(int) * (size_t)m->rows);
-  m->host_losses = malloc(sizeof(float) * (size_t)m->rows);
+  m->targets = dev_alloc(m, sizeof(int) * (size_t)m->max_rows);
+  m->losses = dev_alloc(m, sizeof(float) * (size_t)m->max_rows);
+  m->host_x = malloc(sizeof(float) * (size_t)m->max_rows * o->in_dim);
+  m->host_targets = malloc(sizeof(int) * (size_t)m->max_rows);
+  m->host_losses = malloc(sizeof(float) * (size_t)m->max_rows);
   m->centres = malloc(sizeof(float) * (size_t)o->classes * o->in_dim);
   return !m->targets || !m->losses || !m->host_x || !m->host_targets || !m->host_losses ||
          !m->centres;
@@ -457,7 +462,7 @@ static zs_status setup(model *m, zs_comm *comm) {
     m->dim[l] = l == 0 ? o->in_dim : l == o->layers ? o->classes : o->hidden;
   /* This rank's slice of the global batch: the first batch % world ranks get one row more. */
   m->n = o->batch / m->world + (m->rank < o->batch % m->world);
-  m->rows = m->n + o->eval_rows;
+  m->max_rows = m->rows = m->n + o->eval_rows;
   if (m->n < 1) {
     fprintf(stderr, "mlp: --batch %d gives rank %d no rows: use at least one row per rank\n",
             o->batch, m->rank);
