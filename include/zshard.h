@@ -134,7 +134,10 @@ typedef struct {
 zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
    sum over all micro-steps of all ranks divided by world * micro_steps (the mean over
-   micro-batches). A unit's reduction is final after its micro_steps-th zs_unit_grads_ready. */
+   micro-batches). A unit's reduction is final after its micro_steps-th zs_unit_grads_ready.
+   deterministic: N ranks x 1 micro-step give the bits of 1 rank x N micro-steps when each
+   micro-step adds its whole gradient into zs_unit_grad in one elementwise += (e.g. backward into a
+   zeroed private buffer, then one add); many partial adds per micro-step regroup the sum. */
 
 typedef struct {
   size_t cur, peak;
