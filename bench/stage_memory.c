@@ -84,12 +84,18 @@ int main(int argc, char **argv) {
   long per_unit = 1L << 20;
   const char *csv = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--units")) units = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--per-unit")) per_unit = atol(argv[i + 1]);
-    else if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--bf16")) bf16 = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--device")) cuda = !strcmp(argv[i + 1], "cuda");
-    else if (!strcmp(argv[i], "--csv")) csv = argv[i + 1];
+    if (!strcmp(argv[i], "--units"))
+      units = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--per-unit"))
+      per_unit = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--steps"))
+      steps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--bf16"))
+      bf16 = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--device"))
+      cuda = !strcmp(argv[i + 1], "cuda");
+    else if (!strcmp(argv[i], "--csv"))
+      csv = argv[i + 1];
   }
   zs_comm *comm = NULL;
   DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -102,7 +108,9 @@ int main(int argc, char **argv) {
                         {"stage3+opt-offload", 3, ZS_OFFLOAD_OPTIMIZER},
                         {"stage3+all-offload", 3, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS}};
   FILE *f = (rank == 0 && csv) ? fopen(csv, "w") : NULL;
-  if (f) fprintf(f, "mode,world,psi,params,grads,optimizer,buffers_peak,host,predicted_device,step_ms\n");
+  if (f)
+    fprintf(f,
+            "mode,world,psi,params,grads,optimizer,buffers_peak,host,predicted_device,step_ms\n");
   if (rank == 0) {
     printf("stage_memory: world %d, %d units x %ld params = %.1f M params, %s, per-rank MiB\n", N,
            units, per_unit, psi / 1e6, bf16 ? "bf16" : "fp32");

@@ -4,7 +4,8 @@
  *  - Every call that can fail returns zs_status; on failure zs_last_error() holds a sentence that
  *    names the cause and the fix. The library never prints, exits or aborts.
  *  - Handles are opaque. The caller owns what it creates and destroys it (engine before comm).
- *  - Lifecycle: comm init -> engine create -> add units -> commit -> set params -> steps -> destroy.
+ *  - Lifecycle: comm init -> engine create -> add units -> commit -> set params -> steps ->
+ * destroy.
  */
 #ifndef ZSHARD_H
 #define ZSHARD_H
@@ -80,7 +81,8 @@ zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 zs_status zs_comm_init_env(zs_comm **out);
 int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
 int zs_comm_size(const zs_comm *c); /* -1 for NULL */
-/* Releases the communicator (after every engine that uses it has been destroyed). NULL is a no-op. */
+/* Releases the communicator (after every engine that uses it has been destroyed). NULL is a no-op.
+ */
 void zs_comm_destroy(zs_comm *c);
 
 /* One tensor of a unit: up to 4 dims, all > 0. no_weight_decay exempts it from AdamW decay. */
@@ -166,7 +168,6 @@ int64_t zs_engine_step_count(const zs_engine *e);
 /* Sets the learning rate used from the next zs_engine_step on (schedules). */
 zs_status zs_engine_set_lr(zs_engine *e, float lr);
 
-
 /* ---- Training kernels (the GPT-2 layers), for the user's forward/backward ----
  * Pointers live on the kernels' device (host pointers on ZS_DEVICE_CPU). Activations, weights and
  * gradients are in the kernels' dtype `dt` (ZS_F32; ZS_BF16 on CUDA only); statistics (mean, rstd,
@@ -174,7 +175,8 @@ zs_status zs_engine_set_lr(zs_engine *e, float lr);
  * Every backward ADDS (+=) into its gradient outputs; callers zero activation gradients.
  * Shapes: B batch, T time, C channels, NH heads (C % NH == 0), V vocab, Vp padded row stride. */
 typedef struct zs_kernels zs_kernels;
-/* Creates a kernel context (cuBLASLt handle and workspace on CUDA). stream: cudaStream_t or NULL. */
+/* Creates a kernel context (cuBLASLt handle and workspace on CUDA). stream: cudaStream_t or NULL.
+ */
 zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out);
 void zs_kernels_destroy(zs_kernels *k);
 /* out[B,T,C] = wte[tok] + wpe[t] */

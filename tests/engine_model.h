@@ -22,14 +22,17 @@ typedef struct {
 static const tm_unit_def tm_units[TM_NUNITS] = {
     {"embed", 2, {{"w", 2, {7, 5, 0, 0}, 0}, {"b", 1, {3, 0, 0, 0}, 1}}},
     {"tiny", 1, {{"s", 1, {1, 0, 0, 0}, 0}}},
-    {"block", 3, {{"w", 2, {13, 3, 0, 0}, 0}, {"ln", 1, {2, 0, 0, 0}, 1}, {"c", 1, {11, 0, 0, 0}, 0}}},
+    {"block",
+     3,
+     {{"w", 2, {13, 3, 0, 0}, 0}, {"ln", 1, {2, 0, 0, 0}, 1}, {"c", 1, {11, 0, 0, 0}, 0}}},
     {"head", 1, {{"w", 1, {257, 0, 0, 0}, 0}}},
 };
 
 /* Element count of tensor t of unit u. */
 static inline int64_t tm_numel(int u, int t) {
   int64_t n = 1;
-  for (int d = 0; d < tm_units[u].t[t].ndim; d++) n *= tm_units[u].t[t].shape[d];
+  for (int d = 0; d < tm_units[u].t[t].ndim; d++)
+    n *= tm_units[u].t[t].shape[d];
   return n;
 }
 
@@ -37,12 +40,16 @@ static inline int64_t tm_numel(int u, int t) {
 static inline int64_t tm_base(int u, int t) {
   int64_t b = 0;
   for (int i = 0; i < u; i++)
-    for (int k = 0; k < tm_units[i].ntensors; k++) b += tm_numel(i, k);
-  for (int k = 0; k < t; k++) b += tm_numel(u, k);
+    for (int k = 0; k < tm_units[i].ntensors; k++)
+      b += tm_numel(i, k);
+  for (int k = 0; k < t; k++)
+    b += tm_numel(u, k);
   return b;
 }
 
-static inline int64_t tm_total(void) { return tm_base(TM_NUNITS - 1, 0) + tm_numel(TM_NUNITS - 1, 0); }
+static inline int64_t tm_total(void) {
+  return tm_base(TM_NUNITS - 1, 0) + tm_numel(TM_NUNITS - 1, 0);
+}
 
 /* splitmix64: a counter-based hash, so every rank derives the same numbers. */
 static inline uint64_t tm_hash(uint64_t x) {
@@ -55,8 +62,14 @@ static inline double tm_unif(uint64_t a, uint64_t b) {
   return (double)(tm_hash(a * 0x100000001b3ull ^ tm_hash(b)) >> 11) * (1.0 / 9007199254740992.0);
 }
 /* Initial value of global element i. */
-static inline float tm_init(int64_t i) { return (float)(tm_unif(7, (uint64_t)i) * 2.0 - 1.0); }
-static inline float tm_a(int64_t batch, int64_t i) { return (float)(0.5 + tm_unif((uint64_t)batch * 2 + 100, (uint64_t)i)); }
-static inline float tm_t(int64_t batch, int64_t i) { return (float)(tm_unif((uint64_t)batch * 2 + 101, (uint64_t)i) * 2.0 - 1.0); }
+static inline float tm_init(int64_t i) {
+  return (float)(tm_unif(7, (uint64_t)i) * 2.0 - 1.0);
+}
+static inline float tm_a(int64_t batch, int64_t i) {
+  return (float)(0.5 + tm_unif((uint64_t)batch * 2 + 100, (uint64_t)i));
+}
+static inline float tm_t(int64_t batch, int64_t i) {
+  return (float)(tm_unif((uint64_t)batch * 2 + 101, (uint64_t)i) * 2.0 - 1.0);
+}
 
 #endif

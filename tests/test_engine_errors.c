@@ -19,7 +19,8 @@ static void config_cases(zs_comm *comm) {
   ZS_EXPECT_STATUS(zs_engine_create(&c, comm, NULL), ZS_ERR_INVALID_ARG);
   c.stage = 4;
   ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
-  ZS_EXPECT(strstr(zs_last_error(), "0..3") != NULL, "message names the range: %s", zs_last_error());
+  ZS_EXPECT(strstr(zs_last_error(), "0..3") != NULL, "message names the range: %s",
+            zs_last_error());
   c.stage = -1;
   ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
   zs_config_default(&c);
@@ -79,7 +80,8 @@ static void unit_cases(zs_engine *e) {
   ZS_OK_OR_DIE(zs_engine_add_unit(e, "x", 2, good, &u));
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 2, good, NULL), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "unique") != NULL, "duplicate named: %s", zs_last_error());
-  ZS_EXPECT(zs_engine_num_units(e) == 1, "refused units were not added (%d)", zs_engine_num_units(e));
+  ZS_EXPECT(zs_engine_num_units(e) == 1, "refused units were not added (%d)",
+            zs_engine_num_units(e));
 }
 
 int main(int argc, char **argv) {
@@ -87,7 +89,8 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   ZS_EXPECT(zs_last_error() != NULL, "never NULL");
   for (int s = ZS_OK; s <= ZS_ERR_UNSUPPORTED; s++)
-    ZS_EXPECT(zs_status_str((zs_status)s) && zs_status_str((zs_status)s)[0] == 'Z', "name of %d", s);
+    ZS_EXPECT(zs_status_str((zs_status)s) && zs_status_str((zs_status)s)[0] == 'Z', "name of %d",
+              s);
   config_cases(comm);
 
   zs_config c;
@@ -100,10 +103,11 @@ int main(int argc, char **argv) {
   unit_cases(e);
   zs_unit *u = zs_engine_unit(e, 0);
   float vals[15];
-  for (int i = 0; i < 15; i++) vals[i] = (float)i * 0.25f;
-  ZS_EXPECT_STATUS(zs_unit_gather(u), ZS_ERR_STATE);              /* before commit */
-  ZS_EXPECT_STATUS(zs_unit_set_param(u, 0, vals), ZS_ERR_STATE);  /* before commit */
-  ZS_EXPECT_STATUS(zs_engine_begin_step(e, 1), ZS_ERR_STATE);     /* before commit */
+  for (int i = 0; i < 15; i++)
+    vals[i] = (float)i * 0.25f;
+  ZS_EXPECT_STATUS(zs_unit_gather(u), ZS_ERR_STATE);             /* before commit */
+  ZS_EXPECT_STATUS(zs_unit_set_param(u, 0, vals), ZS_ERR_STATE); /* before commit */
+  ZS_EXPECT_STATUS(zs_engine_begin_step(e, 1), ZS_ERR_STATE);    /* before commit */
   ZS_OK_OR_DIE(zs_engine_commit(e));
   ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_STATE);
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "late", 2, good, NULL), ZS_ERR_STATE);
@@ -111,7 +115,8 @@ int main(int argc, char **argv) {
   /* Params: wrong sizes and indices are refused and write nothing. */
   ZS_OK_OR_DIE(zs_unit_set_param(u, 0, vals));
   float junk[16];
-  for (int i = 0; i < 16; i++) junk[i] = 99.0f;
+  for (int i = 0; i < 16; i++)
+    junk[i] = 99.0f;
   ZS_EXPECT_STATUS(zs_unit_set_param_n(u, 0, junk, 16), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_unit_set_param_n(u, 0, junk, 14), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_unit_set_param(u, 2, junk), ZS_ERR_INVALID_ARG);
@@ -127,7 +132,7 @@ int main(int argc, char **argv) {
   ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE); /* no begin_step */
   ZS_EXPECT(zs_unit_grad(u, 0) == NULL && zs_last_error()[0], "grad outside a step is NULL");
   ZS_EXPECT(zs_unit_param(u, 0) == NULL && zs_last_error()[0], "param before gather is NULL");
-  ZS_EXPECT_STATUS(zs_unit_release(u), ZS_ERR_STATE); /* release without gather */
+  ZS_EXPECT_STATUS(zs_unit_release(u), ZS_ERR_STATE);     /* release without gather */
   ZS_EXPECT_STATUS(zs_unit_grads_ready(u), ZS_ERR_STATE); /* outside a step */
   ZS_EXPECT_STATUS(zs_engine_begin_step(e, 0), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_engine_begin_step(NULL, 1), ZS_ERR_INVALID_ARG);

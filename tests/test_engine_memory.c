@@ -40,8 +40,8 @@ static void check_stage(zs_comm *comm, int stage, zs_dtype dt) {
             m.params.cur, want_p);
   ZS_EXPECT(m.grads.cur == want_g, "stage %d N %zu b %zu: grads %zu, want %zu", stage, N, b,
             m.grads.cur, want_g);
-  ZS_EXPECT(m.optimizer.cur == want_o, "stage %d N %zu b %zu: optimizer %zu, want %zu", stage, N,
-            b, m.optimizer.cur, want_o);
+  ZS_EXPECT(m.optimizer.cur == want_o, "stage %d N %zu b %zu: optimizer %zu, want %zu", stage, N, b,
+            m.optimizer.cur, want_o);
   ZS_EXPECT(m.buffers.cur == 0 && m.host_pinned.cur == 0, "no buffers after commit (%zu, %zu)",
             m.buffers.cur, m.host_pinned.cur);
   ZS_EXPECT(m.total.cur == want_p + want_g + want_o, "total %zu", m.total.cur);

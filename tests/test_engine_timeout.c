@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_unit_gather(u0)); /* everyone takes part in the first gather */
   ZS_OK_OR_DIE(zs_unit_release(u0));
   if (rank == 1) {
-    sleep((unsigned)timeout + 1); /* stuck: the others time out meanwhile */
+    sleep((unsigned)timeout + 1);      /* stuck: the others time out meanwhile */
     zs_status rc = zs_unit_gather(u1); /* completes the collective the others abandoned */
     ZS_EXPECT(rc == ZS_OK, "late gather: %s", zs_last_error());
   } else {

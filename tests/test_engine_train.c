@@ -34,23 +34,40 @@ static void parse(int argc, char **argv, opts *o) {
   *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0, 0, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--stage")) o->stage = atoi(v);
-    else if (!strcmp(k, "--micro")) o->micro = atoi(v);
-    else if (!strcmp(k, "--steps")) o->steps = atoi(v);
-    else if (!strcmp(k, "--det")) o->det = atoi(v);
-    else if (!strcmp(k, "--bf16")) o->bf16 = atoi(v);
-    else if (!strcmp(k, "--prefetch")) o->prefetch = atoi(v);
-    else if (!strcmp(k, "--group")) o->group = atoi(v);
-    else if (!strcmp(k, "--offload")) o->offload = atoi(v);
-    else if (!strcmp(k, "--device")) o->cuda = !strcmp(v, "cuda");
-    else if (!strcmp(k, "--clip")) o->clip = (float)atof(v);
-    else if (!strcmp(k, "--wd")) o->wd = (float)atof(v);
-    else if (!strcmp(k, "--lr")) o->lr = (float)atof(v);
-    else if (!strcmp(k, "--tol")) o->tol = atof(v);
-    else if (!strcmp(k, "--reftol")) o->reftol = atof(v);
-    else if (!strcmp(k, "--write")) o->write = v;
-    else if (!strcmp(k, "--compare")) o->compare = v;
-    else if (!strcmp(k, "--skip-nonfinite-at")) o->nonfinite_at = atoi(v);
+    if (!strcmp(k, "--stage"))
+      o->stage = atoi(v);
+    else if (!strcmp(k, "--micro"))
+      o->micro = atoi(v);
+    else if (!strcmp(k, "--steps"))
+      o->steps = atoi(v);
+    else if (!strcmp(k, "--det"))
+      o->det = atoi(v);
+    else if (!strcmp(k, "--bf16"))
+      o->bf16 = atoi(v);
+    else if (!strcmp(k, "--prefetch"))
+      o->prefetch = atoi(v);
+    else if (!strcmp(k, "--group"))
+      o->group = atoi(v);
+    else if (!strcmp(k, "--offload"))
+      o->offload = atoi(v);
+    else if (!strcmp(k, "--device"))
+      o->cuda = !strcmp(v, "cuda");
+    else if (!strcmp(k, "--clip"))
+      o->clip = (float)atof(v);
+    else if (!strcmp(k, "--wd"))
+      o->wd = (float)atof(v);
+    else if (!strcmp(k, "--lr"))
+      o->lr = (float)atof(v);
+    else if (!strcmp(k, "--tol"))
+      o->tol = atof(v);
+    else if (!strcmp(k, "--reftol"))
+      o->reftol = atof(v);
+    else if (!strcmp(k, "--write"))
+      o->write = v;
+    else if (!strcmp(k, "--compare"))
+      o->compare = v;
+    else if (!strcmp(k, "--skip-nonfinite-at"))
+      o->nonfinite_at = atoi(v);
     else {
       fprintf(stderr, "unknown option %s\n", k);
       exit(2);
@@ -130,8 +147,10 @@ static void copy_bytes(void *dst, const void *src, size_t n, int cuda) {
 
 /* One micro-step of "forward + backward": gather every unit, read params, write grads. */
 static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison, void *stream) {
-  for (int u = 0; u < TM_NUNITS; u++) ZS_OK_OR_DIE(zs_unit_gather(units[u]));
-  for (int u = 0; u < TM_NUNITS; u++) ZS_OK_OR_DIE(zs_unit_release(units[u]));
+  for (int u = 0; u < TM_NUNITS; u++)
+    ZS_OK_OR_DIE(zs_unit_gather(units[u]));
+  for (int u = 0; u < TM_NUNITS; u++)
+    ZS_OK_OR_DIE(zs_unit_release(units[u]));
   for (int u = TM_NUNITS - 1; u >= 0; u--) {
     ZS_OK_OR_DIE(zs_unit_gather(units[u]));
     for (int k = 0; k < tm_units[u].ntensors; k++) {
@@ -198,17 +217,20 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_unit *units[TM_NUNITS];
   for (int u = 0; u < TM_NUNITS; u++)
-    ZS_OK_OR_DIE(zs_engine_add_unit(e, tm_units[u].name, tm_units[u].ntensors, tm_units[u].t, &units[u]));
+    ZS_OK_OR_DIE(
+        zs_engine_add_unit(e, tm_units[u].name, tm_units[u].ntensors, tm_units[u].t, &units[u]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
 
   const int64_t n = tm_total();
   ref_state ref = {calloc((size_t)n, 8), calloc((size_t)n, 8), calloc((size_t)n, 8), 0};
-  for (int64_t i = 0; i < n; i++) ref.p[i] = (double)tm_init(i);
+  for (int64_t i = 0; i < n; i++)
+    ref.p[i] = (double)tm_init(i);
   for (int u = 0; u < TM_NUNITS; u++)
     for (int k = 0; k < tm_units[u].ntensors; k++) {
       int64_t nk = tm_numel(u, k), b = tm_base(u, k);
       float *h = malloc((size_t)nk * sizeof *h);
-      for (int64_t i = 0; i < nk; i++) h[i] = tm_init(b + i);
+      for (int64_t i = 0; i < nk; i++)
+        h[i] = tm_init(b + i);
       ZS_OK_OR_DIE(zs_unit_set_param(units[u], k, h));
       free(h);
     }
@@ -245,9 +267,10 @@ int main(int argc, char **argv) {
       worst_i = i;
     }
   }
-  ZS_EXPECT(worst <= o.reftol, "rank %d: vs float64 reference: worst rel diff %.3g at %lld "
-            "(engine %.9g, ref %.9g)", rank, worst, (long long)worst_i, (double)all[worst_i],
-            ref.p[worst_i]);
+  ZS_EXPECT(worst <= o.reftol,
+            "rank %d: vs float64 reference: worst rel diff %.3g at %lld "
+            "(engine %.9g, ref %.9g)",
+            rank, worst, (long long)worst_i, (double)all[worst_i], ref.p[worst_i]);
   if (rank == 0 && o.write) {
     FILE *f = fopen(o.write, "wb");
     ZS_EXPECT(f && fwrite(all, sizeof *all, (size_t)n, f) == (size_t)n, "cannot write %s", o.write);
@@ -256,7 +279,8 @@ int main(int argc, char **argv) {
   if (o.compare) {
     float *want = malloc((size_t)n * sizeof *want);
     FILE *f = fopen(o.compare, "rb");
-    ZS_EXPECT(f && fread(want, sizeof *want, (size_t)n, f) == (size_t)n, "cannot read %s", o.compare);
+    ZS_EXPECT(f && fread(want, sizeof *want, (size_t)n, f) == (size_t)n, "cannot read %s",
+              o.compare);
     if (f) fclose(f);
     int64_t ndiff = 0;
     double wd = 0;

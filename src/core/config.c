@@ -53,8 +53,8 @@ zs_status zs_config_validate(const zs_config *c) {
   if (c->stage < 0 || c->stage > 3)
     return zs_err(ZS_ERR_INVALID_ARG, "stage %d is not a stage: use 0..3", c->stage);
   if (c->device != ZS_DEVICE_CPU && c->device != ZS_DEVICE_CUDA)
-    return zs_err(ZS_ERR_INVALID_ARG, "device %d is not a device: use ZS_DEVICE_CPU or ZS_DEVICE_CUDA",
-                  (int)c->device);
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "device %d is not a device: use ZS_DEVICE_CPU or ZS_DEVICE_CUDA", (int)c->device);
   if (c->param_dtype != ZS_F32 && c->param_dtype != ZS_BF16)
     return zs_err(ZS_ERR_INVALID_ARG, "param_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
                   (int)c->param_dtype);
@@ -62,8 +62,9 @@ zs_status zs_config_validate(const zs_config *c) {
     return zs_err(ZS_ERR_INVALID_ARG, "reduce_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
                   (int)c->reduce_dtype);
   if (c->offload & ~(unsigned)(ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS))
-    return zs_err(ZS_ERR_INVALID_ARG, "offload 0x%x has unknown bits: use ZS_OFFLOAD_OPTIMIZER | "
-                                      "ZS_OFFLOAD_PARAMS",
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "offload 0x%x has unknown bits: use ZS_OFFLOAD_OPTIMIZER | "
+                  "ZS_OFFLOAD_PARAMS",
                   c->offload);
   if ((c->offload & ZS_OFFLOAD_PARAMS) && c->stage != 3)
     return zs_err(ZS_ERR_INVALID_ARG,
@@ -77,8 +78,9 @@ zs_status zs_config_validate(const zs_config *c) {
     return zs_err(ZS_ERR_INVALID_ARG, "prefetch_units %d is negative: use 0 (none) or more",
                   c->prefetch_units);
   if (c->shard_group_size < 0)
-    return zs_err(ZS_ERR_INVALID_ARG, "shard_group_size %d is negative: use 0 (the world) or a "
-                                      "divisor of the world size",
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "shard_group_size %d is negative: use 0 (the world) or a "
+                  "divisor of the world size",
                   c->shard_group_size);
   if (!(c->comm_timeout_s > 0) || !isfinite(c->comm_timeout_s))
     return zs_err(ZS_ERR_INVALID_ARG, "comm_timeout_s %g must be a positive number of seconds",

@@ -61,8 +61,9 @@ zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
   *p = mallocx(bytes, MALLOCX_ALIGN(256));
 #endif
   if (!*p)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "host allocation of %zu bytes failed: reduce the model or "
-                                        "use a higher stage",
+    return zs_err(ZS_ERR_OUT_OF_MEMORY,
+                  "host allocation of %zu bytes failed: reduce the model or "
+                  "use a higher stage",
                   bytes);
   return ZS_OK;
 }
@@ -176,9 +177,8 @@ zs_status zs_dev_add_into(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src
   return ZS_OK;
 }
 
-zs_status zs_dev_sum_chunks(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src,
-                            zs_dtype src_dt, int nchunks, size_t stride, size_t n, int accumulate,
-                            void *stream) {
+zs_status zs_dev_sum_chunks(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
+                            int nchunks, size_t stride, size_t n, int accumulate, void *stream) {
 #ifdef ZS_HAVE_CUDA
   if (ZS_IS_CUDA(d))
     return zs_cuda_sum_chunks(dst, dst_dt, src, src_dt, nchunks, stride, n, accumulate, stream);

@@ -24,7 +24,8 @@ void zs_dev_close(zs_dev *d);
 /* Number of CUDA devices visible (0 without CUDA or a driver). */
 int zs_dev_cuda_count(void);
 
-/* Device memory, 256-byte aligned. `stream` orders the allocation (cudaMallocAsync); NULL = sync. */
+/* Device memory, 256-byte aligned. `stream` orders the allocation (cudaMallocAsync); NULL = sync.
+ */
 zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
 void zs_dev_free(zs_dev *d, void *p, void *stream);
 zs_status zs_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
@@ -49,9 +50,8 @@ zs_status zs_dev_convert(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src,
                          size_t n, void *stream);
 zs_status zs_dev_add_into(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
                           size_t n, void *stream);
-zs_status zs_dev_sum_chunks(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src,
-                            zs_dtype src_dt, int nchunks, size_t stride, size_t n, int accumulate,
-                            void *stream);
+zs_status zs_dev_sum_chunks(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
+                            int nchunks, size_t stride, size_t n, int accumulate, void *stream);
 /* Adds squares of x into device bins (ZS_SQ_NWORDS uint64 words, zeroed by the caller). */
 zs_status zs_dev_sq_bins(zs_dev *d, uint64_t *bins, const void *x, zs_dtype dt, size_t n,
                          void *stream);
@@ -59,6 +59,8 @@ zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *
                        const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
                        size_t n, void *stream);
 
-static inline size_t zs_dtype_size(zs_dtype dt) { return dt == ZS_BF16 ? 2 : 4; }
+static inline size_t zs_dtype_size(zs_dtype dt) {
+  return dt == ZS_BF16 ? 2 : 4;
+}
 
 #endif

@@ -141,4 +141,6 @@ zs_status zs_cuda_event_wait(void *ev) {
   return ZS_OK;
 }
 
-void zs_cuda_event_destroy(void *ev) { cudaEventDestroy((cudaEvent_t)ev); }
+void zs_cuda_event_destroy(void *ev) {
+  cudaEventDestroy((cudaEvent_t)ev);
+}

@@ -63,7 +63,8 @@ static zs_status open_offload(zs_engine *e) {
   if (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) {
     int threads = (int)env_size("ZS_OFFLOAD_THREADS", 0);
     ZS_CHECK(zs_pool_create(threads, zs_host_arena_node(e->arena), &e->pool));
-    ZS_CHECK(zs_offload_pipe_init(&e->pipe, &e->dev, e->arena, env_size("ZS_OFFLOAD_CHUNK", 1u << 22)));
+    ZS_CHECK(
+        zs_offload_pipe_init(&e->pipe, &e->dev, e->arena, env_size("ZS_OFFLOAD_CHUNK", 1u << 22)));
   }
   return ZS_OK;
 }
@@ -152,8 +153,9 @@ static zs_status check_unit_name(const zs_engine *e, const char *name) {
                   ZS_NAME_MAX - 1);
   for (int i = 0; i < e->nunits; i++)
     if (strcmp(e->units[i]->name, name) == 0)
-      return zs_err(ZS_ERR_INVALID_ARG, "a unit named '%s' already exists: unit names must be "
-                                        "unique",
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "a unit named '%s' already exists: unit names must be "
+                    "unique",
                     name);
   return ZS_OK;
 }
@@ -174,7 +176,8 @@ static zs_status check_tensor(const char *unit, int i, const zs_tensor_desc *t) 
 static void unit_free(zs_unit *u) {
   if (!u) return;
   if (u->tnames)
-    for (int i = 0; i < u->ntensors; i++) free(u->tnames[i]);
+    for (int i = 0; i < u->ntensors; i++)
+      free(u->tnames[i]);
   free(u->tnames);
   free(u->t);
   zs_layout_free(&u->lay);
@@ -186,14 +189,16 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   if (out) *out = NULL;
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_unit: engine is NULL");
   if (e->state != ZS_ENGINE_BUILDING)
-    return zs_err(ZS_ERR_STATE, "zs_engine_add_unit('%s') after zs_engine_commit: add every unit "
-                                "before commit",
+    return zs_err(ZS_ERR_STATE,
+                  "zs_engine_add_unit('%s') after zs_engine_commit: add every unit "
+                  "before commit",
                   name ? name : "?");
   ZS_CHECK(check_unit_name(e, name));
   if (ntensors <= 0 || !t)
     return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': needs at least one tensor (ntensors %d, t %s)",
                   name, ntensors, t ? "set" : "NULL");
-  for (int i = 0; i < ntensors; i++) ZS_CHECK(check_tensor(name, i, &t[i]));
+  for (int i = 0; i < ntensors; i++)
+    ZS_CHECK(check_tensor(name, i, &t[i]));
   zs_unit *u = calloc(1, sizeof *u);
   if (!u) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
   u->e = e;
@@ -345,7 +350,9 @@ void zs_engine_destroy(zs_engine *e) {
   free(e);
 }
 
-void *zs_engine_stream(zs_engine *e) { return e ? e->dev.compute_stream : NULL; }
+void *zs_engine_stream(zs_engine *e) {
+  return e ? e->dev.compute_stream : NULL;
+}
 
 zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_memory: engine or out is NULL");
@@ -353,17 +360,27 @@ zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
   return ZS_OK;
 }
 
-int zs_engine_num_units(const zs_engine *e) { return e ? e->nunits : 0; }
+int zs_engine_num_units(const zs_engine *e) {
+  return e ? e->nunits : 0;
+}
 zs_unit *zs_engine_unit(zs_engine *e, int i) {
   return (e && i >= 0 && i < e->nunits) ? e->units[i] : NULL;
 }
-const char *zs_unit_name(const zs_unit *u) { return u ? u->name : NULL; }
+const char *zs_unit_name(const zs_unit *u) {
+  return u ? u->name : NULL;
+}
 int64_t zs_unit_numel(const zs_unit *u, int t) {
   return (u && t >= 0 && t < u->ntensors) ? (int64_t)u->lay.numel[t] : -1;
 }
-const zs_config *zs_engine_config(const zs_engine *e) { return e ? &e->cfg : NULL; }
-const char *zs_engine_info(const zs_engine *e) { return e ? e->info : ""; }
-int64_t zs_engine_step_count(const zs_engine *e) { return e ? e->opt_steps : -1; }
+const zs_config *zs_engine_config(const zs_engine *e) {
+  return e ? &e->cfg : NULL;
+}
+const char *zs_engine_info(const zs_engine *e) {
+  return e ? e->info : "";
+}
+int64_t zs_engine_step_count(const zs_engine *e) {
+  return e ? e->opt_steps : -1;
+}
 
 zs_status zs_engine_set_lr(zs_engine *e, float lr) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_set_lr: engine is NULL");

@@ -16,7 +16,12 @@
 
 #define ZS_NAME_MAX 64
 
-typedef enum { ZS_ENGINE_BUILDING = 0, ZS_ENGINE_READY, ZS_ENGINE_IN_STEP, ZS_ENGINE_FAILED } zs_engine_state;
+typedef enum {
+  ZS_ENGINE_BUILDING = 0,
+  ZS_ENGINE_READY,
+  ZS_ENGINE_IN_STEP,
+  ZS_ENGINE_FAILED
+} zs_engine_state;
 
 struct zs_unit {
   zs_engine *e;
@@ -36,8 +41,8 @@ struct zs_unit {
   void *grad_full, *grad_shard;
   float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
   size_t opt_off, opt_n;
-  int opt_on_host;       /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
-  int param_on_host;     /* param_shard lives in the host arena (ZS_OFFLOAD_PARAMS) */
+  int opt_on_host;   /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
+  int param_on_host; /* param_shard lives in the host arena (ZS_OFFLOAD_PARAMS) */
 
   int gathered;          /* stage 3: param_full holds the gathered params */
   int in_use;            /* gathered by the user (not only prefetched) */
@@ -57,9 +62,9 @@ struct zs_engine {
   int shard_rank, shard_size; /* position in the shard group; S = shard_size */
   zs_engine_state state;
   zs_ledger ledger;
-  zs_host_arena *arena;  /* offload: pinned NUMA-local host memory */
-  zs_pool *pool;         /* offload: CPU optimizer workers on the arena's node */
-  zs_offload_pipe pipe;  /* offload on CUDA: staging of the copy pipeline */
+  zs_host_arena *arena; /* offload: pinned NUMA-local host memory */
+  zs_pool *pool;        /* offload: CPU optimizer workers on the arena's node */
+  zs_offload_pipe pipe; /* offload on CUDA: staging of the copy pipeline */
 
   zs_unit **units;
   int nunits, cap_units;
@@ -75,7 +80,7 @@ struct zs_engine {
     void *p;
     zs_mem_cat cat;
     size_t bytes;
-  } *deferred;
+  } * deferred;
   int ndeferred, cap_deferred;
 };
 
@@ -97,7 +102,9 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro);
 zs_status zs_shard_publish(zs_engine *e);
 zs_status zs_shard_gather_master(zs_unit *u, float *full);
 
-static inline zs_cdt zs_cdt_of(zs_dtype dt) { return dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32; }
+static inline zs_cdt zs_cdt_of(zs_dtype dt) {
+  return dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
+}
 static inline void *zs_ptr_add(void *p, size_t elems, zs_dtype dt) {
   return (char *)p + elems * zs_dtype_size(dt);
 }

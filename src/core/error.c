@@ -10,21 +10,33 @@ static _Thread_local char zs_errmsg[ZS_ERRMSG_MAX];
 
 const char *zs_status_str(zs_status s) {
   switch (s) {
-  case ZS_OK: return "ZS_OK";
-  case ZS_ERR_INVALID_ARG: return "ZS_ERR_INVALID_ARG";
-  case ZS_ERR_OUT_OF_MEMORY: return "ZS_ERR_OUT_OF_MEMORY";
-  case ZS_ERR_COMM: return "ZS_ERR_COMM";
-  case ZS_ERR_DEVICE: return "ZS_ERR_DEVICE";
-  case ZS_ERR_IO: return "ZS_ERR_IO";
-  case ZS_ERR_CORRUPT: return "ZS_ERR_CORRUPT";
-  case ZS_ERR_TIMEOUT: return "ZS_ERR_TIMEOUT";
-  case ZS_ERR_STATE: return "ZS_ERR_STATE";
-  case ZS_ERR_UNSUPPORTED: return "ZS_ERR_UNSUPPORTED";
+  case ZS_OK:
+    return "ZS_OK";
+  case ZS_ERR_INVALID_ARG:
+    return "ZS_ERR_INVALID_ARG";
+  case ZS_ERR_OUT_OF_MEMORY:
+    return "ZS_ERR_OUT_OF_MEMORY";
+  case ZS_ERR_COMM:
+    return "ZS_ERR_COMM";
+  case ZS_ERR_DEVICE:
+    return "ZS_ERR_DEVICE";
+  case ZS_ERR_IO:
+    return "ZS_ERR_IO";
+  case ZS_ERR_CORRUPT:
+    return "ZS_ERR_CORRUPT";
+  case ZS_ERR_TIMEOUT:
+    return "ZS_ERR_TIMEOUT";
+  case ZS_ERR_STATE:
+    return "ZS_ERR_STATE";
+  case ZS_ERR_UNSUPPORTED:
+    return "ZS_ERR_UNSUPPORTED";
   }
   return "ZS_ERR_UNKNOWN";
 }
 
-const char *zs_last_error(void) { return zs_errmsg; }
+const char *zs_last_error(void) {
+  return zs_errmsg;
+}
 
 zs_status zs_err(zs_status s, const char *fmt, ...) {
   va_list ap;

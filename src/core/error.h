@@ -1,4 +1,5 @@
-/* Internal error reporting: every failure path sets a thread-local sentence and returns a status. */
+/* Internal error reporting: every failure path sets a thread-local sentence and returns a status.
+ */
 #ifndef ZS_CORE_ERROR_H
 #define ZS_CORE_ERROR_H
 

@@ -17,8 +17,9 @@ static zs_status check_param_call(const zs_unit *u, int t, const void *host, con
   if (e->state == ZS_ENGINE_BUILDING)
     return zs_err(ZS_ERR_STATE, "%s('%s') before zs_engine_commit: commit first", fn, u->name);
   if (e->state == ZS_ENGINE_IN_STEP)
-    return zs_err(ZS_ERR_STATE, "%s('%s') inside a step: call it before zs_engine_begin_step or "
-                                "after zs_engine_step",
+    return zs_err(ZS_ERR_STATE,
+                  "%s('%s') inside a step: call it before zs_engine_begin_step or "
+                  "after zs_engine_step",
                   fn, u->name);
   if (e->state == ZS_ENGINE_FAILED)
     return zs_err(ZS_ERR_STATE, "%s('%s'): the engine failed earlier; destroy it", fn, u->name);
@@ -33,7 +34,8 @@ static zs_status put_range(zs_engine *e, void *dst, size_t dst0, zs_dtype dt, co
   if (dt == ZS_F32) return zs_dev_from_host(&e->dev, d, src + (a - base), (b - a) * 4);
   uint16_t *tmp = malloc((b - a) * 2);
   if (!tmp) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory converting params to bf16");
-  for (size_t i = a; i < b; i++) tmp[i - a] = zs_f32_to_bf16(src[i - base]);
+  for (size_t i = a; i < b; i++)
+    tmp[i - a] = zs_f32_to_bf16(src[i - base]);
   zs_status rc = zs_dev_from_host(&e->dev, d, tmp, (b - a) * 2);
   free(tmp);
   return rc;

@@ -112,8 +112,8 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       if (u->opt_on_host) {
         ZS_CHECK(zs_offload_adamw(&e->dev, e->pool, &e->pipe,
                                   u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
-                                  u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a),
-                                  pd, u->param_on_host, b - a));
+                                  u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a), pd,
+                                  u->param_on_host, b - a));
         continue;
       }
       if (u->param_on_host && e->dev.kind == ZS_DEVICE_CUDA) {

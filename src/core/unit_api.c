@@ -11,8 +11,9 @@ static zs_status check_unit(const zs_unit *u, const char *fn) {
     return zs_err(ZS_ERR_STATE, "%s('%s') before zs_engine_commit: commit the engine first", fn,
                   u->name);
   if (e->state == ZS_ENGINE_FAILED)
-    return zs_err(ZS_ERR_STATE, "%s('%s'): the engine failed earlier (a collective timed out or "
-                                "failed); destroy it and restart from a checkpoint",
+    return zs_err(ZS_ERR_STATE,
+                  "%s('%s'): the engine failed earlier (a collective timed out or "
+                  "failed); destroy it and restart from a checkpoint",
                   fn, u->name);
   return ZS_OK;
 }
@@ -20,8 +21,9 @@ static zs_status check_unit(const zs_unit *u, const char *fn) {
 zs_status zs_unit_gather(zs_unit *u) {
   ZS_CHECK(check_unit(u, "zs_unit_gather"));
   if (u->in_use)
-    return zs_err(ZS_ERR_STATE, "zs_unit_gather('%s'): the unit is already gathered; call "
-                                "zs_unit_release before gathering it again",
+    return zs_err(ZS_ERR_STATE,
+                  "zs_unit_gather('%s'): the unit is already gathered; call "
+                  "zs_unit_release before gathering it again",
                   u->name);
   ZS_CHECK(zs_shard_gather(u, 1));
   u->in_use = 1;
@@ -46,8 +48,8 @@ void *zs_unit_grad(zs_unit *u, int t) {
   if (check_unit(u, "zs_unit_grad") != ZS_OK) return NULL;
   zs_engine *e = u->e;
   if (t < 0 || t >= u->ntensors) {
-    zs_err(ZS_ERR_INVALID_ARG, "zs_unit_grad('%s', %d): tensor index out of range 0..%d", u->name, t,
-           u->ntensors - 1);
+    zs_err(ZS_ERR_INVALID_ARG, "zs_unit_grad('%s', %d): tensor index out of range 0..%d", u->name,
+           t, u->ntensors - 1);
     return NULL;
   }
   if (e->state != ZS_ENGINE_IN_STEP) {
@@ -67,8 +69,7 @@ void *zs_unit_grad(zs_unit *u, int t) {
 zs_status zs_unit_release(zs_unit *u) {
   ZS_CHECK(check_unit(u, "zs_unit_release"));
   if (!u->in_use)
-    return zs_err(ZS_ERR_STATE, "zs_unit_release('%s') without a matching zs_unit_gather",
-                  u->name);
+    return zs_err(ZS_ERR_STATE, "zs_unit_release('%s') without a matching zs_unit_gather", u->name);
   u->in_use = 0;
   u->fwd_done = 1;
   return zs_shard_release(u);
@@ -78,12 +79,14 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
   ZS_CHECK(check_unit(u, "zs_unit_grads_ready"));
   zs_engine *e = u->e;
   if (e->state != ZS_ENGINE_IN_STEP)
-    return zs_err(ZS_ERR_STATE, "zs_unit_grads_ready('%s') outside a step: call "
-                                "zs_engine_begin_step first",
+    return zs_err(ZS_ERR_STATE,
+                  "zs_unit_grads_ready('%s') outside a step: call "
+                  "zs_engine_begin_step first",
                   u->name);
   if (u->grads_ready_count >= e->micro_steps)
-    return zs_err(ZS_ERR_STATE, "zs_unit_grads_ready('%s') called more than micro_steps (%d) "
-                                "times in one step",
+    return zs_err(ZS_ERR_STATE,
+                  "zs_unit_grads_ready('%s') called more than micro_steps (%d) "
+                  "times in one step",
                   u->name, e->micro_steps);
   u->grads_ready_count++;
   u->fwd_done = 0; /* the next gather of this unit starts the next micro-step's forward */

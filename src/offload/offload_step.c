@@ -30,21 +30,22 @@ void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a) {
   memset(p, 0, sizeof *p);
 }
 
-static size_t dsz(zs_dtype dt) { return dt == ZS_BF16 ? 2 : 4; }
+static size_t dsz(zs_dtype dt) {
+  return dt == ZS_BF16 ? 2 : 4;
+}
 
 /* Queues the device->host copy of chunk k's gradient into staging slot k % 2. */
-static zs_status fetch_grad(zs_dev *d, zs_offload_pipe *p, const void *grad, zs_dtype gdt,
-                            size_t n, size_t k) {
+static zs_status fetch_grad(zs_dev *d, zs_offload_pipe *p, const void *grad, zs_dtype gdt, size_t n,
+                            size_t k) {
   size_t lo = k * p->chunk, len = n - lo < p->chunk ? n - lo : p->chunk;
   ZS_CHECK(zs_dev_copy(d, p->grad[k % 2], (const char *)grad + lo * dsz(gdt), len * dsz(gdt),
                        d->comm_stream));
   return zs_dev_event_record(d, p->ev_grad[k % 2], d->comm_stream);
 }
 
-zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe,
-                           const zs_adamw_coef *c, float *master, float *m, float *v,
-                           const void *grad, zs_dtype gdt, void *param_out, zs_dtype pdt,
-                           int param_on_host, size_t n) {
+zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, const zs_adamw_coef *c,
+                           float *master, float *m, float *v, const void *grad, zs_dtype gdt,
+                           void *param_out, zs_dtype pdt, int param_on_host, size_t n) {
   if (n == 0) return ZS_OK;
   if (d->kind != ZS_DEVICE_CUDA) {
     zs_cpu_adamw_mt(pool, c, master, m, v, grad, gdt, param_out, pdt, n);

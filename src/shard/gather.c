@@ -17,8 +17,8 @@ zs_status zs_shard_gather(zs_unit *u, int for_user) {
     const void *send = u->param_shard;
     if (u->param_on_host && d->kind == ZS_DEVICE_CUDA) {
       void *slot = zs_ptr_add(u->param_full, u->lay.shard_off, e->cfg.param_dtype);
-      zs_status cr = zs_dev_copy(d, slot, u->param_shard, u->lay.shard * zs_dtype_size(e->cfg.param_dtype),
-                                 d->comm_stream);
+      zs_status cr = zs_dev_copy(d, slot, u->param_shard,
+                                 u->lay.shard * zs_dtype_size(e->cfg.param_dtype), d->comm_stream);
       if (cr != ZS_OK) {
         zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream);
         u->param_full = NULL;
@@ -81,8 +81,7 @@ zs_status zs_shard_gather_master(zs_unit *u, float *full) {
     send = full + u->lay.shard_off;
     ZS_CHECK(zs_dev_copy(d, full + u->lay.shard_off, u->master, u->lay.shard * 4, d->comm_stream));
   }
-  zs_status rc = zs_coll_all_gather(e->shard, send, full, u->lay.shard, ZS_CDT_F32,
-                                    d->comm_stream);
+  zs_status rc = zs_coll_all_gather(e->shard, send, full, u->lay.shard, ZS_CDT_F32, d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
   ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
   return zs_dev_sync(d, d->comm_stream);

@@ -10,8 +10,8 @@
 
 typedef struct {
   int ntensors;
-  size_t *off;   /* element offset of tensor i in the flat buffer */
-  size_t *numel; /* element count of tensor i */
+  size_t *off;        /* element offset of tensor i in the flat buffer */
+  size_t *numel;      /* element count of tensor i */
   size_t numel_total; /* sum of numel (unpadded) */
   size_t padded;      /* numel_total rounded up to a multiple of nshards (>= nshards) */
   size_t shard;       /* padded / nshards */

@@ -149,7 +149,8 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
   }
 out:
   scratch_put(e, &conv);
-  if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "gradient reduction of unit '%s'", u->name));
+  if (rc != ZS_OK)
+    return zs_engine_fail(e, zs_err_wrap(rc, "gradient reduction of unit '%s'", u->name));
   return ZS_OK;
 }
 

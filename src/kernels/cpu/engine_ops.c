@@ -22,14 +22,16 @@ void zs_cpu_convert(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt
     if (dst != src) memmove(dst, src, n * (dst_dt == ZS_BF16 ? 2 : 4));
     return;
   }
-  for (size_t i = 0; i < n; i++) store_f(dst, dst_dt, i, load_f(src, src_dt, i));
+  for (size_t i = 0; i < n; i++)
+    store_f(dst, dst_dt, i, load_f(src, src_dt, i));
 }
 
 void zs_cpu_add_into(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt, size_t n) {
   if (dst_dt == ZS_F32 && src_dt == ZS_F32) {
     float *d = dst;
     const float *s = src;
-    for (size_t i = 0; i < n; i++) d[i] = d[i] + s[i];
+    for (size_t i = 0; i < n; i++)
+      d[i] = d[i] + s[i];
     return;
   }
   for (size_t i = 0; i < n; i++)
@@ -46,10 +48,12 @@ void zs_cpu_sum_chunks(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src
       size_t e = b + 1024 < n ? b + 1024 : n;
       int k0 = accumulate ? 0 : 1;
       if (!accumulate)
-        for (size_t i = b; i < e; i++) d[i] = s[i];
+        for (size_t i = b; i < e; i++)
+          d[i] = s[i];
       for (int k = k0; k < nchunks; k++) {
         const float *c = s + (size_t)k * stride;
-        for (size_t i = b; i < e; i++) d[i] = d[i] + c[i];
+        for (size_t i = b; i < e; i++)
+          d[i] = d[i] + c[i];
       }
     }
     return;
@@ -63,7 +67,8 @@ void zs_cpu_sum_chunks(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src
 }
 
 void zs_cpu_scale(void *x, zs_dtype dt, float s, size_t n) {
-  for (size_t i = 0; i < n; i++) store_f(x, dt, i, load_f(x, dt, i) * s);
+  for (size_t i = 0; i < n; i++)
+    store_f(x, dt, i, load_f(x, dt, i) * s);
 }
 
 /* Adds one float's square into the (not yet normalised) bins. */
@@ -93,13 +98,16 @@ void zs_cpu_sq_bins(uint64_t *bins, const void *x, zs_dtype dt, size_t n) {
     memset(local, 0, sizeof local);
     if (dt == ZS_BF16) {
       const uint16_t *h = x;
-      for (size_t i = b; i < e; i++) sq_bin_add(local, (uint32_t)h[i] << 16);
+      for (size_t i = b; i < e; i++)
+        sq_bin_add(local, (uint32_t)h[i] << 16);
     } else {
       const uint32_t *f = x;
-      for (size_t i = b; i < e; i++) sq_bin_add(local, f[i]);
+      for (size_t i = b; i < e; i++)
+        sq_bin_add(local, f[i]);
     }
     zs_sq_bins_normalise(local);
-    for (int k = 0; k < ZS_SQ_NWORDS; k++) bins[k] += local[k];
+    for (int k = 0; k < ZS_SQ_NWORDS; k++)
+      bins[k] += local[k];
   }
   zs_sq_bins_normalise(bins);
 }

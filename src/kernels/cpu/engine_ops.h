@@ -1,5 +1,6 @@
-/* Elementwise helpers the sharding engine runs on shards (CPU twins of src/kernels/cuda/engine_cuda.h).
-   Buffers are host memory; dtypes ZS_F32 or ZS_BF16; math in fp32. */
+/* Elementwise helpers the sharding engine runs on shards (CPU twins of
+   src/kernels/cuda/engine_cuda.h). Buffers are host memory; dtypes ZS_F32 or ZS_BF16; math in fp32.
+ */
 #ifndef ZS_KERNELS_CPU_ENGINE_OPS_H
 #define ZS_KERNELS_CPU_ENGINE_OPS_H
 
