@@ -115,7 +115,9 @@ void *zs_engine_stream(zs_engine *e);
 
 /* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1). */
 zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
-/* Makes the full params of u usable on the engine stream (stage 3: all-gather). */
+/* Makes the full params of u usable on the engine stream (stage 3: all-gather). Gathering a unit
+   that is already gathered is a no-op. Release it after its forward and again after its backward:
+   at stage 3 a gathered unit holds its full params until zs_unit_release (or the step). */
 zs_status zs_unit_gather(zs_unit *u);
 /* Device pointer to tensor t of a gathered unit, in param_dtype; NULL if not gathered / bad t. */
 void *zs_unit_param(zs_unit *u, int t);

@@ -166,8 +166,7 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
     const double mgn = e->cfg.adamw.max_grad_norm;
     const double clip = (mgn > 0 && norm > mgn) ? mgn / (norm + 1e-6) : 1.0;
     ZS_CHECK(run_adamw(e, inv * clip));
-    zs_status rc = zs_shard_publish(e);
-    if (rc != ZS_OK) return rc;
+    ZS_CHECK(zs_shard_publish(e));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
     e->opt_steps++;
   }

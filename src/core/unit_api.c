@@ -20,11 +20,7 @@ static zs_status check_unit(const zs_unit *u, const char *fn) {
 
 zs_status zs_unit_gather(zs_unit *u) {
   ZS_CHECK(check_unit(u, "zs_unit_gather"));
-  if (u->in_use)
-    return zs_err(ZS_ERR_STATE,
-                  "zs_unit_gather('%s'): the unit is already gathered; call "
-                  "zs_unit_release before gathering it again",
-                  u->name);
+  if (u->in_use) return ZS_OK; /* already gathered (e.g. kept from its backward): a no-op */
   ZS_CHECK(zs_shard_gather(u, 1));
   u->in_use = 1;
   return zs_shard_prefetch_after(u);
