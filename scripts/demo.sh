@@ -56,7 +56,7 @@ cmake -S . -B "$build_dir" -DZS_CUDA=AUTO >/dev/null
 if [ "$force_mlp" = 0 ] && [ -x scripts/demo-gpt2.sh ] && [ -f examples/train_gpt2.c ]; then
   if cmake --build "$build_dir" -j "$jobs" --target train_gpt2; then
     echo "== GPT-2 demo (scripts/demo-gpt2.sh; scripts/demo.sh --mlp for the MLP)"
-    exec scripts/demo-gpt2.sh "${extra[@]}"
+    BUILD=$(cd "$build_dir" && pwd) exec scripts/demo-gpt2.sh "${extra[@]}"
   fi
   echo "demo.sh: the GPT-2 example does not build yet: training the MLP instead" >&2
 fi
