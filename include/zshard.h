@@ -77,7 +77,8 @@ typedef struct zs_unit zs_unit;
 zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 /* Bootstrap from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun style). A TCP
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with
-   NCCL; a CPU run with more than one rank returns ZS_ERR_UNSUPPORTED (use mpirun). */
+   NCCL. More than one rank with no visible GPU returns ZS_ERR_UNSUPPORTED here (the CPU device
+   needs MPI: use mpirun); a CPU engine on a multi-rank env comm is refused at create. */
 zs_status zs_comm_init_env(zs_comm **out);
 int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
 int zs_comm_size(const zs_comm *c); /* -1 for NULL */

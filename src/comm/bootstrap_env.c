@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "comm/comm_impl.h"
+#include "core/device.h"
 #include "core/error.h"
 
 /* Parses variable `name` as an integer in [lo, hi]; def >= lo is used when it is unset (def < lo:
@@ -85,6 +86,12 @@ zs_status zs_comm_init_env(zs_comm **out) {
     ZS_CHECK(env_int("MASTER_PORT", 1, 65535, -1, &port));
     ZS_CHECK(check_addr(addr));
   }
+  if (size > 1 && zs_dev_cuda_count() == 0)
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "zs_comm_init_env: WORLD_SIZE=%d but no CUDA device is visible, so these ranks "
+                  "can only use the CPU device, which needs MPI between processes: launch with "
+                  "mpirun and use zs_comm_init_mpi",
+                  size);
   /* LOCAL_WORLD_SIZE is torchrun's name for the ranks on this host (default 1). */
   int lsize = 1;
   ZS_CHECK(env_int("LOCAL_WORLD_SIZE", 1, INT_MAX, 1, &lsize));
