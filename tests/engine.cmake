@@ -69,3 +69,12 @@ if(ZS_HAVE_CUDA)
                engine_cuda_det_np2_stage3 engine_cuda_offload_np2_stage3 engine_cuda_np2_stage3_bf16
                APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
 endif()
+
+if(ZS_HAVE_CUDA)
+  # The NCCL path with two ranks on one GPU: each rank gets its own NCCL_HOSTID (sockets).
+  zs_engine_equiv(engine_cuda_nccl_np2_stage3 2 3 det RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_nccl_np2_stage1 2 1 nondet RUN_ARGS "--device cuda")
+  set_property(TEST engine_cuda_nccl_np2_stage3 engine_cuda_nccl_np2_stage1 APPEND PROPERTY ENVIRONMENT
+               "EQUIV_RUN_PREFIX=env ZS_COMM=nccl ${CMAKE_CURRENT_SOURCE_DIR}/with_hostid.sh")
+  set_property(TEST engine_cuda_nccl_np2_stage3 engine_cuda_nccl_np2_stage1 APPEND PROPERTY LABELS gpu)
+endif()

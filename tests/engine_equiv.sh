@@ -11,5 +11,6 @@ if [ "$mode" = det ]; then det=1 cmp=(--tol 0); else det=0 cmp=(--tol 1e-6); fi
 "$mpiexec" --oversubscribe -np 1 "$exe" --stage "$stage" --micro "$n" --det 1 --write "$tmp/ref.bin" "$@"
 # EQUIV_RUN_ARGS: options for the N-rank run only (e.g. --offload 3: compare offload vs none).
 # shellcheck disable=SC2086
-"$mpiexec" --oversubscribe -np "$n" "$exe" --stage "$stage" --micro 1 --det "$det" \
+# EQUIV_RUN_PREFIX: a command the N-rank run's program is started through (tests/with_hostid.sh).
+"$mpiexec" --oversubscribe -np "$n" ${EQUIV_RUN_PREFIX:-} "$exe" --stage "$stage" --micro 1 --det "$det" \
   --compare "$tmp/ref.bin" "${cmp[@]}" "$@" ${EQUIV_RUN_ARGS:-}
