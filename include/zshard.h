@@ -54,7 +54,9 @@ typedef struct {
   unsigned offload;      /* ZS_OFFLOAD_* bits */
   int deterministic;     /* fixed-order reductions: same bits for any world size and stage */
   int prefetch_units;    /* units gathered ahead in stage 3 (0 = none) */
-  size_t bucket_bytes;   /* upper bound of one communication bucket (0 = one unit per bucket) */
+  size_t bucket_bytes;   /* upper bound of one reduction message: larger units are reduced in
+                            pieces, bounding reduction scratch to ~2x this (0 = whole units).
+                            Pieces never change the bits. */
   size_t max_live_bytes; /* stage 3: limit on gathered-but-unreleased bytes, 0 = unlimited */
   int shard_group_size;  /* hybrid sharding: shard inside groups of this size; 0 = world */
   double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
@@ -182,6 +184,26 @@ typedef struct zs_kernels zs_kernels;
  */
 zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out);
 void zs_kernels_destroy(zs_kernels *k);
+/* The user's own buffers (activations, token ids, staging) on the kernels' device, so a training
+   loop needs no CUDA runtime of its own. Every call fails with ZS_ERR_INVALID_ARG when k is NULL.
+   Allocates `bytes` (> 0) of zero-filled memory on the kernels' device (host memory on the CPU),
+   256-byte aligned, ordered on the kernels' stream; the caller owns it and frees it with
+   zs_kernels_free on the same context. ZS_ERR_OUT_OF_MEMORY names the bytes; *p is NULL on failure.
+ */
+zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p);
+/* Frees a zs_kernels_alloc buffer, ordered after the work already queued on the stream (the memory
+   is reused only once that work is done). p == NULL (or k == NULL) is a no-op. */
+void zs_kernels_free(zs_kernels *k, void *p);
+/* Sets `bytes` of device memory at p to 0, ordered on the stream (bytes == 0: nothing to do). */
+zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes);
+/* Copies `bytes` from src to dst in any direction (host<->device, device<->device, host<->host),
+   ordered on the stream; the regions must not overlap (except on the CPU). When either side is host
+   memory the call returns after the copy completed (src may be reused, dst read at once); a
+   device-to-device copy is only queued. ZS_ERR_DEVICE names the failing CUDA call. */
+zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t bytes);
+/* Waits for all work queued on the kernels' stream (a no-op on the CPU). ZS_ERR_DEVICE reports a
+   failure of that work (e.g. a faulting kernel). */
+zs_status zs_kernels_sync(zs_kernels *k);
 /* out[B,T,C] = wte[tok] + wpe[t] */
 zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
                            const void *wpe, int B, int T, int C);
@@ -196,6 +218,8 @@ zs_status zs_k_layernorm_bwd(zs_kernels *k, void *dinp, void *dw, void *db, cons
 /* out[N,OC] = inp[N,C] @ w[OC,C]^T + bias[OC] (bias may be NULL). */
 zs_status zs_k_matmul_fwd(zs_kernels *k, void *out, const void *inp, const void *w,
                           const void *bias, int N, int C, int OC);
+/* dinp[N,C] += dout @ w, dw += dout^T @ inp, dbias += column sums of dout. dbias may be NULL (no
+   bias) and dinp may be NULL (skips the input gradient: the first layer never needs it). */
 zs_status zs_k_matmul_bwd(zs_kernels *k, void *dinp, void *dw, void *dbias, const void *dout,
                           const void *inp, const void *w, int N, int C, int OC);
 /* Causal self-attention. qkv[B,T,3C] (q | k | v, head h = channels h*C/NH ..), out[B,T,C],

@@ -78,3 +78,13 @@ if(ZS_HAVE_CUDA)
                "EQUIV_RUN_PREFIX=env ZS_COMM=nccl ${CMAKE_CURRENT_SOURCE_DIR}/with_hostid.sh")
   set_property(TEST engine_cuda_nccl_np2_stage3 engine_cuda_nccl_np2_stage1 APPEND PROPERTY LABELS gpu)
 endif()
+
+# bucket_bytes cuts reductions into pieces (tiny buckets: many pieces, packing, hybrid): the bits
+# must equal the unbucketed 1-rank reference.
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_bucket_np3_stage${stage} 3 ${stage} det RUN_ARGS "--bucket 40")
+endforeach()
+zs_engine_equiv(engine_bucket_np4_stage3_hybrid 4 3 det RUN_ARGS "--bucket 64 --group 2")
+zs_engine_equiv(engine_bucket_nondet_np4_stage2 4 2 nondet RUN_ARGS "--bucket 48")
+zs_engine_equiv(engine_bucket_nondet_np4_stage3_hybrid 4 3 nondet RUN_ARGS "--bucket 48 --group 2")
+zs_engine_equiv(engine_bucket_nondet_np2_stage0 2 0 nondet RUN_ARGS "--bucket 40")

@@ -21,29 +21,71 @@ static void scratch_put(zs_engine *e, scratch *s) {
   s->p = NULL;
 }
 
-/* Ordered sum over the world of `src` (P elements in rd, blocks of s per shard index) into dst
-   (s elements in dst_dt): rank q contributes block (q mod S). */
-static zs_status ordered_reduce_scatter(zs_engine *e, const void *src, size_t P, size_t s,
-                                        void *dst, zs_dtype dst_dt, int accumulate) {
+/* Elements per rank-block of one reduction piece: the whole block (bucket_bytes 0), or fewer so
+   that a piece's packed buffer of nblocks blocks stays within bucket_bytes. Reductions are
+   elementwise in a fixed order, so cutting them into pieces never changes the bits. */
+static size_t piece_len(const zs_engine *e, size_t s, size_t nblocks) {
+  const size_t es = zs_dtype_size(e->cfg.reduce_dtype);
+  if (e->cfg.bucket_bytes == 0) return s;
+  size_t c = e->cfg.bucket_bytes / (es * nblocks);
+  if (c < 1) c = 1;
+  return c < s ? c : s;
+}
+
+/* Copies piece [j, j + len) of every shard block of red into dst as nblocks blocks of len
+   elements; block q takes shard (q mod S) (hybrid: every replica group needs the same shards). */
+static zs_status pack_piece(zs_engine *e, void *dst, const void *red, size_t s, size_t j,
+                            size_t len, size_t nblocks) {
   const zs_dtype rd = e->cfg.reduce_dtype;
-  const size_t es = zs_dtype_size(rd);
-  const int W = e->world_size, R = W / e->shard_size;
+  const size_t S = (size_t)e->shard_size;
+  for (size_t q = 0; q < nblocks; q++)
+    ZS_CHECK(zs_dev_copy(&e->dev, zs_ptr_add(dst, q * len, rd),
+                         zs_ptr_add((void *)red, (q % S) * s + j, rd), len * zs_dtype_size(rd),
+                         e->dev.comm_stream));
+  return ZS_OK;
+}
+
+/* Reduces red (P = S*s elements in rd; block k belongs to shard k) into this rank's shard dst
+   (s elements in dst_dt), adding to dst when accumulate. deterministic: all-to-all over the world
+   and one sum in world-rank order; else reduce-scatter in the shard group, then all-reduce across
+   replicas (hybrid). */
+static zs_status reduce_scatter_into(zs_engine *e, void *red, size_t s, void *dst, zs_dtype dst_dt,
+                                     int accumulate) {
+  const zs_dtype rd = e->cfg.reduce_dtype;
+  const size_t es = zs_dtype_size(rd), S = (size_t)e->shard_size, W = (size_t)e->world_size;
+  const int det = e->cfg.deterministic;
+  const size_t nblocks = det ? W : S, c = piece_len(e, s, nblocks);
+  const int pack = !(c == s && nblocks == S); /* red already is S whole blocks */
   void *cs = e->dev.comm_stream;
   scratch send = {0}, recv = {0};
   zs_status rc = ZS_OK;
-  const void *sendp = src;
-  if (R > 1) {
-    /* Hybrid: world rank q = g*S + k needs block k, so the send buffer is R copies of src. */
-    ZS_CHECK_GOTO(scratch_get(e, &send, (size_t)R * P * es), rc, out);
-    for (int g = 0; g < R; g++)
-      ZS_CHECK_GOTO(zs_dev_copy(&e->dev, (char *)send.p + (size_t)g * P * es, src, P * es, cs), rc,
-                    out);
-    sendp = send.p;
+  if (pack) ZS_CHECK_GOTO(scratch_get(e, &send, nblocks * c * es), rc, out);
+  if (det || pack) ZS_CHECK_GOTO(scratch_get(e, &recv, (det ? W : 1) * c * es), rc, out);
+  for (size_t j = 0; j < s; j += c) {
+    const size_t len = s - j < c ? s - j : c;
+    void *sendp = red;
+    if (pack) {
+      ZS_CHECK_GOTO(pack_piece(e, send.p, red, s, j, len, nblocks), rc, out);
+      sendp = send.p;
+    }
+    void *out_j = zs_ptr_add(dst, j, dst_dt);
+    if (det) {
+      ZS_CHECK_GOTO(zs_coll_all_to_all(e->world, sendp, recv.p, len, zs_cdt_of(rd), cs), rc, out);
+      ZS_CHECK_GOTO(
+          zs_dev_sum_chunks(&e->dev, out_j, dst_dt, recv.p, rd, (int)W, len, len, accumulate, cs),
+          rc, out);
+      continue;
+    }
+    /* In place when unpacked: this rank's block of red receives the sum. */
+    void *block = pack ? recv.p : zs_ptr_add(red, (size_t)e->shard_rank * s, rd);
+    ZS_CHECK_GOTO(zs_coll_reduce_scatter(e->shard, sendp, block, len, zs_cdt_of(rd), cs), rc, out);
+    if (e->replica)
+      ZS_CHECK_GOTO(zs_coll_all_reduce(e->replica, block, block, len, zs_cdt_of(rd), cs), rc, out);
+    if (accumulate)
+      ZS_CHECK_GOTO(zs_dev_add_into(&e->dev, out_j, dst_dt, block, rd, len, cs), rc, out);
+    else
+      ZS_CHECK_GOTO(zs_dev_convert(&e->dev, out_j, dst_dt, block, rd, len, cs), rc, out);
   }
-  ZS_CHECK_GOTO(scratch_get(e, &recv, (size_t)W * s * es), rc, out);
-  ZS_CHECK_GOTO(zs_coll_all_to_all(e->world, sendp, recv.p, s, zs_cdt_of(rd), cs), rc, out);
-  ZS_CHECK_GOTO(zs_dev_sum_chunks(&e->dev, dst, dst_dt, recv.p, rd, W, s, s, accumulate, cs), rc,
-                out);
 out:
   if (rc != ZS_OK) zs_engine_fail(e, rc); /* before freeing: see zs_mem_free */
   scratch_put(e, &recv);
@@ -51,7 +93,8 @@ out:
   return rc;
 }
 
-/* Ordered all-reduce of P elements of buf (rd) over the world, in place. */
+/* Ordered all-reduce of P elements of buf (rd) over the world, in place: all-to-all of W chunks,
+   one ordered sum of this rank's chunk, all-gather. */
 static zs_status ordered_all_reduce(zs_engine *e, void *buf, size_t P) {
   const zs_dtype rd = e->cfg.reduce_dtype;
   const size_t es = zs_dtype_size(rd);
@@ -76,15 +119,22 @@ out:
   return rc;
 }
 
-/* Non-deterministic reduce-scatter of red (P elements, rd) into its own shard block, then the
-   replica all-reduce (hybrid). Returns the pointer to the reduced block. */
-static zs_status plain_reduce_scatter(zs_engine *e, void *red, size_t s, void **block) {
+/* Stage 0: all-reduce of red (P elements) in place, in pieces of at most bucket_bytes
+   (deterministic: ordered, its scratch is about twice a piece). */
+static zs_status all_reduce_pieces(zs_engine *e, void *red, size_t P) {
   const zs_dtype rd = e->cfg.reduce_dtype;
-  void *cs = e->dev.comm_stream;
-  void *mine = zs_ptr_add(red, (size_t)e->shard_rank * s, rd);
-  ZS_CHECK(zs_coll_reduce_scatter(e->shard, red, mine, s, zs_cdt_of(rd), cs));
-  if (e->replica) ZS_CHECK(zs_coll_all_reduce(e->replica, mine, mine, s, zs_cdt_of(rd), cs));
-  *block = mine;
+  const size_t es = zs_dtype_size(rd);
+  size_t c = P;
+  if (e->cfg.bucket_bytes) c = e->cfg.bucket_bytes / (es * (e->cfg.deterministic ? 2 : 1));
+  if (c < 1) c = 1;
+  for (size_t j = 0; j < P; j += c) {
+    const size_t len = P - j < c ? P - j : c;
+    void *p = zs_ptr_add(red, j, rd);
+    if (e->cfg.deterministic)
+      ZS_CHECK(ordered_all_reduce(e, p, len));
+    else
+      ZS_CHECK(zs_coll_all_reduce(e->world, p, p, len, zs_cdt_of(rd), e->dev.comm_stream));
+  }
   return ZS_OK;
 }
 
@@ -100,24 +150,17 @@ zs_status zs_shard_grad_buffer(zs_unit *u) {
 static zs_status reduce_unit(zs_unit *u, void *red) {
   zs_engine *e = u->e;
   const zs_dtype pd = e->cfg.param_dtype, rd = e->cfg.reduce_dtype;
-  const size_t P = u->lay.padded, s = u->lay.shard;
-  const int st = e->cfg.stage, det = e->cfg.deterministic;
-  void *cs = e->dev.comm_stream;
+  const size_t P = u->lay.padded;
+  const int st = e->cfg.stage;
   if (st == 0) {
-    if (det && e->world_size > 1)
-      ZS_CHECK(ordered_all_reduce(e, red, P));
-    else if (e->world_size > 1)
-      ZS_CHECK(zs_coll_all_reduce(e->world, red, red, P, zs_cdt_of(rd), cs));
-    return red == u->grad_full ? ZS_OK : zs_dev_convert(&e->dev, u->grad_full, pd, red, rd, P, cs);
+    if (e->world_size > 1) ZS_CHECK(all_reduce_pieces(e, red, P));
+    return red == u->grad_full
+               ? ZS_OK
+               : zs_dev_convert(&e->dev, u->grad_full, pd, red, rd, P, e->dev.comm_stream);
   }
   /* Destination: stage 1 keeps the reduced shard inside grad_full; stages 2-3 in grad_shard. */
   void *dst = st == 1 ? zs_ptr_add(u->grad_full, u->lay.shard_off, pd) : u->grad_shard;
-  const int acc = st >= 2 && u->grad_shard_valid;
-  if (det) return ordered_reduce_scatter(e, red, P, s, dst, pd, acc);
-  void *block = NULL;
-  ZS_CHECK(plain_reduce_scatter(e, red, s, &block));
-  if (acc) return zs_dev_add_into(&e->dev, dst, pd, block, rd, s, cs);
-  return zs_dev_convert(&e->dev, dst, pd, block, rd, s, cs);
+  return reduce_scatter_into(e, red, u->lay.shard, dst, pd, st >= 2 && u->grad_shard_valid);
 }
 
 zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
