@@ -137,7 +137,10 @@ static void add(void *p, int bf16, int64_t i, float v) {
 static void copy_bytes(void *dst, const void *src, size_t n, int cuda) {
 #ifdef ZS_HAVE_CUDA
   if (cuda) {
-    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess) {
+    /* cudaMemcpy from pageable memory may return before its DMA lands: synchronise the device
+       so the engine's (non-blocking) streams see the data. */
+    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
       fprintf(stderr, "FATAL: cudaMemcpy failed\n");
       exit(1);
     }

@@ -96,15 +96,19 @@ zs_status zs_cuda_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, 
 
 zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes) {
   CUDA_TRY(cudaStreamSynchronize((cudaStream_t)d->comm_stream));
-  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)d->compute_stream));
-  CUDA_TRY(cudaMemcpy(host, src, bytes, cudaMemcpyDefault));
+  cudaStream_t s = (cudaStream_t)d->compute_stream;
+  CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDefault, s));
+  CUDA_TRY(cudaStreamSynchronize(s));
   return ZS_OK;
 }
 
 zs_status zs_cuda_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes) {
+  /* On the (non-blocking) compute stream and synchronised: a plain cudaMemcpy from pageable
+     memory may return before its DMA lands, unordered with the engine's streams. */
+  cudaStream_t s = (cudaStream_t)d->compute_stream;
   CUDA_TRY(cudaStreamSynchronize((cudaStream_t)d->comm_stream));
-  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)d->compute_stream));
-  CUDA_TRY(cudaMemcpy(dst, host, bytes, cudaMemcpyDefault));
+  CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyDefault, s));
+  CUDA_TRY(cudaStreamSynchronize(s));
   return ZS_OK;
 }
 
