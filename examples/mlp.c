@@ -10,7 +10,8 @@
  * gradients over ranks and micro-steps, shards them and the AdamW state by `--stage`.
  *
  * The forward/backward use only the public kernels of zshard.h (zs_k_matmul_*, zs_k_gelu_*,
- * zs_k_softmax_xent), so the same code runs on both devices. The first micro-step of every step
+ * zs_k_softmax_xent) and its buffers (zs_kernels_alloc, _zero, _copy), so the same code runs on
+ * both devices and the example needs no CUDA runtime of its own. The first micro-step of every step
  * also runs the forward of a fixed evaluation set (the same rows on every rank, so every rank
  * computes the same number without communicating): the loss of the parameters entering the step.
  * The program exits 1 unless the last step's evaluation loss is below --check-ratio times the
@@ -24,10 +25,6 @@
 #include <time.h>
 
 #include "zshard.h"
-
-#ifdef ZS_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 #define MAX_LAYERS 16
 
@@ -56,7 +53,7 @@ typedef struct {
   zs_unit *unit[MAX_LAYERS]; /* layer l: tensor 0 = weight [dim[l+1], dim[l]], 1 = bias */
   void *act[MAX_LAYERS];     /* act[0] = x; act[l] = gelu(pre[l-1]) : rows x dim[l] */
   void *pre[MAX_LAYERS];     /* pre-activation of layer l (logits for the last): rows x dim[l+1] */
-  void *dact[MAX_LAYERS];    /* gradient w.r.t. act[l]: n x dim[l] (dact[0] is scratch) */
+  void *dact[MAX_LAYERS];    /* gradient w.r.t. act[l]: n x dim[l] (l >= 1; the input has none) */
   void *dpre[MAX_LAYERS];    /* gradient w.r.t. pre[l]: n x dim[l+1] */
   void *targets, *losses;    /* int32 [rows], fp32 [rows] */
   float *host_x, *host_losses; /* host staging */
@@ -73,62 +70,6 @@ typedef struct {
       goto fail;                                                                                   \
     }                                                                                              \
   } while (0)
-
-/* ---------------------------------------------------------------------------------------------
- * Device memory. zshard.h hands out kernels but not activation memory, so this example keeps a
- * four-function shim: host memory on the CPU, the CUDA runtime (on the engine stream) on CUDA. */
-
-/* Allocates `bytes` of zeroed memory on the model's device; NULL on failure. */
-static void *dev_alloc(const model *m, size_t bytes) {
-#ifdef ZS_HAVE_CUDA
-  if (m->o->device == ZS_DEVICE_CUDA) {
-    void *p = NULL;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) return NULL;
-    if (cudaMemset(p, 0, bytes) != cudaSuccess) {
-      cudaFree(p);
-      return NULL;
-    }
-    return p;
-  }
-#endif
-  return calloc(1, bytes);
-}
-
-/* Frees memory from dev_alloc (NULL is a no-op). */
-static void dev_free(const model *m, void *p) {
-#ifdef ZS_HAVE_CUDA
-  if (m->o->device == ZS_DEVICE_CUDA) {
-    cudaFree(p);
-    return;
-  }
-#endif
-  free(p);
-}
-
-/* Zeroes device memory, ordered on the engine stream. Returns 0 on success. */
-static int dev_zero(const model *m, void *p, size_t bytes) {
-#ifdef ZS_HAVE_CUDA
-  if (m->o->device == ZS_DEVICE_CUDA)
-    return cudaMemsetAsync(p, 0, bytes, (cudaStream_t)zs_engine_stream(m->e)) != cudaSuccess;
-#endif
-  memset(p, 0, bytes);
-  return 0;
-}
-
-/* Copies host -> device (to_device) or device -> host, complete on return. Returns 0 on success. */
-static int dev_copy(const model *m, void *dst, const void *src, size_t bytes, int to_device) {
-#ifdef ZS_HAVE_CUDA
-  if (m->o->device == ZS_DEVICE_CUDA) {
-    cudaStream_t s = (cudaStream_t)zs_engine_stream(m->e);
-    enum cudaMemcpyKind kind = to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
-    if (cudaMemcpyAsync(dst, src, bytes, kind, s) != cudaSuccess) return 1;
-    return cudaStreamSynchronize(s) != cudaSuccess;
-  }
-#endif
-  (void)to_device;
-  memcpy(dst, src, bytes);
-  return 0;
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Synthetic data: every number comes from a counter-based generator, so sample g of the stream is
@@ -165,8 +106,9 @@ static int make_sample(const model *m, uint64_t stream, uint64_t g, float *x) {
   return label;
 }
 
-/* Uploads this rank's training rows of micro-batch `mb`, then evaluation rows up to m->rows. */
-static int load_batch(model *m, uint64_t mb) {
+/* Uploads this rank's training rows of micro-batch `mb`, then evaluation rows up to m->rows
+   (zs_kernels_copy from the host returns once the copy is done, so the staging can be reused). */
+static zs_status load_batch(model *m, uint64_t mb) {
   const opts *o = m->o;
   uint64_t first = mb * (uint64_t)o->batch + (uint64_t)m->rank * (uint64_t)m->n;
   for (int i = 0; i < m->rows; i++) {
@@ -174,8 +116,10 @@ static int load_batch(model *m, uint64_t mb) {
     m->host_targets[i] = i < m->n ? make_sample(m, 0, first + (uint64_t)i, x)
                                   : make_sample(m, 1, (uint64_t)(i - m->n), x);
   }
-  if (dev_copy(m, m->act[0], m->host_x, sizeof(float) * (size_t)m->rows * o->in_dim, 1)) return 1;
-  return dev_copy(m, m->targets, m->host_targets, sizeof(int) * (size_t)m->rows, 1);
+  zs_status rc =
+      zs_kernels_copy(m->k, m->act[0], m->host_x, sizeof(float) * (size_t)m->rows * o->in_dim);
+  if (rc != ZS_OK) return rc;
+  return zs_kernels_copy(m->k, m->targets, m->host_targets, sizeof(int) * (size_t)m->rows);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -248,23 +192,25 @@ static zs_status forward(model *m) {
 }
 
 /* Backward of the training rows, top layer first: gather, accumulate the weight/bias gradients
-   into zs_unit_grad, hand the unit back (grads_ready, release), then step through the GELU. */
+   into zs_unit_grad, hand the unit back (grads_ready, release), then step through the GELU. The
+   first layer's input needs no gradient: its matmul backward gets dinp = NULL. */
 static zs_status backward(model *m) {
   for (int l = m->o->layers - 1; l >= 0; l--) {
     zs_unit *u = m->unit[l];
     size_t din = (size_t)m->n * m->dim[l];
-    if (dev_zero(m, m->dact[l], sizeof(float) * din)) return ZS_ERR_DEVICE;
-    zs_status rc = zs_unit_gather(u);
+    zs_status rc = l > 0 ? zs_kernels_zero(m->k, m->dact[l], sizeof(float) * din) : ZS_OK;
+    if (rc == ZS_OK) rc = zs_unit_gather(u);
     if (rc == ZS_OK)
-      rc = zs_k_matmul_bwd(m->k, m->dact[l], zs_unit_grad(u, 0), zs_unit_grad(u, 1), m->dpre[l],
-                           m->act[l], zs_unit_param(u, 0), m->n, m->dim[l], m->dim[l + 1]);
+      rc = zs_k_matmul_bwd(m->k, l > 0 ? m->dact[l] : NULL, zs_unit_grad(u, 0), zs_unit_grad(u, 1),
+                           m->dpre[l], m->act[l], zs_unit_param(u, 0), m->n, m->dim[l],
+                           m->dim[l + 1]);
     if (rc == ZS_OK) rc = zs_unit_grads_ready(u);
     zs_status rc2 = zs_unit_release(u);
     if (rc != ZS_OK) return rc;
     if (rc2 != ZS_OK) return rc2;
     if (l > 0) {
-      if (dev_zero(m, m->dpre[l - 1], sizeof(float) * din)) return ZS_ERR_DEVICE;
-      rc = zs_k_gelu_bwd(m->k, m->dpre[l - 1], m->pre[l - 1], m->dact[l], din);
+      rc = zs_kernels_zero(m->k, m->dpre[l - 1], sizeof(float) * din);
+      if (rc == ZS_OK) rc = zs_k_gelu_bwd(m->k, m->dpre[l - 1], m->pre[l - 1], m->dact[l], din);
       if (rc != ZS_OK) return rc;
     }
   }
@@ -287,11 +233,10 @@ static zs_status train_step(model *m, int step, double *train, double *eval, zs_
   *train = 0.0;
   for (int mi = 0; rc == ZS_OK && mi < o->micro_steps; mi++) {
     m->rows = mi == 0 ? m->max_rows : m->n; /* evaluate once per step */
-    if (load_batch(m, (uint64_t)step * (uint64_t)o->micro_steps + (uint64_t)mi))
-      return ZS_ERR_DEVICE;
-    rc = forward(m);
-    if (rc == ZS_OK && dev_copy(m, m->host_losses, m->losses, sizeof(float) * m->rows, 0))
-      return ZS_ERR_DEVICE;
+    rc = load_batch(m, (uint64_t)step * (uint64_t)o->micro_steps + (uint64_t)mi);
+    if (rc == ZS_OK) rc = forward(m);
+    if (rc == ZS_OK)
+      rc = zs_kernels_copy(m->k, m->host_losses, m->losses, sizeof(float) * (size_t)m->rows);
     if (rc == ZS_OK) {
       *train += mean_loss(m, 0, m->n) / o->micro_steps;
       if (mi == 0) *eval = mean_loss(m, m->n, m->rows);
@@ -305,36 +250,43 @@ static zs_status train_step(model *m, int step, double *train, double *eval, zs_
 /* ---------------------------------------------------------------------------------------------
  * Setup, reporting, main. */
 
-/* Allocates every activation buffer and the host staging; returns 0 on success. */
-static int alloc_buffers(model *m) {
+/* Allocates every activation buffer on the kernels' device (zero-filled) and the host staging. */
+static zs_status alloc_buffers(model *m) {
   const opts *o = m->o;
-  for (int l = 0; l < o->layers; l++) {
-    m->act[l] = dev_alloc(m, sizeof(float) * (size_t)m->max_rows * m->dim[l]);
-    m->pre[l] = dev_alloc(m, sizeof(float) * (size_t)m->max_rows * m->dim[l + 1]);
-    m->dact[l] = dev_alloc(m, sizeof(float) * (size_t)m->n * m->dim[l]);
-    m->dpre[l] = dev_alloc(m, sizeof(float) * (size_t)m->n * m->dim[l + 1]);
-    if (!m->act[l] || !m->pre[l] || !m->dact[l] || !m->dpre[l]) return 1;
+  zs_status rc = ZS_OK;
+  for (int l = 0; rc == ZS_OK && l < o->layers; l++) {
+    rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->max_rows * m->dim[l], &m->act[l]);
+    if (rc == ZS_OK)
+      rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->max_rows * m->dim[l + 1], &m->pre[l]);
+    if (rc == ZS_OK && l > 0)
+      rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->n * m->dim[l], &m->dact[l]);
+    if (rc == ZS_OK)
+      rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->n * m->dim[l + 1], &m->dpre[l]);
   }
-  m->targets = dev_alloc(m, sizeof(int) * (size_t)m->max_rows);
-  m->losses = dev_alloc(m, sizeof(float) * (size_t)m->max_rows);
+  if (rc == ZS_OK) rc = zs_kernels_alloc(m->k, sizeof(int) * (size_t)m->max_rows, &m->targets);
+  if (rc == ZS_OK) rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->max_rows, &m->losses);
+  if (rc != ZS_OK) return rc;
   m->host_x = malloc(sizeof(float) * (size_t)m->max_rows * o->in_dim);
   m->host_targets = malloc(sizeof(int) * (size_t)m->max_rows);
   m->host_losses = malloc(sizeof(float) * (size_t)m->max_rows);
   m->centres = malloc(sizeof(float) * (size_t)o->classes * o->in_dim);
-  return !m->targets || !m->losses || !m->host_x || !m->host_targets || !m->host_losses ||
-         !m->centres;
+  if (!m->host_x || !m->host_targets || !m->host_losses || !m->centres) {
+    fprintf(stderr, "mlp: out of host memory for the staging buffers\n");
+    return ZS_ERR_OUT_OF_MEMORY;
+  }
+  return ZS_OK;
 }
 
-/* Frees what alloc_buffers allocated (any subset of it). */
+/* Frees what alloc_buffers allocated (any subset of it; device buffers need the kernels). */
 static void free_buffers(model *m) {
   for (int l = 0; l < MAX_LAYERS; l++) {
-    dev_free(m, m->act[l]);
-    dev_free(m, m->pre[l]);
-    dev_free(m, m->dact[l]);
-    dev_free(m, m->dpre[l]);
+    zs_kernels_free(m->k, m->act[l]);
+    zs_kernels_free(m->k, m->pre[l]);
+    zs_kernels_free(m->k, m->dact[l]);
+    zs_kernels_free(m->k, m->dpre[l]);
   }
-  dev_free(m, m->targets);
-  dev_free(m, m->losses);
+  zs_kernels_free(m->k, m->targets);
+  zs_kernels_free(m->k, m->losses);
   free(m->host_x);
   free(m->host_targets);
   free(m->host_losses);
@@ -472,10 +424,7 @@ static zs_status setup(model *m, zs_comm *comm) {
   if (rc == ZS_OK) rc = add_units(m);
   if (rc == ZS_OK) rc = zs_engine_commit(m->e);
   if (rc == ZS_OK) rc = zs_kernels_create(o->device, ZS_F32, zs_engine_stream(m->e), &m->k);
-  if (rc == ZS_OK && alloc_buffers(m)) {
-    fprintf(stderr, "mlp: out of memory for activations\n");
-    return ZS_ERR_OUT_OF_MEMORY;
-  }
+  if (rc == ZS_OK) rc = alloc_buffers(m);
   if (rc == ZS_OK) rc = init_params(m);
   return rc;
 }

@@ -68,7 +68,7 @@ static void test_validation(zs_kernels *k) {
   ZS_EXPECT_STATUS(zs_k_layernorm_bwd(k, f, g, h, f, g, h, st, st2, -1, C), INV);
   ZS_EXPECT_STATUS(zs_k_layernorm_bwd(NULL, f, g, h, f, g, h, st, st2, N, C), INV);
 
-  /* matmul: bias and dbias may be NULL, nothing else */
+  /* matmul: bias, dbias and dinp (backward) may be NULL, nothing else */
   ZS_EXPECT_STATUS(zs_k_matmul_fwd(NULL, f, g, h, NULL, N, C, 3), INV);
   ZS_EXPECT_STATUS(zs_k_matmul_fwd(k, NULL, g, h, NULL, N, C, 3), INV);
   ZS_EXPECT_STATUS(zs_k_matmul_fwd(k, f, NULL, h, NULL, N, C, 3), INV);
@@ -76,7 +76,7 @@ static void test_validation(zs_kernels *k) {
   ZS_EXPECT_STATUS(zs_k_matmul_fwd(k, f, g, h, NULL, N, C, 0), INV);
   ZS_EXPECT(strstr(zs_last_error(), "OC") != NULL, "message should name OC: %s", zs_last_error());
   ZS_EXPECT_STATUS(zs_k_matmul_fwd(k, f, g, h, NULL, 0, C, 3), INV);
-  ZS_EXPECT_STATUS(zs_k_matmul_bwd(k, NULL, g, NULL, h, f, g, N, C, 3), INV);
+  ZS_EXPECT_STATUS(zs_k_matmul_bwd(k, NULL, NULL, NULL, h, f, g, N, C, 3), INV); /* dw required */
   ZS_EXPECT_STATUS(zs_k_matmul_bwd(k, f, NULL, NULL, h, f, g, N, C, 3), INV);
   ZS_EXPECT_STATUS(zs_k_matmul_bwd(k, f, g, NULL, NULL, f, g, N, C, 3), INV);
   ZS_EXPECT_STATUS(zs_k_matmul_bwd(k, f, g, NULL, h, NULL, g, N, C, 3), INV);
@@ -145,6 +145,11 @@ static void test_validation(zs_kernels *k) {
   /* and a valid call still works on the same context afterwards (bias NULL allowed) */
   ZS_EXPECT(zs_k_matmul_fwd(k, f, g, h, NULL, N, C, 3) == ZS_OK, "%s", zs_last_error());
   ZS_EXPECT(zs_k_matmul_bwd(k, f, g, NULL, h, f, g, N, C, 3) == ZS_OK, "%s", zs_last_error());
+  /* dinp NULL: the input gradient is skipped, f (the would-be dinp) is not written */
+  float keep[N * C];
+  memcpy(keep, f, sizeof keep);
+  ZS_EXPECT(zs_k_matmul_bwd(k, NULL, g, NULL, h, f, g, N, C, 3) == ZS_OK, "%s", zs_last_error());
+  ZS_EXPECT(memcmp(keep, f, sizeof keep) == 0, "matmul bwd with dinp NULL wrote into inp");
 }
 
 int main(void) {

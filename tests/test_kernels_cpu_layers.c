@@ -163,6 +163,14 @@ static void test_matmul(zs_kernels *k, int N, int C, int OC, int with_bias) {
   kt_check_grad("matmul dinp", mm_loss, &m, m.inp, ni, dinp, pi, NULL, 0);
   kt_check_grad("matmul dw", mm_loss, &m, m.w, nw, dw, pw, NULL, 0);
   if (with_bias) kt_check_grad("matmul dbias", mm_loss, &m, m.bias, (size_t)OC, dbias, pb, NULL, 0);
+
+  /* dinp == NULL (a first layer): the same dw and dbias, bit for bit, from the same start */
+  float *dw2 = kt_copy(pw, nw), *db2 = with_bias ? kt_copy(pb, (size_t)OC) : NULL;
+  ZS_OK_OR_DIE(zs_k_matmul_bwd(k, NULL, dw2, db2, dout, inp, w, N, C, OC));
+  ZS_EXPECT(memcmp(dw2, dw, nw * sizeof(float)) == 0, "matmul bwd dinp=NULL: dw differs (N=%d)", N);
+  ZS_EXPECT(!with_bias || memcmp(db2, dbias, (size_t)OC * sizeof(float)) == 0,
+            "matmul bwd dinp=NULL: dbias differs (N=%d)", N);
+  free(dw2), free(db2);
   free(inp), free(w), free(bias), free(out), free(want), free(dout), free(dinp), free(dw);
   free(dbias), free(pi), free(pw), free(pb), free(m.inp), free(m.w), free(m.bias), free(m.dout);
 }

@@ -1,4 +1,4 @@
-/* Device buffers for activations and token ids (CPU: malloc; CUDA: cudaMalloc on the stream). */
+/* Device buffers for activations and token ids, on zshard's zs_kernels_* memory calls. */
 #include "device.h"
 
 #include <stdlib.h>
@@ -6,94 +6,30 @@
 
 #include "util.h"
 
-#ifdef ZS_HAVE_CUDA
-#include <cuda_runtime.h>
-
-/* Records a CUDA failure as the example's error. */
-static int cuda_fail(const char *what, cudaError_t e) {
-  return gpt2_fail("%s: %s", what, cudaGetErrorString(e));
-}
-#endif
-
 void *gpt2_dev_alloc(const gpt2_dev *d, size_t bytes) {
-  if (bytes == 0) bytes = 1;
-  if (d->kind == ZS_DEVICE_CPU) {
-    void *p = calloc(1, bytes);
-    if (!p) gpt2_fail("out of host memory allocating %zu bytes of activations", bytes);
-    return p;
-  }
-#ifdef ZS_HAVE_CUDA
   void *p = NULL;
-  cudaError_t e = cudaMalloc(&p, bytes);
-  if (e != cudaSuccess) {
-    cuda_fail("cudaMalloc of activations", e);
-    return NULL;
-  }
-  e = cudaMemsetAsync(p, 0, bytes, (cudaStream_t)d->stream);
-  if (e != cudaSuccess) {
-    cudaFree(p);
-    cuda_fail("cudaMemsetAsync", e);
-    return NULL;
-  }
+  zs_status rc = zs_kernels_alloc(d->k, bytes ? bytes : 1, &p);
+  if (rc != ZS_OK) gpt2_fail_zs("zs_kernels_alloc of activations", rc);
   return p;
-#else
-  gpt2_fail("this build has no CUDA: run with --device cpu");
-  return NULL;
-#endif
 }
 
 void gpt2_dev_free(const gpt2_dev *d, void *p) {
-  if (!p) return;
-  if (d->kind == ZS_DEVICE_CPU) {
-    free(p);
-    return;
-  }
-#ifdef ZS_HAVE_CUDA
-  cudaFree(p);
-#endif
+  zs_kernels_free(d->k, p);
 }
 
 int gpt2_dev_zero(const gpt2_dev *d, void *p, size_t bytes) {
-  if (d->kind == ZS_DEVICE_CPU) {
-    memset(p, 0, bytes);
-    return 0;
-  }
-#ifdef ZS_HAVE_CUDA
-  cudaError_t e = cudaMemsetAsync(p, 0, bytes, (cudaStream_t)d->stream);
-  return e == cudaSuccess ? 0 : cuda_fail("cudaMemsetAsync", e);
-#else
-  return gpt2_fail("this build has no CUDA");
-#endif
+  zs_status rc = zs_kernels_zero(d->k, p, bytes);
+  return rc == ZS_OK ? 0 : gpt2_fail_zs("zs_kernels_zero", rc);
 }
 
 int gpt2_dev_upload(const gpt2_dev *d, void *dst, const void *src, size_t bytes) {
-  if (d->kind == ZS_DEVICE_CPU) {
-    memcpy(dst, src, bytes);
-    return 0;
-  }
-#ifdef ZS_HAVE_CUDA
-  cudaStream_t s = (cudaStream_t)d->stream;
-  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(s); /* src is pageable and may be reused */
-  return e == cudaSuccess ? 0 : cuda_fail("upload to the device", e);
-#else
-  return gpt2_fail("this build has no CUDA");
-#endif
+  zs_status rc = zs_kernels_copy(d->k, dst, src, bytes);
+  return rc == ZS_OK ? 0 : gpt2_fail_zs("upload to the device (zs_kernels_copy)", rc);
 }
 
 int gpt2_dev_download(const gpt2_dev *d, void *dst, const void *src, size_t bytes) {
-  if (d->kind == ZS_DEVICE_CPU) {
-    memcpy(dst, src, bytes);
-    return 0;
-  }
-#ifdef ZS_HAVE_CUDA
-  cudaStream_t s = (cudaStream_t)d->stream;
-  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-  return e == cudaSuccess ? 0 : cuda_fail("download from the device", e);
-#else
-  return gpt2_fail("this build has no CUDA");
-#endif
+  zs_status rc = zs_kernels_copy(d->k, dst, src, bytes);
+  return rc == ZS_OK ? 0 : gpt2_fail_zs("download from the device (zs_kernels_copy)", rc);
 }
 
 /* bf16 is the top half of an fp32. */

@@ -1,6 +1,6 @@
-/* Memory on the device the model runs on: host memory for ZS_DEVICE_CPU, CUDA memory ordered on
- * the engine's stream for ZS_DEVICE_CUDA. zshard's public API has no allocator for user buffers
- * (activations, token ids), so this is the one file of the example that calls the CUDA runtime. */
+/* Memory on the device the model runs on (host memory for ZS_DEVICE_CPU, device memory ordered on
+ * the engine's stream for ZS_DEVICE_CUDA): a thin wrapper over zshard's zs_kernels_alloc / _free /
+ * _zero / _copy that records failures as the example's error (gpt2_error()). */
 #ifndef GPT2_DEVICE_H
 #define GPT2_DEVICE_H
 
@@ -10,18 +10,18 @@
 #include "zshard.h"
 
 typedef struct {
-  zs_device kind;
-  void *stream; /* cudaStream_t from zs_engine_stream, NULL on the CPU */
-  zs_dtype dt;  /* dtype of activations, params and grads */
-  size_t esz;   /* bytes per element of dt */
+  zs_kernels *k; /* the kernels context: its device and stream own every buffer */
+  zs_dtype dt;   /* dtype of activations, params and grads */
+  size_t esz;    /* bytes per element of dt */
 } gpt2_dev;
 
 /* Zero-filled device buffer of `bytes`, or NULL (gpt2_error() says why). */
 void *gpt2_dev_alloc(const gpt2_dev *d, size_t bytes);
+/* Frees a gpt2_dev_alloc buffer, ordered after queued work; NULL is a no-op. */
 void gpt2_dev_free(const gpt2_dev *d, void *p);
 /* Sets bytes to 0, ordered on the stream. */
 int gpt2_dev_zero(const gpt2_dev *d, void *p, size_t bytes);
-/* Host -> device and device -> host copies; the device-to-host copy waits for completion. */
+/* Host -> device and device -> host copies; both return after the copy completed. */
 int gpt2_dev_upload(const gpt2_dev *d, void *dst, const void *src, size_t bytes);
 int gpt2_dev_download(const gpt2_dev *d, void *dst, const void *src, size_t bytes);
 

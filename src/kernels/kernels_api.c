@@ -8,11 +8,13 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "kernels/cpu/gpt2_cpu.h"
 #ifdef ZS_HAVE_CUDA
 #include "kernels/cuda/gpt2_cuda.h"
+#include "kernels/kernels_mem.h"
 #endif
 
 /* A kernel context. On the CPU it only records the device and dtype (always ZS_F32 there). */
@@ -90,6 +92,74 @@ void zs_kernels_destroy(zs_kernels *k) {
   zs_cuda_kctx_destroy(k->cuda);
 #endif
   free(k);
+}
+
+/* ---- The user's buffers: zs_kernels_alloc / _free / _zero / _copy / _sync ----
+   CPU: aligned host memory, memset, memmove (the CPU "stream" is synchronous). CUDA: the twins in
+   kernels_mem_cuda.c, ordered on the context's stream. */
+
+#define ZS_KERNELS_ALIGN 256 /* bytes; what cudaMalloc guarantees, so both devices promise it */
+
+zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p) {
+  static const char fn[] = "zs_kernels_alloc";
+  REQ(p != NULL, "%s: p is NULL: pass the address of a pointer to receive the buffer", fn);
+  *p = NULL;
+  REQ_CTX(k);
+  REQ(bytes > 0, "%s: bytes = 0: ask for at least one byte", fn);
+  if (k->dev == ZS_DEVICE_CUDA) CUDA_CALL(mem_alloc, bytes, p);
+  void *q = NULL;
+  if (posix_memalign(&q, ZS_KERNELS_ALIGN, bytes) != 0 || !q)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY,
+                  "%s: the host cannot allocate %zu bytes: use smaller buffers (batch, sequence)",
+                  fn, bytes);
+  memset(q, 0, bytes);
+  *p = q;
+  return ZS_OK;
+}
+
+void zs_kernels_free(zs_kernels *k, void *p) {
+  if (!k || !p) return;
+#ifdef ZS_HAVE_CUDA
+  if (k->dev == ZS_DEVICE_CUDA) {
+    zs_cuda_mem_free(k->cuda, p);
+    return;
+  }
+#endif
+  free(p);
+}
+
+zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes) {
+  static const char fn[] = "zs_kernels_zero";
+  REQ_CTX(k);
+  REQ_PTR(p);
+  if (bytes == 0) return ZS_OK;
+  if (k->dev == ZS_DEVICE_CUDA) CUDA_CALL(mem_zero, p, bytes);
+  memset(p, 0, bytes);
+  return ZS_OK;
+}
+
+zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t bytes) {
+  static const char fn[] = "zs_kernels_copy";
+  REQ_CTX(k);
+  REQ_PTR(dst);
+  REQ_PTR(src);
+  if (bytes == 0) return ZS_OK;
+  if (k->dev == ZS_DEVICE_CUDA) CUDA_CALL(mem_copy, dst, src, bytes);
+  memmove(dst, src, bytes);
+  return ZS_OK;
+}
+
+zs_status zs_kernels_sync(zs_kernels *k) {
+  static const char fn[] = "zs_kernels_sync";
+  REQ_CTX(k);
+  if (k->dev == ZS_DEVICE_CUDA) {
+#ifdef ZS_HAVE_CUDA
+    return zs_cuda_mem_sync(k->cuda);
+#else
+    return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
+#endif
+  }
+  return ZS_OK;
 }
 
 /* Each zs_k_X below: the checks of its arguments (context, required pointers, dimensions), then
@@ -181,12 +251,11 @@ zs_status zs_k_matmul_fwd(zs_kernels *k, void *out, const void *inp, const void 
   return ZS_OK;
 }
 
-/* dbias may be NULL (a layer without bias); dinp and dw are required. */
+/* dbias may be NULL (a layer without bias), dinp too (no input gradient); dw is required. */
 zs_status zs_k_matmul_bwd(zs_kernels *k, void *dinp, void *dw, void *dbias, const void *dout,
                           const void *inp, const void *w, int N, int C, int OC) {
   static const char fn[] = "zs_k_matmul_bwd";
   REQ_CTX(k);
-  REQ_PTR(dinp);
   REQ_PTR(dw);
   REQ_PTR(dout);
   REQ_PTR(inp);

@@ -37,7 +37,7 @@ void zs_cpu_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout, 
 void zs_cpu_matmul_fwd(float *out, const float *inp, const float *w, const float *bias, int N,
                        int C, int OC);
 /* dinp[N,C] += dout @ w; dw[OC,C] += dout^T @ inp; dbias[OC] += column sums of dout (dbias may be
-   NULL when the layer has no bias). */
+   NULL when the layer has no bias, dinp when the input gradient is not needed). */
 void zs_cpu_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                        const float *w, int N, int C, int OC);
 

@@ -18,12 +18,13 @@ void zs_cpu_matmul_fwd(float *out, const float *inp, const float *w, const float
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, w, C, beta, out, OC);
 }
 
-/* Three accumulations (beta = 1 everywhere: gradients are added, never overwritten). dbias sums
-   dout's rows in row order, a vectorisable axpy per row. */
+/* Three accumulations (beta = 1 everywhere: gradients are added, never overwritten); dinp NULL
+   skips the first. dbias sums dout's rows in row order, a vectorisable axpy per row. */
 void zs_cpu_matmul_bwd(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                        const float *w, int N, int C, int OC) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, w, C, 1.0f, dinp,
-              C);
+  if (dinp)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, w, C, 1.0f,
+                dinp, C);
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw,
               C);
   if (dbias) {

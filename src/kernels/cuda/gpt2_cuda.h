@@ -27,6 +27,8 @@ typedef struct zs_cuda_kctx zs_cuda_kctx;
 zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx **out);
 /* Releases everything the context holds (after the stream's work has finished). NULL is a no-op. */
 void zs_cuda_kctx_destroy(zs_cuda_kctx *k);
+/* The context's stream (a cudaStream_t; NULL = the legacy default stream). */
+void *zs_cuda_kctx_stream(zs_cuda_kctx *k);
 
 zs_status zs_cuda_encoder_fwd(zs_cuda_kctx *k, void *out, const int *tok, const void *wte,
                               const void *wpe, int B, int T, int C);

@@ -51,3 +51,7 @@ extern "C" void zs_cuda_kctx_destroy(zs_cuda_kctx *k) {
   if (k->lt) cublasLtDestroy(k->lt);
   free(k);
 }
+
+extern "C" void *zs_cuda_kctx_stream(zs_cuda_kctx *k) {
+  return k ? (void *)k->stream : NULL;
+}

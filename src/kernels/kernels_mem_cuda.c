@@ -1,0 +1,83 @@
+/* The CUDA half of the user-buffer API (zs_kernels_alloc/free/zero/copy/sync): stream-ordered
+ * allocation (cudaMallocAsync / cudaFreeAsync), memset and copies on the kernel context's stream.
+ * Every CUDA failure becomes a status with a sentence naming the public call and the CUDA call;
+ * nothing prints, exits or aborts. */
+#include "kernels/kernels_mem.h"
+
+#include <cuda_runtime.h>
+
+#include "core/error.h"
+
+/* The stream all of it is ordered on. */
+static cudaStream_t stream_of(zs_cuda_kctx *k) {
+  return (cudaStream_t)zs_cuda_kctx_stream(k);
+}
+
+/* ZS_ERR_DEVICE naming the public function `fn` and the CUDA call `what`. A non-sticky error is
+   cleared so that later calls do not report it again. */
+static zs_status cuda_fail(const char *fn, const char *what, cudaError_t e) {
+  (void)cudaGetLastError();
+  return zs_err(ZS_ERR_DEVICE, "%s: %s failed: %s (%s); check the GPU is healthy", fn, what,
+                cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+zs_status zs_cuda_mem_alloc(zs_cuda_kctx *k, size_t bytes, void **p) {
+  static const char fn[] = "zs_kernels_alloc";
+  cudaStream_t s = stream_of(k);
+  void *q = NULL;
+  cudaError_t e = cudaMallocAsync(&q, bytes, s);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (e != cudaErrorMemoryAllocation) return cuda_fail(fn, "cudaMallocAsync", e);
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) (void)cudaGetLastError();
+    return zs_err(ZS_ERR_OUT_OF_MEMORY,
+                  "%s: the GPU cannot allocate %zu bytes (%zu of %zu bytes free): use smaller "
+                  "buffers (batch, sequence) or a higher stage / offload for the model state",
+                  fn, bytes, fr, tot);
+  }
+  e = cudaMemsetAsync(q, 0, bytes, s);
+  if (e != cudaSuccess) {
+    zs_status rc = cuda_fail(fn, "cudaMemsetAsync", e);
+    (void)cudaFreeAsync(q, s);
+    (void)cudaGetLastError();
+    return rc;
+  }
+  *p = q;
+  return ZS_OK;
+}
+
+void zs_cuda_mem_free(zs_cuda_kctx *k, void *p) {
+  if (cudaFreeAsync(p, stream_of(k)) != cudaSuccess) (void)cudaGetLastError();
+}
+
+zs_status zs_cuda_mem_zero(zs_cuda_kctx *k, void *p, size_t bytes) {
+  cudaError_t e = cudaMemsetAsync(p, 0, bytes, stream_of(k));
+  return e == cudaSuccess ? ZS_OK : cuda_fail("zs_kernels_zero", "cudaMemsetAsync", e);
+}
+
+/* 1 when p is memory the host reads or writes directly (pageable, pinned or managed), 0 for
+   device memory. A pointer CUDA does not know is pageable host memory. */
+static int is_host(const void *p) {
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 1;
+  }
+  return a.type != cudaMemoryTypeDevice;
+}
+
+zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t bytes) {
+  static const char fn[] = "zs_kernels_copy";
+  cudaStream_t s = stream_of(k);
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
+  if (e != cudaSuccess) return cuda_fail(fn, "cudaMemcpyAsync", e);
+  if (!is_host(dst) && !is_host(src)) return ZS_OK; /* device to device: stays queued */
+  e = cudaStreamSynchronize(s); /* the host side may be reused (src) or read (dst) at once */
+  return e == cudaSuccess ? ZS_OK : cuda_fail(fn, "cudaStreamSynchronize after the copy", e);
+}
+
+zs_status zs_cuda_mem_sync(zs_cuda_kctx *k) {
+  cudaError_t e = cudaStreamSynchronize(stream_of(k));
+  return e == cudaSuccess ? ZS_OK : cuda_fail("zs_kernels_sync", "cudaStreamSynchronize", e);
+}
