@@ -30,7 +30,7 @@ void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a) {
   memset(p, 0, sizeof *p);
 }
 
-static size_t dsz(zs_dtype dt) {
+static size_t zs_dtype_size(zs_dtype dt) {
   return dt == ZS_BF16 ? 2 : 4;
 }
 
@@ -38,8 +38,8 @@ static size_t dsz(zs_dtype dt) {
 static zs_status fetch_grad(zs_dev *d, zs_offload_pipe *p, const void *grad, zs_dtype gdt, size_t n,
                             size_t k) {
   size_t lo = k * p->chunk, len = n - lo < p->chunk ? n - lo : p->chunk;
-  ZS_CHECK(zs_dev_copy(d, p->grad[k % 2], (const char *)grad + lo * dsz(gdt), len * dsz(gdt),
-                       d->comm_stream));
+  ZS_CHECK(zs_dev_copy(d, p->grad[k % 2], (const char *)grad + lo * zs_dtype_size(gdt),
+                       len * zs_dtype_size(gdt), d->comm_stream));
   return zs_dev_event_record(d, p->ev_grad[k % 2], d->comm_stream);
 }
 
@@ -59,11 +59,11 @@ zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, cons
     ZS_CHECK(zs_dev_event_wait(d, pipe->ev_grad[k % 2]));
     /* Slot k % 2 of the param staging was last read by the copy of chunk k - 2. */
     if (!param_on_host && k >= 2) ZS_CHECK(zs_dev_event_wait(d, pipe->ev_param[k % 2]));
-    void *out = param_on_host ? (char *)param_out + lo * dsz(pdt) : pipe->param[k % 2];
+    void *out = param_on_host ? (char *)param_out + lo * zs_dtype_size(pdt) : pipe->param[k % 2];
     zs_cpu_adamw_mt(pool, c, master + lo, m + lo, v + lo, pipe->grad[k % 2], gdt, out, pdt, len);
     if (!param_on_host) {
-      ZS_CHECK(zs_dev_copy(d, (char *)param_out + lo * dsz(pdt), out, len * dsz(pdt),
-                           d->compute_stream));
+      ZS_CHECK(zs_dev_copy(d, (char *)param_out + lo * zs_dtype_size(pdt), out,
+                           len * zs_dtype_size(pdt), d->compute_stream));
       ZS_CHECK(zs_dev_event_record(d, pipe->ev_param[k % 2], d->compute_stream));
     }
   }
