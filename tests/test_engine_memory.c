@@ -5,7 +5,8 @@
  *   stage 2: params b*psi,   grads b*psi/N, optimizer K*psi/N
  *   stage 3: params b*psi/N, grads b*psi/N, optimizer K*psi/N
  * Unit sizes divide by 4, so there is no padding at N = 1, 2, 4. Also checks that transient
- * buffers are bounded during a stage-3 step and return to zero after it. */
+ * buffers are bounded during a stage-3 step and return to zero after it, and that offload moves
+ * exactly the offloaded state to host_pinned. */
 #include <stdio.h>
 #include <string.h>
 
@@ -76,6 +77,37 @@ static void check_stage(zs_comm *comm, int stage, zs_dtype dt) {
   zs_engine_destroy(e);
 }
 
+/* Offload moves exactly the offloaded state from the device categories to host_pinned:
+   optimizer 12*psi/N (stages 1-3) and, at stage 3, params b*psi/N. */
+static void check_offload(zs_comm *comm, int stage, unsigned offload, zs_dtype dt) {
+  const size_t N = (size_t)zs_comm_size(comm), b = dt == ZS_BF16 ? 2 : 4, K = 12;
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = stage;
+  cfg.offload = offload;
+  cfg.param_dtype = cfg.reduce_dtype = dt;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "a", 2, unit_a, NULL));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "b", 1, unit_b, NULL));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  zs_memory m;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  const int op = (offload & ZS_OFFLOAD_PARAMS) != 0;
+  size_t want_p = op ? 0 : (stage <= 2 ? b * PSI : b * PSI / N);
+  size_t want_g = stage <= 1 ? b * PSI : b * PSI / N;
+  size_t want_h = K * PSI / N + (op ? b * PSI / N : 0);
+  ZS_EXPECT(m.params.cur == want_p, "offload %u stage %d: params %zu, want %zu", offload, stage,
+            m.params.cur, want_p);
+  ZS_EXPECT(m.grads.cur == want_g, "offload %u stage %d: grads %zu, want %zu", offload, stage,
+            m.grads.cur, want_g);
+  ZS_EXPECT(m.optimizer.cur == 0, "offload %u stage %d: optimizer on device %zu", offload, stage,
+            m.optimizer.cur);
+  ZS_EXPECT(m.host_pinned.cur == want_h, "offload %u stage %d: host %zu, want %zu", offload, stage,
+            m.host_pinned.cur, want_h);
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -83,6 +115,10 @@ int main(int argc, char **argv) {
     check_stage(comm, stage, ZS_F32);
     check_stage(comm, stage, ZS_BF16);
   }
+  for (int stage = 1; stage <= 3; stage++)
+    check_offload(comm, stage, ZS_OFFLOAD_OPTIMIZER, ZS_BF16);
+  check_offload(comm, 3, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, ZS_BF16);
+  check_offload(comm, 3, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, ZS_F32);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_memory: world %d, ledger matches the ZeRO formulas for stages 0-3\n",
            zs_comm_size(comm));
