@@ -30,10 +30,6 @@ void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a) {
   memset(p, 0, sizeof *p);
 }
 
-static size_t zs_dtype_size(zs_dtype dt) {
-  return dt == ZS_BF16 ? 2 : 4;
-}
-
 /* Queues the device->host copy of chunk k's gradient into staging slot k % 2. */
 static zs_status fetch_grad(zs_dev *d, zs_offload_pipe *p, const void *grad, zs_dtype gdt, size_t n,
                             size_t k) {
