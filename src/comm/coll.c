@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "comm/coll_impl.h"
@@ -45,12 +46,21 @@ double zs_now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Sleeps, then doubles the next sleep up to 1 ms (tests run 4 ranks on 2 cores: spinning would
-   starve the peer we are waiting for). */
-void zs_backoff_sleep(long *ns) {
-  struct timespec ts = {0, *ns};
+/* Starts a wait's polling. */
+void zs_backoff_init(zs_backoff *b) {
+  b->t0 = zs_now_s();
+  b->ns = 50000L;
+}
+
+/* One pause between polls: a yield while young, then a sleep doubling up to 1 ms. */
+void zs_backoff_wait(zs_backoff *b) {
+  if (zs_now_s() - b->t0 < ZS_SPIN_S) {
+    sched_yield();
+    return;
+  }
+  struct timespec ts = {0, b->ns};
   nanosleep(&ts, NULL);
-  *ns = *ns * 2 > 1000000L ? 1000000L : *ns * 2;
+  b->ns = b->ns * 2 > 1000000L ? 1000000L : b->ns * 2;
 }
 
 /* ZS_COMM_DRAIN_S or 5 s: how long destroy waits for abandoned requests. */

@@ -46,10 +46,17 @@ zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *co
 void zs_coll_mark_broken(zs_coll *c);
 /* Monotonic clock in seconds. */
 double zs_now_s(void);
-/* Sleeps *ns nanoseconds and doubles *ns up to 1 ms: polling that leaves the cores to the peers. */
-void zs_backoff_sleep(long *ns);
-/* Initial back-off between two polls (50 us). */
-#define ZS_BACKOFF_START_NS 50000L
+/* Polling of a wait: MPI and CUDA progress only while we poll, so the first ZS_SPIN_S seconds
+   spin with sched_yield (a large message needs many progress calls; yielding lets ranks that
+   share a core run, as MPI's own blocking calls do), then sleeps grow to 1 ms (a stuck peer
+   must not burn a core until the timeout). */
+typedef struct {
+  double t0;
+  long ns;
+} zs_backoff;
+#define ZS_SPIN_S 1.0
+void zs_backoff_init(zs_backoff *b);
+void zs_backoff_wait(zs_backoff *b);
 /* "f32", "bf16", "u64", "byte". */
 const char *zs_cdt_name(zs_cdt dt);
 /* Seconds coll/comm destroy waits for abandoned (timed-out) requests before leaking them. */

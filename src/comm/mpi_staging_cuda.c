@@ -44,7 +44,8 @@ static zs_status copy(zs_coll *c, void *dst, const void *src, size_t bytes, int 
                   "device memory of the current device",
                   op, to_host ? "to" : "from", cudaGetErrorString(e));
   double deadline = c->timeout_s > 0 ? zs_now_s() + c->timeout_s : 0;
-  long ns = ZS_BACKOFF_START_NS;
+  zs_backoff bo;
+  zs_backoff_init(&bo);
   while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
     if (deadline > 0 && zs_now_s() > deadline)
       return zs_err(ZS_ERR_TIMEOUT,
@@ -52,7 +53,7 @@ static zs_status copy(zs_coll *c, void *dst, const void *src, size_t bytes, int 
                     "work queued before it is stuck; raise comm_timeout_s if it "
                     "is only slow",
                     op, c->timeout_s);
-    zs_backoff_sleep(&ns);
+    zs_backoff_wait(&bo);
   }
   if (e != cudaSuccess)
     return zs_err(ZS_ERR_DEVICE, "%s: the stream failed before the staging copy: %s", op,

@@ -26,7 +26,8 @@ const char *zs_mpi_errstr(int code, char *buf, size_t len) {
 /* Tests until done, error or deadline; sleeps between tests so peers sharing the core can run. */
 zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
   double deadline = timeout_s > 0 ? zs_now_s() + timeout_s : 0;
-  long ns = ZS_BACKOFF_START_NS;
+  zs_backoff bo;
+  zs_backoff_init(&bo);
   for (;;) {
     int done = 0;
     int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -45,7 +46,7 @@ zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
                     "is now unusable: destroy it and end the job, or raise "
                     "comm_timeout_s if the peer is only slow",
                     what, timeout_s);
-    zs_backoff_sleep(&ns);
+    zs_backoff_wait(&bo);
   }
 }
 
@@ -66,7 +67,8 @@ void zs_mpi_pending_add(zs_mpi_pending *p, MPI_Request req, void *owned) {
 /* Bounded completion of abandoned requests; returns the number still stuck (leaked). */
 int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s) {
   double deadline = zs_now_s() + max_s;
-  long ns = ZS_BACKOFF_START_NS;
+  zs_backoff bo;
+  zs_backoff_init(&bo);
   while (p->n > 0) {
     for (int i = 0; i < p->n;) {
       int done = 0;
@@ -80,7 +82,7 @@ int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s) {
       }
     }
     if (p->n == 0 || zs_now_s() > deadline) break;
-    zs_backoff_sleep(&ns);
+    zs_backoff_wait(&bo);
   }
   int left = p->n;
   leaked += left;

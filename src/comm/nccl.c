@@ -61,7 +61,8 @@ static zs_status nccl_fail(ncclComm_t comm, ncclResult_t r, const char *what) {
 /* Polls comm's async state until it leaves ncclInProgress, with timeout_s (<= 0: unbounded). */
 static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) {
   double deadline = timeout_s > 0 ? zs_now_s() + timeout_s : 0;
-  long ns = ZS_BACKOFF_START_NS;
+  zs_backoff bo;
+  zs_backoff_init(&bo);
   for (;;) {
     ncclResult_t st = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(comm, &st);
@@ -74,7 +75,7 @@ static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) 
                     "the communicator was aborted: end the job, or raise "
                     "comm_timeout_s if the peer is only slow",
                     what, timeout_s);
-    zs_backoff_sleep(&ns);
+    zs_backoff_wait(&bo);
   }
 }
 
@@ -143,7 +144,8 @@ static zs_status n_broadcast(zs_coll *c, void *buf, size_t n, zs_cdt dt, int roo
 static zs_status n_sync(zs_coll *c, void *stream) {
   zs_nccl_coll *m = c->impl;
   double deadline = c->timeout_s > 0 ? zs_now_s() + c->timeout_s : 0;
-  long ns = ZS_BACKOFF_START_NS;
+  zs_backoff bo;
+  zs_backoff_init(&bo);
   char what[96];
   snprintf(what, sizeof what, "waiting for the stream (rank %d of a %d-rank nccl group)", c->rank,
            c->size);
@@ -169,7 +171,7 @@ static zs_status n_sync(zs_coll *c, void *stream) {
                     "aborted: end the job, or raise comm_timeout_s",
                     what, c->timeout_s);
     }
-    zs_backoff_sleep(&ns);
+    zs_backoff_wait(&bo);
   }
 }
 
