@@ -169,6 +169,11 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_engine_add_unit(e, "big", 1, big, NULL));
   ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_OUT_OF_MEMORY);
   ZS_EXPECT(strstr(zs_last_error(), "bytes") != NULL, "names bytes: %s", zs_last_error());
+  zs_memory mem;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &mem));
+  ZS_EXPECT(mem.total.cur == 0, "a failed commit releases everything (%zu bytes left)",
+            mem.total.cur);
+  ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_OUT_OF_MEMORY); /* still building: retry fails */
   zs_engine_destroy(e);
   unsetenv("ZS_OFFLOAD_HOST_BYTES");
   if (zs_comm_rank(comm) == 0) printf("test_engine_errors: done\n");

@@ -108,6 +108,50 @@ static void check_offload(zs_comm *comm, int stage, unsigned offload, zs_dtype d
   zs_engine_destroy(e);
 }
 
+/* Stage-3 prefetch follows the traversal: forward gathers prefetch the next unit, backward
+   gathers the previous one, in every micro-step (the gathered bytes show it). */
+static void check_prefetch(zs_comm *comm) {
+  const size_t unit = 4 * PSI_B; /* fp32; PSI_B divides by 1, 2 and 4: no padding */
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 3;
+  cfg.prefetch_units = 1;
+  zs_engine *e = NULL;
+  zs_unit *u[3];
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  for (int i = 0; i < 3; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "u%d", i);
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_b, &u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 2));
+  zs_memory m;
+  for (int micro = 0; micro < 2; micro++) {
+    ZS_OK_OR_DIE(zs_unit_gather(u[0]));
+    ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+    ZS_EXPECT(m.buffers.cur == 2 * unit,
+              "micro %d: forward gather of u0 prefetches u1 (%zu, want %zu)", micro, m.buffers.cur,
+              2 * unit);
+    ZS_OK_OR_DIE(zs_unit_release(u[0]));
+    for (int i = 1; i < 3; i++) {
+      ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+      ZS_OK_OR_DIE(zs_unit_release(u[i]));
+    }
+    ZS_OK_OR_DIE(zs_unit_gather(u[2]));
+    ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+    ZS_EXPECT(m.buffers.cur == 2 * unit, "micro %d: backward gather of u2 prefetches u1 (%zu)",
+              micro, m.buffers.cur);
+    for (int i = 2; i >= 0; i--) {
+      if (i < 2) ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+      ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+      ZS_OK_OR_DIE(zs_unit_release(u[i]));
+    }
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -119,6 +163,7 @@ int main(int argc, char **argv) {
     check_offload(comm, stage, ZS_OFFLOAD_OPTIMIZER, ZS_BF16);
   check_offload(comm, 3, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, ZS_BF16);
   check_offload(comm, 3, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, ZS_F32);
+  check_prefetch(comm);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_memory: world %d, ledger matches the ZeRO formulas for stages 0-3\n",
            zs_comm_size(comm));

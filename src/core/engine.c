@@ -69,6 +69,11 @@ static zs_status open_offload(zs_engine *e) {
   return ZS_OK;
 }
 
+zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
+  if (s != ZS_OK) e->state = ZS_ENGINE_FAILED;
+  return s;
+}
+
 zs_status zs_engine_fail(zs_engine *e, zs_status s) {
   if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) e->state = ZS_ENGINE_FAILED;
   return s;
@@ -242,6 +247,8 @@ fail:
   return rc;
 }
 
+static void unit_release_buffers(zs_engine *e, zs_unit *u);
+
 /* Allocates and zeroes one unit's persistent buffers for the configured stage. */
 static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   const int st = e->cfg.stage;
@@ -250,21 +257,21 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   const size_t P = u->lay.padded, s = u->lay.shard;
   if (st <= 2) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, P * ps, &u->param_full, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, e->dev.compute_stream));
   } else if (e->cfg.offload & ZS_OFFLOAD_PARAMS) {
     ZS_CHECK(zs_mem_alloc_host(e, s * ps, &u->param_shard));
     memset(u->param_shard, 0, s * ps);
     u->param_on_host = 1;
   } else {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, s * ps, &u->param_shard, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, e->dev.compute_stream));
   }
   if (st <= 1) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, P * ps, &u->grad_full, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, P * ps, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, P * ps, e->dev.compute_stream));
   } else {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, s * ps, &u->grad_shard, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, e->dev.compute_stream));
   }
   u->opt_off = st == 0 ? 0 : u->lay.shard_off;
   u->opt_n = st == 0 ? P : s;
@@ -279,7 +286,7 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   }
   for (int k = 0; k < 3; k++) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_OPTIMIZER, u->opt_n * 4, (void **)opt[k], NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, *opt[k], u->opt_n * 4, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, *opt[k], u->opt_n * 4, e->dev.compute_stream));
   }
   return ZS_OK;
 }
@@ -293,9 +300,15 @@ zs_status zs_engine_commit(zs_engine *e) {
                                 "zs_engine_add_unit first");
   for (int i = 0; i < e->nunits; i++) {
     zs_status rc = unit_alloc(e, e->units[i]);
-    if (rc != ZS_OK)
-      return zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
-                         e->units[i]->lay.numel_total);
+    if (rc != ZS_OK) {
+      zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
+                  e->units[i]->lay.numel_total);
+      /* All or nothing: the engine is back to its state before commit. */
+      zs_dev_sync(&e->dev, e->dev.compute_stream);
+      for (int k = 0; k <= i; k++)
+        unit_release_buffers(e, e->units[k]);
+      return rc;
+    }
   }
   ZS_CHECK(zs_dev_sync(&e->dev, e->dev.compute_stream));
   e->state = ZS_ENGINE_READY;
@@ -327,14 +340,17 @@ static void unit_release_buffers(zs_engine *e, zs_unit *u) {
 
 void zs_engine_destroy(zs_engine *e) {
   if (!e) return;
-  if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
-  if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
-  /* Collectives first: destroying them completes (or abandons) any op that still writes into
-     engine buffers; only then is the memory returned. */
+  /* Collectives first: destroying them completes (bounded) or aborts any op that still writes
+     into engine buffers or holds a stream; only then are the streams drained (never after a
+     failure: a stream may wait on an aborted collective) and the memory returned. */
   if (e->replica) zs_coll_destroy(e->replica);
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
   if (e->world) zs_coll_destroy(e->world);
   e->replica = e->shard = e->world = NULL;
+  if (e->state != ZS_ENGINE_FAILED) {
+    if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
+    if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
+  }
   for (int i = 0; i < e->nunits; i++) {
     unit_release_buffers(e, e->units[i]);
     unit_free(e->units[i]);

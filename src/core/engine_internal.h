@@ -47,6 +47,7 @@ struct zs_unit {
   int gathered;          /* stage 3: param_full holds the gathered params */
   int in_use;            /* gathered by the user (not only prefetched) */
   int fwd_done;          /* released once this micro-step: the next gather is for backward */
+  int bwd_done;          /* grads_ready called, its release not yet seen */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
 };
@@ -90,6 +91,9 @@ void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream
 /* Ledger-booked host-arena memory (offload), category host_pinned. */
 zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p);
 void zs_mem_free_host(zs_engine *e, void *p, size_t bytes);
+/* Marks the engine failed after a failure it cannot undo (a half-done reduction or update):
+   later steps return ZS_ERR_STATE. Returns s. */
+zs_status zs_engine_fail_hard(zs_engine *e, zs_status s);
 /* Marks the engine failed after a communication error: later steps return ZS_ERR_STATE. */
 zs_status zs_engine_fail(zs_engine *e, zs_status s);
 

@@ -26,6 +26,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     u->grads_ready_count = 0;
     u->grad_shard_valid = 0;
     u->fwd_done = 0;
+    u->bwd_done = 0;
     if (u->grad_full && e->cfg.stage <= 1)
       ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
   }
@@ -53,7 +54,7 @@ static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
   const size_t bytes = ZS_SQ_NWORDS * sizeof(uint64_t);
   uint64_t *bins = NULL, host[ZS_SQ_NWORDS];
   zs_status rc = ZS_OK;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, (void **)&bins, NULL));
+  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, (void **)&bins, d->compute_stream));
   ZS_CHECK_GOTO(zs_dev_zero(d, bins, bytes, d->compute_stream), rc, out);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
@@ -74,7 +75,7 @@ static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
   *sumsq = zs_sq_bins_value(host);
   *nonfinite = host[ZS_SQ_NBINS];
 out:
-  zs_mem_free(e, ZS_MEM_BUFFERS, bins, bytes, NULL);
+  zs_mem_free(e, ZS_MEM_BUFFERS, bins, bytes, d->compute_stream);
   return rc;
 }
 
@@ -128,6 +129,8 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
   return ZS_OK;
 }
 
+static zs_status step_update(zs_engine *e, zs_step_stats *st);
+
 /* Frees every stage-3 gathered copy: after the step they would be stale. */
 static void drop_gathered(zs_engine *e) {
   for (int i = 0; i < e->nunits; i++) {
@@ -149,11 +152,22 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
                     "needs one per micro-step before the step",
                     e->units[i]->name, e->units[i]->grads_ready_count, e->micro_steps);
   zs_dev *d = &e->dev;
-  ZS_CHECK(zs_coll_sync(e->world, d->comm_stream));
-  if (e->shard != e->world) ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
-  ZS_CHECK(zs_dev_order(d, d->compute_stream, d->comm_stream));
+  /* From here on a failure cannot be retried (reductions are consumed, updates half-applied):
+     every error marks the engine failed. */
+  zs_status rc = zs_coll_sync(e->world, d->comm_stream);
+  if (rc == ZS_OK && e->shard != e->world) rc = zs_coll_sync(e->shard, d->comm_stream);
+  if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_dev_order(d, d->compute_stream, d->comm_stream);
+  if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
   drop_gathered(e);
+  rc = step_update(e, st);
+  if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
+  return ZS_OK;
+}
 
+/* Norm, clip, AdamW, publish, statistics (the part of the step after the reductions). */
+static zs_status step_update(zs_engine *e, zs_step_stats *st) {
+  zs_dev *d = &e->dev;
   double sumsq = 0;
   uint64_t nonfinite = 0;
   ZS_CHECK(grad_sq_sum(e, &sumsq, &nonfinite));

@@ -67,7 +67,10 @@ zs_status zs_unit_release(zs_unit *u) {
   if (!u->in_use)
     return zs_err(ZS_ERR_STATE, "zs_unit_release('%s') without a matching zs_unit_gather", u->name);
   u->in_use = 0;
-  u->fwd_done = 1;
+  if (u->bwd_done)
+    u->bwd_done = 0; /* the release after this unit's backward */
+  else
+    u->fwd_done = 1; /* forward done: the next gather is for backward (prefetch downwards) */
   return zs_shard_release(u);
 }
 
@@ -84,7 +87,12 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
                   "zs_unit_grads_ready('%s') called more than micro_steps (%d) "
                   "times in one step",
                   u->name, e->micro_steps);
+  zs_status rc = zs_shard_reduce(u, u->grads_ready_count + 1 == e->micro_steps);
+  /* A reduction that failed half-way (the collective ran on some ranks, the shard is partly
+     accumulated) cannot be retried: the engine is failed. */
+  if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   u->grads_ready_count++;
   u->fwd_done = 0; /* the next gather of this unit starts the next micro-step's forward */
-  return zs_shard_reduce(u, u->grads_ready_count == e->micro_steps);
+  u->bwd_done = 1;
+  return ZS_OK;
 }

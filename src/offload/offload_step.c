@@ -9,6 +9,8 @@
 zs_status zs_offload_pipe_init(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a, size_t chunk) {
   memset(p, 0, sizeof *p);
   if (d->kind != ZS_DEVICE_CUDA) return ZS_OK;
+  if (chunk == 0)
+    return zs_err(ZS_ERR_INVALID_ARG, "ZS_OFFLOAD_CHUNK is 0: use a positive number of elements");
   p->chunk = chunk;
   p->bytes = chunk * 4;
   for (int k = 0; k < 2; k++) {
@@ -63,5 +65,9 @@ zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, cons
       ZS_CHECK(zs_dev_event_record(d, pipe->ev_param[k % 2], d->compute_stream));
     }
   }
+  /* The next call restarts at slot 0: its CPU writes must not overtake these copies. */
+  if (!param_on_host)
+    for (size_t k = nchunks > 2 ? nchunks - 2 : 0; k < nchunks; k++)
+      ZS_CHECK(zs_dev_event_wait(d, pipe->ev_param[k % 2]));
   return ZS_OK;
 }

@@ -83,6 +83,7 @@ zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   }
   zs_status rc = zs_coll_all_gather(e->shard, send, full, u->lay.shard, ZS_CDT_F32, d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
-  ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
+  rc = zs_coll_sync(e->shard, d->comm_stream);
+  if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
   return zs_dev_sync(d, d->comm_stream);
 }
