@@ -7,7 +7,7 @@
  * Usage: test_engine_train [--stage S] [--micro M] [--steps K] [--det 0|1] [--bf16]
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
  *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]
- *        [--bucket BYTES]
+ *        [--bucket BYTES] [--reduce-bf16 0|1 (default: the params' dtype)]
  * With --device cuda the "backward" copies params to the host and grads back (cudaMemcpy on the
  * engine stream's device); without a GPU it prints one SKIP line and exits 0. */
 #include <math.h>
@@ -26,13 +26,14 @@
 
 typedef struct {
   int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at, offload, cuda, bucket;
+  int reduce; /* -1: as the params, 0: fp32, 1: bf16 */
   float clip, wd, lr;
   double tol, reftol;
   const char *write, *compare;
 } opts;
 
 static void parse(int argc, char **argv, opts *o) {
-  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0, 0, 0, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
+  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0, 0, 0, -1, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -53,6 +54,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->offload = atoi(v);
     else if (!strcmp(k, "--bucket"))
       o->bucket = atoi(v);
+    else if (!strcmp(k, "--reduce-bf16"))
+      o->reduce = atoi(v);
     else if (!strcmp(k, "--device"))
       o->cuda = !strcmp(v, "cuda");
     else if (!strcmp(k, "--clip"))
@@ -213,6 +216,7 @@ int main(int argc, char **argv) {
   cfg.prefetch_units = o.prefetch;
   cfg.shard_group_size = world > 1 ? o.group : 0; /* the 1-rank reference has no groups */
   cfg.param_dtype = cfg.reduce_dtype = o.bf16 ? ZS_BF16 : ZS_F32;
+  if (o.reduce >= 0) cfg.reduce_dtype = o.reduce ? ZS_BF16 : ZS_F32;
   cfg.adamw.lr = o.lr;
   cfg.adamw.weight_decay = o.wd;
   cfg.adamw.max_grad_norm = o.clip;
