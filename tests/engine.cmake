@@ -91,6 +91,8 @@ zs_engine_equiv(engine_bucket_nondet_np2_stage0 2 0 nondet RUN_ARGS "--bucket 40
 
 # Reduction dtype differing from the params (conversion into a reduce buffer and back).
 zs_mpi_test(engine_train_np3_stage2_bf16_reduce_f32 test_engine_train NP 3 ARGS --stage 2 --bf16 1 --reduce-bf16 0 --reftol 3e-2 LABELS engine)
-zs_mpi_test(engine_train_np3_stage3_f32_reduce_bf16 test_engine_train NP 3 ARGS --stage 3 --det 0 --reduce-bf16 1 --reftol 3e-2 LABELS engine)
+# bf16 sums of cancelling gradients can flip a near-zero mean's sign, and Adam then moves that
+# parameter by a full lr (0.05) the other way: hence the looser bound.
+zs_mpi_test(engine_train_np3_stage3_f32_reduce_bf16 test_engine_train NP 3 ARGS --stage 3 --det 0 --reduce-bf16 1 --reftol 0.1 LABELS engine)
 zs_mpi_test(engine_train_np2_stage0_f32_reduce_bf16 test_engine_train NP 2 ARGS --stage 0 --reduce-bf16 1 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_train_np4_stage1_bf16_reduce_f32_bucket test_engine_train NP 4 ARGS --stage 1 --bf16 1 --reduce-bf16 0 --bucket 64 --reftol 3e-2 LABELS engine)
