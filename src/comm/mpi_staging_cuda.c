@@ -15,11 +15,13 @@ static zs_status reserve(zs_mpi_coll *m, size_t bytes) {
   m->stage_bytes = 0;
   void *p = NULL;
   cudaError_t e = cudaMallocHost(&p, bytes);
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
     return zs_err(ZS_ERR_OUT_OF_MEMORY,
                   "pinning %zu bytes of host memory for MPI staging failed: "
                   "%s: use smaller buckets or the nccl backend",
                   bytes, cudaGetErrorString(e));
+  }
   m->stage = p;
   m->stage_bytes = bytes;
   return ZS_OK;
@@ -32,27 +34,36 @@ void zs_mpi_stage_free(zs_mpi_coll *m) {
   m->stage_bytes = 0;
 }
 
-/* Async copy on stream, then polls cudaStreamQuery against c's timeout. */
+/* Async copy on stream, then polls cudaStreamQuery against c's timeout. On a timeout the copy is
+   still queued behind the stuck work and may run later (the stream is not cancelled), so the
+   pinned staging buffer is abandoned (leaked on purpose): zs_mpi_stage_free in destroy must not
+   free memory a late DMA still reads or writes. */
 static zs_status copy(zs_coll *c, void *dst, const void *src, size_t bytes, int to_host,
                       void *stream, const char *op) {
+  zs_mpi_coll *m = c->impl;
   cudaStream_t s = (cudaStream_t)stream;
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes,
                                   to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, s);
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); /* not left for the next kernel launch check to report */
     return zs_err(ZS_ERR_DEVICE,
                   "%s: staging copy %s host failed: %s: check that the buffers are "
                   "device memory of the current device",
                   op, to_host ? "to" : "from", cudaGetErrorString(e));
+  }
   double deadline = c->timeout_s > 0 ? zs_now_s() + c->timeout_s : 0;
   zs_backoff bo;
   zs_backoff_init(&bo);
   while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
-    if (deadline > 0 && zs_now_s() > deadline)
+    if (deadline > 0 && zs_now_s() > deadline) {
+      m->stage = NULL; /* abandoned with the queued copy, see above */
+      m->stage_bytes = 0;
       return zs_err(ZS_ERR_TIMEOUT,
                     "%s: the stream did not reach the staging copy within %.1f s: "
                     "work queued before it is stuck; raise comm_timeout_s if it "
                     "is only slow",
                     op, c->timeout_s);
+    }
     zs_backoff_wait(&bo);
   }
   if (e != cudaSuccess)

@@ -186,22 +186,26 @@ static zs_status n_barrier(zs_coll *c) {
 
 static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **out);
 
-/* ncclCommSplit (non-blocking: poll the new communicator). */
+/* ncclCommSplit, non-blocking. NCCL runs the split as an async job attached to the PARENT
+   communicator and leaves *newcomm NULL until that job has finished (init.cc: "*newcomm should be
+   NCCL_COMM_NULL until comm split fully complete"), so poll the parent first (its
+   ncclCommGetAsyncError completes the job and fills nc), then the child. */
 static zs_status n_split(zs_coll *c, int color, int key, zs_coll **out) {
   zs_nccl_coll *m = c->impl;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;
-  ncclComm_t nc = NULL;
+  ncclComm_t nc = NULL; /* written by NCCL's split job: must outlive the wait below */
   ncclResult_t r = ncclCommSplit(m->comm, color, key, &nc, &cfg);
   zs_status rc = ZS_OK;
   if (r != ncclSuccess && r != ncclInProgress)
     rc = nccl_fail(m->comm, r, "ncclCommSplit");
-  else if (nc)
-    rc = wait_comm(nc, c->timeout_s, "ncclCommSplit");
+  else
+    rc = wait_comm(m->comm, c->timeout_s, "ncclCommSplit (parent communicator)");
+  if (rc == ZS_OK && nc) rc = wait_comm(nc, c->timeout_s, "ncclCommSplit (new communicator)");
   if (rc == ZS_OK && !nc) rc = zs_err(ZS_ERR_COMM, "ncclCommSplit returned no communicator");
   if (rc != ZS_OK) {
+    abort_comm(m); /* first: aborting the parent also ends its split job, which may still set nc */
     if (nc) ncclCommAbort(nc);
-    abort_comm(m);
     zs_coll_mark_broken(c);
     return rc;
   }

@@ -7,6 +7,9 @@
 
 /* Turns a CUDA error into ZS_ERR_DEVICE naming the call. */
 static zs_status cuda_fail(cudaError_t e, const char *what) {
+  /* Clear a non-sticky error: kernel launches are checked with cudaGetLastError, which would
+     otherwise report this failure again against an unrelated kernel. */
+  (void)cudaGetLastError();
   return zs_err(ZS_ERR_DEVICE, "%s failed: %s (%s); check the GPU is healthy and not out of memory",
                 what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
@@ -61,10 +64,12 @@ void zs_cuda_dev_close(zs_dev *d) {
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
   cudaError_t e = stream ? cudaMallocAsync(p, bytes, (cudaStream_t)stream) : cudaMalloc(p, bytes);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
     *p = NULL;
+    if (e != cudaErrorMemoryAllocation) /* a bad context or argument, not a full GPU */
+      return cuda_fail(e, stream ? "cudaMallocAsync" : "cudaMalloc");
+    (void)cudaGetLastError();
     size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) (void)cudaGetLastError();
     return zs_err(ZS_ERR_OUT_OF_MEMORY,
                   "GPU %d: allocation of %zu bytes failed (%zu of %zu bytes free): use a higher "
                   "stage, offload, or fewer units in flight (prefetch_units, max_live_bytes)",
@@ -75,10 +80,9 @@ zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
 
 void zs_cuda_dev_free(zs_dev *d, void *p, void *stream) {
   (void)d;
-  if (stream)
-    cudaFreeAsync(p, (cudaStream_t)stream);
-  else
-    cudaFree(p);
+  cudaError_t e = stream ? cudaFreeAsync(p, (cudaStream_t)stream) : cudaFree(p);
+  if (e != cudaSuccess)
+    (void)cudaGetLastError(); /* nothing to report: keep launches' checks clean */
 }
 
 zs_status zs_cuda_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream) {
