@@ -96,3 +96,6 @@ zs_mpi_test(engine_train_np3_stage2_bf16_reduce_f32 test_engine_train NP 3 ARGS 
 zs_mpi_test(engine_train_np3_stage3_f32_reduce_bf16 test_engine_train NP 3 ARGS --stage 3 --det 0 --reduce-bf16 1 --reftol 0.1 LABELS engine)
 zs_mpi_test(engine_train_np2_stage0_f32_reduce_bf16 test_engine_train NP 2 ARGS --stage 0 --reduce-bf16 1 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_train_np4_stage1_bf16_reduce_f32_bucket test_engine_train NP 4 ARGS --stage 1 --bf16 1 --reduce-bf16 0 --bucket 64 --reftol 3e-2 LABELS engine)
+
+zs_exe(test_shard_layout SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_shard_layout.c)
+zs_unit_test(shard_layout test_shard_layout LABELS engine)
