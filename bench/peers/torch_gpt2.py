@@ -3,7 +3,9 @@
 padded vocabulary) and batch as train_gpt2, trained a few steps with AdamW, eager and
 torch.compile. Prints one line per mode:
     RESULT <mode> tokens_per_s=<x> mfu=<y> ms_per_step=<z>
-or a SKIP line (exit 0) when torch with CUDA is not available.
+or a SKIP line (exit 0) when torch (with CUDA, unless --device cpu) is not available.
+--device cpu runs the same loop in fp32 on the CPU (AdamW foreach), for CPU comparisons with a
+free shape (--layers --heads --channels --vocab) and --threads.
 
   torch_gpt2.py --model d12 --batch 8 --seq 1024 --steps 30 --dtype bf16 --modes eager,compile
 """
@@ -72,38 +74,55 @@ def main():
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"])
     ap.add_argument("--modes", default="eager,compile")
     ap.add_argument("--peak-tflops", type=float, default=989.0)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--layers", type=int, default=0)
+    ap.add_argument("--heads", type=int, default=0)
+    ap.add_argument("--channels", type=int, default=0)
+    ap.add_argument("--vocab", type=int, default=50257)
+    ap.add_argument("--threads", type=int, default=0)
     a = ap.parse_args()
+    cpu = a.device == "cpu"
     try:
         import torch
     except ImportError:
         print("SKIP torch peer: PyTorch is not installed")
         return 0
-    if not torch.cuda.is_available():
+    if not cpu and not torch.cuda.is_available():
         print("SKIP torch peer: PyTorch %s has no CUDA device" % torch.__version__)
         return 0
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
     L, NH, C = PRESETS[a.model]
-    V, Vp, T, B = 50257, 50304, a.seq, a.batch
+    L, NH, C = a.layers or L, a.heads or NH, a.channels or C
+    V, T, B = a.vocab, a.seq, a.batch
+    Vp = (V + 63) // 64 * 64 if V < 50257 else 50304
     n_params = Vp * C + 1024 * C + L * (12 * C * C + 13 * C) + 2 * C
     flops_per_token = 6 * n_params + 6 * L * C * T
-    dev = torch.device("cuda")
+    dev = torch.device(a.device)
+    sync = (lambda: None) if cpu else torch.cuda.synchronize
     g = torch.Generator(device=dev).manual_seed(0)
     idx = torch.randint(0, V, (B, T), device=dev, generator=g)
     tgt = torch.randint(0, V, (B, T), device=dev, generator=g)
     for mode in a.modes.split(","):
         torch.manual_seed(0)
         model = build(torch, L, NH, C, Vp, max(T, 1024)).to(dev)
+        kw = {"foreach": True} if cpu else {"fused": True}
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1,
-                                fused=True)
+                                **kw)
         step_fn = model
         if mode == "compile":
             if not hasattr(torch, "compile"):
                 print("SKIP torch compile: torch %s has no torch.compile" % torch.__version__)
                 continue
             step_fn = torch.compile(model)
-        ctx = torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.dtype == "bf16")
+        if cpu:
+            import contextlib
+            ctx = contextlib.nullcontext()
+        else:
+            ctx = torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.dtype == "bf16")
         times = []
         for s in range(a.warmup + a.steps):
-            torch.cuda.synchronize()
+            sync()
             t0 = time.perf_counter()
             with ctx:
                 loss = step_fn(idx, tgt)
@@ -111,7 +130,7 @@ def main():
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             opt.zero_grad(set_to_none=True)
-            torch.cuda.synchronize()
+            sync()
             if s >= a.warmup:
                 times.append(time.perf_counter() - t0)
         dt = sum(times) / len(times)
@@ -121,7 +140,8 @@ def main():
               % (mode, tps, mfu, 1e3 * dt, loss.item()))
         sys.stdout.flush()
         del model, opt, step_fn
-        torch.cuda.empty_cache()
+        if not cpu:
+            torch.cuda.empty_cache()
     return 0
 
 
