@@ -131,8 +131,10 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
 
 static zs_status step_update(zs_engine *e, zs_step_stats *st);
 
-/* Frees every stage-3 gathered copy: after the step they would be stale. */
+/* Frees every stage-3 gathered copy: after the step they would be stale (a later zs_unit_param
+   needs a new gather). */
 static void drop_gathered(zs_engine *e) {
+  if (e->cfg.stage != 3) return; /* stages 0-2 update the full params in place: still valid */
   for (int i = 0; i < e->nunits; i++) {
     e->units[i]->in_use = 0;
     zs_shard_release(e->units[i]);
