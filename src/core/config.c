@@ -16,6 +16,14 @@ static void env_int(const char *name, int *v) {
   if (end && *end == '\0') *v = (int)x;
 }
 
+size_t zs_env_size(const char *name, size_t dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end = NULL;
+  unsigned long long x = strtoull(s, &end, 10);
+  return (end && *end == '\0') ? (size_t)x : dflt;
+}
+
 void zs_config_default(zs_config *c) {
   if (!c) return;
   memset(c, 0, sizeof *c);

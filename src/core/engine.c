@@ -43,28 +43,19 @@ void zs_mem_free_host(zs_engine *e, void *p, size_t bytes) {
   zs_ledger_sub(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
 }
 
-/* Size of an environment override (bytes), or dflt. */
-static size_t env_size(const char *name, size_t dflt) {
-  const char *s = getenv(name);
-  if (!s || !*s) return dflt;
-  char *end = NULL;
-  unsigned long long x = strtoull(s, &end, 10);
-  return (end && *end == '\0') ? (size_t)x : dflt;
-}
-
 /* Creates the host arena and (for the optimizer) the worker pool of the offload modes. */
 static zs_status open_offload(zs_engine *e) {
   unsigned flags = 0;
   const char *unp = getenv("ZS_OFFLOAD_ALLOW_UNPINNED");
   if (unp && *unp == '1') flags |= ZS_HOST_ARENA_ALLOW_UNPINNED;
-  const size_t cap = env_size("ZS_OFFLOAD_HOST_BYTES", 0);
+  const size_t cap = zs_env_size("ZS_OFFLOAD_HOST_BYTES", 0);
   int dev = e->cfg.device == ZS_DEVICE_CUDA ? e->cfg.device_index : -1;
   ZS_CHECK(zs_host_arena_create(dev, cap, flags, &e->arena));
   if (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) {
-    int threads = (int)env_size("ZS_OFFLOAD_THREADS", 0);
+    int threads = (int)zs_env_size("ZS_OFFLOAD_THREADS", 0);
     ZS_CHECK(zs_pool_create(threads, zs_host_arena_node(e->arena), &e->pool));
-    ZS_CHECK(
-        zs_offload_pipe_init(&e->pipe, &e->dev, e->arena, env_size("ZS_OFFLOAD_CHUNK", 1u << 22)));
+    ZS_CHECK(zs_offload_pipe_init(&e->pipe, &e->dev, e->arena,
+                                  zs_env_size("ZS_OFFLOAD_CHUNK", 1u << 22)));
   }
   return ZS_OK;
 }
