@@ -53,17 +53,33 @@ typedef struct {
   zs_dtype reduce_dtype; /* dtype gradients are reduced in */
   unsigned offload;      /* ZS_OFFLOAD_* bits */
   int deterministic;     /* fixed-order reductions: same bits for any world size and stage */
-  int prefetch_units;    /* units gathered ahead in stage 3 (0 = none) */
+  int prefetch_units;    /* units gathered ahead in stage 3 (0 = none); see the memory rule */
   size_t bucket_bytes;   /* upper bound of one reduction message: larger units are reduced in
                             pieces, bounding reduction scratch to ~2x this (0 = whole units).
                             Pieces never change the bits. */
-  size_t max_live_bytes; /* stage 3: limit on gathered-but-unreleased bytes, 0 = unlimited */
+  size_t max_live_bytes; /* stage 3: limit on all gathered bytes (held + prefetched), 0 = none.
+                            See the memory rule. */
   int shard_group_size;  /* hybrid sharding: shard inside groups of this size; 0 = world */
   double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
   struct {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
   } adamw;
 } zs_config;
+
+/* The stage-3 memory rule. At every moment, inside or outside a step, in forward or backward
+   order, with any number of micro-steps: the units gathered on a rank are the ones the caller
+   holds (zs_unit_gather called, zs_unit_release not yet) plus at most prefetch_units prefetched
+   units (the next ones in the direction of traversal: forward after a gather of a later unit,
+   backward after a gather of an earlier one or a re-gather of the unit gathered last), and their
+   bytes never exceed max_live_bytes when it is set: a gather that would exceed it first drops
+   prefetched units, and fails with ZS_ERR_OUT_OF_MEMORY (nothing changed) when the units the
+   caller holds leave no room; a single unit larger than max_live_bytes is refused at commit.
+   After a forward-only pass (evaluation, sampling) releases its units, at most the prefetched
+   units remain; zs_engine_step frees every gathered copy. zs_unit_set_param drops a prefetched
+   copy of the unit and writes the new values into a copy the caller holds, so a gather never
+   hands out stale weights. The transient buffers besides gathered params are the full gradient
+   of units between zs_unit_grad and their reduction and the reduction scratch (at most about two
+   units, or 2 x bucket_bytes). */
 
 /* Fills every field with its default (stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999,
    eps 1e-8, weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1). Environment variables
@@ -88,7 +104,8 @@ int zs_comm_size(const zs_comm *c); /* -1 for NULL */
  */
 void zs_comm_destroy(zs_comm *c);
 
-/* One tensor of a unit: up to 4 dims, all > 0. no_weight_decay exempts it from AdamW decay. */
+/* One tensor of a unit: a name (non-empty, unique in its unit, < 64 characters), up to 4 dims,
+   all > 0. no_weight_decay exempts it from AdamW decay. */
 typedef struct {
   const char *name;
   int ndim;
@@ -102,7 +119,13 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
    used in the order they are added (forward order). Names must be unique. *out stays owned by e. */
 zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const zs_tensor_desc *t,
                              zs_unit **out);
-/* Fixes the layout and allocates every shard. After this no unit may be added. */
+/* Fixes the layout and allocates every shard. After this no unit may be added. Before allocating
+   anything it compares what this rank will hold (persistent state plus a bound on the transient
+   buffers) with what it may use: free GPU memory (cudaMemGetInfo) on CUDA; on the CPU and for
+   offloaded state, host memory (the least of MemAvailable, the cgroup limit and RLIMIT_AS),
+   shared by the ranks of this host. A model that does not fit is refused with
+   ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what would fit (a higher
+   stage, offload, more ranks); nothing is allocated and the engine stays uncommitted. */
 zs_status zs_engine_commit(zs_engine *e);
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
    Writes the fp32 master and the compute copy. Valid after commit, outside a step. */
@@ -122,6 +145,9 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
    that is already gathered is a no-op. Release it after its forward and again after its backward:
    at stage 3 a gathered unit holds its full params until zs_unit_release (or the step). */
 zs_status zs_unit_gather(zs_unit *u);
+/* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
+   (also for NULL). Stages 0-2 keep full params always: 1. For memory introspection and tests. */
+int zs_unit_is_gathered(const zs_unit *u);
 /* Device pointer to tensor t of a gathered unit, in param_dtype; NULL if not gathered / bad t. */
 void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype; zeroed by the engine
@@ -204,6 +230,13 @@ zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t byte
 /* Waits for all work queued on the kernels' stream (a no-op on the CPU). ZS_ERR_DEVICE reports a
    failure of that work (e.g. a faulting kernel). */
 zs_status zs_kernels_sync(zs_kernels *k);
+/* Bounds the host waits of k (zs_kernels_sync, zs_kernels_copy to or from host) by e's
+   comm_timeout_s: on the engine's stream they may sit behind a collective, and a dead peer would
+   otherwise block them forever. When a wait times out, e's collectives are aborted, e is marked
+   failed (its calls return ZS_ERR_STATE; destroy it) and the wait returns ZS_ERR_TIMEOUT naming
+   it. e must outlive k, or call zs_kernels_watch(k, NULL) to stop. Not collective. Errors:
+   ZS_ERR_INVALID_ARG for a NULL k. */
+zs_status zs_kernels_watch(zs_kernels *k, zs_engine *e);
 /* out[B,T,C] = wte[tok] + wpe[t] */
 zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
                            const void *wpe, int B, int T, int C);

@@ -181,6 +181,12 @@ void zs_coll_destroy(zs_coll *c) {
   free(c);
 }
 
+void zs_coll_abort(zs_coll *c) {
+  if (!c) return;
+  if (!c->broken) zs_coll_mark_broken(c);
+  if (c->ops->abort) c->ops->abort(c);
+}
+
 int zs_coll_rank(const zs_coll *c) {
   return c ? c->rank : -1;
 }

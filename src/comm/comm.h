@@ -57,6 +57,10 @@ zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll *
 /* Splits into sub-groups: ranks with equal color form a group, ordered by key. */
 zs_status zs_coll_split(zs_coll *c, int color, int key, zs_coll **out);
 void zs_coll_destroy(zs_coll *c);
+/* Marks c broken (later calls fail with ZS_ERR_COMM) and ends its in-flight device work (nccl:
+   ncclCommAbort, so kernels stuck waiting for a silent peer exit). For a wait outside the comm
+   layer that timed out. NULL is a no-op. */
+void zs_coll_abort(zs_coll *c);
 int zs_coll_rank(const zs_coll *c);
 int zs_coll_size(const zs_coll *c);
 const char *zs_coll_backend(const zs_coll *c); /* "mpi", "mpi-staged", "nccl" */

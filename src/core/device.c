@@ -39,6 +39,15 @@ void zs_dev_close(zs_dev *d) {
   memset(d, 0, sizeof *d);
 }
 
+zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b) {
+  *free_b = *total_b = 0;
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_dev_mem_info(d, free_b, total_b);
+#endif
+  (void)d;
+  return zs_err(ZS_ERR_UNSUPPORTED, "zs_dev_mem_info: the CPU device has no device memory");
+}
+
 int zs_dev_cuda_count(void) {
 #ifdef ZS_HAVE_CUDA
   return zs_cuda_dev_count();
@@ -130,6 +139,16 @@ zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler) {
   return ZS_OK;
 }
 
+zs_status zs_dev_wait_event(zs_dev *d, void *stream, void *ev) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d) && ev) return zs_cuda_stream_wait_event(stream, ev);
+#endif
+  (void)d;
+  (void)stream;
+  (void)ev;
+  return ZS_OK;
+}
+
 zs_status zs_dev_event_create(zs_dev *d, void **ev) {
   *ev = NULL;
 #ifdef ZS_HAVE_CUDA
@@ -147,7 +166,7 @@ zs_status zs_dev_event_record(zs_dev *d, void *ev, void *stream) {
 
 zs_status zs_dev_event_wait(zs_dev *d, void *ev) {
 #ifdef ZS_HAVE_CUDA
-  if (ZS_IS_CUDA(d)) return zs_cuda_event_wait(ev);
+  if (ZS_IS_CUDA(d)) return zs_cuda_event_wait(ev, d->wait_timeout_s);
 #endif
   return ZS_OK;
 }

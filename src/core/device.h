@@ -16,11 +16,18 @@ typedef struct {
   int index;            /* CUDA ordinal, -1 on CPU */
   void *compute_stream; /* cudaStream_t */
   void *comm_stream;    /* cudaStream_t */
+  void *pool;           /* cudaMemPool_t of the stream-ordered allocations: it keeps what it has
+                           reserved (release threshold = max), so steps do not map and unmap */
+  double wait_timeout_s; /* > 0: every host wait on the GPU polls and gives ZS_ERR_TIMEOUT after
+                            this long (work queued behind a collective of a silent peer) */
 } zs_dev;
 
 /* Opens the device: on CUDA selects it (index >= 0) and creates the two streams. */
 zs_status zs_dev_open(zs_dev *d, zs_device kind, int index);
 void zs_dev_close(zs_dev *d);
+/* Free and total bytes of the device (CUDA: cudaMemGetInfo). ZS_ERR_UNSUPPORTED on the CPU
+   device (see host_mem.h for host memory). */
+zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b);
 /* Number of CUDA devices visible (0 without CUDA or a driver). */
 int zs_dev_cuda_count(void);
 
@@ -31,18 +38,22 @@ void zs_dev_free(zs_dev *d, void *p, void *stream);
 zs_status zs_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
 /* Copies within device memory (async on stream). */
 zs_status zs_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, void *stream);
-/* Host <-> device copies, complete on return. */
+/* Host <-> device copies, complete on return. Like zs_dev_sync they wait at most
+   wait_timeout_s (ZS_ERR_TIMEOUT naming the wait). */
 zs_status zs_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes);
 zs_status zs_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes);
 /* Waits for all work queued on stream. */
 zs_status zs_dev_sync(zs_dev *d, void *stream);
 /* Makes future work on `waiter` wait for the work queued so far on `signaler`. */
 zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler);
+/* Makes future work on `stream` wait for event ev (recorded with zs_dev_event_record). ev NULL
+   (the CPU device) is a no-op. */
+zs_status zs_dev_wait_event(zs_dev *d, void *stream, void *ev);
 
 /* Events (CUDA; no-ops on the CPU): record on a stream, wait for them on the host. */
 zs_status zs_dev_event_create(zs_dev *d, void **ev);
 zs_status zs_dev_event_record(zs_dev *d, void *ev, void *stream);
-zs_status zs_dev_event_wait(zs_dev *d, void *ev);
+zs_status zs_dev_event_wait(zs_dev *d, void *ev); /* bounded by wait_timeout_s */
 void zs_dev_event_destroy(zs_dev *d, void *ev);
 
 /* Elementwise ops (see kernels/cpu/engine_ops.h for their exact definitions). */

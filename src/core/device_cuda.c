@@ -2,6 +2,10 @@
 #include "device_cuda.h"
 
 #include <cuda_runtime.h>
+#include <sched.h>
+#include <string.h>
+#include <stdint.h>
+#include <time.h>
 
 #include "error.h"
 
@@ -28,6 +32,12 @@ int zs_cuda_dev_count(void) {
   return n;
 }
 
+zs_status zs_cuda_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b) {
+  CUDA_TRY(cudaSetDevice(d->index));
+  CUDA_TRY(cudaMemGetInfo(free_b, total_b));
+  return ZS_OK;
+}
+
 zs_status zs_cuda_dev_open(zs_dev *d, int index) {
   int n = zs_cuda_dev_count();
   if (n <= 0)
@@ -44,9 +54,30 @@ zs_status zs_cuda_dev_open(zs_dev *d, int index) {
     cudaStreamDestroy(a);
     return cuda_fail(e, "cudaStreamCreateWithFlags");
   }
+  /* The engine's own stream-ordered pool. Its release threshold is the maximum: memory freed at
+     the end of a step stays reserved for the next one instead of being unmapped at every
+     synchronisation (the default pool's threshold is 0). The user's default pool is untouched. */
+  struct cudaMemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = index;
+  cudaMemPool_t pool = NULL;
+  e = cudaMemPoolCreate(&pool, &props);
+  if (e == cudaSuccess) {
+    uint64_t keep = UINT64_MAX;
+    e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e != cudaSuccess) cudaMemPoolDestroy(pool);
+  }
+  if (e != cudaSuccess) {
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+    return cuda_fail(e, "cudaMemPoolCreate/cudaMemPoolSetAttribute(ReleaseThreshold)");
+  }
   d->index = index;
   d->compute_stream = a;
   d->comm_stream = b;
+  d->pool = pool;
   return ZS_OK;
 }
 
@@ -59,14 +90,19 @@ void zs_cuda_dev_close(zs_dev *d) {
     cudaStreamSynchronize(d->comm_stream);
     cudaStreamDestroy(d->comm_stream);
   }
+  /* Returns the reserved memory; allocations still outstanding (deferred after a failure) keep
+     the pool alive until they are freed. */
+  if (d->pool) cudaMemPoolDestroy((cudaMemPool_t)d->pool);
 }
 
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
-  cudaError_t e = stream ? cudaMallocAsync(p, bytes, (cudaStream_t)stream) : cudaMalloc(p, bytes);
+  cudaError_t e = stream ? cudaMallocFromPoolAsync(p, bytes, (cudaMemPool_t)d->pool,
+                                                   (cudaStream_t)stream)
+                         : cudaMalloc(p, bytes);
   if (e != cudaSuccess) {
     *p = NULL;
     if (e != cudaErrorMemoryAllocation) /* a bad context or argument, not a full GPU */
-      return cuda_fail(e, stream ? "cudaMallocAsync" : "cudaMalloc");
+      return cuda_fail(e, stream ? "cudaMallocFromPoolAsync" : "cudaMalloc");
     (void)cudaGetLastError();
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) (void)cudaGetLastError();
@@ -98,28 +134,75 @@ zs_status zs_cuda_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, 
   return ZS_OK;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Polls query(obj) until it is not cudaErrorNotReady or timeout_s passed. Spins with
+   sched_yield for the first 10 ms (short waits stay fast), then sleeps growing to 1 ms. */
+static zs_status poll_wait(cudaError_t (*query)(void *), void *obj, double timeout_s,
+                           const char *what) {
+  const double t0 = now_s();
+  long ns = 0;
+  for (;;) {
+    cudaError_t e = query(obj);
+    if (e == cudaSuccess) return ZS_OK;
+    if (e != cudaErrorNotReady) return cuda_fail(e, what);
+    const double el = now_s() - t0;
+    if (el > timeout_s)
+      return zs_err(ZS_ERR_TIMEOUT,
+                    "%s: GPU work queued before it was still running after %.1f s (comm_timeout_s "
+                    "%g): a collective it depends on waits for a peer that stopped answering; the "
+                    "engine's communicators are aborted: end the job, check the other ranks, and "
+                    "restart from a checkpoint",
+                    what, el, timeout_s);
+    if (el < 0.01) {
+      sched_yield();
+      continue;
+    }
+    ns = ns ? (ns < 1000000 ? 2 * ns : 1000000) : 10000;
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static cudaError_t query_stream(void *s) {
+  return cudaStreamQuery((cudaStream_t)s);
+}
+static cudaError_t query_event(void *ev) {
+  return cudaEventQuery((cudaEvent_t)ev);
+}
+
+zs_status zs_cuda_wait_stream(void *stream, double timeout_s, const char *what) {
+  if (!(timeout_s > 0)) {
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    return e == cudaSuccess ? ZS_OK : cuda_fail(e, what);
+  }
+  return poll_wait(query_stream, stream, timeout_s, what);
+}
+
 zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes) {
-  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)d->comm_stream));
+  ZS_CHECK(zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "copy to host (comm stream)"));
   cudaStream_t s = (cudaStream_t)d->compute_stream;
   CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDefault, s));
-  CUDA_TRY(cudaStreamSynchronize(s));
-  return ZS_OK;
+  return zs_cuda_wait_stream(s, d->wait_timeout_s, "copy to host");
 }
 
 zs_status zs_cuda_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes) {
   /* On the (non-blocking) compute stream and synchronised: a plain cudaMemcpy from pageable
      memory may return before its DMA lands, unordered with the engine's streams. */
   cudaStream_t s = (cudaStream_t)d->compute_stream;
-  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)d->comm_stream));
+  ZS_CHECK(zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "copy from host (comm stream)"));
   CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyDefault, s));
-  CUDA_TRY(cudaStreamSynchronize(s));
-  return ZS_OK;
+  return zs_cuda_wait_stream(s, d->wait_timeout_s, "copy from host");
 }
 
 zs_status zs_cuda_dev_sync(zs_dev *d, void *stream) {
-  (void)d;
-  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
-  return ZS_OK;
+  return zs_cuda_wait_stream(stream, d->wait_timeout_s,
+                             stream == d->comm_stream ? "wait for the comm stream"
+                                                      : "wait for the compute stream");
 }
 
 zs_status zs_cuda_dev_order(zs_dev *d, void *waiter, void *signaler) {
@@ -144,8 +227,16 @@ zs_status zs_cuda_event_record(void *ev, void *stream) {
   return ZS_OK;
 }
 
-zs_status zs_cuda_event_wait(void *ev) {
-  CUDA_TRY(cudaEventSynchronize((cudaEvent_t)ev));
+zs_status zs_cuda_event_wait(void *ev, double timeout_s) {
+  if (!(timeout_s > 0)) {
+    CUDA_TRY(cudaEventSynchronize((cudaEvent_t)ev));
+    return ZS_OK;
+  }
+  return poll_wait(query_event, ev, timeout_s, "wait for an event");
+}
+
+zs_status zs_cuda_stream_wait_event(void *stream, void *ev) {
+  CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)ev, 0));
   return ZS_OK;
 }
 

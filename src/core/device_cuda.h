@@ -8,6 +8,7 @@
 zs_status zs_cuda_dev_open(zs_dev *d, int index);
 void zs_cuda_dev_close(zs_dev *d);
 int zs_cuda_dev_count(void);
+zs_status zs_cuda_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b);
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
 void zs_cuda_dev_free(zs_dev *d, void *p, void *stream);
 zs_status zs_cuda_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
@@ -18,7 +19,12 @@ zs_status zs_cuda_dev_sync(zs_dev *d, void *stream);
 zs_status zs_cuda_dev_order(zs_dev *d, void *waiter, void *signaler);
 zs_status zs_cuda_event_create(void **ev);
 zs_status zs_cuda_event_record(void *ev, void *stream);
-zs_status zs_cuda_event_wait(void *ev);
+/* Host waits bounded by timeout_s (<= 0: unbounded): they poll and give ZS_ERR_TIMEOUT naming
+   `what` when the GPU work is still queued after timeout_s (behind a collective whose peer went
+   silent). Shared by the engine and the user-buffer API (zs_kernels_sync / _copy). */
+zs_status zs_cuda_wait_stream(void *stream, double timeout_s, const char *what);
+zs_status zs_cuda_event_wait(void *ev, double timeout_s);
+zs_status zs_cuda_stream_wait_event(void *stream, void *ev);
 void zs_cuda_event_destroy(void *ev);
 
 #endif

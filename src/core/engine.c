@@ -6,6 +6,8 @@
 #include "config.h"
 #include "engine_internal.h"
 #include "error.h"
+#include "kernels/kernels_watch.h"
+#include "offload/numa_place.h"
 
 zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream) {
   ZS_CHECK(zs_dev_alloc(&e->dev, bytes, p, stream));
@@ -53,7 +55,12 @@ static zs_status open_offload(zs_engine *e) {
   ZS_CHECK(zs_host_arena_create(dev, cap, flags, &e->arena));
   if (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) {
     int threads = (int)zs_env_size("ZS_OFFLOAD_THREADS", 0);
-    ZS_CHECK(zs_pool_create(threads, zs_host_arena_node(e->arena), &e->pool));
+    /* The node's cores are split among the ranks of this host that use the same node, so that
+       ranks do not oversubscribe them. */
+    int idx = 0, cnt = 1;
+    const int node = zs_host_arena_node(e->arena);
+    ZS_CHECK(zs_numa_rank_share(dev, node, e->comm->local_rank, e->comm->local_size, &idx, &cnt));
+    ZS_CHECK(zs_pool_create_shared(threads, node, idx, cnt, &e->pool));
     ZS_CHECK(zs_offload_pipe_init(&e->pipe, &e->dev, e->arena,
                                   zs_env_size("ZS_OFFLOAD_CHUNK", 1u << 22)));
   }
@@ -67,7 +74,30 @@ zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
 
 zs_status zs_engine_fail(zs_engine *e, zs_status s) {
   if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) e->state = ZS_ENGINE_FAILED;
+  /* A host wait that timed out outside the comm layer (GPU work stuck behind a collective):
+     abort the groups so that their kernels exit and destroy cannot hang. */
+  if (s == ZS_ERR_TIMEOUT) zs_engine_abort_comms(e);
   return s;
+}
+
+static void on_kernels_timeout(void *ctx) {
+  zs_engine_abort_comms(ctx);
+}
+
+zs_status zs_kernels_watch(zs_kernels *k, zs_engine *e) {
+  if (!k) return zs_err(ZS_ERR_INVALID_ARG, "zs_kernels_watch: the kernels context is NULL");
+  if (!e)
+    zs_kernels_set_watch(k, 0, NULL, NULL);
+  else
+    zs_kernels_set_watch(k, e->cfg.comm_timeout_s, on_kernels_timeout, e);
+  return ZS_OK;
+}
+
+void zs_engine_abort_comms(zs_engine *e) {
+  e->state = ZS_ENGINE_FAILED;
+  zs_coll_abort(e->replica);
+  if (e->shard != e->world) zs_coll_abort(e->shard);
+  zs_coll_abort(e->world);
 }
 
 /* Opens the world, shard-group and replica-group collectives. */
@@ -106,12 +136,15 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
   e->world_size = world;
   e->shard_size = g;
   e->shard_rank = e->world_rank % g;
+  e->last_gather = -1;
+  e->gather_dir = 1;
   zs_status rc = ZS_OK;
   if (cfg->device == ZS_DEVICE_CUDA && e->cfg.device_index < 0) {
     int n = zs_dev_cuda_count();
     e->cfg.device_index = n > 0 ? comm->local_rank % n : 0;
   }
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
+  e->dev.wait_timeout_s = cfg->comm_timeout_s;
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
   if (cfg->offload) ZS_CHECK_GOTO(open_offload(e), rc, fail);
   char dev[32];
@@ -156,8 +189,17 @@ static zs_status check_unit_name(const zs_engine *e, const char *name) {
   return ZS_OK;
 }
 
-/* Checks one tensor descriptor. */
+/* Checks one tensor descriptor: a name that is set, not empty, short enough and unique in the
+   unit (checkpoints and messages name tensors by it), and a shape. */
 static zs_status check_tensor(const char *unit, int i, const zs_tensor_desc *t) {
+  if (!t->name || !*t->name)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "unit '%s' tensor %d: its name is %s: give every tensor a name, unique in its "
+                  "unit",
+                  unit, i, t->name ? "empty" : "NULL");
+  if (strlen(t->name) >= ZS_NAME_MAX)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s' tensor %d: name '%.20s...' is longer than %d "
+                  "characters", unit, i, t->name, ZS_NAME_MAX - 1);
   if (t->ndim < 1 || t->ndim > 4)
     return zs_err(ZS_ERR_INVALID_ARG, "unit '%s' tensor %d ('%s'): ndim %d must be 1..4", unit, i,
                   t->name ? t->name : "?", t->ndim);
@@ -193,8 +235,15 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   if (ntensors <= 0 || !t)
     return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': needs at least one tensor (ntensors %d, t %s)",
                   name, ntensors, t ? "set" : "NULL");
-  for (int i = 0; i < ntensors; i++)
+  for (int i = 0; i < ntensors; i++) {
     ZS_CHECK(check_tensor(name, i, &t[i]));
+    for (int j = 0; j < i; j++)
+      if (strcmp(t[j].name, t[i].name) == 0)
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "unit '%s': tensors %d and %d are both named '%s': tensor names must be "
+                      "unique in their unit",
+                      name, j, i, t[i].name);
+  }
   zs_unit *u = calloc(1, sizeof *u);
   if (!u) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
   u->e = e;
@@ -210,9 +259,7 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   }
   for (int i = 0; i < ntensors; i++) {
     u->t[i] = t[i];
-    char buf[32];
-    snprintf(buf, sizeof buf, "t%d", i);
-    u->tnames[i] = strdup(t[i].name ? t[i].name : buf);
+    u->tnames[i] = strdup(t[i].name);
     if (!u->tnames[i]) {
       rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
       goto fail;
@@ -264,6 +311,7 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, s * ps, &u->grad_shard, NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, e->dev.compute_stream));
   }
+  if (st == 3) ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
   u->opt_off = st == 0 ? 0 : u->lay.shard_off;
   u->opt_n = st == 0 ? P : s;
   float **opt[3] = {&u->master, &u->m, &u->v};
@@ -289,6 +337,19 @@ zs_status zs_engine_commit(zs_engine *e) {
   if (e->nunits == 0)
     return zs_err(ZS_ERR_STATE, "zs_engine_commit with no units: add units with "
                                 "zs_engine_add_unit first");
+  if (e->cfg.stage == 3 && e->cfg.max_live_bytes)
+    for (int i = 0; i < e->nunits; i++) {
+      const zs_unit *u = e->units[i];
+      size_t S = (size_t)e->shard_size, n = u->lay.numel_total;
+      size_t bytes = ((n + S - 1) / S * S) * zs_dtype_size(e->cfg.param_dtype);
+      if (bytes > e->cfg.max_live_bytes)
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_commit: unit '%s' needs %zu bytes gathered, more than "
+                      "max_live_bytes (%zu): raise max_live_bytes to at least %zu, or split the "
+                      "unit",
+                      u->name, bytes, e->cfg.max_live_bytes, bytes);
+    }
+  ZS_CHECK(zs_engine_check_fit(e));
   for (int i = 0; i < e->nunits; i++) {
     zs_status rc = unit_alloc(e, e->units[i]);
     if (rc != ZS_OK) {
@@ -327,6 +388,9 @@ static void unit_release_buffers(zs_engine *e, zs_unit *u) {
   }
   u->param_full = u->param_shard = u->grad_full = u->grad_shard = NULL;
   u->master = u->m = u->v = NULL;
+  zs_dev_event_destroy(&e->dev, u->ev_gathered);
+  u->ev_gathered = NULL;
+  u->gathered = u->held = 0;
 }
 
 void zs_engine_destroy(zs_engine *e) {

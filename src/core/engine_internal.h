@@ -44,10 +44,9 @@ struct zs_unit {
   int opt_on_host;   /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
   int param_on_host; /* param_shard lives in the host arena (ZS_OFFLOAD_PARAMS) */
 
-  int gathered;          /* stage 3: param_full holds the gathered params */
-  int in_use;            /* gathered by the user (not only prefetched) */
-  int fwd_done;          /* released once this micro-step: the next gather is for backward */
-  int bwd_done;          /* grads_ready called, its release not yet seen */
+  int gathered;      /* stage 3: param_full holds (or is receiving) the gathered params */
+  int held;          /* gathered by the caller and not released yet (every stage) */
+  void *ev_gathered; /* stage 3 on CUDA: recorded on the comm stream after the all-gather */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
 };
@@ -73,7 +72,9 @@ struct zs_engine {
   int micro_steps;   /* of the current step */
   int64_t opt_steps; /* completed optimizer steps (AdamW's t) */
   double step_t0;
-  size_t live_gathered_bytes;
+  size_t live_gathered_bytes; /* stage 3: bytes of every gathered unit (held or prefetched) */
+  int last_gather;            /* index of the unit the caller gathered last; -1 after a step */
+  int gather_dir;             /* traversal direction at that gather: +1 forward, -1 backward */
   char info[768];
   /* After a communication failure an abandoned collective may still write into its buffers, so
      from then on frees are deferred until destroy has torn down the collectives. */
@@ -96,11 +97,24 @@ void zs_mem_free_host(zs_engine *e, void *p, size_t bytes);
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s);
 /* Marks the engine failed after a communication error: later steps return ZS_ERR_STATE. */
 zs_status zs_engine_fail(zs_engine *e, zs_status s);
+/* Compares what this rank will hold after commit with the memory its device (and, for offload,
+   the host) has; ZS_ERR_OUT_OF_MEMORY naming the bytes and what would fit (src/core/fit.c). */
+zs_status zs_engine_check_fit(zs_engine *e);
+/* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
+void zs_engine_abort_comms(zs_engine *e);
 
 /* src/shard: gather/release of stage-3 params, reductions of gradients. */
-zs_status zs_shard_gather(zs_unit *u, int for_user);
-zs_status zs_shard_release(zs_unit *u);
-zs_status zs_shard_prefetch_after(zs_unit *u);
+/* The caller gathers u (not held yet): stage 3 all-gathers it unless prefetched, makes the
+   compute stream wait for its all-gather, and prefetches the window ahead (dropping prefetched
+   units outside it). Keeps the memory rule of zshard.h. */
+zs_status zs_shard_gather_user(zs_unit *u);
+/* The caller releases u: stage 3 frees its gathered copy. */
+void zs_shard_release_user(zs_unit *u);
+/* Frees every gathered copy (held or prefetched) and forgets the traversal (after a step). */
+void zs_shard_drop_all(zs_engine *e);
+/* Before new values are written into u's shard: drops a prefetched copy; returns 1 when the
+   caller holds u gathered (its full copy must be refreshed with the new values), else 0. */
+int zs_shard_invalidate(zs_unit *u);
 zs_status zs_shard_grad_buffer(zs_unit *u);
 zs_status zs_shard_reduce(zs_unit *u, int last_micro);
 zs_status zs_shard_publish(zs_engine *e);

@@ -52,8 +52,15 @@ zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
   if (e->cfg.stage <= 2)
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
                      base + l->numel[t]);
+  /* Stage 3: a prefetched copy of the old values is dropped; a copy the caller holds gathered
+     gets the new values too (every rank writes the same full tensor), so no gather of this unit
+     ever hands out stale weights. */
+  const int refresh = zs_shard_invalidate(u);
   if (zs_layout_overlap(l, t, l->shard_off, l->shard_off + l->shard, &a, &b))
     ZS_CHECK(put_range(e, u->param_shard, l->shard_off, e->cfg.param_dtype, host_full, base, a, b));
+  if (refresh)
+    ZS_CHECK(put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
+                       base + l->numel[t]));
   return ZS_OK;
 }
 

@@ -25,12 +25,12 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     zs_unit *u = e->units[i];
     u->grads_ready_count = 0;
     u->grad_shard_valid = 0;
-    u->fwd_done = 0;
-    u->bwd_done = 0;
     if (u->grad_full && e->cfg.stage <= 1)
       ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
   }
   e->micro_steps = micro_steps;
+  e->last_gather = -1; /* a step starts with a forward */
+  e->gather_dir = 1;
   e->state = ZS_ENGINE_IN_STEP;
   return ZS_OK;
 }
@@ -131,16 +131,6 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
 
 static zs_status step_update(zs_engine *e, zs_step_stats *st);
 
-/* Frees every stage-3 gathered copy: after the step they would be stale (a later zs_unit_param
-   needs a new gather). */
-static void drop_gathered(zs_engine *e) {
-  if (e->cfg.stage != 3) return; /* stages 0-2 update the full params in place: still valid */
-  for (int i = 0; i < e->nunits; i++) {
-    e->units[i]->in_use = 0;
-    zs_shard_release(e->units[i]);
-  }
-}
-
 zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_step: engine is NULL");
   if (e->state != ZS_ENGINE_IN_STEP)
@@ -161,7 +151,9 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_order(d, d->compute_stream, d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
-  drop_gathered(e);
+  /* Stage-3 gathered copies would be stale after the update: all are freed (a later
+     zs_unit_param needs a new gather). Stages 0-2 update the full params in place. */
+  zs_shard_drop_all(e);
   rc = step_update(e, st);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   return ZS_OK;

@@ -20,10 +20,15 @@ static zs_status check_unit(const zs_unit *u, const char *fn) {
 
 zs_status zs_unit_gather(zs_unit *u) {
   ZS_CHECK(check_unit(u, "zs_unit_gather"));
-  if (u->in_use) return ZS_OK; /* already gathered (e.g. kept from its backward): a no-op */
-  ZS_CHECK(zs_shard_gather(u, 1));
-  u->in_use = 1;
-  return zs_shard_prefetch_after(u);
+  if (u->held) return ZS_OK; /* already gathered (e.g. kept from its forward): a no-op */
+  ZS_CHECK(zs_shard_gather_user(u));
+  u->held = 1;
+  return ZS_OK;
+}
+
+int zs_unit_is_gathered(const zs_unit *u) {
+  if (!u || u->e->state == ZS_ENGINE_BUILDING) return 0;
+  return u->e->cfg.stage == 3 ? u->gathered : 1;
 }
 
 void *zs_unit_param(zs_unit *u, int t) {
@@ -33,7 +38,7 @@ void *zs_unit_param(zs_unit *u, int t) {
            t, u->ntensors - 1);
     return NULL;
   }
-  if (!u->in_use) {
+  if (!u->held) {
     zs_err(ZS_ERR_STATE, "zs_unit_param('%s'): call zs_unit_gather first", u->name);
     return NULL;
   }
@@ -64,14 +69,10 @@ void *zs_unit_grad(zs_unit *u, int t) {
 
 zs_status zs_unit_release(zs_unit *u) {
   ZS_CHECK(check_unit(u, "zs_unit_release"));
-  if (!u->in_use)
+  if (!u->held)
     return zs_err(ZS_ERR_STATE, "zs_unit_release('%s') without a matching zs_unit_gather", u->name);
-  u->in_use = 0;
-  if (u->bwd_done)
-    u->bwd_done = 0; /* the release after this unit's backward */
-  else
-    u->fwd_done = 1; /* forward done: the next gather is for backward (prefetch downwards) */
-  return zs_shard_release(u);
+  zs_shard_release_user(u);
+  return ZS_OK;
 }
 
 zs_status zs_unit_grads_ready(zs_unit *u) {
@@ -92,7 +93,5 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
      accumulated) cannot be retried: the engine is failed. */
   if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   u->grads_ready_count++;
-  u->fwd_done = 0; /* the next gather of this unit starts the next micro-step's forward */
-  u->bwd_done = 1;
   return ZS_OK;
 }

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/gpt2_cpu.h"
+#include "kernels/kernels_watch.h"
 #ifdef ZS_HAVE_CUDA
 #include "kernels/cuda/gpt2_cuda.h"
 #include "kernels/kernels_mem.h"
@@ -21,6 +22,11 @@
 struct zs_kernels {
   zs_device dev;
   zs_dtype dt;
+  /* Host waits (sync, copies to/from host) are bounded by wait_timeout_s when > 0; a timeout
+     calls on_timeout(watch_ctx) (the engine aborts its collectives) before returning. */
+  double wait_timeout_s;
+  void (*on_timeout)(void *ctx);
+  void *watch_ctx;
 #ifdef ZS_HAVE_CUDA
   zs_cuda_kctx *cuda; /* non-NULL exactly when dev == ZS_DEVICE_CUDA */
 #endif
@@ -138,13 +144,34 @@ zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes) {
   return ZS_OK;
 }
 
+void zs_kernels_set_watch(zs_kernels *k, double timeout_s, void (*on_timeout)(void *ctx),
+                          void *ctx) {
+  k->wait_timeout_s = timeout_s;
+  k->on_timeout = on_timeout;
+  k->watch_ctx = ctx;
+}
+
+#ifdef ZS_HAVE_CUDA
+/* A timed-out host wait tells the watcher (which aborts the collectives) and keeps its status. */
+static zs_status watched(zs_kernels *k, zs_status rc) {
+  if (rc == ZS_ERR_TIMEOUT && k->on_timeout) k->on_timeout(k->watch_ctx);
+  return rc;
+}
+#endif
+
 zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t bytes) {
   static const char fn[] = "zs_kernels_copy";
   REQ_CTX(k);
   REQ_PTR(dst);
   REQ_PTR(src);
   if (bytes == 0) return ZS_OK;
-  if (k->dev == ZS_DEVICE_CUDA) CUDA_CALL(mem_copy, dst, src, bytes);
+#ifdef ZS_HAVE_CUDA
+  if (k->dev == ZS_DEVICE_CUDA)
+    return watched(k, zs_cuda_mem_copy(k->cuda, dst, src, bytes, k->wait_timeout_s));
+#else
+  if (k->dev == ZS_DEVICE_CUDA)
+    return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
+#endif
   memmove(dst, src, bytes);
   return ZS_OK;
 }
@@ -154,7 +181,7 @@ zs_status zs_kernels_sync(zs_kernels *k) {
   REQ_CTX(k);
   if (k->dev == ZS_DEVICE_CUDA) {
 #ifdef ZS_HAVE_CUDA
-    return zs_cuda_mem_sync(k->cuda);
+    return watched(k, zs_cuda_mem_sync(k->cuda, k->wait_timeout_s));
 #else
     return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
 #endif

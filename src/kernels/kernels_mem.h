@@ -15,8 +15,10 @@ zs_status zs_cuda_mem_alloc(zs_cuda_kctx *k, size_t bytes, void **p);
 /* cudaFreeAsync on the stream; p != NULL. */
 void zs_cuda_mem_free(zs_cuda_kctx *k, void *p);
 zs_status zs_cuda_mem_zero(zs_cuda_kctx *k, void *p, size_t bytes);
-/* cudaMemcpyDefault on the stream; synchronises the stream when either side is host memory. */
-zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t bytes);
-zs_status zs_cuda_mem_sync(zs_cuda_kctx *k);
+/* cudaMemcpyDefault on the stream; waits for the stream when either side is host memory. Waits
+   poll for at most timeout_s (<= 0: unbounded) and then return ZS_ERR_TIMEOUT. */
+zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t bytes,
+                           double timeout_s);
+zs_status zs_cuda_mem_sync(zs_cuda_kctx *k, double timeout_s);
 
 #endif

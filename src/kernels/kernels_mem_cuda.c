@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include "core/device_cuda.h"
 #include "core/error.h"
 
 /* The stream all of it is ordered on. */
@@ -67,17 +68,17 @@ static int is_host(const void *p) {
   return a.type != cudaMemoryTypeDevice;
 }
 
-zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t bytes) {
+zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t bytes,
+                           double timeout_s) {
   static const char fn[] = "zs_kernels_copy";
   cudaStream_t s = stream_of(k);
   cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
   if (e != cudaSuccess) return cuda_fail(fn, "cudaMemcpyAsync", e);
   if (!is_host(dst) && !is_host(src)) return ZS_OK; /* device to device: stays queued */
-  e = cudaStreamSynchronize(s); /* the host side may be reused (src) or read (dst) at once */
-  return e == cudaSuccess ? ZS_OK : cuda_fail(fn, "cudaStreamSynchronize after the copy", e);
+  /* The host side may be reused (src) or read (dst) at once. */
+  return zs_cuda_wait_stream(s, timeout_s, "zs_kernels_copy (wait for the copy)");
 }
 
-zs_status zs_cuda_mem_sync(zs_cuda_kctx *k) {
-  cudaError_t e = cudaStreamSynchronize(stream_of(k));
-  return e == cudaSuccess ? ZS_OK : cuda_fail("zs_kernels_sync", "cudaStreamSynchronize", e);
+zs_status zs_cuda_mem_sync(zs_cuda_kctx *k, double timeout_s) {
+  return zs_cuda_wait_stream(stream_of(k), timeout_s, "zs_kernels_sync");
 }

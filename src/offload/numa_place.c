@@ -151,3 +151,41 @@ zs_status zs_numa_place_for_device(hwloc_topology_t topo, int cuda_device, zs_nu
   }
   return rc;
 }
+
+zs_status zs_numa_rank_share(int cuda_device, int my_node, int local_rank, int local_size,
+                             int *idx, int *cnt) {
+  if (local_size < 1) local_size = 1;
+  if (local_rank < 0 || local_rank >= local_size) local_rank = 0;
+  *idx = local_rank;
+  *cnt = local_size;
+  hwloc_topology_t topo;
+  ZS_CHECK(zs_topo_open(&topo));
+  const int nn = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  zs_status rc = ZS_OK;
+  if (nn > 1 && cuda_device < 0) {
+    *cnt = (local_size + nn - 1) / nn;
+    *idx = local_rank / nn;
+  } else if (nn > 1) {
+    int ndev = 0;
+#ifdef ZS_HAVE_CUDA
+    ndev = zs_numa_cuda_count();
+#endif
+    int c = 0, i = 0;
+    for (int j = 0; j < local_size && ndev > 0; j++) {
+      zs_numa_place pl = {0};
+      rc = zs_numa_place_for_device(topo, j % ndev, &pl);
+      const int node = pl.node;
+      zs_numa_place_free(&pl);
+      if (rc != ZS_OK) break;
+      if (node != my_node) continue;
+      if (j < local_rank) i++;
+      c++;
+    }
+    if (rc == ZS_OK && c > 0) {
+      *cnt = c;
+      *idx = i < c ? i : 0;
+    }
+  }
+  hwloc_topology_destroy(topo);
+  return rc;
+}

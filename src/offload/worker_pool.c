@@ -102,8 +102,27 @@ static void zs_pool_free(zs_pool *p) {
   free(p);
 }
 
+/* Keeps slice idx of cnt of the cores in *set (cores [idx*n/cnt, (idx+1)*n/cnt), or core
+   idx mod n when there are fewer cores than sharers). */
+static zs_status zs_pool_slice(hwloc_topology_t topo, hwloc_cpuset_t set, int idx, int cnt) {
+  const int n = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE);
+  if (n <= 0 || cnt <= 1) return ZS_OK;
+  int lo = n >= cnt ? (int)((long)idx * n / cnt) : idx % n;
+  int hi = n >= cnt ? (int)((long)(idx + 1) * n / cnt) : lo + 1;
+  hwloc_cpuset_t keep = hwloc_bitmap_alloc();
+  if (!keep) return zs_err(ZS_ERR_OUT_OF_MEMORY, "hwloc bitmap allocation failed");
+  for (int i = lo; i < hi; i++) {
+    hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE, (unsigned)i);
+    if (core) hwloc_bitmap_or(keep, keep, core->cpuset);
+  }
+  hwloc_bitmap_and(set, set, keep);
+  hwloc_bitmap_free(keep);
+  return ZS_OK;
+}
+
 /* Resolves the node and thread count; fills bind, cpulist, info. */
-static zs_status zs_pool_place(zs_pool *p, int nthreads, int numa_node) {
+static zs_status zs_pool_place(zs_pool *p, int nthreads, int numa_node, int share_idx,
+                               int share_cnt) {
   zs_status rc = zs_topo_open(&p->topo);
   if (rc != ZS_OK) return rc;
   const char *how = "unbound";
@@ -123,6 +142,11 @@ static zs_status zs_pool_place(zs_pool *p, int nthreads, int numa_node) {
     p->node = pl.node;
     p->bind = pl.cpuset; /* ownership moves to the pool */
     pl.cpuset = NULL;
+    rc = zs_pool_slice(p->topo, p->bind, share_idx, share_cnt);
+    if (rc != ZS_OK) {
+      zs_numa_place_free(&pl);
+      return rc;
+    }
     cores_in = p->bind;
     how = pl.how;
     hwloc_bitmap_list_snprintf(p->cpulist, sizeof p->cpulist, p->bind);
@@ -130,7 +154,11 @@ static zs_status zs_pool_place(zs_pool *p, int nthreads, int numa_node) {
   int cores = hwloc_get_nbobjs_inside_cpuset_by_type(p->topo, cores_in, HWLOC_OBJ_CORE);
   if (cores <= 0) cores = hwloc_get_nbobjs_inside_cpuset_by_type(p->topo, cores_in, HWLOC_OBJ_PU);
   p->n = nthreads > 0 ? nthreads : (cores > 0 ? cores : 1);
-  if (p->node >= 0)
+  if (p->node >= 0 && share_cnt > 1)
+    snprintf(p->info, sizeof p->info,
+             "%d workers bound to NUMA node %d, share %d of %d ranks on it (CPUs %s; %s)", p->n,
+             p->node, share_idx, share_cnt, p->cpulist, how);
+  else if (p->node >= 0)
     snprintf(p->info, sizeof p->info, "%d workers bound to NUMA node %d (CPUs %s; %s)", p->n,
              p->node, p->cpulist, how);
   else
@@ -140,7 +168,15 @@ static zs_status zs_pool_place(zs_pool *p, int nthreads, int numa_node) {
 }
 
 zs_status zs_pool_create(int nthreads, int numa_node, zs_pool **out) {
+  return zs_pool_create_shared(nthreads, numa_node, 0, 1, out);
+}
+
+zs_status zs_pool_create_shared(int nthreads, int numa_node, int share_idx, int share_cnt,
+                                zs_pool **out) {
   if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_pool_create: out is NULL");
+  if (share_cnt < 1 || share_idx < 0 || share_idx >= share_cnt)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_pool_create: share %d of %d: need 0 <= index < count",
+                  share_idx, share_cnt);
   *out = NULL;
   if (nthreads < 0 || nthreads > ZS_POOL_MAX_THREADS)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_pool_create: %d threads: use 0 (one per core) .. %d",
@@ -157,7 +193,7 @@ zs_status zs_pool_create(int nthreads, int numa_node, zs_pool **out) {
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
   atomic_init(&p->next, 0);
-  zs_status rc = zs_pool_place(p, nthreads, numa_node);
+  zs_status rc = zs_pool_place(p, nthreads, numa_node, share_idx, share_cnt);
   if (rc != ZS_OK) {
     zs_pool_free(p);
     return rc;

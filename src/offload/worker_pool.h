@@ -32,6 +32,12 @@ typedef void (*zs_pool_fn)(void *ctx, size_t item, int worker);
    CPUs, nthreads < 0 or > 4096), ZS_ERR_UNSUPPORTED (binding refused by the OS),
    ZS_ERR_OUT_OF_MEMORY (thread creation). Nothing is left behind on failure. */
 zs_status zs_pool_create(int nthreads, int numa_node, zs_pool **out);
+/* zs_pool_create for share_cnt processes that use the same node at once (ranks of one host):
+   this pool takes slice share_idx of share_cnt of the node's cores (at least one core; with fewer
+   cores than sharers, core share_idx mod cores), and nthreads 0 means one worker per core of that
+   slice. Without this, every rank would start one worker per core of the whole node. */
+zs_status zs_pool_create_shared(int nthreads, int numa_node, int share_idx, int share_cnt,
+                                zs_pool **out);
 /* Runs fn(ctx, i, worker) for every i in [0, n_items) on the workers and returns when all are
    done. n_items == 0 returns at once. ZS_ERR_INVALID_ARG for a NULL pool or fn. */
 zs_status zs_pool_run(zs_pool *p, size_t n_items, zs_pool_fn fn, void *ctx);

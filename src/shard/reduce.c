@@ -21,13 +21,16 @@ static void scratch_put(zs_engine *e, scratch *s) {
   s->p = NULL;
 }
 
-/* Elements per rank-block of one reduction piece: the whole block (bucket_bytes 0), or fewer so
-   that a piece's packed buffer of nblocks blocks stays within bucket_bytes. Reductions are
+/* Elements per rank-block of one reduction piece: the whole block, or fewer so that a piece's
+   packed buffer of nblocks blocks stays within bucket_bytes. Without a bucket the packed buffer
+   is still held to one unit (S blocks): deterministic hybrid sharding packs world/S copies of
+   every block, which would otherwise need 2 * world/S units of scratch. Reductions are
    elementwise in a fixed order, so cutting them into pieces never changes the bits. */
 static size_t piece_len(const zs_engine *e, size_t s, size_t nblocks) {
-  const size_t es = zs_dtype_size(e->cfg.reduce_dtype);
-  if (e->cfg.bucket_bytes == 0) return s;
-  size_t c = e->cfg.bucket_bytes / (es * nblocks);
+  const size_t es = zs_dtype_size(e->cfg.reduce_dtype), S = (size_t)e->shard_size;
+  size_t c = s;
+  if (e->cfg.bucket_bytes) c = e->cfg.bucket_bytes / (es * nblocks);
+  if (nblocks > S && c > s * S / nblocks) c = s * S / nblocks;
   if (c < 1) c = 1;
   return c < s ? c : s;
 }
