@@ -424,6 +424,7 @@ static zs_status setup(model *m, zs_comm *comm) {
   if (rc == ZS_OK) rc = add_units(m);
   if (rc == ZS_OK) rc = zs_engine_commit(m->e);
   if (rc == ZS_OK) rc = zs_kernels_create(o->device, ZS_F32, zs_engine_stream(m->e), &m->k);
+  if (rc == ZS_OK) rc = zs_kernels_watch(m->k, m->e); /* host waits bounded by comm_timeout_s */
   if (rc == ZS_OK) rc = alloc_buffers(m);
   if (rc == ZS_OK) rc = init_params(m);
   return rc;

@@ -99,6 +99,8 @@ static int build(run *r) {
     TRY(gpt2_init_random(&r->units, a->seed));
   void *stream = zs_engine_stream(r->eng);
   ZS_TRY(zs_kernels_create(a->device, a->dtype, stream, &r->k));
+  /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
+  ZS_TRY(zs_kernels_watch(r->k, r->eng));
   gpt2_dev dev = {r->k, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
   TRY(gpt2_model_init(&r->model, &r->units, &dev, r->k, a->batch, a->seq, a->recompute,
                       a->deterministic));

@@ -3,7 +3,8 @@
  * backward (reverse order). The LM head is tied to wte, so the embedding unit is gathered a
  * second time for the head: its forward and backward run back to back while it is gathered, the
  * head's share of the wte gradient goes into the embedding unit's gradient, and grads_ready for
- * the embedding comes once, at the very end, after the lookup's share is added too.
+ * the embedding comes once, at the very end, after the lookup's share is added too. The lookup's
+ * backward needs no params, so the embedding is gathered twice per micro-step, not three times.
  *
  * Deterministic mode stages gradients: a unit's backward writes into a zeroed private buffer
  * that is added to zs_unit_grad in one pass when the unit is done. Then each micro-step adds
@@ -93,13 +94,14 @@ static int stage_commit(gpt2_model *m, int u) {
   return 0;
 }
 
-/* End of unit u's backward: commit staged grads, run the hook, grads_ready, release. */
-static int unit_bwd_done(gpt2_model *m, int u) {
+/* End of unit u's backward: commit staged grads, run the hook, grads_ready, and release when
+   the backward gathered the unit (the embedding's lookup backward needs no params). */
+static int unit_bwd_done(gpt2_model *m, int u, int gathered) {
   zs_unit *unit = gpt2_unit(&m->units, u);
   TRY(stage_commit(m, u));
   if (m->hook) TRY(m->hook(m->hook_ctx, m, u, "final"));
   ZS_TRY(zs_unit_grads_ready(unit));
-  ZS_TRY(zs_unit_release(unit));
+  if (gathered) ZS_TRY(zs_unit_release(unit));
   return 0;
 }
 
@@ -177,7 +179,7 @@ static int backward(gpt2_model *m) {
   TRY(gpt2_dev_zero(&m->dev, m->dres, (size_t)N * C * m->dev.esz));
   ZS_TRY(zs_k_layernorm_bwd(m->k, m->dres, g[LNF_W], g[LNF_B], m->dln, m->res[L], p[LNF_W],
                             m->lnf_mean, m->lnf_rstd, N, C));
-  TRY(unit_bwd_done(m, L + 1));
+  TRY(unit_bwd_done(m, L + 1, 1));
   for (int l = L - 1; l >= 0; l--) {
     gpt2_block_acts *a = &m->acts[m->recompute ? 0 : l];
     ZS_TRY(zs_unit_gather(m->units.blocks[l]));
@@ -186,12 +188,12 @@ static int backward(gpt2_model *m) {
     TRY(stage_begin(m, l + 1));
     TRY(grads(m, l + 1, g));
     TRY(gpt2_block_bwd(m, p, g, a, m->res[l]));
-    TRY(unit_bwd_done(m, l + 1));
+    TRY(unit_bwd_done(m, l + 1, 1));
   }
-  ZS_TRY(zs_unit_gather(m->units.emb));
+  /* The lookup's backward reads only token ids: no gather of the (largest) embedding unit. */
   TRY(grads(m, 0, g)); /* the staged wte gradient still holds the head's share */
   ZS_TRY(zs_k_encoder_bwd(m->k, g[EMB_WTE], g[EMB_WPE], m->dres, m->tok, B, T, C));
-  return unit_bwd_done(m, 0);
+  return unit_bwd_done(m, 0, 0);
 }
 
 int gpt2_train_micro(gpt2_model *m, const int *tok, const int *tgt, float *loss) {
