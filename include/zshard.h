@@ -143,7 +143,8 @@ void *zs_engine_stream(zs_engine *e);
 zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
 /* Makes the full params of u usable on the engine stream (stage 3: all-gather). Gathering a unit
    that is already gathered is a no-op. Release it after its forward and again after its backward:
-   at stage 3 a gathered unit holds its full params until zs_unit_release (or the step). */
+   at stage 3 a gathered unit holds its full params until zs_unit_release. zs_engine_step ends
+   every hold at every stage: gather again before using zs_unit_param after a step. */
 zs_status zs_unit_gather(zs_unit *u);
 /* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
    (also for NULL). Stages 0-2 keep full params always: 1. For memory introspection and tests. */

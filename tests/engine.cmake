@@ -99,3 +99,16 @@ zs_mpi_test(engine_train_np4_stage1_bf16_reduce_f32_bucket test_engine_train NP 
 
 zs_exe(test_shard_layout SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_shard_layout.c)
 zs_unit_test(shard_layout test_shard_layout LABELS engine)
+
+# Randomized call sequences (tests/test_engine_protocol.c): the stage-3 memory rule after every
+# call and bit-equality with a 1-rank stage-0 replay. ZS_PROTOCOL_SEQS=N runs N per world size.
+zs_exe(test_engine_protocol SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_protocol.c)
+foreach(n 1 2 3 4)
+  zs_mpi_test(engine_protocol_np${n} test_engine_protocol NP ${n} TIMEOUT 300 LABELS engine)
+endforeach()
+# One regression test per stage-3 defect (eval/sampling gathers, stale set_param, max_live,
+# hybrid deterministic scratch, commit fit check, offload worker split).
+zs_exe(test_engine_rules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_rules.c)
+foreach(n 1 2 4)
+  zs_mpi_test(engine_rules_np${n} test_engine_rules NP ${n} LABELS engine)
+endforeach()

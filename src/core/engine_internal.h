@@ -110,7 +110,7 @@ void zs_engine_abort_comms(zs_engine *e);
 zs_status zs_shard_gather_user(zs_unit *u);
 /* The caller releases u: stage 3 frees its gathered copy. */
 void zs_shard_release_user(zs_unit *u);
-/* Frees every gathered copy (held or prefetched) and forgets the traversal (after a step). */
+/* Ends every hold, frees every stage-3 gathered copy and forgets the traversal (after a step). */
 void zs_shard_drop_all(zs_engine *e);
 /* Before new values are written into u's shard: drops a prefetched copy; returns 1 when the
    caller holds u gathered (its full copy must be refreshed with the new values), else 0. */

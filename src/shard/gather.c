@@ -145,10 +145,8 @@ void zs_shard_release_user(zs_unit *u) {
 void zs_shard_drop_all(zs_engine *e) {
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
-    if (e->cfg.stage == 3) {
-      drop(u, u->held);
-      u->held = 0;
-    }
+    if (e->cfg.stage == 3) drop(u, u->held);
+    u->held = 0; /* every stage: the step ends every hold (the same protocol at every stage) */
   }
   e->last_gather = -1;
   e->gather_dir = 1;

@@ -1,0 +1,500 @@
+/* Randomized protocol test (model-based) of the engine's promises in every legal call order.
+ *
+ * Each sequence, from its seed: a random configuration (stage 0-3, offload mode, prefetch_units,
+ * max_live_bytes, bucket_bytes, hybrid group) and a random legal call sequence: training steps
+ * with random micro_steps (forward passes, backward passes that gather or not, release before or
+ * after grads_ready, units held from forward into backward), forward-only passes between steps
+ * (evaluation; repeated, sampling-like, possibly partial forwards), units held across calls,
+ * zs_unit_set_param / zs_unit_get_param between steps. After every call it checks the memory rule
+ * of zshard.h against its own model of the call sequence (held units gathered, at most
+ * prefetch_units prefetched, max_live_bytes, buffers == gathered + live full gradients exactly,
+ * persistent categories unchanged) and that a gathered unit shows the newest values set. At the
+ * end rank 0 replays the gradient schedule on one rank with the straightforward path (stage 0, no
+ * prefetch, no offload, no buckets; deterministic) and compares every weight bit for bit.
+ *
+ * Usage: test_engine_protocol [--seqs N] [--seed S]   (env ZS_PROTOCOL_SEQS=N runs more)
+ * Every sequence prints its seed; --seed S --seqs 1 reproduces one. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_model.h"
+#include "zs_test.h"
+
+#define MAX_OPS 64
+
+/* One random stream per sequence, identical on every rank (the call sequence must be). */
+typedef struct {
+  uint64_t s;
+} rng;
+static uint32_t rnd(rng *r, uint32_t n) {
+  r->s = tm_hash(r->s);
+  return (uint32_t)(r->s % n);
+}
+
+typedef struct {
+  int stage, prefetch, group;
+  unsigned offload;
+  size_t max_live, bucket;
+} seq_cfg;
+
+/* What the caller did in one micro-step's backward of unit u. */
+typedef struct {
+  int gather;        /* gathered in backward (its gradient uses the params) */
+  int release_first; /* release before grads_ready */
+  int held_from_fwd; /* not released after forward: backward's gather is a no-op */
+} bwd_choice;
+
+/* Test state on one rank. */
+typedef struct {
+  int rank, world;
+  seq_cfg c;
+  zs_engine *e;
+  zs_unit *u[TM_NUNITS];
+  int held[TM_NUNITS];
+  int grad_live[TM_NUNITS];
+  zs_memory base; /* persistent categories after commit */
+  float *known[TM_NUNITS][TM_MAXT]; /* newest values set, or NULL when unknown (after a step) */
+  int step_no;
+  uint64_t seed;
+  unsigned char used[MAX_OPS][3][TM_NUNITS]; /* the gradient of (step, micro, unit) read params */
+} st;
+
+static size_t unit_bytes(const st *s, int u) {
+  size_t n = 0;
+  for (int t = 0; t < tm_units[u].ntensors; t++)
+    n += (size_t)tm_numel(u, t);
+  size_t S = 1;
+  if (s->c.stage >= 1) S = s->c.group ? (size_t)s->c.group : (size_t)s->world;
+  size_t p = (n + S - 1) / S * S;
+  return (p < S ? S : p) * 4;
+}
+
+/* The memory rule and the ledger, after every call. */
+static void check(st *s, const char *where) {
+  zs_memory m;
+  ZS_OK_OR_DIE(zs_engine_memory(s->e, &m));
+  size_t gathered = 0, grads = 0;
+  int prefetched = 0;
+  for (int i = 0; i < TM_NUNITS; i++) {
+    const int g = zs_unit_is_gathered(s->u[i]);
+    if (s->held[i])
+      ZS_EXPECT(g, "seed %llu %s: held unit %d not gathered", (unsigned long long)s->seed, where,
+                i);
+    if (s->c.stage == 3 && g) {
+      gathered += unit_bytes(s, i);
+      prefetched += !s->held[i];
+    }
+    if (s->grad_live[i] && s->c.stage >= 2) grads += unit_bytes(s, i);
+    /* zs_unit_param answers exactly for held units. */
+    void *p = zs_unit_param(s->u[i], 0);
+    ZS_EXPECT((p != NULL) == (s->held[i] != 0), "seed %llu %s: unit %d param %p held %d",
+              (unsigned long long)s->seed, where, i, p, s->held[i]);
+  }
+  ZS_EXPECT(prefetched <= s->c.prefetch, "seed %llu %s: %d prefetched units > prefetch_units %d",
+            (unsigned long long)s->seed, where, prefetched, s->c.prefetch);
+  if (s->c.max_live)
+    ZS_EXPECT(gathered <= s->c.max_live, "seed %llu %s: %zu gathered bytes > max_live_bytes %zu",
+              (unsigned long long)s->seed, where, gathered, s->c.max_live);
+  ZS_EXPECT(m.buffers.cur == gathered + grads,
+            "seed %llu %s: buffers %zu != gathered %zu + live grads %zu",
+            (unsigned long long)s->seed, where, m.buffers.cur, gathered, grads);
+  ZS_EXPECT(m.params.cur == s->base.params.cur && m.grads.cur == s->base.grads.cur &&
+                m.optimizer.cur == s->base.optimizer.cur &&
+                m.host_pinned.cur == s->base.host_pinned.cur,
+            "seed %llu %s: persistent state changed", (unsigned long long)s->seed, where);
+}
+
+/* A gathered unit must show the newest values set (when the test knows them). */
+static void check_fresh(st *s, int u) {
+  for (int t = 0; t < tm_units[u].ntensors; t++) {
+    const float *k = s->known[u][t], *p = zs_unit_param(s->u[u], t);
+    if (!k || !p) continue;
+    ZS_EXPECT(memcmp(k, p, (size_t)tm_numel(u, t) * 4) == 0,
+              "seed %llu: unit %d tensor %d gathered values are stale", (unsigned long long)s->seed,
+              u, t);
+  }
+}
+
+static void release(st *s, int u);
+
+/* Gathers u. When the units held leave no room under max_live_bytes the gather must be refused
+   with nothing changed; the caller then releases its other units (legal) and gathers again. */
+static void gather(st *s, int u) {
+  size_t held = 0;
+  for (int i = 0; i < TM_NUNITS; i++)
+    if (s->held[i]) held += unit_bytes(s, i);
+  if (s->c.stage == 3 && s->c.max_live && !zs_unit_is_gathered(s->u[u]) &&
+      held + unit_bytes(s, u) > s->c.max_live) {
+    ZS_EXPECT_STATUS(zs_unit_gather(s->u[u]), ZS_ERR_OUT_OF_MEMORY);
+    check(s, "refused gather");
+    for (int i = 0; i < TM_NUNITS; i++)
+      if (s->held[i] && i != u) release(s, i);
+  }
+  ZS_OK_OR_DIE(zs_unit_gather(s->u[u]));
+  s->held[u] = 1;
+  check(s, "gather");
+  check_fresh(s, u);
+}
+
+static void release(st *s, int u) {
+  ZS_OK_OR_DIE(zs_unit_release(s->u[u]));
+  s->held[u] = 0;
+  check(s, "release");
+}
+
+/* Gradient of batch b for element i (global index gi) at param p: a(p - t), or -a t when the
+   backward did not gather the unit (no params). */
+static float grad_elem(uint64_t b, int64_t gi, const float *p, int64_t i) {
+  const uint64_t h = tm_hash(b * 0x100000001b3ull + (uint64_t)gi);
+  const float a = 0.5f + (float)(h >> 40) / (float)(1u << 24);
+  const float t = -1.0f + 2.0f * (float)(tm_hash(h) >> 40) / (float)(1u << 24);
+  return p ? a * (p[i] - t) : -a * t;
+}
+
+static uint64_t batch_id(int step, int micro, int rank) {
+  return ((uint64_t)step << 32) ^ ((uint64_t)micro << 16) ^ (uint64_t)rank;
+}
+
+/* zs_unit_grad += g in one add per element (deterministic mode's rule). */
+static void add_grad(zs_unit *u, int un, uint64_t b, int use_params, const float *scale0) {
+  for (int t = 0; t < tm_units[un].ntensors; t++) {
+    float *g = zs_unit_grad(u, t);
+    if (!g) {
+      fprintf(stderr, "FATAL: zs_unit_grad: %s\n", zs_last_error());
+      exit(1);
+    }
+    const float *p = use_params ? zs_unit_param(u, t) : NULL;
+    const int64_t n = tm_numel(un, t), base = tm_base(un, t);
+    for (int64_t i = 0; i < n; i++)
+      g[i] = g[i] + (scale0 ? scale0[base + i] : grad_elem(b, base + i, p, i));
+  }
+}
+
+static void forget_known(st *s) {
+  for (int u = 0; u < TM_NUNITS; u++)
+    for (int t = 0; t < TM_MAXT; t++) {
+      free(s->known[u][t]);
+      s->known[u][t] = NULL;
+    }
+}
+
+/* A forward pass over units [0, upto]; release each after use unless keep says so. */
+static void forward(st *s, int upto, rng *r, int keep_some) {
+  for (int u = 0; u <= upto; u++) {
+    if (!s->held[u]) gather(s, u);
+    if (!(keep_some && rnd(r, 4) == 0)) release(s, u);
+  }
+}
+
+/* One training step of the sequence on this rank. choice[k][u] is drawn by the caller. */
+static void train_step(st *s, int m, bwd_choice ch[][TM_NUNITS], rng *r) {
+  ZS_OK_OR_DIE(zs_engine_begin_step(s->e, m));
+  check(s, "begin_step");
+  for (int k = 0; k < m; k++) {
+    for (int u = 0; u < TM_NUNITS; u++) {
+      if (!s->held[u]) gather(s, u);
+      if (!ch[k][u].held_from_fwd) release(s, u);
+    }
+    for (int u = TM_NUNITS - 1; u >= 0; u--) {
+      const bwd_choice *c = &ch[k][u];
+      if (c->gather && !s->held[u]) gather(s, u);
+      s->grad_live[u] = 1;
+      s->used[s->step_no][k][u] = (unsigned char)s->held[u];
+      add_grad(s->u[u], u, batch_id(s->step_no, k, s->rank), s->held[u], NULL);
+      check(s, "grad");
+      if (s->held[u] && c->release_first) release(s, u);
+      ZS_OK_OR_DIE(zs_unit_grads_ready(s->u[u]));
+      s->grad_live[u] = 0;
+      check(s, "grads_ready");
+      if (s->held[u] && rnd(r, 8) != 0) release(s, u);
+    }
+  }
+  ZS_OK_OR_DIE(zs_engine_step(s->e, NULL));
+  for (int u = 0; u < TM_NUNITS; u++)
+    s->held[u] = 0; /* the step frees every gathered copy */
+  forget_known(s);
+  check(s, "step");
+  s->step_no++;
+}
+
+/* The values a set_param op writes (identical on every rank and in the reference). */
+static float *values(int u, int t, uint64_t vseed) {
+  const int64_t n = tm_numel(u, t);
+  float *v = malloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++)
+    v[i] = -1.0f + 2.0f * (float)(tm_hash(vseed + (uint64_t)i) >> 40) / (float)(1u << 24);
+  return v;
+}
+
+static void set_param(st *s, int u, int t, uint64_t vseed) {
+  const int64_t n = tm_numel(u, t);
+  float *v = values(u, t, vseed);
+  ZS_OK_OR_DIE(zs_unit_set_param_n(s->u[u], t, v, n));
+  free(s->known[u][t]);
+  s->known[u][t] = v;
+  check(s, "set_param");
+  if (s->held[u]) check_fresh(s, u);
+}
+
+/* Draws the configuration for world w. */
+static void draw_cfg(rng *r, int w, seq_cfg *c) {
+  memset(c, 0, sizeof *c);
+  c->stage = (int)rnd(r, 4);
+  c->prefetch = (int)rnd(r, 4);
+  static const size_t buckets[] = {0, 0, 40, 64, 200};
+  c->bucket = buckets[rnd(r, 5)];
+  if (w == 4 && c->stage >= 1 && rnd(r, 3) == 0) c->group = 2;
+  const uint32_t o = rnd(r, 4);
+  if (c->stage >= 1 && o == 1) c->offload = ZS_OFFLOAD_OPTIMIZER;
+  if (c->stage == 3 && o == 2) c->offload = ZS_OFFLOAD_PARAMS;
+  if (c->stage == 3 && o == 3) c->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
+  /* max_live_bytes: none, or room for 1..3 of the largest unit (the head, 257 floats). */
+  const size_t largest = 4 * (257 + (size_t)w);
+  const uint32_t l = rnd(r, 4);
+  c->max_live = l == 0 ? 0 : largest * l;
+}
+
+static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = c->stage;
+  cfg.prefetch_units = c->prefetch;
+  cfg.bucket_bytes = c->bucket;
+  cfg.max_live_bytes = c->max_live;
+  cfg.shard_group_size = c->group;
+  cfg.offload = c->offload;
+  cfg.deterministic = 1;
+  cfg.adamw.lr = 0.05f;
+  cfg.comm_timeout_s = 60;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  for (int i = 0; i < TM_NUNITS; i++)
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  return e;
+}
+
+/* The ops of one sequence, drawn up front so the reference can replay the training part. */
+typedef struct {
+  int kind; /* 0 step, 1 eval, 2 set_param, 3 get_param, 4 hold, 5 unhold */
+  int m;
+  bwd_choice ch[3][TM_NUNITS];
+  int a, b;
+  uint64_t v;
+} op;
+
+static int draw_ops(rng *r, op *ops) {
+  const int n = 4 + (int)rnd(r, 8);
+  for (int i = 0; i < n; i++) {
+    op *o = &ops[i];
+    memset(o, 0, sizeof *o);
+    const uint32_t k = rnd(r, 10);
+    o->kind = k < 4 ? 0 : k < 6 ? 1 : k < 7 ? 2 : k < 8 ? 3 : k < 9 ? 4 : 5;
+    o->m = 1 + (int)rnd(r, 3);
+    for (int mm = 0; mm < 3; mm++)
+      for (int u = 0; u < TM_NUNITS; u++) {
+        o->ch[mm][u].gather = (int)rnd(r, 3) != 0;
+        o->ch[mm][u].release_first = (int)rnd(r, 2);
+        o->ch[mm][u].held_from_fwd = rnd(r, 5) == 0;
+      }
+    o->a = (int)rnd(r, TM_NUNITS);
+    o->b = (int)rnd(r, (uint32_t)tm_units[o->a].ntensors);
+    o->v = r->s;
+  }
+  return n;
+}
+
+/* Runs the ops on the N-rank engine, checking after every call. */
+static void run_ops(st *s, const op *ops, int n, rng *r) {
+  for (int i = 0; i < n; i++) {
+    const op *o = &ops[i];
+    switch (o->kind) {
+    case 0: {
+      bwd_choice ch[3][TM_NUNITS];
+      memcpy(ch, o->ch, sizeof ch);
+      train_step(s, o->m, ch, r);
+      break;
+    }
+    case 1: /* evaluation / sampling: repeated, possibly partial, forward passes */
+      for (int p = 0, np = 1 + (int)rnd(r, 3); p < np; p++) {
+        forward(s, rnd(r, 3) == 0 ? o->a : TM_NUNITS - 1, r, 0);
+        int pre = 0;
+        for (int u = 0; u < TM_NUNITS; u++)
+          pre += zs_unit_is_gathered(s->u[u]) && !s->held[u];
+        if (s->c.stage == 3)
+          ZS_EXPECT(pre <= s->c.prefetch, "seed %llu: %d units left gathered after a pass",
+                    (unsigned long long)s->seed, pre);
+      }
+      break;
+    case 2:
+      set_param(s, o->a, o->b, o->v);
+      break;
+    case 3: {
+      float *v = malloc((size_t)tm_numel(o->a, o->b) * 4);
+      ZS_OK_OR_DIE(zs_unit_get_param(s->u[o->a], o->b, v));
+      check(s, "get_param");
+      if (s->known[o->a][o->b]) {
+        ZS_EXPECT(memcmp(v, s->known[o->a][o->b], (size_t)tm_numel(o->a, o->b) * 4) == 0,
+                  "seed %llu: get_param differs from the values set", (unsigned long long)s->seed);
+        free(v);
+      } else {
+        s->known[o->a][o->b] = v; /* gathered copies must show these master values from now on */
+        if (s->held[o->a]) check_fresh(s, o->a);
+      }
+      break;
+    }
+    case 4:
+      if (!s->held[o->a]) gather(s, o->a);
+      break;
+    case 5:
+      if (s->held[o->a]) release(s, o->a);
+      break;
+    }
+  }
+}
+
+/* Every weight of the model, gathered (collective). */
+static float *all_weights(zs_unit **u) {
+  float *w = malloc((size_t)tm_total() * 4);
+  for (int i = 0; i < TM_NUNITS; i++)
+    for (int t = 0; t < tm_units[i].ntensors; t++)
+      ZS_OK_OR_DIE(zs_unit_get_param(u[i], t, w + tm_base(i, t)));
+  return w;
+}
+
+/* Rank 0: the same training on one rank, stage 0. Micro-step gradients are added in the order
+   the N-rank reduction sums them: stages 2-3 reduce every micro-step (micro-major, rank-minor);
+   stages 0-1 reduce once per step the per-rank sum of its micro-steps (rank-major). */
+static float *reference(const st *s, const op *ops, int n, const float *init) {
+  zs_comm *self = NULL;
+  setenv("WORLD_SIZE", "1", 1);
+  setenv("RANK", "0", 1);
+  ZS_OK_OR_DIE(zs_comm_init_env(&self));
+  seq_cfg rc = {0};
+  zs_unit *u[TM_NUNITS];
+  zs_engine *e = make_engine(self, &rc, u);
+  for (int i = 0; i < TM_NUNITS; i++)
+    for (int t = 0; t < tm_units[i].ntensors; t++)
+      ZS_OK_OR_DIE(zs_unit_set_param(u[i], t, init + tm_base(i, t)));
+  const int W = s->world, T = (int)tm_total();
+  float *g = malloc((size_t)T * 4), *acc = malloc((size_t)T * 4);
+  int step = 0;
+  for (int i = 0; i < n; i++) {
+    const op *o = &ops[i];
+    if (o->kind == 2) {
+      float *v = values(o->a, o->b, o->v);
+      ZS_OK_OR_DIE(zs_unit_set_param(u[o->a], o->b, v));
+      free(v);
+    }
+    if (o->kind != 0) continue;
+    ZS_OK_OR_DIE(zs_engine_begin_step(e, W * o->m));
+    for (int j = 0; j < TM_NUNITS; j++)
+      ZS_OK_OR_DIE(zs_unit_gather(u[j]));
+    const int per_micro = s->c.stage >= 2;
+    for (int outer = 0; outer < (per_micro ? o->m : W); outer++)
+      for (int inner = 0; inner < (per_micro ? W : o->m); inner++) {
+        const int k = per_micro ? outer : inner, r = per_micro ? inner : outer;
+        for (int j = 0; j < TM_NUNITS; j++) {
+          const int use = s->used[step][k][j];
+          if (per_micro) {
+            add_grad(u[j], j, batch_id(step, k, r), use, NULL);
+            continue;
+          }
+          /* Rank-major: this rank's micro-steps summed as its grad buffer would (0 + g0 + g1),
+             handed over in its first micro-step; zeros after (x + 0 == x). */
+          for (int t = 0; t < tm_units[j].ntensors; t++) {
+            const int64_t nn = tm_numel(j, t), b0 = tm_base(j, t);
+            const float *p = zs_unit_param(u[j], t);
+            for (int64_t q = 0; q < nn; q++) {
+              if (k == 0) acc[b0 + q] = 0.0f;
+              acc[b0 + q] = acc[b0 + q] + grad_elem(batch_id(step, k, r), b0 + q, use ? p : NULL, q);
+              g[b0 + q] = 0.0f;
+            }
+          }
+          if (k == o->m - 1) add_grad(u[j], j, 0, 0, acc);
+        }
+        for (int j = 0; j < TM_NUNITS; j++) {
+          if (!per_micro && k != o->m - 1) {
+            add_grad(u[j], j, 0, 0, g);
+          }
+          ZS_OK_OR_DIE(zs_unit_grads_ready(u[j]));
+        }
+      }
+    ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+    step++;
+  }
+  float *w = all_weights(u);
+  free(g);
+  free(acc);
+  zs_engine_destroy(e);
+  zs_comm_destroy(self);
+  return w;
+}
+
+static void one_sequence(zs_comm *comm, uint64_t seed) {
+  st s;
+  memset(&s, 0, sizeof s);
+  s.rank = zs_comm_rank(comm);
+  s.world = zs_comm_size(comm);
+  s.seed = seed;
+  rng r = {seed};
+  draw_cfg(&r, s.world, &s.c);
+  if (s.rank == 0)
+    printf("seed %llu: world %d stage %d offload %u prefetch %d max_live %zu bucket %zu group %d\n",
+           (unsigned long long)seed, s.world, s.c.stage, s.c.offload, s.c.prefetch, s.c.max_live,
+           s.c.bucket, s.c.group);
+  fflush(stdout);
+  s.e = make_engine(comm, &s.c, s.u);
+  ZS_OK_OR_DIE(zs_engine_memory(s.e, &s.base));
+  /* Initial weights: every tensor set (known values). */
+  float *init = malloc((size_t)tm_total() * 4);
+  for (int i = 0; i < TM_NUNITS; i++)
+    for (int t = 0; t < tm_units[i].ntensors; t++) {
+      set_param(&s, i, t, seed * 31 + (uint64_t)(i * 8 + t));
+      memcpy(init + tm_base(i, t), s.known[i][t], (size_t)tm_numel(i, t) * 4);
+    }
+  op ops[MAX_OPS];
+  const int n = draw_ops(&r, ops);
+  rng run_r = {seed ^ 0x5bd1e995u};
+  run_ops(&s, ops, n, &run_r);
+  for (int u = 0; u < TM_NUNITS; u++)
+    if (s.held[u]) release(&s, u);
+  float *w = all_weights(s.u);
+  if (s.rank == 0) {
+    float *ref = reference(&s, ops, n, init);
+    int bad = -1;
+    for (int64_t i = 0; i < tm_total() && bad < 0; i++)
+      if (memcmp(&w[i], &ref[i], 4) != 0) bad = (int)i;
+    ZS_EXPECT(bad < 0, "seed %llu: weight %d is %.9g on %d ranks, %.9g on the 1-rank reference",
+              (unsigned long long)seed, bad, bad >= 0 ? (double)w[bad] : 0.0, s.world,
+              bad >= 0 ? (double)ref[bad] : 0.0);
+    free(ref);
+  }
+  free(w);
+  free(init);
+  forget_known(&s);
+  zs_engine_destroy(s.e);
+}
+
+int main(int argc, char **argv) {
+  int seqs = 150;
+  uint64_t seed0 = 1000;
+  const char *env = getenv("ZS_PROTOCOL_SEQS");
+  if (env && *env) seqs = atoi(env);
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--seqs")) seqs = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--seed")) seed0 = strtoull(argv[i + 1], NULL, 10);
+  }
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const uint64_t base = seed0 + 100000u * (uint64_t)zs_comm_size(comm);
+  for (int q = 0; q < seqs; q++)
+    one_sequence(comm, base + (uint64_t)q);
+  if (zs_comm_rank(comm) == 0)
+    printf("test_engine_protocol: world %d, %d sequences, %d failure(s)\n", zs_comm_size(comm),
+           seqs, zs_test_failures);
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_engine_protocol");
+}
