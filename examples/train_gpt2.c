@@ -196,6 +196,17 @@ static void banner(run *r) {
            "evaluates the same held-out batches\n");
   printf("unigram entropy of the training tokens: %.4f bits = %.4f nats per token\n",
          r->unigram / log(2.0), r->unigram);
+  /* The largest unit bounds stage 3's transient buffers (zshard.h, the memory rule). */
+  size_t largest = 0;
+  for (int i = 0; i < zs_engine_num_units(r->eng); i++) {
+    zs_unit *u = zs_engine_unit(r->eng, i);
+    size_t n = 0;
+    for (int t = 0; zs_unit_numel(u, t) > 0; t++)
+      n += (size_t)zs_unit_numel(u, t);
+    if (n > largest) largest = n;
+  }
+  printf("largest unit: %zu params (%zu bytes gathered, before padding)\n", largest,
+         largest * (a->dtype == ZS_BF16 ? 2 : 4));
   char ev[512];
   snprintf(ev, sizeof ev,
            "{\"event\":\"config\",\"layers\":%d,\"channels\":%d,\"heads\":%d,\"vocab\":%d,"

@@ -34,3 +34,10 @@ if(ZS_BUILD_EXAMPLES)
          ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c LIBS PkgConfig::CJSON)
   zs_unit_test(gpt2_parts test_gpt2_parts LABELS gpt2)
 endif()
+# Stage 3 with evaluation every step and sampling: buffers peak within the memory rule.
+if(ZS_BUILD_EXAMPLES)
+  add_test(NAME gpt2_eval_memory COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_memory.sh
+                                         $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_eval_memory PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                                   LABELS "gpt2;mpi" PROCESSORS 2)
+endif()
