@@ -159,6 +159,18 @@ zs_status zs_unit_release(zs_unit *u);
 /* Backward of this unit finished for this micro-step: its gradient may be reduced. */
 zs_status zs_unit_grads_ready(zs_unit *u);
 
+/* Reduces what has been added into u's zs_unit_grad so far in this micro-step into the gradient
+   shard and frees the full gradient; a later zs_unit_grad of this micro-step hands out a fresh
+   zeroed buffer, and zs_unit_grads_ready reduces the rest as usual. For a unit whose gradient
+   arrives in parts far apart in the backward (a tied embedding: the LM head first, the lookup
+   last), so that its full gradient does not live through the whole backward; costs one more
+   reduction of the unit. Collective over the shard group (every rank flushes the same units in
+   the same order) at stages 2-3; a no-op at stages 0-1 (the full gradient is persistent) and in
+   deterministic mode (one reduction per micro-step keeps the N-ranks = 1-rank bits). Errors:
+   ZS_ERR_STATE outside a step or after the unit's last grads_ready, ZS_ERR_INVALID_ARG for NULL;
+   a failed reduction fails the engine like zs_unit_grads_ready. */
+zs_status zs_unit_grads_flush(zs_unit *u);
+
 typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */

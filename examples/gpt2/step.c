@@ -163,6 +163,11 @@ static int head(gpt2_model *m, int b, int train) {
     ZS_TRY(
         zs_k_matmul_bwd(m->k, m->dln, g[EMB_WTE], NULL, m->logits, m->lnf, p[EMB_WTE], N, C, Vp));
     if (m->hook) TRY(m->hook(m->hook_ctx, m, 0, "head"));
+    /* The head's share of the tied wte gradient is reduced now, so the embedding's full
+       gradient does not live through the whole backward (a no-op at stages 0-1 and in
+       deterministic mode, where it stays in the staging buffer). Gradient dumps (the hook)
+       need the whole local gradient at the end: no flush then. */
+    if (!m->stage_grads && !m->hook) ZS_TRY(zs_unit_grads_flush(m->units.emb));
   }
   ZS_TRY(zs_unit_release(m->units.emb));
   return 0;

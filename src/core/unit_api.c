@@ -95,3 +95,21 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
   u->grads_ready_count++;
   return ZS_OK;
 }
+
+zs_status zs_unit_grads_flush(zs_unit *u) {
+  ZS_CHECK(check_unit(u, "zs_unit_grads_flush"));
+  zs_engine *e = u->e;
+  if (e->state != ZS_ENGINE_IN_STEP)
+    return zs_err(ZS_ERR_STATE,
+                  "zs_unit_grads_flush('%s') outside a step: call zs_engine_begin_step first",
+                  u->name);
+  if (u->grads_ready_count >= e->micro_steps)
+    return zs_err(ZS_ERR_STATE, "zs_unit_grads_flush('%s'): all %d micro-steps are reduced already",
+                  u->name, e->micro_steps);
+  /* Stages 0-1 keep the full gradient anyway; deterministic mode keeps one reduction per
+     micro-step (two would regroup the sums); no zs_unit_grad yet: nothing to reduce. */
+  if (e->cfg.stage <= 1 || e->cfg.deterministic || !u->grad_full) return ZS_OK;
+  zs_status rc = zs_shard_reduce(u, 0);
+  if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
+  return ZS_OK;
+}
