@@ -112,3 +112,19 @@ zs_exe(test_engine_rules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_rules.c
 foreach(n 1 2 4)
   zs_mpi_test(engine_rules_np${n} test_engine_rules NP ${n} LABELS engine)
 endforeach()
+
+# GPU tier of the stage-3 promises: the engine's pool keeps its memory between steps, a gather
+# waits for its own all-gather only (reductions overlap), a host wait behind a collective of a
+# silent peer times out. Two ranks share the GPU through NCCL with per-rank NCCL_HOSTID.
+if(ZS_HAVE_CUDA)
+  zs_exe(test_engine_cuda_rules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_cuda_rules.c
+         LIBS CUDA::cudart)
+  zs_mpi_test(engine_cuda_pool test_engine_cuda_rules NP 1 ARGS pool LABELS engine gpu)
+  foreach(mode overlap timeout)
+    add_test(NAME engine_cuda_${mode}
+             COMMAND ${ZS_MPIEXEC} --oversubscribe -np 2 ${CMAKE_CURRENT_SOURCE_DIR}/with_hostid.sh
+                     $<TARGET_FILE:test_engine_cuda_rules> ${mode})
+    set_tests_properties(engine_cuda_${mode} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_COMM=nccl"
+                         TIMEOUT 120 LABELS "mpi;engine;gpu" PROCESSORS 2)
+  endforeach()
+endif()
