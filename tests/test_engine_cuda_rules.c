@@ -161,7 +161,8 @@ static void timeout(zs_comm *comm) {
     printf("timeout: zs_kernels_copy -> %s after %.2f s: %s\n", zs_status_str(rc), dt,
            zs_last_error());
     ZS_EXPECT(rc == ZS_ERR_TIMEOUT, "got %s, want ZS_ERR_TIMEOUT", zs_status_str(rc));
-    ZS_EXPECT(dt >= 0.9 * limit && dt <= limit + 5, "returned after %.2f s (limit %.1f)", dt, limit);
+    ZS_EXPECT(dt >= 0.9 * limit && dt <= limit + 5, "returned after %.2f s (limit %.1f)", dt,
+              limit);
     ZS_EXPECT(strstr(zs_last_error(), "zs_kernels_copy") != NULL, "names the wait: %s",
               zs_last_error());
     ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE);
@@ -170,8 +171,7 @@ static void timeout(zs_comm *comm) {
   zs_kernels_destroy(k);
   const double t0 = now();
   zs_engine_destroy(e);
-  if (rank == 0)
-    ZS_EXPECT(now() - t0 < 10, "destroy after the timeout took %.1f s", now() - t0);
+  if (rank == 0) ZS_EXPECT(now() - t0 < 10, "destroy after the timeout took %.1f s", now() - t0);
 }
 
 int main(int argc, char **argv) {

@@ -54,7 +54,7 @@ typedef struct {
   zs_unit *u[TM_NUNITS];
   int held[TM_NUNITS];
   int grad_live[TM_NUNITS];
-  zs_memory base; /* persistent categories after commit */
+  zs_memory base;                   /* persistent categories after commit */
   float *known[TM_NUNITS][TM_MAXT]; /* newest values set, or NULL when unknown (after a step) */
   int step_no;
   uint64_t seed;
@@ -271,7 +271,8 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   for (int i = 0; i < TM_NUNITS; i++)
-    ZS_OK_OR_DIE(zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+    ZS_OK_OR_DIE(
+        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
   return e;
 }
@@ -409,7 +410,8 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
             const float *p = zs_unit_param(u[j], t);
             for (int64_t q = 0; q < nn; q++) {
               if (k == 0) acc[b0 + q] = 0.0f;
-              acc[b0 + q] = acc[b0 + q] + grad_elem(batch_id(step, k, r), b0 + q, use ? p : NULL, q);
+              acc[b0 + q] =
+                  acc[b0 + q] + grad_elem(batch_id(step, k, r), b0 + q, use ? p : NULL, q);
               g[b0 + q] = 0.0f;
             }
           }

@@ -70,8 +70,10 @@ static void eval_after_step(zs_comm *comm) {
     const int upto = pass == 1 ? 2 : NU - 1; /* a partial pass in the middle */
     for (int i = 0; i <= upto; i++) {
       ZS_OK_OR_DIE(zs_unit_gather(u[i]));
-      ZS_EXPECT(ngathered(u, NU) <= 2, "eval pass %d at unit %d: %d units gathered (held 1 + "
-                "prefetch 1)", pass, i, ngathered(u, NU));
+      ZS_EXPECT(ngathered(u, NU) <= 2,
+                "eval pass %d at unit %d: %d units gathered (held 1 + "
+                "prefetch 1)",
+                pass, i, ngathered(u, NU));
       ZS_EXPECT(buffers(e) <= 2 * unit, "eval pass %d at unit %d: buffers %zu", pass, i,
                 buffers(e));
       ZS_OK_OR_DIE(zs_unit_release(u[i]));
@@ -89,8 +91,8 @@ static void eval_after_step(zs_comm *comm) {
     for (int i = NU - 1; i >= 0; i--) {
       ZS_OK_OR_DIE(zs_unit_gather(u[i]));
       ZS_OK_OR_DIE(zs_unit_release(u[i]));
-      ZS_EXPECT(ngathered(u, NU) <= 1, "micro %d backward at unit %d: %d gathered after release",
-                k, i, ngathered(u, NU));
+      ZS_EXPECT(ngathered(u, NU) <= 1, "micro %d backward at unit %d: %d gathered after release", k,
+                i, ngathered(u, NU));
       ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
     }
   }
@@ -223,8 +225,10 @@ static void worker_share(zs_comm *comm) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   const long ranks = zs_comm_size(comm); /* all on this host in the test */
   const long want = cores / ranks > 0 ? cores / ranks : 1;
-  ZS_EXPECT(n >= 1 && n <= want, "rank %d: %d offload workers for %ld cores shared by %ld ranks "
-            "(info: %s)", zs_comm_rank(comm), n, cores, ranks, info);
+  ZS_EXPECT(n >= 1 && n <= want,
+            "rank %d: %d offload workers for %ld cores shared by %ld ranks "
+            "(info: %s)",
+            zs_comm_rank(comm), n, cores, ranks, info);
   zs_engine_destroy(e);
 }
 

@@ -13,11 +13,11 @@
 
 typedef struct {
   zs_device kind;
-  int index;            /* CUDA ordinal, -1 on CPU */
-  void *compute_stream; /* cudaStream_t */
-  void *comm_stream;    /* cudaStream_t */
-  void *pool;           /* cudaMemPool_t of the stream-ordered allocations: it keeps what it has
-                           reserved (release threshold = max), so steps do not map and unmap */
+  int index;             /* CUDA ordinal, -1 on CPU */
+  void *compute_stream;  /* cudaStream_t */
+  void *comm_stream;     /* cudaStream_t */
+  void *pool;            /* cudaMemPool_t of the stream-ordered allocations: it keeps what it has
+                            reserved (release threshold = max), so steps do not map and unmap */
   double wait_timeout_s; /* > 0: every host wait on the GPU polls and gives ZS_ERR_TIMEOUT after
                             this long (work queued behind a collective of a silent peer) */
 } zs_dev;

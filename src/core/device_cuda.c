@@ -96,9 +96,9 @@ void zs_cuda_dev_close(zs_dev *d) {
 }
 
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
-  cudaError_t e = stream ? cudaMallocFromPoolAsync(p, bytes, (cudaMemPool_t)d->pool,
-                                                   (cudaStream_t)stream)
-                         : cudaMalloc(p, bytes);
+  cudaError_t e =
+      stream ? cudaMallocFromPoolAsync(p, bytes, (cudaMemPool_t)d->pool, (cudaStream_t)stream)
+             : cudaMalloc(p, bytes);
   if (e != cudaSuccess) {
     *p = NULL;
     if (e != cudaErrorMemoryAllocation) /* a bad context or argument, not a full GPU */

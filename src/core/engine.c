@@ -198,8 +198,10 @@ static zs_status check_tensor(const char *unit, int i, const zs_tensor_desc *t) 
                   "unit",
                   unit, i, t->name ? "empty" : "NULL");
   if (strlen(t->name) >= ZS_NAME_MAX)
-    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s' tensor %d: name '%.20s...' is longer than %d "
-                  "characters", unit, i, t->name, ZS_NAME_MAX - 1);
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "unit '%s' tensor %d: name '%.20s...' is longer than %d "
+                  "characters",
+                  unit, i, t->name, ZS_NAME_MAX - 1);
   if (t->ndim < 1 || t->ndim > 4)
     return zs_err(ZS_ERR_INVALID_ARG, "unit '%s' tensor %d ('%s'): ndim %d must be 1..4", unit, i,
                   t->name ? t->name : "?", t->ndim);

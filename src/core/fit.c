@@ -47,8 +47,7 @@ static void need_of(const zs_engine *e, int stage, unsigned offload, size_t S, z
   size_t gathered = 0;
   if (stage == 3) {
     gathered = ((size_t)e->cfg.prefetch_units + 2) * max_full * ps;
-    if (e->cfg.max_live_bytes && e->cfg.max_live_bytes < gathered)
-      gathered = e->cfg.max_live_bytes;
+    if (e->cfg.max_live_bytes && e->cfg.max_live_bytes < gathered) gathered = e->cfg.max_live_bytes;
   }
   const size_t grad = stage >= 2 ? max_full * ps : 0;
   size_t scratch = 2 * max_full * rs;

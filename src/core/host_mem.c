@@ -11,8 +11,7 @@
 
 /* Reads the first unsigned number of file root/path (after `key` when key != NULL, as in
    /proc/meminfo), times mult. Returns 0 when absent or not a number ("max"). */
-static int read_num(const char *root, const char *path, const char *key, size_t mult,
-                    size_t *out) {
+static int read_num(const char *root, const char *path, const char *key, size_t mult, size_t *out) {
   char full[512];
   snprintf(full, sizeof full, "%s%s", root, path);
   FILE *f = fopen(full, "r");

@@ -152,8 +152,8 @@ zs_status zs_numa_place_for_device(hwloc_topology_t topo, int cuda_device, zs_nu
   return rc;
 }
 
-zs_status zs_numa_rank_share(int cuda_device, int my_node, int local_rank, int local_size,
-                             int *idx, int *cnt) {
+zs_status zs_numa_rank_share(int cuda_device, int my_node, int local_rank, int local_size, int *idx,
+                             int *cnt) {
   if (local_size < 1) local_size = 1;
   if (local_rank < 0 || local_rank >= local_size) local_rank = 0;
   *idx = local_rank;

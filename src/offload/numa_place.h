@@ -31,8 +31,8 @@ zs_status zs_numa_place_node(hwloc_topology_t topo, int node, zs_numa_place *out
    nodes on CUDA: the ranks whose GPU (local rank j uses GPU j mod visible GPUs, the engine's
    default) is nearest the same node. Several nodes on the CPU device: ranks are assumed spread
    round-robin over the nodes. */
-zs_status zs_numa_rank_share(int cuda_device, int my_node, int local_rank, int local_size,
-                             int *idx, int *cnt);
+zs_status zs_numa_rank_share(int cuda_device, int my_node, int local_rank, int local_size, int *idx,
+                             int *cnt);
 /* Frees the bitmaps (safe on a zeroed or half-filled struct). */
 void zs_numa_place_free(zs_numa_place *p);
 

@@ -98,7 +98,9 @@ static void make_room(zs_engine *e, int i, int dir, size_t need, int all) {
   }
 }
 
-/* Gathers the window after i that is not gathered yet, while it fits under max_live_bytes. */
+/* Gathers the window after i that is not gathered yet, while it fits under max_live_bytes.
+   Prefetching is opportunistic: a device that cannot hold one more unit ends it quietly (the
+   unit is gathered when the caller asks for it); a failed collective fails the engine. */
 static zs_status prefetch(zs_engine *e, int i, int dir) {
   for (int k = 1; k <= e->cfg.prefetch_units; k++) {
     const int j = i + dir * k;
@@ -107,7 +109,9 @@ static zs_status prefetch(zs_engine *e, int i, int dir) {
     if (n->gathered) continue;
     const size_t max = e->cfg.max_live_bytes;
     if (max && e->live_gathered_bytes + full_bytes(n) > max) break;
-    ZS_CHECK(start_gather(n));
+    const zs_status rc = start_gather(n);
+    if (rc == ZS_ERR_OUT_OF_MEMORY && e->state != ZS_ENGINE_FAILED) break;
+    ZS_CHECK(rc);
   }
   return ZS_OK;
 }
