@@ -113,7 +113,9 @@ typedef struct {
   int no_weight_decay;
 } zs_tensor_desc;
 
-/* Creates an engine over comm (which must outlive it). The config is validated and copied. */
+/* Creates an engine over comm (which must outlive it). The config is validated and copied.
+   Collective over the world (opens its groups and exchanges the ranks' placement: host, cgroup,
+   GPU, offload NUMA node; offload workers take this rank's share of its node's cores). */
 zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out);
 /* Registers a unit (a layer, a block): its tensors live back to back in one flat buffer. Units are
    used in the order they are added (forward order). Names must be unique. *out stays owned by e. */
@@ -123,28 +125,38 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
    anything it compares what this rank will hold (persistent state plus a bound on the transient
    buffers) with what it may use: free GPU memory (cudaMemGetInfo) on CUDA; on the CPU and for
    offloaded state, host memory (the least of MemAvailable, the cgroup limit and RLIMIT_AS),
-   shared by the ranks of this host. A model that does not fit is refused with
-   ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what would fit (a higher
-   stage, offload, more ranks); nothing is allocated and the engine stays uncommitted. */
+   divided among the ranks that share it (same host, same cgroup, same GPU). A model that does
+   not fit is refused with ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what
+   would fit (a higher stage, offload, more ranks); nothing is allocated and the engine stays
+   uncommitted. Collective over the world: every rank commits, and all refuse when one does. */
 zs_status zs_engine_commit(zs_engine *e);
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
-   Writes the fp32 master and the compute copy. Valid after commit, outside a step. */
+   Writes the fp32 master and the compute copy (and a gathered copy the caller holds; a prefetched
+   copy is dropped). Valid after commit, outside a step. Not collective. On CUDA it waits for the
+   engine's streams: ZS_ERR_TIMEOUT after comm_timeout_s (work stuck behind a collective) fails
+   the engine. ZS_ERR_INVALID_ARG / ZS_ERR_STATE for bad arguments or call order (nothing written). */
 zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
 /* zs_unit_set_param with the element count of host_full, checked against the tensor's:
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
 zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
 /* Reads the full fp32 master values of tensor t into host memory (collective within the shard
-   group at stages 1-3: every rank of it must call). */
+   group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
 zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device. */
 void *zs_engine_stream(zs_engine *e);
 
 /* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1). */
 zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
-/* Makes the full params of u usable on the engine stream (stage 3: all-gather). Gathering a unit
-   that is already gathered is a no-op. Release it after its forward and again after its backward:
-   at stage 3 a gathered unit holds its full params until zs_unit_release. zs_engine_step ends
-   every hold at every stage: gather again before using zs_unit_param after a step. */
+/* Makes the full params of u usable on the engine stream (stage 3: all-gather, unless it was
+   prefetched, and prefetch of the next units; see the memory rule). Collective over the shard
+   group at stage 3: every rank gathers the same units in the same order, in training,
+   evaluation and sampling alike. Gathering a unit the caller already holds is a no-op. Release
+   it after its forward and again after its backward: at stage 3 a gathered unit holds its full
+   params until zs_unit_release. zs_engine_step ends every hold at every stage: gather again
+   before using zs_unit_param after a step. Errors: ZS_ERR_OUT_OF_MEMORY when max_live_bytes
+   leaves no room (nothing changed); ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE, or
+   ZS_ERR_OUT_OF_MEMORY from the device, fail the engine (its peers went on with the gather);
+   ZS_ERR_STATE before commit or after a failure. Not thread-safe (one thread per engine). */
 zs_status zs_unit_gather(zs_unit *u);
 /* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
    (also for NULL). Stages 0-2 keep full params always: 1. For memory introspection and tests. */
@@ -154,9 +166,13 @@ void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype; zeroed by the engine
    at the start of each step. NULL outside a step or for a bad t. */
 void *zs_unit_grad(zs_unit *u, int t);
-/* Done with the params for now (forward); stage 3 frees the gathered copy. */
+/* Done with the params for now (forward); stage 3 frees the gathered copy. Not collective.
+   ZS_ERR_STATE without a matching gather. */
 zs_status zs_unit_release(zs_unit *u);
-/* Backward of this unit finished for this micro-step: its gradient may be reduced. */
+/* Backward of this unit finished for this micro-step: its gradient may be reduced. Collective
+   (every rank, same units, same order): at stages 2-3 every micro-step reduce-scatters, at
+   stages 0-1 the last micro-step reduces. ZS_ERR_STATE outside a step or past micro_steps calls;
+   a failed reduction fails the engine (ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE). */
 zs_status zs_unit_grads_ready(zs_unit *u);
 
 /* Reduces what has been added into u's zs_unit_grad so far in this micro-step into the gradient

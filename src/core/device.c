@@ -48,6 +48,14 @@ zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b) {
   return zs_err(ZS_ERR_UNSUPPORTED, "zs_dev_mem_info: the CPU device has no device memory");
 }
 
+uint64_t zs_dev_id_hash(zs_dev *d) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_dev_id_hash(d);
+#endif
+  (void)d;
+  return 0;
+}
+
 int zs_dev_cuda_count(void) {
 #ifdef ZS_HAVE_CUDA
   return zs_cuda_dev_count();

@@ -28,6 +28,9 @@ void zs_dev_close(zs_dev *d);
 /* Free and total bytes of the device (CUDA: cudaMemGetInfo). ZS_ERR_UNSUPPORTED on the CPU
    device (see host_mem.h for host memory). */
 zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b);
+/* A hash of the device's identity that is the same in every process using it (CUDA: its PCI
+   bus id, whatever CUDA_VISIBLE_DEVICES says); 0 on the CPU device. */
+uint64_t zs_dev_id_hash(zs_dev *d);
 /* Number of CUDA devices visible (0 without CUDA or a driver). */
 int zs_dev_cuda_count(void);
 

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <stdint.h>
 #include <time.h>
@@ -30,6 +31,18 @@ int zs_cuda_dev_count(void) {
     return 0;
   }
   return n;
+}
+
+uint64_t zs_cuda_dev_id_hash(zs_dev *d) {
+  char bus[64] = "";
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, d->index) != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(bus, sizeof bus, "cuda:%d", d->index);
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char *p = bus; *p; p++)
+    h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+  return h | 1;
 }
 
 zs_status zs_cuda_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b) {
@@ -67,6 +80,12 @@ zs_status zs_cuda_dev_open(zs_dev *d, int index) {
   if (e == cudaSuccess) {
     uint64_t keep = UINT64_MAX;
     e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    /* No hidden cross-stream waits: memory freed on the comm stream (after a reduction) is not
+       handed to an allocation on the compute stream by making compute wait for the reduction;
+       such reuse happens only once the free has completed (opportunistic reuse stays on). */
+    int no = 0;
+    if (e == cudaSuccess)
+      e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no);
     if (e != cudaSuccess) cudaMemPoolDestroy(pool);
   }
   if (e != cudaSuccess) {
@@ -90,8 +109,8 @@ void zs_cuda_dev_close(zs_dev *d) {
     cudaStreamSynchronize(d->comm_stream);
     cudaStreamDestroy(d->comm_stream);
   }
-  /* Returns the reserved memory; allocations still outstanding (deferred after a failure) keep
-     the pool alive until they are freed. */
+  /* Returns the reserved memory (after the streams above drained, so no queued free or
+     allocation of the pool is pending). */
   if (d->pool) cudaMemPoolDestroy((cudaMemPool_t)d->pool);
 }
 

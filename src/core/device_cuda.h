@@ -8,6 +8,7 @@
 zs_status zs_cuda_dev_open(zs_dev *d, int index);
 void zs_cuda_dev_close(zs_dev *d);
 int zs_cuda_dev_count(void);
+uint64_t zs_cuda_dev_id_hash(zs_dev *d);
 zs_status zs_cuda_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b);
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
 void zs_cuda_dev_free(zs_dev *d, void *p, void *stream);

@@ -7,7 +7,6 @@
 #include "engine_internal.h"
 #include "error.h"
 #include "kernels/kernels_watch.h"
-#include "offload/numa_place.h"
 
 zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream) {
   ZS_CHECK(zs_dev_alloc(&e->dev, bytes, p, stream));
@@ -45,38 +44,37 @@ void zs_mem_free_host(zs_engine *e, void *p, size_t bytes) {
   zs_ledger_sub(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
 }
 
-/* Creates the host arena and (for the optimizer) the worker pool of the offload modes. */
-static zs_status open_offload(zs_engine *e) {
+/* Creates the host arena of the offload modes (pinned, on the NUMA node nearest the GPU). */
+static zs_status open_arena(zs_engine *e) {
   unsigned flags = 0;
   const char *unp = getenv("ZS_OFFLOAD_ALLOW_UNPINNED");
   if (unp && *unp == '1') flags |= ZS_HOST_ARENA_ALLOW_UNPINNED;
   const size_t cap = zs_env_size("ZS_OFFLOAD_HOST_BYTES", 0);
   int dev = e->cfg.device == ZS_DEVICE_CUDA ? e->cfg.device_index : -1;
-  ZS_CHECK(zs_host_arena_create(dev, cap, flags, &e->arena));
-  if (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) {
-    int threads = (int)zs_env_size("ZS_OFFLOAD_THREADS", 0);
-    /* The node's cores are split among the ranks of this host that use the same node, so that
-       ranks do not oversubscribe them. */
-    int idx = 0, cnt = 1;
-    const int node = zs_host_arena_node(e->arena);
-    ZS_CHECK(zs_numa_rank_share(dev, node, e->comm->local_rank, e->comm->local_size, &idx, &cnt));
-    ZS_CHECK(zs_pool_create_shared(threads, node, idx, cnt, &e->pool));
-    ZS_CHECK(zs_offload_pipe_init(&e->pipe, &e->dev, e->arena,
-                                  zs_env_size("ZS_OFFLOAD_CHUNK", 1u << 22)));
-  }
-  return ZS_OK;
+  return zs_host_arena_create(dev, cap, flags, &e->arena);
+}
+
+/* The CPU optimizer's workers and the copy pipeline (ZS_OFFLOAD_OPTIMIZER). The node's cores are
+   split among the ranks of this host whose arena is on the same node, so that ranks do not
+   oversubscribe them (peers.c tells who they are). */
+static zs_status open_optimizer_offload(zs_engine *e) {
+  int threads = (int)zs_env_size("ZS_OFFLOAD_THREADS", 0), idx = 0, cnt = 1;
+  zs_peers_share(e, ZS_PEER_NODE, &idx, &cnt);
+  ZS_CHECK(zs_pool_create_shared(threads, zs_host_arena_node(e->arena), idx, cnt, &e->pool));
+  return zs_offload_pipe_init(&e->pipe, &e->dev, e->arena,
+                              zs_env_size("ZS_OFFLOAD_CHUNK", 1u << 22));
 }
 
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
-  if (s != ZS_OK) e->state = ZS_ENGINE_FAILED;
+  if (s != ZS_OK) zs_engine_abort_comms(e);
   return s;
 }
 
 zs_status zs_engine_fail(zs_engine *e, zs_status s) {
-  if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) e->state = ZS_ENGINE_FAILED;
-  /* A host wait that timed out outside the comm layer (GPU work stuck behind a collective):
-     abort the groups so that their kernels exit and destroy cannot hang. */
-  if (s == ZS_ERR_TIMEOUT) zs_engine_abort_comms(e);
+  /* A collective or a wait behind one failed (timeout, transport, device): peers may be inside
+     an operation this rank left. Abort every group so that their kernels exit and destroy
+     cannot hang, and refuse further steps. */
+  if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) zs_engine_abort_comms(e);
   return s;
 }
 
@@ -136,7 +134,6 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
   e->world_size = world;
   e->shard_size = g;
   e->shard_rank = e->world_rank % g;
-  e->last_gather = -1;
   e->gather_dir = 1;
   zs_status rc = ZS_OK;
   if (cfg->device == ZS_DEVICE_CUDA && e->cfg.device_index < 0) {
@@ -146,7 +143,9 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
   e->dev.wait_timeout_s = cfg->comm_timeout_s;
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
-  if (cfg->offload) ZS_CHECK_GOTO(open_offload(e), rc, fail);
+  if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
+  ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
+  if (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ZS_CHECK_GOTO(open_optimizer_offload(e), rc, fail);
   char dev[32];
   if (cfg->device == ZS_DEVICE_CUDA)
     snprintf(dev, sizeof dev, "cuda:%d", e->cfg.device_index);
@@ -400,6 +399,7 @@ void zs_engine_destroy(zs_engine *e) {
   /* Collectives first: destroying them completes (bounded) or aborts any op that still writes
      into engine buffers or holds a stream; only then are the streams drained (never after a
      failure: a stream may wait on an aborted collective) and the memory returned. */
+  if (e->state == ZS_ENGINE_FAILED) zs_engine_abort_comms(e); /* all groups before any teardown */
   if (e->replica) zs_coll_destroy(e->replica);
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
   if (e->world) zs_coll_destroy(e->world);
@@ -413,6 +413,7 @@ void zs_engine_destroy(zs_engine *e) {
     unit_free(e->units[i]);
   }
   free(e->units);
+  free(e->peers);
   for (int i = 0; i < e->ndeferred; i++)
     zs_mem_free(e, e->deferred[i].cat, e->deferred[i].p, e->deferred[i].bytes, NULL);
   free(e->deferred);

@@ -47,6 +47,8 @@ struct zs_unit {
   int gathered;          /* stage 3: param_full holds (or is receiving) the gathered params */
   int held;              /* gathered by the caller and not released yet (every stage) */
   void *ev_gathered;     /* stage 3 on CUDA: recorded on the comm stream after the all-gather */
+  int fwd_micro; /* in a step: the micro-step (grads_ready_count) of its last forward gather;
+                    a gather in the same micro-step is its backward. -1 at begin_step */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
 };
@@ -66,6 +68,8 @@ struct zs_engine {
   zs_pool *pool;        /* offload: CPU optimizer workers on the arena's node */
   zs_offload_pipe pipe; /* offload on CUDA: staging of the copy pipeline */
 
+  uint64_t *peers; /* world_size rows of ZS_PEER_WORDS: each rank's placement (peers.c) */
+
   zs_unit **units;
   int nunits, cap_units;
 
@@ -73,8 +77,7 @@ struct zs_engine {
   int64_t opt_steps; /* completed optimizer steps (AdamW's t) */
   double step_t0;
   size_t live_gathered_bytes; /* stage 3: bytes of every gathered unit (held or prefetched) */
-  int last_gather;            /* index of the unit the caller gathered last; -1 after a step */
-  int gather_dir;             /* traversal direction at that gather: +1 forward, -1 backward */
+  int gather_dir;             /* direction of the caller's last gather: +1 forward, -1 backward */
   char info[768];
   /* After a communication failure an abandoned collective may still write into its buffers, so
      from then on frees are deferred until destroy has torn down the collectives. */
@@ -92,13 +95,27 @@ void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream
 /* Ledger-booked host-arena memory (offload), category host_pinned. */
 zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p);
 void zs_mem_free_host(zs_engine *e, void *p, size_t bytes);
-/* Marks the engine failed after a failure it cannot undo (a half-done reduction or update):
-   later steps return ZS_ERR_STATE. Returns s. */
+/* Marks the engine failed after a failure it cannot undo (a half-done reduction or update, a
+   gather its peers went on with) and aborts its groups: later calls return ZS_ERR_STATE.
+   Returns s. */
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s);
-/* Marks the engine failed after a communication error: later steps return ZS_ERR_STATE. */
+/* After a timeout, transport or device error (of a collective or a wait behind one): marks the
+   engine failed and aborts its groups; other statuses pass through. Returns s. */
 zs_status zs_engine_fail(zs_engine *e, zs_status s);
+/* Placement words of each rank in zs_engine.peers: hashes of the host name, of the cgroup
+   membership and of the GPU's PCI bus id (0 on the CPU device), and the offload NUMA node (-1). */
+enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORDS };
+/* All-gathers n words per rank over the world into all (world_size * n, rank-major), whatever
+   the device. Collective over the world. */
+zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all);
+/* Fills e->peers (collective over the world); node: this rank's offload node or -1. */
+zs_status zs_peers_gather(zs_engine *e, int node);
+/* Among the ranks on this host with the same word `what` (ZS_PEER_*): *cnt of them, this rank
+   is number *idx (in world-rank order). */
+void zs_peers_share(const zs_engine *e, int what, int *idx, int *cnt);
 /* Compares what this rank will hold after commit with the memory its device (and, for offload,
-   the host) has; ZS_ERR_OUT_OF_MEMORY naming the bytes and what would fit (src/core/fit.c). */
+   the host) has; ZS_ERR_OUT_OF_MEMORY naming the bytes and what would fit (src/core/fit.c).
+   Collective over the world: every rank measures after a barrier, and all refuse when one does. */
 zs_status zs_engine_check_fit(zs_engine *e);
 /* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
 void zs_engine_abort_comms(zs_engine *e);

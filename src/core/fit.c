@@ -2,7 +2,9 @@
  * the transient buffers) against what its device has, before anything is allocated. A model that
  * cannot fit is refused with ZS_ERR_OUT_OF_MEMORY naming the bytes and what would fit, instead of
  * "succeeding" on an overcommitting host and dying to the OOM killer at the first touch. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_internal.h"
@@ -15,7 +17,16 @@ typedef struct {
   size_t host;                              /* offloaded state in the pinned host arena */
 } zs_need;
 
+/* Saturating arithmetic: a model too large for size_t must read as "too large", never wrap. */
+static size_t sat_add(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+static size_t sat_mul(size_t a, size_t b) {
+  return (b && a > SIZE_MAX / b) ? SIZE_MAX : a * b;
+}
+
 static size_t round_up(size_t n, size_t S) {
+  if (n > SIZE_MAX - S) return SIZE_MAX;
   size_t p = (n + S - 1) / S * S;
   return p < S ? S : p;
 }
@@ -29,63 +40,75 @@ static void need_of(const zs_engine *e, int stage, unsigned offload, size_t S, z
     const size_t P = round_up(e->units[i]->lay.numel_total, Sx), s = P / Sx;
     if (P > max_full) max_full = P;
     if (stage <= 2)
-      n->params += P * ps;
+      n->params = sat_add(n->params, sat_mul(P, ps));
     else if (offload & ZS_OFFLOAD_PARAMS)
-      n->host += s * ps;
+      n->host = sat_add(n->host, sat_mul(s, ps));
     else
-      n->params += s * ps;
-    n->grads += (stage <= 1 ? P : s) * ps;
-    const size_t opt = 3 * 4 * (stage == 0 ? P : s);
+      n->params = sat_add(n->params, sat_mul(s, ps));
+    n->grads = sat_add(n->grads, sat_mul(stage <= 1 ? P : s, ps));
+    const size_t opt = sat_mul(12, stage == 0 ? P : s); /* fp32 master, m, v */
     if (offload & ZS_OFFLOAD_OPTIMIZER)
-      n->host += opt;
+      n->host = sat_add(n->host, opt);
     else
-      n->optimizer += opt;
+      n->optimizer = sat_add(n->optimizer, opt);
   }
   /* Transient buffers, bounded: gathered units (one held, one more held by the caller, the
      prefetch window; or max_live_bytes), the full gradient of a unit in backward, and the
      reduction scratch (a reduce_dtype copy and two packed pieces of at most a unit). */
   size_t gathered = 0;
   if (stage == 3) {
-    gathered = ((size_t)e->cfg.prefetch_units + 2) * max_full * ps;
-    if (e->cfg.max_live_bytes && e->cfg.max_live_bytes < gathered) gathered = e->cfg.max_live_bytes;
+    gathered = sat_mul(sat_mul((size_t)e->cfg.prefetch_units + 2, max_full), ps);
+    if (e->cfg.max_live_bytes && e->cfg.max_live_bytes < gathered)
+      gathered = e->cfg.max_live_bytes;
   }
-  const size_t grad = stage >= 2 ? max_full * ps : 0;
-  size_t scratch = 2 * max_full * rs;
-  if (e->cfg.bucket_bytes && 2 * e->cfg.bucket_bytes < scratch) scratch = 2 * e->cfg.bucket_bytes;
-  if (e->cfg.reduce_dtype != e->cfg.param_dtype) scratch += max_full * rs;
-  n->buffers = gathered + grad + scratch;
+  const size_t grad = stage >= 2 ? sat_mul(max_full, ps) : 0;
+  size_t scratch = sat_mul(2 * rs, max_full);
+  if (e->cfg.bucket_bytes && sat_mul(2, e->cfg.bucket_bytes) < scratch)
+    scratch = 2 * e->cfg.bucket_bytes;
+  if (e->cfg.reduce_dtype != e->cfg.param_dtype) scratch = sat_add(scratch, sat_mul(max_full, rs));
+  n->buffers = sat_add(sat_add(gathered, grad), scratch);
 }
 
 static size_t device_total(const zs_need *n) {
-  return n->params + n->grads + n->optimizer + n->buffers;
+  return sat_add(sat_add(n->params, n->grads), sat_add(n->optimizer, n->buffers));
 }
 
-/* Memory this rank may count on: device and (offload) host, shared fairly with the other ranks
-   on this host (they commit the same model at the same time). *what describes the source. */
+/* Memory this rank may count on: device and (offload) host, each divided by the ranks that
+   really share it (peers.c): host memory by the ranks on this host, the cgroup's room by those
+   in the same cgroup, a GPU's free memory by the ranks on that GPU. Every rank measures after a
+   barrier and before anyone allocates. *what describes the source. */
 static int available(zs_engine *e, size_t *dev, size_t *host, char *what, size_t n) {
   zs_host_mem hm;
   const int have_host = zs_host_mem_available(NULL, &hm);
-  const size_t local = e->comm->local_size > 0 ? (size_t)e->comm->local_size : 1;
-  *host = have_host ? hm.available / local : 0;
+  int idx, on_host, in_cg, on_gpu;
+  zs_peers_share(e, ZS_PEER_HOST, &idx, &on_host);
+  zs_peers_share(e, ZS_PEER_CGROUP, &idx, &in_cg);
+  zs_peers_share(e, ZS_PEER_GPU, &idx, &on_gpu);
+  size_t h = SIZE_MAX;
+  if (hm.mem_available) h = hm.mem_available / (size_t)on_host;
+  if (hm.cgroup_limit && hm.cgroup_room / (size_t)in_cg < h) h = hm.cgroup_room / (size_t)in_cg;
+  if (hm.as_room && hm.as_room < h) h = hm.as_room; /* per process */
+  *host = have_host ? h : 0;
   if (e->cfg.device == ZS_DEVICE_CPU) {
     *dev = *host;
-    snprintf(what, n, "host memory: %s %zu bytes shared by %zu rank(s) on this host",
-             have_host ? hm.source : "unknown", hm.available, local);
+    snprintf(what, n,
+             "host: MemAvailable %zu over %d rank(s) of this host, cgroup room %zu over %d "
+             "rank(s) in it, address-space room %zu",
+             hm.mem_available, on_host, hm.cgroup_room, in_cg, hm.as_room);
     return have_host;
   }
   size_t fr = 0, tot = 0;
   if (zs_dev_mem_info(&e->dev, &fr, &tot) != ZS_OK) return 0;
-  const int ndev = zs_dev_cuda_count();
-  const size_t per_gpu = ndev > 0 ? (local + (size_t)ndev - 1) / (size_t)ndev : 1;
-  *dev = fr / per_gpu;
-  snprintf(what, n, "GPU %d: %zu of %zu bytes free, shared by %zu rank(s)", e->dev.index, fr, tot,
-           per_gpu);
+  *dev = fr / (size_t)on_gpu;
+  snprintf(what, n, "GPU %d: %zu of %zu bytes free, shared by %d rank(s)", e->dev.index, fr, tot,
+           on_gpu);
   return 1;
 }
 
-zs_status zs_engine_check_fit(zs_engine *e) {
+/* This rank's verdict: ZS_OK, or ZS_ERR_OUT_OF_MEMORY with the message set. */
+static zs_status check_local(zs_engine *e) {
   size_t dev = 0, host = 0;
-  char what[160];
+  char what[256];
   if (!available(e, &dev, &host, what, sizeof what)) return ZS_OK; /* nothing known: trust it */
   const int cpu = e->cfg.device == ZS_DEVICE_CPU;
   const size_t S = (size_t)e->shard_size;
@@ -97,7 +120,7 @@ zs_status zs_engine_check_fit(zs_engine *e) {
   if (dev_ok && host_ok) return ZS_OK;
 
   /* What would fit: a higher stage, offload, or more ranks (stage 3, same offload). */
-  char hint[320] = "";
+  char hint[400] = "";
   size_t h = 0;
   for (int st = e->cfg.stage + 1; st <= 3; st++) {
     zs_need m;
@@ -140,4 +163,31 @@ zs_status zs_engine_check_fit(zs_engine *e) {
                 "zs_engine_commit: this rank's offloaded state needs %zu bytes of host memory but "
                 "%zu are available to it; nothing was allocated. What would fit: %s",
                 n.host, host, hint);
+}
+
+zs_status zs_engine_check_fit(zs_engine *e) {
+  ZS_CHECK(zs_coll_barrier(e->world)); /* every rank measures before anyone allocates */
+  const zs_status mine = check_local(e);
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
+  /* One verdict for all: a rank that goes on while another refuses would hang in the first
+     collective. */
+  uint64_t flag = mine == ZS_OK ? 0 : 1, *all = calloc((size_t)e->world_size, sizeof *all);
+  if (!all) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
+  zs_status rc = zs_engine_allgather_u64(e, &flag, 1, all);
+  int first = -1, count = 0;
+  for (int r = 0; r < e->world_size && rc == ZS_OK; r++)
+    if (all[r]) {
+      if (first < 0) first = r;
+      count++;
+    }
+  free(all);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_commit: agreeing on the fit check");
+  if (mine != ZS_OK) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s", msg);
+  if (count)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY,
+                  "zs_engine_commit: %d rank(s) cannot hold the model (rank %d's message says "
+                  "how much it needs and what would fit); nothing was allocated on any rank",
+                  count, first);
+  return ZS_OK;
 }

@@ -1,6 +1,7 @@
 /* Host memory available to this process: the least of the kernel's MemAvailable, the room left
  * under the cgroup's limit (v2 memory.max - memory.current, or v1 limit_in_bytes - usage) and
- * the room left under RLIMIT_AS. Linux overcommits, so an allocation beyond these succeeds and
+ * the room left under RLIMIT_AS (inactive file cache does not count as used: the kernel reclaims
+ * it; limits of ancestor cgroups apply too). Linux overcommits, so an allocation beyond these succeeds and
  * the first touch summons the OOM killer: the engine compares with this before allocating. */
 #include "host_mem.h"
 
@@ -62,31 +63,70 @@ static int cgroup_path(const char *root, int v2, char *out, size_t n) {
   return ok;
 }
 
+/* Usage that counts against a cgroup limit: current minus the inactive file cache (the kernel
+   reclaims it before it would OOM, so a process that read a large data set is not refused). */
+static size_t charged(const char *root, const char *dir, const char *cur_name,
+                      const char *inactive_key) {
+  char path[600];
+  size_t cur = 0, inactive = 0;
+  snprintf(path, sizeof path, "%s/%s", dir, cur_name);
+  read_num(root, path, NULL, 1, &cur);
+  snprintf(path, sizeof path, "%s/memory.stat", dir);
+  read_num(root, path, inactive_key, 1, &inactive);
+  return cur > inactive ? cur - inactive : 0;
+}
+
+/* Least room under the v2 limits of the cgroup at `cg` and every ancestor (limits set on a
+   parent, such as a job's slice, bind the leaf too). Returns 0 when none is set. */
+static int v2_room(const char *root, const char *cg, size_t *room, size_t *limit_out) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", cg);
+  int found = 0;
+  for (;;) {
+    char path[600];
+    size_t limit = 0;
+    snprintf(path, sizeof path, "%s/memory.max", dir);
+    if (read_num(root, path, NULL, 1, &limit)) {
+      const size_t used = charged(root, dir, "memory.current", "inactive_file ");
+      const size_t r = limit > used ? limit - used : 0;
+      if (!found || r < *room) {
+        *room = r;
+        *limit_out = limit;
+      }
+      found = 1;
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir + strlen("/sys/fs")) break; /* reached /sys/fs/cgroup */
+    *slash = '\0';
+  }
+  return found;
+}
+
 /* Room under the cgroup limit of this process; 0 when there is no limit (or none readable). */
 static int cgroup_room(const char *root, size_t *room, size_t *limit_out) {
-  char cg[384], path[512];
-  size_t limit = 0, cur = 0;
+  char cg[384];
   if (cgroup_path(root, 1, cg, sizeof cg)) {
-    snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", cg);
-    if (read_num(root, path, NULL, 1, &limit)) {
-      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.current", cg);
-      read_num(root, path, NULL, 1, &cur);
-      goto found;
-    }
+    if (v2_room(root, cg, room, limit_out)) return 1;
+    /* Without a cgroup namespace the path may not exist under this mount: the mount's own
+       files then describe this process's cgroup. */
+    if (cg[0] && v2_room(root, "", room, limit_out)) return 1;
   }
   if (cgroup_path(root, 0, cg, sizeof cg)) {
-    snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", cg);
-    if (read_num(root, path, NULL, 1, &limit) && limit < ((size_t)1 << 60)) {
-      snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", cg);
-      read_num(root, path, NULL, 1, &cur);
-      goto found;
+    char dir[512];
+    size_t limit = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      snprintf(dir, sizeof dir, "/sys/fs/cgroup/memory%s", pass == 0 ? cg : "");
+      char path[600];
+      snprintf(path, sizeof path, "%s/memory.limit_in_bytes", dir);
+      if (read_num(root, path, NULL, 1, &limit) && limit < ((size_t)1 << 60)) {
+        const size_t used = charged(root, dir, "memory.usage_in_bytes", "total_inactive_file ");
+        *room = limit > used ? limit - used : 0;
+        *limit_out = limit;
+        return 1;
+      }
     }
   }
   return 0;
-found:
-  *room = limit > cur ? limit - cur : 0;
-  *limit_out = limit;
-  return 1;
 }
 
 int zs_host_mem_available(const char *root, zs_host_mem *out) {

@@ -41,8 +41,17 @@ static zs_status put_range(zs_engine *e, void *dst, size_t dst0, zs_dtype dt, co
   return rc;
 }
 
+static zs_status set_param(zs_unit *u, int t, const float *host_full);
+
 zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
   ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_set_param"));
+  /* Its host copies wait for the streams, which may hold prefetch all-gathers: a timeout there
+     fails the engine like any wait behind a collective. */
+  zs_status rc = set_param(u, t, host_full);
+  return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);
+}
+
+static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   zs_engine *e = u->e;
   const zs_layout *l = &u->lay;
   const size_t base = l->off[t];
@@ -78,12 +87,14 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   zs_engine *e = u->e;
   const size_t P = u->lay.padded;
   if (e->cfg.stage == 0)
-    return zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4);
+    return zs_engine_fail(
+        e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
   float *full = NULL;
   ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
   zs_status rc = zs_shard_gather_master(u, full);
   if (rc == ZS_OK)
     rc = zs_dev_to_host(&e->dev, host_full, full + u->lay.off[t], u->lay.numel[t] * 4);
+  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
   zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
   return rc;
 }

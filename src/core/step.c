@@ -25,11 +25,11 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     zs_unit *u = e->units[i];
     u->grads_ready_count = 0;
     u->grad_shard_valid = 0;
+    u->fwd_micro = -1;
     if (u->grad_full && e->cfg.stage <= 1)
       ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
   }
   e->micro_steps = micro_steps;
-  e->last_gather = -1; /* a step starts with a forward */
   e->gather_dir = 1;
   e->state = ZS_ENGINE_IN_STEP;
   return ZS_OK;

@@ -26,13 +26,6 @@ zs_status zs_topo_open(hwloc_topology_t *out);
 zs_status zs_numa_place_for_device(hwloc_topology_t topo, int cuda_device, zs_numa_place *out);
 /* Node with OS index `node`, or the calling thread's node for node < 0. */
 zs_status zs_numa_place_node(hwloc_topology_t topo, int node, zs_numa_place *out);
-/* How the host cores of this rank's node are shared with the other ranks of this host that use
-   the same node: *cnt of them, this rank is number *idx. One node: every local rank. Several
-   nodes on CUDA: the ranks whose GPU (local rank j uses GPU j mod visible GPUs, the engine's
-   default) is nearest the same node. Several nodes on the CPU device: ranks are assumed spread
-   round-robin over the nodes. */
-zs_status zs_numa_rank_share(int cuda_device, int my_node, int local_rank, int local_size, int *idx,
-                             int *cnt);
 /* Frees the bitmaps (safe on a zeroed or half-filled struct). */
 void zs_numa_place_free(zs_numa_place *p);
 
@@ -40,8 +33,6 @@ void zs_numa_place_free(zs_numa_place *p);
 /* numa_place_cuda.c: the CPUs near CUDA device `dev` into `set` (hwloc_cudart_get_device_cpuset).
  */
 zs_status zs_numa_cuda_cpuset(hwloc_topology_t topo, int dev, hwloc_cpuset_t set);
-/* Number of visible CUDA devices (0 when none or no driver). */
-int zs_numa_cuda_count(void);
 #endif
 
 #endif

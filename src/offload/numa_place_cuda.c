@@ -18,12 +18,3 @@ zs_status zs_numa_cuda_cpuset(hwloc_topology_t topo, int dev, hwloc_cpuset_t set
     return zs_err(ZS_ERR_DEVICE, "hwloc could not read the CPU locality of CUDA device %d", dev);
   return ZS_OK;
 }
-
-int zs_numa_cuda_count(void) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return count;
-}

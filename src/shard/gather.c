@@ -14,12 +14,22 @@ static size_t full_bytes(const zs_unit *u) {
   return u->lay.padded * zs_dtype_size(u->e->cfg.param_dtype);
 }
 
-/* Starts the all-gather of u into a new full buffer on the comm stream and records u's event. */
+/* Starts the all-gather of u into a new full buffer on the comm stream and records u's event.
+   Every rank makes the same gather decisions (they depend only on the call sequence, unit sizes
+   and max_live_bytes), so every failure here fails the engine: a rank that skipped an all-gather
+   its peers issued would pair later collectives out of order. The shard it sends was last written
+   by AdamW or set_param, which both end with the compute stream synchronised, or by the host
+   (offloaded params): no stream ordering is needed before the all-gather reads it. */
 static zs_status start_gather(zs_unit *u) {
   zs_engine *e = u->e;
   zs_dev *d = &e->dev;
   const size_t bytes = full_bytes(u);
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &u->param_full, d->comm_stream));
+  zs_status ar = zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &u->param_full, d->comm_stream);
+  if (ar != ZS_OK)
+    return zs_engine_fail_hard(
+        e, zs_err_wrap(ar, "gather of unit '%s' (the peers go on with it: the engine is failed; "
+                           "lower prefetch_units or set max_live_bytes)",
+                       u->name));
   /* Offloaded params: the host shard is copied into its own slot of the full buffer first,
      then gathered in place, so the device never holds a separate shard copy. */
   const void *send = u->param_shard;
@@ -35,8 +45,8 @@ static zs_status start_gather(zs_unit *u) {
                             zs_cdt_of(e->cfg.param_dtype), d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_event_record(d, u->ev_gathered, d->comm_stream);
   if (rc != ZS_OK) {
-    zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s'", u->name));
-    zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream); /* deferred if failed */
+    zs_engine_fail_hard(e, zs_err_wrap(rc, "gather of unit '%s'", u->name));
+    zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream); /* deferred: failed */
     u->param_full = NULL;
     return rc;
   }
@@ -59,21 +69,15 @@ static void drop(zs_unit *u, int used) {
   e->live_gathered_bytes -= bytes;
 }
 
-/* Direction of traversal after the caller gathers unit i: towards i's successor in a forward
-   pass (+1), its predecessor in a backward pass (-1). Re-gathering the unit gathered last is a
-   turn (the forward's last unit is the backward's first; the backward's first unit starts the
-   next forward). */
-static int traversal_dir(zs_engine *e, int i) {
-  int d;
-  if (e->last_gather < 0)
-    d = (i == e->nunits - 1 && e->nunits > 1) ? -1 : 1;
-  else if (i == e->last_gather)
-    d = -e->gather_dir;
-  else
-    d = i > e->last_gather ? 1 : -1;
-  e->last_gather = i;
-  e->gather_dir = d;
-  return d;
+/* Direction of traversal of the caller's gather of u: backward (-1) inside a step when u was
+   already gathered for this micro-step's forward (its grads_ready for the micro-step not seen
+   yet), else forward (+1). Outside a step every pass is a forward (evaluation, sampling). A unit
+   gathered twice in one forward (a tied embedding used again by the head) counts as the turn. */
+static int traversal_dir(zs_engine *e, zs_unit *u) {
+  if (e->state != ZS_ENGINE_IN_STEP) return 1;
+  if (u->fwd_micro == u->grads_ready_count) return -1;
+  u->fwd_micro = u->grads_ready_count;
+  return 1;
 }
 
 /* 1 when unit j lies in the prefetch window of i in direction dir. */
@@ -98,9 +102,7 @@ static void make_room(zs_engine *e, int i, int dir, size_t need, int all) {
   }
 }
 
-/* Gathers the window after i that is not gathered yet, while it fits under max_live_bytes.
-   Prefetching is opportunistic: a device that cannot hold one more unit ends it quietly (the
-   unit is gathered when the caller asks for it); a failed collective fails the engine. */
+/* Gathers the window after i that is not gathered yet, while it fits under max_live_bytes. */
 static zs_status prefetch(zs_engine *e, int i, int dir) {
   for (int k = 1; k <= e->cfg.prefetch_units; k++) {
     const int j = i + dir * k;
@@ -109,9 +111,7 @@ static zs_status prefetch(zs_engine *e, int i, int dir) {
     if (n->gathered) continue;
     const size_t max = e->cfg.max_live_bytes;
     if (max && e->live_gathered_bytes + full_bytes(n) > max) break;
-    const zs_status rc = start_gather(n);
-    if (rc == ZS_ERR_OUT_OF_MEMORY && e->state != ZS_ENGINE_FAILED) break;
-    ZS_CHECK(rc);
+    ZS_CHECK(start_gather(n));
   }
   return ZS_OK;
 }
@@ -120,16 +120,24 @@ zs_status zs_shard_gather_user(zs_unit *u) {
   zs_engine *e = u->e;
   zs_dev *d = &e->dev;
   if (e->cfg.stage != 3) return ZS_OK; /* full params are persistent */
-  const int dir = traversal_dir(e, u->index);
-  if (!u->gathered) {
+  if (!u->gathered && e->cfg.max_live_bytes) {
+    /* Refused before anything changes: prefetched units could be dropped, but the units the
+       caller holds leave no room. The same on every rank. */
+    size_t held = 0;
+    for (int j = 0; j < e->nunits; j++)
+      if (e->units[j]->held) held += full_bytes(e->units[j]);
     const size_t bytes = full_bytes(u), max = e->cfg.max_live_bytes;
-    make_room(e, u->index, dir, bytes, 1);
-    if (max && e->live_gathered_bytes + bytes > max)
+    if (held + bytes > max)
       return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                    "zs_unit_gather('%s'): its %zu bytes on top of the %zu bytes of units still "
-                    "gathered exceed max_live_bytes (%zu): release units you no longer use before "
-                    "gathering more, or raise max_live_bytes",
-                    u->name, bytes, e->live_gathered_bytes, max);
+                    "zs_unit_gather('%s'): its %zu bytes on top of the %zu bytes of units the "
+                    "caller holds gathered exceed max_live_bytes (%zu); nothing changed: release "
+                    "units you no longer use before gathering more, or raise max_live_bytes",
+                    u->name, bytes, held, max);
+  }
+  const int dir = traversal_dir(e, u);
+  e->gather_dir = dir;
+  if (!u->gathered) {
+    make_room(e, u->index, dir, full_bytes(u), 1);
     ZS_CHECK(start_gather(u));
   } else {
     make_room(e, u->index, dir, 0, 0);
@@ -137,7 +145,7 @@ zs_status zs_shard_gather_user(zs_unit *u) {
   /* The caller's kernels wait for this unit's all-gather only, not for reductions queued on the
      comm stream behind it: those keep overlapping the backward. */
   zs_status rc = zs_dev_wait_event(d, d->compute_stream, u->ev_gathered);
-  if (rc != ZS_OK) return zs_engine_fail(e, rc);
+  if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   return prefetch(e, u->index, dir);
 }
 
@@ -152,7 +160,6 @@ void zs_shard_drop_all(zs_engine *e) {
     if (e->cfg.stage == 3) drop(u, u->held);
     u->held = 0; /* every stage: the step ends every hold (the same protocol at every stage) */
   }
-  e->last_gather = -1;
   e->gather_dir = 1;
 }
 
