@@ -134,13 +134,15 @@ zs_status zs_engine_commit(zs_engine *e);
    Writes the fp32 master and the compute copy (and a gathered copy the caller holds; a prefetched
    copy is dropped). Valid after commit, outside a step. Not collective. On CUDA it waits for the
    engine's streams: ZS_ERR_TIMEOUT after comm_timeout_s (work stuck behind a collective) fails
-   the engine. ZS_ERR_INVALID_ARG / ZS_ERR_STATE for bad arguments or call order (nothing written). */
+   the engine. ZS_ERR_INVALID_ARG / ZS_ERR_STATE for bad arguments or call order (nothing written).
+ */
 zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
 /* zs_unit_set_param with the element count of host_full, checked against the tensor's:
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
 zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
 /* Reads the full fp32 master values of tensor t into host memory (collective within the shard
-   group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
+   group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine.
+ */
 zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device. */
 void *zs_engine_stream(zs_engine *e);

@@ -120,11 +120,16 @@ if(ZS_HAVE_CUDA)
   zs_exe(test_engine_cuda_rules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_cuda_rules.c
          LIBS CUDA::cudart)
   zs_mpi_test(engine_cuda_pool test_engine_cuda_rules NP 1 ARGS pool LABELS engine gpu)
+  set_tests_properties(engine_cuda_pool PROPERTIES RESOURCE_LOCK gpu) # reads the GPU's free memory
   foreach(mode overlap timeout)
     add_test(NAME engine_cuda_${mode}
              COMMAND ${ZS_MPIEXEC} --oversubscribe -np 2 ${CMAKE_CURRENT_SOURCE_DIR}/with_hostid.sh
                      $<TARGET_FILE:test_engine_cuda_rules> ${mode})
     set_tests_properties(engine_cuda_${mode} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_COMM=nccl"
-                         TIMEOUT 120 LABELS "mpi;engine;gpu" PROCESSORS 2)
+                         TIMEOUT 120 LABELS "mpi;engine;gpu" PROCESSORS 2 RESOURCE_LOCK gpu)
   endforeach()
 endif()
+
+# Host memory available to the process, on made-up /proc and cgroup trees (v1, v2, ancestors).
+zs_exe(test_host_mem SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_host_mem.c)
+zs_unit_test(host_mem test_host_mem LABELS engine)

@@ -5,7 +5,7 @@
  *                      and a second step takes no more (the default pool's threshold of 0 would
  *                      hand it back at every synchronisation and map it again next step).
  *   overlap  (2 ranks, nccl) a gather waits for its own all-gather only: while rank 1 holds
- *                      back its reduce-scatter for 2 s, rank 0's compute stream runs work
+ *                      back its reduce-scatter for 3 s, rank 0's compute stream runs work
  *                      queued after gathering the (prefetched) next unit at once.
  *   timeout  (2 ranks, nccl) rank 1 stops answering; rank 0's zs_kernels_copy to the host (a
  *                      loss read) waits behind a collective and must return ZS_ERR_TIMEOUT
@@ -102,7 +102,7 @@ static void overlap(zs_comm *comm) {
   ZS_OK_OR_DIE(zs_unit_gather(u[2])); /* turn: prefetches u1 on both ranks */
   ZS_EXPECT(zs_unit_grad(u[2], 0) != NULL, "grad");
   ZS_OK_OR_DIE(zs_kernels_sync(k));
-  const double hold = 2.0;
+  const double hold = 3.0;
   if (rank == 1) sleep((unsigned)hold); /* its reduce-scatter of u2 comes late */
   ZS_OK_OR_DIE(zs_unit_grads_ready(u[2]));
   ZS_OK_OR_DIE(zs_unit_release(u[2]));

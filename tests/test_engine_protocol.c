@@ -10,10 +10,13 @@
  * prefetch_units prefetched, max_live_bytes, buffers == gathered + live full gradients exactly,
  * persistent categories unchanged) and that a gathered unit shows the newest values set. At the
  * end rank 0 replays the gradient schedule on one rank with the straightforward path (stage 0, no
- * prefetch, no offload, no buckets; deterministic) and compares every weight bit for bit.
+ * prefetch, no offload, no buckets; deterministic) and compares every weight: bit for bit when
+ * the sequence ran deterministic, within 1e-4 otherwise (a third of the sequences, which also
+ * reduce parts of gradients early with zs_unit_grads_flush).
  *
  * Usage: test_engine_protocol [--seqs N] [--seed S]   (env ZS_PROTOCOL_SEQS=N runs more)
  * Every sequence prints its seed; --seed S --seqs 1 reproduces one. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +37,7 @@ static uint32_t rnd(rng *r, uint32_t n) {
 }
 
 typedef struct {
-  int stage, prefetch, group;
+  int stage, prefetch, group, det;
   unsigned offload;
   size_t max_live, bucket;
 } seq_cfg;
@@ -44,6 +47,7 @@ typedef struct {
   int gather;        /* gathered in backward (its gradient uses the params) */
   int release_first; /* release before grads_ready */
   int held_from_fwd; /* not released after forward: backward's gather is a no-op */
+  int flush;         /* non-deterministic runs: add half, zs_unit_grads_flush, add the rest */
 } bwd_choice;
 
 /* Test state on one rank. */
@@ -157,8 +161,9 @@ static uint64_t batch_id(int step, int micro, int rank) {
   return ((uint64_t)step << 32) ^ ((uint64_t)micro << 16) ^ (uint64_t)rank;
 }
 
-/* zs_unit_grad += g in one add per element (deterministic mode's rule). */
-static void add_grad(zs_unit *u, int un, uint64_t b, int use_params, const float *scale0) {
+/* zs_unit_grad += scale * g in one add per element (deterministic mode's rule). */
+static void add_grad_scaled(zs_unit *u, int un, uint64_t b, int use_params, const float *scale0,
+                            float scale) {
   for (int t = 0; t < tm_units[un].ntensors; t++) {
     float *g = zs_unit_grad(u, t);
     if (!g) {
@@ -168,8 +173,12 @@ static void add_grad(zs_unit *u, int un, uint64_t b, int use_params, const float
     const float *p = use_params ? zs_unit_param(u, t) : NULL;
     const int64_t n = tm_numel(un, t), base = tm_base(un, t);
     for (int64_t i = 0; i < n; i++)
-      g[i] = g[i] + (scale0 ? scale0[base + i] : grad_elem(b, base + i, p, i));
+      g[i] = g[i] + scale * (scale0 ? scale0[base + i] : grad_elem(b, base + i, p, i));
   }
+}
+
+static void add_grad(zs_unit *u, int un, uint64_t b, int use_params, const float *scale0) {
+  add_grad_scaled(u, un, b, use_params, scale0, 1.0f);
 }
 
 static void forget_known(st *s) {
@@ -202,7 +211,19 @@ static void train_step(st *s, int m, bwd_choice ch[][TM_NUNITS], rng *r) {
       if (c->gather && !s->held[u]) gather(s, u);
       s->grad_live[u] = 1;
       s->used[s->step_no][k][u] = (unsigned char)s->held[u];
-      add_grad(s->u[u], u, batch_id(s->step_no, k, s->rank), s->held[u], NULL);
+      const uint64_t b = batch_id(s->step_no, k, s->rank);
+      if (!s->c.det && c->flush) {
+        /* Half now, reduced early (its full gradient freed at stages 2-3), half after. */
+        add_grad_scaled(s->u[u], u, b, s->held[u], NULL, 0.5f);
+        check(s, "grad");
+        ZS_OK_OR_DIE(zs_unit_grads_flush(s->u[u]));
+        if (s->c.stage >= 2) s->grad_live[u] = 0;
+        check(s, "grads_flush");
+        s->grad_live[u] = 1;
+        add_grad_scaled(s->u[u], u, b, s->held[u], NULL, 0.5f);
+      } else {
+        add_grad(s->u[u], u, b, s->held[u], NULL);
+      }
       check(s, "grad");
       if (s->held[u] && c->release_first) release(s, u);
       ZS_OK_OR_DIE(zs_unit_grads_ready(s->u[u]));
@@ -254,6 +275,7 @@ static void draw_cfg(rng *r, int w, seq_cfg *c) {
   const size_t largest = 4 * (257 + (size_t)w);
   const uint32_t l = rnd(r, 4);
   c->max_live = l == 0 ? 0 : largest * l;
+  c->det = rnd(r, 3) != 0; /* a third run non-deterministic (flushes; compared with a tolerance) */
 }
 
 static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
@@ -265,7 +287,7 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
   cfg.max_live_bytes = c->max_live;
   cfg.shard_group_size = c->group;
   cfg.offload = c->offload;
-  cfg.deterministic = 1;
+  cfg.deterministic = c->det;
   cfg.adamw.lr = 0.05f;
   cfg.comm_timeout_s = 60;
   zs_engine *e = NULL;
@@ -299,6 +321,7 @@ static int draw_ops(rng *r, op *ops) {
         o->ch[mm][u].gather = (int)rnd(r, 3) != 0;
         o->ch[mm][u].release_first = (int)rnd(r, 2);
         o->ch[mm][u].held_from_fwd = rnd(r, 5) == 0;
+        o->ch[mm][u].flush = (int)rnd(r, 2);
       }
     o->a = (int)rnd(r, TM_NUNITS);
     o->b = (int)rnd(r, (uint32_t)tm_units[o->a].ntensors);
@@ -374,6 +397,7 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
   setenv("RANK", "0", 1);
   ZS_OK_OR_DIE(zs_comm_init_env(&self));
   seq_cfg rc = {0};
+  rc.det = 1;
   zs_unit *u[TM_NUNITS];
   zs_engine *e = make_engine(self, &rc, u);
   for (int i = 0; i < TM_NUNITS; i++)
@@ -444,9 +468,10 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   rng r = {seed};
   draw_cfg(&r, s.world, &s.c);
   if (s.rank == 0)
-    printf("seed %llu: world %d stage %d offload %u prefetch %d max_live %zu bucket %zu group %d\n",
+    printf("seed %llu: world %d stage %d offload %u prefetch %d max_live %zu bucket %zu group %d "
+           "det %d\n",
            (unsigned long long)seed, s.world, s.c.stage, s.c.offload, s.c.prefetch, s.c.max_live,
-           s.c.bucket, s.c.group);
+           s.c.bucket, s.c.group, s.c.det);
   fflush(stdout);
   s.e = make_engine(comm, &s.c, s.u);
   ZS_OK_OR_DIE(zs_engine_memory(s.e, &s.base));
@@ -466,12 +491,17 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   float *w = all_weights(s.u);
   if (s.rank == 0) {
     float *ref = reference(&s, ops, n, init);
+    /* Deterministic: the same bits. Otherwise sums run in another order (and flushed halves
+       are reduced apart): within rounding, amplified a little by Adam. */
     int bad = -1;
-    for (int64_t i = 0; i < tm_total() && bad < 0; i++)
-      if (memcmp(&w[i], &ref[i], 4) != 0) bad = (int)i;
-    ZS_EXPECT(bad < 0, "seed %llu: weight %d is %.9g on %d ranks, %.9g on the 1-rank reference",
+    for (int64_t i = 0; i < tm_total() && bad < 0; i++) {
+      const double d = (double)w[i] - (double)ref[i];
+      if (s.c.det ? memcmp(&w[i], &ref[i], 4) != 0 : !(fabs(d) <= 1e-4 + 1e-4 * fabs(ref[i])))
+        bad = (int)i;
+    }
+    ZS_EXPECT(bad < 0, "seed %llu: weight %d is %.9g on %d ranks, %.9g on the 1-rank reference%s",
               (unsigned long long)seed, bad, bad >= 0 ? (double)w[bad] : 0.0, s.world,
-              bad >= 0 ? (double)ref[bad] : 0.0);
+              bad >= 0 ? (double)ref[bad] : 0.0, s.c.det ? "" : " (non-deterministic)");
     free(ref);
   }
   free(w);

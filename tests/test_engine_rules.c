@@ -101,6 +101,38 @@ static void eval_after_step(zs_comm *comm) {
   zs_engine_destroy(e);
 }
 
+/* Prefetch happens where it helps, in the GPT-2 order with a tied embedding (unit 0 used again
+   by the head after the last unit): forward gathers prefetch the next unit; the backward's first
+   gather (the last unit, after the head re-gathered unit 0) prefetches the one below it; the
+   next micro-step's forward prefetches unit 1 again. */
+static void prefetch_where_it_helps(zs_comm *comm) {
+  zs_unit *u[NU];
+  zs_engine *e = make(comm, 1, 0, u, NU);
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 2));
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < NU; i++) {
+      ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+      if (i + 1 < NU)
+        ZS_EXPECT(zs_unit_is_gathered(u[i + 1]), "micro %d: forward gather of u%d prefetches u%d",
+                  k, i, i + 1);
+      ZS_OK_OR_DIE(zs_unit_release(u[i]));
+    }
+    ZS_OK_OR_DIE(zs_unit_gather(u[0])); /* the tied head */
+    ZS_OK_OR_DIE(zs_unit_release(u[0]));
+    for (int i = NU - 1; i >= 1; i--) {
+      ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+      if (i > 1)
+        ZS_EXPECT(zs_unit_is_gathered(u[i - 1]), "micro %d: backward gather of u%d prefetches u%d",
+                  k, i, i - 1);
+      ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+      ZS_OK_OR_DIE(zs_unit_release(u[i]));
+    }
+    ZS_OK_OR_DIE(zs_unit_grads_ready(u[0])); /* the lookup's backward needs no params */
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+  zs_engine_destroy(e);
+}
+
 /* set_param on a prefetched and on a held unit: the next use sees the new values. */
 static void set_param_fresh(zs_comm *comm) {
   zs_unit *u[3];
@@ -214,7 +246,11 @@ static void worker_share(zs_comm *comm) {
   cfg.offload = ZS_OFFLOAD_OPTIMIZER;
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
-  const char *info = zs_engine_info(e), *w = strstr(info, " workers bound");
+  if (getenv("ZS_OFFLOAD_THREADS")) {
+    zs_engine_destroy(e);
+    return; /* the count is the user's */
+  }
+  const char *info = zs_engine_info(e), *w = strstr(info, " workers");
   int n = 0;
   if (w) {
     const char *p = w;
@@ -236,6 +272,7 @@ int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   eval_after_step(comm);
+  prefetch_where_it_helps(comm);
   set_param_fresh(comm);
   max_live(comm);
   hybrid_scratch(comm);

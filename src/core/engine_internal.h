@@ -44,11 +44,11 @@ struct zs_unit {
   int opt_on_host;   /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
   int param_on_host; /* param_shard lives in the host arena (ZS_OFFLOAD_PARAMS) */
 
-  int gathered;          /* stage 3: param_full holds (or is receiving) the gathered params */
-  int held;              /* gathered by the caller and not released yet (every stage) */
-  void *ev_gathered;     /* stage 3 on CUDA: recorded on the comm stream after the all-gather */
-  int fwd_micro; /* in a step: the micro-step (grads_ready_count) of its last forward gather;
-                    a gather in the same micro-step is its backward. -1 at begin_step */
+  int gathered;      /* stage 3: param_full holds (or is receiving) the gathered params */
+  int held;          /* gathered by the caller and not released yet (every stage) */
+  void *ev_gathered; /* stage 3 on CUDA: recorded on the comm stream after the all-gather */
+  int fwd_micro;     /* in a step: the micro-step (grads_ready_count) of its last forward gather;
+                        a gather in the same micro-step is its backward. -1 at begin_step */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
 };

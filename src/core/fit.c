@@ -58,8 +58,7 @@ static void need_of(const zs_engine *e, int stage, unsigned offload, size_t S, z
   size_t gathered = 0;
   if (stage == 3) {
     gathered = sat_mul(sat_mul((size_t)e->cfg.prefetch_units + 2, max_full), ps);
-    if (e->cfg.max_live_bytes && e->cfg.max_live_bytes < gathered)
-      gathered = e->cfg.max_live_bytes;
+    if (e->cfg.max_live_bytes && e->cfg.max_live_bytes < gathered) gathered = e->cfg.max_live_bytes;
   }
   const size_t grad = stage >= 2 ? sat_mul(max_full, ps) : 0;
   size_t scratch = sat_mul(2 * rs, max_full);

@@ -1,8 +1,9 @@
 /* Host memory available to this process: the least of the kernel's MemAvailable, the room left
  * under the cgroup's limit (v2 memory.max - memory.current, or v1 limit_in_bytes - usage) and
  * the room left under RLIMIT_AS (inactive file cache does not count as used: the kernel reclaims
- * it; limits of ancestor cgroups apply too). Linux overcommits, so an allocation beyond these succeeds and
- * the first touch summons the OOM killer: the engine compares with this before allocating. */
+ * it; limits of ancestor cgroups apply too). Linux overcommits, so an allocation beyond these
+ * succeeds and the first touch summons the OOM killer: the engine compares with this before
+ * allocating. */
 #include "host_mem.h"
 
 #include <stdint.h>

@@ -32,8 +32,7 @@ zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, 
   zs_dev *d = &e->dev;
   if (d->kind == ZS_DEVICE_CPU) {
     memcpy(all + (size_t)e->world_rank * n, mine, n * sizeof(uint64_t));
-    return zs_coll_all_gather(e->world, all + (size_t)e->world_rank * n, all, n, ZS_CDT_U64,
-                              NULL);
+    return zs_coll_all_gather(e->world, all + (size_t)e->world_rank * n, all, n, ZS_CDT_U64, NULL);
   }
   /* CUDA groups move device memory: stage through a small device buffer. */
   uint64_t *buf = NULL;

@@ -27,8 +27,9 @@ static zs_status start_gather(zs_unit *u) {
   zs_status ar = zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &u->param_full, d->comm_stream);
   if (ar != ZS_OK)
     return zs_engine_fail_hard(
-        e, zs_err_wrap(ar, "gather of unit '%s' (the peers go on with it: the engine is failed; "
-                           "lower prefetch_units or set max_live_bytes)",
+        e, zs_err_wrap(ar,
+                       "gather of unit '%s' (the peers go on with it: the engine is failed; "
+                       "lower prefetch_units or set max_live_bytes)",
                        u->name));
   /* Offloaded params: the host shard is copied into its own slot of the full buffer first,
      then gathered in place, so the device never holds a separate shard copy. */
