@@ -73,6 +73,15 @@ static void unit_cases(zs_engine *e) {
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
   bad[0].ndim = 5;
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
+  /* Tensor names: set, non-empty, unique in the unit (checkpoints and messages use them). */
+  zs_tensor_desc named[2] = {{NULL, 1, {4, 0, 0, 0}, 0}, {"b", 1, {2, 0, 0, 0}, 0}};
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 2, named, &u), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "NULL") != NULL, "names the NULL name: %s", zs_last_error());
+  named[0].name = "";
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 2, named, &u), ZS_ERR_INVALID_ARG);
+  named[0].name = "b";
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 2, named, &u), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(zs_engine_num_units(e) == 0, "no unit added by a refused call");
   char longname[200];
   memset(longname, 'n', sizeof longname - 1);
   longname[sizeof longname - 1] = 0;
@@ -134,6 +143,7 @@ int main(int argc, char **argv) {
   ZS_EXPECT(zs_unit_param(u, 0) == NULL && zs_last_error()[0], "param before gather is NULL");
   ZS_EXPECT_STATUS(zs_unit_release(u), ZS_ERR_STATE);     /* release without gather */
   ZS_EXPECT_STATUS(zs_unit_grads_ready(u), ZS_ERR_STATE); /* outside a step */
+  ZS_EXPECT_STATUS(zs_unit_grads_flush(u), ZS_ERR_STATE); /* outside a step */
   ZS_EXPECT_STATUS(zs_engine_begin_step(e, 0), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_engine_begin_step(NULL, 1), ZS_ERR_INVALID_ARG);
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
@@ -151,6 +161,8 @@ int main(int argc, char **argv) {
   if (g) g[0] += 1.0f;
   ZS_OK_OR_DIE(zs_unit_grads_ready(u));
   ZS_EXPECT_STATUS(zs_unit_grads_ready(u), ZS_ERR_STATE); /* more than micro_steps */
+  ZS_EXPECT_STATUS(zs_unit_grads_flush(u), ZS_ERR_STATE); /* after the last grads_ready */
+  ZS_EXPECT_STATUS(zs_unit_grads_flush(NULL), ZS_ERR_INVALID_ARG);
   ZS_OK_OR_DIE(zs_unit_release(u));
   zs_step_stats st;
   ZS_OK_OR_DIE(zs_engine_step(e, &st)); /* the refused calls left the step intact */

@@ -75,19 +75,24 @@ zs_status zs_unit_release(zs_unit *u) {
   return ZS_OK;
 }
 
-zs_status zs_unit_grads_ready(zs_unit *u) {
-  ZS_CHECK(check_unit(u, "zs_unit_grads_ready"));
-  zs_engine *e = u->e;
+/* Checks for the calls that reduce u's gradient: inside a step, before its last grads_ready. */
+static zs_status check_reducible(const zs_unit *u, const char *fn) {
+  ZS_CHECK(check_unit(u, fn));
+  const zs_engine *e = u->e;
   if (e->state != ZS_ENGINE_IN_STEP)
-    return zs_err(ZS_ERR_STATE,
-                  "zs_unit_grads_ready('%s') outside a step: call "
-                  "zs_engine_begin_step first",
+    return zs_err(ZS_ERR_STATE, "%s('%s') outside a step: call zs_engine_begin_step first", fn,
                   u->name);
   if (u->grads_ready_count >= e->micro_steps)
     return zs_err(ZS_ERR_STATE,
-                  "zs_unit_grads_ready('%s') called more than micro_steps (%d) "
-                  "times in one step",
-                  u->name, e->micro_steps);
+                  "%s('%s'): zs_unit_grads_ready was already called micro_steps (%d) times in "
+                  "this step",
+                  fn, u->name, e->micro_steps);
+  return ZS_OK;
+}
+
+zs_status zs_unit_grads_ready(zs_unit *u) {
+  ZS_CHECK(check_reducible(u, "zs_unit_grads_ready"));
+  zs_engine *e = u->e;
   zs_status rc = zs_shard_reduce(u, u->grads_ready_count + 1 == e->micro_steps);
   /* A reduction that failed half-way (the collective ran on some ranks, the shard is partly
      accumulated) cannot be retried: the engine is failed. */
@@ -97,15 +102,8 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
 }
 
 zs_status zs_unit_grads_flush(zs_unit *u) {
-  ZS_CHECK(check_unit(u, "zs_unit_grads_flush"));
+  ZS_CHECK(check_reducible(u, "zs_unit_grads_flush"));
   zs_engine *e = u->e;
-  if (e->state != ZS_ENGINE_IN_STEP)
-    return zs_err(ZS_ERR_STATE,
-                  "zs_unit_grads_flush('%s') outside a step: call zs_engine_begin_step first",
-                  u->name);
-  if (u->grads_ready_count >= e->micro_steps)
-    return zs_err(ZS_ERR_STATE, "zs_unit_grads_flush('%s'): all %d micro-steps are reduced already",
-                  u->name, e->micro_steps);
   /* Stages 0-1 keep the full gradient anyway; deterministic mode keeps one reduction per
      micro-step (two would regroup the sums); no zs_unit_grad yet: nothing to reduce. */
   if (e->cfg.stage <= 1 || e->cfg.deterministic || !u->grad_full) return ZS_OK;
