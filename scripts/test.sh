@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds zshard and runs every test: the normal build (CUDA code compiled when nvcc is there; GPU
-# tests skip cleanly without a GPU), then the CPU suite again under AddressSanitizer + UBSan.
+# tests skip cleanly without a GPU), then the CPU suite again under AddressSanitizer + UBSan, then
+# a Release build (-O3 warnings) that is only compiled. Warnings are errors here (ZS_WERROR=ON).
 #
 # Usage: scripts/test.sh [--fast] [--asan-only] [-- extra ctest args]
-#   --fast       skip the ASan pass
+#   --fast       skip the ASan pass and the Release build
 #   --asan-only  only the ASan pass
 # Environment:
 #   BUILD_DIR       normal build folder (default build)
 #   ASAN_BUILD_DIR  sanitizer build folder (default build-asan, or ${BUILD_DIR}-asan when BUILD_DIR is set)
+#   RELEASE_BUILD_DIR  Release build folder (default build-release, or ${BUILD_DIR}-release)
 #   CTEST_JOBS      parallel ctest jobs (default 2; multi-rank tests reserve PROCESSORS = ranks)
 #   BUILD_JOBS      parallel compile jobs (default: number of cores)
 #   SKIP_DEPS=1     do not call scripts/install-deps.sh
@@ -20,11 +22,18 @@ cd "$repo"
 
 run_normal=1
 run_asan=1
+run_release=1
 ctest_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --fast) run_asan=0 ;;
-    --asan-only) run_normal=0 ;;
+    --fast)
+      run_asan=0
+      run_release=0
+      ;;
+    --asan-only)
+      run_normal=0
+      run_release=0
+      ;;
     --)
       shift
       ctest_extra=("$@")
@@ -45,8 +54,10 @@ done
 build_dir=${BUILD_DIR:-build}
 if [ -n "${BUILD_DIR:-}" ]; then
   asan_dir=${ASAN_BUILD_DIR:-${BUILD_DIR%/}-asan}
+  release_dir=${RELEASE_BUILD_DIR:-${BUILD_DIR%/}-release}
 else
   asan_dir=${ASAN_BUILD_DIR:-build-asan}
+  release_dir=${RELEASE_BUILD_DIR:-build-release}
 fi
 ctest_jobs=${CTEST_JOBS:-2}
 build_jobs=${BUILD_JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -128,7 +139,7 @@ pass() {
 }
 
 if [ "$run_normal" = 1 ]; then
-  pass "$build_dir" normal -DZS_CUDA=AUTO
+  pass "$build_dir" normal -DZS_CUDA=AUTO -DZS_WERROR=ON
 fi
 
 if [ "$run_asan" = 1 ]; then
@@ -137,7 +148,22 @@ if [ "$run_asan" = 1 ]; then
   ctest_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0
     "LSAN_OPTIONS=suppressions=$repo/tests/lsan.supp:print_suppressions=0"
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
-  pass "$asan_dir" asan -DZS_SANITIZE=ON -DZS_CUDA=OFF
+  pass "$asan_dir" asan -DZS_SANITIZE=ON -DZS_CUDA=OFF -DZS_WERROR=ON
+fi
+
+if [ "$run_release" = 1 ]; then
+  # Compiled only: -O3 sees warnings (e.g. -Wmaybe-uninitialized) that -O2 -g does not. The CUDA
+  # parts are compiled by the normal pass already.
+  ctest_env=()
+  t0=$SECONDS
+  if build "$release_dir" -DCMAKE_BUILD_TYPE=Release -DZS_CUDA=OFF -DZS_WERROR=ON; then
+    total_pass=$((total_pass + 1))
+    notes+=("release: build OK")
+  else
+    total_fail=$((total_fail + 1))
+    notes+=("release: BUILD FAILED")
+  fi
+  notes+=("release: $((SECONDS - t0)) s")
 fi
 
 echo

@@ -20,9 +20,11 @@ if grep -q '^ZS_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
   flags=("-fsanitize=address,undefined" -fno-omit-frame-pointer)
 fi
 
-# Runs the consumer binary $1 as a 1-rank MPI job; fails unless it exits 0.
+# Runs the consumer binary $1 as a 1-rank MPI job; fails unless it exits 0. The installed .pc
+# bakes no rpath into programs: like a user, point the loader at the prefix.
 run_consumer() {
-  "$mpiexec" --oversubscribe -np 1 "$1"
+  LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$mpiexec" --oversubscribe \
+    -x LD_LIBRARY_PATH -np 1 "$1"
 }
 
 echo "== cmake --install $build --prefix $prefix"
@@ -32,6 +34,7 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" || {
 }
 
 pcdir=$(dirname "$(find "$prefix" -name zshard.pc -print -quit)")
+libdir=$(dirname "$pcdir")
 if [ ! -f "$pcdir/zshard.pc" ]; then
   echo "FAIL: no zshard.pc installed under $prefix"
   exit 1
@@ -43,9 +46,14 @@ read -r -a pc_flags < <(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs zshard
 echo "pkg-config --cflags --libs zshard: ${pc_flags[*]}"
 "$cc" -std=c11 -Wall -Wextra -Werror "${flags[@]}" "$consumer/consumer.c" -o "$work/consumer_pc" \
   "${pc_flags[@]}"
-if ldd "$work/consumer_pc" | grep libzshard | grep -v -q "$prefix"; then
+if readelf -d "$work/consumer_pc" | grep -q -E 'RPATH|RUNPATH'; then
+  echo "FAIL: the pkg-config flags baked an rpath into the consumer:"
+  readelf -d "$work/consumer_pc" | grep -E 'RPATH|RUNPATH'
+  exit 1
+fi
+if LD_LIBRARY_PATH=$libdir ldd "$work/consumer_pc" | grep libzshard | grep -v -q "$prefix"; then
   echo "FAIL: consumer_pc does not load libzshard from $prefix:"
-  ldd "$work/consumer_pc" | grep libzshard
+  LD_LIBRARY_PATH=$libdir ldd "$work/consumer_pc" | grep libzshard
   exit 1
 fi
 run_consumer "$work/consumer_pc"

@@ -32,6 +32,7 @@ static int params(gpt2_model *m, int u, void **p) {
 
 /* Element offset of tensor t inside unit u's staging buffer, and its size. */
 static size_t tensor_span(const gpt2_config *c, int u, int t, size_t *n) {
+  *n = 0;
   zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
   gpt2_unit_descs(c, u, d);
   size_t off = 0;

@@ -53,7 +53,16 @@ zs_status zs_err_wrap(zs_status s, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(zs_errmsg, sizeof zs_errmsg, fmt, ap);
   va_end(ap);
-  if (n >= 0 && (size_t)n < sizeof zs_errmsg)
-    snprintf(zs_errmsg + n, sizeof zs_errmsg - (size_t)n, ": %s", prev);
+  if (n >= 0 && (size_t)n + 3 < sizeof zs_errmsg) {
+    /* ": " and as much of the previous message as fits (the copy is bounded by hand: the
+       compiler cannot prove a snprintf "%s" of it fits). */
+    char *out = zs_errmsg + n;
+    size_t room = sizeof zs_errmsg - (size_t)n - 3, len = strnlen(prev, sizeof prev);
+    if (len > room) len = room;
+    out[0] = ':';
+    out[1] = ' ';
+    memcpy(out + 2, prev, len);
+    out[2 + len] = '\0';
+  }
   return s;
 }

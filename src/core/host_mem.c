@@ -14,7 +14,7 @@
 /* Reads the first unsigned number of file root/path (after `key` when key != NULL, as in
    /proc/meminfo), times mult. Returns 0 when absent or not a number ("max"). */
 static int read_num(const char *root, const char *path, const char *key, size_t mult, size_t *out) {
-  char full[512];
+  char full[1024];
   snprintf(full, sizeof full, "%s%s", root, path);
   FILE *f = fopen(full, "r");
   if (!f) return 0;
@@ -41,7 +41,7 @@ static int read_num(const char *root, const char *path, const char *key, size_t 
 /* The cgroup (v2 unified, or v1 memory controller) path of this process, relative to the cgroup
    mount, from root/proc/self/cgroup. */
 static int cgroup_path(const char *root, int v2, char *out, size_t n) {
-  char full[512];
+  char full[1024];
   snprintf(full, sizeof full, "%s/proc/self/cgroup", root);
   FILE *f = fopen(full, "r");
   if (!f) return 0;
