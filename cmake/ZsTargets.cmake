@@ -10,13 +10,22 @@ set(ZS_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
     OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp OPENBLAS_NUM_THREADS=1)
 
+# zs_exe(name SOURCES ... [LIBS ...] [PUBLIC_API]): a program of the tree. PUBLIC_API programs
+# (the examples) see include/ only and link libzshard as a user would; the others (tests,
+# benchmarks) may reach internal layers and link the static zshard_internal archive.
 function(zs_exe name)
-  cmake_parse_arguments(A "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(A "PUBLIC_API" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  if(A_PUBLIC_API)
+    target_include_directories(${name} PRIVATE ${ZS_PUBLIC_INCLUDES})
+    set(zs_lib zshard)
+  else()
+    target_include_directories(${name} PRIVATE ${ZS_PUBLIC_INCLUDES} ${PROJECT_SOURCE_DIR}/src)
+    set(zs_lib zshard_internal)
+  endif()
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:C>:${ZS_C_FLAGS}>)
   target_compile_definitions(${name} PRIVATE _GNU_SOURCE $<$<BOOL:${ZS_HAVE_CUDA}>:ZS_HAVE_CUDA=1>)
-  target_link_libraries(${name} PRIVATE zshard MPI::MPI_C Threads::Threads ${ZS_M_LIB} ${A_LIBS})
+  target_link_libraries(${name} PRIVATE ${zs_lib} MPI::MPI_C Threads::Threads ${ZS_M_LIB} ${A_LIBS})
   if(ZS_HAVE_CUDA)
     target_include_directories(${name} PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   endif()

@@ -17,9 +17,19 @@
 extern "C" {
 #endif
 
-#define ZSHARD_VERSION_MAJOR 0
-#define ZSHARD_VERSION_MINOR 1
-#define ZSHARD_VERSION_PATCH 0
+/* ZSHARD_VERSION_MAJOR/MINOR/PATCH and ZSHARD_VERSION_STRING of these headers, generated from the
+   build's project(VERSION). zs_version() says which library is actually loaded.
+   ABI rule: within one major version, a program built against an older header runs against a
+   newer library: functions are only added, struct fields only appended (zs_config is sized by
+   zs_config_default, the output structs keep reserved space), enum values only added. */
+#include "zshard_version.h"
+
+/* Every public function is exported with default visibility; everything else is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define ZS_API __attribute__((visibility("default")))
+#else
+#define ZS_API
+#endif
 
 /* Status of every fallible call. */
 typedef enum {
@@ -35,10 +45,14 @@ typedef enum {
   ZS_ERR_UNSUPPORTED
 } zs_status;
 
+/* "MAJOR.MINOR.PATCH" of the library actually loaded (compare with ZSHARD_VERSION_STRING of the
+   headers a program was built with). Never NULL; thread-safe. */
+ZS_API const char *zs_version(void);
+
 /* Short constant name of a status ("ZS_ERR_TIMEOUT"); never NULL. */
-const char *zs_status_str(zs_status s);
+ZS_API const char *zs_status_str(zs_status s);
 /* Thread-local message of the last failure on this thread, never NULL ("" when none yet). */
-const char *zs_last_error(void);
+ZS_API const char *zs_last_error(void);
 
 typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
@@ -84,7 +98,7 @@ typedef struct {
 /* Fills every field with its default (stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999,
    eps 1e-8, weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1). Environment variables
    ZS_STAGE, ZS_PREFETCH_UNITS, ZS_COMM_TIMEOUT_S, ZS_DETERMINISTIC override the defaults. */
-void zs_config_default(zs_config *c);
+ZS_API void zs_config_default(zs_config *c);
 
 typedef struct zs_comm zs_comm;
 typedef struct zs_engine zs_engine;
@@ -92,17 +106,17 @@ typedef struct zs_unit zs_unit;
 
 /* Bootstrap from mpirun/srun: initialises MPI if the caller has not (and then finalises it in
    zs_comm_destroy). argc/argv may be NULL. */
-zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
+ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 /* Bootstrap from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun style). A TCP
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with
    NCCL. More than one rank with no visible GPU returns ZS_ERR_UNSUPPORTED here (the CPU device
    needs MPI: use mpirun); a CPU engine on a multi-rank env comm is refused at create. */
-zs_status zs_comm_init_env(zs_comm **out);
-int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
-int zs_comm_size(const zs_comm *c); /* -1 for NULL */
+ZS_API zs_status zs_comm_init_env(zs_comm **out);
+ZS_API int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
+ZS_API int zs_comm_size(const zs_comm *c); /* -1 for NULL */
 /* Releases the communicator (after every engine that uses it has been destroyed). NULL is a no-op.
  */
-void zs_comm_destroy(zs_comm *c);
+ZS_API void zs_comm_destroy(zs_comm *c);
 
 /* One tensor of a unit: a name (non-empty, unique in its unit, < 64 characters), up to 4 dims,
    all > 0. no_weight_decay exempts it from AdamW decay. */
@@ -116,11 +130,11 @@ typedef struct {
 /* Creates an engine over comm (which must outlive it). The config is validated and copied.
    Collective over the world (opens its groups and exchanges the ranks' placement: host, cgroup,
    GPU, offload NUMA node; offload workers take this rank's share of its node's cores). */
-zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out);
+ZS_API zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out);
 /* Registers a unit (a layer, a block): its tensors live back to back in one flat buffer. Units are
    used in the order they are added (forward order). Names must be unique. *out stays owned by e. */
-zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const zs_tensor_desc *t,
-                             zs_unit **out);
+ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors,
+                                    const zs_tensor_desc *t, zs_unit **out);
 /* Fixes the layout and allocates every shard. After this no unit may be added. Before allocating
    anything it compares what this rank will hold (persistent state plus a bound on the transient
    buffers) with what it may use: free GPU memory (cudaMemGetInfo) on CUDA; on the CPU and for
@@ -129,26 +143,26 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
    not fit is refused with ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what
    would fit (a higher stage, offload, more ranks); nothing is allocated and the engine stays
    uncommitted. Collective over the world: every rank commits, and all refuse when one does. */
-zs_status zs_engine_commit(zs_engine *e);
+ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
    Writes the fp32 master and the compute copy (and a gathered copy the caller holds; a prefetched
    copy is dropped). Valid after commit, outside a step. Not collective. On CUDA it waits for the
    engine's streams: ZS_ERR_TIMEOUT after comm_timeout_s (work stuck behind a collective) fails
    the engine. ZS_ERR_INVALID_ARG / ZS_ERR_STATE for bad arguments or call order (nothing written).
  */
-zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
+ZS_API zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
 /* zs_unit_set_param with the element count of host_full, checked against the tensor's:
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
-zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
+ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
 /* Reads the full fp32 master values of tensor t into host memory (collective within the shard
    group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine.
  */
-zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
+ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device. */
-void *zs_engine_stream(zs_engine *e);
+ZS_API void *zs_engine_stream(zs_engine *e);
 
 /* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1). */
-zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
+ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
 /* Makes the full params of u usable on the engine stream (stage 3: all-gather, unless it was
    prefetched, and prefetch of the next units; see the memory rule). Collective over the shard
    group at stage 3: every rank gathers the same units in the same order, in training,
@@ -159,23 +173,23 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
    leaves no room (nothing changed); ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE, or
    ZS_ERR_OUT_OF_MEMORY from the device, fail the engine (its peers went on with the gather);
    ZS_ERR_STATE before commit or after a failure. Not thread-safe (one thread per engine). */
-zs_status zs_unit_gather(zs_unit *u);
+ZS_API zs_status zs_unit_gather(zs_unit *u);
 /* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
    (also for NULL). Stages 0-2 keep full params always: 1. For memory introspection and tests. */
-int zs_unit_is_gathered(const zs_unit *u);
+ZS_API int zs_unit_is_gathered(const zs_unit *u);
 /* Device pointer to tensor t of a gathered unit, in param_dtype; NULL if not gathered / bad t. */
-void *zs_unit_param(zs_unit *u, int t);
+ZS_API void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype; zeroed by the engine
    at the start of each step. NULL outside a step or for a bad t. */
-void *zs_unit_grad(zs_unit *u, int t);
+ZS_API void *zs_unit_grad(zs_unit *u, int t);
 /* Done with the params for now (forward); stage 3 frees the gathered copy. Not collective.
    ZS_ERR_STATE without a matching gather. */
-zs_status zs_unit_release(zs_unit *u);
+ZS_API zs_status zs_unit_release(zs_unit *u);
 /* Backward of this unit finished for this micro-step: its gradient may be reduced. Collective
    (every rank, same units, same order): at stages 2-3 every micro-step reduce-scatters, at
    stages 0-1 the last micro-step reduces. ZS_ERR_STATE outside a step or past micro_steps calls;
    a failed reduction fails the engine (ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE). */
-zs_status zs_unit_grads_ready(zs_unit *u);
+ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
 
 /* Reduces what has been added into u's zs_unit_grad so far in this micro-step into the gradient
    shard and frees the full gradient; a later zs_unit_grad of this micro-step hands out a fresh
@@ -187,7 +201,7 @@ zs_status zs_unit_grads_ready(zs_unit *u);
    deterministic mode (one reduction per micro-step keeps the N-ranks = 1-rank bits). Errors:
    ZS_ERR_STATE outside a step or after the unit's last grads_ready, ZS_ERR_INVALID_ARG for NULL;
    a failed reduction fails the engine like zs_unit_grads_ready. */
-zs_status zs_unit_grads_flush(zs_unit *u);
+ZS_API zs_status zs_unit_grads_flush(zs_unit *u);
 
 typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
@@ -195,7 +209,7 @@ typedef struct {
   double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
 } zs_step_stats;
 /* Clips, runs AdamW on this rank's shard and publishes the updated params. st may be NULL. */
-zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
+ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
    sum over all micro-steps of all ranks divided by world * micro_steps (the mean over
    micro-batches). A unit's reduction is final after its micro_steps-th zs_unit_grads_ready.
@@ -210,25 +224,25 @@ typedef struct {
   zs_bytes params, grads, optimizer, buffers, host_pinned, total;
 } zs_memory;
 /* Bytes this rank's engine holds, by category, current and peak. */
-zs_status zs_engine_memory(const zs_engine *e, zs_memory *out);
+ZS_API zs_status zs_engine_memory(const zs_engine *e, zs_memory *out);
 /* Releases everything the engine holds. NULL is a no-op. */
-void zs_engine_destroy(zs_engine *e);
+ZS_API void zs_engine_destroy(zs_engine *e);
 
 /* ---- Additions beyond the DESIGN.md contract ---- */
 
 /* Number of units / tensors, the unit's name, and a tensor's element count. */
-int zs_engine_num_units(const zs_engine *e);
-zs_unit *zs_engine_unit(zs_engine *e, int i);
-const char *zs_unit_name(const zs_unit *u);
-int64_t zs_unit_numel(const zs_unit *u, int t);
+ZS_API int zs_engine_num_units(const zs_engine *e);
+ZS_API zs_unit *zs_engine_unit(zs_engine *e, int i);
+ZS_API const char *zs_unit_name(const zs_unit *u);
+ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
 /* The engine's effective configuration (after defaults were resolved), or NULL. */
-const zs_config *zs_engine_config(const zs_engine *e);
+ZS_API const zs_config *zs_engine_config(const zs_engine *e);
 /* One line describing backends, stage and device ("stage 3, cpu, comm mpi, world 4 ..."). */
-const char *zs_engine_info(const zs_engine *e);
+ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps. */
-int64_t zs_engine_step_count(const zs_engine *e);
+ZS_API int64_t zs_engine_step_count(const zs_engine *e);
 /* Sets the learning rate used from the next zs_engine_step on (schedules). */
-zs_status zs_engine_set_lr(zs_engine *e, float lr);
+ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);
 
 /* ---- Training kernels (the GPT-2 layers), for the user's forward/backward ----
  * Pointers live on the kernels' device (host pointers on ZS_DEVICE_CPU). Activations, weights and
@@ -239,69 +253,71 @@ zs_status zs_engine_set_lr(zs_engine *e, float lr);
 typedef struct zs_kernels zs_kernels;
 /* Creates a kernel context (cuBLASLt handle and workspace on CUDA). stream: cudaStream_t or NULL.
  */
-zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out);
-void zs_kernels_destroy(zs_kernels *k);
+ZS_API zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out);
+ZS_API void zs_kernels_destroy(zs_kernels *k);
 /* The user's own buffers (activations, token ids, staging) on the kernels' device, so a training
    loop needs no CUDA runtime of its own. Every call fails with ZS_ERR_INVALID_ARG when k is NULL.
    Allocates `bytes` (> 0) of zero-filled memory on the kernels' device (host memory on the CPU),
    256-byte aligned, ordered on the kernels' stream; the caller owns it and frees it with
    zs_kernels_free on the same context. ZS_ERR_OUT_OF_MEMORY names the bytes; *p is NULL on failure.
  */
-zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p);
+ZS_API zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p);
 /* Frees a zs_kernels_alloc buffer, ordered after the work already queued on the stream (the memory
    is reused only once that work is done). p == NULL (or k == NULL) is a no-op. */
-void zs_kernels_free(zs_kernels *k, void *p);
+ZS_API void zs_kernels_free(zs_kernels *k, void *p);
 /* Sets `bytes` of device memory at p to 0, ordered on the stream (bytes == 0: nothing to do). */
-zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes);
+ZS_API zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes);
 /* Copies `bytes` from src to dst in any direction (host<->device, device<->device, host<->host),
    ordered on the stream; the regions must not overlap (except on the CPU). When either side is host
    memory the call returns after the copy completed (src may be reused, dst read at once); a
    device-to-device copy is only queued. ZS_ERR_DEVICE names the failing CUDA call. */
-zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t bytes);
+ZS_API zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t bytes);
 /* Waits for all work queued on the kernels' stream (a no-op on the CPU). ZS_ERR_DEVICE reports a
    failure of that work (e.g. a faulting kernel). */
-zs_status zs_kernels_sync(zs_kernels *k);
+ZS_API zs_status zs_kernels_sync(zs_kernels *k);
 /* Bounds the host waits of k (zs_kernels_sync, zs_kernels_copy to or from host) by e's
    comm_timeout_s: on the engine's stream they may sit behind a collective, and a dead peer would
    otherwise block them forever. When a wait times out, e's collectives are aborted, e is marked
    failed (its calls return ZS_ERR_STATE; destroy it) and the wait returns ZS_ERR_TIMEOUT naming
    it. e must outlive k, or call zs_kernels_watch(k, NULL) to stop. Not collective. Errors:
    ZS_ERR_INVALID_ARG for a NULL k. */
-zs_status zs_kernels_watch(zs_kernels *k, zs_engine *e);
+ZS_API zs_status zs_kernels_watch(zs_kernels *k, zs_engine *e);
 /* out[B,T,C] = wte[tok] + wpe[t] */
-zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
-                           const void *wpe, int B, int T, int C);
-zs_status zs_k_encoder_bwd(zs_kernels *k, void *dwte, void *dwpe, const void *dout, const int *tok,
-                           int B, int T, int C);
+ZS_API zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
+                                  const void *wpe, int B, int T, int C);
+ZS_API zs_status zs_k_encoder_bwd(zs_kernels *k, void *dwte, void *dwpe, const void *dout,
+                                  const int *tok, int B, int T, int C);
 /* N rows of C: out = (inp - mean) * rstd * w + b, eps 1e-5; mean/rstd [N] saved for backward. */
-zs_status zs_k_layernorm_fwd(zs_kernels *k, void *out, float *mean, float *rstd, const void *inp,
-                             const void *w, const void *b, int N, int C);
-zs_status zs_k_layernorm_bwd(zs_kernels *k, void *dinp, void *dw, void *db, const void *dout,
-                             const void *inp, const void *w, const float *mean, const float *rstd,
-                             int N, int C);
+ZS_API zs_status zs_k_layernorm_fwd(zs_kernels *k, void *out, float *mean, float *rstd,
+                                    const void *inp, const void *w, const void *b, int N, int C);
+ZS_API zs_status zs_k_layernorm_bwd(zs_kernels *k, void *dinp, void *dw, void *db, const void *dout,
+                                    const void *inp, const void *w, const float *mean,
+                                    const float *rstd, int N, int C);
 /* out[N,OC] = inp[N,C] @ w[OC,C]^T + bias[OC] (bias may be NULL). */
-zs_status zs_k_matmul_fwd(zs_kernels *k, void *out, const void *inp, const void *w,
-                          const void *bias, int N, int C, int OC);
+ZS_API zs_status zs_k_matmul_fwd(zs_kernels *k, void *out, const void *inp, const void *w,
+                                 const void *bias, int N, int C, int OC);
 /* dinp[N,C] += dout @ w, dw += dout^T @ inp, dbias += column sums of dout. dbias may be NULL (no
    bias) and dinp may be NULL (skips the input gradient: the first layer never needs it). */
-zs_status zs_k_matmul_bwd(zs_kernels *k, void *dinp, void *dw, void *dbias, const void *dout,
-                          const void *inp, const void *w, int N, int C, int OC);
+ZS_API zs_status zs_k_matmul_bwd(zs_kernels *k, void *dinp, void *dw, void *dbias, const void *dout,
+                                 const void *inp, const void *w, int N, int C, int OC);
 /* Causal self-attention. qkv[B,T,3C] (q | k | v, head h = channels h*C/NH ..), out[B,T,C],
    lse[B,NH,T] (log-sum-exp of each softmax row, for backward; no T x T matrix is kept). */
-zs_status zs_k_attention_fwd(zs_kernels *k, void *out, float *lse, const void *qkv, int B, int T,
-                             int C, int NH);
-zs_status zs_k_attention_bwd(zs_kernels *k, void *dqkv, const void *dout, const void *qkv,
-                             const void *out, const float *lse, int B, int T, int C, int NH);
+ZS_API zs_status zs_k_attention_fwd(zs_kernels *k, void *out, float *lse, const void *qkv, int B,
+                                    int T, int C, int NH);
+ZS_API zs_status zs_k_attention_bwd(zs_kernels *k, void *dqkv, const void *dout, const void *qkv,
+                                    const void *out, const float *lse, int B, int T, int C, int NH);
 /* GELU, tanh form. */
-zs_status zs_k_gelu_fwd(zs_kernels *k, void *out, const void *inp, size_t n);
-zs_status zs_k_gelu_bwd(zs_kernels *k, void *dinp, const void *inp, const void *dout, size_t n);
-zs_status zs_k_residual_fwd(zs_kernels *k, void *out, const void *a, const void *b, size_t n);
-zs_status zs_k_residual_bwd(zs_kernels *k, void *da, void *db, const void *dout, size_t n);
+ZS_API zs_status zs_k_gelu_fwd(zs_kernels *k, void *out, const void *inp, size_t n);
+ZS_API zs_status zs_k_gelu_bwd(zs_kernels *k, void *dinp, const void *inp, const void *dout,
+                               size_t n);
+ZS_API zs_status zs_k_residual_fwd(zs_kernels *k, void *out, const void *a, const void *b,
+                                   size_t n);
+ZS_API zs_status zs_k_residual_bwd(zs_kernels *k, void *da, void *db, const void *dout, size_t n);
 /* Fused softmax + cross-entropy over logits[N,Vp] (columns >= V ignored): losses[N] (fp32) and,
    when dlogits != NULL, dlogits = (softmax - onehot(target)) * dloss (written, not added; padded
    columns set to 0). dlogits may alias logits. */
-zs_status zs_k_softmax_xent(zs_kernels *k, float *losses, void *dlogits, const void *logits,
-                            const int *targets, float dloss, int N, int V, int Vp);
+ZS_API zs_status zs_k_softmax_xent(zs_kernels *k, float *losses, void *dlogits, const void *logits,
+                                   const int *targets, float dloss, int N, int V, int Vp);
 
 #ifdef __cplusplus
 }

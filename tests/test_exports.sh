@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The shared library exports exactly the public API: every dynamic symbol libzshard defines is a
+# function declared ZS_API in include/zshard.h, and every such function is exported.
+# Usage: test_exports.sh LIBZSHARD_SO HEADER
+set -euo pipefail
+lib=$1
+header=$2
+exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TtDdBbRrVvWw]$/ { print $3 }' | sed 's/@.*//' |
+  grep -v -E '^(_init|_fini|_edata|_end|__bss_start)$' | sort -u)
+declared=$(grep -E '^ZS_API ' "$header" | sed -E 's/.*[ *](zs_[a-z0-9_]+)\(.*/\1/' | sort -u)
+extra=$(comm -23 <(echo "$exported") <(echo "$declared"))
+missing=$(comm -13 <(echo "$exported") <(echo "$declared"))
+echo "exports: $(echo "$exported" | wc -l) symbols, header declares $(echo "$declared" | wc -l)"
+if [ -n "$extra" ]; then
+  echo "FAIL: exported but not declared ZS_API in $header:"
+  echo "$extra" | sed 's/^/  /'
+fi
+if [ -n "$missing" ]; then
+  echo "FAIL: declared ZS_API but not exported:"
+  echo "$missing" | sed 's/^/  /'
+fi
+[ -z "$extra" ] && [ -z "$missing" ]
