@@ -60,7 +60,13 @@ enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
 
 /* Engine configuration. Always start from zs_config_default() and change only what you mean. */
 typedef struct {
-  int stage; /* 0..3: what is sharded (see DESIGN.md); default 3 */
+  int stage; /* 0..3: what is sharded; default 3. The shorthand of the three switches below:
+                1 shards the optimizer state, 2 also the gradients, 3 also the params */
+  /* Independent sharding switches: 1 = sharded over the shard group, 0 = full on every rank,
+     -1 (the default) = as the stage says. The optimizer state must be sharded whenever the
+     gradients or the params are (each rank updates what it owns); for example shard_params = 1
+     with stage 1 keeps full gradients but gathers params just in time. */
+  int shard_params, shard_grads, shard_optimizer;
   zs_device device;
   int device_index;      /* GPU ordinal; -1 = pick by local rank (default) */
   zs_dtype param_dtype;  /* dtype of gathered params and of grads handed to the user */
@@ -223,6 +229,11 @@ typedef struct {
 typedef struct {
   zs_bytes params, grads, optimizer, buffers, host_pinned, total;
 } zs_memory;
+/* What the plan will allocate on this rank, by category, from the units added so far (before
+   or after commit; not collective): params, grads, optimizer and host_pinned exactly as commit
+   allocates them, buffers a bound on the transient buffers (see the memory rule), total their
+   sum; cur and peak are both set to it. ZS_ERR_INVALID_ARG for NULL. */
+ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
 /* Bytes this rank's engine holds, by category, current and peak. */
 ZS_API zs_status zs_engine_memory(const zs_engine *e, zs_memory *out);
 /* Releases everything the engine holds. NULL is a no-op. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "shard/plan.h"
 
 /* Reads an integer environment override; leaves *v untouched when unset or malformed. */
 static void env_int(const char *name, int *v) {
@@ -28,6 +29,7 @@ void zs_config_default(zs_config *c) {
   if (!c) return;
   memset(c, 0, sizeof *c);
   c->stage = 3;
+  c->shard_params = c->shard_grads = c->shard_optimizer = -1; /* as the stage says */
   c->device = ZS_DEVICE_CPU;
   c->device_index = -1;
   c->param_dtype = ZS_F32;
@@ -74,14 +76,14 @@ zs_status zs_config_validate(const zs_config *c) {
                   "offload 0x%x has unknown bits: use ZS_OFFLOAD_OPTIMIZER | "
                   "ZS_OFFLOAD_PARAMS",
                   c->offload);
-  if ((c->offload & ZS_OFFLOAD_PARAMS) && c->stage != 3)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "ZS_OFFLOAD_PARAMS needs stage 3 (stage %d keeps full params on every device, so "
-                  "there is nothing to offload): use stage 3 or drop the flag",
-                  c->stage);
-  if ((c->offload & ZS_OFFLOAD_OPTIMIZER) && c->stage == 0)
-    return zs_err(ZS_ERR_INVALID_ARG, "ZS_OFFLOAD_OPTIMIZER needs stage 1, 2 or 3 (the optimizer "
-                                      "runs on shards): raise the stage or drop the flag");
+  const int sw[3] = {c->shard_params, c->shard_grads, c->shard_optimizer};
+  static const char *const swn[3] = {"shard_params", "shard_grads", "shard_optimizer"};
+  for (int i = 0; i < 3; i++)
+    if (sw[i] < -1 || sw[i] > 1)
+      return zs_err(ZS_ERR_INVALID_ARG, "%s %d: use 1 (sharded), 0 (full) or -1 (as the stage)",
+                    swn[i], sw[i]);
+  zs_plan plan; /* the combination of switches and offload bits must make a plan */
+  ZS_CHECK(zs_plan_make(c, 1, &plan));
   if (c->prefetch_units < 0)
     return zs_err(ZS_ERR_INVALID_ARG, "prefetch_units %d is negative: use 0 (none) or more",
                   c->prefetch_units);

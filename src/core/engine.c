@@ -1,4 +1,5 @@
 /* Engine lifecycle: create, add units, commit (allocate shards), destroy; accessors. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,8 +127,11 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
                   "shard_group_size %d does not divide the world size %d: use a divisor of it, "
                   "or 0 for the whole world",
                   cfg->shard_group_size, world);
+  zs_plan plan;
+  ZS_CHECK(zs_plan_make(cfg, g, &plan));
   zs_engine *e = calloc(1, sizeof *e);
   if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
+  e->plan = plan;
   e->cfg = *cfg;
   e->comm = comm;
   e->world_rank = zs_comm_rank(comm);
@@ -152,10 +156,12 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
   else
     snprintf(dev, sizeof dev, "cpu");
   snprintf(e->info, sizeof e->info,
-           "zshard %d.%d.%d: stage %d, %s, comm %s, world %d, shard group %d, %s params, %s "
-           "reduce%s",
-           ZSHARD_VERSION_MAJOR, ZSHARD_VERSION_MINOR, ZSHARD_VERSION_PATCH, cfg->stage, dev,
-           zs_coll_backend(e->world), world, g, cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
+           "zshard %s: stage %d (sharded:%s%s%s%s), %s, comm %s, world %d, shard group %d, %s "
+           "params, %s reduce%s",
+           zs_version(), cfg->stage, plan.shard_params ? " params" : "",
+           plan.shard_grads ? " grads" : "", plan.shard_optimizer ? " optimizer" : "",
+           plan.shard_optimizer ? "" : " none", dev, zs_coll_backend(e->world), world, g,
+           cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->deterministic ? ", deterministic" : "");
   if (e->arena) {
@@ -288,16 +294,16 @@ fail:
 
 static void unit_release_buffers(zs_engine *e, zs_unit *u);
 
-/* Allocates and zeroes one unit's persistent buffers for the configured stage. */
+/* Allocates and zeroes one unit's persistent buffers as the plan says. */
 static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
-  const int st = e->cfg.stage;
+  const zs_plan *pl = &e->plan;
   const size_t ps = zs_dtype_size(e->cfg.param_dtype);
-  zs_layout_shard(&u->lay, st == 0 ? 1 : e->shard_size, st == 0 ? 0 : e->shard_rank);
+  zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
   const size_t P = u->lay.padded, s = u->lay.shard;
-  if (st <= 2) {
+  if (pl->params_full) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, P * ps, &u->param_full, NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, e->dev.compute_stream));
-  } else if (e->cfg.offload & ZS_OFFLOAD_PARAMS) {
+  } else if (pl->offload_params) {
     ZS_CHECK(zs_mem_alloc_host(e, s * ps, &u->param_shard));
     memset(u->param_shard, 0, s * ps);
     u->param_on_host = 1;
@@ -305,18 +311,18 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, s * ps, &u->param_shard, NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, e->dev.compute_stream));
   }
-  if (st <= 1) {
+  if (pl->grads_full) {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, P * ps, &u->grad_full, NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, P * ps, e->dev.compute_stream));
   } else {
     ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, s * ps, &u->grad_shard, NULL));
     ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, e->dev.compute_stream));
   }
-  if (st == 3) ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
-  u->opt_off = st == 0 ? 0 : u->lay.shard_off;
-  u->opt_n = st == 0 ? P : s;
+  if (!pl->params_full) ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
+  u->opt_off = pl->optimizer_full ? 0 : u->lay.shard_off;
+  u->opt_n = pl->optimizer_full ? P : s;
   float **opt[3] = {&u->master, &u->m, &u->v};
-  if (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) {
+  if (pl->offload_optimizer) {
     u->opt_on_host = 1;
     for (int k = 0; k < 3; k++) {
       ZS_CHECK(zs_mem_alloc_host(e, u->opt_n * 4, (void **)opt[k]));
@@ -338,7 +344,7 @@ zs_status zs_engine_commit(zs_engine *e) {
   if (e->nunits == 0)
     return zs_err(ZS_ERR_STATE, "zs_engine_commit with no units: add units with "
                                 "zs_engine_add_unit first");
-  if (e->cfg.stage == 3 && e->cfg.max_live_bytes)
+  if (!e->plan.params_full && e->cfg.max_live_bytes)
     for (int i = 0; i < e->nunits; i++) {
       const zs_unit *u = e->units[i];
       size_t S = (size_t)e->shard_size, n = u->lay.numel_total;
@@ -372,13 +378,13 @@ zs_status zs_engine_commit(zs_engine *e) {
 static void unit_release_buffers(zs_engine *e, zs_unit *u) {
   const size_t ps = zs_dtype_size(e->cfg.param_dtype);
   const size_t P = u->lay.padded, s = u->lay.shard;
-  const int st = e->cfg.stage;
-  zs_mem_free(e, st <= 2 ? ZS_MEM_PARAMS : ZS_MEM_BUFFERS, u->param_full, P * ps, NULL);
+  const zs_plan *pl = &e->plan;
+  zs_mem_free(e, pl->params_full ? ZS_MEM_PARAMS : ZS_MEM_BUFFERS, u->param_full, P * ps, NULL);
   if (u->param_on_host)
     zs_mem_free_host(e, u->param_shard, s * ps);
   else
     zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
-  zs_mem_free(e, st <= 1 ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
+  zs_mem_free(e, pl->grads_full ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
   zs_mem_free(e, ZS_MEM_GRADS, u->grad_shard, s * ps, NULL);
   float *opt[3] = {u->master, u->m, u->v};
   for (int k = 0; k < 3; k++) {
@@ -431,6 +437,25 @@ void *zs_engine_stream(zs_engine *e) {
 zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_memory: engine or out is NULL");
   zs_ledger_report(&e->ledger, out);
+  return ZS_OK;
+}
+
+zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
+  if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
+  size_t b[ZS_MEM_NCAT], *numel = calloc((size_t)e->nunits + 1, sizeof *numel);
+  if (!numel) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_plan_memory: out of host memory");
+  for (int i = 0; i < e->nunits; i++)
+    numel[i] = e->units[i]->lay.numel_total;
+  zs_plan_memory(&e->plan, &e->cfg, numel, e->nunits, b);
+  free(numel);
+  zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
+                                &out->host_pinned};
+  size_t total = 0;
+  for (int c = 0; c < ZS_MEM_NCAT; c++) {
+    cat[c]->cur = cat[c]->peak = b[c];
+    total = total > SIZE_MAX - b[c] ? SIZE_MAX : total + b[c];
+  }
+  out->total.cur = out->total.peak = total;
   return ZS_OK;
 }
 

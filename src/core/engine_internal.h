@@ -12,6 +12,7 @@
 #include "offload/offload_step.h"
 #include "offload/worker_pool.h"
 #include "shard/layout.h"
+#include "shard/plan.h"
 #include "zshard.h"
 
 #define ZS_NAME_MAX 64
@@ -32,11 +33,12 @@ struct zs_unit {
   char **tnames;
   zs_layout lay; /* flat offsets, padding, this rank's shard */
 
-  /* Device buffers. Sizes: *_full = lay.padded elements, *_shard = lay.shard elements.
-     stage 0-2: param_full persistent. stage 3: param_full only while gathered (buffers).
-     stage 0-1: grad_full persistent. stage 2-3: grad_full only during backward (buffers),
-     grad_shard persistent. stage 1: the reduced shard lives inside grad_full at lay.shard_off.
-     The padding tail of every buffer is zero and stays zero. */
+  /* Device buffers (which exist: e->plan). Sizes: *_full = lay.padded elements, *_shard =
+     lay.shard elements. plan.params_full: param_full persistent; else param_shard persistent and
+     param_full only while gathered (buffers). plan.grads_full: grad_full persistent (with
+     ZS_REDUCE_OWN_SLOT the reduced shard lives inside it at lay.shard_off); else grad_shard
+     persistent and grad_full only between zs_unit_grad and the reduction (buffers). The padding
+     tail of every buffer is zero and stays zero. */
   void *param_full, *param_shard;
   void *grad_full, *grad_shard;
   float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
@@ -63,6 +65,8 @@ struct zs_engine {
   int world_rank, world_size;
   int shard_rank, shard_size; /* position in the shard group; S = shard_size */
   zs_engine_state state;
+  zs_plan
+      plan; /* what exists and what runs, from the config (shard/plan.h): never branch on stage */
   zs_ledger ledger;
   zs_host_arena *arena; /* offload: pinned NUMA-local host memory */
   zs_pool *pool;        /* offload: CPU optimizer workers on the arena's node */

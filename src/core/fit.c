@@ -11,61 +11,39 @@
 #include "error.h"
 #include "host_mem.h"
 
-/* Bytes of one rank for a hypothetical (stage, offload, shard count S). */
+/* Bytes of one rank under a plan: on the device and (offloaded) in the host arena. */
 typedef struct {
   size_t params, grads, optimizer, buffers; /* on the device */
   size_t host;                              /* offloaded state in the pinned host arena */
 } zs_need;
 
-/* Saturating arithmetic: a model too large for size_t must read as "too large", never wrap. */
 static size_t sat_add(size_t a, size_t b) {
   return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
-static size_t sat_mul(size_t a, size_t b) {
-  return (b && a > SIZE_MAX / b) ? SIZE_MAX : a * b;
-}
 
-static size_t round_up(size_t n, size_t S) {
-  if (n > SIZE_MAX - S) return SIZE_MAX;
-  size_t p = (n + S - 1) / S * S;
-  return p < S ? S : p;
-}
-
-static void need_of(const zs_engine *e, int stage, unsigned offload, size_t S, zs_need *n) {
-  const size_t ps = zs_dtype_size(e->cfg.param_dtype), rs = zs_dtype_size(e->cfg.reduce_dtype);
-  memset(n, 0, sizeof *n);
-  size_t max_full = 0;
-  for (int i = 0; i < e->nunits; i++) {
-    const size_t Sx = stage == 0 ? 1 : S;
-    const size_t P = round_up(e->units[i]->lay.numel_total, Sx), s = P / Sx;
-    if (P > max_full) max_full = P;
-    if (stage <= 2)
-      n->params = sat_add(n->params, sat_mul(P, ps));
-    else if (offload & ZS_OFFLOAD_PARAMS)
-      n->host = sat_add(n->host, sat_mul(s, ps));
-    else
-      n->params = sat_add(n->params, sat_mul(s, ps));
-    n->grads = sat_add(n->grads, sat_mul(stage <= 1 ? P : s, ps));
-    const size_t opt = sat_mul(12, stage == 0 ? P : s); /* fp32 master, m, v */
-    if (offload & ZS_OFFLOAD_OPTIMIZER)
-      n->host = sat_add(n->host, opt);
-    else
-      n->optimizer = sat_add(n->optimizer, opt);
+/* The need of this engine's units under its config with the stage, offload and shard group
+   size changed (switches follow the stage). Returns 0 when that combination is no plan. */
+static int need_of(const zs_engine *e, int stage, unsigned offload, size_t S, zs_need *n) {
+  zs_config c = e->cfg;
+  if (stage != c.stage || offload != c.offload) {
+    c.stage = stage;
+    c.offload = offload;
+    c.shard_params = c.shard_grads = c.shard_optimizer = -1;
   }
-  /* Transient buffers, bounded: gathered units (one held, one more held by the caller, the
-     prefetch window; or max_live_bytes), the full gradient of a unit in backward, and the
-     reduction scratch (a reduce_dtype copy and two packed pieces of at most a unit). */
-  size_t gathered = 0;
-  if (stage == 3) {
-    gathered = sat_mul(sat_mul((size_t)e->cfg.prefetch_units + 2, max_full), ps);
-    if (e->cfg.max_live_bytes && e->cfg.max_live_bytes < gathered) gathered = e->cfg.max_live_bytes;
-  }
-  const size_t grad = stage >= 2 ? sat_mul(max_full, ps) : 0;
-  size_t scratch = sat_mul(2 * rs, max_full);
-  if (e->cfg.bucket_bytes && sat_mul(2, e->cfg.bucket_bytes) < scratch)
-    scratch = 2 * e->cfg.bucket_bytes;
-  if (e->cfg.reduce_dtype != e->cfg.param_dtype) scratch = sat_add(scratch, sat_mul(max_full, rs));
-  n->buffers = sat_add(sat_add(gathered, grad), scratch);
+  zs_plan p;
+  if (zs_plan_make(&c, S > INT32_MAX ? INT32_MAX : (int)S, &p) != ZS_OK) return 0;
+  size_t out[ZS_MEM_NCAT], *numel = calloc((size_t)e->nunits, sizeof *numel);
+  if (!numel) return 0;
+  for (int i = 0; i < e->nunits; i++)
+    numel[i] = e->units[i]->lay.numel_total;
+  zs_plan_memory(&p, &c, numel, e->nunits, out);
+  free(numel);
+  n->params = out[ZS_MEM_PARAMS];
+  n->grads = out[ZS_MEM_GRADS];
+  n->optimizer = out[ZS_MEM_OPTIMIZER];
+  n->buffers = out[ZS_MEM_BUFFERS];
+  n->host = out[ZS_MEM_HOST_PINNED];
+  return 1;
 }
 
 static size_t device_total(const zs_need *n) {
@@ -112,7 +90,7 @@ static zs_status check_local(zs_engine *e) {
   const int cpu = e->cfg.device == ZS_DEVICE_CPU;
   const size_t S = (size_t)e->shard_size;
   zs_need n;
-  need_of(e, e->cfg.stage, e->cfg.offload, S, &n);
+  if (!need_of(e, e->cfg.stage, e->cfg.offload, S, &n)) return ZS_OK;
   /* On the CPU device the "device" is host memory too: both draw on one pool. */
   const size_t need_dev = device_total(&n) + (cpu ? n.host : 0);
   const int dev_ok = need_dev <= dev, host_ok = cpu || n.host <= host;
@@ -121,9 +99,9 @@ static zs_status check_local(zs_engine *e) {
   /* What would fit: a higher stage, offload, or more ranks (stage 3, same offload). */
   char hint[400] = "";
   size_t h = 0;
-  for (int st = e->cfg.stage + 1; st <= 3; st++) {
+  for (int st = e->cfg.stage + 1; st <= 3; st++) { /* (a higher stage shorthand) */
     zs_need m;
-    need_of(e, st, e->cfg.offload, S, &m);
+    if (!need_of(e, st, e->cfg.offload, S, &m)) continue;
     if (device_total(&m) + (cpu ? m.host : 0) <= dev && (cpu || m.host <= host)) {
       h += (size_t)snprintf(hint + h, sizeof hint - h, "stage %d needs %zu bytes; ", st,
                             device_total(&m));
@@ -133,8 +111,7 @@ static zs_status check_local(zs_engine *e) {
   if (!cpu) {
     zs_need m;
     unsigned off = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
-    need_of(e, 3, off, S, &m);
-    if (h < sizeof hint)
+    if (need_of(e, 3, off, S, &m) && h < sizeof hint)
       h += (size_t)snprintf(hint + h, sizeof hint - h,
                             "stage 3 with optimizer and params offloaded needs %zu device bytes "
                             "and %zu host bytes (%zu available); ",
@@ -142,7 +119,7 @@ static zs_status check_local(zs_engine *e) {
   }
   for (size_t k = 2; k <= 4096 && h < sizeof hint; k *= 2) {
     zs_need m;
-    need_of(e, 3, e->cfg.offload, S * k, &m);
+    if (!need_of(e, 3, e->cfg.offload, S * k, &m)) continue;
     if (device_total(&m) + (cpu ? m.host : 0) <= dev && (cpu || m.host <= host)) {
       h += (size_t)snprintf(hint + h, sizeof hint - h,
                             "stage 3 over %zu ranks per shard group needs %zu bytes per rank; ",

@@ -58,12 +58,12 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   size_t a, b;
   if (zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
     ZS_CHECK(put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b));
-  if (e->cfg.stage <= 2)
+  if (e->plan.params_full)
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
                      base + l->numel[t]);
-  /* Stage 3: a prefetched copy of the old values is dropped; a copy the caller holds gathered
-     gets the new values too (every rank writes the same full tensor), so no gather of this unit
-     ever hands out stale weights. */
+  /* Sharded params: a prefetched copy of the old values is dropped; a copy the caller holds
+     gathered gets the new values too (every rank writes the same full tensor), so no gather of this
+     unit ever hands out stale weights. */
   const int refresh = zs_shard_invalidate(u);
   if (zs_layout_overlap(l, t, l->shard_off, l->shard_off + l->shard, &a, &b))
     ZS_CHECK(put_range(e, u->param_shard, l->shard_off, e->cfg.param_dtype, host_full, base, a, b));
@@ -86,7 +86,7 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_get_param"));
   zs_engine *e = u->e;
   const size_t P = u->lay.padded;
-  if (e->cfg.stage == 0)
+  if (e->plan.optimizer_full)
     return zs_engine_fail(
         e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
   float *full = NULL;

@@ -26,7 +26,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     u->grads_ready_count = 0;
     u->grad_shard_valid = 0;
     u->fwd_micro = -1;
-    if (u->grad_full && e->cfg.stage <= 1)
+    if (u->grad_full && e->plan.grads_full)
       ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
   }
   e->micro_steps = micro_steps;
@@ -38,13 +38,13 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
 /* This rank's reduced gradient of unit u over flat range [a, b) (inside its optimizer range). */
 static const void *grad_at(const zs_engine *e, const zs_unit *u, size_t a) {
   const zs_dtype pd = e->cfg.param_dtype;
-  if (e->cfg.stage <= 1) return zs_ptr_add(u->grad_full, a, pd);
+  if (e->plan.grads_full) return zs_ptr_add(u->grad_full, a, pd);
   return zs_ptr_add(u->grad_shard, a - u->lay.shard_off, pd);
 }
 
 static void *param_at(const zs_engine *e, const zs_unit *u, size_t a) {
   const zs_dtype pd = e->cfg.param_dtype;
-  if (e->cfg.stage <= 2) return zs_ptr_add(u->param_full, a, pd);
+  if (e->plan.params_full) return zs_ptr_add(u->param_full, a, pd);
   return zs_ptr_add(u->param_shard, a - u->lay.shard_off, pd);
 }
 
@@ -62,7 +62,7 @@ static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
                                  d->compute_stream),
                   rc, out);
   }
-  if (e->cfg.stage >= 1 && e->shard_size > 1) {
+  if (e->plan.norm_partial) {
     ZS_CHECK_GOTO(zs_dev_order(d, d->comm_stream, d->compute_stream), rc, out);
     rc = zs_coll_all_reduce(e->shard, bins, bins, ZS_SQ_NWORDS, ZS_CDT_U64, d->comm_stream);
     if (rc == ZS_OK) rc = zs_coll_sync(e->shard, d->comm_stream);

@@ -28,7 +28,7 @@ zs_status zs_unit_gather(zs_unit *u) {
 
 int zs_unit_is_gathered(const zs_unit *u) {
   if (!u || u->e->state == ZS_ENGINE_BUILDING) return 0;
-  return u->e->cfg.stage == 3 ? u->gathered : 1;
+  return u->e->plan.params_full ? 1 : u->gathered;
 }
 
 void *zs_unit_param(zs_unit *u, int t) {
@@ -63,7 +63,7 @@ void *zs_unit_grad(zs_unit *u, int t) {
            u->name, e->micro_steps);
     return NULL;
   }
-  if (e->cfg.stage >= 2 && zs_shard_grad_buffer(u) != ZS_OK) return NULL;
+  if (!e->plan.grads_full && zs_shard_grad_buffer(u) != ZS_OK) return NULL;
   return zs_ptr_add(u->grad_full, u->lay.off[t], e->cfg.param_dtype);
 }
 
@@ -104,9 +104,9 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
 zs_status zs_unit_grads_flush(zs_unit *u) {
   ZS_CHECK(check_reducible(u, "zs_unit_grads_flush"));
   zs_engine *e = u->e;
-  /* Stages 0-1 keep the full gradient anyway; deterministic mode keeps one reduction per
+  /* A full gradient is persistent anyway; deterministic mode keeps one reduction per
      micro-step (two would regroup the sums); no zs_unit_grad yet: nothing to reduce. */
-  if (e->cfg.stage <= 1 || e->cfg.deterministic || !u->grad_full) return ZS_OK;
+  if (e->plan.grads_full || e->cfg.deterministic || !u->grad_full) return ZS_OK;
   zs_status rc = zs_shard_reduce(u, 0);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   return ZS_OK;

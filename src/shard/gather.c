@@ -120,7 +120,7 @@ static zs_status prefetch(zs_engine *e, int i, int dir) {
 zs_status zs_shard_gather_user(zs_unit *u) {
   zs_engine *e = u->e;
   zs_dev *d = &e->dev;
-  if (e->cfg.stage != 3) return ZS_OK; /* full params are persistent */
+  if (e->plan.params_full) return ZS_OK; /* full params are persistent */
   if (!u->gathered && e->cfg.max_live_bytes) {
     /* Refused before anything changes: prefetched units could be dropped, but the units the
        caller holds leave no room. The same on every rank. */
@@ -152,20 +152,20 @@ zs_status zs_shard_gather_user(zs_unit *u) {
 
 void zs_shard_release_user(zs_unit *u) {
   u->held = 0;
-  if (u->e->cfg.stage == 3) drop(u, 1);
+  if (!u->e->plan.params_full) drop(u, 1);
 }
 
 void zs_shard_drop_all(zs_engine *e) {
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
-    if (e->cfg.stage == 3) drop(u, u->held);
+    if (!e->plan.params_full) drop(u, u->held);
     u->held = 0; /* every stage: the step ends every hold (the same protocol at every stage) */
   }
   e->gather_dir = 1;
 }
 
 int zs_shard_invalidate(zs_unit *u) {
-  if (u->e->cfg.stage != 3 || !u->gathered) return 0;
+  if (u->e->plan.params_full || !u->gathered) return 0;
   if (u->held) return 1;
   drop(u, 0);
   return 0;
@@ -173,7 +173,7 @@ int zs_shard_invalidate(zs_unit *u) {
 
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_engine *e = u->e;
-  if (e->cfg.stage == 0) return zs_dev_copy(&e->dev, full, u->master, u->lay.padded * 4, NULL);
+  if (e->plan.optimizer_full) return zs_dev_copy(&e->dev, full, u->master, u->lay.padded * 4, NULL);
   zs_dev *d = &e->dev;
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
   const void *send = u->master;

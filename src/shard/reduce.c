@@ -154,27 +154,29 @@ static zs_status reduce_unit(zs_unit *u, void *red) {
   zs_engine *e = u->e;
   const zs_dtype pd = e->cfg.param_dtype, rd = e->cfg.reduce_dtype;
   const size_t P = u->lay.padded;
-  const int st = e->cfg.stage;
-  if (st == 0) {
+  const zs_reduce_kind kind = e->plan.reduce;
+  if (kind == ZS_REDUCE_ALL) {
     if (e->world_size > 1) ZS_CHECK(all_reduce_pieces(e, red, P));
     return red == u->grad_full
                ? ZS_OK
                : zs_dev_convert(&e->dev, u->grad_full, pd, red, rd, P, e->dev.comm_stream);
   }
-  /* Destination: stage 1 keeps the reduced shard inside grad_full; stages 2-3 in grad_shard. */
-  void *dst = st == 1 ? zs_ptr_add(u->grad_full, u->lay.shard_off, pd) : u->grad_shard;
-  return reduce_scatter_into(e, red, u->lay.shard, dst, pd, st >= 2 && u->grad_shard_valid);
+  /* Destination: this rank's slot of the full gradient, or the gradient shard (accumulating
+     over micro-steps). */
+  const int to_shard = kind == ZS_REDUCE_TO_SHARD;
+  void *dst = to_shard ? u->grad_shard : zs_ptr_add(u->grad_full, u->lay.shard_off, pd);
+  return reduce_scatter_into(e, red, u->lay.shard, dst, pd, to_shard && u->grad_shard_valid);
 }
 
 zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
   zs_engine *e = u->e;
-  const int st = e->cfg.stage;
-  if (st <= 1 && !last_micro) return ZS_OK; /* the user keeps accumulating in grad_full */
+  const int transient = !e->plan.grads_full; /* grad_full lives only until this reduction */
+  if (!e->plan.reduce_every_micro && !last_micro) return ZS_OK; /* still accumulating */
   const zs_dtype pd = e->cfg.param_dtype, rd = e->cfg.reduce_dtype;
   const size_t P = u->lay.padded;
   zs_dev *d = &e->dev;
   zs_status rc = ZS_OK;
-  if (st >= 2) ZS_CHECK(zs_shard_grad_buffer(u)); /* no backward wrote it: zeros still reduce */
+  if (transient) ZS_CHECK(zs_shard_grad_buffer(u)); /* no backward wrote it: zeros reduce */
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream)); /* the user's backward is done */
   scratch conv = {0};
   void *red = u->grad_full;
@@ -188,7 +190,7 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
     zs_engine_fail(e, rc);
     goto out;
   }
-  if (st >= 2) {
+  if (transient) {
     zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_full, P * zs_dtype_size(pd), d->comm_stream);
     u->grad_full = NULL;
     u->grad_shard_valid = 1;
@@ -201,8 +203,7 @@ out:
 }
 
 zs_status zs_shard_publish(zs_engine *e) {
-  const int st = e->cfg.stage;
-  if (st != 1 && st != 2) return ZS_OK;
+  if (!e->plan.publish) return ZS_OK;
   zs_dev *d = &e->dev;
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
   const zs_dtype pd = e->cfg.param_dtype;

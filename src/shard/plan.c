@@ -1,0 +1,96 @@
+/* The plan (plan.h): the stage or the switches turned into buffer, reduction and publishing
+   decisions. */
+#include "plan.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* A switch: explicit (0/1) or from the stage (< 0). */
+static int resolve(int sw, int from_stage) {
+  return sw < 0 ? from_stage : (sw != 0);
+}
+
+zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->shard_params = resolve(c->shard_params, c->stage >= 3);
+  p->shard_grads = resolve(c->shard_grads, c->stage >= 2);
+  p->shard_optimizer = resolve(c->shard_optimizer, c->stage >= 1);
+  p->offload_params = (c->offload & ZS_OFFLOAD_PARAMS) != 0;
+  p->offload_optimizer = (c->offload & ZS_OFFLOAD_OPTIMIZER) != 0;
+  if ((p->shard_grads || p->shard_params) && !p->shard_optimizer)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "sharded %s with unsharded optimizer state: the optimizer updates what a rank "
+                  "owns, so shard the optimizer state too (shard_optimizer = 1, or stage >= 1)",
+                  p->shard_grads ? "gradients" : "params");
+  if (p->offload_params && !p->shard_params)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "ZS_OFFLOAD_PARAMS needs sharded params (stage 3 or shard_params = 1): full "
+                  "params stay on every device, so there is nothing to offload; shard the params "
+                  "or drop the flag");
+  if (p->offload_optimizer && !p->shard_optimizer)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "ZS_OFFLOAD_OPTIMIZER needs sharded optimizer state (stage 1, 2 or 3, or "
+                  "shard_optimizer = 1): the optimizer runs on shards; shard it or drop the flag");
+  p->nshards = p->shard_optimizer ? shard_size : 1;
+  p->params_full = !p->shard_params;
+  p->grads_full = !p->shard_grads;
+  p->optimizer_full = !p->shard_optimizer;
+  p->reduce = !p->shard_optimizer ? ZS_REDUCE_ALL
+              : p->shard_grads    ? ZS_REDUCE_TO_SHARD
+                                  : ZS_REDUCE_OWN_SLOT;
+  p->reduce_every_micro = p->shard_grads;
+  p->norm_partial = p->shard_optimizer && shard_size > 1;
+  p->publish = p->params_full && p->shard_optimizer;
+  return ZS_OK;
+}
+
+size_t zs_plan_padded(const zs_plan *p, size_t n) {
+  const size_t S = (size_t)p->nshards;
+  if (n > SIZE_MAX - S) return SIZE_MAX;
+  const size_t r = (n + S - 1) / S * S;
+  return r < S ? S : r;
+}
+
+/* a + b*c, saturating (a model too large for size_t must read as too large, never wrap). */
+static size_t add_mul(size_t a, size_t b, size_t c) {
+  if (c && b > SIZE_MAX / c) return SIZE_MAX;
+  return a > SIZE_MAX - b * c ? SIZE_MAX : a + b * c;
+}
+
+void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_MEM_NCAT]) {
+  const size_t P = zs_plan_padded(p, n), s = P / (size_t)p->nshards;
+  const size_t es = dt == ZS_BF16 ? 2 : 4;
+  if (p->params_full)
+    add[ZS_MEM_PARAMS] = add_mul(add[ZS_MEM_PARAMS], P, es);
+  else
+    add[p->offload_params ? ZS_MEM_HOST_PINNED : ZS_MEM_PARAMS] =
+        add_mul(add[p->offload_params ? ZS_MEM_HOST_PINNED : ZS_MEM_PARAMS], s, es);
+  add[ZS_MEM_GRADS] = add_mul(add[ZS_MEM_GRADS], p->grads_full ? P : s, es);
+  const zs_mem_cat oc = p->offload_optimizer ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER;
+  add[oc] = add_mul(add[oc], p->optimizer_full ? P : s, 12); /* fp32 master, m, v */
+}
+
+void zs_plan_memory(const zs_plan *p, const zs_config *c, const size_t *numel, int nunits,
+                    size_t out[ZS_MEM_NCAT]) {
+  memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
+  size_t max_full = 0;
+  for (int i = 0; i < nunits; i++) {
+    zs_plan_unit_bytes(p, numel[i], c->param_dtype, out);
+    const size_t P = zs_plan_padded(p, numel[i]);
+    if (P > max_full) max_full = P;
+  }
+  const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4, rs = c->reduce_dtype == ZS_BF16 ? 2 : 4;
+  size_t gathered = 0;
+  if (!p->params_full) {
+    gathered = add_mul(0, add_mul(0, (size_t)c->prefetch_units + 2, max_full), ps);
+    if (c->max_live_bytes && c->max_live_bytes < gathered) gathered = c->max_live_bytes;
+  }
+  const size_t grad = p->grads_full ? 0 : add_mul(0, max_full, ps);
+  size_t scratch = add_mul(0, max_full, 2 * rs);
+  if (c->bucket_bytes && c->bucket_bytes <= SIZE_MAX / 2 && 2 * c->bucket_bytes < scratch)
+    scratch = 2 * c->bucket_bytes;
+  if (c->reduce_dtype != c->param_dtype) scratch = add_mul(scratch, max_full, rs);
+  out[ZS_MEM_BUFFERS] = add_mul(add_mul(gathered, grad, 1), scratch, 1);
+}

@@ -1,0 +1,63 @@
+/* The plan: computed once at commit from the configuration (stage or the independent sharding
+ * switches, offload bits, shard group, dtypes), it is the one place that says which buffers each
+ * unit has, in which ledger category, which reduction runs and when, and whether updated params
+ * are published. Nothing else in the engine branches on the stage. Pure arithmetic. */
+#ifndef ZS_SHARD_PLAN_H
+#define ZS_SHARD_PLAN_H
+
+#include <stddef.h>
+
+#include "core/ledger.h"
+#include "zshard.h"
+
+/* How a unit's gradient is reduced. */
+typedef enum {
+  ZS_REDUCE_ALL = 0,  /* optimizer state not sharded: all-reduce the full gradient in place */
+  ZS_REDUCE_OWN_SLOT, /* full gradient kept, optimizer sharded: reduce-scatter, this rank's sum
+                         lands in its own slot of the full gradient buffer */
+  ZS_REDUCE_TO_SHARD  /* gradient sharded: reduce-scatter into the persistent gradient shard */
+} zs_reduce_kind;
+
+typedef struct {
+  /* The switches (stage is their shorthand: 1 shards the optimizer, 2 also the gradients, 3
+     also the params). The optimizer is sharded whenever gradients or params are. */
+  int shard_params, shard_grads, shard_optimizer;
+  int offload_params, offload_optimizer;
+  int nshards; /* shards per unit: the shard group size when anything is sharded, else 1 */
+  /* Params: full and persistent (category params), or a persistent shard (params, or
+     host_pinned when offloaded) plus full copies only while gathered (buffers). */
+  int params_full;
+  /* Gradients: full and persistent (grads), or a persistent shard (grads) plus a full buffer
+     only between zs_unit_grad and the reduction (buffers). */
+  int grads_full;
+  /* Optimizer state (fp32 master, m, v): over the whole unit, or over this rank's shard;
+     on the device (optimizer) or in the host arena (host_pinned). */
+  int optimizer_full;
+  zs_reduce_kind reduce;
+  int reduce_every_micro; /* a sharded gradient is reduced at every micro-step (accumulating in
+                             the shard); a full one only at the last micro-step */
+  int norm_partial;       /* each rank's gradient-norm bins cover its shard only: all-reduce */
+  int publish;            /* full params with sharded optimizer: all-gather after the update */
+} zs_plan;
+
+/* Resolves the switches (a switch < 0 follows the stage) and derives the plan for shard groups
+   of shard_size ranks. ZS_ERR_INVALID_ARG for an impossible combination (a sharded gradient or
+   sharded params with full optimizer state, offloaded params that are not sharded, an offloaded
+   optimizer that is not sharded), with the fix in the message. */
+zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p);
+
+/* Bytes of one unit of n elements on this rank, by ledger category (persistent buffers only;
+   add[] is added to, so a caller can sum units). dt: param_dtype. */
+void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_MEM_NCAT]);
+
+/* What this rank holds for units of numel[i] elements: persistent state by category, exactly as
+   the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient buffers (gathered
+   units: the caller's held unit plus one more and the prefetch window, or max_live_bytes; one
+   unit's full gradient when gradients are sharded; reduction scratch). Saturates at SIZE_MAX. */
+void zs_plan_memory(const zs_plan *p, const zs_config *c, const size_t *numel, int nunits,
+                    size_t out[ZS_MEM_NCAT]);
+
+/* Elements of a unit of n elements after padding to the plan's shard count. */
+size_t zs_plan_padded(const zs_plan *p, size_t n);
+
+#endif
