@@ -133,3 +133,13 @@ endif()
 # Host memory available to the process, on made-up /proc and cgroup trees (v1, v2, ancestors).
 zs_exe(test_host_mem SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_host_mem.c)
 zs_unit_test(host_mem test_host_mem LABELS engine)
+
+# Sharding switches beyond the stages: params sharded (gathered just in time) with full gradients
+# and sharded optimizer state (stage 1 plus shard_params), with and without offloaded params and
+# optimizer; deterministic N ranks must give the 1-rank stage-1 bits.
+foreach(n 2 3 4)
+  zs_engine_equiv(engine_switch_params_np${n} ${n} 1 det RUN_ARGS "--shard-params 1")
+endforeach()
+zs_engine_equiv(engine_switch_params_offload_np2 2 1 det RUN_ARGS "--shard-params 1 --offload 3")
+zs_engine_equiv(engine_switch_explicit_np3 3 0 det
+                RUN_ARGS "--shard-params 1 --shard-grads 1 --shard-optimizer 1")

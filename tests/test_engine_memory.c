@@ -46,6 +46,12 @@ static void check_stage(zs_comm *comm, int stage, zs_dtype dt) {
   ZS_EXPECT(m.buffers.cur == 0 && m.host_pinned.cur == 0, "no buffers after commit (%zu, %zu)",
             m.buffers.cur, m.host_pinned.cur);
   ZS_EXPECT(m.total.cur == want_p + want_g + want_o, "total %zu", m.total.cur);
+  zs_memory plan;
+  ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan));
+  ZS_EXPECT(plan.params.cur == want_p && plan.grads.cur == want_g && plan.optimizer.cur == want_o &&
+                plan.host_pinned.cur == 0,
+            "stage %d: the plan (%zu %zu %zu) says what commit allocated", stage, plan.params.cur,
+            plan.grads.cur, plan.optimizer.cur);
 
   /* One step: stage 3 holds a gathered unit only between gather and release. */
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
@@ -152,6 +158,51 @@ static void check_prefetch(zs_comm *comm) {
   zs_engine_destroy(e);
 }
 
+/* The switches beyond the stages: params sharded with full gradients (stage 1 + shard_params),
+   alone and with the optimizer and params offloaded: the ledger and the plan agree with the
+   formulas (params b*psi/N, grads b*psi, optimizer K*psi/N). */
+static void check_switches(zs_comm *comm, unsigned offload) {
+  const size_t N = (size_t)zs_comm_size(comm), b = 4, K = 12;
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 1;
+  cfg.shard_params = 1;
+  cfg.offload = offload;
+  cfg.prefetch_units = 0;
+  zs_engine *e = NULL;
+  zs_unit *ua = NULL, *ub = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "a", 2, unit_a, &ua));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "b", 1, unit_b, &ub));
+  zs_memory plan, m;
+  ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan)); /* before commit */
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  const int op = (offload & ZS_OFFLOAD_PARAMS) != 0, oo = (offload & ZS_OFFLOAD_OPTIMIZER) != 0;
+  const size_t want_p = op ? 0 : b * PSI / N, want_g = b * PSI, want_o = oo ? 0 : K * PSI / N;
+  const size_t want_h = (op ? b * PSI / N : 0) + (oo ? K * PSI / N : 0);
+  ZS_EXPECT(m.params.cur == want_p && m.grads.cur == want_g && m.optimizer.cur == want_o &&
+                m.host_pinned.cur == want_h,
+            "offload %u: ledger %zu %zu %zu %zu, want %zu %zu %zu %zu", offload, m.params.cur,
+            m.grads.cur, m.optimizer.cur, m.host_pinned.cur, want_p, want_g, want_o, want_h);
+  ZS_EXPECT(plan.params.cur == m.params.cur && plan.grads.cur == m.grads.cur &&
+                plan.optimizer.cur == m.optimizer.cur && plan.host_pinned.cur == m.host_pinned.cur,
+            "offload %u: the plan before commit says what commit allocated", offload);
+  /* A step: params are gathered (buffers), gradients stay full (no transient gradient). */
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  ZS_OK_OR_DIE(zs_unit_gather(ub));
+  ZS_EXPECT(zs_unit_grad(ub, 0) != NULL, "grad");
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  ZS_EXPECT(m.buffers.cur == b * PSI_B, "gathered params only in buffers: %zu", m.buffers.cur);
+  ZS_OK_OR_DIE(zs_unit_grads_ready(ub));
+  ZS_OK_OR_DIE(zs_unit_release(ub));
+  ZS_OK_OR_DIE(zs_unit_grads_ready(ua));
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+  ZS_EXPECT(plan.buffers.cur >= m.buffers.peak, "buffers peak %zu within the plan's bound %zu",
+            m.buffers.peak, plan.buffers.cur);
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -164,6 +215,8 @@ int main(int argc, char **argv) {
   check_offload(comm, 3, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, ZS_BF16);
   check_offload(comm, 3, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, ZS_F32);
   check_prefetch(comm);
+  check_switches(comm, 0);
+  check_switches(comm, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_memory: world %d, ledger matches the ZeRO formulas for stages 0-3\n",
            zs_comm_size(comm));

@@ -1,6 +1,7 @@
 /* Randomized protocol test (model-based) of the engine's promises in every legal call order.
  *
- * Each sequence, from its seed: a random configuration (stage 0-3, offload mode, prefetch_units,
+ * Each sequence, from its seed: a random configuration (stage 0-3 or explicit sharding switches,
+ * offload mode, prefetch_units,
  * max_live_bytes, bucket_bytes, hybrid group) and a random legal call sequence: training steps
  * with random micro_steps (forward passes, backward passes that gather or not, release before or
  * after grads_ready, units held from forward into backward), forward-only passes between steps
@@ -38,6 +39,8 @@ static uint32_t rnd(rng *r, uint32_t n) {
 
 typedef struct {
   int stage, prefetch, group, det;
+  int explicit_switches; /* the switches below are set in zs_config, not left to the stage */
+  int sp, sg, so;        /* params, gradients, optimizer state sharded (from either) */
   unsigned offload;
   size_t max_live, bucket;
 } seq_cfg;
@@ -70,7 +73,7 @@ static size_t unit_bytes(const st *s, int u) {
   for (int t = 0; t < tm_units[u].ntensors; t++)
     n += (size_t)tm_numel(u, t);
   size_t S = 1;
-  if (s->c.stage >= 1) S = s->c.group ? (size_t)s->c.group : (size_t)s->world;
+  if (s->c.so) S = s->c.group ? (size_t)s->c.group : (size_t)s->world;
   size_t p = (n + S - 1) / S * S;
   return (p < S ? S : p) * 4;
 }
@@ -86,11 +89,11 @@ static void check(st *s, const char *where) {
     if (s->held[i])
       ZS_EXPECT(g, "seed %llu %s: held unit %d not gathered", (unsigned long long)s->seed, where,
                 i);
-    if (s->c.stage == 3 && g) {
+    if (s->c.sp && g) {
       gathered += unit_bytes(s, i);
       prefetched += !s->held[i];
     }
-    if (s->grad_live[i] && s->c.stage >= 2) grads += unit_bytes(s, i);
+    if (s->grad_live[i] && s->c.sg) grads += unit_bytes(s, i);
     /* zs_unit_param answers exactly for held units. */
     void *p = zs_unit_param(s->u[i], 0);
     ZS_EXPECT((p != NULL) == (s->held[i] != 0), "seed %llu %s: unit %d param %p held %d",
@@ -129,7 +132,7 @@ static void gather(st *s, int u) {
   size_t held = 0;
   for (int i = 0; i < TM_NUNITS; i++)
     if (s->held[i]) held += unit_bytes(s, i);
-  if (s->c.stage == 3 && s->c.max_live && !zs_unit_is_gathered(s->u[u]) &&
+  if (s->c.sp && s->c.max_live && !zs_unit_is_gathered(s->u[u]) &&
       held + unit_bytes(s, u) > s->c.max_live) {
     ZS_EXPECT_STATUS(zs_unit_gather(s->u[u]), ZS_ERR_OUT_OF_MEMORY);
     check(s, "refused gather");
@@ -213,11 +216,11 @@ static void train_step(st *s, int m, bwd_choice ch[][TM_NUNITS], rng *r) {
       s->used[s->step_no][k][u] = (unsigned char)s->held[u];
       const uint64_t b = batch_id(s->step_no, k, s->rank);
       if (!s->c.det && c->flush) {
-        /* Half now, reduced early (its full gradient freed at stages 2-3), half after. */
+        /* Half now, reduced early (a sharded gradient's full buffer is freed), half after. */
         add_grad_scaled(s->u[u], u, b, s->held[u], NULL, 0.5f);
         check(s, "grad");
         ZS_OK_OR_DIE(zs_unit_grads_flush(s->u[u]));
-        if (s->c.stage >= 2) s->grad_live[u] = 0;
+        if (s->c.sg) s->grad_live[u] = 0;
         check(s, "grads_flush");
         s->grad_live[u] = 1;
         add_grad_scaled(s->u[u], u, b, s->held[u], NULL, 0.5f);
@@ -263,14 +266,23 @@ static void set_param(st *s, int u, int t, uint64_t vseed) {
 static void draw_cfg(rng *r, int w, seq_cfg *c) {
   memset(c, 0, sizeof *c);
   c->stage = (int)rnd(r, 4);
+  c->so = c->stage >= 1;
+  c->sg = c->stage >= 2;
+  c->sp = c->stage >= 3;
+  if (rnd(r, 4) == 0) { /* the switches beyond the stages (the optimizer is then sharded) */
+    c->explicit_switches = 1;
+    c->so = 1;
+    c->sg = (int)rnd(r, 2);
+    c->sp = (int)rnd(r, 2);
+  }
   c->prefetch = (int)rnd(r, 4);
   static const size_t buckets[] = {0, 0, 40, 64, 200};
   c->bucket = buckets[rnd(r, 5)];
-  if (w == 4 && c->stage >= 1 && rnd(r, 3) == 0) c->group = 2;
+  if (w == 4 && c->so && rnd(r, 3) == 0) c->group = 2;
   const uint32_t o = rnd(r, 4);
-  if (c->stage >= 1 && o == 1) c->offload = ZS_OFFLOAD_OPTIMIZER;
-  if (c->stage == 3 && o == 2) c->offload = ZS_OFFLOAD_PARAMS;
-  if (c->stage == 3 && o == 3) c->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
+  if (c->so && o == 1) c->offload = ZS_OFFLOAD_OPTIMIZER;
+  if (c->sp && o == 2) c->offload = ZS_OFFLOAD_PARAMS;
+  if (c->sp && o == 3) c->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
   /* max_live_bytes: none, or room for 1..3 of the largest unit (the head, 257 floats). */
   const size_t largest = 4 * (257 + (size_t)w);
   const uint32_t l = rnd(r, 4);
@@ -282,6 +294,11 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = c->stage;
+  if (c->explicit_switches) {
+    cfg.shard_params = c->sp;
+    cfg.shard_grads = c->sg;
+    cfg.shard_optimizer = c->so;
+  }
   cfg.prefetch_units = c->prefetch;
   cfg.bucket_bytes = c->bucket;
   cfg.max_live_bytes = c->max_live;
@@ -347,7 +364,7 @@ static void run_ops(st *s, const op *ops, int n, rng *r) {
         int pre = 0;
         for (int u = 0; u < TM_NUNITS; u++)
           pre += zs_unit_is_gathered(s->u[u]) && !s->held[u];
-        if (s->c.stage == 3)
+        if (s->c.sp)
           ZS_EXPECT(pre <= s->c.prefetch, "seed %llu: %d units left gathered after a pass",
                     (unsigned long long)s->seed, pre);
       }
@@ -389,8 +406,8 @@ static float *all_weights(zs_unit **u) {
 }
 
 /* Rank 0: the same training on one rank, stage 0. Micro-step gradients are added in the order
-   the N-rank reduction sums them: stages 2-3 reduce every micro-step (micro-major, rank-minor);
-   stages 0-1 reduce once per step the per-rank sum of its micro-steps (rank-major). */
+   the N-rank reduction sums them: sharded gradients are reduced every micro-step (micro-major,
+   rank-minor); full ones once per step, the per-rank sum of its micro-steps (rank-major). */
 static float *reference(const st *s, const op *ops, int n, const float *init) {
   zs_comm *self = NULL;
   setenv("WORLD_SIZE", "1", 1);
@@ -417,7 +434,7 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
     ZS_OK_OR_DIE(zs_engine_begin_step(e, W * o->m));
     for (int j = 0; j < TM_NUNITS; j++)
       ZS_OK_OR_DIE(zs_unit_gather(u[j]));
-    const int per_micro = s->c.stage >= 2;
+    const int per_micro = s->c.sg;
     for (int outer = 0; outer < (per_micro ? o->m : W); outer++)
       for (int inner = 0; inner < (per_micro ? W : o->m); inner++) {
         const int k = per_micro ? outer : inner, r = per_micro ? inner : outer;
@@ -468,9 +485,10 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   rng r = {seed};
   draw_cfg(&r, s.world, &s.c);
   if (s.rank == 0)
-    printf("seed %llu: world %d stage %d offload %u prefetch %d max_live %zu bucket %zu group %d "
-           "det %d\n",
-           (unsigned long long)seed, s.world, s.c.stage, s.c.offload, s.c.prefetch, s.c.max_live,
+    printf("seed %llu: world %d stage %d sharded p%d g%d o%d%s offload %u prefetch %d max_live %zu "
+           "bucket %zu group %d det %d\n",
+           (unsigned long long)seed, s.world, s.c.stage, s.c.sp, s.c.sg, s.c.so,
+           s.c.explicit_switches ? " (switches)" : "", s.c.offload, s.c.prefetch, s.c.max_live,
            s.c.bucket, s.c.group, s.c.det);
   fflush(stdout);
   s.e = make_engine(comm, &s.c, s.u);

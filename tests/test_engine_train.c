@@ -26,14 +26,16 @@
 
 typedef struct {
   int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at, offload, cuda, bucket;
-  int reduce; /* -1: as the params, 0: fp32, 1: bf16 */
+  int reduce;   /* -1: as the params, 0: fp32, 1: bf16 */
+  int shard[3]; /* zs_config.shard_params, shard_grads, shard_optimizer (-1: as the stage) */
   float clip, wd, lr;
   double tol, reftol;
   const char *write, *compare;
 } opts;
 
 static void parse(int argc, char **argv, opts *o) {
-  *o = (opts){3, 1, 6, 1, 0, 1, 0, -1, 0, 0, 0, -1, 0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
+  *o = (opts){3,    1,    6,     1,   0,    1,    0,   -1, 0, 0, 0, -1, {-1, -1, -1},
+              0.5f, 0.1f, 0.05f, 0.0, 2e-5, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -72,6 +74,12 @@ static void parse(int argc, char **argv, opts *o) {
       o->write = v;
     else if (!strcmp(k, "--compare"))
       o->compare = v;
+    else if (!strcmp(k, "--shard-params"))
+      o->shard[0] = atoi(v);
+    else if (!strcmp(k, "--shard-grads"))
+      o->shard[1] = atoi(v);
+    else if (!strcmp(k, "--shard-optimizer"))
+      o->shard[2] = atoi(v);
     else if (!strcmp(k, "--skip-nonfinite-at"))
       o->nonfinite_at = atoi(v);
     else {
@@ -212,6 +220,9 @@ int main(int argc, char **argv) {
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = o.stage;
+  cfg.shard_params = o.shard[0];
+  cfg.shard_grads = o.shard[1];
+  cfg.shard_optimizer = o.shard[2];
   cfg.deterministic = o.det;
   cfg.prefetch_units = o.prefetch;
   cfg.shard_group_size = world > 1 ? o.group : 0; /* the 1-rank reference has no groups */
