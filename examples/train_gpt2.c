@@ -102,8 +102,7 @@ static int build(run *r) {
   /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
   ZS_TRY(zs_kernels_watch(r->k, r->eng));
   gpt2_dev dev = {r->k, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
-  TRY(gpt2_model_init(&r->model, &r->units, &dev, r->k, a->batch, a->seq, a->recompute,
-                      a->deterministic));
+  TRY(gpt2_model_init(&r->model, &r->units, &dev, r->k, a->batch, a->seq, a->recompute));
   size_t n = (size_t)a->batch * a->seq;
   r->tok = malloc(n * sizeof(int));
   r->tgt = malloc(n * sizeof(int));

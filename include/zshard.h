@@ -185,8 +185,12 @@ ZS_API zs_status zs_unit_gather(zs_unit *u);
 ZS_API int zs_unit_is_gathered(const zs_unit *u);
 /* Device pointer to tensor t of a gathered unit, in param_dtype; NULL if not gathered / bad t. */
 ZS_API void *zs_unit_param(zs_unit *u, int t);
-/* Device pointer the user's backward accumulates (+=) into, in param_dtype; zeroed by the engine
-   at the start of each step. NULL outside a step or for a bad t. */
+/* Device pointer the user's backward accumulates (+=) into, in param_dtype, zeroed by the engine:
+   at the start of each step, or (sharded gradients, and in deterministic mode) for each
+   micro-step. NULL outside a step, after the unit's last grads_ready, or for a bad t. Not
+   collective. In deterministic mode a full gradient is staged: the micro-step's buffer is added
+   to the accumulator in one ordered pass by zs_unit_grads_ready, so the backward may += into it
+   as often as it likes. */
 ZS_API void *zs_unit_grad(zs_unit *u, int t);
 /* Done with the params for now (forward); stage 3 frees the gathered copy. Not collective.
    ZS_ERR_STATE without a matching gather. */
@@ -219,9 +223,9 @@ ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
    sum over all micro-steps of all ranks divided by world * micro_steps (the mean over
    micro-batches). A unit's reduction is final after its micro_steps-th zs_unit_grads_ready.
-   deterministic: N ranks x 1 micro-step give the bits of 1 rank x N micro-steps when each
-   micro-step adds its whole gradient into zs_unit_grad in one elementwise += (e.g. backward into a
-   zeroed private buffer, then one add); many partial adds per micro-step regroup the sum. */
+   deterministic: N ranks x 1 micro-step give the bits of 1 rank x N micro-steps, however many
+   += the backward makes into zs_unit_grad in a micro-step (the engine stages each micro-step's
+   gradient and adds it once; zs_unit_grads_flush is then a no-op). */
 
 typedef struct {
   size_t cur, peak;

@@ -143,3 +143,9 @@ endforeach()
 zs_engine_equiv(engine_switch_params_offload_np2 2 1 det RUN_ARGS "--shard-params 1 --offload 3")
 zs_engine_equiv(engine_switch_explicit_np3 3 0 det
                 RUN_ARGS "--shard-params 1 --shard-grads 1 --shard-optimizer 1")
+
+# Deterministic mode stages each micro-step's gradient: a backward that adds in several += still
+# gives the 1-rank bits at every stage (full gradients at stages 0-1 need the staging).
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_split_adds_np3_stage${stage} 3 ${stage} det --split-adds 1)
+endforeach()

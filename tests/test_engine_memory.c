@@ -62,7 +62,9 @@ static void check_stage(zs_comm *comm, int stage, zs_dtype dt) {
   void *g = zs_unit_grad(ub, 0);
   ZS_EXPECT(g != NULL, "grad pointer: %s", zs_last_error());
   ZS_OK_OR_DIE(zs_engine_memory(e, &m));
-  size_t want_buf = (stage == 3 ? b * PSI_B : 0) + (stage >= 2 ? b * PSI_B : 0);
+  /* a sharded gradient's full buffer, or (deterministic, full gradients) the micro-step's staging
+   */
+  size_t want_buf = (stage == 3 ? b * PSI_B : 0) + b * PSI_B;
   ZS_EXPECT(m.buffers.cur == want_buf, "stage %d: buffers with full grad %zu, want %zu", stage,
             m.buffers.cur, want_buf);
   ZS_OK_OR_DIE(zs_unit_grads_ready(ub));

@@ -93,7 +93,8 @@ static void check(st *s, const char *where) {
       gathered += unit_bytes(s, i);
       prefetched += !s->held[i];
     }
-    if (s->grad_live[i] && s->c.sg) grads += unit_bytes(s, i);
+    /* a sharded gradient's full buffer, or the deterministic staging of a full one */
+    if (s->grad_live[i] && (s->c.sg || s->c.det)) grads += unit_bytes(s, i);
     /* zs_unit_param answers exactly for held units. */
     void *p = zs_unit_param(s->u[i], 0);
     ZS_EXPECT((p != NULL) == (s->held[i] != 0), "seed %llu %s: unit %d param %p held %d",

@@ -49,7 +49,7 @@ int gpt2_dump_hook(void *ctx, gpt2_model *m, int u, const char *phase) {
   }
   if (strcmp(phase, "head") == 0) {
     snprintf(name, sizeof name, "r%d.grad_head.wte.f32", d->rank);
-    return write_dev(d, m, name, gpt2_grad_ptr(m, 0, EMB_WTE), numel(&desc[EMB_WTE]));
+    return write_dev(d, m, name, zs_unit_grad(m->units.emb, EMB_WTE), numel(&desc[EMB_WTE]));
   }
   zs_unit *unit = gpt2_unit(&m->units, u);
   for (int t = 0; t < nt; t++) {

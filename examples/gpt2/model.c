@@ -32,18 +32,8 @@ static void block_acts_alloc(gpt2_model *m, gpt2_block_acts *a, size_t *tot, int
   a->lse = buf(m, N * NH * sizeof(float), tot, bad);
 }
 
-/* Elements of all tensors of unit u. */
-static size_t unit_numel(const gpt2_config *c, int u) {
-  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
-  int nt = gpt2_unit_descs(c, u, d);
-  size_t n = 0;
-  for (int t = 0; t < nt; t++)
-    n += (size_t)(d[t].ndim == 2 ? d[t].shape[0] * d[t].shape[1] : d[t].shape[0]);
-  return n;
-}
-
 int gpt2_model_init(gpt2_model *m, const gpt2_units *units, const gpt2_dev *dev, zs_kernels *k,
-                    int B, int T, int recompute, int stage_grads) {
+                    int B, int T, int recompute) {
   memset(m, 0, sizeof *m);
   m->cfg = units->cfg;
   m->units = *units;
@@ -52,7 +42,6 @@ int gpt2_model_init(gpt2_model *m, const gpt2_units *units, const gpt2_dev *dev,
   m->B = B;
   m->T = T;
   m->recompute = recompute;
-  m->stage_grads = stage_grads;
   if (T > m->cfg.max_seq)
     return gpt2_fail("--seq %d exceeds the model's %d positions", T, m->cfg.max_seq);
   int L = m->cfg.layers, bad = 0;
@@ -77,11 +66,6 @@ int gpt2_model_init(gpt2_model *m, const gpt2_units *units, const gpt2_dev *dev,
   m->dln = buf(m, N * C * e, &tot, &bad);
   m->dA = buf(m, 4 * N * C * e, &tot, &bad);
   m->dB = buf(m, 4 * N * C * e, &tot, &bad);
-  if (stage_grads) {
-    m->stage_emb = buf(m, unit_numel(&m->cfg, 0) * e, &tot, &bad);
-    m->stage_blk = buf(m, unit_numel(&m->cfg, 1) * e, &tot, &bad);
-    m->stage_lnf = buf(m, unit_numel(&m->cfg, L + 1) * e, &tot, &bad);
-  }
   m->act_bytes = tot;
   return bad ? -1 : 0;
 }
@@ -102,9 +86,8 @@ void gpt2_model_free(gpt2_model *m) {
   if (m->acts)
     for (int l = 0; l < (m->recompute ? 1 : L); l++)
       block_acts_free(m, &m->acts[l]);
-  void *ps[] = {m->lnf, m->lnf_mean,  m->lnf_rstd,  m->logits,   m->losses,
-                m->tok, m->tgt,       m->dres,      m->dln,      m->dA,
-                m->dB,  m->stage_emb, m->stage_blk, m->stage_lnf};
+  void *ps[] = {m->lnf, m->lnf_mean, m->lnf_rstd, m->logits, m->losses, m->tok,
+                m->tgt, m->dres,     m->dln,      m->dA,     m->dB};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
     gpt2_dev_free(&m->dev, ps[i]);
   free(m->res);

@@ -26,9 +26,8 @@ typedef int (*gpt2_grad_hook)(void *ctx, gpt2_model *m, int u, const char *phase
 
 struct gpt2_model {
   gpt2_config cfg;
-  int B, T;        /* micro-batch shape the buffers are sized for */
-  int recompute;   /* --recompute */
-  int stage_grads; /* deterministic mode: see model.c, stage_begin */
+  int B, T;      /* micro-batch shape the buffers are sized for */
+  int recompute; /* --recompute */
   gpt2_dev dev;
   zs_kernels *k;
   gpt2_units units;
@@ -36,11 +35,10 @@ struct gpt2_model {
   gpt2_block_acts *acts; /* [L], or [1] with recompute */
   void *lnf;
   float *lnf_mean, *lnf_rstd;
-  void *logits;                            /* B*T*Vp; the head's backward reuses it for dlogits */
-  float *losses;                           /* B*T per-token losses (device) */
-  int *tok, *tgt;                          /* B*T token ids (device) */
-  void *dres, *dln, *dA, *dB;              /* backward scratch: C, C, 4C, 4C per token */
-  void *stage_emb, *stage_blk, *stage_lnf; /* staged unit grads (deterministic mode only) */
+  void *logits;               /* B*T*Vp; the head's backward reuses it for dlogits */
+  float *losses;              /* B*T per-token losses (device) */
+  int *tok, *tgt;             /* B*T token ids (device) */
+  void *dres, *dln, *dA, *dB; /* backward scratch: C, C, 4C, 4C per token */
   float *host_losses;
   size_t act_bytes; /* device bytes of everything above */
   gpt2_grad_hook hook;
@@ -48,9 +46,9 @@ struct gpt2_model {
 };
 
 /* Allocates the activations for micro-batches of B x T on the device of `dev` (units already
-   registered and committed). stage_grads: see gpt2_grad_ptr. */
+   registered and committed). */
 int gpt2_model_init(gpt2_model *m, const gpt2_units *units, const gpt2_dev *dev, zs_kernels *k,
-                    int B, int T, int recompute, int stage_grads);
+                    int B, int T, int recompute);
 void gpt2_model_free(gpt2_model *m);
 
 /* One micro-step of training: forward, loss, backward with every unit's grads_ready, on
@@ -60,10 +58,6 @@ int gpt2_train_micro(gpt2_model *m, const int *tok, const int *tgt, float *loss)
 int gpt2_eval(gpt2_model *m, const int *tok, const int *tgt, int b, float *loss);
 /* Forward of one sequence of T tokens; leaves the logits of every position in m->logits. */
 int gpt2_forward_logits(gpt2_model *m, const int *tok);
-
-/* Where the backward writes tensor t of unit u right now: zs_unit_grad, or the staging buffer
-   in deterministic mode (valid only while the unit's backward is running). */
-void *gpt2_grad_ptr(gpt2_model *m, int u, int t);
 
 /* Building blocks (forward.c / backward.c), on gathered params p[] of the unit. */
 int gpt2_block_fwd(gpt2_model *m, void *const *p, gpt2_block_acts *a, const void *x, void *y,

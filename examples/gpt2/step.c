@@ -6,12 +6,10 @@
  * the embedding comes once, at the very end, after the lookup's share is added too. The lookup's
  * backward needs no params, so the embedding is gathered twice per micro-step, not three times.
  *
- * Deterministic mode stages gradients: a unit's backward writes into a zeroed private buffer
- * that is added to zs_unit_grad in one pass when the unit is done. Then each micro-step adds
- * exactly one finished gradient onto the accumulator, ((g0 + g1) + g2) + g3, the same sums in
- * the same order as the engine's rank-ordered reduction of 4 ranks x 1 micro-step. (The kernels'
- * own += — GEMM blocking, row-by-row layernorm sums, the two uses of wte — would otherwise
- * interleave micro-steps differently from ranks.) */
+ * Deterministic mode needs nothing here: the engine hands out each micro-step's gradient in its
+ * own zeroed buffer and adds it to the accumulator once at zs_unit_grads_ready, so the kernels'
+ * many += (GEMM blocking, row-by-row layernorm sums, the two uses of wte) still give N ranks the
+ * bits of one rank. */
 #include <stdlib.h>
 
 #include "model.h"
@@ -30,76 +28,24 @@ static int params(gpt2_model *m, int u, void **p) {
   return 0;
 }
 
-/* Element offset of tensor t inside unit u's staging buffer, and its size. */
-static size_t tensor_span(const gpt2_config *c, int u, int t, size_t *n) {
-  *n = 0;
-  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
-  gpt2_unit_descs(c, u, d);
-  size_t off = 0;
-  for (int i = 0; i <= t; i++) {
-    size_t k = (size_t)(d[i].ndim == 2 ? d[i].shape[0] * d[i].shape[1] : d[i].shape[0]);
-    if (i == t)
-      *n = k;
-    else
-      off += k;
-  }
-  return off;
-}
-
-/* The staging buffer of unit u (blocks share one: one block's backward runs at a time). */
-static void *stage_buf(gpt2_model *m, int u) {
-  if (u == 0) return m->stage_emb;
-  if (u == m->cfg.layers + 1) return m->stage_lnf;
-  return m->stage_blk;
-}
-
-void *gpt2_grad_ptr(gpt2_model *m, int u, int t) {
-  if (!m->stage_grads) return zs_unit_grad(gpt2_unit(&m->units, u), t);
-  size_t n, off = tensor_span(&m->cfg, u, t, &n);
-  return gpt2_at(&m->dev, stage_buf(m, u), off);
-}
-
-/* Gradient pointers of unit u. */
+/* Gradient pointers of unit u. In deterministic mode the engine stages each micro-step's
+   gradient itself, so the kernels may += into these as often as they like. */
 static int grads(gpt2_model *m, int u, void **g) {
   zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
   int nt = gpt2_unit_descs(&m->cfg, u, d);
   for (int t = 0; t < nt; t++) {
-    g[t] = gpt2_grad_ptr(m, u, t);
-    if (!g[t] || !zs_unit_grad(gpt2_unit(&m->units, u), t))
+    g[t] = zs_unit_grad(gpt2_unit(&m->units, u), t);
+    if (!g[t])
       return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step",
                        zs_unit_name(gpt2_unit(&m->units, u)), t);
   }
   return 0;
 }
 
-/* Deterministic mode: zero unit u's staging buffer before its backward starts. */
-static int stage_begin(gpt2_model *m, int u) {
-  if (!m->stage_grads) return 0;
-  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
-  int nt = gpt2_unit_descs(&m->cfg, u, d);
-  size_t n, off = tensor_span(&m->cfg, u, nt - 1, &n);
-  return gpt2_dev_zero(&m->dev, stage_buf(m, u), (off + n) * m->dev.esz);
-}
-
-/* Deterministic mode: zs_unit_grad += staged gradient, one add per element. */
-static int stage_commit(gpt2_model *m, int u) {
-  if (!m->stage_grads) return 0;
-  zs_unit *unit = gpt2_unit(&m->units, u);
-  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
-  int nt = gpt2_unit_descs(&m->cfg, u, d);
-  for (int t = 0; t < nt; t++) {
-    size_t n, off = tensor_span(&m->cfg, u, t, &n);
-    void *g = zs_unit_grad(unit, t);
-    ZS_TRY(zs_k_residual_fwd(m->k, g, g, gpt2_at(&m->dev, stage_buf(m, u), off), n));
-  }
-  return 0;
-}
-
-/* End of unit u's backward: commit staged grads, run the hook, grads_ready, and release when
-   the backward gathered the unit (the embedding's lookup backward needs no params). */
+/* End of unit u's backward: run the hook, grads_ready, and release when the backward gathered
+   the unit (the embedding's lookup backward needs no params). */
 static int unit_bwd_done(gpt2_model *m, int u, int gathered) {
   zs_unit *unit = gpt2_unit(&m->units, u);
-  TRY(stage_commit(m, u));
   if (m->hook) TRY(m->hook(m->hook_ctx, m, u, "final"));
   ZS_TRY(zs_unit_grads_ready(unit));
   if (gathered) ZS_TRY(zs_unit_release(unit));
@@ -156,7 +102,6 @@ static int head(gpt2_model *m, int b, int train) {
   ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->lnf, p[EMB_WTE], NULL, N, C, Vp));
   if (train && m->hook) TRY(m->hook(m->hook_ctx, m, 0, "logits"));
   if (train) {
-    TRY(stage_begin(m, 0));
     TRY(grads(m, 0, g));
     ZS_TRY(zs_k_softmax_xent(m->k, m->losses, m->logits, m->logits, m->tgt, 1.0f / (float)N, N, V,
                              Vp));
@@ -165,10 +110,10 @@ static int head(gpt2_model *m, int b, int train) {
         zs_k_matmul_bwd(m->k, m->dln, g[EMB_WTE], NULL, m->logits, m->lnf, p[EMB_WTE], N, C, Vp));
     if (m->hook) TRY(m->hook(m->hook_ctx, m, 0, "head"));
     /* The head's share of the tied wte gradient is reduced now, so the embedding's full
-       gradient does not live through the whole backward (a no-op at stages 0-1 and in
-       deterministic mode, where it stays in the staging buffer). Gradient dumps (the hook)
-       need the whole local gradient at the end: no flush then. */
-    if (!m->stage_grads && !m->hook) ZS_TRY(zs_unit_grads_flush(m->units.emb));
+       gradient does not live through the whole backward (a no-op with full gradients and in
+       deterministic mode). Gradient dumps (the hook) need the whole local gradient at the end:
+       no flush then. */
+    if (!m->hook) ZS_TRY(zs_unit_grads_flush(m->units.emb));
   }
   ZS_TRY(zs_unit_release(m->units.emb));
   return 0;
@@ -180,7 +125,6 @@ static int backward(gpt2_model *m) {
   void *p[GPT2_MAX_UNIT_TENSORS], *g[GPT2_MAX_UNIT_TENSORS];
   ZS_TRY(zs_unit_gather(m->units.lnf));
   TRY(params(m, L + 1, p));
-  TRY(stage_begin(m, L + 1));
   TRY(grads(m, L + 1, g));
   TRY(gpt2_dev_zero(&m->dev, m->dres, (size_t)N * C * m->dev.esz));
   ZS_TRY(zs_k_layernorm_bwd(m->k, m->dres, g[LNF_W], g[LNF_B], m->dln, m->res[L], p[LNF_W],
@@ -191,13 +135,12 @@ static int backward(gpt2_model *m) {
     ZS_TRY(zs_unit_gather(m->units.blocks[l]));
     TRY(params(m, l + 1, p));
     if (m->recompute) TRY(gpt2_block_fwd(m, p, a, m->res[l], m->res[l + 1], B));
-    TRY(stage_begin(m, l + 1));
     TRY(grads(m, l + 1, g));
     TRY(gpt2_block_bwd(m, p, g, a, m->res[l]));
     TRY(unit_bwd_done(m, l + 1, 1));
   }
   /* The lookup's backward reads only token ids: no gather of the (largest) embedding unit. */
-  TRY(grads(m, 0, g)); /* the staged wte gradient still holds the head's share */
+  TRY(grads(m, 0, g)); /* wte's gradient still holds the head's share (unless flushed) */
   ZS_TRY(zs_k_encoder_bwd(m->k, g[EMB_WTE], g[EMB_WPE], m->dres, m->tok, B, T, C));
   return unit_bwd_done(m, 0, 0);
 }

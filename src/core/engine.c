@@ -385,6 +385,7 @@ static void unit_release_buffers(zs_engine *e, zs_unit *u) {
   else
     zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
   zs_mem_free(e, pl->grads_full ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
+  zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_stage, P * ps, NULL);
   zs_mem_free(e, ZS_MEM_GRADS, u->grad_shard, s * ps, NULL);
   float *opt[3] = {u->master, u->m, u->v};
   for (int k = 0; k < 3; k++) {
@@ -393,7 +394,7 @@ static void unit_release_buffers(zs_engine *e, zs_unit *u) {
     else
       zs_mem_free(e, ZS_MEM_OPTIMIZER, opt[k], u->opt_n * 4, NULL);
   }
-  u->param_full = u->param_shard = u->grad_full = u->grad_shard = NULL;
+  u->param_full = u->param_shard = u->grad_full = u->grad_shard = u->grad_stage = NULL;
   u->master = u->m = u->v = NULL;
   zs_dev_event_destroy(&e->dev, u->ev_gathered);
   u->ev_gathered = NULL;

@@ -41,6 +41,10 @@ struct zs_unit {
      tail of every buffer is zero and stays zero. */
   void *param_full, *param_shard;
   void *grad_full, *grad_shard;
+  /* Deterministic mode with full (persistent) gradients: the zeroed per-micro-step buffer
+     zs_unit_grad hands out (buffers); zs_unit_grads_ready adds it into grad_full in one ordered
+     pass and frees it, so any number of += per micro-step keeps the N-ranks = 1-rank bits. */
+  void *grad_stage;
   float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
   size_t opt_off, opt_n;
   int opt_on_host;   /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
