@@ -58,8 +58,16 @@ typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
 enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
 
-/* Engine configuration. Always start from zs_config_default() and change only what you mean. */
+/* Engine configuration. Always start from zs_config_default() and change only what you mean.
+   Fields that have an environment variable (see zs_config_default) take it when they are left at
+   their default value; a value the program sets wins. zs_engine_info says where each resolved
+   value came from, and zs_engine_config returns them. */
+#define ZS_CONFIG_VERSION 1
+
 typedef struct {
+  size_t struct_size;      /* set by zs_config_default: sizeof(zs_config) of the caller's header;
+                              fields beyond it (a newer library) take their defaults */
+  unsigned struct_version; /* ZS_CONFIG_VERSION of the caller's header */
   int stage; /* 0..3: what is sharded; default 3. The shorthand of the three switches below:
                 1 shards the optimizer state, 2 also the gradients, 3 also the params */
   /* Independent sharding switches: 1 = sharded over the shard group, 0 = full on every rank,
@@ -81,6 +89,13 @@ typedef struct {
                             See the memory rule. */
   int shard_group_size;  /* hybrid sharding: shard inside groups of this size; 0 = world */
   double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
+  /* Offload (ZS_OFFLOAD_*): cap on pinned host bytes (0 = none), CPU optimizer workers (0 = this
+     rank's share of its NUMA node's cores), elements per copy-pipeline chunk, and whether to go
+     on with unpinned host memory when pinning is refused (reported in zs_engine_info). */
+  size_t offload_host_bytes;
+  int offload_threads;
+  size_t offload_chunk;
+  int offload_allow_unpinned;
   struct {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
   } adamw;
@@ -101,9 +116,13 @@ typedef struct {
    of units between zs_unit_grad and their reduction and the reduction scratch (at most about two
    units, or 2 x bucket_bytes). */
 
-/* Fills every field with its default (stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999,
-   eps 1e-8, weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1). Environment variables
-   ZS_STAGE, ZS_PREFETCH_UNITS, ZS_COMM_TIMEOUT_S, ZS_DETERMINISTIC override the defaults. */
+/* Fills every field with its default: stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999, eps 1e-8,
+   weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1, offload chunk 4M elements, the rest 0
+   (sharding switches -1: as the stage), and struct_size/struct_version. A field left at its
+   default takes its environment variable at zs_engine_create: ZS_STAGE, ZS_PREFETCH_UNITS,
+   ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES, ZS_OFFLOAD_HOST_BYTES,
+   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED. A variable that does not parse
+   (or is out of range) makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming it. */
 ZS_API void zs_config_default(zs_config *c);
 
 typedef struct zs_comm zs_comm;
@@ -213,10 +232,16 @@ ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
    a failed reduction fails the engine like zs_unit_grads_ready. */
 ZS_API zs_status zs_unit_grads_flush(zs_unit *u);
 
+/* Output structs (zs_step_stats, zs_memory) keep reserved space at their end: a later minor
+   version adds fields there, so their size never changes within a major version, and sets
+   struct_version to say which fields it filled. */
 typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
   double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
+  unsigned struct_version; /* 1: the fields above */
+  unsigned reserved_u;
+  double reserved[6];
 } zs_step_stats;
 /* Clips, runs AdamW on this rank's shard and publishes the updated params. st may be NULL. */
 ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
@@ -232,6 +257,9 @@ typedef struct {
 } zs_bytes;
 typedef struct {
   zs_bytes params, grads, optimizer, buffers, host_pinned, total;
+  unsigned struct_version; /* 1: the fields above */
+  unsigned reserved_u;
+  zs_bytes reserved[6];
 } zs_memory;
 /* What the plan will allocate on this rank, by category, from the units added so far (before
    or after commit; not collective): params, grads, optimizer and host_pinned exactly as commit
@@ -252,7 +280,8 @@ ZS_API const char *zs_unit_name(const zs_unit *u);
 ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
 /* The engine's effective configuration (after defaults were resolved), or NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
-/* One line describing backends, stage and device ("stage 3, cpu, comm mpi, world 4 ..."). */
+/* One line describing backends, stage, sharding, device, and every tunable setting with where
+   its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)"). */
 ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);

@@ -1,6 +1,7 @@
 /* Bad input and bad call order: every case returns the documented status with a non-empty
  * sentence, and a refused call changes nothing (the engine keeps working, params keep values). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,52 @@ static void unit_cases(zs_engine *e) {
             zs_engine_num_units(e));
 }
 
+/* Environment variables are resolved at create for fields left at their default; a value the
+   program sets wins; garbage is refused naming the variable; an older (smaller) config struct is
+   completed with defaults. */
+static void env_cases(zs_comm *comm) {
+  zs_config c;
+  zs_config_default(&c);
+  zs_engine *e = NULL;
+  setenv("ZS_PREFETCH_UNITS", "2", 1);
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(zs_engine_config(e)->prefetch_units == 2, "the variable applies to a default field");
+  ZS_EXPECT(strstr(zs_engine_info(e), "prefetch_units=2 (ZS_PREFETCH_UNITS)") != NULL,
+            "info names the origin: %s", zs_engine_info(e));
+  ZS_EXPECT(strstr(zs_engine_info(e), "stage=3 (default)") != NULL, "default origin: %s",
+            zs_engine_info(e));
+  zs_engine_destroy(e);
+  c.prefetch_units = 3;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(zs_engine_config(e)->prefetch_units == 3 &&
+                strstr(zs_engine_info(e), "prefetch_units=3 (program)"),
+            "a value the program set wins: %s", zs_engine_info(e));
+  zs_engine_destroy(e);
+  c.prefetch_units = 1;
+  setenv("ZS_PREFETCH_UNITS", "two", 1);
+  e = (zs_engine *)0x1;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(e == NULL && strstr(zs_last_error(), "ZS_PREFETCH_UNITS") != NULL,
+            "garbage is refused naming the variable: %s", zs_last_error());
+  setenv("ZS_PREFETCH_UNITS", "-1", 1);
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG); /* out of range */
+  unsetenv("ZS_PREFETCH_UNITS");
+  setenv("ZS_COMM_TIMEOUT_S", "12.5", 1);
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(zs_engine_config(e)->comm_timeout_s == 12.5, "a double tunable");
+  zs_engine_destroy(e);
+  unsetenv("ZS_COMM_TIMEOUT_S");
+  /* A program built against an older header: its struct ends before the offload fields. */
+  zs_config_default(&c);
+  c.struct_size = offsetof(zs_config, offload_host_bytes);
+  c.offload_chunk = 0; /* beyond the old struct: must not be read */
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(zs_engine_config(e)->offload_chunk == ((size_t)1 << 22),
+            "fields beyond an older struct take their defaults (%zu)",
+            zs_engine_config(e)->offload_chunk);
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -101,6 +148,7 @@ int main(int argc, char **argv) {
     ZS_EXPECT(zs_status_str((zs_status)s) && zs_status_str((zs_status)s)[0] == 'Z', "name of %d",
               s);
   config_cases(comm);
+  env_cases(comm);
 
   zs_config c;
   zs_config_default(&c);

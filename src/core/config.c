@@ -1,61 +1,140 @@
-/* Configuration defaults (with environment overrides) and validation. */
+/* Configuration: defaults, the tunables table (environment variables, resolved at engine
+ * creation) and validation. */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "shard/plan.h"
 
-/* Reads an integer environment override; leaves *v untouched when unset or malformed. */
-static void env_int(const char *name, int *v) {
-  const char *s = getenv(name);
-  if (!s || !*s) return;
-  char *end = NULL;
-  long x = strtol(s, &end, 10);
-  if (end && *end == '\0') *v = (int)x;
+/* The engine's tunables: every setting that has an environment variable, in one table (as NCCL
+   keeps its NCCL_PARAMs). A field left at its default takes the variable at zs_engine_create;
+   a value the program set wins. Variables are parsed strictly: garbage is an error, never
+   silently ignored. */
+typedef enum { T_INT, T_SIZE, T_DOUBLE } zs_tunable_kind;
+typedef struct {
+  const char *env;
+  const char *field;
+  zs_tunable_kind kind;
+  size_t offset; /* of the field in zs_config */
+  double lo, hi; /* accepted range */
+  double dflt;   /* the default zs_config_default writes */
+} zs_tunable;
+
+#define TUN(env, f, kind, lo, hi, d)                                                               \
+  { env, #f, kind, offsetof(zs_config, f), lo, hi, d }
+static const zs_tunable zs_tunables[] = {
+    TUN("ZS_STAGE", stage, T_INT, 0, 3, 3),
+    TUN("ZS_PREFETCH_UNITS", prefetch_units, T_INT, 0, 1 << 20, 1),
+    TUN("ZS_DETERMINISTIC", deterministic, T_INT, 0, 1, 0),
+    TUN("ZS_COMM_TIMEOUT_S", comm_timeout_s, T_DOUBLE, 1e-3, 1e9, 300.0),
+    TUN("ZS_BUCKET_BYTES", bucket_bytes, T_SIZE, 0, 1e18, 0),
+    TUN("ZS_MAX_LIVE_BYTES", max_live_bytes, T_SIZE, 0, 1e18, 0),
+    TUN("ZS_OFFLOAD_HOST_BYTES", offload_host_bytes, T_SIZE, 0, 1e18, 0),
+    TUN("ZS_OFFLOAD_THREADS", offload_threads, T_INT, 0, 4096, 0),
+    TUN("ZS_OFFLOAD_CHUNK", offload_chunk, T_SIZE, 1, 1e15, 1 << 22),
+    TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
+};
+#define ZS_NTUNABLES (sizeof zs_tunables / sizeof zs_tunables[0])
+
+static double get_field(const zs_config *c, const zs_tunable *t) {
+  const char *p = (const char *)c + t->offset;
+  if (t->kind == T_INT) return (double)*(const int *)p;
+  if (t->kind == T_SIZE) return (double)*(const size_t *)p;
+  return *(const double *)p;
 }
 
-size_t zs_env_size(const char *name, size_t dflt) {
-  const char *s = getenv(name);
-  if (!s || !*s) return dflt;
-  char *end = NULL;
-  unsigned long long x = strtoull(s, &end, 10);
-  return (end && *end == '\0') ? (size_t)x : dflt;
+static void set_field(zs_config *c, const zs_tunable *t, double v) {
+  char *p = (char *)c + t->offset;
+  if (t->kind == T_INT)
+    *(int *)p = (int)v;
+  else if (t->kind == T_SIZE)
+    *(size_t *)p = (size_t)v;
+  else
+    *(double *)p = v;
 }
 
 void zs_config_default(zs_config *c) {
   if (!c) return;
   memset(c, 0, sizeof *c);
-  c->stage = 3;
+  c->struct_size = sizeof *c;
+  c->struct_version = ZS_CONFIG_VERSION;
   c->shard_params = c->shard_grads = c->shard_optimizer = -1; /* as the stage says */
   c->device = ZS_DEVICE_CPU;
   c->device_index = -1;
   c->param_dtype = ZS_F32;
   c->reduce_dtype = ZS_F32;
-  c->offload = 0;
-  c->deterministic = 0;
-  c->prefetch_units = 1;
-  c->bucket_bytes = 0;
-  c->max_live_bytes = 0;
-  c->shard_group_size = 0;
-  c->comm_timeout_s = 300.0;
   c->adamw.lr = 1e-3f;
   c->adamw.beta1 = 0.9f;
   c->adamw.beta2 = 0.999f;
   c->adamw.eps = 1e-8f;
   c->adamw.weight_decay = 0.01f;
   c->adamw.max_grad_norm = 1.0f;
-  env_int("ZS_STAGE", &c->stage);
-  env_int("ZS_PREFETCH_UNITS", &c->prefetch_units);
-  env_int("ZS_DETERMINISTIC", &c->deterministic);
-  const char *t = getenv("ZS_COMM_TIMEOUT_S");
-  if (t && *t) {
-    char *end = NULL;
-    double x = strtod(t, &end);
-    if (end && *end == '\0') c->comm_timeout_s = x;
+  for (size_t i = 0; i < ZS_NTUNABLES; i++)
+    set_field(c, &zs_tunables[i], zs_tunables[i].dflt);
+}
+
+/* Parses one variable strictly into *v (an integer for T_INT/T_SIZE). */
+static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
+  char *end = NULL;
+  errno = 0;
+  double x;
+  if (t->kind == T_DOUBLE) {
+    x = strtod(s, &end);
+  } else {
+    long long n = strtoll(s, &end, 10);
+    x = (double)n;
   }
+  if (!*s || !end || *end != '\0' || errno == ERANGE || !(x >= t->lo && x <= t->hi))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "environment variable %s='%s' is not %s in [%g, %g] (for zs_config.%s): fix "
+                  "or unset it",
+                  t->env, s, t->kind == T_DOUBLE ? "a number" : "an integer", t->lo, t->hi,
+                  t->field);
+  *v = x;
+  return ZS_OK;
+}
+
+zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
+  zs_config c;
+  zs_config_default(&c);
+  /* The caller's struct may be older (smaller) than this library's: copy what it has. */
+  size_t have = sizeof c;
+  if (in->struct_size >= offsetof(zs_config, stage) && in->struct_size < sizeof c)
+    have = in->struct_size;
+  memcpy(&c, in, have);
+  c.struct_size = sizeof c;
+  c.struct_version = ZS_CONFIG_VERSION;
+  size_t used = 0;
+  if (sources && n) sources[0] = '\0';
+  for (size_t i = 0; i < ZS_NTUNABLES; i++) {
+    const zs_tunable *t = &zs_tunables[i];
+    const char *s = getenv(t->env);
+    const char *from = "default";
+    if (get_field(&c, t) != t->dflt) {
+      from = "program";
+    } else if (s) {
+      double v = 0;
+      ZS_CHECK(parse_env(t, s, &v));
+      set_field(&c, t, v);
+      from = t->env;
+    }
+    if (sources && used < n) {
+      const double v = get_field(&c, t);
+      int k = t->kind == T_DOUBLE ? snprintf(sources + used, n - used, "%s%s=%g (%s)",
+                                             used ? ", " : "", t->field, v, from)
+                                  : snprintf(sources + used, n - used, "%s%s=%.0f (%s)",
+                                             used ? ", " : "", t->field, v, from);
+      used = k > 0 ? used + (size_t)k : used;
+    }
+  }
+  *out = c;
+  return ZS_OK;
 }
 
 zs_status zs_config_validate(const zs_config *c) {
@@ -84,6 +163,17 @@ zs_status zs_config_validate(const zs_config *c) {
                     swn[i], sw[i]);
   zs_plan plan; /* the combination of switches and offload bits must make a plan */
   ZS_CHECK(zs_plan_make(c, 1, &plan));
+  if (c->offload_threads < 0 || c->offload_threads > 4096)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "offload_threads %d: use 0 (this rank's share of the node's "
+                  "cores) .. 4096",
+                  c->offload_threads);
+  if (c->offload_chunk == 0)
+    return zs_err(ZS_ERR_INVALID_ARG, "offload_chunk 0: use a positive element count (default "
+                                      "4194304)");
+  if (c->offload_allow_unpinned != 0 && c->offload_allow_unpinned != 1)
+    return zs_err(ZS_ERR_INVALID_ARG, "offload_allow_unpinned %d: use 0 or 1",
+                  c->offload_allow_unpinned);
   if (c->prefetch_units < 0)
     return zs_err(ZS_ERR_INVALID_ARG, "prefetch_units %d is negative: use 0 (none) or more",
                   c->prefetch_units);

@@ -9,7 +9,10 @@
 /* Checks every field that does not depend on the world size; returns ZS_ERR_INVALID_ARG with a
    sentence naming the field and the fix. */
 zs_status zs_config_validate(const zs_config *c);
-/* Unsigned integer environment override (e.g. a byte count), or dflt when unset or malformed. */
-size_t zs_env_size(const char *name, size_t dflt);
+/* The config the engine runs with: `in` (an older, smaller caller struct is completed with
+   defaults) with every tunable left at its default replaced by its environment variable.
+   sources (n bytes, may be NULL) receives "field=value (origin), ..." for zs_engine_info.
+   ZS_ERR_INVALID_ARG names a variable that does not parse or is out of range. */
+zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n);
 
 #endif

@@ -47,23 +47,19 @@ void zs_mem_free_host(zs_engine *e, void *p, size_t bytes) {
 
 /* Creates the host arena of the offload modes (pinned, on the NUMA node nearest the GPU). */
 static zs_status open_arena(zs_engine *e) {
-  unsigned flags = 0;
-  const char *unp = getenv("ZS_OFFLOAD_ALLOW_UNPINNED");
-  if (unp && *unp == '1') flags |= ZS_HOST_ARENA_ALLOW_UNPINNED;
-  const size_t cap = zs_env_size("ZS_OFFLOAD_HOST_BYTES", 0);
+  const unsigned flags = e->cfg.offload_allow_unpinned ? ZS_HOST_ARENA_ALLOW_UNPINNED : 0;
   int dev = e->cfg.device == ZS_DEVICE_CUDA ? e->cfg.device_index : -1;
-  return zs_host_arena_create(dev, cap, flags, &e->arena);
+  return zs_host_arena_create(dev, e->cfg.offload_host_bytes, flags, &e->arena);
 }
 
 /* The CPU optimizer's workers and the copy pipeline (ZS_OFFLOAD_OPTIMIZER). The node's cores are
    split among the ranks of this host whose arena is on the same node, so that ranks do not
    oversubscribe them (peers.c tells who they are). */
 static zs_status open_optimizer_offload(zs_engine *e) {
-  int threads = (int)zs_env_size("ZS_OFFLOAD_THREADS", 0), idx = 0, cnt = 1;
+  int threads = e->cfg.offload_threads, idx = 0, cnt = 1;
   zs_peers_share(e, ZS_PEER_NODE, &idx, &cnt);
   ZS_CHECK(zs_pool_create_shared(threads, zs_host_arena_node(e->arena), idx, cnt, &e->pool));
-  return zs_offload_pipe_init(&e->pipe, &e->dev, e->arena,
-                              zs_env_size("ZS_OFFLOAD_CHUNK", 1u << 22));
+  return zs_offload_pipe_init(&e->pipe, &e->dev, e->arena, e->cfg.offload_chunk);
 }
 
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
@@ -113,9 +109,16 @@ static zs_status open_groups(zs_engine *e) {
   return ZS_OK;
 }
 
-zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out) {
+zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine **out) {
   if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL");
   *out = NULL;
+  if (!user_cfg)
+    return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
+  /* Environment variables for fields left at their default, then validation of the result. */
+  zs_config resolved;
+  char sources[900];
+  ZS_CHECK(zs_config_resolve(user_cfg, &resolved, sources, sizeof sources));
+  const zs_config *cfg = &resolved;
   ZS_CHECK(zs_config_validate(cfg));
   if (!comm)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: comm is NULL: create one with "
@@ -164,6 +167,8 @@ zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out)
            cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->deterministic ? ", deterministic" : "");
+  size_t len = strlen(e->info);
+  snprintf(e->info + len, sizeof e->info - len, "; settings: %s", sources);
   if (e->arena) {
     size_t n = strlen(e->info);
     snprintf(e->info + n, sizeof e->info - n, "; offload%s%s: %s%s%s",
@@ -457,6 +462,10 @@ zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
     total = total > SIZE_MAX - b[c] ? SIZE_MAX : total + b[c];
   }
   out->total.cur = out->total.peak = total;
+  out->struct_version = 1;
+  out->reserved_u = 0;
+  for (int i = 0; i < 6; i++)
+    out->reserved[i] = (zs_bytes){0, 0};
   return ZS_OK;
 }
 

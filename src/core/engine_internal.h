@@ -86,7 +86,7 @@ struct zs_engine {
   double step_t0;
   size_t live_gathered_bytes; /* stage 3: bytes of every gathered unit (held or prefetched) */
   int gather_dir;             /* direction of the caller's last gather: +1 forward, -1 backward */
-  char info[768];
+  char info[2048];
   /* After a communication failure an abandoned collective may still write into its buffers, so
      from then on frees are deferred until destroy has torn down the collectives. */
   struct zs_deferred_free {

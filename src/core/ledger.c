@@ -20,4 +20,8 @@ void zs_ledger_report(const zs_ledger *l, zs_memory *out) {
   out->buffers = l->cat[ZS_MEM_BUFFERS];
   out->host_pinned = l->cat[ZS_MEM_HOST_PINNED];
   out->total = l->total;
+  out->struct_version = 1;
+  out->reserved_u = 0;
+  for (int i = 0; i < 6; i++)
+    out->reserved[i] = (zs_bytes){0, 0};
 }
