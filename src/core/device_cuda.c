@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "cuda_poll.h"
 #include "error.h"
 
 /* Turns a CUDA error into ZS_ERR_DEVICE naming the call. */
@@ -153,45 +154,16 @@ zs_status zs_cuda_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, 
   return ZS_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Polls query(obj) until it is not cudaErrorNotReady or timeout_s passed. Spins with
-   sched_yield for the first 10 ms (short waits stay fast), then sleeps growing to 1 ms. */
-static zs_status poll_wait(cudaError_t (*query)(void *), void *obj, double timeout_s,
-                           const char *what) {
-  const double t0 = now_s();
-  long ns = 0;
-  for (;;) {
-    cudaError_t e = query(obj);
-    if (e == cudaSuccess) return ZS_OK;
-    if (e != cudaErrorNotReady) return cuda_fail(e, what);
-    const double el = now_s() - t0;
-    if (el > timeout_s)
-      return zs_err(ZS_ERR_TIMEOUT,
-                    "%s: GPU work queued before it was still running after %.1f s (comm_timeout_s "
-                    "%g): a collective it depends on waits for a peer that stopped answering; the "
-                    "engine's communicators are aborted: end the job, check the other ranks, and "
-                    "restart from a checkpoint",
-                    what, el, timeout_s);
-    if (el < 0.01) {
-      sched_yield();
-      continue;
-    }
-    ns = ns ? (ns < 1000000 ? 2 * ns : 1000000) : 10000;
-    struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
-  }
-}
-
-static cudaError_t query_stream(void *s) {
-  return cudaStreamQuery((cudaStream_t)s);
-}
 static cudaError_t query_event(void *ev) {
   return cudaEventQuery((cudaEvent_t)ev);
+}
+
+/* A bounded wait (cuda_poll.h) with this file's CUDA error message. */
+static zs_status poll_wait(cudaError_t (*query)(void *), void *obj, double timeout_s,
+                           const char *what) {
+  cudaError_t err = cudaSuccess;
+  const zs_status rc = zs_cuda_poll(query, obj, timeout_s, what, &err);
+  return rc == ZS_ERR_DEVICE ? cuda_fail(err, what) : rc;
 }
 
 zs_status zs_cuda_wait_stream(void *stream, double timeout_s, const char *what) {
@@ -199,7 +171,7 @@ zs_status zs_cuda_wait_stream(void *stream, double timeout_s, const char *what) 
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
     return e == cudaSuccess ? ZS_OK : cuda_fail(e, what);
   }
-  return poll_wait(query_stream, stream, timeout_s, what);
+  return poll_wait(zs_cuda_query_stream, stream, timeout_s, what);
 }
 
 zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes) {

@@ -6,7 +6,7 @@
 
 #include <cuda_runtime.h>
 
-#include "core/device_cuda.h"
+#include "core/cuda_poll.h"
 #include "core/error.h"
 
 /* The stream all of it is ordered on. */
@@ -68,6 +68,17 @@ static int is_host(const void *p) {
   return a.type != cudaMemoryTypeDevice;
 }
 
+/* Waits for the context's stream, bounded by timeout_s (<= 0: unbounded). */
+static zs_status wait_stream(zs_cuda_kctx *k, double timeout_s, const char *fn) {
+  cudaError_t err = cudaSuccess;
+  if (!(timeout_s > 0)) {
+    err = cudaStreamSynchronize(stream_of(k));
+    return err == cudaSuccess ? ZS_OK : cuda_fail(fn, "cudaStreamSynchronize", err);
+  }
+  const zs_status rc = zs_cuda_poll(zs_cuda_query_stream, stream_of(k), timeout_s, fn, &err);
+  return rc == ZS_ERR_DEVICE ? cuda_fail(fn, "cudaStreamQuery", err) : rc;
+}
+
 zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t bytes,
                            double timeout_s) {
   static const char fn[] = "zs_kernels_copy";
@@ -76,9 +87,9 @@ zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t b
   if (e != cudaSuccess) return cuda_fail(fn, "cudaMemcpyAsync", e);
   if (!is_host(dst) && !is_host(src)) return ZS_OK; /* device to device: stays queued */
   /* The host side may be reused (src) or read (dst) at once. */
-  return zs_cuda_wait_stream(s, timeout_s, "zs_kernels_copy (wait for the copy)");
+  return wait_stream(k, timeout_s, "zs_kernels_copy (wait for the copy)");
 }
 
 zs_status zs_cuda_mem_sync(zs_cuda_kctx *k, double timeout_s) {
-  return zs_cuda_wait_stream(stream_of(k), timeout_s, "zs_kernels_sync");
+  return wait_stream(k, timeout_s, "zs_kernels_sync");
 }
