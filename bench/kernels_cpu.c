@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 /* Wall clock in seconds. */
 static double now_s(void) {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kernels/cuda/engine_cuda.h"
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 #define CU_OK(call)                                                                                \
   do {                                                                                             \

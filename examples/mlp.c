@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 #define MAX_LAYERS 16
 

@@ -23,7 +23,7 @@
 #include "gpt2/model.h"
 #include "gpt2/sample.h"
 #include "gpt2/util.h"
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 /* Everything one process holds. */
 typedef struct {

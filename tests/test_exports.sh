@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The shared library exports exactly the public API: every dynamic symbol libzshard defines is a
-# function declared ZS_API in include/zshard.h, and every such function is exported.
+# A shared library exports exactly its public API: every dynamic symbol it defines is a function
+# declared ZS_API in its header, and every such function is exported.
 # Usage: test_exports.sh LIBZSHARD_SO HEADER
 set -euo pipefail
 lib=$1

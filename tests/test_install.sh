@@ -42,8 +42,8 @@ fi
 cfgdir=$(dirname "$(find "$prefix" -name zshardConfig.cmake -print -quit)")
 
 echo "== pkg-config (PKG_CONFIG_PATH=$pcdir)"
-read -r -a pc_flags < <(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs zshard)
-echo "pkg-config --cflags --libs zshard: ${pc_flags[*]}"
+read -r -a pc_flags < <(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs zshard_kernels zshard)
+echo "pkg-config --cflags --libs zshard_kernels zshard: ${pc_flags[*]}"
 "$cc" -std=c11 -Wall -Wextra -Werror "${flags[@]}" "$consumer/consumer.c" -o "$work/consumer_pc" \
   "${pc_flags[@]}"
 if readelf -d "$work/consumer_pc" | grep -q -E 'RPATH|RUNPATH'; then

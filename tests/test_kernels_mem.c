@@ -1,5 +1,5 @@
 /* The user-buffer calls of the kernels API (zs_kernels_alloc, _free, _zero, _copy, _sync), through
- * include/zshard.h only: allocations come back zero-filled and 256-byte aligned, copies work host
+ * the public headers only: allocations come back zero-filled and 256-byte aligned, copies work host
  * to device, device to host and device to device, zeroing hits exactly its range, the buffers feed
  * a kernel, and every bad argument is ZS_ERR_INVALID_ARG with a message (nothing is touched).
  *

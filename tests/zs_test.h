@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 static int zs_test_failures = 0;
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 typedef struct {
   zs_kernels *k; /* the kernels context: its device and stream own every buffer */

@@ -8,7 +8,7 @@
 #define GPT2_LAYOUT_H
 
 #include "config.h"
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 enum { EMB_WTE, EMB_WPE, EMB_NT };
 enum {

@@ -7,7 +7,6 @@
 #include "config.h"
 #include "engine_internal.h"
 #include "error.h"
-#include "kernels/kernels_watch.h"
 
 zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream) {
   ZS_CHECK(zs_dev_alloc(&e->dev, bytes, p, stream));
@@ -75,16 +74,9 @@ zs_status zs_engine_fail(zs_engine *e, zs_status s) {
   return s;
 }
 
-static void on_kernels_timeout(void *ctx) {
-  zs_engine_abort_comms(ctx);
-}
-
-zs_status zs_kernels_watch(zs_kernels *k, zs_engine *e) {
-  if (!k) return zs_err(ZS_ERR_INVALID_ARG, "zs_kernels_watch: the kernels context is NULL");
-  if (!e)
-    zs_kernels_set_watch(k, 0, NULL, NULL);
-  else
-    zs_kernels_set_watch(k, e->cfg.comm_timeout_s, on_kernels_timeout, e);
+zs_status zs_engine_abort(zs_engine *e) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_abort: engine is NULL");
+  zs_engine_abort_comms(e);
   return ZS_OK;
 }
 

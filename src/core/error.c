@@ -38,6 +38,11 @@ const char *zs_last_error(void) {
   return zs_errmsg;
 }
 
+zs_status zs_error_report(zs_status s, const char *message) {
+  snprintf(zs_errmsg, sizeof zs_errmsg, "%s", message ? message : "");
+  return s;
+}
+
 zs_status zs_err(zs_status s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

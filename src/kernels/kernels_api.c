@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/gpt2_cpu.h"
+#include "zshard_kernels.h"
 #include "kernels/kernels_watch.h"
 #ifdef ZS_HAVE_CUDA
 #include "kernels/cuda/gpt2_cuda.h"
@@ -190,7 +191,7 @@ zs_status zs_kernels_sync(zs_kernels *k) {
 }
 
 /* Each zs_k_X below: the checks of its arguments (context, required pointers, dimensions), then
-   the CUDA twin or the CPU kernel. Semantics are documented in include/zshard.h. */
+   the CUDA twin or the CPU kernel. Semantics are documented in include/zshard_kernels.h. */
 
 zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
                            const void *wpe, int B, int T, int C) {

@@ -1,9 +1,9 @@
 /* The hook through which an engine bounds the host waits of a kernel context (zs_kernels_watch in
- * include/zshard.h): internal, set only by src/core. */
+ * include/zshard_kernels.h): internal, set only by kernels_watch.c. */
 #ifndef ZS_KERNELS_KERNELS_WATCH_H
 #define ZS_KERNELS_KERNELS_WATCH_H
 
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 /* From now on zs_kernels_sync and host copies of k poll for at most timeout_s (<= 0: unbounded);
    on a timeout they call on_timeout(ctx) and return ZS_ERR_TIMEOUT. on_timeout may be NULL. */

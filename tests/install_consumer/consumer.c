@@ -1,10 +1,10 @@
-/* A program outside the zshard tree: it sees only the installed zshard.h and libzshard, found
- * through pkg-config or find_package(zshard) (tests/test_install.sh builds it both ways). It checks
- * the basics a consumer relies on and exits 0 when they hold. */
+/* A program outside the zshard tree: it sees only the installed headers and libraries (zshard,
+ * zshard_kernels), found through pkg-config or find_package(zshard) (tests/test_install.sh builds
+ * it both ways). It checks the basics a consumer relies on and exits 0 when they hold. */
 #include <stdio.h>
 #include <string.h>
 
-#include <zshard.h>
+#include <zshard_kernels.h>
 
 /* Reports a failed expectation and counts it. */
 static int check(int ok, const char *what, int *failures) {
@@ -44,8 +44,21 @@ int main(int argc, char **argv) {
   check(zs_last_error()[0] != '\0', "the refusal leaves a message", &failures);
   if (bad) zs_engine_destroy(bad);
 
+  /* The kernels library: GELU of 0 is 0, of a large x is x. */
+  zs_kernels *k = NULL;
+  if (check(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k) == ZS_OK, "zs_kernels_create",
+            &failures)) {
+    float in[2] = {0.0f, 30.0f}, out[2] = {-1.0f, -1.0f};
+    check(zs_k_gelu_fwd(k, out, in, 2) == ZS_OK && out[0] == 0.0f && out[1] == 30.0f,
+          "zs_k_gelu_fwd", &failures);
+    check(zs_k_gelu_fwd(NULL, out, in, 2) == ZS_ERR_INVALID_ARG && zs_last_error()[0],
+          "a kernels error reaches zs_last_error", &failures);
+    zs_kernels_destroy(k);
+  }
+
   zs_comm_destroy(comm);
-  printf("consumer: zshard %d.%d.%d, %s\n", ZSHARD_VERSION_MAJOR, ZSHARD_VERSION_MINOR,
-         ZSHARD_VERSION_PATCH, failures ? "FAILED" : "ok");
+  check(!strcmp(zs_version(), ZSHARD_VERSION_STRING), "the loaded library is the headers' version",
+        &failures);
+  printf("consumer: zshard %s, %s\n", zs_version(), failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /* GPT-2 layer kernels on the CPU, fp32: the reference every CUDA kernel is checked against.
  *
- * Each zs_cpu_X takes the arguments of the public zs_k_X (include/zshard.h) after the zs_kernels*
- * argument, typed as float, and returns nothing: arguments are validated by
+ * Each zs_cpu_X takes the arguments of the public zs_k_X (include/zshard_kernels.h) after the
+ * zs_kernels* argument, typed as float, and returns nothing: arguments are validated by
  * src/kernels/kernels_api.c before these are called, so here every pointer is valid and every
  * dimension positive.
  *
@@ -15,6 +15,8 @@
 #define ZS_KERNELS_CPU_GPT2_CPU_H
 
 #include <stddef.h>
+
+#include "zshard_kernels.h"
 
 /* Layernorm epsilon, shared with the CUDA twin and the tests. */
 #define ZS_LAYERNORM_EPS 1e-5f

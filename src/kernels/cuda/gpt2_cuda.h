@@ -1,7 +1,7 @@
 /* GPT-2 layer kernels on a CUDA device: the twins of src/kernels/cpu/gpt2_cpu.h.
  *
  * Plain C-callable. Each zs_cuda_X takes exactly the arguments of the public zs_k_X
- * (include/zshard.h, "Training kernels") after its zs_kernels* argument, with the same semantics:
+ * (include/zshard_kernels.h) after its zs_kernels* argument, with the same semantics:
  * device pointers, activations/weights/grads in the context's dtype (ZS_F32 or ZS_BF16 stored as
  * __nv_bfloat16, math and accumulation in fp32), statistics (mean, rstd, lse, losses) in fp32,
  * token ids int32, and every backward ADDS into its gradient outputs. Work is queued on the
@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "zshard.h"
+#include "zshard_kernels.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,29 @@
+/* Error reporting of the kernels library. Its objects are compiled with zs_err / zs_err_wrap
+ * renamed (CMake, target zshard_kernels), so the kernels' own code and the shared inline helpers
+ * call these, which format the message here and hand it to libzshard's error channel
+ * (zs_error_report): zs_last_error() then says what failed, whichever library failed. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core/error.h"
+
+zs_status zs_err(zs_status s, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return zs_error_report(s, msg);
+}
+
+zs_status zs_err_wrap(zs_status s, const char *fmt, ...) {
+  char prev[1024], msg[2048];
+  snprintf(prev, sizeof prev, "%s", zs_last_error());
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && (size_t)n < sizeof msg)
+    snprintf(msg + n, sizeof msg - (size_t)n, ": %.1000s", prev);
+  return zs_error_report(s, msg);
+}
