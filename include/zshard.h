@@ -1,11 +1,28 @@
 /* zshard — a memory-sharding training engine (ZeRO / FSDP style) for C training loops.
  *
- * This header is the whole public API. Conventions:
- *  - Every call that can fail returns zs_status; on failure zs_last_error() holds a sentence that
- *    names the cause and the fix. The library never prints, exits or aborts.
- *  - Handles are opaque. The caller owns what it creates and destroys it (engine before comm).
+ * This header is the engine's public API; the GPT-2 training kernels are in zshard_kernels.h
+ * (their own library). Its sections, in reading order: status and errors, versions,
+ * configuration (with the stage-3 memory rule), communicators, engine lifecycle, parameters, the
+ * training step, introspection. docs/ARCHITECTURE.md explains how the engine works inside.
+ *
+ * Conventions, true of every call unless its comment says otherwise:
+ *  - Errors: a call that can fail returns zs_status; on failure zs_last_error() (per thread)
+ *    holds a sentence naming the cause and the fix. The library never prints, exits or aborts. A
+ *    refused call (ZS_ERR_INVALID_ARG, ZS_ERR_STATE) changes nothing.
+ *  - Collective calls say so, and over which group: every rank of it must make them, in the same
+ *    order, with the same units. A rank that does not makes its peers fail with ZS_ERR_TIMEOUT
+ *    after comm_timeout_s, never hang. Calls not marked collective are local to the rank.
+ *  - Failure: ZS_ERR_COMM, ZS_ERR_TIMEOUT or ZS_ERR_DEVICE from a collective, or from a wait
+ *    behind one, fails the engine: its groups are aborted, later calls return ZS_ERR_STATE, and
+ *    the only thing left to do is zs_engine_destroy (restart from a checkpoint).
+ *  - Threads: an engine, its units and a kernels context are used by one thread at a time (no
+ *    locks inside); different engines may live on different threads. zs_version, zs_status_str
+ *    and zs_last_error are thread-safe.
+ *  - Ownership: handles are opaque. The caller owns what it creates and destroys it (engines
+ *    before their comm); units belong to their engine. Pointers the engine hands out
+ *    (zs_unit_param, zs_unit_grad) stay valid until the call their comment names.
  *  - Lifecycle: comm init -> engine create -> add units -> commit -> set params -> steps ->
- * destroy.
+ *    destroy.
  */
 #ifndef ZSHARD_H
 #define ZSHARD_H
@@ -31,6 +48,8 @@ extern "C" {
 #define ZS_API
 #endif
 
+/* ======== Status and errors ======== */
+
 /* Status of every fallible call. */
 typedef enum {
   ZS_OK = 0,
@@ -45,6 +64,8 @@ typedef enum {
   ZS_ERR_UNSUPPORTED
 } zs_status;
 
+/* ======== Versions ======== */
+
 /* "MAJOR.MINOR.PATCH" of the library actually loaded (compare with ZSHARD_VERSION_STRING of the
    headers a program was built with). Never NULL; thread-safe. */
 ZS_API const char *zs_version(void);
@@ -53,6 +74,11 @@ ZS_API const char *zs_version(void);
 ZS_API const char *zs_status_str(zs_status s);
 /* Thread-local message of the last failure on this thread, never NULL ("" when none yet). */
 ZS_API const char *zs_last_error(void);
+/* Records `message` as this thread's zs_last_error() and returns s: for libraries layered on
+   zshard (zshard_kernels) that report through the same error channel. NULL message: "". */
+ZS_API zs_status zs_error_report(zs_status s, const char *message);
+
+/* ======== Configuration ======== */
 
 typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
@@ -104,8 +130,9 @@ typedef struct {
 /* The stage-3 memory rule. At every moment, inside or outside a step, in forward or backward
    order, with any number of micro-steps: the units gathered on a rank are the ones the caller
    holds (zs_unit_gather called, zs_unit_release not yet) plus at most prefetch_units prefetched
-   units (the next ones in the direction of traversal: forward after a gather of a later unit,
-   backward after a gather of an earlier one or a re-gather of the unit gathered last), and their
+   units (the next ones in the direction of traversal: inside a step, a unit gathered again in
+   the micro-step of its forward is in its backward and prefetches the units before it; every
+   other gather, in a step or outside one, prefetches the units after it), and their
    bytes never exceed max_live_bytes when it is set: a gather that would exceed it first drops
    prefetched units, and fails with ZS_ERR_OUT_OF_MEMORY (nothing changed) when the units the
    caller holds leave no room; a single unit larger than max_live_bytes is refused at commit.
@@ -129,19 +156,24 @@ typedef struct zs_comm zs_comm;
 typedef struct zs_engine zs_engine;
 typedef struct zs_unit zs_unit;
 
+/* ======== Communicators ======== */
+
 /* Bootstrap from mpirun/srun: initialises MPI if the caller has not (and then finalises it in
-   zs_comm_destroy). argc/argv may be NULL. */
+   zs_comm_destroy). argc/argv may be NULL. Collective over MPI_COMM_WORLD. */
 ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 /* Bootstrap from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun style). A TCP
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with
    NCCL. More than one rank with no visible GPU returns ZS_ERR_UNSUPPORTED here (the CPU device
-   needs MPI: use mpirun); a CPU engine on a multi-rank env comm is refused at create. */
+   needs MPI: use mpirun); a CPU engine on a multi-rank env comm is refused at create. No network
+   traffic here (the rendezvous happens when an engine opens its groups). */
 ZS_API zs_status zs_comm_init_env(zs_comm **out);
 ZS_API int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
 ZS_API int zs_comm_size(const zs_comm *c); /* -1 for NULL */
-/* Releases the communicator (after every engine that uses it has been destroyed). NULL is a no-op.
- */
+/* Releases the communicator (after every engine that uses it has been destroyed); finalises MPI
+   when zs_comm_init_mpi initialised it (collective then). NULL is a no-op. */
 ZS_API void zs_comm_destroy(zs_comm *c);
+
+/* ======== Engine lifecycle ======== */
 
 /* One tensor of a unit: a name (non-empty, unique in its unit, < 64 characters), up to 4 dims,
    all > 0. no_weight_decay exempts it from AdamW decay. */
@@ -157,7 +189,10 @@ typedef struct {
    GPU, offload NUMA node; offload workers take this rank's share of its node's cores). */
 ZS_API zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out);
 /* Registers a unit (a layer, a block): its tensors live back to back in one flat buffer. Units are
-   used in the order they are added (forward order). Names must be unique. *out stays owned by e. */
+   used in the order they are added (forward order). Names must be unique. *out stays owned by e.
+   Not collective, but every rank must add the same units in the same order (their layout must
+   agree). Before commit only (ZS_ERR_STATE after); ZS_ERR_INVALID_ARG names the bad descriptor
+   and nothing is added. */
 ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors,
                                     const zs_tensor_desc *t, zs_unit **out);
 /* Fixes the layout and allocates every shard. After this no unit may be added. Before allocating
@@ -169,6 +204,8 @@ ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors
    would fit (a higher stage, offload, more ranks); nothing is allocated and the engine stays
    uncommitted. Collective over the world: every rank commits, and all refuse when one does. */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
+/* ======== Parameters ======== */
+
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
    Writes the fp32 master and the compute copy (and a gathered copy the caller holds; a prefetched
    copy is dropped). Valid after commit, outside a step. Not collective. On CUDA it waits for the
@@ -183,10 +220,13 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
    group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine.
  */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
-/* cudaStream_t the user's kernels must run on; NULL on the CPU device. */
+/* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
 
-/* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1). */
+/* ======== The training step ======== */
+
+/* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1): zeroes full
+   gradients. Not collective. ZS_ERR_STATE before commit, inside a step or after a failure. */
 ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
 /* Makes the full params of u usable on the engine stream (stage 3: all-gather, unless it was
    prefetched, and prefetch of the next units; see the memory rule). Collective over the shard
@@ -202,7 +242,8 @@ ZS_API zs_status zs_unit_gather(zs_unit *u);
 /* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
    (also for NULL). Stages 0-2 keep full params always: 1. For memory introspection and tests. */
 ZS_API int zs_unit_is_gathered(const zs_unit *u);
-/* Device pointer to tensor t of a gathered unit, in param_dtype; NULL if not gathered / bad t. */
+/* Device pointer to tensor t of a gathered unit, in param_dtype, valid until the unit's release
+   (or the step); NULL (zs_last_error says why) if not gathered or a bad t. Not collective. */
 ZS_API void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype, zeroed by the engine:
    at the start of each step, or (sharded gradients, and in deterministic mode) for each
@@ -243,7 +284,12 @@ typedef struct {
   unsigned reserved_u;
   double reserved[6];
 } zs_step_stats;
-/* Clips, runs AdamW on this rank's shard and publishes the updated params. st may be NULL. */
+/* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs AdamW
+   on this rank's share of the optimizer state, publishes the updated params where they are full,
+   and ends every hold (gathered copies are freed). A non-finite gradient skips the update
+   (st->skipped_nonfinite). st may be NULL. Collective over the world. ZS_ERR_STATE without
+   begin_step or before every unit's micro_steps-th grads_ready (nothing changes); any later
+   failure fails the engine (the update may be half applied). */
 ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
    sum over all micro-steps of all ranks divided by world * micro_steps (the mean over
@@ -266,33 +312,34 @@ typedef struct {
    allocates them, buffers a bound on the transient buffers (see the memory rule), total their
    sum; cur and peak are both set to it. ZS_ERR_INVALID_ARG for NULL. */
 ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
-/* Bytes this rank's engine holds, by category, current and peak. */
+/* ======== Introspection ======== */
+
+/* Bytes this rank's engine holds, by category, current and peak (the ledger). Not collective. */
 ZS_API zs_status zs_engine_memory(const zs_engine *e, zs_memory *out);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls
    return ZS_ERR_STATE, destroy still works. Not collective. ZS_ERR_INVALID_ARG for NULL. */
 ZS_API zs_status zs_engine_abort(zs_engine *e);
-/* Records `message` as this thread's zs_last_error() and returns s: for libraries layered on
-   zshard (zshard_kernels) that report through the same error channel. NULL message: "". */
-ZS_API zs_status zs_error_report(zs_status s, const char *message);
-/* Releases everything the engine holds. NULL is a no-op. */
+/* Releases everything the engine holds: tears down its groups (collective over the world unless
+   the engine failed, when they are aborted), then frees its memory. NULL is a no-op. */
 ZS_API void zs_engine_destroy(zs_engine *e);
 
-/* ---- Additions beyond the DESIGN.md contract ---- */
-
-/* Number of units / tensors, the unit's name, and a tensor's element count. */
+/* Number of units, unit i (NULL when out of range), the unit's name, and tensor t's element
+   count (-1 when out of range). Not collective; owned by the engine. */
 ZS_API int zs_engine_num_units(const zs_engine *e);
 ZS_API zs_unit *zs_engine_unit(zs_engine *e, int i);
 ZS_API const char *zs_unit_name(const zs_unit *u);
 ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
-/* The engine's effective configuration (after defaults were resolved), or NULL. */
+/* The engine's effective configuration (environment variables and defaults resolved), owned by
+   the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
 /* One line describing backends, stage, sharding, device, and every tunable setting with where
    its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)"). */
 ZS_API const char *zs_engine_info(const zs_engine *e);
-/* Number of completed (not skipped) optimizer steps. */
+/* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);
-/* Sets the learning rate used from the next zs_engine_step on (schedules). */
+/* Sets the learning rate used from the next zs_engine_step on (schedules). Not collective, but
+   every rank must set the same value. ZS_ERR_INVALID_ARG for a negative or non-finite lr. */
 ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);
 
 #ifdef __cplusplus
