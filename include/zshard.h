@@ -34,8 +34,8 @@
 extern "C" {
 #endif
 
-/* ZSHARD_VERSION_MAJOR/MINOR/PATCH and ZSHARD_VERSION_STRING of these headers, generated from the
-   build's project(VERSION). zs_version() says which library is actually loaded.
+/* ZSHARD_VERSION_MAJOR/MINOR/PATCH and ZSHARD_VERSION_STRING of these headers (the build checks
+   they equal project(VERSION)). zs_version() says which library is actually loaded.
    ABI rule: within one major version, a program built against an older header runs against a
    newer library: functions are only added, struct fields only appended (zs_config is sized by
    zs_config_default, the output structs keep reserved space), enum values only added. */
@@ -83,6 +83,8 @@ ZS_API zs_status zs_error_report(zs_status s, const char *message);
 typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
 enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
+/* Values of the sharding switches in zs_config. */
+enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    Fields that have an environment variable (see zs_config_default) take it when they are left at
@@ -96,10 +98,11 @@ typedef struct {
   unsigned struct_version; /* ZS_CONFIG_VERSION of the caller's header */
   int stage; /* 0..3: what is sharded; default 3. The shorthand of the three switches below:
                 1 shards the optimizer state, 2 also the gradients, 3 also the params */
-  /* Independent sharding switches: 1 = sharded over the shard group, 0 = full on every rank,
-     -1 (the default) = as the stage says. The optimizer state must be sharded whenever the
-     gradients or the params are (each rank updates what it owns); for example shard_params = 1
-     with stage 1 keeps full gradients but gathers params just in time. */
+  /* Independent sharding switches: ZS_SHARD_AS_STAGE (0, the default), ZS_SHARD_YES (sharded
+     over the shard group) or ZS_SHARD_NO (full on every rank). The optimizer state must be
+     sharded whenever the gradients or the params are (each rank updates what it owns); for
+     example shard_params = ZS_SHARD_YES with stage 1 keeps full gradients but gathers params
+     just in time. */
   int shard_params, shard_grads, shard_optimizer;
   zs_device device;
   int device_index;      /* GPU ordinal; -1 = pick by local rank (default) */
@@ -145,7 +148,9 @@ typedef struct {
 
 /* Fills every field with its default: stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999, eps 1e-8,
    weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1, offload chunk 4M elements, the rest 0
-   (sharding switches -1: as the stage), and struct_size/struct_version. A field left at its
+   (sharding switches ZS_SHARD_AS_STAGE), and struct_size/struct_version. A config filled by hand
+   (memset to 0) works too where 0 is meaningful: switches as the stage, offload_chunk 0 is the
+   default. An environment variable that is set but empty counts as unset. A field left at its
    default takes its environment variable at zs_engine_create: ZS_STAGE, ZS_PREFETCH_UNITS,
    ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES, ZS_OFFLOAD_HOST_BYTES,
    ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED. A variable that does not parse
@@ -247,10 +252,11 @@ ZS_API int zs_unit_is_gathered(const zs_unit *u);
 ZS_API void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype, zeroed by the engine:
    at the start of each step, or (sharded gradients, and in deterministic mode) for each
-   micro-step. NULL outside a step, after the unit's last grads_ready, or for a bad t. Not
-   collective. In deterministic mode a full gradient is staged: the micro-step's buffer is added
-   to the accumulator in one ordered pass by zs_unit_grads_ready, so the backward may += into it
-   as often as it likes. */
+   micro-step. Valid until the unit's next zs_unit_grads_ready (or zs_unit_grads_flush): call
+   it again in every micro-step. NULL outside a step, after the unit's last grads_ready, or for
+   a bad t. Not collective. In deterministic mode a full gradient is staged: the micro-step's buffer
+   is added to the accumulator in one ordered pass by zs_unit_grads_ready, so the backward may +=
+   into it as often as it likes. */
 ZS_API void *zs_unit_grad(zs_unit *u, int t);
 /* Done with the params for now (forward); stage 3 frees the gathered copy. Not collective.
    ZS_ERR_STATE without a matching gather. */
@@ -344,5 +350,12 @@ ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);
 
 #ifdef __cplusplus
 }
+#endif
+
+/* The training kernels (their own library, zshard_kernels) come with this header, so a program
+   that includes only zshard.h keeps compiling; the CMake target zshard and the pkg-config module
+   zshard link them too. Define ZSHARD_NO_KERNELS to see the engine's API alone. */
+#ifndef ZSHARD_NO_KERNELS
+#include "zshard_kernels.h"
 #endif
 #endif /* ZSHARD_H */

@@ -149,3 +149,4 @@ zs_engine_equiv(engine_switch_explicit_np3 3 0 det
 foreach(stage 0 1 2 3)
   zs_engine_equiv(engine_split_adds_np3_stage${stage} 3 ${stage} det --split-adds 1)
 endforeach()
+zs_engine_equiv(engine_switch_no_grads_np2 2 1 det RUN_ARGS "--stage 3 --shard-grads 2")

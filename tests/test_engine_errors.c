@@ -129,6 +129,26 @@ static void env_cases(zs_comm *comm) {
   ZS_EXPECT(zs_engine_config(e)->comm_timeout_s == 12.5, "a double tunable");
   zs_engine_destroy(e);
   unsetenv("ZS_COMM_TIMEOUT_S");
+  setenv("ZS_STAGE", "", 1); /* set but empty: unset, as before */
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(zs_engine_config(e)->stage == 3, "an empty variable is ignored");
+  zs_engine_destroy(e);
+  unsetenv("ZS_STAGE");
+  /* A config filled by hand (memset 0, then the fields that need a value): 0 means "as the
+     stage" for the switches and "the default" for offload_chunk. */
+  zs_config h;
+  memset(&h, 0, sizeof h);
+  h.stage = 3;
+  h.comm_timeout_s = 60;
+  h.adamw.lr = 1e-3f;
+  h.adamw.beta1 = 0.9f;
+  h.adamw.beta2 = 0.999f;
+  h.adamw.eps = 1e-8f;
+  ZS_OK_OR_DIE(zs_engine_create(&h, comm, &e));
+  ZS_EXPECT(strstr(zs_engine_info(e), "sharded: params grads optimizer") != NULL &&
+                zs_engine_config(e)->offload_chunk == ((size_t)1 << 22),
+            "a hand-filled stage-3 config shards everything: %s", zs_engine_info(e));
+  zs_engine_destroy(e);
   /* A program built against an older header: its struct ends before the offload fields. */
   zs_config_default(&c);
   c.struct_size = offsetof(zs_config, offload_host_bytes);

@@ -168,7 +168,7 @@ static void check_switches(zs_comm *comm, unsigned offload) {
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = 1;
-  cfg.shard_params = 1;
+  cfg.shard_params = ZS_SHARD_YES;
   cfg.offload = offload;
   cfg.prefetch_units = 0;
   zs_engine *e = NULL;

@@ -296,9 +296,9 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
   zs_config_default(&cfg);
   cfg.stage = c->stage;
   if (c->explicit_switches) {
-    cfg.shard_params = c->sp;
-    cfg.shard_grads = c->sg;
-    cfg.shard_optimizer = c->so;
+    cfg.shard_params = c->sp ? ZS_SHARD_YES : ZS_SHARD_NO;
+    cfg.shard_grads = c->sg ? ZS_SHARD_YES : ZS_SHARD_NO;
+    cfg.shard_optimizer = c->so ? ZS_SHARD_YES : ZS_SHARD_NO;
   }
   cfg.prefetch_units = c->prefetch;
   cfg.bucket_bytes = c->bucket;

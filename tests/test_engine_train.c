@@ -27,7 +27,7 @@
 typedef struct {
   int stage, micro, steps, det, bf16, prefetch, group, nonfinite_at, offload, cuda, bucket;
   int reduce;   /* -1: as the params, 0: fp32, 1: bf16 */
-  int shard[3]; /* zs_config.shard_params, shard_grads, shard_optimizer (-1: as the stage) */
+  int shard[3]; /* zs_config.shard_params, shard_grads, shard_optimizer (ZS_SHARD_*) */
   int split;    /* the backward adds each gradient in two += (g - h, then h; h = 0.3 g) */
   float clip, wd, lr;
   double tol, reftol;
@@ -42,7 +42,7 @@ static void parse(int argc, char **argv, opts *o) {
               .prefetch = 1,
               .nonfinite_at = -1,
               .reduce = -1,
-              .shard = {-1, -1, -1},
+              .shard = {ZS_SHARD_AS_STAGE, ZS_SHARD_AS_STAGE, ZS_SHARD_AS_STAGE},
               .clip = 0.5f,
               .wd = 0.1f,
               .lr = 0.05f,

@@ -42,7 +42,12 @@ fi
 cfgdir=$(dirname "$(find "$prefix" -name zshardConfig.cmake -print -quit)")
 
 echo "== pkg-config (PKG_CONFIG_PATH=$pcdir)"
-read -r -a pc_flags < <(PKG_CONFIG_PATH=$pcdir pkg-config --cflags --libs zshard_kernels zshard)
+# A static library needs its dependencies at the link: pkg-config --static.
+static=()
+if grep -q '^BUILD_SHARED_LIBS:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null; then
+  static=(--static)
+fi
+read -r -a pc_flags < <(PKG_CONFIG_PATH=$pcdir pkg-config "${static[@]}" --cflags --libs zshard_kernels zshard)
 echo "pkg-config --cflags --libs zshard_kernels zshard: ${pc_flags[*]}"
 "$cc" -std=c11 -Wall -Wextra -Werror "${flags[@]}" "$consumer/consumer.c" -o "$work/consumer_pc" \
   "${pc_flags[@]}"

@@ -64,7 +64,7 @@ void zs_config_default(zs_config *c) {
   memset(c, 0, sizeof *c);
   c->struct_size = sizeof *c;
   c->struct_version = ZS_CONFIG_VERSION;
-  c->shard_params = c->shard_grads = c->shard_optimizer = -1; /* as the stage says */
+  c->shard_params = c->shard_grads = c->shard_optimizer = ZS_SHARD_AS_STAGE;
   c->device = ZS_DEVICE_CPU;
   c->device_index = -1;
   c->param_dtype = ZS_F32;
@@ -104,8 +104,11 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
   zs_config c;
   zs_config_default(&c);
   /* The caller's struct may be older (smaller) than this library's: copy what it has. */
+  /* Only a struct that zs_config_default of an older header filled says it is smaller (its size
+     and a known version); one filled by hand (struct_size 0) is taken whole. */
   size_t have = sizeof c;
-  if (in->struct_size >= offsetof(zs_config, stage) && in->struct_size < sizeof c)
+  if (in->struct_version >= 1 && in->struct_version <= ZS_CONFIG_VERSION &&
+      in->struct_size >= offsetof(zs_config, stage) + sizeof(int) && in->struct_size < sizeof c)
     have = in->struct_size;
   memcpy(&c, in, have);
   c.struct_size = sizeof c;
@@ -115,6 +118,7 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
   for (size_t i = 0; i < ZS_NTUNABLES; i++) {
     const zs_tunable *t = &zs_tunables[i];
     const char *s = getenv(t->env);
+    if (s && !*s) s = NULL; /* set but empty: unset */
     const char *from = "default";
     if (get_field(&c, t) != t->dflt) {
       from = "program";
@@ -133,6 +137,7 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
       used = k > 0 ? used + (size_t)k : used;
     }
   }
+  if (c.offload_chunk == 0) c.offload_chunk = (size_t)1 << 22; /* 0: the default */
   *out = c;
   return ZS_OK;
 }
@@ -158,9 +163,9 @@ zs_status zs_config_validate(const zs_config *c) {
   const int sw[3] = {c->shard_params, c->shard_grads, c->shard_optimizer};
   static const char *const swn[3] = {"shard_params", "shard_grads", "shard_optimizer"};
   for (int i = 0; i < 3; i++)
-    if (sw[i] < -1 || sw[i] > 1)
-      return zs_err(ZS_ERR_INVALID_ARG, "%s %d: use 1 (sharded), 0 (full) or -1 (as the stage)",
-                    swn[i], sw[i]);
+    if (sw[i] != ZS_SHARD_AS_STAGE && sw[i] != ZS_SHARD_YES && sw[i] != ZS_SHARD_NO)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "%s %d: use ZS_SHARD_YES, ZS_SHARD_NO or ZS_SHARD_AS_STAGE (0)", swn[i], sw[i]);
   zs_plan plan; /* the combination of switches and offload bits must make a plan */
   ZS_CHECK(zs_plan_make(c, 1, &plan));
   if (c->offload_threads < 0 || c->offload_threads > 4096)
@@ -168,9 +173,6 @@ zs_status zs_config_validate(const zs_config *c) {
                   "offload_threads %d: use 0 (this rank's share of the node's "
                   "cores) .. 4096",
                   c->offload_threads);
-  if (c->offload_chunk == 0)
-    return zs_err(ZS_ERR_INVALID_ARG, "offload_chunk 0: use a positive element count (default "
-                                      "4194304)");
   if (c->offload_allow_unpinned != 0 && c->offload_allow_unpinned != 1)
     return zs_err(ZS_ERR_INVALID_ARG, "offload_allow_unpinned %d: use 0 or 1",
                   c->offload_allow_unpinned);

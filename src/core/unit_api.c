@@ -69,7 +69,11 @@ void *zs_unit_grad(zs_unit *u, int t) {
       const size_t bytes = u->lay.padded * zs_dtype_size(e->cfg.param_dtype);
       if (zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &u->grad_stage, e->dev.compute_stream) != ZS_OK)
         return NULL;
-      if (zs_dev_zero(&e->dev, u->grad_stage, bytes, e->dev.compute_stream) != ZS_OK) return NULL;
+      if (zs_dev_zero(&e->dev, u->grad_stage, bytes, e->dev.compute_stream) != ZS_OK) {
+        zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_stage, bytes, e->dev.compute_stream);
+        u->grad_stage = NULL; /* never hand out a buffer that was not zeroed */
+        return NULL;
+      }
     }
     return zs_ptr_add(u->grad_stage, u->lay.off[t], e->cfg.param_dtype);
   }

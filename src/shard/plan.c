@@ -7,9 +7,9 @@
 
 #include "core/error.h"
 
-/* A switch: explicit (0/1) or from the stage (< 0). */
+/* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
 static int resolve(int sw, int from_stage) {
-  return sw < 0 ? from_stage : (sw != 0);
+  return sw == ZS_SHARD_AS_STAGE ? from_stage : sw == ZS_SHARD_YES;
 }
 
 zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
@@ -22,17 +22,20 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
   if ((p->shard_grads || p->shard_params) && !p->shard_optimizer)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "sharded %s with unsharded optimizer state: the optimizer updates what a rank "
-                  "owns, so shard the optimizer state too (shard_optimizer = 1, or stage >= 1)",
+                  "owns, so shard the optimizer state too (shard_optimizer = ZS_SHARD_YES, or "
+                  "stage >= 1)",
                   p->shard_grads ? "gradients" : "params");
   if (p->offload_params && !p->shard_params)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "ZS_OFFLOAD_PARAMS needs sharded params (stage 3 or shard_params = 1): full "
-                  "params stay on every device, so there is nothing to offload; shard the params "
-                  "or drop the flag");
+    return zs_err(
+        ZS_ERR_INVALID_ARG,
+        "ZS_OFFLOAD_PARAMS needs sharded params (stage 3 or shard_params = ZS_SHARD_YES): full "
+        "params stay on every device, so there is nothing to offload; shard the params "
+        "or drop the flag");
   if (p->offload_optimizer && !p->shard_optimizer)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "ZS_OFFLOAD_OPTIMIZER needs sharded optimizer state (stage 1, 2 or 3, or "
-                  "shard_optimizer = 1): the optimizer runs on shards; shard it or drop the flag");
+                  "shard_optimizer = ZS_SHARD_YES): the optimizer runs on shards; shard it or drop "
+                  "the flag");
   p->nshards = p->shard_optimizer ? shard_size : 1;
   p->params_full = !p->shard_params;
   p->grads_full = !p->shard_grads;
@@ -87,7 +90,8 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, const size_t *numel, i
     gathered = add_mul(0, add_mul(0, (size_t)c->prefetch_units + 2, max_full), ps);
     if (c->max_live_bytes && c->max_live_bytes < gathered) gathered = c->max_live_bytes;
   }
-  const size_t grad = p->grads_full ? 0 : add_mul(0, max_full, ps);
+  /* A sharded gradient's full buffer, or the deterministic staging buffer of a full one. */
+  const size_t grad = (p->grads_full && !c->deterministic) ? 0 : add_mul(0, max_full, ps);
   size_t scratch = add_mul(0, max_full, 2 * rs);
   if (c->bucket_bytes && c->bucket_bytes <= SIZE_MAX / 2 && 2 * c->bucket_bytes < scratch)
     scratch = 2 * c->bucket_bytes;

@@ -19,8 +19,8 @@ typedef enum {
 } zs_reduce_kind;
 
 typedef struct {
-  /* The switches (stage is their shorthand: 1 shards the optimizer, 2 also the gradients, 3
-     also the params). The optimizer is sharded whenever gradients or params are. */
+  /* The switches resolved to 0/1 (stage is their shorthand: 1 shards the optimizer, 2 also the
+     gradients, 3 also the params). The optimizer is sharded whenever gradients or params are. */
   int shard_params, shard_grads, shard_optimizer;
   int offload_params, offload_optimizer;
   int nshards; /* shards per unit: the shard group size when anything is sharded, else 1 */
@@ -40,7 +40,7 @@ typedef struct {
   int publish;            /* full params with sharded optimizer: all-gather after the update */
 } zs_plan;
 
-/* Resolves the switches (a switch < 0 follows the stage) and derives the plan for shard groups
+/* Resolves the switches (ZS_SHARD_AS_STAGE follows the stage) and derives the plan for shard groups
    of shard_size ranks. ZS_ERR_INVALID_ARG for an impossible combination (a sharded gradient or
    sharded params with full optimizer state, offloaded params that are not sharded, an offloaded
    optimizer that is not sharded), with the fix in the message. */
@@ -53,7 +53,8 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_M
 /* What this rank holds for units of numel[i] elements: persistent state by category, exactly as
    the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient buffers (gathered
    units: the caller's held unit plus one more and the prefetch window, or max_live_bytes; one
-   unit's full gradient when gradients are sharded; reduction scratch). Saturates at SIZE_MAX. */
+   unit's full gradient when gradients are sharded, or its staging buffer in deterministic mode;
+   reduction scratch). Saturates at SIZE_MAX. */
 void zs_plan_memory(const zs_plan *p, const zs_config *c, const size_t *numel, int nunits,
                     size_t out[ZS_MEM_NCAT]);
 
