@@ -150,3 +150,12 @@ foreach(stage 0 1 2 3)
   zs_engine_equiv(engine_split_adds_np3_stage${stage} 3 ${stage} det --split-adds 1)
 endforeach()
 zs_engine_equiv(engine_switch_no_grads_np2 2 1 det RUN_ARGS "--stage 3 --shard-grads 2")
+
+# Layers: a file includes only its own layer and those below (tests/check_layers.py; the
+# remaining exceptions are listed in tests/layers_allow.txt and may only shrink).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME layers COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_layers.py
+                               ${PROJECT_SOURCE_DIR})
+  set_tests_properties(layers PROPERTIES LABELS "unit" TIMEOUT 60)
+endif()

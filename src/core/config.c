@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "error.h"
-#include "shard/plan.h"
 
 /* The engine's tunables: every setting that has an environment variable, in one table (as NCCL
    keeps its NCCL_PARAMs). A field left at its default takes the variable at zs_engine_create;
@@ -166,8 +165,6 @@ zs_status zs_config_validate(const zs_config *c) {
     if (sw[i] != ZS_SHARD_AS_STAGE && sw[i] != ZS_SHARD_YES && sw[i] != ZS_SHARD_NO)
       return zs_err(ZS_ERR_INVALID_ARG,
                     "%s %d: use ZS_SHARD_YES, ZS_SHARD_NO or ZS_SHARD_AS_STAGE (0)", swn[i], sw[i]);
-  zs_plan plan; /* the combination of switches and offload bits must make a plan */
-  ZS_CHECK(zs_plan_make(c, 1, &plan));
   if (c->offload_threads < 0 || c->offload_threads > 4096)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "offload_threads %d: use 0 (this rank's share of the node's "
