@@ -58,7 +58,7 @@ step() { STEPS+=("$(printf '%-10s %s' "$1" "$2")"); }
   nvcc --version | tail -1
   cmake --version | head -1
 } >"$OUT/build.log" 2>&1
-cmake -S "$REPO" -B "$BUILD" -DZS_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S "$REPO" -B "$BUILD" -DZS_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=native \
   -DPKG_CONFIG_EXECUTABLE="$ROOT/usr/bin/pkgconf" -DMPI_C_COMPILER="$ROOT/usr/bin/mpicc" \
   -DMPIEXEC_EXECUTABLE="$ROOT/usr/bin/mpirun" >>"$OUT/build.log" 2>&1
 CONF=$?
