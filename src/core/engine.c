@@ -87,6 +87,37 @@ void zs_engine_abort_comms(zs_engine *e) {
   zs_coll_abort(e->world);
 }
 
+/* The shard layer's services (shard/shard.h): ledger-booked memory and failure. */
+static zs_status sh_alloc(void *o, zs_mem_cat c, size_t bytes, void **p, void *stream) {
+  return zs_mem_alloc(o, c, bytes, p, stream);
+}
+static void sh_free(void *o, zs_mem_cat c, void *p, size_t bytes, void *stream) {
+  zs_mem_free(o, c, p, bytes, stream);
+}
+static zs_status sh_fail(void *o, zs_status s, int hard) {
+  return hard ? zs_engine_fail_hard(o, s) : zs_engine_fail(o, s);
+}
+
+/* What src/shard sees of e: filled once the groups are open; units follow add_unit. */
+static void shard_ctx_init(zs_engine *e) {
+  zs_shard_ctx *x = &e->sh;
+  x->cfg = &e->cfg;
+  x->plan = &e->plan;
+  x->dev = &e->dev;
+  x->world = e->world;
+  x->shard = e->shard;
+  x->replica = e->replica;
+  x->world_rank = e->world_rank;
+  x->world_size = e->world_size;
+  x->shard_rank = e->shard_rank;
+  x->shard_size = e->shard_size;
+  x->gather_dir = 1;
+  x->alloc = sh_alloc;
+  x->free = sh_free;
+  x->fail = sh_fail;
+  x->owner = e;
+}
+
 /* Opens the world, shard-group and replica-group collectives. */
 static zs_status open_groups(zs_engine *e) {
   ZS_CHECK(zs_coll_open(e->comm, e->cfg.device, e->cfg.comm_timeout_s, &e->world));
@@ -133,7 +164,6 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   e->world_size = world;
   e->shard_size = g;
   e->shard_rank = e->world_rank % g;
-  e->gather_dir = 1;
   zs_status rc = ZS_OK;
   if (cfg->device == ZS_DEVICE_CUDA && e->cfg.device_index < 0) {
     int n = zs_dev_cuda_count();
@@ -142,6 +172,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
   e->dev.wait_timeout_s = cfg->comm_timeout_s;
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
+  shard_ctx_init(e);
   if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
   if (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ZS_CHECK_GOTO(open_optimizer_offload(e), rc, fail);
@@ -282,6 +313,9 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
     e->cap_units = cap;
   }
   e->units[e->nunits++] = u;
+  u->ctx = &e->sh;
+  e->sh.units = e->units;
+  e->sh.nunits = e->nunits;
   if (out) *out = u;
   return ZS_OK;
 fail:

@@ -13,9 +13,8 @@
 #include "offload/worker_pool.h"
 #include "shard/layout.h"
 #include "shard/plan.h"
+#include "shard/shard.h"
 #include "zshard.h"
-
-#define ZS_NAME_MAX 64
 
 typedef enum {
   ZS_ENGINE_BUILDING = 0,
@@ -23,41 +22,6 @@ typedef enum {
   ZS_ENGINE_IN_STEP,
   ZS_ENGINE_FAILED
 } zs_engine_state;
-
-struct zs_unit {
-  zs_engine *e;
-  int index;
-  char name[ZS_NAME_MAX];
-  int ntensors;
-  zs_tensor_desc *t; /* copies; names owned below */
-  char **tnames;
-  zs_layout lay; /* flat offsets, padding, this rank's shard */
-
-  /* Device buffers (which exist: e->plan). Sizes: *_full = lay.padded elements, *_shard =
-     lay.shard elements. plan.params_full: param_full persistent; else param_shard persistent and
-     param_full only while gathered (buffers). plan.grads_full: grad_full persistent (with
-     ZS_REDUCE_OWN_SLOT the reduced shard lives inside it at lay.shard_off); else grad_shard
-     persistent and grad_full only between zs_unit_grad and the reduction (buffers). The padding
-     tail of every buffer is zero and stays zero. */
-  void *param_full, *param_shard;
-  void *grad_full, *grad_shard;
-  /* Deterministic mode with full (persistent) gradients: the zeroed per-micro-step buffer
-     zs_unit_grad hands out (buffers); zs_unit_grads_ready adds it into grad_full in one ordered
-     pass and frees it, so any number of += per micro-step keeps the N-ranks = 1-rank bits. */
-  void *grad_stage;
-  float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
-  size_t opt_off, opt_n;
-  int opt_on_host;   /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
-  int param_on_host; /* param_shard lives in the host arena (ZS_OFFLOAD_PARAMS) */
-
-  int gathered;      /* stage 3: param_full holds (or is receiving) the gathered params */
-  int held;          /* gathered by the caller and not released yet (every stage) */
-  void *ev_gathered; /* stage 3 on CUDA: recorded on the comm stream after the all-gather */
-  int fwd_micro;     /* in a step: the micro-step (grads_ready_count) of its last forward gather;
-                        a gather in the same micro-step is its backward. -1 at begin_step */
-  int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
-  int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
-};
 
 struct zs_engine {
   zs_config cfg;
@@ -84,8 +48,7 @@ struct zs_engine {
   int micro_steps;   /* of the current step */
   int64_t opt_steps; /* completed optimizer steps (AdamW's t) */
   double step_t0;
-  size_t live_gathered_bytes; /* stage 3: bytes of every gathered unit (held or prefetched) */
-  int gather_dir;             /* direction of the caller's last gather: +1 forward, -1 backward */
+  zs_shard_ctx sh; /* what src/shard sees of the engine (shard/shard.h) */
   char info[2048];
   /* After a communication failure an abandoned collective may still write into its buffers, so
      from then on frees are deferred until destroy has torn down the collectives. */
@@ -128,29 +91,6 @@ zs_status zs_engine_check_fit(zs_engine *e);
 /* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
 void zs_engine_abort_comms(zs_engine *e);
 
-/* src/shard: gather/release of stage-3 params, reductions of gradients. */
-/* The caller gathers u (not held yet): stage 3 all-gathers it unless prefetched, makes the
-   compute stream wait for its all-gather, and prefetches the window ahead (dropping prefetched
-   units outside it). Keeps the memory rule of zshard.h. */
-zs_status zs_shard_gather_user(zs_unit *u);
-/* The caller releases u: stage 3 frees its gathered copy. */
-void zs_shard_release_user(zs_unit *u);
-/* Ends every hold, frees every stage-3 gathered copy and forgets the traversal (after a step). */
-void zs_shard_drop_all(zs_engine *e);
-/* Before new values are written into u's shard: drops a prefetched copy; returns 1 when the
-   caller holds u gathered (its full copy must be refreshed with the new values), else 0. */
-int zs_shard_invalidate(zs_unit *u);
-zs_status zs_shard_grad_buffer(zs_unit *u);
-zs_status zs_shard_reduce(zs_unit *u, int last_micro);
-zs_status zs_shard_publish(zs_engine *e);
-zs_status zs_shard_gather_master(zs_unit *u, float *full);
-
-static inline zs_cdt zs_cdt_of(zs_dtype dt) {
-  return dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
-}
-static inline void *zs_ptr_add(void *p, size_t elems, zs_dtype dt) {
-  return (char *)p + elems * zs_dtype_size(dt);
-}
 static inline double zs_now(void);
 
 #include <time.h>

@@ -30,7 +30,8 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
       ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
   }
   e->micro_steps = micro_steps;
-  e->gather_dir = 1;
+  e->sh.gather_dir = 1;
+  e->sh.in_step = 1;
   e->state = ZS_ENGINE_IN_STEP;
   return ZS_OK;
 }
@@ -153,7 +154,8 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
   /* Stage-3 gathered copies would be stale after the update: all are freed (a later
      zs_unit_param needs a new gather). Stages 0-2 update the full params in place. */
-  zs_shard_drop_all(e);
+  zs_shard_drop_all(&e->sh);
+  e->sh.in_step = 0;
   rc = step_update(e, st);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   return ZS_OK;
@@ -174,7 +176,7 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
     const double mgn = e->cfg.adamw.max_grad_norm;
     const double clip = (mgn > 0 && norm > mgn) ? mgn / (norm + 1e-6) : 1.0;
     ZS_CHECK(run_adamw(e, inv * clip));
-    ZS_CHECK(zs_shard_publish(e));
+    ZS_CHECK(zs_shard_publish(&e->sh));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
     e->opt_steps++;
   }

@@ -7,11 +7,11 @@
  * Every user gather recomputes the wanted prefetch window from the traversal direction and drops
  * prefetched units outside it, so nothing accumulates whatever the call order (forward-only
  * passes, evaluation after a step, several micro-steps, release before or after grads_ready). */
-#include "core/engine_internal.h"
+#include "shard/shard.h"
 #include "core/error.h"
 
 static size_t full_bytes(const zs_unit *u) {
-  return u->lay.padded * zs_dtype_size(u->e->cfg.param_dtype);
+  return u->lay.padded * zs_dtype_size(u->ctx->cfg->param_dtype);
 }
 
 /* Starts the all-gather of u into a new full buffer on the comm stream and records u's event.
@@ -21,13 +21,13 @@ static size_t full_bytes(const zs_unit *u) {
    by AdamW or set_param, which both end with the compute stream synchronised, or by the host
    (offloaded params): no stream ordering is needed before the all-gather reads it. */
 static zs_status start_gather(zs_unit *u) {
-  zs_engine *e = u->e;
-  zs_dev *d = &e->dev;
+  zs_shard_ctx *x = u->ctx;
+  zs_dev *d = x->dev;
   const size_t bytes = full_bytes(u);
-  zs_status ar = zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &u->param_full, d->comm_stream);
+  zs_status ar = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, &u->param_full, d->comm_stream);
   if (ar != ZS_OK)
-    return zs_engine_fail_hard(
-        e, zs_err_wrap(ar,
+    return zs_sh_fail_hard(
+        x, zs_err_wrap(ar,
                        "gather of unit '%s' (the peers go on with it: the engine is failed; "
                        "lower prefetch_units or set max_live_bytes)",
                        u->name));
@@ -36,23 +36,23 @@ static zs_status start_gather(zs_unit *u) {
   const void *send = u->param_shard;
   zs_status rc = ZS_OK;
   if (u->param_on_host && d->kind == ZS_DEVICE_CUDA) {
-    void *slot = zs_ptr_add(u->param_full, u->lay.shard_off, e->cfg.param_dtype);
-    rc = zs_dev_copy(d, slot, u->param_shard, u->lay.shard * zs_dtype_size(e->cfg.param_dtype),
+    void *slot = zs_ptr_add(u->param_full, u->lay.shard_off, x->cfg->param_dtype);
+    rc = zs_dev_copy(d, slot, u->param_shard, u->lay.shard * zs_dtype_size(x->cfg->param_dtype),
                      d->comm_stream);
     send = slot;
   }
   if (rc == ZS_OK)
-    rc = zs_coll_all_gather(e->shard, send, u->param_full, u->lay.shard,
-                            zs_cdt_of(e->cfg.param_dtype), d->comm_stream);
+    rc = zs_coll_all_gather(x->shard, send, u->param_full, u->lay.shard,
+                            zs_cdt_of(x->cfg->param_dtype), d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_event_record(d, u->ev_gathered, d->comm_stream);
   if (rc != ZS_OK) {
-    zs_engine_fail_hard(e, zs_err_wrap(rc, "gather of unit '%s'", u->name));
-    zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream); /* deferred: failed */
+    zs_sh_fail_hard(x, zs_err_wrap(rc, "gather of unit '%s'", u->name));
+    zs_sh_free(x, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream); /* deferred: failed */
     u->param_full = NULL;
     return rc;
   }
   u->gathered = 1;
-  e->live_gathered_bytes += bytes;
+  x->live_gathered_bytes += bytes;
   return ZS_OK;
 }
 
@@ -60,74 +60,74 @@ static zs_status start_gather(zs_unit *u) {
    stream (after its all-gather); a copy the caller used, on the compute stream (after the
    caller's kernels, which were ordered after the all-gather). */
 static void drop(zs_unit *u, int used) {
-  zs_engine *e = u->e;
+  zs_shard_ctx *x = u->ctx;
   if (!u->gathered) return;
   const size_t bytes = full_bytes(u);
-  zs_mem_free(e, ZS_MEM_BUFFERS, u->param_full, bytes,
-              used ? e->dev.compute_stream : e->dev.comm_stream);
+  zs_sh_free(x, ZS_MEM_BUFFERS, u->param_full, bytes,
+             used ? x->dev->compute_stream : x->dev->comm_stream);
   u->param_full = NULL;
   u->gathered = 0;
-  e->live_gathered_bytes -= bytes;
+  x->live_gathered_bytes -= bytes;
 }
 
 /* Direction of traversal of the caller's gather of u: backward (-1) inside a step when u was
    already gathered for this micro-step's forward (its grads_ready for the micro-step not seen
    yet), else forward (+1). Outside a step every pass is a forward (evaluation, sampling). A unit
    gathered twice in one forward (a tied embedding used again by the head) counts as the turn. */
-static int traversal_dir(zs_engine *e, zs_unit *u) {
-  if (e->state != ZS_ENGINE_IN_STEP) return 1;
+static int traversal_dir(zs_shard_ctx *x, zs_unit *u) {
+  if (!x->in_step) return 1;
   if (u->fwd_micro == u->grads_ready_count) return -1;
   u->fwd_micro = u->grads_ready_count;
   return 1;
 }
 
 /* 1 when unit j lies in the prefetch window of i in direction dir. */
-static int in_window(const zs_engine *e, int i, int dir, int j) {
+static int in_window(const zs_shard_ctx *x, int i, int dir, int j) {
   const int k = (j - i) * dir;
-  return k >= 1 && k <= e->cfg.prefetch_units;
+  return k >= 1 && k <= x->cfg->prefetch_units;
 }
 
 /* Drops prefetched units, outside the window first, then the farthest inside it, until `need`
    more bytes fit under max_live_bytes (need 0 with all = 0: only those outside the window). */
-static void make_room(zs_engine *e, int i, int dir, size_t need, int all) {
-  for (int j = 0; j < e->nunits; j++) {
-    zs_unit *n = e->units[j];
-    if (j != i && n->gathered && !n->held && !in_window(e, i, dir, j)) drop(n, 0);
+static void make_room(zs_shard_ctx *x, int i, int dir, size_t need, int all) {
+  for (int j = 0; j < x->nunits; j++) {
+    zs_unit *n = x->units[j];
+    if (j != i && n->gathered && !n->held && !in_window(x, i, dir, j)) drop(n, 0);
   }
-  const size_t max = e->cfg.max_live_bytes;
+  const size_t max = x->cfg->max_live_bytes;
   if (!all || !max) return;
-  for (int k = e->cfg.prefetch_units; k >= 1 && e->live_gathered_bytes + need > max; k--) {
+  for (int k = x->cfg->prefetch_units; k >= 1 && x->live_gathered_bytes + need > max; k--) {
     const int j = i + dir * k;
-    if (j >= 0 && j < e->nunits && e->units[j]->gathered && !e->units[j]->held)
-      drop(e->units[j], 0);
+    if (j >= 0 && j < x->nunits && x->units[j]->gathered && !x->units[j]->held)
+      drop(x->units[j], 0);
   }
 }
 
 /* Gathers the window after i that is not gathered yet, while it fits under max_live_bytes. */
-static zs_status prefetch(zs_engine *e, int i, int dir) {
-  for (int k = 1; k <= e->cfg.prefetch_units; k++) {
+static zs_status prefetch(zs_shard_ctx *x, int i, int dir) {
+  for (int k = 1; k <= x->cfg->prefetch_units; k++) {
     const int j = i + dir * k;
-    if (j < 0 || j >= e->nunits) break;
-    zs_unit *n = e->units[j];
+    if (j < 0 || j >= x->nunits) break;
+    zs_unit *n = x->units[j];
     if (n->gathered) continue;
-    const size_t max = e->cfg.max_live_bytes;
-    if (max && e->live_gathered_bytes + full_bytes(n) > max) break;
+    const size_t max = x->cfg->max_live_bytes;
+    if (max && x->live_gathered_bytes + full_bytes(n) > max) break;
     ZS_CHECK(start_gather(n));
   }
   return ZS_OK;
 }
 
 zs_status zs_shard_gather_user(zs_unit *u) {
-  zs_engine *e = u->e;
-  zs_dev *d = &e->dev;
-  if (e->plan.params_full) return ZS_OK; /* full params are persistent */
-  if (!u->gathered && e->cfg.max_live_bytes) {
+  zs_shard_ctx *x = u->ctx;
+  zs_dev *d = x->dev;
+  if (x->plan->params_full) return ZS_OK; /* full params are persistent */
+  if (!u->gathered && x->cfg->max_live_bytes) {
     /* Refused before anything changes: prefetched units could be dropped, but the units the
        caller holds leave no room. The same on every rank. */
     size_t held = 0;
-    for (int j = 0; j < e->nunits; j++)
-      if (e->units[j]->held) held += full_bytes(e->units[j]);
-    const size_t bytes = full_bytes(u), max = e->cfg.max_live_bytes;
+    for (int j = 0; j < x->nunits; j++)
+      if (x->units[j]->held) held += full_bytes(x->units[j]);
+    const size_t bytes = full_bytes(u), max = x->cfg->max_live_bytes;
     if (held + bytes > max)
       return zs_err(ZS_ERR_OUT_OF_MEMORY,
                     "zs_unit_gather('%s'): its %zu bytes on top of the %zu bytes of units the "
@@ -135,46 +135,46 @@ zs_status zs_shard_gather_user(zs_unit *u) {
                     "units you no longer use before gathering more, or raise max_live_bytes",
                     u->name, bytes, held, max);
   }
-  const int dir = traversal_dir(e, u);
-  e->gather_dir = dir;
+  const int dir = traversal_dir(x, u);
+  x->gather_dir = dir;
   if (!u->gathered) {
-    make_room(e, u->index, dir, full_bytes(u), 1);
+    make_room(x, u->index, dir, full_bytes(u), 1);
     ZS_CHECK(start_gather(u));
   } else {
-    make_room(e, u->index, dir, 0, 0);
+    make_room(x, u->index, dir, 0, 0);
   }
   /* The caller's kernels wait for this unit's all-gather only, not for reductions queued on the
      comm stream behind it: those keep overlapping the backward. */
   zs_status rc = zs_dev_wait_event(d, d->compute_stream, u->ev_gathered);
-  if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
-  return prefetch(e, u->index, dir);
+  if (rc != ZS_OK) return zs_sh_fail_hard(x, rc);
+  return prefetch(x, u->index, dir);
 }
 
 void zs_shard_release_user(zs_unit *u) {
   u->held = 0;
-  if (!u->e->plan.params_full) drop(u, 1);
+  if (!u->ctx->plan->params_full) drop(u, 1);
 }
 
-void zs_shard_drop_all(zs_engine *e) {
-  for (int i = 0; i < e->nunits; i++) {
-    zs_unit *u = e->units[i];
-    if (!e->plan.params_full) drop(u, u->held);
+void zs_shard_drop_all(zs_shard_ctx *x) {
+  for (int i = 0; i < x->nunits; i++) {
+    zs_unit *u = x->units[i];
+    if (!x->plan->params_full) drop(u, u->held);
     u->held = 0; /* every stage: the step ends every hold (the same protocol at every stage) */
   }
-  e->gather_dir = 1;
+  x->gather_dir = 1;
 }
 
 int zs_shard_invalidate(zs_unit *u) {
-  if (u->e->plan.params_full || !u->gathered) return 0;
+  if (u->ctx->plan->params_full || !u->gathered) return 0;
   if (u->held) return 1;
   drop(u, 0);
   return 0;
 }
 
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
-  zs_engine *e = u->e;
-  if (e->plan.optimizer_full) return zs_dev_copy(&e->dev, full, u->master, u->lay.padded * 4, NULL);
-  zs_dev *d = &e->dev;
+  zs_shard_ctx *x = u->ctx;
+  if (x->plan->optimizer_full) return zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, NULL);
+  zs_dev *d = x->dev;
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
   const void *send = u->master;
   if (u->opt_on_host && d->kind == ZS_DEVICE_CUDA) {
@@ -182,9 +182,9 @@ zs_status zs_shard_gather_master(zs_unit *u, float *full) {
     send = full + u->lay.shard_off;
     ZS_CHECK(zs_dev_copy(d, full + u->lay.shard_off, u->master, u->lay.shard * 4, d->comm_stream));
   }
-  zs_status rc = zs_coll_all_gather(e->shard, send, full, u->lay.shard, ZS_CDT_F32, d->comm_stream);
-  if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
-  rc = zs_coll_sync(e->shard, d->comm_stream);
-  if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
+  zs_status rc = zs_coll_all_gather(x->shard, send, full, u->lay.shard, ZS_CDT_F32, d->comm_stream);
+  if (rc != ZS_OK) return zs_sh_fail(x, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
+  rc = zs_coll_sync(x->shard, d->comm_stream);
+  if (rc != ZS_OK) return zs_sh_fail(x, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
   return zs_dev_sync(d, d->comm_stream);
 }
