@@ -159,3 +159,10 @@ if(Python3_Interpreter_FOUND)
                                ${PROJECT_SOURCE_DIR})
   set_tests_properties(layers PROPERTIES LABELS "unit" TIMEOUT 60)
 endif()
+
+# src/shard/reduce.c without an engine: a hand-filled zs_shard_ctx over MPI; every reduction kind,
+# buckets, hybrid groups, accumulation over micro-steps, against sums computed in the test.
+zs_exe(test_shard_reduce SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_shard_reduce.c)
+foreach(n 1 2 3 4)
+  zs_mpi_test(shard_reduce_np${n} test_shard_reduce NP ${n} LABELS engine)
+endforeach()
