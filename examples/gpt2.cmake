@@ -1,7 +1,25 @@
 # examples/train_gpt2.c + examples/gpt2/*: GPT-2 training on zshard (see the program's header).
 # The safetensors loader parses its JSON header with cJSON (Debian: libcjson-dev).
 pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson)
-file(GLOB zs_gpt2_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/gpt2/*.c)
+set(zs_gpt2_srcs
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/args.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/backward.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/config.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/device.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/dump.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/forward.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/init.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/init_hf.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/layout.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/metrics.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/model.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/plot.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/rng.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/safetensors.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/sample.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/step.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c)
 # Only the public headers (zshard.h, zshard_kernels.h): device buffers come from zs_kernels_alloc, so no CUDA runtime is linked.
 zs_exe(train_gpt2 PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_gpt2.c ${zs_gpt2_srcs}
        LIBS PkgConfig::CJSON)
