@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
-#include "core/device.h"
+#include "device/device.h"
 
 #define DIE(call)                                                                                  \
   do {                                                                                             \

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/engine_cuda.h"
+#include "device/cuda/engine_cuda.h"
 #include "zshard_kernels.h"
 
 #define CU_OK(call)                                                                                \

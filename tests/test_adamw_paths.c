@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kernels/cpu/adamw.h"
-#include "offload/worker_pool.h"
+#include "device/cpu/adamw.h"
+#include "base/worker_pool.h"
 #include "zs_test.h"
 
 #define NPATHS 3 /* scalar, avx2, avx512 */

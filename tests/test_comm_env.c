@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/device.h"
+#include "device/device.h"
 #include "comm/comm.h"
 #include "comm/rendezvous.h"
 #include "zs_test.h"

@@ -21,7 +21,7 @@
 #endif
 
 #include "engine_model.h"
-#include "kernels/cpu/bf16.h"
+#include "base/bf16.h"
 #include "zs_test.h"
 
 typedef struct {

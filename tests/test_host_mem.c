@@ -1,4 +1,4 @@
-/* Host memory available to the process (src/core/host_mem.c) on made-up /proc and /sys trees:
+/* Host memory available to the process (src/mem/host_mem.c) on made-up /proc and /sys trees:
  * MemAvailable alone; a cgroup v2 limit with page cache that does not count; a tighter limit on
  * an ancestor; cgroup v1; a v2 path that does not exist under the mount (no cgroup namespace);
  * nothing readable. Expected values are computed here by hand, not by the code under test. */
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/host_mem.h"
+#include "mem/host_mem.h"
 #include "zs_test.h"
 
 static char root[256];

@@ -1,11 +1,11 @@
 /* CUDA engine kernels against their CPU twins, bit for bit: dtype conversion, add_into,
- * sum_chunks and scale vs src/kernels/cpu/engine_ops.c; AdamW vs zs_cpu_adamw for every
+ * sum_chunks and scale vs src/device/cpu/engine_ops.c; AdamW vs zs_cpu_adamw for every
  * (grad, param) dtype pair; the exact sum-of-squares bins vs a scalar reference written here from
  * the definition, for several splits of the array into calls (the partition invariance the global
  * grad norm relies on). Without a GPU: prints "SKIP: no CUDA device" and passes. */
-#include "kernels/cpu/adamw.h"
-#include "kernels/cpu/engine_ops.h"
-#include "kernels/cuda/engine_cuda.h"
+#include "device/cpu/adamw.h"
+#include "device/cpu/engine_ops.h"
+#include "device/cuda/engine_cuda.h"
 #include "test_kernels_cuda_util.h"
 
 /* Random raw element bits of dt: ordinary values with some zeros, denormals, NaN and Inf mixed in

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/cpu/bf16.h"
+#include "base/bf16.h"
 #include "zs_test.h"
 
 /* Dies on a CUDA runtime failure, naming the call. */

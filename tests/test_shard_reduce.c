@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "core/device.h"
-#include "core/error.h"
+#include "device/device.h"
+#include "base/error.h"
 #include "shard/shard.h"
 #include "zs_test.h"
 

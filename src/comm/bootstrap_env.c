@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 
 #include "comm/comm_impl.h"
-#include "core/device.h"
-#include "core/error.h"
+#include "device/device.h"
+#include "base/error.h"
 
 /* Parses variable `name` as an integer in [lo, hi]; def >= lo is used when it is unset (def < lo:
    it is required). */

@@ -3,7 +3,7 @@
 
 #include "comm/comm_impl.h"
 #include "comm/mpi_ops.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Local rank and size: ranks sharing this host's memory (MPI_COMM_TYPE_SHARED). */
 static zs_status local_ranks(MPI_Comm world, int *lrank, int *lsize) {

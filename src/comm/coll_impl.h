@@ -4,7 +4,7 @@
 #define ZS_COMM_COLL_IMPL_H
 
 #include "comm/comm.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* One backend. Arguments reach these functions already validated by coll.c (non-NULL buffers for
    count > 0, allowed aliasing, reducible dtype, root in range, coll not broken, count > 0). */

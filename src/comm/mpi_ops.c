@@ -5,8 +5,8 @@
 
 #include "comm/mpi_ops.h"
 #include "comm/mpi_wait.h"
-#include "core/error.h"
-#include "kernels/cpu/bf16.h"
+#include "base/error.h"
+#include "base/bf16.h"
 
 /* inout[i] = bf16(float(in[i]) + float(inout[i])), i < *len (elements of our 2-byte type). */
 static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type) {

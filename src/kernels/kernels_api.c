@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/cpu/gpt2_cpu.h"
 #include "zshard_kernels.h"
 #include "kernels/kernels_watch.h"

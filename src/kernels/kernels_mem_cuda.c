@@ -6,8 +6,8 @@
 
 #include <cuda_runtime.h>
 
-#include "core/cuda_poll.h"
-#include "core/error.h"
+#include "device/cuda_poll.h"
+#include "base/error.h"
 
 /* The stream all of it is ordered on. */
 static cudaStream_t stream_of(zs_cuda_kctx *k) {

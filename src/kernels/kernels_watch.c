@@ -1,6 +1,6 @@
 /* zs_kernels_watch (include/zshard_kernels.h): the user's host waits on the engine's stream
  * bounded by the engine's comm_timeout_s, through zshard's public API only. */
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/kernels_watch.h"
 #include "zshard_kernels.h"
 

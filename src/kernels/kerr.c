@@ -5,7 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 zs_status zs_err(zs_status s, const char *fmt, ...) {
   char msg[1024];

@@ -8,7 +8,7 @@
  * prefetched units outside it, so nothing accumulates whatever the call order (forward-only
  * passes, evaluation after a step, several micro-steps, release before or after grads_ready). */
 #include "shard/shard.h"
-#include "core/error.h"
+#include "base/error.h"
 
 static size_t full_bytes(const zs_unit *u) {
   return u->lay.padded * zs_dtype_size(u->ctx->cfg->param_dtype);

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 zs_status zs_layout_build(zs_layout *l, int ntensors, const zs_tensor_desc *t) {
   l->ntensors = ntensors;

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
 static int resolve(int sw, int from_stage) {

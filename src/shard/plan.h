@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "core/ledger.h"
+#include "mem/ledger.h"
 #include "zshard.h"
 
 /* How a unit's gradient is reduced. */

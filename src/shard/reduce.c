@@ -3,7 +3,7 @@
  * (all-to-all of blocks, then one ordered local sum), so N ranks x 1 micro-step give the same bits
  * as 1 rank accumulating N micro-steps. All work runs on the comm stream. */
 #include "shard/shard.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* Scratch buffer booked as `buffers`, freed on the comm stream. */
 typedef struct {

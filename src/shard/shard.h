@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
-#include "core/device.h"
-#include "core/ledger.h"
+#include "device/device.h"
+#include "mem/ledger.h"
 #include "shard/layout.h"
 #include "shard/plan.h"
 #include "zshard.h"

@@ -8,7 +8,7 @@
 
 #include <cublasLt.h>
 
-#include "cuda_common.cuh"
+#include "device/cuda/cuda_common.cuh"
 #include "gpt2_cuda.h"
 
 #define ZS_LT_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */

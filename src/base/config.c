@@ -1,0 +1,200 @@
+/* Configuration: defaults, the tunables table (environment variables, resolved at engine
+ * creation) and validation. */
+#include "base/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+
+/* The engine's tunables: every setting that has an environment variable, in one table (as NCCL
+   keeps its NCCL_PARAMs). A field left at its default takes the variable at zs_engine_create;
+   a value the program set wins. Variables are parsed strictly: garbage is an error, never
+   silently ignored. */
+typedef enum { T_INT, T_SIZE, T_DOUBLE } zs_tunable_kind;
+typedef struct {
+  const char *env;
+  const char *field;
+  zs_tunable_kind kind;
+  size_t offset; /* of the field in zs_config */
+  double lo, hi; /* accepted range */
+  double dflt;   /* the default zs_config_default writes */
+} zs_tunable;
+
+#define TUN(env, f, kind, lo, hi, d)                                                               \
+  { env, #f, kind, offsetof(zs_config, f), lo, hi, d }
+static const zs_tunable zs_tunables[] = {
+    TUN("ZS_STAGE", stage, T_INT, 0, 3, 3),
+    TUN("ZS_PREFETCH_UNITS", prefetch_units, T_INT, 0, 1 << 20, 1),
+    TUN("ZS_DETERMINISTIC", deterministic, T_INT, 0, 1, 0),
+    TUN("ZS_COMM_TIMEOUT_S", comm_timeout_s, T_DOUBLE, 1e-3, 1e9, 300.0),
+    TUN("ZS_BUCKET_BYTES", bucket_bytes, T_SIZE, 0, 1e18, 0),
+    TUN("ZS_MAX_LIVE_BYTES", max_live_bytes, T_SIZE, 0, 1e18, 0),
+    TUN("ZS_OFFLOAD_HOST_BYTES", offload_host_bytes, T_SIZE, 0, 1e18, 0),
+    TUN("ZS_OFFLOAD_THREADS", offload_threads, T_INT, 0, 4096, 0),
+    TUN("ZS_OFFLOAD_CHUNK", offload_chunk, T_SIZE, 1, 1e15, 1 << 22),
+    TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
+};
+#define ZS_NTUNABLES (sizeof zs_tunables / sizeof zs_tunables[0])
+
+static double get_field(const zs_config *c, const zs_tunable *t) {
+  const char *p = (const char *)c + t->offset;
+  if (t->kind == T_INT) return (double)*(const int *)p;
+  if (t->kind == T_SIZE) return (double)*(const size_t *)p;
+  return *(const double *)p;
+}
+
+static void set_field(zs_config *c, const zs_tunable *t, double v) {
+  char *p = (char *)c + t->offset;
+  if (t->kind == T_INT)
+    *(int *)p = (int)v;
+  else if (t->kind == T_SIZE)
+    *(size_t *)p = (size_t)v;
+  else
+    *(double *)p = v;
+}
+
+void zs_config_default(zs_config *c) {
+  if (!c) return;
+  memset(c, 0, sizeof *c);
+  c->struct_size = sizeof *c;
+  c->struct_version = ZS_CONFIG_VERSION;
+  c->shard_params = c->shard_grads = c->shard_optimizer = ZS_SHARD_AS_STAGE;
+  c->device = ZS_DEVICE_CPU;
+  c->device_index = -1;
+  c->param_dtype = ZS_F32;
+  c->reduce_dtype = ZS_F32;
+  c->adamw.lr = 1e-3f;
+  c->adamw.beta1 = 0.9f;
+  c->adamw.beta2 = 0.999f;
+  c->adamw.eps = 1e-8f;
+  c->adamw.weight_decay = 0.01f;
+  c->adamw.max_grad_norm = 1.0f;
+  for (size_t i = 0; i < ZS_NTUNABLES; i++)
+    set_field(c, &zs_tunables[i], zs_tunables[i].dflt);
+}
+
+/* Parses one variable strictly into *v (an integer for T_INT/T_SIZE). */
+static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
+  char *end = NULL;
+  errno = 0;
+  double x;
+  if (t->kind == T_DOUBLE) {
+    x = strtod(s, &end);
+  } else {
+    long long n = strtoll(s, &end, 10);
+    x = (double)n;
+  }
+  if (!*s || !end || *end != '\0' || errno == ERANGE || !(x >= t->lo && x <= t->hi))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "environment variable %s='%s' is not %s in [%g, %g] (for zs_config.%s): fix "
+                  "or unset it",
+                  t->env, s, t->kind == T_DOUBLE ? "a number" : "an integer", t->lo, t->hi,
+                  t->field);
+  *v = x;
+  return ZS_OK;
+}
+
+zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
+  zs_config c;
+  zs_config_default(&c);
+  /* The caller's struct may be older (smaller) than this library's: copy what it has. */
+  /* Only a struct that zs_config_default of an older header filled says it is smaller (its size
+     and a known version); one filled by hand (struct_size 0) is taken whole. */
+  size_t have = sizeof c;
+  if (in->struct_version >= 1 && in->struct_version <= ZS_CONFIG_VERSION &&
+      in->struct_size >= offsetof(zs_config, stage) + sizeof(int) && in->struct_size < sizeof c)
+    have = in->struct_size;
+  memcpy(&c, in, have);
+  c.struct_size = sizeof c;
+  c.struct_version = ZS_CONFIG_VERSION;
+  size_t used = 0;
+  if (sources && n) sources[0] = '\0';
+  for (size_t i = 0; i < ZS_NTUNABLES; i++) {
+    const zs_tunable *t = &zs_tunables[i];
+    const char *s = getenv(t->env);
+    if (s && !*s) s = NULL; /* set but empty: unset */
+    const char *from = "default";
+    if (get_field(&c, t) != t->dflt) {
+      from = "program";
+    } else if (s) {
+      double v = 0;
+      ZS_CHECK(parse_env(t, s, &v));
+      set_field(&c, t, v);
+      from = t->env;
+    }
+    if (sources && used < n) {
+      const double v = get_field(&c, t);
+      int k = t->kind == T_DOUBLE ? snprintf(sources + used, n - used, "%s%s=%g (%s)",
+                                             used ? ", " : "", t->field, v, from)
+                                  : snprintf(sources + used, n - used, "%s%s=%.0f (%s)",
+                                             used ? ", " : "", t->field, v, from);
+      used = k > 0 ? used + (size_t)k : used;
+    }
+  }
+  if (c.offload_chunk == 0) c.offload_chunk = (size_t)1 << 22; /* 0: the default */
+  *out = c;
+  return ZS_OK;
+}
+
+zs_status zs_config_validate(const zs_config *c) {
+  if (!c) return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
+  if (c->stage < 0 || c->stage > 3)
+    return zs_err(ZS_ERR_INVALID_ARG, "stage %d is not a stage: use 0..3", c->stage);
+  if (c->device != ZS_DEVICE_CPU && c->device != ZS_DEVICE_CUDA)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "device %d is not a device: use ZS_DEVICE_CPU or ZS_DEVICE_CUDA", (int)c->device);
+  if (c->param_dtype != ZS_F32 && c->param_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG, "param_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
+                  (int)c->param_dtype);
+  if (c->reduce_dtype != ZS_F32 && c->reduce_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG, "reduce_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
+                  (int)c->reduce_dtype);
+  if (c->offload & ~(unsigned)(ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "offload 0x%x has unknown bits: use ZS_OFFLOAD_OPTIMIZER | "
+                  "ZS_OFFLOAD_PARAMS",
+                  c->offload);
+  const int sw[3] = {c->shard_params, c->shard_grads, c->shard_optimizer};
+  static const char *const swn[3] = {"shard_params", "shard_grads", "shard_optimizer"};
+  for (int i = 0; i < 3; i++)
+    if (sw[i] != ZS_SHARD_AS_STAGE && sw[i] != ZS_SHARD_YES && sw[i] != ZS_SHARD_NO)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "%s %d: use ZS_SHARD_YES, ZS_SHARD_NO or ZS_SHARD_AS_STAGE (0)", swn[i], sw[i]);
+  if (c->offload_threads < 0 || c->offload_threads > 4096)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "offload_threads %d: use 0 (this rank's share of the node's "
+                  "cores) .. 4096",
+                  c->offload_threads);
+  if (c->offload_allow_unpinned != 0 && c->offload_allow_unpinned != 1)
+    return zs_err(ZS_ERR_INVALID_ARG, "offload_allow_unpinned %d: use 0 or 1",
+                  c->offload_allow_unpinned);
+  if (c->prefetch_units < 0)
+    return zs_err(ZS_ERR_INVALID_ARG, "prefetch_units %d is negative: use 0 (none) or more",
+                  c->prefetch_units);
+  if (c->shard_group_size < 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "shard_group_size %d is negative: use 0 (the world) or a "
+                  "divisor of the world size",
+                  c->shard_group_size);
+  if (!(c->comm_timeout_s > 0) || !isfinite(c->comm_timeout_s))
+    return zs_err(ZS_ERR_INVALID_ARG, "comm_timeout_s %g must be a positive number of seconds",
+                  c->comm_timeout_s);
+  if (!isfinite(c->adamw.lr) || c->adamw.lr < 0)
+    return zs_err(ZS_ERR_INVALID_ARG, "adamw.lr %g must be finite and >= 0", (double)c->adamw.lr);
+  if (!(c->adamw.beta1 >= 0 && c->adamw.beta1 < 1) || !(c->adamw.beta2 >= 0 && c->adamw.beta2 < 1))
+    return zs_err(ZS_ERR_INVALID_ARG, "adamw betas (%g, %g) must lie in [0, 1)",
+                  (double)c->adamw.beta1, (double)c->adamw.beta2);
+  if (!(c->adamw.eps > 0) || !isfinite(c->adamw.eps))
+    return zs_err(ZS_ERR_INVALID_ARG, "adamw.eps %g must be > 0", (double)c->adamw.eps);
+  if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
+    return zs_err(ZS_ERR_INVALID_ARG, "adamw.weight_decay %g must be finite and >= 0",
+                  (double)c->adamw.weight_decay);
+  if (isnan(c->adamw.max_grad_norm))
+    return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
+  return ZS_OK;
+}

@@ -1,0 +1,80 @@
+/* Device layer: memory, copies, streams and the engine's elementwise ops for one device.
+ * src/shard and the rest of src/core reach CUDA only through here. On the CPU device memory is
+ * host memory (jemalloc), streams are NULL and everything is synchronous. On CUDA the compute
+ * stream is handed to the user; the comm stream carries collectives; they are ordered by events. */
+#ifndef ZS_CORE_DEVICE_H
+#define ZS_CORE_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/cpu/adamw.h"
+#include "zshard.h"
+
+typedef struct {
+  zs_device kind;
+  int index;             /* CUDA ordinal, -1 on CPU */
+  void *compute_stream;  /* cudaStream_t */
+  void *comm_stream;     /* cudaStream_t */
+  void *pool;            /* cudaMemPool_t of the stream-ordered allocations: it keeps what it has
+                            reserved (release threshold = max), so steps do not map and unmap */
+  double wait_timeout_s; /* > 0: every host wait on the GPU polls and gives ZS_ERR_TIMEOUT after
+                            this long (work queued behind a collective of a silent peer) */
+} zs_dev;
+
+/* Opens the device: on CUDA selects it (index >= 0) and creates the two streams. */
+zs_status zs_dev_open(zs_dev *d, zs_device kind, int index);
+void zs_dev_close(zs_dev *d);
+/* Free and total bytes of the device (CUDA: cudaMemGetInfo). ZS_ERR_UNSUPPORTED on the CPU
+   device (see host_mem.h for host memory). */
+zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b);
+/* A hash of the device's identity that is the same in every process using it (CUDA: its PCI
+   bus id, whatever CUDA_VISIBLE_DEVICES says); 0 on the CPU device. */
+uint64_t zs_dev_id_hash(zs_dev *d);
+/* Number of CUDA devices visible (0 without CUDA or a driver). */
+int zs_dev_cuda_count(void);
+
+/* Device memory, 256-byte aligned. `stream` orders the allocation (cudaMallocAsync); NULL = sync.
+ */
+zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
+void zs_dev_free(zs_dev *d, void *p, void *stream);
+zs_status zs_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
+/* Copies within device memory (async on stream). */
+zs_status zs_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, void *stream);
+/* Host <-> device copies, complete on return. Like zs_dev_sync they wait at most
+   wait_timeout_s (ZS_ERR_TIMEOUT naming the wait). */
+zs_status zs_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes);
+zs_status zs_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes);
+/* Waits for all work queued on stream. */
+zs_status zs_dev_sync(zs_dev *d, void *stream);
+/* Makes future work on `waiter` wait for the work queued so far on `signaler`. */
+zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler);
+/* Makes future work on `stream` wait for event ev (recorded with zs_dev_event_record). ev NULL
+   (the CPU device) is a no-op. */
+zs_status zs_dev_wait_event(zs_dev *d, void *stream, void *ev);
+
+/* Events (CUDA; no-ops on the CPU): record on a stream, wait for them on the host. */
+zs_status zs_dev_event_create(zs_dev *d, void **ev);
+zs_status zs_dev_event_record(zs_dev *d, void *ev, void *stream);
+zs_status zs_dev_event_wait(zs_dev *d, void *ev); /* bounded by wait_timeout_s */
+void zs_dev_event_destroy(zs_dev *d, void *ev);
+
+/* Elementwise ops (see device/cpu/engine_ops.h for their exact definitions). */
+zs_status zs_dev_convert(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
+                         size_t n, void *stream);
+zs_status zs_dev_add_into(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
+                          size_t n, void *stream);
+zs_status zs_dev_sum_chunks(zs_dev *d, void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
+                            int nchunks, size_t stride, size_t n, int accumulate, void *stream);
+/* Adds squares of x into device bins (ZS_SQ_NWORDS uint64 words, zeroed by the caller). */
+zs_status zs_dev_sq_bins(zs_dev *d, uint64_t *bins, const void *x, zs_dtype dt, size_t n,
+                         void *stream);
+zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *m, float *v,
+                       const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                       size_t n, void *stream);
+
+static inline size_t zs_dtype_size(zs_dtype dt) {
+  return dt == ZS_BF16 ? 2 : 4;
+}
+
+#endif

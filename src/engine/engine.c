@@ -1,0 +1,526 @@
+/* Engine lifecycle: create, add units, commit (allocate shards), destroy; accessors. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "engine/engine_internal.h"
+#include "base/error.h"
+
+zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream) {
+  ZS_CHECK(zs_dev_alloc(&e->dev, bytes, p, stream));
+  zs_ledger_add(&e->ledger, c, bytes);
+  return ZS_OK;
+}
+
+void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream) {
+  if (!p) return;
+  if (e->state == ZS_ENGINE_FAILED && (e->world || e->shard)) {
+    if (e->ndeferred == e->cap_deferred) {
+      int cap = e->cap_deferred ? 2 * e->cap_deferred : 16;
+      struct zs_deferred_free *d = realloc(e->deferred, (size_t)cap * sizeof *d);
+      if (!d) return; /* leak rather than free memory a collective may still write */
+      e->deferred = d;
+      e->cap_deferred = cap;
+    }
+    e->deferred[e->ndeferred++] = (struct zs_deferred_free){p, c, bytes};
+    return;
+  }
+  zs_dev_free(&e->dev, p, stream);
+  zs_ledger_sub(&e->ledger, c, bytes);
+}
+
+zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p) {
+  zs_status rc = zs_host_arena_alloc(e->arena, bytes, p);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "offloaded state");
+  zs_ledger_add(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
+  return ZS_OK;
+}
+
+void zs_mem_free_host(zs_engine *e, void *p, size_t bytes) {
+  if (!p) return;
+  zs_host_arena_free(e->arena, p);
+  zs_ledger_sub(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
+}
+
+/* Creates the host arena of the offload modes (pinned, on the NUMA node nearest the GPU). */
+static zs_status open_arena(zs_engine *e) {
+  const unsigned flags = e->cfg.offload_allow_unpinned ? ZS_HOST_ARENA_ALLOW_UNPINNED : 0;
+  int dev = e->cfg.device == ZS_DEVICE_CUDA ? e->cfg.device_index : -1;
+  return zs_host_arena_create(dev, e->cfg.offload_host_bytes, flags, &e->arena);
+}
+
+/* The CPU optimizer's workers and the copy pipeline (ZS_OFFLOAD_OPTIMIZER). The node's cores are
+   split among the ranks of this host whose arena is on the same node, so that ranks do not
+   oversubscribe them (peers.c tells who they are). */
+static zs_status open_optimizer_offload(zs_engine *e) {
+  int threads = e->cfg.offload_threads, idx = 0, cnt = 1;
+  zs_peers_share(e, ZS_PEER_NODE, &idx, &cnt);
+  ZS_CHECK(zs_pool_create_shared(threads, zs_host_arena_node(e->arena), idx, cnt, &e->pool));
+  return zs_offload_pipe_init(&e->pipe, &e->dev, e->arena, e->cfg.offload_chunk);
+}
+
+zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
+  if (s != ZS_OK) zs_engine_abort_comms(e);
+  return s;
+}
+
+zs_status zs_engine_fail(zs_engine *e, zs_status s) {
+  /* A collective or a wait behind one failed (timeout, transport, device): peers may be inside
+     an operation this rank left. Abort every group so that their kernels exit and destroy
+     cannot hang, and refuse further steps. */
+  if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) zs_engine_abort_comms(e);
+  return s;
+}
+
+zs_status zs_engine_abort(zs_engine *e) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_abort: engine is NULL");
+  zs_engine_abort_comms(e);
+  return ZS_OK;
+}
+
+void zs_engine_abort_comms(zs_engine *e) {
+  e->state = ZS_ENGINE_FAILED;
+  zs_coll_abort(e->replica);
+  if (e->shard != e->world) zs_coll_abort(e->shard);
+  zs_coll_abort(e->world);
+}
+
+/* The shard layer's services (shard/shard.h): ledger-booked memory and failure. */
+static zs_status sh_alloc(void *o, zs_mem_cat c, size_t bytes, void **p, void *stream) {
+  return zs_mem_alloc(o, c, bytes, p, stream);
+}
+static void sh_free(void *o, zs_mem_cat c, void *p, size_t bytes, void *stream) {
+  zs_mem_free(o, c, p, bytes, stream);
+}
+static zs_status sh_fail(void *o, zs_status s, int hard) {
+  return hard ? zs_engine_fail_hard(o, s) : zs_engine_fail(o, s);
+}
+
+/* What src/shard sees of e: filled once the groups are open; units follow add_unit. */
+static void shard_ctx_init(zs_engine *e) {
+  zs_shard_ctx *x = &e->sh;
+  x->cfg = &e->cfg;
+  x->plan = &e->plan;
+  x->dev = &e->dev;
+  x->world = e->world;
+  x->shard = e->shard;
+  x->replica = e->replica;
+  x->world_rank = e->world_rank;
+  x->world_size = e->world_size;
+  x->shard_rank = e->shard_rank;
+  x->shard_size = e->shard_size;
+  x->gather_dir = 1;
+  x->alloc = sh_alloc;
+  x->free = sh_free;
+  x->fail = sh_fail;
+  x->owner = e;
+}
+
+/* Opens the world, shard-group and replica-group collectives. */
+static zs_status open_groups(zs_engine *e) {
+  ZS_CHECK(zs_coll_open(e->comm, e->cfg.device, e->cfg.comm_timeout_s, &e->world));
+  int g = e->shard_size;
+  if (g == e->world_size) {
+    e->shard = e->world;
+    return ZS_OK;
+  }
+  /* Shard groups are blocks of g consecutive ranks; replicas hold the same shard index. */
+  ZS_CHECK(zs_coll_split(e->world, e->world_rank / g, e->world_rank, &e->shard));
+  ZS_CHECK(zs_coll_split(e->world, e->world_rank % g, e->world_rank, &e->replica));
+  return ZS_OK;
+}
+
+zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine **out) {
+  if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL");
+  *out = NULL;
+  if (!user_cfg)
+    return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
+  /* Environment variables for fields left at their default, then validation of the result. */
+  zs_config resolved;
+  char sources[900];
+  ZS_CHECK(zs_config_resolve(user_cfg, &resolved, sources, sizeof sources));
+  const zs_config *cfg = &resolved;
+  ZS_CHECK(zs_config_validate(cfg));
+  if (!comm)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: comm is NULL: create one with "
+                                      "zs_comm_init_mpi or zs_comm_init_env first");
+  int world = zs_comm_size(comm);
+  int g = cfg->shard_group_size ? cfg->shard_group_size : world;
+  if (g > world || world % g != 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "shard_group_size %d does not divide the world size %d: use a divisor of it, "
+                  "or 0 for the whole world",
+                  cfg->shard_group_size, world);
+  zs_plan plan;
+  ZS_CHECK(zs_plan_make(cfg, g, &plan));
+  zs_engine *e = calloc(1, sizeof *e);
+  if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
+  e->plan = plan;
+  e->cfg = *cfg;
+  e->comm = comm;
+  e->world_rank = zs_comm_rank(comm);
+  e->world_size = world;
+  e->shard_size = g;
+  e->shard_rank = e->world_rank % g;
+  zs_status rc = ZS_OK;
+  if (cfg->device == ZS_DEVICE_CUDA && e->cfg.device_index < 0) {
+    int n = zs_dev_cuda_count();
+    e->cfg.device_index = n > 0 ? comm->local_rank % n : 0;
+  }
+  ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
+  e->dev.wait_timeout_s = cfg->comm_timeout_s;
+  ZS_CHECK_GOTO(open_groups(e), rc, fail);
+  shard_ctx_init(e);
+  if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
+  ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
+  if (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ZS_CHECK_GOTO(open_optimizer_offload(e), rc, fail);
+  char dev[32];
+  if (cfg->device == ZS_DEVICE_CUDA)
+    snprintf(dev, sizeof dev, "cuda:%d", e->cfg.device_index);
+  else
+    snprintf(dev, sizeof dev, "cpu");
+  snprintf(e->info, sizeof e->info,
+           "zshard %s: stage %d (sharded:%s%s%s%s), %s, comm %s, world %d, shard group %d, %s "
+           "params, %s reduce%s",
+           zs_version(), cfg->stage, plan.shard_params ? " params" : "",
+           plan.shard_grads ? " grads" : "", plan.shard_optimizer ? " optimizer" : "",
+           plan.shard_optimizer ? "" : " none", dev, zs_coll_backend(e->world), world, g,
+           cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
+           cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
+           cfg->deterministic ? ", deterministic" : "");
+  size_t len = strlen(e->info);
+  snprintf(e->info + len, sizeof e->info - len, "; settings: %s", sources);
+  if (e->arena) {
+    size_t n = strlen(e->info);
+    snprintf(e->info + n, sizeof e->info - n, "; offload%s%s: %s%s%s",
+             (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ? " optimizer" : "",
+             (cfg->offload & ZS_OFFLOAD_PARAMS) ? " params" : "", zs_host_arena_info(e->arena),
+             e->pool ? "; " : "", e->pool ? zs_pool_info(e->pool) : "");
+  }
+  *out = e;
+  return ZS_OK;
+fail:
+  zs_engine_destroy(e);
+  return rc;
+}
+
+/* Rejects names that are NULL, empty, too long or already used. */
+static zs_status check_unit_name(const zs_engine *e, const char *name) {
+  if (!name || !*name)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit name is NULL or empty: give every unit a unique name");
+  if (strlen(name) >= ZS_NAME_MAX)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit name '%.20s...' is longer than %d characters", name,
+                  ZS_NAME_MAX - 1);
+  for (int i = 0; i < e->nunits; i++)
+    if (strcmp(e->units[i]->name, name) == 0)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "a unit named '%s' already exists: unit names must be "
+                    "unique",
+                    name);
+  return ZS_OK;
+}
+
+/* Checks one tensor descriptor: a name that is set, not empty, short enough and unique in the
+   unit (checkpoints and messages name tensors by it), and a shape. */
+static zs_status check_tensor(const char *unit, int i, const zs_tensor_desc *t) {
+  if (!t->name || !*t->name)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "unit '%s' tensor %d: its name is %s: give every tensor a name, unique in its "
+                  "unit",
+                  unit, i, t->name ? "empty" : "NULL");
+  if (strlen(t->name) >= ZS_NAME_MAX)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "unit '%s' tensor %d: name '%.20s...' is longer than %d "
+                  "characters",
+                  unit, i, t->name, ZS_NAME_MAX - 1);
+  if (t->ndim < 1 || t->ndim > 4)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s' tensor %d ('%s'): ndim %d must be 1..4", unit, i,
+                  t->name ? t->name : "?", t->ndim);
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] <= 0)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "unit '%s' tensor %d ('%s'): dimension %d is %lld; every dimension must be > 0",
+                    unit, i, t->name ? t->name : "?", d, (long long)t->shape[d]);
+  return ZS_OK;
+}
+
+static void unit_free(zs_unit *u) {
+  if (!u) return;
+  if (u->tnames)
+    for (int i = 0; i < u->ntensors; i++)
+      free(u->tnames[i]);
+  free(u->tnames);
+  free(u->t);
+  zs_layout_free(&u->lay);
+  free(u);
+}
+
+zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const zs_tensor_desc *t,
+                             zs_unit **out) {
+  if (out) *out = NULL;
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_unit: engine is NULL");
+  if (e->state != ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE,
+                  "zs_engine_add_unit('%s') after zs_engine_commit: add every unit "
+                  "before commit",
+                  name ? name : "?");
+  ZS_CHECK(check_unit_name(e, name));
+  if (ntensors <= 0 || !t)
+    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': needs at least one tensor (ntensors %d, t %s)",
+                  name, ntensors, t ? "set" : "NULL");
+  for (int i = 0; i < ntensors; i++) {
+    ZS_CHECK(check_tensor(name, i, &t[i]));
+    for (int j = 0; j < i; j++)
+      if (strcmp(t[j].name, t[i].name) == 0)
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "unit '%s': tensors %d and %d are both named '%s': tensor names must be "
+                      "unique in their unit",
+                      name, j, i, t[i].name);
+  }
+  zs_unit *u = calloc(1, sizeof *u);
+  if (!u) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+  u->e = e;
+  u->index = e->nunits;
+  snprintf(u->name, sizeof u->name, "%s", name);
+  u->ntensors = ntensors;
+  u->t = calloc((size_t)ntensors, sizeof *u->t);
+  u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
+  zs_status rc = ZS_OK;
+  if (!u->t || !u->tnames) {
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+    goto fail;
+  }
+  for (int i = 0; i < ntensors; i++) {
+    u->t[i] = t[i];
+    u->tnames[i] = strdup(t[i].name);
+    if (!u->tnames[i]) {
+      rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+      goto fail;
+    }
+    u->t[i].name = u->tnames[i];
+  }
+  ZS_CHECK_GOTO(zs_layout_build(&u->lay, ntensors, u->t), rc, fail);
+  if (e->nunits == e->cap_units) {
+    int cap = e->cap_units ? 2 * e->cap_units : 16;
+    zs_unit **nu = realloc(e->units, (size_t)cap * sizeof *nu);
+    if (!nu) {
+      rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
+      goto fail;
+    }
+    e->units = nu;
+    e->cap_units = cap;
+  }
+  e->units[e->nunits++] = u;
+  u->ctx = &e->sh;
+  e->sh.units = e->units;
+  e->sh.nunits = e->nunits;
+  if (out) *out = u;
+  return ZS_OK;
+fail:
+  unit_free(u);
+  return rc;
+}
+
+static void unit_release_buffers(zs_engine *e, zs_unit *u);
+
+/* Allocates and zeroes one unit's persistent buffers as the plan says. */
+static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
+  const zs_plan *pl = &e->plan;
+  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
+  zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
+  const size_t P = u->lay.padded, s = u->lay.shard;
+  if (pl->params_full) {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, P * ps, &u->param_full, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, e->dev.compute_stream));
+  } else if (pl->offload_params) {
+    ZS_CHECK(zs_mem_alloc_host(e, s * ps, &u->param_shard));
+    memset(u->param_shard, 0, s * ps);
+    u->param_on_host = 1;
+  } else {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, s * ps, &u->param_shard, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, e->dev.compute_stream));
+  }
+  if (pl->grads_full) {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, P * ps, &u->grad_full, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, P * ps, e->dev.compute_stream));
+  } else {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, s * ps, &u->grad_shard, NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, e->dev.compute_stream));
+  }
+  if (!pl->params_full) ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
+  u->opt_off = pl->optimizer_full ? 0 : u->lay.shard_off;
+  u->opt_n = pl->optimizer_full ? P : s;
+  float **opt[3] = {&u->master, &u->m, &u->v};
+  if (pl->offload_optimizer) {
+    u->opt_on_host = 1;
+    for (int k = 0; k < 3; k++) {
+      ZS_CHECK(zs_mem_alloc_host(e, u->opt_n * 4, (void **)opt[k]));
+      memset(*opt[k], 0, u->opt_n * 4);
+    }
+    return ZS_OK;
+  }
+  for (int k = 0; k < 3; k++) {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_OPTIMIZER, u->opt_n * 4, (void **)opt[k], NULL));
+    ZS_CHECK(zs_dev_zero(&e->dev, *opt[k], u->opt_n * 4, e->dev.compute_stream));
+  }
+  return ZS_OK;
+}
+
+zs_status zs_engine_commit(zs_engine *e) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_commit: engine is NULL");
+  if (e->state != ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_engine_commit called twice: the layout is already fixed");
+  if (e->nunits == 0)
+    return zs_err(ZS_ERR_STATE, "zs_engine_commit with no units: add units with "
+                                "zs_engine_add_unit first");
+  if (!e->plan.params_full && e->cfg.max_live_bytes)
+    for (int i = 0; i < e->nunits; i++) {
+      const zs_unit *u = e->units[i];
+      size_t S = (size_t)e->shard_size, n = u->lay.numel_total;
+      size_t bytes = ((n + S - 1) / S * S) * zs_dtype_size(e->cfg.param_dtype);
+      if (bytes > e->cfg.max_live_bytes)
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_commit: unit '%s' needs %zu bytes gathered, more than "
+                      "max_live_bytes (%zu): raise max_live_bytes to at least %zu, or split the "
+                      "unit",
+                      u->name, bytes, e->cfg.max_live_bytes, bytes);
+    }
+  ZS_CHECK(zs_engine_check_fit(e));
+  for (int i = 0; i < e->nunits; i++) {
+    zs_status rc = unit_alloc(e, e->units[i]);
+    if (rc != ZS_OK) {
+      zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
+                  e->units[i]->lay.numel_total);
+      /* All or nothing: the engine is back to its state before commit. */
+      zs_dev_sync(&e->dev, e->dev.compute_stream);
+      for (int k = 0; k <= i; k++)
+        unit_release_buffers(e, e->units[k]);
+      return rc;
+    }
+  }
+  ZS_CHECK(zs_dev_sync(&e->dev, e->dev.compute_stream));
+  e->state = ZS_ENGINE_READY;
+  return ZS_OK;
+}
+
+/* Frees every buffer a unit holds, whatever the stage. */
+static void unit_release_buffers(zs_engine *e, zs_unit *u) {
+  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
+  const size_t P = u->lay.padded, s = u->lay.shard;
+  const zs_plan *pl = &e->plan;
+  zs_mem_free(e, pl->params_full ? ZS_MEM_PARAMS : ZS_MEM_BUFFERS, u->param_full, P * ps, NULL);
+  if (u->param_on_host)
+    zs_mem_free_host(e, u->param_shard, s * ps);
+  else
+    zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
+  zs_mem_free(e, pl->grads_full ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
+  zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_stage, P * ps, NULL);
+  zs_mem_free(e, ZS_MEM_GRADS, u->grad_shard, s * ps, NULL);
+  float *opt[3] = {u->master, u->m, u->v};
+  for (int k = 0; k < 3; k++) {
+    if (u->opt_on_host)
+      zs_mem_free_host(e, opt[k], u->opt_n * 4);
+    else
+      zs_mem_free(e, ZS_MEM_OPTIMIZER, opt[k], u->opt_n * 4, NULL);
+  }
+  u->param_full = u->param_shard = u->grad_full = u->grad_shard = u->grad_stage = NULL;
+  u->master = u->m = u->v = NULL;
+  zs_dev_event_destroy(&e->dev, u->ev_gathered);
+  u->ev_gathered = NULL;
+  u->gathered = u->held = 0;
+}
+
+void zs_engine_destroy(zs_engine *e) {
+  if (!e) return;
+  /* Collectives first: destroying them completes (bounded) or aborts any op that still writes
+     into engine buffers or holds a stream; only then are the streams drained (never after a
+     failure: a stream may wait on an aborted collective) and the memory returned. */
+  if (e->state == ZS_ENGINE_FAILED) zs_engine_abort_comms(e); /* all groups before any teardown */
+  if (e->replica) zs_coll_destroy(e->replica);
+  if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
+  if (e->world) zs_coll_destroy(e->world);
+  e->replica = e->shard = e->world = NULL;
+  if (e->state != ZS_ENGINE_FAILED) {
+    if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
+    if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
+  }
+  for (int i = 0; i < e->nunits; i++) {
+    unit_release_buffers(e, e->units[i]);
+    unit_free(e->units[i]);
+  }
+  free(e->units);
+  free(e->peers);
+  for (int i = 0; i < e->ndeferred; i++)
+    zs_mem_free(e, e->deferred[i].cat, e->deferred[i].p, e->deferred[i].bytes, NULL);
+  free(e->deferred);
+  if (e->arena) zs_offload_pipe_free(&e->pipe, &e->dev, e->arena);
+  zs_pool_destroy(e->pool);
+  zs_host_arena_destroy(e->arena);
+  zs_dev_close(&e->dev);
+  free(e);
+}
+
+void *zs_engine_stream(zs_engine *e) {
+  return e ? e->dev.compute_stream : NULL;
+}
+
+zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
+  if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_memory: engine or out is NULL");
+  zs_ledger_report(&e->ledger, out);
+  return ZS_OK;
+}
+
+zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
+  if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
+  size_t b[ZS_MEM_NCAT], *numel = calloc((size_t)e->nunits + 1, sizeof *numel);
+  if (!numel) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_plan_memory: out of host memory");
+  for (int i = 0; i < e->nunits; i++)
+    numel[i] = e->units[i]->lay.numel_total;
+  zs_plan_memory(&e->plan, &e->cfg, numel, e->nunits, b);
+  free(numel);
+  zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
+                                &out->host_pinned};
+  size_t total = 0;
+  for (int c = 0; c < ZS_MEM_NCAT; c++) {
+    cat[c]->cur = cat[c]->peak = b[c];
+    total = total > SIZE_MAX - b[c] ? SIZE_MAX : total + b[c];
+  }
+  out->total.cur = out->total.peak = total;
+  out->struct_version = 1;
+  out->reserved_u = 0;
+  for (int i = 0; i < 6; i++)
+    out->reserved[i] = (zs_bytes){0, 0};
+  return ZS_OK;
+}
+
+int zs_engine_num_units(const zs_engine *e) {
+  return e ? e->nunits : 0;
+}
+zs_unit *zs_engine_unit(zs_engine *e, int i) {
+  return (e && i >= 0 && i < e->nunits) ? e->units[i] : NULL;
+}
+const char *zs_unit_name(const zs_unit *u) {
+  return u ? u->name : NULL;
+}
+int64_t zs_unit_numel(const zs_unit *u, int t) {
+  return (u && t >= 0 && t < u->ntensors) ? (int64_t)u->lay.numel[t] : -1;
+}
+const zs_config *zs_engine_config(const zs_engine *e) {
+  return e ? &e->cfg : NULL;
+}
+const char *zs_engine_info(const zs_engine *e) {
+  return e ? e->info : "";
+}
+int64_t zs_engine_step_count(const zs_engine *e) {
+  return e ? e->opt_steps : -1;
+}
+
+zs_status zs_engine_set_lr(zs_engine *e, float lr) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_set_lr: engine is NULL");
+  if (!(lr >= 0) || lr > 1e30f)
+    return zs_err(ZS_ERR_INVALID_ARG, "learning rate %g must be finite and >= 0", (double)lr);
+  e->cfg.adamw.lr = lr;
+  return ZS_OK;
+}

@@ -1,0 +1,103 @@
+/* The engine and unit objects (internal). Invariants are stated beside the fields. */
+#ifndef ZS_CORE_ENGINE_INTERNAL_H
+#define ZS_CORE_ENGINE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "device/device.h"
+#include "mem/ledger.h"
+#include "mem/host_arena.h"
+#include "optim/offload_step.h"
+#include "base/worker_pool.h"
+#include "shard/layout.h"
+#include "shard/plan.h"
+#include "shard/shard.h"
+#include "zshard.h"
+
+typedef enum {
+  ZS_ENGINE_BUILDING = 0,
+  ZS_ENGINE_READY,
+  ZS_ENGINE_IN_STEP,
+  ZS_ENGINE_FAILED
+} zs_engine_state;
+
+struct zs_engine {
+  zs_config cfg;
+  zs_comm *comm;
+  zs_dev dev;
+  zs_coll *world;   /* all ranks */
+  zs_coll *shard;   /* ranks that split a unit (shard_group_size, or world) */
+  zs_coll *replica; /* ranks that hold the same shard (hybrid), NULL when world == shard group */
+  int world_rank, world_size;
+  int shard_rank, shard_size; /* position in the shard group; S = shard_size */
+  zs_engine_state state;
+  zs_plan
+      plan; /* what exists and what runs, from the config (shard/plan.h): never branch on stage */
+  zs_ledger ledger;
+  zs_host_arena *arena; /* offload: pinned NUMA-local host memory */
+  zs_pool *pool;        /* offload: CPU optimizer workers on the arena's node */
+  zs_offload_pipe pipe; /* offload on CUDA: staging of the copy pipeline */
+
+  uint64_t *peers; /* world_size rows of ZS_PEER_WORDS: each rank's placement (peers.c) */
+
+  zs_unit **units;
+  int nunits, cap_units;
+
+  int micro_steps;   /* of the current step */
+  int64_t opt_steps; /* completed optimizer steps (AdamW's t) */
+  double step_t0;
+  zs_shard_ctx sh; /* what src/shard sees of the engine (shard/shard.h) */
+  char info[2048];
+  /* After a communication failure an abandoned collective may still write into its buffers, so
+     from then on frees are deferred until destroy has torn down the collectives. */
+  struct zs_deferred_free {
+    void *p;
+    zs_mem_cat cat;
+    size_t bytes;
+  } * deferred;
+  int ndeferred, cap_deferred;
+};
+
+/* Ledger-booked device memory. */
+zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream);
+void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream);
+/* Ledger-booked host-arena memory (offload), category host_pinned. */
+zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p);
+void zs_mem_free_host(zs_engine *e, void *p, size_t bytes);
+/* Marks the engine failed after a failure it cannot undo (a half-done reduction or update, a
+   gather its peers went on with) and aborts its groups: later calls return ZS_ERR_STATE.
+   Returns s. */
+zs_status zs_engine_fail_hard(zs_engine *e, zs_status s);
+/* After a timeout, transport or device error (of a collective or a wait behind one): marks the
+   engine failed and aborts its groups; other statuses pass through. Returns s. */
+zs_status zs_engine_fail(zs_engine *e, zs_status s);
+/* Placement words of each rank in zs_engine.peers: hashes of the host name, of the cgroup
+   membership and of the GPU's PCI bus id (0 on the CPU device), and the offload NUMA node (-1). */
+enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORDS };
+/* All-gathers n words per rank over the world into all (world_size * n, rank-major), whatever
+   the device. Collective over the world. */
+zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all);
+/* Fills e->peers (collective over the world); node: this rank's offload node or -1. */
+zs_status zs_peers_gather(zs_engine *e, int node);
+/* Among the ranks on this host with the same word `what` (ZS_PEER_*): *cnt of them, this rank
+   is number *idx (in world-rank order). */
+void zs_peers_share(const zs_engine *e, int what, int *idx, int *cnt);
+/* Compares what this rank will hold after commit with the memory its device (and, for offload,
+   the host) has; ZS_ERR_OUT_OF_MEMORY naming the bytes and what would fit (src/engine/fit.c).
+   Collective over the world: every rank measures after a barrier, and all refuse when one does. */
+zs_status zs_engine_check_fit(zs_engine *e);
+/* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
+void zs_engine_abort_comms(zs_engine *e);
+
+static inline double zs_now(void);
+
+#include <time.h>
+static inline double zs_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#endif

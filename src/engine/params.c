@@ -1,0 +1,100 @@
+/* Setting and reading parameter values from host fp32 arrays. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "engine/engine_internal.h"
+#include "base/error.h"
+#include "base/bf16.h"
+
+/* Checks that u/t/host are usable and the engine is committed and between steps. */
+static zs_status check_param_call(const zs_unit *u, int t, const void *host, const char *fn) {
+  if (!u) return zs_err(ZS_ERR_INVALID_ARG, "%s: unit is NULL", fn);
+  if (t < 0 || t >= u->ntensors)
+    return zs_err(ZS_ERR_INVALID_ARG, "%s('%s', %d): tensor index out of range 0..%d", fn, u->name,
+                  t, u->ntensors - 1);
+  if (!host) return zs_err(ZS_ERR_INVALID_ARG, "%s('%s', %d): host buffer is NULL", fn, u->name, t);
+  const zs_engine *e = u->e;
+  if (e->state == ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "%s('%s') before zs_engine_commit: commit first", fn, u->name);
+  if (e->state == ZS_ENGINE_IN_STEP)
+    return zs_err(ZS_ERR_STATE,
+                  "%s('%s') inside a step: call it before zs_engine_begin_step or "
+                  "after zs_engine_step",
+                  fn, u->name);
+  if (e->state == ZS_ENGINE_FAILED)
+    return zs_err(ZS_ERR_STATE, "%s('%s'): the engine failed earlier; destroy it", fn, u->name);
+  return ZS_OK;
+}
+
+/* Copies host fp32 values [a, b) of the flat buffer (src points at flat element `base`) into a
+   device buffer of dtype dt whose element 0 is flat element `dst0`. */
+static zs_status put_range(zs_engine *e, void *dst, size_t dst0, zs_dtype dt, const float *src,
+                           size_t base, size_t a, size_t b) {
+  void *d = zs_ptr_add(dst, a - dst0, dt);
+  if (dt == ZS_F32) return zs_dev_from_host(&e->dev, d, src + (a - base), (b - a) * 4);
+  uint16_t *tmp = malloc((b - a) * 2);
+  if (!tmp) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory converting params to bf16");
+  for (size_t i = a; i < b; i++)
+    tmp[i - a] = zs_f32_to_bf16(src[i - base]);
+  zs_status rc = zs_dev_from_host(&e->dev, d, tmp, (b - a) * 2);
+  free(tmp);
+  return rc;
+}
+
+static zs_status set_param(zs_unit *u, int t, const float *host_full);
+
+zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
+  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_set_param"));
+  /* Its host copies wait for the streams, which may hold prefetch all-gathers: a timeout there
+     fails the engine like any wait behind a collective. */
+  zs_status rc = set_param(u, t, host_full);
+  return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);
+}
+
+static zs_status set_param(zs_unit *u, int t, const float *host_full) {
+  zs_engine *e = u->e;
+  const zs_layout *l = &u->lay;
+  const size_t base = l->off[t];
+  size_t a, b;
+  if (zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
+    ZS_CHECK(put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b));
+  if (e->plan.params_full)
+    return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
+                     base + l->numel[t]);
+  /* Sharded params: a prefetched copy of the old values is dropped; a copy the caller holds
+     gathered gets the new values too (every rank writes the same full tensor), so no gather of this
+     unit ever hands out stale weights. */
+  const int refresh = zs_shard_invalidate(u);
+  if (zs_layout_overlap(l, t, l->shard_off, l->shard_off + l->shard, &a, &b))
+    ZS_CHECK(put_range(e, u->param_shard, l->shard_off, e->cfg.param_dtype, host_full, base, a, b));
+  if (refresh)
+    ZS_CHECK(put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
+                       base + l->numel[t]));
+  return ZS_OK;
+}
+
+zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n) {
+  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_set_param_n"));
+  if (n != (int64_t)u->lay.numel[t])
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_unit_set_param_n('%s', %d): %lld values given, the tensor has %zu elements",
+                  u->name, t, (long long)n, u->lay.numel[t]);
+  return zs_unit_set_param(u, t, host_full);
+}
+
+zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
+  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_get_param"));
+  zs_engine *e = u->e;
+  const size_t P = u->lay.padded;
+  if (e->plan.optimizer_full)
+    return zs_engine_fail(
+        e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
+  float *full = NULL;
+  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
+  zs_status rc = zs_shard_gather_master(u, full);
+  if (rc == ZS_OK)
+    rc = zs_dev_to_host(&e->dev, host_full, full + u->lay.off[t], u->lay.numel[t] * 4);
+  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
+  zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  return rc;
+}

@@ -1,0 +1,75 @@
+/* Who shares what with whom: every rank's host, cgroup, GPU and offload NUMA node, all-gathered
+ * once at engine creation. Memory checks and CPU worker placement divide a shared resource by
+ * the ranks that really share it (not by an assumed layout: ranks may see one GPU each through
+ * CUDA_VISIBLE_DEVICES, or sit in per-task cgroups). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine_internal.h"
+#include "base/error.h"
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Hash of a small text file's contents (0 when unreadable). */
+static uint64_t file_hash(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  return fnv1a(0xcbf29ce484222325ull, buf, n) | 1;
+}
+
+zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all) {
+  const size_t W = (size_t)e->world_size, bytes = W * n * sizeof(uint64_t);
+  zs_dev *d = &e->dev;
+  if (d->kind == ZS_DEVICE_CPU) {
+    memcpy(all + (size_t)e->world_rank * n, mine, n * sizeof(uint64_t));
+    return zs_coll_all_gather(e->world, all + (size_t)e->world_rank * n, all, n, ZS_CDT_U64, NULL);
+  }
+  /* CUDA groups move device memory: stage through a small device buffer. */
+  uint64_t *buf = NULL;
+  ZS_CHECK(zs_dev_alloc(d, bytes, (void **)&buf, NULL));
+  uint64_t *slot = buf + (size_t)e->world_rank * n;
+  zs_status rc = zs_dev_from_host(d, slot, mine, n * sizeof(uint64_t));
+  if (rc == ZS_OK) rc = zs_coll_all_gather(e->world, slot, buf, n, ZS_CDT_U64, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_dev_to_host(d, all, buf, bytes);
+  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
+  if (e->state != ZS_ENGINE_FAILED) zs_dev_free(d, buf, NULL);
+  return rc;
+}
+
+zs_status zs_peers_gather(zs_engine *e, int node) {
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
+  uint64_t mine[ZS_PEER_WORDS] = {fnv1a(0xcbf29ce484222325ull, host, strlen(host)),
+                                  file_hash("/proc/self/cgroup"), zs_dev_id_hash(&e->dev),
+                                  (uint64_t)(int64_t)node};
+  const size_t W = (size_t)e->world_size;
+  e->peers = calloc(W * ZS_PEER_WORDS, sizeof *e->peers);
+  if (!e->peers) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the peer table");
+  zs_status rc = zs_engine_allgather_u64(e, mine, ZS_PEER_WORDS, e->peers);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_create: exchanging the ranks' placement");
+  return ZS_OK;
+}
+
+void zs_peers_share(const zs_engine *e, int what, int *idx, int *cnt) {
+  const uint64_t *me = e->peers + (size_t)e->world_rank * ZS_PEER_WORDS;
+  int i = 0, c = 0;
+  for (int r = 0; r < e->world_size; r++) {
+    const uint64_t *p = e->peers + (size_t)r * ZS_PEER_WORDS;
+    if (p[ZS_PEER_HOST] != me[ZS_PEER_HOST] || p[what] != me[what]) continue;
+    if (r < e->world_rank) i++;
+    c++;
+  }
+  *idx = i;
+  *cnt = c > 0 ? c : 1;
+}
