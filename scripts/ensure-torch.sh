@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure Debian's PyTorch (python3-torch, 1.13) and numpy import under /usr/bin/python3,
 # installing them with apt-get when missing (needs root and Debian's package registry).
-# Used by tests/test_gpt2_ref.sh; prints what it does; exit 0 when torch imports afterwards.
+# Used by tests/gpt2/test_gpt2_ref.sh; prints what it does; exit 0 when torch imports afterwards.
 set -u
 PY=/usr/bin/python3
 if "$PY" -c "import torch, numpy" 2>/dev/null; then

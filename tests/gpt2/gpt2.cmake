@@ -1,5 +1,5 @@
 # GPT-2 example tests (examples/train_gpt2.c; scripts in this folder):
-#   gpt2_ref          logits, losses and all gradients vs PyTorch (tests/reference/gpt2_ref.py),
+#   gpt2_ref          logits, losses and all gradients vs PyTorch (tests/gpt2/reference/gpt2_ref.py),
 #                     stage 3 at 1 and 2 ranks, stage 2 deterministic + recompute, safetensors
 #                     init, truncated-file refusal. Needs /usr/bin/python3 with torch:
 #                     scripts/ensure-torch.sh installs Debian's python3-torch when missing.

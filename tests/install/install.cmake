@@ -1,5 +1,5 @@
 # install_consumer: `cmake --install` of this build into a temporary prefix, then a program outside
-# the tree (tests/install_consumer) built against it with pkg-config and with find_package(zshard),
+# the tree (tests/install/install_consumer) built against it with pkg-config and with find_package(zshard),
 # and run under mpirun -np 1. Needs the library built first (ctest never builds).
 add_test(NAME install_consumer
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_install.sh ${PROJECT_BINARY_DIR}

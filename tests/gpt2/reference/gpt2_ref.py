@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference for examples/train_gpt2 (fp64 autograd), used by tests/test_gpt2_ref.sh.
+"""PyTorch reference for examples/train_gpt2 (fp64 autograd), used by tests/gpt2/test_gpt2_ref.sh.
 
   gpt2_ref.py check DIR [--tol 1e-4] [--safetensors FILE]
       DIR holds what `train_gpt2 --dump-grads DIR` wrote (see examples/gpt2/dump.h): the weights,

@@ -2,7 +2,7 @@
 # Installs a zshard build into a temporary prefix and checks that a program outside the tree builds
 # and runs against it both ways a user would: pkg-config, and find_package(zshard) in CMake.
 #
-# Usage: tests/test_install.sh BUILD_DIR CONSUMER_DIR [CC] [MPIEXEC]   (ctest passes all four)
+# Usage: tests/install/test_install.sh BUILD_DIR CONSUMER_DIR [CC] [MPIEXEC]   (ctest passes all four)
 set -euo pipefail
 
 build=$(cd "$1" && pwd)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train_gpt2 against the PyTorch reference (tests/reference/gpt2_ref.py), fp32 CPU:
+# train_gpt2 against the PyTorch reference (tests/gpt2/reference/gpt2_ref.py), fp32 CPU:
 # logits, losses and every gradient of one micro-batch, to 1e-4 relative, including the tied
 # embedding (the LM head's share of the wte gradient alone, and lookup + head together).
 #   1. stage 3, 1 rank, GPT-2 random init, padded vocabulary (300 -> 320)
@@ -14,7 +14,7 @@ EXE=$1
 SRC=$2
 MPI=${3:-mpirun}
 PY=/usr/bin/python3
-REF=$SRC/tests/reference/gpt2_ref.py
+REF=$SRC/tests/gpt2/reference/gpt2_ref.py
 # 77 = skipped (ctest SKIP_RETURN_CODE): e.g. the GPU machine, which has no package registry.
 bash "$SRC/scripts/ensure-torch.sh" || { echo "SKIP: PyTorch is not available and cannot be installed"; exit 77; }
 W=$(mktemp -d)

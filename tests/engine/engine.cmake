@@ -1,10 +1,10 @@
 # Engine tests: training equivalence across world sizes and stages, the memory ledger, bad input,
 # a stuck peer.
-zs_exe(test_engine_train SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_train.c)
+zs_exe(test_engine_train SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_train.c)
 
 function(zs_engine_equiv name n stage mode)
   cmake_parse_arguments(A "" "RUN_ARGS" "" ${ARGN})
-  add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/engine_equiv.sh ${ZS_MPIEXEC}
+  add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/engine_equiv.sh ${ZS_MPIEXEC}
                                 $<TARGET_FILE:test_engine_train> ${n} ${stage} ${mode} ${A_UNPARSED_ARGUMENTS})
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};EQUIV_RUN_ARGS=${A_RUN_ARGS}" TIMEOUT 120
                                           LABELS "mpi;engine" PROCESSORS ${n})
@@ -29,13 +29,13 @@ zs_mpi_test(engine_train_np2_stage0_bf16 test_engine_train NP 2 ARGS --stage 0 -
 zs_mpi_test(engine_train_np3_stage2_nonfinite test_engine_train NP 3 ARGS --stage 2 --skip-nonfinite-at 2 LABELS engine)
 zs_mpi_test(engine_train_np2_stage3_micro3 test_engine_train NP 2 ARGS --stage 3 --micro 3 --det 0 LABELS engine)
 
-zs_exe(test_engine_memory SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_memory.c)
+zs_exe(test_engine_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_memory.c)
 foreach(n 1 2 4)
   zs_mpi_test(engine_memory_np${n} test_engine_memory NP ${n} LABELS engine)
 endforeach()
-zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_errors.c)
+zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_errors.c)
 zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)
-zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_timeout.c)
+zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_timeout.c)
 zs_mpi_test(engine_timeout_np3 test_engine_timeout NP 3 TIMEOUT 60 LABELS engine)
 
 # Offload: deterministic runs with offload on (N ranks) and off (1 rank x N micro-steps) give
@@ -75,7 +75,7 @@ if(ZS_HAVE_CUDA)
   zs_engine_equiv(engine_cuda_nccl_np2_stage3 2 3 det RUN_ARGS "--device cuda")
   zs_engine_equiv(engine_cuda_nccl_np2_stage1 2 1 nondet RUN_ARGS "--device cuda")
   set_property(TEST engine_cuda_nccl_np2_stage3 engine_cuda_nccl_np2_stage1 APPEND PROPERTY ENVIRONMENT
-               "EQUIV_RUN_PREFIX=env ZS_COMM=nccl ${CMAKE_CURRENT_SOURCE_DIR}/with_hostid.sh")
+               "EQUIV_RUN_PREFIX=env ZS_COMM=nccl ${ZS_TESTS_DIR}/with_hostid.sh")
   set_property(TEST engine_cuda_nccl_np2_stage3 engine_cuda_nccl_np2_stage1 APPEND PROPERTY LABELS gpu)
 endif()
 
@@ -97,18 +97,16 @@ zs_mpi_test(engine_train_np3_stage3_f32_reduce_bf16 test_engine_train NP 3 ARGS 
 zs_mpi_test(engine_train_np2_stage0_f32_reduce_bf16 test_engine_train NP 2 ARGS --stage 0 --reduce-bf16 1 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_train_np4_stage1_bf16_reduce_f32_bucket test_engine_train NP 4 ARGS --stage 1 --bf16 1 --reduce-bf16 0 --bucket 64 --reftol 3e-2 LABELS engine)
 
-zs_exe(test_shard_layout SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_shard_layout.c)
-zs_unit_test(shard_layout test_shard_layout LABELS engine)
 
-# Randomized call sequences (tests/test_engine_protocol.c): the stage-3 memory rule after every
+# Randomized call sequences (tests/engine/test_engine_protocol.c): the stage-3 memory rule after every
 # call and bit-equality with a 1-rank stage-0 replay. ZS_PROTOCOL_SEQS=N runs N per world size.
-zs_exe(test_engine_protocol SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_protocol.c)
+zs_exe(test_engine_protocol SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_protocol.c)
 foreach(n 1 2 3 4)
   zs_mpi_test(engine_protocol_np${n} test_engine_protocol NP ${n} TIMEOUT 300 LABELS engine)
 endforeach()
 # One regression test per stage-3 defect (eval/sampling gathers, stale set_param, max_live,
 # hybrid deterministic scratch, commit fit check, offload worker split).
-zs_exe(test_engine_rules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_rules.c)
+zs_exe(test_engine_rules SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_rules.c)
 foreach(n 1 2 4)
   zs_mpi_test(engine_rules_np${n} test_engine_rules NP ${n} LABELS engine)
 endforeach()
@@ -117,22 +115,19 @@ endforeach()
 # waits for its own all-gather only (reductions overlap), a host wait behind a collective of a
 # silent peer times out. Two ranks share the GPU through NCCL with per-rank NCCL_HOSTID.
 if(ZS_HAVE_CUDA)
-  zs_exe(test_engine_cuda_rules SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_engine_cuda_rules.c
+  zs_exe(test_engine_cuda_rules SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_cuda_rules.c
          LIBS CUDA::cudart)
   zs_mpi_test(engine_cuda_pool test_engine_cuda_rules NP 1 ARGS pool LABELS engine gpu)
   set_tests_properties(engine_cuda_pool PROPERTIES RESOURCE_LOCK gpu) # reads the GPU's free memory
   foreach(mode overlap timeout)
     add_test(NAME engine_cuda_${mode}
-             COMMAND ${ZS_MPIEXEC} --oversubscribe -np 2 ${CMAKE_CURRENT_SOURCE_DIR}/with_hostid.sh
+             COMMAND ${ZS_MPIEXEC} --oversubscribe -np 2 ${ZS_TESTS_DIR}/with_hostid.sh
                      $<TARGET_FILE:test_engine_cuda_rules> ${mode})
     set_tests_properties(engine_cuda_${mode} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_COMM=nccl"
                          TIMEOUT 120 LABELS "mpi;engine;gpu" PROCESSORS 2 RESOURCE_LOCK gpu)
   endforeach()
 endif()
 
-# Host memory available to the process, on made-up /proc and cgroup trees (v1, v2, ancestors).
-zs_exe(test_host_mem SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_host_mem.c)
-zs_unit_test(host_mem test_host_mem LABELS engine)
 
 # Sharding switches beyond the stages: params sharded (gathered just in time) with full gradients
 # and sharded optimizer state (stage 1 plus shard_params), with and without offloaded params and
@@ -151,18 +146,4 @@ foreach(stage 0 1 2 3)
 endforeach()
 zs_engine_equiv(engine_switch_no_grads_np2 2 1 det RUN_ARGS "--stage 3 --shard-grads 2")
 
-# Layers: a file includes only its own layer and those below (tests/check_layers.py; the
-# remaining exceptions are listed in tests/layers_allow.txt and may only shrink).
-find_package(Python3 COMPONENTS Interpreter)
-if(Python3_Interpreter_FOUND)
-  add_test(NAME layers COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/check_layers.py
-                               ${PROJECT_SOURCE_DIR})
-  set_tests_properties(layers PROPERTIES LABELS "unit" TIMEOUT 60)
-endif()
 
-# src/shard/reduce.c without an engine: a hand-filled zs_shard_ctx over MPI; every reduction kind,
-# buckets, hybrid groups, accumulation over micro-steps, against sums computed in the test.
-zs_exe(test_shard_reduce SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_shard_reduce.c)
-foreach(n 1 2 3 4)
-  zs_mpi_test(shard_reduce_np${n} test_shard_reduce NP ${n} LABELS engine)
-endforeach()

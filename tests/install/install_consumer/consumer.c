@@ -1,6 +1,6 @@
 /* A program outside the zshard tree: it sees only the installed headers and libraries (zshard,
- * zshard_kernels), found through pkg-config or find_package(zshard) (tests/test_install.sh builds
- * it both ways). It checks the basics a consumer relies on and exits 0 when they hold. */
+ * zshard_kernels), found through pkg-config or find_package(zshard) (tests/install/test_install.sh
+ * builds it both ways). It checks the basics a consumer relies on and exits 0 when they hold. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* Trains the synthetic model (tests/engine_model.h) through the engine and checks the result:
+/* Trains the synthetic model (tests/engine/engine_model.h) through the engine and checks the
+ * result:
  *  - against an independent float64 AdamW + global-norm clipping written here (always), and
  *  - optionally against a file of final params from another run (--compare FILE): bit-exact by
  *    default (deterministic mode), or to --tol relative.

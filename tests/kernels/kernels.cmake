@@ -1,13 +1,22 @@
 # CPU reference kernels and the public zs_k_* dispatch (label "kernels"): backward kernels against
 # float64 finite differences, forwards against float64 references, argument validation.
 foreach(t layers attention xent args)
-  zs_exe(test_kernels_cpu_${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_kernels_cpu_${t}.c)
+  zs_exe(test_kernels_cpu_${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_cpu_${t}.c)
   zs_unit_test(kernels_cpu_${t} test_kernels_cpu_${t} LABELS kernels)
 endforeach()
 # zs_kernels_alloc / _free / _zero / _copy / _sync (the user's buffers) on the CPU; in CUDA builds
 # the same program on the GPU too (it prints "SKIP: no CUDA device" and passes without one).
-zs_exe(test_kernels_mem SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_kernels_mem.c)
+zs_exe(test_kernels_mem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_mem.c)
 zs_unit_test(kernels_mem test_kernels_mem ARGS --device cpu LABELS kernels)
 if(ZS_HAVE_CUDA)
   zs_unit_test(kernels_mem_cuda test_kernels_mem ARGS --device cuda LABELS kernels cuda)
+endif()
+
+# CUDA kernel tests (GPU twins vs the CPU reference). Only in CUDA builds; each test prints
+# "SKIP: no CUDA device" and passes on a machine without a GPU.
+if(ZS_HAVE_CUDA)
+  foreach(t test_kernels_cuda test_kernels_cuda_engine)
+    zs_exe(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c LIBS CUDA::cudart)
+    zs_unit_test(${t} ${t} TIMEOUT 300 LABELS cuda)
+  endforeach()
 endif()
