@@ -1,9 +1,14 @@
-# src/shard on its own: layout arithmetic against a brute-force element walk, and reduce.c on a
-# hand-filled zs_shard_ctx over MPI (every reduction kind, buckets, hybrid groups, accumulation
-# over micro-steps, against sums computed in the test).
+# src/shard on its own: layout arithmetic against a brute-force element walk; gather.c and
+# reduce.c on a hand-filled zs_shard_ctx over MPI (gathered values, the prefetch window,
+# max_live_bytes; every reduction kind, buckets, hybrid groups, accumulation over micro-steps,
+# against values computed in the test).
 zs_exe(test_shard_layout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_layout.c)
 zs_unit_test(shard_layout test_shard_layout LABELS engine)
 zs_exe(test_shard_reduce SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_reduce.c)
 foreach(n 1 2 3 4)
   zs_mpi_test(shard_reduce_np${n} test_shard_reduce NP ${n} LABELS engine)
+endforeach()
+zs_exe(test_shard_gather SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_gather.c)
+foreach(n 1 2 3 4)
+  zs_mpi_test(shard_gather_np${n} test_shard_gather NP ${n} LABELS engine)
 endforeach()
