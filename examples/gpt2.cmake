@@ -3,12 +3,10 @@
 pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson)
 set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/args.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/backward.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/config.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/device.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/dump.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/forward.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init_hf.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/layout.c
@@ -18,10 +16,15 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/rng.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/safetensors.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/sample.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/step.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c)
 # Only the public headers (zshard.h, zshard_kernels.h): device buffers come from zs_kernels_alloc, so no CUDA runtime is linked.
 zs_exe(train_gpt2 PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_gpt2.c ${zs_gpt2_srcs}
        LIBS PkgConfig::CJSON)
 target_compile_definitions(train_gpt2 PRIVATE
+                           GPT2_DEFAULT_TEXT="${PROJECT_SOURCE_DIR}/examples/data/genesis_kjv.txt")
+# The test build: the same program with the gradient-dump hooks (--dump-grads) that the PyTorch
+# reference test reads; train_gpt2 itself carries no test code.
+zs_exe(train_gpt2_dump PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_gpt2.c ${zs_gpt2_srcs}
+       LIBS PkgConfig::CJSON)
+target_compile_definitions(train_gpt2_dump PRIVATE GPT2_TEST_HOOKS=1
                            GPT2_DEFAULT_TEXT="${PROJECT_SOURCE_DIR}/examples/data/genesis_kjv.txt")

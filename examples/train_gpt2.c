@@ -1,4 +1,8 @@
-/* train_gpt2: GPT-2 trained with zshard, from a C loop that uses only the public API.
+/* train_gpt2: GPT-2 trained with zshard, from a C loop that uses only the public API. Read it
+ * top to bottom: the model's forward (a block, then the whole network with gather -> kernels ->
+ * release per unit), its backward (zs_unit_grad -> kernels -> zs_unit_grads_ready per unit), one
+ * micro-step, then the run: setup, the step loop (zs_engine_begin_step, micro-steps,
+ * zs_engine_step), evaluation and reporting.
  *
  *   mpirun -np 4 build/train_gpt2 --stage 3 --layers 4 --channels 128 --heads 4 --seq 64
  *   build/train_gpt2 --device cuda --dtype bf16 --model d12 --data tokens.bin --seq 1024
@@ -6,10 +10,10 @@
  * The model is registered as units (embedding, one per block, final layernorm; the LM head is
  * tied to wte). Each step: zs_engine_begin_step, then per micro-step the forward gathers and
  * releases every unit in order and the backward gathers, writes zs_unit_grad, signals
- * zs_unit_grads_ready and releases in reverse (gpt2/step.c), then zs_engine_step. Pieces:
- * gpt2/config (sizes), layout (units), init + init_hf + safetensors (weights), data (batches),
- * forward / backward / step / model (the network), sample, metrics + plot (reporting), dump
- * (test files), device (activation memory). */
+ * zs_unit_grads_ready and releases in reverse (below), then zs_engine_step. Features live in
+ * gpt2/: config (sizes), layout (units), init + init_hf + safetensors (weights), data (batches),
+ * model (activation buffers), sample, metrics + plot (reporting), dump (weight files; gradient
+ * dumps only in the test build), device (activation memory). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,263 @@
 #include "gpt2/sample.h"
 #include "gpt2/util.h"
 #include "zshard_kernels.h"
+
+/* ======== The model: forward ========
+ * A pre-norm GPT-2 block on its unit's gathered params p[]:
+ *   res2 = x + proj(attn(qkv(ln1(x))))      y = res2 + fcproj(gelu(fc(ln2(res2)))) */
+static int block_forward(gpt2_model *m, void *const *p, gpt2_block_acts *a, const void *x, void *y,
+                         int B) {
+  zs_kernels *k = m->k;
+  int T = m->T, C = m->cfg.channels, NH = m->cfg.heads, N = B * T;
+  size_t NC = (size_t)N * C;
+  void *tmp = m->dln; /* projection outputs live only until the residual add */
+  ZS_TRY(
+      zs_k_layernorm_fwd(k, a->ln1, a->ln1_mean, a->ln1_rstd, x, p[BLK_LN1_W], p[BLK_LN1_B], N, C));
+  ZS_TRY(zs_k_matmul_fwd(k, a->qkv, a->ln1, p[BLK_QKV_W], p[BLK_QKV_B], N, C, 3 * C));
+  ZS_TRY(zs_k_attention_fwd(k, a->atty, a->lse, a->qkv, B, T, C, NH));
+  ZS_TRY(zs_k_matmul_fwd(k, tmp, a->atty, p[BLK_PROJ_W], p[BLK_PROJ_B], N, C, C));
+  ZS_TRY(zs_k_residual_fwd(k, a->res2, x, tmp, NC));
+  ZS_TRY(zs_k_layernorm_fwd(k, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[BLK_LN2_W],
+                            p[BLK_LN2_B], N, C));
+  ZS_TRY(zs_k_matmul_fwd(k, a->fch, a->ln2, p[BLK_FC_W], p[BLK_FC_B], N, C, 4 * C));
+  ZS_TRY(zs_k_gelu_fwd(k, a->fch_gelu, a->fch, 4 * NC));
+  ZS_TRY(zs_k_matmul_fwd(k, tmp, a->fch_gelu, p[BLK_FCPROJ_W], p[BLK_FCPROJ_B], N, 4 * C, C));
+  ZS_TRY(zs_k_residual_fwd(k, y, a->res2, tmp, NC));
+  return 0;
+}
+
+/* ======== The model: backward ========
+ * On entry m->dres holds dL/dy (the block's output); on exit it holds dL/dx. The residual adds
+ * need no kernel: dL/dy flows unchanged into both branches, and each layernorm backward adds its
+ * input gradient onto m->dres in place. Scratch: dln (C per token), dA and dB (4C per token). */
+/* MLP half: y = res2 + fcproj(gelu(fc(ln2(res2)))). */
+static int mlp_bwd(gpt2_model *m, void *const *p, void *const *g, const gpt2_block_acts *a) {
+  zs_kernels *k = m->k;
+  int N = m->B * m->T, C = m->cfg.channels;
+  size_t NC = (size_t)N * C, esz = m->dev.esz;
+  void *dfch_gelu = m->dA, *dfch = m->dB, *dln2 = m->dln;
+  TRY(gpt2_dev_zero(&m->dev, dfch_gelu, 4 * NC * esz));
+  ZS_TRY(zs_k_matmul_bwd(k, dfch_gelu, g[BLK_FCPROJ_W], g[BLK_FCPROJ_B], m->dres, a->fch_gelu,
+                         p[BLK_FCPROJ_W], N, 4 * C, C));
+  TRY(gpt2_dev_zero(&m->dev, dfch, 4 * NC * esz));
+  ZS_TRY(zs_k_gelu_bwd(k, dfch, a->fch, dfch_gelu, 4 * NC));
+  TRY(gpt2_dev_zero(&m->dev, dln2, NC * esz));
+  ZS_TRY(
+      zs_k_matmul_bwd(k, dln2, g[BLK_FC_W], g[BLK_FC_B], dfch, a->ln2, p[BLK_FC_W], N, C, 4 * C));
+  ZS_TRY(zs_k_layernorm_bwd(k, m->dres, g[BLK_LN2_W], g[BLK_LN2_B], dln2, a->res2, p[BLK_LN2_W],
+                            a->ln2_mean, a->ln2_rstd, N, C));
+  return 0;
+}
+
+/* Attention half: res2 = x + proj(attn(qkv(ln1(x)))). */
+static int attn_bwd(gpt2_model *m, void *const *p, void *const *g, const gpt2_block_acts *a,
+                    const void *x) {
+  zs_kernels *k = m->k;
+  int B = m->B, T = m->T, N = B * T, C = m->cfg.channels, NH = m->cfg.heads;
+  size_t NC = (size_t)N * C, esz = m->dev.esz;
+  void *datty = m->dln, *dqkv = m->dB, *dln1 = m->dA;
+  TRY(gpt2_dev_zero(&m->dev, datty, NC * esz));
+  ZS_TRY(zs_k_matmul_bwd(k, datty, g[BLK_PROJ_W], g[BLK_PROJ_B], m->dres, a->atty, p[BLK_PROJ_W], N,
+                         C, C));
+  TRY(gpt2_dev_zero(&m->dev, dqkv, 3 * NC * esz));
+  ZS_TRY(zs_k_attention_bwd(k, dqkv, datty, a->qkv, a->atty, a->lse, B, T, C, NH));
+  TRY(gpt2_dev_zero(&m->dev, dln1, NC * esz));
+  ZS_TRY(zs_k_matmul_bwd(k, dln1, g[BLK_QKV_W], g[BLK_QKV_B], dqkv, a->ln1, p[BLK_QKV_W], N, C,
+                         3 * C));
+  ZS_TRY(zs_k_layernorm_bwd(k, m->dres, g[BLK_LN1_W], g[BLK_LN1_B], dln1, x, p[BLK_LN1_W],
+                            a->ln1_mean, a->ln1_rstd, N, C));
+  return 0;
+}
+
+static int block_backward(gpt2_model *m, void *const *p, void *const *g, const gpt2_block_acts *a,
+                          const void *x) {
+  TRY(mlp_bwd(m, p, g, a));
+  return attn_bwd(m, p, g, a, x);
+}
+
+/* ======== One micro-step on the engine ========
+One micro-step on the engine. Every unit is used as: gather -> zs_unit_param -> kernels ->
+ * release in forward, and gather -> kernels writing zs_unit_grad -> grads_ready -> release in
+ * backward (reverse order). The LM head is tied to wte, so the embedding unit is gathered a
+ * second time for the head: its forward and backward run back to back while it is gathered, the
+ * head's share of the wte gradient goes into the embedding unit's gradient, and grads_ready for
+ * the embedding comes once, at the very end, after the lookup's share is added too. The lookup's
+ * backward needs no params, so the embedding is gathered twice per micro-step, not three times.
+ *
+ * Deterministic mode needs nothing here: the engine hands out each micro-step's gradient in its
+ * own zeroed buffer and adds it to the accumulator once at zs_unit_grads_ready, so the kernels'
+ * many += (GEMM blocking, row-by-row layernorm sums, the two uses of wte) still give N ranks the
+ * bits of one rank. */
+
+/* Test hooks (the gradient dumps the PyTorch reference test reads) exist only in the test build
+   of this program (train_gpt2_dump, GPT2_TEST_HOOKS); in train_gpt2 they are nothing. */
+#ifdef GPT2_TEST_HOOKS
+#define TEST_HOOK(m, u, phase)                                                                     \
+  do {                                                                                             \
+    if ((m)->hook) TRY((m)->hook((m)->hook_ctx, (m), (u), (phase)));                               \
+  } while (0)
+#define TEST_HOOKS_ON(m) ((m)->hook != NULL)
+#else
+#define TEST_HOOK(m, u, phase) ((void)0)
+#define TEST_HOOKS_ON(m) 0
+#endif
+
+/* Gathered param pointers of unit u. */
+static int params(gpt2_model *m, int u, void **p) {
+  zs_unit *unit = gpt2_unit(&m->units, u);
+  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
+  int nt = gpt2_unit_descs(&m->cfg, u, d);
+  for (int t = 0; t < nt; t++) {
+    p[t] = zs_unit_param(unit, t);
+    if (!p[t])
+      return gpt2_fail("zs_unit_param(%s, %d) is NULL after gather", zs_unit_name(unit), t);
+  }
+  return 0;
+}
+
+/* Gradient pointers of unit u. In deterministic mode the engine stages each micro-step's
+   gradient itself, so the kernels may += into these as often as they like. */
+static int grads(gpt2_model *m, int u, void **g) {
+  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
+  int nt = gpt2_unit_descs(&m->cfg, u, d);
+  for (int t = 0; t < nt; t++) {
+    g[t] = zs_unit_grad(gpt2_unit(&m->units, u), t);
+    if (!g[t])
+      return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step",
+                       zs_unit_name(gpt2_unit(&m->units, u)), t);
+  }
+  return 0;
+}
+
+/* End of unit u's backward: run the hook, grads_ready, and release when the backward gathered
+   the unit (the embedding's lookup backward needs no params). */
+static int unit_bwd_done(gpt2_model *m, int u, int gathered) {
+  zs_unit *unit = gpt2_unit(&m->units, u);
+  TEST_HOOK(m, u, "final");
+  ZS_TRY(zs_unit_grads_ready(unit));
+  if (gathered) ZS_TRY(zs_unit_release(unit));
+  return 0;
+}
+
+/* Embedding, blocks and final layernorm for b sequences already uploaded to m->tok. */
+static int forward_body(gpt2_model *m, int b) {
+  int L = m->cfg.layers, T = m->T, C = m->cfg.channels, N = b * T;
+  void *p[GPT2_MAX_UNIT_TENSORS];
+  ZS_TRY(zs_unit_gather(m->units.emb));
+  TRY(params(m, 0, p));
+  ZS_TRY(zs_k_encoder_fwd(m->k, m->res[0], m->tok, p[EMB_WTE], p[EMB_WPE], b, T, C));
+  ZS_TRY(zs_unit_release(m->units.emb));
+  for (int l = 0; l < L; l++) {
+    zs_unit *unit = m->units.blocks[l];
+    ZS_TRY(zs_unit_gather(unit));
+    TRY(params(m, l + 1, p));
+    TRY(block_forward(m, p, &m->acts[m->recompute ? 0 : l], m->res[l], m->res[l + 1], b));
+    ZS_TRY(zs_unit_release(unit));
+  }
+  ZS_TRY(zs_unit_gather(m->units.lnf));
+  TRY(params(m, L + 1, p));
+  ZS_TRY(zs_k_layernorm_fwd(m->k, m->lnf, m->lnf_mean, m->lnf_rstd, m->res[L], p[LNF_W], p[LNF_B],
+                            N, C));
+  ZS_TRY(zs_unit_release(m->units.lnf));
+  return 0;
+}
+
+/* Uploads b sequences of tokens (and targets when given). */
+static int upload(gpt2_model *m, const int *tok, const int *tgt, int b) {
+  size_t bytes = (size_t)b * m->T * sizeof(int);
+  TRY(gpt2_dev_upload(&m->dev, m->tok, tok, bytes));
+  if (tgt) TRY(gpt2_dev_upload(&m->dev, m->tgt, tgt, bytes));
+  return 0;
+}
+
+/* Mean of the first n per-token losses (summed in double, in order). */
+static int mean_loss(gpt2_model *m, int n, float *loss) {
+  TRY(gpt2_dev_download(&m->dev, m->host_losses, m->losses, (size_t)n * sizeof(float)));
+  double s = 0.0;
+  for (int i = 0; i < n; i++)
+    s += m->host_losses[i];
+  *loss = (float)(s / n);
+  return 0;
+}
+
+/* LM head forward (+ loss and backward when training) with the embedding unit gathered. */
+static int head(gpt2_model *m, int b, int train) {
+  int N = b * m->T, C = m->cfg.channels, V = m->cfg.vocab, Vp = m->cfg.padded_vocab;
+  void *p[GPT2_MAX_UNIT_TENSORS], *g[GPT2_MAX_UNIT_TENSORS];
+  ZS_TRY(zs_unit_gather(m->units.emb));
+  TRY(params(m, 0, p));
+  ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->lnf, p[EMB_WTE], NULL, N, C, Vp));
+  if (train) TEST_HOOK(m, 0, "logits");
+  if (train) {
+    TRY(grads(m, 0, g));
+    ZS_TRY(zs_k_softmax_xent(m->k, m->losses, m->logits, m->logits, m->tgt, 1.0f / (float)N, N, V,
+                             Vp));
+    TRY(gpt2_dev_zero(&m->dev, m->dln, (size_t)N * C * m->dev.esz));
+    ZS_TRY(
+        zs_k_matmul_bwd(m->k, m->dln, g[EMB_WTE], NULL, m->logits, m->lnf, p[EMB_WTE], N, C, Vp));
+    TEST_HOOK(m, 0, "head");
+    /* The head's share of the tied wte gradient is reduced now, so the embedding's full
+       gradient does not live through the whole backward (a no-op with full gradients and in
+       deterministic mode). Gradient dumps (the hook) need the whole local gradient at the end:
+       no flush then. */
+    if (!TEST_HOOKS_ON(m)) ZS_TRY(zs_unit_grads_flush(m->units.emb));
+  }
+  ZS_TRY(zs_unit_release(m->units.emb));
+  return 0;
+}
+
+/* Backward from dL/dlnf (in m->dln) down to the embedding. */
+static int backward(gpt2_model *m) {
+  int L = m->cfg.layers, T = m->T, B = m->B, N = B * T, C = m->cfg.channels;
+  void *p[GPT2_MAX_UNIT_TENSORS], *g[GPT2_MAX_UNIT_TENSORS];
+  ZS_TRY(zs_unit_gather(m->units.lnf));
+  TRY(params(m, L + 1, p));
+  TRY(grads(m, L + 1, g));
+  TRY(gpt2_dev_zero(&m->dev, m->dres, (size_t)N * C * m->dev.esz));
+  ZS_TRY(zs_k_layernorm_bwd(m->k, m->dres, g[LNF_W], g[LNF_B], m->dln, m->res[L], p[LNF_W],
+                            m->lnf_mean, m->lnf_rstd, N, C));
+  TRY(unit_bwd_done(m, L + 1, 1));
+  for (int l = L - 1; l >= 0; l--) {
+    gpt2_block_acts *a = &m->acts[m->recompute ? 0 : l];
+    ZS_TRY(zs_unit_gather(m->units.blocks[l]));
+    TRY(params(m, l + 1, p));
+    if (m->recompute) TRY(block_forward(m, p, a, m->res[l], m->res[l + 1], B));
+    TRY(grads(m, l + 1, g));
+    TRY(block_backward(m, p, g, a, m->res[l]));
+    TRY(unit_bwd_done(m, l + 1, 1));
+  }
+  /* The lookup's backward reads only token ids: no gather of the (largest) embedding unit. */
+  TRY(grads(m, 0, g)); /* wte's gradient still holds the head's share (unless flushed) */
+  ZS_TRY(zs_k_encoder_bwd(m->k, g[EMB_WTE], g[EMB_WPE], m->dres, m->tok, B, T, C));
+  return unit_bwd_done(m, 0, 0);
+}
+
+int gpt2_train_micro(gpt2_model *m, const int *tok, const int *tgt, float *loss) {
+  TRY(upload(m, tok, tgt, m->B));
+  TRY(forward_body(m, m->B));
+  TRY(head(m, m->B, 1));
+  TRY(backward(m));
+  return mean_loss(m, m->B * m->T, loss);
+}
+
+int gpt2_eval(gpt2_model *m, const int *tok, const int *tgt, int b, float *loss) {
+  if (b > m->B) return gpt2_fail("eval batch %d exceeds the buffers' %d", b, m->B);
+  TRY(upload(m, tok, tgt, b));
+  TRY(forward_body(m, b));
+  TRY(head(m, b, 0));
+  int N = b * m->T;
+  ZS_TRY(zs_k_softmax_xent(m->k, m->losses, NULL, m->logits, m->tgt, 1.0f, N, m->cfg.vocab,
+                           m->cfg.padded_vocab));
+  return mean_loss(m, N, loss);
+}
+
+int gpt2_forward_logits(gpt2_model *m, const int *tok) {
+  TRY(upload(m, tok, NULL, 1));
+  TRY(forward_body(m, 1));
+  return head(m, 1, 0);
+}
+
+/* ======== Running: setup, the step loop, reporting ======== */
 
 /* Everything one process holds. */
 typedef struct {
@@ -279,8 +540,12 @@ static int run_all(run *r, int argc, char **argv) {
   r->dump.dir = a->dump_grads;
   r->dump.rank = r->rank;
   if (a->dump_grads) {
+#ifndef GPT2_TEST_HOOKS
+    return gpt2_fail("--dump-grads is a test feature: use the test build train_gpt2_dump");
+#else
     r->model.hook = gpt2_dump_hook;
     r->model.hook_ctx = &r->dump;
+#endif
     TRY(gpt2_dump_meta(&r->dump, &r->model, r->world, a->micro_steps));
     TRY(gpt2_dump_weights(&r->units, a->dump_grads, r->rank));
   }

@@ -41,8 +41,10 @@ struct gpt2_model {
   void *dres, *dln, *dA, *dB; /* backward scratch: C, C, 4C, 4C per token */
   float *host_losses;
   size_t act_bytes; /* device bytes of everything above */
-  gpt2_grad_hook hook;
+#ifdef GPT2_TEST_HOOKS
+  gpt2_grad_hook hook; /* the test build's gradient dumps (train_gpt2_dump) */
   void *hook_ctx;
+#endif
 };
 
 /* Allocates the activations for micro-batches of B x T on the device of `dev` (units already
@@ -58,11 +60,5 @@ int gpt2_train_micro(gpt2_model *m, const int *tok, const int *tgt, float *loss)
 int gpt2_eval(gpt2_model *m, const int *tok, const int *tgt, int b, float *loss);
 /* Forward of one sequence of T tokens; leaves the logits of every position in m->logits. */
 int gpt2_forward_logits(gpt2_model *m, const int *tok);
-
-/* Building blocks (forward.c / backward.c), on gathered params p[] of the unit. */
-int gpt2_block_fwd(gpt2_model *m, void *const *p, gpt2_block_acts *a, const void *x, void *y,
-                   int B);
-int gpt2_block_bwd(gpt2_model *m, void *const *p, void *const *g, const gpt2_block_acts *a,
-                   const void *x);
 
 #endif

@@ -9,7 +9,7 @@
 #   gpt2_bad_args     a bad stage is refused with a message (exit 1), not a crash.
 if(ZS_BUILD_EXAMPLES)
   add_test(NAME gpt2_ref COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_ref.sh
-                                 $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+                                 $<TARGET_FILE:train_gpt2_dump> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
   set_tests_properties(gpt2_ref PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 900
                                            LABELS "gpt2;mpi;python" PROCESSORS 2
                                            SKIP_RETURN_CODE 77)
