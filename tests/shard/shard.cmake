@@ -12,3 +12,8 @@ zs_exe(test_shard_gather SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_gather.c)
 foreach(n 1 2 3 4)
   zs_mpi_test(shard_gather_np${n} test_shard_gather NP ${n} LABELS engine)
 endforeach()
+# The same over the one-rank `self` backend.
+foreach(t reduce gather)
+  zs_mpi_test(shard_${t}_self test_shard_${t} NP 1 LABELS engine)
+  set_property(TEST shard_${t}_self APPEND PROPERTY ENVIRONMENT ZS_COMM=self)
+endforeach()

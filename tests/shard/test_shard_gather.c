@@ -64,6 +64,9 @@ int main(int argc, char **argv) {
   const int W = zs_comm_size(comm), R = zs_comm_rank(comm);
   zs_coll *world = NULL;
   ZS_OK_OR_DIE(zs_coll_open(comm, ZS_DEVICE_CPU, 60, &world));
+  const char *want_backend = getenv("ZS_COMM"); /* the ctest runs it over mpi and over self */
+  ZS_EXPECT(!want_backend || !strcmp(zs_coll_backend(world), want_backend),
+            "backend %s, asked for %s", zs_coll_backend(world), want_backend);
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = 3;

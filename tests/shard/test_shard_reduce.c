@@ -172,6 +172,9 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   zs_coll *world = NULL;
   ZS_OK_OR_DIE(zs_coll_open(comm, ZS_DEVICE_CPU, 60, &world));
+  const char *want_backend = getenv("ZS_COMM"); /* the ctest runs it over mpi and over self */
+  ZS_EXPECT(!want_backend || !strcmp(zs_coll_backend(world), want_backend),
+            "backend %s, asked for %s", zs_coll_backend(world), want_backend);
   static const size_t buckets[] = {0, 40, 12};
   for (int stage = 0; stage <= 3; stage++)
     for (int det = 0; det <= 1; det++)
