@@ -61,8 +61,14 @@ def main(root):
                     if not m:
                         continue
                     inc = m.group(1)
-                    target = inc if "/" in inc else os.path.relpath(
-                        os.path.join(os.path.dirname(path), inc), src)
+                    if ".." in inc.split("/"):
+                        failures.append(f"src/{rel}:{no}: include \"{inc}\" climbs with '..': "
+                                        f"include by the path under src/")
+                        continue
+                    # As written under src/, else relative to the file's own folder.
+                    target = inc
+                    if not os.path.exists(os.path.join(src, target)):
+                        target = os.path.relpath(os.path.join(os.path.dirname(path), inc), src)
                     if not os.path.exists(os.path.join(src, target)):
                         continue  # public headers (include/) and system-like includes
                     them = layer_of(target)

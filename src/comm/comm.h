@@ -1,4 +1,4 @@
-/* Internal collective interface. The engine (src/core, src/shard) talks to peers only through
+/* Internal collective interface. The engine (src/engine, src/shard) talks to peers only through
  * these calls; backends live beside this file: mpi (host memory, device memory staged through
  * pinned host buffers) and nccl (device memory, one rank per GPU).
  *

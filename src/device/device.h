@@ -1,5 +1,5 @@
 /* Device layer: memory, copies, streams and the engine's elementwise ops for one device.
- * src/shard and the rest of src/core reach CUDA only through here. On the CPU device memory is
+ * src/shard and src/engine reach CUDA only through here. On the CPU device memory is
  * host memory (jemalloc), streams are NULL and everything is synchronous. On CUDA the compute
  * stream is handed to the user; the comm stream carries collectives; they are ordered by events. */
 #ifndef ZS_CORE_DEVICE_H

@@ -82,6 +82,7 @@ zs_status zs_engine_abort(zs_engine *e) {
 
 void zs_engine_abort_comms(zs_engine *e) {
   e->state = ZS_ENGINE_FAILED;
+  e->sh.in_step = 0; /* the shard layer never sees a failed engine as inside a step */
   zs_coll_abort(e->replica);
   if (e->shard != e->world) zs_coll_abort(e->shard);
   zs_coll_abort(e->world);
@@ -111,7 +112,6 @@ static void shard_ctx_init(zs_engine *e) {
   x->world_size = e->world_size;
   x->shard_rank = e->shard_rank;
   x->shard_size = e->shard_size;
-  x->gather_dir = 1;
   x->alloc = sh_alloc;
   x->free = sh_free;
   x->fail = sh_fail;

@@ -30,7 +30,6 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
       ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
   }
   e->micro_steps = micro_steps;
-  e->sh.gather_dir = 1;
   e->sh.in_step = 1;
   e->state = ZS_ENGINE_IN_STEP;
   return ZS_OK;

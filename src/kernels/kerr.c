@@ -17,13 +17,13 @@ zs_status zs_err(zs_status s, const char *fmt, ...) {
 }
 
 zs_status zs_err_wrap(zs_status s, const char *fmt, ...) {
-  char prev[1024], msg[2048];
+  char prev[1024], msg[1024]; /* the size of zs_last_error()'s buffer */
   snprintf(prev, sizeof prev, "%s", zs_last_error());
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (n >= 0 && (size_t)n < sizeof msg)
-    snprintf(msg + n, sizeof msg - (size_t)n, ": %.1000s", prev);
+    snprintf(msg + n, sizeof msg - (size_t)n, ": %.*s", (int)(sizeof msg - (size_t)n), prev);
   return zs_error_report(s, msg);
 }

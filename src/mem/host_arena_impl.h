@@ -1,5 +1,5 @@
 /* Internals shared by host_arena.c (API, live-pointer table) and host_arena_hooks.c (regions and
- * jemalloc extent hooks). Not for use outside src/offload. */
+ * jemalloc extent hooks). Not for use outside src/mem. */
 #ifndef ZS_OFFLOAD_HOST_ARENA_IMPL_H
 #define ZS_OFFLOAD_HOST_ARENA_IMPL_H
 

@@ -136,7 +136,6 @@ zs_status zs_shard_gather_user(zs_unit *u) {
                     u->name, bytes, held, max);
   }
   const int dir = traversal_dir(x, u);
-  x->gather_dir = dir;
   if (!u->gathered) {
     make_room(x, u->index, dir, full_bytes(u), 1);
     ZS_CHECK(start_gather(u));
@@ -161,7 +160,6 @@ void zs_shard_drop_all(zs_shard_ctx *x) {
     if (!x->plan->params_full) drop(u, u->held);
     u->held = 0; /* every stage: the step ends every hold (the same protocol at every stage) */
   }
-  x->gather_dir = 1;
 }
 
 int zs_shard_invalidate(zs_unit *u) {

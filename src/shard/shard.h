@@ -67,7 +67,6 @@ struct zs_shard_ctx {
   int nunits;
   int in_step;                /* between begin_step and step: gathers know forward from backward */
   size_t live_gathered_bytes; /* bytes of every gathered unit (held or prefetched) */
-  int gather_dir;             /* direction of the caller's last gather: +1 forward, -1 backward */
   /* The owner's services: memory booked in its ledger (frees are deferred once it failed, while
      an abandoned collective may still write), and failure: hard = a half-done operation its
      peers went on with (always fails the engine), else only communication/device failures do. */

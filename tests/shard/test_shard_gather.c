@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
                     .units = up,
                     .nunits = NU,
                     .in_step = 0,
-                    .gather_dir = 1,
+
                     .alloc = t_alloc,
                     .free = t_free,
                     .fail = t_fail,

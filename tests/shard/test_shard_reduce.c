@@ -80,7 +80,7 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
                     .world_size = W,
                     .shard_rank = R % S,
                     .shard_size = S,
-                    .gather_dir = 1,
+
                     .alloc = t_alloc,
                     .free = t_free,
                     .fail = t_fail,
