@@ -184,7 +184,7 @@ void zs_coll_destroy(zs_coll *c) {
 void zs_coll_abort(zs_coll *c) {
   if (!c) return;
   if (!c->broken) zs_coll_mark_broken(c);
-  if (c->ops->abort) c->ops->abort(c);
+  if (c->ops->cancel) c->ops->cancel(c);
 }
 
 int zs_coll_rank(const zs_coll *c) {

@@ -23,7 +23,7 @@ typedef struct zs_coll_ops {
   zs_status (*sync)(zs_coll *c, void *stream);
   zs_status (*split)(zs_coll *c, int color, int key, zs_coll **out);
   void (*destroy)(zs_coll *c); /* releases impl only; coll.c frees the zs_coll itself */
-  void (*abort)(zs_coll *c);   /* ends in-flight device work at once (nccl); NULL: nothing to do */
+  void (*cancel)(zs_coll *c);  /* ends in-flight device work at once (nccl); NULL: nothing to do */
 } zs_coll_ops;
 
 #define ZS_BROKEN_MAX 512

@@ -474,12 +474,8 @@ zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
 
 zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
-  size_t b[ZS_MEM_NCAT], *numel = calloc((size_t)e->nunits + 1, sizeof *numel);
-  if (!numel) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_plan_memory: out of host memory");
-  for (int i = 0; i < e->nunits; i++)
-    numel[i] = e->units[i]->lay.numel_total;
-  zs_plan_memory(&e->plan, &e->cfg, numel, e->nunits, b);
-  free(numel);
+  size_t b[ZS_MEM_NCAT];
+  zs_plan_memory(&e->plan, &e->cfg, e->units, e->nunits, b);
   zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
                                 &out->host_pinned};
   size_t total = 0;

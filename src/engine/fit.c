@@ -32,12 +32,8 @@ static int need_of(const zs_engine *e, int stage, unsigned offload, size_t S, zs
   }
   zs_plan p;
   if (zs_plan_make(&c, S > INT32_MAX ? INT32_MAX : (int)S, &p) != ZS_OK) return 0;
-  size_t out[ZS_MEM_NCAT], *numel = calloc((size_t)e->nunits, sizeof *numel);
-  if (!numel) return 0;
-  for (int i = 0; i < e->nunits; i++)
-    numel[i] = e->units[i]->lay.numel_total;
-  zs_plan_memory(&p, &c, numel, e->nunits, out);
-  free(numel);
+  size_t out[ZS_MEM_NCAT];
+  zs_plan_memory(&p, &c, e->units, e->nunits, out);
   n->params = out[ZS_MEM_PARAMS];
   n->grads = out[ZS_MEM_GRADS];
   n->optimizer = out[ZS_MEM_OPTIMIZER];

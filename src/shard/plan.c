@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "shard/shard.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
 static int resolve(int sw, int from_stage) {
@@ -75,13 +76,14 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_M
   add[oc] = add_mul(add[oc], p->optimizer_full ? P : s, 12); /* fp32 master, m, v */
 }
 
-void zs_plan_memory(const zs_plan *p, const zs_config *c, const size_t *numel, int nunits,
+void zs_plan_memory(const zs_plan *p, const zs_config *c, struct zs_unit *const *units, int nunits,
                     size_t out[ZS_MEM_NCAT]) {
   memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
   size_t max_full = 0;
   for (int i = 0; i < nunits; i++) {
-    zs_plan_unit_bytes(p, numel[i], c->param_dtype, out);
-    const size_t P = zs_plan_padded(p, numel[i]);
+    const size_t n = units[i]->lay.numel_total;
+    zs_plan_unit_bytes(p, n, c->param_dtype, out);
+    const size_t P = zs_plan_padded(p, n);
     if (P > max_full) max_full = P;
   }
   const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4, rs = c->reduce_dtype == ZS_BF16 ? 2 : 4;

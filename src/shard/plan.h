@@ -50,12 +50,14 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p);
    add[] is added to, so a caller can sum units). dt: param_dtype. */
 void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_MEM_NCAT]);
 
-/* What this rank holds for units of numel[i] elements: persistent state by category, exactly as
+struct zs_unit;
+
+/* What this rank holds for the given units: persistent state by category, exactly as
    the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient buffers (gathered
    units: the caller's held unit plus one more and the prefetch window, or max_live_bytes; one
    unit's full gradient when gradients are sharded, or its staging buffer in deterministic mode;
    reduction scratch). Saturates at SIZE_MAX. */
-void zs_plan_memory(const zs_plan *p, const zs_config *c, const size_t *numel, int nunits,
+void zs_plan_memory(const zs_plan *p, const zs_config *c, struct zs_unit *const *units, int nunits,
                     size_t out[ZS_MEM_NCAT]);
 
 /* Elements of a unit of n elements after padding to the plan's shard count. */

@@ -11,29 +11,11 @@
 #include "base/error.h"
 #include "comm/comm.h"
 #include "device/device.h"
+#include "fake_ctx.h"
 #include "shard/shard.h"
 #include "zs_test.h"
 
 #define NU 5
-
-static size_t live_bytes;
-
-static zs_status t_alloc(void *o, zs_mem_cat c, size_t bytes, void **p, void *stream) {
-  (void)c;
-  ZS_CHECK(zs_dev_alloc(o, bytes, p, stream));
-  live_bytes += bytes;
-  return ZS_OK;
-}
-static void t_free(void *o, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  (void)c;
-  zs_dev_free(o, p, stream);
-  live_bytes -= bytes;
-}
-static zs_status t_fail(void *o, zs_status s, int hard) {
-  (void)o;
-  (void)hard;
-  return s;
-}
 
 /* The value of flat element i of unit k (what set_param would have written everywhere). */
 static float val(int k, size_t i) {
@@ -89,9 +71,9 @@ int main(int argc, char **argv) {
                     .nunits = NU,
                     .in_step = 0,
 
-                    .alloc = t_alloc,
-                    .free = t_free,
-                    .fail = t_fail,
+                    .alloc = fake_alloc,
+                    .free = fake_free,
+                    .fail = fake_fail,
                     .owner = &dev};
   memset(units, 0, sizeof units);
   size_t bytes[NU];
@@ -126,9 +108,9 @@ int main(int argc, char **argv) {
     size_t sum = 0;
     for (int i = 0; i < NU; i++)
       sum += units[i].gathered ? bytes[i] : 0;
-    ZS_EXPECT(sum == x.live_gathered_bytes && live_bytes == sum,
+    ZS_EXPECT(sum == x.live_gathered_bytes && fake_live_bytes == sum,
               "at u%d: gathered bytes %zu, counted %zu, allocated %zu", k, sum,
-              x.live_gathered_bytes, live_bytes);
+              x.live_gathered_bytes, fake_live_bytes);
     zs_shard_release_user(&units[k]);
     ZS_EXPECT(!units[k].gathered, "release frees u%d", k);
   }
@@ -145,15 +127,16 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_shard_gather_user(&units[4])); /* drops the prefetched u1 */
   units[4].held = 1;
   ZS_EXPECT(!units[1].gathered && units[4].gathered, "prefetch dropped for room");
-  const size_t before = live_bytes;
+  const size_t before = fake_live_bytes;
   ZS_EXPECT(zs_shard_gather_user(&units[3]) == ZS_ERR_OUT_OF_MEMORY,
             "a gather with no room is refused");
-  ZS_EXPECT(live_bytes == before && !units[3].gathered && units[0].gathered && units[4].gathered,
+  ZS_EXPECT(fake_live_bytes == before && !units[3].gathered && units[0].gathered &&
+                units[4].gathered,
             "a refused gather changes nothing");
   cfg.max_live_bytes = 0;
   zs_shard_drop_all(&x);
-  ZS_EXPECT(live_bytes == 0 && x.live_gathered_bytes == 0 && gathered_count(units) == 0,
-            "drop_all frees every gathered copy (%zu bytes left)", live_bytes);
+  ZS_EXPECT(fake_live_bytes == 0 && x.live_gathered_bytes == 0 && gathered_count(units) == 0,
+            "drop_all frees every gathered copy (%zu bytes left)", fake_live_bytes);
   for (int k = 0; k < NU; k++) {
     zs_dev_free(&dev, units[k].param_shard, NULL);
     zs_layout_free(&units[k].lay);

@@ -16,29 +16,9 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "base/error.h"
+#include "fake_ctx.h"
 #include "shard/shard.h"
 #include "zs_test.h"
-
-static size_t live_bytes; /* the counting allocator's outstanding bytes */
-static int failures_reported;
-
-static zs_status t_alloc(void *o, zs_mem_cat c, size_t bytes, void **p, void *stream) {
-  (void)c;
-  ZS_CHECK(zs_dev_alloc(o, bytes, p, stream));
-  live_bytes += bytes;
-  return ZS_OK;
-}
-static void t_free(void *o, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  (void)c;
-  zs_dev_free(o, p, stream);
-  live_bytes -= bytes;
-}
-static zs_status t_fail(void *o, zs_status s, int hard) {
-  (void)o;
-  (void)hard;
-  failures_reported++;
-  return s;
-}
 
 /* The value rank r puts at flat element i of unit `seed` in micro-step k. */
 static float val(int seed, int k, int r, size_t i) {
@@ -81,9 +61,9 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
                     .shard_rank = R % S,
                     .shard_size = S,
 
-                    .alloc = t_alloc,
-                    .free = t_free,
-                    .fail = t_fail,
+                    .alloc = fake_alloc,
+                    .free = fake_free,
+                    .fail = fake_fail,
                     .owner = &dev};
   /* Units of 1, 7 and 257 + 13 elements: smaller than the group, odd, and two tensors. */
   const zs_tensor_desc d1[1] = {{"a", 1, {1, 0, 0, 0}, 0}};
@@ -103,7 +83,7 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
     const int micros = plan.reduce_every_micro ? 2 : 1;
     float *want = calloc(P, sizeof *want);
     double *want64 = calloc(P, sizeof *want64);
-    const size_t before = live_bytes;
+    const size_t before = fake_live_bytes;
     for (int k = 0; k < micros; k++) {
       if (!plan.grads_full) ZS_OK_OR_DIE(zs_shard_grad_buffer(&u));
       float *g = u.grad_full;
@@ -126,10 +106,10 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
       }
       ZS_OK_OR_DIE(zs_shard_reduce(&u, k == micros - 1));
     }
-    ZS_EXPECT(live_bytes == before,
+    ZS_EXPECT(fake_live_bytes == before,
               "stage %d det %d bucket %zu group %d unit %d: %zu bytes of "
               "scratch left",
-              stage, det, bucket, group, ui, live_bytes - before);
+              stage, det, bucket, group, ui, fake_live_bytes - before);
     /* Where the plan puts the result. */
     const float *got = NULL;
     size_t lo = 0, cnt = P;
@@ -161,7 +141,7 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
     if (u.grad_shard) zs_dev_free(&dev, u.grad_shard, NULL);
     zs_layout_free(&u.lay);
   }
-  ZS_EXPECT(failures_reported == 0, "no failure reported (%d)", failures_reported);
+  ZS_EXPECT(fake_failures == 0, "no failure reported (%d)", fake_failures);
   if (replica) zs_coll_destroy(replica);
   if (shard != world) zs_coll_destroy(shard);
   zs_dev_close(&dev);
