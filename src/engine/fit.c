@@ -28,7 +28,7 @@ static int need_of(const zs_engine *e, int stage, unsigned offload, size_t S, zs
   if (stage != c.stage || offload != c.offload) {
     c.stage = stage;
     c.offload = offload;
-    c.shard_params = c.shard_grads = c.shard_optimizer = -1;
+    c.shard_params = c.shard_grads = c.shard_optimizer = ZS_SHARD_AS_STAGE;
   }
   zs_plan p;
   if (zs_plan_make(&c, S > INT32_MAX ? INT32_MAX : (int)S, &p) != ZS_OK) return 0;

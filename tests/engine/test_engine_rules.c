@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "zs_test.h"
@@ -238,6 +239,52 @@ static void too_big(zs_comm *comm) {
   zs_engine_destroy(e);
 }
 
+#if !defined(__SANITIZE_ADDRESS__) /* ASan's shadow memory does not live with RLIMIT_AS */
+/* VmSize of this process in bytes (0 when unreadable). */
+static size_t vm_size(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmSize: %zu kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb * 1024;
+}
+
+/* A refusal says what would fit: with the address space capped at 12 bytes per parameter, a
+   model of psi fp32 params needs about 16 psi at stage 0 (refused) but about 8.4 psi at stage 3
+   over two or more ranks, which the message must offer. */
+static void hint_what_fits(zs_comm *comm) {
+  const size_t psi = (size_t)100 << 20, vm = vm_size();
+  struct rlimit old;
+  if (!vm || getrlimit(RLIMIT_AS, &old) != 0) return;
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 0;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  const zs_tensor_desc part[1] = {{"w", 1, {(int64_t)(psi / 64), 0, 0, 0}, 0}};
+  for (int i = 0; i < 64; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "p%d", i);
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, part, NULL));
+  }
+  struct rlimit cap = old;
+  cap.rlim_cur = vm + 12 * psi;
+  if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < cap.rlim_cur) cap.rlim_cur = old.rlim_cur;
+  ZS_EXPECT(setrlimit(RLIMIT_AS, &cap) == 0, "setrlimit");
+  const zs_status rc = zs_engine_commit(e);
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", zs_last_error());
+  setrlimit(RLIMIT_AS, &old);
+  ZS_EXPECT(rc == ZS_ERR_OUT_OF_MEMORY, "stage 0 at 16 bytes per param is refused: %s", msg);
+  const char *fits = strstr(msg, "What would fit:");
+  ZS_EXPECT(fits && strstr(fits, "stage 3") && strstr(fits, "needs") && !strstr(fits, "no stage"),
+            "the refusal offers a stage-3 configuration that fits: %s", msg);
+  zs_engine_destroy(e);
+}
+#endif
+
 /* Offload workers: the ranks of this host split the node's cores. */
 static void worker_share(zs_comm *comm) {
   zs_config cfg;
@@ -277,6 +324,9 @@ int main(int argc, char **argv) {
   max_live(comm);
   hybrid_scratch(comm);
   too_big(comm);
+#if !defined(__SANITIZE_ADDRESS__)
+  hint_what_fits(comm);
+#endif
   worker_share(comm);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_rules: world %d: %d failure(s)\n", zs_comm_size(comm), zs_test_failures);
