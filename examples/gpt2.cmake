@@ -1,6 +1,6 @@
 # examples/train_gpt2.c + examples/gpt2/*: GPT-2 training on zshard (see the program's header).
-# The safetensors loader parses its JSON header with cJSON (Debian: libcjson-dev).
-pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson)
+# The safetensors loader parses its JSON header with cJSON (Debian: libcjson-dev; found by the
+# top-level CMakeLists.txt for the library's checkpoint manifests).
 set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/args.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/config.c

@@ -128,6 +128,9 @@ typedef struct {
   struct {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
   } adamw;
+  /* zs_engine_save: committed checkpoints kept in the directory after a save (the newest ones;
+     older ones are deleted only once the new one is committed). 0 = keep all; default 2. */
+  int ckpt_keep;
 } zs_config;
 
 /* The stage-3 memory rule. At every moment, inside or outside a step, in forward or backward
@@ -147,13 +150,14 @@ typedef struct {
    units, or 2 x bucket_bytes). */
 
 /* Fills every field with its default: stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999, eps 1e-8,
-   weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1, offload chunk 4M elements, the rest 0
+   weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1, offload chunk 4M elements, 2 checkpoints
+   kept, the rest 0
    (sharding switches ZS_SHARD_AS_STAGE), and struct_size/struct_version. A config filled by hand
    (memset to 0) works too where 0 is meaningful: switches as the stage, offload_chunk 0 is the
    default. An environment variable that is set but empty counts as unset. A field left at its
    default takes its environment variable at zs_engine_create: ZS_STAGE, ZS_PREFETCH_UNITS,
    ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES, ZS_OFFLOAD_HOST_BYTES,
-   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED. A variable that does not parse
+   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED, ZS_CKPT_KEEP. A variable that does not parse
    (or is out of range) makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming it. */
 ZS_API void zs_config_default(zs_config *c);
 
@@ -318,6 +322,68 @@ typedef struct {
    allocates them, buffers a bound on the transient buffers (see the memory rule), total their
    sum; cur and peak are both set to it. ZS_ERR_INVALID_ARG for NULL. */
 ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
+/* ======== Checkpoints and export ======== */
+
+/* Saves the training state into a new checkpoint under dir (created if missing): every rank
+   writes what it owns of the fp32 master weights and Adam m and v (replicated state is split
+   among the ranks that hold it, so each element is written once) plus the step counts; rank 0
+   then writes a JSON manifest (units, tensors, shapes, dtype, world size, shard group, stage,
+   hyperparameters, every file's byte layout and xxh64 checksums). Each file is written to a
+   temporary name, fsynced and renamed; the manifest's rename is the commit point, so a crash or a
+   write error at any moment leaves the previous checkpoint the latest loadable one. After the
+   commit, checkpoints older than the newest cfg.ckpt_keep are deleted; what a crashed save left is
+   deleted by the next save. Layout: dir/ckpt-<12-digit seq>/{rank-<r>.zsd, manifest.json}; dir
+   must be on a file system every rank sees (one directory, one saving job at a time). Collective
+   over the world, between steps (ZS_ERR_STATE inside a step or before commit). Errors, the same
+   status on every rank: ZS_ERR_IO (disk full, permissions, ...; nothing of the new checkpoint
+   stays, no temporary file), ZS_ERR_INVALID_ARG (NULL, or ranks naming different paths). */
+ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
+/* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
+   this engine (committed, same units, tensor names, shapes and param_dtype). dir is a checkpoint
+   (holds manifest.json) or a directory of them (its newest committed one is loaded). Each rank
+   reads only the blocks of the files that hold what it owns, never the whole model, and checks
+   each block's checksum. Sets the master weights, Adam m and v, the params (from the master),
+   zs_engine_step_count and zs_engine_steps_done; the configuration (hyperparameters, the lr set
+   by zs_engine_set_lr) stays the engine's own. Everything is checked and every rank agrees
+   before anything is written: a refused load leaves the engine exactly as it was. Errors (same
+   status on every rank): ZS_ERR_CORRUPT (a damaged, truncated or missing file, a checksum
+   mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another model: names the first
+   difference), ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before commit,
+   or a unit still gathered by the caller). Should a file change between the check and the read
+   that follows it, the engine fails (ZS_ERR_STATE afterwards). Collective over the world. */
+ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
+
+/* How zs_engine_export_safetensors_ex writes one tensor; the callback may change any field. */
+typedef struct {
+  char name[256];    /* the name in the file; default "<unit>.<tensor>" */
+  int skip;          /* 1: leave the tensor out */
+  int transpose;     /* 2-D tensors only: write the [cols, rows] transpose */
+  int64_t rows;      /* keep only the first rows of dimension 0 (0 = all): drops padding rows */
+} zs_export_tensor;
+/* Called for every tensor, on every rank, with the same arguments: must answer the same on all.
+   Returns 0, or non-zero to refuse the export (ZS_ERR_INVALID_ARG). */
+typedef int (*zs_export_tensor_fn)(void *ctx, const char *unit, const char *tensor, int ndim,
+                                   const int64_t *shape, zs_export_tensor *out);
+typedef struct {
+  size_t struct_size;           /* set by zs_export_options_default */
+  zs_dtype dtype;               /* ZS_F32 (default) or ZS_BF16 (rounded to nearest even) */
+  zs_export_tensor_fn tensor_fn; /* NULL: every tensor as "<unit>.<tensor>", as it is */
+  void *ctx;                    /* passed to tensor_fn */
+} zs_export_options;
+/* Defaults: fp32, default names, struct_size set. */
+ZS_API void zs_export_options_default(zs_export_options *o);
+/* Writes the consolidated master weights to a safetensors file at path (metadata: format "pt",
+   zshard_version, step), streamed: unit by unit, the unit's full master is gathered (one unit's
+   fp32 values per rank at a time, plus one tensor on the host on CUDA), rank 0 converts and writes
+   it in 1 MiB chunks. Written to path.tmp, fsynced and renamed: path is either the old file or the
+   whole new one. o NULL: the defaults. Collective over the world, between steps. Errors (same on
+   every rank): ZS_ERR_INVALID_ARG (a bad name, duplicate names, a refused tensor, bad dtype),
+   ZS_ERR_IO (no file left behind); a failed gather fails the engine. */
+ZS_API zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
+                                                 const zs_export_options *o);
+/* zs_engine_export_safetensors_ex with the defaults: fp32, "<unit>.<tensor>" names. */
+ZS_API zs_status zs_engine_export_safetensors(zs_engine *e, const char *path);
+
 /* ======== Introspection ======== */
 
 /* Bytes this rank's engine holds, by category, current and peak (the ledger). Not collective. */
@@ -344,6 +410,9 @@ ZS_API const zs_config *zs_engine_config(const zs_engine *e);
 ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);
+/* Number of completed zs_engine_step calls, skipped (non-finite) ones included: where a resumed
+   run's data and schedule continue (restored by zs_engine_load); -1 for NULL. */
+ZS_API int64_t zs_engine_steps_done(const zs_engine *e);
 /* Sets the learning rate used from the next zs_engine_step on (schedules). Not collective, but
    every rank must set the same value. ZS_ERR_INVALID_ARG for a negative or non-finite lr. */
 ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);

@@ -30,8 +30,8 @@ PKGS=(
   # OpenBLAS (pthread flavour) and the Fortran runtime it links
   libopenblas-dev libopenblas-pthread-dev libopenblas0 libopenblas0-pthread libgfortran5
   libquadmath0
-  # cJSON (examples: the GPT-2 config reader)
-  libcjson-dev libcjson1
+  # cJSON (checkpoint manifests, the GPT-2 config reader) and xxHash (checkpoint checksums)
+  libcjson-dev libcjson1 libxxhash-dev libxxhash0
   # pkg-config (CMake's pkg_check_modules needs it)
   pkgconf pkgconf-bin libpkgconf3 pkg-config
 )

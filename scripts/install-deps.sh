@@ -13,7 +13,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
-  libhwloc-dev libjemalloc-dev libopenblas-dev libnuma-dev libcjson-dev
+  libhwloc-dev libjemalloc-dev libopenblas-dev libnuma-dev libcjson-dev libxxhash-dev
   python3
 )
 

@@ -38,6 +38,7 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_OFFLOAD_THREADS", offload_threads, T_INT, 0, 4096, 0),
     TUN("ZS_OFFLOAD_CHUNK", offload_chunk, T_SIZE, 1, 1e15, 1 << 22),
     TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
+    TUN("ZS_CKPT_KEEP", ckpt_keep, T_INT, 0, 1 << 20, 2),
 };
 #define ZS_NTUNABLES (sizeof zs_tunables / sizeof zs_tunables[0])
 
@@ -165,6 +166,9 @@ zs_status zs_config_validate(const zs_config *c) {
     if (sw[i] != ZS_SHARD_AS_STAGE && sw[i] != ZS_SHARD_YES && sw[i] != ZS_SHARD_NO)
       return zs_err(ZS_ERR_INVALID_ARG,
                     "%s %d: use ZS_SHARD_YES, ZS_SHARD_NO or ZS_SHARD_AS_STAGE (0)", swn[i], sw[i]);
+  if (c->ckpt_keep < 0)
+    return zs_err(ZS_ERR_INVALID_ARG, "ckpt_keep %d: use 0 (keep every checkpoint) or the number "
+                                      "of newest checkpoints to keep", c->ckpt_keep);
   if (c->offload_threads < 0 || c->offload_threads > 4096)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "offload_threads %d: use 0 (this rank's share of the node's "

@@ -512,6 +512,9 @@ const char *zs_engine_info(const zs_engine *e) {
 int64_t zs_engine_step_count(const zs_engine *e) {
   return e ? e->opt_steps : -1;
 }
+int64_t zs_engine_steps_done(const zs_engine *e) {
+  return e ? e->steps_done : -1;
+}
 
 zs_status zs_engine_set_lr(zs_engine *e, float lr) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_set_lr: engine is NULL");

@@ -46,7 +46,8 @@ struct zs_engine {
   int nunits, cap_units;
 
   int micro_steps;   /* of the current step */
-  int64_t opt_steps; /* completed optimizer steps (AdamW's t) */
+  int64_t opt_steps;  /* completed optimizer steps (AdamW's t) */
+  int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;
   zs_shard_ctx sh; /* what src/shard sees of the engine (shard/shard.h) */
   char info[2048];

@@ -180,6 +180,7 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
     e->opt_steps++;
   }
   ZS_CHECK(zs_dev_sync(d, d->compute_stream));
+  e->steps_done++;
   e->state = ZS_ENGINE_READY;
   s.step_seconds = zs_now() - e->step_t0;
   s.struct_version = 1;

@@ -9,6 +9,10 @@
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
  *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]
  *        [--bucket BYTES] [--reduce-bf16 0|1 (default: the params' dtype)]
+ *        [--load DIR] [--save DIR]
+ * --load DIR resumes from a checkpoint (zs_engine_load) and trains from its step on to --steps;
+ * --save DIR saves one (zs_engine_save) after the last step. The float64 reference replays the
+ * steps before the checkpoint, so a resumed run is checked against the whole run.
  * With --device cuda the "backward" copies params to the host and grads back (cudaMemcpy on the
  * engine stream's device); without a GPU it prints one SKIP line and exits 0. */
 #include <math.h>
@@ -32,7 +36,7 @@ typedef struct {
   int split;    /* the backward adds each gradient in two += (g - h, then h; h = 0.3 g) */
   float clip, wd, lr;
   double tol, reftol;
-  const char *write, *compare;
+  const char *write, *compare, *load, *save;
 } opts;
 
 static void parse(int argc, char **argv, opts *o) {
@@ -84,6 +88,10 @@ static void parse(int argc, char **argv, opts *o) {
       o->reftol = atof(v);
     else if (!strcmp(k, "--write"))
       o->write = v;
+    else if (!strcmp(k, "--load"))
+      o->load = v;
+    else if (!strcmp(k, "--save"))
+      o->save = v;
     else if (!strcmp(k, "--compare"))
       o->compare = v;
     else if (!strcmp(k, "--split-adds"))
@@ -280,8 +288,18 @@ int main(int argc, char **argv) {
       free(h);
     }
 
-  int skipped = 0;
-  for (int s = 0; s < o.steps; s++) {
+  int skipped = 0, start = 0;
+  if (o.load) {
+    ZS_OK_OR_DIE(zs_engine_load(e, o.load));
+    start = (int)zs_engine_steps_done(e);
+    ZS_EXPECT(start >= 0 && start <= o.steps, "the checkpoint is at step %d of %d", start, o.steps);
+    skipped = start - (int)zs_engine_step_count(e);
+    /* The reference replays what the checkpoint's run did, with the batches of that step: the
+       global batch of a step (world x micro) is the same in both runs. */
+    for (int s = 0; s < start; s++)
+      ref_step(&ref, &o, world, (int64_t)s * world * o.micro, s == o.nonfinite_at);
+  }
+  for (int s = start; s < o.steps; s++) {
     const int64_t first = (int64_t)s * world * o.micro;
     const int poison_step = s == o.nonfinite_at;
     ZS_OK_OR_DIE(zs_engine_begin_step(e, o.micro));
@@ -297,6 +315,7 @@ int main(int argc, char **argv) {
   }
   ZS_EXPECT(zs_engine_step_count(e) == o.steps - skipped, "step count %lld",
             (long long)zs_engine_step_count(e));
+  if (o.save) ZS_OK_OR_DIE(zs_engine_save(e, o.save));
 
   /* Read back every tensor (collective) and compare. */
   float *all = malloc((size_t)n * sizeof *all);

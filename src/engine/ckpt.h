@@ -1,0 +1,32 @@
+/* What save and load share: which elements each rank writes, the block size, and copies of
+ * optimizer state between the engine (device or host arena) and host staging. */
+#ifndef ZS_ENGINE_CKPT_H
+#define ZS_ENGINE_CKPT_H
+
+#include <stdint.h>
+
+#include "engine/ckpt_format.h"
+#include "engine/engine_internal.h"
+
+/* Data blocks are 4 MiB; ZS_TEST_CKPT_BLOCK_BYTES (>= 64, rounded down to a multiple of 4) makes
+   them smaller for tests (many blocks, ranges that start and end inside blocks). */
+uint64_t zs_ckpt_block_bytes(void);
+/* The elements [*a, *b) of unit u that world rank r writes (empty when *a == *b): the range of
+   optimizer state r holds, without padding, split evenly among the ranks that hold the same range
+   (replicated state: all ranks; hybrid: the replicas), so every element is written once. */
+void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b);
+/* The segments rank r writes, with their offsets in its data section; returns the data bytes.
+   segs (room for e->nunits) may be NULL to count only; *nsegs gets the count. */
+uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int *nsegs);
+/* Copies n fp32 values between the engine's optimizer state (device or host arena) and host
+   memory. */
+zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
+                                size_t n);
+zs_status zs_ckpt_state_from_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
+                                  size_t n);
+/* The same verdict on every rank: all-gathers this rank's status; returns ZS_OK when every rank
+   succeeded, else this rank's own error (its message kept) or ZS_ERR_IO/CORRUPT naming the first
+   failing rank. `what` names the operation. Collective over the world. */
+zs_status zs_ckpt_agree(zs_engine *e, zs_status mine, const char *what);
+
+#endif

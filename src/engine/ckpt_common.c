@@ -1,0 +1,99 @@
+/* What checkpoint save and load share (see ckpt.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "engine/ckpt.h"
+
+uint64_t zs_ckpt_block_bytes(void) {
+  const char *s = getenv("ZS_TEST_CKPT_BLOCK_BYTES");
+  if (s && *s) {
+    const unsigned long long v = strtoull(s, NULL, 10);
+    if (v >= 64 && v <= (1ull << 30)) return v / 4 * 4;
+  }
+  return (uint64_t)4 << 20;
+}
+
+void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b) {
+  const zs_plan *p = &e->plan;
+  const int g = e->shard_size;
+  uint64_t lo, n;
+  int idx, cnt;
+  if (p->optimizer_full) {
+    lo = 0;
+    n = u->lay.padded;
+    idx = r;
+    cnt = e->world_size;
+  } else {
+    lo = (uint64_t)(r % g) * u->lay.shard;
+    n = u->lay.shard;
+    idx = r / g;
+    cnt = e->world_size / g;
+  }
+  uint64_t hi = lo + n;
+  if (hi > u->lay.numel_total) hi = u->lay.numel_total;
+  if (lo >= hi) {
+    *a = *b = 0;
+    return;
+  }
+  const uint64_t len = hi - lo;
+  *a = lo + len * (uint64_t)idx / (uint64_t)cnt;
+  *b = lo + len * (uint64_t)(idx + 1) / (uint64_t)cnt;
+}
+
+uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int *nsegs) {
+  uint64_t off = 0;
+  int n = 0;
+  for (int i = 0; i < e->nunits; i++) {
+    uint64_t a, b;
+    zs_ckpt_writer_range(e, e->units[i], r, &a, &b);
+    if (a == b) continue;
+    if (segs) segs[n] = (zs_ckpt_seg){i, a, b, off};
+    n++;
+    off += 12 * (b - a);
+  }
+  *nsegs = n;
+  return off;
+}
+
+zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
+                                size_t n) {
+  if (u->opt_on_host || e->dev.kind == ZS_DEVICE_CPU) {
+    memcpy(dst, src, n * 4);
+    return ZS_OK;
+  }
+  return zs_dev_to_host(&e->dev, dst, src, n * 4);
+}
+
+zs_status zs_ckpt_state_from_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
+                                  size_t n) {
+  if (u->opt_on_host || e->dev.kind == ZS_DEVICE_CPU) {
+    memcpy(dst, src, n * 4);
+    return ZS_OK;
+  }
+  return zs_dev_from_host(&e->dev, dst, src, n * 4);
+}
+
+zs_status zs_ckpt_agree(zs_engine *e, zs_status mine, const char *what) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
+  uint64_t *all = calloc((size_t)e->world_size, sizeof *all);
+  if (!all) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+  const uint64_t w = (uint64_t)mine;
+  zs_status rc = zs_engine_allgather_u64(e, &w, 1, all);
+  if (rc != ZS_OK) {
+    free(all);
+    return zs_engine_fail(e, zs_err_wrap(rc, "%s: agreeing on the outcome", what));
+  }
+  int first = -1;
+  for (int r = 0; r < e->world_size && first < 0; r++)
+    if (all[r] != ZS_OK) first = r;
+  const zs_status fs = first >= 0 ? (zs_status)all[first] : ZS_OK;
+  free(all);
+  if (mine != ZS_OK) return zs_err(mine, "%s", msg);
+  if (first >= 0)
+    return zs_err(fs, "%s failed on rank %d (%s; that rank's zs_last_error says why)", what,
+                  first, zs_status_str(fs));
+  return ZS_OK;
+}

@@ -1,0 +1,109 @@
+/* The checkpoint format (format version 1): what a checkpoint directory holds and how its two
+ * kinds of files are encoded. Pure encoding and parsing, no engine: the fuzz target drives the
+ * parsers directly.
+ *
+ * DIR/ckpt-<seq>/          one checkpoint; committed once manifest.json exists in it
+ *   rank-<r>.zsd           what world rank r wrote (every rank writes one file)
+ *   manifest.json          written last by rank 0: its rename is the commit point
+ *
+ * Optimizer state is saved in the unit's canonical flat order (tensors back to back, no padding),
+ * so it does not depend on the world size, shard group or stage that saved it: a segment is
+ * elements [begin, end) of one unit's fp32 master, then Adam m over the same range, then v.
+ * Ranks that hold the same range (replicated optimizer state, hybrid replicas) split it, so
+ * every element is written once and all ranks write about the same amount.
+ *
+ * Data file: a 64-byte header (little-endian: magic "ZSHARDCK", u32 version, u32 writer rank,
+ * u64 data offset, u64 data bytes, u64 block bytes, u64 block count, u64 reserved, u64 xxh64 of
+ * the first 56 header bytes followed by the block table), the block table (xxh64 of each
+ * block_bytes block of the data, the last one shorter), then the data. A reader checks the header
+ * against the manifest and every block it reads against the table. The manifest carries its own
+ * xxh64 (of its text with the checksum's 16 hex digits written as zeros). */
+#ifndef ZS_ENGINE_CKPT_FORMAT_H
+#define ZS_ENGINE_CKPT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zshard.h"
+
+#define ZS_CKPT_FORMAT_VERSION 1
+#define ZS_CKPT_MAGIC "ZSHARDCK"
+#define ZS_CKPT_HEADER_BYTES 64
+#define ZS_CKPT_MANIFEST "manifest.json"
+#define ZS_CKPT_MAX_NAME 64
+
+/* One run of a unit's state in a data file: elements [begin, end) of master at byte `offset` of
+   the data, m right after it, then v (each (end - begin) fp32 values). */
+typedef struct {
+  int unit;
+  uint64_t begin, end, offset;
+} zs_ckpt_seg;
+
+typedef struct {
+  char name[32]; /* "rank-00003.zsd" */
+  uint64_t bytes, data_bytes, nblocks;
+  uint64_t header_xxh64; /* the header's own checksum (its last 8 bytes) */
+  uint64_t data_xxh64;   /* of the whole data section, for offline checks */
+  int nsegs;
+  zs_ckpt_seg *segs;
+} zs_ckpt_file;
+
+typedef struct {
+  char name[ZS_CKPT_MAX_NAME];
+  int ndim;
+  int64_t shape[4];
+  int no_weight_decay;
+} zs_ckpt_tensor;
+
+typedef struct {
+  char name[ZS_CKPT_MAX_NAME];
+  uint64_t numel; /* unpadded */
+  int ntensors;
+  zs_ckpt_tensor *t;
+} zs_ckpt_unit;
+
+typedef struct {
+  int format_version;
+  char zshard_version[32];
+  uint64_t seq;
+  int64_t step;       /* completed optimizer steps (AdamW's t) */
+  int64_t steps_done; /* completed zs_engine_step calls, skipped ones included */
+  int world_size, shard_group_size, stage;
+  int shard_params, shard_grads, shard_optimizer; /* the plan's resolved switches */
+  unsigned offload;
+  zs_dtype param_dtype, reduce_dtype;
+  int deterministic;
+  float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
+  uint64_t block_bytes;
+  int nunits;
+  zs_ckpt_unit *units;
+  int nfiles;
+  zs_ckpt_file *files;
+} zs_ckpt_manifest;
+
+/* The data file header, decoded. */
+typedef struct {
+  uint32_t version, rank;
+  uint64_t data_offset, data_bytes, block_bytes, nblocks, self_xxh64;
+} zs_ckpt_header;
+
+void zs_ckpt_manifest_free(zs_ckpt_manifest *m);
+/* The manifest as JSON text (malloc'd, NUL-terminated, its checksum filled in). */
+zs_status zs_ckpt_manifest_write(const zs_ckpt_manifest *m, char **text);
+/* Parses and checks manifest text of len bytes (need not be NUL-terminated): its checksum, the
+   format, the version, every field's type and range, segments inside their files and units.
+   ZS_ERR_CORRUPT (damage, unknown version) naming what is wrong; on success m is owned by the
+   caller (zs_ckpt_manifest_free). */
+zs_status zs_ckpt_manifest_parse(const char *text, size_t len, zs_ckpt_manifest *m);
+
+/* Blocks of data_bytes in block_bytes blocks. */
+uint64_t zs_ckpt_nblocks(uint64_t data_bytes, uint64_t block_bytes);
+/* Encodes the header (ZS_CKPT_HEADER_BYTES) with its checksum over itself and the block table
+   (nblocks words, written right after it in the file); returns that checksum. */
+uint64_t zs_ckpt_header_encode(unsigned char *out, uint32_t rank, uint64_t data_bytes,
+                               uint64_t block_bytes, const uint64_t *table, uint64_t nblocks);
+/* Decodes and checks a header followed by its block table (buf holds at least len bytes):
+   magic, version, the checksum, that the table fits in len. ZS_ERR_CORRUPT naming the fault. */
+zs_status zs_ckpt_header_parse(const unsigned char *buf, size_t len, zs_ckpt_header *h);
+
+#endif

@@ -1,0 +1,412 @@
+/* zs_engine_load: any world size, shard group and stage saved -> any loaded. Each rank works out
+ * which elements of each unit it holds under its own plan, reads only the blocks of the saved
+ * files that contain them, and checks every block against its checksum. Two passes: the first
+ * reads and checks everything this rank needs and all ranks agree on the verdict before anything
+ * is written, so a refused load leaves the engine exactly as it was; the second reads again and
+ * writes the values in (a file that changes between the passes fails the engine). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "base/bf16.h"
+#include "base/error.h"
+#include "engine/ckpt.h"
+#include "engine/ckpt_io.h"
+
+#define MANIFEST_MAX ((size_t)1 << 30)
+
+/* The checkpoint directory: dir itself when it holds a manifest, else its newest committed
+   ckpt-<seq>. */
+static zs_status resolve(const char *dir, char *ck, size_t cap) {
+  char m[4200];
+  snprintf(m, sizeof m, "%s/%s", dir, ZS_CKPT_MANIFEST);
+  if (access(m, F_OK) == 0) {
+    snprintf(ck, cap, "%s", dir);
+    return ZS_OK;
+  }
+  uint64_t *seqs;
+  int *com, n, pick = -1;
+  ZS_CHECK(zs_io_scan(dir, &seqs, &com, &n));
+  for (int i = 0; i < n; i++)
+    if (com[i]) pick = i;
+  if (pick >= 0) zs_io_ckpt_path(ck, cap, dir, seqs[pick]);
+  free(seqs);
+  free(com);
+  if (pick < 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_load: %s holds no committed checkpoint (no %s in it or in "
+                             "a ckpt-<n> directory inside it)",
+                  dir, ZS_CKPT_MANIFEST);
+  return ZS_OK;
+}
+
+/* The saved model must be this engine's: names, shapes and dtype, in order. */
+static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
+  if (m->param_dtype != e->cfg.param_dtype)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the checkpoint's params are %s, the "
+                                      "engine's %s: use the same param_dtype",
+                  m->param_dtype == ZS_BF16 ? "bf16" : "fp32",
+                  e->cfg.param_dtype == ZS_BF16 ? "bf16" : "fp32");
+  for (int i = 0; i < e->nunits || i < m->nunits; i++) {
+    if (i >= m->nunits)
+      return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit %d '%s' is not in the checkpoint "
+                                        "(it has %d units)",
+                    i, e->units[i]->name, m->nunits);
+    if (i >= e->nunits)
+      return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the checkpoint has unit %d '%s', the "
+                                        "engine only %d units",
+                    i, m->units[i].name, e->nunits);
+    const zs_unit *u = e->units[i];
+    const zs_ckpt_unit *cu = &m->units[i];
+    if (strcmp(u->name, cu->name) != 0)
+      return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit %d is '%s' in the engine and '%s' "
+                                        "in the checkpoint",
+                    i, u->name, cu->name);
+    for (int k = 0; k < u->ntensors || k < cu->ntensors; k++) {
+      if (k >= u->ntensors || k >= cu->ntensors)
+        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit '%s' has %d tensors in the engine "
+                                          "and %d in the checkpoint",
+                      u->name, u->ntensors, cu->ntensors);
+      const zs_tensor_desc *t = &u->t[k];
+      const zs_ckpt_tensor *ct = &cu->t[k];
+      if (strcmp(t->name, ct->name) != 0)
+        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit '%s' tensor %d is '%s' in the "
+                                          "engine and '%s' in the checkpoint",
+                      u->name, k, t->name, ct->name);
+      int same = t->ndim == ct->ndim;
+      for (int d = 0; same && d < t->ndim; d++)
+        same = t->shape[d] == ct->shape[d];
+      if (!same) {
+        char a[96] = "", b[96] = "";
+        for (int d = 0; d < t->ndim; d++)
+          snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? ", " : "",
+                   (long long)t->shape[d]);
+        for (int d = 0; d < ct->ndim; d++)
+          snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? ", " : "",
+                   (long long)ct->shape[d]);
+        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: tensor '%s.%s' is [%s] in the engine "
+                                          "and [%s] in the checkpoint",
+                      u->name, t->name, a, b);
+      }
+    }
+  }
+  return ZS_OK;
+}
+
+/* What this rank needs of unit u: master over [*ma, *mb) (the params it holds come from it) and
+   m, v over [*oa, *ob) (its optimizer range), both without padding; [oa, ob) is inside. */
+static void needed(const zs_engine *e, const zs_unit *u, uint64_t *ma, uint64_t *mb, uint64_t *oa,
+                   uint64_t *ob) {
+  const uint64_t n = u->lay.numel_total;
+  *oa = u->opt_off < n ? u->opt_off : n;
+  *ob = u->opt_off + u->opt_n < n ? u->opt_off + u->opt_n : n;
+  if (e->plan.params_full) {
+    *ma = 0;
+    *mb = n;
+  } else {
+    *ma = *oa;
+    *mb = *ob;
+  }
+}
+
+static int cmp_seg(const void *x, const void *y) {
+  const zs_ckpt_seg *a = *(const zs_ckpt_seg *const *)x, *b = *(const zs_ckpt_seg *const *)y;
+  return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* Every element this rank needs is in some file (a missing shard, or a manifest that does not
+   cover the model, is caught here rather than loading zeros). */
+static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m) {
+  int total = 0;
+  for (int f = 0; f < m->nfiles; f++)
+    total += m->files[f].nsegs;
+  const zs_ckpt_seg **list = calloc((size_t)total + 1, sizeof *list);
+  if (!list) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of host memory");
+  zs_status rc = ZS_OK;
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
+    int n = 0;
+    for (int f = 0; f < m->nfiles; f++)
+      for (int k = 0; k < m->files[f].nsegs; k++)
+        if (m->files[f].segs[k].unit == i) list[n++] = &m->files[f].segs[k];
+    qsort(list, (size_t)n, sizeof *list, cmp_seg);
+    uint64_t ma, mb, oa, ob, at;
+    needed(e, e->units[i], &ma, &mb, &oa, &ob);
+    at = ma;
+    for (int k = 0; k < n && at < mb; k++)
+      if (list[k]->begin <= at && list[k]->end > at) at = list[k]->end;
+    if (at < mb)
+      rc = zs_err(ZS_ERR_CORRUPT, "zs_engine_load: no file of the checkpoint holds element %" PRIu64
+                                  " of unit '%s' (a missing or incomplete shard)",
+                  at, e->units[i]->name);
+  }
+  free(list);
+  return rc;
+}
+
+/* One pass over the files: reads every block holding something this rank needs, checks it, and
+   when `apply` writes the values into the engine. */
+typedef struct {
+  zs_engine *e;
+  const zs_ckpt_manifest *m;
+  const char *ck;
+  int apply;
+  unsigned char *block;
+  uint16_t *conv; /* bf16 conversion of params */
+} pass;
+
+/* Writes n master values of flat elements [x, x + n) of u into its params (converted). */
+static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, size_t n) {
+  zs_engine *e = p->e;
+  const zs_dtype pd = e->cfg.param_dtype;
+  void *dst = e->plan.params_full ? zs_ptr_add(u->param_full, x, pd)
+                                  : zs_ptr_add(u->param_shard, x - u->lay.shard_off, pd);
+  const void *from = src;
+  if (pd == ZS_BF16) {
+    for (size_t i = 0; i < n; i++)
+      p->conv[i] = zs_f32_to_bf16(src[i]);
+    from = p->conv;
+  }
+  const size_t bytes = n * zs_dtype_size(pd);
+  if (u->param_on_host || e->dev.kind == ZS_DEVICE_CPU) {
+    memcpy(dst, from, bytes);
+    return ZS_OK;
+  }
+  return zs_dev_from_host(&e->dev, dst, from, bytes);
+}
+
+/* The part of block blk (bytes [b0, b1) of the data) that falls in array `kind` (0 master, 1 m,
+   2 v) of segment g: written into the engine. */
+static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, uint64_t b1) {
+  zs_unit *u = p->e->units[g->unit];
+  const uint64_t n = g->end - g->begin, a0 = g->offset + 4 * n * (uint64_t)kind;
+  uint64_t ma, mb, oa, ob;
+  needed(p->e, u, &ma, &mb, &oa, &ob);
+  const uint64_t want_a = kind == 0 ? ma : oa, want_b = kind == 0 ? mb : ob;
+  /* Elements of this array inside the block, then inside what this rank wants. */
+  uint64_t x0 = b0 > a0 ? (b0 - a0) / 4 : 0, x1 = (b1 - a0) / 4;
+  if (x1 > n) x1 = n;
+  x0 += g->begin;
+  x1 += g->begin;
+  if (x0 < want_a) x0 = want_a;
+  if (x1 > want_b) x1 = want_b;
+  if (x0 >= x1) return ZS_OK;
+  const float *src = (const float *)(p->block + (a0 + 4 * (x0 - g->begin) - b0));
+  const size_t cnt = (size_t)(x1 - x0);
+  if (kind == 0) {
+    ZS_CHECK(put_params(p, u, x0, src, cnt));
+    uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
+    if (s0 < s1)
+      ZS_CHECK(zs_ckpt_state_from_host(p->e, u, u->master + (s0 - u->opt_off), src + (s0 - x0),
+                                       (size_t)(s1 - s0)));
+    return ZS_OK;
+  }
+  float *state = kind == 1 ? u->m : u->v;
+  return zs_ckpt_state_from_host(p->e, u, state + (x0 - u->opt_off), src, cnt);
+}
+
+/* Does array `kind` of segment g hold anything this rank wants? Its byte range in [*c0, *c1). */
+static int wanted(const pass *p, const zs_ckpt_seg *g, int kind, uint64_t *c0, uint64_t *c1) {
+  uint64_t ma, mb, oa, ob;
+  needed(p->e, p->e->units[g->unit], &ma, &mb, &oa, &ob);
+  const uint64_t wa = kind == 0 ? ma : oa, wb = kind == 0 ? mb : ob;
+  const uint64_t x0 = g->begin > wa ? g->begin : wa, x1 = g->end < wb ? g->end : wb;
+  if (x0 >= x1) return 0;
+  const uint64_t n = g->end - g->begin, a0 = g->offset + 4 * n * (uint64_t)kind;
+  *c0 = a0 + 4 * (x0 - g->begin);
+  *c1 = a0 + 4 * (x1 - g->begin);
+  return 1;
+}
+
+/* Opens file f, checks its size and header against the manifest and reads its block table. */
+static zs_status open_file(pass *p, const zs_ckpt_file *f, int *fd, unsigned char **table,
+                           char *path, size_t cap) {
+  snprintf(path, cap, "%s/%s", p->ck, f->name);
+  *table = NULL;
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0)
+    return zs_err(errno == ENOENT ? ZS_ERR_CORRUPT : ZS_ERR_IO, "zs_engine_load: %s: %s", path,
+                  errno == ENOENT ? "missing (the checkpoint is incomplete)" : strerror(errno));
+  struct stat st;
+  if (fstat(*fd, &st) != 0) return zs_err(ZS_ERR_IO, "zs_engine_load: %s: %s", path, strerror(errno));
+  if ((uint64_t)st.st_size != f->bytes)
+    return zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s has %lld bytes, the manifest says %" PRIu64
+                                  " (truncated or damaged)",
+                  path, (long long)st.st_size, f->bytes);
+  const size_t hb = ZS_CKPT_HEADER_BYTES + 8 * (size_t)f->nblocks;
+  if (!(*table = malloc(hb))) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of memory");
+  ZS_CHECK(zs_io_pread(*fd, *table, hb, 0, path));
+  zs_ckpt_header h;
+  if (zs_ckpt_header_parse(*table, hb, &h) != ZS_OK)
+    return zs_err_wrap(ZS_ERR_CORRUPT, "zs_engine_load: %s", path);
+  if (h.self_xxh64 != f->header_xxh64 || h.data_bytes != f->data_bytes ||
+      h.block_bytes != p->m->block_bytes)
+    return zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s does not match the manifest (another "
+                                  "checkpoint's file?)",
+                  path);
+  return ZS_OK;
+}
+
+/* Reads and checks block k of f into p->block; *len its size. */
+static zs_status read_block(pass *p, const zs_ckpt_file *f, int fd, const unsigned char *table,
+                            uint64_t k, const char *path, uint64_t *len) {
+  const uint64_t B = p->m->block_bytes, b0 = k * B;
+  *len = f->data_bytes - b0 < B ? f->data_bytes - b0 : B;
+  ZS_CHECK(zs_io_pread(fd, p->block, (size_t)*len, ZS_CKPT_HEADER_BYTES + 8 * f->nblocks + b0,
+                       path));
+  uint64_t want = 0;
+  for (int i = 7; i >= 0; i--)
+    want = want << 8 | table[ZS_CKPT_HEADER_BYTES + 8 * k + (uint64_t)i];
+  if (XXH64(p->block, (size_t)*len, 0) != want)
+    return zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s: block %" PRIu64 " (bytes %" PRIu64
+                                  "..%" PRIu64 " of its data) fails its checksum: the file is "
+                                  "damaged",
+                  path, k, b0, b0 + *len);
+  return ZS_OK;
+}
+
+static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
+  int any = 0;
+  uint64_t c0, c1;
+  for (int k = 0; k < f->nsegs && !any; k++)
+    for (int kind = 0; kind < 3 && !any; kind++)
+      any = wanted(p, &f->segs[k], kind, &c0, &c1);
+  if (!any) return ZS_OK; /* nothing of this file is ours: not even opened */
+  int fd = -1;
+  unsigned char *table = NULL;
+  char path[4200];
+  zs_status rc = open_file(p, f, &fd, &table, path, sizeof path);
+  uint64_t have = UINT64_MAX, len = 0;
+  const uint64_t B = p->m->block_bytes;
+  for (int k = 0; k < f->nsegs && rc == ZS_OK; k++)
+    for (int kind = 0; kind < 3 && rc == ZS_OK; kind++) {
+      if (!wanted(p, &f->segs[k], kind, &c0, &c1)) continue;
+      for (uint64_t blk = c0 / B; blk <= (c1 - 1) / B && rc == ZS_OK; blk++) {
+        if (blk != have) {
+          rc = read_block(p, f, fd, table, blk, path, &len);
+          have = rc == ZS_OK ? blk : UINT64_MAX;
+        }
+        if (rc == ZS_OK && p->apply) rc = scatter(p, &f->segs[k], kind, blk * B, blk * B + len);
+      }
+    }
+  if (fd >= 0) close(fd);
+  free(table);
+  return rc;
+}
+
+/* Reads the manifest and checks it against the engine (local). */
+static zs_status read_manifest(zs_engine *e, const char *dir, char *ck, size_t cap,
+                               zs_ckpt_manifest *m) {
+  memset(m, 0, sizeof *m);
+  ZS_CHECK(resolve(dir, ck, cap));
+  char path[4200], *text;
+  size_t len;
+  snprintf(path, sizeof path, "%s/%s", ck, ZS_CKPT_MANIFEST);
+  ZS_CHECK(zs_io_slurp(path, MANIFEST_MAX, &text, &len));
+  zs_status rc = zs_ckpt_manifest_parse(text, len, m);
+  free(text);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_load: %s", path);
+  if (m->block_bytes % 4 != 0) rc = zs_err(ZS_ERR_CORRUPT, "zs_engine_load: bad block size");
+  for (int f = 0; f < m->nfiles && rc == ZS_OK; f++)
+    for (int k = 0; k < m->files[f].nsegs && rc == ZS_OK; k++)
+      if (m->files[f].segs[k].offset % 4 != 0)
+        rc = zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s: a segment is not aligned", path);
+  if (rc == ZS_OK) rc = check_model(e, m);
+  if (rc == ZS_OK) rc = check_coverage(e, m);
+  if (rc != ZS_OK) zs_ckpt_manifest_free(m);
+  return rc;
+}
+
+static zs_status run_pass(zs_engine *e, const zs_ckpt_manifest *m, const char *ck, int apply) {
+  size_t maxn = 0;
+  for (int i = 0; i < e->nunits; i++)
+    if (e->units[i]->lay.numel_total > maxn) maxn = e->units[i]->lay.numel_total;
+  const size_t blk = (size_t)m->block_bytes;
+  pass p = {e, m, ck, apply, malloc(blk), malloc(blk / 4 * 2 + 2)};
+  zs_status rc = p.block && p.conv ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out "
+                                                                         "of host memory");
+  for (int f = 0; f < m->nfiles && rc == ZS_OK; f++)
+    rc = pass_file(&p, &m->files[f]);
+  free(p.block);
+  free(p.conv);
+  return rc;
+}
+
+zs_status zs_engine_load(zs_engine *e, const char *dir) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: engine is NULL");
+  if (!dir || !*dir || strlen(dir) > 3000)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the directory path is NULL, empty or too "
+                                      "long");
+  if (e->state == ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_engine_load before zs_engine_commit: commit first (the "
+                                "engine's layout decides what each rank reads)");
+  if (e->state != ZS_ENGINE_READY)
+    return zs_err(ZS_ERR_STATE, e->state == ZS_ENGINE_FAILED
+                                    ? "zs_engine_load: the engine failed earlier; destroy it"
+                                    : "zs_engine_load inside a step: call it between steps");
+  for (int i = 0; i < e->nunits; i++)
+    if (e->units[i]->held)
+      return zs_err(ZS_ERR_STATE, "zs_engine_load: unit '%s' is gathered by the caller: release "
+                                  "it first",
+                    e->units[i]->name);
+  zs_ckpt_manifest m;
+  char ck[4096];
+  zs_status rc = read_manifest(e, dir, ck, sizeof ck, &m);
+  /* Every rank must load the same checkpoint. */
+  if (rc == ZS_OK) {
+    const uint64_t mine[2] = {m.seq, XXH64(ck, strlen(ck), 0)};
+    uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all);
+    zs_status crc = all ? zs_engine_allgather_u64(e, mine, 2, all) : ZS_ERR_OUT_OF_MEMORY;
+    if (crc != ZS_OK) {
+      free(all);
+      zs_ckpt_manifest_free(&m);
+      return crc == ZS_ERR_OUT_OF_MEMORY ? zs_err(crc, "zs_engine_load: out of host memory")
+                                         : zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_load"));
+    }
+    /* (A rank whose manifest failed sends zeros: it reports its own error below.) */
+    for (int r = 1; r < e->world_size && rc == ZS_OK; r++)
+      if ((all[2 * r] || all[2 * r + 1]) && (all[0] || all[1]) &&
+          (all[2 * r] != all[0] || all[2 * r + 1] != all[1]))
+        rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: rank %d found another checkpoint than "
+                                        "rank 0: every rank must see the same directory",
+                    r);
+    free(all);
+  } else {
+    /* The others still make the collective above. */
+    uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all), mine[2] = {0, 0};
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", zs_last_error());
+    const zs_status mrc = rc;
+    zs_status crc = all ? zs_engine_allgather_u64(e, mine, 2, all) : ZS_ERR_OUT_OF_MEMORY;
+    free(all);
+    if (crc != ZS_OK && crc != ZS_ERR_OUT_OF_MEMORY)
+      return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_load"));
+    rc = zs_err(mrc, "%s", msg);
+  }
+  if (rc == ZS_OK) rc = run_pass(e, &m, ck, 0);
+  rc = zs_ckpt_agree(e, rc, "zs_engine_load: reading the checkpoint");
+  if (rc != ZS_OK) {
+    zs_ckpt_manifest_free(&m);
+    return rc; /* nothing written: the engine is as it was */
+  }
+  /* Stage 3's gathered copies would keep the old values. */
+  zs_shard_drop_all(&e->sh);
+  rc = run_pass(e, &m, ck, 1);
+  if (rc == ZS_OK) rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
+  if (rc == ZS_OK) {
+    e->opt_steps = m.step;
+    e->steps_done = m.steps_done;
+  }
+  zs_ckpt_manifest_free(&m);
+  if (rc != ZS_OK)
+    return zs_engine_fail_hard(
+        e, zs_err_wrap(rc, "zs_engine_load: the checkpoint changed or failed while it was being "
+                           "written in (it was whole when checked); the engine's state is half "
+                           "loaded"));
+  /* The ranks end together (a rank that failed above failed its engine). */
+  return zs_ckpt_agree(e, ZS_OK, "zs_engine_load");
+}

@@ -1,0 +1,327 @@
+/* zs_engine_save: every rank streams its share of the optimizer state to its own file (temporary
+ * name, fsync, rename), then rank 0 writes the manifest, whose rename is the commit point, and
+ * deletes checkpoints older than the newest ckpt_keep. Until that rename the previous checkpoint
+ * is the latest one; a crash at any moment leaves it loadable. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "base/error.h"
+#include "engine/ckpt.h"
+#include "engine/ckpt_io.h"
+
+enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_DATA_HASH, W_NWORDS };
+
+/* Rank 0: creates dir, removes what crashed saves left (checkpoint directories without a
+   manifest), and creates the next checkpoint's directory; *seq is its number. */
+static zs_status prepare(const char *dir, uint64_t *seq) {
+  ZS_CHECK(zs_io_mkdirs(dir));
+  uint64_t *seqs;
+  int *com, n;
+  ZS_CHECK(zs_io_scan(dir, &seqs, &com, &n));
+  char p[4096];
+  *seq = n ? seqs[n - 1] + 1 : 1;
+  for (int i = 0; i < n; i++)
+    if (!com[i]) {
+      zs_io_ckpt_path(p, sizeof p, dir, seqs[i]);
+      zs_io_rmdir_files(p);
+    }
+  free(seqs);
+  free(com);
+  zs_io_ckpt_path(p, sizeof p, dir, *seq);
+  ZS_CHECK(zs_io_mkdirs(p));
+  return zs_io_fsync_dir(dir);
+}
+
+/* Queues n floats from the engine's state into the staging block, writing every full block. */
+typedef struct {
+  zs_engine *e;
+  int fd, rank;
+  const char *path;
+  unsigned char *stage;
+  uint64_t fill, block, nblk;
+  uint64_t *table;
+  XXH64_state_t *all;
+} writer;
+
+static zs_status flush_block(writer *w) {
+  if (w->fill == 0) return ZS_OK;
+  w->table[w->nblk++] = XXH64(w->stage, (size_t)w->fill, 0);
+  XXH64_update(w->all, w->stage, (size_t)w->fill);
+  ZS_CHECK(zs_io_write(w->fd, w->stage, (size_t)w->fill, w->path, 1, w->rank));
+  w->fill = 0;
+  return ZS_OK;
+}
+
+static zs_status put_state(writer *w, const zs_unit *u, const float *src, uint64_t n) {
+  while (n > 0) {
+    uint64_t take = (w->block - w->fill) / 4;
+    if (take > n) take = n;
+    ZS_CHECK(zs_ckpt_state_to_host(w->e, u, (float *)(w->stage + w->fill), src, (size_t)take));
+    w->fill += 4 * take;
+    src += take;
+    n -= take;
+    if (w->fill == w->block) ZS_CHECK(flush_block(w));
+  }
+  return ZS_OK;
+}
+
+/* The data of this rank's file: its segments' master, m and v, block by block. */
+static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
+  for (int k = 0; k < ns; k++) {
+    const zs_unit *u = w->e->units[segs[k].unit];
+    const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
+    ZS_CHECK(put_state(w, u, u->master + lo, n));
+    ZS_CHECK(put_state(w, u, u->m + lo, n));
+    ZS_CHECK(put_state(w, u, u->v + lo, n));
+  }
+  return flush_block(w);
+}
+
+/* Writes this rank's file into ckdir; out[W_*] describes it for the manifest. */
+static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t out[W_NWORDS]) {
+  const int r = e->world_rank;
+  int ns;
+  zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
+  writer w = {e, -1, r, NULL, NULL, 0, zs_ckpt_block_bytes(), 0, NULL, XXH64_createState()};
+  char final[4200], tmp[4300];
+  snprintf(final, sizeof final, "%s/rank-%05d.zsd", ckdir, r);
+  snprintf(tmp, sizeof tmp, "%s.tmp", final);
+  w.path = tmp;
+  zs_status rc = ZS_OK;
+  if (!segs || !w.all) {
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
+    goto out;
+  }
+  const uint64_t data = zs_ckpt_rank_segments(e, r, segs, &ns);
+  const uint64_t nb = zs_ckpt_nblocks(data, w.block);
+  w.table = calloc((size_t)nb + 1, 8);
+  w.stage = malloc((size_t)w.block);
+  unsigned char head[ZS_CKPT_HEADER_BYTES];
+  if (!w.table || !w.stage) {
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %" PRIu64
+                                      "-byte staging block",
+                w.block);
+    goto out;
+  }
+  XXH64_reset(w.all, 0);
+  w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w.fd < 0) {
+    rc = zs_err(ZS_ERR_IO, "zs_engine_save: creating %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  const uint64_t data_off = ZS_CKPT_HEADER_BYTES + 8 * nb;
+  if (lseek(w.fd, (off_t)data_off, SEEK_SET) < 0) {
+    rc = zs_err(ZS_ERR_IO, "zs_engine_save: seeking in %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  ZS_CHECK_GOTO(write_data(&w, segs, ns), rc, out);
+  const uint64_t hh = zs_ckpt_header_encode(head, (uint32_t)r, data, w.block, w.table, nb);
+  ZS_CHECK_GOTO(zs_io_pwrite(w.fd, head, sizeof head, 0, tmp), rc, out);
+  ZS_CHECK_GOTO(zs_io_pwrite(w.fd, w.table, (size_t)(8 * nb), ZS_CKPT_HEADER_BYTES, tmp), rc, out);
+  ZS_CHECK_GOTO(zs_io_fsync(w.fd, tmp), rc, out);
+  if (close(w.fd) != 0) {
+    w.fd = -1;
+    rc = zs_err(ZS_ERR_IO, "zs_engine_save: closing %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  w.fd = -1;
+  if (rename(tmp, final) != 0) {
+    rc = zs_err(ZS_ERR_IO, "zs_engine_save: renaming %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  ZS_CHECK_GOTO(zs_io_fsync_dir(ckdir), rc, out);
+  out[W_BYTES] = data_off + data;
+  out[W_DATA] = data;
+  out[W_HEADER_HASH] = hh;
+  out[W_DATA_HASH] = XXH64_digest(w.all);
+out:
+  if (w.fd >= 0) close(w.fd);
+  if (rc != ZS_OK) unlink(tmp); /* no temporary file stays behind */
+  XXH64_freeState(w.all);
+  free(w.table);
+  free(w.stage);
+  free(segs);
+  return rc;
+}
+
+/* Describes the engine and every rank's file (words: all ranks' W_* rows). */
+static zs_status build_manifest(zs_engine *e, uint64_t seq, const uint64_t *words,
+                                zs_ckpt_manifest *m) {
+  memset(m, 0, sizeof *m);
+  m->format_version = ZS_CKPT_FORMAT_VERSION;
+  snprintf(m->zshard_version, sizeof m->zshard_version, "%s", zs_version());
+  m->seq = seq;
+  m->step = e->opt_steps;
+  m->steps_done = e->steps_done;
+  m->world_size = e->world_size;
+  m->shard_group_size = e->shard_size;
+  m->stage = e->cfg.stage;
+  m->shard_params = !e->plan.params_full;
+  m->shard_grads = !e->plan.grads_full;
+  m->shard_optimizer = !e->plan.optimizer_full;
+  m->offload = e->cfg.offload;
+  m->param_dtype = e->cfg.param_dtype;
+  m->reduce_dtype = e->cfg.reduce_dtype;
+  m->deterministic = e->cfg.deterministic;
+  m->lr = e->cfg.adamw.lr;
+  m->beta1 = e->cfg.adamw.beta1;
+  m->beta2 = e->cfg.adamw.beta2;
+  m->eps = e->cfg.adamw.eps;
+  m->weight_decay = e->cfg.adamw.weight_decay;
+  m->max_grad_norm = e->cfg.adamw.max_grad_norm;
+  m->block_bytes = zs_ckpt_block_bytes();
+  m->units = calloc((size_t)e->nunits, sizeof *m->units);
+  m->files = calloc((size_t)e->world_size, sizeof *m->files);
+  if (!m->units || !m->files) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
+  m->nunits = e->nunits;
+  for (int i = 0; i < e->nunits; i++) {
+    const zs_unit *u = e->units[i];
+    zs_ckpt_unit *cu = &m->units[i];
+    snprintf(cu->name, sizeof cu->name, "%s", u->name);
+    cu->numel = u->lay.numel_total;
+    if (!(cu->t = calloc((size_t)u->ntensors, sizeof *cu->t)))
+      return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
+    cu->ntensors = u->ntensors;
+    for (int k = 0; k < u->ntensors; k++) {
+      snprintf(cu->t[k].name, sizeof cu->t[k].name, "%s", u->t[k].name);
+      cu->t[k].ndim = u->t[k].ndim;
+      memcpy(cu->t[k].shape, u->t[k].shape, sizeof cu->t[k].shape);
+      cu->t[k].no_weight_decay = u->t[k].no_weight_decay != 0;
+    }
+  }
+  m->nfiles = e->world_size;
+  for (int r = 0; r < e->world_size; r++) {
+    zs_ckpt_file *f = &m->files[r];
+    const uint64_t *w = words + (size_t)r * W_NWORDS;
+    snprintf(f->name, sizeof f->name, "rank-%05d.zsd", r);
+    f->bytes = w[W_BYTES];
+    f->data_bytes = w[W_DATA];
+    f->nblocks = zs_ckpt_nblocks(f->data_bytes, m->block_bytes);
+    f->header_xxh64 = w[W_HEADER_HASH];
+    f->data_xxh64 = w[W_DATA_HASH];
+    if (!(f->segs = calloc((size_t)e->nunits, sizeof *f->segs)))
+      return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
+    zs_ckpt_rank_segments(e, r, f->segs, &f->nsegs);
+  }
+  return ZS_OK;
+}
+
+/* Deletes committed checkpoints older than the newest `keep` (best effort: a failure here
+   leaves an extra checkpoint, never a broken one). */
+static void prune(const char *dir, int keep) {
+  uint64_t *seqs;
+  int *com, n;
+  if (keep <= 0 || zs_io_scan(dir, &seqs, &com, &n) != ZS_OK) return;
+  int kept = 0;
+  char p[4096];
+  for (int i = n - 1; i >= 0; i--) {
+    if (com[i] && ++kept <= keep) continue;
+    if (!com[i] && i == n - 1) continue; /* (never the case right after a commit) */
+    zs_io_ckpt_path(p, sizeof p, dir, seqs[i]);
+    zs_io_rmdir_files(p);
+  }
+  free(seqs);
+  free(com);
+}
+
+/* Rank 0: the manifest (temporary name, fsync, rename = commit, fsync of the directory). */
+static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, const uint64_t *words) {
+  zs_ckpt_manifest m;
+  char *text = NULL, ck[4096], tmp[4200], fin[4200];
+  zs_status rc = build_manifest(e, seq, words, &m);
+  if (rc == ZS_OK) rc = zs_ckpt_manifest_write(&m, &text);
+  zs_ckpt_manifest_free(&m);
+  if (rc != ZS_OK) return rc;
+  zs_io_ckpt_path(ck, sizeof ck, dir, seq);
+  snprintf(tmp, sizeof tmp, "%s/%s.tmp", ck, ZS_CKPT_MANIFEST);
+  snprintf(fin, sizeof fin, "%s/%s", ck, ZS_CKPT_MANIFEST);
+  const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    free(text);
+    return zs_err(ZS_ERR_IO, "zs_engine_save: creating %s: %s", tmp, strerror(errno));
+  }
+  rc = zs_io_write(fd, text, strlen(text), tmp, 0, 0);
+  if (rc == ZS_OK) rc = zs_io_fsync(fd, tmp);
+  if (close(fd) != 0 && rc == ZS_OK)
+    rc = zs_err(ZS_ERR_IO, "zs_engine_save: closing %s: %s", tmp, strerror(errno));
+  free(text);
+  if (rc == ZS_OK && rename(tmp, fin) != 0)
+    rc = zs_err(ZS_ERR_IO, "zs_engine_save: renaming %s: %s", tmp, strerror(errno));
+  if (rc != ZS_OK) {
+    unlink(tmp);
+    return rc;
+  }
+  ZS_CHECK(zs_io_fsync_dir(ck)); /* the commit point is durable */
+  prune(dir, e->cfg.ckpt_keep);
+  return ZS_OK;
+}
+
+static zs_status check_call(const zs_engine *e, const char *dir, const char *fn) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "%s: engine is NULL", fn);
+  if (!dir || !*dir) return zs_err(ZS_ERR_INVALID_ARG, "%s: the directory path is NULL or empty", fn);
+  if (strlen(dir) > 3000) return zs_err(ZS_ERR_INVALID_ARG, "%s: the path is too long", fn);
+  if (e->state == ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "%s before zs_engine_commit: commit first", fn);
+  if (e->state == ZS_ENGINE_IN_STEP)
+    return zs_err(ZS_ERR_STATE, "%s inside a step: call it before zs_engine_begin_step or after "
+                                "zs_engine_step", fn);
+  if (e->state == ZS_ENGINE_FAILED)
+    return zs_err(ZS_ERR_STATE, "%s: the engine failed earlier; destroy it", fn);
+  return ZS_OK;
+}
+
+zs_status zs_engine_save(zs_engine *e, const char *dir) {
+  ZS_CHECK(check_call(e, dir, "zs_engine_save"));
+  const int W = e->world_size;
+  uint64_t *all = calloc((size_t)W * W_NWORDS, sizeof *all), mine[W_NWORDS] = {0}, seq = 0;
+  if (!all) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
+  char ck[4096];
+  /* 1. Rank 0 prepares the directory; every rank learns the number and checks the path. */
+  zs_status rc = e->world_rank == 0 ? prepare(dir, &seq) : ZS_OK;
+  mine[W_STATUS] = (uint64_t)rc;
+  mine[W_BYTES] = seq;
+  mine[W_DATA] = XXH64(dir, strlen(dir), 0);
+  zs_status crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);
+  if (crc != ZS_OK) {
+    rc = zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
+    goto out;
+  }
+  for (int r = 1; r < W && rc == ZS_OK; r++)
+    if (all[(size_t)r * W_NWORDS + W_DATA] != all[W_DATA])
+      rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_save: rank %d names another directory than "
+                                      "rank 0: every rank must pass the same path", r);
+  if (rc == ZS_OK && all[W_STATUS] != ZS_OK)
+    rc = e->world_rank == 0 ? rc
+                            : zs_err((zs_status)all[W_STATUS], "zs_engine_save: rank 0 could "
+                                                               "not prepare %s",
+                                     dir);
+  if (rc != ZS_OK) goto out;
+  seq = all[W_BYTES];
+  zs_io_ckpt_path(ck, sizeof ck, dir, seq);
+  /* 2. Every rank writes its file. */
+  memset(mine, 0, sizeof mine);
+  rc = write_rank_file(e, ck, mine);
+  rc = zs_ckpt_agree(e, rc, "zs_engine_save: writing the rank files");
+  if (rc == ZS_OK) {
+    mine[W_STATUS] = ZS_OK;
+    crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);
+    if (crc != ZS_OK) {
+      rc = zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
+      goto out;
+    }
+    /* 3. Rank 0 commits. */
+    rc = zs_ckpt_agree(e, e->world_rank == 0 ? commit(e, dir, seq, all) : ZS_OK,
+                       "zs_engine_save: committing the manifest");
+  }
+  if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->world_rank == 0)
+    zs_io_rmdir_files(ck); /* not committed: nothing of it stays */
+out:
+  free(all);
+  return rc;
+}

@@ -1,0 +1,291 @@
+/* zs_engine_export_safetensors: the consolidated fp32 master weights (or bf16) in one
+ * safetensors file, streamed: unit by unit, the full master of one unit is gathered, rank 0 writes
+ * its tensors in bounded chunks, and the file appears under its name only when it is complete
+ * (temporary name, fsync, rename). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/bf16.h"
+#include "base/error.h"
+#include "engine/ckpt.h"
+#include "engine/ckpt_io.h"
+
+#define CHUNK_ELEMS ((size_t)1 << 18) /* output elements per write: 1 MiB of fp32 */
+
+void zs_export_options_default(zs_export_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->dtype = ZS_F32;
+}
+
+/* One tensor as it goes into the file. */
+typedef struct {
+  zs_export_tensor x;
+  int ndim;
+  int64_t shape[4]; /* in the file */
+  uint64_t begin, end;
+} entry;
+
+static zs_status plan_entries(zs_engine *e, const zs_export_options *o, entry *ent, int *count) {
+  int n = 0;
+  uint64_t off = 0;
+  const size_t es = zs_dtype_size(o->dtype);
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    for (int k = 0; k < u->ntensors; k++, n++) {
+      const zs_tensor_desc *t = &u->t[k];
+      entry *x = &ent[n];
+      memset(x, 0, sizeof *x);
+      snprintf(x->x.name, sizeof x->x.name, "%s.%s", u->name, t->name);
+      if (o->tensor_fn && o->tensor_fn(o->ctx, u->name, t->name, t->ndim, t->shape, &x->x) != 0)
+        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: the tensor callback "
+                                          "refused '%s.%s'",
+                      u->name, t->name);
+      x->x.name[sizeof x->x.name - 1] = 0;
+      if (x->x.skip) continue;
+      if (!x->x.name[0] || strcmp(x->x.name, "__metadata__") == 0)
+        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: '%s.%s' gets the name "
+                                          "'%s', which safetensors cannot use",
+                      u->name, t->name, x->x.name);
+      if (x->x.rows < 0 || x->x.rows > t->shape[0] || (x->x.transpose && t->ndim != 2))
+        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: '%s.%s': rows %lld or "
+                                          "transpose %d does not fit its shape (rows in 0..%lld, "
+                                          "transpose for 2-D tensors only)",
+                      u->name, t->name, (long long)x->x.rows, x->x.transpose,
+                      (long long)t->shape[0]);
+      const int64_t rows = x->x.rows ? x->x.rows : t->shape[0];
+      x->ndim = t->ndim;
+      memcpy(x->shape, t->shape, sizeof x->shape);
+      x->shape[0] = rows;
+      if (x->x.transpose) {
+        x->shape[0] = t->shape[1];
+        x->shape[1] = rows;
+      }
+      uint64_t numel = 1;
+      for (int d = 0; d < x->ndim; d++)
+        numel *= (uint64_t)x->shape[d];
+      x->begin = off;
+      x->end = off += numel * es;
+      for (int j = 0; j < n; j++)
+        if (!ent[j].x.skip && strcmp(ent[j].x.name, x->x.name) == 0)
+          return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: two tensors are named "
+                                            "'%s' in the file",
+                        x->x.name);
+    }
+  }
+  *count = n;
+  return ZS_OK;
+}
+
+/* The JSON header, padded with spaces to a multiple of 8 bytes. */
+static zs_status header_text(zs_engine *e, const zs_export_options *o, const entry *ent, int n,
+                             char **out, size_t *len) {
+  cJSON *root = cJSON_CreateObject(), *meta = cJSON_CreateObject();
+  int ok = root && meta && cJSON_AddItemToObject(root, "__metadata__", meta);
+  if (!ok) cJSON_Delete(meta);
+  char step[32];
+  snprintf(step, sizeof step, "%" PRId64, e->opt_steps);
+  ok = ok && cJSON_AddStringToObject(meta, "format", "pt") &&
+       cJSON_AddStringToObject(meta, "zshard_version", zs_version()) &&
+       cJSON_AddStringToObject(meta, "step", step);
+  for (int i = 0; i < n && ok; i++) {
+    if (ent[i].x.skip) continue;
+    cJSON *t = cJSON_CreateObject(), *sh, *of;
+    ok = t && cJSON_AddItemToObject(root, ent[i].x.name, t) &&
+         cJSON_AddStringToObject(t, "dtype", o->dtype == ZS_BF16 ? "BF16" : "F32") &&
+         (sh = cJSON_AddArrayToObject(t, "shape")) && (of = cJSON_AddArrayToObject(t, "data_offsets"));
+    for (int d = 0; d < ent[i].ndim && ok; d++)
+      ok = cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)ent[i].shape[d]));
+    ok = ok && cJSON_AddItemToArray(of, cJSON_CreateNumber((double)ent[i].begin)) &&
+         cJSON_AddItemToArray(of, cJSON_CreateNumber((double)ent[i].end));
+  }
+  char *s = ok ? cJSON_PrintUnformatted(root) : NULL;
+  cJSON_Delete(root);
+  if (!s) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_export_safetensors: out of host memory");
+  size_t l = strlen(s), padded = (l + 7) / 8 * 8;
+  char *p = realloc(s, padded + 1);
+  if (!p) {
+    free(s);
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_export_safetensors: out of host memory");
+  }
+  memset(p + l, ' ', padded - l);
+  p[padded] = 0;
+  *out = p;
+  *len = padded;
+  return ZS_OK;
+}
+
+/* Rank 0's writer: the open temporary file and a bounded output chunk. */
+typedef struct {
+  int fd;
+  const char *path;
+  zs_dtype dt;
+  unsigned char *chunk; /* CHUNK_ELEMS output elements */
+  zs_status rc;         /* the first write error (the gathers go on: the others are in them) */
+} out_file;
+
+/* Writes tensor x whose fp32 values (input layout [shape0, rest]) are at src (host). */
+static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, const float *src) {
+  if (w->rc != ZS_OK) return;
+  const uint64_t es = zs_dtype_size(w->dt), total = (x->end - x->begin) / es;
+  const uint64_t in_cols = t->ndim >= 2 ? (uint64_t)(t->shape[1]) : 1;
+  const uint64_t rows = (uint64_t)x->shape[x->x.transpose ? 1 : 0];
+  for (uint64_t o0 = 0; o0 < total && w->rc == ZS_OK; o0 += CHUNK_ELEMS) {
+    const uint64_t o1 = o0 + CHUNK_ELEMS < total ? o0 + CHUNK_ELEMS : total;
+    for (uint64_t o = o0; o < o1; o++) {
+      /* Output element o: transposed [cols, rows] reads input (o % rows, o / rows). */
+      const uint64_t in = x->x.transpose ? (o % rows) * in_cols + o / rows : o;
+      const float v = src[in];
+      if (w->dt == ZS_BF16)
+        ((uint16_t *)w->chunk)[o - o0] = zs_f32_to_bf16(v);
+      else
+        ((float *)w->chunk)[o - o0] = v;
+    }
+    w->rc = zs_io_write(w->fd, w->chunk, (size_t)((o1 - o0) * es), w->path, 0, 0);
+  }
+}
+
+/* Gathers unit u's full master (collective) and, on rank 0, writes its tensors. */
+static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w) {
+  const int writer = e->world_rank == 0;
+  const size_t P = u->lay.padded;
+  float *full = NULL, *host = NULL;
+  zs_status rc = ZS_OK;
+  const int direct = e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU;
+  if (direct) {
+    full = u->master; /* already whole, in host memory */
+  } else {
+    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
+    rc = zs_shard_gather_master(u, full);
+    if (rc != ZS_OK) rc = zs_engine_fail(e, rc);
+  }
+  for (int k = 0; k < u->ntensors && rc == ZS_OK && writer; k++) {
+    if (ent[k].x.skip) continue;
+    const size_t n = u->lay.numel[k];
+    const float *src = full + u->lay.off[k];
+    if (e->dev.kind == ZS_DEVICE_CUDA) {
+      /* One tensor at a time on the host. */
+      free(host);
+      host = malloc(n * 4 + 4);
+      if (!host) {
+        rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_export_safetensors: out of host memory for "
+                                          "tensor '%s.%s'",
+                    u->name, u->t[k].name);
+        break;
+      }
+      rc = zs_dev_to_host(&e->dev, host, src, n * 4);
+      if (rc != ZS_OK) {
+        rc = zs_engine_fail(e, rc);
+        break;
+      }
+      src = host;
+    }
+    write_tensor(w, &ent[k], &u->t[k], src);
+  }
+  free(host);
+  if (!direct) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  return rc;
+}
+
+/* Rank 0: opens the temporary file and writes the size and the header. */
+static zs_status open_out(out_file *w, const char *tmp, const char *hdr, size_t hlen) {
+  w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd < 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_export_safetensors: creating %s: %s", tmp, strerror(errno));
+  unsigned char n8[8];
+  for (int i = 0; i < 8; i++)
+    n8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+  ZS_CHECK(zs_io_write(w->fd, n8, 8, tmp, 0, 0));
+  return zs_io_write(w->fd, hdr, hlen, tmp, 0, 0);
+}
+
+/* Rank 0: fsync, rename, fsync of the directory. */
+static zs_status close_out(out_file *w, const char *tmp, const char *path) {
+  zs_status rc = w->rc;
+  if (rc == ZS_OK) rc = zs_io_fsync(w->fd, tmp);
+  if (close(w->fd) != 0 && rc == ZS_OK)
+    rc = zs_err(ZS_ERR_IO, "zs_engine_export_safetensors: closing %s: %s", tmp, strerror(errno));
+  w->fd = -1;
+  if (rc == ZS_OK && rename(tmp, path) != 0)
+    rc = zs_err(ZS_ERR_IO, "zs_engine_export_safetensors: renaming %s to %s: %s", tmp, path,
+                strerror(errno));
+  if (rc != ZS_OK) {
+    unlink(tmp);
+    return rc;
+  }
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir) dir[1] = 0;
+  else if (slash) *slash = 0;
+  else snprintf(dir, sizeof dir, ".");
+  return zs_io_fsync_dir(dir);
+}
+
+zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
+                                          const zs_export_options *opt) {
+  static const char fn[] = "zs_engine_export_safetensors";
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "%s: engine is NULL", fn);
+  if (!path || !*path || strlen(path) > 3000)
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: the path is NULL, empty or too long", fn);
+  if (e->state != ZS_ENGINE_READY)
+    return zs_err(ZS_ERR_STATE, "%s: %s", fn,
+                  e->state == ZS_ENGINE_BUILDING ? "commit first"
+                  : e->state == ZS_ENGINE_FAILED ? "the engine failed earlier; destroy it"
+                                                 : "call it between steps");
+  zs_export_options o;
+  zs_export_options_default(&o);
+  if (opt) memcpy(&o, opt, opt->struct_size && opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+  if (o.dtype != ZS_F32 && o.dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: dtype %d: use ZS_F32 or ZS_BF16", fn, (int)o.dtype);
+  int total = 0;
+  for (int i = 0; i < e->nunits; i++)
+    total += e->units[i]->ntensors;
+  entry *ent = calloc((size_t)total, sizeof *ent);
+  char *hdr = NULL, tmp[4200];
+  size_t hlen = 0;
+  if (!ent) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  /* Every rank plans the same file (the callback is called on every rank): a bad name is
+     refused everywhere before any collective. */
+  zs_status rc = plan_entries(e, &o, ent, &total);
+  if (rc == ZS_OK) rc = header_text(e, &o, ent, total, &hdr, &hlen);
+  if (rc != ZS_OK) {
+    free(ent);
+    return rc;
+  }
+  out_file w = {-1, tmp, o.dtype, NULL, ZS_OK};
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if (e->world_rank == 0) {
+    w.chunk = malloc(CHUNK_ELEMS * 4);
+    w.rc = w.chunk ? open_out(&w, tmp, hdr, hlen)
+                   : zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  }
+  free(hdr);
+  for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
+    rc = export_unit(e, e->units[i], ent + t0, &w);
+  if (e->world_rank == 0) {
+    if (rc != ZS_OK && w.rc == ZS_OK) w.rc = rc;
+    if (w.fd >= 0) {
+      const zs_status c = close_out(&w, tmp, path);
+      if (rc == ZS_OK) rc = c;
+    } else if (rc == ZS_OK) {
+      rc = w.rc;
+    }
+    if (rc != ZS_OK) unlink(tmp);
+  }
+  free(w.chunk);
+  free(ent);
+  if (e->state == ZS_ENGINE_FAILED) return rc;
+  return zs_ckpt_agree(e, rc, fn);
+}
+
+zs_status zs_engine_export_safetensors(zs_engine *e, const char *path) {
+  return zs_engine_export_safetensors_ex(e, path, NULL);
+}
