@@ -25,3 +25,12 @@ add_test(NAME ckpt_crash COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_crash.sh ${
                                  $<TARGET_FILE:test_engine_train>)
 set_tests_properties(ckpt_crash PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                                            LABELS "mpi;ckpt" PROCESSORS 3)
+
+zs_exe(test_ckpt_damage SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_damage.c)
+zs_mpi_test(ckpt_damage_np1 test_ckpt_damage NP 1 ARGS --stage 0 LABELS ckpt)
+zs_mpi_test(ckpt_damage_np2_stage3 test_ckpt_damage NP 2 ARGS --stage 3 LABELS ckpt)
+zs_mpi_test(ckpt_damage_np3_stage2_offload test_ckpt_damage NP 3 ARGS --stage 2 --offload 1 LABELS ckpt)
+# Small blocks: a damaged block near the end comes after blocks that check out (a one-pass load
+# would already have written those).
+set_tests_properties(ckpt_damage_np2_stage3 ckpt_damage_np3_stage2_offload
+                     PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=256")

@@ -1,0 +1,294 @@
+/* Damaged, mismatched and unwritable checkpoints: every refused load returns the right status and
+ * message and leaves the engine exactly as it was (its weights and step count compared bit for
+ * bit before and after), and the good checkpoint still loads the saved bits afterwards. A save
+ * that hits the file size limit (RLIMIT_FSIZE: EFBIG, like a full disk) returns ZS_ERR_IO, leaves
+ * no temporary file and no new checkpoint, and the previous one still loads.
+ * Usage (under mpirun, any number of ranks): test_ckpt_damage [--stage S] [--offload BITS] */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/ckpt_format.h"
+#include "engine/engine_model.h"
+#include "zs_test.h"
+
+static int rank, world;
+static char root[256];
+
+/* File surgery by a shell command on rank 0, then every rank waits. */
+static void sh0(const char *cmd) {
+  if (rank == 0) {
+    if (system(cmd) != 0) {
+      fprintf(stderr, "FATAL: %s\n", cmd);
+      exit(1);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* Flips the byte at `off` (negative: from the end) of a file (rank 0). */
+static void flip(const char *path, long off) {
+  if (rank == 0) {
+    FILE *f = fopen(path, "r+b");
+    if (!f || fseek(f, off, off < 0 ? SEEK_END : SEEK_SET) != 0) {
+      fprintf(stderr, "FATAL: cannot open %s\n", path);
+      exit(1);
+    }
+    long at = ftell(f);
+    int c = fgetc(f);
+    fseek(f, at, SEEK_SET);
+    fputc(c ^ 0x5a, f);
+    fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static zs_comm *g_comm;
+
+static zs_engine *make(int stage, unsigned offload, int other, zs_unit **u) {
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = stage;
+  c.offload = offload;
+  c.deterministic = 1;
+  c.comm_timeout_s = 60;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
+  for (int i = 0; i < TM_NUNITS; i++) {
+    tm_unit_def d = tm_units[i];
+    if (other && i == 2) d.t[0].shape[0] = 12; /* another model: one shape differs */
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, d.name, d.ntensors, d.t, &u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  for (int i = 0; i < TM_NUNITS; i++)
+    for (int k = 0; k < tm_units[i].ntensors; k++) {
+      const int64_t n = zs_unit_numel(u[i], k);
+      float *h = malloc((size_t)n * 4);
+      for (int64_t j = 0; j < n; j++)
+        h[j] = tm_init(tm_base(i, k) + j);
+      ZS_OK_OR_DIE(zs_unit_set_param(u[i], k, h));
+      free(h);
+    }
+  return e;
+}
+
+/* One step with gradient a * (p - t) of batch `step` (every rank the same batch). */
+static void step(zs_engine *e, zs_unit **u, int s) {
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  for (int i = TM_NUNITS - 1; i >= 0; i--) {
+    ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+    for (int k = 0; k < tm_units[i].ntensors; k++) {
+      const float *p = zs_unit_param(u[i], k);
+      float *g = zs_unit_grad(u[i], k);
+      for (int64_t j = 0; j < zs_unit_numel(u[i], k); j++)
+        g[j] += tm_a(s, tm_base(i, k) + j) * (p[j] - tm_t(s, tm_base(i, k) + j));
+    }
+    ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+    ZS_OK_OR_DIE(zs_unit_release(u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+}
+
+/* Every weight (collective) into out (tm_total floats). */
+static void snapshot(zs_unit **u, float *out) {
+  for (int i = 0; i < TM_NUNITS; i++)
+    for (int k = 0; k < tm_units[i].ntensors; k++)
+      ZS_OK_OR_DIE(zs_unit_get_param(u[i], k, out + tm_base(i, k)));
+}
+
+static int same(zs_unit **u, const float *want) {
+  const int64_t n = tm_total();
+  float *now = malloc((size_t)n * 4);
+  snapshot(u, now);
+  int ok = memcmp(now, want, (size_t)n * 4) == 0;
+  free(now);
+  return ok;
+}
+
+/* A refused load: status, message (on the rank that found it, when `who` >= 0) and no change. */
+static void refused(zs_engine *e, zs_unit **u, const char *dir, zs_status want, const char *needle,
+                    int who, const float *before, int64_t steps, const char *what) {
+  const zs_status rc = zs_engine_load(e, dir);
+  ZS_EXPECT(rc == want, "%s: load returned %s (%s), wanted %s", what, zs_status_str(rc),
+            zs_last_error(), zs_status_str(want));
+  if (needle && (who < 0 || who == rank))
+    ZS_EXPECT(strstr(zs_last_error(), needle) != NULL, "%s: message '%s' does not say '%s'", what,
+              zs_last_error(), needle);
+  ZS_EXPECT(zs_engine_step_count(e) == steps, "%s: the step count changed", what);
+  ZS_EXPECT(same(u, before), "%s: a refused load changed the weights", what);
+}
+
+/* A fresh copy of the good checkpoint at root/name. */
+static void fresh(const char *good, char *out, size_t n, const char *name) {
+  snprintf(out, n, "%s/%s", root, name);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s && cp -r %s %s", out, good, out);
+  sh0(cmd);
+}
+
+int main(int argc, char **argv) {
+  int stage = 3;
+  unsigned offload = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--stage")) stage = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--offload")) offload = (unsigned)atoi(argv[i + 1]);
+  }
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &g_comm));
+  rank = zs_comm_rank(g_comm);
+  world = zs_comm_size(g_comm);
+  if (rank == 0) {
+    snprintf(root, sizeof root, "/tmp/zs_ckpt_damage_XXXXXX");
+    if (!mkdtemp(root)) return 1;
+  }
+  MPI_Bcast(root, sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD);
+  zs_unit *u[TM_NUNITS], *ub[TM_NUNITS];
+  zs_engine *e = make(stage, offload, 0, u);
+  const int64_t n = tm_total();
+  float *saved = malloc((size_t)n * 4), *later = malloc((size_t)n * 4);
+  float *after2 = malloc((size_t)n * 4), *again = malloc((size_t)n * 4);
+  step(e, u, 0);
+  step(e, u, 1);
+  char good[512], dir[512], p[700];
+  snprintf(good, sizeof good, "%s/good", root);
+  ZS_OK_OR_DIE(zs_engine_save(e, good));
+  snapshot(u, saved);
+  step(e, u, 2); /* the engine now differs from the checkpoint */
+  snapshot(u, later);
+  memcpy(after2, later, (size_t)n * 4);
+  ZS_EXPECT(memcmp(saved, later, (size_t)n * 4) != 0, "the extra step changed nothing");
+  const char *ck = "ckpt-000000000001";
+
+  fresh(good, dir, sizeof dir, "data");
+  snprintf(p, sizeof p, "%s/%s/rank-00000.zsd", dir, ck);
+  flip(p, -5);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "fails its checksum", 0, later, 3, "flipped data byte");
+
+  fresh(good, dir, sizeof dir, "header");
+  snprintf(p, sizeof p, "%s/%s/rank-00000.zsd", dir, ck);
+  flip(p, 20);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "header", 0, later, 3, "flipped header byte");
+
+  fresh(good, dir, sizeof dir, "table");
+  snprintf(p, sizeof p, "%s/%s/rank-00000.zsd", dir, ck);
+  flip(p, ZS_CKPT_HEADER_BYTES + 3);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "checksum", 0, later, 3, "flipped block-table byte");
+
+  fresh(good, dir, sizeof dir, "manifest");
+  snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
+  flip(p, 300);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "manifest", -1, later, 3, "flipped manifest byte");
+
+  fresh(good, dir, sizeof dir, "truncated");
+  snprintf(p, sizeof p, "%s/%s/rank-00000.zsd", dir, ck);
+  char cmd[1600];
+  snprintf(cmd, sizeof cmd, "truncate -s -10 %s", p);
+  sh0(cmd);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "truncated", 0, later, 3, "truncated file");
+
+  fresh(good, dir, sizeof dir, "missing");
+  snprintf(p, sizeof p, "%s/%s/rank-00000.zsd", dir, ck);
+  snprintf(cmd, sizeof cmd, "rm %s", p);
+  sh0(cmd);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "missing", 0, later, 3, "missing shard");
+
+  /* A newer format: a manifest with a valid checksum and version 99. */
+  fresh(good, dir, sizeof dir, "version");
+  snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
+  if (rank == 0) {
+    FILE *f = fopen(p, "rb");
+    char *buf = malloc(1 << 20);
+    size_t len = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    zs_ckpt_manifest m;
+    ZS_OK_OR_DIE(zs_ckpt_manifest_parse(buf, len, &m));
+    m.format_version = 99;
+    char *text = NULL;
+    ZS_OK_OR_DIE(zs_ckpt_manifest_write(&m, &text));
+    f = fopen(p, "wb");
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    free(buf);
+    zs_ckpt_manifest_free(&m);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "unknown format version 99", -1, later, 3, "version 99");
+
+  /* Another model's checkpoint, and another model's manifest beside our files. */
+  zs_engine *eb = make(stage, offload, 1, ub);
+  char other[512];
+  snprintf(other, sizeof other, "%s/other", root);
+  ZS_OK_OR_DIE(zs_engine_save(eb, other));
+  zs_engine_destroy(eb);
+  refused(e, u, other, ZS_ERR_INVALID_ARG, "tensor 'block.w' is [13, 3] in the engine and [12, 3]", -1,
+          later, 3, "another model");
+  fresh(good, dir, sizeof dir, "mixed");
+  snprintf(cmd, sizeof cmd, "cp %s/%s/manifest.json %s/%s/", other, ck, dir, ck);
+  sh0(cmd);
+  refused(e, u, dir, ZS_ERR_INVALID_ARG, "block.w", -1, later, 3, "another model's manifest");
+
+  /* Nothing there; wrong moments. */
+  snprintf(dir, sizeof dir, "%s/empty", root);
+  snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+  sh0(cmd);
+  refused(e, u, dir, ZS_ERR_IO, "no committed checkpoint", -1, later, 3, "empty directory");
+  ZS_OK_OR_DIE(zs_unit_gather(u[1]));
+  refused(e, u, good, ZS_ERR_STATE, "release it first", -1, later, 3, "unit held");
+  ZS_OK_OR_DIE(zs_unit_release(u[1]));
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  ZS_EXPECT_STATUS(zs_engine_load(e, good), ZS_ERR_STATE);
+  ZS_EXPECT_STATUS(zs_engine_save(e, good), ZS_ERR_STATE);
+  for (int i = TM_NUNITS - 1; i >= 0; i--) {
+    ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+    ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+    ZS_OK_OR_DIE(zs_unit_release(u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL)); /* zero gradients: the weights move by decay only */
+  snapshot(u, later);
+
+  /* A full disk (the file size limit): ZS_ERR_IO, no temporary file, no new checkpoint. */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old, lim;
+  getrlimit(RLIMIT_FSIZE, &old);
+  lim = old;
+  lim.rlim_cur = 1000;
+  setrlimit(RLIMIT_FSIZE, &lim);
+  const zs_status rc = zs_engine_save(e, good);
+  setrlimit(RLIMIT_FSIZE, &old);
+  ZS_EXPECT(rc == ZS_ERR_IO, "a save over the file size limit returned %s (%s)", zs_status_str(rc),
+            zs_last_error());
+  if (rank == 0) {
+    snprintf(cmd, sizeof cmd, "test -z \"$(find %s -name '*.tmp*')\" && test \"$(ls %s)\" = %s",
+             good, good, ck);
+    ZS_EXPECT(system(cmd) == 0, "the failed save left files behind: %s", cmd);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  /* After all that, the good checkpoint loads the saved bits and the step count. */
+  ZS_OK_OR_DIE(zs_engine_load(e, good));
+  ZS_EXPECT(same(u, saved), "the good checkpoint does not give back the saved weights");
+  ZS_EXPECT(zs_engine_step_count(e) == 2 && zs_engine_steps_done(e) == 2, "step count %lld",
+            (long long)zs_engine_step_count(e));
+  /* And training goes on from there as it did the first time, bit for bit. */
+  step(e, u, 2);
+  snapshot(u, again);
+  ZS_EXPECT(memcmp(again, after2, (size_t)n * 4) == 0, "the step after the load differs");
+  free(again);
+  free(after2);
+
+  if (rank == 0) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", root);
+  }
+  free(saved);
+  free(later);
+  zs_engine_destroy(e);
+  zs_comm_destroy(g_comm);
+  ZS_TEST_END("test_ckpt_damage");
+}
