@@ -357,7 +357,7 @@ zs_status zs_ckpt_manifest_parse(const char *text, size_t len, zs_ckpt_manifest 
   if (!copy) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory reading the manifest");
   memcpy(copy, text, len);
   copy[len] = 0;
-  zs_status rc = ZS_OK;
+  zs_status rc;
   char *d = checksum_digits(copy, len);
   uint64_t want = 0;
   for (int i = 0; d && i < 16; i++) {
@@ -379,10 +379,15 @@ zs_status zs_ckpt_manifest_parse(const char *text, size_t len, zs_ckpt_manifest 
                   "): the file is damaged",
                   want, got);
   }
-  cJSON *root = cJSON_ParseWithLength(copy, len);
+  rc = zs_ckpt_manifest_parse_json(copy, len, m);
   free(copy);
-  if (!cJSON_IsObject(root)) rc = bad("not a JSON object");
-  if (rc == ZS_OK) rc = parse_body(root, m);
+  return rc;
+}
+
+zs_status zs_ckpt_manifest_parse_json(const char *text, size_t len, zs_ckpt_manifest *m) {
+  memset(m, 0, sizeof *m);
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  zs_status rc = cJSON_IsObject(root) ? parse_body(root, m) : bad("not a JSON object");
   cJSON_Delete(root);
   if (rc != ZS_OK) zs_ckpt_manifest_free(m);
   return rc;

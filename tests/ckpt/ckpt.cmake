@@ -34,3 +34,8 @@ zs_mpi_test(ckpt_damage_np3_stage2_offload test_ckpt_damage NP 3 ARGS --stage 2 
 # would already have written those).
 set_tests_properties(ckpt_damage_np2_stage3 ckpt_damage_np3_stage2_offload
                      PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=256")
+# The manifest and header parsers under libFuzzer (clang), for a bounded time.
+add_test(NAME ckpt_fuzz COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_fuzz.sh ${PROJECT_SOURCE_DIR}
+                                ${ZS_MPIEXEC} $<TARGET_FILE:test_engine_train> 30)
+set_tests_properties(ckpt_fuzz PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180 SKIP_RETURN_CODE 77
+                                          LABELS "ckpt;fuzz")
