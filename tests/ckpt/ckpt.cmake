@@ -39,3 +39,7 @@ add_test(NAME ckpt_fuzz COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_fuzz.sh ${PR
                                 ${ZS_MPIEXEC} $<TARGET_FILE:test_engine_train> 30)
 set_tests_properties(ckpt_fuzz PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180 SKIP_RETURN_CODE 77
                                           LABELS "ckpt;fuzz")
+
+zs_exe(test_ckpt_export SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_export.c)
+zs_mpi_test(ckpt_export_np1_stage0 test_ckpt_export NP 1 ARGS --stage 0 LABELS ckpt)
+zs_mpi_test(ckpt_export_np2_stage3 test_ckpt_export NP 2 ARGS --stage 3 LABELS ckpt)
