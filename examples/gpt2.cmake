@@ -4,6 +4,7 @@
 set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/args.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/config.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/hf_export.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/device.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/dump.c

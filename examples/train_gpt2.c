@@ -22,6 +22,7 @@
 #include "gpt2/args.h"
 #include "gpt2/data.h"
 #include "gpt2/dump.h"
+#include "gpt2/hf_export.h"
 #include "gpt2/init.h"
 #include "gpt2/metrics.h"
 #include "gpt2/model.h"
@@ -310,11 +311,11 @@ static int resolve_config(run *r) {
   gpt2_config *c = &r->cfg;
   memset(c, 0, sizeof *c);
   if (a->init_safetensors) {
-    TRY(gpt2_config_from_safetensors(a->init_safetensors, a->model ? 0 : a->heads, c));
+    TRY(gpt2_config_from_safetensors(a->init_safetensors, a->heads, c));
   } else {
     c->layers = a->layers;
     c->channels = a->channels;
-    c->heads = a->heads;
+    c->heads = a->heads > 0 ? a->heads : 4;
     c->max_seq = a->max_seq > 0 ? a->max_seq : a->seq;
     if (a->model && gpt2_config_preset(c, a->model) != 0)
       return gpt2_fail("--model %s is not a preset: use d12, d24, d36 or d48", a->model);
@@ -478,14 +479,34 @@ static void banner(run *r) {
   fflush(stdout);
 }
 
-/* The training loop with periodic validation. */
+/* --resume: the checkpoint's weights and optimizer state; the loop goes on from its step (the
+   data order and the lr schedule are functions of the step). */
+static int resume(run *r, int *start) {
+  *start = 0;
+  if (!r->a.resume) return 0;
+  ZS_TRY(zs_engine_load(r->eng, r->a.resume));
+  *start = (int)zs_engine_steps_done(r->eng);
+  if (r->rank == 0) printf("resumed from %s at step %d\n", r->a.resume, *start);
+  return 0;
+}
+
+/* The training loop with periodic validation and checkpoints. */
 static int train(run *r) {
   const gpt2_args *a = &r->a;
-  for (int s = 0; s < a->steps; s++) {
+  int start;
+  TRY(resume(r, &start));
+  const int end = a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;
+  for (int s = start; s < end; s++) {
     gpt2_step_log lg;
     TRY(train_step(r, s, &lg));
     TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
     r->last_loss = lg.loss;
+    if (a->save_every > 0 && ((s + 1) % a->save_every == 0 || s + 1 == end)) {
+      double t0 = gpt2_now();
+      ZS_TRY(zs_engine_save(r->eng, a->ckpt_dir));
+      if (r->rank == 0)
+        printf("checkpoint: step %d saved to %s in %.2f s\n", s + 1, a->ckpt_dir, gpt2_now() - t0);
+    }
     if (a->eval_every > 0 && (s + 1) % a->eval_every == 0 && s + 1 < a->steps) {
       float v;
       TRY(evaluate(r, &v));
@@ -493,6 +514,46 @@ static int train(run *r) {
     }
   }
   return 0;
+}
+
+/* --dump-logits FILE: the logits of the first held-out sequence (the first training one without
+   held-out data), for comparing with another implementation: int32 T, int32 V, int32 tokens[T],
+   float32 logits[T][V]. Every rank runs the forward (stage 3 gathers); rank 0 writes. */
+static int dump_logits(run *r) {
+  const gpt2_args *a = &r->a;
+  gpt2_model *m = &r->model;
+  if (gpt2_data_val_batch(&r->data, 0, 1, a->seq, r->tok, r->tgt) != 0)
+    TRY(gpt2_data_train_batch(&r->data, 0, 0, 1, 0, 1, 1, a->seq, r->tok, r->tgt));
+  TRY(gpt2_forward_logits(m, r->tok));
+  const int T = a->seq, V = r->cfg.vocab, Vp = r->cfg.padded_vocab;
+  const size_t n = (size_t)T * Vp, esz = m->dev.esz;
+  void *raw = malloc(n * esz);
+  float *out = malloc((size_t)T * V * sizeof(float));
+  int rc = raw && out ? gpt2_dev_download(&m->dev, raw, m->logits, n * esz)
+                      : gpt2_fail("out of host memory for the logits");
+  for (size_t t = 0; rc == 0 && t < (size_t)T; t++)
+    for (size_t v = 0; v < (size_t)V; v++) {
+      const size_t i = t * Vp + v;
+      float x;
+      if (esz == 2) { /* bf16: the high half of an fp32 */
+        const uint32_t bits = (uint32_t)((const uint16_t *)raw)[i] << 16;
+        memcpy(&x, &bits, 4);
+      } else {
+        x = ((const float *)raw)[i];
+      }
+      out[t * V + v] = x;
+    }
+  if (rc == 0 && r->rank == 0) {
+    FILE *f = fopen(a->dump_logits, "wb");
+    const int32_t hdr[2] = {T, V};
+    int ok = f && fwrite(hdr, 4, 2, f) == 2 && fwrite(r->tok, 4, (size_t)T, f) == (size_t)T &&
+             fwrite(out, 4, (size_t)T * V, f) == (size_t)T * V;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok) rc = gpt2_fail("cannot write %s", a->dump_logits);
+  }
+  free(raw);
+  free(out);
+  return rc;
 }
 
 /* After training: final validation, memory, plot, samples, weight dump, loss check. */
@@ -516,6 +577,11 @@ static int finish(run *r) {
       printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->temperature, text);
   }
   if (a->dump_weights) TRY(gpt2_dump_weights(&r->units, a->dump_weights, r->rank));
+  if (a->dump_logits) TRY(dump_logits(r));
+  if (a->export_path) {
+    TRY(gpt2_export_hf(&r->units, a->export_path, a->export_dtype, r->rank));
+    if (r->rank == 0) printf("exported %s (Hugging Face GPT-2, config.json beside it)\n", a->export_path);
+  }
   float final = isfinite(r->last_val) ? r->last_val : r->last_loss;
   if (r->rank == 0 && a->steps > 0)
     printf("final loss %.4f nats (%s) vs unigram entropy %.4f nats\n", final,

@@ -25,9 +25,14 @@ void gpt2_usage(void) {
          "         [--sample-chars N=200] [--temperature F=0.8] [--log-every N=1 (0: last step "
          "only)]\n"
          "         [--peak-tflops F (MFU; default 989 = H100/H200 bf16 dense)]\n"
-         " tests:  [--dump-grads DIR] [--dump-weights DIR] [--check-frac F (exit 1 unless the\n"
-         "         final loss < F x the unigram entropy of the training tokens)]\n"
-         " --model sets layers/channels/heads and 1024 positions; --vocab defaults to 256 for\n"
+         " ckpt:   [--save-every N --ckpt-dir DIR] [--resume DIR (a checkpoint or a directory of\n"
+         "         them: continues step, lr schedule and data)] [--stop-after S (end after step S\n"
+         "         of the --steps schedule)] [--export FILE.safetensors (HF GPT-2 names, with\n"
+         "         config.json beside it)] [--export-dtype fp32|bf16]\n"
+         " tests:  [--dump-grads DIR] [--dump-weights DIR] [--dump-logits FILE] [--check-frac F\n"
+         "         (exit 1 unless the final loss < F x the unigram entropy of the training tokens)]\n"
+         " --model sets layers/channels/heads and 1024 positions; --heads defaults to 4 for a free\n"
+         " shape; --vocab defaults to 256 for\n"
          " text and 50257 (GPT-2 BPE) for token files.\n");
 }
 
@@ -36,7 +41,7 @@ static void defaults(gpt2_args *a) {
   memset(a, 0, sizeof *a);
   a->layers = 4;
   a->channels = 128;
-  a->heads = 4;
+  a->heads = 0; /* 4 for a free shape; a safetensors file's config.json says */
   a->batch = 4;
   a->seq = 64;
   a->micro_steps = 1;
@@ -99,7 +104,9 @@ static int int_opt(gpt2_args *a, const char *k, const char *v, int *hit) {
            {"--eval-batches", &a->eval_batches},
            {"--sample-lines", &a->sample_lines},
            {"--sample-chars", &a->sample_chars},
-           {"--log-every", &a->log_every}};
+           {"--log-every", &a->log_every},
+           {"--save-every", &a->save_every},
+           {"--stop-after", &a->stop_after}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (strcmp(k, t[i].name) == 0) return *hit = 1, as_int(k, v, t[i].dst);
   return 0;
@@ -142,16 +149,22 @@ static int str_opt(gpt2_args *a, const char *k, const char *v, int *hit) {
            {"--metrics", &a->metrics},
            {"--plot", &a->plot},
            {"--dump-grads", &a->dump_grads},
-           {"--dump-weights", &a->dump_weights}};
+           {"--dump-weights", &a->dump_weights},
+           {"--dump-logits", &a->dump_logits},
+           {"--ckpt-dir", &a->ckpt_dir},
+           {"--resume", &a->resume},
+           {"--export", &a->export_path}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (strcmp(k, t[i].name) == 0) return *hit = 1, *t[i].dst = v, 0;
   *hit = 1;
   if (strcmp(k, "--device") == 0) {
     if (strcmp(v, "cpu") && strcmp(v, "cuda")) return gpt2_fail("--device is cpu or cuda");
     a->device = strcmp(v, "cpu") ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
-  } else if (strcmp(k, "--dtype") == 0 || strcmp(k, "--reduce-dtype") == 0) {
+  } else if (strcmp(k, "--dtype") == 0 || strcmp(k, "--reduce-dtype") == 0 ||
+             strcmp(k, "--export-dtype") == 0) {
     if (strcmp(v, "fp32") && strcmp(v, "bf16")) return gpt2_fail("%s is fp32 or bf16", k);
-    *(k[2] == 'd' ? &a->dtype : &a->reduce_dtype) = strcmp(v, "fp32") ? ZS_BF16 : ZS_F32;
+    zs_dtype *d = k[2] == 'd' ? &a->dtype : k[2] == 'r' ? &a->reduce_dtype : &a->export_dtype;
+    *d = strcmp(v, "fp32") ? ZS_BF16 : ZS_F32;
   } else if (strcmp(k, "--offload") == 0) {
     if (strcmp(v, "none") == 0)
       a->offload = 0;
@@ -194,5 +207,9 @@ int gpt2_args_parse(gpt2_args *a, int argc, char **argv) {
   if (a->batch <= 0 || a->seq <= 0 || a->micro_steps <= 0 || a->steps < 0)
     return gpt2_fail("--batch, --seq and --micro-steps must be > 0, --steps >= 0");
   if (a->val_frac < 0 || a->val_frac >= 0.5) return gpt2_fail("--val-frac must be in [0, 0.5)");
+  if (a->save_every < 0 || a->stop_after < 0)
+    return gpt2_fail("--save-every and --stop-after must be >= 0");
+  if (a->save_every > 0 && !a->ckpt_dir)
+    return gpt2_fail("--save-every needs --ckpt-dir DIR (where the checkpoints go)");
   return 0;
 }

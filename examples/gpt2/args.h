@@ -25,7 +25,12 @@ typedef struct {
   const char *metrics, *plot;
   int sample_lines, sample_chars;
   float temperature;
-  const char *dump_grads, *dump_weights;
+  const char *dump_grads, *dump_weights, *dump_logits;
+  /* Checkpoints: --save-every N into --ckpt-dir, --resume DIR, --stop-after S (steps of this
+     run's schedule), --export FILE (HF GPT-2 safetensors + config.json) in --export-dtype. */
+  int save_every, stop_after;
+  const char *ckpt_dir, *resume, *export_path;
+  zs_dtype export_dtype;
   double peak_tflops;
   double check_frac; /* exit 1 unless the final loss < check_frac * unigram entropy */
   int log_every;

@@ -1,5 +1,7 @@
 /* Weights from a Hugging Face GPT-2 safetensors file. HF stores the linear layers as Conv1D,
  * weight [in, out]; zshard's matmul wants [out, in], so those four are transposed on load. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,8 +9,7 @@
 #include "safetensors.h"
 #include "util.h"
 
-/* HF name of tensor t of unit u, and whether it is a Conv1D weight (stored transposed). */
-static void hf_name(const gpt2_config *c, int u, int t, char *out, size_t n, int *conv1d) {
+void gpt2_hf_name(const gpt2_config *c, int u, int t, char *out, size_t n, int *conv1d) {
   static const char *const blk[BLK_NT] = {
       "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
       "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
@@ -24,6 +25,11 @@ static void hf_name(const gpt2_config *c, int u, int t, char *out, size_t n, int
   }
 }
 
+/* The shape fields of a Hugging Face config.json (0 = absent). */
+typedef struct {
+  int heads, layers, channels, vocab, positions;
+} hf_shape;
+
 /* Finds a tensor that must exist. */
 static int need(st_file *s, const char *name, st_info *t) {
   int r = st_find(s, name, t);
@@ -31,7 +37,78 @@ static int need(st_file *s, const char *name, st_info *t) {
   return r < 0 ? -1 : 0;
 }
 
+/* The shape parameters of config.json beside the weights, when there is one: *found = 0 if
+   not; a field that is absent stays 0. */
+static int read_hf_config(const char *weights, hf_shape *h, int *found) {
+  memset(h, 0, sizeof *h);
+  *found = 0;
+  char path[4096];
+  snprintf(path, sizeof path, "%s", weights);
+  char *slash = strrchr(path, '/');
+  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+           "config.json");
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  char *text = malloc(1 << 20);
+  size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  if (!text) return gpt2_fail("out of host memory reading %s", path);
+  text[len] = 0;
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  if (!cJSON_IsObject(j)) {
+    cJSON_Delete(j);
+    return gpt2_fail("%s is not a JSON object", path);
+  }
+  static const char *const keys[5] = {"n_head", "n_layer", "n_embd", "vocab_size", "n_positions"};
+  int *dst[5] = {&h->heads, &h->layers, &h->channels, &h->vocab, &h->positions};
+  for (int i = 0; i < 5; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+    if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e9)
+      *dst[i] = (int)v->valuedouble;
+  }
+  cJSON_Delete(j);
+  *found = 1;
+  return 0;
+}
+
+/* A config.json value must agree with what the tensors say. */
+static int agree(const char *key, int cfg, int tensors, const char *path) {
+  if (cfg && cfg != tensors)
+    return gpt2_fail("config.json beside %s says %s = %d, the tensors say %d", path, key, cfg,
+                     tensors);
+  return 0;
+}
+
+/* An lm_head.weight must be wte itself (GPT-2 ties them; zshard's head reads wte). */
+static int check_tied_head(st_file *s, const st_info *wte, const char *path) {
+  st_info h;
+  int r = st_find(s, "lm_head.weight", &h);
+  if (r <= 0) return r;
+  int same = h.ndim == 2 && h.shape[0] == wte->shape[0] && h.shape[1] == wte->shape[1];
+  float *a = NULL, *b = NULL;
+  const size_t n = (size_t)st_numel(wte);
+  if (same) {
+    a = malloc(n * sizeof *a);
+    b = malloc(n * sizeof *b);
+    if (!a || !b) same = -1;
+  }
+  if (same == 1 && (st_read_f32(s, wte, a) != 0 || st_read_f32(s, &h, b) != 0)) same = -1;
+  if (same == 1) same = memcmp(a, b, n * sizeof *a) == 0;
+  free(a);
+  free(b);
+  if (same < 0) return -1;
+  if (!same)
+    return gpt2_fail("%s has an lm_head.weight that is not wte: this example ties the LM head to "
+                     "the token embedding (as GPT-2 does) and cannot load an untied head",
+                     path);
+  return 0;
+}
+
 int gpt2_config_from_safetensors(const char *path, int heads, gpt2_config *c) {
+  hf_shape hc;
+  int have_cfg;
+  TRY(read_hf_config(path, &hc, &have_cfg));
   st_file s;
   TRY(st_open(&s, path));
   st_info wte, wpe, t;
@@ -41,21 +118,45 @@ int gpt2_config_from_safetensors(const char *path, int heads, gpt2_config *c) {
     gpt2_fail("%s: wte/wpe are not [rows, C] matrices of one width", path);
     goto out;
   }
+  if (check_tied_head(&s, &wte, path) != 0) goto out;
   memset(c, 0, sizeof *c);
   c->vocab = (int)wte.shape[0];
   c->padded_vocab = gpt2_pad_vocab(c->vocab);
   c->channels = (int)wte.shape[1];
   c->max_seq = (int)wpe.shape[0];
-  c->heads = heads > 0 ? heads : (c->channels % 64 == 0 ? c->channels / 64 : 1);
   char name[64];
   for (;;) {
     snprintf(name, sizeof name, "h.%d.ln_1.weight", c->layers);
     int r = st_find(&s, name, &t);
     if (r < 0) goto out;
     if (r == 0) break;
-    c->layers++;
+    if (++c->layers > 100000) {
+      gpt2_fail("%s: too many layers", path);
+      goto out;
+    }
   }
-  rc = c->layers > 0 ? 0 : gpt2_fail("%s has no transformer blocks (h.0.*)", path);
+  if (c->layers == 0) {
+    gpt2_fail("%s has no transformer blocks (h.0.*)", path);
+    goto out;
+  }
+  if (agree("n_layer", hc.layers, c->layers, path) || agree("n_embd", hc.channels, c->channels, path) ||
+      agree("vocab_size", hc.vocab, c->vocab, path) ||
+      agree("n_positions", hc.positions, c->max_seq, path))
+    goto out;
+  /* The head count is not in the tensors: config.json, else --heads. */
+  if (hc.heads && heads > 0 && hc.heads != heads) {
+    gpt2_fail("--heads %d disagrees with n_head = %d in the config.json beside %s", heads,
+              hc.heads, path);
+    goto out;
+  }
+  c->heads = hc.heads ? hc.heads : heads;
+  if (c->heads <= 0) {
+    gpt2_fail("%s: the number of attention heads is not known: put its config.json (n_head) "
+              "beside it or pass --heads%s",
+              path, have_cfg ? " (its config.json has no n_head)" : "");
+    goto out;
+  }
+  rc = 0;
 out:
   st_close(&s);
   return rc;
@@ -101,7 +202,7 @@ int gpt2_init_safetensors(const gpt2_units *m, const char *path) {
     for (int t = 0; rc == 0 && t < nt; t++) {
       char name[64];
       int conv1d;
-      hf_name(c, u, t, name, sizeof name, &conv1d);
+      gpt2_hf_name(c, u, t, name, sizeof name, &conv1d);
       rc = load_one(&s, name, conv1d, &d[t], h, tmp);
       if (rc == 0) {
         zs_status st = zs_unit_set_param(gpt2_unit(m, u), t, h);

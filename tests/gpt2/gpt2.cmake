@@ -7,12 +7,19 @@
 #                     (ranks x micro-steps) at stages 0-3.
 #   gpt2_train_np4    4 ranks, stage 3: the loss must fall below 0.9 x the text's unigram entropy.
 #   gpt2_bad_args     a bad stage is refused with a message (exit 1), not a crash.
+#   gpt2_ckpt         --save-every/--resume bit for bit across ranks and stages, --export loaded
+#                     by transformers (logits to 1e-5), --init-safetensors reads config.json.
 if(ZS_BUILD_EXAMPLES)
   add_test(NAME gpt2_ref COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_ref.sh
                                  $<TARGET_FILE:train_gpt2_dump> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
   set_tests_properties(gpt2_ref PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 900
                                            LABELS "gpt2;mpi;python" PROCESSORS 2
                                            SKIP_RETURN_CODE 77)
+  add_test(NAME gpt2_ckpt COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_ckpt.sh
+                                  $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_ckpt PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
+                                            LABELS "gpt2;mpi;python;ckpt" PROCESSORS 2
+                                            SKIP_RETURN_CODE 77)
   add_test(NAME gpt2_determinism COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_determinism.sh
                                          $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC} 20)
   set_tests_properties(gpt2_determinism PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 240
