@@ -6,11 +6,13 @@
  * with random micro_steps (forward passes, backward passes that gather or not, release before or
  * after grads_ready, units held from forward into backward), forward-only passes between steps
  * (evaluation; repeated, sampling-like, possibly partial forwards), units held across calls,
- * zs_unit_set_param / zs_unit_get_param between steps. After every call it checks the memory rule
+ * zs_unit_set_param / zs_unit_get_param between steps, zs_engine_save (units held or not) and
+ * zs_engine_load of the last save (refused, changing nothing, while a unit is held; else the
+ * saved weights come back and the ops since the save are undone). After every call it checks the memory rule
  * of zshard.h against its own model of the call sequence (held units gathered, at most
  * prefetch_units prefetched, max_live_bytes, buffers == gathered + live full gradients exactly,
  * persistent categories unchanged) and that a gathered unit shows the newest values set. At the
- * end rank 0 replays the gradient schedule on one rank with the straightforward path (stage 0, no
+ * end rank 0 replays the gradient schedule of the ops still in effect on one rank, without checkpoints with the straightforward path (stage 0, no
  * prefetch, no offload, no buckets; deterministic) and compares every weight: bit for bit when
  * the sequence ran deterministic, within 1e-4 otherwise (a third of the sequences, which also
  * reduce parts of gradients early with zs_unit_grads_flush).
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine_model.h"
 #include "zs_test.h"
@@ -66,6 +69,11 @@ typedef struct {
   int step_no;
   uint64_t seed;
   unsigned char used[MAX_OPS][3][TM_NUNITS]; /* the gradient of (step, micro, unit) read params */
+  /* Checkpoints: the ops in effect (a load undoes those after its save), for the reference. */
+  int eff[MAX_OPS], neff;
+  int saved, saved_neff, saved_step_no;
+  float *saved_w; /* every weight at the save */
+  char ckdir[128];
 } st;
 
 static size_t unit_bytes(const st *s, int u) {
@@ -319,7 +327,7 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
 
 /* The ops of one sequence, drawn up front so the reference can replay the training part. */
 typedef struct {
-  int kind; /* 0 step, 1 eval, 2 set_param, 3 get_param, 4 hold, 5 unhold */
+  int kind; /* 0 step, 1 eval, 2 set_param, 3 get_param, 4 hold, 5 unhold, 6 save, 7 load */
   int m;
   bwd_choice ch[3][TM_NUNITS];
   int a, b;
@@ -331,8 +339,8 @@ static int draw_ops(rng *r, op *ops) {
   for (int i = 0; i < n; i++) {
     op *o = &ops[i];
     memset(o, 0, sizeof *o);
-    const uint32_t k = rnd(r, 10);
-    o->kind = k < 4 ? 0 : k < 6 ? 1 : k < 7 ? 2 : k < 8 ? 3 : k < 9 ? 4 : 5;
+    const uint32_t k = rnd(r, 12);
+    o->kind = k < 4 ? 0 : k < 6 ? 1 : (int)k - 4;
     o->m = 1 + (int)rnd(r, 3);
     for (int mm = 0; mm < 3; mm++)
       for (int u = 0; u < TM_NUNITS; u++) {
@@ -346,6 +354,53 @@ static int draw_ops(rng *r, op *ops) {
     o->v = r->s;
   }
   return n;
+}
+
+static float *all_weights(zs_unit **u);
+
+static int n_saves, n_loads, n_refused; /* how often the sequences exercised them */
+
+/* zs_engine_save (units may be held): remembers the weights and which ops are in effect. */
+static void save(st *s) {
+  ZS_OK_OR_DIE(zs_engine_save(s->e, s->ckdir));
+  n_saves++;
+  check(s, "save");
+  free(s->saved_w);
+  s->saved_w = all_weights(s->u);
+  s->saved = 1;
+  s->saved_neff = s->neff + 1; /* the save itself stays in effect */
+  s->saved_step_no = s->step_no;
+}
+
+/* zs_engine_load of the last save: refused (nothing changed) while a unit is held, else the
+   weights are the saved ones and the ops since the save are undone. */
+static void load(st *s) {
+  if (!s->saved) return;
+  int held = 0;
+  for (int u = 0; u < TM_NUNITS; u++)
+    held |= s->held[u];
+  float *before = all_weights(s->u);
+  const zs_status rc = zs_engine_load(s->e, s->ckdir);
+  float *after = all_weights(s->u);
+  n_loads += !held;
+  n_refused += held;
+  if (held) {
+    ZS_EXPECT(rc == ZS_ERR_STATE, "seed %llu: load with a unit held returned %s",
+              (unsigned long long)s->seed, zs_status_str(rc));
+    ZS_EXPECT(memcmp(before, after, (size_t)tm_total() * 4) == 0,
+              "seed %llu: a refused load changed the weights", (unsigned long long)s->seed);
+    check(s, "refused load");
+  } else {
+    ZS_EXPECT(rc == ZS_OK, "seed %llu: load: %s", (unsigned long long)s->seed, zs_last_error());
+    ZS_EXPECT(memcmp(s->saved_w, after, (size_t)tm_total() * 4) == 0,
+              "seed %llu: the loaded weights are not the saved ones", (unsigned long long)s->seed);
+    forget_known(s); /* values set after the save are gone */
+    check(s, "load");
+    s->neff = s->saved_neff;
+    s->step_no = s->saved_step_no;
+  }
+  free(before);
+  free(after);
 }
 
 /* Runs the ops on the N-rank engine, checking after every call. */
@@ -393,7 +448,14 @@ static void run_ops(st *s, const op *ops, int n, rng *r) {
     case 5:
       if (s->held[o->a]) release(s, o->a);
       break;
+    case 6:
+      save(s);
+      break;
+    case 7:
+      load(s);
+      continue; /* not an op in effect itself */
     }
+    s->eff[s->neff++] = i;
   }
 }
 
@@ -424,8 +486,9 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
   const int W = s->world, T = (int)tm_total();
   float *g = malloc((size_t)T * 4), *acc = malloc((size_t)T * 4);
   int step = 0;
-  for (int i = 0; i < n; i++) {
-    const op *o = &ops[i];
+  (void)n;
+  for (int q = 0; q < s->neff; q++) { /* the ops in effect: a load undid those after its save */
+    const op *o = &ops[s->eff[q]];
     if (o->kind == 2) {
       float *v = values(o->a, o->b, o->v);
       ZS_OK_OR_DIE(zs_unit_set_param(u[o->a], o->b, v));
@@ -503,6 +566,9 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
     }
   op ops[MAX_OPS];
   const int n = draw_ops(&r, ops);
+  /* One directory per sequence, the same on every rank (they share mpirun as parent). */
+  snprintf(s.ckdir, sizeof s.ckdir, "/tmp/zs_protocol_%d_%llu", (int)getppid(),
+           (unsigned long long)seed);
   rng run_r = {seed ^ 0x5bd1e995u};
   run_ops(&s, ops, n, &run_r);
   for (int u = 0; u < TM_NUNITS; u++)
@@ -525,8 +591,14 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   }
   free(w);
   free(init);
+  free(s.saved_w);
   forget_known(&s);
   zs_engine_destroy(s.e);
+  if (s.saved && s.rank == 0) {
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", s.ckdir);
+    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", s.ckdir);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -544,8 +616,9 @@ int main(int argc, char **argv) {
   for (int q = 0; q < seqs; q++)
     one_sequence(comm, base + (uint64_t)q);
   if (zs_comm_rank(comm) == 0)
-    printf("test_engine_protocol: world %d, %d sequences, %d failure(s)\n", zs_comm_size(comm),
-           seqs, zs_test_failures);
+    printf("test_engine_protocol: world %d, %d sequences (%d saves, %d loads, %d refused "
+           "loads), %d failure(s)\n",
+           zs_comm_size(comm), seqs, n_saves, n_loads, n_refused, zs_test_failures);
   zs_comm_destroy(comm);
   ZS_TEST_END("test_engine_protocol");
 }
