@@ -4,7 +4,6 @@
  * page cache (posix_fadvise DONTNEED after the save) so the load reads the disk. Prints one line
  * per repetition and a final "ckpt_io:" line with the median seconds and GB/s.
  * Usage: mpirun -np N ckpt_io --dir DIR [--reps 3] [--layers 12] */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <ftw.h>
 #include <mpi.h>
