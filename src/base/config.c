@@ -99,7 +99,7 @@ static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
   return ZS_OK;
 }
 
-zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
+void zs_config_complete(const zs_config *in, zs_config *out) {
   zs_config c;
   zs_config_default(&c);
   /* The caller's struct may be older (smaller) than this library's: copy what it has. */
@@ -112,6 +112,12 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
   memcpy(&c, in, have);
   c.struct_size = sizeof c;
   c.struct_version = ZS_CONFIG_VERSION;
+  *out = c;
+}
+
+zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
+  zs_config c;
+  zs_config_complete(in, &c);
   size_t used = 0;
   if (sources && n) sources[0] = '\0';
   for (size_t i = 0; i < ZS_NTUNABLES; i++) {

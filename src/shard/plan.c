@@ -76,12 +76,17 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_M
   add[oc] = add_mul(add[oc], p->optimizer_full ? P : s, 12); /* fp32 master, m, v */
 }
 
-void zs_plan_memory(const zs_plan *p, const zs_config *c, struct zs_unit *const *units, int nunits,
+size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
+  if (u->units) return u->units[i]->lay.numel_total;
+  return u->numel[i] > 0 ? (size_t)u->numel[i] : 0;
+}
+
+void zs_plan_memory(const zs_plan *p, const zs_config *c, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]) {
   memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
   size_t max_full = 0;
-  for (int i = 0; i < nunits; i++) {
-    const size_t n = units[i]->lay.numel_total;
+  for (int i = 0; i < u->n; i++) {
+    const size_t n = zs_plan_unit_numel(u, i);
     zs_plan_unit_bytes(p, n, c->param_dtype, out);
     const size_t P = zs_plan_padded(p, n);
     if (P > max_full) max_full = P;

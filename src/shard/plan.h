@@ -6,6 +6,7 @@
 #define ZS_SHARD_PLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mem/ledger.h"
 #include "zshard.h"
@@ -52,12 +53,23 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_M
 
 struct zs_unit;
 
+/* The units a plan is computed for: the engine's registered units (units), or bare element
+   counts (numel: the planner's model descriptions, zs_plan_model). Exactly one is non-NULL. */
+typedef struct {
+  struct zs_unit *const *units;
+  const int64_t *numel;
+  int n;
+} zs_plan_units;
+
+/* Elements of unit i (before padding). */
+size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
+
 /* What this rank holds for the given units: persistent state by category, exactly as
    the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient buffers (gathered
    units: the caller's held unit plus one more and the prefetch window, or max_live_bytes; one
    unit's full gradient when gradients are sharded, or its staging buffer in deterministic mode;
    reduction scratch). Saturates at SIZE_MAX. */
-void zs_plan_memory(const zs_plan *p, const zs_config *c, struct zs_unit *const *units, int nunits,
+void zs_plan_memory(const zs_plan *p, const zs_config *c, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]);
 
 /* Elements of a unit of n elements after padding to the plan's shard count. */
