@@ -128,6 +128,11 @@ typedef struct {
   struct {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
   } adamw;
+  /* Units the caller holds gathered at once (zs_unit_gather not yet released), for the memory
+     plan's bound on gathered params (the commit fit check, zs_plan_model): 0 = 2 (default). It
+     bounds nothing at run time (max_live_bytes does); a loop that gathers one unit, uses it and
+     releases it (the GPT-2 example) may say 1. */
+  int held_units;
 } zs_config;
 
 /* The stage-3 memory rule. At every moment, inside or outside a step, in forward or backward

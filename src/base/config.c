@@ -182,6 +182,9 @@ zs_status zs_config_validate(const zs_config *c) {
   if (c->prefetch_units < 0)
     return zs_err(ZS_ERR_INVALID_ARG, "prefetch_units %d is negative: use 0 (none) or more",
                   c->prefetch_units);
+  if (c->held_units < 0 || c->held_units > 1 << 20)
+    return zs_err(ZS_ERR_INVALID_ARG, "held_units %d: use 0 (the default, 2) .. 2^20",
+                  c->held_units);
   if (c->shard_group_size < 0)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "shard_group_size %d is negative: use 0 (the world) or a "

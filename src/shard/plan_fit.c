@@ -22,7 +22,7 @@ zs_status zs_plan_need_of(const zs_config *c, int world, const zs_plan_units *u,
                   g, world);
   zs_plan p;
   ZS_CHECK(zs_plan_make(c, g, &p));
-  zs_plan_memory(&p, c, u, n->cat);
+  zs_plan_memory(&p, c, world, u, n->cat);
   n->activations = act;
   size_t d = act;
   for (int k = ZS_MEM_PARAMS; k <= ZS_MEM_BUFFERS; k++)

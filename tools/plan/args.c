@@ -22,6 +22,8 @@ static void usage(void) {
       "  --world N --shard-group G --stage 0..3 --offload none|opt|opt+params\n"
       "  --dtype bf16|fp32 (params and grads; default fp32) --reduce-dtype bf16|fp32\n"
       "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
+      "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
+      "                               GPT-2 shapes, as the example; else the engine's 2)\n"
       "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
       "  --device-mem BYTES --host-mem BYTES   per rank (default: this machine's, host split\n"
       "                               among the ranks); suffixes K M G T (binary) or GB (10^9)\n"
@@ -99,6 +101,7 @@ static int option(zp_args *a, const char *k, const char *v) {
   if (!strcmp(k, "--shard-group")) return parse_int(k, v, &a->group, 0);
   if (!strcmp(k, "--stage")) return parse_int(k, v, &a->stage, 0);
   if (!strcmp(k, "--prefetch")) return parse_int(k, v, &a->prefetch, 0);
+  if (!strcmp(k, "--held-units")) return parse_int(k, v, &a->held_units, 1);
   if (!strcmp(k, "--dtype")) return parse_dtype(k, v, &a->dtype);
   if (!strcmp(k, "--reduce-dtype")) return a->reduce_set = 1, parse_dtype(k, v, &a->reduce_dtype);
   if (!strcmp(k, "--params")) {

@@ -11,6 +11,7 @@ int main(int argc, char **argv) {
   if (rc) return rc > 0 ? 0 : 2;
   zp_model m;
   if (zp_model_build(&a, &m)) return 2;
+  if (!a.held_units && m.is_gpt) a.held_units = 1; /* the GPT-2 example holds one unit */
   size_t act = a.activations;
   if (m.is_gpt && !a.states_only) {
     const int T = a.seq ? a.seq : m.gpt.max_seq;

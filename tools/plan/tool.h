@@ -26,7 +26,7 @@ typedef struct {
   int batch, seq, recompute;
   size_t activations; /* --activations B for any model */
   /* The configuration. */
-  int world, group, stage, prefetch, deterministic;
+  int world, group, stage, prefetch, deterministic, held_units;
   unsigned offload;
   zs_dtype dtype, reduce_dtype;
   int reduce_set;
