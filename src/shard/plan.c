@@ -128,9 +128,13 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
     gathered = add_mul(0, add_mul(0, held + (size_t)c->prefetch_units, max_full), ps);
     if (c->max_live_bytes && c->max_live_bytes < gathered) gathered = c->max_live_bytes;
   }
-  /* A sharded gradient's full buffer, or the deterministic staging buffer of a full one. */
-  const size_t grad = (p->grads_full && !c->deterministic) ? 0 : add_mul(0, max_full, ps);
-  size_t b = add_mul(add_mul(gathered, grad, 1), scratch, 1);
+  /* A sharded gradient's full buffer lives through its reduction (with its scratch); the
+     deterministic staging buffer of a full one is added into it and freed before (unit_api.c). */
+  const size_t grad = add_mul(0, max_full, ps);
+  const size_t grad_red = !p->grads_full     ? add_mul(grad, scratch, 1)
+                          : c->deterministic ? (grad > scratch ? grad : scratch)
+                                             : scratch;
+  size_t b = add_mul(gathered, grad_red, 1);
   b = add_mul(b, ZS_SQ_NWORDS, sizeof(uint64_t)); /* gradient-norm bins (step.c) */
   if (p->offload_params && !p->offload_optimizer && c->device == ZS_DEVICE_CUDA)
     b = add_mul(b, max_full / (size_t)p->nshards, ps); /* step.c: adamw_to_host */

@@ -68,10 +68,11 @@ size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
    exactly as the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient
    buffers, the sum of what can be live at once: gathered params ((held_units + prefetch_units)
    of the largest unit, or max_live_bytes), one unit's full gradient when gradients are sharded
-   (or its staging buffer in deterministic mode), the largest unit's reduction scratch
-   (zs_plan_reduce_scratch), the gradient-norm bins, and the device temporary of a host-resident
-   param update (offloaded params alone on CUDA). zs_unit_get_param's fp32 copy (outside steps)
-   is not included. Saturates at SIZE_MAX. */
+   plus the largest unit's reduction scratch (zs_plan_reduce_scratch), or with full gradients
+   the scratch or (deterministic) the staging buffer, whichever is larger (never both at once), the
+   gradient-norm bins, and the device temporary of a host-resident param update (offloaded params
+   alone on CUDA). zs_unit_get_param's fp32 copy (outside steps) is not included. Saturates at
+   SIZE_MAX. */
 void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]);
 

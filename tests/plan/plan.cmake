@@ -1,0 +1,7 @@
+# The memory planner: zs_plan_model against the ledger of a real engine (a dozen configurations
+# on 1, 2 and 4 ranks), and the zshard-plan tool against the ZeRO paper's figures, hand-derived
+# --recommend orders and refusal sentences, and the GPT-2 example's own activation bytes.
+zs_exe(test_plan_ledger SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan_ledger.c)
+foreach(n 1 2 4)
+  zs_mpi_test(plan_ledger_np${n} test_plan_ledger NP ${n} LABELS engine)
+endforeach()
