@@ -87,16 +87,18 @@ static void append(char *msg, size_t cap, size_t *h, int *count, const char *tex
 static void alternatives(const zs_config *c, int world, const zs_plan_units *u, size_t act,
                          const zs_plan_room *r, char *msg, size_t cap, size_t *h, int *count) {
   char t[160];
-  for (int st = c->stage + 1; st <= 3; st++)
+  int higher = 0;
+  for (int st = c->stage + 1; st <= 3 && !higher; st++)
     if (fits_as(c, world, st, c->offload, world, u, act, r)) {
       snprintf(t, sizeof t, "at stage %d", st);
       append(msg, cap, h, count, t);
-      break;
+      higher = 1;
     }
   int found = 0;
-  for (int pass = 0; pass < 2 && !found; pass++) { /* the same stage, else stage 3 */
+  /* More ranks at the same stage, else (when no higher stage fits as it is) at stage 3. */
+  for (int pass = 0; pass < 2 && !found; pass++) {
     const int st = pass ? 3 : c->stage;
-    if (pass && st == c->stage) break;
+    if (pass && (st == c->stage || higher)) break;
     for (long long k = 2; k <= 4096 && !found; k *= 2) {
       if ((long long)world * k > INT32_MAX) break;
       const int w = (int)(world * k);

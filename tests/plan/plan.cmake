@@ -5,3 +5,7 @@ zs_exe(test_plan_ledger SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan_ledger.c)
 foreach(n 1 2 4)
   zs_mpi_test(plan_ledger_np${n} test_plan_ledger NP ${n} LABELS engine)
 endforeach()
+add_test(NAME plan_tool COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_plan_tool.sh
+                                $<TARGET_FILE:zshard-plan> $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
+set_tests_properties(plan_tool PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                          LABELS "mpi;engine" PROCESSORS 2)
