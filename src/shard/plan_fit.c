@@ -136,20 +136,26 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
     return -1;
   }
   const int ok = zs_plan_fits(&n, r), cpu = r->device == ZS_DEVICE_CPU;
-  const int host_short = !cpu && n.device_total <= r->device_bytes;
-  char need[32], grp[48] = "";
+  /* What is short: on the CPU device the one pool; on a GPU the device, else the host. */
+  const int host_short = !ok && !cpu && n.device_total <= r->device_bytes;
+  char need[32], host[64] = "", grp[48] = "";
   zs_plan_human(cpu          ? sat_add(n.device_total, n.host_total)
                 : host_short ? n.host_total
                              : n.device_total,
                 need, sizeof need);
+  if (!cpu && !host_short && n.host_total) {
+    char hb[32];
+    zs_plan_human(n.host_total, hb, sizeof hb);
+    snprintf(host, sizeof host, " and %s of host memory", hb);
+  }
   if (c->shard_group_size && c->shard_group_size != world)
     snprintf(grp, sizeof grp, " (shard groups of %d)", c->shard_group_size);
-  size_t h = (size_t)snprintf(msg, cap, "%s: needs %s %s at stage %d with %d rank%s%s",
+  size_t h = (size_t)snprintf(msg, cap, "%s: needs %s %s%s at stage %d with %d rank%s%s",
                               ok ? "fits" : "does not fit", need,
                               cpu          ? "on each rank"
                               : host_short ? "of host memory on each rank"
                                            : "on each GPU",
-                              c->stage, world, world == 1 ? "" : "s", grp);
+                              host, c->stage, world, world == 1 ? "" : "s", grp);
   if (ok || h >= cap) return ok;
   char alt[400] = "";
   size_t ah = 0;

@@ -91,4 +91,38 @@ for extra in "--dtype fp32" "--dtype fp32 --recompute"; do
     field '"%d %d %d %d" % (d["per_rank"]["activations"], d["per_rank"]["params"], d["per_rank"]["grads"], d["per_rank"]["optimizer"])')
   check "GPT-2 example $extra: activations params grads optimizer" "$pred" "$meas"
 done
+
+# 5. A Hugging Face GPT-2 checkpoint (header only matters; vocab 256 needs no padding) plans as
+#    the same shape given by flags: the units of the file are the example's units.
+dir=$(mktemp -d)
+python3 - "$dir" <<'PY'
+import json, struct, sys
+C, L, V, P = 96, 3, 256, 32
+t = {"wte.weight": [V, C], "wpe.weight": [P, C], "ln_f.weight": [C], "ln_f.bias": [C]}
+for l in range(L):
+    for k, v in {"ln_1.weight": [C], "ln_1.bias": [C], "attn.c_attn.weight": [C, 3 * C],
+                 "attn.c_attn.bias": [3 * C], "attn.c_proj.weight": [C, C],
+                 "attn.c_proj.bias": [C], "ln_2.weight": [C], "ln_2.bias": [C],
+                 "mlp.c_fc.weight": [C, 4 * C], "mlp.c_fc.bias": [4 * C],
+                 "mlp.c_proj.weight": [4 * C, C], "mlp.c_proj.bias": [C]}.items():
+        t[f"h.{l}.{k}"] = v
+hdr, off = {}, 0
+for name, shape in t.items():
+    n = 1
+    for d in shape:
+        n *= d
+    hdr[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + 4 * n]}
+    off += 4 * n
+h = json.dumps(hdr).encode()
+with open(sys.argv[1] + "/model.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + bytes(off))
+json.dump({"model_type": "gpt2", "n_layer": L, "n_embd": C, "n_head": 3, "vocab_size": V,
+           "n_positions": P}, open(sys.argv[1] + "/config.json", "w"))
+PY
+st=$("$plan" --safetensors "$dir/model.safetensors" --world 2 --stage 3 --device cpu --seq 32 \
+  --batch 3 --json | field 'd["per_rank"]')
+flags=$("$plan" "${shape[@]}" --max-seq 32 --world 2 --stage 3 --device cpu --json |
+  field 'd["per_rank"]')
+rm -rf "$dir"
+check "safetensors = the same GPT-2 shape by flags" "$st" "$flags"
 exit $fail
