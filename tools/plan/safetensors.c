@@ -83,6 +83,11 @@ int zp_safetensors_units(const char *path, zp_model *m) {
   long maxl = -1;
   const cJSON *t;
   cJSON_ArrayForEach(t, j) maxl = layer_of(t->string) > maxl ? layer_of(t->string) : maxl;
+  if (maxl > 1000000) {
+    fprintf(stderr, "zshard-plan: %s: layer index %ld is not believable\n", path, maxl);
+    cJSON_Delete(j);
+    return -1;
+  }
   /* unit 0: embeddings and the rest; 1..maxl+1: layers; maxl+2: final norm */
   m->n = (int)maxl + 3;
   m->numel = calloc((size_t)m->n, sizeof *m->numel);
