@@ -94,36 +94,50 @@ def psi_of(build):
 
 
 def svg(rows, path):
-    """Stacked bars: for each configuration a measured (left) and a predicted (right) bar."""
-    W, H, top, left, bottom = 60 + 34 * len(rows), 420, 40, 70, 120
+    """Stacked bars: for each configuration a measured (solid, left) and a predicted (faded,
+    right) bar, model states at the bottom (host_pinned where the offloaded state went), then
+    buffers and activations; one group per world size."""
+    order = ["params", "grads", "optimizer", "host_pinned", "buffers", "activations"]
+    step, bw, gap = 36, 13, 2
+    W, H, top, left, bottom = 40 + step * len(rows), 440, 60, 70, 120
     peak = max(max(r["meas"]["total"], r["pred"]["total"]) for r in rows)
     scale = (H - top - bottom) / peak
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W + left}" height="{H}" '
            f'font-family="sans-serif" font-size="10">',
-           f'<text x="{left}" y="16" font-size="13">Per-rank peak memory, GPT-2 example (L=4, '
-           f'C=128, B=4, T=64, fp32), measured (left bar) vs predicted (right bar), MiB</text>']
+           f'<rect width="{W + left}" height="{H}" fill="white"/>',
+           f'<text x="{left}" y="16" font-size="13">Per-rank peak memory (MiB), GPT-2 example '
+           f'L=4 C=128 B=4 T=64 fp32, CPU device: measured (solid) vs predicted (faded)</text>']
     for i in range(0, 6):
         v = peak * i / 5
         y = H - bottom - v * scale
         out.append(f'<line x1="{left}" x2="{W + left}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{left - 4}" y="{y + 3:.1f}" text-anchor="end">'
                    f'{v / 2**20:.1f}</text>')
+    prev = None
     for i, r in enumerate(rows):
-        x0 = left + 10 + 34 * i
+        x0 = left + 10 + step * i
+        if r["world"] != prev:
+            if prev is not None:
+                out.append(f'<line x1="{x0 - 6}" x2="{x0 - 6}" y1="{top}" y2="{H - bottom}" '
+                           f'stroke="#999"/>')
+            out.append(f'<text x="{x0}" y="{top - 4}" font-size="11">{r["world"]} '
+                       f'rank{"s" if r["world"] > 1 else ""}</text>')
+            prev = r["world"]
         for j, key in enumerate(["meas", "pred"]):
             y = H - bottom
-            for c in CATS:
+            for c in order:
                 h = r[key][c] * scale
                 if h > 0:
-                    out.append(f'<rect x="{x0 + 14 * j}" y="{y - h:.1f}" width="13" '
-                               f'height="{h:.1f}" fill="{COLOURS[c]}"/>')
+                    op = "1" if key == "meas" else "0.55"
+                    out.append(f'<rect x="{x0 + (bw + gap) * j}" y="{y - h:.1f}" width="{bw}" '
+                               f'height="{h:.1f}" fill="{COLOURS[c]}" fill-opacity="{op}"/>')
                 y -= h
-        lx, ly = x0 + 14, H - bottom + 6
+        lx, ly = x0 + bw, H - bottom + 6
         out.append(f'<text x="{lx}" y="{ly}" transform="rotate(60 {lx} {ly})">'
-                   f'{r["label"]}</text>')
-    for k, c in enumerate(CATS):
-        out.append(f'<rect x="{left + 110 * k}" y="24" width="10" height="10" '
-                   f'fill="{COLOURS[c]}"/><text x="{left + 110 * k + 14}" y="33">{c}</text>')
+                   f'stage {r["stage"]} {r["offload"]}</text>')
+    for k, c in enumerate(order):
+        out.append(f'<rect x="{left + 110 * k}" y="26" width="10" height="10" '
+                   f'fill="{COLOURS[c]}"/><text x="{left + 110 * k + 14}" y="35">{c}</text>')
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
