@@ -346,6 +346,7 @@ static int build(run *r) {
   zc.offload = a->offload;
   zc.deterministic = a->deterministic;
   if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
+  zc.held_units = 1; /* gather, use, release: one unit held at a time (the commit fit check) */
   zc.adamw.lr = a->lr;
   zc.adamw.beta1 = 0.9f;
   zc.adamw.beta2 = a->beta2;
@@ -428,8 +429,9 @@ static int report_memory(run *r, const char *when) {
   gpt2_print_memory(&mem, r->rank, r->world, when, r->model.act_bytes);
   char js[768], ev[1024];
   gpt2_memory_json(&mem, js, sizeof js);
-  snprintf(ev, sizeof ev, "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s}", when,
-           js);
+  snprintf(ev, sizeof ev,
+           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu}",
+           when, js, r->model.act_bytes);
   gpt2_metrics_event(&r->met, ev);
   return 0;
 }

@@ -128,6 +128,11 @@ typedef struct {
   struct {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
   } adamw;
+  /* Units the caller holds gathered at once (zs_unit_gather not yet released), for the memory
+     plan's bound on gathered params (the commit fit check, zs_plan_model): 0 = 2 (default). It
+     bounds nothing at run time (max_live_bytes does); a loop that gathers one unit, uses it and
+     releases it (the GPT-2 example) may say 1. */
+  int held_units;
   /* zs_engine_save: committed checkpoints kept in the directory after a save (the newest ones;
      older ones are deleted only once the new one is committed). 0 = keep all; default 2. */
   int ckpt_keep;
@@ -322,6 +327,36 @@ typedef struct {
    allocates them, buffers a bound on the transient buffers (see the memory rule), total their
    sum; cur and peak are both set to it. ZS_ERR_INVALID_ARG for NULL. */
 ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
+/* ======== Memory planning ======== */
+
+/* What one rank needs for a model under a configuration, without an engine and without
+   allocating anything (zs_plan_model; the zshard-plan tool prints it). params, grads, optimizer
+   and host_pinned are exactly what zs_engine_commit allocates; buffers is the bound of the memory
+   rule on the transient buffers; activations is what the caller said. device_total = params +
+   grads + optimizer + buffers + activations, host_total = host_pinned (offloaded state). */
+typedef struct {
+  size_t params, grads, optimizer, buffers, activations, host_pinned;
+  size_t device_total, host_total;
+  int fits;          /* 1 when it fits the memory given (see zs_plan_model) */
+  char verdict[512]; /* "fits: needs 1.2 GiB on each GPU at stage 3 with 4 ranks", or "does not
+                        fit: needs 93.4 GiB on each GPU at stage 3 with 4 ranks; fits with 8
+                        ranks or with optimizer offload": zs_engine_commit refuses with the same
+                        sentence */
+  unsigned struct_version; /* 1: the fields above */
+  unsigned reserved_u;
+  size_t reserved[8];
+} zs_plan_report;
+/* Plans a model of nunits units (unit_numel[i] elements each, forward order, every one > 0) under
+   cfg (used as given: no environment variables) on world_size ranks (shard groups of
+   cfg->shard_group_size, 0 = all), with activation_bytes more of the caller's own device memory
+   per rank, against device_bytes and host_bytes available per rank (SIZE_MAX: unlimited; on the
+   CPU device everything draws on device_bytes). ZS_ERR_INVALID_ARG for NULL, a bad count, a
+   config the engine would refuse, or a shard group that does not divide the world (out
+   untouched). Not collective; allocates nothing. */
+ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                               int nunits, size_t activation_bytes, size_t device_bytes,
+                               size_t host_bytes, zs_plan_report *out);
+
 /* ======== Checkpoints and export ======== */
 
 /* Saves the training state into a new checkpoint under dir (created if missing): every rank

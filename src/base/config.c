@@ -100,7 +100,7 @@ static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
   return ZS_OK;
 }
 
-zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
+void zs_config_complete(const zs_config *in, zs_config *out) {
   zs_config c;
   zs_config_default(&c);
   /* The caller's struct may be older (smaller) than this library's: copy what it has. */
@@ -113,6 +113,12 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
   memcpy(&c, in, have);
   c.struct_size = sizeof c;
   c.struct_version = ZS_CONFIG_VERSION;
+  *out = c;
+}
+
+zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
+  zs_config c;
+  zs_config_complete(in, &c);
   size_t used = 0;
   if (sources && n) sources[0] = '\0';
   for (size_t i = 0; i < ZS_NTUNABLES; i++) {
@@ -180,6 +186,9 @@ zs_status zs_config_validate(const zs_config *c) {
   if (c->prefetch_units < 0)
     return zs_err(ZS_ERR_INVALID_ARG, "prefetch_units %d is negative: use 0 (none) or more",
                   c->prefetch_units);
+  if (c->held_units < 0 || c->held_units > 1 << 20)
+    return zs_err(ZS_ERR_INVALID_ARG, "held_units %d: use 0 (the default, 2) .. 2^20",
+                  c->held_units);
   if (c->shard_group_size < 0)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "shard_group_size %d is negative: use 0 (the world) or a "

@@ -9,6 +9,9 @@
 /* Checks every field that does not depend on the world size; returns ZS_ERR_INVALID_ARG with a
    sentence naming the field and the fix. */
 zs_status zs_config_validate(const zs_config *c);
+/* `in` as this library's struct: an older, smaller caller struct completed with defaults; no
+   environment variables. */
+void zs_config_complete(const zs_config *in, zs_config *out);
 /* The config the engine runs with: `in` (an older, smaller caller struct is completed with
    defaults) with every tunable left at its default replaced by its environment variable.
    sources (n bytes, may be NULL) receives "field=value (origin), ..." for zs_engine_info.

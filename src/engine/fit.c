@@ -10,41 +10,7 @@
 #include "engine/engine_internal.h"
 #include "base/error.h"
 #include "mem/host_mem.h"
-
-/* Bytes of one rank under a plan: on the device and (offloaded) in the host arena. */
-typedef struct {
-  size_t params, grads, optimizer, buffers; /* on the device */
-  size_t host;                              /* offloaded state in the pinned host arena */
-} zs_need;
-
-static size_t sat_add(size_t a, size_t b) {
-  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
-}
-
-/* The need of this engine's units under its config with the stage, offload and shard group
-   size changed (switches follow the stage). Returns 0 when that combination is no plan. */
-static int need_of(const zs_engine *e, int stage, unsigned offload, size_t S, zs_need *n) {
-  zs_config c = e->cfg;
-  if (stage != c.stage || offload != c.offload) {
-    c.stage = stage;
-    c.offload = offload;
-    c.shard_params = c.shard_grads = c.shard_optimizer = ZS_SHARD_AS_STAGE;
-  }
-  zs_plan p;
-  if (zs_plan_make(&c, S > INT32_MAX ? INT32_MAX : (int)S, &p) != ZS_OK) return 0;
-  size_t out[ZS_MEM_NCAT];
-  zs_plan_memory(&p, &c, e->units, e->nunits, out);
-  n->params = out[ZS_MEM_PARAMS];
-  n->grads = out[ZS_MEM_GRADS];
-  n->optimizer = out[ZS_MEM_OPTIMIZER];
-  n->buffers = out[ZS_MEM_BUFFERS];
-  n->host = out[ZS_MEM_HOST_PINNED];
-  return 1;
-}
-
-static size_t device_total(const zs_need *n) {
-  return sat_add(sat_add(n->params, n->grads), sat_add(n->optimizer, n->buffers));
-}
+#include "shard/plan_fit.h"
 
 /* Memory this rank may count on: device and (offload) host, each divided by the ranks that
    really share it (peers.c): host memory by the ranks on this host, the cgroup's room by those
@@ -78,69 +44,32 @@ static int available(zs_engine *e, size_t *dev, size_t *host, char *what, size_t
   return 1;
 }
 
-/* This rank's verdict: ZS_OK, or ZS_ERR_OUT_OF_MEMORY with the message set. */
+/* This rank's verdict: ZS_OK, or ZS_ERR_OUT_OF_MEMORY with the message set. The sentence comes
+   from zs_plan_verdict, the same as zs_plan_model's and zshard-plan's (activations: 0, the
+   engine does not know the caller's). */
 static zs_status check_local(zs_engine *e) {
   size_t dev = 0, host = 0;
   char what[256];
   if (!available(e, &dev, &host, what, sizeof what)) return ZS_OK; /* nothing known: trust it */
-  const int cpu = e->cfg.device == ZS_DEVICE_CPU;
-  const size_t S = (size_t)e->shard_size;
-  zs_need n;
-  if (!need_of(e, e->cfg.stage, e->cfg.offload, S, &n)) return ZS_OK;
-  /* On the CPU device the "device" is host memory too: both draw on one pool. */
-  const size_t need_dev = device_total(&n) + (cpu ? n.host : 0);
-  const int dev_ok = need_dev <= dev, host_ok = cpu || n.host <= host;
-  if (dev_ok && host_ok) return ZS_OK;
-
-  /* What would fit: a higher stage, offload, or more ranks (stage 3, same offload). */
-  char hint[400] = "";
-  size_t h = 0;
-  for (int st = e->cfg.stage + 1; st <= 3; st++) { /* (a higher stage shorthand) */
-    zs_need m;
-    if (!need_of(e, st, e->cfg.offload, S, &m)) continue;
-    if (device_total(&m) + (cpu ? m.host : 0) <= dev && (cpu || m.host <= host)) {
-      h += (size_t)snprintf(hint + h, sizeof hint - h, "stage %d needs %zu bytes; ", st,
-                            device_total(&m));
-      break;
-    }
-  }
-  if (!cpu) {
-    zs_need m;
-    unsigned off = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
-    if (need_of(e, 3, off, S, &m) && h < sizeof hint)
-      h += (size_t)snprintf(hint + h, sizeof hint - h,
-                            "stage 3 with optimizer and params offloaded needs %zu device bytes "
-                            "and %zu host bytes (%zu available); ",
-                            device_total(&m), m.host, host);
-  }
-  for (size_t k = 2; k <= 4096 && h < sizeof hint; k *= 2) {
-    zs_need m;
-    if (!need_of(e, 3, e->cfg.offload, S * k, &m)) continue;
-    if (device_total(&m) + (cpu ? m.host : 0) <= dev && (cpu || m.host <= host)) {
-      h += (size_t)snprintf(hint + h, sizeof hint - h,
-                            "stage 3 over %zu ranks per shard group needs %zu bytes per rank; ",
-                            S * k, device_total(&m) + (cpu ? m.host : 0));
-      break;
-    }
-  }
-  if (h == 0) snprintf(hint, sizeof hint, "no stage, offload or up to 4096x more ranks fits; ");
-  if (!dev_ok)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                  "zs_engine_commit: this rank needs %zu bytes (params %zu, grads %zu, optimizer "
-                  "%zu, buffers up to %zu%s%zu) but %zu are available (%s); nothing was "
-                  "allocated. What would fit: %s",
-                  need_dev, n.params, n.grads, n.optimizer, n.buffers,
-                  cpu ? ", offloaded " : ", host ", n.host, dev, what, hint);
+  const zs_plan_units us = {e->units, NULL, e->nunits};
+  const zs_plan_room room = {e->cfg.device, dev, host};
+  zs_plan_need n;
+  if (zs_plan_need_of(&e->cfg, e->world_size, &us, 0, &n) != ZS_OK) return ZS_OK;
+  if (zs_plan_fits(&n, &room)) return ZS_OK;
+  char verdict[640];
+  zs_plan_verdict(&e->cfg, e->world_size, &us, 0, &room, verdict, sizeof verdict);
   return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                "zs_engine_commit: this rank's offloaded state needs %zu bytes of host memory but "
-                "%zu are available to it; nothing was allocated. What would fit: %s",
-                n.host, host, hint);
+                "zs_engine_commit: %s (this rank: params %zu, grads %zu, optimizer %zu, buffers "
+                "up to %zu, offloaded %zu bytes; available %zu bytes on the device, %zu on the "
+                "host: %s); nothing was allocated",
+                verdict, n.cat[ZS_MEM_PARAMS], n.cat[ZS_MEM_GRADS], n.cat[ZS_MEM_OPTIMIZER],
+                n.cat[ZS_MEM_BUFFERS], n.cat[ZS_MEM_HOST_PINNED], dev, host, what);
 }
 
 zs_status zs_engine_check_fit(zs_engine *e) {
   ZS_CHECK(zs_coll_barrier(e->world)); /* every rank measures before anyone allocates */
   const zs_status mine = check_local(e);
-  char msg[1024];
+  char msg[2048];
   snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
   /* One verdict for all: a rank that goes on while another refuses would hang in the first
      collective. */

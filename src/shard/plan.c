@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "device/cpu/engine_ops.h"
 #include "shard/shard.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
@@ -76,27 +77,66 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_M
   add[oc] = add_mul(add[oc], p->optimizer_full ? P : s, 12); /* fp32 master, m, v */
 }
 
-void zs_plan_memory(const zs_plan *p, const zs_config *c, struct zs_unit *const *units, int nunits,
+size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
+  if (u->units) return u->units[i]->lay.numel_total;
+  return u->numel[i] > 0 ? (size_t)u->numel[i] : 0;
+}
+
+size_t zs_plan_piece_len(const zs_config *c, int shard_size, size_t s, size_t nblocks) {
+  const size_t es = c->reduce_dtype == ZS_BF16 ? 2 : 4, S = (size_t)shard_size;
+  size_t n = s;
+  if (c->bucket_bytes) n = c->bucket_bytes / (es * nblocks);
+  if (nblocks > S && n > s * S / nblocks) n = s * S / nblocks;
+  if (n < 1) n = 1;
+  return n < s ? n : s;
+}
+
+size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, size_t P) {
+  const size_t rs = c->reduce_dtype == ZS_BF16 ? 2 : 4, W = (size_t)world;
+  const size_t S = (size_t)p->nshards;
+  const int det = c->deterministic != 0;
+  size_t b = c->reduce_dtype != c->param_dtype ? add_mul(0, P, rs) : 0; /* conversion */
+  if (p->reduce == ZS_REDUCE_ALL) {
+    if (W <= 1 || !det) return b; /* an in-place all-reduce */
+    size_t piece = P;             /* all_reduce_pieces: bucket over two buffers */
+    if (c->bucket_bytes && c->bucket_bytes / (rs * 2) < piece) piece = c->bucket_bytes / (rs * 2);
+    if (piece < 1) piece = 1;
+    return add_mul(b, add_mul(0, 2 * W, (piece + W - 1) / W), rs); /* ordered_all_reduce */
+  }
+  const size_t s = P / S, nblocks = det ? W : S, n = zs_plan_piece_len(c, p->nshards, s, nblocks);
+  const int pack = !(n == s && nblocks == S);
+  if (pack) b = add_mul(b, add_mul(0, nblocks, n), rs);            /* send */
+  if (det || pack) b = add_mul(b, add_mul(0, det ? W : 1, n), rs); /* receive */
+  return b;
+}
+
+void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]) {
   memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
-  size_t max_full = 0;
-  for (int i = 0; i < nunits; i++) {
-    const size_t n = units[i]->lay.numel_total;
+  size_t max_full = 0, scratch = 0;
+  for (int i = 0; i < u->n; i++) {
+    const size_t n = zs_plan_unit_numel(u, i);
     zs_plan_unit_bytes(p, n, c->param_dtype, out);
-    const size_t P = zs_plan_padded(p, n);
+    const size_t P = zs_plan_padded(p, n), r = zs_plan_reduce_scratch(p, c, world, P);
     if (P > max_full) max_full = P;
+    if (r > scratch) scratch = r;
   }
-  const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4, rs = c->reduce_dtype == ZS_BF16 ? 2 : 4;
+  const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4;
   size_t gathered = 0;
   if (!p->params_full) {
-    gathered = add_mul(0, add_mul(0, (size_t)c->prefetch_units + 2, max_full), ps);
+    const size_t held = c->held_units > 0 ? (size_t)c->held_units : 2;
+    gathered = add_mul(0, add_mul(0, held + (size_t)c->prefetch_units, max_full), ps);
     if (c->max_live_bytes && c->max_live_bytes < gathered) gathered = c->max_live_bytes;
   }
-  /* A sharded gradient's full buffer, or the deterministic staging buffer of a full one. */
-  const size_t grad = (p->grads_full && !c->deterministic) ? 0 : add_mul(0, max_full, ps);
-  size_t scratch = add_mul(0, max_full, 2 * rs);
-  if (c->bucket_bytes && c->bucket_bytes <= SIZE_MAX / 2 && 2 * c->bucket_bytes < scratch)
-    scratch = 2 * c->bucket_bytes;
-  if (c->reduce_dtype != c->param_dtype) scratch = add_mul(scratch, max_full, rs);
-  out[ZS_MEM_BUFFERS] = add_mul(add_mul(gathered, grad, 1), scratch, 1);
+  /* A sharded gradient's full buffer lives through its reduction (with its scratch); the
+     deterministic staging buffer of a full one is added into it and freed before (unit_api.c). */
+  const size_t grad = add_mul(0, max_full, ps);
+  const size_t grad_red = !p->grads_full     ? add_mul(grad, scratch, 1)
+                          : c->deterministic ? (grad > scratch ? grad : scratch)
+                                             : scratch;
+  size_t b = add_mul(gathered, grad_red, 1);
+  b = add_mul(b, ZS_SQ_NWORDS, sizeof(uint64_t)); /* gradient-norm bins (step.c) */
+  if (p->offload_params && !p->offload_optimizer && c->device == ZS_DEVICE_CUDA)
+    b = add_mul(b, max_full / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
+  out[ZS_MEM_BUFFERS] = b;
 }

@@ -6,6 +6,7 @@
 #define ZS_SHARD_PLAN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mem/ledger.h"
 #include "zshard.h"
@@ -52,13 +53,37 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_M
 
 struct zs_unit;
 
-/* What this rank holds for the given units: persistent state by category, exactly as
-   the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient buffers (gathered
-   units: the caller's held unit plus one more and the prefetch window, or max_live_bytes; one
-   unit's full gradient when gradients are sharded, or its staging buffer in deterministic mode;
-   reduction scratch). Saturates at SIZE_MAX. */
-void zs_plan_memory(const zs_plan *p, const zs_config *c, struct zs_unit *const *units, int nunits,
+/* The units a plan is computed for: the engine's registered units (units), or bare element
+   counts (numel: the planner's model descriptions, zs_plan_model). Exactly one is non-NULL. */
+typedef struct {
+  struct zs_unit *const *units;
+  const int64_t *numel;
+  int n;
+} zs_plan_units;
+
+/* Elements of unit i (before padding). */
+size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
+
+/* What this rank holds for the given units on `world` ranks: persistent state by category,
+   exactly as the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient
+   buffers, the sum of what can be live at once: gathered params ((held_units + prefetch_units)
+   of the largest unit, or max_live_bytes), one unit's full gradient when gradients are sharded
+   plus the largest unit's reduction scratch (zs_plan_reduce_scratch), or with full gradients
+   the scratch or (deterministic) the staging buffer, whichever is larger (never both at once), the
+   gradient-norm bins, and the device temporary of a host-resident param update (offloaded params
+   alone on CUDA). zs_unit_get_param's fp32 copy (outside steps) is not included. Saturates at
+   SIZE_MAX. */
+void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]);
+
+/* Elements per rank-block of one reduction piece (reduce.c): the whole shard s, or fewer so that
+   a piece's packed buffer of nblocks blocks stays within bucket_bytes, and never more than one
+   unit packed (nblocks > shard_size: deterministic hybrid). */
+size_t zs_plan_piece_len(const zs_config *c, int shard_size, size_t s, size_t nblocks);
+/* Bytes of reduction scratch the reduction of one unit of P padded elements allocates (reduce.c):
+   the conversion to reduce_dtype, the packed send and receive buffers of a reduce-scatter, the
+   two buffers of the ordered (deterministic) all-reduce. */
+size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, size_t P);
 
 /* Elements of a unit of n elements after padding to the plan's shard count. */
 size_t zs_plan_padded(const zs_plan *p, size_t n);

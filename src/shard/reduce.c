@@ -27,12 +27,7 @@ static void scratch_put(zs_shard_ctx *x, scratch *s) {
    every block, which would otherwise need 2 * world/S units of scratch. Reductions are
    elementwise in a fixed order, so cutting them into pieces never changes the bits. */
 static size_t piece_len(const zs_shard_ctx *x, size_t s, size_t nblocks) {
-  const size_t es = zs_dtype_size(x->cfg->reduce_dtype), S = (size_t)x->shard_size;
-  size_t c = s;
-  if (x->cfg->bucket_bytes) c = x->cfg->bucket_bytes / (es * nblocks);
-  if (nblocks > S && c > s * S / nblocks) c = s * S / nblocks;
-  if (c < 1) c = 1;
-  return c < s ? c : s;
+  return zs_plan_piece_len(x->cfg, x->shard_size, s, nblocks); /* shared with the planner */
 }
 
 /* Copies piece [j, j + len) of every shard block of red into dst as nblocks blocks of len

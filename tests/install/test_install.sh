@@ -41,6 +41,19 @@ if [ ! -f "$pcdir/zshard.pc" ]; then
 fi
 cfgdir=$(dirname "$(find "$prefix" -name zshardConfig.cmake -print -quit)")
 
+echo "== zshard-plan (installed, runs from the prefix without LD_LIBRARY_PATH)"
+tool=$prefix/bin/zshard-plan
+if [ ! -x "$tool" ]; then
+  echo "FAIL: no bin/zshard-plan installed under $prefix"
+  exit 1
+fi
+"$tool" --params 7.5e9 --world 64 --stage 3 --dtype bf16 --model-states-only --json | grep -q \
+  '"model_states": 1875000000' || {
+  echo "FAIL: the installed zshard-plan does not run or gives a wrong figure:"
+  "$tool" --params 7.5e9 --world 64 --stage 3 --dtype bf16 --model-states-only --json || true
+  exit 1
+}
+
 echo "== pkg-config (PKG_CONFIG_PATH=$pcdir)"
 # A static library needs its dependencies at the link: pkg-config --static.
 static=()

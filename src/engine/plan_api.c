@@ -1,0 +1,43 @@
+/* zs_plan_model: the public face of the planner (shard/plan.c, shard/plan_fit.c). */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "shard/plan_fit.h"
+
+zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel, int nunits,
+                        size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                        zs_plan_report *out) {
+  if (!cfg || !unit_numel || !out)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_plan_model: cfg, unit_numel or out is NULL");
+  if (nunits < 1 || world_size < 1)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_plan_model: %d units on %d ranks: both must be at least 1", nunits,
+                  world_size);
+  for (int i = 0; i < nunits; i++)
+    if (unit_numel[i] <= 0)
+      return zs_err(ZS_ERR_INVALID_ARG, "zs_plan_model: unit %d has %lld elements: must be > 0", i,
+                    (long long)unit_numel[i]);
+  zs_config c;
+  zs_config_complete(cfg, &c);
+  ZS_CHECK(zs_config_validate(&c));
+  const zs_plan_units us = {NULL, unit_numel, nunits};
+  zs_plan_need n;
+  ZS_CHECK(zs_plan_need_of(&c, world_size, &us, activation_bytes, &n));
+  const zs_plan_room room = {c.device, device_bytes, host_bytes};
+  memset(out, 0, sizeof *out);
+  out->params = n.cat[ZS_MEM_PARAMS];
+  out->grads = n.cat[ZS_MEM_GRADS];
+  out->optimizer = n.cat[ZS_MEM_OPTIMIZER];
+  out->buffers = n.cat[ZS_MEM_BUFFERS];
+  out->host_pinned = n.cat[ZS_MEM_HOST_PINNED];
+  out->activations = n.activations;
+  out->device_total = n.device_total;
+  out->host_total = n.host_total;
+  out->fits = zs_plan_verdict(&c, world_size, &us, activation_bytes, &room, out->verdict,
+                              sizeof out->verdict) == 1;
+  out->struct_version = 1;
+  return ZS_OK;
+}

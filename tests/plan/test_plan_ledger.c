@@ -1,0 +1,120 @@
+/* The planner against the ledger: for a dozen configurations (every stage, odd unit sizes that
+ * need padding, hybrid groups, bf16 and fp32, reduction in another dtype, buckets, deterministic
+ * mode, offload, the switches), zs_plan_model's figures from bare element counts are compared with
+ * what a real engine allocates (zs_engine_memory, the ledger) over two steps of two micro-steps
+ * that gather, write the gradient, signal grads_ready and release every unit, one held at a
+ * time (held_units = 1). Model states (params, grads, optimizer, host_pinned) must be equal to
+ * the byte; the ledger's buffers peak must lie under the plan's bound, and within the norm bins
+ * (which live alone, at zs_engine_step) of it: a bound that is exact, not just safe. All units
+ * have the same size, so the largest unit's moment is every unit's. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zs_test.h"
+
+enum { NUNITS = 4 };
+/* 1001 = 7 * 11 * 13 elements per unit: padded at 2, 3 and 4 ranks. */
+static const zs_tensor_desc unit_t[1] = {{"w", 2, {77, 13, 0, 0}, 0}};
+
+typedef struct {
+  const char *name;
+  int stage, group, prefetch, det, shard_params;
+  zs_dtype pd, rd;
+  unsigned offload;
+  size_t bucket;
+} cfg_case;
+
+static const cfg_case cases[] = {
+    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
+    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0},
+    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0},
+    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
+    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256},
+    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 3 optimizer + params offload bf16", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
+     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0},
+    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0},
+};
+
+/* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
+   writes every gradient element, grads_ready, release. */
+static void step(zs_engine *e, zs_unit **u, int micro) {
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, micro));
+  for (int k = 0; k < micro; k++) {
+    for (int i = 0; i < NUNITS; i++) {
+      ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+      ZS_OK_OR_DIE(zs_unit_release(u[i]));
+    }
+    for (int i = NUNITS - 1; i >= 0; i--) {
+      ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+      ZS_EXPECT(zs_unit_grad(u[i], 0) != NULL, "grad of unit %d: %s", i, zs_last_error());
+      ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+      ZS_OK_OR_DIE(zs_unit_release(u[i]));
+    }
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+}
+
+static void check(zs_comm *comm, const cfg_case *k) {
+  const int W = zs_comm_size(comm);
+  if (k->group && W % k->group) return; /* hybrid cases need a multiple of the group */
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = k->stage;
+  cfg.shard_group_size = k->group;
+  cfg.prefetch_units = k->prefetch;
+  cfg.deterministic = k->det;
+  cfg.param_dtype = k->pd;
+  cfg.reduce_dtype = k->rd;
+  cfg.offload = k->offload;
+  cfg.bucket_bytes = k->bucket;
+  cfg.held_units = 1;
+  if (k->shard_params) cfg.shard_params = ZS_SHARD_YES;
+  int64_t numel[NUNITS];
+  zs_engine *e = NULL;
+  zs_unit *u[NUNITS];
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  for (int i = 0; i < NUNITS; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "u%d", i);
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u[i]));
+    numel[i] = zs_unit_numel(u[i], 0);
+  }
+  zs_plan_report r;
+  ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  for (int s = 0; s < 2; s++)
+    step(e, u, 2);
+  zs_memory m;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  ZS_EXPECT(m.params.peak == r.params && m.grads.peak == r.grads &&
+                m.optimizer.peak == r.optimizer && m.host_pinned.peak == r.host_pinned,
+            "%s, %d ranks: ledger params %zu grads %zu optimizer %zu host %zu, plan %zu %zu %zu "
+            "%zu",
+            k->name, W, m.params.peak, m.grads.peak, m.optimizer.peak, m.host_pinned.peak, r.params,
+            r.grads, r.optimizer, r.host_pinned);
+  const size_t bins = 321 * 8; /* the gradient-norm bins, alone at zs_engine_step */
+  ZS_EXPECT(m.buffers.peak <= r.buffers && r.buffers - m.buffers.peak <= bins,
+            "%s, %d ranks: buffers peak %zu, plan bound %zu (want bound - %zu <= peak <= bound)",
+            k->name, W, m.buffers.peak, r.buffers, bins);
+  ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
+                r.host_total == r.host_pinned,
+            "%s: totals", k->name);
+  zs_engine_destroy(e);
+}
+
+int main(int argc, char **argv) {
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    check(comm, &cases[i]);
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_plan_ledger");
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# zshard-plan against independent references: the ZeRO paper's per-device model states
+# (Rajbhandari et al. 2020, Figure 1: psi = 7.5B, 64 devices, K = 12), refusal sentences and
+# --recommend orders worked out by hand in the comments below, and the GPT-2 example's own
+# activation and model-state bytes (its --metrics memory event).
+# Usage: test_plan_tool.sh ZSHARD_PLAN TRAIN_GPT2 MPIEXEC
+set -euo pipefail
+plan=$1
+train=$2
+mpiexec=$3
+fail=0
+check() { # name got want
+  if [ "$2" != "$3" ]; then
+    echo "FAIL $1:"
+    echo "  got:  $2"
+    echo "  want: $3"
+    fail=1
+  else
+    echo "ok   $1"
+  fi
+}
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# 1. The ZeRO paper: bf16 params and grads (2 + 2 bytes), fp32 master + Adam m + v (12 bytes):
+#    stage 0 16 psi = 120 GB, stage 1 4 psi + 12 psi/64 = 31.4 GB, stage 2 2 psi + 14 psi/64 =
+#    16.6 GB, stage 3 16 psi/64 = 1.9 GB (7.5e9 / 64 has no padding).
+want=(120000000000 31406250000 16640625000 1875000000)
+paper=(120.0 31.4 16.6 1.9)
+for s in 0 1 2 3; do
+  got=$("$plan" --params 7.5e9 --world 64 --stage $s --dtype bf16 --model-states-only --json |
+    field 'd["per_rank"]["model_states"]')
+  check "ZeRO paper stage $s bytes" "$got" "${want[$s]}"
+  check "ZeRO paper stage $s GB" "$(awk -v b="$got" 'BEGIN { printf "%.1f", b / 1e9 }')" "${paper[$s]}"
+done
+
+# 2. Refusals. 25e9 bf16 params in 1000 units, stage 3, 4 ranks: model states 16 psi / 4 =
+#    100e9; buffers (2 held + 1 prefetched) x 25e6 x 2 bytes gathered + one 50e6 full gradient +
+#    2568 bytes of norm bins = 200002568; 100200002568 bytes = 93.3 GiB > 80 GiB. 8 ranks: 50.2e9
+#    fits; optimizer offload leaves 25.2e9 on the GPU (75e9 on the 512 GiB host): fits.
+got=$("$plan" --params 25e9 --units 1000 --dtype bf16 --world 4 --stage 3 --device cuda \
+  --device-mem 80G --host-mem 512G --json | field 'd["verdict"]')
+check "refusal at stage 3" "$got" \
+  "does not fit: needs 93.3 GiB on each GPU at stage 3 with 4 ranks; fits with 8 ranks or with optimizer offload"
+#    1e9 fp32 params in 10 units on the CPU device, 4 ranks with 8 GiB each: stage 0 needs
+#    (4 + 4 + 12) x 1e9 + 2568 = 18.6 GiB; stage 1 4 + 4 + 3 = 11e9 does not fit; stage 2
+#    4 + 1 + 3 = 8e9 plus one 400e6 full gradient = 7.8 GiB fits.
+got=$("$plan" --params 1e9 --units 10 --world 4 --stage 0 --device cpu --device-mem 8G --json |
+  field 'd["verdict"]')
+check "refusal at stage 0 (CPU)" "$got" \
+  "does not fit: needs 18.6 GiB on each rank at stage 0 with 4 ranks; fits at stage 2"
+
+# 3. --recommend. Communication per step (ZeRO: 2 psi at stages 0-2, 3 psi at stage 3) times
+#    (N-1)/N at 100 GB/s, plus offload copies at 25 GB/s (2 psi/N optimizer, 3 psi/N with params):
+#    in units of psi x 1e-11 s at 4 ranks and fp32: stages 0-2 6, stage 3 9, + 8 (opt), + 12
+#    (opt+params). Ties go to the smaller device total (stage 2 < 1 < 0).
+order() { field '" ".join("%d/%s" % (c["stage"], c["offload"]) for c in d["recommend"])'; }
+got=$("$plan" --params 1e9 --units 100 --world 4 --device cuda --device-mem 1T --host-mem 1T \
+  --recommend --json | order)
+check "recommend, everything fits" "$got" \
+  "2/none 1/none 0/none 3/none 2/opt 1/opt 3/opt 3/opt+params"
+#    4e8 fp32 params in 100 units, 2.5 GiB per GPU: stage 3 needs 1.6e9 + 64e6 (3 gathered units
+#    and a gradient of 16e6); stage 2 3.2e9 does not fit but with the optimizer offloaded 2.016e9
+#    does; stage 1 with offload 3.2e9 and stage 0 6.4e9 do not.
+got=$("$plan" --params 4e8 --units 100 --world 4 --device cuda --device-mem 2.5G --host-mem 1T \
+  --recommend --json | order)
+check "recommend, tight" "$got" "3/none 2/opt 3/opt 3/opt+params"
+got=$("$plan" --params 4e8 --units 100 --world 4 --device cuda --device-mem 100M --host-mem 1T \
+  --recommend --json | order)
+check "recommend, nothing fits" "$got" ""
+
+# 4. The GPT-2 example's own bytes: activations (with and without recompute; the CPU kernels are
+#    fp32 only) and model states as its ledger reports them at the start (--metrics memory event).
+shape=(--layers 3 --channels 96 --heads 3 --vocab 256 --seq 32 --batch 3)
+for extra in "--dtype fp32" "--dtype fp32 --recompute"; do
+  met=$(mktemp)
+  # shellcheck disable=SC2086
+  "$mpiexec" --oversubscribe -np 2 "$train" --stage 3 "${shape[@]}" $extra --steps 0 \
+    --eval-every 0 --sample-lines 0 --metrics "$met" >/dev/null 2>&1 || {
+    echo "FAIL train_gpt2 $extra"
+    fail=1
+    continue
+  }
+  ev=$(grep '"event":"memory"' "$met" | head -n1)
+  rm -f "$met"
+  meas=$(field '"%d %d %d %d" % (d["activations"], d["bytes"]["params"][0], d["bytes"]["grads"][0], d["bytes"]["optimizer"][0])' <<<"$ev")
+  dt=${extra#--dtype }
+  dt=${dt%% *}
+  rec=()
+  case $extra in *--recompute*) rec=(--recompute) ;; esac
+  pred=$("$plan" --world 2 --stage 3 --device cpu --dtype "$dt" "${rec[@]}" "${shape[@]}" --json |
+    field '"%d %d %d %d" % (d["per_rank"]["activations"], d["per_rank"]["params"], d["per_rank"]["grads"], d["per_rank"]["optimizer"])')
+  check "GPT-2 example $extra: activations params grads optimizer" "$pred" "$meas"
+done
+
+# 5. A Hugging Face GPT-2 checkpoint (header only matters; vocab 256 needs no padding) plans as
+#    the same shape given by flags: the units of the file are the example's units.
+dir=$(mktemp -d)
+python3 - "$dir" <<'PY'
+import json, struct, sys
+C, L, V, P = 96, 3, 256, 32
+t = {"wte.weight": [V, C], "wpe.weight": [P, C], "ln_f.weight": [C], "ln_f.bias": [C]}
+for l in range(L):
+    for k, v in {"ln_1.weight": [C], "ln_1.bias": [C], "attn.c_attn.weight": [C, 3 * C],
+                 "attn.c_attn.bias": [3 * C], "attn.c_proj.weight": [C, C],
+                 "attn.c_proj.bias": [C], "ln_2.weight": [C], "ln_2.bias": [C],
+                 "mlp.c_fc.weight": [C, 4 * C], "mlp.c_fc.bias": [4 * C],
+                 "mlp.c_proj.weight": [4 * C, C], "mlp.c_proj.bias": [C]}.items():
+        t[f"h.{l}.{k}"] = v
+hdr, off = {}, 0
+for name, shape in t.items():
+    n = 1
+    for d in shape:
+        n *= d
+    hdr[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + 4 * n]}
+    off += 4 * n
+h = json.dumps(hdr).encode()
+with open(sys.argv[1] + "/model.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + bytes(off))
+json.dump({"model_type": "gpt2", "n_layer": L, "n_embd": C, "n_head": 3, "vocab_size": V,
+           "n_positions": P}, open(sys.argv[1] + "/config.json", "w"))
+PY
+st=$("$plan" --safetensors "$dir/model.safetensors" --world 2 --stage 3 --device cpu --seq 32 \
+  --batch 3 --json | field 'd["per_rank"]')
+flags=$("$plan" "${shape[@]}" --max-seq 32 --world 2 --stage 3 --device cpu --json |
+  field 'd["per_rank"]')
+rm -rf "$dir"
+check "safetensors = the same GPT-2 shape by flags" "$st" "$flags"
+exit $fail

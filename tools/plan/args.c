@@ -1,0 +1,197 @@
+/* zshard-plan's command line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+static void usage(void) {
+  printf(
+      "zshard-plan: per-rank memory of a model under a zshard configuration, without running it.\n"
+      "Model (one of):\n"
+      "  --model d12|d24|d36|d48      GPT-2 preset (vocab 50257, 1024 positions)\n"
+      "  --layers L --channels C --heads H [--vocab V] [--max-seq P]   free GPT-2 shape\n"
+      "  --unit-sizes N1,N2,...       elements of each unit\n"
+      "  --params N [--units K]       N parameters split evenly into K units (default 1)\n"
+      "  --safetensors FILE           a Hugging Face model.safetensors (+ config.json beside it)\n"
+      "Activations (GPT-2 shapes, as examples/train_gpt2 allocates them):\n"
+      "  --batch B --seq T [--recompute]   micro-batch (default 4) and sequence (default: "
+      "max-seq)\n"
+      "  --activations BYTES          activation bytes per rank for any model (default 0)\n"
+      "Configuration:\n"
+      "  --world N --shard-group G --stage 0..3 --offload none|opt|opt+params\n"
+      "  --dtype bf16|fp32 (params and grads; default fp32) --reduce-dtype bf16|fp32\n"
+      "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
+      "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
+      "                               GPT-2 shapes, as the example; else the engine's 2)\n"
+      "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
+      "  --device-mem BYTES --host-mem BYTES   per rank (default: this machine's, host split\n"
+      "                               among the ranks); suffixes K M G T (binary) or GB (10^9)\n"
+      "Output:\n"
+      "  --json                       {\"per_rank\": {...bytes...}, \"fits\": true|false}\n"
+      "  --model-states-only          params + grads + optimizer (the ZeRO paper's accounting)\n"
+      "  --recommend                  every configuration that fits, fastest first\n"
+      "  --link-gbs X --pcie-gbs Y    bus bandwidth of the collectives' links and host<->device\n"
+      "                               copies in GB/s for --recommend (defaults 100 and 25)\n");
+}
+
+/* "80G" = 80 GiB, "1.5GB" = 1.5e9, "4096" bytes. */
+static int parse_bytes(const char *s, size_t *out) {
+  char *end;
+  double v = strtod(s, &end);
+  double m = 1;
+  if (!strcmp(end, "GB"))
+    m = 1e9;
+  else if (!strcmp(end, "TB"))
+    m = 1e12;
+  else if (!strcmp(end, "MB"))
+    m = 1e6;
+  else if (*end == 'K' || *end == 'k')
+    m = 1024.0;
+  else if (*end == 'M')
+    m = 1024.0 * 1024;
+  else if (*end == 'G')
+    m = 1024.0 * 1024 * 1024;
+  else if (*end == 'T')
+    m = 1024.0 * 1024 * 1024 * 1024;
+  else if (*end)
+    return -1;
+  if (end == s || v < 0 || v * m > 1.8e19) return -1;
+  *out = (size_t)(v * m + 0.5);
+  return 0;
+}
+
+static int parse_int(const char *k, const char *v, int *out, int lo) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*end || end == v || x < lo || x > 1 << 30) {
+    fprintf(stderr, "zshard-plan: %s wants an integer >= %d, not '%s'\n", k, lo, v);
+    return -1;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+static int parse_dtype(const char *k, const char *v, zs_dtype *d) {
+  if (!strcmp(v, "bf16"))
+    *d = ZS_BF16;
+  else if (!strcmp(v, "fp32") || !strcmp(v, "f32"))
+    *d = ZS_F32;
+  else {
+    fprintf(stderr, "zshard-plan: %s is bf16 or fp32, not '%s'\n", k, v);
+    return -1;
+  }
+  return 0;
+}
+
+/* One option with a value; 0, -1 bad value, 1 unknown option. */
+static int option(zp_args *a, const char *k, const char *v) {
+  if (!strcmp(k, "--model")) return a->preset = v, 0;
+  if (!strcmp(k, "--unit-sizes")) return a->unit_sizes = v, 0;
+  if (!strcmp(k, "--safetensors")) return a->safetensors = v, 0;
+  if (!strcmp(k, "--layers")) return a->have_shape = 1, parse_int(k, v, &a->gpt.layers, 1);
+  if (!strcmp(k, "--channels")) return a->have_shape = 1, parse_int(k, v, &a->gpt.channels, 1);
+  if (!strcmp(k, "--heads")) return parse_int(k, v, &a->gpt.heads, 1);
+  if (!strcmp(k, "--vocab")) return parse_int(k, v, &a->gpt.vocab, 1);
+  if (!strcmp(k, "--max-seq")) return parse_int(k, v, &a->gpt.max_seq, 1);
+  if (!strcmp(k, "--units")) return parse_int(k, v, &a->units, 1);
+  if (!strcmp(k, "--batch")) return parse_int(k, v, &a->batch, 1);
+  if (!strcmp(k, "--seq")) return parse_int(k, v, &a->seq, 1);
+  if (!strcmp(k, "--world")) return parse_int(k, v, &a->world, 1);
+  if (!strcmp(k, "--shard-group")) return parse_int(k, v, &a->group, 0);
+  if (!strcmp(k, "--stage")) return parse_int(k, v, &a->stage, 0);
+  if (!strcmp(k, "--prefetch")) return parse_int(k, v, &a->prefetch, 0);
+  if (!strcmp(k, "--held-units")) return parse_int(k, v, &a->held_units, 1);
+  if (!strcmp(k, "--dtype")) return parse_dtype(k, v, &a->dtype);
+  if (!strcmp(k, "--reduce-dtype")) return a->reduce_set = 1, parse_dtype(k, v, &a->reduce_dtype);
+  if (!strcmp(k, "--params")) {
+    char *end;
+    a->params = strtod(v, &end);
+    return (*end || a->params < 1) ? -1 : 0;
+  }
+  if (!strcmp(k, "--link-gbs")) return a->link_gbs = atof(v), a->link_gbs > 0 ? 0 : -1;
+  if (!strcmp(k, "--pcie-gbs")) return a->pcie_gbs = atof(v), a->pcie_gbs > 0 ? 0 : -1;
+  if (!strcmp(k, "--offload")) {
+    if (!strcmp(v, "none"))
+      a->offload = 0;
+    else if (!strcmp(v, "opt"))
+      a->offload = ZS_OFFLOAD_OPTIMIZER;
+    else if (!strcmp(v, "opt+params"))
+      a->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
+    else
+      return -1;
+    return 0;
+  }
+  if (!strcmp(k, "--device")) {
+    if (!strcmp(v, "cpu"))
+      a->device = ZS_DEVICE_CPU;
+    else if (!strcmp(v, "cuda"))
+      a->device = ZS_DEVICE_CUDA;
+    else
+      return -1;
+    return 0;
+  }
+  size_t *b = !strcmp(k, "--device-mem")       ? &a->dev_mem
+              : !strcmp(k, "--host-mem")       ? &a->host_mem
+              : !strcmp(k, "--activations")    ? &a->activations
+              : !strcmp(k, "--bucket-bytes")   ? &a->bucket
+              : !strcmp(k, "--max-live-bytes") ? &a->max_live
+                                               : NULL;
+  if (b) return parse_bytes(v, b);
+  return 1;
+}
+
+int zp_args_parse(zp_args *a, int argc, char **argv) {
+  memset(a, 0, sizeof *a);
+  a->world = 1;
+  a->stage = 3;
+  a->prefetch = 1;
+  a->batch = 4;
+  a->units = 1;
+  a->dtype = a->reduce_dtype = ZS_F32;
+  a->device = zp_sys_gpu_bytes() ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
+  a->link_gbs = 100;
+  a->pcie_gbs = 25;
+  for (int i = 1; i < argc; i++) {
+    const char *k = argv[i];
+    if (!strcmp(k, "--help") || !strcmp(k, "-h")) return usage(), 1;
+    if (!strcmp(k, "--json")) {
+      a->json = 1;
+      continue;
+    }
+    if (!strcmp(k, "--model-states-only")) {
+      a->states_only = 1;
+      continue;
+    }
+    if (!strcmp(k, "--recommend")) {
+      a->recommend = 1;
+      continue;
+    }
+    if (!strcmp(k, "--recompute")) {
+      a->recompute = 1;
+      continue;
+    }
+    if (!strcmp(k, "--deterministic")) {
+      a->deterministic = 1;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "zshard-plan: %s needs a value (or is unknown; see --help)\n", k);
+      return -1;
+    }
+    int rc = option(a, k, argv[++i]);
+    if (rc) {
+      if (rc > 0)
+        fprintf(stderr, "zshard-plan: unknown option %s (see --help)\n", k);
+      else
+        fprintf(stderr, "zshard-plan: bad value '%s' for %s (see --help)\n", argv[i], k);
+      return -1;
+    }
+  }
+  if (!a->reduce_set) a->reduce_dtype = a->dtype;
+  if (a->stage > 3) {
+    fprintf(stderr, "zshard-plan: --stage is 0, 1, 2 or 3\n");
+    return -1;
+  }
+  return 0;
+}

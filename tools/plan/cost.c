@@ -1,0 +1,107 @@
+/* --recommend: every configuration that fits, ordered by the predicted time of one step's
+ * communication. Volumes per step are the ZeRO paper's (Rajbhandari et al., 2020, section 7):
+ * stages 0-2 move 2 psi per rank (an all-reduce, or a reduce-scatter of the gradients and an
+ * all-gather of the updated params), stage 3 moves 3 psi (the params gathered for the forward and
+ * again for the backward, the gradients reduce-scattered). Time follows nccl-tests' bus-bandwidth
+ * convention: a collective over n ranks of S bytes takes S * (n-1)/n / busbw (an all-reduce
+ * 2 S * (n-1)/n). With hybrid sharding (shard groups of G of the W ranks) the gradient shards are
+ * also all-reduced across the W/G replicas. Offload adds host<->device copies at the PCIe rate:
+ * the gradient shard down and the updated params up each step (optimizer), and the param shard up
+ * for both gathers instead of the latter (params). Compute and the CPU optimizer are not modelled:
+ * the order is by what the stage changes, communication. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+const char *zp_offload_name(unsigned off) {
+  return off == 0 ? "none" : off == ZS_OFFLOAD_OPTIMIZER ? "opt" : "opt+params";
+}
+
+void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
+  zs_config_default(c);
+  c->stage = stage;
+  c->offload = offload;
+  c->shard_group_size = a->group;
+  c->param_dtype = a->dtype;
+  c->reduce_dtype = a->reduce_dtype;
+  c->device = a->device;
+  c->prefetch_units = a->prefetch;
+  c->deterministic = a->deterministic;
+  c->bucket_bytes = a->bucket;
+  c->max_live_bytes = a->max_live;
+  c->held_units = a->held_units;
+}
+
+double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned offload) {
+  const double psi = (double)m->total, pb = a->dtype == ZS_BF16 ? 2 : 4;
+  const double rb = a->reduce_dtype == ZS_BF16 ? 2 : 4;
+  const double W = a->world, G = a->group ? a->group : a->world, R = W / G;
+  const double link = a->link_gbs * 1e9, pcie = a->pcie_gbs * 1e9;
+  double comm;
+  if (stage == 0)
+    comm = 2 * psi * rb * (W - 1) / W; /* all-reduce over the world */
+  else
+    comm = ((stage == 3 ? 2 : 1) * psi * pb + psi * rb) * (G - 1) / G +
+           2 * (psi / G) * rb * (R - 1) / R;
+  double host = 0;
+  if (offload & ZS_OFFLOAD_OPTIMIZER) host += 2 * psi / G * pb;
+  if (offload & ZS_OFFLOAD_PARAMS) host += psi / G * pb; /* two gathers' uploads, not one publish */
+  return comm / link + host / pcie;
+}
+
+typedef struct {
+  int stage;
+  unsigned offload;
+  double seconds;
+  zs_plan_report r;
+} cand;
+
+static int by_time(const void *x, const void *y) {
+  const cand *a = x, *b = y;
+  if (a->seconds != b->seconds) return a->seconds < b->seconds ? -1 : 1;
+  if (a->r.device_total != b->r.device_total) return a->r.device_total < b->r.device_total ? -1 : 1;
+  return a->r.host_total < b->r.host_total ? -1 : a->r.host_total > b->r.host_total;
+}
+
+int zp_recommend(const zp_args *a, const zp_model *m, size_t act, size_t dev, size_t host) {
+  static const unsigned offs[3] = {0, ZS_OFFLOAD_OPTIMIZER,
+                                   ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS};
+  cand c[12];
+  int n = 0;
+  for (int st = 0; st <= 3; st++)
+    for (int o = 0; o < 3; o++) {
+      zs_config cfg;
+      zp_config(a, st, offs[o], &cfg);
+      cand *k = &c[n];
+      if (zs_plan_model(&cfg, a->world, m->numel, m->n, act, dev, host, &k->r) != ZS_OK ||
+          !k->r.fits)
+        continue; /* not a plan (offload needs sharding), or does not fit */
+      k->stage = st;
+      k->offload = offs[o];
+      k->seconds = zp_step_seconds(a, m, st, offs[o]);
+      n++;
+    }
+  qsort(c, (size_t)n, sizeof c[0], by_time);
+  if (a->json) {
+    printf("{\"recommend\": [");
+    for (int i = 0; i < n; i++)
+      printf("%s\n  {\"stage\": %d, \"offload\": \"%s\", \"step_comm_seconds\": %.6g, "
+             "\"device_total\": %zu, \"host_total\": %zu}",
+             i ? "," : "", c[i].stage, zp_offload_name(c[i].offload), c[i].seconds,
+             c[i].r.device_total, c[i].r.host_total);
+    printf("%s]}\n", n ? "\n" : "");
+    return 0;
+  }
+  printf("configurations that fit %d rank(s) (shard group %d), fastest first (link %.0f GB/s, "
+         "PCIe %.0f GB/s):\n",
+         a->world, a->group ? a->group : a->world, a->link_gbs, a->pcie_gbs);
+  printf("%-6s %-11s %14s %16s %16s\n", "stage", "offload", "comm s/step", "device B/rank",
+         "host B/rank");
+  for (int i = 0; i < n; i++)
+    printf("%-6d %-11s %14.6f %16zu %16zu\n", c[i].stage, zp_offload_name(c[i].offload),
+           c[i].seconds, c[i].r.device_total, c[i].r.host_total);
+  if (!n) printf("nothing fits\n");
+  return 0;
+}

@@ -1,0 +1,49 @@
+/* zshard-plan: will it fit, and how? See --help, and README "Planning memory". Exit status 0
+ * with a plan (whether or not it fits), 2 for bad arguments. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tool.h"
+
+int main(int argc, char **argv) {
+  zp_args a;
+  int rc = zp_args_parse(&a, argc, argv);
+  if (rc) return rc > 0 ? 0 : 2;
+  zp_model m;
+  if (zp_model_build(&a, &m)) return 2;
+  if (!a.held_units && m.is_gpt) a.held_units = 1; /* the GPT-2 example holds one unit */
+  size_t act = a.activations;
+  if (m.is_gpt && !a.states_only) {
+    const int T = a.seq ? a.seq : m.gpt.max_seq;
+    if (T > m.gpt.max_seq) {
+      fprintf(stderr, "zshard-plan: --seq %d exceeds the model's %d positions\n", T, m.gpt.max_seq);
+      zp_model_free(&m);
+      return 2;
+    }
+    act += zp_gpt_activation_bytes(&m.gpt, a.batch, T, a.dtype, a.recompute);
+  }
+  if (a.states_only) act = 0;
+  /* Memory per rank: given, or this machine's (host memory split among the ranks, as if they
+     all ran here). Unknown: unlimited. */
+  size_t host = a.host_mem, dev = a.dev_mem;
+  if (!host) host = zp_sys_host_bytes() / (size_t)a.world;
+  if (!dev) dev = a.device == ZS_DEVICE_CUDA ? zp_sys_gpu_bytes() : host;
+  if (!host) host = SIZE_MAX;
+  if (!dev) dev = SIZE_MAX;
+  if (a.recommend) {
+    rc = zp_recommend(&a, &m, act, dev, host);
+    zp_model_free(&m);
+    return rc ? 2 : 0;
+  }
+  zs_config cfg;
+  zp_config(&a, a.stage, a.offload, &cfg);
+  zs_plan_report r;
+  if (zs_plan_model(&cfg, a.world, m.numel, m.n, act, dev, host, &r) != ZS_OK) {
+    fprintf(stderr, "zshard-plan: %s\n", zs_last_error());
+    zp_model_free(&m);
+    return 2;
+  }
+  zp_print(&a, &m, &r, dev, host);
+  zp_model_free(&m);
+  return 0;
+}

@@ -1,0 +1,70 @@
+/* Printing one plan: a table for people, or JSON ({"per_rank": {...}, "fits": ...}). */
+#include <stdio.h>
+
+#include "tool.h"
+
+/* The verdict as a JSON string (it has no quotes or backslashes, but be safe). */
+static void json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++)
+    if (*s == '"' || *s == '\\')
+      printf("\\%c", *s);
+    else if ((unsigned char)*s >= 0x20)
+      putchar(*s);
+  putchar('"');
+}
+
+static void row(const char *name, size_t b, int decimal) {
+  if (decimal)
+    printf("  %-22s %20zu  %10.1f GB\n", name, b, (double)b / 1e9);
+  else
+    printf("  %-22s %20zu  %10.1f MiB\n", name, b, (double)b / (1024.0 * 1024));
+}
+
+void zp_print(const zp_args *a, const zp_model *m, const zs_plan_report *r, size_t dev,
+              size_t host) {
+  const size_t states = r->params + r->grads + r->optimizer + r->host_pinned;
+  if (a->json) {
+    if (a->states_only)
+      printf("{\"per_rank\": {\"params\": %zu, \"grads\": %zu, \"optimizer\": %zu, "
+             "\"host_pinned\": %zu, \"model_states\": %zu}, \"psi\": %lld}\n",
+             r->params, r->grads, r->optimizer, r->host_pinned, states, (long long)m->total);
+    else {
+      printf("{\"per_rank\": {\"params\": %zu, \"grads\": %zu, \"optimizer\": %zu, \"buffers\": "
+             "%zu, \"activations\": %zu, \"host_pinned\": %zu, \"device_total\": %zu, "
+             "\"host_total\": %zu}, \"fits\": %s, \"verdict\": ",
+             r->params, r->grads, r->optimizer, r->buffers, r->activations, r->host_pinned,
+             r->device_total, r->host_total, r->fits ? "true" : "false");
+      json_str(r->verdict);
+      printf(", \"available\": {\"device\": %zu, \"host\": %zu}}\n", dev, host);
+    }
+    return;
+  }
+  printf("zshard-plan: %lld params in %d unit(s); stage %d, offload %s, %d rank(s), shard group "
+         "%d, %s params and grads, %s device\n",
+         (long long)m->total, m->n, a->stage, zp_offload_name(a->offload), a->world,
+         a->group ? a->group : a->world, a->dtype == ZS_BF16 ? "bf16" : "fp32",
+         a->device == ZS_DEVICE_CUDA ? "cuda" : "cpu");
+  if (a->states_only) {
+    printf("model states per rank (the ZeRO paper's accounting: params, grads, fp32 master + "
+           "Adam m + v):\n");
+    row("params", r->params, 1);
+    row("grads", r->grads, 1);
+    row("optimizer", r->optimizer, 1);
+    if (r->host_pinned) row("optimizer/params (host)", r->host_pinned, 1);
+    row("model states", states, 1);
+    return;
+  }
+  printf("per rank                                bytes\n");
+  row("params", r->params, 0);
+  row("grads", r->grads, 0);
+  row("optimizer", r->optimizer, 0);
+  row("buffers (bound)", r->buffers, 0);
+  row("activations", r->activations, 0);
+  row("host_pinned", r->host_pinned, 0);
+  row("device total", r->device_total, 0);
+  row("host total", r->host_total, 0);
+  printf("available per rank: device %zu, host %zu bytes%s\n", dev, host,
+         a->device == ZS_DEVICE_CPU ? " (the CPU device draws on host memory for both)" : "");
+  printf("%s\n", r->verdict);
+}

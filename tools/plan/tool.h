@@ -1,0 +1,80 @@
+/* zshard-plan: the command line of the memory planner. Every number it prints comes from the
+ * library's zs_plan_model (the same planner zs_engine_commit refuses with); this program only
+ * turns model descriptions into unit sizes and activation bytes, and prints. */
+#ifndef ZP_TOOL_H
+#define ZP_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zshard.h"
+
+/* A GPT-2 shape as the GPT-2 example (examples/train_gpt2.c) builds it. */
+typedef struct {
+  int layers, channels, heads, vocab, max_seq;
+} zp_gpt;
+
+/* What the user asked for. */
+typedef struct {
+  /* The model: a GPT-2 preset or free shape, unit sizes, a bare count, or a safetensors file. */
+  const char *preset, *unit_sizes, *safetensors;
+  zp_gpt gpt;
+  int have_shape; /* --layers / --channels given */
+  double params;  /* --params N (0: not given) */
+  int units;      /* --units K: split --params evenly */
+  /* Activations of the GPT-2 example: micro-batch, sequence, recompute; or bytes given. */
+  int batch, seq, recompute;
+  size_t activations; /* --activations B for any model */
+  /* The configuration. */
+  int world, group, stage, prefetch, deterministic, held_units;
+  unsigned offload;
+  zs_dtype dtype, reduce_dtype;
+  int reduce_set;
+  zs_device device;
+  size_t bucket, max_live;
+  size_t dev_mem, host_mem; /* per rank; 0: what this machine has */
+  /* Output. */
+  int json, states_only, recommend;
+  double link_gbs, pcie_gbs; /* GB/s (10^9 bytes) */
+} zp_args;
+
+/* The model as the engine sees it. */
+typedef struct {
+  int64_t *numel; /* per unit, forward order (owned) */
+  int n;
+  int64_t total;
+  int is_gpt; /* a GPT-2 shape is known: activations can be computed */
+  zp_gpt gpt;
+} zp_model;
+
+/* Parses argv; 0 ok, 1 help printed, -1 error (printed). */
+int zp_args_parse(zp_args *a, int argc, char **argv);
+/* Builds the units (and the GPT shape when known); 0 or -1 (printed). */
+int zp_model_build(const zp_args *a, zp_model *m);
+void zp_model_free(zp_model *m);
+/* The GPT-2 example's units of shape g: embedding (padded wte + wpe), L blocks, ln_f. */
+int zp_gpt_units(const zp_gpt *g, zp_model *m);
+/* Bytes the GPT-2 example allocates for activations at micro-batch B x T in dtype dt
+   (examples/gpt2/model.c, gpt2_model_init: every buffer it allocates). */
+size_t zp_gpt_activation_bytes(const zp_gpt *g, int B, int T, zs_dtype dt, int recompute);
+/* The example's vocabulary padding (examples/gpt2/config.c). */
+int zp_gpt_pad_vocab(int vocab);
+/* Units (and a GPT-2 shape from config.json beside it, if any) of a safetensors file. */
+int zp_safetensors_units(const char *path, zp_model *m);
+/* Memory of this machine per rank: the first GPU's total (CUDA) and MemAvailable of the host, the
+   host divided among `ranks` (those of this machine). 0 when unknown. */
+size_t zp_sys_gpu_bytes(void);
+size_t zp_sys_host_bytes(void);
+/* The config a plan of a uses (stage, offload, dtypes, group ...). */
+void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c);
+/* Predicted seconds of one step's communication (see cost.c). */
+double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned offload);
+/* --recommend: every configuration that fits, fastest first. 0 or -1. */
+int zp_recommend(const zp_args *a, const zp_model *m, size_t act, size_t dev, size_t host);
+/* Prints one plan (table or JSON). */
+void zp_print(const zp_args *a, const zp_model *m, const zs_plan_report *r, size_t dev,
+              size_t host);
+/* "opt+params" etc. */
+const char *zp_offload_name(unsigned off);
+
+#endif
