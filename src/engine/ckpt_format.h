@@ -42,8 +42,9 @@ typedef struct {
 typedef struct {
   char name[32]; /* "rank-00003.zsd" */
   uint64_t bytes, data_bytes, nblocks;
-  uint64_t header_xxh64; /* the header's own checksum (its last 8 bytes) */
-  uint64_t data_xxh64;   /* of the whole data section, for offline checks */
+  /* The header's own checksum (its last 8 bytes): it covers the block table, which covers every
+     block of data, so it is the file's checksum. */
+  uint64_t header_xxh64;
   int nsegs;
   zs_ckpt_seg *segs;
 } zs_ckpt_file;

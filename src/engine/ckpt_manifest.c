@@ -75,7 +75,7 @@ static int write_files(cJSON *root, const zs_ckpt_manifest *m) {
     if (!o || !cJSON_AddItemToArray(fs, o)) return 0;
     if (!cJSON_AddStringToObject(o, "name", f->name) || !add_u64(o, "bytes", f->bytes) ||
         !add_u64(o, "data_bytes", f->data_bytes) || !add_u64(o, "nblocks", f->nblocks) ||
-        !add_hex(o, "header_xxh64", f->header_xxh64) || !add_hex(o, "data_xxh64", f->data_xxh64) ||
+        !add_hex(o, "header_xxh64", f->header_xxh64) ||
         !(ss = cJSON_AddArrayToObject(o, "segments")))
       return 0;
     for (int k = 0; k < f->nsegs; k++) {
@@ -272,7 +272,7 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
   if (!get_str(o, "name", f->name, sizeof f->name) || !get_u64(o, "bytes", UINT64_MAX, &f->bytes) ||
       !get_u64(o, "data_bytes", UINT64_MAX, &f->data_bytes) ||
       !get_u64(o, "nblocks", UINT64_MAX, &f->nblocks) ||
-      !get_hex(o, "header_xxh64", &f->header_xxh64) || !get_hex(o, "data_xxh64", &f->data_xxh64) ||
+      !get_hex(o, "header_xxh64", &f->header_xxh64) ||
       !cJSON_IsArray(ss) || ns > (1 << 24))
     return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file entry %d is malformed", idx);
   if (strchr(f->name, '/') || strcmp(f->name, ".") == 0 || strcmp(f->name, "..") == 0)

@@ -15,7 +15,7 @@
 #include "engine/ckpt.h"
 #include "engine/ckpt_io.h"
 
-enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_DATA_HASH, W_NWORDS };
+enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
 
 /* Rank 0: creates dir, removes what crashed saves left (checkpoint directories without a
    manifest), and creates the next checkpoint's directory; *seq is its number. */
@@ -38,35 +38,48 @@ static zs_status prepare(const char *dir, uint64_t *seq) {
   return zs_io_fsync_dir(dir);
 }
 
-/* Queues n floats from the engine's state into the staging block, writing every full block. */
+/* Streams this rank's data: each byte goes to the file and into its block's running checksum
+   (hashed once: the header's checksum covers the block table, so it covers the whole file);
+   state in host memory is written straight from where it lives,
+   device state through one staging buffer. */
 typedef struct {
   zs_engine *e;
   int fd, rank;
   const char *path;
-  unsigned char *stage;
-  uint64_t fill, block, nblk;
+  unsigned char *stage; /* block bytes, for device state */
+  uint64_t block, in_block, nblk;
   uint64_t *table;
-  XXH64_state_t *all;
+  XXH64_state_t *blk;
 } writer;
 
-static zs_status flush_block(writer *w) {
-  if (w->fill == 0) return ZS_OK;
-  w->table[w->nblk++] = XXH64(w->stage, (size_t)w->fill, 0);
-  XXH64_update(w->all, w->stage, (size_t)w->fill);
-  ZS_CHECK(zs_io_write(w->fd, w->stage, (size_t)w->fill, w->path, 1, w->rank));
-  w->fill = 0;
+static zs_status emit(writer *w, const void *p, uint64_t n) {
+  const unsigned char *c = p;
+  while (n > 0) {
+    uint64_t take = w->block - w->in_block;
+    if (take > n) take = n;
+    XXH64_update(w->blk, c, (size_t)take);
+    ZS_CHECK(zs_io_write(w->fd, c, (size_t)take, w->path, 1, w->rank));
+    w->in_block += take;
+    c += take;
+    n -= take;
+    if (w->in_block == w->block) {
+      w->table[w->nblk++] = XXH64_digest(w->blk);
+      XXH64_reset(w->blk, 0);
+      w->in_block = 0;
+    }
+  }
   return ZS_OK;
 }
 
 static zs_status put_state(writer *w, const zs_unit *u, const float *src, uint64_t n) {
+  if (u->opt_on_host || w->e->dev.kind == ZS_DEVICE_CPU) return emit(w, src, 4 * n);
   while (n > 0) {
-    uint64_t take = (w->block - w->fill) / 4;
+    uint64_t take = w->block / 4;
     if (take > n) take = n;
-    ZS_CHECK(zs_ckpt_state_to_host(w->e, u, (float *)(w->stage + w->fill), src, (size_t)take));
-    w->fill += 4 * take;
+    ZS_CHECK(zs_ckpt_state_to_host(w->e, u, (float *)w->stage, src, (size_t)take));
+    ZS_CHECK(emit(w, w->stage, 4 * take));
     src += take;
     n -= take;
-    if (w->fill == w->block) ZS_CHECK(flush_block(w));
   }
   return ZS_OK;
 }
@@ -80,7 +93,8 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
     ZS_CHECK(put_state(w, u, u->m + lo, n));
     ZS_CHECK(put_state(w, u, u->v + lo, n));
   }
-  return flush_block(w);
+  if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
+  return ZS_OK;
 }
 
 /* Writes this rank's file into ckdir; out[W_*] describes it for the manifest. */
@@ -88,28 +102,28 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t out[W
   const int r = e->world_rank;
   int ns;
   zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
-  writer w = {e, -1, r, NULL, NULL, 0, zs_ckpt_block_bytes(), 0, NULL, XXH64_createState()};
+  writer w = {e, -1, r, NULL, NULL, zs_ckpt_block_bytes(), 0, 0, NULL, XXH64_createState()};
   char final[4200], tmp[4300];
   snprintf(final, sizeof final, "%s/rank-%05d.zsd", ckdir, r);
   snprintf(tmp, sizeof tmp, "%s.tmp", final);
   w.path = tmp;
   zs_status rc = ZS_OK;
-  if (!segs || !w.all) {
+  if (!segs || !w.blk) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
     goto out;
   }
   const uint64_t data = zs_ckpt_rank_segments(e, r, segs, &ns);
   const uint64_t nb = zs_ckpt_nblocks(data, w.block);
   w.table = calloc((size_t)nb + 1, 8);
-  w.stage = malloc((size_t)w.block);
+  w.stage = e->dev.kind == ZS_DEVICE_CPU ? NULL : malloc((size_t)w.block);
   unsigned char head[ZS_CKPT_HEADER_BYTES];
-  if (!w.table || !w.stage) {
+  if (!w.table || (e->dev.kind != ZS_DEVICE_CPU && !w.stage)) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %" PRIu64
                                       "-byte staging block",
                 w.block);
     goto out;
   }
-  XXH64_reset(w.all, 0);
+  XXH64_reset(w.blk, 0);
   w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w.fd < 0) {
     rc = zs_err(ZS_ERR_IO, "zs_engine_save: creating %s: %s", tmp, strerror(errno));
@@ -139,11 +153,10 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t out[W
   out[W_BYTES] = data_off + data;
   out[W_DATA] = data;
   out[W_HEADER_HASH] = hh;
-  out[W_DATA_HASH] = XXH64_digest(w.all);
 out:
   if (w.fd >= 0) close(w.fd);
   if (rc != ZS_OK) unlink(tmp); /* no temporary file stays behind */
-  XXH64_freeState(w.all);
+  XXH64_freeState(w.blk);
   free(w.table);
   free(w.stage);
   free(segs);
@@ -204,7 +217,6 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, const uint64_t *word
     f->data_bytes = w[W_DATA];
     f->nblocks = zs_ckpt_nblocks(f->data_bytes, m->block_bytes);
     f->header_xxh64 = w[W_HEADER_HASH];
-    f->data_xxh64 = w[W_DATA_HASH];
     if (!(f->segs = calloc((size_t)e->nunits, sizeof *f->segs)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
     zs_ckpt_rank_segments(e, r, f->segs, &f->nsegs);
