@@ -582,7 +582,8 @@ static int finish(run *r) {
   if (a->dump_logits) TRY(dump_logits(r));
   if (a->export_path) {
     TRY(gpt2_export_hf(&r->units, a->export_path, a->export_dtype, r->rank));
-    if (r->rank == 0) printf("exported %s (Hugging Face GPT-2, config.json beside it)\n", a->export_path);
+    if (r->rank == 0)
+      printf("exported %s (Hugging Face GPT-2, config.json beside it)\n", a->export_path);
   }
   float final = isfinite(r->last_val) ? r->last_val : r->last_loss;
   if (r->rank == 0 && a->steps > 0)

@@ -162,8 +162,9 @@ typedef struct {
    default. An environment variable that is set but empty counts as unset. A field left at its
    default takes its environment variable at zs_engine_create: ZS_STAGE, ZS_PREFETCH_UNITS,
    ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES, ZS_OFFLOAD_HOST_BYTES,
-   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED, ZS_CKPT_KEEP. A variable that does not parse
-   (or is out of range) makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming it. */
+   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED, ZS_CKPT_KEEP. A variable that
+   does not parse (or is out of range) makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming
+   it. */
 ZS_API void zs_config_default(zs_config *c);
 
 typedef struct zs_comm zs_comm;
@@ -390,20 +391,20 @@ ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
 
 /* How zs_engine_export_safetensors_ex writes one tensor; the callback may change any field. */
 typedef struct {
-  char name[256];    /* the name in the file; default "<unit>.<tensor>" */
-  int skip;          /* 1: leave the tensor out */
-  int transpose;     /* 2-D tensors only: write the [cols, rows] transpose */
-  int64_t rows;      /* keep only the first rows of dimension 0 (0 = all): drops padding rows */
+  char name[256]; /* the name in the file; default "<unit>.<tensor>" */
+  int skip;       /* 1: leave the tensor out */
+  int transpose;  /* 2-D tensors only: write the [cols, rows] transpose */
+  int64_t rows;   /* keep only the first rows of dimension 0 (0 = all): drops padding rows */
 } zs_export_tensor;
 /* Called for every tensor, on every rank, with the same arguments: must answer the same on all.
    Returns 0, or non-zero to refuse the export (ZS_ERR_INVALID_ARG). */
 typedef int (*zs_export_tensor_fn)(void *ctx, const char *unit, const char *tensor, int ndim,
                                    const int64_t *shape, zs_export_tensor *out);
 typedef struct {
-  size_t struct_size;           /* set by zs_export_options_default */
-  zs_dtype dtype;               /* ZS_F32 (default) or ZS_BF16 (rounded to nearest even) */
+  size_t struct_size;            /* set by zs_export_options_default */
+  zs_dtype dtype;                /* ZS_F32 (default) or ZS_BF16 (rounded to nearest even) */
   zs_export_tensor_fn tensor_fn; /* NULL: every tensor as "<unit>.<tensor>", as it is */
-  void *ctx;                    /* passed to tensor_fn */
+  void *ctx;                     /* passed to tensor_fn */
 } zs_export_options;
 /* Defaults: fp32, default names, struct_size set. */
 ZS_API void zs_export_options_default(zs_export_options *o);

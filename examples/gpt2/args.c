@@ -12,28 +12,29 @@
 #endif
 
 void gpt2_usage(void) {
-  printf("usage: train_gpt2 [options]   (run under mpirun for several ranks)\n"
-         " model:  --model d12|d24|d36|d48 | --layers L --channels C --heads NH  [--vocab V]\n"
-         "         [--max-seq P] [--init-safetensors FILE (HF GPT-2 names)] [--seed N]\n"
-         " data:   [--data FILE (llm.c tokens)] [--text FILE (bytes; default the bundled text)]\n"
-         "         [--val-frac F=0.1] [--eval-every K=0] [--eval-batches N=4]\n"
-         " train:  --batch B --seq T --micro-steps M --steps S --lr F [--lr-min-frac F=0.1]\n"
-         "         [--warmup N] [--weight-decay F=0.1] [--grad-clip F=1] [--beta2 F=0.95]\n"
-         " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
-         "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
-         " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--sample-lines N=3]\n"
-         "         [--sample-chars N=200] [--temperature F=0.8] [--log-every N=1 (0: last step "
-         "only)]\n"
-         "         [--peak-tflops F (MFU; default 989 = H100/H200 bf16 dense)]\n"
-         " ckpt:   [--save-every N --ckpt-dir DIR] [--resume DIR (a checkpoint or a directory of\n"
-         "         them: continues step, lr schedule and data)] [--stop-after S (end after step S\n"
-         "         of the --steps schedule)] [--export FILE.safetensors (HF GPT-2 names, with\n"
-         "         config.json beside it)] [--export-dtype fp32|bf16]\n"
-         " tests:  [--dump-grads DIR] [--dump-weights DIR] [--dump-logits FILE] [--check-frac F\n"
-         "         (exit 1 unless the final loss < F x the unigram entropy of the training tokens)]\n"
-         " --model sets layers/channels/heads and 1024 positions; --heads defaults to 4 for a free\n"
-         " shape; --vocab defaults to 256 for\n"
-         " text and 50257 (GPT-2 BPE) for token files.\n");
+  printf(
+      "usage: train_gpt2 [options]   (run under mpirun for several ranks)\n"
+      " model:  --model d12|d24|d36|d48 | --layers L --channels C --heads NH  [--vocab V]\n"
+      "         [--max-seq P] [--init-safetensors FILE (HF GPT-2 names)] [--seed N]\n"
+      " data:   [--data FILE (llm.c tokens)] [--text FILE (bytes; default the bundled text)]\n"
+      "         [--val-frac F=0.1] [--eval-every K=0] [--eval-batches N=4]\n"
+      " train:  --batch B --seq T --micro-steps M --steps S --lr F [--lr-min-frac F=0.1]\n"
+      "         [--warmup N] [--weight-decay F=0.1] [--grad-clip F=1] [--beta2 F=0.95]\n"
+      " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
+      "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
+      " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--sample-lines N=3]\n"
+      "         [--sample-chars N=200] [--temperature F=0.8] [--log-every N=1 (0: last step "
+      "only)]\n"
+      "         [--peak-tflops F (MFU; default 989 = H100/H200 bf16 dense)]\n"
+      " ckpt:   [--save-every N --ckpt-dir DIR] [--resume DIR (a checkpoint or a directory of\n"
+      "         them: continues step, lr schedule and data)] [--stop-after S (end after step S\n"
+      "         of the --steps schedule)] [--export FILE.safetensors (HF GPT-2 names, with\n"
+      "         config.json beside it)] [--export-dtype fp32|bf16]\n"
+      " tests:  [--dump-grads DIR] [--dump-weights DIR] [--dump-logits FILE] [--check-frac F\n"
+      "         (exit 1 unless the final loss < F x the unigram entropy of the training tokens)]\n"
+      " --model sets layers/channels/heads and 1024 positions; --heads defaults to 4 for a free\n"
+      " shape; --vocab defaults to 256 for\n"
+      " text and 50257 (GPT-2 BPE) for token files.\n");
 }
 
 /* Fills the defaults: a small byte-level model on the bundled text. */

@@ -36,7 +36,7 @@ static int hf_map(void *ctx, const char *unit, const char *tensor, int ndim, con
 }
 
 /* config.json for transformers' GPT2Config (GELU tanh form, layernorm eps 1e-5, tied head). */
-static int write_config(const gpt2_config *c, const char *weights) {
+static int write_config(const gpt2_config *c, const char *weights, zs_dtype dt) {
   char path[4096];
   snprintf(path, sizeof path, "%s", weights);
   char *slash = strrchr(path, '/');
@@ -44,13 +44,15 @@ static int write_config(const gpt2_config *c, const char *weights) {
            "config.json");
   FILE *f = fopen(path, "w");
   if (!f) return gpt2_fail("cannot write %s", path);
-  fprintf(f,
-          "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-          "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
-          "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"activation_function\": \"gelu_new\",\n"
-          "  \"layer_norm_epsilon\": 1e-05,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
-          "  \"attn_pdrop\": 0.0,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
-          c->vocab, c->max_seq, c->max_seq, c->channels, c->layers, c->heads);
+  fprintf(
+      f,
+      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
+      "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
+      "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"activation_function\": \"gelu_new\",\n"
+      "  \"layer_norm_epsilon\": 1e-05,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
+      "  \"attn_pdrop\": 0.0,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
+      c->vocab, c->max_seq, c->max_seq, c->channels, c->layers, c->heads,
+      dt == ZS_BF16 ? "bfloat16" : "float32");
   return fclose(f) == 0 ? 0 : gpt2_fail("cannot write %s", path);
 }
 
@@ -61,5 +63,5 @@ int gpt2_export_hf(const gpt2_units *m, const char *path, zs_dtype dt, int rank)
   o.tensor_fn = hf_map;
   o.ctx = (void *)&m->cfg;
   ZS_TRY(zs_engine_export_safetensors_ex(m->eng, path, &o));
-  return rank == 0 ? write_config(&m->cfg, path) : 0;
+  return rank == 0 ? write_config(&m->cfg, path, dt) : 0;
 }

@@ -139,14 +139,15 @@ int gpt2_config_from_safetensors(const char *path, int heads, gpt2_config *c) {
     gpt2_fail("%s has no transformer blocks (h.0.*)", path);
     goto out;
   }
-  if (agree("n_layer", hc.layers, c->layers, path) || agree("n_embd", hc.channels, c->channels, path) ||
+  if (agree("n_layer", hc.layers, c->layers, path) ||
+      agree("n_embd", hc.channels, c->channels, path) ||
       agree("vocab_size", hc.vocab, c->vocab, path) ||
       agree("n_positions", hc.positions, c->max_seq, path))
     goto out;
   /* The head count is not in the tensors: config.json, else --heads. */
   if (hc.heads && heads > 0 && hc.heads != heads) {
-    gpt2_fail("--heads %d disagrees with n_head = %d in the config.json beside %s", heads,
-              hc.heads, path);
+    gpt2_fail("--heads %d disagrees with n_head = %d in the config.json beside %s", heads, hc.heads,
+              path);
     goto out;
   }
   c->heads = hc.heads ? hc.heads : heads;

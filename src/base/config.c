@@ -173,8 +173,10 @@ zs_status zs_config_validate(const zs_config *c) {
       return zs_err(ZS_ERR_INVALID_ARG,
                     "%s %d: use ZS_SHARD_YES, ZS_SHARD_NO or ZS_SHARD_AS_STAGE (0)", swn[i], sw[i]);
   if (c->ckpt_keep < 0)
-    return zs_err(ZS_ERR_INVALID_ARG, "ckpt_keep %d: use 0 (keep every checkpoint) or the number "
-                                      "of newest checkpoints to keep", c->ckpt_keep);
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "ckpt_keep %d: use 0 (keep every checkpoint) or the number "
+                  "of newest checkpoints to keep",
+                  c->ckpt_keep);
   if (c->offload_threads < 0 || c->offload_threads > 4096)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "offload_threads %d: use 0 (this rank's share of the node's "

@@ -91,9 +91,10 @@ zs_status zs_ckpt_agree(zs_engine *e, zs_status mine, const char *what) {
     if (all[r] != ZS_OK) first = r;
   const zs_status fs = first >= 0 ? (zs_status)all[first] : ZS_OK;
   free(all);
-  if (mine != ZS_OK) return zs_err(mine, "%s", msg);
+  /* One status everywhere (the first failing rank's); each rank keeps its own message. */
+  if (mine != ZS_OK) return zs_err(fs, "%s", msg);
   if (first >= 0)
-    return zs_err(fs, "%s failed on rank %d (%s; that rank's zs_last_error says why)", what,
-                  first, zs_status_str(fs));
+    return zs_err(fs, "%s failed on rank %d (%s; that rank's zs_last_error says why)", what, first,
+                  zs_status_str(fs));
   return ZS_OK;
 }

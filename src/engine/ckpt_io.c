@@ -70,8 +70,7 @@ zs_status zs_io_pread(int fd, void *p, size_t n, uint64_t off, const char *path)
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return zs_err(ZS_ERR_IO, "reading %s: %s", path, strerror(errno));
     if (r == 0)
-      return zs_err(ZS_ERR_CORRUPT, "reading %s: the file ends at byte %" PRIu64
-                                    " (truncated)",
+      return zs_err(ZS_ERR_CORRUPT, "reading %s: the file ends at byte %" PRIu64 " (truncated)",
                     path, off);
     c += r;
     n -= (size_t)r;
@@ -116,10 +115,14 @@ zs_status zs_io_mkdirs(const char *dir) {
 }
 
 int zs_io_rmdir_files(const char *dir) {
+  char p[4096];
+  /* The manifest first, durably: a crash part-way leaves an uncommitted directory (ignored by
+     load, removed by the next save), never a committed one with files missing. */
+  snprintf(p, sizeof p, "%s/%s", dir, ZS_CKPT_MANIFEST);
+  if (unlink(p) == 0) zs_io_fsync_dir(dir);
   DIR *d = opendir(dir);
   if (!d) return errno == ENOENT ? 0 : -1;
   struct dirent *de;
-  char p[4096];
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
     snprintf(p, sizeof p, "%s/%s", dir, de->d_name);

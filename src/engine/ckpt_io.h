@@ -23,7 +23,9 @@ zs_status zs_io_fsync(int fd, const char *path);
 zs_status zs_io_fsync_dir(const char *dir);
 /* Creates dir (and missing parents) with mode 0755; an existing directory is fine. */
 zs_status zs_io_mkdirs(const char *dir);
-/* Removes dir and the plain files in it (a checkpoint directory); best effort, returns 0 or -1. */
+/* Removes dir and the plain files in it (a checkpoint directory), its manifest first (fsynced)
+   so that a crash part-way never leaves a committed checkpoint with files missing; best effort,
+   returns 0 or -1. */
 int zs_io_rmdir_files(const char *dir);
 /* Reads a whole file of at most max bytes (malloc'd, NUL-terminated). ZS_ERR_IO when it cannot
    be opened or read (ENOENT: "missing"), ZS_ERR_CORRUPT when larger than max. */

@@ -39,8 +39,9 @@ static zs_status resolve(const char *dir, char *ck, size_t cap) {
   free(seqs);
   free(com);
   if (pick < 0)
-    return zs_err(ZS_ERR_IO, "zs_engine_load: %s holds no committed checkpoint (no %s in it or in "
-                             "a ckpt-<n> directory inside it)",
+    return zs_err(ZS_ERR_IO,
+                  "zs_engine_load: %s holds no committed checkpoint (no %s in it or in "
+                  "a ckpt-<n> directory inside it)",
                   dir, ZS_CKPT_MANIFEST);
   return ZS_OK;
 }
@@ -48,35 +49,41 @@ static zs_status resolve(const char *dir, char *ck, size_t cap) {
 /* The saved model must be this engine's: names, shapes and dtype, in order. */
 static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
   if (m->param_dtype != e->cfg.param_dtype)
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the checkpoint's params are %s, the "
-                                      "engine's %s: use the same param_dtype",
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_load: the checkpoint's params are %s, the "
+                  "engine's %s: use the same param_dtype",
                   m->param_dtype == ZS_BF16 ? "bf16" : "fp32",
                   e->cfg.param_dtype == ZS_BF16 ? "bf16" : "fp32");
   for (int i = 0; i < e->nunits || i < m->nunits; i++) {
     if (i >= m->nunits)
-      return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit %d '%s' is not in the checkpoint "
-                                        "(it has %d units)",
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_load: unit %d '%s' is not in the checkpoint "
+                    "(it has %d units)",
                     i, e->units[i]->name, m->nunits);
     if (i >= e->nunits)
-      return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the checkpoint has unit %d '%s', the "
-                                        "engine only %d units",
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_load: the checkpoint has unit %d '%s', the "
+                    "engine only %d units",
                     i, m->units[i].name, e->nunits);
     const zs_unit *u = e->units[i];
     const zs_ckpt_unit *cu = &m->units[i];
     if (strcmp(u->name, cu->name) != 0)
-      return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit %d is '%s' in the engine and '%s' "
-                                        "in the checkpoint",
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_load: unit %d is '%s' in the engine and '%s' "
+                    "in the checkpoint",
                     i, u->name, cu->name);
     for (int k = 0; k < u->ntensors || k < cu->ntensors; k++) {
       if (k >= u->ntensors || k >= cu->ntensors)
-        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit '%s' has %d tensors in the engine "
-                                          "and %d in the checkpoint",
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_load: unit '%s' has %d tensors in the engine "
+                      "and %d in the checkpoint",
                       u->name, u->ntensors, cu->ntensors);
       const zs_tensor_desc *t = &u->t[k];
       const zs_ckpt_tensor *ct = &cu->t[k];
       if (strcmp(t->name, ct->name) != 0)
-        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: unit '%s' tensor %d is '%s' in the "
-                                          "engine and '%s' in the checkpoint",
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_load: unit '%s' tensor %d is '%s' in the "
+                      "engine and '%s' in the checkpoint",
                       u->name, k, t->name, ct->name);
       int same = t->ndim == ct->ndim;
       for (int d = 0; same && d < t->ndim; d++)
@@ -89,8 +96,9 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
         for (int d = 0; d < ct->ndim; d++)
           snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? ", " : "",
                    (long long)ct->shape[d]);
-        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: tensor '%s.%s' is [%s] in the engine "
-                                          "and [%s] in the checkpoint",
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_load: tensor '%s.%s' is [%s] in the engine "
+                      "and [%s] in the checkpoint",
                       u->name, t->name, a, b);
       }
     }
@@ -140,8 +148,9 @@ static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m) {
     for (int k = 0; k < n && at < mb; k++)
       if (list[k]->begin <= at && list[k]->end > at) at = list[k]->end;
     if (at < mb)
-      rc = zs_err(ZS_ERR_CORRUPT, "zs_engine_load: no file of the checkpoint holds element %" PRIu64
-                                  " of unit '%s' (a missing or incomplete shard)",
+      rc = zs_err(ZS_ERR_CORRUPT,
+                  "zs_engine_load: no file of the checkpoint holds element %" PRIu64
+                  " of unit '%s' (a missing or incomplete shard)",
                   at, e->units[i]->name);
   }
   free(list);
@@ -232,10 +241,12 @@ static zs_status open_file(pass *p, const zs_ckpt_file *f, int *fd, unsigned cha
     return zs_err(errno == ENOENT ? ZS_ERR_CORRUPT : ZS_ERR_IO, "zs_engine_load: %s: %s", path,
                   errno == ENOENT ? "missing (the checkpoint is incomplete)" : strerror(errno));
   struct stat st;
-  if (fstat(*fd, &st) != 0) return zs_err(ZS_ERR_IO, "zs_engine_load: %s: %s", path, strerror(errno));
+  if (fstat(*fd, &st) != 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_load: %s: %s", path, strerror(errno));
   if ((uint64_t)st.st_size != f->bytes)
-    return zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s has %lld bytes, the manifest says %" PRIu64
-                                  " (truncated or damaged)",
+    return zs_err(ZS_ERR_CORRUPT,
+                  "zs_engine_load: %s has %lld bytes, the manifest says %" PRIu64
+                  " (truncated or damaged)",
                   path, (long long)st.st_size, f->bytes);
   const size_t hb = ZS_CKPT_HEADER_BYTES + 8 * (size_t)f->nblocks;
   if (!(*table = malloc(hb))) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of memory");
@@ -245,8 +256,9 @@ static zs_status open_file(pass *p, const zs_ckpt_file *f, int *fd, unsigned cha
     return zs_err_wrap(ZS_ERR_CORRUPT, "zs_engine_load: %s", path);
   if (h.self_xxh64 != f->header_xxh64 || h.data_bytes != f->data_bytes ||
       h.block_bytes != p->m->block_bytes)
-    return zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s does not match the manifest (another "
-                                  "checkpoint's file?)",
+    return zs_err(ZS_ERR_CORRUPT,
+                  "zs_engine_load: %s does not match the manifest (another "
+                  "checkpoint's file?)",
                   path);
   return ZS_OK;
 }
@@ -256,15 +268,16 @@ static zs_status read_block(pass *p, const zs_ckpt_file *f, int fd, const unsign
                             uint64_t k, const char *path, uint64_t *len) {
   const uint64_t B = p->m->block_bytes, b0 = k * B;
   *len = f->data_bytes - b0 < B ? f->data_bytes - b0 : B;
-  ZS_CHECK(zs_io_pread(fd, p->block, (size_t)*len, ZS_CKPT_HEADER_BYTES + 8 * f->nblocks + b0,
-                       path));
+  ZS_CHECK(
+      zs_io_pread(fd, p->block, (size_t)*len, ZS_CKPT_HEADER_BYTES + 8 * f->nblocks + b0, path));
   uint64_t want = 0;
   for (int i = 7; i >= 0; i--)
     want = want << 8 | table[ZS_CKPT_HEADER_BYTES + 8 * k + (uint64_t)i];
   if (XXH64(p->block, (size_t)*len, 0) != want)
-    return zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s: block %" PRIu64 " (bytes %" PRIu64
-                                  "..%" PRIu64 " of its data) fails its checksum: the file is "
-                                  "damaged",
+    return zs_err(ZS_ERR_CORRUPT,
+                  "zs_engine_load: %s: block %" PRIu64 " (bytes %" PRIu64 "..%" PRIu64
+                  " of its data) fails its checksum: the file is "
+                  "damaged",
                   path, k, b0, b0 + *len);
   return ZS_OK;
 }
@@ -321,26 +334,76 @@ static zs_status read_manifest(zs_engine *e, const char *dir, char *ck, size_t c
   return rc;
 }
 
-static zs_status run_pass(zs_engine *e, const zs_ckpt_manifest *m, const char *ck, int apply) {
-  size_t maxn = 0;
-  for (int i = 0; i < e->nunits; i++)
-    if (e->units[i]->lay.numel_total > maxn) maxn = e->units[i]->lay.numel_total;
-  const size_t blk = (size_t)m->block_bytes;
-  pass p = {e, m, ck, apply, malloc(blk), malloc(blk / 4 * 2 + 2)};
-  zs_status rc = p.block && p.conv ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out "
-                                                                         "of host memory");
+/* One pass over the files with the caller's buffers (block_bytes, and bf16 conversion). */
+static zs_status run_pass(zs_engine *e, const zs_ckpt_manifest *m, const char *ck, int apply,
+                          unsigned char *block, uint16_t *conv) {
+  pass p = {e, m, ck, apply, block, conv};
+  zs_status rc = ZS_OK;
   for (int f = 0; f < m->nfiles && rc == ZS_OK; f++)
     rc = pass_file(&p, &m->files[f]);
-  free(p.block);
-  free(p.conv);
   return rc;
+}
+
+/* This rank's verdict before anything collective: the path, the units it holds, the manifest
+   against the engine, the buffers of the passes. */
+static zs_status prepare_load(zs_engine *e, const char *dir, char *ck, size_t cap,
+                              zs_ckpt_manifest *m, unsigned char **block, uint16_t **conv) {
+  if (!dir || !*dir || strlen(dir) > 3000)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the directory path is NULL, empty or too "
+                                      "long");
+  for (int i = 0; i < e->nunits; i++)
+    if (e->units[i]->held)
+      return zs_err(ZS_ERR_STATE,
+                    "zs_engine_load: unit '%s' is gathered by the caller: release "
+                    "it first",
+                    e->units[i]->name);
+  ZS_CHECK(read_manifest(e, dir, ck, cap, m));
+  *block = malloc((size_t)m->block_bytes);
+  *conv = malloc((size_t)m->block_bytes / 4 * 2 + 2);
+  if (!*block || !*conv)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of host memory for a %llu-byte block",
+                  (unsigned long long)m->block_bytes);
+  return ZS_OK;
+}
+
+/* Every rank's verdict and checkpoint in one all-gather: ZS_OK when all succeeded and found the
+   same checkpoint, else the first failing rank's status on every rank. */
+static zs_status agree_start(zs_engine *e, zs_status mine, const zs_ckpt_manifest *m,
+                             const char *ck) {
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
+  const uint64_t w[3] = {(uint64_t)mine, mine == ZS_OK ? m->seq : 0,
+                         mine == ZS_OK ? XXH64(ck, strlen(ck), 0) : 0};
+  uint64_t *all = calloc((size_t)e->world_size * 3, sizeof *all);
+  if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of memory"));
+  const zs_status crc = zs_engine_allgather_u64(e, w, 3, all);
+  if (crc != ZS_OK) {
+    free(all);
+    return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_load"));
+  }
+  int first = -1, other = -1;
+  for (int r = 0; r < e->world_size; r++) {
+    if (first < 0 && all[3 * r] != ZS_OK) first = r;
+    if (other < 0 && (all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])) other = r;
+  }
+  const zs_status fs = first >= 0 ? (zs_status)all[3 * first] : ZS_OK;
+  free(all);
+  if (mine != ZS_OK) return zs_err(fs, "%s", msg); /* this rank's own reason */
+  if (first >= 0)
+    return zs_err(fs,
+                  "zs_engine_load failed on rank %d (%s; that rank's zs_last_error says why); "
+                  "nothing changed",
+                  first, zs_status_str(fs));
+  if (other >= 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_load: rank %d found another checkpoint than rank "
+                  "0: every rank must see the same directory",
+                  other);
+  return ZS_OK;
 }
 
 zs_status zs_engine_load(zs_engine *e, const char *dir) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: engine is NULL");
-  if (!dir || !*dir || strlen(dir) > 3000)
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the directory path is NULL, empty or too "
-                                      "long");
   if (e->state == ZS_ENGINE_BUILDING)
     return zs_err(ZS_ERR_STATE, "zs_engine_load before zs_engine_commit: commit first (the "
                                 "engine's layout decides what each rank reads)");
@@ -348,65 +411,36 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
     return zs_err(ZS_ERR_STATE, e->state == ZS_ENGINE_FAILED
                                     ? "zs_engine_load: the engine failed earlier; destroy it"
                                     : "zs_engine_load inside a step: call it between steps");
-  for (int i = 0; i < e->nunits; i++)
-    if (e->units[i]->held)
-      return zs_err(ZS_ERR_STATE, "zs_engine_load: unit '%s' is gathered by the caller: release "
-                                  "it first",
-                    e->units[i]->name);
   zs_ckpt_manifest m;
-  char ck[4096];
-  zs_status rc = read_manifest(e, dir, ck, sizeof ck, &m);
-  /* Every rank must load the same checkpoint. */
+  memset(&m, 0, sizeof m);
+  unsigned char *block = NULL;
+  uint16_t *conv = NULL;
+  char ck[4096] = "";
+  zs_status rc = prepare_load(e, dir, ck, sizeof ck, &m, &block, &conv);
+  rc = agree_start(e, rc, &m, ck);
+  /* Pass 1: read and check everything this rank needs; all agree before anything is written. */
   if (rc == ZS_OK) {
-    const uint64_t mine[2] = {m.seq, XXH64(ck, strlen(ck), 0)};
-    uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all);
-    zs_status crc = all ? zs_engine_allgather_u64(e, mine, 2, all) : ZS_ERR_OUT_OF_MEMORY;
-    if (crc != ZS_OK) {
-      free(all);
-      zs_ckpt_manifest_free(&m);
-      return crc == ZS_ERR_OUT_OF_MEMORY ? zs_err(crc, "zs_engine_load: out of host memory")
-                                         : zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_load"));
+    rc = run_pass(e, &m, ck, 0, block, conv);
+    rc = zs_ckpt_agree(e, rc, "zs_engine_load: reading the checkpoint");
+  }
+  if (rc == ZS_OK) {
+    /* Pass 2: write it in. Stage 3's gathered copies would keep the old values. */
+    zs_shard_drop_all(&e->sh);
+    rc = run_pass(e, &m, ck, 1, block, conv);
+    if (rc == ZS_OK) rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
+    if (rc == ZS_OK) {
+      e->opt_steps = m.step;
+      e->steps_done = m.steps_done;
     }
-    /* (A rank whose manifest failed sends zeros: it reports its own error below.) */
-    for (int r = 1; r < e->world_size && rc == ZS_OK; r++)
-      if ((all[2 * r] || all[2 * r + 1]) && (all[0] || all[1]) &&
-          (all[2 * r] != all[0] || all[2 * r + 1] != all[1]))
-        rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: rank %d found another checkpoint than "
-                                        "rank 0: every rank must see the same directory",
-                    r);
-    free(all);
-  } else {
-    /* The others still make the collective above. */
-    uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all), mine[2] = {0, 0};
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", zs_last_error());
-    const zs_status mrc = rc;
-    zs_status crc = all ? zs_engine_allgather_u64(e, mine, 2, all) : ZS_ERR_OUT_OF_MEMORY;
-    free(all);
-    if (crc != ZS_OK && crc != ZS_ERR_OUT_OF_MEMORY)
-      return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_load"));
-    rc = zs_err(mrc, "%s", msg);
-  }
-  if (rc == ZS_OK) rc = run_pass(e, &m, ck, 0);
-  rc = zs_ckpt_agree(e, rc, "zs_engine_load: reading the checkpoint");
-  if (rc != ZS_OK) {
-    zs_ckpt_manifest_free(&m);
-    return rc; /* nothing written: the engine is as it was */
-  }
-  /* Stage 3's gathered copies would keep the old values. */
-  zs_shard_drop_all(&e->sh);
-  rc = run_pass(e, &m, ck, 1);
-  if (rc == ZS_OK) rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
-  if (rc == ZS_OK) {
-    e->opt_steps = m.step;
-    e->steps_done = m.steps_done;
+    /* Every rank takes part in the verdict; a half-written engine (on any rank) fails on all. */
+    if (e->state != ZS_ENGINE_FAILED) rc = zs_ckpt_agree(e, rc, "zs_engine_load");
+    if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED)
+      zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_load: writing the checked checkpoint in "
+                                             "failed (did a file change while it was read?); the "
+                                             "engine's state is half loaded"));
   }
   zs_ckpt_manifest_free(&m);
-  if (rc != ZS_OK)
-    return zs_engine_fail_hard(
-        e, zs_err_wrap(rc, "zs_engine_load: the checkpoint changed or failed while it was being "
-                           "written in (it was whole when checked); the engine's state is half "
-                           "loaded"));
-  /* The ranks end together (a rank that failed above failed its engine). */
-  return zs_ckpt_agree(e, ZS_OK, "zs_engine_load");
+  free(block);
+  free(conv);
+  return rc;
 }

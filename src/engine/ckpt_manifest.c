@@ -94,8 +94,8 @@ static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
   cJSON *sh, *ad;
   return cJSON_AddStringToObject(r, "format", "zshard-checkpoint") &&
          cJSON_AddNumberToObject(r, "format_version", m->format_version) &&
-         cJSON_AddStringToObject(r, "zshard_version", m->zshard_version) && add_u64(r, "seq", m->seq) &&
-         cJSON_AddNumberToObject(r, "step", (double)m->step) &&
+         cJSON_AddStringToObject(r, "zshard_version", m->zshard_version) &&
+         add_u64(r, "seq", m->seq) && cJSON_AddNumberToObject(r, "step", (double)m->step) &&
          cJSON_AddNumberToObject(r, "steps_done", (double)m->steps_done) &&
          cJSON_AddNumberToObject(r, "world_size", m->world_size) &&
          cJSON_AddNumberToObject(r, "shard_group_size", m->shard_group_size) &&
@@ -207,9 +207,12 @@ static int get_hex(const cJSON *o, const char *k, uint64_t *out) {
 static int get_dtype(const cJSON *o, const char *k, zs_dtype *out) {
   char s[8];
   if (!get_str(o, k, s, sizeof s)) return 0;
-  if (strcmp(s, "fp32") == 0) *out = ZS_F32;
-  else if (strcmp(s, "bf16") == 0) *out = ZS_BF16;
-  else return 0;
+  if (strcmp(s, "fp32") == 0)
+    *out = ZS_F32;
+  else if (strcmp(s, "bf16") == 0)
+    *out = ZS_BF16;
+  else
+    return 0;
   return 1;
 }
 
@@ -226,10 +229,13 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
     zs_ckpt_unit *u = &m->units[i++];
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(o, "tensors");
     const int nt = cJSON_GetArraySize(ts);
-    if (!get_str(o, "name", u->name, sizeof u->name) || !get_u64(o, "numel", UINT64_MAX, &u->numel) ||
-        !cJSON_IsArray(ts) || nt < 1 || nt > (1 << 16))
-      return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: unit %d has a bad name, numel or tensor "
-                                    "list", i - 1);
+    if (!get_str(o, "name", u->name, sizeof u->name) ||
+        !get_u64(o, "numel", UINT64_MAX, &u->numel) || !cJSON_IsArray(ts) || nt < 1 ||
+        nt > (1 << 16))
+      return zs_err(ZS_ERR_CORRUPT,
+                    "checkpoint manifest: unit %d has a bad name, numel or tensor "
+                    "list",
+                    i - 1);
     if (!(u->t = calloc((size_t)nt, sizeof *u->t)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory reading the manifest");
     u->ntensors = nt;
@@ -248,9 +254,11 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
       int dd = 0;
       cJSON_ArrayForEach(x, sh) {
         const double v = cJSON_IsNumber(x) ? x->valuedouble : -1;
-        if (!(v >= 1) || v > MAX_EXACT || floor(v) != v || numel > (uint64_t)MAX_EXACT / (uint64_t)v)
-          return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: unit '%s' tensor '%s' has a bad shape",
-                        u->name, d->name);
+        if (!(v >= 1) || v > MAX_EXACT || floor(v) != v ||
+            numel > (uint64_t)MAX_EXACT / (uint64_t)v)
+          return zs_err(ZS_ERR_CORRUPT,
+                        "checkpoint manifest: unit '%s' tensor '%s' has a bad shape", u->name,
+                        d->name);
         d->shape[dd++] = (int64_t)v;
         numel *= (uint64_t)v;
       }
@@ -258,8 +266,9 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
       if (total > (uint64_t)MAX_EXACT) return bad("a unit's size overflows");
     }
     if (total != u->numel)
-      return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: unit '%s' says %" PRIu64
-                                    " elements, its tensors add up to %" PRIu64,
+      return zs_err(ZS_ERR_CORRUPT,
+                    "checkpoint manifest: unit '%s' says %" PRIu64
+                    " elements, its tensors add up to %" PRIu64,
                     u->name, u->numel, total);
   }
   return ZS_OK;
@@ -272,8 +281,7 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
   if (!get_str(o, "name", f->name, sizeof f->name) || !get_u64(o, "bytes", UINT64_MAX, &f->bytes) ||
       !get_u64(o, "data_bytes", UINT64_MAX, &f->data_bytes) ||
       !get_u64(o, "nblocks", UINT64_MAX, &f->nblocks) ||
-      !get_hex(o, "header_xxh64", &f->header_xxh64) ||
-      !cJSON_IsArray(ss) || ns > (1 << 24))
+      !get_hex(o, "header_xxh64", &f->header_xxh64) || !cJSON_IsArray(ss) || ns > (1 << 24))
     return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file entry %d is malformed", idx);
   if (strchr(f->name, '/') || strcmp(f->name, ".") == 0 || strcmp(f->name, "..") == 0)
     return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file name '%s' is not a plain name",
@@ -287,10 +295,11 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
   int k = 0;
   cJSON_ArrayForEach(s, ss) {
     zs_ckpt_seg *g = &f->segs[k++];
-    if (!get_int(s, "unit", m->nunits - 1, &g->unit) || !get_u64(s, "begin", UINT64_MAX, &g->begin) ||
-        !get_u64(s, "end", UINT64_MAX, &g->end) || !get_u64(s, "offset", UINT64_MAX, &g->offset) ||
-        g->begin >= g->end || g->end > m->units[g->unit].numel ||
-        g->offset > f->data_bytes || (g->end - g->begin) * 12 > f->data_bytes - g->offset)
+    if (!get_int(s, "unit", m->nunits - 1, &g->unit) ||
+        !get_u64(s, "begin", UINT64_MAX, &g->begin) || !get_u64(s, "end", UINT64_MAX, &g->end) ||
+        !get_u64(s, "offset", UINT64_MAX, &g->offset) || g->begin >= g->end ||
+        g->end > m->units[g->unit].numel || g->offset > f->data_bytes ||
+        (g->end - g->begin) * 12 > f->data_bytes - g->offset)
       return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file '%s' segment %d is out of range",
                     f->name, k - 1);
   }
@@ -330,10 +339,10 @@ static zs_status parse_body(const cJSON *r, zs_ckpt_manifest *m) {
       !get_u64(r, "seq", UINT64_MAX, &m->seq) || !get_u64(r, "step", INT64_MAX, &step) ||
       !get_u64(r, "steps_done", INT64_MAX, &done) ||
       !get_int(r, "world_size", 1 << 24, &m->world_size) || m->world_size < 1 ||
-      !get_int(r, "shard_group_size", 1 << 24, &m->shard_group_size) ||
-      m->shard_group_size < 1 || m->world_size % m->shard_group_size != 0 ||
-      !get_int(r, "stage", 3, &m->stage) || !cJSON_IsObject(sh) ||
-      !get_int(sh, "params", 1, &m->shard_params) || !get_int(sh, "grads", 1, &m->shard_grads) ||
+      !get_int(r, "shard_group_size", 1 << 24, &m->shard_group_size) || m->shard_group_size < 1 ||
+      m->world_size % m->shard_group_size != 0 || !get_int(r, "stage", 3, &m->stage) ||
+      !cJSON_IsObject(sh) || !get_int(sh, "params", 1, &m->shard_params) ||
+      !get_int(sh, "grads", 1, &m->shard_grads) ||
       !get_int(sh, "optimizer", 1, &m->shard_optimizer) || !get_u64(r, "offload", 3, &off) ||
       !get_dtype(r, "param_dtype", &m->param_dtype) ||
       !get_dtype(r, "reduce_dtype", &m->reduce_dtype) ||
@@ -363,8 +372,10 @@ zs_status zs_ckpt_manifest_parse(const char *text, size_t len, zs_ckpt_manifest 
   for (int i = 0; d && i < 16; i++) {
     const char c = d[i];
     const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (v < 0) d = NULL;
-    else want = want << 4 | (uint64_t)v;
+    if (v < 0)
+      d = NULL;
+    else
+      want = want << 4 | (uint64_t)v;
   }
   if (!d) {
     free(copy);
@@ -375,8 +386,8 @@ zs_status zs_ckpt_manifest_parse(const char *text, size_t len, zs_ckpt_manifest 
   if (got != want) {
     free(copy);
     return zs_err(ZS_ERR_CORRUPT,
-                  "checkpoint manifest: checksum mismatch (stored %016" PRIx64 ", computed %016" PRIx64
-                  "): the file is damaged",
+                  "checkpoint manifest: checksum mismatch (stored %016" PRIx64
+                  ", computed %016" PRIx64 "): the file is damaged",
                   want, got);
   }
   rc = zs_ckpt_manifest_parse_json(copy, len, m);

@@ -21,6 +21,13 @@ enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
    manifest), and creates the next checkpoint's directory; *seq is its number. */
 static zs_status prepare(const char *dir, uint64_t *seq) {
   ZS_CHECK(zs_io_mkdirs(dir));
+  char parent[4096];
+  snprintf(parent, sizeof parent, "%s", dir);
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) {
+    *slash = 0;
+    zs_io_fsync_dir(parent); /* dir's own entry, when it was just created (best effort) */
+  }
   uint64_t *seqs;
   int *com, n;
   ZS_CHECK(zs_io_scan(dir, &seqs, &com, &n));
@@ -98,11 +105,12 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
 }
 
 /* Writes this rank's file into ckdir; out[W_*] describes it for the manifest. */
-static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t out[W_NWORDS]) {
+static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block,
+                                 uint64_t out[W_NWORDS]) {
   const int r = e->world_rank;
   int ns;
   zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
-  writer w = {e, -1, r, NULL, NULL, zs_ckpt_block_bytes(), 0, 0, NULL, XXH64_createState()};
+  writer w = {e, -1, r, NULL, NULL, block, 0, 0, NULL, XXH64_createState()};
   char final[4200], tmp[4300];
   snprintf(final, sizeof final, "%s/rank-%05d.zsd", ckdir, r);
   snprintf(tmp, sizeof tmp, "%s.tmp", final);
@@ -118,9 +126,8 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t out[W
   w.stage = e->dev.kind == ZS_DEVICE_CPU ? NULL : malloc((size_t)w.block);
   unsigned char head[ZS_CKPT_HEADER_BYTES];
   if (!w.table || (e->dev.kind != ZS_DEVICE_CPU && !w.stage)) {
-    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %" PRIu64
-                                      "-byte staging block",
-                w.block);
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
+                "zs_engine_save: out of host memory for a %" PRIu64 "-byte staging block", w.block);
     goto out;
   }
   XXH64_reset(w.blk, 0);
@@ -164,7 +171,7 @@ out:
 }
 
 /* Describes the engine and every rank's file (words: all ranks' W_* rows). */
-static zs_status build_manifest(zs_engine *e, uint64_t seq, const uint64_t *words,
+static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, const uint64_t *words,
                                 zs_ckpt_manifest *m) {
   memset(m, 0, sizeof *m);
   m->format_version = ZS_CKPT_FORMAT_VERSION;
@@ -188,7 +195,7 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, const uint64_t *word
   m->eps = e->cfg.adamw.eps;
   m->weight_decay = e->cfg.adamw.weight_decay;
   m->max_grad_norm = e->cfg.adamw.max_grad_norm;
-  m->block_bytes = zs_ckpt_block_bytes();
+  m->block_bytes = block;
   m->units = calloc((size_t)e->nunits, sizeof *m->units);
   m->files = calloc((size_t)e->world_size, sizeof *m->files);
   if (!m->units || !m->files) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -243,10 +250,11 @@ static void prune(const char *dir, int keep) {
 }
 
 /* Rank 0: the manifest (temporary name, fsync, rename = commit, fsync of the directory). */
-static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, const uint64_t *words) {
+static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t block,
+                        const uint64_t *words) {
   zs_ckpt_manifest m;
   char *text = NULL, ck[4096], tmp[4200], fin[4200];
-  zs_status rc = build_manifest(e, seq, words, &m);
+  zs_status rc = build_manifest(e, seq, block, words, &m);
   if (rc == ZS_OK) rc = zs_ckpt_manifest_write(&m, &text);
   zs_ckpt_manifest_free(&m);
   if (rc != ZS_OK) return rc;
@@ -274,66 +282,99 @@ static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, const uint6
   return ZS_OK;
 }
 
-static zs_status check_call(const zs_engine *e, const char *dir, const char *fn) {
+/* Refusals that every rank makes alike (the engine's state follows the collective calls). */
+static zs_status check_state(const zs_engine *e, const char *fn) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "%s: engine is NULL", fn);
-  if (!dir || !*dir) return zs_err(ZS_ERR_INVALID_ARG, "%s: the directory path is NULL or empty", fn);
-  if (strlen(dir) > 3000) return zs_err(ZS_ERR_INVALID_ARG, "%s: the path is too long", fn);
   if (e->state == ZS_ENGINE_BUILDING)
     return zs_err(ZS_ERR_STATE, "%s before zs_engine_commit: commit first", fn);
   if (e->state == ZS_ENGINE_IN_STEP)
-    return zs_err(ZS_ERR_STATE, "%s inside a step: call it before zs_engine_begin_step or after "
-                                "zs_engine_step", fn);
+    return zs_err(ZS_ERR_STATE,
+                  "%s inside a step: call it before zs_engine_begin_step or after "
+                  "zs_engine_step",
+                  fn);
   if (e->state == ZS_ENGINE_FAILED)
     return zs_err(ZS_ERR_STATE, "%s: the engine failed earlier; destroy it", fn);
   return ZS_OK;
 }
 
-zs_status zs_engine_save(zs_engine *e, const char *dir) {
-  ZS_CHECK(check_call(e, dir, "zs_engine_save"));
+enum { P_STATUS, P_SEQ, P_PATH, P_BLOCK, P_NWORDS };
+
+/* Phase 1, collective: rank 0 prepares the directory; every rank's verdict on its path goes into
+   one all-gather, so all refuse together (a bad path on one rank, different paths, a directory
+   rank 0 cannot create). On success *seq and *block are rank 0's. */
+static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uint64_t *block,
+                               char *ck, size_t cap) {
   const int W = e->world_size;
-  uint64_t *all = calloc((size_t)W * W_NWORDS, sizeof *all), mine[W_NWORDS] = {0}, seq = 0;
-  if (!all) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
-  char ck[4096];
-  /* 1. Rank 0 prepares the directory; every rank learns the number and checks the path. */
-  zs_status rc = e->world_rank == 0 ? prepare(dir, &seq) : ZS_OK;
-  mine[W_STATUS] = (uint64_t)rc;
-  mine[W_BYTES] = seq;
-  mine[W_DATA] = XXH64(dir, strlen(dir), 0);
-  zs_status crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);
-  if (crc != ZS_OK) {
-    rc = zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
-    goto out;
+  zs_status rc = ZS_OK;
+  if (!dir || !*dir || strlen(dir) > 3000)
+    rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_save: the directory path is NULL, empty or too "
+                                    "long");
+  int prepared = 0;
+  if (rc == ZS_OK && e->world_rank == 0) {
+    rc = prepare(dir, seq);
+    prepared = rc == ZS_OK;
   }
-  for (int r = 1; r < W && rc == ZS_OK; r++)
-    if (all[(size_t)r * W_NWORDS + W_DATA] != all[W_DATA])
-      rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_save: rank %d names another directory than "
-                                      "rank 0: every rank must pass the same path", r);
-  if (rc == ZS_OK && all[W_STATUS] != ZS_OK)
-    rc = e->world_rank == 0 ? rc
-                            : zs_err((zs_status)all[W_STATUS], "zs_engine_save: rank 0 could "
-                                                               "not prepare %s",
-                                     dir);
-  if (rc != ZS_OK) goto out;
-  seq = all[W_BYTES];
-  zs_io_ckpt_path(ck, sizeof ck, dir, seq);
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", rc == ZS_OK ? "" : zs_last_error());
+  uint64_t mine[P_NWORDS] = {(uint64_t)rc, *seq, rc == ZS_OK ? XXH64(dir, strlen(dir), 0) : 0,
+                             zs_ckpt_block_bytes()};
+  uint64_t *all = calloc((size_t)W * P_NWORDS, sizeof *all);
+  if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
+  const zs_status crc = zs_engine_allgather_u64(e, mine, P_NWORDS, all);
+  if (crc != ZS_OK) {
+    free(all);
+    return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
+  }
+  int first = -1, other_path = -1;
+  for (int r = 0; r < W; r++) {
+    if (first < 0 && all[(size_t)r * P_NWORDS + P_STATUS] != ZS_OK) first = r;
+    if (other_path < 0 && all[(size_t)r * P_NWORDS + P_PATH] != all[P_PATH]) other_path = r;
+  }
+  *seq = all[P_SEQ];
+  *block = all[P_BLOCK];
+  const zs_status fs = first >= 0 ? (zs_status)all[(size_t)first * P_NWORDS] : ZS_OK;
+  free(all);
+  if (first < 0 && other_path < 0) {
+    zs_io_ckpt_path(ck, cap, dir, *seq);
+    return ZS_OK;
+  }
+  if (prepared) { /* nothing of this save stays */
+    zs_io_ckpt_path(ck, cap, dir, *seq);
+    zs_io_rmdir_files(ck);
+  }
+  if (first < 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_save: rank %d names another directory than "
+                  "rank 0: every rank must pass the same path",
+                  other_path);
+  if (rc != ZS_OK) return zs_err(fs, "%s", msg); /* this rank's own reason */
+  return zs_err(fs, "zs_engine_save failed on rank %d (%s; that rank's zs_last_error says why)",
+                first, zs_status_str(fs));
+}
+
+zs_status zs_engine_save(zs_engine *e, const char *dir) {
+  ZS_CHECK(check_state(e, "zs_engine_save"));
+  uint64_t seq = 0, block = 0, mine[W_NWORDS] = {0};
+  char ck[4096];
+  ZS_CHECK(phase_prepare(e, dir, &seq, &block, ck, sizeof ck));
+  uint64_t *all = calloc((size_t)e->world_size * W_NWORDS, sizeof *all);
+  if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   /* 2. Every rank writes its file. */
-  memset(mine, 0, sizeof mine);
-  rc = write_rank_file(e, ck, mine);
+  zs_status rc = write_rank_file(e, ck, block, mine);
   rc = zs_ckpt_agree(e, rc, "zs_engine_save: writing the rank files");
   if (rc == ZS_OK) {
     mine[W_STATUS] = ZS_OK;
-    crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);
+    const zs_status crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);
     if (crc != ZS_OK) {
-      rc = zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
-      goto out;
+      free(all);
+      return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
     }
     /* 3. Rank 0 commits. */
-    rc = zs_ckpt_agree(e, e->world_rank == 0 ? commit(e, dir, seq, all) : ZS_OK,
+    rc = zs_ckpt_agree(e, e->world_rank == 0 ? commit(e, dir, seq, block, all) : ZS_OK,
                        "zs_engine_save: committing the manifest");
   }
   if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->world_rank == 0)
     zs_io_rmdir_files(ck); /* not committed: nothing of it stays */
-out:
   free(all);
   return rc;
 }

@@ -45,7 +45,7 @@ struct zs_engine {
   zs_unit **units;
   int nunits, cap_units;
 
-  int micro_steps;   /* of the current step */
+  int micro_steps;    /* of the current step */
   int64_t opt_steps;  /* completed optimizer steps (AdamW's t) */
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;

@@ -1,7 +1,7 @@
 /* zs_engine_export_safetensors: the consolidated fp32 master weights (or bf16) in one
  * safetensors file, streamed: unit by unit, the full master of one unit is gathered, rank 0 writes
  * its tensors in bounded chunks, and the file appears under its name only when it is complete
- * (temporary name, fsync, rename). */
+ * (temporary name, fsync, rename). The gather buffer is the largest unit's fp32 size. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -45,19 +45,22 @@ static zs_status plan_entries(zs_engine *e, const zs_export_options *o, entry *e
       memset(x, 0, sizeof *x);
       snprintf(x->x.name, sizeof x->x.name, "%s.%s", u->name, t->name);
       if (o->tensor_fn && o->tensor_fn(o->ctx, u->name, t->name, t->ndim, t->shape, &x->x) != 0)
-        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: the tensor callback "
-                                          "refused '%s.%s'",
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_export_safetensors: the tensor callback "
+                      "refused '%s.%s'",
                       u->name, t->name);
       x->x.name[sizeof x->x.name - 1] = 0;
       if (x->x.skip) continue;
       if (!x->x.name[0] || strcmp(x->x.name, "__metadata__") == 0)
-        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: '%s.%s' gets the name "
-                                          "'%s', which safetensors cannot use",
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_export_safetensors: '%s.%s' gets the name "
+                      "'%s', which safetensors cannot use",
                       u->name, t->name, x->x.name);
       if (x->x.rows < 0 || x->x.rows > t->shape[0] || (x->x.transpose && t->ndim != 2))
-        return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: '%s.%s': rows %lld or "
-                                          "transpose %d does not fit its shape (rows in 0..%lld, "
-                                          "transpose for 2-D tensors only)",
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_export_safetensors: '%s.%s': rows %lld or "
+                      "transpose %d does not fit its shape (rows in 0..%lld, "
+                      "transpose for 2-D tensors only)",
                       u->name, t->name, (long long)x->x.rows, x->x.transpose,
                       (long long)t->shape[0]);
       const int64_t rows = x->x.rows ? x->x.rows : t->shape[0];
@@ -75,8 +78,9 @@ static zs_status plan_entries(zs_engine *e, const zs_export_options *o, entry *e
       x->end = off += numel * es;
       for (int j = 0; j < n; j++)
         if (!ent[j].x.skip && strcmp(ent[j].x.name, x->x.name) == 0)
-          return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_export_safetensors: two tensors are named "
-                                            "'%s' in the file",
+          return zs_err(ZS_ERR_INVALID_ARG,
+                        "zs_engine_export_safetensors: two tensors are named "
+                        "'%s' in the file",
                         x->x.name);
     }
   }
@@ -100,7 +104,8 @@ static zs_status header_text(zs_engine *e, const zs_export_options *o, const ent
     cJSON *t = cJSON_CreateObject(), *sh, *of;
     ok = t && cJSON_AddItemToObject(root, ent[i].x.name, t) &&
          cJSON_AddStringToObject(t, "dtype", o->dtype == ZS_BF16 ? "BF16" : "F32") &&
-         (sh = cJSON_AddArrayToObject(t, "shape")) && (of = cJSON_AddArrayToObject(t, "data_offsets"));
+         (sh = cJSON_AddArrayToObject(t, "shape")) &&
+         (of = cJSON_AddArrayToObject(t, "data_offsets"));
     for (int d = 0; d < ent[i].ndim && ok; d++)
       ok = cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)ent[i].shape[d]));
     ok = ok && cJSON_AddItemToArray(of, cJSON_CreateNumber((double)ent[i].begin)) &&
@@ -152,46 +157,44 @@ static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, c
   }
 }
 
-/* Gathers unit u's full master (collective) and, on rank 0, writes its tensors. */
-static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w) {
+/* Gathers unit u's full master into `full` (room for the largest unit; collective) and, on rank
+   0, writes its tensors. A local failure on rank 0 (host memory, the file) goes into w->rc and
+   the gathers go on: the other ranks are in them. */
+static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full) {
   const int writer = e->world_rank == 0;
-  const size_t P = u->lay.padded;
-  float *full = NULL, *host = NULL;
-  zs_status rc = ZS_OK;
-  const int direct = e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU;
-  if (direct) {
-    full = u->master; /* already whole, in host memory */
+  const float *src_full = full;
+  if (e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU) {
+    src_full = u->master; /* already whole, in host memory */
   } else {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
-    rc = zs_shard_gather_master(u, full);
-    if (rc != ZS_OK) rc = zs_engine_fail(e, rc);
+    const zs_status rc = zs_shard_gather_master(u, full);
+    if (rc != ZS_OK) return zs_engine_fail(e, rc);
   }
-  for (int k = 0; k < u->ntensors && rc == ZS_OK && writer; k++) {
+  for (int k = 0; k < u->ntensors && writer && w->rc == ZS_OK; k++) {
     if (ent[k].x.skip) continue;
     const size_t n = u->lay.numel[k];
-    const float *src = full + u->lay.off[k];
+    const float *src = src_full + u->lay.off[k];
+    float *host = NULL;
     if (e->dev.kind == ZS_DEVICE_CUDA) {
       /* One tensor at a time on the host. */
-      free(host);
       host = malloc(n * 4 + 4);
       if (!host) {
-        rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_export_safetensors: out of host memory for "
-                                          "tensor '%s.%s'",
-                    u->name, u->t[k].name);
+        w->rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
+                       "zs_engine_export_safetensors: out of host memory "
+                       "for tensor '%s.%s'",
+                       u->name, u->t[k].name);
         break;
       }
-      rc = zs_dev_to_host(&e->dev, host, src, n * 4);
+      const zs_status rc = zs_dev_to_host(&e->dev, host, src, n * 4);
       if (rc != ZS_OK) {
-        rc = zs_engine_fail(e, rc);
-        break;
+        free(host);
+        return zs_engine_fail(e, rc);
       }
       src = host;
     }
     write_tensor(w, &ent[k], &u->t[k], src);
+    free(host);
   }
-  free(host);
-  if (!direct) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
-  return rc;
+  return ZS_OK;
 }
 
 /* Rank 0: opens the temporary file and writes the size and the header. */
@@ -223,9 +226,12 @@ static zs_status close_out(out_file *w, const char *tmp, const char *path) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (slash == dir) dir[1] = 0;
-  else if (slash) *slash = 0;
-  else snprintf(dir, sizeof dir, ".");
+  if (slash == dir)
+    dir[1] = 0;
+  else if (slash)
+    *slash = 0;
+  else
+    snprintf(dir, sizeof dir, ".");
   return zs_io_fsync_dir(dir);
 }
 
@@ -242,7 +248,8 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                                  : "call it between steps");
   zs_export_options o;
   zs_export_options_default(&o);
-  if (opt) memcpy(&o, opt, opt->struct_size && opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+  if (opt)
+    memcpy(&o, opt, opt->struct_size && opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
   if (o.dtype != ZS_F32 && o.dtype != ZS_BF16)
     return zs_err(ZS_ERR_INVALID_ARG, "%s: dtype %d: use ZS_F32 or ZS_BF16", fn, (int)o.dtype);
   int total = 0;
@@ -268,8 +275,17 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                    : zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
   free(hdr);
+  /* One buffer for the largest unit, allocated (and agreed on) before the first gather. */
+  size_t P = 0;
+  for (int i = 0; i < e->nunits; i++)
+    if (e->units[i]->lay.padded > P) P = e->units[i]->lay.padded;
+  float *full = NULL;
+  const int need_buf = !(e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU);
+  rc = need_buf ? zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL) : ZS_OK;
+  rc = zs_ckpt_agree(e, rc, fn);
   for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
-    rc = export_unit(e, e->units[i], ent + t0, &w);
+    rc = export_unit(e, e->units[i], ent + t0, &w, full);
+  if (full) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
   if (e->world_rank == 0) {
     if (rc != ZS_OK && w.rc == ZS_OK) w.rc = rc;
     if (w.fd >= 0) {

@@ -171,7 +171,11 @@ int zs_shard_invalidate(zs_unit *u) {
 
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
-  if (x->plan->optimizer_full) return zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, NULL);
+  if (x->plan->optimizer_full) {
+    /* On the compute stream, then waited for: the caller reads `full` from the host next. */
+    ZS_CHECK(zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, x->dev->compute_stream));
+    return zs_dev_sync(x->dev, x->dev->compute_stream);
+  }
   zs_dev *d = x->dev;
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
   const void *send = u->master;

@@ -225,8 +225,8 @@ int main(int argc, char **argv) {
   snprintf(other, sizeof other, "%s/other", root);
   ZS_OK_OR_DIE(zs_engine_save(eb, other));
   zs_engine_destroy(eb);
-  refused(e, u, other, ZS_ERR_INVALID_ARG, "tensor 'block.w' is [13, 3] in the engine and [12, 3]", -1,
-          later, 3, "another model");
+  refused(e, u, other, ZS_ERR_INVALID_ARG, "tensor 'block.w' is [13, 3] in the engine and [12, 3]",
+          -1, later, 3, "another model");
   fresh(good, dir, sizeof dir, "mixed");
   snprintf(cmd, sizeof cmd, "cp %s/%s/manifest.json %s/%s/", other, ck, dir, ck);
   sh0(cmd);
@@ -237,6 +237,16 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
   sh0(cmd);
   refused(e, u, dir, ZS_ERR_IO, "no committed checkpoint", -1, later, 3, "empty directory");
+  /* A bad argument on one rank only: every rank refuses (no rank left waiting in a collective). */
+  if (world > 1) {
+    refused(e, u, rank == world - 1 ? "" : good, ZS_ERR_INVALID_ARG, NULL, -1, later, 3,
+            "an empty path on the last rank");
+    ZS_EXPECT_STATUS(zs_engine_save(e, rank == world - 1 ? NULL : good), ZS_ERR_INVALID_ARG);
+  }
+  if (rank == 0) {
+    snprintf(cmd, sizeof cmd, "test \"$(ls %s)\" = %s", good, ck);
+    ZS_EXPECT(system(cmd) == 0, "a refused save left a directory behind");
+  }
   ZS_OK_OR_DIE(zs_unit_gather(u[1]));
   refused(e, u, good, ZS_ERR_STATE, "release it first", -1, later, 3, "unit held");
   ZS_OK_OR_DIE(zs_unit_release(u[1]));

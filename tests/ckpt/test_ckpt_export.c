@@ -103,7 +103,8 @@ static int rename_cb(void *ctx, const char *unit, const char *tensor, int ndim,
   (void)ctx;
   (void)ndim;
   (void)shape;
-  if (!strcmp(unit, "u3") && !strcmp(tensor, "w")) snprintf(out->name, sizeof out->name, "layer3.weight");
+  if (!strcmp(unit, "u3") && !strcmp(tensor, "w"))
+    snprintf(out->name, sizeof out->name, "layer3.weight");
   if ((!strcmp(unit, "u1") || !strcmp(unit, "u5")) && !strcmp(tensor, "w")) {
     out->transpose = 1;
     out->rows = 1000;
@@ -201,7 +202,8 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_engine_export_safetensors_ex(e, path2, &o));
   MPI_Barrier(MPI_COMM_WORLD);
   ZS_EXPECT(st_read(path2, &s), "cannot read %s", path2);
-  ZS_EXPECT(!cJSON_GetObjectItemCaseSensitive(s.h, "u2.b") && !cJSON_GetObjectItemCaseSensitive(s.h, "u3.w"),
+  ZS_EXPECT(!cJSON_GetObjectItemCaseSensitive(s.h, "u2.b") &&
+                !cJSON_GetObjectItemCaseSensitive(s.h, "u3.w"),
             "skipped or renamed tensors still there");
   const unsigned char *d = st_get(&s, "layer3.weight", dt, sh, &nd);
   ZS_OK_OR_DIE(zs_unit_get_param(u[3], 0, got));
