@@ -54,7 +54,7 @@ typedef struct {
   int fd, rank;
   const char *path;
   unsigned char *stage; /* block bytes, for device state */
-  uint64_t block, in_block, nblk;
+  uint64_t block, in_block, nblk, nblk_total;
   uint64_t *table;
   XXH64_state_t *blk;
 } writer;
@@ -70,6 +70,10 @@ static zs_status emit(writer *w, const void *p, uint64_t n) {
     c += take;
     n -= take;
     if (w->in_block == w->block) {
+      /* Start the block's writeback now, so the disk works while the next blocks are hashed
+         and the final fsync has little left to do. */
+      const uint64_t end = ZS_CKPT_HEADER_BYTES + 8 * w->nblk_total + (w->nblk + 1) * w->block;
+      sync_file_range(w->fd, (off_t)(end - w->block), (off_t)w->block, SYNC_FILE_RANGE_WRITE);
       w->table[w->nblk++] = XXH64_digest(w->blk);
       XXH64_reset(w->blk, 0);
       w->in_block = 0;
@@ -110,7 +114,7 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   const int r = e->world_rank;
   int ns;
   zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
-  writer w = {e, -1, r, NULL, NULL, block, 0, 0, NULL, XXH64_createState()};
+  writer w = {e, -1, r, NULL, NULL, block, 0, 0, 0, NULL, XXH64_createState()};
   char final[4200], tmp[4300];
   snprintf(final, sizeof final, "%s/rank-%05d.zsd", ckdir, r);
   snprintf(tmp, sizeof tmp, "%s.tmp", final);
@@ -122,6 +126,7 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   }
   const uint64_t data = zs_ckpt_rank_segments(e, r, segs, &ns);
   const uint64_t nb = zs_ckpt_nblocks(data, w.block);
+  w.nblk_total = nb;
   w.table = calloc((size_t)nb + 1, 8);
   w.stage = e->dev.kind == ZS_DEVICE_CPU ? NULL : malloc((size_t)w.block);
   unsigned char head[ZS_CKPT_HEADER_BYTES];
