@@ -38,10 +38,7 @@ static int hf_map(void *ctx, const char *unit, const char *tensor, int ndim, con
 /* config.json for transformers' GPT2Config (GELU tanh form, layernorm eps 1e-5, tied head). */
 static int write_config(const gpt2_config *c, const char *weights, zs_dtype dt) {
   char path[4096];
-  snprintf(path, sizeof path, "%s", weights);
-  char *slash = strrchr(path, '/');
-  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
-           "config.json");
+  gpt2_path_beside(weights, "config.json", path, sizeof path);
   FILE *f = fopen(path, "w");
   if (!f) return gpt2_fail("cannot write %s", path);
   fprintf(

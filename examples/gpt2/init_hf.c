@@ -43,10 +43,7 @@ static int read_hf_config(const char *weights, hf_shape *h, int *found) {
   memset(h, 0, sizeof *h);
   *found = 0;
   char path[4096];
-  snprintf(path, sizeof path, "%s", weights);
-  char *slash = strrchr(path, '/');
-  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
-           "config.json");
+  gpt2_path_beside(weights, "config.json", path, sizeof path);
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   char *text = malloc(1 << 20);

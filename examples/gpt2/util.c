@@ -1,8 +1,9 @@
-/* The example's error message buffer and clock. */
+/* The example's error message buffer, clock and path helper. */
 #include "util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static char g_err[1024];
@@ -27,4 +28,12 @@ double gpt2_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void gpt2_path_beside(const char *file, const char *name, char *out, size_t n) {
+  const char *slash = strrchr(file, '/');
+  if (slash)
+    snprintf(out, n, "%.*s/%s", (int)(slash - file), file, name);
+  else
+    snprintf(out, n, "%s", name);
 }

@@ -19,6 +19,8 @@ int gpt2_fail(const char *fmt, ...) GPT2_PRINTF(1, 2);
 const char *gpt2_error(void);
 /* Records "what: ZS_ERR_X: <zs_last_error()>" for a failed engine call and returns -1. */
 int gpt2_fail_zs(const char *what, zs_status s);
+/* The path of `name` in the directory of `file` ("dir/model.safetensors" -> "dir/config.json"). */
+void gpt2_path_beside(const char *file, const char *name, char *out, size_t n);
 /* Monotonic wall clock in seconds. */
 double gpt2_now(void);
 
