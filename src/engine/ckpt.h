@@ -24,6 +24,14 @@ zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, cons
                                 size_t n);
 zs_status zs_ckpt_state_from_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
                                   size_t n);
+/* Refusals every rank makes alike (the engine's state follows the collective calls): NULL
+   engine (ZS_ERR_INVALID_ARG), before commit, inside a step, after a failure (ZS_ERR_STATE). */
+zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn);
+#define ZS_CKPT_AGREE_MAX_WORDS 7
+/* zs_ckpt_agree that also all-gathers n (<= ZS_CKPT_AGREE_MAX_WORDS) words of each rank: all
+   (world_size rows of 1 + n words: the status, then the words) is filled for the caller. */
+zs_status zs_ckpt_agree_words(zs_engine *e, zs_status mine, const uint64_t *words, int n,
+                              uint64_t *all, const char *what);
 /* The same verdict on every rank: all-gathers this rank's status; returns ZS_OK when every rank
    succeeded, else this rank's own error (its message kept) or ZS_ERR_IO/CORRUPT naming the first
    failing rank. `what` names the operation. Collective over the world. */

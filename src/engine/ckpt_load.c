@@ -367,50 +367,27 @@ static zs_status prepare_load(zs_engine *e, const char *dir, char *ck, size_t ca
 }
 
 /* Every rank's verdict and checkpoint in one all-gather: ZS_OK when all succeeded and found the
-   same checkpoint, else the first failing rank's status on every rank. */
+   same checkpoint, else the same status on every rank. */
 static zs_status agree_start(zs_engine *e, zs_status mine, const zs_ckpt_manifest *m,
                              const char *ck) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
-  const uint64_t w[3] = {(uint64_t)mine, mine == ZS_OK ? m->seq : 0,
-                         mine == ZS_OK ? XXH64(ck, strlen(ck), 0) : 0};
+  const uint64_t w[2] = {mine == ZS_OK ? m->seq : 0, mine == ZS_OK ? XXH64(ck, strlen(ck), 0) : 0};
   uint64_t *all = calloc((size_t)e->world_size * 3, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of memory"));
-  const zs_status crc = zs_engine_allgather_u64(e, w, 3, all);
-  if (crc != ZS_OK) {
-    free(all);
-    return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_load"));
-  }
-  int first = -1, other = -1;
-  for (int r = 0; r < e->world_size; r++) {
-    if (first < 0 && all[3 * r] != ZS_OK) first = r;
-    if (other < 0 && (all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])) other = r;
-  }
-  const zs_status fs = first >= 0 ? (zs_status)all[3 * first] : ZS_OK;
+  zs_status rc = zs_ckpt_agree_words(e, mine, w, 2, all, "zs_engine_load");
+  int other = -1;
+  for (int r = 0; r < e->world_size && rc == ZS_OK && other < 0; r++)
+    if (all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2]) other = r;
   free(all);
-  if (mine != ZS_OK) return zs_err(fs, "%s", msg); /* this rank's own reason */
-  if (first >= 0)
-    return zs_err(fs,
-                  "zs_engine_load failed on rank %d (%s; that rank's zs_last_error says why); "
-                  "nothing changed",
-                  first, zs_status_str(fs));
   if (other >= 0)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "zs_engine_load: rank %d found another checkpoint than rank "
-                  "0: every rank must see the same directory",
-                  other);
-  return ZS_OK;
+    rc = zs_err(ZS_ERR_INVALID_ARG,
+                "zs_engine_load: rank %d found another checkpoint than rank 0: every rank must "
+                "see the same directory",
+                other);
+  return rc;
 }
 
 zs_status zs_engine_load(zs_engine *e, const char *dir) {
-  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: engine is NULL");
-  if (e->state == ZS_ENGINE_BUILDING)
-    return zs_err(ZS_ERR_STATE, "zs_engine_load before zs_engine_commit: commit first (the "
-                                "engine's layout decides what each rank reads)");
-  if (e->state != ZS_ENGINE_READY)
-    return zs_err(ZS_ERR_STATE, e->state == ZS_ENGINE_FAILED
-                                    ? "zs_engine_load: the engine failed earlier; destroy it"
-                                    : "zs_engine_load inside a step: call it between steps");
+  ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_load"));
   zs_ckpt_manifest m;
   memset(&m, 0, sizeof m);
   unsigned char *block = NULL;

@@ -287,29 +287,14 @@ static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t bl
   return ZS_OK;
 }
 
-/* Refusals that every rank makes alike (the engine's state follows the collective calls). */
-static zs_status check_state(const zs_engine *e, const char *fn) {
-  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "%s: engine is NULL", fn);
-  if (e->state == ZS_ENGINE_BUILDING)
-    return zs_err(ZS_ERR_STATE, "%s before zs_engine_commit: commit first", fn);
-  if (e->state == ZS_ENGINE_IN_STEP)
-    return zs_err(ZS_ERR_STATE,
-                  "%s inside a step: call it before zs_engine_begin_step or after "
-                  "zs_engine_step",
-                  fn);
-  if (e->state == ZS_ENGINE_FAILED)
-    return zs_err(ZS_ERR_STATE, "%s: the engine failed earlier; destroy it", fn);
-  return ZS_OK;
-}
-
-enum { P_STATUS, P_SEQ, P_PATH, P_BLOCK, P_NWORDS };
+enum { P_SEQ, P_PATH, P_BLOCK, P_NWORDS };
 
 /* Phase 1, collective: rank 0 prepares the directory; every rank's verdict on its path goes into
    one all-gather, so all refuse together (a bad path on one rank, different paths, a directory
    rank 0 cannot create). On success *seq and *block are rank 0's. */
 static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uint64_t *block,
                                char *ck, size_t cap) {
-  const int W = e->world_size;
+  enum { W = P_NWORDS + 1 };
   zs_status rc = ZS_OK;
   if (!dir || !*dir || strlen(dir) > 3000)
     rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_save: the directory path is NULL, empty or too "
@@ -319,46 +304,29 @@ static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uin
     rc = prepare(dir, seq);
     prepared = rc == ZS_OK;
   }
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", rc == ZS_OK ? "" : zs_last_error());
-  uint64_t mine[P_NWORDS] = {(uint64_t)rc, *seq, rc == ZS_OK ? XXH64(dir, strlen(dir), 0) : 0,
-                             zs_ckpt_block_bytes()};
-  uint64_t *all = calloc((size_t)W * P_NWORDS, sizeof *all);
+  const uint64_t mine[P_NWORDS] = {*seq, rc == ZS_OK ? XXH64(dir, strlen(dir), 0) : 0,
+                                   zs_ckpt_block_bytes()};
+  uint64_t *all = calloc((size_t)e->world_size * W, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
-  const zs_status crc = zs_engine_allgather_u64(e, mine, P_NWORDS, all);
-  if (crc != ZS_OK) {
-    free(all);
-    return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
-  }
-  int first = -1, other_path = -1;
-  for (int r = 0; r < W; r++) {
-    if (first < 0 && all[(size_t)r * P_NWORDS + P_STATUS] != ZS_OK) first = r;
-    if (other_path < 0 && all[(size_t)r * P_NWORDS + P_PATH] != all[P_PATH]) other_path = r;
-  }
-  *seq = all[P_SEQ];
-  *block = all[P_BLOCK];
-  const zs_status fs = first >= 0 ? (zs_status)all[(size_t)first * P_NWORDS] : ZS_OK;
+  rc = zs_ckpt_agree_words(e, rc, mine, P_NWORDS, all, "zs_engine_save");
+  int other_path = -1;
+  for (int r = 0; r < e->world_size && rc == ZS_OK && other_path < 0; r++)
+    if (all[(size_t)r * W + 1 + P_PATH] != all[1 + P_PATH]) other_path = r;
+  if (other_path >= 0)
+    rc = zs_err(ZS_ERR_INVALID_ARG,
+                "zs_engine_save: rank %d names another directory than rank 0: every rank must "
+                "pass the same path",
+                other_path);
+  *seq = all[1 + P_SEQ];
+  *block = all[1 + P_BLOCK];
   free(all);
-  if (first < 0 && other_path < 0) {
-    zs_io_ckpt_path(ck, cap, dir, *seq);
-    return ZS_OK;
-  }
-  if (prepared) { /* nothing of this save stays */
-    zs_io_ckpt_path(ck, cap, dir, *seq);
-    zs_io_rmdir_files(ck);
-  }
-  if (first < 0)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "zs_engine_save: rank %d names another directory than "
-                  "rank 0: every rank must pass the same path",
-                  other_path);
-  if (rc != ZS_OK) return zs_err(fs, "%s", msg); /* this rank's own reason */
-  return zs_err(fs, "zs_engine_save failed on rank %d (%s; that rank's zs_last_error says why)",
-                first, zs_status_str(fs));
+  if (rc == ZS_OK || prepared) zs_io_ckpt_path(ck, cap, dir, *seq);
+  if (rc != ZS_OK && prepared) zs_io_rmdir_files(ck); /* nothing of this save stays */
+  return rc;
 }
 
 zs_status zs_engine_save(zs_engine *e, const char *dir) {
-  ZS_CHECK(check_state(e, "zs_engine_save"));
+  ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_save"));
   uint64_t seq = 0, block = 0, mine[W_NWORDS] = {0};
   char ck[4096];
   ZS_CHECK(phase_prepare(e, dir, &seq, &block, ck, sizeof ck));

@@ -238,51 +238,48 @@ static zs_status close_out(out_file *w, const char *tmp, const char *path) {
 zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                           const zs_export_options *opt) {
   static const char fn[] = "zs_engine_export_safetensors";
-  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "%s: engine is NULL", fn);
+  ZS_CHECK(zs_ckpt_check_state(e, fn));
+  /* Every check below (the path, the options, the callback's names, the gather buffer) ends in
+     one agreement, so every rank refuses together before the first gather. */
+  zs_status rc = ZS_OK;
   if (!path || !*path || strlen(path) > 3000)
-    return zs_err(ZS_ERR_INVALID_ARG, "%s: the path is NULL, empty or too long", fn);
-  if (e->state != ZS_ENGINE_READY)
-    return zs_err(ZS_ERR_STATE, "%s: %s", fn,
-                  e->state == ZS_ENGINE_BUILDING ? "commit first"
-                  : e->state == ZS_ENGINE_FAILED ? "the engine failed earlier; destroy it"
-                                                 : "call it between steps");
+    rc = zs_err(ZS_ERR_INVALID_ARG, "%s: the path is NULL, empty or too long", fn);
   zs_export_options o;
   zs_export_options_default(&o);
   if (opt)
     memcpy(&o, opt, opt->struct_size && opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
-  if (o.dtype != ZS_F32 && o.dtype != ZS_BF16)
-    return zs_err(ZS_ERR_INVALID_ARG, "%s: dtype %d: use ZS_F32 or ZS_BF16", fn, (int)o.dtype);
+  if (rc == ZS_OK && o.dtype != ZS_F32 && o.dtype != ZS_BF16)
+    rc = zs_err(ZS_ERR_INVALID_ARG, "%s: dtype %d: use ZS_F32 or ZS_BF16", fn, (int)o.dtype);
   int total = 0;
-  for (int i = 0; i < e->nunits; i++)
+  size_t P = 0; /* the largest unit: one gather buffer for all */
+  for (int i = 0; i < e->nunits; i++) {
     total += e->units[i]->ntensors;
+    if (e->units[i]->lay.padded > P) P = e->units[i]->lay.padded;
+  }
   entry *ent = calloc((size_t)total, sizeof *ent);
   char *hdr = NULL, tmp[4200];
   size_t hlen = 0;
-  if (!ent) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-  /* Every rank plans the same file (the callback is called on every rank): a bad name is
-     refused everywhere before any collective. */
-  zs_status rc = plan_entries(e, &o, ent, &total);
+  float *full = NULL;
+  const int need_buf = !(e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU);
+  if (rc == ZS_OK && !ent) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  if (rc == ZS_OK) rc = plan_entries(e, &o, ent, &total);
   if (rc == ZS_OK) rc = header_text(e, &o, ent, total, &hdr, &hlen);
+  if (rc == ZS_OK && need_buf) rc = zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
+  rc = zs_ckpt_agree(e, rc, fn);
   if (rc != ZS_OK) {
+    if (full) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+    free(hdr);
     free(ent);
     return rc;
   }
   out_file w = {-1, tmp, o.dtype, NULL, ZS_OK};
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
   if (e->world_rank == 0) {
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     w.chunk = malloc(CHUNK_ELEMS * 4);
     w.rc = w.chunk ? open_out(&w, tmp, hdr, hlen)
                    : zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
   free(hdr);
-  /* One buffer for the largest unit, allocated (and agreed on) before the first gather. */
-  size_t P = 0;
-  for (int i = 0; i < e->nunits; i++)
-    if (e->units[i]->lay.padded > P) P = e->units[i]->lay.padded;
-  float *full = NULL;
-  const int need_buf = !(e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU);
-  rc = need_buf ? zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL) : ZS_OK;
-  rc = zs_ckpt_agree(e, rc, fn);
   for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
     rc = export_unit(e, e->units[i], ent + t0, &w, full);
   if (full) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
