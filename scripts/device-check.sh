@@ -1,130 +1,201 @@
 #!/usr/bin/env bash
-# The GPU machine's check: build zshard with CUDA against the dependencies carried in .deps/root
-# (made here by scripts/fetch-device-deps.sh: the device machine has nvcc, CMake and the CUDA
-# libraries, but no internet and no Debian packages), run every ctest test (the GPU tests for
-# real, the CPU and MPI ones too) and the GPU benchmarks listed in bench/device-benchmarks.txt.
-# Logs go to $OUT (default ./out); a short table comes last. Exit status: 0 when the build and all
-# tests passed.
+# The GPU machine's check, in two calls that each end with their own short table:
 #
-#   scripts/device-check.sh [--no-bench] [--no-tests] [--ctest-args "-L cuda"] [--jobs N]
+#   scripts/device-check.sh tests   # build with CUDA, every ctest test, compute-sanitizer passes
+#   scripts/device-check.sh bench   # build (incremental), the benchmarks of bench/device-benchmarks.txt
 #
-# Works without a GPU too (the GPU tests and benchmarks then print "SKIP: no CUDA device").
+# It builds against the dependencies carried in .deps/root (made on the build machine by
+# scripts/fetch-device-deps.sh: the GPU machine has nvcc, CMake, Python and the CUDA libraries but
+# no internet and no Debian packages). .deps is only read: what must be unpacked is unpacked into
+# the build folder, so the carried tree never grows. Logs go to $OUT (default ./out), at most 6
+# files: build.log, ctest.log, ctest.xml, sanitize.log, bench.log, summary.txt.
+#
+# Time plan on the GPU machine (16 cores; the device allows 10 minutes a call, 30 a session):
+#   tests: configure + build 3-4 min (one architecture: native); ctest -j 8, 3 min (the GPU tests
+#          hold the "gpu" lock one at a time); memcheck of the single-process GPU tests 1 min;
+#          racecheck + synccheck of the engine's single-rank GPU tests 1-2 min.      <= 9 min
+#   bench: build 0 s if the machine is still warm, else 3-4 min; benchmarks <= 5 min. <= 9 min
+#   With two machine starts (1-2 min each) the whole check stays under 20 device-minutes.
+# Run them as two device calls: `scripts/device-check.sh tests` then `... bench` (carry .deps).
+#
+# Options:
+#   --cuda-arch A    CMAKE_CUDA_ARCHITECTURES (default: native when nvidia-smi sees a GPU, else
+#                    90-real, the H100's, so that a machine without a GPU still builds)
+#   --ctest-args S   extra ctest arguments (e.g. "-L gpu")
+#   --jobs N         build and ctest parallelism (default: cores, ctest at most 8)
+#   --no-sanitize    skip the compute-sanitizer passes
+# Without a GPU everything still runs: GPU tests are counted as skipped, the sanitizer passes are
+# "not run". Exit status: 0 when the build and every test (and sanitizer pass) passed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
-BUILD=$REPO/build-device
-RUN_BENCH=1 RUN_TESTS=1 CTEST_ARGS="" JOBS=$(nproc 2>/dev/null || echo 4)
+BUILD=${DEVICE_BUILD_DIR:-$REPO/build-device}
+MODE=${1:-}
+case "$MODE" in
+  tests | bench) shift ;;
+  -h | --help)
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    echo "usage: $0 tests|bench [--cuda-arch A] [--ctest-args S] [--jobs N] [--no-sanitize]" >&2
+    exit 2
+    ;;
+esac
+HAVE_GPU=0
+nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && HAVE_GPU=1
+ARCH=$([ $HAVE_GPU = 1 ] && echo native || echo 90-real)
+CTEST_ARGS="" SANITIZE=1 JOBS=$(nproc 2>/dev/null || echo 4)
 while [ $# -gt 0 ]; do
   case "$1" in
-  --no-bench) RUN_BENCH=0 ;;
-  --no-tests) RUN_TESTS=0 ;;
-  --ctest-args) CTEST_ARGS=$2; shift ;;
-  --jobs) JOBS=$2; shift ;;
-  *) echo "usage: $0 [--no-bench] [--no-tests] [--ctest-args ARGS] [--jobs N]" >&2; exit 2 ;;
+    --cuda-arch) ARCH=$2; shift ;;
+    --ctest-args) CTEST_ARGS=$2; shift ;;
+    --jobs) JOBS=$2; shift ;;
+    --no-sanitize) SANITIZE=0 ;;
+    *) echo "device-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+CTEST_JOBS=$((JOBS > 8 ? 8 : JOBS))
 OUT=${OUT:-$REPO/out}
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$BUILD"
 OUT=$(cd "$OUT" && pwd)
 export OUT
 
-# ---- the carried dependencies ----
-ROOT=$REPO/.deps/root
-A=$ROOT/usr/lib/x86_64-linux-gnu
-if [ ! -d "$A" ]; then
-  echo "device-check: $ROOT is missing: run scripts/fetch-device-deps.sh on the build machine" \
-    "and carry .deps" >&2
+# ---- the carried dependencies, staged into the build folder ----
+if [ ! -d "$REPO/.deps/root/usr/lib/x86_64-linux-gnu" ]; then
+  echo "device-check: $REPO/.deps/root is missing: run scripts/fetch-device-deps.sh on the build" \
+    "machine and carry .deps" >&2
   exit 1
 fi
-for gz in "$A"/openblas-pthread/*.so.gz; do # stored compressed by fetch-device-deps.sh
-  [ -e "$gz" ] && [ ! -e "${gz%.gz}" ] && gzip -dc "$gz" >"${gz%.gz}"
-done
+ROOT=$BUILD/deps-root
+stamp=$(find "$REPO/.deps/root" -printf '%P %s %T@\n' | sort | cksum | cut -d' ' -f1)
+if [ "$(cat "$ROOT.stamp" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$ROOT" && cp -a "$REPO/.deps/root" "$ROOT" || exit 1
+  for gz in "$ROOT"/usr/lib/x86_64-linux-gnu/openblas-pthread/*.so.gz; do # gzipped to travel
+    [ -e "$gz" ] && { gzip -dc "$gz" >"${gz%.gz}" && rm -f "$gz" || exit 1; }
+  done
+  echo "$stamp" >"$ROOT.stamp"
+fi
+A=$ROOT/usr/lib/x86_64-linux-gnu
+# NCCL from the Python wheel (nvidia-nccl-cu13) when the toolkit has none: CMake finds it too
+# (cmake/ZsNccl.cmake) and puts it in the RUNPATH; LD_LIBRARY_PATH is the belt to those braces.
+NCCL_LIBDIRS=$(python3 -c "import os, sys
+for p in sys.path:
+    d = os.path.join(p or '.', 'nvidia', 'nccl', 'lib')
+    if os.path.isdir(d): print(os.path.abspath(d))" 2>/dev/null | tr '\n' ':')
 export PATH=$ROOT/usr/bin:/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=$A:$A/openmpi/lib:$A/openblas-pthread:$A/pmix2/lib:$ROOT/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$A:$A/openmpi/lib:$A/openblas-pthread:$A/pmix2/lib:/usr/local/cuda/lib64:${NCCL_LIBDIRS}${LD_LIBRARY_PATH:-}
 export PKG_CONFIG_PATH=$A/pkgconfig:$ROOT/usr/share/pkgconfig # .pc paths are ${pcfiledir}-relative
 export CMAKE_PREFIX_PATH=$ROOT/usr
 export OPAL_PREFIX=$ROOT/usr            # Open MPI: relocated install (wrappers, components, help)
 export PMIX_INSTALL_PREFIX=$A/pmix2      # PMIx: its components
 export HWLOC_PLUGINS_PATH=$A/hwloc
+export OMPI_MCA_mca_base_component_show_load_errors=0
 command -v ssh >/dev/null || export OMPI_MCA_plm_rsh_agent=false # local launches only
 
-# ---- configure, build ----
 STEPS=()
 step() { STEPS+=("$(printf '%-10s %s' "$1" "$2")"); }
+table() { # the summary, last
+  local gpu s
+  gpu=$(nvidia-smi -L 2>/dev/null | head -1)
+  {
+    echo
+    echo "== device-check $MODE summary (${gpu:-no GPU}; arch $ARCH; $((SECONDS / 60)) min $((SECONDS % 60)) s)"
+    for s in "${STEPS[@]}"; do echo "$s"; done
+    echo "logs       $OUT"
+  } | tee "$OUT/summary.txt"
+}
+
+# ---- configure, build ----
 {
-  echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') $(uname -n)"
+  echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') $(uname -n) mode $MODE arch $ARCH"
   nvidia-smi -L 2>&1 || echo "(no nvidia-smi)"
   nvcc --version | tail -1
   cmake --version | head -1
-} >"$OUT/build.log" 2>&1
-cmake -S "$REPO" -B "$BUILD" -DZS_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=native \
-  -DPKG_CONFIG_EXECUTABLE="$ROOT/usr/bin/pkgconf" -DMPI_C_COMPILER="$ROOT/usr/bin/mpicc" \
-  -DMPIEXEC_EXECUTABLE="$ROOT/usr/bin/mpirun" >>"$OUT/build.log" 2>&1
-CONF=$?
-BUILT=1
-[ $CONF -eq 0 ] || BUILT=0
-if [ $CONF -eq 0 ]; then
-  step configure ok
-  # Keep going past a broken target: the tests that did build still run (and tell more).
-  KEEP=(-k)
+} >>"$OUT/build.log" 2>&1
+t0=$SECONDS
+BUILT=0
+if cmake -S "$REPO" -B "$BUILD" -DZS_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DPKG_CONFIG_EXECUTABLE="$ROOT/usr/bin/pkgconf" \
+  -DMPI_C_COMPILER="$ROOT/usr/bin/mpicc" -DMPIEXEC_EXECUTABLE="$ROOT/usr/bin/mpirun" \
+  >>"$OUT/build.log" 2>&1; then
+  KEEP=(-k) # keep going past a broken target: the tests that did build still run
   [ -f "$BUILD/build.ninja" ] && KEEP=(-k 0)
-  cmake --build "$BUILD" -j"$JOBS" -- "${KEEP[@]}" >>"$OUT/build.log" 2>&1 || BUILT=0
-  if [ $BUILT -eq 1 ]; then
-    step build ok
+  if cmake --build "$BUILD" -j"$JOBS" -- "${KEEP[@]}" >>"$OUT/build.log" 2>&1; then
+    BUILT=1
+    step build "ok ($((SECONDS - t0)) s)"
   else
     BROKEN=$(grep -oE '\*\*\* \[[^]]*/build.make:[0-9]+: [^]]+\]' "$OUT/build.log" |
       sed -E 's/.*: ([^]]+)\]/\1/' | xargs -r -n1 basename | sort -u | tr '\n' ' ')
     step build "FAILED: ${BROKEN:-see build.log}"
   fi
+  CONFIGURED=1
 else
-  step configure "FAILED (see build.log)"
-fi
-CONFIGURED=$((CONF == 0))
-
-# ---- tests ----
-TESTS_OK=1
-if [ $CONFIGURED -eq 1 ] && [ $RUN_TESTS -eq 1 ]; then
-  # shellcheck disable=SC2086
-  (cd "$BUILD" && ctest --output-on-failure --output-junit "$OUT/ctest.xml" -j"$JOBS" $CTEST_ARGS) \
-    >"$OUT/ctest.log" 2>&1 || TESTS_OK=0
-  SUMMARY=$(grep -E 'tests passed|No tests were found' "$OUT/ctest.log" | tail -1)
-  FAILED=$(sed -n '/The following tests FAILED/,$p' "$OUT/ctest.log" | grep -E '^\s+[0-9]+ - ' |
-    sed -E 's/^\s+[0-9]+ - ([^ ]+).*/\1/' | tr '\n' ' ')
-  SKIPS=$(grep -c 'SKIP: no CUDA device' "$OUT/ctest.log" || true)
-  step tests "${SUMMARY:-no ctest summary (see ctest.log)}${FAILED:+ | failed: $FAILED}"
-  [ "$SKIPS" -gt 0 ] && step "" "($SKIPS GPU test(s) skipped: no CUDA device; see ctest.log)"
-elif [ $RUN_TESTS -eq 1 ]; then
-  TESTS_OK=0
-  step tests "not run (configure failed)"
+  CONFIGURED=0
+  step build "configure FAILED: $(grep -m1 -E 'CMake Error|Could not|not found' "$OUT/build.log")"
 fi
 
-# ---- benchmarks: one command per line of bench/device-benchmarks.txt, run in the build dir ----
-HEADLINES=()
-if [ $CONFIGURED -eq 1 ] && [ $RUN_BENCH -eq 1 ] && [ -f "$REPO/bench/device-benchmarks.txt" ]; then
+OK=$BUILT
+if [ "$MODE" = tests ]; then
+  if [ $CONFIGURED = 1 ]; then
+    t0=$SECONDS
+    rm -f "$OUT/ctest.xml"
+    # shellcheck disable=SC2086
+    (cd "$BUILD" && ctest --output-on-failure --output-junit "$OUT/ctest.xml" -j"$CTEST_JOBS" \
+      $CTEST_ARGS) >"$OUT/ctest.log" 2>&1 || OK=0
+    mapfile -t GPU_TESTS < <(cd "$BUILD" && ctest -N -L gpu | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p')
+    label="tests"
+    while IFS= read -r line; do
+      step "$label" "$line"
+      label=""
+    done < <(python3 "$REPO/scripts/ctest-junit-summary.py" "$OUT/ctest.xml" "${GPU_TESTS[@]}" ||
+      echo "FAILED: no JUnit report (see ctest.log)")
+    python3 "$REPO/scripts/ctest-junit-summary.py" --ok "$OUT/ctest.xml" || OK=0
+    step "" "ctest took $((SECONDS - t0)) s"
+  else
+    OK=0
+    step tests "not run (configure failed)"
+  fi
+  # compute-sanitizer: memcheck over the single-process GPU tests, racecheck and synccheck over
+  # the engine's single-rank GPU tests (multi-rank NCCL over sockets is too slow under it).
+  if [ $SANITIZE = 1 ] && [ $BUILT = 1 ]; then
+    if [ $HAVE_GPU = 0 ]; then
+      step sanitize "not run: no GPU"
+    elif ! command -v compute-sanitizer >/dev/null; then
+      step sanitize "not run: compute-sanitizer not found"
+    else
+      : >"$OUT/sanitize.log"
+      for tool in memcheck racecheck synccheck; do
+        filter=$([ $tool = memcheck ] && echo '' || echo '^engine_cuda')
+        line=$(python3 "$REPO/scripts/device-sanitize.py" "$BUILD" "$tool" "$filter" 2>&1 |
+          tee -a "$OUT/sanitize.log" | tail -1)
+        step "$tool" "$line"
+        case "$line" in *" 0 failed"*) ;; *) OK=0 ;; esac
+      done
+    fi
+  fi
+fi
+
+# ---- benchmarks: one command per line of bench/device-benchmarks.txt, run in the build folder ----
+if [ "$MODE" = bench ] && [ $BUILT = 1 ]; then
   : >"$OUT/bench.log"
   while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in '' | '#'*) continue ;; esac
     echo "== $line" >>"$OUT/bench.log"
     tmp=$(mktemp)
-    (cd "$BUILD" && timeout 900 bash -c "$line") >"$tmp" 2>&1
+    t0=$SECONDS
+    (cd "$BUILD" && timeout 300 bash -c "$line") >"$tmp" 2>&1
     rc=$?
     cat "$tmp" >>"$OUT/bench.log"
-    head=$(grep -E '^(headline:|SKIP:)' "$tmp" | tail -1)
+    head=$(grep -E '^(headline:|SKIP)' "$tmp" | tail -1)
     [ -n "$head" ] || head=$(tail -1 "$tmp")
-    [ $rc -eq 0 ] || head="FAILED rc=$rc: $head"
-    HEADLINES+=("$(printf '%-10s %.70s\n%-10s   %s' bench "$line" "" "$head")")
+    [ $rc -eq 0 ] || { head="FAILED rc=$rc: $head"; OK=0; }
+    step bench "$(printf '%.70s (%d s)' "$line" $((SECONDS - t0)))"
+    step "" "  $head"
     rm -f "$tmp"
   done <"$REPO/bench/device-benchmarks.txt"
 fi
 
-# ---- the table, last ----
-GPU=$(nvidia-smi -L 2>/dev/null | head -1)
-{
-  echo
-  echo "== device-check summary (${GPU:-no GPU})"
-  for s in "${STEPS[@]}"; do echo "$s"; done
-  for h in "${HEADLINES[@]}"; do echo "$h"; done
-  echo "logs       $OUT"
-} | tee "$OUT/summary.txt"
-[ $BUILT -eq 1 ] && [ $TESTS_OK -eq 1 ]
+table
+[ "$OK" = 1 ]

@@ -1,29 +1,41 @@
 #!/usr/bin/env bash
-# Makes sure /usr/bin/python3 imports Hugging Face transformers and safetensors next to Debian's
-# PyTorch (scripts/ensure-torch.sh): pip installs transformers 4.45.2 (the last release that
-# supports PyTorch 1.13) and safetensors, with Debian's pip, when they are missing. Used by
-# tests/gpt2/test_gpt2_ckpt.sh; exit 0 when both import afterwards.
+# Finds a Python that imports PyTorch, Hugging Face transformers and safetensors and prints its
+# path (the only line on stdout), like scripts/ensure-torch.sh. When the Python with PyTorch lacks
+# them and it is Debian's /usr/bin/python3, pip installs transformers 4.45.2 (the last release
+# that supports PyTorch 1.13) and safetensors with Debian's pip.
+# Exit status: 0 found or installed; 77 not available and no registry reachable (decided within
+# about a minute, nothing tried); 1 an install failed. Used by tests/gpt2/test_gpt2_ckpt.sh.
 set -u
-PY=/usr/bin/python3
-bash "$(dirname "$0")/ensure-torch.sh" || exit 1
-if "$PY" -c "import transformers, safetensors" 2>/dev/null; then
+# shellcheck source=scripts/python-with.sh
+. "$(dirname "$0")/python-with.sh"
+if zs_python_with torch numpy transformers safetensors; then
   exit 0
+fi
+PY=$(bash "$(dirname "$0")/ensure-torch.sh")
+rc=$?
+[ $rc -eq 0 ] || exit $rc
+if [ "$PY" != /usr/bin/python3 ]; then
+  echo "ensure-transformers: $PY has torch but not transformers and safetensors (install them there)" >&2
+  exit 77
 fi
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null && SUDO="sudo -n" || { echo "ensure-transformers: not root and no sudo" >&2; exit 1; }
 fi
 if ! "$PY" -m pip --version >/dev/null 2>&1; then
-  echo "ensure-transformers: installing python3-pip (apt-get)"
+  zs_registry_reachable apt || { echo "ensure-transformers: no pip and no registry" >&2; exit 77; }
+  echo "ensure-transformers: installing python3-pip (apt-get)" >&2
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y --no-install-recommends python3-pip >/tmp/ensure-transformers.log 2>&1 ||
-    { $SUDO apt-get update >>/tmp/ensure-transformers.log 2>&1 &&
-      $SUDO apt-get install -y --no-install-recommends python3-pip >>/tmp/ensure-transformers.log 2>&1; }
+  $SUDO apt-get install -y --no-install-recommends python3-pip >/tmp/ensure-transformers.log 2>&1
 fi
-echo "ensure-transformers: pip install transformers==4.45.2 safetensors (for $PY)"
+if ! zs_registry_reachable pip "$PY"; then
+  echo "ensure-transformers: the Python package registry cannot be reached" >&2
+  exit 77
+fi
+echo "ensure-transformers: pip install transformers==4.45.2 safetensors (for $PY)" >&2
 $SUDO "$PY" -m pip install --quiet --break-system-packages --disable-pip-version-check \
   "transformers==4.45.2" "safetensors>=0.4" >>/tmp/ensure-transformers.log 2>&1
-if "$PY" -c "import transformers, safetensors" 2>/dev/null; then
+if ZS_PYTHON=$PY zs_python_with torch numpy transformers safetensors; then
   exit 0
 fi
 echo "ensure-transformers: installing transformers failed; see /tmp/ensure-transformers.log" >&2

@@ -22,9 +22,9 @@ PKGS=(
   # OpenMPI 4.1: headers, wrappers, mpirun/orted, MCA components and help texts
   libopenmpi-dev openmpi-bin openmpi-common libopenmpi3
   libevent-core-2.1-7 libevent-pthreads-2.1-7 libfabric1 libibverbs1 librdmacm1 libnl-3-200
-  libnl-route-3-200 libpmix2 libpsm-infinipath1 libpsm2-2 libucx0 libhwloc-plugins
+  libnl-route-3-200 libpmix2 libmunge2 libuuid1 libpsm-infinipath1 libpsm2-2 libucx0 libhwloc-plugins
   # hwloc, NUMA
-  libhwloc-dev libhwloc15 libnuma-dev libnuma1
+  libhwloc-dev libhwloc15 libnuma-dev libnuma1 libpciaccess0
   # jemalloc
   libjemalloc-dev libjemalloc2
   # OpenBLAS (pthread flavour) and the Fortran runtime it links
@@ -60,6 +60,8 @@ ln -sf mpiexec.openmpi "$ROOT/usr/bin/mpiexec"
 for f in libopenblas.so libopenblas.so.0 libblas.so libblas.so.3; do
   [ -e "$ROOT/$A/openblas-pthread/$f" ] && ln -sf "openblas-pthread/$f" "$ROOT/$A/$f"
 done
+[ -e "$ROOT/usr/lib/libpsm1/libpsm_infinipath.so.1.16" ] &&
+  ln -sf ../libpsm1/libpsm_infinipath.so.1.16 "$ROOT/$A/libpsm_infinipath.so.1"
 mkdir -p "$ROOT/$A/pkgconfig"
 for pc in "$ROOT/$A"/openblas-pthread/pkgconfig/*.pc; do
   [ -e "$pc" ] && cp "$pc" "$ROOT/$A/pkgconfig/"
@@ -78,6 +80,54 @@ find "$ROOT" -name '*.pc' -type f | while read -r pc; do
 done
 [ -e "$ROOT/usr/include/cblas.h" ] ||
   ln -sf "x86_64-linux-gnu/openblas-pthread/cblas.h" "$ROOT/usr/include/cblas.h"
+
+# gcc on Debian searches include/x86_64-linux-gnu by default, so .pc files never name it; the
+# carried tree is no system folder: add it to every Cflags that names ${includedir} (hwloc.h
+# includes hwloc/autogen/config.h, which lives there).
+find "$ROOT" -name '*.pc' -type f | while read -r pc; do
+  # shellcheck disable=SC2016 # ${includedir} is pkg-config's, not the shell's
+  sed -i -E '/^Cflags:/{/-I\$\{includedir\}\/x86_64-linux-gnu/!s#-I\$\{includedir\}( |$)#-I${includedir} -I${includedir}/x86_64-linux-gnu\1#}' "$pc"
+done
+
+# Every shared library and program must find what it links: in the tree or in the libraries
+# every CUDA machine has (BASE). A plug-in (hwloc, Open MPI, PMIx, UCX, libfabric components,
+# loaded with dlopen) that cannot is dropped, so that nothing prints load errors there; a core
+# library or program that cannot is an error (e.g. libpmix.so.2 needs libmunge.so.2).
+BASE="libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libstdc++.so.6 libgcc_s.so.1
+  libz.so.1 libudev.so.1 ld-linux-x86-64.so.2 libutil.so.1 libresolv.so.2"
+unresolved() { # prints "NEEDED<TAB>file" for each dependency found nowhere
+  local have f n
+  have=$(find "$ROOT" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
+  have="$have"$'\n'$(tr -s ' \n' '\n' <<<"$BASE")
+  find "$ROOT" -type f \( -name '*.so*' -o -path '*/bin/*' \) -print0 |
+    while IFS= read -r -d '' f; do
+      head -c4 "$f" | grep -q $'\x7fELF' || continue
+      readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | while read -r n; do
+        grep -qxF "$n" <<<"$have" || printf '%s\t%s\n' "$n" "$f"
+      done
+    done
+}
+for _ in 1 2 3 4 5; do # dropping a library can strand the plug-ins that link it: repeat
+  mapfile -t bad < <(unresolved)
+  [ "${#bad[@]}" -eq 0 ] && break
+  core=()
+  for b in "${bad[@]}"; do
+    f=${b#*$'\t'}
+    case "$f" in
+      */hwloc/* | */openmpi3/mca_* | */pmix/mca_* | */ucx/* | */libfabric/* | */libfabric.so*)
+        rm -f "$f" ;;
+      *) core+=("$b") ;;
+    esac
+  done
+  if [ "${#core[@]}" -ne 0 ]; then
+    for b in "${core[@]}"; do
+      echo "fetch-device-deps: ${b%%$'\t'*} is needed by ${b#*$'\t'} and not carried:" \
+        "add its package to PKGS" >&2
+    done
+    exit 1
+  fi
+done
+find "$ROOT" -xtype l -name 'libfabric.so*' -delete
 
 # The big library travels compressed; device-check.sh restores it (gzip is everywhere).
 for so in "$ROOT/$A"/openblas-pthread/libopenblas*-r*.so; do gzip -9 "$so"; done

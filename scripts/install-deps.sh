@@ -7,6 +7,7 @@
 # (the scripts that compare against PyTorch install it themselves).
 #
 # Usage: scripts/install-deps.sh [--dev]    --dev also installs clang-format and shellcheck.
+#        scripts/install-deps.sh --list     prints the packages, one a line, and installs nothing.
 set -euo pipefail
 
 # Packages the build, the tests and the examples need.
@@ -20,8 +21,12 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --dev) packages+=(clang-format shellcheck) ;;
+    --list)
+      printf '%s\n' "${packages[@]}"
+      exit 0
+      ;;
     -h | --help)
-      sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)

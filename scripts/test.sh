@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds zshard and runs every test: the normal build (CUDA code compiled when nvcc is there; GPU
-# tests skip cleanly without a GPU), then the CPU suite again under AddressSanitizer + UBSan, then
-# a Release build (-O3 warnings) that is only compiled. Warnings are errors here (ZS_WERROR=ON).
+# tests skip cleanly without a GPU and are counted as skipped), then the CPU suite again under
+# AddressSanitizer + UBSan, then the GPU machine's rehearsal (scripts/device-rehearsal.sh: the
+# CUDA build and every test under that machine's constraints, when this machine can make the
+# namespaces and has the CUDA toolkit), then a Release build (-O3 warnings) that is only compiled.
+# Warnings are errors here (ZS_WERROR=ON).
 #
-# Usage: scripts/test.sh [--fast] [--asan-only] [-- extra ctest args]
-#   --fast       skip the ASan pass and the Release build
-#   --asan-only  only the ASan pass
+# Usage: scripts/test.sh [--fast] [--asan-only] [--no-rehearsal] [-- extra ctest args]
+#   --fast          skip the ASan pass, the rehearsal and the Release build
+#   --asan-only     only the ASan pass
+#   --no-rehearsal  skip the device rehearsal
 # Environment:
 #   BUILD_DIR       normal build folder (default build)
 #   ASAN_BUILD_DIR  sanitizer build folder (default build-asan, or ${BUILD_DIR}-asan when BUILD_DIR is set)
@@ -13,8 +17,8 @@
 #   CTEST_JOBS      parallel ctest jobs (default 2; multi-rank tests reserve PROCESSORS = ranks)
 #   BUILD_JOBS      parallel compile jobs (default: number of cores)
 #   SKIP_DEPS=1     do not call scripts/install-deps.sh
-# Prints "N passed, M failed" last (both passes summed; a failed build counts as one failure) and
-# exits non-zero when anything failed.
+# Prints "N passed, M failed, K skipped" last (all passes summed; a failed build counts as one
+# failure, the rehearsal as one test) and exits non-zero when anything failed.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,16 +27,22 @@ cd "$repo"
 run_normal=1
 run_asan=1
 run_release=1
+run_rehearsal=1
 ctest_extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --fast)
       run_asan=0
       run_release=0
+      run_rehearsal=0
       ;;
     --asan-only)
       run_normal=0
       run_release=0
+      run_rehearsal=0
+      ;;
+    --no-rehearsal)
+      run_rehearsal=0
       ;;
     --)
       shift
@@ -40,7 +50,7 @@ while [ $# -gt 0 ]; do
       break
       ;;
     -h | --help)
-      sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -72,6 +82,7 @@ fi
 
 total_pass=0
 total_fail=0
+total_skip=0
 ctest_env=() # extra environment of the ctest run (the sanitizer options)
 notes=()
 start_all=$SECONDS
@@ -95,7 +106,7 @@ build() {
 
 # Runs ctest in folder $1 (label $2 for the summary) and adds its counts to the totals.
 run_ctest() {
-  local dir=$1 label=$2 log rc=0 line passed failed total
+  local dir=$1 label=$2 log rc=0 line passed failed total skipped
   log=$(mktemp)
   echo "== ctest $dir (-j $ctest_jobs)"
   (cd "$dir" && env "${ctest_env[@]}" ctest --output-on-failure -j "$ctest_jobs" "${ctest_extra[@]}") 2>&1 | tee "$log" ||
@@ -105,12 +116,17 @@ run_ctest() {
   if [ -n "$line" ]; then
     failed=$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$line")
     total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
-    passed=$((total - failed))
+    # Skipped tests (SKIP_RETURN_CODE, SKIP_REGULAR_EXPRESSION: the GPU tests here) are listed
+    # under "The following tests did not run:" with "(Skipped)".
+    skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .* \(Skipped\)$' "$log" || true)
+    passed=$((total - failed - skipped))
   elif grep -q 'No tests were found' "$log"; then
     passed=0
     failed=0
+    skipped=0
   else
     passed=0
+    skipped=0
     failed=1
     notes+=("$label: ctest did not report a summary")
   fi
@@ -120,7 +136,8 @@ run_ctest() {
   fi
   total_pass=$((total_pass + passed))
   total_fail=$((total_fail + failed))
-  notes+=("$label: $passed passed, $failed failed")
+  total_skip=$((total_skip + skipped))
+  notes+=("$label: $passed passed, $failed failed, $skipped skipped")
   rm -f "$log"
 }
 
@@ -151,6 +168,28 @@ if [ "$run_asan" = 1 ]; then
   pass "$asan_dir" asan -DZS_SANITIZE=ON -DZS_CUDA=OFF -DZS_WERROR=ON
 fi
 
+if [ "$run_rehearsal" = 1 ]; then
+  # The GPU machine rehearsed: CUDA build + every test with only the carried dependencies, no
+  # network (scripts/device-rehearsal.sh). It needs the CUDA toolkit and namespaces.
+  t0=$SECONDS
+  if [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    notes+=("rehearsal: NOT RUN: no CUDA toolkit in /usr/local/cuda (nothing to rehearse)")
+  else
+    log=$(mktemp)
+    rc=0
+    REHEARSAL_BUILD_DIR="$repo/${build_dir%/}-rehearsal" OUT="$repo/${build_dir%/}-rehearsal/out" \
+      "$repo/scripts/device-rehearsal.sh" -- --jobs "$build_jobs" 2>&1 | tee "$log" || rc=$?
+    last=$(grep '^device-rehearsal: ' "$log" | tail -n 1)
+    case $rc in
+      0) total_pass=$((total_pass + 1)) ;;
+      77) total_skip=$((total_skip + 1)) ;;
+      *) total_fail=$((total_fail + 1)) ;;
+    esac
+    notes+=("rehearsal: ${last:-device-rehearsal.sh exited $rc} ($((SECONDS - t0)) s)")
+    rm -f "$log"
+  fi
+fi
+
 if [ "$run_release" = 1 ]; then
   # Compiled only: -O3 sees warnings (e.g. -Wmaybe-uninitialized) that -O2 -g does not. The CUDA
   # parts are compiled by the normal pass already.
@@ -169,5 +208,5 @@ fi
 echo
 echo "== summary ($((SECONDS - start_all)) s)"
 printf '   %s\n' "${notes[@]}"
-echo "$total_pass passed, $total_fail failed"
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 [ "$total_fail" -eq 0 ]

@@ -1,8 +1,9 @@
 # GPT-2 example tests (examples/train_gpt2.c; scripts in this folder):
 #   gpt2_ref          logits, losses and all gradients vs PyTorch (tests/gpt2/reference/gpt2_ref.py),
 #                     stage 3 at 1 and 2 ranks, stage 2 deterministic + recompute, safetensors
-#                     init, truncated-file refusal. Needs /usr/bin/python3 with torch:
-#                     scripts/ensure-torch.sh installs Debian's python3-torch when missing.
+#                     init, truncated-file refusal. Needs a Python with torch:
+#                     scripts/ensure-torch.sh finds one or installs Debian's python3-torch; it
+#                     skips (77) at once where neither works (no network: the GPU machine).
 #   gpt2_determinism  20 steps, --deterministic: identical final weights for 1x4 and 4x1
 #                     (ranks x micro-steps) at stages 0-3.
 #   gpt2_train_np4    4 ranks, stage 3: the loss must fall below 0.9 x the text's unigram entropy.

@@ -12,7 +12,6 @@ set -u
 EXE=$1
 SRC=$2
 MPI=${3:-mpirun}
-PY=/usr/bin/python3
 CHK=$SRC/tests/gpt2/check_hf_export.py
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
@@ -43,8 +42,18 @@ else
   bad "resume: weights differ from the straight run (or no resume)"
 fi
 
-bash "$SRC/scripts/ensure-transformers.sh" ||
-  { echo "SKIP: transformers is not available and cannot be installed"; echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ] && exit 77; exit 1; }
+# A Python with torch + transformers (installed when missing; the GPU machine's python3).
+PY=$(bash "$SRC/scripts/ensure-transformers.sh")
+case $? in
+  0) ;;
+  77)
+    echo "SKIP: transformers is not available and no package registry can be reached"
+    echo "$pass passed, $fail failed"
+    [ "$fail" -eq 0 ] && exit 77
+    exit 1
+    ;;
+  *) bad "transformers is missing and installing it failed"; echo "$pass passed, $fail failed"; exit 1 ;;
+esac
 runs export 2 --steps 3 --stage 3 --export "$W/hf/model.safetensors" --dump-logits "$W/logits.bin" \
   --dump-weights "$W/hf" || { bad "export run"; tail -5 "$W/export.log"; }
 if "$PY" "$CHK" check "$W/hf" "$W/logits.bin" >"$W/check.log" 2>&1; then

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Summarises a ctest JUnit report (ctest --output-junit) for scripts/device-check.sh.
+
+    ctest-junit-summary.py REPORT.xml [GPU_TEST ...]   print the summary lines
+    ctest-junit-summary.py --ok REPORT.xml             exit 0 when no test failed
+
+Lines printed: the totals (passed, failed, skipped), then for the GPU tests named on the command
+line which ran, which were skipped (e.g. "SKIP: no CUDA device") and which failed, by name, so a
+reader can tell whether the GPU tests really ran. Skipped and failed tests elsewhere are named too.
+A test counts as skipped when ctest says so (SKIP_RETURN_CODE, SKIP_REGULAR_EXPRESSION: a
+<skipped> element or status "notrun"/"disabled"), failed when it has a <failure> or <error>
+element or status "fail", passed otherwise.
+"""
+import sys
+import xml.etree.ElementTree as ET
+
+
+def outcomes(path):
+    """{test name: 'passed' | 'failed' | 'skipped'} from the report."""
+    res = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        status = (tc.get("status") or "").lower()
+        if tc.find("failure") is not None or tc.find("error") is not None or status == "fail":
+            res[tc.get("name")] = "failed"
+        elif tc.find("skipped") is not None or status in ("notrun", "disabled", "skipped"):
+            res[tc.get("name")] = "skipped"
+        else:
+            res[tc.get("name")] = "passed"
+    return res
+
+
+def names(ns, limit=12):
+    ns = sorted(ns)
+    more = f" (+{len(ns) - limit} more)" if len(ns) > limit else ""
+    return " ".join(ns[:limit]) + more
+
+
+def main(argv):
+    if argv[:1] == ["--ok"]:
+        try:
+            return 1 if "failed" in outcomes(argv[1]).values() else 0
+        except (OSError, ET.ParseError, IndexError):
+            return 1
+    if not argv:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    try:
+        res = outcomes(argv[0])
+    except (OSError, ET.ParseError) as e:
+        print(f"FAILED: cannot read the JUnit report {argv[0]}: {e}")
+        return 1
+    gpu = set(argv[1:])
+    by = {k: {n for n, v in res.items() if v == k} for k in ("passed", "failed", "skipped")}
+    print(f"{len(res)} tests: {len(by['passed'])} passed, {len(by['failed'])} failed, "
+          f"{len(by['skipped'])} skipped")
+    if gpu:
+        ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
+        print(f"GPU tests: {len(ran)} of {len(gpu)} ran, {len(gpu & by['skipped'])} skipped, "
+              f"{len(gpu & by['failed'])} failed")
+        absent = gpu - set(res)
+        if absent:
+            print(f"  GPU tests not in the report: {names(absent)}")
+        if gpu & by["skipped"]:
+            print(f"  GPU skipped: {names(gpu & by['skipped'])}")
+    if by["failed"]:
+        print(f"  failed: {names(by['failed'], 30)}")
+    other_skips = by["skipped"] - gpu
+    if other_skips:
+        print(f"  other skipped: {names(other_skips)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Rehearses the GPU machine here: runs `scripts/device-check.sh tests` under that machine's
+# constraints, so that a GPU session spends its 30 device-minutes on the GPU, not on packaging.
+#
+#   scripts/device-rehearsal.sh [--keep] [-- device-check options]
+#
+# The GPU machine has the CUDA toolkit, a C toolchain, CMake and Python, NCCL possibly only as the
+# Python wheel (nvidia-nccl-cu13: libnccl.so.2 and nccl.h under site-packages/nvidia/nccl), no
+# network and no Debian packages: it builds with what scripts/fetch-device-deps.sh carried in
+# .deps. Here, in a mount namespace and a network namespace of their own (unshare -m -n):
+#   - every file of the Debian packages that scripts/install-deps.sh installs, and of the run-time
+#     libraries they pulled in (scripts/device-image-hide.py), is hidden by overlayfs whiteouts
+#     over /usr and /etc; so are the toolkit's NCCL library and headers, which are offered as a
+#     wheel-shaped folder on PYTHONPATH instead;
+#   - there is no network but loopback, and the environment is a clean one;
+#   - the working tree that would travel (files git tracks or does not ignore, plus .deps) must
+#     be at most 64 MiB before and after the run.
+# GPU tests skip (no GPU here); everything else must build with CUDA and pass, mpirun included.
+# The last line is `device-rehearsal: PASS ...` (exit 0), `device-rehearsal: FAIL <what>` (exit 1),
+# or `device-rehearsal: SKIP <why>` (exit 77) where this machine cannot make the namespaces.
+# Needs root (or CAP_SYS_ADMIN), util-linux's unshare, overlayfs, and dpkg. Logs: $OUT (default
+# build-rehearsal/out). --keep leaves the scratch folder (whiteouts, wheel) for inspection.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+REPO=$PWD
+KEEP=0
+CHECK_ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) KEEP=1 ;;
+    --) shift; CHECK_ARGS=("$@"); break ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "device-rehearsal: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+LIMIT=$((64 * 1024 * 1024))
+export OUT=${OUT:-$REPO/build-rehearsal/out}
+BUILD=${REHEARSAL_BUILD_DIR:-$REPO/build-rehearsal}
+T=$(mktemp -d /tmp/zs-rehearsal.XXXXXX)
+cleanup() {
+  if [ $KEEP = 1 ]; then echo "device-rehearsal: scratch kept in $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+say() { echo "device-rehearsal: $*"; }
+fail() { say "FAIL $*"; exit 1; }
+skip() { say "SKIP $*"; exit 77; }
+
+# ---- can this machine make the namespaces? ----
+[ "$(id -u)" = 0 ] || skip "not root: mount and network namespaces need root here"
+command -v unshare >/dev/null || skip "unshare (util-linux) not found"
+command -v dpkg-query >/dev/null || skip "not a Debian system (dpkg-query not found)"
+mkdir -p "$T/probe/lower" "$T/probe/upper" "$T/probe/work" "$T/probe/merged"
+if ! unshare -m -n --propagation private sh -c "mount -t overlay zs-probe -o \
+  lowerdir=$T/probe/lower,upperdir=$T/probe/upper,workdir=$T/probe/work $T/probe/merged" \
+  2>"$T/probe.err"; then
+  skip "cannot make a mount + network namespace with overlayfs: $(head -1 "$T/probe.err")"
+fi
+
+# ---- the working tree that would travel ----
+travel_bytes() { # tracked + untracked-not-ignored files, plus the carried .deps
+  local files deps
+  files=$(git ls-files -z --cached --others --exclude-standard | xargs -0 -r stat -c %s -- 2>/dev/null |
+    awk '{s += $1} END {print s + 0}')
+  deps=$(du -sb .deps 2>/dev/null | cut -f1)
+  echo $((files + ${deps:-0}))
+}
+
+if [ ! -d .deps/root ]; then
+  say "no .deps: running scripts/fetch-device-deps.sh"
+  scripts/fetch-device-deps.sh || fail "scripts/fetch-device-deps.sh failed"
+fi
+before=$(travel_bytes)
+[ "$before" -le $LIMIT ] || fail "the working tree that would travel is $((before >> 20)) MiB before the run (limit 64 MiB)"
+
+# ---- what the GPU machine lacks ----
+mapfile -t PKGS < <(scripts/install-deps.sh --list)
+[ "${#PKGS[@]}" -gt 0 ] || fail "scripts/install-deps.sh --list printed no packages"
+python3 scripts/device-image-hide.py "${PKGS[@]}" >"$T/hidden.txt" || fail "device-image-hide.py failed"
+# NCCL: the toolkit's copy is hidden, the wheel's layout offered instead.
+NCCL_LIB=$(readlink -f /usr/local/cuda/lib64/libnccl.so.2 2>/dev/null || true)
+NCCL_INC=$(readlink -f /usr/local/cuda/include 2>/dev/null || true)
+SITE=$BUILD/wheel-site # a fixed place: the build's CMake cache remembers it
+WHEEL=$SITE/nvidia/nccl
+rm -rf "$SITE"
+if [ -f "$NCCL_LIB" ] && [ -f "$NCCL_INC/nccl.h" ]; then
+  mkdir -p "$WHEEL/lib" "$WHEEL/include"
+  ln "$NCCL_LIB" "$WHEEL/lib/libnccl.so.2" 2>/dev/null || cp "$NCCL_LIB" "$WHEEL/lib/libnccl.so.2"
+  cp -a "$NCCL_INC"/nccl*.h "$WHEEL/include/"
+  [ -d "$NCCL_INC/nccl_device" ] && cp -a "$NCCL_INC/nccl_device" "$WHEEL/include/"
+  for f in "$(dirname "$NCCL_LIB")"/libnccl* "$NCCL_INC"/nccl*; do
+    readlink -m "$f"
+    echo "$(dirname "$(readlink -m "$f")")/$(basename "$f")"
+  done >>"$T/hidden.txt"
+fi
+n_hidden=0
+for top in usr etc; do mkdir -p "$T/$top-up" "$T/$top-work"; done
+while IFS= read -r p; do
+  case "$p" in
+    /usr/*) w=$T/usr-up/${p#/usr/} ;;
+    /etc/*) w=$T/etc-up/${p#/etc/} ;;
+    *) continue ;;
+  esac
+  [ -e "$w" ] && continue
+  mkdir -p "$(dirname "$w")" && mknod "$w" c 0 0 && n_hidden=$((n_hidden + 1))
+done < <(sort -u "$T/hidden.txt")
+say "hiding $n_hidden files of ${#PKGS[@]} packages and their run-time closure, and the toolkit's NCCL"
+
+# ---- inside the namespaces ----
+cat >"$T/inner.sh" <<'INNER'
+set -uo pipefail
+T=$1
+shift
+mount -t overlay zs-usr -o "lowerdir=/usr,upperdir=$T/usr-up,workdir=$T/usr-work" /usr || exit 90
+mount -t overlay zs-etc -o "lowerdir=/etc,upperdir=$T/etc-up,workdir=$T/etc-work" /etc || exit 90
+ip link set lo up 2>/dev/null || exit 91
+# The emulation must hold before anything runs: no carried-elsewhere tool, no network.
+for t in mpirun mpicc pkg-config pkgconf; do
+  if command -v "$t" >/dev/null; then echo "rehearsal: $t is still visible"; exit 92; fi
+done
+for f in /usr/include/hwloc.h /usr/include/mpi.h /usr/local/cuda/include/nccl.h; do
+  if [ -e "$f" ]; then echo "rehearsal: $f is still visible"; exit 92; fi
+done
+if [ "$(ip -o link show | grep -vc ': lo:')" != 0 ]; then echo "rehearsal: a network interface other than lo"; exit 93; fi
+exec "$@"
+INNER
+mkdir -p "$OUT"
+t0=$SECONDS
+unshare -m -n --propagation private env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  PYTHONPATH="$SITE" OUT="$OUT" DEVICE_BUILD_DIR="$BUILD" CI="${CI:-}" \
+  bash "$T/inner.sh" "$T" "$REPO/scripts/device-check.sh" tests "${CHECK_ARGS[@]}"
+rc=$?
+case $rc in
+  0) ;;
+  90) fail "overlayfs over /usr or /etc could not be mounted" ;;
+  91) fail "the loopback interface could not be brought up" ;;
+  92 | 93) fail "the emulation leaks (see above)" ;;
+  *)
+    what=$(sed -n '/summary/,$p' "$OUT/summary.txt" 2>/dev/null | grep -E 'FAILED|failed' |
+      grep -vE ' 0 failed(,|$)' | head -3 | tr -s ' ' | tr '\n' ';' | cut -c1-400)
+    fail "device-check.sh tests exited $rc under the GPU machine's constraints: ${what:-see the log} (logs: $OUT)"
+    ;;
+esac
+after=$(travel_bytes)
+[ "$after" -le $LIMIT ] || fail "the working tree that would travel grew to $((after >> 20)) MiB during the run (limit 64 MiB)"
+[ "$after" -eq "$before" ] || say "note: the travelling tree changed by $((after - before)) bytes during the run"
+say "PASS ($(grep -m1 -E '^tests ' "$OUT/summary.txt" | sed -E 's/^tests +//'); travels $((after >> 20)) MiB; $((SECONDS - t0)) s)"

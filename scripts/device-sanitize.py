@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Runs single-process GPU ctest tests under NVIDIA compute-sanitizer (scripts/device-check.sh).
+
+    device-sanitize.py BUILD_DIR TOOL [NAME_REGEX]
+
+TOOL is memcheck, racecheck, synccheck or initcheck. The tests are those ctest labels "gpu" whose
+command is a program, or `mpirun ... -np N PROGRAM ...` with N <= 2 and no NCCL (the sanitizer
+then wraps each rank's PROGRAM inside mpirun). NCCL tests with several ranks are left out: NCCL
+over sockets between ranks that share one GPU is too slow under the sanitizer; so are scripts. Each test runs with its ctest environment and a 300 s
+limit; the sanitizer's exit code 86 marks the errors it found. A test that printed
+"SKIP: no CUDA device" counts as skipped. Prints one line per test, then a last line
+"TOOL: N passed, M failed, K skipped" (exit status 0 when none failed).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ERR = 86
+
+
+def tests(build, regex):
+    out = subprocess.run(["ctest", "--show-only=json-v1", "-L", "gpu"], cwd=build, check=True,
+                         capture_output=True, text=True).stdout
+    for t in json.loads(out).get("tests", []):
+        if regex and not re.search(regex, t["name"]):
+            continue
+        props = {p["name"]: p["value"] for p in t.get("properties", [])}
+        cmd = t.get("command") or []
+        yield t["name"], cmd, props.get("ENVIRONMENT", []), props.get("WORKING_DIRECTORY", build)
+
+
+def wrap(cmd, env, tool):
+    """The command with compute-sanitizer before the program, or None when it is left out."""
+    san = ["compute-sanitizer", "--tool", tool, "--error-exitcode", str(ERR), "--print-limit", "20"]
+    if tool == "memcheck":
+        san += ["--leak-check", "no"]
+    if not cmd or os.path.basename(cmd[0]) in ("bash", "sh", "python3", "env"):
+        return None
+    if os.path.basename(cmd[0]).startswith(("mpirun", "mpiexec")):
+        if "-np" not in cmd or cmd[cmd.index("-np") + 1] not in ("1", "2"):
+            return None
+        nccl = "ZS_COMM=nccl" in env or any("with_hostid" in c for c in cmd)
+        if cmd[cmd.index("-np") + 1] == "2" and nccl:
+            return None
+        i = cmd.index("-np") + 2
+        while i < len(cmd) and cmd[i].startswith("-"):
+            i += 1
+        return cmd[:i] + san + cmd[i:]
+    return san + cmd
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    build, tool = argv[0], argv[1]
+    regex = argv[2] if len(argv) > 2 else ""
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    for name, cmd, env, cwd in tests(build, regex):
+        full = wrap(cmd, env, tool)
+        if full is None:
+            continue
+        e = dict(os.environ)
+        for kv in env:
+            k, _, v = kv.partition("=")
+            e[k] = v
+        t0 = time.time()
+        try:
+            r = subprocess.run(full, cwd=cwd, env=e, capture_output=True, text=True, timeout=300)
+            rc, text = r.returncode, r.stdout + r.stderr
+        except subprocess.TimeoutExpired as x:
+            rc, text = -1, f"timed out after 300 s\n{x.stdout or ''}"
+        if "SKIP: no CUDA device" in text:
+            res = "skipped"
+        elif rc == 0:
+            res = "passed"
+        else:
+            res = "failed"
+        counts[res] += 1
+        print(f"{tool} {name}: {res} (exit {rc}, {time.time() - t0:.0f} s)")
+        if res == "failed":
+            lines = [l for l in text.splitlines() if "=========" in l or "FAIL" in l or "rror" in l]
+            for l in (lines or text.splitlines())[:25]:
+                print(f"    {l}")
+        sys.stdout.flush()
+    print(f"{tool}: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Shared by scripts/ensure-torch.sh and scripts/ensure-transformers.sh (sourced): finding a Python
+# that imports given modules, and telling whether a package registry can be reached at all.
+#
+#   zs_python_with MOD...    prints the first Python that imports every MOD: $ZS_PYTHON alone when
+#                            set, else /usr/bin/python3, then python3 on PATH; returns 1 if none
+#   zs_registry_reachable apt|pip
+#                            returns 0 when that registry answers within ~20 s, 1 when not (no
+#                            network, as on the GPU machine; no client); ZS_OFFLINE=1 forces 1
+
+zs_python_with() {
+  local py mods cands=()
+  mods=$(IFS=,; echo "$*")
+  if [ -n "${ZS_PYTHON:-}" ]; then
+    cands=("$ZS_PYTHON")
+  else
+    cands=(/usr/bin/python3 "$(command -v python3 2>/dev/null || true)")
+  fi
+  for py in "${cands[@]}"; do
+    if [ -z "$py" ] || [ ! -x "$py" ]; then continue; fi
+    if "$py" -c "import $mods" >/dev/null 2>&1; then
+      echo "$py"
+      return 0
+    fi
+  done
+  return 1
+}
+
+zs_registry_reachable() {
+  [ "${ZS_OFFLINE:-0}" = 1 ] && return 1
+  case "$1" in
+    apt)
+      command -v apt-get >/dev/null || return 1
+      # The index update fails at once without a network (no name resolution) and within the
+      # timeouts when packets go nowhere; --error-on=any makes a failed fetch an error.
+      timeout 60 apt-get -q -o Acquire::Retries=0 -o Acquire::http::Timeout=10 \
+        -o Acquire::https::Timeout=10 update --error-on=any >/dev/null 2>&1
+      ;;
+    pip)
+      local py=${2:-python3}
+      timeout 60 "$py" -m pip index versions pip --timeout 10 --retries 0 \
+        --disable-pip-version-check >/dev/null 2>&1
+      ;;
+    *) return 1 ;;
+  esac
+}
