@@ -133,7 +133,7 @@ if cmake -S "$REPO" -B "$BUILD" -DZS_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   CONFIGURED=1
 else
   CONFIGURED=0
-  step build "configure FAILED: $(grep -m1 -E 'CMake Error|Could not|not found' "$OUT/build.log")"
+  step build "configure FAILED: $(grep -m1 -A2 'CMake Error' "$OUT/build.log" | tr -s ' \n' ' ' | cut -c1-200)"
 fi
 
 OK=$BUILT

@@ -3,3 +3,10 @@
 add_test(NAME ensure_offline COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_ensure_offline.sh
                                       ${PROJECT_SOURCE_DIR})
 set_tests_properties(ensure_offline PROPERTIES LABELS "unit;scripts" TIMEOUT 300 SKIP_RETURN_CODE 77)
+# Every test that uses CUDA or NCCL is marked as a GPU test (label, lock, skip expression).
+if(Python3_Interpreter_FOUND OR ZS_PYTHON3)
+  find_program(ZS_TEST_PYTHON3 NAMES python3)
+  add_test(NAME gpu_tests_marked COMMAND ${ZS_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_gpu_tests.py
+                                         ${PROJECT_BINARY_DIR})
+  set_tests_properties(gpu_tests_marked PROPERTIES LABELS "unit;scripts" TIMEOUT 60)
+endif()
