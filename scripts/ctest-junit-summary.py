@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Summarises a ctest JUnit report (ctest --output-junit) for scripts/device-check.sh.
 
-    ctest-junit-summary.py REPORT.xml [GPU_TEST ...]   print the summary lines
-    ctest-junit-summary.py --ok REPORT.xml             exit 0 when no test failed
+    ctest-junit-summary.py [--no-gpu] REPORT.xml [GPU_TEST ...]  print the summary lines
+    ctest-junit-summary.py --ok [--no-gpu] REPORT.xml [GPU_TEST ...]
+                                                  exit 0 when no test failed
+
+--no-gpu says the machine has no GPU: then a GPU test that ran (passed or failed instead of
+printing "SKIP: no CUDA device") is itself a failure, since its skip detection is wrong.
 
 Lines printed: the totals (passed, failed, skipped), then for the GPU tests named on the command
 line which ran, which were skipped (e.g. "SKIP: no CUDA device") and which failed, by name, so a
@@ -36,30 +40,35 @@ def names(ns, limit=12):
 
 
 def main(argv):
-    if argv[:1] == ["--ok"]:
-        try:
-            return 1 if "failed" in outcomes(argv[1]).values() else 0
-        except (OSError, ET.ParseError, IndexError):
-            return 1
+    ok_mode = "--ok" in argv
+    no_gpu = "--no-gpu" in argv
+    argv = [a for a in argv if a not in ("--ok", "--no-gpu")]
     if not argv:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     try:
         res = outcomes(argv[0])
     except (OSError, ET.ParseError) as e:
-        print(f"FAILED: cannot read the JUnit report {argv[0]}: {e}")
+        if not ok_mode:
+            print(f"FAILED: cannot read the JUnit report {argv[0]}: {e}")
         return 1
     gpu = set(argv[1:])
     by = {k: {n for n, v in res.items() if v == k} for k in ("passed", "failed", "skipped")}
+    ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
+    if ok_mode:
+        return 1 if by["failed"] or (no_gpu and ran) else 0
     print(f"{len(res)} tests: {len(by['passed'])} passed, {len(by['failed'])} failed, "
           f"{len(by['skipped'])} skipped")
     if gpu:
-        ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
         print(f"GPU tests: {len(ran)} of {len(gpu)} ran, {len(gpu & by['skipped'])} skipped, "
               f"{len(gpu & by['failed'])} failed")
         absent = gpu - set(res)
         if absent:
             print(f"  GPU tests not in the report: {names(absent)}")
+        if ran and no_gpu:
+            print(f"  FAILED: ran without a GPU (their skip is broken): {names(ran)}")
+        elif ran:
+            print(f"  GPU ran: {names(ran)}")
         if gpu & by["skipped"]:
             print(f"  GPU skipped: {names(gpu & by['skipped'])}")
     if by["failed"]:
