@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Summarises a ctest JUnit report (ctest --output-junit) for scripts/device-check.sh.
 
-    ctest-junit-summary.py [--no-gpu] REPORT.xml [GPU_TEST ...]  print the summary lines
-    ctest-junit-summary.py --ok [--no-gpu] REPORT.xml [GPU_TEST ...]
+    ctest-junit-summary.py [--no-gpu] [--all FILE] REPORT.xml [GPU_TEST ...]
+                                                  print the summary lines
+    ctest-junit-summary.py --ok [--no-gpu] [--all FILE] REPORT.xml [GPU_TEST ...]
                                                   exit 0 when no test failed
+
+--all FILE names every test the run was asked for (one a line): those missing from the report
+were not reached (ctest's --stop-time ends a run before it starts them), and count as failures.
 
 --no-gpu says the machine has no GPU: then a GPU test that ran (passed or failed instead of
 printing "SKIP: no CUDA device") is itself a failure, since its skip detection is wrong.
@@ -42,6 +46,12 @@ def names(ns, limit=12):
 def main(argv):
     ok_mode = "--ok" in argv
     no_gpu = "--no-gpu" in argv
+    wanted = set()
+    if "--all" in argv:
+        i = argv.index("--all")
+        with open(argv[i + 1]) as f:
+            wanted = {line.strip() for line in f if line.strip()}
+        del argv[i:i + 2]
     argv = [a for a in argv if a not in ("--ok", "--no-gpu")]
     if not argv:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -55,16 +65,19 @@ def main(argv):
     gpu = set(argv[1:])
     by = {k: {n for n, v in res.items() if v == k} for k in ("passed", "failed", "skipped")}
     ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
+    unreached = wanted - set(res)
     if ok_mode:
-        return 1 if by["failed"] or (no_gpu and ran) else 0
+        return 1 if by["failed"] or unreached or (no_gpu and ran) else 0
+    more = f", {len(unreached)} not reached (budget)" if unreached else ""
     print(f"{len(res)} tests: {len(by['passed'])} passed, {len(by['failed'])} failed, "
-          f"{len(by['skipped'])} skipped")
+          f"{len(by['skipped'])} skipped{more}")
+    if unreached:
+        print(f"  not reached: {names(unreached)}")
     if gpu:
         print(f"GPU tests: {len(ran)} of {len(gpu)} ran, {len(gpu & by['skipped'])} skipped, "
               f"{len(gpu & by['failed'])} failed")
-        absent = gpu - set(res)
-        if absent:
-            print(f"  GPU tests not in the report: {names(absent)}")
+        if gpu & unreached:
+            print(f"  GPU tests not reached: {names(gpu & unreached)}")
         if ran and no_gpu:
             print(f"  FAILED: ran without a GPU (their skip is broken): {names(ran)}")
         elif ran:

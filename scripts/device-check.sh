@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The GPU machine's check, in two calls that each end with their own short table:
+# The GPU machine's check. Each call builds (incrementally) and then runs the parts it names, and
+# ends with its own short table:
 #
-#   scripts/device-check.sh tests   # build with CUDA, every ctest test, compute-sanitizer passes
-#   scripts/device-check.sh bench   # build (incremental), the benchmarks of bench/device-benchmarks.txt
+#   scripts/device-check.sh tests      # build with CUDA, every ctest test, then compute-sanitizer
+#                                      # (memcheck, racecheck, synccheck) as far as the budget goes
+#   scripts/device-check.sh bench      # the benchmarks of bench/device-benchmarks.txt
+#   scripts/device-check.sh sanitize bench   # second call when `tests` ran out of budget first
 #
 # It builds against the dependencies carried in .deps/root (made on the build machine by
 # scripts/fetch-device-deps.sh: the GPU machine has nvcc, CMake, Python and the CUDA libraries but
@@ -10,53 +13,70 @@
 # the build folder, so the carried tree never grows. Logs go to $OUT (default ./out), at most 6
 # files: build.log, ctest.log, ctest.xml, sanitize.log, bench.log, summary.txt.
 #
-# Time plan on the GPU machine (16 cores; the device allows 10 minutes a call, 30 a session):
-#   tests: configure + build 3-4 min (one architecture: native); ctest -j 8, 3 min (the GPU tests
-#          hold the "gpu" lock one at a time); memcheck of the single-process GPU tests 1 min;
-#          racecheck + synccheck of the engine's single-rank GPU tests 1-2 min.      <= 9 min
-#   bench: build 0 s if the machine is still warm, else 3-4 min; benchmarks <= 5 min. <= 9 min
-#   With two machine starts (1-2 min each) the whole check stays under 20 device-minutes.
-# Run them as two device calls: `scripts/device-check.sh tests` then `... bench` (carry .deps).
+# Time plan on the GPU machine (16 cores; the device allows 10 minutes a call, 30 a session).
+# Every call keeps to --budget (default 540 s): ctest gets a stop time that leaves room for the
+# table, each sanitizer run and benchmark is started only with time left and limited to it, and
+# a part that does not fit says "not run: budget" (run it in the next call).
+#   call 1, tests: configure + build 3-4 min (one architecture: native); ctest -j 8 about 4 min
+#          (the CPU tests in parallel; the ~50 GPU tests one at a time under the "gpu" lock,
+#          tests/gpu_tests.md estimates 7 min for the new ones: the budget may stop it, then
+#          call 2 adds `--ctest-args "-L gpu"`); compute-sanitizer 1-3 min if time is left.
+#   call 2, bench (or sanitize bench): build 0 s while the machine is warm (it stays warm 30 s
+#          after a call), else 3-4 min; benchmarks <= 5 min.
+#   With two machine starts (1-2 min each) the check stays under 20 device-minutes.
+# Carry .deps in both calls (device `carry: [".deps"]`).
 #
 # Options:
 #   --cuda-arch A    CMAKE_CUDA_ARCHITECTURES (default: native when nvidia-smi sees a GPU, else
 #                    90-real, the H100's, so that a machine without a GPU still builds)
 #   --ctest-args S   extra ctest arguments (e.g. "-L gpu")
 #   --jobs N         build and ctest parallelism (default: cores, ctest at most 8)
-#   --no-sanitize    skip the compute-sanitizer passes
-# Without a GPU everything still runs: GPU tests are counted as skipped, the sanitizer passes are
-# "not run". Exit status: 0 when the build and every test (and sanitizer pass) passed.
+#   --budget S       seconds this call may take in all (default 540)
+#   --no-sanitize    `tests` without the compute-sanitizer passes
+# Without a GPU everything still runs: GPU tests must skip (one that runs anyway fails the check:
+# its skip detection is broken), the sanitizer passes are "not run: no GPU", benchmarks print
+# SKIP. Exit status: 0 when the build and every part run passed.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
 BUILD=${DEVICE_BUILD_DIR:-$REPO/build-device}
-MODE=${1:-}
-case "$MODE" in
-  tests | bench) shift ;;
-  -h | --help)
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-  *)
-    echo "usage: $0 tests|bench [--cuda-arch A] [--ctest-args S] [--jobs N] [--no-sanitize]" >&2
-    exit 2
-    ;;
-esac
+PARTS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    tests | sanitize | bench) PARTS+=("$1") ;;
+    -h | --help)
+      sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *) break ;;
+  esac
+  shift
+done
+if [ ${#PARTS[@]} -eq 0 ]; then
+  echo "usage: $0 tests|sanitize|bench... [--cuda-arch A] [--ctest-args S] [--jobs N]" \
+    "[--budget S] [--no-sanitize]" >&2
+  exit 2
+fi
+MODE="${PARTS[*]}"
+has() { [[ " $MODE " == *" $1 "* ]]; }
 HAVE_GPU=0
 nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && HAVE_GPU=1
 ARCH=$([ $HAVE_GPU = 1 ] && echo native || echo 90-real)
-CTEST_ARGS="" SANITIZE=1 JOBS=$(nproc 2>/dev/null || echo 4)
+CTEST_ARGS="" SANITIZE=1 JOBS=$(nproc 2>/dev/null || echo 4) BUDGET=540
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda-arch) ARCH=$2; shift ;;
     --ctest-args) CTEST_ARGS=$2; shift ;;
     --jobs) JOBS=$2; shift ;;
+    --budget) BUDGET=$2; shift ;;
     --no-sanitize) SANITIZE=0 ;;
     *) echo "device-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 CTEST_JOBS=$((JOBS > 8 ? 8 : JOBS))
+has tests && [ $SANITIZE = 1 ] && ! has sanitize && PARTS+=(sanitize) && MODE="${PARTS[*]}"
+left() { echo $((BUDGET - SECONDS)); } # seconds of this call's budget still left
 OUT=${OUT:-$REPO/out}
 mkdir -p "$OUT" "$BUILD"
 OUT=$(cd "$OUT" && pwd)
@@ -137,16 +157,23 @@ else
 fi
 
 OK=$BUILT
-if [ "$MODE" = tests ]; then
-  if [ $CONFIGURED = 1 ]; then
+if has tests; then
+  if [ $CONFIGURED = 1 ] && [ "$(left)" -gt 60 ]; then
     t0=$SECONDS
     rm -f "$OUT/ctest.xml"
+    # ctest stops every test at this time of day (and reports it as a timeout), leaving 30 s of
+    # the budget for the report and the table; tests not started by then are not run.
+    stop=$(date -d "@$(($(date +%s) + $(left) - 30))" +%H:%M:%S)
     # shellcheck disable=SC2086
     (cd "$BUILD" && ctest --output-on-failure --output-junit "$OUT/ctest.xml" -j"$CTEST_JOBS" \
-      $CTEST_ARGS) >"$OUT/ctest.log" 2>&1 || OK=0
-    mapfile -t GPU_TESTS < <(cd "$BUILD" && ctest -N -L gpu | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p')
-    NO_GPU=() # without a GPU, a GPU test that does not skip is a failure
-    [ $HAVE_GPU = 0 ] && NO_GPU=(--no-gpu)
+      --stop-time "$stop" $CTEST_ARGS) >"$OUT/ctest.log" 2>&1 || OK=0
+    # shellcheck disable=SC2086 # CTEST_ARGS is a list of words
+    mapfile -t GPU_TESTS < <(cd "$BUILD" && ctest -N -L gpu $CTEST_ARGS |
+      sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p')
+    # shellcheck disable=SC2086
+    (cd "$BUILD" && ctest -N $CTEST_ARGS | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p') >"$BUILD/asked.txt"
+    NO_GPU=(--all "$BUILD/asked.txt") # without a GPU, a GPU test that does not skip is a failure
+    [ $HAVE_GPU = 0 ] && NO_GPU+=(--no-gpu)
     label="tests"
     while IFS= read -r line; do
       step "$label" "$line"
@@ -155,40 +182,51 @@ if [ "$MODE" = tests ]; then
       "${GPU_TESTS[@]}" || echo "FAILED: no JUnit report (see ctest.log)")
     python3 "$REPO/scripts/ctest-junit-summary.py" --ok "${NO_GPU[@]}" "$OUT/ctest.xml" \
       "${GPU_TESTS[@]}" || OK=0
-    step "" "ctest took $((SECONDS - t0)) s"
+    step "" "ctest took $((SECONDS - t0)) s (stop time $stop)"
   else
     OK=0
-    step tests "not run (configure failed)"
+    step tests "not run ($([ $CONFIGURED = 1 ] && echo "budget: $(left) s left" || echo "configure failed"))"
   fi
-  # compute-sanitizer: memcheck over the single-process GPU tests, racecheck and synccheck over
-  # the engine's single-rank GPU tests (multi-rank NCCL over sockets is too slow under it).
-  if [ $SANITIZE = 1 ] && [ $BUILT = 1 ]; then
-    if [ $HAVE_GPU = 0 ]; then
-      step sanitize "not run: no GPU"
-    elif ! command -v compute-sanitizer >/dev/null; then
-      step sanitize "not run: compute-sanitizer not found"
-    else
-      : >"$OUT/sanitize.log"
-      for tool in memcheck racecheck synccheck; do
-        filter=$([ $tool = memcheck ] && echo '' || echo '^engine_cuda')
-        line=$(python3 "$REPO/scripts/device-sanitize.py" "$BUILD" "$tool" "$filter" 2>&1 |
-          tee -a "$OUT/sanitize.log" | tail -1)
-        step "$tool" "$line"
-        case "$line" in *" 0 failed"*) ;; *) OK=0 ;; esac
-      done
-    fi
+fi
+
+# ---- compute-sanitizer: memcheck over the single-process GPU tests, racecheck and synccheck over
+# the engine's (multi-rank NCCL over sockets is too slow under it); each run within the budget ----
+if has sanitize && [ $BUILT = 1 ]; then
+  if [ $HAVE_GPU = 0 ]; then
+    step sanitize "not run: no GPU"
+  elif ! command -v compute-sanitizer >/dev/null; then
+    step sanitize "not run: compute-sanitizer not found"
+    OK=0
+  else
+    for tool in memcheck racecheck synccheck; do
+      if [ "$(left)" -lt 60 ]; then
+        step "$tool" "not run: budget ($(left) s left): run \`device-check.sh sanitize\` next"
+        OK=0
+        continue
+      fi
+      filter=$([ $tool = memcheck ] && echo '' || echo '^engine_cuda')
+      line=$(python3 "$REPO/scripts/device-sanitize.py" "$BUILD" "$tool" "$filter" \
+        $(($(left) - 30)) 2>&1 | tee -a "$OUT/sanitize.log" | tail -1)
+      step "$tool" "$line"
+      case "$line" in *" 0 failed"*) ;; *) OK=0 ;; esac
+    done
   fi
 fi
 
 # ---- benchmarks: one command per line of bench/device-benchmarks.txt, run in the build folder ----
-if [ "$MODE" = bench ] && [ $BUILT = 1 ]; then
+if has bench && [ $BUILT = 1 ]; then
   : >"$OUT/bench.log"
   while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in '' | '#'*) continue ;; esac
+    if [ "$(left)" -lt 60 ]; then
+      step bench "not run: budget ($(left) s left): $(printf '%.60s' "$line")"
+      OK=0
+      continue
+    fi
     echo "== $line" >>"$OUT/bench.log"
     tmp=$(mktemp)
     t0=$SECONDS
-    (cd "$BUILD" && timeout 300 bash -c "$line") >"$tmp" 2>&1
+    (cd "$BUILD" && timeout $(($(left) - 30)) bash -c "$line") >"$tmp" 2>&1
     rc=$?
     cat "$tmp" >>"$OUT/bench.log"
     head=$(grep -E '^(headline:|SKIP)' "$tmp" | tail -1)

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Runs single-process GPU ctest tests under NVIDIA compute-sanitizer (scripts/device-check.sh).
 
-    device-sanitize.py BUILD_DIR TOOL [NAME_REGEX]
+    device-sanitize.py BUILD_DIR TOOL [NAME_REGEX [SECONDS]]
 
 TOOL is memcheck, racecheck, synccheck or initcheck. The tests are those ctest labels "gpu" whose
 command is a program, or `mpirun ... -np N PROGRAM ...` with N <= 2 and no NCCL (the sanitizer
 then wraps each rank's PROGRAM inside mpirun). NCCL tests with several ranks are left out: NCCL
 over sockets between ranks that share one GPU is too slow under the sanitizer; so are scripts. Each test runs with its ctest environment and a 300 s
-limit; the sanitizer's exit code 86 marks the errors it found. A test that printed
+limit, and no test is started once SECONDS (default: no limit) have passed (those count as "not
+reached"); the sanitizer's exit code 86 marks the errors it found. A test that printed
 "SKIP: no CUDA device" counts as skipped. Prints one line per test, then a last line
 "TOOL: N passed, M failed, K skipped" (exit status 0 when none failed).
 """
@@ -58,10 +59,14 @@ def main(argv):
         return 2
     build, tool = argv[0], argv[1]
     regex = argv[2] if len(argv) > 2 else ""
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    deadline = time.time() + float(argv[3]) if len(argv) > 3 else float("inf")
+    counts = {"passed": 0, "failed": 0, "skipped": 0, "not reached": 0}
     for name, cmd, env, cwd in tests(build, regex):
         full = wrap(cmd, env, tool)
         if full is None:
+            continue
+        if time.time() > deadline - 10:
+            counts["not reached"] += 1
             continue
         e = dict(os.environ)
         for kv in env:
@@ -69,10 +74,11 @@ def main(argv):
             e[k] = v
         t0 = time.time()
         try:
-            r = subprocess.run(full, cwd=cwd, env=e, capture_output=True, text=True, timeout=300)
+            limit = max(10, min(300, deadline - time.time()))
+            r = subprocess.run(full, cwd=cwd, env=e, capture_output=True, text=True, timeout=limit)
             rc, text = r.returncode, r.stdout + r.stderr
         except subprocess.TimeoutExpired as x:
-            rc, text = -1, f"timed out after 300 s\n{x.stdout or ''}"
+            rc, text = -1, f"timed out after {limit:.0f} s\n{x.stdout or ''}"
         if "SKIP: no CUDA device" in text:
             res = "skipped"
         elif rc == 0:
@@ -86,8 +92,10 @@ def main(argv):
             for l in (lines or text.splitlines())[:25]:
                 print(f"    {l}")
         sys.stdout.flush()
-    print(f"{tool}: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
-    return 1 if counts["failed"] else 0
+    more = f", {counts['not reached']} not reached (budget)" if counts["not reached"] else ""
+    print(f"{tool}: {counts['passed']} passed, {counts['failed']} failed, "
+          f"{counts['skipped']} skipped{more}")
+    return 1 if counts["failed"] or counts["not reached"] else 0
 
 
 if __name__ == "__main__":
