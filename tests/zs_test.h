@@ -8,6 +8,9 @@
 #include <stdlib.h>
 
 #include "zshard_kernels.h"
+#ifdef ZS_HAVE_CUDA
+#include "zs_test_cuda.h" /* zs_test_cuda_absent(): when a GPU test may skip */
+#endif
 
 static int zs_test_failures = 0;
 

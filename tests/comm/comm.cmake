@@ -9,6 +9,10 @@ foreach(np 1 2 3 4)
 endforeach()
 zs_mpi_test(comm_timeout_np3 test_comm_timeout NP 3 TIMEOUT 60 LABELS comm)
 zs_unit_test(comm_env test_comm_env TIMEOUT 60 LABELS comm)
+# tests/with_hostid.sh (several NCCL ranks on one GPU): a per-rank NCCL_HOSTID and NCCL's sockets
+# on the loopback interface (NCCL_SOCKET_IFNAME=lo). Not a GPU test: it only reads the environment.
+add_test(NAME comm_hostid_env COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_hostid_env.sh)
+set_tests_properties(comm_hostid_env PROPERTIES LABELS "unit;comm" TIMEOUT 30)
 if(ZS_HAVE_CUDA)
   zs_exe(test_comm_nccl SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_nccl.c LIBS CUDA::cudart)
   zs_mpi_test(comm_nccl_np1 test_comm_nccl NP 1 TIMEOUT 120 LABELS comm gpu)

@@ -237,12 +237,13 @@ int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   if (o.cuda) {
-    int ndev = 0;
 #ifdef ZS_HAVE_CUDA
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+    const int absent = zs_test_cuda_absent(zs_comm_rank(comm) == 0); /* other failures: exit 1 */
+#else
+    const int absent = 1;
+    if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device (a build without CUDA)\n");
 #endif
-    if (ndev == 0) {
-      if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device\n");
+    if (absent) {
       zs_comm_destroy(comm);
       return 0;
     }
