@@ -14,8 +14,8 @@ static zs_status kctx_alloc(void **p, size_t bytes, cudaStream_t s, const char *
   *p = NULL;
   (void)cudaGetLastError(); /* not sticky: clear it so later launches do not report it */
   return zs_err(e == cudaErrorMemoryAllocation ? ZS_ERR_OUT_OF_MEMORY : ZS_ERR_DEVICE,
-                "zs_cuda_kctx_create: cudaMallocAsync of the %s (%zu bytes) failed: %s", what, bytes,
-                cudaGetErrorString(e));
+                "zs_cuda_kctx_create: cudaMallocAsync of the %s (%zu bytes) failed: %s", what,
+                bytes, cudaGetErrorString(e));
 }
 
 extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx **out) {
