@@ -110,6 +110,7 @@ export PKG_CONFIG_PATH=$A/pkgconfig:$ROOT/usr/share/pkgconfig # .pc paths are ${
 export CMAKE_PREFIX_PATH=$ROOT/usr
 export OPAL_PREFIX=$ROOT/usr            # Open MPI: relocated install (wrappers, components, help)
 export PMIX_INSTALL_PREFIX=$A/pmix2      # PMIx: its components
+export PMIX_MCA_mca_base_component_path=$A/pmix2/lib/pmix # also for singletons (no mpirun)
 export HWLOC_PLUGINS_PATH=$A/hwloc
 export OMPI_MCA_mca_base_component_show_load_errors=0
 command -v ssh >/dev/null || export OMPI_MCA_plm_rsh_agent=false # local launches only
