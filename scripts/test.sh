@@ -178,7 +178,7 @@ if [ "$run_rehearsal" = 1 ]; then
     log=$(mktemp)
     rc=0
     REHEARSAL_BUILD_DIR="$repo/${build_dir%/}-rehearsal" OUT="$repo/${build_dir%/}-rehearsal/out" \
-      "$repo/scripts/device-rehearsal.sh" -- --jobs "$build_jobs" 2>&1 | tee "$log" || rc=$?
+      bash "$repo/scripts/device-rehearsal.sh" -- --jobs "$build_jobs" 2>&1 | tee "$log" || rc=$?
     last=$(grep '^device-rehearsal: ' "$log" | tail -n 1)
     case $rc in
       0) total_pass=$((total_pass + 1)) ;;

@@ -10,3 +10,7 @@ if(Python3_Interpreter_FOUND OR ZS_PYTHON3)
                                          ${PROJECT_BINARY_DIR})
   set_tests_properties(gpu_tests_marked PROPERTIES LABELS "unit;scripts" TIMEOUT 60)
 endif()
+# Every tracked script is executable in git: a clean clone (CI, the GPU machine) gets git's modes.
+add_test(NAME scripts_executable COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_exec_bits.sh
+                                          ${PROJECT_SOURCE_DIR})
+set_tests_properties(scripts_executable PROPERTIES LABELS "unit;scripts" TIMEOUT 60 SKIP_RETURN_CODE 77)
