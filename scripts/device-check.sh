@@ -10,26 +10,32 @@
 # It builds against the dependencies carried in .deps/root (made on the build machine by
 # scripts/fetch-device-deps.sh: the GPU machine has nvcc, CMake, Python and the CUDA libraries but
 # no internet and no Debian packages). .deps is only read: what must be unpacked is unpacked into
-# the build folder, so the carried tree never grows. Logs go to $OUT (default ./out), at most 6
-# files: build.log, ctest.log, ctest.xml, sanitize.log, bench.log, summary.txt.
+# the build folder, so the carried tree never grows. Logs go to $OUT (default ./out), at most 7
+# files (the device returns 8): build.log, ctest.log, ctest.xml, sanitize.log, bench.log,
+# bench-csv.txt (every benchmark's CSV, each after a "## name" line), summary.txt.
 #
 # Time plan on the GPU machine (16 cores; the device allows 10 minutes a call, 30 a session).
 # Every call keeps to --budget (default 540 s): ctest gets a stop time that leaves room for the
 # table, each sanitizer run and benchmark is started only with time left and limited to it, and
 # a part that does not fit says "not run: budget" (run it in the next call).
-#   call 1, tests: configure + build 3-4 min (one architecture: native); ctest -j 8 about 4 min
-#          (the CPU tests in parallel; the ~50 GPU tests one at a time under the "gpu" lock,
-#          tests/gpu_tests.md estimates 7 min for the new ones: the budget may stop it, then
-#          call 2 adds `--ctest-args "-L gpu"`); compute-sanitizer 1-3 min if time is left.
-#   call 2, bench (or sanitize bench): build 0 s while the machine is warm (it stays warm 30 s
-#          after a call), else 3-4 min; benchmarks <= 5 min.
-#   With two machine starts (1-2 min each) the check stays under 20 device-minutes.
+#   call 1, tests: configure + build 3-4 min (one architecture: native, Ninja); ctest -j 8 for
+#          the rest of the budget: the ~60 GPU tests run one at a time under the "gpu" lock and
+#          start first (COST), the CPU tests fill the other slots. tests/gpu_tests.md estimates
+#          7 min for the GPU chain, so the budget may stop it: ctest's --stop-time ends it
+#          cleanly, and the tests that failed or were not reached (and GPU tests that skipped
+#          with a GPU present) are written to $BUILD/rerun.txt.
+#   call 2, tests --rerun sanitize bench: only the tests of rerun.txt, then compute-sanitizer
+#          (1-3 min), then the benchmarks (<= 5 min) as far as the budget goes; build 0 s while
+#          the machine is warm, else 3-4 min. Another `sanitize bench` call takes what is left.
+#   With two machine starts (1-2 min each) the check stays under 25 device-minutes.
 # Carry .deps in both calls (device `carry: [".deps"]`).
 #
 # Options:
 #   --cuda-arch A    CMAKE_CUDA_ARCHITECTURES (default: native when nvidia-smi sees a GPU, else
 #                    90-real, the H100's, so that a machine without a GPU still builds)
-#   --ctest-args S   extra ctest arguments (e.g. "-L gpu")
+#   --ctest-args S   extra ctest arguments (e.g. "-L gpu"); words split on blanks, no quoting
+#   --rerun          `tests` runs only the tests $BUILD/rerun.txt names (the previous `tests`
+#                    call's failed, not reached and wrongly skipped ones); nothing to do if empty
 #   --jobs N         build and ctest parallelism (default: cores, ctest at most 8)
 #   --budget S       seconds this call may take in all (default 540)
 #   --no-sanitize    `tests` without the compute-sanitizer passes
@@ -59,10 +65,10 @@ if [ ${#PARTS[@]} -eq 0 ]; then
 fi
 MODE="${PARTS[*]}"
 has() { [[ " $MODE " == *" $1 "* ]]; }
-HAVE_GPU=0
-nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && HAVE_GPU=1
+HAVE_GPU=0 # nvidia-smi, or the driver's device node where nvidia-smi is not on the PATH
+{ nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || ls /dev/nvidia[0-9]* >/dev/null 2>&1; } && HAVE_GPU=1
 ARCH=$([ $HAVE_GPU = 1 ] && echo native || echo 90-real)
-CTEST_ARGS="" SANITIZE=1 JOBS=$(nproc 2>/dev/null || echo 4) BUDGET=540
+CTEST_ARGS="" SANITIZE=1 JOBS=$(nproc 2>/dev/null || echo 4) BUDGET=540 RERUN=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda-arch) ARCH=$2; shift ;;
@@ -70,6 +76,7 @@ while [ $# -gt 0 ]; do
     --jobs) JOBS=$2; shift ;;
     --budget) BUDGET=$2; shift ;;
     --no-sanitize) SANITIZE=0 ;;
+    --rerun) RERUN=1 ;;
     *) echo "device-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -89,7 +96,9 @@ if [ ! -d "$REPO/.deps/root/usr/lib/x86_64-linux-gnu" ]; then
   exit 1
 fi
 ROOT=$BUILD/deps-root
-stamp=$(find "$REPO/.deps/root" -printf '%P %s %T@\n' | sort | cksum | cut -d' ' -f1)
+# names and sizes, not times: a carried copy may get new mtimes, and a fresh deps-root would make
+# every object that includes a carried header stale (a full rebuild in call 2)
+stamp=$(find "$REPO/.deps/root" -printf '%P %s\n' | sort | cksum | cut -d' ' -f1)
 if [ "$(cat "$ROOT.stamp" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$ROOT" && cp -a "$REPO/.deps/root" "$ROOT" || exit 1
   for gz in "$ROOT"/usr/lib/x86_64-linux-gnu/openblas-pthread/*.so.gz; do # gzipped to travel
@@ -105,7 +114,13 @@ for p in sys.path:
     d = os.path.join(p or '.', 'nvidia', 'nccl', 'lib')
     if os.path.isdir(d): print(os.path.abspath(d))" 2>/dev/null | tr '\n' ':')
 export PATH=$ROOT/usr/bin:/usr/local/cuda/bin:$PATH
-export LD_LIBRARY_PATH=$A:$A/openmpi/lib:$A/openblas-pthread:$A/pmix2/lib:/usr/local/cuda/lib64:${NCCL_LIBDIRS}${LD_LIBRARY_PATH:-}
+# The carried libraries first (libnl-3 lives in lib/, not usr/lib/); the CUDA toolkit's last, so
+# that an NCCL beside it never shadows the one CMake linked (put in front after configure).
+# shellcheck source=scripts/device-libdirs.sh
+. "$REPO/scripts/device-libdirs.sh" # the folders fetch-device-deps.sh checked the libraries against
+CARRIED_LIBS=""
+for d in "${DEVICE_LIBDIRS[@]}"; do CARRIED_LIBS+="$ROOT/$d:"; done
+export LD_LIBRARY_PATH=${CARRIED_LIBS}${NCCL_LIBDIRS}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_PATH=$A/pkgconfig:$ROOT/usr/share/pkgconfig # .pc paths are ${pcfiledir}-relative
 export CMAKE_PREFIX_PATH=$ROOT/usr
 export OPAL_PREFIX=$ROOT/usr            # Open MPI: relocated install (wrappers, components, help)
@@ -137,10 +152,14 @@ table() { # the summary, last
 } >>"$OUT/build.log" 2>&1
 t0=$SECONDS
 BUILT=0
-if cmake -S "$REPO" -B "$BUILD" -DZS_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+GEN=() # Ninja where there is one (the GPU machine has ninja and may lack make), for a new folder
+[ ! -f "$BUILD/CMakeCache.txt" ] && command -v ninja >/dev/null && GEN=(-G Ninja)
+if cmake "${GEN[@]}" -S "$REPO" -B "$BUILD" -DZS_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DPKG_CONFIG_EXECUTABLE="$ROOT/usr/bin/pkgconf" \
   -DMPI_C_COMPILER="$ROOT/usr/bin/mpicc" -DMPIEXEC_EXECUTABLE="$ROOT/usr/bin/mpirun" \
   >>"$OUT/build.log" 2>&1; then
+  nccl_lib=$(sed -n 's/^ZS_NCCL_LIB:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+  [ -n "$nccl_lib" ] && export LD_LIBRARY_PATH=$(dirname "$nccl_lib"):$LD_LIBRARY_PATH
   KEEP=(-k) # keep going past a broken target: the tests that did build still run
   [ -f "$BUILD/build.ninja" ] && KEEP=(-k 0)
   if cmake --build "$BUILD" -j"$JOBS" -- "${KEEP[@]}" >>"$OUT/build.log" 2>&1; then
@@ -158,6 +177,14 @@ else
 fi
 
 OK=$BUILT
+if has tests && [ $RERUN = 1 ]; then
+  if [ ! -s "$BUILD/rerun.txt" ]; then
+    step tests "--rerun: nothing to run again ($BUILD/rerun.txt is empty or missing)"
+    PARTS=("${PARTS[@]/tests/}") && MODE="${PARTS[*]}"
+  else # test names are words: ^(a|b|c)$
+    CTEST_ARGS="$CTEST_ARGS -R ^($(paste -sd'|' "$BUILD/rerun.txt"))\$"
+  fi
+fi
 if has tests; then
   if [ $CONFIGURED = 1 ] && [ "$(left)" -gt 60 ]; then
     t0=$SECONDS
@@ -173,17 +200,19 @@ if has tests; then
       sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p')
     # shellcheck disable=SC2086
     (cd "$BUILD" && ctest -N $CTEST_ARGS | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p') >"$BUILD/asked.txt"
-    NO_GPU=(--all "$BUILD/asked.txt") # without a GPU, a GPU test that does not skip is a failure
-    [ $HAVE_GPU = 0 ] && NO_GPU+=(--no-gpu)
+    # Without a GPU a GPU test that does not skip is a failure; with one, a GPU test that skips.
+    NO_GPU=(--all "$BUILD/asked.txt")
+    [ $HAVE_GPU = 0 ] && NO_GPU+=(--no-gpu) || NO_GPU+=(--gpu)
     label="tests"
     while IFS= read -r line; do
       step "$label" "$line"
       label=""
-    done < <(python3 "$REPO/scripts/ctest-junit-summary.py" "${NO_GPU[@]}" "$OUT/ctest.xml" \
+    done < <(python3 "$REPO/scripts/ctest-junit-summary.py" "${NO_GPU[@]}" \
+      --rerun "$BUILD/rerun.txt" "$OUT/ctest.xml" \
       "${GPU_TESTS[@]}" || echo "FAILED: no JUnit report (see ctest.log)")
     python3 "$REPO/scripts/ctest-junit-summary.py" --ok "${NO_GPU[@]}" "$OUT/ctest.xml" \
       "${GPU_TESTS[@]}" || OK=0
-    step "" "ctest took $((SECONDS - t0)) s (stop time $stop)"
+    step "" "ctest took $((SECONDS - t0)) s (stop time $stop); to run again: $(wc -l <"$BUILD/rerun.txt" 2>/dev/null || echo '?') tests (--rerun)"
   else
     OK=0
     step tests "not run ($([ $CONFIGURED = 1 ] && echo "budget: $(left) s left" || echo "configure failed"))"
@@ -209,7 +238,11 @@ if has sanitize && [ $BUILT = 1 ]; then
       line=$(python3 "$REPO/scripts/device-sanitize.py" "$BUILD" "$tool" "$filter" \
         $(($(left) - 30)) 2>&1 | tee -a "$OUT/sanitize.log" | tail -1)
       step "$tool" "$line"
-      case "$line" in *" 0 failed"*) ;; *) OK=0 ;; esac
+      case "$line" in
+        *"not reached"*) OK=0 ;;
+        *" 0 failed"*) ;; # "stopped: the sanitizer does not support this device": shown, not failed
+        *) OK=0 ;;
+      esac
     done
   fi
 fi
@@ -217,6 +250,9 @@ fi
 # ---- benchmarks: one command per line of bench/device-benchmarks.txt, run in the build folder ----
 if has bench && [ $BUILT = 1 ]; then
   : >"$OUT/bench.log"
+  # Benchmarks write their CSVs here ($BENCH_OUT); they reach $OUT as one file, bench-csv.txt.
+  export BENCH_OUT=$BUILD/bench-out
+  rm -rf "$BENCH_OUT" && mkdir -p "$BENCH_OUT"
   while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in '' | '#'*) continue ;; esac
     if [ "$(left)" -lt 60 ]; then
@@ -237,7 +273,14 @@ if has bench && [ $BUILT = 1 ]; then
     step "" "  $head"
     rm -f "$tmp"
   done <"$REPO/bench/device-benchmarks.txt"
+  for csv in "$BENCH_OUT"/*; do
+    [ -f "$csv" ] && { echo "## $(basename "$csv")" && cat "$csv" && echo; }
+  done >"$OUT/bench-csv.txt"
 fi
+
+# The device returns at most 8 files from $OUT: say so when a call leaves more.
+n_out=$(find "$OUT" -type f | wc -l)
+[ "$n_out" -le 8 ] || step out "WARNING: $n_out files in $OUT; the device returns 8"
 
 table
 [ "$OK" = 1 ]

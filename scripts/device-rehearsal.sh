@@ -133,7 +133,7 @@ t0=$SECONDS
 unshare -m -n --propagation private env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   PYTHONPATH="$SITE" OUT="$OUT" DEVICE_BUILD_DIR="$BUILD" CI="${CI:-}" \
-  bash "$T/inner.sh" "$T" bash -c '"$0" tests "$@" || exit 10; OUT=$OUT/bench "$0" bench "$@" || exit 11' \
+  bash "$T/inner.sh" "$T" bash -c '"$0" tests "$@" || exit 10; OUT=$OUT/bench "$0" tests bench --rerun "$@" || exit 11' \
   "$REPO/scripts/device-check.sh" --budget 3600 "${CHECK_ARGS[@]}" # 2 cores here, not 16
 rc=$?
 case $rc in

@@ -104,9 +104,12 @@ done
 # library or program that cannot is an error (e.g. libpmix.so.2 needs libmunge.so.2).
 BASE="libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libstdc++.so.6 libgcc_s.so.1
   libz.so.1 libudev.so.1 ld-linux-x86-64.so.2 libutil.so.1 libresolv.so.2"
-unresolved() { # prints "NEEDED<TAB>file" for each dependency found nowhere
-  local have f n
-  have=$(find "$ROOT" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
+# shellcheck source=scripts/device-libdirs.sh
+. scripts/device-libdirs.sh
+unresolved() { # prints "NEEDED<TAB>file" for each dependency not on device-check's search path
+  local have f n d dirs=()
+  for d in "${DEVICE_LIBDIRS[@]}"; do [ -d "$ROOT/$d" ] && dirs+=("$ROOT/$d"); done
+  have=$(find "${dirs[@]}" -maxdepth 1 \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
   have="$have"$'\n'$(tr -s ' \n' '\n' <<<"$BASE")
   find "$ROOT" -type f \( -name '*.so*' -o -path '*/bin/*' \) -print0 |
     while IFS= read -r -d '' f; do

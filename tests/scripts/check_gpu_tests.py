@@ -6,7 +6,9 @@ Reads the build's test list (ctest --show-only=json-v1) and checks that each tes
 environment asks for ZS_COMM=nccl or a per-rank NCCL_HOSTID) carries the label "gpu", the
 resource lock "gpu" (one GPU test at a time: they allocate on the one GPU and some measure its
 memory) and the skip expression "SKIP: no CUDA device" (so a machine without a GPU reports them
-as skipped, not passed). Prints each offender; exit 1 if any.
+as skipped, not passed); a test that runs several NCCL ranks (more than one PROCESSORS and
+NCCL_HOSTID, ZS_COMM=nccl or a test_*nccl* program) also carries the label "nccl-multi", which
+keeps it out of the compute-sanitizer passes. Prints each offender; exit 1 if any.
 usage: check_gpu_tests.py BUILD_DIR
 """
 import json
@@ -37,6 +39,11 @@ def main(build):
             missing.append('RESOURCE_LOCK "gpu"')
         if "SKIP: no CUDA device" not in " ".join(props.get("SKIP_REGULAR_EXPRESSION", [])):
             missing.append('SKIP_REGULAR_EXPRESSION "SKIP: no CUDA device"')
+        procs = int(props.get("PROCESSORS", 1) or 1)
+        if procs > 1 and ("with_hostid" in cmd + env or "ZS_COMM=nccl" in env
+                          or any(re.fullmatch(r"test_\w*nccl\w*", p) for p in progs)):
+            if "nccl-multi" not in props.get("LABELS", []):
+                missing.append('label "nccl-multi" (several NCCL ranks: no compute-sanitizer)')
         if missing:
             bad.append(f"{t['name']}: lacks {', '.join(missing)}")
     for b in bad:
