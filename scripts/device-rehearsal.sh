@@ -52,6 +52,7 @@ skip() { say "SKIP $*"; exit 77; }
 # ---- can this machine make the namespaces? ----
 [ "$(id -u)" = 0 ] || skip "not root: mount and network namespaces need root here"
 command -v unshare >/dev/null || skip "unshare (util-linux) not found"
+command -v ip >/dev/null || skip "ip (iproute2) not found: the loopback of the new network namespace cannot be brought up"
 command -v dpkg-query >/dev/null || skip "not a Debian system (dpkg-query not found)"
 mkdir -p "$T/probe/lower" "$T/probe/upper" "$T/probe/work" "$T/probe/merged"
 if ! unshare -m -n --propagation private sh -c "mount -t overlay zs-probe -o \

@@ -20,3 +20,6 @@ if(ZS_TEST_PYTHON3)
                                       ${PROJECT_SOURCE_DIR})
   set_tests_properties(junit_summary PROPERTIES LABELS "unit;scripts" TIMEOUT 120)
 endif()
+# cmake/ZsNccl.cmake against fake NCCL installations (NCCL_ROOT, NCCL_HOME, the pip wheel).
+add_test(NAME find_nccl COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_find_nccl.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(find_nccl PROPERTIES LABELS "unit;scripts" TIMEOUT 120)
