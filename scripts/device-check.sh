@@ -27,7 +27,9 @@
 #   call 2, tests --rerun sanitize bench: only the tests of rerun.txt, then compute-sanitizer
 #          (1-3 min), then the benchmarks (<= 5 min) as far as the budget goes; build 0 s while
 #          the machine is warm, else 3-4 min. Another `sanitize bench` call takes what is left.
-#   With two machine starts (1-2 min each) the check stays under 25 device-minutes.
+#   Call 2 right after call 1 finds the machine warm (one start, 1-2 min): 2 x 9 + 2 <= 20
+#   device-minutes in all. A cold second start adds 1-2 min and a full build (3-4 min, taken out
+#   of call 2's budget).
 # Carry .deps in both calls (device `carry: [".deps"]`).
 #
 # Options:
