@@ -134,23 +134,6 @@ static void parse(int argc, char **argv, opts *o) {
   }
 }
 
-/* Host <-> engine memory (device memory on CUDA: the copies are synchronous and the device is
-   synchronised after an upload, so the engine's non-blocking streams see the data). */
-static void copy(void *dst, const void *src, size_t n, int cuda) {
-#ifdef ZS_HAVE_CUDA
-  if (cuda) {
-    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess ||
-        cudaDeviceSynchronize() != cudaSuccess) {
-      fprintf(stderr, "FATAL: cudaMemcpy failed\n");
-      exit(1);
-    }
-    return;
-  }
-#endif
-  (void)cuda;
-  memcpy(dst, src, n);
-}
-
 typedef struct {
   zs_engine *e;
   zs_unit *u[NU];
@@ -223,7 +206,7 @@ static void train_step(eng *g, int s) {
         exit(1);
       }
       void *p = malloc((size_t)n * es), *gr = malloc((size_t)n * es);
-      copy(p, dp, (size_t)n * es, g->s.cuda);
+      zs_test_copy(p, dp, (size_t)n * es, g->s.cuda);
       for (int64_t i = 0; i < n; i++) {
         const uint64_t gi = (uint64_t)(b + i);
         const float a = (float)(0.5 + unif(batch * 2 + 100, gi));
@@ -235,7 +218,7 @@ static void train_step(eng *g, int s) {
           ((float *)gr)[i] = a * (((const float *)p)[i] - tv);
         }
       }
-      copy(dg, gr, (size_t)n * es, g->s.cuda);
+      zs_test_copy(dg, gr, (size_t)n * es, g->s.cuda);
       free(p);
       free(gr);
     }

@@ -23,28 +23,12 @@
 
 #include "engine/engine_model.h"
 #include "zs_test.h"
+#include "test_free_port.h"
 
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A port nothing listens on right now. */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
-      getsockname(fd, (struct sockaddr *)&a, &len)) {
-    perror("free_port");
-    exit(2);
-  }
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 /* Host <-> engine memory; an upload synchronises the device so the engine's streams see it. */
@@ -198,7 +182,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "W must be 1..16\n");
     return 2;
   }
-  const int port = free_port();
+  const int port = zs_test_free_port();
   pid_t kids[16];
   for (int r = 0; r < world; r++) {
     kids[r] = fork();
