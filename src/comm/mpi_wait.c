@@ -23,6 +23,12 @@ const char *zs_mpi_errstr(int code, char *buf, size_t len) {
   return buf;
 }
 
+void zs_mpi_restore_world_errhandler(MPI_Errhandler *h) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, *h);
+  MPI_Errhandler_free(h);
+  *h = MPI_ERRHANDLER_NULL;
+}
+
 /* Tests until done, error or deadline; sleeps between tests so peers sharing the core can run. */
 zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
   double deadline = timeout_s > 0 ? zs_now_s() + timeout_s : 0;
@@ -34,8 +40,9 @@ zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
     if (rc != MPI_SUCCESS) {
       char msg[MPI_MAX_ERROR_STRING + 16];
       return zs_err(ZS_ERR_COMM,
-                    "%s failed in MPI: %s: a peer died or the network failed; end the "
-                    "job and check the other ranks' output",
+                    "%s failed in MPI: %s: a peer died, the network failed, or the ranks "
+                    "called different collectives (a truncated message is that); end the job "
+                    "and check the other ranks' output",
                     what, zs_mpi_errstr(rc, msg, sizeof msg));
     }
     if (done) return ZS_OK;

@@ -31,6 +31,8 @@ int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s);
 /* Requests leaked by drains so far in this process (then zs_comm_destroy skips MPI_Finalize, which
    would wait for the stuck peer forever; mpirun then reports the job as failed, which it is). */
 int zs_mpi_leaked_requests(void);
+/* Puts back MPI_COMM_WORLD's error handler saved in *h and frees the saved handle. */
+void zs_mpi_restore_world_errhandler(MPI_Errhandler *h);
 /* MPI's text for an error code, in a static-free caller buffer. */
 const char *zs_mpi_errstr(int code, char *buf, size_t len);
 

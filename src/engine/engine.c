@@ -171,7 +171,9 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   }
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
   e->dev.wait_timeout_s = cfg->comm_timeout_s;
+  zs_engine_call(e, ZS_CALL_CREATE, NULL);
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
+  zs_engine_sig_attach(e);
   shard_ctx_init(e);
   if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
@@ -387,6 +389,7 @@ zs_status zs_engine_commit(zs_engine *e) {
                       "unit",
                       u->name, bytes, e->cfg.max_live_bytes, bytes);
     }
+  zs_engine_call(e, ZS_CALL_COMMIT, NULL);
   ZS_CHECK(zs_engine_check_fit(e));
   for (int i = 0; i < e->nunits; i++) {
     zs_status rc = unit_alloc(e, e->units[i]);
@@ -437,6 +440,7 @@ void zs_engine_destroy(zs_engine *e) {
   /* Collectives first: destroying them completes (bounded) or aborts any op that still writes
      into engine buffers or holds a stream; only then are the streams drained (never after a
      failure: a stream may wait on an aborted collective) and the memory returned. */
+  zs_engine_goodbye(e); /* a healthy engine: a peer still in a collective call learns we left */
   if (e->state == ZS_ENGINE_FAILED) zs_engine_abort_comms(e); /* all groups before any teardown */
   if (e->replica) zs_coll_destroy(e->replica);
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);

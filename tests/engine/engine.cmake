@@ -104,6 +104,18 @@ zs_exe(test_engine_protocol SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_protoc
 foreach(n 1 2 3 4)
   zs_mpi_test(engine_protocol_np${n} test_engine_protocol NP ${n} TIMEOUT 300 LABELS engine)
 endforeach()
+# Rank divergence (tests/engine/test_engine_diverge.c): random legal programs where one rank
+# deviates (sampling alone, a missing/extra/other-unit grads_ready, another order, another
+# micro-step count, save against step, ...): every rank must fail with a message naming it, within
+# comm_timeout_s, and every rank must finalise MPI (mpirun exits 0, no MPI error lines); legal
+# deviations (local calls) must pass. --sample: rank 0 sampling alone at stages 0-3.
+zs_exe(test_engine_diverge SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_diverge.c)
+foreach(n 2 3)
+  zs_mpi_test(engine_diverge_np${n} test_engine_diverge NP ${n} TIMEOUT 300 LABELS engine)
+endforeach()
+zs_mpi_test(engine_diverge_sample_np2 test_engine_diverge NP 2 ARGS --sample TIMEOUT 180 LABELS engine)
+set_tests_properties(engine_diverge_np2 engine_diverge_np3 engine_diverge_sample_np2 PROPERTIES
+                     FAIL_REGULAR_EXPRESSION "MPI_ERR|noticed that|libnbc|MPI_ABORT|exited on signal|without calling")
 # One regression test per stage-3 defect (eval/sampling gathers, stale set_param, max_live,
 # hybrid deterministic scratch, commit fit check, offload worker split).
 zs_exe(test_engine_rules SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_rules.c)
