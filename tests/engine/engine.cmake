@@ -114,7 +114,13 @@ foreach(n 2 3)
   zs_mpi_test(engine_diverge_np${n} test_engine_diverge NP ${n} TIMEOUT 300 LABELS engine)
 endforeach()
 zs_mpi_test(engine_diverge_sample_np2 test_engine_diverge NP 2 ARGS --sample TIMEOUT 180 LABELS engine)
-set_tests_properties(engine_diverge_np2 engine_diverge_np3 engine_diverge_sample_np2 PROPERTIES
+# One more whole micro-step on one rank at stages 0-1 (the reductions line up): caught by the
+# header, and with the header off (ZS_COMM_CHECK=0) by the step's agreement alone.
+zs_mpi_test(engine_diverge_micro_np2 test_engine_diverge NP 2 ARGS --micro TIMEOUT 180 LABELS engine)
+zs_mpi_test(engine_diverge_micro_nocheck_np2 test_engine_diverge NP 2 ARGS --micro TIMEOUT 180 LABELS engine)
+set_property(TEST engine_diverge_micro_nocheck_np2 APPEND PROPERTY ENVIRONMENT ZS_COMM_CHECK=0)
+set_tests_properties(engine_diverge_np2 engine_diverge_np3 engine_diverge_sample_np2
+                     engine_diverge_micro_np2 engine_diverge_micro_nocheck_np2 PROPERTIES
                      FAIL_REGULAR_EXPRESSION "MPI_ERR|noticed that|libnbc|MPI_ABORT|exited on signal|without calling")
 # One regression test per stage-3 defect (eval/sampling gathers, stale set_param, max_live,
 # hybrid deterministic scratch, commit fit check, offload worker split).

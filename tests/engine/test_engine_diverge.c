@@ -14,11 +14,15 @@
  * agree on every rank. After each sequence every rank destroys its engine and goes on with the
  * next one on the same communicator; the job must end with every rank finalising MPI.
  *
+ * --micro: rank 1 runs one more whole micro-step than rank 0 at stages 0 and 1, where the
+ * reductions line up (each rank would divide by its own count): every rank must fail (run also
+ * with ZS_COMM_CHECK=0: then the step's agreement alone must catch it).
+ *
  * --sample: the issue's case on its own: two steps with rank 0 sampling alone in between, at
  * stage 3 (every rank fails, naming zs_unit_gather outside a step) and at stages 0-2 and stage 1
  * with sharded params off (legal: all OK, same weights).
  *
- * Usage: test_engine_diverge [--seqs N] [--seed S] | --sample */
+ * Usage: test_engine_diverge [--seqs N] [--seed S] | --sample | --micro */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,12 +55,14 @@ typedef enum {
   D_ORDER,
   D_MICRO,
   D_GATHER_UNIT,
+  D_MORE_MICRO,
   D_N
 } dkind;
-static const char *dname[D_N] = {
-    "sampling pass",       "extra get_param",   "save against step",
-    "missing grads_ready", "extra grads_ready", "grads_ready of another unit",
-    "backward order",      "micro-step count",  "gather of another unit"};
+static const char *dname[D_N] = {"sampling pass",          "extra get_param",
+                                 "save against step",      "missing grads_ready",
+                                 "extra grads_ready",      "grads_ready of another unit",
+                                 "backward order",         "micro_steps count",
+                                 "gather of another unit", "one more whole micro-step"};
 
 typedef struct {
   uint64_t s;
@@ -190,6 +196,15 @@ static int deviate(rng *r, call *p, int n, dkind d, const cfgd *c, int *divergen
     i = pick(r, p, n, C_GATHER, -1); /* a forward gather: its release then fails locally */
     p[i].u = (p[i].u + 1) % TM_NUNITS;
     return n;
+  case D_MORE_MICRO: {
+    /* A step with micro_steps + 1 whose extra micro-step is complete: at stages 0-1 the
+       reductions (last micro-step only) line up, and only the step's shape tells. */
+    i = pick(r, p, n, C_BEGIN, 0);
+    call m[MAX_CALLS];
+    const int k = add_step(m, 0, 1) - 2; /* one micro-step: drop the begin and the step */
+    p[i].u++;
+    return insert(p, n, i + 1, m + 1, k);
+  }
   default:
     return n;
   }
@@ -366,19 +381,33 @@ static void sample_case(zs_comm *comm) {
   }
 }
 
+/* One more micro-step on rank 1, at stages 0 and 1 (full gradients, reduced once). */
+static void micro_case(zs_comm *comm) {
+  const cfgd cases[] = {{0, 0, 0, 0, 1, 1}, {1, 0, 1, 0, 1, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    call p[MAX_CALLS];
+    int n = add_step(p, 0, 2);
+    n = add_step(p, n, 1);
+    rng r = {k};
+    one(comm, 950 + k, &cases[k], p, n, 1, D_MORE_MICRO, &r, 1);
+  }
+}
+
 int main(int argc, char **argv) {
-  int seqs = 40, sample = 0;
+  int seqs = 40, sample = 0, micro = 0;
   uint64_t seed0 = 5000;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--sample")) sample = 1;
+    if (!strcmp(argv[i], "--micro")) micro = 1;
     if (!strcmp(argv[i], "--seqs") && i + 1 < argc) seqs = atoi(argv[++i]);
     if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed0 = strtoull(argv[++i], NULL, 10);
   }
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const int world = zs_comm_size(comm);
-  if (sample) {
-    sample_case(comm);
+  if (sample || micro) {
+    if (sample) sample_case(comm);
+    if (micro) micro_case(comm);
   } else {
     for (int q = 0; q < seqs; q++) {
       const uint64_t seed = seed0 + 1000u * (uint64_t)world + (uint64_t)q;
@@ -400,7 +429,10 @@ int main(int argc, char **argv) {
   }
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_diverge: world %d, %s, %d failure(s) on rank 0\n", world,
-           sample ? "rank-0 sampling" : "random deviations", zs_test_failures);
+           sample  ? "rank-0 sampling"
+           : micro ? "one more micro-step"
+                   : "random deviations",
+           zs_test_failures);
   zs_comm_destroy(comm);
   ZS_TEST_END("test_engine_diverge");
 }
