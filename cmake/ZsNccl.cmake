@@ -34,12 +34,25 @@ foreach(v ZS_NCCL_LIB ZS_NCCL_INC) # a cached find that is gone (a moved wheel) 
     unset(${v} CACHE)
   endif()
 endforeach()
-if(zs_nccl_roots)
-  # An explicit root or a wheel wins over the toolkit's copy: search only there first.
-  find_library(ZS_NCCL_LIB NAMES ${zs_nccl_names} PATHS ${zs_nccl_roots} PATH_SUFFIXES lib lib64
-               NO_DEFAULT_PATH)
-  find_path(ZS_NCCL_INC nccl.h PATHS ${zs_nccl_roots} PATH_SUFFIXES include NO_DEFAULT_PATH)
-endif()
+# An explicit root or a wheel wins over the toolkit's copy: each root is taken only when it holds
+# both the library and nccl.h, so a header of one NCCL never meets the library of another.
+foreach(root ${zs_nccl_roots})
+  if(ZS_NCCL_LIB AND ZS_NCCL_INC)
+    break()
+  endif()
+  unset(zs_lib)
+  unset(zs_inc)
+  find_library(zs_lib NAMES ${zs_nccl_names} PATHS ${root} PATH_SUFFIXES lib lib64 NO_DEFAULT_PATH
+               NO_CACHE)
+  find_path(zs_inc nccl.h PATHS ${root} PATH_SUFFIXES include NO_DEFAULT_PATH NO_CACHE)
+  if(zs_lib AND zs_inc)
+    set(ZS_NCCL_LIB ${zs_lib} CACHE FILEPATH "NCCL library" FORCE)
+    set(ZS_NCCL_INC ${zs_inc} CACHE PATH "folder of nccl.h" FORCE)
+  elseif(zs_lib OR zs_inc)
+    message(STATUS "zshard: NCCL under ${root} is incomplete (library: ${zs_lib}, nccl.h: "
+                   "${zs_inc}): skipped")
+  endif()
+endforeach()
 find_library(ZS_NCCL_LIB NAMES ${zs_nccl_names} HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
 find_path(ZS_NCCL_INC nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
 if(NOT ZS_NCCL_LIB OR NOT ZS_NCCL_INC)

@@ -1,8 +1,22 @@
 #!/usr/bin/env python3
 """Summarises a ctest JUnit report (ctest --output-junit) for scripts/device-check.sh.
 
-    ctest-junit-summary.py REPORT.xml [GPU_TEST ...]   print the summary lines
-    ctest-junit-summary.py --ok REPORT.xml             exit 0 when no test failed
+    ctest-junit-summary.py [--gpu|--no-gpu] [--all FILE] [--rerun FILE] REPORT.xml [GPU_TEST ...]
+                                                  print the summary lines
+    ctest-junit-summary.py --ok [--gpu|--no-gpu] [--all FILE] REPORT.xml [GPU_TEST ...]
+                                                  exit 0 when no test failed
+
+--all FILE names every test the run was asked for (one a line): those missing from the report
+were not reached (ctest's --stop-time ends a run before it starts them), and count as failures.
+
+--no-gpu says the machine has no GPU: then a GPU test that ran (passed or failed instead of
+printing "SKIP: no CUDA device") is itself a failure, since its skip detection is wrong.
+
+--gpu says the machine has a GPU: then a GPU test that skipped is a failure (it did not find the
+device that is there).
+
+--rerun FILE writes the names of the tests to run again (failed, not reached, and with --gpu the
+GPU tests that skipped), one a line; scripts/device-check.sh --rerun runs only those.
 
 Lines printed: the totals (passed, failed, skipped), then for the GPU tests named on the command
 line which ran, which were skipped (e.g. "SKIP: no CUDA device") and which failed, by name, so a
@@ -36,31 +50,60 @@ def names(ns, limit=12):
 
 
 def main(argv):
-    if argv[:1] == ["--ok"]:
-        try:
-            return 1 if "failed" in outcomes(argv[1]).values() else 0
-        except (OSError, ET.ParseError, IndexError):
-            return 1
+    ok_mode = "--ok" in argv
+    no_gpu = "--no-gpu" in argv
+    has_gpu = "--gpu" in argv
+    opts = {}
+    for opt in ("--all", "--rerun"):
+        if opt in argv:
+            i = argv.index(opt)
+            if i + 1 >= len(argv):
+                print(f"{opt} needs a file", file=sys.stderr)
+                return 2
+            opts[opt] = argv[i + 1]
+            del argv[i:i + 2]
+    wanted = set()
+    if "--all" in opts:
+        with open(opts["--all"]) as f:
+            wanted = {line.strip() for line in f if line.strip()}
+    argv = [a for a in argv if a not in ("--ok", "--no-gpu", "--gpu")]
     if not argv:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     try:
         res = outcomes(argv[0])
     except (OSError, ET.ParseError) as e:
-        print(f"FAILED: cannot read the JUnit report {argv[0]}: {e}")
+        if not ok_mode:
+            print(f"FAILED: cannot read the JUnit report {argv[0]}: {e}")
         return 1
     gpu = set(argv[1:])
     by = {k: {n for n, v in res.items() if v == k} for k in ("passed", "failed", "skipped")}
+    ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
+    unreached = wanted - set(res)
+    gpu_skipped = gpu & by["skipped"] if has_gpu else set()
+    if "--rerun" in opts:
+        with open(opts["--rerun"], "w") as f:
+            for n in sorted(by["failed"] | unreached | gpu_skipped):
+                f.write(n + "\n")
+    if ok_mode:
+        return 1 if by["failed"] or unreached or (no_gpu and ran) or gpu_skipped else 0
+    more = f", {len(unreached)} not reached (budget)" if unreached else ""
     print(f"{len(res)} tests: {len(by['passed'])} passed, {len(by['failed'])} failed, "
-          f"{len(by['skipped'])} skipped")
+          f"{len(by['skipped'])} skipped{more}")
+    if unreached:
+        print(f"  not reached: {names(unreached)}")
     if gpu:
-        ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
         print(f"GPU tests: {len(ran)} of {len(gpu)} ran, {len(gpu & by['skipped'])} skipped, "
               f"{len(gpu & by['failed'])} failed")
-        absent = gpu - set(res)
-        if absent:
-            print(f"  GPU tests not in the report: {names(absent)}")
-        if gpu & by["skipped"]:
+        if gpu & unreached:
+            print(f"  GPU tests not reached: {names(gpu & unreached)}")
+        if ran and no_gpu:
+            print(f"  FAILED: ran without a GPU (their skip is broken): {names(ran)}")
+        elif ran:
+            print(f"  GPU ran: {names(ran)}")
+        if gpu_skipped:
+            print(f"  FAILED: skipped with a GPU present: {names(gpu_skipped)}")
+        elif gpu & by["skipped"]:
             print(f"  GPU skipped: {names(gpu & by['skipped'])}")
     if by["failed"]:
         print(f"  failed: {names(by['failed'], 30)}")

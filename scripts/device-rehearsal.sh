@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Rehearses the GPU machine here: runs `scripts/device-check.sh tests` under that machine's
-# constraints, so that a GPU session spends its 30 device-minutes on the GPU, not on packaging.
+# Rehearses the GPU machine here: runs `scripts/device-check.sh tests` and then `... bench` under
+# that machine's constraints, so that a GPU session spends its 30 device-minutes on the GPU, not
+# on packaging.
 #
 #   scripts/device-rehearsal.sh [--keep] [-- device-check options]
 #
@@ -15,7 +16,9 @@
 #   - there is no network but loopback, and the environment is a clean one;
 #   - the working tree that would travel (files git tracks or does not ignore, plus .deps) must
 #     be at most 64 MiB before and after the run.
-# GPU tests skip (no GPU here); everything else must build with CUDA and pass, mpirun included.
+# GPU tests skip (no GPU here; one that does not skip fails the rehearsal, its skip detection is
+# broken); everything else must build with CUDA and pass, mpirun included; the benchmarks must
+# run (they print SKIP without a GPU).
 # The last line is `device-rehearsal: PASS ...` (exit 0), `device-rehearsal: FAIL <what>` (exit 1),
 # or `device-rehearsal: SKIP <why>` (exit 77) where this machine cannot make the namespaces.
 # Needs root (or CAP_SYS_ADMIN), util-linux's unshare, overlayfs, and dpkg. Logs: $OUT (default
@@ -29,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --keep) KEEP=1 ;;
     --) shift; CHECK_ARGS=("$@"); break ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "device-rehearsal: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -49,6 +52,7 @@ skip() { say "SKIP $*"; exit 77; }
 # ---- can this machine make the namespaces? ----
 [ "$(id -u)" = 0 ] || skip "not root: mount and network namespaces need root here"
 command -v unshare >/dev/null || skip "unshare (util-linux) not found"
+command -v ip >/dev/null || skip "ip (iproute2) not found: the loopback of the new network namespace cannot be brought up"
 command -v dpkg-query >/dev/null || skip "not a Debian system (dpkg-query not found)"
 mkdir -p "$T/probe/lower" "$T/probe/upper" "$T/probe/work" "$T/probe/merged"
 if ! unshare -m -n --propagation private sh -c "mount -t overlay zs-probe -o \
@@ -126,16 +130,20 @@ exec "$@"
 INNER
 mkdir -p "$OUT"
 t0=$SECONDS
+# shellcheck disable=SC2016 # the single-quoted script is expanded by the inner bash
 unshare -m -n --propagation private env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   PYTHONPATH="$SITE" OUT="$OUT" DEVICE_BUILD_DIR="$BUILD" CI="${CI:-}" \
-  bash "$T/inner.sh" "$T" "$REPO/scripts/device-check.sh" tests "${CHECK_ARGS[@]}"
+  bash "$T/inner.sh" "$T" bash -c '"$0" tests "$@" || exit 10; OUT=$OUT/bench "$0" tests bench --rerun "$@" || exit 11' \
+  "$REPO/scripts/device-check.sh" --budget 3600 "${CHECK_ARGS[@]}" # 2 cores here, not 16
 rc=$?
 case $rc in
   0) ;;
   90) fail "overlayfs over /usr or /etc could not be mounted" ;;
   91) fail "the loopback interface could not be brought up" ;;
   92 | 93) fail "the emulation leaks (see above)" ;;
+  11) fail "device-check.sh bench failed under the GPU machine's constraints: $(grep -E 'FAILED' \
+    "$OUT/bench/summary.txt" 2>/dev/null | head -2 | tr -s ' \n' ' ' | cut -c1-300) (logs: $OUT/bench)" ;;
   *)
     what=$(sed -n '/summary/,$p' "$OUT/summary.txt" 2>/dev/null | grep -E 'FAILED|failed' |
       grep -vE ' 0 failed(,|$)' | head -3 | tr -s ' ' | tr '\n' ';' | cut -c1-400)
@@ -145,4 +153,4 @@ esac
 after=$(travel_bytes)
 [ "$after" -le $LIMIT ] || fail "the working tree that would travel grew to $((after >> 20)) MiB during the run (limit 64 MiB)"
 [ "$after" -eq "$before" ] || say "note: the travelling tree changed by $((after - before)) bytes during the run"
-say "PASS ($(grep -m1 -E '^tests ' "$OUT/summary.txt" | sed -E 's/^tests +//'); travels $((after >> 20)) MiB; $((SECONDS - t0)) s)"
+say "PASS ($(grep -m1 -E '^tests ' "$OUT/summary.txt" | sed -E 's/^tests +//'); benchmarks ran; travels $((after >> 20)) MiB; $((SECONDS - t0)) s)"

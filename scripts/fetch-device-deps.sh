@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs HERE (a Debian machine with apt): downloads the host dependencies the GPU machine lacks
-# (OpenMPI, hwloc, jemalloc, OpenBLAS, pkg-config and their runtime libraries) as .deb files and
-# extracts them into .deps/root, which travels with the working tree to the device machine
-# (no internet, no Debian packages there). scripts/device-check.sh then builds against it.
+# (OpenMPI, hwloc, jemalloc, OpenBLAS, cJSON, xxHash, pkg-config and their runtime libraries) as
+# .deb files and extracts them into .deps/root, which travels with the working tree to the device
+# machine (no internet, no Debian packages there). scripts/device-check.sh then builds against it
+# (it copies the tree into its build folder before unpacking anything: .deps never grows), and
+# scripts/device-rehearsal.sh proves here that this is all the GPU machine needs. Every carried
+# library and program is checked to find the libraries it links (a plug-in that cannot is
+# dropped, anything else is an error naming the missing library).
 #
 #   scripts/fetch-device-deps.sh        # idempotent: wipes and refills .deps/root
 #
@@ -38,9 +42,14 @@ PKGS=(
 
 rm -rf "$DEPS/debs" "$ROOT"
 mkdir -p "$DEPS/debs" "$ROOT"
-if ! (cd "$DEPS/debs" && apt-get download "${PKGS[@]}" >/dev/null); then
-  echo "apt-get download failed: run 'apt-get update' first" >&2
-  exit 1
+# apt-get download needs current package lists: a machine whose packages were all installed long
+# ago may have none or stale ones, so a failure is retried once after an update.
+if ! (cd "$DEPS/debs" && apt-get -q download "${PKGS[@]}" >/dev/null 2>&1); then
+  apt-get -q -o DPkg::Lock::Timeout=600 update >/dev/null 2>&1 || true
+  if ! (cd "$DEPS/debs" && apt-get -q download "${PKGS[@]}" >/dev/null); then
+    echo "fetch-device-deps: apt-get download failed (after apt-get update)" >&2
+    exit 1
+  fi
 fi
 for deb in "$DEPS"/debs/*.deb; do dpkg -x "$deb" "$ROOT"; done
 rm -rf "$DEPS/debs"
@@ -82,10 +91,10 @@ done
   ln -sf "x86_64-linux-gnu/openblas-pthread/cblas.h" "$ROOT/usr/include/cblas.h"
 
 # gcc on Debian searches include/x86_64-linux-gnu by default, so .pc files never name it; the
-# carried tree is no system folder: add it to every Cflags that names ${includedir} (hwloc.h
-# includes hwloc/autogen/config.h, which lives there).
-find "$ROOT" -name '*.pc' -type f | while read -r pc; do
-  # shellcheck disable=SC2016 # ${includedir} is pkg-config's, not the shell's
+# carried tree is no system folder: add it to the Cflags of every .pc whose includedir is the
+# plain ${prefix}/include (hwloc.h includes hwloc/autogen/config.h, which lives there).
+# shellcheck disable=SC2016 # ${prefix} and ${includedir} are pkg-config's, not the shell's
+grep -l -x 'includedir=${prefix}/include' -r "$ROOT" --include='*.pc' | while read -r pc; do
   sed -i -E '/^Cflags:/{/-I\$\{includedir\}\/x86_64-linux-gnu/!s#-I\$\{includedir\}( |$)#-I${includedir} -I${includedir}/x86_64-linux-gnu\1#}' "$pc"
 done
 
@@ -95,9 +104,12 @@ done
 # library or program that cannot is an error (e.g. libpmix.so.2 needs libmunge.so.2).
 BASE="libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libstdc++.so.6 libgcc_s.so.1
   libz.so.1 libudev.so.1 ld-linux-x86-64.so.2 libutil.so.1 libresolv.so.2"
-unresolved() { # prints "NEEDED<TAB>file" for each dependency found nowhere
-  local have f n
-  have=$(find "$ROOT" \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
+# shellcheck source=scripts/device-libdirs.sh
+. scripts/device-libdirs.sh
+unresolved() { # prints "NEEDED<TAB>file" for each dependency not on device-check's search path
+  local have f n d dirs=()
+  for d in "${DEVICE_LIBDIRS[@]}"; do [ -d "$ROOT/$d" ] && dirs+=("$ROOT/$d"); done
+  have=$(find "${dirs[@]}" -maxdepth 1 \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
   have="$have"$'\n'$(tr -s ' \n' '\n' <<<"$BASE")
   find "$ROOT" -type f \( -name '*.so*' -o -path '*/bin/*' \) -print0 |
     while IFS= read -r -d '' f; do

@@ -177,8 +177,17 @@ if [ "$run_rehearsal" = 1 ]; then
   else
     log=$(mktemp)
     rc=0
-    REHEARSAL_BUILD_DIR="$repo/${build_dir%/}-rehearsal" OUT="$repo/${build_dir%/}-rehearsal/out" \
-      "$repo/scripts/device-rehearsal.sh" -- --jobs "$build_jobs" 2>&1 | tee "$log" || rc=$?
+    # Beside the build folder; inside the checkout only where git ignores it (the rehearsal
+    # measures the tree that would travel: an unignored build folder would count).
+    case $build_dir in
+      /*) rdir=${build_dir%/}-rehearsal ;;
+      *) rdir=$repo/${build_dir%/}-rehearsal ;;
+    esac
+    if [[ $rdir == "$repo"/* ]] && ! git -C "$repo" check-ignore -q "${rdir#"$repo"/}/" 2>/dev/null; then
+      rdir=$repo/build-rehearsal
+    fi
+    REHEARSAL_BUILD_DIR="$rdir" OUT="$rdir/out" \
+      bash "$repo/scripts/device-rehearsal.sh" -- --jobs "$build_jobs" 2>&1 | tee "$log" || rc=$?
     last=$(grep '^device-rehearsal: ' "$log" | tail -n 1)
     case $rc in
       0) total_pass=$((total_pass + 1)) ;;

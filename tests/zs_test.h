@@ -6,8 +6,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "zshard_kernels.h"
+#ifdef ZS_HAVE_CUDA
+#include "zs_test_cuda.h" /* zs_test_cuda_absent(): when a GPU test may skip */
+#endif
 
 static int zs_test_failures = 0;
 
@@ -49,5 +53,24 @@ static int zs_test_failures = 0;
     }                                                                                              \
     return 0;                                                                                      \
   } while (0)
+
+/* Copies n bytes between host memory and the engine's memory: device memory when cuda is non-zero
+   (CUDA builds), plain memcpy otherwise. cudaMemcpy from pageable memory may return before its
+   DMA lands, so the device is synchronised after it: the engine's non-blocking streams then see
+   the data. A CUDA failure ends the test (exit 1). */
+static inline void zs_test_copy(void *dst, const void *src, size_t n, int cuda) {
+#ifdef ZS_HAVE_CUDA
+  if (cuda) {
+    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
+      fprintf(stderr, "FATAL: cudaMemcpy failed\n");
+      exit(1);
+    }
+    return;
+  }
+#endif
+  (void)cuda;
+  memcpy(dst, src, n);
+}
 
 #endif

@@ -7,7 +7,10 @@
 
 #include "comm/mpi_impl.h"
 
-/* Grows the pinned staging buffer to at least bytes (contents are not kept). */
+/* Grows the pinned staging buffer to at least bytes (contents are not kept). cudaFreeHost may
+   wait for the device: every copy of the old buffer has completed (copy() returned ZS_OK; a
+   timed-out one abandoned the buffer), and this backend queues no cross-rank wait on any stream
+   (its collectives run on the host, bounded by the timeout), so only local kernels can hold it. */
 static zs_status reserve(zs_mpi_coll *m, size_t bytes) {
   if (m->stage_bytes >= bytes) return ZS_OK;
   if (m->stage) cudaFreeHost(m->stage);
@@ -34,8 +37,11 @@ void zs_mpi_stage_free(zs_mpi_coll *m) {
   m->stage_bytes = 0;
 }
 
-/* Async copy on stream, then polls cudaStreamQuery against c's timeout. On a timeout the copy is
-   still queued behind the stuck work and may run later (the stream is not cancelled), so the
+/* Async copy on stream, then polls cudaStreamQuery against c's timeout. The host side is always
+   the pinned staging buffer (cudaMallocHost), so cudaMemcpyAsync returns at once and the poll is
+   reached even when the stream is stuck: a pageable buffer here would make the call itself wait
+   for the stream (CUDA's API synchronization behavior; device/cuda_copy.h). On a timeout the copy
+   is still queued behind the stuck work and may run later (the stream is not cancelled), so the
    pinned staging buffer is abandoned (leaked on purpose): zs_mpi_stage_free in destroy must not
    free memory a late DMA still reads or writes. */
 static zs_status copy(zs_coll *c, void *dst, const void *src, size_t bytes, int to_host,

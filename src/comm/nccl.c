@@ -24,7 +24,9 @@
 typedef struct {
   ncclComm_t comm;  /* NULL once aborted or destroyed */
   cudaStream_t own; /* internal stream for barrier */
-  float *scratch;   /* one device float the barrier all-reduces */
+  float *scratch;   /* one device float the barrier all-reduces; stream-ordered on `own` (allocated
+                       and freed there), because cudaFree would wait for the whole device, a
+                       collective of a dead peer on another communicator included */
 } zs_nccl_coll;
 
 /* NCCL datatype of dt. */
@@ -212,6 +214,15 @@ static zs_status n_split(zs_coll *c, int color, int key, zs_coll **out) {
   return wrap(c->comm, nc, c->timeout_s, out);
 }
 
+/* Frees the scratch float and the internal stream without a host wait: the free is queued on
+   `own` (after an aborted barrier's kernel, if any), and CUDA destroys the stream once drained. */
+static void release_own(zs_nccl_coll *m) {
+  if (m->scratch && cudaFreeAsync(m->scratch, m->own) != cudaSuccess) (void)cudaGetLastError();
+  m->scratch = NULL;
+  if (m->own) cudaStreamDestroy(m->own);
+  m->own = NULL;
+}
+
 /* Finalize (bounded) and destroy; abort when broken or when finalize does not finish. */
 static void n_destroy(zs_coll *c) {
   zs_nccl_coll *m = c->impl;
@@ -225,8 +236,7 @@ static void n_destroy(zs_coll *c) {
     }
   }
   abort_comm(m);
-  if (m->own) cudaStreamDestroy(m->own);
-  if (m->scratch) cudaFree(m->scratch);
+  release_own(m);
   free(m);
   c->impl = NULL;
 }
@@ -251,7 +261,7 @@ static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **
   }
   m->comm = nc;
   cudaError_t e = cudaStreamCreateWithFlags(&m->own, cudaStreamNonBlocking);
-  if (e == cudaSuccess) e = cudaMalloc((void **)&m->scratch, sizeof(float));
+  if (e == cudaSuccess) e = cudaMallocAsync((void **)&m->scratch, sizeof(float), m->own);
   if (e != cudaSuccess) {
     rc = zs_err(ZS_ERR_DEVICE, "creating the nccl group's stream and scratch failed: %s",
                 cudaGetErrorString(e));
@@ -268,8 +278,7 @@ static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **
   return ZS_OK;
 fail:
   abort_comm(m);
-  if (m->own) cudaStreamDestroy(m->own);
-  if (m->scratch) cudaFree(m->scratch);
+  release_own(m);
   free(m);
   return rc;
 }

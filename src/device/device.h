@@ -39,7 +39,10 @@ int zs_dev_cuda_count(void);
 zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
 void zs_dev_free(zs_dev *d, void *p, void *stream);
 zs_status zs_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
-/* Copies within device memory (async on stream). */
+/* Copies on stream between device memory and the engine's host memory (the offload arena, the
+   host-resident params): async when both sides are device or pinned memory; with a pageable
+   side it first drains stream within wait_timeout_s (such a copy would otherwise block inside
+   CUDA behind a collective of a silent peer), then copies. */
 zs_status zs_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, void *stream);
 /* Host <-> device copies, complete on return. Like zs_dev_sync they wait at most
    wait_timeout_s (ZS_ERR_TIMEOUT naming the wait). */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "device/cuda_copy.h"
 #include "device/cuda_poll.h"
 #include "base/error.h"
 
@@ -102,16 +103,18 @@ zs_status zs_cuda_dev_open(zs_dev *d, int index) {
 }
 
 void zs_cuda_dev_close(zs_dev *d) {
+  /* The drains are bounded (wait_timeout_s) like every host wait here: a stream still held by a
+     collective of a dead peer is destroyed anyway (CUDA releases it once its work is done). */
   if (d->compute_stream) {
-    cudaStreamSynchronize(d->compute_stream);
+    (void)zs_cuda_wait_stream(d->compute_stream, d->wait_timeout_s, "closing the device");
     cudaStreamDestroy(d->compute_stream);
   }
   if (d->comm_stream) {
-    cudaStreamSynchronize(d->comm_stream);
+    (void)zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "closing the device");
     cudaStreamDestroy(d->comm_stream);
   }
-  /* Returns the reserved memory (after the streams above drained, so no queued free or
-     allocation of the pool is pending). */
+  /* Returns the reserved memory (normally after the streams above drained; an allocation or free
+     still queued makes CUDA release the pool once it is done instead of at once). */
   if (d->pool) cudaMemPoolDestroy((cudaMemPool_t)d->pool);
 }
 
@@ -136,6 +139,9 @@ zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
 
 void zs_cuda_dev_free(zs_dev *d, void *p, void *stream) {
   (void)d;
+  /* Without a stream, cudaFree waits for the whole device. The engine frees so only where none
+     of its collectives can be pending: after a bounded wait succeeded, or in destroy once every
+     communicator is finalized or aborted; a failed engine defers its frees (zs_mem_free). */
   cudaError_t e = stream ? cudaFreeAsync(p, (cudaStream_t)stream) : cudaFree(p);
   if (e != cudaSuccess)
     (void)cudaGetLastError(); /* nothing to report: keep launches' checks clean */
@@ -148,8 +154,17 @@ zs_status zs_cuda_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream) {
 }
 
 zs_status zs_cuda_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, void *stream) {
-  (void)d;
   if (bytes == 0 || dst == src) return ZS_OK;
+  /* Stays queued when CUDA runs it asynchronously (device memory, pinned host memory: the host
+     arena when it could pin). A copy through pageable memory (an arena left unpinned, offloaded
+     params or staging) would wait inside cudaMemcpyAsync for the stream, which may hold a
+     collective of a dead peer (cuda_copy.h): the stream is polled idle under wait_timeout_s
+     first, so the call waits for its own bytes only. */
+  if (zs_cuda_copy_may_block(dst, src))
+    ZS_CHECK(zs_cuda_wait_stream(stream, d->wait_timeout_s,
+                                 stream == d->comm_stream
+                                     ? "copy through pageable host memory (comm stream)"
+                                     : "copy through pageable host memory (compute stream)"));
   CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
   return ZS_OK;
 }
@@ -167,16 +182,22 @@ static zs_status poll_wait(cudaError_t (*query)(void *), void *obj, double timeo
 }
 
 zs_status zs_cuda_wait_stream(void *stream, double timeout_s, const char *what) {
-  if (!(timeout_s > 0)) {
+  if (!(timeout_s > 0)) { /* no comm_timeout_s: the user asked for unbounded waits */
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
     return e == cudaSuccess ? ZS_OK : cuda_fail(e, what);
   }
   return poll_wait(zs_cuda_query_stream, stream, timeout_s, what);
 }
 
+/* Host <-> device copies on the compute stream. Both streams are polled idle (bounded) before
+   the copy is issued: with pageable host memory cudaMemcpyAsync itself waits for the work queued
+   before it (cuda_copy.h), and the compute stream may wait on events of the comm stream and its
+   collectives. The comm stream goes first, so the compute stream's waits on it are satisfied.
+   Then the copy waits for its own bytes only, and the wait after it covers pinned memory. */
 zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes) {
   ZS_CHECK(zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "copy to host (comm stream)"));
   cudaStream_t s = (cudaStream_t)d->compute_stream;
+  ZS_CHECK(zs_cuda_wait_stream(s, d->wait_timeout_s, "copy to host (compute stream)"));
   CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDefault, s));
   return zs_cuda_wait_stream(s, d->wait_timeout_s, "copy to host");
 }
@@ -186,6 +207,7 @@ zs_status zs_cuda_dev_from_host(zs_dev *d, void *dst, const void *host, size_t b
      memory may return before its DMA lands, unordered with the engine's streams. */
   cudaStream_t s = (cudaStream_t)d->compute_stream;
   ZS_CHECK(zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "copy from host (comm stream)"));
+  ZS_CHECK(zs_cuda_wait_stream(s, d->wait_timeout_s, "copy from host (compute stream)"));
   CUDA_TRY(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyDefault, s));
   return zs_cuda_wait_stream(s, d->wait_timeout_s, "copy from host");
 }

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include "device/cuda_copy.h"
 #include "device/cuda_poll.h"
 #include "base/error.h"
 
@@ -57,17 +58,6 @@ zs_status zs_cuda_mem_zero(zs_cuda_kctx *k, void *p, size_t bytes) {
   return e == cudaSuccess ? ZS_OK : cuda_fail("zs_kernels_zero", "cudaMemsetAsync", e);
 }
 
-/* 1 when p is memory the host reads or writes directly (pageable, pinned or managed), 0 for
-   device memory. A pointer CUDA does not know is pageable host memory. */
-static int is_host(const void *p) {
-  struct cudaPointerAttributes a;
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 1;
-  }
-  return a.type != cudaMemoryTypeDevice;
-}
-
 /* Waits for the context's stream, bounded by timeout_s (<= 0: unbounded). */
 static zs_status wait_stream(zs_cuda_kctx *k, double timeout_s, const char *fn) {
   cudaError_t err = cudaSuccess;
@@ -83,10 +73,22 @@ zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t b
                            double timeout_s) {
   static const char fn[] = "zs_kernels_copy";
   cudaStream_t s = stream_of(k);
-  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
+  const int host = zs_cuda_mem_kind_of(dst) != ZS_CUDA_MEM_DEVICE ||
+                   zs_cuda_mem_kind_of(src) != ZS_CUDA_MEM_DEVICE;
+  if (!host) { /* device to device: stays queued, the host never waits */
+    const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
+    return e == cudaSuccess ? ZS_OK : cuda_fail(fn, "cudaMemcpyAsync", e);
+  }
+  /* Host memory on a side: the stream is drained first under the timeout, because the copy call
+     itself may wait for everything queued before it (device -> pageable host returns when the
+     copy is done; pageable host -> device may synchronise with the stream while staging;
+     cuda_copy.h), where a collective of a dead peer would hold it past any timeout. On an idle
+     stream the call waits for its own bytes only. A timeout leaves the host buffer untouched. */
+  ZS_CHECK(wait_stream(k, timeout_s, "zs_kernels_copy (wait for the work queued before the copy)"));
+  const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
   if (e != cudaSuccess) return cuda_fail(fn, "cudaMemcpyAsync", e);
-  if (!is_host(dst) && !is_host(src)) return ZS_OK; /* device to device: stays queued */
-  /* The host side may be reused (src) or read (dst) at once. */
+  /* The host side may be reused (src) or read (dst) at once: a pinned-memory copy is still
+     queued here. */
   return wait_stream(k, timeout_s, "zs_kernels_copy (wait for the copy)");
 }
 

@@ -43,3 +43,54 @@ set_tests_properties(ckpt_fuzz PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 1
 zs_exe(test_ckpt_export SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_export.c)
 zs_mpi_test(ckpt_export_np1_stage0 test_ckpt_export NP 1 ARGS --stage 0 LABELS ckpt)
 zs_mpi_test(ckpt_export_np2_stage3 test_ckpt_export NP 2 ARGS --stage 3 LABELS ckpt)
+
+# GPU readiness (tests/gpu_tests.md): checkpoints with a CUDA engine. Each runs under
+# tests/gpu_expect.sh (skips without a GPU; else the CUDA run's engine banner must show up), the
+# ranks of a CUDA half share the GPU through NCCL with per-rank NCCL_HOSTID.
+if(ZS_HAVE_CUDA)
+  # zs_ckpt_resume_cuda(name G "W1 OPTIONS" "W2 OPTIONS" EXPECT [COMMON]): ckpt_resume.sh with
+  # --device cuda in either half, bit for bit against the straight 1-rank run (on the CPU unless
+  # COMMON says --device cuda; the engine's AdamW gives the CPU's bits on CUDA).
+  function(zs_ckpt_resume_cuda name g first second expect)
+    add_test(NAME ${name}
+             COMMAND bash ${ZS_TESTS_DIR}/gpu_expect.sh $<TARGET_FILE:zs_cuda_probe> "${expect}" --
+                     bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_resume_cuda.sh ${ZS_MPIEXEC}
+                     $<TARGET_FILE:test_engine_train> ${g} ${first} ${second} ${ARGN})
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=200"
+                         TIMEOUT 180 LABELS "mpi;ckpt;gpu" PROCESSORS 4)
+  endfunction()
+  set(zs_nccl "cuda:[0-9]+, comm nccl")
+  zs_ckpt_resume_cuda(ckpt_cuda_resume_1to2_stage0to3 2 "1 --stage 0 --device cuda"
+                      "2 --stage 3 --device cuda" "${zs_nccl}, world 2,")
+  # CPU-saved -> CUDA-loaded (into a hybrid 2 x 2 layout), and CUDA-saved (offloaded optimizer
+  # and params) -> CPU-loaded.
+  zs_ckpt_resume_cuda(ckpt_cuda_resume_cpu2_to_cuda4_hybrid 4 "2 --stage 3"
+                      "4 --stage 2 --group 2 --device cuda" "${zs_nccl}, world 4, shard group 2,")
+  zs_ckpt_resume_cuda(ckpt_cuda_resume_cuda2_offload_to_cpu3 6 "2 --stage 3 --offload 3 --device cuda"
+                      "3 --stage 1" "${zs_nccl}, world 2, .*; offload optimizer params:")
+  # bf16 params on CUDA throughout (the straight run too: --device cuda is common); one rank, as
+  # the CPU bf16 pair above (bf16 sums over ranks do not give the 1-rank bits).
+  zs_ckpt_resume_cuda(ckpt_cuda_resume_bf16_stage0to3 6 "1 --stage 0" "1 --stage 3"
+                      "${zs_nccl}, world 1, .*bf16 params" --device cuda --bf16 1 --reftol 3e-2)
+
+  # test_ckpt_cuda: save on one device and load on the other, both ways, the safetensors export on
+  # CUDA at stages 0 and 3 (byte-identical to the other device's export of the same state), and
+  # the resumed weights against a straight run, all bit for bit.
+  zs_exe(test_ckpt_cuda SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_cuda.c LIBS CUDA::cudart)
+  function(zs_ckpt_cuda name np expect)
+    add_test(NAME ${name}
+             COMMAND bash ${ZS_TESTS_DIR}/gpu_expect.sh $<TARGET_FILE:zs_cuda_probe> "${expect}"
+                     "test_ckpt_cuda: OK" -- ${ZS_MPIEXEC} --oversubscribe -np ${np}
+                     ${ZS_TESTS_DIR}/with_hostid.sh $<TARGET_FILE:test_ckpt_cuda> ${ARGN})
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=65536"
+                         TIMEOUT 180 LABELS "mpi;ckpt;gpu" PROCESSORS ${np})
+  endfunction()
+  zs_ckpt_cuda(ckpt_cuda_cross_np1_cuda0_cpu0 1 "${zs_nccl}, world 1," --first cuda:0 --second cpu:0)
+  zs_ckpt_cuda(ckpt_cuda_cross_np2_cpu3_cuda3 2 "${zs_nccl}, world 2," --first cpu:3 --second cuda:3)
+  zs_ckpt_cuda(ckpt_cuda_cross_np3_cuda0_cpu2 3 "${zs_nccl}, world 3," --first cuda:0 --second cpu:2)
+  zs_ckpt_cuda(ckpt_cuda_cross_np2_cuda3_offload_cuda1 2 "${zs_nccl}, world 2, .*; offload optimizer params:"
+               --first cuda:3:3 --second cuda:1)
+  # bf16 params on one rank (no sum over ranks, whose bf16 rounding could differ by device).
+  zs_ckpt_cuda(ckpt_cuda_cross_np1_bf16_cuda3_cpu0 1 "${zs_nccl}, world 1, .*bf16 params"
+               --first cuda:3 --second cpu:0 --bf16 1)
+endif()

@@ -5,6 +5,7 @@
 set -euo pipefail
 src=$1 mpiexec=$2 exe=$3 secs=${4:-30}
 command -v clang >/dev/null || { echo "SKIP: no clang"; exit 77; }
+clang --version >/dev/null 2>&1 || { echo "SKIP: clang does not run here (a library it needs is missing)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cflags=$(pkg-config --cflags libcjson libxxhash)

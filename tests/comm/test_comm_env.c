@@ -14,6 +14,7 @@
 #include "comm/comm.h"
 #include "comm/rendezvous.h"
 #include "zs_test.h"
+#include "test_free_port.h"
 
 /* Monotonic seconds. */
 static double now(void) {
@@ -37,23 +38,6 @@ static void expect_bad(const char *word) {
   ZS_EXPECT(c == NULL, "*out must be NULL on failure");
   ZS_EXPECT(strstr(zs_last_error(), word) != NULL, "message should name %s: %s", word,
             zs_last_error());
-}
-
-/* A port nothing listens on right now. */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
-      getsockname(fd, (struct sockaddr *)&a, &len)) {
-    perror("free_port");
-    exit(2);
-  }
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 /* The id rank 0 hands out. */
@@ -171,7 +155,7 @@ static void cpu_multi_rank(void) {
 /* Three processes: rank 0 hands a 128-byte id to ranks 1 and 2 (started before rank 0 listens, so
    their connect retries are exercised). */
 static void rendezvous_ok(void) {
-  int port = free_port();
+  int port = zs_test_free_port();
   pid_t kids[2];
   for (int k = 0; k < 2; k++) {
     kids[k] = fork();
@@ -195,7 +179,7 @@ static void rendezvous_ok(void) {
 /* Nobody listening / nobody connecting: ZS_ERR_TIMEOUT after the timeout, naming who is missing. */
 static void rendezvous_timeouts(void) {
   unsigned char id[128] = {0};
-  int port = free_port();
+  int port = zs_test_free_port();
   double t0 = now();
   ZS_EXPECT_STATUS(zs_rendezvous_exchange("127.0.0.1", port, 1, 2, id, sizeof id, 0.5),
                    ZS_ERR_TIMEOUT);
@@ -211,7 +195,7 @@ static void rendezvous_timeouts(void) {
 
 /* A rank with another WORLD_SIZE is refused on both sides. */
 static void rendezvous_mismatch(void) {
-  int port = free_port();
+  int port = zs_test_free_port();
   pid_t kid = fork();
   if (kid == 0) {
     unsigned char id[128];

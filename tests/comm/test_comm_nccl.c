@@ -1,30 +1,66 @@
-/* GPU collectives (CUDA builds; prints a skip line and passes without a GPU). Under mpirun the
- * same reference cases as test_comm_mpi run on device buffers through the nccl backend and the
- * mpi-staged backend, in the world group and in color = rank % 2 sub-groups. More ranks than GPUs
- * on one host: each rank gets its own NCCL_HOSTID, so NCCL accepts two ranks on one GPU (it then
- * talks over sockets). With 2+ ranks, a silent rank 1 must give rank 0 ZS_ERR_TIMEOUT on sync. */
+/* GPU collectives (CUDA builds; prints "SKIP: no CUDA device" and passes without a GPU, fails on
+ * any other CUDA failure). Under mpirun the same reference cases as test_comm_mpi run on device
+ * buffers through the nccl backend and the mpi-staged backend, in the world group and in
+ * color = rank % 2 sub-groups. More ranks than GPUs on one host: each rank gets its own
+ * NCCL_HOSTID (and NCCL_SOCKET_IFNAME=lo), so NCCL accepts two ranks on one GPU (it then talks
+ * over loopback sockets). With 2+ ranks, a silent rank 1 must give rank 0 ZS_ERR_TIMEOUT on sync.
+ *
+ * Every copy between the host and a device mirror runs on the stream the collectives use and is
+ * waited for there (bounded): a cudaMemcpy from pageable memory goes on the legacy default stream,
+ * which the non-blocking test stream does not wait for, and may return before its DMA lands. */
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <time.h>
 
 #include "test_comm_ref.h"
 
-/* Device copy of host bytes. */
-static void *dev_up(const void *h, size_t b) {
-  void *d = NULL;
-  if (cudaMalloc(&d, b ? b : 1) != cudaSuccess || cudaMemcpy(d, h, b, cudaMemcpyHostToDevice)) {
-    fprintf(stderr, "cudaMalloc/cudaMemcpy of %zu bytes failed\n", b);
+static cudaStream_t g_stream; /* the stream of every collective and copy (main creates it) */
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Polls s until idle: cudaSuccess, its error, or cudaErrorNotReady after limit_s (a test never
+   blocks in an unbounded wait behind a collective). */
+static cudaError_t settle(cudaStream_t s, double limit_s) {
+  const double t0 = now_s();
+  cudaError_t e;
+  while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && now_s() - t0 < limit_s) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return e;
+}
+
+/* Copies b bytes on g_stream, complete on return. The stream is idle first: a copy through
+   pageable memory may wait inside cudaMemcpyAsync for the work queued before it. */
+static void stream_copy(void *dst, const void *src, size_t b, enum cudaMemcpyKind kind) {
+  if (b == 0) return;
+  cudaError_t e = settle(g_stream, 60);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, b, kind, g_stream);
+  if (e == cudaSuccess) e = settle(g_stream, 60);
+  if (e != cudaSuccess) {
+    fprintf(stderr, "FATAL: copy of %zu bytes on the test stream: %s\n", b, cudaGetErrorString(e));
     exit(1);
   }
+}
+
+/* Device copy of host bytes, in place before any collective on g_stream reads it. */
+static void *dev_up(const void *h, size_t b) {
+  void *d = NULL;
+  if (cudaMalloc(&d, b ? b : 1) != cudaSuccess) {
+    fprintf(stderr, "FATAL: cudaMalloc of %zu bytes failed\n", b);
+    exit(1);
+  }
+  stream_copy(d, h, b, cudaMemcpyHostToDevice);
   return d;
 }
 
-/* Device bytes back to host. */
+/* Device bytes back to host (after the collectives on g_stream). */
 static void dev_down(void *h, const void *d, size_t b) {
-  if (cudaMemcpy(h, d, b, cudaMemcpyDeviceToHost) != cudaSuccess) {
-    fprintf(stderr, "cudaMemcpy back failed\n");
-    exit(1);
-  }
+  stream_copy(h, d, b, cudaMemcpyDeviceToHost);
 }
 
 /* Frees a device mirror. */
@@ -76,8 +112,9 @@ static void nccl_timeout(zs_comm *comm, void *stream) {
     ZS_EXPECT(rc == ZS_ERR_TIMEOUT, "got %s (%s)", zs_status_str(rc), zs_last_error());
     ZS_EXPECT(dt < 2.0 + 5.0, "timed out after %.1f s", dt);
     ZS_EXPECT_STATUS(zs_coll_barrier(w), ZS_ERR_COMM);
-    cudaStreamSynchronize(stream); /* the aborted kernel must have been released */
-    cudaFree(d);
+    const cudaError_t se = settle(stream, 10); /* the aborted kernel must have been released */
+    ZS_EXPECT(se == cudaSuccess, "the stream after the abort: %s", cudaGetErrorString(se));
+    if (se == cudaSuccess) cudaFree(d); /* else a kernel may still use it: leaked */
   }
   MPI_Barrier(MPI_COMM_WORLD);
   zs_coll_destroy(w);
@@ -88,20 +125,22 @@ int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   me_world = zs_comm_rank(comm);
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    if (me_world == 0) printf("test_comm_nccl: SKIP (no CUDA device)\n");
+  if (zs_test_cuda_absent(me_world == 0)) { /* other CUDA failures: exit 1 */
     zs_comm_destroy(comm);
     return 0;
   }
+  int ndev = 0;
+  ZS_EXPECT(cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0, "cudaGetDeviceCount");
   if (comm->local_size > ndev) {
     char host[64];
     snprintf(host, sizeof host, "zs-test-rank-%d", me_world);
     setenv("NCCL_HOSTID", host, 1);
+    setenv("NCCL_SOCKET_IFNAME", "lo", 1); /* all ranks are on this host: NCCL's sockets too */
   }
   ZS_EXPECT(cudaSetDevice(comm->local_rank % ndev) == cudaSuccess, "cudaSetDevice");
   cudaStream_t s = NULL;
   ZS_EXPECT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
+  g_stream = s;
   zs_test_mem m = {dev_up, dev_down, dev_rel, s};
   tmem = &m;
   backend_cases(comm, "nccl", "nccl", s);

@@ -7,3 +7,10 @@ foreach(isa scalar avx2)
 endforeach()
 zs_unit_test(adamw_paths_env_threads test_adamw_paths ARGS --quick LABELS offload)
 set_property(TEST adamw_paths_env_threads APPEND PROPERTY ENVIRONMENT ZS_ADAMW_THREADS=3)
+# When a GPU test may print "SKIP: no CUDA device" (tests/zs_test_cuda.h): only when no device is
+# visible; any other CUDA failure must fail it. CUDA builds; runs without a GPU.
+if(ZS_HAVE_CUDA)
+  # (not a GPU test: no "cuda" in the program's name, see tests/scripts/check_gpu_tests.py)
+  zs_exe(test_gpu_skip_rule SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_skip_rule.c)
+  zs_unit_test(gpu_skip_rule test_gpu_skip_rule LABELS device)
+endif()

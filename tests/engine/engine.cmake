@@ -165,3 +165,71 @@ endforeach()
 zs_engine_equiv(engine_switch_no_grads_np2 2 1 det RUN_ARGS "--stage 3 --shard-grads 2")
 
 
+
+# GPU readiness (tests/gpu_tests.md lists these): the engine on the CUDA device through paths the
+# tests above leave out. Each runs under tests/gpu_expect.sh, which skips without a GPU (the
+# probe tests/cuda_probe.c, shared with the checkpoint and GPT-2 GPU tests) and otherwise
+# requires the engine banner of the run under test (zs_engine_info: device, backend, world,
+# shard group, offload), so a combination of options that falls back to another path fails.
+# Several ranks share the one GPU through NCCL, each with its own NCCL_HOSTID (with_hostid.sh).
+if(ZS_HAVE_CUDA)
+  zs_exe(zs_cuda_probe SOURCES ${ZS_TESTS_DIR}/cuda_probe.c LIBS CUDA::cudart)
+  # zs_engine_cuda(name N STAGE det|nondet EXPECT [common args] [RUN_ARGS "..."]): engine_equiv.sh
+  # (1 rank x N micro-steps, then N ranks x 1 micro-step under with_hostid.sh) whose output must
+  # match the extended regular expression EXPECT.
+  function(zs_engine_cuda name n stage mode expect)
+    cmake_parse_arguments(A "" "RUN_ARGS" "" ${ARGN})
+    add_test(NAME ${name}
+             COMMAND bash ${ZS_TESTS_DIR}/gpu_expect.sh $<TARGET_FILE:zs_cuda_probe> "${expect}" --
+                     bash ${CMAKE_CURRENT_LIST_DIR}/engine_equiv.sh ${ZS_MPIEXEC}
+                     $<TARGET_FILE:test_engine_train> ${n} ${stage} ${mode} ${A_UNPARSED_ARGUMENTS})
+    set_tests_properties(${name} PROPERTIES
+                         ENVIRONMENT "${ZS_TEST_ENV};EQUIV_RUN_ARGS=${A_RUN_ARGS};EQUIV_RUN_PREFIX=${ZS_TESTS_DIR}/with_hostid.sh"
+                         TIMEOUT 180 LABELS "mpi;engine;gpu" PROCESSORS ${n})
+  endfunction()
+  set(zs_nccl "cuda:[0-9]+, comm nccl")
+  # Offload on CUDA against no offload on CUDA (--device cuda is common to both runs, so the
+  # reference is the CUDA engine too): optimizer only at stages 1-2, params only at stage 3 and
+  # with sharded params over full gradients; deterministic, so bit for bit.
+  zs_engine_cuda(engine_cuda_offload_opt_np1_stage1 1 1 det "${zs_nccl}, world 1, .*; offload optimizer:"
+                 --device cuda RUN_ARGS "--offload 1")
+  zs_engine_cuda(engine_cuda_offload_opt_np2_stage2 2 2 det "${zs_nccl}, world 2, .*; offload optimizer:"
+                 --device cuda RUN_ARGS "--offload 1")
+  zs_engine_cuda(engine_cuda_offload_params_np1_stage3 1 3 det "${zs_nccl}, world 1, .*; offload params:"
+                 --device cuda RUN_ARGS "--offload 2")
+  zs_engine_cuda(engine_cuda_offload_params_np2_stage3 2 3 det "${zs_nccl}, world 2, .*; offload params:"
+                 --device cuda RUN_ARGS "--offload 2")
+  zs_engine_cuda(engine_cuda_offload_params_switch_np2 2 1 det
+                 "${zs_nccl}, world 2, .*; offload params:" --device cuda
+                 RUN_ARGS "--shard-params 1 --offload 2")
+  # Hybrid sharding on CUDA: 4 ranks as 2 shard groups x 2 replicas, the groups made by
+  # ncclCommSplit; against the 1-rank CPU reference (bit for bit in deterministic mode, 1e-6
+  # with NCCL's own reduction order).
+  zs_engine_cuda(engine_cuda_hybrid_np4_stage3 4 3 det "${zs_nccl}, world 4, shard group 2,"
+                 --group 2 RUN_ARGS "--device cuda")
+  zs_engine_cuda(engine_cuda_hybrid_np4_stage1 4 1 det "${zs_nccl}, world 4, shard group 2,"
+                 --group 2 RUN_ARGS "--device cuda")
+  zs_engine_cuda(engine_cuda_hybrid_nondet_np4_stage2 4 2 nondet "${zs_nccl}, world 4, shard group 2,"
+                 --group 2 RUN_ARGS "--device cuda")
+  # NCCL with 4 ranks on the one GPU, the whole world one shard group.
+  zs_engine_cuda(engine_cuda_nccl_np4_stage3 4 3 det "${zs_nccl}, world 4, shard group 4,"
+                 RUN_ARGS "--device cuda")
+  zs_engine_cuda(engine_cuda_nccl_nondet_np4_stage2 4 2 nondet "${zs_nccl}, world 4, shard group 4,"
+                 RUN_ARGS "--device cuda")
+  # The non-finite-gradient skip on CUDA: rank N-1 poisons one gradient of step 2 with NaN; every
+  # step must report skipped_nonfinite exactly when poisoned (test_engine_train checks each
+  # step), and the final params must equal the CPU reference that skipped the same step. Also
+  # with offloaded optimizer and params (the CPU optimizer's skip), and bf16 params on one rank
+  # (against the float64 reference, as the other bf16 tests).
+  zs_engine_cuda(engine_cuda_nonfinite_np2_stage2 2 2 det "${zs_nccl}, world 2,"
+                 --skip-nonfinite-at 2 RUN_ARGS "--device cuda")
+  zs_engine_cuda(engine_cuda_nonfinite_np2_stage3_offload 2 3 det
+                 "${zs_nccl}, world 2, .*; offload optimizer params:" --skip-nonfinite-at 2
+                 RUN_ARGS "--device cuda --offload 3")
+  add_test(NAME engine_cuda_nonfinite_np1_bf16
+           COMMAND bash ${ZS_TESTS_DIR}/gpu_expect.sh $<TARGET_FILE:zs_cuda_probe> "${zs_nccl}, world 1, .*bf16 params" --
+                   ${ZS_MPIEXEC} --oversubscribe -np 1 $<TARGET_FILE:test_engine_train> --device cuda
+                   --stage 0 --bf16 1 --reftol 3e-2 --skip-nonfinite-at 1)
+  set_tests_properties(engine_cuda_nonfinite_np1_bf16 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}"
+                       TIMEOUT 120 LABELS "mpi;engine;gpu" PROCESSORS 1)
+endif()

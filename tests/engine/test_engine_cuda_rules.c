@@ -1,9 +1,11 @@
 /* GPU tier of the stage-3 promises (CUDA builds; without a GPU it prints one SKIP line and
  * passes). One mode per run:
  *   pool     (1 rank)  the engine's stream-ordered pool keeps what a step reserved: after a
- *                      synchronised step the GPU's free memory stays lower by at least a unit,
- *                      and a second step takes no more (the default pool's threshold of 0 would
- *                      hand it back at every synchronisation and map it again next step).
+ *                      synchronised step the pool's reserved memory stays higher by at least a
+ *                      unit, and a second step reserves no more (the default pool's threshold of
+ *                      0 would hand it back at every synchronisation and map it again next step).
+ *                      Measured on the engine's own pool (cudaMemPoolGetAttribute), not the
+ *                      GPU's free memory, so other processes on the GPU do not matter.
  *   overlap  (2 ranks, nccl) a gather waits for its own all-gather only: while rank 1 holds
  *                      back its reduce-scatter for 3 s, rank 0's compute stream runs work
  *                      queued after gathering the (prefetched) next unit at once.
@@ -13,11 +15,13 @@
  *                      then failed and destroy returns.
  * Usage: test_engine_cuda_rules pool|overlap|timeout */
 #include <cuda_runtime.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/engine_internal.h" /* e->dev.pool: the engine's own memory pool */
 #include "zs_test.h"
 
 static double now(void) {
@@ -62,27 +66,46 @@ static void plain_step(zs_engine *e, zs_unit **u, int nu) {
   ZS_OK_OR_DIE(zs_engine_step(e, NULL));
 }
 
-static size_t free_bytes(void) {
-  size_t f = 0, t = 0;
-  cudaDeviceSynchronize();
-  cudaMemGetInfo(&f, &t);
-  return f;
+/* One attribute of the engine's pool (bytes). */
+static uint64_t pool_attr(zs_engine *e, enum cudaMemPoolAttr a, const char *name) {
+  uint64_t v = 0;
+  const cudaError_t ce = cudaMemPoolGetAttribute((cudaMemPool_t)e->dev.pool, a, &v);
+  ZS_EXPECT(ce == cudaSuccess, "cudaMemPoolGetAttribute(%s): %s", name, cudaGetErrorString(ce));
+  return v;
+}
+
+/* The engine pool's reserved and used bytes once this process's GPU work is done. The device
+   synchronisation is also where a pool whose release threshold is 0 would give memory back (one
+   rank: no collective of a peer can hold it). */
+static void pool_now(zs_engine *e, uint64_t *reserved, uint64_t *used) {
+  const cudaError_t ce = cudaDeviceSynchronize();
+  ZS_EXPECT(ce == cudaSuccess, "cudaDeviceSynchronize: %s", cudaGetErrorString(ce));
+  *reserved = pool_attr(e, cudaMemPoolAttrReservedMemCurrent, "ReservedMemCurrent");
+  *used = pool_attr(e, cudaMemPoolAttrUsedMemCurrent, "UsedMemCurrent");
 }
 
 static void pool(zs_comm *comm) {
   const int64_t n = 16 << 20; /* 64 MiB per unit */
   zs_unit *u[2];
   zs_engine *e = make(comm, 1, 60, n, u, 2);
-  const size_t f0 = free_bytes();
+  uint64_t r0, r1, r2, u0, u1, u2;
+  pool_now(e, &r0, &u0);
   plain_step(e, u, 2);
-  const size_t f1 = free_bytes();
+  pool_now(e, &r1, &u1);
   plain_step(e, u, 2);
-  const size_t f2 = free_bytes();
-  const size_t unit = (size_t)n * 4;
-  printf("pool: free after commit %zu, after step 1 %zu, after step 2 %zu\n", f0, f1, f2);
-  ZS_EXPECT(f0 > f1 && f0 - f1 >= unit,
-            "the step's buffers were handed back at synchronisation (free %zu -> %zu)", f0, f1);
-  ZS_EXPECT(f1 <= f2 + ((size_t)4 << 20), "a second step reserved more (free %zu -> %zu)", f1, f2);
+  pool_now(e, &r2, &u2);
+  const uint64_t high = pool_attr(e, cudaMemPoolAttrReservedMemHigh, "ReservedMemHigh");
+  const uint64_t unit = (uint64_t)n * 4, slack = (uint64_t)4 << 20;
+  printf("pool: reserved (used) after commit %llu (%llu), after step 1 %llu (%llu), after step 2 "
+         "%llu (%llu), reserved high %llu\n",
+         (unsigned long long)r0, (unsigned long long)u0, (unsigned long long)r1,
+         (unsigned long long)u1, (unsigned long long)r2, (unsigned long long)u2,
+         (unsigned long long)high);
+  ZS_EXPECT(r1 >= r0 + unit,
+            "the step's buffers were handed back at synchronisation (reserved %llu -> %llu)",
+            (unsigned long long)r0, (unsigned long long)r1);
+  ZS_EXPECT(r2 <= r1 + slack, "a second step reserved more (reserved %llu -> %llu)",
+            (unsigned long long)r1, (unsigned long long)r2);
   zs_engine_destroy(e);
 }
 
@@ -177,9 +200,7 @@ static void timeout(zs_comm *comm) {
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device\n");
+  if (zs_test_cuda_absent(zs_comm_rank(comm) == 0)) { /* other CUDA failures: exit 1 */
     zs_comm_destroy(comm);
     return 0;
   }

@@ -166,24 +166,6 @@ static void add(void *p, int bf16, int64_t i, float v) {
     ((float *)p)[i] += v;
 }
 
-/* Copies between the host and the engine's device memory (plain memcpy on the CPU device). */
-static void copy_bytes(void *dst, const void *src, size_t n, int cuda) {
-#ifdef ZS_HAVE_CUDA
-  if (cuda) {
-    /* cudaMemcpy from pageable memory may return before its DMA lands: synchronise the device
-       so the engine's (non-blocking) streams see the data. */
-    if (cudaMemcpy(dst, src, n, cudaMemcpyDefault) != cudaSuccess ||
-        cudaDeviceSynchronize() != cudaSuccess) {
-      fprintf(stderr, "FATAL: cudaMemcpy failed\n");
-      exit(1);
-    }
-    return;
-  }
-#endif
-  (void)cuda;
-  memcpy(dst, src, n);
-}
-
 /* One micro-step of "forward + backward": gather every unit, read params, write grads. */
 static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison, void *stream) {
   for (int u = 0; u < TM_NUNITS; u++)
@@ -206,8 +188,8 @@ static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison
       if (o->cuda) cudaStreamSynchronize((cudaStream_t)stream);
 #endif
       (void)stream;
-      copy_bytes(p, dp, bytes, o->cuda);
-      copy_bytes(g, dg, bytes, o->cuda);
+      zs_test_copy(p, dp, bytes, o->cuda);
+      zs_test_copy(g, dg, bytes, o->cuda);
       for (int64_t i = 0; i < tm_numel(u, k); i++) {
         float pv = load(p, o->bf16, i);
         const float gi = tm_a(batch, base + i) * (pv - tm_t(batch, base + i));
@@ -222,7 +204,7 @@ static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison
         add(g, o->bf16, i, h);
       }
       if (poison && u == 2 && k == 0) add(g, o->bf16, 0, NAN);
-      copy_bytes(dg, g, bytes, o->cuda);
+      zs_test_copy(dg, g, bytes, o->cuda);
       free(p);
       free(g);
     }
@@ -237,12 +219,13 @@ int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   if (o.cuda) {
-    int ndev = 0;
 #ifdef ZS_HAVE_CUDA
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+    const int absent = zs_test_cuda_absent(zs_comm_rank(comm) == 0); /* other failures: exit 1 */
+#else
+    const int absent = 1;
+    if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device (a build without CUDA)\n");
 #endif
-    if (ndev == 0) {
-      if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device\n");
+    if (absent) {
       zs_comm_destroy(comm);
       return 0;
     }

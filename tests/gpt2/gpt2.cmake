@@ -49,3 +49,33 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(gpt2_eval_memory PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                                                    LABELS "gpt2;mpi" PROCESSORS 2)
 endif()
+
+# GPU readiness (tests/gpu_tests.md): the example on the CUDA device against the same run on the
+# CPU device (test_gpt2_cuda.sh; compare_gpt2_runs.py holds the bounds and their reasons), fp32
+# and bf16, at 1 rank (stage 0) and 2 ranks sharing the GPU through NCCL (stage 3). Without a GPU
+# they print "SKIP: no CUDA device" (zs_cuda_probe, tests/engine/engine.cmake).
+# gpt2_cuda_compare_selftest runs on the CPU in every build: two CPU runs must agree exactly, the
+# comparison must pass planted differences of 0.5x each bound and fail 2x, and a run with a 1.5x
+# learning rate must fail it.
+find_program(ZS_GPT2_PYTHON3 NAMES python3) # the comparison (standard library only)
+if(ZS_BUILD_EXAMPLES AND ZS_GPT2_PYTHON3)
+  add_test(NAME gpt2_cuda_compare_selftest
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_cuda.sh $<TARGET_FILE:train_gpt2_dump>
+                   ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC} - 2 3 --self-test)
+  set_tests_properties(gpt2_cuda_compare_selftest PROPERTIES
+                       ENVIRONMENT "${ZS_TEST_ENV};PYTHON=${ZS_GPT2_PYTHON3}" TIMEOUT 120
+                       LABELS "gpt2;mpi;python" PROCESSORS 2)
+endif()
+if(ZS_BUILD_EXAMPLES AND ZS_GPT2_PYTHON3 AND ZS_HAVE_CUDA)
+  foreach(run "1;0;fp32" "1;0;bf16" "2;3;fp32" "2;3;bf16")
+    list(GET run 0 np)
+    list(GET run 1 stage)
+    list(GET run 2 dtype)
+    add_test(NAME gpt2_cuda_np${np}_${dtype}
+             COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_cuda.sh $<TARGET_FILE:train_gpt2_dump>
+                     ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC} $<TARGET_FILE:zs_cuda_probe> ${np} ${stage} ${dtype})
+    set_tests_properties(gpt2_cuda_np${np}_${dtype} PROPERTIES
+                         ENVIRONMENT "${ZS_TEST_ENV};PYTHON=${ZS_GPT2_PYTHON3}" TIMEOUT 180
+                         LABELS "gpt2;mpi;python;gpu" PROCESSORS ${np})
+  endforeach()
+endif()

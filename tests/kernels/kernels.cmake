@@ -20,3 +20,12 @@ if(ZS_HAVE_CUDA)
     zs_unit_test(${t} ${t} TIMEOUT 300 LABELS cuda)
   endforeach()
 endif()
+
+# GPU readiness (tests/gpu_tests.md): every GPT-2 kernel at d12's real sizes (T 1024, C 768,
+# 12 heads, 4C MLP, V 50257 padded to 50304) in fp32 and bf16 against the CPU twins, one relative
+# error norm per array (the bounds and their reasons are in the file).
+if(ZS_HAVE_CUDA)
+  zs_exe(test_kernels_cuda_d12 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_cuda_d12.c
+         LIBS CUDA::cudart)
+  zs_unit_test(kernels_cuda_d12 test_kernels_cuda_d12 TIMEOUT 300 LABELS kernels cuda gpu)
+endif()

@@ -1,6 +1,7 @@
 /* On a GPU: host arena memory for a CUDA device is pinned (cudaPointerGetAttributes reports host
  * memory registered with CUDA) and a device<->host copy round-trips through it. Without a GPU it
- * prints one skip line and passes. Built only with CUDA. */
+ * prints "SKIP: no CUDA device" and passes (any other CUDA failure fails it). Built only with
+ * CUDA. */
 #include <cuda_runtime_api.h>
 #include <string.h>
 
@@ -8,11 +9,7 @@
 #include "zs_test.h"
 
 int main(void) {
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-    printf("SKIP test_offload_pinned_cuda: no CUDA device\n");
-    return 0;
-  }
+  if (zs_test_cuda_absent(1)) return 0; /* other CUDA failures: exit 1 */
   zs_host_arena *a;
   ZS_OK_OR_DIE(zs_host_arena_create(0, 0, 0, &a));
   printf("arena: %s\n", zs_host_arena_info(a));

@@ -4,15 +4,18 @@
 
 #include "kctx.cuh"
 
-/* cudaMalloc that reports ZS_ERR_OUT_OF_MEMORY / ZS_ERR_DEVICE naming the buffer. */
-static zs_status kctx_alloc(void **p, size_t bytes, const char *what) {
-  cudaError_t e = cudaMalloc(p, bytes);
+/* Stream-ordered allocation on the context's stream (the only stream its kernels use), reporting
+   ZS_ERR_OUT_OF_MEMORY / ZS_ERR_DEVICE naming the buffer. Stream-ordered so that destroy can free
+   with cudaFreeAsync: a plain cudaFree waits for the whole device, and would hang behind a
+   collective of a silent peer that the engine has not timed out yet. */
+static zs_status kctx_alloc(void **p, size_t bytes, cudaStream_t s, const char *what) {
+  cudaError_t e = cudaMallocAsync(p, bytes, s);
   if (e == cudaSuccess) return ZS_OK;
   *p = NULL;
   (void)cudaGetLastError(); /* not sticky: clear it so later launches do not report it */
   return zs_err(e == cudaErrorMemoryAllocation ? ZS_ERR_OUT_OF_MEMORY : ZS_ERR_DEVICE,
-                "zs_cuda_kctx_create: cudaMalloc of the %s (%zu bytes) failed: %s", what, bytes,
-                cudaGetErrorString(e));
+                "zs_cuda_kctx_create: cudaMallocAsync of the %s (%zu bytes) failed: %s", what,
+                bytes, cudaGetErrorString(e));
 }
 
 extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx **out) {
@@ -35,8 +38,9 @@ extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx
                 cublasLtGetStatusName(bs));
     goto fail;
   }
-  ZS_CHECK_GOTO(kctx_alloc(&k->workspace, ZS_LT_WORKSPACE_BYTES, "cuBLASLt workspace"), rc, fail);
-  ZS_CHECK_GOTO(kctx_alloc(&k->scratch, ZS_SCRATCH_BYTES, "kernel scratch"), rc, fail);
+  ZS_CHECK_GOTO(kctx_alloc(&k->workspace, ZS_LT_WORKSPACE_BYTES, k->stream, "cuBLASLt workspace"),
+                rc, fail);
+  ZS_CHECK_GOTO(kctx_alloc(&k->scratch, ZS_SCRATCH_BYTES, k->stream, "kernel scratch"), rc, fail);
   *out = k;
   return ZS_OK;
 fail:
@@ -44,10 +48,12 @@ fail:
   return rc;
 }
 
+/* Frees after the work queued on the stream (never a device-wide wait: see kctx_alloc). */
 extern "C" void zs_cuda_kctx_destroy(zs_cuda_kctx *k) {
   if (!k) return;
-  if (k->scratch) cudaFree(k->scratch);
-  if (k->workspace) cudaFree(k->workspace);
+  if (k->scratch && cudaFreeAsync(k->scratch, k->stream) != cudaSuccess) (void)cudaGetLastError();
+  if (k->workspace && cudaFreeAsync(k->workspace, k->stream) != cudaSuccess)
+    (void)cudaGetLastError();
   if (k->lt) cublasLtDestroy(k->lt);
   free(k);
 }
