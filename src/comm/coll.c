@@ -94,6 +94,7 @@ zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *co
 /* Remembers the current error as the reason the coll is unusable. */
 void zs_coll_mark_broken(zs_coll *c) {
   c->broken = 1;
+  c->desync = 1;
   snprintf(c->broken_why, sizeof c->broken_why, "%s", zs_last_error());
 }
 
@@ -190,7 +191,10 @@ void zs_coll_destroy(zs_coll *c) {
 
 void zs_coll_abort(zs_coll *c) {
   if (!c) return;
-  if (!c->broken) zs_coll_mark_broken(c);
+  if (!c->broken) { /* broken, but still in step: its owner's goodbye can tell the peers */
+    c->broken = 1;
+    snprintf(c->broken_why, sizeof c->broken_why, "%s", zs_last_error());
+  }
   if (c->ops->cancel) c->ops->cancel(c);
 }
 

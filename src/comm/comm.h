@@ -88,6 +88,20 @@ void zs_coll_set_sig_src(zs_coll *c, const zs_coll_sig_src *src);
    is at the same call now (the owner's context). ZS_ERR_COMM on a difference (group broken),
    ZS_ERR_TIMEOUT when a peer never comes; ZS_OK at once when the check is off. */
 zs_status zs_coll_check(zs_coll *c);
+/* Why a rank leaves its groups (zs_coll_goodbye): 0 a healthy destroy. */
+#define ZS_GOODBYE_ABORTED 1 /* zs_engine_abort was called */
+#define ZS_GOODBYE_FAILED 2  /* the owner failed on an earlier error */
+/* The last header exchange on each of the n groups (NULL entries skipped) that is still in step
+   (not broken by an error; zs_coll_abort alone keeps it in step): all are started before any is
+   waited for. reason 0: an agreement like zs_coll_check (a peer elsewhere fails both). Else the
+   peers' exchange pairing with it fails at once with ZS_ERR_COMM naming the reason, and this
+   rank's verdict is OK. The first failure's status and message are returned; failed groups are
+   broken. A no-op where the check is off (ZS_COMM_CHECK=0, nccl, self). */
+zs_status zs_coll_goodbye(zs_coll *const *cs, int n, int reason);
+/* The running hash of every collective header built on c (whether exchanged or not: also with
+   ZS_COMM_CHECK=0 and on nccl), equal on the ranks of a group that made the same calls; 0 for
+   NULL or a one-rank group. */
+uint64_t zs_coll_sig_hash(const zs_coll *c);
 
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);
