@@ -76,6 +76,7 @@ zs_status zs_engine_fail(zs_engine *e, zs_status s) {
 
 zs_status zs_engine_abort(zs_engine *e) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_abort: engine is NULL");
+  e->aborted = 1; /* destroy's goodbye tells the peers that this was zs_engine_abort */
   zs_engine_abort_comms(e);
   return ZS_OK;
 }
@@ -116,6 +117,7 @@ static void shard_ctx_init(zs_engine *e) {
   x->free = sh_free;
   x->fail = sh_fail;
   x->owner = e;
+  x->sig_unit = -1;
 }
 
 /* Opens the world, shard-group and replica-group collectives. */
@@ -204,6 +206,9 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   *out = e;
   return ZS_OK;
 fail:
+  /* Peers may already be in the next collective of create: this rank leaves as failed (its
+     goodbye tells them at once); destroy keeps this call's message. */
+  if (e->world) zs_engine_abort_comms(e);
   zs_engine_destroy(e);
   return rc;
 }
@@ -437,6 +442,10 @@ static void unit_release_buffers(zs_engine *e, zs_unit *u) {
 
 void zs_engine_destroy(zs_engine *e) {
   if (!e) return;
+  /* Destroy reports nothing: whatever its goodbye or teardown says, the thread's last error is
+     the caller's again when it returns (create's failure path relies on it too). */
+  char saved[1024];
+  snprintf(saved, sizeof saved, "%s", zs_last_error());
   /* Collectives first: destroying them completes (bounded) or aborts any op that still writes
      into engine buffers or holds a stream; only then are the streams drained (never after a
      failure: a stream may wait on an aborted collective) and the memory returned. */
@@ -463,7 +472,10 @@ void zs_engine_destroy(zs_engine *e) {
   zs_pool_destroy(e->pool);
   zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
+  free(e->agree_rows);
+  if (e->agree_dev) zs_dev_free(&e->dev, e->agree_dev, NULL); /* its groups are gone */
   free(e);
+  zs_err(ZS_OK, "%s", saved);
 }
 
 void *zs_engine_stream(zs_engine *e) {

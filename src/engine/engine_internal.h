@@ -67,10 +67,13 @@ struct zs_engine {
   int64_t opt_steps;  /* completed optimizer steps (AdamW's t) */
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;
-  zs_shard_ctx sh;     /* what src/shard sees of the engine (shard/shard.h) */
-  zs_call call;        /* the public call this rank is in (calls.c) */
-  int call_unit;       /* its unit's index, or -1 */
-  zs_coll_sig_src sig; /* the context of every header on the engine's groups */
+  zs_shard_ctx sh;      /* what src/shard sees of the engine (shard/shard.h) */
+  zs_call call;         /* the public call this rank is in (calls.c) */
+  int call_unit;        /* its unit's index, or -1 */
+  zs_coll_sig_src sig;  /* the context of every header on the engine's groups */
+  int aborted;          /* zs_engine_abort was called (destroy's goodbye says so) */
+  uint64_t *agree_rows; /* the step agreement's rows (world_size x its words), kept */
+  void *agree_dev;      /* CUDA: its device buffer, kept */
   char info[2048];
   /* After a communication failure an abandoned collective may still write into its buffers, so
      from then on frees are deferred until destroy has torn down the collectives. */
@@ -115,11 +118,13 @@ void zs_engine_call(zs_engine *e, zs_call call, const zs_unit *u);
 /* Attaches the engine's call context to its groups' headers (after they are open). */
 void zs_engine_sig_attach(zs_engine *e);
 /* Every rank agrees on the step's shape before the update (micro_steps, the grads_ready calls,
-   the step number): ZS_ERR_COMM naming both sides when they differ. Collective over the world,
-   on every backend (the per-collective check of comm.h is MPI's only). */
+   the step number, the groups' running hashes of collective headers): ZS_ERR_COMM naming both
+   sides when they differ. Collective over the world, on every backend (the per-collective check
+   of comm.h is MPI's only); its buffers are kept from the first step on. */
 zs_status zs_engine_agree_step(zs_engine *e);
-/* The last agreement of a healthy engine's destroy: a rank still inside a collective call learns
-   that this one left (both fail with messages, no request left pending). Errors fail e. */
+/* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a
+   healthy engine (a peer still inside a collective call learns that this one left), a goodbye
+   naming zs_engine_abort or the failure from a failed one. Errors fail e. */
 void zs_engine_goodbye(zs_engine *e);
 /* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
 void zs_engine_abort_comms(zs_engine *e);

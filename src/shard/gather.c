@@ -34,6 +34,8 @@ static zs_status start_gather(zs_unit *u, const zs_unit *by) {
                        by->name, u->name, u == by ? "" : " (prefetched)"));
   /* Offloaded params: the host shard is copied into its own slot of the full buffer first,
      then gathered in place, so the device never holds a separate shard copy. */
+  x->sig_unit = u->index; /* the collective's header names the unit it moves (calls.c) */
+  x->sig_prefetch = u != by;
   const void *send = u->param_shard;
   zs_status rc = ZS_OK;
   if (u->param_on_host && d->kind == ZS_DEVICE_CUDA) {
@@ -45,6 +47,8 @@ static zs_status start_gather(zs_unit *u, const zs_unit *by) {
   if (rc == ZS_OK)
     rc = zs_coll_all_gather(x->shard, send, u->param_full, u->lay.shard,
                             zs_cdt_of(x->cfg->param_dtype), d->comm_stream);
+  x->sig_unit = -1;
+  x->sig_prefetch = 0;
   if (rc == ZS_OK) rc = zs_dev_event_record(d, u->ev_gathered, d->comm_stream);
   if (rc != ZS_OK) {
     zs_sh_fail_hard(x, zs_err_wrap(rc, "zs_unit_gather('%s'), all-gather of unit '%s'%s", by->name,
