@@ -124,7 +124,8 @@ set_property(TEST engine_diverge_micro_nocheck_np2 APPEND PROPERTY ENVIRONMENT Z
 # in another order with the header off (the step's agreement compares a running hash of the
 # calls); a divergence inside one shard group of a hybrid (every destroy prompt, every rank
 # finalises); a peer's zs_engine_abort (the healthy rank's gather and destroy fail or return at
-# once; destroy keeps the caller's last error).
+# once; destroy keeps the caller's last error); creates diverging after the world group opened
+# (each keeps its own message).
 zs_exe(test_engine_diverge_cases SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_diverge_cases.c)
 zs_mpi_test(engine_diverge_units_np2 test_engine_diverge_cases NP 2 ARGS --units TIMEOUT 120 LABELS engine)
 zs_mpi_test(engine_diverge_order_np2 test_engine_diverge_cases NP 2 ARGS --order TIMEOUT 120 LABELS engine)
@@ -132,11 +133,12 @@ zs_mpi_test(engine_diverge_order_nocheck_np2 test_engine_diverge_cases NP 2 ARGS
 set_property(TEST engine_diverge_order_nocheck_np2 APPEND PROPERTY ENVIRONMENT ZS_COMM_CHECK=0)
 zs_mpi_test(engine_diverge_hybrid_np4 test_engine_diverge_cases NP 4 ARGS --hybrid TIMEOUT 120 LABELS engine)
 zs_mpi_test(engine_diverge_abort_np2 test_engine_diverge_cases NP 2 ARGS --abort TIMEOUT 120 LABELS engine)
+zs_mpi_test(engine_diverge_create_np2 test_engine_diverge_cases NP 2 ARGS --create TIMEOUT 120 LABELS engine)
 set_tests_properties(engine_diverge_np2 engine_diverge_np3 engine_diverge_sample_np2
                      engine_diverge_micro_np2 engine_diverge_micro_nocheck_np2
                      engine_diverge_units_np2 engine_diverge_order_np2
                      engine_diverge_order_nocheck_np2 engine_diverge_hybrid_np4
-                     engine_diverge_abort_np2 PROPERTIES
+                     engine_diverge_abort_np2 engine_diverge_create_np2 PROPERTIES
                      FAIL_REGULAR_EXPRESSION "MPI_ERR|noticed that|libnbc|MPI_ABORT|exited on signal|without calling")
 # One regression test per stage-3 defect (eval/sampling gathers, stale set_param, max_live,
 # hybrid deterministic scratch, commit fit check, offload worker split).

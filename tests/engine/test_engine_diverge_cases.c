@@ -18,7 +18,11 @@
  * --abort (np 2): rank 1 calls zs_engine_abort and destroys; rank 0 (a) destroys at once, or
  *   (b) first gathers (stage 3: collective): the gather must fail at once with ZS_ERR_COMM naming
  *   zs_engine_abort, and the destroy must return well within comm_timeout_s. A refused call's
- *   message (made just before destroy) must still be zs_last_error() after it. */
+ *   message (made just before destroy) must still be zs_last_error() after it.
+ * --create (np 2): rank 1 asks for shard groups of 1, rank 0 for the whole world: rank 1 splits
+ *   the world while rank 0 exchanges the ranks' placement. Both creates fail at once with
+ *   ZS_ERR_COMM and their own "ranks diverged" message (the failure path's destroy must not
+ *   replace it). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +201,27 @@ static void abort_case(zs_comm *comm, int gather_first) {
             mine, zs_last_error());
 }
 
+/* D4: creates that diverge after the world group is open; each keeps its own message. */
+static void create_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 3;
+  cfg.comm_timeout_s = TIMEOUT_S;
+  cfg.shard_group_size = rank == 1 ? 1 : 0;
+  zs_engine *e = NULL;
+  const double t0 = now();
+  const zs_status rc = zs_engine_create(&cfg, comm, &e);
+  const double dt = now() - t0;
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  printf("create rank %d: %s after %.2f s: %s\n", rank, zs_status_str(rc), dt, msg);
+  ZS_EXPECT(rc == ZS_ERR_COMM && !e, "rank %d: create gave %s", rank, zs_status_str(rc));
+  ZS_EXPECT(rc == ZS_OK || (strstr(msg, "ranks diverged") && !strstr(msg, "broken")),
+            "rank %d: create's message is not its own failure: %s", rank, msg);
+  ZS_EXPECT(dt < TIMEOUT_S / 2, "rank %d: create took %.1f s", rank, dt);
+  if (e) zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -211,6 +236,8 @@ int main(int argc, char **argv) {
   } else if (!strcmp(mode, "--abort")) {
     abort_case(comm, 0);
     abort_case(comm, 1);
+  } else if (!strcmp(mode, "--create")) {
+    create_case(comm);
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
