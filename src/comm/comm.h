@@ -43,12 +43,14 @@ typedef struct zs_coll zs_coll;
 
 /* Rank divergence check. Before each collective (and each zs_coll_check) the ranks of a group
    all-gather a header: a sequence number, the operation, count, dtype and root, and ZS_SIG_CTX
-   words of the owner's context (which public call, which unit, which step). When the headers
+   words of the owner's context (which public call, which unit, the unit a gather moves and
+   whether it prefetches, which step). When the headers
    differ, the collective fails on every rank of the group with ZS_ERR_COMM before any data moves,
    naming what this rank called and what the first differing rank called; the group is broken,
    and no MPI request is left pending (every rank leaves through the same exchange). On by
    default for the mpi backends; ZS_COMM_CHECK=0 turns it off. nccl and self do not check (no
-   host channel per op; one rank). */
+   host channel per op; one rank). Every header is also built and folded into the group's running
+   hash (zs_coll_sig_hash) whether it is exchanged or not. */
 #define ZS_SIG_CTX 3
 typedef struct zs_coll_sig_src {
   /* Fills the owner's context words at the moment a header is built. */
