@@ -10,8 +10,40 @@
  *    holds a sentence naming the cause and the fix. The library never prints, exits or aborts. A
  *    refused call (ZS_ERR_INVALID_ARG, ZS_ERR_STATE) changes nothing.
  *  - Collective calls say so, and over which group: every rank of it must make them, in the same
- *    order, with the same units. A rank that does not makes its peers fail with ZS_ERR_TIMEOUT
- *    after comm_timeout_s, never hang. Calls not marked collective are local to the rank.
+ *    order, with the same units. Calls not marked collective are local to the rank.
+ *  - Ranks that diverge (another collective call, another unit, another order, another
+ *    micro_steps, a save where the others step, an extra or missing zs_unit_grads_ready) get a
+ *    non-OK status on every rank; how early, and whether data already moved, depends on the
+ *    backend. On the mpi backends (every CPU run) with the check on (default), the engine's
+ *    groups compare a small header (sequence number, operation, count, dtype, and the public
+ *    call, its unit, the unit an all-gather of params moves and whether it is a prefetch, step,
+ *    micro-step) before each collective: every rank of the group fails at once with
+ *    ZS_ERR_COMM, "ranks diverged ... this rank (r) called X; rank q called Y", before any data
+ *    moves. Every backend, with or without the check, folds the same headers into a running hash
+ *    per group, and zs_engine_step makes every rank agree on the step's shape (micro_steps,
+ *    zs_unit_grads_ready calls, step number, the hashes) before the update (ZS_ERR_COMM "the
+ *    ranks disagree on the step's shape"). So with ZS_COMM_CHECK=0 or on nccl a divergence is
+ *    only caught at the next zs_engine_step, and only if it did not hang or fail first: until
+ *    then collectives of the same size pair with each other and may have moved wrong data (a
+ *    gather outside a step, a zs_unit_get_param, a save or an export are not covered), and a
+ *    divergence in sizes or in the number of collectives ends in ZS_ERR_TIMEOUT after
+ *    comm_timeout_s or a transport error. A peer that makes no collective call at all ends in
+ *    ZS_ERR_TIMEOUT after comm_timeout_s; with the check on, a rank that arrives after a peer
+ *    gave up fails at once (ZS_ERR_TIMEOUT, "gave up"; every rank of that exchange reaches the
+ *    same verdict from the exchanged words). Calls that are local in the configuration are not
+ *    compared, so legal programs are never flagged: zs_unit_gather with full params (stages
+ *    0-2), zs_unit_get_param of unsharded state (stage 0), a zs_unit_grads_ready before the last
+ *    micro-step with full gradients (stages 0-1). After a divergence error destroy the engine and
+ *    the comm and exit: every rank finalises MPI normally. The check costs one small all-gather
+ *    per collective (one latency: within noise on a real model, up to +87% per step for tiny
+ *    units on 4 ranks sharing 2 cores, bench/RESULTS.md); ZS_COMM_CHECK=0 turns it off (the hash
+ *    stays).
+ *  - Sampling or evaluating on one rank: at stage 3 (sharded params) zs_unit_gather is
+ *    collective, so every rank runs the forward (for example all ranks sample with the same seed
+ *    and rank 0 prints). A rank that wants to sample alone first has every rank call
+ *    zs_unit_get_param for each tensor (collective at stages 1-3; one unit's fp32 master at a
+ *    time on the engine) and runs its forward from those host copies, outside the engine. At
+ *    stages 0-2 (full params) zs_unit_gather is local and one rank may sample alone.
  *  - Failure: ZS_ERR_COMM, ZS_ERR_TIMEOUT or ZS_ERR_DEVICE from a collective, or from a wait
  *    behind one, fails the engine: its groups are aborted, later calls return ZS_ERR_STATE, and
  *    the only thing left to do is zs_engine_destroy (restart from a checkpoint).
@@ -55,7 +87,7 @@ typedef enum {
   ZS_OK = 0,
   ZS_ERR_INVALID_ARG, /* an argument is out of range, NULL, or inconsistent */
   ZS_ERR_OUT_OF_MEMORY,
-  ZS_ERR_COMM,   /* a collective failed (peer died, transport error) */
+  ZS_ERR_COMM,   /* a collective failed (peer died, transport error, ranks diverged) */
   ZS_ERR_DEVICE, /* CUDA / device failure */
   ZS_ERR_IO,
   ZS_ERR_CORRUPT,
@@ -174,7 +206,11 @@ typedef struct zs_unit zs_unit;
 /* ======== Communicators ======== */
 
 /* Bootstrap from mpirun/srun: initialises MPI if the caller has not (and then finalises it in
-   zs_comm_destroy). argc/argv may be NULL. Collective over MPI_COMM_WORLD. */
+   zs_comm_destroy). argc/argv may be NULL. Collective over MPI_COMM_WORLD. When MPI_COMM_WORLD's
+   error handler is MPI_ERRORS_ARE_FATAL (MPI's default), it is replaced by MPI_ERRORS_RETURN
+   until the last zs_comm_destroy puts it back: Open MPI reports failed requests of zshard's own
+   communicators there, and a fatal handler would abort the job (the caller's own MPI calls on
+   MPI_COMM_WORLD return errors meanwhile). A handler the caller installed is left alone. */
 ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 /* Bootstrap from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun style). A TCP
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with
@@ -223,7 +259,11 @@ ZS_API zs_status zs_engine_commit(zs_engine *e);
 
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
    Writes the fp32 master and the compute copy (and a gathered copy the caller holds; a prefetched
-   copy is dropped). Valid after commit, outside a step. Not collective. On CUDA it waits for the
+   copy is dropped). Valid after commit, outside a step. Not collective, but every rank must set
+   the same tensors between the same collective calls: dropping a prefetched copy changes what
+   the next zs_unit_gather of the unit communicates, so a rank that sets another unit makes that
+   gather fail with ZS_ERR_COMM on every rank (with the check on; see the conventions above for
+   ZS_COMM_CHECK=0 and nccl). On CUDA it waits for the
    engine's streams: ZS_ERR_TIMEOUT after comm_timeout_s (work stuck behind a collective) fails
    the engine. ZS_ERR_INVALID_ARG / ZS_ERR_STATE for bad arguments or call order (nothing written).
  */
@@ -246,7 +286,9 @@ ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
 /* Makes the full params of u usable on the engine stream (stage 3: all-gather, unless it was
    prefetched, and prefetch of the next units; see the memory rule). Collective over the shard
    group at stage 3: every rank gathers the same units in the same order, in training,
-   evaluation and sampling alike. Gathering a unit the caller already holds is a no-op. Release
+   evaluation and sampling alike (see "Sampling or evaluating on one rank" at the top; a rank
+   gathering alone makes every rank fail with ZS_ERR_COMM). Local at stages 0-2. Gathering a
+   unit the caller already holds is a no-op. Release
    it after its forward and again after its backward: at stage 3 a gathered unit holds its full
    params until zs_unit_release. zs_engine_step ends every hold at every stage: gather again
    before using zs_unit_param after a step. Errors: ZS_ERR_OUT_OF_MEMORY when max_live_bytes
@@ -304,7 +346,9 @@ typedef struct {
    on this rank's share of the optimizer state, publishes the updated params where they are full,
    and ends every hold (gathered copies are freed). A non-finite gradient skips the update
    (st->skipped_nonfinite). st may be NULL. Collective over the world. ZS_ERR_STATE without
-   begin_step or before every unit's micro_steps-th grads_ready (nothing changes); any later
+   begin_step or before every unit's micro_steps-th grads_ready (nothing changes). Then every
+   rank agrees on the step's shape (micro_steps, grads_ready calls, step number): ZS_ERR_COMM
+   naming both ranks' shapes when they differ (nothing updated, the engine failed). Any later
    failure fails the engine (the update may be half applied). */
 ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
@@ -426,10 +470,20 @@ ZS_API zs_status zs_engine_export_safetensors(zs_engine *e, const char *path);
 ZS_API zs_status zs_engine_memory(const zs_engine *e, zs_memory *out);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls
-   return ZS_ERR_STATE, destroy still works. Not collective. ZS_ERR_INVALID_ARG for NULL. */
+   return ZS_ERR_STATE, destroy still works. Not collective: the peers learn of it at the
+   destroy that follows (with the check on, their pending or next collective, or their own
+   destroy, then fails or returns at once, naming zs_engine_abort). ZS_ERR_INVALID_ARG for
+   NULL. */
 ZS_API zs_status zs_engine_abort(zs_engine *e);
-/* Releases everything the engine holds: tears down its groups (collective over the world unless
-   the engine failed, when they are aborted), then frees its memory. NULL is a no-op. */
+/* Releases everything the engine holds: tears down its groups, then frees its memory. With the
+   check on (mpi backends), every group still in step first takes part in one last exchange
+   (bounded by comm_timeout_s; all groups' are started before any is waited for): from a healthy
+   engine an agreement, so that a peer still inside a collective call fails with a message naming
+   zs_engine_destroy instead of waiting out its timeout; from an aborted or failed engine a
+   goodbye, so that its peers' collectives and destroys fail or return at once naming it. Groups
+   broken by a timeout, a transport error or a divergence take no part. Destroy engines that share
+   a comm in the same order on every rank (each engine's last exchange waits for the same
+   engine's on the peers). zs_last_error() is left as it was before the call. NULL is a no-op. */
 ZS_API void zs_engine_destroy(zs_engine *e);
 
 /* Number of units, unit i (NULL when out of range), the unit's name, and tensor t's element

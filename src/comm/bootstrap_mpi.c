@@ -52,6 +52,11 @@ zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out) {
   ci->world = MPI_COMM_NULL;
   ci->bf16_type = MPI_DATATYPE_NULL;
   ci->bf16_sum = MPI_OP_NULL;
+  /* Open MPI 4.1 reports a failed nonblocking collective of our own communicators (a truncated
+     message) through MPI_COMM_WORLD's handler, fatal by default: errors must return instead
+     (a handler the program installed is its choice and stays). */
+  zs_mpi_world_errhandler_acquire();
+  ci->world_errh_held = 1;
   r = MPI_Comm_dup(MPI_COMM_WORLD, &ci->world);
   if (r != MPI_SUCCESS) {
     rc = zs_err(ZS_ERR_COMM, "MPI_Comm_dup(MPI_COMM_WORLD) failed: %s",
@@ -73,6 +78,7 @@ fail:
   if (ci) {
     zs_mpi_bf16_free(&ci->bf16_type, &ci->bf16_sum);
     if (ci->world != MPI_COMM_NULL) MPI_Comm_free(&ci->world);
+    if (ci->world_errh_held) zs_mpi_world_errhandler_release();
   }
   free(ci);
   free(c);

@@ -86,6 +86,7 @@ zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *co
   c->rank = rank;
   c->size = size;
   c->timeout_s = timeout_s;
+  zs_sig_init(c);
   *out = c;
   return ZS_OK;
 }
@@ -93,6 +94,7 @@ zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *co
 /* Remembers the current error as the reason the coll is unusable. */
 void zs_coll_mark_broken(zs_coll *c) {
   c->broken = 1;
+  c->desync = 1;
   snprintf(c->broken_why, sizeof c->broken_why, "%s", zs_last_error());
 }
 
@@ -169,7 +171,12 @@ zs_status zs_coll_split(zs_coll *c, int color, int key, zs_coll **out) {
                   "zs_coll_split on a broken %s group (a previous operation failed: "
                   "%s): destroy it and end the job",
                   c->backend, c->broken_why);
-  zs_status rc = c->ops->split(c, color, key, out);
+  zs_status rc = zs_sig_check(c, ZS_SIG_SPLIT, 0, ZS_CDT_BYTE, -1);
+  if (rc != ZS_OK) {
+    zs_coll_mark_broken(c);
+    return zs_err_wrap(rc, "zs_coll_split(color %d, key %d)", color, key);
+  }
+  rc = c->ops->split(c, color, key, out);
   if (rc != ZS_OK) return zs_err_wrap(rc, "zs_coll_split(color %d, key %d)", color, key);
   return ZS_OK;
 }
@@ -178,12 +185,16 @@ zs_status zs_coll_split(zs_coll *c, int color, int key, zs_coll **out) {
 void zs_coll_destroy(zs_coll *c) {
   if (!c) return;
   c->ops->destroy(c);
+  free(c->sig_buf);
   free(c);
 }
 
 void zs_coll_abort(zs_coll *c) {
   if (!c) return;
-  if (!c->broken) zs_coll_mark_broken(c);
+  if (!c->broken) { /* broken, but still in step: its owner's goodbye can tell the peers */
+    c->broken = 1;
+    snprintf(c->broken_why, sizeof c->broken_why, "%s", zs_last_error());
+  }
   if (c->ops->cancel) c->ops->cancel(c);
 }
 
@@ -247,6 +258,17 @@ static zs_status finish(zs_coll *c, zs_status rc) {
   return rc;
 }
 
+/* The divergence check before op's data moves (a failure breaks the group like any other). */
+static zs_status sig(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root) {
+  return finish(c, zs_sig_check(c, op, count, dt, root));
+}
+
+zs_status zs_coll_check(zs_coll *c) {
+  size_t es = 0;
+  ZS_CHECK(check_common(c, "check", ZS_CDT_BYTE, 0, &es));
+  return sig(c, ZS_SIG_CHECK, 0, ZS_CDT_BYTE, -1);
+}
+
 /* Gathers equal blocks of count elements; in place iff send == recv + rank*count. */
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream) {
@@ -264,6 +286,7 @@ zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t co
     return zs_err(ZS_ERR_INVALID_ARG, "all_gather: send overlaps recv without being its own block "
                                       "(recv + rank*count): pass disjoint buffers or exactly that "
                                       "block");
+  ZS_CHECK(sig(c, ZS_SIG_ALL_GATHER, count, dt, -1));
   return finish(c, c->ops->all_gather(c, send, recv, count, dt, stream));
 }
 
@@ -284,6 +307,7 @@ zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_
     return zs_err(ZS_ERR_INVALID_ARG, "reduce_scatter: recv overlaps send without being this "
                                       "rank's block (send + rank*count): pass disjoint buffers "
                                       "or exactly that block");
+  ZS_CHECK(sig(c, ZS_SIG_REDUCE_SCATTER, count, dt, -1));
   return finish(c, c->ops->reduce_scatter(c, send, recv, count, dt, stream));
 }
 
@@ -301,6 +325,7 @@ zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t co
   if (send != recv && overlaps(send, all, recv, all))
     return zs_err(ZS_ERR_INVALID_ARG, "all_reduce: send and recv partly overlap: pass the same "
                                       "pointer (in place) or disjoint buffers");
+  ZS_CHECK(sig(c, ZS_SIG_ALL_REDUCE, count, dt, -1));
   return finish(c, c->ops->all_reduce(c, send, recv, count, dt, stream));
 }
 
@@ -318,6 +343,7 @@ zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t co
   if (overlaps(send, all, recv, all))
     return zs_err(ZS_ERR_INVALID_ARG, "all_to_all cannot run in place: pass disjoint send and "
                                       "recv buffers");
+  ZS_CHECK(sig(c, ZS_SIG_ALL_TO_ALL, count, dt, -1));
   return finish(c, c->ops->all_to_all(c, send, recv, count, dt, stream));
 }
 
@@ -336,6 +362,7 @@ zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int 
   if (!buf)
     return zs_err(ZS_ERR_INVALID_ARG, "broadcast: buf must not be NULL for count %zu", count);
   ZS_CHECK(span(op, count, 1, es, &all));
+  ZS_CHECK(sig(c, ZS_SIG_BROADCAST, count, dt, root));
   return finish(c, c->ops->broadcast(c, buf, count, dt, root, stream));
 }
 
@@ -343,6 +370,7 @@ zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int 
 zs_status zs_coll_barrier(zs_coll *c) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "barrier", ZS_CDT_BYTE, 0, &es));
+  ZS_CHECK(sig(c, ZS_SIG_BARRIER, 0, ZS_CDT_BYTE, -1));
   return finish(c, c->ops->barrier(c));
 }
 

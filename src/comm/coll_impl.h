@@ -24,6 +24,13 @@ typedef struct zs_coll_ops {
   zs_status (*split)(zs_coll *c, int color, int key, zs_coll **out);
   void (*destroy)(zs_coll *c); /* releases impl only; coll.c frees the zs_coll itself */
   void (*cancel)(zs_coll *c);  /* ends in-flight device work at once (nccl); NULL: nothing to do */
+  /* Starts the all-gather of n host words per rank into all (size * n, this rank's row filled
+     in); exchange_wait waits for it with the timeout. At most one is in flight per coll. On
+     ZS_ERR_TIMEOUT the backend keeps `all` (MPI may still write it) and frees it later: the
+     caller must forget it. NULL: the backend cannot exchange headers (self has no peers; nccl
+     moves device memory only). */
+  zs_status (*exchange_post)(zs_coll *c, uint64_t *all, size_t n, const char *what);
+  zs_status (*exchange_wait)(zs_coll *c, uint64_t *all, const char *what);
 } zs_coll_ops;
 
 #define ZS_BROKEN_MAX 512
@@ -36,14 +43,50 @@ struct zs_coll {
   int rank, size;
   double timeout_s; /* <= 0: waits are unbounded (still polled) */
   int broken;       /* set after a timeout or transport error: every later op fails at once */
+  int desync;       /* broken by an error (not only by zs_coll_abort): no header exchange either */
   char broken_why[ZS_BROKEN_MAX];
   void *impl; /* backend state */
+  /* Signature check (sig.c): every collective first all-gathers a small header (sequence
+     number, operation, count, dtype, root, the owner's call) and refuses, on every rank at once,
+     when the ranks' headers differ, before any data moves. */
+  int sig_on;                     /* ZS_COMM_CHECK (default 1) and the backend has exchange */
+  int sig_hash_on;                /* more than one rank: headers are built and hashed */
+  uint64_t sig_seq;               /* headers built so far on this group */
+  uint64_t sig_hash;              /* running hash of every header built (compared by the owner) */
+  uint64_t *sig_buf;              /* size * ZS_SIG_WORDS words, reused; NULL after a timeout */
+  const zs_coll_sig_src *sig_src; /* the owner's call, or NULL */
 };
+
+/* Header words: magic, sequence, op|dtype|root, count, the owner's ZS_SIG_CTX words, and last
+   (not compared, not hashed) the wall-clock microsecond at which the rank posted it and the one
+   at which it gives up waiting (0: never). */
+#define ZS_SIG_WORDS (6 + ZS_SIG_CTX)
+#define ZS_SIG_POSTED (4 + ZS_SIG_CTX)
+#define ZS_SIG_DEADLINE (5 + ZS_SIG_CTX)
+/* Operation codes of a header. */
+typedef enum {
+  ZS_SIG_ALL_GATHER = 1,
+  ZS_SIG_REDUCE_SCATTER,
+  ZS_SIG_ALL_REDUCE,
+  ZS_SIG_ALL_TO_ALL,
+  ZS_SIG_BROADCAST,
+  ZS_SIG_BARRIER,
+  ZS_SIG_SPLIT,
+  ZS_SIG_CHECK,
+  ZS_SIG_ABORT /* a rank leaving an aborted or failed engine (count: zs_coll_goodbye's reason) */
+} zs_sig_op;
+/* Exchanges and compares the headers of the collective about to start (a no-op when the check
+   is off). ZS_ERR_COMM naming both sides when the ranks differ; the backend's error otherwise.
+   The caller marks the group broken on failure. */
+zs_status zs_sig_check(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root);
+/* Sets c->sig_on from ZS_COMM_CHECK and the backend (called by zs_coll_alloc). */
+void zs_sig_init(zs_coll *c);
 
 /* Allocates a coll with the given identity; impl is attached by the caller. */
 zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *comm,
                         zs_device device, int rank, int size, double timeout_s, zs_coll **out);
-/* Marks c broken, remembering the current zs_last_error() as the reason for later calls. */
+/* Marks c broken and out of step (no goodbye either), remembering the current zs_last_error() as
+   the reason for later calls. */
 void zs_coll_mark_broken(zs_coll *c);
 /* Monotonic clock in seconds. */
 double zs_now_s(void);

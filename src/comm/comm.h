@@ -41,6 +41,25 @@ size_t zs_cdt_size(zs_cdt dt);
 
 typedef struct zs_coll zs_coll;
 
+/* Rank divergence check. Before each collective (and each zs_coll_check) the ranks of a group
+   all-gather a header: a sequence number, the operation, count, dtype and root, and ZS_SIG_CTX
+   words of the owner's context (which public call, which unit, the unit a gather moves and
+   whether it prefetches, which step). When the headers
+   differ, the collective fails on every rank of the group with ZS_ERR_COMM before any data moves,
+   naming what this rank called and what the first differing rank called; the group is broken,
+   and no MPI request is left pending (every rank leaves through the same exchange). On by
+   default for the mpi backends; ZS_COMM_CHECK=0 turns it off. nccl and self do not check (no
+   host channel per op; one rank). Every header is also built and folded into the group's running
+   hash (zs_coll_sig_hash) whether it is exchanged or not. */
+#define ZS_SIG_CTX 3
+typedef struct zs_coll_sig_src {
+  /* Fills the owner's context words at the moment a header is built. */
+  void (*context)(const void *owner, uint64_t w[ZS_SIG_CTX]);
+  /* Writes a description of context words (this rank's or a peer's) for messages. */
+  void (*describe)(const void *owner, const uint64_t w[ZS_SIG_CTX], char *buf, size_t len);
+  const void *owner;
+} zs_coll_sig_src;
+
 /* The public handle (see zshard.h). Fields are read by the engine; only src/comm writes them. */
 struct zs_comm {
   int rank, size;             /* world */
@@ -65,6 +84,26 @@ int zs_coll_rank(const zs_coll *c);
 int zs_coll_size(const zs_coll *c);
 const char *zs_coll_backend(const zs_coll *c); /* "mpi", "mpi-staged", "nccl" */
 void zs_coll_set_timeout(zs_coll *c, double timeout_s);
+/* Attaches the owner's context to c's headers (src must outlive c; NULL detaches). */
+void zs_coll_set_sig_src(zs_coll *c, const zs_coll_sig_src *src);
+/* A header exchange without data: every rank of c agrees that it made the same calls so far and
+   is at the same call now (the owner's context). ZS_ERR_COMM on a difference (group broken),
+   ZS_ERR_TIMEOUT when a peer never comes; ZS_OK at once when the check is off. */
+zs_status zs_coll_check(zs_coll *c);
+/* Why a rank leaves its groups (zs_coll_goodbye): 0 a healthy destroy. */
+#define ZS_GOODBYE_ABORTED 1 /* zs_engine_abort was called */
+#define ZS_GOODBYE_FAILED 2  /* the owner failed on an earlier error */
+/* The last header exchange on each of the n groups (NULL entries skipped) that is still in step
+   (not broken by an error; zs_coll_abort alone keeps it in step): all are started before any is
+   waited for. reason 0: an agreement like zs_coll_check (a peer elsewhere fails both). Else the
+   peers' exchange pairing with it fails at once with ZS_ERR_COMM naming the reason, and this
+   rank's verdict is OK. The first failure's status and message are returned; failed groups are
+   broken. A no-op where the check is off (ZS_COMM_CHECK=0, nccl, self). */
+zs_status zs_coll_goodbye(zs_coll *const *cs, int n, int reason);
+/* The running hash of every collective header built on c (whether exchanged or not: also with
+   ZS_COMM_CHECK=0 and on nccl), equal on the ranks of a group that made the same calls; 0 for
+   NULL or a one-rank group. */
+uint64_t zs_coll_sig_hash(const zs_coll *c);
 
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);

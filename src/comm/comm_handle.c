@@ -37,6 +37,7 @@ void zs_comm_destroy(zs_comm *c) {
       if (ci->pending.n > 0) zs_mpi_pending_drain(&ci->pending, zs_drain_seconds());
       zs_mpi_bf16_free(&ci->bf16_type, &ci->bf16_sum);
       if (ci->world != MPI_COMM_NULL) MPI_Comm_free(&ci->world);
+      if (ci->world_errh_held) zs_mpi_world_errhandler_release();
     }
     free(ci);
   }

@@ -15,6 +15,10 @@ typedef struct zs_comm_impl {
   MPI_Datatype bf16_type; /* 2-byte contiguous type the bf16 sum is defined on */
   MPI_Op bf16_sum;        /* float-accumulating, round-to-nearest-even bf16 sum */
   zs_mpi_pending pending; /* bootstrap requests that timed out (drained at destroy) */
+  /* This comm counts in MPI_COMM_WORLD's handler replacement (mpi_wait.h: MPI's fatal default
+     becomes MPI_ERRORS_RETURN while a comm lives; Open MPI reports some failed requests of other
+     communicators there); released by zs_comm_destroy. */
+  int world_errh_held;
   /* zs_comm_init_env */
   char master_addr[256];
   int master_port;

@@ -178,6 +178,30 @@ static zs_status v_barrier(zs_coll *c) {
   return run(c, r, &req, "barrier", 0, ZS_CDT_BYTE);
 }
 
+/* The divergence check's header exchange (sig.c): an all-gather of n words per rank in place,
+   started here and finished by v_exchange_wait (several groups' goodbyes are all started before
+   any is waited for). On a timeout the request keeps `all` (freed once MPI completes it, or
+   leaked). */
+static zs_status v_exchange_post(zs_coll *c, uint64_t *all, size_t n, const char *what) {
+  zs_mpi_coll *m = c->impl;
+  char msg[MPI_MAX_ERROR_STRING + 16];
+  m->sig_req = MPI_REQUEST_NULL;
+  int r = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, (int)n, MPI_UINT64_T, m->comm,
+                         &m->sig_req);
+  if (r != MPI_SUCCESS)
+    return zs_err(ZS_ERR_COMM, "starting %s failed in MPI: %s", what,
+                  zs_mpi_errstr(r, msg, sizeof msg));
+  return ZS_OK;
+}
+
+static zs_status v_exchange_wait(zs_coll *c, uint64_t *all, const char *what) {
+  zs_mpi_coll *m = c->impl;
+  zs_status rc = zs_mpi_wait(&m->sig_req, c->timeout_s, what);
+  if (rc == ZS_ERR_TIMEOUT) zs_mpi_pending_add(&m->pending, m->sig_req, all);
+  m->sig_req = MPI_REQUEST_NULL;
+  return rc;
+}
+
 /* Every mpi op is complete when it returns. */
 static zs_status v_sync(zs_coll *c, void *stream) {
   return ZS_OK;
@@ -235,8 +259,9 @@ static void v_destroy(zs_coll *c) {
 }
 
 static const zs_coll_ops mpi_ops = {
-    "mpi",     v_all_gather, v_reduce_scatter, v_all_reduce, v_all_to_all, v_broadcast,
-    v_barrier, v_sync,       v_split,          v_destroy,    NULL};
+    "mpi",       v_all_gather,    v_reduce_scatter, v_all_reduce, v_all_to_all,
+    v_broadcast, v_barrier,       v_sync,           v_split,      v_destroy,
+    NULL,        v_exchange_post, v_exchange_wait};
 
 /* Makes a coll owning mc (freed here on failure). */
 static zs_status wrap(zs_comm *comm, MPI_Comm mc, zs_device device, double timeout_s,

@@ -13,6 +13,7 @@ typedef struct {
   MPI_Datatype bf16;      /* borrowed from the zs_comm */
   MPI_Op bf16_sum;        /* borrowed from the zs_comm */
   zs_mpi_pending pending; /* requests a timeout abandoned, with the buffers they write into */
+  MPI_Request sig_req;    /* the header exchange in flight (sig.c), or MPI_REQUEST_NULL */
   void *stage;            /* pinned host staging buffer for device memory (CUDA builds) */
   size_t stage_bytes;
 } zs_mpi_coll;

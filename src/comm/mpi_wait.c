@@ -23,6 +23,31 @@ const char *zs_mpi_errstr(int code, char *buf, size_t len) {
   return buf;
 }
 
+/* Live zs_comm_init_mpi comms, and whether the first replaced MPI_ERRORS_ARE_FATAL (MPI is used
+   from one thread). */
+static int errh_users, errh_replaced;
+
+void zs_mpi_world_errhandler_acquire(void) {
+  if (errh_users++ > 0) return;
+  MPI_Errhandler h = MPI_ERRHANDLER_NULL;
+  if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &h) != MPI_SUCCESS) return;
+  if (h == MPI_ERRORS_ARE_FATAL) { /* MPI's default; a handler of the program's stays */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    errh_replaced = 1;
+  }
+  MPI_Errhandler_free(&h);
+}
+
+void zs_mpi_world_errhandler_release(void) {
+  if (errh_users == 0 || --errh_users > 0 || !errh_replaced) return;
+  errh_replaced = 0;
+  MPI_Errhandler h = MPI_ERRHANDLER_NULL;
+  if (MPI_Comm_get_errhandler(MPI_COMM_WORLD, &h) != MPI_SUCCESS) return;
+  if (h == MPI_ERRORS_RETURN) /* unless the program changed it meanwhile */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler_free(&h);
+}
+
 /* Tests until done, error or deadline; sleeps between tests so peers sharing the core can run. */
 zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
   double deadline = timeout_s > 0 ? zs_now_s() + timeout_s : 0;
@@ -34,8 +59,9 @@ zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
     if (rc != MPI_SUCCESS) {
       char msg[MPI_MAX_ERROR_STRING + 16];
       return zs_err(ZS_ERR_COMM,
-                    "%s failed in MPI: %s: a peer died or the network failed; end the "
-                    "job and check the other ranks' output",
+                    "%s failed in MPI: %s: a peer died, the network failed, or the ranks "
+                    "called different collectives (a truncated message is that); end the job "
+                    "and check the other ranks' output",
                     what, zs_mpi_errstr(rc, msg, sizeof msg));
     }
     if (done) return ZS_OK;

@@ -31,6 +31,11 @@ int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s);
 /* Requests leaked by drains so far in this process (then zs_comm_destroy skips MPI_Finalize, which
    would wait for the stuck peer forever; mpirun then reports the job as failed, which it is). */
 int zs_mpi_leaked_requests(void);
+/* Counts a zs_comm_init_mpi comm; the first replaces MPI_COMM_WORLD's handler by
+   MPI_ERRORS_RETURN if it is MPI_ERRORS_ARE_FATAL (a handler of the program's is kept). */
+void zs_mpi_world_errhandler_acquire(void);
+/* Uncounts one; the last puts MPI_ERRORS_ARE_FATAL back if the first replaced it. */
+void zs_mpi_world_errhandler_release(void);
 /* MPI's text for an error code, in a static-free caller buffer. */
 const char *zs_mpi_errstr(int code, char *buf, size_t len);
 

@@ -245,9 +245,9 @@ static void n_cancel(zs_coll *c) {
   abort_comm(c->impl);
 }
 
-static const zs_coll_ops nccl_ops = {"nccl",       n_all_gather, n_reduce_scatter, n_all_reduce,
-                                     n_all_to_all, n_broadcast,  n_barrier,        n_sync,
-                                     n_split,      n_destroy,    n_cancel};
+static const zs_coll_ops nccl_ops = {
+    "nccl", n_all_gather, n_reduce_scatter, n_all_reduce, n_all_to_all, n_broadcast, n_barrier,
+    n_sync, n_split,      n_destroy,        n_cancel,     NULL,         NULL};
 
 /* Makes a coll owning nc (aborted here on failure). */
 static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **out) {

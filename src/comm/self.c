@@ -42,9 +42,9 @@ static zs_status s_split(zs_coll *c, int color, int key, zs_coll **out) {
 /* No state. */
 static void s_destroy(zs_coll *c) {}
 
-static const zs_coll_ops self_ops = {"self",       s_all_gather, s_all_reduce, s_all_reduce,
-                                     s_all_gather, s_broadcast,  s_barrier,    s_sync,
-                                     s_split,      s_destroy,    NULL};
+static const zs_coll_ops self_ops = {
+    "self", s_all_gather, s_all_reduce, s_all_reduce, s_all_gather, s_broadcast, s_barrier,
+    s_sync, s_split,      s_destroy,    NULL,         NULL,         NULL};
 
 /* A one-rank group. */
 zs_status zs_self_open(zs_comm *comm, zs_device device, double timeout_s, zs_coll **out) {

@@ -388,6 +388,7 @@ static zs_status agree_start(zs_engine *e, zs_status mine, const zs_ckpt_manifes
 
 zs_status zs_engine_load(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_load"));
+  zs_engine_call(e, ZS_CALL_LOAD, NULL);
   zs_ckpt_manifest m;
   memset(&m, 0, sizeof m);
   unsigned char *block = NULL;

@@ -327,6 +327,7 @@ static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uin
 
 zs_status zs_engine_save(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_save"));
+  zs_engine_call(e, ZS_CALL_SAVE, NULL);
   uint64_t seq = 0, block = 0, mine[W_NWORDS] = {0};
   char ck[4096];
   ZS_CHECK(phase_prepare(e, dir, &seq, &block, ck, sizeof ck));

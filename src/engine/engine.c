@@ -76,6 +76,7 @@ zs_status zs_engine_fail(zs_engine *e, zs_status s) {
 
 zs_status zs_engine_abort(zs_engine *e) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_abort: engine is NULL");
+  e->aborted = 1; /* destroy's goodbye tells the peers that this was zs_engine_abort */
   zs_engine_abort_comms(e);
   return ZS_OK;
 }
@@ -116,6 +117,7 @@ static void shard_ctx_init(zs_engine *e) {
   x->free = sh_free;
   x->fail = sh_fail;
   x->owner = e;
+  x->sig_unit = -1;
 }
 
 /* Opens the world, shard-group and replica-group collectives. */
@@ -171,7 +173,9 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   }
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
   e->dev.wait_timeout_s = cfg->comm_timeout_s;
+  zs_engine_call(e, ZS_CALL_CREATE, NULL);
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
+  zs_engine_sig_attach(e);
   shard_ctx_init(e);
   if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
@@ -202,6 +206,9 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   *out = e;
   return ZS_OK;
 fail:
+  /* Peers may already be in the next collective of create: this rank leaves as failed (its
+     goodbye tells them at once); destroy keeps this call's message. */
+  if (e->world) zs_engine_abort_comms(e);
   zs_engine_destroy(e);
   return rc;
 }
@@ -387,6 +394,7 @@ zs_status zs_engine_commit(zs_engine *e) {
                       "unit",
                       u->name, bytes, e->cfg.max_live_bytes, bytes);
     }
+  zs_engine_call(e, ZS_CALL_COMMIT, NULL);
   ZS_CHECK(zs_engine_check_fit(e));
   for (int i = 0; i < e->nunits; i++) {
     zs_status rc = unit_alloc(e, e->units[i]);
@@ -434,9 +442,14 @@ static void unit_release_buffers(zs_engine *e, zs_unit *u) {
 
 void zs_engine_destroy(zs_engine *e) {
   if (!e) return;
+  /* Destroy reports nothing: whatever its goodbye or teardown says, the thread's last error is
+     the caller's again when it returns (create's failure path relies on it too). */
+  char saved[1024];
+  snprintf(saved, sizeof saved, "%s", zs_last_error());
   /* Collectives first: destroying them completes (bounded) or aborts any op that still writes
      into engine buffers or holds a stream; only then are the streams drained (never after a
      failure: a stream may wait on an aborted collective) and the memory returned. */
+  zs_engine_goodbye(e); /* a healthy engine: a peer still in a collective call learns we left */
   if (e->state == ZS_ENGINE_FAILED) zs_engine_abort_comms(e); /* all groups before any teardown */
   if (e->replica) zs_coll_destroy(e->replica);
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
@@ -459,7 +472,10 @@ void zs_engine_destroy(zs_engine *e) {
   zs_pool_destroy(e->pool);
   zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
+  free(e->agree_rows);
+  if (e->agree_dev) zs_dev_free(&e->dev, e->agree_dev, NULL); /* its groups are gone */
   free(e);
+  zs_err(ZS_OK, "%s", saved);
 }
 
 void *zs_engine_stream(zs_engine *e) {

@@ -16,6 +16,24 @@
 #include "shard/shard.h"
 #include "zshard.h"
 
+/* The public call a rank is in, carried in every collective's header (comm.h, divergence check):
+   set at the entry of each public call that can communicate. */
+typedef enum {
+  ZS_CALL_NONE = 0,
+  ZS_CALL_CREATE,
+  ZS_CALL_COMMIT,
+  ZS_CALL_GATHER,
+  ZS_CALL_GRADS_READY,
+  ZS_CALL_GRADS_FLUSH,
+  ZS_CALL_STEP,
+  ZS_CALL_GET_PARAM,
+  ZS_CALL_SAVE,
+  ZS_CALL_LOAD,
+  ZS_CALL_EXPORT,
+  ZS_CALL_DESTROY,
+  ZS_CALL_N
+} zs_call;
+
 typedef enum {
   ZS_ENGINE_BUILDING = 0,
   ZS_ENGINE_READY,
@@ -49,7 +67,13 @@ struct zs_engine {
   int64_t opt_steps;  /* completed optimizer steps (AdamW's t) */
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;
-  zs_shard_ctx sh; /* what src/shard sees of the engine (shard/shard.h) */
+  zs_shard_ctx sh;      /* what src/shard sees of the engine (shard/shard.h) */
+  zs_call call;         /* the public call this rank is in (calls.c) */
+  int call_unit;        /* its unit's index, or -1 */
+  zs_coll_sig_src sig;  /* the context of every header on the engine's groups */
+  int aborted;          /* zs_engine_abort was called (destroy's goodbye says so) */
+  uint64_t *agree_rows; /* the step agreement's rows (world_size x its words), kept */
+  void *agree_dev;      /* CUDA: its device buffer, kept */
   char info[2048];
   /* After a communication failure an abandoned collective may still write into its buffers, so
      from then on frees are deferred until destroy has torn down the collectives. */
@@ -89,6 +113,19 @@ void zs_peers_share(const zs_engine *e, int what, int *idx, int *cnt);
    the host) has; ZS_ERR_OUT_OF_MEMORY naming the bytes and what would fit (src/engine/fit.c).
    Collective over the world: every rank measures after a barrier, and all refuse when one does. */
 zs_status zs_engine_check_fit(zs_engine *e);
+/* Records the public call this rank is in (u NULL: none) for the collectives' headers. */
+void zs_engine_call(zs_engine *e, zs_call call, const zs_unit *u);
+/* Attaches the engine's call context to its groups' headers (after they are open). */
+void zs_engine_sig_attach(zs_engine *e);
+/* Every rank agrees on the step's shape before the update (micro_steps, the grads_ready calls,
+   the step number, the groups' running hashes of collective headers): ZS_ERR_COMM naming both
+   sides when they differ. Collective over the world, on every backend (the per-collective check
+   of comm.h is MPI's only); its buffers are kept from the first step on. */
+zs_status zs_engine_agree_step(zs_engine *e);
+/* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a
+   healthy engine (a peer still inside a collective call learns that this one left), a goodbye
+   naming zs_engine_abort or the failure from a failed one. Errors fail e. */
+void zs_engine_goodbye(zs_engine *e);
 /* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
 void zs_engine_abort_comms(zs_engine *e);
 

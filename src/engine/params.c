@@ -85,6 +85,7 @@ zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t
 zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_get_param"));
   zs_engine *e = u->e;
+  zs_engine_call(e, ZS_CALL_GET_PARAM, u);
   const size_t P = u->lay.padded;
   if (e->plan.optimizer_full)
     return zs_engine_fail(

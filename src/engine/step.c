@@ -144,6 +144,11 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
                     "needs one per micro-step before the step",
                     e->units[i]->name, e->units[i]->grads_ready_count, e->micro_steps);
   zs_dev *d = &e->dev;
+  zs_engine_call(e, ZS_CALL_STEP, NULL);
+  /* Every rank must have run the same step (micro_steps, grads_ready calls) before any update:
+     else each would divide its gradient by its own count and all return OK. */
+  zs_status sr = zs_engine_agree_step(e);
+  if (sr != ZS_OK) return zs_engine_fail_hard(e, sr);
   /* From here on a failure cannot be retried (reductions are consumed, updates half-applied):
      every error marks the engine failed. */
   zs_status rc = zs_coll_sync(e->world, d->comm_stream);

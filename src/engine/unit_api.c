@@ -21,6 +21,7 @@ static zs_status check_unit(const zs_unit *u, const char *fn) {
 zs_status zs_unit_gather(zs_unit *u) {
   ZS_CHECK(check_unit(u, "zs_unit_gather"));
   if (u->held) return ZS_OK; /* already gathered (e.g. kept from its forward): a no-op */
+  zs_engine_call(u->e, ZS_CALL_GATHER, u);
   ZS_CHECK(zs_shard_gather_user(u));
   u->held = 1;
   return ZS_OK;
@@ -107,6 +108,7 @@ static zs_status check_reducible(const zs_unit *u, const char *fn) {
 zs_status zs_unit_grads_ready(zs_unit *u) {
   ZS_CHECK(check_reducible(u, "zs_unit_grads_ready"));
   zs_engine *e = u->e;
+  zs_engine_call(e, ZS_CALL_GRADS_READY, u);
   if (u->grad_stage) {
     /* The micro-step's whole gradient joins the accumulator in one elementwise add. */
     const zs_dtype pd = e->cfg.param_dtype;
@@ -128,6 +130,7 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
 zs_status zs_unit_grads_flush(zs_unit *u) {
   ZS_CHECK(check_reducible(u, "zs_unit_grads_flush"));
   zs_engine *e = u->e;
+  zs_engine_call(e, ZS_CALL_GRADS_FLUSH, u);
   /* A full gradient is persistent anyway; deterministic mode keeps one reduction per
      micro-step (two would regroup the sums); no zs_unit_grad yet: nothing to reduce. */
   if (e->plan.grads_full || e->cfg.deterministic || !u->grad_full) return ZS_OK;

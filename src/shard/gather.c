@@ -19,8 +19,9 @@ static size_t full_bytes(const zs_unit *u) {
    and max_live_bytes), so every failure here fails the engine: a rank that skipped an all-gather
    its peers issued would pair later collectives out of order. The shard it sends was last written
    by AdamW or set_param, which both end with the compute stream synchronised, or by the host
-   (offloaded params): no stream ordering is needed before the all-gather reads it. */
-static zs_status start_gather(zs_unit *u) {
+   (offloaded params): no stream ordering is needed before the all-gather reads it. Messages
+   name the caller's call (`by`, the unit passed to zs_unit_gather), and u when it is a prefetch. */
+static zs_status start_gather(zs_unit *u, const zs_unit *by) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
   const size_t bytes = full_bytes(u);
@@ -28,11 +29,13 @@ static zs_status start_gather(zs_unit *u) {
   if (ar != ZS_OK)
     return zs_sh_fail_hard(
         x, zs_err_wrap(ar,
-                       "gather of unit '%s' (the peers go on with it: the engine is failed; "
-                       "lower prefetch_units or set max_live_bytes)",
-                       u->name));
+                       "zs_unit_gather('%s'), all-gather of unit '%s'%s (the peers go on with "
+                       "it: the engine is failed; lower prefetch_units or set max_live_bytes)",
+                       by->name, u->name, u == by ? "" : " (prefetched)"));
   /* Offloaded params: the host shard is copied into its own slot of the full buffer first,
      then gathered in place, so the device never holds a separate shard copy. */
+  x->sig_unit = u->index; /* the collective's header names the unit it moves (calls.c) */
+  x->sig_prefetch = u != by;
   const void *send = u->param_shard;
   zs_status rc = ZS_OK;
   if (u->param_on_host && d->kind == ZS_DEVICE_CUDA) {
@@ -44,9 +47,12 @@ static zs_status start_gather(zs_unit *u) {
   if (rc == ZS_OK)
     rc = zs_coll_all_gather(x->shard, send, u->param_full, u->lay.shard,
                             zs_cdt_of(x->cfg->param_dtype), d->comm_stream);
+  x->sig_unit = -1;
+  x->sig_prefetch = 0;
   if (rc == ZS_OK) rc = zs_dev_event_record(d, u->ev_gathered, d->comm_stream);
   if (rc != ZS_OK) {
-    zs_sh_fail_hard(x, zs_err_wrap(rc, "gather of unit '%s'", u->name));
+    zs_sh_fail_hard(x, zs_err_wrap(rc, "zs_unit_gather('%s'), all-gather of unit '%s'%s", by->name,
+                                   u->name, u == by ? "" : " (prefetched)"));
     zs_sh_free(x, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream); /* deferred: failed */
     u->param_full = NULL;
     return rc;
@@ -105,6 +111,7 @@ static void make_room(zs_shard_ctx *x, int i, int dir, size_t need, int all) {
 
 /* Gathers the window after i that is not gathered yet, while it fits under max_live_bytes. */
 static zs_status prefetch(zs_shard_ctx *x, int i, int dir) {
+  const zs_unit *by = x->units[i];
   for (int k = 1; k <= x->cfg->prefetch_units; k++) {
     const int j = i + dir * k;
     if (j < 0 || j >= x->nunits) break;
@@ -112,7 +119,7 @@ static zs_status prefetch(zs_shard_ctx *x, int i, int dir) {
     if (n->gathered) continue;
     const size_t max = x->cfg->max_live_bytes;
     if (max && x->live_gathered_bytes + full_bytes(n) > max) break;
-    ZS_CHECK(start_gather(n));
+    ZS_CHECK(start_gather(n, by));
   }
   return ZS_OK;
 }
@@ -138,7 +145,7 @@ zs_status zs_shard_gather_user(zs_unit *u) {
   const int dir = traversal_dir(x, u);
   if (!u->gathered) {
     make_room(x, u->index, dir, full_bytes(u), 1);
-    ZS_CHECK(start_gather(u));
+    ZS_CHECK(start_gather(u, u));
   } else {
     make_room(x, u->index, dir, 0, 0);
   }

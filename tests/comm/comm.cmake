@@ -38,3 +38,7 @@ if(ZS_HAVE_CUDA)
   set_tests_properties(comm_nccl_np4 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180
                        LABELS "mpi;comm;gpu" PROCESSORS 4)
 endif()
+# MPI_COMM_WORLD's handler: MPI's fatal default replaced while a comm lives and put back by the last
+# destroy; a handler the program installed is left alone.
+zs_exe(test_comm_errhandler SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_errhandler.c)
+zs_mpi_test(comm_errhandler_np2 test_comm_errhandler NP 2 TIMEOUT 60 LABELS comm)

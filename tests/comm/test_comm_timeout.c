@@ -1,8 +1,10 @@
 /* A silent peer becomes ZS_ERR_TIMEOUT, never a hang (run at -np 3). Rank 1 sleeps while ranks 0
  * and 2 all-reduce with a 2 s timeout: they must fail with ZS_ERR_TIMEOUT after about 2 s (at most
  * timeout + 5 s), with a message naming the operation; the broken group then refuses every call at
- * once with ZS_ERR_COMM. Rank 1 finally wakes and joins the pending all-reduce, so the requests
- * ranks 0 and 2 abandoned complete inside zs_coll_destroy, and every rank finalises cleanly. */
+ * once with ZS_ERR_COMM. Rank 1 finally wakes and calls the all-reduce: it completes the header
+ * exchange ranks 0 and 2 abandoned (comm.h, divergence check), sees that they gave up, and fails at
+ * once with ZS_ERR_TIMEOUT instead of starting an all-reduce nobody joins; the requests ranks 0
+ * and 2 abandoned complete inside zs_coll_destroy, and every rank finalises cleanly. */
 #include <mpi.h>
 #include <string.h>
 #include <time.h>
@@ -57,13 +59,17 @@ int main(int argc, char **argv) {
     struct timespec ts = {3, 500000000L}; /* TIMEOUT_S + 1.5 s: the others have given up by now */
     nanosleep(&ts, NULL);
     zs_coll_set_timeout(c, 30.0);
-    ZS_OK_OR_DIE(zs_coll_all_reduce(c, buf, buf, 5, ZS_CDT_F32, NULL));
-    double tri = (double)n * (n + 1) / 2.0;
-    for (int i = 0; i < 5; i++)
-      ZS_EXPECT(buf[i] == (float)(tri * (i + 1)), "late all_reduce element %d = %g", i, buf[i]);
+    double t0 = now();
+    zs_status rc = zs_coll_all_reduce(c, buf, buf, 5, ZS_CDT_F32, NULL);
+    double dt = now() - t0;
+    ZS_EXPECT(rc == ZS_ERR_TIMEOUT, "late rank: got %s (%s)", zs_status_str(rc), zs_last_error());
+    ZS_EXPECT(dt < 5.0, "late rank answered after %.2f s", dt);
+    ZS_EXPECT(strstr(zs_last_error(), "gave up") && strstr(zs_last_error(), "all_reduce"),
+              "late rank's message does not say the peers gave up: %s", zs_last_error());
+    ZS_EXPECT(buf[0] == 2.0f, "the late rank's buffer changed: %g", buf[0]);
   }
   double t0 = now();
-  zs_coll_destroy(c); /* ranks 0 and 2: completes the abandoned all-reduce once rank 1 joined */
+  zs_coll_destroy(c); /* ranks 0 and 2: their abandoned header exchange completed with rank 1 */
   ZS_EXPECT(now() - t0 < 10.0, "destroy took %.1f s", now() - t0);
   zs_comm_destroy(comm);
   if (r == 0 && !zs_test_failures) printf("test_comm_timeout: OK\n");

@@ -104,6 +104,42 @@ zs_exe(test_engine_protocol SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_protoc
 foreach(n 1 2 3 4)
   zs_mpi_test(engine_protocol_np${n} test_engine_protocol NP ${n} TIMEOUT 300 LABELS engine)
 endforeach()
+# Rank divergence (tests/engine/test_engine_diverge.c): random legal programs where one rank
+# deviates (sampling alone, a missing/extra/other-unit grads_ready, another order, another
+# micro-step count, save against step, ...): every rank must fail with a message naming it, within
+# comm_timeout_s, and every rank must finalise MPI (mpirun exits 0, no MPI error lines); legal
+# deviations (local calls) must pass. --sample: rank 0 sampling alone at stages 0-3.
+zs_exe(test_engine_diverge SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_diverge.c)
+foreach(n 2 3)
+  zs_mpi_test(engine_diverge_np${n} test_engine_diverge NP ${n} TIMEOUT 300 LABELS engine)
+endforeach()
+zs_mpi_test(engine_diverge_sample_np2 test_engine_diverge NP 2 ARGS --sample TIMEOUT 180 LABELS engine)
+# One more whole micro-step on one rank at stages 0-1 (the reductions line up): caught by the
+# header, and with the header off (ZS_COMM_CHECK=0) by the step's agreement alone.
+zs_mpi_test(engine_diverge_micro_np2 test_engine_diverge NP 2 ARGS --micro TIMEOUT 180 LABELS engine)
+zs_mpi_test(engine_diverge_micro_nocheck_np2 test_engine_diverge NP 2 ARGS --micro TIMEOUT 180 LABELS engine)
+set_property(TEST engine_diverge_micro_nocheck_np2 APPEND PROPERTY ENVIRONMENT ZS_COMM_CHECK=0)
+# Hand-made cases (tests/engine/test_engine_diverge_cases.c): units of equal size where one rank
+# sets another unit (the header names the unit a gather moves and whether it prefetches); gathers
+# in another order with the header off (the step's agreement compares a running hash of the
+# calls); a divergence inside one shard group of a hybrid (every destroy prompt, every rank
+# finalises); a peer's zs_engine_abort (the healthy rank's gather and destroy fail or return at
+# once; destroy keeps the caller's last error); creates diverging after the world group opened
+# (each keeps its own message).
+zs_exe(test_engine_diverge_cases SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_diverge_cases.c)
+zs_mpi_test(engine_diverge_units_np2 test_engine_diverge_cases NP 2 ARGS --units TIMEOUT 120 LABELS engine)
+zs_mpi_test(engine_diverge_order_np2 test_engine_diverge_cases NP 2 ARGS --order TIMEOUT 120 LABELS engine)
+zs_mpi_test(engine_diverge_order_nocheck_np2 test_engine_diverge_cases NP 2 ARGS --order TIMEOUT 120 LABELS engine)
+set_property(TEST engine_diverge_order_nocheck_np2 APPEND PROPERTY ENVIRONMENT ZS_COMM_CHECK=0)
+zs_mpi_test(engine_diverge_hybrid_np4 test_engine_diverge_cases NP 4 ARGS --hybrid TIMEOUT 120 LABELS engine)
+zs_mpi_test(engine_diverge_abort_np2 test_engine_diverge_cases NP 2 ARGS --abort TIMEOUT 120 LABELS engine)
+zs_mpi_test(engine_diverge_create_np2 test_engine_diverge_cases NP 2 ARGS --create TIMEOUT 120 LABELS engine)
+set_tests_properties(engine_diverge_np2 engine_diverge_np3 engine_diverge_sample_np2
+                     engine_diverge_micro_np2 engine_diverge_micro_nocheck_np2
+                     engine_diverge_units_np2 engine_diverge_order_np2
+                     engine_diverge_order_nocheck_np2 engine_diverge_hybrid_np4
+                     engine_diverge_abort_np2 engine_diverge_create_np2 PROPERTIES
+                     FAIL_REGULAR_EXPRESSION "MPI_ERR|noticed that|libnbc|MPI_ABORT|exited on signal|without calling")
 # One regression test per stage-3 defect (eval/sampling gathers, stale set_param, max_live,
 # hybrid deterministic scratch, commit fit check, offload worker split).
 zs_exe(test_engine_rules SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_rules.c)

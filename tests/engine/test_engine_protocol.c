@@ -18,6 +18,10 @@
  * 1e-4 otherwise (a third of the sequences, which also reduce parts of gradients early with
  * zs_unit_grads_flush).
  *
+ * Every sequence here is legal on every rank, so it also proves that the rank divergence check
+ * (comm.h) never flags a legal program; test_engine_diverge.c runs such sequences with one rank
+ * deviating.
+ *
  * Usage: test_engine_protocol [--seqs N] [--seed S]   (env ZS_PROTOCOL_SEQS=N runs more)
  * Every sequence prints its seed; --seed S --seqs 1 reproduces one. */
 #include <math.h>

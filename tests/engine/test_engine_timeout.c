@@ -1,7 +1,9 @@
 /* A stuck peer: rank 1 stops calling the engine in the middle of a stage-3 forward. The other
  * ranks must get ZS_ERR_TIMEOUT within comm_timeout_s + 5 s (never hang), with a message naming
- * the operation, and the engine then refuses further steps with ZS_ERR_STATE. Rank 1 later joins
- * the abandoned collective so that every rank can shut MPI down cleanly. */
+ * the operation, and the engine then refuses further steps with ZS_ERR_STATE. Rank 1 later makes
+ * the gather: it completes the header exchange the others abandoned, learns that they gave up and
+ * fails at once (ZS_ERR_TIMEOUT) without starting an all-gather nobody joins, so that every rank
+ * shuts MPI down cleanly. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -36,9 +38,14 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_unit_gather(u0)); /* everyone takes part in the first gather */
   ZS_OK_OR_DIE(zs_unit_release(u0));
   if (rank == 1) {
-    sleep((unsigned)timeout + 1);      /* stuck: the others time out meanwhile */
-    zs_status rc = zs_unit_gather(u1); /* completes the collective the others abandoned */
-    ZS_EXPECT(rc == ZS_OK, "late gather: %s", zs_last_error());
+    sleep((unsigned)timeout + 1); /* stuck: the others time out meanwhile */
+    double t0 = now();
+    zs_status rc = zs_unit_gather(u1); /* completes the header exchange the others abandoned */
+    ZS_EXPECT(rc == ZS_ERR_TIMEOUT, "late gather: got %s (%s), want ZS_ERR_TIMEOUT",
+              zs_status_str(rc), zs_last_error());
+    ZS_EXPECT(now() - t0 < 5.0, "late gather answered after %.2f s", now() - t0);
+    ZS_EXPECT(strstr(zs_last_error(), "gave up") != NULL, "late gather: %s", zs_last_error());
+    ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE);
   } else {
     double t0 = now();
     zs_status rc = zs_unit_gather(u1);

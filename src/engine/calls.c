@@ -1,0 +1,171 @@
+/* Rank divergence: the public call each rank is in, as the context of every collective's header
+ * (comm.h: the ranks of a group compare headers before data moves), the agreement on the step's
+ * shape before the update, and destroy's last agreement.
+ *
+ * The context is (call, unit, the unit an all-gather of params moves and whether it is a
+ * prefetch, step number, inside a step, micro_steps, the unit's micro-step): two ranks gathering
+ * different units of the same size, or one prefetching what the other gathers, differ.
+ * Every rank of a legal program has the same context at every collective: the calls that
+ * communicate are collective, and the step counters move only in them. A call that is local at
+ * this configuration (a gather with full params, a grads_ready before the last micro-step at
+ * stages 0-1) never exchanges a header, so it is never compared and legal programs that make it
+ * on one rank only (rank 0 sampling at stage 0-2) are not flagged. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+#include "base/error.h"
+
+static const char *call_name(uint64_t c) {
+  static const char *names[ZS_CALL_N] = {"no engine call",
+                                         "zs_engine_create",
+                                         "zs_engine_commit",
+                                         "zs_unit_gather",
+                                         "zs_unit_grads_ready",
+                                         "zs_unit_grads_flush",
+                                         "zs_engine_step",
+                                         "zs_unit_get_param",
+                                         "zs_engine_save",
+                                         "zs_engine_load",
+                                         "zs_engine_export_safetensors",
+                                         "zs_engine_destroy"};
+  return c < ZS_CALL_N ? names[c] : "an unknown call";
+}
+
+void zs_engine_call(zs_engine *e, zs_call call, const zs_unit *u) {
+  e->call = call;
+  e->call_unit = u ? u->index : -1;
+}
+
+/* w0: call | (unit + 1) << 8 | (gathered unit + 1) << 32 | prefetch << 63; w1: completed
+   steps; w2: in a step | micro_steps << 1 | the unit's micro-step (grads_ready calls so far)
+   << 32. */
+static void context(const void *owner, uint64_t w[ZS_SIG_CTX]) {
+  const zs_engine *e = owner;
+  const int in_step = e->state == ZS_ENGINE_IN_STEP;
+  w[0] = (uint64_t)e->call | (uint64_t)(uint32_t)(e->call_unit + 1) << 8 |
+         (uint64_t)(uint32_t)(e->sh.sig_unit + 1) << 32 | (uint64_t)(e->sh.sig_prefetch != 0) << 63;
+  w[1] = (uint64_t)e->steps_done;
+  w[2] = 0;
+  if (in_step) {
+    w[2] = 1u | (uint64_t)(uint32_t)e->micro_steps << 1;
+    if (e->call_unit >= 0)
+      w[2] |= (uint64_t)(uint32_t)e->units[e->call_unit]->grads_ready_count << 32;
+  }
+}
+
+/* "zs_unit_gather('h1') in step 5 (micro-step 2 of 3)", then ", moving unit 'h2' (prefetch)"
+   when the collective is an all-gather of params. */
+static void describe(const void *owner, const uint64_t w[ZS_SIG_CTX], char *buf, size_t len) {
+  const zs_engine *e = owner;
+  const int unit = (int)((w[0] >> 8) & 0xffffff) - 1;
+  const int moved = (int)((w[0] >> 32) & 0x7fffffff) - 1;
+  char uname[ZS_NAME_MAX + 8] = ""; /* "('name')", or nothing for a call without a unit */
+  if (unit >= 0 && unit < e->nunits) snprintf(uname, sizeof uname, "('%s')", e->units[unit]->name);
+  const long long step = (long long)w[1];
+  int n = 0;
+  if (w[2] & 1) {
+    const unsigned micro_steps = (unsigned)((w[2] >> 1) & 0x7fffffffu);
+    const unsigned micro = (unsigned)(w[2] >> 32);
+    if (unit >= 0)
+      n = snprintf(buf, len, "%s%s in step %lld (micro-step %u of %u)", call_name(w[0] & 0xff),
+                   uname, step + 1, micro + 1 > micro_steps ? micro_steps : micro + 1, micro_steps);
+    else
+      n = snprintf(buf, len, "%s in step %lld (%u micro-steps)", call_name(w[0] & 0xff), step + 1,
+                   micro_steps);
+  } else {
+    n = snprintf(buf, len, "%s%s outside a step (after %lld steps)", call_name(w[0] & 0xff), uname,
+                 step);
+  }
+  if (n < 0 || (size_t)n >= len || moved < 0 || moved >= e->nunits) return;
+  snprintf(buf + n, len - (size_t)n, ", moving unit '%s'%s", e->units[moved]->name,
+           (w[0] >> 63) ? " (a prefetch)" : "");
+}
+
+void zs_engine_sig_attach(zs_engine *e) {
+  e->sig.context = context;
+  e->sig.describe = describe;
+  e->sig.owner = e;
+  e->call_unit = -1;
+  zs_coll_set_sig_src(e->world, &e->sig);
+  zs_coll_set_sig_src(e->shard, &e->sig);
+  zs_coll_set_sig_src(e->replica, &e->sig);
+}
+
+/* Words of the step's shape: micro_steps, grads_ready calls of all units, completed steps, and
+   the running hash of every collective header built on the engine's groups since create
+   (src/comm/sig.c): the same on every rank of a legal program, so a divergence that neither hung
+   nor was caught by a header exchange (ZS_COMM_CHECK=0, nccl) is caught here, before the update. */
+enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_N };
+
+/* The agreement's all-gather into kept buffers (no allocation after the first step). */
+static zs_status agree_gather(zs_engine *e, const uint64_t *mine, uint64_t *rows) {
+  const size_t W = (size_t)e->world_size, bytes = W * SHAPE_N * sizeof(uint64_t);
+  zs_dev *d = &e->dev;
+  if (d->kind == ZS_DEVICE_CPU) {
+    memcpy(rows + (size_t)e->world_rank * SHAPE_N, mine, SHAPE_N * sizeof(uint64_t));
+    return zs_coll_all_gather(e->world, rows + (size_t)e->world_rank * SHAPE_N, rows, SHAPE_N,
+                              ZS_CDT_U64, NULL);
+  }
+  if (!e->agree_dev) ZS_CHECK(zs_dev_alloc(d, bytes, &e->agree_dev, NULL));
+  uint64_t *buf = e->agree_dev, *slot = buf + (size_t)e->world_rank * SHAPE_N;
+  zs_status rc = zs_dev_from_host(d, slot, mine, SHAPE_N * sizeof(uint64_t));
+  if (rc == ZS_OK)
+    rc = zs_coll_all_gather(e->world, slot, buf, SHAPE_N, ZS_CDT_U64, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_dev_to_host(d, rows, buf, bytes);
+  return rc;
+}
+
+zs_status zs_engine_agree_step(zs_engine *e) {
+  if (e->world_size == 1) return ZS_OK;
+  uint64_t mine[SHAPE_N] = {(uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0};
+  for (int i = 0; i < e->nunits; i++)
+    mine[SHAPE_READY] += (uint64_t)e->units[i]->grads_ready_count;
+  mine[SHAPE_HASH] = zs_coll_sig_hash(e->world) ^ zs_coll_sig_hash(e->shard) * 3 ^
+                     zs_coll_sig_hash(e->replica) * 5;
+  if (!e->agree_rows) {
+    e->agree_rows = calloc((size_t)e->world_size * SHAPE_N, sizeof *e->agree_rows);
+    if (!e->agree_rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_step: out of host memory");
+  }
+  const uint64_t *rows = e->agree_rows;
+  zs_status rc = agree_gather(e, mine, e->agree_rows);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_step: agreeing on the step's shape");
+  for (int q = 0; q < e->world_size; q++) {
+    const uint64_t *o = rows + (size_t)q * SHAPE_N;
+    if (o[SHAPE_MICRO] != mine[SHAPE_MICRO] || o[SHAPE_READY] != mine[SHAPE_READY] ||
+        o[SHAPE_STEP] != mine[SHAPE_STEP])
+      return zs_err(ZS_ERR_COMM,
+                    "zs_engine_step: the ranks disagree on the step's shape: this rank (%d) ends "
+                    "step %llu with %llu micro-steps and %llu zs_unit_grads_ready calls, rank %d "
+                    "ends step %llu with %llu micro-steps and %llu calls. Every rank must pass "
+                    "the same micro_steps to zs_engine_begin_step and make the same calls; "
+                    "nothing was updated, but the engine is failed: destroy it and fix the program",
+                    e->world_rank, (unsigned long long)mine[SHAPE_STEP] + 1,
+                    (unsigned long long)mine[SHAPE_MICRO], (unsigned long long)mine[SHAPE_READY], q,
+                    (unsigned long long)o[SHAPE_STEP] + 1, (unsigned long long)o[SHAPE_MICRO],
+                    (unsigned long long)o[SHAPE_READY]);
+    if (o[SHAPE_HASH] != mine[SHAPE_HASH])
+      return zs_err(ZS_ERR_COMM,
+                    "zs_engine_step: the ranks disagree on the step's shape: rank %d (this one) "
+                    "and rank %d made different collective calls since zs_engine_create (their "
+                    "running hashes of the calls differ; with ZS_COMM_CHECK=0 or on nccl the "
+                    "calls are not compared one by one, so data exchanged since may be wrong). "
+                    "Every rank must make the same collective calls in the same order; nothing "
+                    "was updated, but the engine is failed: destroy it and fix the program",
+                    e->world_rank, q);
+  }
+  return ZS_OK;
+}
+
+void zs_engine_goodbye(zs_engine *e) {
+  if (!e->world || e->world_size == 1) return;
+  zs_engine_call(e, ZS_CALL_DESTROY, NULL);
+  const int reason = e->state != ZS_ENGINE_FAILED ? 0
+                     : e->aborted                 ? ZS_GOODBYE_ABORTED
+                                                  : ZS_GOODBYE_FAILED;
+  zs_coll *gs[3] = {e->world, e->shard != e->world ? e->shard : NULL, e->replica};
+  /* A peer that left or is elsewhere: tear down as failed. */
+  if (zs_coll_goodbye(gs, 3, reason) != ZS_OK) zs_engine_abort_comms(e);
+}

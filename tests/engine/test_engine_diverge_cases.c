@@ -1,0 +1,248 @@
+/* Rank divergence, hand-made cases the randomized test (test_engine_diverge.c) cannot reach: its
+ * units all differ in size, its ranks never abort, and it has no hybrid groups.
+ *
+ * --units (np 2): four units of the same size at stage 3, prefetch 1. Every rank gathers u0
+ *   (which prefetches u1); then rank 1 sets a tensor of u1 (dropping its prefetched copy) while
+ *   rank 0 sets one of u2; then every rank gathers u1. Rank 0 now prefetches u2 while rank 1
+ *   gathers u1 itself: the same call, the same unit, the same count. Every rank must get
+ *   ZS_ERR_COMM from that gather ("ranks diverged"), never OK with the other unit's values. The
+ *   legal twin (every rank sets u1) must return OK with exactly the values set.
+ * --order (np 2, prefetch 0): one step whose forward gathers u0 and u1 in the other order on
+ *   rank 1. With the header (default) the first gather fails on every rank; with
+ *   ZS_COMM_CHECK=0 the all-gathers pair silently (same sizes) and zs_engine_step's agreement
+ *   (the running hash of the collective calls) must fail on every rank before the update.
+ * --hybrid (np 4, 2 shard groups x 2 replicas): ranks 0 and 1 gather different units (their
+ *   shard group fails), ranks 2 and 3 gather the same one (OK). Then every rank destroys: each
+ *   destroy must return well within comm_timeout_s, and every rank must then reach a barrier on
+ *   MPI_COMM_WORLD and finalise MPI.
+ * --abort (np 2): rank 1 calls zs_engine_abort and destroys; rank 0 (a) destroys at once, or
+ *   (b) first gathers (stage 3: collective): the gather must fail at once with ZS_ERR_COMM naming
+ *   zs_engine_abort, and the destroy must return well within comm_timeout_s. A refused call's
+ *   message (made just before destroy) must still be zs_last_error() after it.
+ * --create (np 2): rank 1 asks for shard groups of 1, rank 0 for the whole world: rank 1 splits
+ *   the world while rank 0 exchanges the ranks' placement. Both creates fail at once with
+ *   ZS_ERR_COMM and their own "ranks diverged" message (the failure path's destroy must not
+ *   replace it). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zs_test.h"
+
+#define TIMEOUT_S 20.0
+#define NU 4
+#define NEL 64 /* elements of every unit: all units the same size */
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Value k of unit i in version v (every rank derives the same). */
+static float val(int i, int k, int v) {
+  return (float)(i * 1000 + k) * 0.001f + (float)v;
+}
+
+static zs_engine *make(zs_comm *comm, int prefetch, int group, zs_unit **u) {
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 3;
+  cfg.prefetch_units = prefetch;
+  cfg.shard_group_size = group;
+  cfg.comm_timeout_s = TIMEOUT_S;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
+  for (int i = 0; i < NU; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "u%d", i);
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, &t, &u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  float v[NEL];
+  for (int i = 0; i < NU; i++) {
+    for (int k = 0; k < NEL; k++)
+      v[k] = val(i, k, 0);
+    ZS_OK_OR_DIE(zs_unit_set_param(u[i], 0, v));
+  }
+  return e;
+}
+
+/* D1: which unit a rank sets changes what its next gather moves. */
+static void units_case(zs_comm *comm, int divergent) {
+  const int rank = zs_comm_rank(comm);
+  zs_unit *u[NU];
+  zs_engine *e = make(comm, 1, 0, u);
+  ZS_OK_OR_DIE(zs_unit_gather(u[0])); /* prefetches u1 */
+  const int set = divergent && rank == 0 ? 2 : 1;
+  float v[NEL];
+  for (int k = 0; k < NEL; k++)
+    v[k] = val(set, k, 1);
+  ZS_OK_OR_DIE(zs_unit_set_param(u[set], 0, v));
+  ZS_OK_OR_DIE(zs_unit_release(u[0]));
+  const double t0 = now();
+  const zs_status rc = zs_unit_gather(u[1]);
+  const double dt = now() - t0;
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  printf("units %s rank %d: %s after %.2f s: %s\n", divergent ? "divergent" : "legal", rank,
+         zs_status_str(rc), dt, msg);
+  if (divergent) {
+    ZS_EXPECT(rc == ZS_ERR_COMM, "rank %d: a gather moving another unit of the same size gave %s",
+              rank, zs_status_str(rc));
+    ZS_EXPECT(rc == ZS_OK || strstr(msg, "ranks diverged"), "rank %d: message: %s", rank, msg);
+    ZS_EXPECT(dt < TIMEOUT_S / 2, "rank %d: took %.1f s", rank, dt);
+  } else {
+    ZS_EXPECT(rc == ZS_OK, "rank %d: the legal twin failed: %s", rank, msg);
+    const float *p = rc == ZS_OK ? zs_unit_param(u[1], 0) : NULL;
+    int bad = 0;
+    for (int k = 0; p && k < NEL; k++)
+      bad += p[k] != val(1, k, 1);
+    ZS_EXPECT(p && !bad, "rank %d: %d gathered values of u1 are not the ones set", rank, bad);
+  }
+  zs_engine_destroy(e);
+}
+
+/* D5: the forward's first two gathers in the other order on rank 1 (same sizes). */
+static void order_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  zs_unit *u[NU];
+  zs_engine *e = make(comm, 0, 0, u);
+  int order[NU] = {0, 1, 2, 3};
+  if (rank == 1) order[0] = 1, order[1] = 0;
+  const double t0 = now();
+  zs_status rc = zs_engine_begin_step(e, 1);
+  const char *where = "begin_step";
+  for (int k = 0; k < NU && rc == ZS_OK; k++) { /* forward */
+    where = "forward gather";
+    rc = zs_unit_gather(u[order[k]]);
+    if (rc == ZS_OK) rc = zs_unit_release(u[order[k]]);
+  }
+  for (int i = NU - 1; i >= 0 && rc == ZS_OK; i--) { /* backward */
+    where = "backward";
+    rc = zs_unit_gather(u[i]);
+    float *g = rc == ZS_OK ? zs_unit_grad(u[i], 0) : NULL;
+    if (rc == ZS_OK && !g) rc = ZS_ERR_STATE;
+    for (int k = 0; g && k < NEL; k++)
+      g[k] = 0.01f * (float)(k + rank);
+    if (rc == ZS_OK) rc = zs_unit_grads_ready(u[i]);
+    if (rc == ZS_OK) rc = zs_unit_release(u[i]);
+  }
+  if (rc == ZS_OK) {
+    where = "step";
+    rc = zs_engine_step(e, NULL);
+  }
+  const double dt = now() - t0;
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  const char *env = getenv("ZS_COMM_CHECK");
+  printf("order rank %d (ZS_COMM_CHECK=%s): %s in %s after %.2f s: %s\n", rank, env ? env : "",
+         zs_status_str(rc), where, dt, msg);
+  ZS_EXPECT(rc == ZS_ERR_COMM, "rank %d: gathers in another order gave %s", rank,
+            zs_status_str(rc));
+  ZS_EXPECT(rc == ZS_OK || strstr(msg, "ranks diverged") || strstr(msg, "different collective"),
+            "rank %d: message: %s", rank, msg);
+  ZS_EXPECT(dt < TIMEOUT_S / 2, "rank %d: took %.1f s", rank, dt);
+  zs_engine_destroy(e);
+}
+
+/* D2: a divergence inside one shard group of a hybrid; every destroy returns promptly. */
+static void hybrid_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  zs_unit *u[NU];
+  zs_engine *e = make(comm, 0, 2, u);
+  const zs_status rc = zs_unit_gather(u[rank == 1 ? 1 : 0]);
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  printf("hybrid rank %d: gather %s: %s\n", rank, zs_status_str(rc), msg);
+  if (rank < 2)
+    ZS_EXPECT(rc == ZS_ERR_COMM && strstr(msg, "ranks diverged"),
+              "rank %d (the diverging shard group): %s: %s", rank, zs_status_str(rc), msg);
+  else
+    ZS_EXPECT(rc == ZS_OK, "rank %d (the healthy shard group): %s", rank, msg);
+  const double t0 = now();
+  zs_engine_destroy(e);
+  const double dt = now() - t0;
+  printf("hybrid rank %d: destroy took %.2f s\n", rank, dt);
+  ZS_EXPECT(dt < TIMEOUT_S / 2, "rank %d: destroy took %.1f s", rank, dt);
+  ZS_EXPECT(MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS, "rank %d: barrier after destroy", rank);
+}
+
+/* D3/D4: rank 1 aborts; rank 0 destroys (b: after a gather) and keeps its own last error. */
+static void abort_case(zs_comm *comm, int gather_first) {
+  const int rank = zs_comm_rank(comm);
+  zs_unit *u[NU];
+  zs_engine *e = make(comm, 0, 0, u);
+  if (rank == 1) {
+    ZS_OK_OR_DIE(zs_engine_abort(e));
+    zs_engine_destroy(e);
+    return;
+  }
+  if (gather_first) {
+    const double t0 = now();
+    const zs_status rc = zs_unit_gather(u[0]);
+    const double dt = now() - t0;
+    const char *msg = rc == ZS_OK ? "" : zs_last_error();
+    printf("abort rank 0: gather %s after %.2f s: %s\n", zs_status_str(rc), dt, msg);
+    ZS_EXPECT(rc == ZS_ERR_COMM && strstr(msg, "zs_engine_abort"),
+              "rank 0: a gather after rank 1's abort: %s: %s", zs_status_str(rc), msg);
+    ZS_EXPECT(dt < TIMEOUT_S / 2, "rank 0: the gather took %.1f s", dt);
+  }
+  /* A refused call of the caller's own: destroy must leave its message. */
+  ZS_EXPECT_STATUS(zs_engine_add_unit(e, "late", 0, NULL, NULL), ZS_ERR_STATE);
+  char mine[1024];
+  snprintf(mine, sizeof mine, "%s", zs_last_error());
+  const double t0 = now();
+  zs_engine_destroy(e);
+  const double dt = now() - t0;
+  printf("abort rank 0: destroy took %.2f s; last error: %s\n", dt, zs_last_error());
+  ZS_EXPECT(dt < TIMEOUT_S / 2, "rank 0: destroy took %.1f s after rank 1's abort", dt);
+  ZS_EXPECT(!strcmp(zs_last_error(), mine), "rank 0: destroy replaced the last error '%s' by '%s'",
+            mine, zs_last_error());
+}
+
+/* D4: creates that diverge after the world group is open; each keeps its own message. */
+static void create_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 3;
+  cfg.comm_timeout_s = TIMEOUT_S;
+  cfg.shard_group_size = rank == 1 ? 1 : 0;
+  zs_engine *e = NULL;
+  const double t0 = now();
+  const zs_status rc = zs_engine_create(&cfg, comm, &e);
+  const double dt = now() - t0;
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  printf("create rank %d: %s after %.2f s: %s\n", rank, zs_status_str(rc), dt, msg);
+  ZS_EXPECT(rc == ZS_ERR_COMM && !e, "rank %d: create gave %s", rank, zs_status_str(rc));
+  ZS_EXPECT(rc == ZS_OK || (strstr(msg, "ranks diverged") && !strstr(msg, "broken")),
+            "rank %d: create's message is not its own failure: %s", rank, msg);
+  ZS_EXPECT(dt < TIMEOUT_S / 2, "rank %d: create took %.1f s", rank, dt);
+  if (e) zs_engine_destroy(e);
+}
+
+int main(int argc, char **argv) {
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const char *mode = argc > 1 ? argv[1] : "--units";
+  if (!strcmp(mode, "--units")) {
+    units_case(comm, 0);
+    units_case(comm, 1);
+  } else if (!strcmp(mode, "--order")) {
+    order_case(comm);
+  } else if (!strcmp(mode, "--hybrid")) {
+    hybrid_case(comm);
+  } else if (!strcmp(mode, "--abort")) {
+    abort_case(comm, 0);
+    abort_case(comm, 1);
+  } else if (!strcmp(mode, "--create")) {
+    create_case(comm);
+  } else {
+    fprintf(stderr, "unknown mode %s\n", mode);
+    return 2;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_engine_diverge_cases");
+}
