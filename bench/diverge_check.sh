@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Step-time cost of the rank divergence check (src/comm/sig.c): train_gpt2 at stage 3 on 2 ranks
-# (CPU device, MPI), runs alternating ZS_COMM_CHECK=0 (off) and 1 (on, the default), each the mean
+# (CPU device, MPI), runs alternating ZS_COMM_CHECK=0 (off, the default
+# of Release builds) and 1 (on; the default of Debug builds), each the mean
 # ms/step after 3 warm-up steps; prints the median of the runs of each and the overhead. Then the
 # latency-bound case in one run (bench/diverge_latency.c): 4 ranks, 8 units of 16 floats, stage 3,
 # engines alternately made with the check off and on, LAT_STEPS steps per round (default 400),

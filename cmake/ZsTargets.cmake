@@ -8,7 +8,8 @@ if(NOT ZS_MPIEXEC)
 endif()
 set(ZS_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-    OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp OPENBLAS_NUM_THREADS=1)
+    OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp OPENBLAS_NUM_THREADS=1
+    ZS_COMM_CHECK=1) # the divergence check on in every test (off by default outside Debug builds)
 
 # zs_exe(name SOURCES ... [LIBS ...] [PUBLIC_API]): a program of the tree. PUBLIC_API programs
 # (the examples) see include/ only and link libzshard as a user would; the others (tests,

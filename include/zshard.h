@@ -36,8 +36,9 @@
  *    micro-step with full gradients (stages 0-1). After a divergence error destroy the engine and
  *    the comm and exit: every rank finalises MPI normally. The check costs one small all-gather
  *    per collective (one latency: within noise on a real model, up to +87% per step for tiny
- *    units on 4 ranks sharing 2 cores, bench/RESULTS.md); ZS_COMM_CHECK=0 turns it off (the hash
- *    stays).
+ *    units on 4 ranks sharing 2 cores, bench/RESULTS.md), so it is on by default only in Debug
+ *    builds of the library (no NDEBUG); ZS_COMM_CHECK=1 turns it on in any build, ZS_COMM_CHECK=0
+ *    off (the hash and the step's agreement stay in every build). Test with it on.
  *  - Sampling or evaluating on one rank: at stage 3 (sharded params) zs_unit_gather is
  *    collective, so every rank runs the forward (for example all ranks sample with the same seed
  *    and rank 0 prints). A rank that wants to sample alone first has every rank call
