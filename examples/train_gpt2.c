@@ -112,10 +112,11 @@ One micro-step on the engine. Every unit is used as: gather -> zs_unit_param -> 
  * the embedding comes once, at the very end, after the lookup's share is added too. The lookup's
  * backward needs no params, so the embedding is gathered twice per micro-step, not three times.
  *
- * Deterministic mode needs nothing here: the engine hands out each micro-step's gradient in its
- * own zeroed buffer and adds it to the accumulator once at zs_unit_grads_ready, so the kernels'
- * many += (GEMM blocking, row-by-row layernorm sums, the two uses of wte) still give N ranks the
- * bits of one rank. */
+ * Deterministic mode needs nothing here but the data order (micro-step m of rank r reads global
+ * micro-batch m * ranks + r, gpt2/data.c): the engine hands out each micro-step's gradient in its
+ * own zeroed buffer and folds it in once at zs_unit_grads_ready, so the kernels' many +=
+ * (GEMM blocking, row-by-row layernorm sums, the two uses of wte) still give every ranks x
+ * micro-steps split the bits of one rank. */
 
 /* Test hooks (the gradient dumps the PyTorch reference test reads) exist only in the test build
    of this program (train_gpt2_dump, GPT2_TEST_HOOKS); in train_gpt2 they are nothing. */
@@ -451,9 +452,9 @@ static void banner(run *r) {
   printf("data: %s (%lld tokens, %lld train, %lld val)\n", a->data ? a->data : a->text,
          (long long)r->data.n, (long long)r->data.n_train,
          (long long)(r->data.n - r->data.n_train));
-  printf("data order: step s, rank r, micro-step m reads global micro-batch s*%d + r*%d + m "
+  printf("data order: step s, rank r, micro-step m reads global micro-batch s*%d + m*%d + r "
          "(the same sequences for any ranks x micro-steps split)\n",
-         r->world * a->micro_steps, a->micro_steps);
+         r->world * a->micro_steps, r->world);
   if (r->world > 1)
     printf("logged train loss: rank 0's micro-batches (no collective); val loss: every rank "
            "evaluates the same held-out batches\n");

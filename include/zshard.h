@@ -33,12 +33,12 @@
  *    same verdict from the exchanged words). Calls that are local in the configuration are not
  *    compared, so legal programs are never flagged: zs_unit_gather with full params (stages
  *    0-2), zs_unit_get_param of unsharded state (stage 0), a zs_unit_grads_ready before the last
- *    micro-step with full gradients (stages 0-1). After a divergence error destroy the engine and
- *    the comm and exit: every rank finalises MPI normally. The check costs one small all-gather
- *    per collective (one latency: within noise on a real model, up to +87% per step for tiny
- *    units on 4 ranks sharing 2 cores, bench/RESULTS.md), so it is on by default only in Debug
- *    builds of the library (no NDEBUG); ZS_COMM_CHECK=1 turns it on in any build, ZS_COMM_CHECK=0
- *    off (the hash and the step's agreement stay in every build). Test with it on.
+ *    micro-step with full gradients (stages 0-1, not deterministic). After a divergence error
+ *    destroy the engine and the comm and exit: every rank finalises MPI normally. The check
+ *    costs one small all-gather per collective (one latency: within noise on a real model, up
+ *    to +87% per step for tiny units on 4 ranks sharing 2 cores, bench/RESULTS.md), so it is on
+ *    by default only in Debug builds of the library (no NDEBUG); ZS_COMM_CHECK=1 turns it on in
+ *    any build, ZS_COMM_CHECK=0 off (the hash and the step's agreement stay). Test with it on.
  *  - Sampling or evaluating on one rank: at stage 3 (sharded params) zs_unit_gather is
  *    collective, so every rank runs the forward (for example all ranks sample with the same seed
  *    and rank 0 prints). A rank that wants to sample alone first has every rank call
@@ -142,7 +142,8 @@ typedef struct {
   zs_dtype param_dtype;  /* dtype of gathered params and of grads handed to the user */
   zs_dtype reduce_dtype; /* dtype gradients are reduced in */
   unsigned offload;      /* ZS_OFFLOAD_* bits */
-  int deterministic;     /* fixed-order reductions: same bits for any world size and stage */
+  int deterministic;     /* fixed-order reductions: the same bits for any split of a global batch
+                            into ranks x micro-steps, any stage and offload (see below) */
   int prefetch_units;    /* units gathered ahead in stage 3 (0 = none); see the memory rule */
   size_t bucket_bytes;   /* upper bound of one reduction message: larger units are reduced in
                             pieces, bounding reduction scratch to ~2x this (0 = whole units).
@@ -308,15 +309,16 @@ ZS_API void *zs_unit_param(zs_unit *u, int t);
    micro-step. Valid until the unit's next zs_unit_grads_ready (or zs_unit_grads_flush): call
    it again in every micro-step. NULL outside a step, after the unit's last grads_ready, or for
    a bad t. Not collective. In deterministic mode a full gradient is staged: the micro-step's buffer
-   is added to the accumulator in one ordered pass by zs_unit_grads_ready, so the backward may +=
-   into it as often as it likes. */
+   is folded into the accumulated gradient by zs_unit_grads_ready's reduction, so the backward may
+   += into it as often as it likes. */
 ZS_API void *zs_unit_grad(zs_unit *u, int t);
 /* Done with the params for now (forward); stage 3 frees the gathered copy. Not collective.
    ZS_ERR_STATE without a matching gather. */
 ZS_API zs_status zs_unit_release(zs_unit *u);
 /* Backward of this unit finished for this micro-step: its gradient may be reduced. Collective
-   (every rank, same units, same order): at stages 2-3 every micro-step reduce-scatters, at
-   stages 0-1 the last micro-step reduces. ZS_ERR_STATE outside a step or past micro_steps calls;
+   (every rank, same units, same order): at stages 2-3 and in deterministic mode every micro-step
+   reduces, else (stages 0-1) the last micro-step does. ZS_ERR_STATE outside a step or past
+   micro_steps calls;
    a failed reduction fails the engine (ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE). */
 ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
 
@@ -327,7 +329,7 @@ ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
    last), so that its full gradient does not live through the whole backward; costs one more
    reduction of the unit. Collective over the shard group (every rank flushes the same units in
    the same order) at stages 2-3; a no-op at stages 0-1 (the full gradient is persistent) and in
-   deterministic mode (one reduction per micro-step keeps the N-ranks = 1-rank bits). Errors:
+   deterministic mode (one reduction per micro-step keeps the global order's bits). Errors:
    ZS_ERR_STATE outside a step or after the unit's last grads_ready, ZS_ERR_INVALID_ARG for NULL;
    a failed reduction fails the engine like zs_unit_grads_ready. */
 ZS_API zs_status zs_unit_grads_flush(zs_unit *u);
@@ -355,9 +357,18 @@ ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
    sum over all micro-steps of all ranks divided by world * micro_steps (the mean over
    micro-batches). A unit's reduction is final after its micro_steps-th zs_unit_grads_ready.
-   deterministic: N ranks x 1 micro-step give the bits of 1 rank x N micro-steps, however many
-   += the backward makes into zs_unit_grad in a micro-step (the engine stages each micro-step's
-   gradient and adds it once; zs_unit_grads_flush is then a no-op). */
+   deterministic: the global order of a step's micro-batches is micro-step-major: micro-step m of
+   world rank r is global micro-batch m * world + r. With g_k the gradient the backward leaves in
+   its zeroed zs_unit_grad for micro-batch k (however many += it makes: the engine stages each
+   micro-step's gradient; zs_unit_grads_flush is then a no-op), the summed gradient is
+     acc = (...((0 + g_0) + g_1) + ...) + g_(world*micro_steps-1)
+   with each g_k converted to reduce_dtype and each partial sum rounded to param_dtype: what one
+   rank computes with micro_steps = world*micro_steps, fed the micro-batches in that order. So
+   every split of a global batch into ranks x micro-steps (e.g. 2 x 2, 4 x 1 and 1 x 4) gives the
+   same bits, at every stage, switch combination, shard group, offload mode and bucket size; so
+   do the norm (exact), clipping and AdamW after it, with the division by world * micro_steps.
+   The cost: every micro-step is reduced at stages 0-1 too (an all-to-all of the unit and, at
+   stage 0, an all-gather), where the non-deterministic mode reduces once per step. */
 
 typedef struct {
   size_t cur, peak;

@@ -105,7 +105,9 @@ int gpt2_data_train_batch(const gpt2_data *d, int64_t step, int rank, int world,
   if (span < 0)
     return gpt2_fail("the training split (%lld tokens) is shorter than --seq %d + 1",
                      (long long)d->n_train, T);
-  int64_t g = step * (int64_t)world * micro_steps + (int64_t)rank * micro_steps + micro;
+  /* The engine's global order (zshard.h, deterministic): micro-step m of rank r is micro-batch
+     m * world + r of the step, so every split of a step gives the bits of one rank. */
+  int64_t g = step * (int64_t)world * micro_steps + (int64_t)micro * world + rank;
   for (int j = 0; j < B; j++) {
     uint64_t r = rng_bits(d->seed, 0x0da7a, (uint64_t)g * (uint64_t)B + (uint64_t)j);
     window(d, (int64_t)(r % (uint64_t)(span + 1)), T, tok + (size_t)j * T, tgt + (size_t)j * T);

@@ -24,7 +24,8 @@ typedef struct {
    of the tokens is held out (0 = none). 0 or -1. */
 int gpt2_data_load(gpt2_data *d, const char *path, int is_text, double val_frac, uint64_t seed);
 void gpt2_data_free(gpt2_data *d);
-/* Inputs and targets (B*T each) of micro-batch `micro` of `rank` at `step`. */
+/* Inputs and targets (B*T each) of micro-step `micro` of `rank` at `step`: global micro-batch
+   micro * world + rank of the step (micro-step-major, the engine's deterministic order). */
 int gpt2_data_train_batch(const gpt2_data *d, int64_t step, int rank, int world, int micro,
                           int micro_steps, int B, int T, int *tok, int *tgt);
 /* Validation batch i (consecutive windows of the held-out tail, wrapping); -1 if too short. */

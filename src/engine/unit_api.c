@@ -65,17 +65,9 @@ void *zs_unit_grad(zs_unit *u, int t) {
     return NULL;
   }
   if (e->cfg.deterministic && e->plan.grads_full) {
-    /* A full gradient spans the micro-steps: hand out this micro-step's own zeroed buffer. */
-    if (!u->grad_stage) {
-      const size_t bytes = u->lay.padded * zs_dtype_size(e->cfg.param_dtype);
-      if (zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &u->grad_stage, e->dev.compute_stream) != ZS_OK)
-        return NULL;
-      if (zs_dev_zero(&e->dev, u->grad_stage, bytes, e->dev.compute_stream) != ZS_OK) {
-        zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_stage, bytes, e->dev.compute_stream);
-        u->grad_stage = NULL; /* never hand out a buffer that was not zeroed */
-        return NULL;
-      }
-    }
+    /* A full gradient spans the micro-steps: hand out this micro-step's own zeroed buffer, which
+       its reduction folds in (global micro-batch order). */
+    if (zs_shard_grad_stage(u) != ZS_OK) return NULL;
     return zs_ptr_add(u->grad_stage, u->lay.off[t], e->cfg.param_dtype);
   }
   if (!e->plan.grads_full && zs_shard_grad_buffer(u) != ZS_OK) return NULL;
@@ -109,16 +101,6 @@ zs_status zs_unit_grads_ready(zs_unit *u) {
   ZS_CHECK(check_reducible(u, "zs_unit_grads_ready"));
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GRADS_READY, u);
-  if (u->grad_stage) {
-    /* The micro-step's whole gradient joins the accumulator in one elementwise add. */
-    const zs_dtype pd = e->cfg.param_dtype;
-    const size_t n = u->lay.padded;
-    void *cs = e->dev.compute_stream;
-    zs_status ar = zs_dev_add_into(&e->dev, u->grad_full, pd, u->grad_stage, pd, n, cs);
-    if (ar != ZS_OK) return zs_engine_fail_hard(e, ar);
-    zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_stage, n * zs_dtype_size(pd), cs);
-    u->grad_stage = NULL;
-  }
   zs_status rc = zs_shard_reduce(u, u->grads_ready_count + 1 == e->micro_steps);
   /* A reduction that failed half-way (the collective ran on some ranks, the shard is partly
      accumulated) cannot be retried: the engine is failed. */

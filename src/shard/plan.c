@@ -45,7 +45,9 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
   p->reduce = !p->shard_optimizer ? ZS_REDUCE_ALL
               : p->shard_grads    ? ZS_REDUCE_TO_SHARD
                                   : ZS_REDUCE_OWN_SLOT;
-  p->reduce_every_micro = p->shard_grads;
+  /* deterministic: the global order interleaves ranks within a micro-step, so every micro-step
+     is folded in on its own (full gradients too) */
+  p->reduce_every_micro = p->shard_grads || c->deterministic;
   p->norm_partial = p->shard_optimizer && shard_size > 1;
   p->publish = p->params_full && p->shard_optimizer;
   return ZS_OK;
@@ -97,11 +99,12 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
   const int det = c->deterministic != 0;
   size_t b = c->reduce_dtype != c->param_dtype ? add_mul(0, P, rs) : 0; /* conversion */
   if (p->reduce == ZS_REDUCE_ALL) {
-    if (W <= 1 || !det) return b; /* an in-place all-reduce */
-    size_t piece = P;             /* all_reduce_pieces: bucket over two buffers */
+    if (W <= 1 || !det) return b; /* an in-place all-reduce, or one rank's add */
+    size_t piece = P;             /* fold_all_pieces: bucket over two buffers */
     if (c->bucket_bytes && c->bucket_bytes / (rs * 2) < piece) piece = c->bucket_bytes / (rs * 2);
     if (piece < 1) piece = 1;
-    return add_mul(b, add_mul(0, 2 * W, (piece + W - 1) / W), rs); /* ordered_all_reduce */
+    const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4, blocks = W * ((piece + W - 1) / W);
+    return add_mul(b, blocks, rs + (ps > rs ? ps : rs)); /* ordered_fold_all: receive, send */
   }
   const size_t s = P / S, nblocks = det ? W : S, n = zs_plan_piece_len(c, p->nshards, s, nblocks);
   const int pack = !(n == s && nblocks == S);
@@ -128,12 +131,10 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
     gathered = add_mul(0, add_mul(0, held + (size_t)c->prefetch_units, max_full), ps);
     if (c->max_live_bytes && c->max_live_bytes < gathered) gathered = c->max_live_bytes;
   }
-  /* A sharded gradient's full buffer lives through its reduction (with its scratch); the
-     deterministic staging buffer of a full one is added into it and freed before (unit_api.c). */
+  /* A sharded gradient's full buffer, and the deterministic staging buffer of a full one, live
+     through its reduction (with its scratch). */
   const size_t grad = add_mul(0, max_full, ps);
-  const size_t grad_red = !p->grads_full     ? add_mul(grad, scratch, 1)
-                          : c->deterministic ? (grad > scratch ? grad : scratch)
-                                             : scratch;
+  const size_t grad_red = !p->grads_full || c->deterministic ? add_mul(grad, scratch, 1) : scratch;
   size_t b = add_mul(gathered, grad_red, 1);
   b = add_mul(b, ZS_SQ_NWORDS, sizeof(uint64_t)); /* gradient-norm bins (step.c) */
   if (p->offload_params && !p->offload_optimizer && c->device == ZS_DEVICE_CUDA)

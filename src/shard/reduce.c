@@ -1,7 +1,10 @@
 /* Gradient reduction after a unit's backward: all-reduce (stage 0), reduce-scatter into the
- * shard (stages 1-3), in reduce_dtype. deterministic: every sum runs in world-rank order
- * (all-to-all of blocks, then one ordered local sum), so N ranks x 1 micro-step give the same bits
- * as 1 rank accumulating N micro-steps. All work runs on the comm stream. */
+ * shard (stages 1-3), in reduce_dtype. deterministic: every micro-step is reduced on its own and
+ * folded onto the accumulated gradient in global micro-batch order (micro-step m of world rank r
+ * is micro-batch m * world + r): an all-to-all of blocks, then acc = (acc + g[m][0]) + g[m][1] ...
+ * in world-rank order, each partial sum rounded to the accumulator's dtype, which is what one
+ * rank's += of every micro-batch in turn computes. So any split of a global batch into ranks x
+ * micro-steps gives the same bits. All work runs on the comm stream. */
 #include "shard/shard.h"
 #include "base/error.h"
 
@@ -68,10 +71,12 @@ static zs_status reduce_scatter_into(zs_shard_ctx *x, void *red, size_t s, void 
     }
     void *out_j = zs_ptr_add(dst, j, dst_dt);
     if (det) {
+      /* The fold starts from +0, as a zeroed gradient does (0 + -0 is +0, not -0). */
+      if (!accumulate)
+        ZS_CHECK_GOTO(zs_dev_zero(x->dev, out_j, len * zs_dtype_size(dst_dt), cs), rc, out);
       ZS_CHECK_GOTO(zs_coll_all_to_all(x->world, sendp, recv.p, len, zs_cdt_of(rd), cs), rc, out);
-      ZS_CHECK_GOTO(
-          zs_dev_sum_chunks(x->dev, out_j, dst_dt, recv.p, rd, (int)W, len, len, accumulate, cs),
-          rc, out);
+      ZS_CHECK_GOTO(zs_dev_sum_chunks(x->dev, out_j, dst_dt, recv.p, rd, (int)W, len, len, 1, cs),
+                    rc, out);
       continue;
     }
     /* In place when unpacked: this rank's block of red receives the sum. */
@@ -91,25 +96,32 @@ out:
   return rc;
 }
 
-/* Ordered all-reduce of P elements of buf (rd) over the world, in place: all-to-all of W chunks,
-   one ordered sum of this rank's chunk, all-gather. */
-static zs_status ordered_all_reduce(zs_shard_ctx *x, void *buf, size_t P) {
-  const zs_dtype rd = x->cfg->reduce_dtype;
-  const size_t es = zs_dtype_size(rd);
+/* Ordered fold over the world (deterministic, stage 0): acc (P elements in param_dtype, equal on
+   every rank) += every rank's src (P elements in rd) in world-rank order, on every rank. An
+   all-to-all of W chunks, this rank's chunk of acc folded with the W received ones, all-gather.
+   Scratch: a (send, then the folded chunks in param_dtype) and b (receive), W * ceil(P/W) each. */
+static zs_status ordered_fold_all(zs_shard_ctx *x, void *acc, const void *src, size_t P) {
+  const zs_dtype rd = x->cfg->reduce_dtype, pd = x->cfg->param_dtype;
+  const size_t es = zs_dtype_size(rd), ps = zs_dtype_size(pd);
   const int W = x->world_size, r = x->world_rank;
-  const size_t c = (P + (size_t)W - 1) / (size_t)W;
+  const size_t c = (P + (size_t)W - 1) / (size_t)W, lo = (size_t)r * c;
+  const size_t mine_n = lo < P ? (P - lo < c ? P - lo : c) : 0; /* acc's elements in my chunk */
   void *cs = x->dev->comm_stream;
   scratch a = {0}, b = {0};
   zs_status rc = ZS_OK;
-  ZS_CHECK_GOTO(scratch_get(x, &a, (size_t)W * c * es), rc, out);
+  ZS_CHECK_GOTO(scratch_get(x, &a, (size_t)W * c * (es > ps ? es : ps)), rc, out);
   ZS_CHECK_GOTO(scratch_get(x, &b, (size_t)W * c * es), rc, out);
   ZS_CHECK_GOTO(zs_dev_zero(x->dev, a.p, (size_t)W * c * es, cs), rc, out);
-  ZS_CHECK_GOTO(zs_dev_copy(x->dev, a.p, buf, P * es, cs), rc, out);
+  ZS_CHECK_GOTO(zs_dev_copy(x->dev, a.p, src, P * es, cs), rc, out);
   ZS_CHECK_GOTO(zs_coll_all_to_all(x->world, a.p, b.p, c, zs_cdt_of(rd), cs), rc, out);
-  void *mine = (char *)a.p + (size_t)r * c * es;
-  ZS_CHECK_GOTO(zs_dev_sum_chunks(x->dev, mine, rd, b.p, rd, W, c, c, 0, cs), rc, out);
-  ZS_CHECK_GOTO(zs_coll_all_gather(x->world, mine, a.p, c, zs_cdt_of(rd), cs), rc, out);
-  ZS_CHECK_GOTO(zs_dev_copy(x->dev, buf, a.p, P * es, cs), rc, out);
+  /* a was sent (stream order): it now holds the folded chunks, in param_dtype. */
+  void *mine = (char *)a.p + lo * ps;
+  ZS_CHECK_GOTO(zs_dev_zero(x->dev, mine, c * ps, cs), rc, out);
+  if (mine_n)
+    ZS_CHECK_GOTO(zs_dev_copy(x->dev, mine, (char *)acc + lo * ps, mine_n * ps, cs), rc, out);
+  ZS_CHECK_GOTO(zs_dev_sum_chunks(x->dev, mine, pd, b.p, rd, W, c, c, 1, cs), rc, out);
+  ZS_CHECK_GOTO(zs_coll_all_gather(x->world, mine, a.p, c, zs_cdt_of(pd), cs), rc, out);
+  ZS_CHECK_GOTO(zs_dev_copy(x->dev, acc, a.p, P * ps, cs), rc, out);
 out:
   if (rc != ZS_OK) zs_sh_fail(x, rc);
   scratch_put(x, &b);
@@ -117,31 +129,58 @@ out:
   return rc;
 }
 
-/* Stage 0: all-reduce of red (P elements) in place, in pieces of at most bucket_bytes
-   (deterministic: ordered, its scratch is about twice a piece). */
-static zs_status all_reduce_pieces(zs_shard_ctx *x, void *red, size_t P) {
-  const zs_dtype rd = x->cfg->reduce_dtype;
-  const size_t es = zs_dtype_size(rd);
+/* Stage 0, deterministic: red (this micro-step's gradient, P elements in rd) folded onto
+   grad_full in world-rank order, in pieces whose scratch is about twice bucket_bytes. One rank:
+   the same fold of one chunk (a rounded add). */
+static zs_status fold_all_pieces(zs_shard_ctx *x, void *acc, const void *red, size_t P) {
+  const zs_dtype rd = x->cfg->reduce_dtype, pd = x->cfg->param_dtype;
+  if (x->world_size == 1) return zs_dev_add_into(x->dev, acc, pd, red, rd, P, x->dev->comm_stream);
   size_t c = P;
-  if (x->cfg->bucket_bytes) c = x->cfg->bucket_bytes / (es * (x->cfg->deterministic ? 2 : 1));
+  if (x->cfg->bucket_bytes) c = x->cfg->bucket_bytes / (zs_dtype_size(rd) * 2);
   if (c < 1) c = 1;
   for (size_t j = 0; j < P; j += c) {
     const size_t len = P - j < c ? P - j : c;
-    void *p = zs_ptr_add(red, j, rd);
-    if (x->cfg->deterministic)
-      ZS_CHECK(ordered_all_reduce(x, p, len));
-    else
-      ZS_CHECK(zs_coll_all_reduce(x->world, p, p, len, zs_cdt_of(rd), x->dev->comm_stream));
+    ZS_CHECK(ordered_fold_all(x, zs_ptr_add(acc, j, pd), zs_ptr_add((void *)red, j, rd), len));
   }
   return ZS_OK;
 }
 
-zs_status zs_shard_grad_buffer(zs_unit *u) {
+/* Stage 0: all-reduce of red (P elements) in place, in pieces of at most bucket_bytes. */
+static zs_status all_reduce_pieces(zs_shard_ctx *x, void *red, size_t P) {
+  const zs_dtype rd = x->cfg->reduce_dtype;
+  size_t c = P;
+  if (x->cfg->bucket_bytes) c = x->cfg->bucket_bytes / zs_dtype_size(rd);
+  if (c < 1) c = 1;
+  for (size_t j = 0; j < P; j += c) {
+    const size_t len = P - j < c ? P - j : c;
+    void *p = zs_ptr_add(red, j, rd);
+    ZS_CHECK(zs_coll_all_reduce(x->world, p, p, len, zs_cdt_of(rd), x->dev->comm_stream));
+  }
+  return ZS_OK;
+}
+
+/* Allocates and zeroes *buf (a unit's full size, buffers) unless it exists; never leaves a
+   buffer that was not zeroed. */
+static zs_status zeroed_full(zs_unit *u, void **buf) {
   zs_shard_ctx *x = u->ctx;
-  if (u->grad_full) return ZS_OK;
+  if (*buf) return ZS_OK;
   const size_t bytes = u->lay.padded * zs_dtype_size(x->cfg->param_dtype);
-  ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, &u->grad_full, x->dev->compute_stream));
-  return zs_dev_zero(x->dev, u->grad_full, bytes, x->dev->compute_stream);
+  void *cs = x->dev->compute_stream;
+  ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, buf, cs));
+  zs_status rc = zs_dev_zero(x->dev, *buf, bytes, cs);
+  if (rc != ZS_OK) {
+    zs_sh_free(x, ZS_MEM_BUFFERS, *buf, bytes, cs);
+    *buf = NULL;
+  }
+  return rc;
+}
+
+zs_status zs_shard_grad_buffer(zs_unit *u) {
+  return zeroed_full(u, &u->grad_full);
+}
+
+zs_status zs_shard_grad_stage(zs_unit *u) {
+  return zeroed_full(u, &u->grad_stage);
 }
 
 /* The reduction itself; `red` holds the local gradient in reduce_dtype. */
@@ -150,34 +189,41 @@ static zs_status reduce_unit(zs_unit *u, void *red) {
   const zs_dtype pd = x->cfg->param_dtype, rd = x->cfg->reduce_dtype;
   const size_t P = u->lay.padded;
   const zs_reduce_kind kind = x->plan->reduce;
+  const int det = x->cfg->deterministic;
   if (kind == ZS_REDUCE_ALL) {
+    if (det) return fold_all_pieces(x, u->grad_full, red, P); /* red is the staged micro-step */
     if (x->world_size > 1) ZS_CHECK(all_reduce_pieces(x, red, P));
     return red == u->grad_full
                ? ZS_OK
                : zs_dev_convert(x->dev, u->grad_full, pd, red, rd, P, x->dev->comm_stream);
   }
-  /* Destination: this rank's slot of the full gradient, or the gradient shard (accumulating
-     over micro-steps). */
+  /* Destination: this rank's slot of the full gradient (deterministic: accumulating over
+     micro-steps from the zeros of begin_step; else written once, at the last micro-step), or the
+     gradient shard (accumulating over micro-steps). */
   const int to_shard = kind == ZS_REDUCE_TO_SHARD;
   void *dst = to_shard ? u->grad_shard : zs_ptr_add(u->grad_full, u->lay.shard_off, pd);
-  return reduce_scatter_into(x, red, u->lay.shard, dst, pd, to_shard && u->grad_shard_valid);
+  return reduce_scatter_into(x, red, u->lay.shard, dst, pd, to_shard ? u->grad_shard_valid : det);
 }
 
 zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
   zs_shard_ctx *x = u->ctx;
-  const int transient = !x->plan->grads_full; /* grad_full lives only until this reduction */
   if (!x->plan->reduce_every_micro && !last_micro) return ZS_OK; /* still accumulating */
+  /* The local gradient: the full one, or (deterministic, full gradients) the micro-step's staging
+     buffer. Transient buffers live only until this reduction. */
+  const int staged = x->cfg->deterministic && x->plan->grads_full;
+  const int transient = staged || !x->plan->grads_full;
+  void **local = staged ? &u->grad_stage : &u->grad_full;
   const zs_dtype pd = x->cfg->param_dtype, rd = x->cfg->reduce_dtype;
   const size_t P = u->lay.padded;
   zs_dev *d = x->dev;
   zs_status rc = ZS_OK;
-  if (transient) ZS_CHECK(zs_shard_grad_buffer(u)); /* no backward wrote it: zeros reduce */
+  if (transient) ZS_CHECK(zeroed_full(u, local)); /* no backward wrote it: zeros reduce */
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream)); /* the user's backward is done */
   scratch conv = {0};
-  void *red = u->grad_full;
+  void *red = *local;
   if (rd != pd) {
     ZS_CHECK_GOTO(scratch_get(x, &conv, P * zs_dtype_size(rd)), rc, out);
-    ZS_CHECK_GOTO(zs_dev_convert(d, conv.p, rd, u->grad_full, pd, P, d->comm_stream), rc, out);
+    ZS_CHECK_GOTO(zs_dev_convert(d, conv.p, rd, *local, pd, P, d->comm_stream), rc, out);
     red = conv.p;
   }
   rc = reduce_unit(u, red);
@@ -186,9 +232,9 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
     goto out;
   }
   if (transient) {
-    zs_sh_free(x, ZS_MEM_BUFFERS, u->grad_full, P * zs_dtype_size(pd), d->comm_stream);
-    u->grad_full = NULL;
-    u->grad_shard_valid = 1;
+    zs_sh_free(x, ZS_MEM_BUFFERS, *local, P * zs_dtype_size(pd), d->comm_stream);
+    *local = NULL;
+    u->grad_shard_valid = !staged;
   }
 out:
   scratch_put(x, &conv);

@@ -38,8 +38,9 @@ struct zs_unit {
   void *param_full, *param_shard;
   void *grad_full, *grad_shard;
   /* Deterministic mode with full (persistent) gradients: the zeroed per-micro-step buffer
-     zs_unit_grad hands out (buffers); zs_unit_grads_ready adds it into grad_full in one ordered
-     pass and frees it, so any number of += per micro-step keeps the N-ranks = 1-rank bits. */
+     zs_unit_grad hands out (buffers); the micro-step's reduction folds it onto grad_full in global
+     micro-batch order and frees it, so any number of += per micro-step and any split of the
+     global batch keep one rank's bits. */
   void *grad_stage;
   float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
   size_t opt_off, opt_n;
@@ -109,7 +110,11 @@ void zs_shard_drop_all(zs_shard_ctx *x);
 /* Before new values are written into u's shard: drops a prefetched copy; returns 1 when the
    caller holds u gathered (its full copy must be refreshed with the new values), else 0. */
 int zs_shard_invalidate(zs_unit *u);
+/* The zeroed full gradient a sharded gradient's backward writes (buffers), unless it exists. */
 zs_status zs_shard_grad_buffer(zs_unit *u);
+/* The zeroed staging buffer of a deterministic full gradient (buffers), unless it exists. */
+zs_status zs_shard_grad_stage(zs_unit *u);
+/* Reduces u's gradient after a micro-step (plan.reduce_every_micro), or after the last. */
 zs_status zs_shard_reduce(zs_unit *u, int last_micro);
 zs_status zs_shard_publish(zs_shard_ctx *x);
 zs_status zs_shard_gather_master(zs_unit *u, float *full);

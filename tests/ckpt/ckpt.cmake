@@ -8,9 +8,9 @@ function(zs_ckpt_resume name g first second)
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=200"
                                           TIMEOUT 120 LABELS "mpi;ckpt" PROCESSORS 4)
 endfunction()
-# Each pair keeps the engine's determinism promise on both sides (1 rank x N micro-steps = N ranks
-# x 1 micro-step at every stage; stages 2-3 also for any ranks x micro-steps), so the straight run
-# on 1 rank is the reference for both halves.
+# Each pair keeps the engine's determinism promise on both sides (any split of the global batch
+# into ranks x micro-steps gives 1 rank's bits at every stage), so the straight run on 1 rank is
+# the reference for both halves.
 zs_ckpt_resume(ckpt_resume_1to4_stage0to3 4 "1 --stage 0" "4 --stage 3")
 zs_ckpt_resume(ckpt_resume_4to3_stage3to2 12 "4 --stage 3" "3 --stage 2")
 zs_ckpt_resume(ckpt_resume_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1")
@@ -18,9 +18,10 @@ zs_ckpt_resume(ckpt_resume_2to1_stage2to0 2 "2 --stage 2" "1 --stage 0")
 zs_ckpt_resume(ckpt_resume_offload_2to4 4 "2 --stage 3 --offload 3" "4 --stage 2 --offload 1")
 zs_ckpt_resume(ckpt_resume_hybrid_2x2to3 12 "4 --stage 3 --group 2" "3 --stage 3")
 zs_ckpt_resume(ckpt_resume_to_hybrid_3to2x2 12 "3 --stage 2" "4 --stage 3 --group 2")
-# bf16 params: the params come back as the master rounded to bf16. (bf16 runs on several ranks do
-# not give the 1-rank bits even without a checkpoint, so this pair stays on one rank.)
+# bf16 params: the params come back as the master rounded to bf16; several ranks give the 1-rank
+# bits too (every partial sum of the gradient is rounded to bf16, as one rank's += is).
 zs_ckpt_resume(ckpt_resume_bf16_stage0to3 6 "1 --stage 0" "1 --stage 3" --bf16 1 --reftol 3e-2)
+zs_ckpt_resume(ckpt_resume_bf16_2x3to3x2_stage1to3 6 "2 --stage 1" "3 --stage 3" --bf16 1 --reftol 3e-2)
 add_test(NAME ckpt_crash COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_crash.sh ${ZS_MPIEXEC}
                                  $<TARGET_FILE:test_engine_train>)
 set_tests_properties(ckpt_crash PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120

@@ -2,12 +2,26 @@
 # a stuck peer.
 zs_exe(test_engine_train SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_train.c)
 
-function(zs_engine_equiv name n stage mode)
-  cmake_parse_arguments(A "" "RUN_ARGS" "" ${ARGN})
+# splits: N (N ranks x 1 micro-step against 1 rank x N) or a list of RxM splits of one global
+# batch; REF_STAGE: the stage of the 1-rank reference (default: the runs' stage).
+function(zs_engine_equiv name splits stage mode)
+  cmake_parse_arguments(A "" "RUN_ARGS;REF_STAGE" "" ${ARGN})
+  set(np 1)
+  foreach(s IN LISTS splits)
+    string(REGEX REPLACE "x.*" "" r "${s}")
+    if(r GREATER np)
+      set(np ${r})
+    endif()
+  endforeach()
+  string(REPLACE ";" " " splits_arg "${splits}")
+  set(env "${ZS_TEST_ENV};EQUIV_RUN_ARGS=${A_RUN_ARGS}")
+  if(DEFINED A_REF_STAGE)
+    list(APPEND env "EQUIV_REF_STAGE=${A_REF_STAGE}")
+  endif()
   add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/engine_equiv.sh ${ZS_MPIEXEC}
-                                $<TARGET_FILE:test_engine_train> ${n} ${stage} ${mode} ${A_UNPARSED_ARGUMENTS})
-  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};EQUIV_RUN_ARGS=${A_RUN_ARGS}" TIMEOUT 120
-                                          LABELS "mpi;engine" PROCESSORS ${n})
+                                $<TARGET_FILE:test_engine_train> ${splits_arg} ${stage} ${mode} ${A_UNPARSED_ARGUMENTS})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}" TIMEOUT 120
+                                          LABELS "mpi;engine" PROCESSORS ${np})
 endfunction()
 
 foreach(stage 0 1 2 3)
@@ -17,6 +31,23 @@ foreach(stage 0 1 2 3)
   endforeach()
   zs_engine_equiv(engine_nondet_np3_stage${stage} 3 ${stage} nondet)
 endforeach()
+# Any split of a global batch (ranks x micro-steps, micro-step m of rank r = global micro-batch
+# m * ranks + r) gives the bits of 1 rank fed the micro-batches in that order, at stage 0 (so
+# across stages too): every stage, offload, hybrid groups, bf16 params or reductions.
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage} "1x4;2x2;4x1" ${stage} det REF_STAGE 0)
+  zs_engine_equiv(engine_splits6_stage${stage} "1x6;2x3;3x2" ${stage} det REF_STAGE 0)
+  zs_engine_equiv(engine_splits4_stage${stage}_bf16 "2x2;4x1" ${stage} det REF_STAGE 0 --bf16 1 --reftol 3e-2)
+endforeach()
+zs_engine_equiv(engine_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3")
+zs_engine_equiv(engine_splits6_stage1_offload_opt "2x3;3x2" 1 det REF_STAGE 0 RUN_ARGS "--offload 1")
+foreach(stage 1 3)
+  zs_engine_equiv(engine_splits8_stage${stage}_hybrid2 "4x2" ${stage} det REF_STAGE 0 --group 2)
+endforeach()
+zs_engine_equiv(engine_splits6_stage2_bf16_reduce_f32 "2x3;3x2" 2 det REF_STAGE 0 --bf16 1 --reduce-bf16 0 --reftol 3e-2)
+zs_engine_equiv(engine_splits4_stage1_f32_reduce_bf16 "2x2;4x1" 1 det REF_STAGE 0 --reduce-bf16 1 --reftol 0.1)
+zs_engine_equiv(engine_splits6_stage0_bucket "2x3;3x2" 0 det REF_STAGE 0 RUN_ARGS "--bucket 40")
+
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)

@@ -1,16 +1,35 @@
 #!/usr/bin/env bash
-# Runs the synthetic model on 1 rank x N micro-steps (the reference), then on N ranks x 1
-# micro-step, and compares final params: bit-exact in deterministic mode, else to a tolerance.
-# Usage: engine_equiv.sh MPIEXEC EXE N STAGE det|nondet [extra test_engine_train args...]
+# Runs the synthetic model on 1 rank x G micro-steps (the reference), then on each split R x M of
+# the same global batch (R ranks x M micro-steps, R * M = G), and compares final params: bit-exact
+# in deterministic mode, else to a tolerance. test_engine_train feeds global micro-batch
+# m * R + r to micro-step m of rank r, so every split sees the same batches in the same order.
+# Usage: engine_equiv.sh MPIEXEC EXE SPLITS STAGE det|nondet [extra test_engine_train args...]
+#   SPLITS: N (N ranks x 1 micro-step) or a list like "2x2 4x1 1x4" (one G for all).
+# EQUIV_REF_STAGE: the reference's stage (default STAGE: compare across stages too).
+# EQUIV_RUN_ARGS: options for the split runs only (e.g. --offload 3: compare offload vs none).
+# EQUIV_RUN_PREFIX: a command the split runs' program is started through (tests/with_hostid.sh).
 set -euo pipefail
-mpiexec=$1 exe=$2 n=$3 stage=$4 mode=$5
+mpiexec=$1 exe=$2 splits=$3 stage=$4 mode=$5
 shift 5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [ "$mode" = det ]; then det=1 cmp=(--tol 0); else det=0 cmp=(--tol 1e-6); fi
-"$mpiexec" --oversubscribe -np 1 "$exe" --stage "$stage" --micro "$n" --det 1 --write "$tmp/ref.bin" "$@"
-# EQUIV_RUN_ARGS: options for the N-rank run only (e.g. --offload 3: compare offload vs none).
-# shellcheck disable=SC2086
-# EQUIV_RUN_PREFIX: a command the N-rank run's program is started through (tests/with_hostid.sh).
-"$mpiexec" --oversubscribe -np "$n" ${EQUIV_RUN_PREFIX:-} "$exe" --stage "$stage" --micro 1 --det "$det" \
-  --compare "$tmp/ref.bin" "${cmp[@]}" "$@" ${EQUIV_RUN_ARGS:-}
+g=
+for s in $splits; do
+  case $s in *x*) ;; *) s=${s}x1 ;; esac
+  n=$((${s%x*} * ${s#*x}))
+  if [ -n "$g" ] && [ "$n" != "$g" ]; then
+    echo "engine_equiv.sh: split $s is not $g micro-batches" >&2
+    exit 2
+  fi
+  g=$n
+done
+"$mpiexec" --oversubscribe -np 1 "$exe" --stage "${EQUIV_REF_STAGE:-$stage}" --micro "$g" --det 1 \
+  --write "$tmp/ref.bin" "$@"
+for s in $splits; do
+  case $s in *x*) ;; *) s=${s}x1 ;; esac
+  echo "engine_equiv.sh: stage $stage, ${s%x*} ranks x ${s#*x} micro-steps ($mode)"
+  # shellcheck disable=SC2086
+  "$mpiexec" --oversubscribe -np "${s%x*}" ${EQUIV_RUN_PREFIX:-} "$exe" --stage "$stage" \
+    --micro "${s#*x}" --det "$det" --compare "$tmp/ref.bin" "${cmp[@]}" "$@" ${EQUIV_RUN_ARGS:-}
+done

@@ -185,7 +185,8 @@ static int deviate(rng *r, call *p, int n, dkind d, const cfgd *c, int *divergen
     memmove(p + i - 2, p + i + 2, sizeof blk);
     memcpy(p + i + 2, blk, sizeof blk);
     /* Local when neither the gathers nor the reductions of that micro-step communicate. */
-    *divergent = c->sp || c->sg || blk[2].last;
+    /* Deterministic mode reduces every micro-step at stages 0-1 too (the global order). */
+    *divergent = c->sp || c->sg || blk[2].last || c->det;
     return n;
   }
   case D_MICRO:
@@ -381,10 +382,16 @@ static void sample_case(zs_comm *comm) {
   }
 }
 
-/* One more micro-step on rank 1, at stages 0 and 1 (full gradients, reduced once). */
+/* One more micro-step on rank 1, at stages 0 and 1 (full gradients, reduced once: the
+   reductions line up and only the step's shape tells). In deterministic mode every micro-step
+   is reduced, so the extra one adds collectives: caught by the header, and with the header off
+   (ZS_COMM_CHECK=0) a mismatch of sizes that the transport reports, so that case runs only with
+   the header on. */
 static void micro_case(zs_comm *comm) {
-  const cfgd cases[] = {{0, 0, 0, 0, 1, 1}, {1, 0, 1, 0, 1, 0}};
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+  const cfgd cases[] = {{0, 0, 0, 0, 1, 0}, {1, 0, 1, 0, 1, 0}, {0, 0, 0, 0, 1, 1}};
+  const char *chk = getenv("ZS_COMM_CHECK");
+  const size_t ncases = chk && !strcmp(chk, "0") ? 2 : 3;
+  for (size_t k = 0; k < ncases; k++) {
     call p[MAX_CALLS];
     int n = add_step(p, 0, 2);
     n = add_step(p, n, 1);

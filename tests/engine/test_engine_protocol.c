@@ -473,9 +473,9 @@ static float *all_weights(zs_unit **u) {
   return w;
 }
 
-/* Rank 0: the same training on one rank, stage 0. Micro-step gradients are added in the order
-   the N-rank reduction sums them: sharded gradients are reduced every micro-step (micro-major,
-   rank-minor); full ones once per step, the per-rank sum of its micro-steps (rank-major). */
+/* Rank 0: the same training on one rank, stage 0, fed the micro-batches in the global order the
+   engine promises (micro-step-major: micro-step k of rank r is micro-batch k * W + r), one
+   micro-step each. */
 static float *reference(const st *s, const op *ops, int n, const float *init) {
   zs_comm *self = NULL;
   setenv("WORLD_SIZE", "1", 1);
@@ -488,8 +488,7 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
   for (int i = 0; i < TM_NUNITS; i++)
     for (int t = 0; t < tm_units[i].ntensors; t++)
       ZS_OK_OR_DIE(zs_unit_set_param(u[i], t, init + tm_base(i, t)));
-  const int W = s->world, T = (int)tm_total();
-  float *g = malloc((size_t)T * 4), *acc = malloc((size_t)T * 4);
+  const int W = s->world;
   int step = 0;
   (void)n;
   for (int q = 0; q < s->neff; q++) { /* the ops in effect: a load undid those after its save */
@@ -503,43 +502,16 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
     ZS_OK_OR_DIE(zs_engine_begin_step(e, W * o->m));
     for (int j = 0; j < TM_NUNITS; j++)
       ZS_OK_OR_DIE(zs_unit_gather(u[j]));
-    const int per_micro = s->c.sg;
-    for (int outer = 0; outer < (per_micro ? o->m : W); outer++)
-      for (int inner = 0; inner < (per_micro ? W : o->m); inner++) {
-        const int k = per_micro ? outer : inner, r = per_micro ? inner : outer;
+    for (int k = 0; k < o->m; k++)
+      for (int r = 0; r < W; r++)
         for (int j = 0; j < TM_NUNITS; j++) {
-          const int use = s->used[step][k][j];
-          if (per_micro) {
-            add_grad(u[j], j, batch_id(step, k, r), use, NULL);
-            continue;
-          }
-          /* Rank-major: this rank's micro-steps summed as its grad buffer would (0 + g0 + g1),
-             handed over in its first micro-step; zeros after (x + 0 == x). */
-          for (int t = 0; t < tm_units[j].ntensors; t++) {
-            const int64_t nn = tm_numel(j, t), b0 = tm_base(j, t);
-            const float *p = zs_unit_param(u[j], t);
-            for (int64_t q = 0; q < nn; q++) {
-              if (k == 0) acc[b0 + q] = 0.0f;
-              acc[b0 + q] =
-                  acc[b0 + q] + grad_elem(batch_id(step, k, r), b0 + q, use ? p : NULL, q);
-              g[b0 + q] = 0.0f;
-            }
-          }
-          if (k == o->m - 1) add_grad(u[j], j, 0, 0, acc);
-        }
-        for (int j = 0; j < TM_NUNITS; j++) {
-          if (!per_micro && k != o->m - 1) {
-            add_grad(u[j], j, 0, 0, g);
-          }
+          add_grad(u[j], j, batch_id(step, k, r), s->used[step][k][j], NULL);
           ZS_OK_OR_DIE(zs_unit_grads_ready(u[j]));
         }
-      }
     ZS_OK_OR_DIE(zs_engine_step(e, NULL));
     step++;
   }
   float *w = all_weights(u);
-  free(g);
-  free(acc);
   zs_engine_destroy(e);
   zs_comm_destroy(self);
   return w;

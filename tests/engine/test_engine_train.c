@@ -3,8 +3,9 @@
  *  - against an independent float64 AdamW + global-norm clipping written here (always), and
  *  - optionally against a file of final params from another run (--compare FILE): bit-exact by
  *    default (deterministic mode), or to --tol relative.
- * Rank r in micro-step m trains on batch step*(N*M) + m*N + r, so 1 rank x N micro-steps and
- * N ranks x 1 micro-step see the same batches in the same order.
+ * Rank r in micro-step m trains on batch step*(N*M) + m*N + r (the engine's global order), so
+ * every split of a step's N*M micro-batches into ranks x micro-steps sees the same batches in the
+ * same order.
  * Usage: test_engine_train [--stage S] [--micro M] [--steps K] [--det 0|1] [--bf16]
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
  *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]

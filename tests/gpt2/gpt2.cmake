@@ -4,7 +4,7 @@
 #                     init, truncated-file refusal. Needs a Python with torch:
 #                     scripts/ensure-torch.sh finds one or installs Debian's python3-torch; it
 #                     skips (77) at once where neither works (no network: the GPU machine).
-#   gpt2_determinism  20 steps, --deterministic: identical final weights for 1x4 and 4x1
+#   gpt2_determinism  20 steps, --deterministic: identical final weights for 1x4, 4x1 and 2x2
 #                     (ranks x micro-steps) at stages 0-3.
 #   gpt2_train_np4    4 ranks, stage 3: the loss must fall below 0.9 x the text's unigram entropy.
 #   gpt2_bad_args     a bad stage is refused with a message (exit 1), not a crash.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Bit-exact training across splits and stages: the tiny GPT trained 20 steps with
 # --deterministic must end with byte-identical weights (zs_unit_get_param dumps) for
-# 1 rank x 4 micro-steps and 4 ranks x 1 micro-step, at every stage 0..3, and with parameter
-# and optimizer offload at stage 3 (9 runs, one answer).
+# 1 rank x 4 micro-steps, 4 ranks x 1 micro-step and 2 ranks x 2 micro-steps (micro-step m of
+# rank r reads global micro-batch m * ranks + r), at every stage 0..3, and with parameter and
+# optimizer offload at stage 3 (11 runs, one answer).
 # usage: test_gpt2_determinism.sh TRAIN_GPT2 [MPIEXEC] [STEPS]
 set -u
 EXE=$1
@@ -16,8 +17,8 @@ pass=0
 fail=0
 ref=
 # Runs: stage, ranks, micro-steps, offload. Offload must not change the bits either (DESIGN.md).
-RUNS="0:1:4:none 0:4:1:none 1:1:4:none 1:4:1:none 2:1:4:none 2:4:1:none 3:1:4:none 3:4:1:none
-      3:4:1:opt+params"
+RUNS="0:1:4:none 0:4:1:none 0:2:2:none 1:1:4:none 1:4:1:none 2:1:4:none 2:4:1:none 3:1:4:none
+      3:4:1:none 3:2:2:none 3:4:1:opt+params"
 for run in $RUNS; do
   IFS=: read -r stage np micro offload <<<"$run"
   set -- "$np" "$micro"

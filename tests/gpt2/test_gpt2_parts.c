@@ -1,6 +1,7 @@
 /* Unit tests of the GPT-2 example's host-side parts (no engine step needed):
- *  - the batch schedule: rank r's micro-step m of an N x M split is micro-batch r*M + m of the
- *    same step, so every split of a step into ranks x micro-steps sees the same sequences;
+ *  - the batch schedule: rank r's micro-step m of an N x M split is micro-batch m*N + r of the
+ *    same step (the engine's deterministic order), so every split of a step into ranks x
+ *    micro-steps sees the same sequences in the same order;
  *  - llm.c token files: header checks, uint16 tokens, validation tail;
  *  - safetensors: F32 / F16 / BF16 reads, and refusal of malformed headers;
  *  - the learning-rate schedule and the GPT-2 parameter count. */
@@ -26,7 +27,8 @@ static const char *write_tmp(int slot, const void *p, size_t n) {
   return paths[slot];
 }
 
-/* Every split of 4 micro-batches into ranks x micro-steps yields the same sequences. */
+/* Every split of 4 micro-batches into ranks x micro-steps yields the same sequences, micro-step
+   m of rank r being micro-batch m * ranks + r. */
 static void test_schedule(void) {
   char text[4096];
   for (size_t i = 0; i < sizeof text; i++)
@@ -45,7 +47,7 @@ static void test_schedule(void) {
     for (int r = 0; r < splits[s][0]; r++)
       for (int m = 0; m < splits[s][1]; m++) {
         gpt2_data_train_batch(&d, 5, r, splits[s][0], m, splits[s][1], B, T, tok, tgt);
-        ZS_EXPECT(memcmp(tok, ref[r * splits[s][1] + m], sizeof tok) == 0,
+        ZS_EXPECT(memcmp(tok, ref[m * splits[s][0] + r], sizeof tok) == 0,
                   "split %dx%d rank %d micro %d differs", splits[s][0], splits[s][1], r, m);
         for (int i = 0; i + 1 < T; i++) /* targets are the inputs shifted by one */
           ZS_EXPECT(tgt[i] == tok[i + 1], "target shift");

@@ -1,11 +1,13 @@
 /* src/shard/reduce.c on its own, without an engine: a zs_shard_ctx filled here (CPU device, MPI
  * groups, a counting allocator) and units with awkward sizes. Every rank fills its full gradient
- * with values only it has; the reduction must leave, in the place the plan says (the whole
- * buffer, this rank's slot of it, or the gradient shard), the sum over ranks:
+ * (deterministic with full gradients: the staging buffer) with values only it has; the reduction
+ * must leave, in the place the plan says (the whole buffer, this rank's slot of it, or the
+ * gradient shard), the sum over ranks:
  *  - deterministic: exactly the float sum in world-rank order ((g0 + g1) + g2) + ..., computed
  *    here, for every reduction kind, with and without buckets, flat and hybrid (groups of 2);
- *  - a second micro-step into the shard accumulates rank by rank: ((shard + g0) + g1) + ...,
- *    the association of one rank adding the same micro-batches one after another;
+ *  - a second micro-step (sharded gradients, and every kind in deterministic mode) accumulates
+ *    rank by rank: ((acc + g0) + g1) + ..., the association of one rank adding the same
+ *    micro-batches one after another (global order: micro-step-major);
  *  - non-deterministic: within 1e-6 of the float64 sum.
  * The allocator must be back to zero after each reduction (no scratch leaks). */
 #include <math.h>
@@ -79,6 +81,8 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
     zs_layout_shard(&u.lay, plan.nshards, plan.nshards > 1 ? R % S : 0);
     const size_t P = u.lay.padded, s = u.lay.shard, n = u.lay.numel_total;
     if (plan.grads_full) ZS_OK_OR_DIE(zs_dev_alloc(&dev, P * 4, &u.grad_full, NULL));
+    if (plan.grads_full) memset(u.grad_full, 0, P * 4); /* as zs_engine_begin_step */
+    const int staged = det && plan.grads_full;
     if (!plan.grads_full) ZS_OK_OR_DIE(zs_dev_alloc(&dev, s * 4, &u.grad_shard, NULL));
     const int micros = plan.reduce_every_micro ? 2 : 1;
     float *want = calloc(P, sizeof *want);
@@ -86,7 +90,8 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
     const size_t before = fake_live_bytes;
     for (int k = 0; k < micros; k++) {
       if (!plan.grads_full) ZS_OK_OR_DIE(zs_shard_grad_buffer(&u));
-      float *g = u.grad_full;
+      if (staged) ZS_OK_OR_DIE(zs_shard_grad_stage(&u));
+      float *g = staged ? u.grad_stage : u.grad_full;
       for (size_t i = 0; i < P; i++)
         g[i] = i < n ? val(ui, k, R, i) : 0.0f; /* the padding tail is zero */
       /* Expected: the ranks' values added in world-rank order, onto what the shard holds from

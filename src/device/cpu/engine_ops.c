@@ -17,6 +17,11 @@ static inline void store_f(void *p, zs_dtype dt, size_t i, float v) {
     ((float *)p)[i] = v;
 }
 
+/* v rounded to dt and back (exact for fp32). */
+static inline float round_to(zs_dtype dt, float v) {
+  return dt == ZS_BF16 ? zs_bf16_to_f32(zs_f32_to_bf16(v)) : v;
+}
+
 void zs_cpu_convert(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt, size_t n) {
   if (dst_dt == src_dt) {
     if (dst != src) memmove(dst, src, n * (dst_dt == ZS_BF16 ? 2 : 4));
@@ -58,10 +63,12 @@ void zs_cpu_sum_chunks(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src
     }
     return;
   }
+  /* Every partial sum is rounded to dst's dtype, as dst = chunk 0; dst += chunk 1; ... would be:
+     deterministic mode's fold must give one rank's bits, whose += rounds after each add. */
   for (size_t i = 0; i < n; i++) {
-    float acc = accumulate ? load_f(dst, dst_dt, i) : load_f(src, src_dt, i);
+    float acc = accumulate ? load_f(dst, dst_dt, i) : round_to(dst_dt, load_f(src, src_dt, i));
     for (int k = accumulate ? 0 : 1; k < nchunks; k++)
-      acc = acc + load_f(src, src_dt, (size_t)k * stride + i);
+      acc = round_to(dst_dt, acc + load_f(src, src_dt, (size_t)k * stride + i));
     store_f(dst, dst_dt, i, acc);
   }
 }

@@ -18,7 +18,8 @@ void zs_cpu_convert(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt
 /* dst += src (fp32 math, rounded to dst's dtype). */
 void zs_cpu_add_into(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt, size_t n);
 /* Ordered sum of nchunks chunks src[k*stride + i]: acc = accumulate ? dst[i] : chunk 0, then
-   acc = acc + chunk k for the remaining k in order (plain float adds), dst[i] = acc. */
+   acc = acc + chunk k for the remaining k in order (fp32 adds, each partial sum rounded to dst's
+   dtype: the bits of dst = chunk 0 (or dst), then dst += chunk k one by one), dst[i] = acc. */
 void zs_cpu_sum_chunks(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt, int nchunks,
                        size_t stride, size_t n, int accumulate);
 /* x *= s. */

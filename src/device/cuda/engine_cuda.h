@@ -34,7 +34,8 @@ zs_status zs_cuda_add_into(void *dst, zs_dtype dst_dt, const void *src, zs_dtype
                            void *stream);
 /* Deterministic rank-order reduction of nchunks chunks src[k*chunk_stride + i] (k = 0..nchunks-1):
    acc = accumulate ? dst[i] : chunk 0, then acc = acc + chunk k for the remaining chunks in order
-   (plain fp32 adds, no fma), dst[i] = acc rounded to dst_dt. chunk_stride is in elements. */
+   (plain fp32 adds, no fma, every partial sum rounded to dst_dt: the bits of dst += chunk k one
+   by one), dst[i] = acc. chunk_stride is in elements. */
 zs_status zs_cuda_sum_chunks(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt,
                              int nchunks, size_t chunk_stride, size_t n, int accumulate,
                              void *stream);

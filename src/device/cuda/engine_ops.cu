@@ -21,15 +21,23 @@ __global__ void add_into_kernel(TD *dst, const TS *src, size_t n) {
     zs_st(&dst[i], __fadd_rn(zs_ld(&dst[i]), zs_ld(&src[i])));
 }
 
-/* dst = (accumulate ? dst : chunk 0) + chunk k0 + ... + chunk nchunks-1, left to right. */
+/* x rounded to T and back (exact for float). */
+template <typename T> __device__ __forceinline__ float round_as(float x) {
+  T t;
+  zs_st(&t, x);
+  return zs_ld(&t);
+}
+
+/* dst = (accumulate ? dst : chunk 0) + chunk k0 + ... + chunk nchunks-1, left to right, every
+   partial sum rounded to TD (the bits of dst += chunk k one by one), as on the CPU. */
 template <typename TD, typename TS>
 __global__ void sum_chunks_kernel(TD *dst, const TS *src, int nchunks, size_t stride, size_t n,
                                   int accumulate) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x) {
-    float acc = accumulate ? zs_ld(&dst[i]) : zs_ld(&src[i]);
+    float acc = accumulate ? zs_ld(&dst[i]) : round_as<TD>(zs_ld(&src[i]));
     for (int k = accumulate ? 0 : 1; k < nchunks; k++)
-      acc = __fadd_rn(acc, zs_ld(&src[(size_t)k * stride + i]));
+      acc = round_as<TD>(__fadd_rn(acc, zs_ld(&src[(size_t)k * stride + i])));
     zs_st(&dst[i], acc);
   }
 }
