@@ -184,6 +184,36 @@ ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 ZS_API zs_status zs_comm_init_env(zs_comm **out);
 ZS_API int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
 ZS_API int zs_comm_size(const zs_comm *c); /* -1 for NULL */
+/* Element types and reductions of zs_comm_allreduce (the caller's own host values). */
+typedef enum { ZS_HOST_F32 = 0, ZS_HOST_F64, ZS_HOST_I64 } zs_host_dtype;
+typedef enum { ZS_RED_SUM = 0, ZS_RED_MEAN, ZS_RED_MAX, ZS_RED_MIN } zs_reduce_op;
+/* Reduces count values of host memory across every rank of c into recv on every rank: for a
+   logged loss (ZS_RED_MEAN), token counts (ZS_RED_SUM of ZS_HOST_I64), a slowest rank's time
+   (ZS_RED_MAX). No MPI call of the program's own is needed, on either bootstrap.
+   Result, the same bits on every rank, every backend and every run: element i combines the ranks'
+   values in rank order 0, 1, ..., world-1. Floats are accumulated in double and rounded once to
+   the dtype (f32 sum = (float)(x0 + x1 + ...) in double); ZS_RED_MEAN is that sum divided by the
+   world size in double, then rounded (f32 and f64 only: an i64 mean is ZS_ERR_INVALID_ARG); i64
+   sums wrap modulo 2^64. MAX/MIN: a NaN on any rank gives NaN; ties keep the lower rank's value.
+   send == recv (in place) is allowed; other overlaps are ZS_ERR_INVALID_ARG, as are a NULL
+   buffer with count > 0 and an unknown dtype or op (refused on every rank before any message).
+   count 0 is a no-op that still counts as a call. Collective over the world: every rank calls
+   with the same count, dtype and op, in the same order relative to its other collective calls
+   on c (engine creation, commit, steps, ...). Transport: MPI (an all-gather, then the ordered
+   sum on every rank) for zs_comm_init_mpi; for zs_comm_init_env the TCP rendezvous connections
+   to rank 0 (opened by the first call if no engine has opened them; rank 0 gathers, reduces and
+   sends the result; meant for small arrays: about world x count elements pass through rank 0).
+   Waits are bounded by the communicator's timeout (zs_comm_set_timeout; default
+   ZS_COMM_TIMEOUT_S, else 300 s): a silent peer gives ZS_ERR_TIMEOUT. After a timeout or a
+   transport failure (ZS_ERR_COMM) every later zs_comm_allreduce on c returns ZS_ERR_COMM at once
+   (the ranks' calls no longer match); destroy c. Not thread-safe: one thread per comm. */
+ZS_API zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t count,
+                                   zs_host_dtype dt, zs_reduce_op op);
+/* Sets the bound on the communicator's own waits (zs_comm_allreduce; the env rendezvous when an
+   engine opens its groups) to timeout_s > 0 seconds; engines keep their own comm_timeout_s.
+   Not collective (set the same value on every rank). ZS_ERR_INVALID_ARG for NULL or a bound
+   that is not a positive number. */
+ZS_API zs_status zs_comm_set_timeout(zs_comm *c, double timeout_s);
 /* Releases the communicator (after every engine that uses it has been destroyed); finalises MPI
    when zs_comm_init_mpi initialised it (collective then). NULL is a no-op. */
 ZS_API void zs_comm_destroy(zs_comm *c);
