@@ -27,6 +27,7 @@
 #ifndef ZSHARD_H
 #define ZSHARD_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,10 +88,15 @@ enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
-   Fields that have an environment variable (see zs_config_default) take it when they are left at
-   their default value; a value the program sets wins. zs_engine_info says where each resolved
-   value came from, and zs_engine_config returns them. */
+   The fields that have an environment variable (see zs_config_default) start "unset" (ZS_UNSET,
+   or ZS_UNSET_SIZE for size_t fields), like NCCL's NCCL_CONFIG_UNDEF_INT: at zs_engine_create a
+   field still unset takes its variable when that is set, else its default; any value the program
+   writes wins, even one equal to the default (cfg.stage = 3 stays 3 under ZS_STAGE=0). Writing
+   ZS_UNSET back makes a field unset again. zs_engine_info says where each resolved value came
+   from, and zs_engine_config returns the resolved values (never unset). */
 #define ZS_CONFIG_VERSION 1
+#define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
+#define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 
 typedef struct {
   size_t struct_size;      /* set by zs_config_default: sizeof(zs_config) of the caller's header;
@@ -154,17 +160,20 @@ typedef struct {
    of units between zs_unit_grad and their reduction and the reduction scratch (at most about two
    units, or 2 x bucket_bytes). */
 
-/* Fills every field with its default: stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999, eps 1e-8,
-   weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1, offload chunk 4M elements, 2 checkpoints
-   kept, the rest 0
-   (sharding switches ZS_SHARD_AS_STAGE), and struct_size/struct_version. A config filled by hand
-   (memset to 0) works too where 0 is meaningful: switches as the stage, offload_chunk 0 is the
-   default. An environment variable that is set but empty counts as unset. A field left at its
-   default takes its environment variable at zs_engine_create: ZS_STAGE, ZS_PREFETCH_UNITS,
-   ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES, ZS_OFFLOAD_HOST_BYTES,
-   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED, ZS_CKPT_KEEP. A variable that
-   does not parse (or is out of range) makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming
-   it. */
+/* Fills every field: the tunables below with the "unset" sentinel (ZS_UNSET / ZS_UNSET_SIZE),
+   the others with their defaults, and struct_size/struct_version (so a library newer than the
+   program's header reads only the caller's fields). Defaults: stage 3, CPU, fp32, AdamW lr 1e-3,
+   betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clipping (max_grad_norm 0; see "The optimizer"
+   below), timeout 300 s, prefetch 1, offload chunk 4M elements, 2 checkpoints kept, the rest 0
+   (sharding switches ZS_SHARD_AS_STAGE). A tunable left unset takes its environment variable at
+   zs_engine_create (an empty variable counts as unset), else its default: ZS_STAGE,
+   ZS_PREFETCH_UNITS, ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES,
+   ZS_OFFLOAD_HOST_BYTES, ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED,
+   ZS_CKPT_KEEP. A variable that does not parse (or is out of range) makes zs_engine_create fail
+   with ZS_ERR_INVALID_ARG naming it. zs_plan_model gives unset fields their defaults (no
+   environment). A config zs_config_default did not fill (memset to 0: struct_size or
+   struct_version 0) is refused by zs_engine_create and zs_plan_model with ZS_ERR_INVALID_ARG,
+   since nothing says how large the caller's struct is. */
 ZS_API void zs_config_default(zs_config *c);
 
 typedef struct zs_comm zs_comm;
