@@ -131,6 +131,9 @@ typedef struct {
   int offload_threads;
   size_t offload_chunk;
   int offload_allow_unpinned;
+  /* AdamW hyperparameters; the exact update is "The optimizer" below. Defaults (those of
+     torch.optim.AdamW): lr 1e-3, beta1 0.9, beta2 0.999, eps 1e-8, weight_decay 0.01,
+     max_grad_norm 0 (no clipping). */
   struct {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
   } adamw;
@@ -160,11 +163,37 @@ typedef struct {
    of units between zs_unit_grad and their reduction and the reduction scratch (at most about two
    units, or 2 x bucket_bytes). */
 
+/* The optimizer. zs_engine_step applies, to every element of every tensor, exactly this (float32
+   arithmetic in this order, fmaf where written, the same bits on the CPU paths and CUDA; t is the
+   1-based count of completed steps, zs_engine_step_count() + 1; a skipped step does not count):
+     G        = the mean gradient: sum over all micro-steps of all ranks / (world * micro_steps)
+     norm     = sqrt(sum of G^2 over every element of every tensor of every unit), computed
+                exactly (independent of sharding), reported as zs_step_stats.grad_norm
+     clip     = max_grad_norm / (norm + 1e-6) if max_grad_norm > 0 and norm > max_grad_norm,
+                else 1  (computed in double; clipping never scales up)
+     g        = grad * gscale, gscale = (float)(clip / (world * micro_steps))
+     m        = fmaf(beta1, m, (1 - beta1) * g)
+     v        = fmaf(beta2, v, ((1 - beta2) * g) * g)
+     den      = sqrtf(v * bc2) + eps          bc2 = (float)(1 / (1 - beta2^t)), in double
+     upd      = (m * bc1) / den               bc1 = (float)(1 / (1 - beta1^t)), in double
+     p        = fmaf(-lr, fmaf(wd, p, upd), p)
+   i.e. p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p): eps outside the square root, added to
+   the bias-corrected sqrt(v_hat) (as torch.optim.AdamW), weight decay decoupled (AdamW, not L2:
+   it never enters m or v) and scaled by lr, on the pre-update p. wd = weight_decay for every
+   tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
+   choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
+   rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32. A non-finite
+   gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
+   Why these defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and
+   DeepSpeed clips only when gradient_clipping is configured, so a loop ported from either trains
+   the same numbers without touching zs_config. Set max_grad_norm (llm.c and GPT-2 recipes: 1.0)
+   and weight_decay (GPT-2: 0.1, with no_weight_decay on biases and layer norms) explicitly when
+   your recipe has them. zs_engine_set_lr changes lr between steps (schedules). */
 /* Fills every field: the tunables below with the "unset" sentinel (ZS_UNSET / ZS_UNSET_SIZE),
    the others with their defaults, and struct_size/struct_version (so a library newer than the
    program's header reads only the caller's fields). Defaults: stage 3, CPU, fp32, AdamW lr 1e-3,
    betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clipping (max_grad_norm 0; see "The optimizer"
-   below), timeout 300 s, prefetch 1, offload chunk 4M elements, 2 checkpoints kept, the rest 0
+   above), timeout 300 s, prefetch 1, offload chunk 4M elements, 2 checkpoints kept, the rest 0
    (sharding switches ZS_SHARD_AS_STAGE). A tunable left unset takes its environment variable at
    zs_engine_create (an empty variable counts as unset), else its default: ZS_STAGE,
    ZS_PREFETCH_UNITS, ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES,

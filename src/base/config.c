@@ -94,7 +94,7 @@ void zs_config_default(zs_config *c) {
   c->adamw.beta2 = 0.999f;
   c->adamw.eps = 1e-8f;
   c->adamw.weight_decay = 0.01f;
-  c->adamw.max_grad_norm = 1.0f;
+  c->adamw.max_grad_norm = 0.0f; /* no clipping, as torch.optim.AdamW (see zshard.h) */
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
     set_unset(c, &zs_tunables[i]);
 }

@@ -17,6 +17,8 @@ foreach(stage 0 1 2 3)
   endforeach()
   zs_engine_equiv(engine_nondet_np3_stage${stage} 3 ${stage} nondet)
 endforeach()
+# zs_config_default's AdamW (no field set) against the update and defaults zshard.h documents.
+zs_mpi_test(engine_train_np1_adamw_defaults test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 LABELS engine)
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
