@@ -303,6 +303,42 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
    group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine.
  */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
+/* Names instead of indices, for programs that keep their own parameter layout.
+   zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
+   ZS_ERR_INVALID_ARG naming the unit and the name, and listing the unit's tensors, when it has
+   none (so a wrong name is never another tensor). zs_engine_find_unit: the unit added under
+   `name`; ZS_ERR_INVALID_ARG naming it when there is none. zs_unit_tensor_name: tensor t's name
+   (NULL when out of range), owned by the engine; zs_unit_num_tensors: u's tensor count (-1 for
+   NULL). Any time after the unit was added; not collective. */
+ZS_API zs_status zs_unit_tensor_index(const zs_unit *u, const char *name, int *idx);
+ZS_API zs_status zs_engine_find_unit(zs_engine *e, const char *name, zs_unit **out);
+ZS_API const char *zs_unit_tensor_name(const zs_unit *u, int t);
+ZS_API int zs_unit_num_tensors(const zs_unit *u);
+
+/* Where tensor t of unit u (the unit_index-th added, named tensor_name, numel elements) lives in
+   the caller's host memory: set *host to its first fp32 value (numel contiguous values, row-major
+   as the tensor's shape), or to NULL to leave the tensor out. Return 0, or non-zero to refuse
+   the whole call (ZS_ERR_INVALID_ARG naming the unit and tensor; nothing was written or read).
+   For a model kept as one array per parameter type across layers (llm.c's qkvw [L, 3C, C]):
+   *host = qkvw + layer * 3 * C * C. Called once per tensor, units in order, tensors in order,
+   before any value moves. */
+typedef int (*zs_param_locate_fn)(void *user, const zs_unit *u, int unit_index, int t,
+                                  const char *tensor_name, int64_t numel, float **host);
+/* Sets every tensor the callback locates, from the caller's arrays: zs_unit_set_param for each,
+   with its rules (every rank passes the same values; writes the fp32 master and the compute
+   copy; not collective; valid after commit, between steps). ZS_ERR_INVALID_ARG (a NULL argument,
+   a refusal by the callback) and ZS_ERR_STATE (call order) write nothing; a failure while writing
+   fails the engine like zs_unit_set_param. */
+ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user);
+/* Reads the full fp32 master values of every tensor the callback locates into the caller's
+   arrays, unit by unit: zs_unit_get_param's values, gathering each unit's master once for all its
+   tensors. Collective within the shard group at stages 1-3, as zs_unit_get_param (every rank calls
+   it; every unit is gathered even where the callback skips all its tensors). Memory: one unit's
+   fp32 master at a time (a transient buffer, freed before the next unit); no param copy is
+   gathered, so the stage-3 memory rule's gathered units are unchanged. Valid after commit,
+   between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before anything is read; ZS_ERR_COMM /
+   ZS_ERR_TIMEOUT fail the engine. */
+ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
 

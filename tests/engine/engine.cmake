@@ -35,6 +35,11 @@ zs_exe(test_engine_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_memory.c
 foreach(n 1 2 4)
   zs_mpi_test(engine_memory_np${n} test_engine_memory NP ${n} LABELS engine)
 endforeach()
+# Lookup by name and whole-model set/get from an llm.c-style layout, stages 0-3.
+zs_exe(test_engine_params_bulk SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_params_bulk.c)
+foreach(n 1 2 3 4)
+  zs_mpi_test(engine_params_bulk_np${n} test_engine_params_bulk NP ${n} LABELS engine)
+endforeach()
 zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_errors.c)
 zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)
 zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_timeout.c)
