@@ -161,9 +161,11 @@ int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   zs_engine *e = NULL;
   if (!m.memory || !init || !u) return 1;
-  float *p = m.memory;
-  for (int k = 0; k < NUM_PARAMETER_TENSORS; k++, p += m.sizes[k - 1])
+  float *p = m.memory; /* llm.c's point_parameters: the types back to back */
+  for (int k = 0; k < NUM_PARAMETER_TENSORS; k++) {
     m.ptr[k] = p;
+    p += m.sizes[k];
+  }
   uint64_t s = 42; /* the same values on every rank */
   for (size_t i = 0; i < total; i++) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
