@@ -218,7 +218,8 @@ ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with
    NCCL. More than one rank with no visible GPU returns ZS_ERR_UNSUPPORTED here (the CPU device
    needs MPI: use mpirun); a CPU engine on a multi-rank env comm is refused at create. No network
-   traffic here (the rendezvous happens when an engine opens its groups). */
+   traffic here (the rendezvous happens when an engine opens its groups, or at the first
+   zs_comm_allreduce, whichever comes first). */
 ZS_API zs_status zs_comm_init_env(zs_comm **out);
 ZS_API int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
 ZS_API int zs_comm_size(const zs_comm *c); /* -1 for NULL */
