@@ -48,6 +48,7 @@ typedef struct {
   int n;                   /* training rows of this rank per micro-step */
   int rows, max_rows;      /* rows in use now (n, or n + eval on a step's first micro-step) */
   int dim[MAX_LAYERS + 1]; /* dim[0] = input, dim[layers] = classes */
+  zs_comm *comm;           /* for the logged loss's mean over ranks (zs_comm_allreduce) */
   zs_engine *e;
   zs_kernels *k;
   zs_unit *unit[MAX_LAYERS]; /* layer l: tensor 0 = weight [dim[l+1], dim[l]], 1 = bias */
@@ -225,8 +226,9 @@ static double mean_loss(const model *m, int from, int to) {
   return s / (double)(to - from);
 }
 
-/* One optimizer step of micro_steps micro-batches. Writes this rank's mean training loss and the
-   evaluation loss of the parameters as they were at the start of the step. */
+/* One optimizer step of micro_steps micro-batches. Writes the training loss (the mean over every
+   rank's micro-batches: zs_comm_allreduce, no MPI call of our own) and the evaluation loss of the
+   parameters as they were at the start of the step. */
 static zs_status train_step(model *m, int step, double *train, double *eval, zs_step_stats *st) {
   const opts *o = m->o;
   zs_status rc = zs_engine_begin_step(m->e, o->micro_steps);
@@ -244,6 +246,7 @@ static zs_status train_step(model *m, int step, double *train, double *eval, zs_
     }
   }
   if (rc == ZS_OK) rc = zs_engine_step(m->e, st);
+  if (rc == ZS_OK) rc = zs_comm_allreduce(m->comm, train, train, 1, ZS_HOST_F64, ZS_RED_MEAN);
   return rc;
 }
 
@@ -445,7 +448,7 @@ static int train(model *m) {
     }
     if (step == 0) first = eval;
     if (m->rank == 0)
-      printf("step %4d/%d | eval loss %.4f | train loss (rank 0) %.4f | grad norm %.3f%s | "
+      printf("step %4d/%d | eval loss %.4f | train loss %.4f | grad norm %.3f%s | "
              "%.1f ms\n",
              step + 1, o->steps, eval, train_loss, st.grad_norm,
              st.skipped_nonfinite ? " (skipped)" : "", st.step_seconds * 1e3);
@@ -473,6 +476,7 @@ int main(int argc, char **argv) {
   CHECK(zs_comm_init_mpi(&argc, &argv, &comm));
   m.rank = zs_comm_rank(comm);
   m.world = zs_comm_size(comm);
+  m.comm = comm;
   CHECK(setup(&m, comm));
   if (m.rank == 0)
     printf("mlp: %s | layers %d x hidden %d, %d classes | batch %d (%d micro-steps) x %d steps\n",

@@ -411,7 +411,10 @@ static int train_step(run *r, int step, gpt2_step_log *lg) {
   double tokens = (double)a->batch * a->seq * a->micro_steps * r->world;
   memset(lg, 0, sizeof *lg);
   lg->step = step + 1;
-  lg->loss = (float)(loss / a->micro_steps);
+  /* The logged loss is the mean over every rank's micro-batches (no MPI call of our own). */
+  double mean = loss / a->micro_steps;
+  ZS_TRY(zs_comm_allreduce(r->comm, &mean, &mean, 1, ZS_HOST_F64, ZS_RED_MEAN));
+  lg->loss = (float)mean;
   lg->lr = lr;
   lg->grad_norm = st.grad_norm;
   lg->skipped = st.skipped_nonfinite;
@@ -456,8 +459,8 @@ static void banner(run *r) {
          "(the same sequences for any ranks x micro-steps split)\n",
          r->world * a->micro_steps, r->world);
   if (r->world > 1)
-    printf("logged train loss: rank 0's micro-batches (no collective); val loss: every rank "
-           "evaluates the same held-out batches\n");
+    printf("logged train loss: the mean over every rank's micro-batches (zs_comm_allreduce); "
+           "val loss: every rank evaluates the same held-out batches\n");
   printf("unigram entropy of the training tokens: %.4f bits = %.4f nats per token\n",
          r->unigram / log(2.0), r->unigram);
   /* The largest unit bounds stage 3's transient buffers (zshard.h, the memory rule). */

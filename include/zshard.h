@@ -60,6 +60,7 @@
 #ifndef ZSHARD_H
 #define ZSHARD_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -120,10 +121,15 @@ enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
-   Fields that have an environment variable (see zs_config_default) take it when they are left at
-   their default value; a value the program sets wins. zs_engine_info says where each resolved
-   value came from, and zs_engine_config returns them. */
+   The fields that have an environment variable (see zs_config_default) start "unset" (ZS_UNSET,
+   or ZS_UNSET_SIZE for size_t fields), like NCCL's NCCL_CONFIG_UNDEF_INT: at zs_engine_create a
+   field still unset takes its variable when that is set, else its default; any value the program
+   writes wins, even one equal to the default (cfg.stage = 3 stays 3 under ZS_STAGE=0). Writing
+   ZS_UNSET back makes a field unset again. zs_engine_info says where each resolved value came
+   from, and zs_engine_config returns the resolved values (never unset). */
 #define ZS_CONFIG_VERSION 1
+#define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
+#define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 
 typedef struct {
   size_t struct_size;      /* set by zs_config_default: sizeof(zs_config) of the caller's header;
@@ -159,6 +165,9 @@ typedef struct {
   int offload_threads;
   size_t offload_chunk;
   int offload_allow_unpinned;
+  /* AdamW hyperparameters; the exact update is "The optimizer" below. Defaults (those of
+     torch.optim.AdamW): lr 1e-3, beta1 0.9, beta2 0.999, eps 1e-8, weight_decay 0.01,
+     max_grad_norm 0 (no clipping). */
   struct {
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
   } adamw;
@@ -188,17 +197,46 @@ typedef struct {
    of units between zs_unit_grad and their reduction and the reduction scratch (at most about two
    units, or 2 x bucket_bytes). */
 
-/* Fills every field with its default: stage 3, CPU, fp32, AdamW lr 1e-3 betas 0.9/0.999, eps 1e-8,
-   weight decay 0.01, clip 1.0, timeout 300 s, prefetch 1, offload chunk 4M elements, 2 checkpoints
-   kept, the rest 0
-   (sharding switches ZS_SHARD_AS_STAGE), and struct_size/struct_version. A config filled by hand
-   (memset to 0) works too where 0 is meaningful: switches as the stage, offload_chunk 0 is the
-   default. An environment variable that is set but empty counts as unset. A field left at its
-   default takes its environment variable at zs_engine_create: ZS_STAGE, ZS_PREFETCH_UNITS,
-   ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES, ZS_OFFLOAD_HOST_BYTES,
-   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED, ZS_CKPT_KEEP. A variable that
-   does not parse (or is out of range) makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming
-   it. */
+/* The optimizer. zs_engine_step applies, to every element of every tensor, exactly this (float32
+   arithmetic in this order, fmaf where written, the same bits on the CPU paths and CUDA; t is the
+   1-based count of completed steps, zs_engine_step_count() + 1; a skipped step does not count):
+     G        = the mean gradient: sum over all micro-steps of all ranks / (world * micro_steps)
+     norm     = sqrt(sum of G^2 over every element of every tensor of every unit), computed
+                exactly (independent of sharding), reported as zs_step_stats.grad_norm
+     clip     = max_grad_norm / (norm + 1e-6) if max_grad_norm > 0 and norm > max_grad_norm,
+                else 1  (computed in double; clipping never scales up)
+     g        = grad * gscale, gscale = (float)(clip / (world * micro_steps))
+     m        = fmaf(beta1, m, (1 - beta1) * g)
+     v        = fmaf(beta2, v, ((1 - beta2) * g) * g)
+     den      = sqrtf(v * bc2) + eps          bc2 = (float)(1 / (1 - beta2^t)), in double
+     upd      = (m * bc1) / den               bc1 = (float)(1 / (1 - beta1^t)), in double
+     p        = fmaf(-lr, fmaf(wd, p, upd), p)
+   i.e. p -= lr * (m_hat / (sqrt(v_hat) + eps) + wd * p): eps outside the square root, added to
+   the bias-corrected sqrt(v_hat) (as torch.optim.AdamW), weight decay decoupled (AdamW, not L2:
+   it never enters m or v) and scaled by lr, on the pre-update p. wd = weight_decay for every
+   tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
+   choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
+   rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32. A non-finite
+   gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
+   Why these defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and
+   DeepSpeed clips only when gradient_clipping is configured, so a loop ported from either trains
+   the same numbers without touching zs_config. Set max_grad_norm (llm.c and GPT-2 recipes: 1.0)
+   and weight_decay (GPT-2: 0.1, with no_weight_decay on biases and layer norms) explicitly when
+   your recipe has them. zs_engine_set_lr changes lr between steps (schedules). */
+/* Fills every field: the tunables below with the "unset" sentinel (ZS_UNSET / ZS_UNSET_SIZE),
+   the others with their defaults, and struct_size/struct_version (so a library newer than the
+   program's header reads only the caller's fields). Defaults: stage 3, CPU, fp32, AdamW lr 1e-3,
+   betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clipping (max_grad_norm 0; see "The optimizer"
+   above), timeout 300 s, prefetch 1, offload chunk 4M elements, 2 checkpoints kept, the rest 0
+   (sharding switches ZS_SHARD_AS_STAGE). A tunable left unset takes its environment variable at
+   zs_engine_create (an empty variable counts as unset), else its default: ZS_STAGE,
+   ZS_PREFETCH_UNITS, ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES,
+   ZS_OFFLOAD_HOST_BYTES, ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED,
+   ZS_CKPT_KEEP. A variable that does not parse (or is out of range) makes zs_engine_create fail
+   with ZS_ERR_INVALID_ARG naming it. zs_plan_model gives unset fields their defaults (no
+   environment). A config zs_config_default did not fill (memset to 0: struct_size or
+   struct_version 0) is refused by zs_engine_create and zs_plan_model with ZS_ERR_INVALID_ARG,
+   since nothing says how large the caller's struct is. */
 ZS_API void zs_config_default(zs_config *c);
 
 typedef struct zs_comm zs_comm;
@@ -218,10 +256,41 @@ ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with
    NCCL. More than one rank with no visible GPU returns ZS_ERR_UNSUPPORTED here (the CPU device
    needs MPI: use mpirun); a CPU engine on a multi-rank env comm is refused at create. No network
-   traffic here (the rendezvous happens when an engine opens its groups). */
+   traffic here (the rendezvous happens when an engine opens its groups, or at the first
+   zs_comm_allreduce, whichever comes first). */
 ZS_API zs_status zs_comm_init_env(zs_comm **out);
 ZS_API int zs_comm_rank(const zs_comm *c); /* -1 for NULL */
 ZS_API int zs_comm_size(const zs_comm *c); /* -1 for NULL */
+/* Element types and reductions of zs_comm_allreduce (the caller's own host values). */
+typedef enum { ZS_HOST_F32 = 0, ZS_HOST_F64, ZS_HOST_I64 } zs_host_dtype;
+typedef enum { ZS_RED_SUM = 0, ZS_RED_MEAN, ZS_RED_MAX, ZS_RED_MIN } zs_reduce_op;
+/* Reduces count values of host memory across every rank of c into recv on every rank: for a
+   logged loss (ZS_RED_MEAN), token counts (ZS_RED_SUM of ZS_HOST_I64), a slowest rank's time
+   (ZS_RED_MAX). No MPI call of the program's own is needed, on either bootstrap.
+   Result, the same bits on every rank, every backend and every run: element i combines the ranks'
+   values in rank order 0, 1, ..., world-1. Floats are accumulated in double and rounded once to
+   the dtype (f32 sum = (float)(x0 + x1 + ...) in double); ZS_RED_MEAN is that sum divided by the
+   world size in double, then rounded (f32 and f64 only: an i64 mean is ZS_ERR_INVALID_ARG); i64
+   sums wrap modulo 2^64. MAX/MIN: a NaN on any rank gives NaN; ties keep the lower rank's value.
+   send == recv (in place) is allowed; other overlaps are ZS_ERR_INVALID_ARG, as are a NULL
+   buffer with count > 0 and an unknown dtype or op (refused on every rank before any message).
+   count 0 is a no-op that still counts as a call. Collective over the world: every rank calls
+   with the same count, dtype and op, in the same order relative to its other collective calls
+   on c (engine creation, commit, steps, ...). Transport: MPI (an all-gather, then the ordered
+   sum on every rank) for zs_comm_init_mpi; for zs_comm_init_env the TCP rendezvous connections
+   to rank 0 (opened by the first call if no engine has opened them; rank 0 gathers, reduces and
+   sends the result; meant for small arrays: about world x count elements pass through rank 0).
+   Waits are bounded by the communicator's timeout (zs_comm_set_timeout; default
+   ZS_COMM_TIMEOUT_S, else 300 s): a silent peer gives ZS_ERR_TIMEOUT. After a timeout or a
+   transport failure (ZS_ERR_COMM) every later zs_comm_allreduce on c returns ZS_ERR_COMM at once
+   (the ranks' calls no longer match); destroy c. Not thread-safe: one thread per comm. */
+ZS_API zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t count,
+                                   zs_host_dtype dt, zs_reduce_op op);
+/* Sets the bound on the communicator's own waits (zs_comm_allreduce; the env rendezvous when an
+   engine opens its groups) to timeout_s > 0 seconds; engines keep their own comm_timeout_s.
+   Not collective (set the same value on every rank). ZS_ERR_INVALID_ARG for NULL or a bound
+   that is not a positive number. */
+ZS_API zs_status zs_comm_set_timeout(zs_comm *c, double timeout_s);
 /* Releases the communicator (after every engine that uses it has been destroyed); finalises MPI
    when zs_comm_init_mpi initialised it (collective then). NULL is a no-op. */
 ZS_API void zs_comm_destroy(zs_comm *c);
@@ -277,6 +346,42 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
    group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine.
  */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
+/* Names instead of indices, for programs that keep their own parameter layout.
+   zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
+   ZS_ERR_INVALID_ARG naming the unit and the name, and listing the unit's tensors, when it has
+   none (so a wrong name is never another tensor). zs_engine_find_unit: the unit added under
+   `name`; ZS_ERR_INVALID_ARG naming it when there is none. zs_unit_tensor_name: tensor t's name
+   (NULL when out of range), owned by the engine; zs_unit_num_tensors: u's tensor count (-1 for
+   NULL). Any time after the unit was added; not collective. */
+ZS_API zs_status zs_unit_tensor_index(const zs_unit *u, const char *name, int *idx);
+ZS_API zs_status zs_engine_find_unit(zs_engine *e, const char *name, zs_unit **out);
+ZS_API const char *zs_unit_tensor_name(const zs_unit *u, int t);
+ZS_API int zs_unit_num_tensors(const zs_unit *u);
+
+/* Where tensor t of unit u (the unit_index-th added, named tensor_name, numel elements) lives in
+   the caller's host memory: set *host to its first fp32 value (numel contiguous values, row-major
+   as the tensor's shape), or to NULL to leave the tensor out. Return 0, or non-zero to refuse
+   the whole call (ZS_ERR_INVALID_ARG naming the unit and tensor; nothing was written or read).
+   For a model kept as one array per parameter type across layers (llm.c's qkvw [L, 3C, C]):
+   *host = qkvw + layer * 3 * C * C. Called once per tensor, units in order, tensors in order,
+   before any value moves. */
+typedef int (*zs_param_locate_fn)(void *user, const zs_unit *u, int unit_index, int t,
+                                  const char *tensor_name, int64_t numel, float **host);
+/* Sets every tensor the callback locates, from the caller's arrays: zs_unit_set_param for each,
+   with its rules (every rank passes the same values; writes the fp32 master and the compute
+   copy; not collective; valid after commit, between steps). ZS_ERR_INVALID_ARG (a NULL argument,
+   a refusal by the callback) and ZS_ERR_STATE (call order) write nothing; a failure while writing
+   fails the engine like zs_unit_set_param. */
+ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user);
+/* Reads the full fp32 master values of every tensor the callback locates into the caller's
+   arrays, unit by unit: zs_unit_get_param's values, gathering each unit's master once for all its
+   tensors. Collective within the shard group at stages 1-3, as zs_unit_get_param (every rank calls
+   it; every unit is gathered even where the callback skips all its tensors). Memory: one unit's
+   fp32 master at a time (a transient buffer, freed before the next unit); no param copy is
+   gathered, so the stage-3 memory rule's gathered units are unchanged. Valid after commit,
+   between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before anything is read; ZS_ERR_COMM /
+   ZS_ERR_TIMEOUT fail the engine. */
+ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
 

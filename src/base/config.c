@@ -12,9 +12,11 @@
 #include "base/error.h"
 
 /* The engine's tunables: every setting that has an environment variable, in one table (as NCCL
-   keeps its NCCL_PARAMs). A field left at its default takes the variable at zs_engine_create;
-   a value the program set wins. Variables are parsed strictly: garbage is an error, never
-   silently ignored. */
+   keeps its NCCL_PARAMs). zs_config_default writes the "unset" sentinel into them (ZS_UNSET, or
+   ZS_UNSET_SIZE for size_t fields), as NCCL_CONFIG_INITIALIZER writes NCCL_CONFIG_UNDEF_INT: a
+   field still unset at zs_engine_create takes its variable, else its default; any value the
+   program wrote wins, even one equal to the default. Variables are parsed strictly: garbage is an
+   error, never silently ignored. */
 typedef enum { T_INT, T_SIZE, T_DOUBLE } zs_tunable_kind;
 typedef struct {
   const char *env;
@@ -49,6 +51,24 @@ static double get_field(const zs_config *c, const zs_tunable *t) {
   return *(const double *)p;
 }
 
+/* 1 when the field holds the "unset" sentinel zs_config_default wrote. */
+static int is_unset(const zs_config *c, const zs_tunable *t) {
+  const char *p = (const char *)c + t->offset;
+  if (t->kind == T_INT) return *(const int *)p == ZS_UNSET;
+  if (t->kind == T_SIZE) return *(const size_t *)p == ZS_UNSET_SIZE;
+  return *(const double *)p == (double)ZS_UNSET;
+}
+
+static void set_unset(zs_config *c, const zs_tunable *t) {
+  char *p = (char *)c + t->offset;
+  if (t->kind == T_INT)
+    *(int *)p = ZS_UNSET;
+  else if (t->kind == T_SIZE)
+    *(size_t *)p = ZS_UNSET_SIZE;
+  else
+    *(double *)p = (double)ZS_UNSET;
+}
+
 static void set_field(zs_config *c, const zs_tunable *t, double v) {
   char *p = (char *)c + t->offset;
   if (t->kind == T_INT)
@@ -74,9 +94,9 @@ void zs_config_default(zs_config *c) {
   c->adamw.beta2 = 0.999f;
   c->adamw.eps = 1e-8f;
   c->adamw.weight_decay = 0.01f;
-  c->adamw.max_grad_norm = 1.0f;
+  c->adamw.max_grad_norm = 0.0f; /* no clipping, as torch.optim.AdamW (see zshard.h) */
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
-    set_field(c, &zs_tunables[i], zs_tunables[i].dflt);
+    set_unset(c, &zs_tunables[i]);
 }
 
 /* Parses one variable strictly into *v (an integer for T_INT/T_SIZE). */
@@ -100,39 +120,58 @@ static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
   return ZS_OK;
 }
 
-void zs_config_complete(const zs_config *in, zs_config *out) {
+/* The caller's struct as this library's: refused unless zs_config_default filled it (its size and
+   version tell how much of it exists; nothing past it is read); fields beyond an older, smaller
+   struct take zs_config_default's values. Tunables stay as the caller left them (set or unset). */
+static zs_status complete_raw(const zs_config *in, zs_config *out) {
+  if (in->struct_size == 0 || in->struct_version == 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "the config was not filled by zs_config_default (struct_size %zu, "
+                  "struct_version %u): call zs_config_default(&cfg) first, then change only the "
+                  "fields you mean; a struct set by hand (memset) cannot say how large it is",
+                  in->struct_size, in->struct_version);
+  if (in->struct_size < offsetof(zs_config, stage) + sizeof(int))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "config struct_size %zu is smaller than any zs_config: fill it with "
+                  "zs_config_default",
+                  in->struct_size);
   zs_config c;
   zs_config_default(&c);
-  /* The caller's struct may be older (smaller) than this library's: copy what it has. */
-  /* Only a struct that zs_config_default of an older header filled says it is smaller (its size
-     and a known version); one filled by hand (struct_size 0) is taken whole. */
-  size_t have = sizeof c;
-  if (in->struct_version >= 1 && in->struct_version <= ZS_CONFIG_VERSION &&
-      in->struct_size >= offsetof(zs_config, stage) + sizeof(int) && in->struct_size < sizeof c)
-    have = in->struct_size;
-  memcpy(&c, in, have);
+  memcpy(&c, in, in->struct_size < sizeof c ? in->struct_size : sizeof c);
   c.struct_size = sizeof c;
   c.struct_version = ZS_CONFIG_VERSION;
   *out = c;
+  return ZS_OK;
+}
+
+zs_status zs_config_complete(const zs_config *in, zs_config *out) {
+  zs_config c;
+  ZS_CHECK(complete_raw(in, &c));
+  for (size_t i = 0; i < ZS_NTUNABLES; i++)
+    if (is_unset(&c, &zs_tunables[i])) set_field(&c, &zs_tunables[i], zs_tunables[i].dflt);
+  if (c.offload_chunk == 0) c.offload_chunk = (size_t)1 << 22; /* 0: the default */
+  *out = c;
+  return ZS_OK;
 }
 
 zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
   zs_config c;
-  zs_config_complete(in, &c);
+  ZS_CHECK(complete_raw(in, &c));
   size_t used = 0;
   if (sources && n) sources[0] = '\0';
   for (size_t i = 0; i < ZS_NTUNABLES; i++) {
     const zs_tunable *t = &zs_tunables[i];
     const char *s = getenv(t->env);
     if (s && !*s) s = NULL; /* set but empty: unset */
-    const char *from = "default";
-    if (get_field(&c, t) != t->dflt) {
-      from = "program";
-    } else if (s) {
-      double v = 0;
-      ZS_CHECK(parse_env(t, s, &v));
+    const char *from = "program";
+    if (is_unset(&c, t)) {
+      double v = t->dflt;
+      from = "default";
+      if (s) {
+        ZS_CHECK(parse_env(t, s, &v));
+        from = t->env;
+      }
       set_field(&c, t, v);
-      from = t->env;
     }
     if (sources && used < n) {
       const double v = get_field(&c, t);

@@ -9,11 +9,12 @@
 /* Checks every field that does not depend on the world size; returns ZS_ERR_INVALID_ARG with a
    sentence naming the field and the fix. */
 zs_status zs_config_validate(const zs_config *c);
-/* `in` as this library's struct: an older, smaller caller struct completed with defaults; no
-   environment variables. */
-void zs_config_complete(const zs_config *in, zs_config *out);
-/* The config the engine runs with: `in` (an older, smaller caller struct is completed with
-   defaults) with every tunable left at its default replaced by its environment variable.
+/* `in` as this library's struct: an older, smaller caller struct completed with defaults, every
+   tunable left unset given its default; no environment variables. ZS_ERR_INVALID_ARG for a
+   struct zs_config_default did not fill (struct_size or struct_version 0). */
+zs_status zs_config_complete(const zs_config *in, zs_config *out);
+/* The config the engine runs with: `in` (completed as by zs_config_complete) with every tunable
+   left unset given its environment variable when set, else its default.
    sources (n bytes, may be NULL) receives "field=value (origin), ..." for zs_engine_info.
    ZS_ERR_INVALID_ARG names a variable that does not parse or is out of range. */
 zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n);

@@ -61,7 +61,6 @@ static zs_status check_addr(const char *addr) {
 
 /* Reads the variables (see zshard.h); no network traffic. */
 zs_status zs_comm_init_env(zs_comm **out) {
-  zs_status rc = ZS_OK;
   int rank = 0, size = 0, lrank = 0, port = 0;
   if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_comm_init_env: out must not be NULL");
   *out = NULL;
@@ -95,6 +94,17 @@ zs_status zs_comm_init_env(zs_comm **out) {
   /* LOCAL_WORLD_SIZE is torchrun's name for the ranks on this host (default 1). */
   int lsize = 1;
   ZS_CHECK(env_int("LOCAL_WORLD_SIZE", 1, INT_MAX, 1, &lsize));
+  return zs_comm_env_make(rank, size, lrank, lsize, size > 1 ? addr : NULL, port, out);
+}
+
+/* The communicator itself (see comm.h). */
+zs_status zs_comm_env_make(int rank, int size, int lrank, int lsize, const char *addr, int port,
+                           zs_comm **out) {
+  zs_status rc = ZS_OK;
+  if (!out || size < 1 || rank < 0 || rank >= size || (size > 1 && !addr))
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_comm_env_make: bad arguments (rank %d, size %d)", rank,
+                  size);
+  *out = NULL;
   zs_comm *c = calloc(1, sizeof *c);
   zs_comm_impl *ci = calloc(1, sizeof *ci);
   if (!c || !ci) {

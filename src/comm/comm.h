@@ -69,6 +69,12 @@ struct zs_comm {
   void *impl;                 /* backend bootstrap state (MPI_Comm dup, rendezvous socket, ...) */
 };
 
+/* The communicator zs_comm_init_env makes once its variables are read, without its GPU check
+   (the tests run the env paths, such as zs_comm_allreduce over the rendezvous, on machines
+   without a GPU). addr (MASTER_ADDR) and port are used when size > 1. */
+zs_status zs_comm_env_make(int rank, int size, int lrank, int lsize, const char *addr, int port,
+                           zs_comm **out);
+
 /* Opens the world collective for buffers of `device` (ZS_DEVICE_CPU: host memory;
    ZS_DEVICE_CUDA: device memory of the current CUDA device). Backend choice: env ZS_COMM=mpi|nccl
    if set; else nccl for CUDA when built with NCCL, else mpi. timeout_s > 0 bounds every wait. */

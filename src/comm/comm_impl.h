@@ -22,8 +22,12 @@ typedef struct zs_comm_impl {
   /* zs_comm_init_env */
   char master_addr[256];
   int master_port;
-  double boot_timeout_s; /* bound on the TCP rendezvous (ZS_COMM_TIMEOUT_S, default 300 s) */
-  zs_rdv *rdv;           /* opened lazily by the first CUDA coll when size > 1 */
+  double boot_timeout_s; /* bound on the TCP rendezvous and on zs_comm_allreduce
+                            (ZS_COMM_TIMEOUT_S, default 300 s; zs_comm_set_timeout) */
+  zs_rdv *rdv; /* opened lazily by the first CUDA coll or zs_comm_allreduce when size > 1 */
+  /* Both bootstraps */
+  int host_broken;   /* a zs_comm_allreduce failed mid-way: the ranks' streams of calls disagree */
+  unsigned host_seq; /* zs_comm_allreduce calls so far (tags the env path's messages) */
 } zs_comm_impl;
 
 /* Default bound of bootstrap waits: ZS_COMM_TIMEOUT_S when set and valid, else 300 s. */

@@ -268,26 +268,60 @@ fail:
   return rc;
 }
 
-/* Rank 0 sends (magic, len, bytes) to each rank; the others check magic and len. */
-zs_status zs_rdv_bcast(zs_rdv *r, void *buf, size_t len, double timeout_s) {
+/* Rank 0 sends (magic, tag, len, bytes) to each rank; the others check magic, tag and len, so two
+   ranks in different calls (an id broadcast against a host reduction) fail instead of mixing. */
+zs_status zs_rdv_bcast_tag(zs_rdv *r, void *buf, size_t len, uint32_t tag, double timeout_s) {
   if (!r || (!buf && len) || len > RDV_MAX_PAYLOAD)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_rdv_bcast: bad arguments (len %zu)", len);
   double deadline = zs_now_s() + (timeout_s > 0 ? timeout_s : 1e9);
-  uint32_t hdr[2] = {htonl(RDV_MAGIC), htonl((uint32_t)len)};
+  uint32_t hdr[3] = {htonl(RDV_MAGIC), htonl(tag), htonl((uint32_t)len)};
   if (r->rank == 0) {
     for (int i = 1; i < r->size; i++) {
-      ZS_CHECK(xfer(r->fd[i], hdr, sizeof hdr, 1, deadline, "sending the id header"));
-      ZS_CHECK(xfer(r->fd[i], buf, len, 1, deadline, "sending the id"));
+      ZS_CHECK(xfer(r->fd[i], hdr, sizeof hdr, 1, deadline, "sending a message header"));
+      ZS_CHECK(xfer(r->fd[i], buf, len, 1, deadline, "sending a message"));
     }
     return ZS_OK;
   }
-  ZS_CHECK(xfer(r->fd[0], hdr, sizeof hdr, 0, deadline, "receiving the id header from rank 0"));
-  if (ntohl(hdr[0]) != RDV_MAGIC || ntohl(hdr[1]) != (uint32_t)len)
+  ZS_CHECK(xfer(r->fd[0], hdr, sizeof hdr, 0, deadline, "receiving a message header from rank 0"));
+  if (ntohl(hdr[0]) != RDV_MAGIC || ntohl(hdr[1]) != tag || ntohl(hdr[2]) != (uint32_t)len)
     return zs_err(ZS_ERR_COMM,
-                  "rendezvous: rank 0 sent %u bytes where %zu were expected: every "
-                  "rank must run the same zshard build and call sequence",
-                  ntohl(hdr[1]), len);
-  return xfer(r->fd[0], buf, len, 0, deadline, "receiving the id from rank 0");
+                  "rendezvous: rank 0 sent message %u of %u bytes where message %u of %zu bytes "
+                  "was expected: every rank must run the same zshard build and make the same "
+                  "collective calls in the same order",
+                  ntohl(hdr[1]), ntohl(hdr[2]), tag, len);
+  return xfer(r->fd[0], buf, len, 0, deadline, "receiving a message from rank 0");
+}
+
+/* The NCCL unique id travels as tag 1. */
+zs_status zs_rdv_bcast(zs_rdv *r, void *buf, size_t len, double timeout_s) {
+  return zs_rdv_bcast_tag(r, buf, len, 1u, timeout_s);
+}
+
+/* Every rank sends (magic, tag, len, bytes) to rank 0, which reads them in rank order. */
+zs_status zs_rdv_gather(zs_rdv *r, const void *send, void *all, size_t len, uint32_t tag,
+                        double timeout_s) {
+  if (!r || (!send && len) || (r->rank == 0 && !all && len) || len > RDV_MAX_PAYLOAD)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_rdv_gather: bad arguments (len %zu)", len);
+  double deadline = zs_now_s() + (timeout_s > 0 ? timeout_s : 1e9);
+  uint32_t hdr[3] = {htonl(RDV_MAGIC), htonl(tag), htonl((uint32_t)len)};
+  if (r->rank != 0) {
+    ZS_CHECK(xfer(r->fd[0], hdr, sizeof hdr, 1, deadline, "sending a message header to rank 0"));
+    return xfer(r->fd[0], (void *)send, len, 1, deadline, "sending a message to rank 0");
+  }
+  if (len) memmove(all, send, len);
+  for (int i = 1; i < r->size; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "waiting for rank %d", i);
+    ZS_CHECK(xfer(r->fd[i], hdr, sizeof hdr, 0, deadline, what));
+    if (ntohl(hdr[0]) != RDV_MAGIC || ntohl(hdr[1]) != tag || ntohl(hdr[2]) != (uint32_t)len)
+      return zs_err(ZS_ERR_COMM,
+                    "rendezvous: rank %d sent message %u of %u bytes where message %u of %zu "
+                    "bytes was expected: every rank must make the same collective calls in the "
+                    "same order, with the same count",
+                    i, ntohl(hdr[1]), ntohl(hdr[2]), tag, len);
+    ZS_CHECK(xfer(r->fd[i], (char *)all + (size_t)i * len, len, 0, deadline, what));
+  }
+  return ZS_OK;
 }
 
 /* Closes all sockets. */

@@ -21,7 +21,7 @@ zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *uni
       return zs_err(ZS_ERR_INVALID_ARG, "zs_plan_model: unit %d has %lld elements: must be > 0", i,
                     (long long)unit_numel[i]);
   zs_config c;
-  zs_config_complete(cfg, &c);
+  ZS_CHECK(zs_config_complete(cfg, &c));
   ZS_CHECK(zs_config_validate(&c));
   const zs_plan_units us = {NULL, unit_numel, nunits};
   zs_plan_need n;

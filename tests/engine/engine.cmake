@@ -48,6 +48,8 @@ zs_engine_equiv(engine_splits6_stage2_bf16_reduce_f32 "2x3;3x2" 2 det REF_STAGE 
 zs_engine_equiv(engine_splits4_stage1_f32_reduce_bf16 "2x2;4x1" 1 det REF_STAGE 0 --reduce-bf16 1 --reftol 0.1)
 zs_engine_equiv(engine_splits6_stage0_bucket "2x3;3x2" 0 det REF_STAGE 0 RUN_ARGS "--bucket 40")
 
+# zs_config_default's AdamW (no field set) against the update and defaults zshard.h documents.
+zs_mpi_test(engine_train_np1_adamw_defaults test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 LABELS engine)
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
@@ -63,6 +65,11 @@ zs_mpi_test(engine_train_np2_stage3_micro3 test_engine_train NP 2 ARGS --stage 3
 zs_exe(test_engine_memory SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_memory.c)
 foreach(n 1 2 4)
   zs_mpi_test(engine_memory_np${n} test_engine_memory NP ${n} LABELS engine)
+endforeach()
+# Lookup by name and whole-model set/get from an llm.c-style layout, stages 0-3.
+zs_exe(test_engine_params_bulk SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_params_bulk.c)
+foreach(n 1 2 3 4)
+  zs_mpi_test(engine_params_bulk_np${n} test_engine_params_bulk NP ${n} LABELS engine)
 endforeach()
 zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_errors.c)
 zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)

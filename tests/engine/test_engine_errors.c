@@ -94,9 +94,10 @@ static void unit_cases(zs_engine *e) {
             zs_engine_num_units(e));
 }
 
-/* Environment variables are resolved at create for fields left at their default; a value the
-   program sets wins; garbage is refused naming the variable; an older (smaller) config struct is
-   completed with defaults. */
+/* Environment variables are resolved at create for fields left unset; a value the program sets
+   wins, even one equal to the default; garbage is refused naming the variable; a config
+   zs_config_default did not fill is refused; an older (smaller) config struct is completed with
+   defaults. */
 static void env_cases(zs_comm *comm) {
   zs_config c;
   zs_config_default(&c);
@@ -115,7 +116,7 @@ static void env_cases(zs_comm *comm) {
                 strstr(zs_engine_info(e), "prefetch_units=3 (program)"),
             "a value the program set wins: %s", zs_engine_info(e));
   zs_engine_destroy(e);
-  c.prefetch_units = 1;
+  c.prefetch_units = ZS_UNSET; /* unset again: the variable is read */
   setenv("ZS_PREFETCH_UNITS", "two", 1);
   e = (zs_engine *)0x1;
   ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
@@ -134,21 +135,64 @@ static void env_cases(zs_comm *comm) {
   ZS_EXPECT(zs_engine_config(e)->stage == 3, "an empty variable is ignored");
   zs_engine_destroy(e);
   unsetenv("ZS_STAGE");
-  /* A config filled by hand (memset 0, then the fields that need a value): 0 means "as the
-     stage" for the switches and "the default" for offload_chunk. */
+  /* A value the program writes wins even when it equals the default (stage 3 and prefetch 1 are
+     the defaults), for every kind of field; a field left alone still takes its variable. */
+  setenv("ZS_STAGE", "0", 1);
+  setenv("ZS_PREFETCH_UNITS", "4", 1);
+  setenv("ZS_COMM_TIMEOUT_S", "7", 1);
+  setenv("ZS_OFFLOAD_CHUNK", "1024", 1);
+  setenv("ZS_BUCKET_BYTES", "4096", 1);
+  zs_config_default(&c);
+  c.stage = 3;
+  c.comm_timeout_s = 300.0;
+  c.offload_chunk = (size_t)1 << 22;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  const zs_config *r = zs_engine_config(e);
+  ZS_EXPECT(r->stage == 3 && strstr(zs_engine_info(e), "stage=3 (program)"),
+            "an explicit stage equal to the default survives ZS_STAGE=0: %s", zs_engine_info(e));
+  ZS_EXPECT(r->comm_timeout_s == 300.0 && r->offload_chunk == ((size_t)1 << 22),
+            "explicit double / size_t values equal to the default survive (%g, %zu)",
+            r->comm_timeout_s, r->offload_chunk);
+  ZS_EXPECT(r->prefetch_units == 4 && r->bucket_bytes == 4096 &&
+                strstr(zs_engine_info(e), "prefetch_units=4 (ZS_PREFETCH_UNITS)"),
+            "fields left alone take their variables: %s", zs_engine_info(e));
+  zs_engine_destroy(e);
+  c.stage = ZS_UNSET; /* unset again: the variable applies */
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(zs_engine_config(e)->stage == 0, "ZS_UNSET takes the variable: %s", zs_engine_info(e));
+  zs_engine_destroy(e);
+  unsetenv("ZS_STAGE");
+  unsetenv("ZS_PREFETCH_UNITS");
+  unsetenv("ZS_COMM_TIMEOUT_S");
+  unsetenv("ZS_OFFLOAD_CHUNK");
+  unsetenv("ZS_BUCKET_BYTES");
+  /* A config not filled by zs_config_default (memset 0, then fields set by hand) is refused: it
+     cannot say how large the caller's struct is, so nothing past it may be read. */
   zs_config h;
   memset(&h, 0, sizeof h);
   h.stage = 3;
   h.comm_timeout_s = 60;
   h.adamw.lr = 1e-3f;
-  h.adamw.beta1 = 0.9f;
-  h.adamw.beta2 = 0.999f;
-  h.adamw.eps = 1e-8f;
-  ZS_OK_OR_DIE(zs_engine_create(&h, comm, &e));
-  ZS_EXPECT(strstr(zs_engine_info(e), "sharded: params grads optimizer") != NULL &&
-                zs_engine_config(e)->offload_chunk == ((size_t)1 << 22),
-            "a hand-filled stage-3 config shards everything: %s", zs_engine_info(e));
-  zs_engine_destroy(e);
+  e = (zs_engine *)0x1;
+  ZS_EXPECT_STATUS(zs_engine_create(&h, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(e == NULL && strstr(zs_last_error(), "zs_config_default") != NULL,
+            "a memset config is refused naming the fix: %s", zs_last_error());
+  h.struct_size = sizeof h; /* a size but no version: still not filled by zs_config_default */
+  ZS_EXPECT_STATUS(zs_engine_create(&h, comm, &e), ZS_ERR_INVALID_ARG);
+  int64_t numel = 100;
+  zs_plan_report rep;
+  ZS_EXPECT_STATUS(zs_plan_model(&h, 1, &numel, 1, 0, SIZE_MAX, SIZE_MAX, &rep),
+                   ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.struct_size = 8; /* smaller than any zs_config */
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  /* zs_plan_model gives unset fields their defaults, without the environment. */
+  zs_config_default(&c);
+  setenv("ZS_STAGE", "0", 1);
+  ZS_OK_OR_DIE(zs_plan_model(&c, 4, &numel, 1, 0, SIZE_MAX, SIZE_MAX, &rep));
+  ZS_EXPECT(strstr(rep.verdict, "stage 3") != NULL, "plan: unset stage is the default 3: %s",
+            rep.verdict);
+  unsetenv("ZS_STAGE");
   /* A program built against an older header: its struct ends before the offload fields. */
   zs_config_default(&c);
   c.struct_size = offsetof(zs_config, offload_host_bytes);

@@ -10,7 +10,9 @@
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
  *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]
  *        [--bucket BYTES] [--reduce-bf16 0|1 (default: the params' dtype)]
- *        [--load DIR] [--save DIR]
+ *        [--load DIR] [--save DIR] [--defaults 1]
+ * --defaults 1 leaves the AdamW fields as zs_config_default fills them and gives the reference the
+ * defaults zshard.h documents (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clip).
  * --load DIR resumes from a checkpoint (zs_engine_load) and trains from its step on to --steps;
  * --save DIR saves one (zs_engine_save) after the last step. The float64 reference replays the
  * steps before the checkpoint, so a resumed run is checked against the whole run.
@@ -35,6 +37,7 @@ typedef struct {
   int reduce;   /* -1: as the params, 0: fp32, 1: bf16 */
   int shard[3]; /* zs_config.shard_params, shard_grads, shard_optimizer (ZS_SHARD_*) */
   int split;    /* the backward adds each gradient in two += (g - h, then h; h = 0.3 g) */
+  int defaults; /* leave zs_config_default's AdamW values; the reference uses zshard.h's */
   float clip, wd, lr;
   double tol, reftol;
   const char *write, *compare, *load, *save;
@@ -95,6 +98,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->save = v;
     else if (!strcmp(k, "--compare"))
       o->compare = v;
+    else if (!strcmp(k, "--defaults"))
+      o->defaults = atoi(v);
     else if (!strcmp(k, "--split-adds"))
       o->split = atoi(v);
     else if (!strcmp(k, "--shard-params"))
@@ -243,9 +248,15 @@ int main(int argc, char **argv) {
   cfg.shard_group_size = world > 1 ? o.group : 0; /* the 1-rank reference has no groups */
   cfg.param_dtype = cfg.reduce_dtype = o.bf16 ? ZS_BF16 : ZS_F32;
   if (o.reduce >= 0) cfg.reduce_dtype = o.reduce ? ZS_BF16 : ZS_F32;
-  cfg.adamw.lr = o.lr;
-  cfg.adamw.weight_decay = o.wd;
-  cfg.adamw.max_grad_norm = o.clip;
+  if (o.defaults) { /* the engine keeps its defaults; the reference takes the header's */
+    o.lr = 1e-3f;
+    o.wd = 0.01f;
+    o.clip = 0.0f;
+  } else {
+    cfg.adamw.lr = o.lr;
+    cfg.adamw.weight_decay = o.wd;
+    cfg.adamw.max_grad_norm = o.clip;
+  }
   cfg.comm_timeout_s = 60;
   cfg.offload = (unsigned)o.offload;
   cfg.bucket_bytes = (size_t)o.bucket;

@@ -19,7 +19,9 @@ int main(int argc, char **argv) {
   int failures = 0;
   zs_config cfg;
   zs_config_default(&cfg);
-  check(cfg.stage >= 0 && cfg.stage <= 3, "zs_config_default sets a stage in 0..3", &failures);
+  check(cfg.stage == ZS_UNSET && cfg.struct_size == sizeof cfg,
+        "zs_config_default leaves the stage unset (the environment or the default fills it)",
+        &failures);
   check(!strcmp(zs_status_str(ZS_OK), "ZS_OK"), "zs_status_str(ZS_OK) is \"ZS_OK\"", &failures);
   check(!strcmp(zs_status_str(ZS_ERR_TIMEOUT), "ZS_ERR_TIMEOUT"), "zs_status_str(ZS_ERR_TIMEOUT)",
         &failures);
@@ -31,8 +33,11 @@ int main(int argc, char **argv) {
   check(zs_comm_size(comm) >= 1 && zs_comm_rank(comm) >= 0, "comm rank/size", &failures);
 
   cfg.device = ZS_DEVICE_CPU;
-  if (check(zs_engine_create(&cfg, comm, &e) == ZS_OK && e, "zs_engine_create", &failures))
+  if (check(zs_engine_create(&cfg, comm, &e) == ZS_OK && e, "zs_engine_create", &failures)) {
+    const zs_config *r = zs_engine_config(e);
+    check(r && r->stage >= 0 && r->stage <= 3, "the engine resolved the stage to 0..3", &failures);
     zs_engine_destroy(e);
+  }
 
   /* An invalid config is refused with a message, and no engine comes back. */
   zs_engine *bad = NULL;

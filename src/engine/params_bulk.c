@@ -1,0 +1,105 @@
+/* The whole model's parameters from and to the program's own layout: a callback says where each
+ * tensor lives in the caller's arrays, so a model kept as one array per parameter type across all
+ * layers (llm.c) loads and reads back without a call, or an index, per tensor. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "engine/engine_internal.h"
+#include "base/error.h"
+
+/* One located tensor: its unit, index and host pointer (NULL: skipped). */
+typedef struct {
+  zs_unit *u;
+  int t;
+  float *host;
+} located;
+
+/* Engine committed and between steps, else ZS_ERR_STATE; nothing is changed. */
+static zs_status check_engine(const zs_engine *e, const void *fn, const char *name) {
+  if (!e || !fn) return zs_err(ZS_ERR_INVALID_ARG, "%s: engine or callback is NULL", name);
+  if (e->state == ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "%s before zs_engine_commit: commit first", name);
+  if (e->state == ZS_ENGINE_IN_STEP)
+    return zs_err(ZS_ERR_STATE,
+                  "%s inside a step: call it before zs_engine_begin_step or after zs_engine_step",
+                  name);
+  if (e->state == ZS_ENGINE_FAILED)
+    return zs_err(ZS_ERR_STATE, "%s: the engine failed earlier; destroy it", name);
+  return ZS_OK;
+}
+
+/* Asks the callback for every tensor, in unit then tensor order, before anything is moved, so a
+   refusal leaves the engine untouched. *out (caller frees) has one entry per tensor. */
+static zs_status locate_all(zs_engine *e, zs_param_locate_fn fn, void *user, const char *name,
+                            const char *nothing, located **out) {
+  size_t n = 0, k = 0;
+  for (int i = 0; i < e->nunits; i++)
+    n += (size_t)e->units[i]->ntensors;
+  located *v = calloc(n ? n : 1, sizeof *v);
+  if (!v) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", name);
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    for (int t = 0; t < u->ntensors; t++, k++) {
+      v[k].u = u;
+      v[k].t = t;
+      int r = fn(user, u, i, t, u->tnames[t], (int64_t)u->lay.numel[t], &v[k].host);
+      if (r != 0) {
+        free(v);
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "%s: the callback refused unit '%s' tensor '%s' (returned %d); nothing was "
+                      "%s",
+                      name, u->name, u->tnames[t], r, nothing);
+      }
+    }
+  }
+  *out = v;
+  return ZS_OK;
+}
+
+zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user) {
+  ZS_CHECK(check_engine(e, (const void *)fn, "zs_engine_set_params"));
+  located *v = NULL;
+  ZS_CHECK(locate_all(e, fn, user, "zs_engine_set_params", "written", &v));
+  zs_status rc = ZS_OK;
+  size_t k = 0;
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
+    for (int t = 0; t < e->units[i]->ntensors && rc == ZS_OK; t++, k++)
+      if (v[k].host) rc = zs_unit_set_param(v[k].u, v[k].t, v[k].host);
+  free(v);
+  return rc;
+}
+
+/* Unit u's full fp32 master into the located tensors (one unit's master gathered at a time). */
+static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
+  if (e->plan.optimizer_full) {
+    for (int t = 0; t < u->ntensors; t++)
+      if (v[t].host)
+        ZS_CHECK(
+            zs_dev_to_host(&e->dev, v[t].host, u->master + u->lay.off[t], u->lay.numel[t] * 4));
+    return ZS_OK;
+  }
+  const size_t P = u->lay.padded;
+  float *full = NULL;
+  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
+  zs_status rc = zs_shard_gather_master(u, full); /* every rank gathers, skipped tensors or not */
+  for (int t = 0; t < u->ntensors && rc == ZS_OK; t++)
+    if (v[t].host)
+      rc = zs_dev_to_host(&e->dev, v[t].host, full + u->lay.off[t], u->lay.numel[t] * 4);
+  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
+  zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  return rc;
+}
+
+zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user) {
+  ZS_CHECK(check_engine(e, (const void *)fn, "zs_engine_get_params"));
+  located *v = NULL;
+  ZS_CHECK(locate_all(e, fn, user, "zs_engine_get_params", "read", &v));
+  zs_status rc = ZS_OK;
+  size_t k = 0;
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
+    rc = get_unit(e, e->units[i], v + k);
+    k += (size_t)e->units[i]->ntensors;
+  }
+  free(v);
+  return rc == ZS_OK ? rc : zs_engine_fail(e, rc);
+}
