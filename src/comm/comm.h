@@ -49,8 +49,8 @@ typedef struct zs_coll zs_coll;
    naming what this rank called and what the first differing rank called; the group is broken,
    and no MPI request is left pending (every rank leaves through the same exchange). On the mpi
    backends when ZS_COMM_CHECK=1, or unset in a Debug build (no NDEBUG); ZS_COMM_CHECK=0 off.
-   nccl and self do not check (no host channel per op; one rank). Every header is also built and folded into the group's running
-   hash (zs_coll_sig_hash) whether it is exchanged or not. */
+   nccl and self do not check (no host channel per op; one rank). Every header is also built and
+   folded into the group's running hash (zs_coll_sig_hash) whether it is exchanged or not. */
 #define ZS_SIG_CTX 3
 typedef struct zs_coll_sig_src {
   /* Fills the owner's context words at the moment a header is built. */
