@@ -20,11 +20,25 @@ if grep -q '^ZS_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
   flags=("-fsanitize=address,undefined" -fno-omit-frame-pointer)
 fi
 
-# Runs the consumer binary $1 as a 1-rank MPI job WITHOUT LD_LIBRARY_PATH (the README's recipe:
-# the program's own rpath finds the prefix, the libraries' RUNPATH their dependencies); fails
-# unless it exits 0.
+# LD_LIBRARY_PATH without every folder that holds a libzshard (a build tree): zshard must come
+# from the rpath, while the dependencies stay findable where only LD_LIBRARY_PATH finds them (the
+# GPU machine's carried MPI, whose mpirun needs it; device-check and the rehearsal set it).
+ld_no_zs=""
+IFS=: read -r -a ld_dirs <<<"${LD_LIBRARY_PATH:-}"
+for d in "${ld_dirs[@]}"; do
+  [ -n "$d" ] || continue
+  compgen -G "$d/libzshard*.so*" >/dev/null || ld_no_zs+="${ld_no_zs:+:}$d"
+done
+
+# Runs the consumer binary $1 as a 1-rank MPI job with no zshard folder on LD_LIBRARY_PATH (the
+# README's recipe: the program's own rpath finds the prefix, the libraries' RUNPATH their
+# dependencies); fails unless it exits 0.
 run_consumer() {
-  env -u LD_LIBRARY_PATH "$mpiexec" --oversubscribe -np 1 "$1"
+  if [ -n "$ld_no_zs" ]; then
+    env LD_LIBRARY_PATH="$ld_no_zs" "$mpiexec" --oversubscribe -np 1 "$1"
+  else
+    env -u LD_LIBRARY_PATH "$mpiexec" --oversubscribe -np 1 "$1"
+  fi
 }
 
 echo "== cmake --install $build --prefix $prefix"
