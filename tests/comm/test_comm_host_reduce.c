@@ -19,6 +19,7 @@
 
 #include "comm/comm.h"
 #include "zs_test.h"
+#include "test_free_port.h"
 
 /* Monotonic seconds. */
 static double now(void) {
@@ -164,23 +165,6 @@ static void check_all(zs_comm *c) {
   check_nan(c);
 }
 
-/* A port nothing listens on right now. */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) ||
-      getsockname(fd, (struct sockaddr *)&a, &len)) {
-    perror("free_port");
-    exit(2);
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 static int reap(pid_t p) {
   int st = 0;
   if (waitpid(p, &st, 0) != p || !WIFEXITED(st)) return 99;
@@ -189,7 +173,7 @@ static int reap(pid_t p) {
 
 /* W ranks over the env rendezvous: this process is rank 0, children the others. */
 static void env_world(int world) {
-  const int port = free_port();
+  const int port = zs_test_free_port();
   pid_t kids[4];
   for (int k = 1; k < world; k++) {
     kids[k] = fork();
@@ -219,7 +203,7 @@ static void env_world(int world) {
 
 /* Env: rank 1 answers once, then stays silent past rank 0's 1 s timeout. */
 static void env_timeout(void) {
-  const int port = free_port();
+  const int port = zs_test_free_port();
   pid_t kid = fork();
   if (kid == 0) {
     zs_comm *c = NULL;

@@ -58,6 +58,16 @@ static inline uint64_t tm_hash(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+/* A random stream from one seed, identical on every rank that starts from the same seed (the
+   randomized call-sequence tests draw their programs from it). */
+typedef struct {
+  uint64_t s;
+} rng;
+/* The next number in [0, n). */
+static inline uint32_t rnd(rng *r, uint32_t n) {
+  r->s = tm_hash(r->s);
+  return (uint32_t)(r->s % n);
+}
 static inline double tm_unif(uint64_t a, uint64_t b) {
   return (double)(tm_hash(a * 0x100000001b3ull ^ tm_hash(b)) >> 11) * (1.0 / 9007199254740992.0);
 }

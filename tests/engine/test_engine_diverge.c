@@ -65,14 +65,6 @@ static const char *dname[D_N] = {"sampling pass",          "extra get_param",
                                  "gather of another unit", "one more whole micro-step"};
 
 typedef struct {
-  uint64_t s;
-} rng;
-static uint32_t rnd(rng *r, uint32_t n) {
-  r->s = tm_hash(r->s);
-  return (uint32_t)(r->s % n);
-}
-
-typedef struct {
   int stage, sp, so, sg, prefetch, det;
 } cfgd;
 

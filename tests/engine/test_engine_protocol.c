@@ -36,15 +36,6 @@
 
 #define MAX_OPS 64
 
-/* One random stream per sequence, identical on every rank (the call sequence must be). */
-typedef struct {
-  uint64_t s;
-} rng;
-static uint32_t rnd(rng *r, uint32_t n) {
-  r->s = tm_hash(r->s);
-  return (uint32_t)(r->s % n);
-}
-
 typedef struct {
   int stage, prefetch, group, det;
   int explicit_switches; /* the switches below are set in zs_config, not left to the stage */
