@@ -18,15 +18,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "device/ops.h" /* zs_adamw_coef, zs_adamw_coef_make */
 #include "zshard.h"
-
-typedef struct {
-  float gscale, beta1, omb1, beta2, omb2, bc1, bc2, eps, wd, neg_lr;
-} zs_adamw_coef;
-
-/* Fills the coefficients for optimizer step t (1-based). Computed in double, rounded once. */
-void zs_adamw_coef_make(zs_adamw_coef *c, float lr, float beta1, float beta2, float eps, float wd,
-                        long long t, double gscale);
 
 /* One element, the reference order. */
 static inline void zs_adamw_elem(const zs_adamw_coef *c, float *p, float *m, float *v, float grad) {

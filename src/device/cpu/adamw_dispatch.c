@@ -114,8 +114,8 @@ void zs_cpu_adamw_ex(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, fl
                       param_out,
                       grad_dt,
                       param_dt,
-                      grad_dt == ZS_BF16 ? 2 : 4,
-                      param_dt == ZS_BF16 ? 2 : 4,
+                      zs_dtype_size(grad_dt),
+                      zs_dtype_size(param_dt),
                       n};
   if (zs_pool_run(pool, (n + ZS_ADAMW_TILE - 1) / ZS_ADAMW_TILE, zs_adamw_tile, &t) != ZS_OK)
     k(c, master, m, v, grad, grad_dt, param_out, param_dt, n); /* unreachable: pool is valid */
