@@ -34,7 +34,8 @@ static inline void zs_adamw_elem(const zs_adamw_coef *c, float *p, float *m, flo
 }
 
 /* n elements: master/m/v updated in place from grad (grad_dt: ZS_F32 or ZS_BF16); the updated
-   master is written to param_out in param_dt (may be NULL to skip). Host memory only. */
+   master is written to param_out in param_dt (may be NULL to skip). Host memory only; on the
+   calling thread (the CPU device's zs_dev_adamw). */
 void zs_cpu_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
                   zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n);
 
@@ -42,9 +43,10 @@ void zs_cpu_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, con
  *
  * zs_cpu_adamw picks the widest instruction set the CPU supports (cpuid, once per process), or the
  * one named by the environment variable ZS_ADAMW_ISA=scalar|avx2|avx512 (a path the CPU lacks
- * falls back to the next narrower one). It runs on the calling thread unless ZS_ADAMW_THREADS=N
- * (N > 1) asks for a process-wide pool of N unbound workers, used for n >= 65536. The engine's
- * offload step passes its own NUMA-bound pool to zs_cpu_adamw_mt instead. */
+ * falls back to the next narrower one), on the calling thread. Threads belong to whoever calls
+ * zs_cpu_adamw_mt with a pool: each engine's optimizer (src/optim/optim.h) owns its pools, a
+ * NUMA-bound one for offloaded state and, on the CPU device, one of ZS_ADAMW_THREADS unbound
+ * workers; nothing here is process-wide but the path chosen once from cpuid. */
 
 typedef enum {
   ZS_ADAMW_ISA_AUTO = -1, /* the active path (cpuid or ZS_ADAMW_ISA) */
@@ -61,6 +63,9 @@ const char *zs_adamw_isa_name(zs_adamw_isa isa);
 int zs_adamw_isa_supported(zs_adamw_isa isa);
 /* The path ZS_ADAMW_ISA_AUTO resolves to in this process. */
 zs_adamw_isa zs_adamw_isa_active(void);
+/* ZS_ADAMW_THREADS as a worker count: N when 1 < N <= 4096, else 1 (no pool). Read at each
+   call (an engine reads it once, when it is created). */
+int zs_cpu_adamw_env_threads(void);
 
 /* zs_cpu_adamw on `pool`'s workers (tiles of ZS_ADAMW_TILE elements; NULL pool = calling thread).
  */

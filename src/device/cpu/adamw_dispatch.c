@@ -127,24 +127,13 @@ void zs_cpu_adamw_mt(zs_pool *pool, const zs_adamw_coef *c, float *master, float
   zs_cpu_adamw_ex(pool, ZS_ADAMW_ISA_AUTO, c, master, m, v, grad, grad_dt, param_out, param_dt, n);
 }
 
-static zs_pool *zs_default_pool = NULL;
-static pthread_once_t zs_pool_once = PTHREAD_ONCE_INIT;
-
-/* ZS_ADAMW_THREADS=N (N > 1): a process-wide unbound pool, started on first use and kept for the
-   life of the process (it owns only idle threads). Any failure leaves it NULL: single-threaded. */
-static void zs_default_pool_init(void) {
+int zs_cpu_adamw_env_threads(void) {
   const char *s = getenv("ZS_ADAMW_THREADS");
   long n = s ? strtol(s, NULL, 10) : 1;
-  if (n > 1 && n <= 4096 && zs_pool_create((int)n, ZS_POOL_UNBOUND, &zs_default_pool) != ZS_OK)
-    zs_default_pool = NULL;
+  return n > 1 && n <= 4096 ? (int)n : 1;
 }
 
 void zs_cpu_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
                   zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n) {
-  zs_pool *pool = NULL;
-  if (n >= ZS_ADAMW_MT_MIN) {
-    pthread_once(&zs_pool_once, zs_default_pool_init);
-    pool = zs_default_pool;
-  }
-  zs_cpu_adamw_ex(pool, ZS_ADAMW_ISA_AUTO, c, master, m, v, grad, grad_dt, param_out, param_dt, n);
+  zs_cpu_adamw_ex(NULL, ZS_ADAMW_ISA_AUTO, c, master, m, v, grad, grad_dt, param_out, param_dt, n);
 }
