@@ -8,7 +8,7 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "mem/ledger.h"
-#include "mem/host_arena.h"
+#include "offload/host_arena.h"
 #include "optim/optim.h"
 #include "shard/layout.h"
 #include "shard/plan.h"

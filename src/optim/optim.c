@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/worker_pool.h"
-#include "device/cpu/adamw.h"
-#include "device/cpu/engine_ops.h"
-#include "optim/offload_step.h"
+#include "device/cpu/engine_ops.h" /* zs_sq_bins_value */
+#include "offload/cpu_adamw.h"
+#include "offload/pipeline.h"
+#include "offload/worker_pool.h"
 
 struct zs_optim {
   zs_optim_cfg cfg;

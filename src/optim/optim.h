@@ -22,7 +22,7 @@
 
 #include "comm/comm.h"
 #include "device/device.h"
-#include "mem/host_arena.h"
+#include "offload/host_arena.h"
 #include "zshard.h"
 
 typedef struct zs_optim zs_optim;

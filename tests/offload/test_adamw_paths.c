@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "device/cpu/adamw.h"
-#include "base/worker_pool.h"
+#include "offload/cpu_adamw.h"
+#include "offload/worker_pool.h"
 #include "zs_test.h"
 
 #define NPATHS 3 /* scalar, avx2, avx512 */
