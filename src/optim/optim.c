@@ -2,9 +2,7 @@
 #include "optim/optim.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/error.h"
 #include "device/cpu/engine_ops.h" /* zs_sq_bins_value */

@@ -1,14 +1,19 @@
-/* Each engine owns its optimizer's CPU workers (src/optim/optim.h): two engines in one process,
- * created with different ZS_ADAMW_THREADS, each get their own pool of that size; both train to
- * the same bits, within fp32 rounding of a float64 AdamW reference; and destroying one leaves
- * the other's workers running (its later steps still match the reference). The unit is large
- * enough (> 65536 elements) that the update is split over the workers. CPU device, one rank. */
+/* The optimizer (src/optim/optim.h), alone and owned by engines.
+ *
+ * Alone, on the CPU device: the norm of gradients added in pieces equals the float64 norm, the
+ * clipping coefficient follows zshard.h's rule, and zs_optim_update writes zs_cpu_adamw's bits.
+ * Owned: each engine owns its optimizer's CPU workers: two engines in one process, created with
+ * different ZS_ADAMW_THREADS, each get their own pool of that size; both train to the same bits,
+ * within fp32 rounding of a float64 AdamW reference; and destroying one leaves the other's
+ * workers running (its later steps still match the reference). The unit is large enough
+ * (> 65536 elements) that the update is split over the workers. CPU device, one rank. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "device/cpu/adamw.h"
 #include "optim/optim.h"
 #include "zs_test.h"
 
@@ -79,6 +84,63 @@ static size_t off_reference(const float *got, const double *ref, const char *wha
   return bad;
 }
 
+/* The optimizer's API without an engine: norm in pieces, clip coefficient, one update. */
+static void optim_alone(void) {
+  zs_dev d;
+  ZS_OK_OR_DIE(zs_dev_open(&d, ZS_DEVICE_CPU, -1));
+  const zs_optim_cfg oc = {&d, ZS_F32, NULL, 0, 0, 0, 1, 0, {NULL, NULL, NULL}};
+  zs_optim *o = NULL;
+  ZS_OK_OR_DIE(zs_optim_create(&oc, &o));
+  enum { M = 1000 };
+  float g[M];
+  double sum = 0;
+  for (int i = 0; i < M; i++) {
+    g[i] = grad_of((size_t)i, 7);
+    sum += (double)g[i] * g[i];
+  }
+  uint64_t bins[ZS_SQ_NWORDS];
+  ZS_OK_OR_DIE(zs_optim_norm_start(o, bins));
+  ZS_OK_OR_DIE(zs_optim_norm_add(o, bins, g, 300)); /* pieces: the sum does not depend on them */
+  ZS_OK_OR_DIE(zs_optim_norm_add(o, bins, g + 300, M - 300));
+  zs_optim_norm nm;
+  ZS_OK_OR_DIE(zs_optim_norm_finish(o, bins, NULL, 0.25, &nm));
+  ZS_EXPECT(nm.nonfinite == 0 && fabs(nm.norm - sqrt(sum) * 0.25) <= 1e-12 * nm.norm,
+            "norm %.17g, float64 %.17g, non-finite %llu", nm.norm, sqrt(sum) * 0.25,
+            (unsigned long long)nm.nonfinite);
+  g[5] = NAN;
+  ZS_OK_OR_DIE(zs_optim_norm_start(o, bins));
+  ZS_OK_OR_DIE(zs_optim_norm_add(o, bins, g, M));
+  ZS_OK_OR_DIE(zs_optim_norm_finish(o, bins, NULL, 1.0, &nm));
+  ZS_EXPECT(nm.nonfinite == 1, "a NaN gradient counts %llu non-finite values",
+            (unsigned long long)nm.nonfinite);
+  ZS_EXPECT(zs_optim_clip_coef(3.0, 0.0) == 1.0 && zs_optim_clip_coef(0.5, 1.0) == 1.0 &&
+                zs_optim_clip_coef(4.0, 1.0) == 1.0 / (4.0 + 1e-6),
+            "clip coefficient off the rule");
+  /* One update equals zs_cpu_adamw's bits (decay and no-decay coefficients). */
+  zs_config cfg;
+  zs_config_default(&cfg);
+  for (int nwd = 0; nwd < 2; nwd++) {
+    float p[M], m[M], v[M], p2[M], m2[M], v2[M];
+    for (int i = 0; i < M; i++) {
+      p[i] = p2[i] = grad_of((size_t)i, 8);
+      m[i] = m2[i] = 0.1f * grad_of((size_t)i, 9);
+      v[i] = v2[i] = fabsf(grad_of((size_t)i, 10));
+      g[i] = grad_of((size_t)i, 11);
+    }
+    zs_optim_prepare(o, &cfg, 3, 0.5);
+    const zs_optim_seg seg = {p, m, v, g, p, M, nwd, 0, 0};
+    ZS_OK_OR_DIE(zs_optim_update(o, &seg));
+    zs_adamw_coef c;
+    zs_adamw_coef_make(&c, cfg.adamw.lr, cfg.adamw.beta1, cfg.adamw.beta2, cfg.adamw.eps,
+                       nwd ? 0.0f : cfg.adamw.weight_decay, 3, 0.5);
+    zs_cpu_adamw(&c, p2, m2, v2, g, ZS_F32, p2, ZS_F32, M);
+    ZS_EXPECT(!memcmp(p, p2, sizeof p) && !memcmp(m, m2, sizeof m) && !memcmp(v, v2, sizeof v),
+              "zs_optim_update (no_weight_decay %d) differs from zs_cpu_adamw", nwd);
+  }
+  zs_optim_destroy(o);
+  zs_dev_close(&d);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -88,6 +150,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < N; i++)
     rp[i] = p0[i] = grad_of(i, 1000) * 10.0f;
 
+  optim_alone();
   zs_unit *ua = NULL, *ub = NULL;
   zs_engine *a = make_engine(comm, "2", &ua, p0);
   zs_engine *b = make_engine(comm, "3", &ub, p0);
