@@ -23,8 +23,9 @@
 #include <time.h>
 
 #include "device/cpu/adamw.h"
-#include "mem/host_arena.h"
-#include "base/worker_pool.h"
+#include "offload/cpu_adamw.h"
+#include "offload/host_arena.h"
+#include "offload/worker_pool.h"
 
 #define MAXN 16
 #define TRIAD_N ((size_t)100000000) /* 1.2 GB of floats: far beyond any cache */

@@ -2,7 +2,7 @@
 """Include-direction check: every file under src/ belongs to a layer, and may include only its own
 layer and the layers below it (docs/ARCHITECTURE.md):
 
-    base < device < comm < mem < shard < optim < engine < kernels
+    base < device < comm < offload < mem < shard < optim < engine < kernels
 
 Includes that still point upward are listed in tests/layers_allow.txt (the debt the folder split
 removes); anything else upward fails, and so does an allowed include that no longer exists (the
@@ -12,13 +12,14 @@ import os
 import re
 import sys
 
-ORDER = ["base", "device", "comm", "mem", "shard", "optim", "engine", "kernels"]
+ORDER = ["base", "device", "comm", "offload", "mem", "shard", "optim", "engine", "kernels"]
 
 # (path regex relative to src/, layer), first match wins: a layer is a folder.
 MAP = [
     (r"^base/", "base"),
     (r"^device/", "device"),
     (r"^comm/", "comm"),
+    (r"^offload/", "offload"),
     (r"^mem/", "mem"),
     (r"^shard/", "shard"),
     (r"^optim/", "optim"),

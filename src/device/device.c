@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "device/cpu/adamw.h"
 #include "device/cpu/engine_ops.h"
 
 #if !defined(__SANITIZE_ADDRESS__)

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/cpu/adamw.h"
+#include "device/ops.h" /* zs_dtype_size, zs_adamw_coef */
 #include "zshard.h"
 
 typedef struct {
@@ -75,9 +75,5 @@ zs_status zs_dev_sq_bins(zs_dev *d, uint64_t *bins, const void *x, zs_dtype dt, 
 zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *m, float *v,
                        const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
                        size_t n, void *stream);
-
-static inline size_t zs_dtype_size(zs_dtype dt) {
-  return dt == ZS_BF16 ? 2 : 4;
-}
 
 #endif

@@ -51,14 +51,30 @@ static zs_status open_arena(zs_engine *e) {
   return zs_host_arena_create(dev, e->cfg.offload_host_bytes, flags, &e->arena);
 }
 
-/* The CPU optimizer's workers and the copy pipeline (ZS_OFFLOAD_OPTIMIZER). The node's cores are
-   split among the ranks of this host whose arena is on the same node, so that ranks do not
-   oversubscribe them (peers.c tells who they are). */
-static zs_status open_optimizer_offload(zs_engine *e) {
-  int threads = e->cfg.offload_threads, idx = 0, cnt = 1;
-  zs_peers_share(e, ZS_PEER_NODE, &idx, &cnt);
-  ZS_CHECK(zs_pool_create_shared(threads, zs_host_arena_node(e->arena), idx, cnt, &e->pool));
-  return zs_offload_pipe_init(&e->pipe, &e->dev, e->arena, e->cfg.offload_chunk);
+/* The optimizer's scratch: ledger-booked device buffers. */
+static zs_status optim_scratch_alloc(void *ctx, size_t bytes, void **p, void *stream) {
+  return zs_mem_alloc(ctx, ZS_MEM_BUFFERS, bytes, p, stream);
+}
+
+static void optim_scratch_free(void *ctx, void *p, size_t bytes, void *stream) {
+  zs_mem_free(ctx, ZS_MEM_BUFFERS, p, bytes, stream);
+}
+
+/* The engine's optimizer; with ZS_OFFLOAD_OPTIMIZER its workers and the copy pipeline. The
+   node's cores are split among the ranks of this host whose arena is on the same node, so that
+   ranks do not oversubscribe them (peers.c tells who they are). */
+static zs_status open_optimizer(zs_engine *e) {
+  zs_optim_cfg oc = {&e->dev,
+                     e->cfg.param_dtype,
+                     e->arena,
+                     (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) != 0,
+                     e->cfg.offload_threads,
+                     0,
+                     1,
+                     e->cfg.offload_chunk,
+                     {e, optim_scratch_alloc, optim_scratch_free}};
+  if (oc.offload_optimizer) zs_peers_share(e, ZS_PEER_NODE, &oc.share_idx, &oc.share_cnt);
+  return zs_optim_create(&oc, &e->optim);
 }
 
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
@@ -179,7 +195,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   shard_ctx_init(e);
   if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
-  if (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ZS_CHECK_GOTO(open_optimizer_offload(e), rc, fail);
+  ZS_CHECK_GOTO(open_optimizer(e), rc, fail);
   char dev[32];
   if (cfg->device == ZS_DEVICE_CUDA)
     snprintf(dev, sizeof dev, "cuda:%d", e->cfg.device_index);
@@ -201,7 +217,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
     snprintf(e->info + n, sizeof e->info - n, "; offload%s%s: %s%s%s",
              (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ? " optimizer" : "",
              (cfg->offload & ZS_OFFLOAD_PARAMS) ? " params" : "", zs_host_arena_info(e->arena),
-             e->pool ? "; " : "", e->pool ? zs_pool_info(e->pool) : "");
+             *zs_optim_info(e->optim) ? "; " : "", zs_optim_info(e->optim));
   }
   *out = e;
   return ZS_OK;
@@ -468,8 +484,7 @@ void zs_engine_destroy(zs_engine *e) {
   for (int i = 0; i < e->ndeferred; i++)
     zs_mem_free(e, e->deferred[i].cat, e->deferred[i].p, e->deferred[i].bytes, NULL);
   free(e->deferred);
-  if (e->arena) zs_offload_pipe_free(&e->pipe, &e->dev, e->arena);
-  zs_pool_destroy(e->pool);
+  zs_optim_destroy(e->optim); /* its staging is in the arena */
   zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
   free(e->agree_rows);

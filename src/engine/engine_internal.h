@@ -8,9 +8,8 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "mem/ledger.h"
-#include "mem/host_arena.h"
-#include "optim/offload_step.h"
-#include "base/worker_pool.h"
+#include "offload/host_arena.h"
+#include "optim/optim.h"
 #include "shard/layout.h"
 #include "shard/plan.h"
 #include "shard/shard.h"
@@ -55,8 +54,7 @@ struct zs_engine {
       plan; /* what exists and what runs, from the config (shard/plan.h): never branch on stage */
   zs_ledger ledger;
   zs_host_arena *arena; /* offload: pinned NUMA-local host memory */
-  zs_pool *pool;        /* offload: CPU optimizer workers on the arena's node */
-  zs_offload_pipe pipe; /* offload on CUDA: staging of the copy pipeline */
+  zs_optim *optim;      /* the optimizer: its CPU workers, the offload copy pipeline */
 
   uint64_t *peers; /* world_size rows of ZS_PEER_WORDS: each rank's placement (peers.c) */
 

@@ -1,12 +1,13 @@
-/* A step: begin (zero gradients), and the optimizer step: global gradient norm (exact, so it does
- * not depend on how units are cut into shards), clipping, AdamW on this rank's shard, publishing
- * the updated params. */
+/* A step: begin (zero gradients), and the optimizer step: the reductions' end, the global
+ * gradient norm, clipping and AdamW on this rank's segments (the engine's zs_optim,
+ * src/optim/optim.h, computes and chooses; this file hands it the units' pieces), publishing the
+ * updated params. */
 #include <math.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
 #include "base/error.h"
-#include "device/cpu/engine_ops.h"
+#include "optim/optim.h"
 
 zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_begin_step: engine is NULL");
@@ -48,82 +49,39 @@ static void *param_at(const zs_engine *e, const zs_unit *u, size_t a) {
   return zs_ptr_add(u->param_shard, a - u->lay.shard_off, pd);
 }
 
-/* Global sum of squares of the summed gradients and the count of non-finite values. */
-static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
+/* The global gradient norm of the summed gradients (before the division by world * micro_steps,
+   which `scale` applies) and the count of non-finite values (src/optim/optim.h). */
+static zs_status grad_norm(zs_engine *e, double scale, zs_optim_norm *nm) {
   zs_dev *d = &e->dev;
-  const size_t bytes = ZS_SQ_NWORDS * sizeof(uint64_t);
-  uint64_t *bins = NULL, host[ZS_SQ_NWORDS];
+  uint64_t *bins = NULL;
   zs_status rc = ZS_OK;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, (void **)&bins, d->compute_stream));
-  ZS_CHECK_GOTO(zs_dev_zero(d, bins, bytes, d->compute_stream), rc, out);
+  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, ZS_OPTIM_NORM_BYTES, (void **)&bins, d->compute_stream));
+  ZS_CHECK_GOTO(zs_optim_norm_start(e->optim, bins), rc, out);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
-    ZS_CHECK_GOTO(zs_dev_sq_bins(d, bins, grad_at(e, u, u->opt_off), e->cfg.param_dtype, u->opt_n,
-                                 d->compute_stream),
-                  rc, out);
+    ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(e, u, u->opt_off), u->opt_n), rc, out);
   }
-  if (e->plan.norm_partial) {
-    ZS_CHECK_GOTO(zs_dev_order(d, d->comm_stream, d->compute_stream), rc, out);
-    rc = zs_coll_all_reduce(e->shard, bins, bins, ZS_SQ_NWORDS, ZS_CDT_U64, d->comm_stream);
-    if (rc == ZS_OK) rc = zs_coll_sync(e->shard, d->comm_stream);
-    if (rc != ZS_OK) {
-      zs_engine_fail(e, zs_err_wrap(rc, "gradient-norm all-reduce"));
-      goto out;
-    }
-  }
-  ZS_CHECK_GOTO(zs_dev_to_host(d, host, bins, bytes), rc, out);
-  *sumsq = zs_sq_bins_value(host);
-  *nonfinite = host[ZS_SQ_NBINS];
+  rc = zs_optim_norm_finish(e->optim, bins, e->plan.norm_partial ? e->shard : NULL, scale, nm);
+  /* Before the free: an abandoned all-reduce may still write the bins. */
+  if (rc != ZS_OK) zs_engine_fail(e, rc);
 out:
-  zs_mem_free(e, ZS_MEM_BUFFERS, bins, bytes, d->compute_stream);
+  zs_mem_free(e, ZS_MEM_BUFFERS, bins, ZS_OPTIM_NORM_BYTES, d->compute_stream);
   return rc;
 }
 
-/* Device AdamW whose params go to a host-resident shard (ZS_OFFLOAD_PARAMS alone on CUDA): the
-   update runs into a device temporary, then one copy to the host shard. */
-static zs_status adamw_to_host(zs_engine *e, const zs_adamw_coef *c, zs_unit *u, size_t a,
-                               size_t b) {
-  const zs_dtype pd = e->cfg.param_dtype;
-  const size_t lo = a - u->opt_off, bytes = (b - a) * zs_dtype_size(pd);
-  void *tmp = NULL, *cs = e->dev.compute_stream;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &tmp, cs));
-  zs_status rc = zs_dev_adamw(&e->dev, c, u->master + lo, u->m + lo, u->v + lo, grad_at(e, u, a),
-                              pd, tmp, pd, b - a, cs);
-  if (rc == ZS_OK) rc = zs_dev_copy(&e->dev, param_at(e, u, a), tmp, bytes, cs);
-  zs_mem_free(e, ZS_MEM_BUFFERS, tmp, bytes, cs);
-  return rc;
-}
-
-/* AdamW over every tensor segment of this rank's optimizer range. */
+/* AdamW over every tensor segment of this rank's optimizer range; the optimizer picks the path. */
 static zs_status run_adamw(zs_engine *e, double gscale) {
-  const zs_dtype pd = e->cfg.param_dtype;
-  const int64_t t = e->opt_steps + 1;
-  zs_adamw_coef decay, nodecay;
-  const zs_config *c = &e->cfg;
-  zs_adamw_coef_make(&decay, c->adamw.lr, c->adamw.beta1, c->adamw.beta2, c->adamw.eps,
-                     c->adamw.weight_decay, t, gscale);
-  zs_adamw_coef_make(&nodecay, c->adamw.lr, c->adamw.beta1, c->adamw.beta2, c->adamw.eps, 0.0f, t,
-                     gscale);
+  zs_optim_prepare(e->optim, &e->cfg, e->opt_steps + 1, gscale);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     for (int k = 0; k < u->ntensors; k++) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
-      if (u->opt_on_host) {
-        ZS_CHECK(zs_offload_adamw(&e->dev, e->pool, &e->pipe,
-                                  u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
-                                  u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a), pd,
-                                  u->param_on_host, b - a));
-        continue;
-      }
-      if (u->param_on_host && e->dev.kind == ZS_DEVICE_CUDA) {
-        ZS_CHECK(adamw_to_host(e, u->t[k].no_weight_decay ? &nodecay : &decay, u, a, b));
-        continue;
-      }
-      ZS_CHECK(zs_dev_adamw(&e->dev, u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
-                            u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a), pd,
-                            b - a, e->dev.compute_stream));
+      const zs_optim_seg seg = {u->master + lo,          u->m + lo,         u->v + lo,
+                                grad_at(e, u, a),        param_at(e, u, a), b - a,
+                                u->t[k].no_weight_decay, u->opt_on_host,    u->param_on_host};
+      ZS_CHECK(zs_optim_update(e->optim, &seg));
     }
   }
   return ZS_OK;
@@ -168,17 +126,14 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
 /* Norm, clip, AdamW, publish, statistics (the part of the step after the reductions). */
 static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   zs_dev *d = &e->dev;
-  double sumsq = 0;
-  uint64_t nonfinite = 0;
-  ZS_CHECK(grad_sq_sum(e, &sumsq, &nonfinite));
   const double inv = 1.0 / ((double)e->world_size * (double)e->micro_steps);
-  const double norm = sqrt(sumsq) * inv;
+  zs_optim_norm nm;
+  ZS_CHECK(grad_norm(e, inv, &nm));
   zs_step_stats s = {0};
-  s.grad_norm = nonfinite ? NAN : (float)norm;
-  s.skipped_nonfinite = nonfinite ? 1 : 0;
-  if (!nonfinite) {
-    const double mgn = e->cfg.adamw.max_grad_norm;
-    const double clip = (mgn > 0 && norm > mgn) ? mgn / (norm + 1e-6) : 1.0;
+  s.grad_norm = nm.nonfinite ? NAN : (float)nm.norm;
+  s.skipped_nonfinite = nm.nonfinite ? 1 : 0;
+  if (!nm.nonfinite) {
+    const double clip = zs_optim_clip_coef(nm.norm, e->cfg.adamw.max_grad_norm);
     ZS_CHECK(run_adamw(e, inv * clip));
     ZS_CHECK(zs_shard_publish(&e->sh));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "device/cpu/engine_ops.h"
+#include "device/ops.h" /* zs_dtype_size, ZS_SQ_NWORDS */
 #include "shard/shard.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
@@ -68,7 +68,7 @@ static size_t add_mul(size_t a, size_t b, size_t c) {
 
 void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_MEM_NCAT]) {
   const size_t P = zs_plan_padded(p, n), s = P / (size_t)p->nshards;
-  const size_t es = dt == ZS_BF16 ? 2 : 4;
+  const size_t es = zs_dtype_size(dt);
   if (p->params_full)
     add[ZS_MEM_PARAMS] = add_mul(add[ZS_MEM_PARAMS], P, es);
   else
@@ -85,7 +85,7 @@ size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
 }
 
 size_t zs_plan_piece_len(const zs_config *c, int shard_size, size_t s, size_t nblocks) {
-  const size_t es = c->reduce_dtype == ZS_BF16 ? 2 : 4, S = (size_t)shard_size;
+  const size_t es = zs_dtype_size(c->reduce_dtype), S = (size_t)shard_size;
   size_t n = s;
   if (c->bucket_bytes) n = c->bucket_bytes / (es * nblocks);
   if (nblocks > S && n > s * S / nblocks) n = s * S / nblocks;
@@ -94,7 +94,7 @@ size_t zs_plan_piece_len(const zs_config *c, int shard_size, size_t s, size_t nb
 }
 
 size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, size_t P) {
-  const size_t rs = c->reduce_dtype == ZS_BF16 ? 2 : 4, W = (size_t)world;
+  const size_t rs = zs_dtype_size(c->reduce_dtype), W = (size_t)world;
   const size_t S = (size_t)p->nshards;
   const int det = c->deterministic != 0;
   size_t b = c->reduce_dtype != c->param_dtype ? add_mul(0, P, rs) : 0; /* conversion */
@@ -103,7 +103,7 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
     size_t piece = P;             /* fold_all_pieces: bucket over two buffers */
     if (c->bucket_bytes && c->bucket_bytes / (rs * 2) < piece) piece = c->bucket_bytes / (rs * 2);
     if (piece < 1) piece = 1;
-    const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4, blocks = W * ((piece + W - 1) / W);
+    const size_t ps = zs_dtype_size(c->param_dtype), blocks = W * ((piece + W - 1) / W);
     return add_mul(b, blocks, rs + (ps > rs ? ps : rs)); /* ordered_fold_all: receive, send */
   }
   const size_t s = P / S, nblocks = det ? W : S, n = zs_plan_piece_len(c, p->nshards, s, nblocks);
@@ -124,7 +124,7 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
     if (P > max_full) max_full = P;
     if (r > scratch) scratch = r;
   }
-  const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4;
+  const size_t ps = zs_dtype_size(c->param_dtype);
   size_t gathered = 0;
   if (!p->params_full) {
     const size_t held = c->held_units > 0 ? (size_t)c->held_units : 2;

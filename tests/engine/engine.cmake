@@ -180,6 +180,10 @@ set_tests_properties(engine_diverge_np2 engine_diverge_np3 engine_diverge_sample
                      FAIL_REGULAR_EXPRESSION "MPI_ERR|noticed that|libnbc|MPI_ABORT|exited on signal|without calling")
 # One regression test per stage-3 defect (eval/sampling gathers, stale set_param, max_live,
 # hybrid deterministic scratch, commit fit check, offload worker split).
+# Each engine owns its optimizer's CPU workers: two engines with different ZS_ADAMW_THREADS in one
+# process, one destroyed while the other trains on, against a float64 AdamW reference.
+zs_exe(test_engine_optim SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_optim.c)
+zs_mpi_test(engine_optim_pools test_engine_optim NP 1 LABELS "engine;offload")
 zs_exe(test_engine_rules SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_rules.c)
 foreach(n 1 2 4)
   zs_mpi_test(engine_rules_np${n} test_engine_rules NP ${n} LABELS engine)

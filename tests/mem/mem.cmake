@@ -1,10 +1,4 @@
-# The pinned NUMA-aware host arena, pinning on CUDA, and the host memory available to the
-# process (on made-up /proc and cgroup trees: v1, v2, ancestors).
-zs_offload_exe(test_offload_arena ${CMAKE_CURRENT_LIST_DIR}/test_offload_arena.c)
-zs_unit_test(offload_arena test_offload_arena LABELS offload)
-if(ZS_HAVE_CUDA)
-  zs_offload_exe(test_offload_pinned_cuda ${CMAKE_CURRENT_LIST_DIR}/test_offload_pinned_cuda.c)
-  zs_unit_test(offload_pinned_cuda test_offload_pinned_cuda LABELS "offload;gpu")
-endif()
+# The host memory available to the process (on made-up /proc and cgroup trees: v1, v2,
+# ancestors).
 zs_exe(test_host_mem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_host_mem.c)
 zs_unit_test(host_mem test_host_mem LABELS engine)

@@ -18,15 +18,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "device/ops.h" /* zs_adamw_coef, zs_adamw_coef_make */
 #include "zshard.h"
-
-typedef struct {
-  float gscale, beta1, omb1, beta2, omb2, bc1, bc2, eps, wd, neg_lr;
-} zs_adamw_coef;
-
-/* Fills the coefficients for optimizer step t (1-based). Computed in double, rounded once. */
-void zs_adamw_coef_make(zs_adamw_coef *c, float lr, float beta1, float beta2, float eps, float wd,
-                        long long t, double gscale);
 
 /* One element, the reference order. */
 static inline void zs_adamw_elem(const zs_adamw_coef *c, float *p, float *m, float *v, float grad) {
@@ -41,17 +34,18 @@ static inline void zs_adamw_elem(const zs_adamw_coef *c, float *p, float *m, flo
 }
 
 /* n elements: master/m/v updated in place from grad (grad_dt: ZS_F32 or ZS_BF16); the updated
-   master is written to param_out in param_dt (may be NULL to skip). Host memory only. */
+   master is written to param_out in param_dt (may be NULL to skip). Host memory only; on the
+   calling thread (the CPU device's zs_dev_adamw). */
 void zs_cpu_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
                   zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n);
 
-/* ---- Vectorised, multi-threaded paths (same bits as zs_cpu_adamw's scalar reference) ----
+/* ---- Vectorised paths (same bits as the scalar reference) ----
  *
  * zs_cpu_adamw picks the widest instruction set the CPU supports (cpuid, once per process), or the
  * one named by the environment variable ZS_ADAMW_ISA=scalar|avx2|avx512 (a path the CPU lacks
- * falls back to the next narrower one). It runs on the calling thread unless ZS_ADAMW_THREADS=N
- * (N > 1) asks for a process-wide pool of N unbound workers, used for n >= 65536. The engine's
- * offload step passes its own NUMA-bound pool to zs_cpu_adamw_mt instead. */
+ * falls back to the next narrower one), and runs on the calling thread: it is the CPU device's
+ * twin of zs_cuda_adamw. The multi-threaded update over a worker pool is the offload layer's
+ * (src/offload/cpu_adamw.h); each engine's optimizer owns its pools. */
 
 typedef enum {
   ZS_ADAMW_ISA_AUTO = -1, /* the active path (cpuid or ZS_ADAMW_ISA) */
@@ -60,29 +54,22 @@ typedef enum {
   ZS_ADAMW_ISA_AVX512, /* AVX-512F, 16 lanes */
 } zs_adamw_isa;
 
-typedef struct zs_pool zs_pool; /* src/base/worker_pool.h */
-
 /* "scalar", "avx2", "avx512" ("auto" for ZS_ADAMW_ISA_AUTO). */
 const char *zs_adamw_isa_name(zs_adamw_isa isa);
 /* 1 if this CPU (and OS) can run the path. Scalar always can. */
 int zs_adamw_isa_supported(zs_adamw_isa isa);
 /* The path ZS_ADAMW_ISA_AUTO resolves to in this process. */
 zs_adamw_isa zs_adamw_isa_active(void);
+/* The path a request runs: ZS_ADAMW_ISA_AUTO -> the active one; else the widest supported path
+   not wider than isa (so a call never faults). */
+zs_adamw_isa zs_adamw_isa_resolve(zs_adamw_isa isa);
 
-/* zs_cpu_adamw on `pool`'s workers (tiles of ZS_ADAMW_TILE elements; NULL pool = calling thread).
- */
-void zs_cpu_adamw_mt(zs_pool *pool, const zs_adamw_coef *c, float *master, float *m, float *v,
-                     const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
-                     size_t n);
-/* As zs_cpu_adamw_mt with an explicit path (tests, benchmarks). A path the CPU lacks runs the
-   next narrower supported one, so the call never faults. The bits never depend on pool or isa. */
-void zs_cpu_adamw_ex(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, float *master,
-                     float *m, float *v, const void *grad, zs_dtype grad_dt, void *param_out,
-                     zs_dtype param_dt, size_t n);
-
-/* Elements per work item of the threaded path: 16 Ki floats = 64 KiB per array, so one tile's
-   master/m/v/grad (256 KiB) stay in L2 while it is processed. A multiple of every vector width. */
-#define ZS_ADAMW_TILE ((size_t)16384)
+/* A single-threaded kernel (the signature of zs_cpu_adamw). */
+typedef void (*zs_adamw_kernel)(const zs_adamw_coef *c, float *master, float *m, float *v,
+                                const void *grad, zs_dtype grad_dt, void *param_out,
+                                zs_dtype param_dt, size_t n);
+/* The kernel behind a resolved path (zs_adamw_isa_resolve). */
+zs_adamw_kernel zs_adamw_kernel_for(zs_adamw_isa isa);
 
 /* The single-threaded kernels behind the paths (adamw_scalar.c, adamw_avx2.c, adamw_avx512.c).
    The AVX ones must only be called when zs_adamw_isa_supported says so. */

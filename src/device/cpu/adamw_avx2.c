@@ -93,8 +93,8 @@ ZS_AVX2 void zs_cpu_adamw_avx2(const zs_adamw_coef *c, float *master, float *m, 
                      : zs_adamw_avx2_body(&k, master, m, v, grad, 0, param_out, 2, n);
   }
   if (done == n) return;
-  size_t gsz = gbf ? sizeof(uint16_t) : sizeof(float);
-  size_t osz = param_dt == ZS_BF16 ? sizeof(uint16_t) : sizeof(float);
+  size_t gsz = zs_dtype_size(grad_dt);
+  size_t osz = zs_dtype_size(param_dt);
   zs_cpu_adamw_scalar(c, master + done, m + done, v + done, (const char *)grad + done * gsz,
                       grad_dt, param_out ? (char *)param_out + done * osz : NULL, param_dt,
                       n - done);

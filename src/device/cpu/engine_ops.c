@@ -24,7 +24,7 @@ static inline float round_to(zs_dtype dt, float v) {
 
 void zs_cpu_convert(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt, size_t n) {
   if (dst_dt == src_dt) {
-    if (dst != src) memmove(dst, src, n * (dst_dt == ZS_BF16 ? 2 : 4));
+    if (dst != src) memmove(dst, src, n * zs_dtype_size(dst_dt));
     return;
   }
   for (size_t i = 0; i < n; i++)

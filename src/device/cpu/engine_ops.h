@@ -7,11 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/ops.h" /* ZS_SQ_NBINS, ZS_SQ_NWORDS */
 #include "zshard.h"
-
-/* Bins of the exact, partition-invariant sum of squares (see zs_cpu_sq_bins). */
-#define ZS_SQ_NBINS 320
-#define ZS_SQ_NWORDS (ZS_SQ_NBINS + 1) /* the last word counts non-finite elements */
 
 /* dst = src converted (round to nearest even into bf16). */
 void zs_cpu_convert(void *dst, zs_dtype dst_dt, const void *src, zs_dtype src_dt, size_t n);

@@ -13,17 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/cpu/adamw.h"
+#include "device/ops.h" /* zs_adamw_coef, ZS_SQ_NBINS */
 #include "zshard.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-/* Number of exponent bins of the exact sum of squares; bins[ZS_SQ_NBINS] counts non-finite
-   elements, so a bins array holds ZS_SQ_NBINS + 1 uint64_t. */
-#ifndef ZS_SQ_NBINS
-#define ZS_SQ_NBINS 320 /* the same value as src/device/cpu/engine_ops.h */
 #endif
 
 /* dst[i] = src[i] converted from src_dt to dst_dt (a plain copy when they are equal). */

@@ -81,7 +81,7 @@ extern "C" zs_status zs_cuda_convert(void *dst, zs_dtype dst_dt, const void *src
   if (!n) return ZS_OK;
   if (dst_dt == src_dt) {
     if (dst == src) return ZS_OK;
-    size_t bytes = n * (dst_dt == ZS_BF16 ? 2 : 4);
+    size_t bytes = n * zs_dtype_size(dst_dt);
     return zs_cu_check(
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream),
         "zs_cuda_convert: cudaMemcpyAsync");

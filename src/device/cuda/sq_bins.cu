@@ -8,7 +8,6 @@
 
 #define SQ_THREADS 256
 #define SQ_BLOCK_ELEMS 65536 /* elements per block pass: keeps each bin below 2^64 */
-#define SQ_NWORDS (ZS_SQ_NBINS + 1)
 
 /* Carries every bin's high 32 bits 16 bins up (2^32 * 2^(2e) == 2^(2(e+16))); one thread. */
 __device__ void sq_normalise(unsigned long long *b) {
@@ -31,8 +30,8 @@ __device__ __forceinline__ uint32_t sq_bits(const zs_bf16 *x, size_t i) {
 template <typename T>
 __global__ void __launch_bounds__(SQ_THREADS)
     sq_bins_kernel(unsigned long long *bins, const T *x, size_t n) {
-  __shared__ unsigned long long sb[SQ_NWORDS];
-  for (int i = threadIdx.x; i < SQ_NWORDS; i += blockDim.x)
+  __shared__ unsigned long long sb[ZS_SQ_NWORDS];
+  for (int i = threadIdx.x; i < ZS_SQ_NWORDS; i += blockDim.x)
     sb[i] = 0;
   __syncthreads();
   size_t begin = (size_t)blockIdx.x * SQ_BLOCK_ELEMS;
@@ -50,7 +49,7 @@ __global__ void __launch_bounds__(SQ_THREADS)
   __syncthreads();
   if (threadIdx.x == 0) sq_normalise(sb);
   __syncthreads();
-  for (int i = threadIdx.x; i < SQ_NWORDS; i += blockDim.x)
+  for (int i = threadIdx.x; i < ZS_SQ_NWORDS; i += blockDim.x)
     if (sb[i]) atomicAdd(&bins[i], sb[i]);
 }
 

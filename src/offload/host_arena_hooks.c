@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "mem/host_arena_impl.h"
+#include "offload/host_arena_impl.h"
 
 /* The arena a hook call belongs to: `hooks` is the first member of zs_host_arena. */
 static zs_host_arena *zs_arena_of(extent_hooks_t *h) {

@@ -5,7 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <string.h>
 
-#include "mem/host_arena.h"
+#include "offload/host_arena.h"
 #include "zs_test.h"
 
 int main(void) {

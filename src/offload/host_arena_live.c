@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "mem/host_arena_impl.h"
+#include "offload/host_arena_impl.h"
 
 #define ZS_LIVE_TOMB SIZE_MAX
 

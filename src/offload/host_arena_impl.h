@@ -1,5 +1,5 @@
 /* Internals shared by host_arena.c (API, live-pointer table) and host_arena_hooks.c (regions and
- * jemalloc extent hooks). Not for use outside src/mem. */
+ * jemalloc extent hooks). Not for use outside src/offload. */
 #ifndef ZS_OFFLOAD_HOST_ARENA_IMPL_H
 #define ZS_OFFLOAD_HOST_ARENA_IMPL_H
 
@@ -7,8 +7,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "mem/host_arena.h"
-#include "base/numa_place.h"
+#include "offload/host_arena.h"
+#include "offload/numa_place.h"
 
 /* One contiguous piece of OS memory (hwloc_alloc_membind / hwloc_alloc), pinned as a whole.
    jemalloc sees [use, use + use_len); the bytes before `use` are alignment slack. `out` counts

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/worker_pool.h"
+#include "offload/worker_pool.h"
 #include "zs_test.h"
 
 /* Parses a Linux cpulist ("0-3,8") into set; 0 on success. */

@@ -1,5 +1,5 @@
 /* Choosing the NUMA node for offload memory and threads (see numa_place.h). */
-#include "base/numa_place.h"
+#include "offload/numa_place.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "device/cpu/adamw.h"
-#include "base/worker_pool.h"
+#include "offload/cpu_adamw.h"
+#include "offload/worker_pool.h"
 #include "zs_test.h"
 
 #define NPATHS 3 /* scalar, avx2, avx512 */
@@ -204,12 +205,14 @@ static void run_config(size_t n, zs_dtype gdt, int out_kind, float wd, double gs
 
 int main(int argc, char **argv) {
   const char *expect = NULL;
-  int quick = 0;
+  int quick = 0, expect_threads = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--expect-active") && i + 1 < argc)
       expect = argv[++i];
     else if (!strcmp(argv[i], "--quick"))
       quick = 1;
+    else if (!strcmp(argv[i], "--expect-threads") && i + 1 < argc)
+      expect_threads = atoi(argv[++i]);
   }
   for (int k = 0; k < NPATHS; k++) {
     have[k] = zs_adamw_isa_supported((zs_adamw_isa)k);
@@ -227,7 +230,13 @@ int main(int argc, char **argv) {
       ZS_EXPECT(want == (int)zs_adamw_isa_active(), "ZS_ADAMW_ISA: active path %s, expected %s",
                 zs_adamw_isa_name(zs_adamw_isa_active()), expect);
   }
-  ZS_OK_OR_DIE(zs_pool_create(3, ZS_POOL_UNBOUND, &pool)); /* 3: uneven split on any machine */
+  /* ZS_ADAMW_THREADS as an engine's optimizer reads it (src/optim/optim.c) sizes the pool. */
+  const int env_threads = zs_cpu_adamw_env_threads();
+  if (expect_threads)
+    ZS_EXPECT(env_threads == expect_threads, "ZS_ADAMW_THREADS: %d workers, expected %d",
+              env_threads, expect_threads);
+  /* 3 without it: an uneven split on any machine. */
+  ZS_OK_OR_DIE(zs_pool_create(env_threads > 1 ? env_threads : 3, ZS_POOL_UNBOUND, &pool));
 
   const size_t lens[] = {1, 7, 15, 16, 17, 31, 33, 1000, 65537, 1000003};
   size_t nlens = sizeof lens / sizeof lens[0];

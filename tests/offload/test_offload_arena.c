@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "mem/host_arena.h"
+#include "offload/host_arena.h"
 #include "zs_test.h"
 
 #define MiB ((size_t)1 << 20)

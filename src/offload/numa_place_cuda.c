@@ -1,5 +1,5 @@
 /* The CPUs nearest a CUDA device, from hwloc's CUDA runtime helper (compiled only with CUDA). */
-#include "base/numa_place.h"
+#include "offload/numa_place.h"
 
 #include <cuda_runtime_api.h>
 #include <hwloc/cudart.h>

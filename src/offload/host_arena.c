@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "base/error.h"
-#include "mem/host_arena_impl.h"
+#include "offload/host_arena_impl.h"
 
 #define ZS_HOST_ARENA_FLAGS                                                                        \
   (ZS_HOST_ARENA_NO_PIN | ZS_HOST_ARENA_ALLOW_UNPINNED | ZS_HOST_ARENA_ALLOW_UNBOUND |             \

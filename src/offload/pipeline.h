@@ -1,14 +1,16 @@
-/* The optimizer step with offloaded state (ZS_OFFLOAD_OPTIMIZER): fp32 master, m and v live in
- * the host arena and the CPU worker pool updates them. */
-#ifndef ZS_OFFLOAD_OFFLOAD_STEP_H
-#define ZS_OFFLOAD_OFFLOAD_STEP_H
+/* The copy pipeline of the optimizer step with offloaded state (ZS_OFFLOAD_OPTIMIZER): fp32
+ * master, m and v live in the host arena and a CPU worker pool updates them (cpu_adamw.h); on
+ * CUDA the gradients come down and the params go up in pinned chunks around that update. Used by
+ * the engine's optimizer (src/optim/optim.c), which owns the pool and the staging. */
+#ifndef ZS_OFFLOAD_PIPELINE_H
+#define ZS_OFFLOAD_PIPELINE_H
 
 #include <stddef.h>
 
 #include "device/device.h"
-#include "mem/host_arena.h"
-#include "device/cpu/adamw.h"
-#include "base/worker_pool.h"
+#include "offload/cpu_adamw.h"
+#include "offload/host_arena.h"
+#include "offload/worker_pool.h"
 
 /* Staging for the CUDA copy pipeline: two pinned chunks each for gradients and params. */
 typedef struct {

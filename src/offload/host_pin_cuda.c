@@ -4,7 +4,7 @@
 #include <sys/resource.h>
 
 #include "base/error.h"
-#include "mem/host_arena_impl.h"
+#include "offload/host_arena_impl.h"
 
 zs_status zs_host_pin(void *p, size_t len) {
   cudaError_t ce = cudaHostRegister(p, len, cudaHostRegisterPortable);

@@ -4,7 +4,7 @@
  * a job and bumps `gen`; each worker notices the new generation, claims items from the atomic
  * `next` until it passes n_items, then decrements `active`; the last one wakes the caller. `run_mu`
  * keeps concurrent zs_pool_run calls from overlapping. */
-#include "base/worker_pool.h"
+#include "offload/worker_pool.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/numa_place.h"
+#include "offload/numa_place.h"
 
 #define ZS_POOL_MAX_THREADS 4096
 

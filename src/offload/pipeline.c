@@ -1,6 +1,6 @@
 /* Offloaded AdamW: CPU update of host-resident optimizer state, with a chunked copy pipeline on
  * CUDA (gradients device->host on the comm stream, params host->device on the compute stream). */
-#include "optim/offload_step.h"
+#include "offload/pipeline.h"
 
 #include <string.h>
 

@@ -1,0 +1,61 @@
+/* CPU AdamW over a worker pool (see cpu_adamw.h): large arrays are cut into tiles, each tile runs
+ * the path's single-threaded kernel. */
+#include "offload/cpu_adamw.h"
+
+#include <stdlib.h>
+
+/* One threaded call: arrays and the tile count. */
+typedef struct {
+  zs_adamw_kernel k;
+  const zs_adamw_coef *c;
+  float *master, *m, *v;
+  const char *grad;
+  char *out;
+  zs_dtype grad_dt, param_dt;
+  size_t gsz, osz, n;
+} zs_adamw_tiles;
+
+/* Pool work item: tile `item` of the arrays. */
+static void zs_adamw_tile(void *ctx, size_t item, int worker) {
+  const zs_adamw_tiles *t = ctx;
+  size_t i = item * ZS_ADAMW_TILE;
+  size_t len = t->n - i < ZS_ADAMW_TILE ? t->n - i : ZS_ADAMW_TILE;
+  t->k(t->c, t->master + i, t->m + i, t->v + i, t->grad + i * t->gsz, t->grad_dt,
+       t->out ? t->out + i * t->osz : NULL, t->param_dt, len);
+}
+
+void zs_cpu_adamw_ex(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, float *master,
+                     float *m, float *v, const void *grad, zs_dtype grad_dt, void *param_out,
+                     zs_dtype param_dt, size_t n) {
+  zs_adamw_kernel k = zs_adamw_kernel_for(zs_adamw_isa_resolve(isa));
+  if (!pool || zs_pool_size(pool) < 2 || n < ZS_ADAMW_MT_MIN) {
+    k(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
+    return;
+  }
+  zs_adamw_tiles t = {k,
+                      c,
+                      master,
+                      m,
+                      v,
+                      grad,
+                      param_out,
+                      grad_dt,
+                      param_dt,
+                      zs_dtype_size(grad_dt),
+                      zs_dtype_size(param_dt),
+                      n};
+  if (zs_pool_run(pool, (n + ZS_ADAMW_TILE - 1) / ZS_ADAMW_TILE, zs_adamw_tile, &t) != ZS_OK)
+    k(c, master, m, v, grad, grad_dt, param_out, param_dt, n); /* unreachable: pool is valid */
+}
+
+void zs_cpu_adamw_mt(zs_pool *pool, const zs_adamw_coef *c, float *master, float *m, float *v,
+                     const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                     size_t n) {
+  zs_cpu_adamw_ex(pool, ZS_ADAMW_ISA_AUTO, c, master, m, v, grad, grad_dt, param_out, param_dt, n);
+}
+
+int zs_cpu_adamw_env_threads(void) {
+  const char *s = getenv("ZS_ADAMW_THREADS");
+  long n = s ? strtol(s, NULL, 10) : 1;
+  return n > 1 && n <= 4096 ? (int)n : 1;
+}

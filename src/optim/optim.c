@@ -1,0 +1,130 @@
+/* The optimizer of one engine (see optim.h): norm, clipping, and the choice of AdamW path. */
+#include "optim/optim.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "device/cpu/engine_ops.h" /* zs_sq_bins_value */
+#include "offload/cpu_adamw.h"
+#include "offload/pipeline.h"
+#include "offload/worker_pool.h"
+
+struct zs_optim {
+  zs_optim_cfg cfg;
+  zs_pool *offload_pool; /* workers bound to the arena's node: offloaded updates */
+  zs_pool *cpu_pool;     /* CPU device: workers of the device-resident updates, or NULL */
+  zs_offload_pipe pipe;  /* CUDA with offloaded state: the copy pipeline's staging */
+  zs_adamw_coef decay, nodecay;
+};
+
+zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
+  if (!cfg || !cfg->dev || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: NULL");
+  if (cfg->offload_optimizer && !cfg->arena)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: offloaded optimizer without an arena");
+  zs_optim *o = calloc(1, sizeof *o);
+  if (!o) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
+  o->cfg = *cfg;
+  zs_status rc = ZS_OK;
+  if (cfg->offload_optimizer) {
+    ZS_CHECK_GOTO(zs_pool_create_shared(cfg->offload_threads, zs_host_arena_node(cfg->arena),
+                                        cfg->share_idx, cfg->share_cnt, &o->offload_pool),
+                  rc, fail);
+    ZS_CHECK_GOTO(zs_offload_pipe_init(&o->pipe, cfg->dev, cfg->arena, cfg->offload_chunk), rc,
+                  fail);
+  }
+  if (cfg->dev->kind == ZS_DEVICE_CPU) {
+    const int n = zs_cpu_adamw_env_threads();
+    if (n > 1 && zs_pool_create(n, ZS_POOL_UNBOUND, &o->cpu_pool) != ZS_OK)
+      o->cpu_pool = NULL; /* as without ZS_ADAMW_THREADS: the calling thread */
+  }
+  *out = o;
+  return ZS_OK;
+fail:
+  zs_optim_destroy(o);
+  return rc;
+}
+
+void zs_optim_destroy(zs_optim *o) {
+  if (!o) return;
+  if (o->cfg.arena) zs_offload_pipe_free(&o->pipe, o->cfg.dev, o->cfg.arena);
+  zs_pool_destroy(o->offload_pool);
+  zs_pool_destroy(o->cpu_pool);
+  free(o);
+}
+
+const char *zs_optim_info(const zs_optim *o) {
+  return o && o->offload_pool ? zs_pool_info(o->offload_pool) : "";
+}
+
+void zs_optim_workers(const zs_optim *o, int *offload, int *cpu) {
+  if (offload) *offload = o && o->offload_pool ? zs_pool_size(o->offload_pool) : 0;
+  if (cpu) *cpu = o && o->cpu_pool ? zs_pool_size(o->cpu_pool) : 0;
+}
+
+zs_status zs_optim_norm_start(zs_optim *o, uint64_t *bins) {
+  zs_dev *d = o->cfg.dev;
+  return zs_dev_zero(d, bins, ZS_OPTIM_NORM_BYTES, d->compute_stream);
+}
+
+zs_status zs_optim_norm_add(zs_optim *o, uint64_t *bins, const void *grad, size_t n) {
+  zs_dev *d = o->cfg.dev;
+  return zs_dev_sq_bins(d, bins, grad, o->cfg.param_dtype, n, d->compute_stream);
+}
+
+zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, double scale,
+                               zs_optim_norm *out) {
+  zs_dev *d = o->cfg.dev;
+  uint64_t host[ZS_SQ_NWORDS];
+  if (group) {
+    ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
+    zs_status rc = zs_coll_all_reduce(group, bins, bins, ZS_SQ_NWORDS, ZS_CDT_U64, d->comm_stream);
+    if (rc == ZS_OK) rc = zs_coll_sync(group, d->comm_stream);
+    if (rc != ZS_OK) return zs_err_wrap(rc, "gradient-norm all-reduce");
+  }
+  ZS_CHECK(zs_dev_to_host(d, host, bins, ZS_OPTIM_NORM_BYTES));
+  out->norm = sqrt(zs_sq_bins_value(host)) * scale;
+  out->nonfinite = host[ZS_SQ_NBINS];
+  return ZS_OK;
+}
+
+double zs_optim_clip_coef(double norm, double max_grad_norm) {
+  return (max_grad_norm > 0 && norm > max_grad_norm) ? max_grad_norm / (norm + 1e-6) : 1.0;
+}
+
+void zs_optim_prepare(zs_optim *o, const zs_config *c, int64_t t, double gscale) {
+  zs_adamw_coef_make(&o->decay, c->adamw.lr, c->adamw.beta1, c->adamw.beta2, c->adamw.eps,
+                     c->adamw.weight_decay, t, gscale);
+  zs_adamw_coef_make(&o->nodecay, c->adamw.lr, c->adamw.beta1, c->adamw.beta2, c->adamw.eps, 0.0f,
+                     t, gscale);
+}
+
+/* Device AdamW whose params go to a host-resident shard (ZS_OFFLOAD_PARAMS alone on CUDA): the
+   update runs into a device scratch buffer, then one copy to the host shard. */
+static zs_status adamw_to_host(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
+  zs_dev *d = o->cfg.dev;
+  const zs_dtype pd = o->cfg.param_dtype;
+  const size_t bytes = s->n * zs_dtype_size(pd);
+  void *tmp = NULL, *cs = d->compute_stream;
+  ZS_CHECK(o->cfg.scratch.alloc(o->cfg.scratch.ctx, bytes, &tmp, cs));
+  zs_status rc = zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, tmp, pd, s->n, cs);
+  if (rc == ZS_OK) rc = zs_dev_copy(d, s->param, tmp, bytes, cs);
+  o->cfg.scratch.free(o->cfg.scratch.ctx, tmp, bytes, cs);
+  return rc;
+}
+
+zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
+  zs_dev *d = o->cfg.dev;
+  const zs_dtype pd = o->cfg.param_dtype;
+  const zs_adamw_coef *c = s->no_weight_decay ? &o->nodecay : &o->decay;
+  if (s->state_on_host)
+    return zs_offload_adamw(d, o->offload_pool, &o->pipe, c, s->master, s->m, s->v, s->grad, pd,
+                            s->param, pd, s->param_on_host, s->n);
+  if (d->kind == ZS_DEVICE_CUDA) {
+    if (s->param_on_host) return adamw_to_host(o, c, s);
+    return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, s->param, pd, s->n,
+                        d->compute_stream);
+  }
+  zs_cpu_adamw_mt(o->cpu_pool, c, s->master, s->m, s->v, s->grad, pd, s->param, pd, s->n);
+  return ZS_OK;
+}

@@ -1,0 +1,106 @@
+/* The optimizer of one engine: the exact global gradient norm, the clipping coefficient and the
+ * AdamW update of this rank's segments, with the choice of where each segment is updated:
+ *
+ *   master/m/v in the host arena (ZS_OFFLOAD_OPTIMIZER)  -> the CPU workers on the arena's node
+ *                                                           (on CUDA through the copy pipeline)
+ *   params host-resident alone on CUDA (ZS_OFFLOAD_PARAMS) -> the device, into a scratch buffer,
+ *                                                           then one copy to the host shard
+ *   otherwise, CUDA                                       -> the device (zs_dev_adamw)
+ *   otherwise, the CPU device                             -> this optimizer's CPU workers
+ *                                                           (ZS_ADAMW_THREADS), or the caller
+ *
+ * Every path gives the same bits (src/device/cpu/adamw.h). The engine creates one zs_optim at
+ * zs_engine_create and destroys it in zs_engine_destroy; the optimizer owns its worker pools and
+ * the pipeline's staging, nothing of it is process-wide, so engines in one process never share
+ * or stop each other's workers. It does not know units, the plan or the ledger: the engine hands
+ * it segments and a scratch allocator. Not thread-safe: one engine's step at a time. */
+#ifndef ZS_OPTIM_OPTIM_H
+#define ZS_OPTIM_OPTIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "device/device.h"
+#include "offload/host_arena.h"
+#include "zshard.h"
+
+typedef struct zs_optim zs_optim;
+
+/* Device scratch the optimizer borrows during an update (the engine's ledger-booked buffers). */
+typedef struct {
+  void *ctx;
+  zs_status (*alloc)(void *ctx, size_t bytes, void **p, void *stream);
+  void (*free)(void *ctx, void *p, size_t bytes, void *stream);
+} zs_optim_scratch;
+
+typedef struct {
+  zs_dev *dev;              /* the engine's device (borrowed; outlives the optimizer) */
+  zs_dtype param_dtype;     /* of the gradients and the params the updates write */
+  zs_host_arena *arena;     /* the offload arena (borrowed), or NULL without offload */
+  int offload_optimizer;    /* some master/m/v live in the arena: start the node's workers and the
+                               copy pipeline (needs arena) */
+  int offload_threads;      /* zs_config.offload_threads (0: one per core of the node) */
+  int share_idx, share_cnt; /* this rank among the ranks of its host on the arena's node */
+  size_t offload_chunk;     /* elements per chunk of the CUDA copy pipeline */
+  zs_optim_scratch scratch;
+} zs_optim_cfg;
+
+/* Creates the optimizer. With offload_optimizer: a pool of workers bound to the arena's NUMA
+   node (its cores split share_cnt ways) and, on CUDA, the pipeline's pinned staging. On the CPU
+   device: when ZS_ADAMW_THREADS=N (1 < N <= 4096) a pool of N unbound workers for the updates
+   of device-resident state (if it cannot start, those updates run on the calling thread, as
+   without it). Errors: of the pool or the staging; nothing is left allocated. */
+zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out);
+/* Stops this optimizer's workers and frees its staging (before the arena is destroyed). NULL ok.
+ */
+void zs_optim_destroy(zs_optim *o);
+/* The offload workers' description for zs_engine_info ("" without them). */
+const char *zs_optim_info(const zs_optim *o);
+/* Worker counts of the offload pool and of the CPU device's pool (0: none), for tests. */
+void zs_optim_workers(const zs_optim *o, int *offload, int *cpu);
+
+/* ---- The gradient norm: exact, independent of how units are cut into shards ----
+   The caller owns the bins (ZS_OPTIM_NORM_BYTES of device memory) and must not free them after
+   a failed finish before it has marked itself failed: an abandoned all-reduce may still write
+   them. */
+#define ZS_OPTIM_NORM_BYTES (ZS_SQ_NWORDS * sizeof(uint64_t))
+
+typedef struct {
+  double norm;        /* sqrt(sum of squares) * scale */
+  uint64_t nonfinite; /* NaN/Inf gradient elements summed over the group */
+} zs_optim_norm;
+
+/* Zeroes the bins on the compute stream. */
+zs_status zs_optim_norm_start(zs_optim *o, uint64_t *bins);
+/* Adds the squares of n gradient elements (param dtype, device memory) into the bins. */
+zs_status zs_optim_norm_add(zs_optim *o, uint64_t *bins, const void *grad, size_t n);
+/* Sums the bins over `group` (collective over it; NULL: this rank holds every gradient) and
+   converts them once: out->norm = sqrt(sum) * scale. A failed all-reduce is named "gradient-norm
+   all-reduce" in zs_last_error(). */
+zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, double scale,
+                               zs_optim_norm *out);
+/* The clipping coefficient: max_grad_norm / (norm + 1e-6) when max_grad_norm > 0 and norm is
+   above it, else 1 (zshard.h, "The optimizer"). */
+double zs_optim_clip_coef(double norm, double max_grad_norm);
+
+/* ---- The update ---- */
+/* The coefficients of optimizer step t (1-based) from cfg->adamw, gradients scaled by gscale
+   (clip / (world * micro_steps)); zs_optim_update uses them until the next call. */
+void zs_optim_prepare(zs_optim *o, const zs_config *cfg, int64_t t, double gscale);
+
+/* One tensor's piece of this rank's optimizer range. */
+typedef struct {
+  float *master, *m, *v; /* fp32 state: device memory, or the host arena when state_on_host */
+  const void *grad;      /* the reduced gradient (param dtype, device memory) */
+  void *param;           /* where the updated params go (param dtype): device memory, or host
+                            memory when param_on_host */
+  size_t n;              /* elements */
+  int no_weight_decay, state_on_host, param_on_host;
+} zs_optim_seg;
+
+/* AdamW on one segment, on the path the table above chooses. Work is queued on the engine's
+   streams (CUDA) or done on return (CPU). Errors: the device's, the scratch allocation's. */
+zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s);
+
+#endif
