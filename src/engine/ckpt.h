@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "engine/ckpt_format.h"
+#include "ckptio/ckpt_format.h"
 #include "engine/engine_internal.h"
 
 /* Data blocks are 4 MiB; ZS_TEST_CKPT_BLOCK_BYTES (>= 64, rounded down to a multiple of 4) makes

@@ -1,5 +1,5 @@
 /* POSIX file helpers for checkpoints (see ckpt_io.h). */
-#include "engine/ckpt_io.h"
+#include "ckptio/ckpt_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "engine/ckpt_format.h"
+#include "ckptio/ckpt_format.h"
 
 /* The crash hook (tests only): bytes of data files written by this process so far. */
 static uint64_t hook_written;
