@@ -2,7 +2,8 @@
 #include <stdlib.h>
 
 #include "comm/comm_impl.h"
-#include "comm/coll_impl.h"
+#include "comm/backoff.h"
+#include "base/error.h"
 #include "comm/mpi_ops.h"
 
 /* ZS_COMM_TIMEOUT_S when it is a positive number, else 300 s. */

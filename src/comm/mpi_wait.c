@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "comm/coll_impl.h"
+#include "comm/backoff.h"
+#include "base/error.h"
 #include "comm/mpi_wait.h"
 
 static int leaked; /* MPI is used from one thread (MPI_THREAD_FUNNELED) */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "comm/comm_impl.h"
-#include "comm/coll_impl.h"
+#include "comm/coll_backends.h"
 
 #define ID_MSG_BYTES (1 + NCCL_UNIQUE_ID_BYTES) /* status byte + ncclUniqueId */
 

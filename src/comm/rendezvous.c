@@ -15,7 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm/coll_impl.h"
+#include "comm/backoff.h"
+#include "base/error.h"
 #include "comm/rendezvous.h"
 
 #define RDV_MAGIC 0x7a736864u /* "zshd" */
