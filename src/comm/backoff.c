@@ -5,21 +5,16 @@
 #include <stdlib.h>
 #include <time.h>
 
-/* Monotonic seconds. */
-double zs_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "base/clock.h"
 
 void zs_backoff_init(zs_backoff *b) {
-  b->t0 = zs_now_s();
+  b->t0 = zs_clock_now_s();
   b->ns = 50000L;
 }
 
 /* A yield while the wait is young, then a sleep doubling up to 1 ms. */
 void zs_backoff_wait(zs_backoff *b) {
-  if (zs_now_s() - b->t0 < ZS_SPIN_S) {
+  if (zs_clock_now_s() - b->t0 < ZS_SPIN_S) {
     sched_yield();
     return;
   }

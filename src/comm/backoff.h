@@ -4,6 +4,8 @@
 #ifndef ZS_COMM_BACKOFF_H
 #define ZS_COMM_BACKOFF_H
 
+#include "base/clock.h" /* zs_clock_now_s: the clock every wait is measured on */
+
 /* Polling of a wait: MPI and CUDA progress only while we poll, so the first ZS_SPIN_S seconds
    spin with sched_yield (a large message needs many progress calls; yielding lets ranks that
    share a core run, as MPI's own blocking calls do), then sleeps grow to 1 ms (a stuck peer
@@ -19,7 +21,5 @@ void zs_backoff_init(zs_backoff *b);
 void zs_backoff_wait(zs_backoff *b);
 /* Seconds coll/comm destroy waits for abandoned (timed-out) requests before leaking them. */
 double zs_drain_seconds(void);
-/* Monotonic clock in seconds. */
-double zs_now_s(void);
 
 #endif

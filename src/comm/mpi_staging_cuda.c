@@ -67,11 +67,11 @@ static zs_status copy(zs_coll *c, void *dst, const void *src, size_t bytes, int 
                   "device memory of the current device",
                   op, to_host ? "to" : "from", cudaGetErrorString(e));
   }
-  double deadline = c->timeout_s > 0 ? zs_now_s() + c->timeout_s : 0;
+  double deadline = c->timeout_s > 0 ? zs_clock_now_s() + c->timeout_s : 0;
   zs_backoff bo;
   zs_backoff_init(&bo);
   while ((e = cudaStreamQuery(s)) == cudaErrorNotReady) {
-    if (deadline > 0 && zs_now_s() > deadline) {
+    if (deadline > 0 && zs_clock_now_s() > deadline) {
       m->stage = NULL; /* abandoned with the queued copy, see above */
       m->stage_bytes = 0;
       return zs_err(ZS_ERR_TIMEOUT,

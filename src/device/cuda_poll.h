@@ -9,13 +9,8 @@
 #include <sched.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/error.h"
-
-static inline double zs_cuda_poll_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Polls query(obj) until it is not cudaErrorNotReady or timeout_s passed: spins with sched_yield
    for the first 10 ms (short waits stay fast), then sleeps growing to 1 ms. Returns ZS_OK,
@@ -23,7 +18,7 @@ static inline double zs_cuda_poll_now(void) {
    the caller). timeout_s <= 0: no bound. */
 static inline zs_status zs_cuda_poll(cudaError_t (*query)(void *), void *obj, double timeout_s,
                                      const char *what, cudaError_t *err) {
-  const double t0 = zs_cuda_poll_now();
+  const double t0 = zs_clock_now_s();
   long ns = 0;
   for (;;) {
     const cudaError_t e = query(obj);
@@ -32,7 +27,7 @@ static inline zs_status zs_cuda_poll(cudaError_t (*query)(void *), void *obj, do
       *err = e;
       return ZS_ERR_DEVICE;
     }
-    const double el = zs_cuda_poll_now() - t0;
+    const double el = zs_clock_now_s() - t0;
     if (timeout_s > 0 && el > timeout_s)
       return zs_err(ZS_ERR_TIMEOUT,
                     "%s: GPU work queued before it was still running after %.1f s (comm_timeout_s "
