@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/config.h"
 #include "base/clock.h"
 
 void zs_backoff_init(zs_backoff *b) {
@@ -25,7 +26,7 @@ void zs_backoff_wait(zs_backoff *b) {
 
 /* ZS_COMM_DRAIN_S or 5 s. */
 double zs_drain_seconds(void) {
-  const char *s = getenv("ZS_COMM_DRAIN_S");
+  const char *s = zs_env("ZS_COMM_DRAIN_S");
   if (s && *s) {
     char *end = NULL;
     double v = strtod(s, &end);

@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "comm/coll_backends.h"
 
 /* Backend requested by ZS_COMM: 0 none, 1 mpi, 2 nccl, 3 self, -1 garbage. */
 static int env_backend(void) {
-  const char *s = getenv("ZS_COMM");
+  const char *s = zs_env("ZS_COMM");
   if (!s || !*s) return 0;
   if (!strcmp(s, "mpi")) return 1;
   if (!strcmp(s, "nccl")) return 2;
@@ -32,7 +33,7 @@ zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll *
     return zs_err(ZS_ERR_INVALID_ARG,
                   "ZS_COMM=\"%s\" is not a backend: use mpi, nccl or self "
                   "(or unset it)",
-                  getenv("ZS_COMM"));
+                  zs_env("ZS_COMM"));
   if (want == 3) {
     if (c->size != 1)
       return zs_err(ZS_ERR_INVALID_ARG,

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/config.h"
 #include "base/clock.h"
 #include "comm/coll_impl.h"
 
@@ -36,7 +37,7 @@
    is always on may take (up to +87% per step latency-bound, bench/RESULTS.md); the step's
    agreement and the running hash stay in every build. */
 static int check_wanted(void) {
-  const char *s = getenv("ZS_COMM_CHECK");
+  const char *s = zs_env("ZS_COMM_CHECK");
   if (s && *s) return strcmp(s, "0") != 0;
 #ifdef NDEBUG
   return 0;

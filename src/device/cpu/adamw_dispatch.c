@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "base/worker_pool.h"
 
 /* Arrays shorter than this run on the calling thread: waking workers costs more than it saves. */
@@ -53,7 +54,7 @@ static pthread_once_t zs_isa_once = PTHREAD_ONCE_INIT;
 /* Reads ZS_ADAMW_ISA once; unknown values are ignored (the widest path is used). */
 static void zs_isa_init(void) {
   zs_adamw_isa want = ZS_ADAMW_ISA_AVX512;
-  const char *s = getenv("ZS_ADAMW_ISA");
+  const char *s = zs_env("ZS_ADAMW_ISA");
   if (s && strcmp(s, "scalar") == 0) want = ZS_ADAMW_ISA_SCALAR;
   if (s && strcmp(s, "avx2") == 0) want = ZS_ADAMW_ISA_AVX2;
   zs_active_isa = zs_adamw_isa_clamp(want);
@@ -133,7 +134,7 @@ static pthread_once_t zs_pool_once = PTHREAD_ONCE_INIT;
 /* ZS_ADAMW_THREADS=N (N > 1): a process-wide unbound pool, started on first use and kept for the
    life of the process (it owns only idle threads). Any failure leaves it NULL: single-threaded. */
 static void zs_default_pool_init(void) {
-  const char *s = getenv("ZS_ADAMW_THREADS");
+  const char *s = zs_env("ZS_ADAMW_THREADS");
   long n = s ? strtol(s, NULL, 10) : 1;
   if (n > 1 && n <= 4096 && zs_pool_create((int)n, ZS_POOL_UNBOUND, &zs_default_pool) != ZS_OK)
     zs_default_pool = NULL;
