@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A shared library exports exactly its public API: every dynamic symbol it defines is a function
-# declared ZS_API in its header, and every such function is exported.
+# declared ZS_API in its header, and every such function is exported. And it is the shipped build:
+# no test hook (no ZS_TEST_ string: the hooks exist only in the tests' zshard_internal).
 # Usage: test_exports.sh LIBZSHARD_SO HEADER
 set -euo pipefail
 lib=$1
@@ -19,4 +20,9 @@ if [ -n "$missing" ]; then
   echo "FAIL: declared ZS_API but not exported:"
   echo "$missing" | sed 's/^/  /'
 fi
-[ -z "$extra" ] && [ -z "$missing" ]
+hooks=$(strings -a "$lib" | grep -E 'ZS_TEST_' || true)
+if [ -n "$hooks" ]; then
+  echo "FAIL: $lib contains test hook strings (the shipped library must have no hook):"
+  echo "$hooks" | sed 's/^/  /'
+fi
+[ -z "$extra" ] && [ -z "$missing" ] && [ -z "$hooks" ]
