@@ -1,7 +1,8 @@
 /* zshard — a memory-sharding training engine (ZeRO / FSDP style) for C training loops.
  *
  * This header is the engine's public API; the GPT-2 training kernels are in zshard_kernels.h
- * (their own library). Its sections, in reading order: status and errors, versions,
+ * (their own library, libzshard_kernels, which uses this API; this header and libzshard never
+ * need the kernels). Its sections, in reading order: status and errors, versions,
  * configuration (with the stage-3 memory rule), communicators, engine lifecycle, parameters, the
  * training step, introspection. docs/ARCHITECTURE.md explains how the engine works inside.
  *
@@ -628,10 +629,4 @@ ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);
 }
 #endif
 
-/* The training kernels (their own library, zshard_kernels) come with this header, so a program
-   that includes only zshard.h keeps compiling; the CMake target zshard and the pkg-config module
-   zshard link them too. Define ZSHARD_NO_KERNELS to see the engine's API alone. */
-#ifndef ZSHARD_NO_KERNELS
-#include "zshard_kernels.h"
-#endif
 #endif /* ZSHARD_H */

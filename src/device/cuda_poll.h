@@ -10,14 +10,19 @@
 #include <time.h>
 
 #include "base/clock.h"
-#include "base/error.h"
+#include "zshard.h"
+
+/* The library's error function: zs_err in libzshard, zs_kerr in the kernels library (each
+   records its message in the thread's last error and returns the status). */
+typedef zs_status (*zs_cuda_poll_report)(zs_status s, const char *fmt, ...);
 
 /* Polls query(obj) until it is not cudaErrorNotReady or timeout_s passed: spins with sched_yield
    for the first 10 ms (short waits stay fast), then sleeps growing to 1 ms. Returns ZS_OK,
-   ZS_ERR_TIMEOUT naming `what`, or ZS_ERR_DEVICE with the CUDA error in *err (message left to
-   the caller). timeout_s <= 0: no bound. */
+   ZS_ERR_TIMEOUT naming `what` (the message recorded through report), or ZS_ERR_DEVICE with the
+   CUDA error in *err (message left to the caller). timeout_s <= 0: no bound. */
 static inline zs_status zs_cuda_poll(cudaError_t (*query)(void *), void *obj, double timeout_s,
-                                     const char *what, cudaError_t *err) {
+                                     const char *what, cudaError_t *err,
+                                     zs_cuda_poll_report report) {
   const double t0 = zs_clock_now_s();
   long ns = 0;
   for (;;) {
@@ -29,7 +34,7 @@ static inline zs_status zs_cuda_poll(cudaError_t (*query)(void *), void *obj, do
     }
     const double el = zs_clock_now_s() - t0;
     if (timeout_s > 0 && el > timeout_s)
-      return zs_err(ZS_ERR_TIMEOUT,
+      return report(ZS_ERR_TIMEOUT,
                     "%s: GPU work queued before it was still running after %.1f s (comm_timeout_s "
                     "%g): a collective it depends on waits for a peer that stopped answering; the "
                     "engine's communicators are aborted: end the job, check the other ranks, and "

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/error.h"
+#include "kernels/kerr.h"
 #include "kernels/cpu/gpt2_cpu.h"
 #include "zshard_kernels.h"
 #include "kernels/kernels_watch.h"
@@ -37,7 +37,7 @@ struct zs_kernels {
    calling function's name (a local static string in each of them). */
 #define REQ(cond, ...)                                                                             \
   do {                                                                                             \
-    if (!(cond)) return zs_err(ZS_ERR_INVALID_ARG, __VA_ARGS__);                                   \
+    if (!(cond)) return zs_kerr(ZS_ERR_INVALID_ARG, __VA_ARGS__);                                  \
   } while (0)
 #define REQ_CTX(k)                                                                                 \
   REQ((k) != NULL, "%s: the kernels context is NULL: create one with zs_kernels_create", fn)
@@ -50,7 +50,7 @@ struct zs_kernels {
 #define CUDA_CALL(name, ...) return zs_cuda_##name(k->cuda, __VA_ARGS__)
 #else
 #define CUDA_CALL(name, ...)                                                                       \
-  return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn)
+  return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn)
 #endif
 
 /* Validates device and dtype (the CPU is fp32 only), then builds the CUDA context when asked. On
@@ -64,19 +64,19 @@ zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels
   REQ(dt == ZS_F32 || dt == ZS_BF16, "%s: dtype %d is not a dtype: use ZS_F32 or ZS_BF16", fn,
       (int)dt);
   if (dev == ZS_DEVICE_CPU && dt != ZS_F32)
-    return zs_err(ZS_ERR_UNSUPPORTED,
-                  "%s: the CPU kernels are fp32 only: use ZS_F32 on ZS_DEVICE_CPU (ZS_BF16 needs "
-                  "ZS_DEVICE_CUDA)",
-                  fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED,
+                   "%s: the CPU kernels are fp32 only: use ZS_F32 on ZS_DEVICE_CPU (ZS_BF16 needs "
+                   "ZS_DEVICE_CUDA)",
+                   fn);
 #ifndef ZS_HAVE_CUDA
   if (dev == ZS_DEVICE_CUDA)
-    return zs_err(ZS_ERR_UNSUPPORTED,
-                  "%s: zshard was built without CUDA: use ZS_DEVICE_CPU, or rebuild with a CUDA "
-                  "compiler (ZS_CUDA=ON)",
-                  fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED,
+                   "%s: zshard was built without CUDA: use ZS_DEVICE_CPU, or rebuild with a CUDA "
+                   "compiler (ZS_CUDA=ON)",
+                   fn);
 #endif
   zs_kernels *k = calloc(1, sizeof *k);
-  if (!k) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the context", fn);
+  if (!k) return zs_kerr(ZS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the context", fn);
   k->dev = dev;
   k->dt = dt;
 #ifdef ZS_HAVE_CUDA
@@ -84,7 +84,7 @@ zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels
     zs_status rc = zs_cuda_kctx_create(dt, stream, &k->cuda);
     if (rc != ZS_OK) {
       free(k);
-      return zs_err_wrap(rc, "%s", fn);
+      return zs_kerr_wrap(rc, "%s", fn);
     }
   }
 #endif
@@ -116,9 +116,9 @@ zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p) {
   if (k->dev == ZS_DEVICE_CUDA) CUDA_CALL(mem_alloc, bytes, p);
   void *q = NULL;
   if (posix_memalign(&q, ZS_KERNELS_ALIGN, bytes) != 0 || !q)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                  "%s: the host cannot allocate %zu bytes: use smaller buffers (batch, sequence)",
-                  fn, bytes);
+    return zs_kerr(ZS_ERR_OUT_OF_MEMORY,
+                   "%s: the host cannot allocate %zu bytes: use smaller buffers (batch, sequence)",
+                   fn, bytes);
   memset(q, 0, bytes);
   *p = q;
   return ZS_OK;
@@ -171,7 +171,7 @@ zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t byte
     return watched(k, zs_cuda_mem_copy(k->cuda, dst, src, bytes, k->wait_timeout_s));
 #else
   if (k->dev == ZS_DEVICE_CUDA)
-    return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
 #endif
   memmove(dst, src, bytes);
   return ZS_OK;
@@ -184,7 +184,7 @@ zs_status zs_kernels_sync(zs_kernels *k) {
 #ifdef ZS_HAVE_CUDA
     return watched(k, zs_cuda_mem_sync(k->cuda, k->wait_timeout_s));
 #else
-    return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
 #endif
   }
   return ZS_OK;

@@ -8,7 +8,7 @@
 
 #include "device/cuda_copy.h"
 #include "device/cuda_poll.h"
-#include "base/error.h"
+#include "kernels/kerr.h"
 
 /* The stream all of it is ordered on. */
 static cudaStream_t stream_of(zs_cuda_kctx *k) {
@@ -19,8 +19,8 @@ static cudaStream_t stream_of(zs_cuda_kctx *k) {
    cleared so that later calls do not report it again. */
 static zs_status cuda_fail(const char *fn, const char *what, cudaError_t e) {
   (void)cudaGetLastError();
-  return zs_err(ZS_ERR_DEVICE, "%s: %s failed: %s (%s); check the GPU is healthy", fn, what,
-                cudaGetErrorString(e), cudaGetErrorName(e));
+  return zs_kerr(ZS_ERR_DEVICE, "%s: %s failed: %s (%s); check the GPU is healthy", fn, what,
+                 cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 zs_status zs_cuda_mem_alloc(zs_cuda_kctx *k, size_t bytes, void **p) {
@@ -33,10 +33,10 @@ zs_status zs_cuda_mem_alloc(zs_cuda_kctx *k, size_t bytes, void **p) {
     if (e != cudaErrorMemoryAllocation) return cuda_fail(fn, "cudaMallocAsync", e);
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) (void)cudaGetLastError();
-    return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                  "%s: the GPU cannot allocate %zu bytes (%zu of %zu bytes free): use smaller "
-                  "buffers (batch, sequence) or a higher stage / offload for the model state",
-                  fn, bytes, fr, tot);
+    return zs_kerr(ZS_ERR_OUT_OF_MEMORY,
+                   "%s: the GPU cannot allocate %zu bytes (%zu of %zu bytes free): use smaller "
+                   "buffers (batch, sequence) or a higher stage / offload for the model state",
+                   fn, bytes, fr, tot);
   }
   e = cudaMemsetAsync(q, 0, bytes, s);
   if (e != cudaSuccess) {
@@ -65,7 +65,8 @@ static zs_status wait_stream(zs_cuda_kctx *k, double timeout_s, const char *fn) 
     err = cudaStreamSynchronize(stream_of(k));
     return err == cudaSuccess ? ZS_OK : cuda_fail(fn, "cudaStreamSynchronize", err);
   }
-  const zs_status rc = zs_cuda_poll(zs_cuda_query_stream, stream_of(k), timeout_s, fn, &err);
+  const zs_status rc =
+      zs_cuda_poll(zs_cuda_query_stream, stream_of(k), timeout_s, fn, &err, zs_kerr);
   return rc == ZS_ERR_DEVICE ? cuda_fail(fn, "cudaStreamQuery", err) : rc;
 }
 

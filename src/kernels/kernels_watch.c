@@ -1,6 +1,6 @@
 /* zs_kernels_watch (include/zshard_kernels.h): the user's host waits on the engine's stream
  * bounded by the engine's comm_timeout_s, through zshard's public API only. */
-#include "base/error.h"
+#include "kernels/kerr.h"
 #include "kernels/kernels_watch.h"
 #include "zshard_kernels.h"
 
@@ -9,7 +9,7 @@ static void on_timeout(void *ctx) {
 }
 
 zs_status zs_kernels_watch(zs_kernels *k, zs_engine *e) {
-  if (!k) return zs_err(ZS_ERR_INVALID_ARG, "zs_kernels_watch: the kernels context is NULL");
+  if (!k) return zs_kerr(ZS_ERR_INVALID_ARG, "zs_kernels_watch: the kernels context is NULL");
   if (!e) {
     zs_kernels_set_watch(k, 0, NULL, NULL);
     return ZS_OK;
