@@ -125,7 +125,9 @@ if [[ " ${pc_flags[*]} " == *rpath* ]]; then
 fi
 # The README's line: the program's own rpath to the prefix (pkg-config's libdir variable).
 pc_libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir zshard)
-"$cc" -std=c11 -Wall -Wextra -Werror "${flags[@]}" "$consumer/consumer.c" -o "$work/consumer_pc" \
+# ZSHARD_NO_DEPRECATED: the consumer uses today's names only (zshard_kernels.h's deprecated macros
+# hidden).
+"$cc" -std=c11 -Wall -Wextra -Werror -DZSHARD_NO_DEPRECATED "${flags[@]}" "$consumer/consumer.c" -o "$work/consumer_pc" \
   "${pc_flags[@]}" -Wl,-rpath,"$pc_libdir"
 if LD_LIBRARY_PATH=$libdir ldd "$work/consumer_pc" | grep libzshard | grep -v -q "$prefix"; then
   echo "FAIL: consumer_pc does not load libzshard from $prefix:"
