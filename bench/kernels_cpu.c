@@ -139,7 +139,7 @@ static void bench_free(bench *b) {
                  b->lse, b->logits, b->losses, b->g1,  b->g2,  b->g3,   b->g4};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     free(all[i]);
-  zs_kernels_destroy(b->k);
+  zs_k_destroy(b->k);
 }
 
 /* Parses -B/-T/-C/-NH/-V/--csv; returns 0 on a bad argument. */
@@ -174,8 +174,8 @@ int main(int argc, char **argv) {
   }
   b.Vp = (b.V + 63) / 64 * 64;
   b.N = b.B * b.T;
-  if (zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &b.k) != ZS_OK) {
-    fprintf(stderr, "zs_kernels_create: %s\n", zs_last_error());
+  if (zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &b.k) != ZS_OK) {
+    fprintf(stderr, "zs_k_create: %s\n", zs_last_error());
     return 1;
   }
   size_t N = (size_t)b.N, C = (size_t)b.C;

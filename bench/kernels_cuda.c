@@ -86,7 +86,7 @@ static void *tensor(bench *b, size_t n) {
 static void setup(bench *b) {
   size_t N = (size_t)b->N, C = (size_t)b->C;
   b->es = b->dt == ZS_BF16 ? 2 : 4;
-  ZS_OK(zs_kernels_create(ZS_DEVICE_CUDA, b->dt, NULL, &b->k));
+  ZS_OK(zs_k_create(ZS_DEVICE_CUDA, b->dt, NULL, &b->k));
   int *h = malloc(N * sizeof *h);
   for (size_t i = 0; i < N; i++)
     h[i] = rand() % b->V;
@@ -315,6 +315,6 @@ int main(int argc, char **argv) {
   printf("headline: lm_head fwd %.0f TFLOP/s, attention fwd %.1f TFLOP/s, layer kernels once each "
          "%.2f ms (%s)\n",
          head_tf, att_tf, total, b.dt == ZS_BF16 ? "bf16" : "f32");
-  zs_kernels_destroy(b.k);
+  zs_k_destroy(b.k);
   return 0;
 }

@@ -10,7 +10,7 @@
  * gradients over ranks and micro-steps, shards them and the AdamW state by `--stage`.
  *
  * The forward/backward use only the public kernels of zshard.h (zs_k_matmul_*, zs_k_gelu_*,
- * zs_k_softmax_xent) and its buffers (zs_kernels_alloc, _zero, _copy), so the same code runs on
+ * zs_k_softmax_xent) and its buffers (zs_k_alloc, _zero, _copy), so the same code runs on
  * both devices and the example needs no CUDA runtime of its own. The first micro-step of every step
  * also runs the forward of a fixed evaluation set (the same rows on every rank, so every rank
  * computes the same number without communicating): the loss of the parameters entering the step.
@@ -108,7 +108,7 @@ static int make_sample(const model *m, uint64_t stream, uint64_t g, float *x) {
 }
 
 /* Uploads this rank's training rows of micro-batch `mb`, then evaluation rows up to m->rows
-   (zs_kernels_copy from the host returns once the copy is done, so the staging can be reused). */
+   (zs_k_copy from the host returns once the copy is done, so the staging can be reused). */
 static zs_status load_batch(model *m, uint64_t mb) {
   const opts *o = m->o;
   uint64_t first = mb * (uint64_t)o->batch + (uint64_t)m->rank * (uint64_t)m->n;
@@ -117,10 +117,9 @@ static zs_status load_batch(model *m, uint64_t mb) {
     m->host_targets[i] = i < m->n ? make_sample(m, 0, first + (uint64_t)i, x)
                                   : make_sample(m, 1, (uint64_t)(i - m->n), x);
   }
-  zs_status rc =
-      zs_kernels_copy(m->k, m->act[0], m->host_x, sizeof(float) * (size_t)m->rows * o->in_dim);
+  zs_status rc = zs_k_copy(m->k, m->act[0], m->host_x, sizeof(float) * (size_t)m->rows * o->in_dim);
   if (rc != ZS_OK) return rc;
-  return zs_kernels_copy(m->k, m->targets, m->host_targets, sizeof(int) * (size_t)m->rows);
+  return zs_k_copy(m->k, m->targets, m->host_targets, sizeof(int) * (size_t)m->rows);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -199,7 +198,7 @@ static zs_status backward(model *m) {
   for (int l = m->o->layers - 1; l >= 0; l--) {
     zs_unit *u = m->unit[l];
     size_t din = (size_t)m->n * m->dim[l];
-    zs_status rc = l > 0 ? zs_kernels_zero(m->k, m->dact[l], sizeof(float) * din) : ZS_OK;
+    zs_status rc = l > 0 ? zs_k_zero(m->k, m->dact[l], sizeof(float) * din) : ZS_OK;
     if (rc == ZS_OK) rc = zs_unit_gather(u);
     if (rc == ZS_OK)
       rc = zs_k_matmul_bwd(m->k, l > 0 ? m->dact[l] : NULL, zs_unit_grad(u, 0), zs_unit_grad(u, 1),
@@ -210,7 +209,7 @@ static zs_status backward(model *m) {
     if (rc != ZS_OK) return rc;
     if (rc2 != ZS_OK) return rc2;
     if (l > 0) {
-      rc = zs_kernels_zero(m->k, m->dpre[l - 1], sizeof(float) * din);
+      rc = zs_k_zero(m->k, m->dpre[l - 1], sizeof(float) * din);
       if (rc == ZS_OK) rc = zs_k_gelu_bwd(m->k, m->dpre[l - 1], m->pre[l - 1], m->dact[l], din);
       if (rc != ZS_OK) return rc;
     }
@@ -238,7 +237,7 @@ static zs_status train_step(model *m, int step, double *train, double *eval, zs_
     rc = load_batch(m, (uint64_t)step * (uint64_t)o->micro_steps + (uint64_t)mi);
     if (rc == ZS_OK) rc = forward(m);
     if (rc == ZS_OK)
-      rc = zs_kernels_copy(m->k, m->host_losses, m->losses, sizeof(float) * (size_t)m->rows);
+      rc = zs_k_copy(m->k, m->host_losses, m->losses, sizeof(float) * (size_t)m->rows);
     if (rc == ZS_OK) {
       *train += mean_loss(m, 0, m->n) / o->micro_steps;
       if (mi == 0) *eval = mean_loss(m, m->n, m->rows);
@@ -258,16 +257,16 @@ static zs_status alloc_buffers(model *m) {
   const opts *o = m->o;
   zs_status rc = ZS_OK;
   for (int l = 0; rc == ZS_OK && l < o->layers; l++) {
-    rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->max_rows * m->dim[l], &m->act[l]);
+    rc = zs_k_alloc(m->k, sizeof(float) * (size_t)m->max_rows * m->dim[l], &m->act[l]);
     if (rc == ZS_OK)
-      rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->max_rows * m->dim[l + 1], &m->pre[l]);
+      rc = zs_k_alloc(m->k, sizeof(float) * (size_t)m->max_rows * m->dim[l + 1], &m->pre[l]);
     if (rc == ZS_OK && l > 0)
-      rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->n * m->dim[l], &m->dact[l]);
+      rc = zs_k_alloc(m->k, sizeof(float) * (size_t)m->n * m->dim[l], &m->dact[l]);
     if (rc == ZS_OK)
-      rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->n * m->dim[l + 1], &m->dpre[l]);
+      rc = zs_k_alloc(m->k, sizeof(float) * (size_t)m->n * m->dim[l + 1], &m->dpre[l]);
   }
-  if (rc == ZS_OK) rc = zs_kernels_alloc(m->k, sizeof(int) * (size_t)m->max_rows, &m->targets);
-  if (rc == ZS_OK) rc = zs_kernels_alloc(m->k, sizeof(float) * (size_t)m->max_rows, &m->losses);
+  if (rc == ZS_OK) rc = zs_k_alloc(m->k, sizeof(int) * (size_t)m->max_rows, &m->targets);
+  if (rc == ZS_OK) rc = zs_k_alloc(m->k, sizeof(float) * (size_t)m->max_rows, &m->losses);
   if (rc != ZS_OK) return rc;
   m->host_x = malloc(sizeof(float) * (size_t)m->max_rows * o->in_dim);
   m->host_targets = malloc(sizeof(int) * (size_t)m->max_rows);
@@ -283,13 +282,13 @@ static zs_status alloc_buffers(model *m) {
 /* Frees what alloc_buffers allocated (any subset of it; device buffers need the kernels). */
 static void free_buffers(model *m) {
   for (int l = 0; l < MAX_LAYERS; l++) {
-    zs_kernels_free(m->k, m->act[l]);
-    zs_kernels_free(m->k, m->pre[l]);
-    zs_kernels_free(m->k, m->dact[l]);
-    zs_kernels_free(m->k, m->dpre[l]);
+    zs_k_free(m->k, m->act[l]);
+    zs_k_free(m->k, m->pre[l]);
+    zs_k_free(m->k, m->dact[l]);
+    zs_k_free(m->k, m->dpre[l]);
   }
-  zs_kernels_free(m->k, m->targets);
-  zs_kernels_free(m->k, m->losses);
+  zs_k_free(m->k, m->targets);
+  zs_k_free(m->k, m->losses);
   free(m->host_x);
   free(m->host_targets);
   free(m->host_losses);
@@ -426,8 +425,8 @@ static zs_status setup(model *m, zs_comm *comm) {
   zs_status rc = zs_engine_create(&cfg, comm, &m->e);
   if (rc == ZS_OK) rc = add_units(m);
   if (rc == ZS_OK) rc = zs_engine_commit(m->e);
-  if (rc == ZS_OK) rc = zs_kernels_create(o->device, ZS_F32, zs_engine_stream(m->e), &m->k);
-  if (rc == ZS_OK) rc = zs_kernels_watch(m->k, m->e); /* host waits bounded by comm_timeout_s */
+  if (rc == ZS_OK) rc = zs_k_create(o->device, ZS_F32, zs_engine_stream(m->e), &m->k);
+  if (rc == ZS_OK) rc = zs_k_watch(m->k, m->e); /* host waits bounded by comm_timeout_s */
   if (rc == ZS_OK) rc = alloc_buffers(m);
   if (rc == ZS_OK) rc = init_params(m);
   return rc;
@@ -485,7 +484,7 @@ int main(int argc, char **argv) {
   print_memory(&m);
 fail:
   free_buffers(&m);
-  zs_kernels_destroy(m.k);
+  zs_k_destroy(m.k);
   zs_engine_destroy(m.e);
   zs_comm_destroy(comm);
   return status;

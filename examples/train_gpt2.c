@@ -362,9 +362,9 @@ static int build(run *r) {
   else
     TRY(gpt2_init_random(&r->units, a->seed));
   void *stream = zs_engine_stream(r->eng);
-  ZS_TRY(zs_kernels_create(a->device, a->dtype, stream, &r->k));
+  ZS_TRY(zs_k_create(a->device, a->dtype, stream, &r->k));
   /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
-  ZS_TRY(zs_kernels_watch(r->k, r->eng));
+  ZS_TRY(zs_k_watch(r->k, r->eng));
   gpt2_dev dev = {r->k, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
   TRY(gpt2_model_init(&r->model, &r->units, &dev, r->k, a->batch, a->seq, a->recompute));
   size_t n = (size_t)a->batch * a->seq;
@@ -640,7 +640,7 @@ int main(int argc, char **argv) {
   int rc = run_all(&r, argc, argv);
   if (rc < 0) fprintf(stderr, "train_gpt2 (rank %d): error: %s\n", r.rank, gpt2_error());
   gpt2_model_free(&r.model);
-  zs_kernels_destroy(r.k);
+  zs_k_destroy(r.k);
   gpt2_units_free(&r.units);
   zs_engine_destroy(r.eng);
   zs_comm_destroy(r.comm);

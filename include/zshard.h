@@ -1,9 +1,17 @@
 /* zshard — a memory-sharding training engine (ZeRO / FSDP style) for C training loops.
  *
  * This header is the engine's public API; the GPT-2 training kernels are in zshard_kernels.h
- * (their own library). Its sections, in reading order: status and errors, versions,
- * configuration (with the stage-3 memory rule), communicators, engine lifecycle, parameters, the
- * training step, introspection. docs/ARCHITECTURE.md explains how the engine works inside.
+ * (their own library, libzshard_kernels, which uses this API; this header and libzshard never
+ * need the kernels). Its sections, in reading order: status and errors, versions,
+ * configuration (with the memory rule of sharded params), communicators, engine lifecycle
+ * (create, commit, abort, destroy), parameters, the training step (with the learning rate),
+ * memory planning, checkpoints and export, introspection. docs/ARCHITECTURE.md explains how the
+ * engine works inside.
+ *
+ * Collectivity follows the sharding switches (zs_config: shard_params, shard_grads,
+ * shard_optimizer), not the stage number: the stage only sets the switches left at
+ * ZS_SHARD_AS_STAGE (1 shards the optimizer state, 2 also the gradients, 3 also the params). So
+ * "sharded params" below means shard_params in effect: stage 3, or ZS_SHARD_YES at any stage.
  *
  * Conventions, true of every call unless its comment says otherwise:
  *  - Errors: a call that can fail returns zs_status; on failure zs_last_error() (per thread)
@@ -31,20 +39,21 @@
  *    ZS_ERR_TIMEOUT after comm_timeout_s; with the check on, a rank that arrives after a peer
  *    gave up fails at once (ZS_ERR_TIMEOUT, "gave up"; every rank of that exchange reaches the
  *    same verdict from the exchanged words). Calls that are local in the configuration are not
- *    compared, so legal programs are never flagged: zs_unit_gather with full params (stages
- *    0-2), zs_unit_get_param of unsharded state (stage 0), a zs_unit_grads_ready before the last
- *    micro-step with full gradients (stages 0-1, not deterministic). After a divergence error
+ *    compared, so legal programs are never flagged: zs_unit_gather with full params,
+ *    zs_unit_get_param with a full optimizer state, a zs_unit_grads_ready before the last
+ *    micro-step with full gradients (not deterministic). After a divergence error
  *    destroy the engine and the comm and exit: every rank finalises MPI normally. The check
  *    costs one small all-gather per collective (one latency: within noise on a real model, up
  *    to +87% per step for tiny units on 4 ranks sharing 2 cores, bench/RESULTS.md), so it is on
  *    by default only in Debug builds of the library (no NDEBUG); ZS_COMM_CHECK=1 turns it on in
  *    any build, ZS_COMM_CHECK=0 off (the hash and the step's agreement stay). Test with it on.
- *  - Sampling or evaluating on one rank: at stage 3 (sharded params) zs_unit_gather is
- *    collective, so every rank runs the forward (for example all ranks sample with the same seed
- *    and rank 0 prints). A rank that wants to sample alone first has every rank call
- *    zs_unit_get_param for each tensor (collective at stages 1-3; one unit's fp32 master at a
- *    time on the engine) and runs its forward from those host copies, outside the engine. At
- *    stages 0-2 (full params) zs_unit_gather is local and one rank may sample alone.
+ *  - Sampling or evaluating on one rank: with sharded params zs_unit_gather is collective, so
+ *    every rank runs the forward (for example all ranks sample with the same seed and rank 0
+ *    prints). A rank that wants to sample alone first has every rank call zs_unit_get_param for
+ *    each tensor (collective when the optimizer state is sharded; one unit's fp32 master at a
+ *    time on the engine) and runs its forward from those host copies, outside the engine. With
+ *    full params (shard_params off: stages 0-2 unless set) zs_unit_gather is local and one rank
+ *    may sample alone.
  *  - Failure: ZS_ERR_COMM, ZS_ERR_TIMEOUT or ZS_ERR_DEVICE from a collective, or from a wait
  *    behind one, fails the engine: its groups are aborted, later calls return ZS_ERR_STATE, and
  *    the only thing left to do is zs_engine_destroy (restart from a checkpoint).
@@ -98,12 +107,6 @@ typedef enum {
   ZS_ERR_UNSUPPORTED
 } zs_status;
 
-/* ======== Versions ======== */
-
-/* "MAJOR.MINOR.PATCH" of the library actually loaded (compare with ZSHARD_VERSION_STRING of the
-   headers a program was built with). Never NULL; thread-safe. */
-ZS_API const char *zs_version(void);
-
 /* Short constant name of a status ("ZS_ERR_TIMEOUT"); never NULL. */
 ZS_API const char *zs_status_str(zs_status s);
 /* Thread-local message of the last failure on this thread, never NULL ("" when none yet). */
@@ -111,6 +114,12 @@ ZS_API const char *zs_last_error(void);
 /* Records `message` as this thread's zs_last_error() and returns s: for libraries layered on
    zshard (zshard_kernels) that report through the same error channel. NULL message: "". */
 ZS_API zs_status zs_error_report(zs_status s, const char *message);
+
+/* ======== Versions ======== */
+
+/* "MAJOR.MINOR.PATCH" of the library actually loaded (compare with ZSHARD_VERSION_STRING of the
+   headers a program was built with). Never NULL; thread-safe. */
+ZS_API const char *zs_version(void);
 
 /* ======== Configuration ======== */
 
@@ -150,12 +159,12 @@ typedef struct {
   unsigned offload;      /* ZS_OFFLOAD_* bits */
   int deterministic;     /* fixed-order reductions: the same bits for any split of a global batch
                             into ranks x micro-steps, any stage and offload (see below) */
-  int prefetch_units;    /* units gathered ahead in stage 3 (0 = none); see the memory rule */
+  int prefetch_units;    /* sharded params: units gathered ahead (0 = none); see the memory rule */
   size_t bucket_bytes;   /* upper bound of one reduction message: larger units are reduced in
                             pieces, bounding reduction scratch to ~2x this (0 = whole units).
                             Pieces never change the bits. */
-  size_t max_live_bytes; /* stage 3: limit on all gathered bytes (held + prefetched), 0 = none.
-                            See the memory rule. */
+  size_t max_live_bytes; /* sharded params: limit on all gathered bytes (held + prefetched),
+                            0 = none. See the memory rule. */
   int shard_group_size;  /* hybrid sharding: shard inside groups of this size; 0 = world */
   double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
   /* Offload (ZS_OFFLOAD_*): cap on pinned host bytes (0 = none), CPU optimizer workers (0 = this
@@ -181,21 +190,22 @@ typedef struct {
   int ckpt_keep;
 } zs_config;
 
-/* The stage-3 memory rule. At every moment, inside or outside a step, in forward or backward
-   order, with any number of micro-steps: the units gathered on a rank are the ones the caller
-   holds (zs_unit_gather called, zs_unit_release not yet) plus at most prefetch_units prefetched
-   units (the next ones in the direction of traversal: inside a step, a unit gathered again in
-   the micro-step of its forward is in its backward and prefetches the units before it; every
-   other gather, in a step or outside one, prefetches the units after it), and their
-   bytes never exceed max_live_bytes when it is set: a gather that would exceed it first drops
-   prefetched units, and fails with ZS_ERR_OUT_OF_MEMORY (nothing changed) when the units the
-   caller holds leave no room; a single unit larger than max_live_bytes is refused at commit.
-   After a forward-only pass (evaluation, sampling) releases its units, at most the prefetched
-   units remain; zs_engine_step frees every gathered copy. zs_unit_set_param drops a prefetched
-   copy of the unit and writes the new values into a copy the caller holds, so a gather never
-   hands out stale weights. The transient buffers besides gathered params are the full gradient
-   of units between zs_unit_grad and their reduction and the reduction scratch (at most about two
-   units, or 2 x bucket_bytes). */
+/* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
+   params nothing is gathered or freed). At every moment, inside or outside a step, in forward or
+   backward order, with any number of micro-steps: the units gathered on a rank are the ones the
+   caller holds (zs_unit_gather called, zs_unit_release not yet) plus at most prefetch_units
+   prefetched units (the next ones in the direction of traversal: inside a step, a unit gathered
+   again in the micro-step of its forward is in its backward and prefetches the units before it;
+   every other gather, in a step or outside one, prefetches the units after it), and their bytes
+   never exceed max_live_bytes when it is set: a gather that would exceed it first drops prefetched
+   units, and fails with ZS_ERR_OUT_OF_MEMORY (nothing changed) when the units the caller holds
+   leave no room; a single unit larger than max_live_bytes is refused at commit. After a
+   forward-only pass (evaluation, sampling) releases its units, at most the prefetched units remain;
+   zs_engine_step frees every gathered copy. zs_unit_set_param drops a prefetched copy of the unit
+   and writes the new values into a copy the caller holds, so a gather never hands out stale
+   weights. The transient buffers besides gathered params are the full gradient of units between
+   zs_unit_grad and their reduction and the reduction scratch (at most about two units, or 2 x
+   bucket_bytes). */
 
 /* The optimizer. zs_engine_step applies, to every element of every tensor, exactly this (float32
    arithmetic in this order, fmaf where written, the same bits on the CPU paths and CUDA; t is the
@@ -326,6 +336,24 @@ ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors
    would fit (a higher stage, offload, more ranks); nothing is allocated and the engine stays
    uncommitted. Collective over the world: every rank commits, and all refuse when one does. */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
+/* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
+   peers), for a wait of the caller's own that timed out behind the engine's work; later calls
+   return ZS_ERR_STATE, destroy still works. Not collective: the peers learn of it at the
+   destroy that follows (with the check on, their pending or next collective, or their own
+   destroy, then fails or returns at once, naming zs_engine_abort). ZS_ERR_INVALID_ARG for
+   NULL. */
+ZS_API zs_status zs_engine_abort(zs_engine *e);
+/* Releases everything the engine holds: tears down its groups, then frees its memory. With the
+   check on (mpi backends), every group still in step first takes part in one last exchange
+   (bounded by comm_timeout_s; all groups' are started before any is waited for): from a healthy
+   engine an agreement, so that a peer still inside a collective call fails with a message naming
+   zs_engine_destroy instead of waiting out its timeout; from an aborted or failed engine a
+   goodbye, so that its peers' collectives and destroys fail or return at once naming it. Groups
+   broken by a timeout, a transport error or a divergence take no part. Destroy engines that share
+   a comm in the same order on every rank (each engine's last exchange waits for the same
+   engine's on the peers). zs_last_error() is left as it was before the call. NULL is a no-op. */
+ZS_API void zs_engine_destroy(zs_engine *e);
+
 /* ======== Parameters ======== */
 
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
@@ -342,9 +370,10 @@ ZS_API zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
 /* zs_unit_set_param with the element count of host_full, checked against the tensor's:
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
 ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
-/* Reads the full fp32 master values of tensor t into host memory (collective within the shard
-   group at stages 1-3: every rank of it must call). ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine.
- */
+/* Reads the full fp32 master values of tensor t into host memory. The master is optimizer
+   state: collective within the shard group when the optimizer state is sharded (shard_optimizer:
+   stages 1-3, and whenever grads or params are sharded; every rank of the group must call), local
+   when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
@@ -375,10 +404,11 @@ typedef int (*zs_param_locate_fn)(void *user, const zs_unit *u, int unit_index, 
 ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* Reads the full fp32 master values of every tensor the callback locates into the caller's
    arrays, unit by unit: zs_unit_get_param's values, gathering each unit's master once for all its
-   tensors. Collective within the shard group at stages 1-3, as zs_unit_get_param (every rank calls
-   it; every unit is gathered even where the callback skips all its tensors). Memory: one unit's
+   tensors. Collective within the shard group when the optimizer state is sharded, as
+   zs_unit_get_param (every rank calls it; every unit is gathered even where the callback skips
+   all its tensors). Memory: one unit's
    fp32 master at a time (a transient buffer, freed before the next unit); no param copy is
-   gathered, so the stage-3 memory rule's gathered units are unchanged. Valid after commit,
+   gathered, so the memory rule's gathered units are unchanged. Valid after commit,
    between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before anything is read; ZS_ERR_COMM /
    ZS_ERR_TIMEOUT fail the engine. */
 ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
@@ -390,13 +420,14 @@ ZS_API void *zs_engine_stream(zs_engine *e);
 /* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1): zeroes full
    gradients. Not collective. ZS_ERR_STATE before commit, inside a step or after a failure. */
 ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
-/* Makes the full params of u usable on the engine stream (stage 3: all-gather, unless it was
-   prefetched, and prefetch of the next units; see the memory rule). Collective over the shard
-   group at stage 3: every rank gathers the same units in the same order, in training,
-   evaluation and sampling alike (see "Sampling or evaluating on one rank" at the top; a rank
-   gathering alone makes every rank fail with ZS_ERR_COMM). Local at stages 0-2. Gathering a
-   unit the caller already holds is a no-op. Release
-   it after its forward and again after its backward: at stage 3 a gathered unit holds its full
+/* Makes the full params of u usable on the engine stream. With sharded params (shard_params in
+   effect: stage 3, or ZS_SHARD_YES at any stage) it all-gathers them, unless they were
+   prefetched, and prefetches the next units (see the memory rule), so it is collective over the
+   shard group: every rank gathers the same units in the same order, in training, evaluation and
+   sampling alike (see "Sampling or evaluating on one rank" at the top; a rank gathering alone
+   makes every rank fail with ZS_ERR_COMM). With full params it is local (the params are
+   persistent). Gathering a unit the caller already holds is a no-op. Release it after its
+   forward and again after its backward: with sharded params a gathered unit holds its full
    params until zs_unit_release. zs_engine_step ends every hold at every stage: gather again
    before using zs_unit_param after a step. Errors: ZS_ERR_OUT_OF_MEMORY when max_live_bytes
    leaves no room (nothing changed); ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE, or
@@ -404,7 +435,8 @@ ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
    ZS_ERR_STATE before commit or after a failure. Not thread-safe (one thread per engine). */
 ZS_API zs_status zs_unit_gather(zs_unit *u);
 /* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
-   (also for NULL). Stages 0-2 keep full params always: 1. For memory introspection and tests. */
+   (also for NULL, and before commit). With full params (shard_params off) they are always
+   there: 1. For memory introspection and tests. */
 ZS_API int zs_unit_is_gathered(const zs_unit *u);
 /* Device pointer to tensor t of a gathered unit, in param_dtype, valid until the unit's release
    (or the step); NULL (zs_last_error says why) if not gathered or a bad t. Not collective. */
@@ -417,13 +449,15 @@ ZS_API void *zs_unit_param(zs_unit *u, int t);
    is folded into the accumulated gradient by zs_unit_grads_ready's reduction, so the backward may
    += into it as often as it likes. */
 ZS_API void *zs_unit_grad(zs_unit *u, int t);
-/* Done with the params for now (forward); stage 3 frees the gathered copy. Not collective.
+/* Done with the params for now (forward); with sharded params the gathered copy is freed. Not
+   collective.
    ZS_ERR_STATE without a matching gather. */
 ZS_API zs_status zs_unit_release(zs_unit *u);
 /* Backward of this unit finished for this micro-step: its gradient may be reduced. Collective
-   (every rank, same units, same order): at stages 2-3 and in deterministic mode every micro-step
-   reduces, else (stages 0-1) the last micro-step does. ZS_ERR_STATE outside a step or past
-   micro_steps calls;
+   (every rank, same units, same order) when it reduces: with sharded gradients (shard_grads in
+   effect: stages 2-3, or ZS_SHARD_YES) and in deterministic mode every micro-step reduces; with
+   full gradients the last micro-step does (the earlier calls are local). ZS_ERR_STATE outside a
+   step or past micro_steps calls;
    a failed reduction fails the engine (ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE). */
 ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
 
@@ -433,8 +467,9 @@ ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
    arrives in parts far apart in the backward (a tied embedding: the LM head first, the lookup
    last), so that its full gradient does not live through the whole backward; costs one more
    reduction of the unit. Collective over the shard group (every rank flushes the same units in
-   the same order) at stages 2-3; a no-op at stages 0-1 (the full gradient is persistent) and in
-   deterministic mode (one reduction per micro-step keeps the global order's bits). Errors:
+   the same order) with sharded gradients (shard_grads in effect: stages 2-3, or ZS_SHARD_YES); a
+   no-op with full gradients (the full gradient is persistent) and in deterministic mode (one
+   reduction per micro-step keeps the global order's bits). Errors:
    ZS_ERR_STATE outside a step or after the unit's last grads_ready, ZS_ERR_INVALID_ARG for NULL;
    a failed reduction fails the engine like zs_unit_grads_ready. */
 ZS_API zs_status zs_unit_grads_flush(zs_unit *u);
@@ -459,6 +494,10 @@ typedef struct {
    naming both ranks' shapes when they differ (nothing updated, the engine failed). Any later
    failure fails the engine (the update may be half applied). */
 ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
+/* Sets the learning rate used from the next zs_engine_step on (schedules). Not collective, but
+   every rank must set the same value. ZS_ERR_INVALID_ARG for a negative or non-finite lr. */
+ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);
+
 /* The user's backward always accumulates (+=) into zs_unit_grad. The gradient AdamW sees is the
    sum over all micro-steps of all ranks divided by world * micro_steps (the mean over
    micro-batches). A unit's reduction is final after its micro_steps-th zs_unit_grads_ready.
@@ -472,8 +511,11 @@ ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
    every split of a global batch into ranks x micro-steps (e.g. 2 x 2, 4 x 1 and 1 x 4) gives the
    same bits, at every stage, switch combination, shard group, offload mode and bucket size; so
    do the norm (exact), clipping and AdamW after it, with the division by world * micro_steps.
-   The cost: every micro-step is reduced at stages 0-1 too (an all-to-all of the unit and, at
-   stage 0, an all-gather), where the non-deterministic mode reduces once per step. */
+   The cost: with full gradients every micro-step is reduced too (an all-to-all of the unit and,
+   with a full optimizer state, an all-gather), where the non-deterministic mode reduces once per
+   step. */
+
+/* ======== Memory planning ======== */
 
 typedef struct {
   size_t cur, peak;
@@ -489,7 +531,6 @@ typedef struct {
    allocates them, buffers a bound on the transient buffers (see the memory rule), total their
    sum; cur and peak are both set to it. ZS_ERR_INVALID_ARG for NULL. */
 ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
-/* ======== Memory planning ======== */
 
 /* What one rank needs for a model under a configuration, without an engine and without
    allocating anything (zs_plan_model; the zshard-plan tool prints it). params, grads, optimizer
@@ -585,24 +626,6 @@ ZS_API zs_status zs_engine_export_safetensors(zs_engine *e, const char *path);
 
 /* Bytes this rank's engine holds, by category, current and peak (the ledger). Not collective. */
 ZS_API zs_status zs_engine_memory(const zs_engine *e, zs_memory *out);
-/* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
-   peers), for a wait of the caller's own that timed out behind the engine's work; later calls
-   return ZS_ERR_STATE, destroy still works. Not collective: the peers learn of it at the
-   destroy that follows (with the check on, their pending or next collective, or their own
-   destroy, then fails or returns at once, naming zs_engine_abort). ZS_ERR_INVALID_ARG for
-   NULL. */
-ZS_API zs_status zs_engine_abort(zs_engine *e);
-/* Releases everything the engine holds: tears down its groups, then frees its memory. With the
-   check on (mpi backends), every group still in step first takes part in one last exchange
-   (bounded by comm_timeout_s; all groups' are started before any is waited for): from a healthy
-   engine an agreement, so that a peer still inside a collective call fails with a message naming
-   zs_engine_destroy instead of waiting out its timeout; from an aborted or failed engine a
-   goodbye, so that its peers' collectives and destroys fail or return at once naming it. Groups
-   broken by a timeout, a transport error or a divergence take no part. Destroy engines that share
-   a comm in the same order on every rank (each engine's last exchange waits for the same
-   engine's on the peers). zs_last_error() is left as it was before the call. NULL is a no-op. */
-ZS_API void zs_engine_destroy(zs_engine *e);
-
 /* Number of units, unit i (NULL when out of range), the unit's name, and tensor t's element
    count (-1 when out of range). Not collective; owned by the engine. */
 ZS_API int zs_engine_num_units(const zs_engine *e);
@@ -620,18 +643,9 @@ ZS_API int64_t zs_engine_step_count(const zs_engine *e);
 /* Number of completed zs_engine_step calls, skipped (non-finite) ones included: where a resumed
    run's data and schedule continue (restored by zs_engine_load); -1 for NULL. */
 ZS_API int64_t zs_engine_steps_done(const zs_engine *e);
-/* Sets the learning rate used from the next zs_engine_step on (schedules). Not collective, but
-   every rank must set the same value. ZS_ERR_INVALID_ARG for a negative or non-finite lr. */
-ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);
 
 #ifdef __cplusplus
 }
 #endif
 
-/* The training kernels (their own library, zshard_kernels) come with this header, so a program
-   that includes only zshard.h keeps compiling; the CMake target zshard and the pkg-config module
-   zshard link them too. Define ZSHARD_NO_KERNELS to see the engine's API alone. */
-#ifndef ZSHARD_NO_KERNELS
-#include "zshard_kernels.h"
-#endif
 #endif /* ZSHARD_H */

@@ -3,7 +3,9 @@
  *
  * A program's forward and backward call these on the engine's stream between zs_unit_gather and
  * zs_unit_release (include/zshard.h). Every call returns zs_status and reports failures through
- * zs_last_error(); none is collective; a context is used by one thread at a time.
+ * zs_last_error(); none is collective; a context is used by one thread at a time. Every
+ * function is named zs_k_*; the context type is zs_kernels. This library uses libzshard's public
+ * API (include it after, or instead of, zshard.h); libzshard never needs it.
  */
 #ifndef ZSHARD_KERNELS_H
 #define ZSHARD_KERNELS_H
@@ -23,35 +25,35 @@ extern "C" {
 typedef struct zs_kernels zs_kernels;
 /* Creates a kernel context (cuBLASLt handle and workspace on CUDA). stream: cudaStream_t or NULL.
  */
-ZS_API zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out);
-ZS_API void zs_kernels_destroy(zs_kernels *k);
+ZS_API zs_status zs_k_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out);
+ZS_API void zs_k_destroy(zs_kernels *k);
 /* The user's own buffers (activations, token ids, staging) on the kernels' device, so a training
    loop needs no CUDA runtime of its own. Every call fails with ZS_ERR_INVALID_ARG when k is NULL.
    Allocates `bytes` (> 0) of zero-filled memory on the kernels' device (host memory on the CPU),
    256-byte aligned, ordered on the kernels' stream; the caller owns it and frees it with
-   zs_kernels_free on the same context. ZS_ERR_OUT_OF_MEMORY names the bytes; *p is NULL on failure.
+   zs_k_free on the same context. ZS_ERR_OUT_OF_MEMORY names the bytes; *p is NULL on failure.
  */
-ZS_API zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p);
-/* Frees a zs_kernels_alloc buffer, ordered after the work already queued on the stream (the memory
+ZS_API zs_status zs_k_alloc(zs_kernels *k, size_t bytes, void **p);
+/* Frees a zs_k_alloc buffer, ordered after the work already queued on the stream (the memory
    is reused only once that work is done). p == NULL (or k == NULL) is a no-op. */
-ZS_API void zs_kernels_free(zs_kernels *k, void *p);
+ZS_API void zs_k_free(zs_kernels *k, void *p);
 /* Sets `bytes` of device memory at p to 0, ordered on the stream (bytes == 0: nothing to do). */
-ZS_API zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes);
+ZS_API zs_status zs_k_zero(zs_kernels *k, void *p, size_t bytes);
 /* Copies `bytes` from src to dst in any direction (host<->device, device<->device, host<->host),
    ordered on the stream; the regions must not overlap (except on the CPU). When either side is host
    memory the call returns after the copy completed (src may be reused, dst read at once); a
    device-to-device copy is only queued. ZS_ERR_DEVICE names the failing CUDA call. */
-ZS_API zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t bytes);
+ZS_API zs_status zs_k_copy(zs_kernels *k, void *dst, const void *src, size_t bytes);
 /* Waits for all work queued on the kernels' stream (a no-op on the CPU). ZS_ERR_DEVICE reports a
    failure of that work (e.g. a faulting kernel). */
-ZS_API zs_status zs_kernels_sync(zs_kernels *k);
-/* Bounds the host waits of k (zs_kernels_sync, zs_kernels_copy to or from host) by e's
+ZS_API zs_status zs_k_sync(zs_kernels *k);
+/* Bounds the host waits of k (zs_k_sync, zs_k_copy to or from host) by e's
    comm_timeout_s: on the engine's stream they may sit behind a collective, and a dead peer would
    otherwise block them forever. When a wait times out, e's collectives are aborted, e is marked
    failed (its calls return ZS_ERR_STATE; destroy it) and the wait returns ZS_ERR_TIMEOUT naming
-   it. e must outlive k, or call zs_kernels_watch(k, NULL) to stop. Not collective. Errors:
+   it. e must outlive k, or call zs_k_watch(k, NULL) to stop. Not collective. Errors:
    ZS_ERR_INVALID_ARG for a NULL k. */
-ZS_API zs_status zs_kernels_watch(zs_kernels *k, zs_engine *e);
+ZS_API zs_status zs_k_watch(zs_kernels *k, zs_engine *e);
 /* out[B,T,C] = wte[tok] + wpe[t] */
 ZS_API zs_status zs_k_encoder_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
                                   const void *wpe, int B, int T, int C);
@@ -92,4 +94,22 @@ ZS_API zs_status zs_k_softmax_xent(zs_kernels *k, float *losses, void *dlogits, 
 #ifdef __cplusplus
 }
 #endif
+
+/* ---- Deprecated names ----
+ * The context calls were named zs_kernels_* in zshard 0.1.0 and are zs_k_* since, like every
+ * other call of this library. These macros keep source written against the old names compiling
+ * (no old symbol is exported: relink, nothing else); they stay for the 0.x releases and are
+ * removed in 1.0. Define ZSHARD_NO_DEPRECATED before including this header to check that a
+ * program no longer uses them. */
+#ifndef ZSHARD_NO_DEPRECATED
+#define zs_kernels_create zs_k_create
+#define zs_kernels_destroy zs_k_destroy
+#define zs_kernels_alloc zs_k_alloc
+#define zs_kernels_free zs_k_free
+#define zs_kernels_zero zs_k_zero
+#define zs_kernels_copy zs_k_copy
+#define zs_kernels_sync zs_k_sync
+#define zs_kernels_watch zs_k_watch
+#endif
+
 #endif /* ZSHARD_KERNELS_H */

@@ -8,28 +8,28 @@
 
 void *gpt2_dev_alloc(const gpt2_dev *d, size_t bytes) {
   void *p = NULL;
-  zs_status rc = zs_kernels_alloc(d->k, bytes ? bytes : 1, &p);
-  if (rc != ZS_OK) gpt2_fail_zs("zs_kernels_alloc of activations", rc);
+  zs_status rc = zs_k_alloc(d->k, bytes ? bytes : 1, &p);
+  if (rc != ZS_OK) gpt2_fail_zs("zs_k_alloc of activations", rc);
   return p;
 }
 
 void gpt2_dev_free(const gpt2_dev *d, void *p) {
-  zs_kernels_free(d->k, p);
+  zs_k_free(d->k, p);
 }
 
 int gpt2_dev_zero(const gpt2_dev *d, void *p, size_t bytes) {
-  zs_status rc = zs_kernels_zero(d->k, p, bytes);
-  return rc == ZS_OK ? 0 : gpt2_fail_zs("zs_kernels_zero", rc);
+  zs_status rc = zs_k_zero(d->k, p, bytes);
+  return rc == ZS_OK ? 0 : gpt2_fail_zs("zs_k_zero", rc);
 }
 
 int gpt2_dev_upload(const gpt2_dev *d, void *dst, const void *src, size_t bytes) {
-  zs_status rc = zs_kernels_copy(d->k, dst, src, bytes);
-  return rc == ZS_OK ? 0 : gpt2_fail_zs("upload to the device (zs_kernels_copy)", rc);
+  zs_status rc = zs_k_copy(d->k, dst, src, bytes);
+  return rc == ZS_OK ? 0 : gpt2_fail_zs("upload to the device (zs_k_copy)", rc);
 }
 
 int gpt2_dev_download(const gpt2_dev *d, void *dst, const void *src, size_t bytes) {
-  zs_status rc = zs_kernels_copy(d->k, dst, src, bytes);
-  return rc == ZS_OK ? 0 : gpt2_fail_zs("download from the device (zs_kernels_copy)", rc);
+  zs_status rc = zs_k_copy(d->k, dst, src, bytes);
+  return rc == ZS_OK ? 0 : gpt2_fail_zs("download from the device (zs_k_copy)", rc);
 }
 
 /* bf16 is the top half of an fp32. */

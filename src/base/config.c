@@ -11,16 +11,20 @@
 
 #include "base/error.h"
 
-/* The engine's tunables: every setting that has an environment variable, in one table (as NCCL
-   keeps its NCCL_PARAMs). zs_config_default writes the "unset" sentinel into them (ZS_UNSET, or
-   ZS_UNSET_SIZE for size_t fields), as NCCL_CONFIG_INITIALIZER writes NCCL_CONFIG_UNDEF_INT: a
-   field still unset at zs_engine_create takes its variable, else its default; any value the
-   program wrote wins, even one equal to the default. Variables are parsed strictly: garbage is an
-   error, never silently ignored. */
-typedef enum { T_INT, T_SIZE, T_DOUBLE } zs_tunable_kind;
+/* Every environment variable libzshard reads is in this one table (README, "Configuration
+   knobs", lists exactly these; the rest of src/ reads them through zs_env()). Two kinds of
+   entries:
+   - a zs_config field (TUN): zs_config_default writes the "unset" sentinel into it (ZS_UNSET, or
+     ZS_UNSET_SIZE for size_t fields), as NCCL_CONFIG_INITIALIZER writes NCCL_CONFIG_UNDEF_INT: a
+     field still unset at zs_engine_create takes its variable, else its default; any value the
+     program wrote wins, even one equal to the default. These variables are parsed strictly here:
+     garbage is an error, never silently ignored.
+   - a process-wide setting outside zs_config (ENV): read through zs_env() by the code that
+     uses it, which parses it (its rules are in README and at the reader). */
+typedef enum { T_INT, T_SIZE, T_DOUBLE, T_TEXT } zs_tunable_kind;
 typedef struct {
   const char *env;
-  const char *field;
+  const char *field; /* NULL for T_TEXT */
   zs_tunable_kind kind;
   size_t offset; /* of the field in zs_config */
   double lo, hi; /* accepted range */
@@ -29,11 +33,13 @@ typedef struct {
 
 #define TUN(env, f, kind, lo, hi, d)                                                               \
   { env, #f, kind, offsetof(zs_config, f), lo, hi, d }
+#define ENV(env)                                                                                   \
+  { env, NULL, T_TEXT, 0, 0, 0, 0 }
 static const zs_tunable zs_tunables[] = {
     TUN("ZS_STAGE", stage, T_INT, 0, 3, 3),
     TUN("ZS_PREFETCH_UNITS", prefetch_units, T_INT, 0, 1 << 20, 1),
     TUN("ZS_DETERMINISTIC", deterministic, T_INT, 0, 1, 0),
-    TUN("ZS_COMM_TIMEOUT_S", comm_timeout_s, T_DOUBLE, 1e-3, 1e9, 300.0),
+    TUN("ZS_COMM_TIMEOUT_S", comm_timeout_s, T_DOUBLE, 1e-3, 1e9, 300.0), /* also comm_handle.c */
     TUN("ZS_BUCKET_BYTES", bucket_bytes, T_SIZE, 0, 1e18, 0),
     TUN("ZS_MAX_LIVE_BYTES", max_live_bytes, T_SIZE, 0, 1e18, 0),
     TUN("ZS_OFFLOAD_HOST_BYTES", offload_host_bytes, T_SIZE, 0, 1e18, 0),
@@ -41,6 +47,19 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_OFFLOAD_CHUNK", offload_chunk, T_SIZE, 1, 1e15, 1 << 22),
     TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_KEEP", ckpt_keep, T_INT, 0, 1 << 20, 2),
+    ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
+    ENV("ZS_COMM_CHECK"),        /* comm/sig.c: the per-collective divergence header */
+    ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
+    ENV("ZS_OFFLOAD_NUMA_NODE"), /* base/numa_place.c: the offload NUMA node */
+    ENV("ZS_ADAMW_ISA"),         /* device/cpu/adamw_dispatch.c: force a CPU AdamW path */
+    ENV("ZS_ADAMW_THREADS"),     /* offload/cpu_adamw.c: threads of each engine's AdamW pool */
+    /* zs_comm_init_env (comm/bootstrap_env.c): the launcher's (torchrun's) variables */
+    ENV("RANK"),
+    ENV("WORLD_SIZE"),
+    ENV("LOCAL_RANK"),
+    ENV("LOCAL_WORLD_SIZE"),
+    ENV("MASTER_ADDR"),
+    ENV("MASTER_PORT"),
 };
 #define ZS_NTUNABLES (sizeof zs_tunables / sizeof zs_tunables[0])
 
@@ -96,7 +115,7 @@ void zs_config_default(zs_config *c) {
   c->adamw.weight_decay = 0.01f;
   c->adamw.max_grad_norm = 0.0f; /* no clipping, as torch.optim.AdamW (see zshard.h) */
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
-    set_unset(c, &zs_tunables[i]);
+    if (zs_tunables[i].kind != T_TEXT) set_unset(c, &zs_tunables[i]);
 }
 
 /* Parses one variable strictly into *v (an integer for T_INT/T_SIZE). */
@@ -148,7 +167,8 @@ zs_status zs_config_complete(const zs_config *in, zs_config *out) {
   zs_config c;
   ZS_CHECK(complete_raw(in, &c));
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
-    if (is_unset(&c, &zs_tunables[i])) set_field(&c, &zs_tunables[i], zs_tunables[i].dflt);
+    if (zs_tunables[i].kind != T_TEXT && is_unset(&c, &zs_tunables[i]))
+      set_field(&c, &zs_tunables[i], zs_tunables[i].dflt);
   if (c.offload_chunk == 0) c.offload_chunk = (size_t)1 << 22; /* 0: the default */
   *out = c;
   return ZS_OK;
@@ -161,6 +181,7 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
   if (sources && n) sources[0] = '\0';
   for (size_t i = 0; i < ZS_NTUNABLES; i++) {
     const zs_tunable *t = &zs_tunables[i];
+    if (t->kind == T_TEXT) continue;
     const char *s = getenv(t->env);
     if (s && !*s) s = NULL; /* set but empty: unset */
     const char *from = "program";
@@ -185,6 +206,12 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
   if (c.offload_chunk == 0) c.offload_chunk = (size_t)1 << 22; /* 0: the default */
   *out = c;
   return ZS_OK;
+}
+
+const char *zs_env(const char *name) {
+  for (size_t i = 0; i < ZS_NTUNABLES; i++)
+    if (!strcmp(zs_tunables[i].env, name)) return getenv(name);
+  return NULL; /* not in the table: not a variable of this library */
 }
 
 zs_status zs_config_validate(const zs_config *c) {

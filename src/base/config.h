@@ -18,5 +18,10 @@ zs_status zs_config_complete(const zs_config *in, zs_config *out);
    sources (n bytes, may be NULL) receives "field=value (origin), ..." for zs_engine_info.
    ZS_ERR_INVALID_ARG names a variable that does not parse or is out of range. */
 zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n);
+/* The value of environment variable `name` (getenv's: NULL when unset, possibly ""), for a
+   variable of the tunables table in config.c only: every variable the library reads is listed
+   there, and this is the only way the rest of src/ reads one. A name missing from the table
+   gives NULL, as if unset. Not thread-safe against setenv. */
+const char *zs_env(const char *name);
 
 #endif

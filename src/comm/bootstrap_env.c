@@ -12,12 +12,13 @@
 
 #include "comm/comm_impl.h"
 #include "device/device.h"
+#include "base/config.h"
 #include "base/error.h"
 
 /* Parses variable `name` as an integer in [lo, hi]; def >= lo is used when it is unset (def < lo:
    it is required). */
 static zs_status env_int(const char *name, long lo, long hi, long def, int *out) {
-  const char *s = getenv(name);
+  const char *s = zs_env(name);
   if (!s || !*s) {
     if (def >= lo) {
       *out = (int)def;
@@ -72,7 +73,7 @@ zs_status zs_comm_init_env(zs_comm **out) {
                   "ranks are 0..WORLD_SIZE-1",
                   rank, size);
   ZS_CHECK(env_int("LOCAL_RANK", 0, INT_MAX, 0, &lrank));
-  const char *addr = getenv("MASTER_ADDR");
+  const char *addr = zs_env("MASTER_ADDR");
   if (size > 1) {
     if (!addr || !*addr)
       return zs_err(ZS_ERR_INVALID_ARG,

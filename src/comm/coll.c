@@ -1,106 +1,17 @@
-/* Collective dispatch: argument checks shared by every backend, the broken state, backend choice,
- * and small helpers (dtype sizes, clock, back-off). */
+/* Collective dispatch: the backend choice, and the argument checks and broken state every
+ * collective goes through before it reaches its backend's vtable. The helpers the backends share
+ * are below them (coll_common.c, sig.c, backoff.c); this file is above them. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
-#include <time.h>
 
-#include "comm/coll_impl.h"
-
-/* Bytes of one element of dt (0 for an unknown dtype). */
-size_t zs_cdt_size(zs_cdt dt) {
-  switch (dt) {
-  case ZS_CDT_F32:
-    return 4;
-  case ZS_CDT_BF16:
-    return 2;
-  case ZS_CDT_U64:
-    return 8;
-  case ZS_CDT_BYTE:
-    return 1;
-  }
-  return 0;
-}
-
-/* Short name of a dtype for messages. */
-const char *zs_cdt_name(zs_cdt dt) {
-  switch (dt) {
-  case ZS_CDT_F32:
-    return "f32";
-  case ZS_CDT_BF16:
-    return "bf16";
-  case ZS_CDT_U64:
-    return "u64";
-  case ZS_CDT_BYTE:
-    return "byte";
-  }
-  return "unknown";
-}
-
-/* Monotonic seconds. */
-double zs_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Starts a wait's polling. */
-void zs_backoff_init(zs_backoff *b) {
-  b->t0 = zs_now_s();
-  b->ns = 50000L;
-}
-
-/* One pause between polls: a yield while young, then a sleep doubling up to 1 ms. */
-void zs_backoff_wait(zs_backoff *b) {
-  if (zs_now_s() - b->t0 < ZS_SPIN_S) {
-    sched_yield();
-    return;
-  }
-  struct timespec ts = {0, b->ns};
-  nanosleep(&ts, NULL);
-  b->ns = b->ns * 2 > 1000000L ? 1000000L : b->ns * 2;
-}
-
-/* ZS_COMM_DRAIN_S or 5 s: how long destroy waits for abandoned requests. */
-double zs_drain_seconds(void) {
-  const char *s = getenv("ZS_COMM_DRAIN_S");
-  if (s && *s) {
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (end && *end == '\0' && v >= 0 && v < 1e6) return v;
-  }
-  return 5.0;
-}
-
-/* Allocates a coll; impl is attached by the backend. */
-zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *comm,
-                        zs_device device, int rank, int size, double timeout_s, zs_coll **out) {
-  zs_coll *c = calloc(1, sizeof *c);
-  if (!c) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory allocating a collective group");
-  c->ops = ops;
-  c->backend = backend;
-  c->comm = comm;
-  c->device = device;
-  c->rank = rank;
-  c->size = size;
-  c->timeout_s = timeout_s;
-  zs_sig_init(c);
-  *out = c;
-  return ZS_OK;
-}
-
-/* Remembers the current error as the reason the coll is unusable. */
-void zs_coll_mark_broken(zs_coll *c) {
-  c->broken = 1;
-  c->desync = 1;
-  snprintf(c->broken_why, sizeof c->broken_why, "%s", zs_last_error());
-}
+#include "base/config.h"
+#include "comm/coll_backends.h"
 
 /* Backend requested by ZS_COMM: 0 none, 1 mpi, 2 nccl, 3 self, -1 garbage. */
 static int env_backend(void) {
-  const char *s = getenv("ZS_COMM");
+  const char *s = zs_env("ZS_COMM");
   if (!s || !*s) return 0;
   if (!strcmp(s, "mpi")) return 1;
   if (!strcmp(s, "nccl")) return 2;
@@ -122,7 +33,7 @@ zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll *
     return zs_err(ZS_ERR_INVALID_ARG,
                   "ZS_COMM=\"%s\" is not a backend: use mpi, nccl or self "
                   "(or unset it)",
-                  getenv("ZS_COMM"));
+                  zs_env("ZS_COMM"));
   if (want == 3) {
     if (c->size != 1)
       return zs_err(ZS_ERR_INVALID_ARG,
@@ -149,7 +60,7 @@ zs_status zs_coll_open(zs_comm *c, zs_device device, double timeout_s, zs_coll *
     return zs_mpi_open(c, device, timeout_s, out);
   }
 #ifdef ZS_HAVE_CUDA
-  if (want == 1) return zs_mpi_open(c, device, timeout_s, out);
+  if (want == 1) return zs_mpi_staged_open(c, timeout_s, out);
   return zs_nccl_open(c, timeout_s, out);
 #else
   return zs_err(ZS_ERR_UNSUPPORTED, "zshard was built without CUDA, so the CUDA device has no "
@@ -185,8 +96,7 @@ zs_status zs_coll_split(zs_coll *c, int color, int key, zs_coll **out) {
 void zs_coll_destroy(zs_coll *c) {
   if (!c) return;
   c->ops->destroy(c);
-  free(c->sig_buf);
-  free(c);
+  zs_coll_free(c);
 }
 
 void zs_coll_abort(zs_coll *c) {

@@ -1,8 +1,11 @@
-/* Internal to src/comm: the collective object, the backend vtable every backend fills in, and the
- * helpers they share (timing, back-off, broken state). The engine includes comm.h, never this. */
+/* Internal to src/comm: what a backend sees: the collective object, the vtable every backend
+ * fills in, and the helpers they share (coll_common.c: allocation, broken state, dtype names;
+ * sig.c: the divergence check; backoff.h: polling). The dispatcher (coll.c) is above the
+ * backends and calls them through the vtable; the engine includes comm.h, never this. */
 #ifndef ZS_COMM_COLL_IMPL_H
 #define ZS_COMM_COLL_IMPL_H
 
+#include "comm/backoff.h"
 #include "comm/comm.h"
 #include "base/error.h"
 
@@ -85,32 +88,12 @@ void zs_sig_init(zs_coll *c);
 /* Allocates a coll with the given identity; impl is attached by the caller. */
 zs_status zs_coll_alloc(const zs_coll_ops *ops, const char *backend, zs_comm *comm,
                         zs_device device, int rank, int size, double timeout_s, zs_coll **out);
+/* Frees the object allocated by zs_coll_alloc, not its impl (the backend's destroy does that). */
+void zs_coll_free(zs_coll *c);
 /* Marks c broken and out of step (no goodbye either), remembering the current zs_last_error() as
    the reason for later calls. */
 void zs_coll_mark_broken(zs_coll *c);
-/* Monotonic clock in seconds. */
-double zs_now_s(void);
-/* Polling of a wait: MPI and CUDA progress only while we poll, so the first ZS_SPIN_S seconds
-   spin with sched_yield (a large message needs many progress calls; yielding lets ranks that
-   share a core run, as MPI's own blocking calls do), then sleeps grow to 1 ms (a stuck peer
-   must not burn a core until the timeout). */
-typedef struct {
-  double t0;
-  long ns;
-} zs_backoff;
-#define ZS_SPIN_S 1.0
-void zs_backoff_init(zs_backoff *b);
-void zs_backoff_wait(zs_backoff *b);
 /* "f32", "bf16", "u64", "byte". */
 const char *zs_cdt_name(zs_cdt dt);
-/* Seconds coll/comm destroy waits for abandoned (timed-out) requests before leaking them. */
-double zs_drain_seconds(void);
-
-/* Backend constructors (each in its own file). */
-zs_status zs_self_open(zs_comm *comm, zs_device device, double timeout_s, zs_coll **out);
-zs_status zs_mpi_open(zs_comm *comm, zs_device device, double timeout_s, zs_coll **out);
-#ifdef ZS_HAVE_CUDA
-zs_status zs_nccl_open(zs_comm *comm, double timeout_s, zs_coll **out);
-#endif
 
 #endif

@@ -2,12 +2,14 @@
 #include <stdlib.h>
 
 #include "comm/comm_impl.h"
-#include "comm/coll_impl.h"
+#include "comm/backoff.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "comm/mpi_ops.h"
 
 /* ZS_COMM_TIMEOUT_S when it is a positive number, else 300 s. */
 double zs_boot_timeout_default(void) {
-  const char *s = getenv("ZS_COMM_TIMEOUT_S");
+  const char *s = zs_env("ZS_COMM_TIMEOUT_S");
   if (s && *s) {
     char *end = NULL;
     double v = strtod(s, &end);

@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "comm/comm_impl.h"
-#include "comm/coll_impl.h"
-#include "comm/rendezvous.h"
+#include "comm/backoff.h"
 #include "base/error.h"
+#include "comm/rendezvous.h"
 
 #define HR_CHUNK_BYTES ((size_t)1 << 20) /* the rendezvous' largest message */
 

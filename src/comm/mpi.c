@@ -1,5 +1,6 @@
 /* The mpi backend: nonblocking MPI collectives on host memory, polled against the timeout. Device
- * buffers are staged through pinned host memory by mpi_staging_cuda.c (CUDA builds only).
+ * buffers are the "mpi-staged" wrapper backend's (mpi_staging_cuda.c, CUDA builds only), which
+ * copies them through pinned host memory and calls this backend's vtable on the copies.
  *
  * A timed-out MPI collective cannot be cancelled or freed, so its request is kept in the coll and
  * the coll is broken; zs_coll_destroy then tries to finish it for a few seconds and leaks it if
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/coll_backends.h"
 #include "comm/comm_impl.h"
 #include "comm/mpi_impl.h"
 
@@ -126,47 +128,32 @@ zs_status zs_mpi_host_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, 
   return run(c, r, &req, "broadcast", count, dt);
 }
 
-/* vtable entries: device buffers go to the staging path, host buffers straight to MPI. */
+/* vtable entries: host buffers straight to MPI (the stream is not used). */
 static zs_status v_all_gather(zs_coll *c, const void *s, void *r, size_t n, zs_cdt dt,
                               void *stream) {
-#ifdef ZS_HAVE_CUDA
-  if (c->device == ZS_DEVICE_CUDA) return zs_mpi_staged_all_gather(c, s, r, n, dt, stream);
-#endif
   return zs_mpi_host_all_gather(c, s, r, n, dt);
 }
 
 /* See v_all_gather. */
 static zs_status v_reduce_scatter(zs_coll *c, const void *s, void *r, size_t n, zs_cdt dt,
                                   void *stream) {
-#ifdef ZS_HAVE_CUDA
-  if (c->device == ZS_DEVICE_CUDA) return zs_mpi_staged_reduce_scatter(c, s, r, n, dt, stream);
-#endif
   return zs_mpi_host_reduce_scatter(c, s, r, n, dt);
 }
 
 /* See v_all_gather. */
 static zs_status v_all_reduce(zs_coll *c, const void *s, void *r, size_t n, zs_cdt dt,
                               void *stream) {
-#ifdef ZS_HAVE_CUDA
-  if (c->device == ZS_DEVICE_CUDA) return zs_mpi_staged_all_reduce(c, s, r, n, dt, stream);
-#endif
   return zs_mpi_host_all_reduce(c, s, r, n, dt);
 }
 
 /* See v_all_gather. */
 static zs_status v_all_to_all(zs_coll *c, const void *s, void *r, size_t n, zs_cdt dt,
                               void *stream) {
-#ifdef ZS_HAVE_CUDA
-  if (c->device == ZS_DEVICE_CUDA) return zs_mpi_staged_all_to_all(c, s, r, n, dt, stream);
-#endif
   return zs_mpi_host_all_to_all(c, s, r, n, dt);
 }
 
 /* See v_all_gather. */
 static zs_status v_broadcast(zs_coll *c, void *buf, size_t n, zs_cdt dt, int root, void *stream) {
-#ifdef ZS_HAVE_CUDA
-  if (c->device == ZS_DEVICE_CUDA) return zs_mpi_staged_broadcast(c, buf, n, dt, root, stream);
-#endif
   return zs_mpi_host_broadcast(c, buf, n, dt, root);
 }
 
@@ -241,7 +228,9 @@ static zs_status v_split(zs_coll *c, int color, int key, zs_coll **out) {
   return wrap(c->comm, nc, c->device, c->timeout_s, out);
 }
 
-/* Finishes abandoned requests (bounded), then frees the communicator and staging. */
+/* Finishes abandoned requests (bounded), then frees the communicator. Stuck requests leave impl
+   in place (leaked with the buffers MPI may still write): a wrapper backend reads that as "stuck".
+ */
 static void v_destroy(zs_coll *c) {
   zs_mpi_coll *m = c->impl;
   if (!m) return;
@@ -249,11 +238,8 @@ static void v_destroy(zs_coll *c) {
   MPI_Finalized(&finalized);
   int stuck = 0;
   if (!finalized && m->pending.n > 0) stuck = zs_mpi_pending_drain(&m->pending, zs_drain_seconds());
-  if (stuck) return; /* MPI may still write the staging buffer: leak it with the requests */
+  if (stuck) return; /* MPI may still write the callers' buffers: leak them with the requests */
   if (!finalized && m->comm != MPI_COMM_NULL) MPI_Comm_free(&m->comm);
-#ifdef ZS_HAVE_CUDA
-  zs_mpi_stage_free(m);
-#endif
   free(m);
   c->impl = NULL;
 }
@@ -281,9 +267,7 @@ static zs_status wrap(zs_comm *comm, MPI_Comm mc, zs_device device, double timeo
   m->comm = mc;
   m->bf16 = ci->bf16_type;
   m->bf16_sum = ci->bf16_sum;
-  ZS_CHECK_GOTO(zs_coll_alloc(&mpi_ops, device == ZS_DEVICE_CUDA ? "mpi-staged" : "mpi", comm,
-                              device, rank, size, timeout_s, &c),
-                rc, fail);
+  ZS_CHECK_GOTO(zs_coll_alloc(&mpi_ops, "mpi", comm, device, rank, size, timeout_s, &c), rc, fail);
   c->impl = m;
   *out = c;
   return ZS_OK;

@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "comm/coll_impl.h"
+#include "comm/backoff.h"
+#include "base/error.h"
 #include "comm/mpi_wait.h"
 
 static int leaked; /* MPI is used from one thread (MPI_THREAD_FUNNELED) */
@@ -50,7 +51,7 @@ void zs_mpi_world_errhandler_release(void) {
 
 /* Tests until done, error or deadline; sleeps between tests so peers sharing the core can run. */
 zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
-  double deadline = timeout_s > 0 ? zs_now_s() + timeout_s : 0;
+  double deadline = timeout_s > 0 ? zs_clock_now_s() + timeout_s : 0;
   zs_backoff bo;
   zs_backoff_init(&bo);
   for (;;) {
@@ -65,7 +66,7 @@ zs_status zs_mpi_wait(MPI_Request *req, double timeout_s, const char *what) {
                     what, zs_mpi_errstr(rc, msg, sizeof msg));
     }
     if (done) return ZS_OK;
-    if (deadline > 0 && zs_now_s() > deadline)
+    if (deadline > 0 && zs_clock_now_s() > deadline)
       return zs_err(ZS_ERR_TIMEOUT,
                     "%s timed out after %.1f s: a peer stopped answering (it "
                     "crashed, hangs, or calls a different collective); the group "
@@ -92,7 +93,7 @@ void zs_mpi_pending_add(zs_mpi_pending *p, MPI_Request req, void *owned) {
 
 /* Bounded completion of abandoned requests; returns the number still stuck (leaked). */
 int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s) {
-  double deadline = zs_now_s() + max_s;
+  double deadline = zs_clock_now_s() + max_s;
   zs_backoff bo;
   zs_backoff_init(&bo);
   while (p->n > 0) {
@@ -107,7 +108,7 @@ int zs_mpi_pending_drain(zs_mpi_pending *p, double max_s) {
         i++;
       }
     }
-    if (p->n == 0 || zs_now_s() > deadline) break;
+    if (p->n == 0 || zs_clock_now_s() > deadline) break;
     zs_backoff_wait(&bo);
   }
   int left = p->n;

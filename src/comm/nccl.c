@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "comm/comm_impl.h"
-#include "comm/coll_impl.h"
+#include "comm/coll_backends.h"
 
 #define ID_MSG_BYTES (1 + NCCL_UNIQUE_ID_BYTES) /* status byte + ncclUniqueId */
 
@@ -62,7 +62,7 @@ static zs_status nccl_fail(ncclComm_t comm, ncclResult_t r, const char *what) {
 
 /* Polls comm's async state until it leaves ncclInProgress, with timeout_s (<= 0: unbounded). */
 static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) {
-  double deadline = timeout_s > 0 ? zs_now_s() + timeout_s : 0;
+  double deadline = timeout_s > 0 ? zs_clock_now_s() + timeout_s : 0;
   zs_backoff bo;
   zs_backoff_init(&bo);
   for (;;) {
@@ -71,7 +71,7 @@ static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) 
     if (r != ncclSuccess) return nccl_fail(comm, r, what);
     if (st == ncclSuccess) return ZS_OK;
     if (st != ncclInProgress) return nccl_fail(comm, st, what);
-    if (deadline > 0 && zs_now_s() > deadline)
+    if (deadline > 0 && zs_clock_now_s() > deadline)
       return zs_err(ZS_ERR_TIMEOUT,
                     "%s timed out after %.1f s in NCCL: a peer stopped answering; "
                     "the communicator was aborted: end the job, or raise "
@@ -145,7 +145,7 @@ static zs_status n_broadcast(zs_coll *c, void *buf, size_t n, zs_cdt dt, int roo
 /* Polls the stream and the communicator until the stream is idle, with the timeout. */
 static zs_status n_sync(zs_coll *c, void *stream) {
   zs_nccl_coll *m = c->impl;
-  double deadline = c->timeout_s > 0 ? zs_now_s() + c->timeout_s : 0;
+  double deadline = c->timeout_s > 0 ? zs_clock_now_s() + c->timeout_s : 0;
   zs_backoff bo;
   zs_backoff_init(&bo);
   char what[96];
@@ -165,7 +165,7 @@ static zs_status n_sync(zs_coll *c, void *stream) {
       abort_comm(m);
       return rc;
     }
-    if (deadline > 0 && zs_now_s() > deadline) {
+    if (deadline > 0 && zs_clock_now_s() > deadline) {
       abort_comm(m);
       return zs_err(ZS_ERR_TIMEOUT,
                     "%s timed out after %.1f s: a collective on it never "

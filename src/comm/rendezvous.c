@@ -15,7 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm/coll_impl.h"
+#include "comm/backoff.h"
+#include "base/error.h"
 #include "comm/rendezvous.h"
 
 #define RDV_MAGIC 0x7a736864u /* "zshd" */
@@ -28,7 +29,7 @@ struct zs_rdv {
 
 /* Milliseconds left before deadline (at least 0, at most 1 s so loops re-check). */
 static int ms_left(double deadline) {
-  double left = deadline - zs_now_s();
+  double left = deadline - zs_clock_now_s();
   if (left <= 0) return 0;
   return left > 1.0 ? 1000 : (int)(left * 1000.0) + 1;
 }
@@ -38,7 +39,7 @@ static zs_status xfer(int fd, void *buf, size_t len, int out, double deadline, c
   char *p = buf;
   while (len > 0) {
     struct pollfd pf = {fd, (short)(out ? POLLOUT : POLLIN), 0};
-    if (zs_now_s() > deadline)
+    if (zs_clock_now_s() > deadline)
       return zs_err(ZS_ERR_TIMEOUT, "rendezvous: %s timed out: the peer stopped answering", what);
     int pr = poll(&pf, 1, ms_left(deadline));
     if (pr < 0 && errno != EINTR)
@@ -102,7 +103,7 @@ static zs_status accept_all(zs_rdv *r, int lfd, int port, double deadline, doubl
   int joined = 0;
   while (joined < r->size - 1) {
     struct pollfd pf = {lfd, POLLIN, 0};
-    if (zs_now_s() > deadline) {
+    if (zs_clock_now_s() > deadline) {
       char missing[256] = "";
       size_t off = 0;
       for (int i = 1; i < r->size && off < sizeof missing - 16; i++)
@@ -119,7 +120,7 @@ static zs_status accept_all(zs_rdv *r, int lfd, int port, double deadline, doubl
     if (fd < 0) continue;
     uint32_t hello[3], ack[2];
     /* A stranger that sends nothing or garbage is dropped, not fatal (port scanners exist). */
-    double hd = zs_now_s() + 5.0 < deadline ? zs_now_s() + 5.0 : deadline;
+    double hd = zs_clock_now_s() + 5.0 < deadline ? zs_clock_now_s() + 5.0 : deadline;
     if (xfer(fd, hello, sizeof hello, 0, hd, "reading a peer's hello") != ZS_OK ||
         ntohl(hello[0]) != RDV_MAGIC) {
       close(fd);
@@ -186,7 +187,7 @@ static zs_status connect_root(zs_rdv *r, const char *addr, int port, double dead
   snprintf(ports, sizeof ports, "%d", port);
   int last = ECONNREFUSED;
   while (r->fd[0] < 0) {
-    if (zs_now_s() > deadline)
+    if (zs_clock_now_s() > deadline)
       return zs_err(ZS_ERR_TIMEOUT,
                     "rendezvous: rank %d could not reach rank 0 at %s:%d within "
                     "%.1f s (last error: %s): check that rank 0 runs, MASTER_ADDR "
@@ -240,7 +241,7 @@ zs_status zs_rdv_open(const char *addr, int port, int rank, int size, double tim
                   rank, size, port);
   *out = NULL;
   if (timeout_s <= 0) timeout_s = 1e9;
-  double deadline = zs_now_s() + timeout_s;
+  double deadline = zs_clock_now_s() + timeout_s;
   zs_rdv *r = calloc(1, sizeof *r);
   int *fds = calloc((size_t)(rank == 0 ? size : 1), sizeof *fds);
   if (!r || !fds) {
@@ -273,7 +274,7 @@ fail:
 zs_status zs_rdv_bcast_tag(zs_rdv *r, void *buf, size_t len, uint32_t tag, double timeout_s) {
   if (!r || (!buf && len) || len > RDV_MAX_PAYLOAD)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_rdv_bcast: bad arguments (len %zu)", len);
-  double deadline = zs_now_s() + (timeout_s > 0 ? timeout_s : 1e9);
+  double deadline = zs_clock_now_s() + (timeout_s > 0 ? timeout_s : 1e9);
   uint32_t hdr[3] = {htonl(RDV_MAGIC), htonl(tag), htonl((uint32_t)len)};
   if (r->rank == 0) {
     for (int i = 1; i < r->size; i++) {
@@ -302,7 +303,7 @@ zs_status zs_rdv_gather(zs_rdv *r, const void *send, void *all, size_t len, uint
                         double timeout_s) {
   if (!r || (!send && len) || (r->rank == 0 && !all && len) || len > RDV_MAX_PAYLOAD)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_rdv_gather: bad arguments (len %zu)", len);
-  double deadline = zs_now_s() + (timeout_s > 0 ? timeout_s : 1e9);
+  double deadline = zs_clock_now_s() + (timeout_s > 0 ? timeout_s : 1e9);
   uint32_t hdr[3] = {htonl(RDV_MAGIC), htonl(tag), htonl((uint32_t)len)};
   if (r->rank != 0) {
     ZS_CHECK(xfer(r->fd[0], hdr, sizeof hdr, 1, deadline, "sending a message header to rank 0"));
@@ -337,9 +338,9 @@ void zs_rdv_close(zs_rdv *r) {
 zs_status zs_rendezvous_exchange(const char *addr, int port, int rank, int size, void *buf,
                                  size_t len, double timeout_s) {
   zs_rdv *r = NULL;
-  double t0 = zs_now_s();
+  double t0 = zs_clock_now_s();
   ZS_CHECK(zs_rdv_open(addr, port, rank, size, timeout_s, &r));
-  double left = timeout_s > 0 ? timeout_s - (zs_now_s() - t0) : 0;
+  double left = timeout_s > 0 ? timeout_s - (zs_clock_now_s() - t0) : 0;
   zs_status rc = zs_rdv_bcast(r, buf, len, timeout_s > 0 && left <= 0 ? 0.001 : left);
   zs_rdv_close(r);
   return rc;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/coll_impl.h"
+#include "comm/coll_backends.h"
 
 /* recv = send (one block). */
 static zs_status s_all_gather(zs_coll *c, const void *s, void *r, size_t n, zs_cdt dt,

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/config.h"
+#include "base/clock.h"
 #include "comm/coll_impl.h"
 
 #define SIG_MAGIC 0x7a73686172647369ull /* "zshardsi": a header, not stray data */
@@ -35,20 +37,13 @@
    is always on may take (up to +87% per step latency-bound, bench/RESULTS.md); the step's
    agreement and the running hash stay in every build. */
 static int check_wanted(void) {
-  const char *s = getenv("ZS_COMM_CHECK");
+  const char *s = zs_env("ZS_COMM_CHECK");
   if (s && *s) return strcmp(s, "0") != 0;
 #ifdef NDEBUG
   return 0;
 #else
   return 1;
 #endif
-}
-
-/* Wall-clock microseconds (comparable across the hosts of a job, unlike the monotonic clock). */
-static uint64_t wall_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 void zs_sig_init(zs_coll *c) {
@@ -123,7 +118,7 @@ static zs_status post(zs_coll *c, const uint64_t *h, const char *what) {
   }
   uint64_t *mine = c->sig_buf + (size_t)c->rank * NW;
   memcpy(mine, h, NW * sizeof *mine);
-  const uint64_t t0 = wall_us();
+  const uint64_t t0 = zs_clock_wall_us();
   mine[ZS_SIG_POSTED] = t0;
   mine[ZS_SIG_DEADLINE] = c->timeout_s > 0 ? t0 + (uint64_t)(c->timeout_s * 1e6) : 0;
   return c->ops->exchange_post(c, c->sig_buf, NW, what);

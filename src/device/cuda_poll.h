@@ -9,21 +9,21 @@
 #include <sched.h>
 #include <time.h>
 
-#include "base/error.h"
+#include "base/clock.h"
+#include "zshard.h"
 
-static inline double zs_cuda_poll_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+/* The library's error function: zs_err in libzshard, zs_kerr in the kernels library (each
+   records its message in the thread's last error and returns the status). */
+typedef zs_status (*zs_cuda_poll_report)(zs_status s, const char *fmt, ...);
 
 /* Polls query(obj) until it is not cudaErrorNotReady or timeout_s passed: spins with sched_yield
    for the first 10 ms (short waits stay fast), then sleeps growing to 1 ms. Returns ZS_OK,
-   ZS_ERR_TIMEOUT naming `what`, or ZS_ERR_DEVICE with the CUDA error in *err (message left to
-   the caller). timeout_s <= 0: no bound. */
+   ZS_ERR_TIMEOUT naming `what` (the message recorded through report), or ZS_ERR_DEVICE with the
+   CUDA error in *err (message left to the caller). timeout_s <= 0: no bound. */
 static inline zs_status zs_cuda_poll(cudaError_t (*query)(void *), void *obj, double timeout_s,
-                                     const char *what, cudaError_t *err) {
-  const double t0 = zs_cuda_poll_now();
+                                     const char *what, cudaError_t *err,
+                                     zs_cuda_poll_report report) {
+  const double t0 = zs_clock_now_s();
   long ns = 0;
   for (;;) {
     const cudaError_t e = query(obj);
@@ -32,9 +32,9 @@ static inline zs_status zs_cuda_poll(cudaError_t (*query)(void *), void *obj, do
       *err = e;
       return ZS_ERR_DEVICE;
     }
-    const double el = zs_cuda_poll_now() - t0;
+    const double el = zs_clock_now_s() - t0;
     if (timeout_s > 0 && el > timeout_s)
-      return zs_err(ZS_ERR_TIMEOUT,
+      return report(ZS_ERR_TIMEOUT,
                     "%s: GPU work queued before it was still running after %.1f s (comm_timeout_s "
                     "%g): a collective it depends on waits for a peer that stopped answering; the "
                     "engine's communicators are aborted: end the job, check the other ranks, and "

@@ -177,7 +177,7 @@ static cudaError_t query_event(void *ev) {
 static zs_status poll_wait(cudaError_t (*query)(void *), void *obj, double timeout_s,
                            const char *what) {
   cudaError_t err = cudaSuccess;
-  const zs_status rc = zs_cuda_poll(query, obj, timeout_s, what, &err);
+  const zs_status rc = zs_cuda_poll(query, obj, timeout_s, what, &err, zs_err);
   return rc == ZS_ERR_DEVICE ? cuda_fail(err, what) : rc;
 }
 

@@ -22,7 +22,7 @@ zs_status zs_cuda_event_create(void **ev);
 zs_status zs_cuda_event_record(void *ev, void *stream);
 /* Host waits bounded by timeout_s (<= 0: unbounded): they poll and give ZS_ERR_TIMEOUT naming
    `what` when the GPU work is still queued after timeout_s (behind a collective whose peer went
-   silent). Shared by the engine and the user-buffer API (zs_kernels_sync / _copy). */
+   silent). Shared by the engine and the user-buffer API (zs_k_sync / _copy). */
 zs_status zs_cuda_wait_stream(void *stream, double timeout_s, const char *what);
 zs_status zs_cuda_event_wait(void *ev, double timeout_s);
 zs_status zs_cuda_stream_wait_event(void *stream, void *ev);

@@ -1,16 +1,13 @@
-/* What save and load share: which elements each rank writes, the block size, and copies of
+/* What save and load share: which elements each rank writes, and copies of
  * optimizer state between the engine (device or host arena) and host staging. */
 #ifndef ZS_ENGINE_CKPT_H
 #define ZS_ENGINE_CKPT_H
 
 #include <stdint.h>
 
-#include "engine/ckpt_format.h"
+#include "ckptio/ckpt_format.h"
 #include "engine/engine_internal.h"
 
-/* Data blocks are 4 MiB; ZS_TEST_CKPT_BLOCK_BYTES (>= 64, rounded down to a multiple of 4) makes
-   them smaller for tests (many blocks, ranges that start and end inside blocks). */
-uint64_t zs_ckpt_block_bytes(void);
 /* The elements [*a, *b) of unit u that world rank r writes (empty when *a == *b): the range of
    optimizer state r holds, without padding, split evenly among the ranks that hold the same range
    (replicated state: all ranks; hybrid: the replicas), so every element is written once. */

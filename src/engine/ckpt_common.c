@@ -6,15 +6,6 @@
 #include "base/error.h"
 #include "engine/ckpt.h"
 
-uint64_t zs_ckpt_block_bytes(void) {
-  const char *s = getenv("ZS_TEST_CKPT_BLOCK_BYTES");
-  if (s && *s) {
-    const unsigned long long v = strtoull(s, NULL, 10);
-    if (v >= 64 && v <= (1ull << 30)) return v / 4 * 4;
-  }
-  return (uint64_t)4 << 20;
-}
-
 void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b) {
   const zs_plan *p = &e->plan;
   const int g = e->shard_size;

@@ -127,13 +127,4 @@ void zs_engine_goodbye(zs_engine *e);
 /* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
 void zs_engine_abort_comms(zs_engine *e);
 
-static inline double zs_now(void);
-
-#include <time.h>
-static inline double zs_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "optim/optim.h"
 
@@ -20,7 +21,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
                                 "zs_engine_step first");
   if (micro_steps < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
-  e->step_t0 = zs_now();
+  e->step_t0 = zs_clock_now_s();
   const size_t ps = zs_dtype_size(e->cfg.param_dtype);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
@@ -142,7 +143,7 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   ZS_CHECK(zs_dev_sync(d, d->compute_stream));
   e->steps_done++;
   e->state = ZS_ENGINE_READY;
-  s.step_seconds = zs_now() - e->step_t0;
+  s.step_seconds = zs_clock_now_s() - e->step_t0;
   s.struct_version = 1;
   if (st) *st = s;
   return ZS_OK;

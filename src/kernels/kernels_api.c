@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/error.h"
+#include "kernels/kerr.h"
 #include "kernels/cpu/gpt2_cpu.h"
 #include "zshard_kernels.h"
 #include "kernels/kernels_watch.h"
@@ -37,10 +37,10 @@ struct zs_kernels {
    calling function's name (a local static string in each of them). */
 #define REQ(cond, ...)                                                                             \
   do {                                                                                             \
-    if (!(cond)) return zs_err(ZS_ERR_INVALID_ARG, __VA_ARGS__);                                   \
+    if (!(cond)) return zs_kerr(ZS_ERR_INVALID_ARG, __VA_ARGS__);                                  \
   } while (0)
 #define REQ_CTX(k)                                                                                 \
-  REQ((k) != NULL, "%s: the kernels context is NULL: create one with zs_kernels_create", fn)
+  REQ((k) != NULL, "%s: the kernels context is NULL: create one with zs_k_create", fn)
 #define REQ_PTR(p) REQ((p) != NULL, "%s: %s is NULL: pass a buffer on the kernels' device", fn, #p)
 #define REQ_DIM(d) REQ((d) > 0, "%s: %s = %lld must be > 0", fn, #d, (long long)(d))
 
@@ -50,13 +50,13 @@ struct zs_kernels {
 #define CUDA_CALL(name, ...) return zs_cuda_##name(k->cuda, __VA_ARGS__)
 #else
 #define CUDA_CALL(name, ...)                                                                       \
-  return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn)
+  return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn)
 #endif
 
 /* Validates device and dtype (the CPU is fp32 only), then builds the CUDA context when asked. On
    failure *out is NULL and nothing is left allocated. */
-zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out) {
-  static const char fn[] = "zs_kernels_create";
+zs_status zs_k_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels **out) {
+  static const char fn[] = "zs_k_create";
   REQ(out != NULL, "%s: out is NULL: pass the address of a zs_kernels pointer", fn);
   *out = NULL;
   REQ(dev == ZS_DEVICE_CPU || dev == ZS_DEVICE_CUDA,
@@ -64,19 +64,19 @@ zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels
   REQ(dt == ZS_F32 || dt == ZS_BF16, "%s: dtype %d is not a dtype: use ZS_F32 or ZS_BF16", fn,
       (int)dt);
   if (dev == ZS_DEVICE_CPU && dt != ZS_F32)
-    return zs_err(ZS_ERR_UNSUPPORTED,
-                  "%s: the CPU kernels are fp32 only: use ZS_F32 on ZS_DEVICE_CPU (ZS_BF16 needs "
-                  "ZS_DEVICE_CUDA)",
-                  fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED,
+                   "%s: the CPU kernels are fp32 only: use ZS_F32 on ZS_DEVICE_CPU (ZS_BF16 needs "
+                   "ZS_DEVICE_CUDA)",
+                   fn);
 #ifndef ZS_HAVE_CUDA
   if (dev == ZS_DEVICE_CUDA)
-    return zs_err(ZS_ERR_UNSUPPORTED,
-                  "%s: zshard was built without CUDA: use ZS_DEVICE_CPU, or rebuild with a CUDA "
-                  "compiler (ZS_CUDA=ON)",
-                  fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED,
+                   "%s: zshard was built without CUDA: use ZS_DEVICE_CPU, or rebuild with a CUDA "
+                   "compiler (ZS_CUDA=ON)",
+                   fn);
 #endif
   zs_kernels *k = calloc(1, sizeof *k);
-  if (!k) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the context", fn);
+  if (!k) return zs_kerr(ZS_ERR_OUT_OF_MEMORY, "%s: cannot allocate the context", fn);
   k->dev = dev;
   k->dt = dt;
 #ifdef ZS_HAVE_CUDA
@@ -84,7 +84,7 @@ zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels
     zs_status rc = zs_cuda_kctx_create(dt, stream, &k->cuda);
     if (rc != ZS_OK) {
       free(k);
-      return zs_err_wrap(rc, "%s", fn);
+      return zs_kerr_wrap(rc, "%s", fn);
     }
   }
 #endif
@@ -93,7 +93,7 @@ zs_status zs_kernels_create(zs_device dev, zs_dtype dt, void *stream, zs_kernels
 }
 
 /* Releases the context (and its CUDA half). NULL is a no-op. */
-void zs_kernels_destroy(zs_kernels *k) {
+void zs_k_destroy(zs_kernels *k) {
   if (!k) return;
 #ifdef ZS_HAVE_CUDA
   zs_cuda_kctx_destroy(k->cuda);
@@ -101,14 +101,14 @@ void zs_kernels_destroy(zs_kernels *k) {
   free(k);
 }
 
-/* ---- The user's buffers: zs_kernels_alloc / _free / _zero / _copy / _sync ----
+/* ---- The user's buffers: zs_k_alloc / _free / _zero / _copy / _sync ----
    CPU: aligned host memory, memset, memmove (the CPU "stream" is synchronous). CUDA: the twins in
    kernels_mem_cuda.c, ordered on the context's stream. */
 
 #define ZS_KERNELS_ALIGN 256 /* bytes; what cudaMalloc guarantees, so both devices promise it */
 
-zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p) {
-  static const char fn[] = "zs_kernels_alloc";
+zs_status zs_k_alloc(zs_kernels *k, size_t bytes, void **p) {
+  static const char fn[] = "zs_k_alloc";
   REQ(p != NULL, "%s: p is NULL: pass the address of a pointer to receive the buffer", fn);
   *p = NULL;
   REQ_CTX(k);
@@ -116,15 +116,15 @@ zs_status zs_kernels_alloc(zs_kernels *k, size_t bytes, void **p) {
   if (k->dev == ZS_DEVICE_CUDA) CUDA_CALL(mem_alloc, bytes, p);
   void *q = NULL;
   if (posix_memalign(&q, ZS_KERNELS_ALIGN, bytes) != 0 || !q)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                  "%s: the host cannot allocate %zu bytes: use smaller buffers (batch, sequence)",
-                  fn, bytes);
+    return zs_kerr(ZS_ERR_OUT_OF_MEMORY,
+                   "%s: the host cannot allocate %zu bytes: use smaller buffers (batch, sequence)",
+                   fn, bytes);
   memset(q, 0, bytes);
   *p = q;
   return ZS_OK;
 }
 
-void zs_kernels_free(zs_kernels *k, void *p) {
+void zs_k_free(zs_kernels *k, void *p) {
   if (!k || !p) return;
 #ifdef ZS_HAVE_CUDA
   if (k->dev == ZS_DEVICE_CUDA) {
@@ -135,8 +135,8 @@ void zs_kernels_free(zs_kernels *k, void *p) {
   free(p);
 }
 
-zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes) {
-  static const char fn[] = "zs_kernels_zero";
+zs_status zs_k_zero(zs_kernels *k, void *p, size_t bytes) {
+  static const char fn[] = "zs_k_zero";
   REQ_CTX(k);
   REQ_PTR(p);
   if (bytes == 0) return ZS_OK;
@@ -145,8 +145,7 @@ zs_status zs_kernels_zero(zs_kernels *k, void *p, size_t bytes) {
   return ZS_OK;
 }
 
-void zs_kernels_set_watch(zs_kernels *k, double timeout_s, void (*on_timeout)(void *ctx),
-                          void *ctx) {
+void zs_k_set_watch(zs_kernels *k, double timeout_s, void (*on_timeout)(void *ctx), void *ctx) {
   k->wait_timeout_s = timeout_s;
   k->on_timeout = on_timeout;
   k->watch_ctx = ctx;
@@ -160,8 +159,8 @@ static zs_status watched(zs_kernels *k, zs_status rc) {
 }
 #endif
 
-zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t bytes) {
-  static const char fn[] = "zs_kernels_copy";
+zs_status zs_k_copy(zs_kernels *k, void *dst, const void *src, size_t bytes) {
+  static const char fn[] = "zs_k_copy";
   REQ_CTX(k);
   REQ_PTR(dst);
   REQ_PTR(src);
@@ -171,20 +170,20 @@ zs_status zs_kernels_copy(zs_kernels *k, void *dst, const void *src, size_t byte
     return watched(k, zs_cuda_mem_copy(k->cuda, dst, src, bytes, k->wait_timeout_s));
 #else
   if (k->dev == ZS_DEVICE_CUDA)
-    return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
 #endif
   memmove(dst, src, bytes);
   return ZS_OK;
 }
 
-zs_status zs_kernels_sync(zs_kernels *k) {
-  static const char fn[] = "zs_kernels_sync";
+zs_status zs_k_sync(zs_kernels *k) {
+  static const char fn[] = "zs_k_sync";
   REQ_CTX(k);
   if (k->dev == ZS_DEVICE_CUDA) {
 #ifdef ZS_HAVE_CUDA
     return watched(k, zs_cuda_mem_sync(k->cuda, k->wait_timeout_s));
 #else
-    return zs_err(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn);
 #endif
   }
   return ZS_OK;

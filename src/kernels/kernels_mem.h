@@ -1,4 +1,4 @@
-/* Memory of the user's buffers on a CUDA kernel context: the CUDA halves of zs_kernels_alloc,
+/* Memory of the user's buffers on a CUDA kernel context: the CUDA halves of zs_k_alloc,
  * _free, _zero, _copy and _sync (include/zshard_kernels.h), implemented in kernels_mem_cuda.c with
  * the CUDA runtime, all ordered on the context's stream. Internal; only in CUDA builds. Arguments
  * are validated by the public functions (kernels_api.c); failures return ZS_ERR_DEVICE or

@@ -1,4 +1,4 @@
-/* The CUDA half of the user-buffer API (zs_kernels_alloc/free/zero/copy/sync): stream-ordered
+/* The CUDA half of the user-buffer API (zs_k_alloc/free/zero/copy/sync): stream-ordered
  * allocation (cudaMallocAsync / cudaFreeAsync), memset and copies on the kernel context's stream.
  * Every CUDA failure becomes a status with a sentence naming the public call and the CUDA call;
  * nothing prints, exits or aborts. */
@@ -8,7 +8,7 @@
 
 #include "device/cuda_copy.h"
 #include "device/cuda_poll.h"
-#include "base/error.h"
+#include "kernels/kerr.h"
 
 /* The stream all of it is ordered on. */
 static cudaStream_t stream_of(zs_cuda_kctx *k) {
@@ -19,12 +19,12 @@ static cudaStream_t stream_of(zs_cuda_kctx *k) {
    cleared so that later calls do not report it again. */
 static zs_status cuda_fail(const char *fn, const char *what, cudaError_t e) {
   (void)cudaGetLastError();
-  return zs_err(ZS_ERR_DEVICE, "%s: %s failed: %s (%s); check the GPU is healthy", fn, what,
-                cudaGetErrorString(e), cudaGetErrorName(e));
+  return zs_kerr(ZS_ERR_DEVICE, "%s: %s failed: %s (%s); check the GPU is healthy", fn, what,
+                 cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 zs_status zs_cuda_mem_alloc(zs_cuda_kctx *k, size_t bytes, void **p) {
-  static const char fn[] = "zs_kernels_alloc";
+  static const char fn[] = "zs_k_alloc";
   cudaStream_t s = stream_of(k);
   void *q = NULL;
   cudaError_t e = cudaMallocAsync(&q, bytes, s);
@@ -33,10 +33,10 @@ zs_status zs_cuda_mem_alloc(zs_cuda_kctx *k, size_t bytes, void **p) {
     if (e != cudaErrorMemoryAllocation) return cuda_fail(fn, "cudaMallocAsync", e);
     size_t fr = 0, tot = 0;
     if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) (void)cudaGetLastError();
-    return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                  "%s: the GPU cannot allocate %zu bytes (%zu of %zu bytes free): use smaller "
-                  "buffers (batch, sequence) or a higher stage / offload for the model state",
-                  fn, bytes, fr, tot);
+    return zs_kerr(ZS_ERR_OUT_OF_MEMORY,
+                   "%s: the GPU cannot allocate %zu bytes (%zu of %zu bytes free): use smaller "
+                   "buffers (batch, sequence) or a higher stage / offload for the model state",
+                   fn, bytes, fr, tot);
   }
   e = cudaMemsetAsync(q, 0, bytes, s);
   if (e != cudaSuccess) {
@@ -55,7 +55,7 @@ void zs_cuda_mem_free(zs_cuda_kctx *k, void *p) {
 
 zs_status zs_cuda_mem_zero(zs_cuda_kctx *k, void *p, size_t bytes) {
   cudaError_t e = cudaMemsetAsync(p, 0, bytes, stream_of(k));
-  return e == cudaSuccess ? ZS_OK : cuda_fail("zs_kernels_zero", "cudaMemsetAsync", e);
+  return e == cudaSuccess ? ZS_OK : cuda_fail("zs_k_zero", "cudaMemsetAsync", e);
 }
 
 /* Waits for the context's stream, bounded by timeout_s (<= 0: unbounded). */
@@ -65,13 +65,14 @@ static zs_status wait_stream(zs_cuda_kctx *k, double timeout_s, const char *fn) 
     err = cudaStreamSynchronize(stream_of(k));
     return err == cudaSuccess ? ZS_OK : cuda_fail(fn, "cudaStreamSynchronize", err);
   }
-  const zs_status rc = zs_cuda_poll(zs_cuda_query_stream, stream_of(k), timeout_s, fn, &err);
+  const zs_status rc =
+      zs_cuda_poll(zs_cuda_query_stream, stream_of(k), timeout_s, fn, &err, zs_kerr);
   return rc == ZS_ERR_DEVICE ? cuda_fail(fn, "cudaStreamQuery", err) : rc;
 }
 
 zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t bytes,
                            double timeout_s) {
-  static const char fn[] = "zs_kernels_copy";
+  static const char fn[] = "zs_k_copy";
   cudaStream_t s = stream_of(k);
   const int host = zs_cuda_mem_kind_of(dst) != ZS_CUDA_MEM_DEVICE ||
                    zs_cuda_mem_kind_of(src) != ZS_CUDA_MEM_DEVICE;
@@ -84,14 +85,14 @@ zs_status zs_cuda_mem_copy(zs_cuda_kctx *k, void *dst, const void *src, size_t b
      copy is done; pageable host -> device may synchronise with the stream while staging;
      cuda_copy.h), where a collective of a dead peer would hold it past any timeout. On an idle
      stream the call waits for its own bytes only. A timeout leaves the host buffer untouched. */
-  ZS_CHECK(wait_stream(k, timeout_s, "zs_kernels_copy (wait for the work queued before the copy)"));
+  ZS_CHECK(wait_stream(k, timeout_s, "zs_k_copy (wait for the work queued before the copy)"));
   const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s);
   if (e != cudaSuccess) return cuda_fail(fn, "cudaMemcpyAsync", e);
   /* The host side may be reused (src) or read (dst) at once: a pinned-memory copy is still
      queued here. */
-  return wait_stream(k, timeout_s, "zs_kernels_copy (wait for the copy)");
+  return wait_stream(k, timeout_s, "zs_k_copy (wait for the copy)");
 }
 
 zs_status zs_cuda_mem_sync(zs_cuda_kctx *k, double timeout_s) {
-  return wait_stream(k, timeout_s, "zs_kernels_sync");
+  return wait_stream(k, timeout_s, "zs_k_sync");
 }

@@ -1,13 +1,12 @@
-/* Error reporting of the kernels library. Its objects are compiled with zs_err / zs_err_wrap
- * renamed (CMake, target zshard_kernels), so the kernels' own code and the shared inline helpers
- * call these, which format the message here and hand it to libzshard's error channel
- * (zs_error_report): zs_last_error() then says what failed, whichever library failed. */
+/* Error reporting of the kernels library (see kerr.h): the message is formatted here and handed
+ * to libzshard's error channel (zs_error_report), so zs_last_error() says what failed, whichever
+ * library failed. */
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "base/error.h"
+#include "kernels/kerr.h"
 
-zs_status zs_err(zs_status s, const char *fmt, ...) {
+zs_status zs_kerr(zs_status s, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -16,7 +15,7 @@ zs_status zs_err(zs_status s, const char *fmt, ...) {
   return zs_error_report(s, msg);
 }
 
-zs_status zs_err_wrap(zs_status s, const char *fmt, ...) {
+zs_status zs_kerr_wrap(zs_status s, const char *fmt, ...) {
   char prev[1024], msg[1024]; /* the size of zs_last_error()'s buffer */
   snprintf(prev, sizeof prev, "%s", zs_last_error());
   va_list ap;

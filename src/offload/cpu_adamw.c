@@ -2,6 +2,8 @@
  * the path's single-threaded kernel. */
 #include "offload/cpu_adamw.h"
 
+#include "base/config.h"
+
 #include <stdlib.h>
 
 /* One threaded call: arrays and the tile count. */
@@ -55,7 +57,7 @@ void zs_cpu_adamw_mt(zs_pool *pool, const zs_adamw_coef *c, float *master, float
 }
 
 int zs_cpu_adamw_env_threads(void) {
-  const char *s = getenv("ZS_ADAMW_THREADS");
+  const char *s = zs_env("ZS_ADAMW_THREADS");
   long n = s ? strtol(s, NULL, 10) : 1;
   return n > 1 && n <= 4096 ? (int)n : 1;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "base/error.h"
 
 zs_status zs_topo_open(hwloc_topology_t *out) {
@@ -90,7 +91,7 @@ zs_status zs_numa_place_node(hwloc_topology_t topo, int node, zs_numa_place *out
 
 /* Node for an explicit ZS_OFFLOAD_NUMA_NODE; 1 if the variable is set (result in *rc). */
 static int zs_place_from_env(hwloc_topology_t topo, zs_numa_place *out, zs_status *rc) {
-  const char *s = getenv("ZS_OFFLOAD_NUMA_NODE");
+  const char *s = zs_env("ZS_OFFLOAD_NUMA_NODE");
   if (!s || !*s) return 0;
   char *end;
   long v = strtol(s, &end, 10);

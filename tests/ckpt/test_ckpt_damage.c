@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/ckpt_format.h"
+#include "ckptio/ckpt_format.h"
 #include "engine/engine_model.h"
 #include "zs_test.h"
 

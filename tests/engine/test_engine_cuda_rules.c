@@ -9,9 +9,9 @@
  *   overlap  (2 ranks, nccl) a gather waits for its own all-gather only: while rank 1 holds
  *                      back its reduce-scatter for 3 s, rank 0's compute stream runs work
  *                      queued after gathering the (prefetched) next unit at once.
- *   timeout  (2 ranks, nccl) rank 1 stops answering; rank 0's zs_kernels_copy to the host (a
+ *   timeout  (2 ranks, nccl) rank 1 stops answering; rank 0's zs_k_copy to the host (a
  *                      loss read) waits behind a collective and must return ZS_ERR_TIMEOUT
- *                      within comm_timeout_s + 5 s (zs_kernels_watch), not hang; the engine is
+ *                      within comm_timeout_s + 5 s (zs_k_watch), not hang; the engine is
  *                      then failed and destroy returns.
  * Usage: test_engine_cuda_rules pool|overlap|timeout */
 #include <cuda_runtime.h>
@@ -115,8 +115,8 @@ static void overlap(zs_comm *comm) {
   zs_engine *e = make(comm, 1, 60, 1 << 20, u, 3);
   zs_kernels *k = NULL;
   void *buf = NULL;
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, ZS_F32, zs_engine_stream(e), &k));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, 1 << 20, &buf));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, ZS_F32, zs_engine_stream(e), &k));
+  ZS_OK_OR_DIE(zs_k_alloc(k, 1 << 20, &buf));
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
   for (int i = 0; i < 3; i++) {
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
@@ -124,15 +124,15 @@ static void overlap(zs_comm *comm) {
   }
   ZS_OK_OR_DIE(zs_unit_gather(u[2])); /* turn: prefetches u1 on both ranks */
   ZS_EXPECT(zs_unit_grad(u[2], 0) != NULL, "grad");
-  ZS_OK_OR_DIE(zs_kernels_sync(k));
+  ZS_OK_OR_DIE(zs_k_sync(k));
   const double hold = 3.0;
   if (rank == 1) sleep((unsigned)hold); /* its reduce-scatter of u2 comes late */
   ZS_OK_OR_DIE(zs_unit_grads_ready(u[2]));
   ZS_OK_OR_DIE(zs_unit_release(u[2]));
   const double t0 = now();
   ZS_OK_OR_DIE(zs_unit_gather(u[1])); /* prefetched: waits for u1's all-gather only */
-  ZS_OK_OR_DIE(zs_kernels_zero(k, buf, 1 << 20));
-  ZS_OK_OR_DIE(zs_kernels_sync(k));
+  ZS_OK_OR_DIE(zs_k_zero(k, buf, 1 << 20));
+  ZS_OK_OR_DIE(zs_k_sync(k));
   const double dt = now() - t0;
   if (rank == 0) {
     printf("overlap: compute work after gather(u1) done in %.3f s while the peer held its "
@@ -147,8 +147,8 @@ static void overlap(zs_comm *comm) {
   ZS_OK_OR_DIE(zs_unit_grads_ready(u[0]));
   ZS_OK_OR_DIE(zs_unit_release(u[0]));
   ZS_OK_OR_DIE(zs_engine_step(e, NULL));
-  zs_kernels_free(k, buf);
-  zs_kernels_destroy(k);
+  zs_k_free(k, buf);
+  zs_k_destroy(k);
   zs_engine_destroy(e);
 }
 
@@ -160,38 +160,36 @@ static void timeout(zs_comm *comm) {
   zs_kernels *k = NULL;
   void *buf = NULL;
   float host[16];
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, ZS_F32, zs_engine_stream(e), &k));
-  ZS_OK_OR_DIE(zs_kernels_watch(k, e));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof host, &buf));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, ZS_F32, zs_engine_stream(e), &k));
+  ZS_OK_OR_DIE(zs_k_watch(k, e));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof host, &buf));
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
   for (int i = 0; i < 3; i++) {
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
     ZS_OK_OR_DIE(zs_unit_release(u[i]));
   }
   ZS_OK_OR_DIE(zs_unit_gather(u[2]));
-  ZS_OK_OR_DIE(zs_kernels_sync(k));
+  ZS_OK_OR_DIE(zs_k_sync(k));
   if (rank == 1) {
     sleep((unsigned)(limit + 6)); /* silent past rank 0's timeout */
     (void)zs_unit_grads_ready(u[2]);
-    (void)zs_kernels_copy(k, host, buf, sizeof host); /* fails or times out: not checked */
+    (void)zs_k_copy(k, host, buf, sizeof host); /* fails or times out: not checked */
   } else {
     ZS_OK_OR_DIE(zs_unit_grads_ready(u[2])); /* reduce-scatter enqueued, the peer is silent */
     ZS_OK_OR_DIE(zs_unit_release(u[2]));
     ZS_OK_OR_DIE(zs_unit_gather(u[1])); /* its all-gather queues behind the reduce-scatter */
     const double t0 = now();
-    zs_status rc = zs_kernels_copy(k, host, buf, sizeof host); /* the loss read of a loop */
+    zs_status rc = zs_k_copy(k, host, buf, sizeof host); /* the loss read of a loop */
     const double dt = now() - t0;
-    printf("timeout: zs_kernels_copy -> %s after %.2f s: %s\n", zs_status_str(rc), dt,
-           zs_last_error());
+    printf("timeout: zs_k_copy -> %s after %.2f s: %s\n", zs_status_str(rc), dt, zs_last_error());
     ZS_EXPECT(rc == ZS_ERR_TIMEOUT, "got %s, want ZS_ERR_TIMEOUT", zs_status_str(rc));
     ZS_EXPECT(dt >= 0.9 * limit && dt <= limit + 5, "returned after %.2f s (limit %.1f)", dt,
               limit);
-    ZS_EXPECT(strstr(zs_last_error(), "zs_kernels_copy") != NULL, "names the wait: %s",
-              zs_last_error());
+    ZS_EXPECT(strstr(zs_last_error(), "zs_k_copy") != NULL, "names the wait: %s", zs_last_error());
     ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE);
   }
-  zs_kernels_free(k, buf);
-  zs_kernels_destroy(k);
+  zs_k_free(k, buf);
+  zs_k_destroy(k);
   const double t0 = now();
   zs_engine_destroy(e);
   if (rank == 0) ZS_EXPECT(now() - t0 < 10, "destroy after the timeout took %.1f s", now() - t0);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs a zshard build into a temporary prefix and checks that a program outside the tree builds
-# and runs against it both ways a user would: pkg-config, and find_package(zshard) in CMake.
+# and runs against it both ways a user would: pkg-config, and find_package(zshard) in CMake; and
+# that the two libraries depend one way: the kernels on the engine, never the engine on the kernels.
 #
 # Usage: tests/install/test_install.sh BUILD_DIR CONSUMER_DIR [CC] [MPIEXEC]   (ctest passes all four)
 set -euo pipefail
@@ -71,6 +72,31 @@ if [ -e "$libdir/libzshard_kernels.so" ]; then
   }
 fi
 
+echo "== one-way dependency: libzshard_kernels needs libzshard, libzshard never the kernels"
+if grep -q '^ *# *include.*zshard_kernels' "$prefix/include/zshard.h"; then
+  echo "FAIL: the installed zshard.h includes zshard_kernels.h"
+  exit 1
+fi
+if [ -e "$libdir/libzshard.so" ] && readelf -d "$libdir/libzshard.so" | grep NEEDED | grep -q zshard_kernels; then
+  echo "FAIL: the installed libzshard.so needs libzshard_kernels"
+  exit 1
+fi
+pc_engine=$(PKG_CONFIG_PATH=$pcdir pkg-config --libs zshard)
+pc_kernels=$(PKG_CONFIG_PATH=$pcdir pkg-config --libs zshard_kernels)
+if [[ " $pc_engine " == *zshard_kernels* || " $pc_kernels " != *" -lzshard "* ]]; then
+  echo "FAIL: pkg-config zshard must not bring the kernels ($pc_engine), zshard_kernels must bring zshard ($pc_kernels)"
+  exit 1
+fi
+targets=$(cat "$cfgdir/zshardTargets.cmake") # the interface, not the per-configuration files
+engine_props=$(sed -n '/^set_target_properties(zshard::zshard /,/^)/p' <<<"$targets")
+kernels_props=$(sed -n '/^set_target_properties(zshard::kernels /,/^)/p' <<<"$targets")
+if [[ $engine_props == *kernels* || $kernels_props != *zshard::zshard* ]]; then
+  echo "FAIL: zshard::zshard must not link the kernels, zshard::kernels must link zshard::zshard:"
+  echo "$engine_props"
+  echo "$kernels_props"
+  exit 1
+fi
+
 echo "== zshard-plan (installed, runs from the prefix without LD_LIBRARY_PATH)"
 tool=$prefix/bin/zshard-plan
 if [ ! -x "$tool" ]; then
@@ -90,15 +116,18 @@ static=()
 if grep -q '^BUILD_SHARED_LIBS:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null; then
   static=(--static)
 fi
-read -r -a pc_flags < <(PKG_CONFIG_PATH=$pcdir pkg-config "${static[@]}" --cflags --libs zshard_kernels zshard)
-echo "pkg-config --cflags --libs zshard_kernels zshard: ${pc_flags[*]}"
+# zshard_kernels alone: it requires zshard.
+read -r -a pc_flags < <(PKG_CONFIG_PATH=$pcdir pkg-config "${static[@]}" --cflags --libs zshard_kernels)
+echo "pkg-config --cflags --libs zshard_kernels: ${pc_flags[*]}"
 if [[ " ${pc_flags[*]} " == *rpath* ]]; then
   echo "FAIL: the pkg-config flags carry an rpath (the README says how to add one): ${pc_flags[*]}"
   exit 1
 fi
 # The README's line: the program's own rpath to the prefix (pkg-config's libdir variable).
 pc_libdir=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=libdir zshard)
-"$cc" -std=c11 -Wall -Wextra -Werror "${flags[@]}" "$consumer/consumer.c" -o "$work/consumer_pc" \
+# ZSHARD_NO_DEPRECATED: the consumer uses today's names only (zshard_kernels.h's deprecated macros
+# hidden).
+"$cc" -std=c11 -Wall -Wextra -Werror -DZSHARD_NO_DEPRECATED "${flags[@]}" "$consumer/consumer.c" -o "$work/consumer_pc" \
   "${pc_flags[@]}" -Wl,-rpath,"$pc_libdir"
 if LD_LIBRARY_PATH=$libdir ldd "$work/consumer_pc" | grep libzshard | grep -v -q "$prefix"; then
   echo "FAIL: consumer_pc does not load libzshard from $prefix:"

@@ -4,13 +4,18 @@ foreach(t layers attention xent args)
   zs_exe(test_kernels_cpu_${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_cpu_${t}.c)
   zs_unit_test(kernels_cpu_${t} test_kernels_cpu_${t} LABELS kernels)
 endforeach()
-# zs_kernels_alloc / _free / _zero / _copy / _sync (the user's buffers) on the CPU; in CUDA builds
+# zs_k_alloc / _free / _zero / _copy / _sync (the user's buffers) on the CPU; in CUDA builds
 # the same program on the GPU too (it prints "SKIP: no CUDA device" and passes without one).
 zs_exe(test_kernels_mem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_mem.c)
 zs_unit_test(kernels_mem test_kernels_mem ARGS --device cpu LABELS kernels)
 if(ZS_HAVE_CUDA)
   zs_unit_test(kernels_mem_cuda test_kernels_mem ARGS --device cuda LABELS kernels cuda)
 endif()
+
+# The deprecated zs_kernels_* names still compile and call zs_k_* (a user's program: public
+# headers, the shared libraries).
+zs_exe(test_kernels_deprecated SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_deprecated.c PUBLIC_API)
+zs_unit_test(kernels_deprecated_names test_kernels_deprecated LABELS kernels)
 
 # CUDA kernel tests (GPU twins vs the CPU reference). Only in CUDA builds; each test prints
 # "SKIP: no CUDA device" and passes on a machine without a GPU.

@@ -10,20 +10,20 @@
 /* Context creation: CPU fp32 works; bf16 on the CPU is unsupported; nonsense enums are invalid. */
 static void test_create(void) {
   zs_kernels *k = (zs_kernels *)&k; /* must be reset to NULL on failure */
-  ZS_EXPECT_STATUS(zs_kernels_create(ZS_DEVICE_CPU, ZS_BF16, NULL, &k), ZS_ERR_UNSUPPORTED);
+  ZS_EXPECT_STATUS(zs_k_create(ZS_DEVICE_CPU, ZS_BF16, NULL, &k), ZS_ERR_UNSUPPORTED);
   ZS_EXPECT(k == NULL, "failed create left *out set");
   ZS_EXPECT(strstr(zs_last_error(), "fp32") != NULL, "message should say why: %s", zs_last_error());
-  ZS_EXPECT_STATUS(zs_kernels_create((zs_device)7, ZS_F32, NULL, &k), INV);
-  ZS_EXPECT_STATUS(zs_kernels_create(ZS_DEVICE_CPU, (zs_dtype)9, NULL, &k), INV);
-  ZS_EXPECT_STATUS(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, NULL), INV);
+  ZS_EXPECT_STATUS(zs_k_create((zs_device)7, ZS_F32, NULL, &k), INV);
+  ZS_EXPECT_STATUS(zs_k_create(ZS_DEVICE_CPU, (zs_dtype)9, NULL, &k), INV);
+  ZS_EXPECT_STATUS(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, NULL), INV);
 #ifndef ZS_HAVE_CUDA
-  ZS_EXPECT_STATUS(zs_kernels_create(ZS_DEVICE_CUDA, ZS_F32, NULL, &k), ZS_ERR_UNSUPPORTED);
+  ZS_EXPECT_STATUS(zs_k_create(ZS_DEVICE_CUDA, ZS_F32, NULL, &k), ZS_ERR_UNSUPPORTED);
   ZS_EXPECT(strstr(zs_last_error(), "without CUDA") != NULL, "message: %s", zs_last_error());
 #endif
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k));
   ZS_EXPECT(k != NULL, "create returned OK and NULL");
-  zs_kernels_destroy(k);
-  zs_kernels_destroy(NULL); /* no-op */
+  zs_k_destroy(k);
+  zs_k_destroy(NULL); /* no-op */
 }
 
 /* Every call with a NULL context, a NULL required pointer, and a non-positive dimension. Buffers
@@ -155,8 +155,8 @@ static void test_validation(zs_kernels *k) {
 int main(void) {
   test_create();
   zs_kernels *k = NULL;
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k));
   test_validation(k);
-  zs_kernels_destroy(k);
+  zs_k_destroy(k);
   ZS_TEST_END("test_kernels_cpu_args");
 }

@@ -105,6 +105,6 @@ int main(void) {
   test_attention(k, 1, 4, 48, 2, 0); /* hs = 24 */
   test_attention(k, 2, 40, 64, 4, 300);
   test_causal(k);
-  zs_kernels_destroy(k);
+  zs_k_destroy(k);
   ZS_TEST_END("test_kernels_cpu_attention");
 }

@@ -163,7 +163,7 @@ static inline int kt_check_grad(const char *what, kt_loss_fn loss, void *ctx, do
 /* A CPU fp32 kernel context, or the test dies. */
 static inline zs_kernels *kt_cpu(void) {
   zs_kernels *k = NULL;
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k));
   return k;
 }
 

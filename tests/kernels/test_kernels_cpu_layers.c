@@ -265,6 +265,6 @@ int main(void) {
   test_gelu(k, 1000);
   test_residual(k, 1);
   test_residual(k, 37);
-  zs_kernels_destroy(k);
+  zs_k_destroy(k);
   ZS_TEST_END("test_kernels_cpu_layers");
 }

@@ -85,6 +85,6 @@ int main(void) {
   test_xent(k, 3, 1, 4, 1, 0);    /* one class with padding */
   test_xent(k, 5, 29, 32, 4, 80); /* large logits: exp without the max would overflow */
   test_xent(k, 2, 256, 256, 6, -3);
-  zs_kernels_destroy(k);
+  zs_k_destroy(k);
   ZS_TEST_END("test_kernels_cpu_xent");
 }

@@ -169,7 +169,7 @@ static void test_xent(zs_dtype dt, int N, int V, int Vp, int in_place) {
 /* Every kernel at several shapes in one dtype. */
 static void run_all(zs_dtype dt) {
   printf("dtype %s\n", dt == ZS_BF16 ? "bf16" : "f32");
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, dt, NULL, &kg));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, dt, NULL, &kg));
   test_encoder(dt, 2, 33, 40, 17);
   test_encoder(dt, 4, 1100, 8, 50); /* more positions than one sort chunk */
   test_layernorm(dt, 1, 7);
@@ -187,26 +187,26 @@ static void run_all(zs_dtype dt) {
   test_xent(dt, 5, 1000, 1024, 0);
   test_xent(dt, 3, 50257, 50304, 1);
   test_xent(dt, 4, 33, 33, 1);
-  zs_kernels_destroy(kg);
+  zs_k_destroy(kg);
   kg = NULL;
 }
 
 int main(void) {
   if (!kt_have_device()) return 0;
   kt_seed("test_kernels_cuda");
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
   run_all(ZS_F32);
   run_all(ZS_BF16);
   /* The fallback GEMM (taken where cuBLASLt has no algorithm), forced. */
   setenv("ZS_CUDA_GEMM", "simt", 1);
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, ZS_F32, NULL, &kg));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, ZS_F32, NULL, &kg));
   test_matmul(ZS_F32, 37, 29, 53, 1);
   test_matmul(ZS_F32, 130, 64, 70, 0);
-  zs_kernels_destroy(kg);
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, ZS_BF16, NULL, &kg));
+  zs_k_destroy(kg);
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, ZS_BF16, NULL, &kg));
   test_matmul(ZS_BF16, 37, 29, 53, 1);
-  zs_kernels_destroy(kg);
+  zs_k_destroy(kg);
   unsetenv("ZS_CUDA_GEMM");
-  zs_kernels_destroy(kc);
+  zs_k_destroy(kc);
   ZS_TEST_END("test_kernels_cuda");
 }

@@ -249,7 +249,7 @@ static void d12_xent(zs_dtype dt) {
 static void run_all(zs_dtype dt) {
   printf("dtype %s: B=%d T=%d C=%d NH=%d V=%d (padded %d)\n", dt == ZS_BF16 ? "bf16" : "fp32", B_,
          T_, C_, NH_, V_, VP_);
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CUDA, dt, NULL, &kg));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, dt, NULL, &kg));
   d12_encoder(dt);
   d12_layernorm(dt);
   d12_matmul(dt, "qkv (C->3C)", C_, 3 * C_, 1, 2e-5);
@@ -260,17 +260,17 @@ static void run_all(zs_dtype dt) {
   d12_attention(dt);
   d12_elementwise(dt);
   d12_xent(dt);
-  zs_kernels_destroy(kg);
+  zs_k_destroy(kg);
   kg = NULL;
 }
 
 int main(void) {
   if (!kt_have_device()) return 0;
   kt_seed("test_kernels_cuda_d12");
-  ZS_OK_OR_DIE(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
   run_all(ZS_F32);
   run_all(ZS_BF16);
-  zs_kernels_destroy(kc);
+  zs_k_destroy(kc);
   if (!zs_test_failures) printf("test_kernels_cuda_d12: OK\n");
   ZS_TEST_END("test_kernels_cuda_d12");
 }

@@ -1,4 +1,4 @@
-/* The user-buffer calls of the kernels API (zs_kernels_alloc, _free, _zero, _copy, _sync), through
+/* The user-buffer calls of the kernels API (zs_k_alloc, _free, _zero, _copy, _sync), through
  * the public headers only: allocations come back zero-filled and 256-byte aligned, copies work host
  * to device, device to host and device to device, zeroing hits exactly its range, the buffers feed
  * a kernel, and every bad argument is ZS_ERR_INVALID_ARG with a message (nothing is touched).
@@ -19,29 +19,29 @@
 static void test_bad_args(zs_kernels *k) {
   char host[16] = {0};
   void *p = host; /* must be set to NULL by every failed alloc */
-  ZS_EXPECT_STATUS(zs_kernels_alloc(NULL, 64, &p), INV);
+  ZS_EXPECT_STATUS(zs_k_alloc(NULL, 64, &p), INV);
   ZS_EXPECT(p == NULL, "failed alloc (NULL k) left *p set");
   p = host;
-  ZS_EXPECT_STATUS(zs_kernels_alloc(k, 0, &p), INV);
+  ZS_EXPECT_STATUS(zs_k_alloc(k, 0, &p), INV);
   ZS_EXPECT(p == NULL, "failed alloc (0 bytes) left *p set");
   ZS_EXPECT(strstr(zs_last_error(), "bytes") != NULL, "message should name bytes: %s",
             zs_last_error());
-  ZS_EXPECT_STATUS(zs_kernels_alloc(k, 64, NULL), INV);
+  ZS_EXPECT_STATUS(zs_k_alloc(k, 64, NULL), INV);
 
-  ZS_EXPECT_STATUS(zs_kernels_zero(NULL, host, sizeof host), INV);
-  ZS_EXPECT_STATUS(zs_kernels_zero(k, NULL, 16), INV);
-  ZS_EXPECT_STATUS(zs_kernels_copy(NULL, host, host + 8, 8), INV);
-  ZS_EXPECT_STATUS(zs_kernels_copy(k, NULL, host, 8), INV);
+  ZS_EXPECT_STATUS(zs_k_zero(NULL, host, sizeof host), INV);
+  ZS_EXPECT_STATUS(zs_k_zero(k, NULL, 16), INV);
+  ZS_EXPECT_STATUS(zs_k_copy(NULL, host, host + 8, 8), INV);
+  ZS_EXPECT_STATUS(zs_k_copy(k, NULL, host, 8), INV);
   ZS_EXPECT(strstr(zs_last_error(), "dst") != NULL, "message should name dst: %s", zs_last_error());
-  ZS_EXPECT_STATUS(zs_kernels_copy(k, host, NULL, 8), INV);
+  ZS_EXPECT_STATUS(zs_k_copy(k, host, NULL, 8), INV);
   ZS_EXPECT(strstr(zs_last_error(), "src") != NULL, "message should name src: %s", zs_last_error());
-  ZS_EXPECT_STATUS(zs_kernels_sync(NULL), INV);
+  ZS_EXPECT_STATUS(zs_k_sync(NULL), INV);
 
   /* no-ops */
-  zs_kernels_free(k, NULL);
-  zs_kernels_free(NULL, NULL);
-  ZS_EXPECT(zs_kernels_zero(k, host, 0) == ZS_OK, "zero of 0 bytes: %s", zs_last_error());
-  ZS_EXPECT(zs_kernels_copy(k, host, host + 8, 0) == ZS_OK, "copy of 0 bytes: %s", zs_last_error());
+  zs_k_free(k, NULL);
+  zs_k_free(NULL, NULL);
+  ZS_EXPECT(zs_k_zero(k, host, 0) == ZS_OK, "zero of 0 bytes: %s", zs_last_error());
+  ZS_EXPECT(zs_k_copy(k, host, host + 8, 0) == ZS_OK, "copy of 0 bytes: %s", zs_last_error());
 }
 
 /* Allocation of several sizes: zero-filled (read back over a poisoned host buffer), aligned. */
@@ -50,18 +50,18 @@ static void test_alloc_zeroed(zs_kernels *k) {
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     size_t n = sizes[i];
     void *d = NULL;
-    ZS_OK_OR_DIE(zs_kernels_alloc(k, n, &d));
+    ZS_OK_OR_DIE(zs_k_alloc(k, n, &d));
     ZS_EXPECT(d != NULL, "alloc of %zu bytes returned OK and NULL", n);
     ZS_EXPECT((uintptr_t)d % 256 == 0, "alloc of %zu bytes is not 256-byte aligned: %p", n, d);
     unsigned char *h = malloc(n);
     memset(h, 0xab, n);
-    ZS_OK_OR_DIE(zs_kernels_copy(k, h, d, n));
+    ZS_OK_OR_DIE(zs_k_copy(k, h, d, n));
     size_t bad = 0;
     for (size_t j = 0; j < n; j++)
       bad += h[j] != 0;
     ZS_EXPECT(bad == 0, "alloc of %zu bytes: %zu bytes not zero", n, bad);
     free(h);
-    zs_kernels_free(k, d);
+    zs_k_free(k, d);
   }
 }
 
@@ -72,28 +72,28 @@ static void test_copy_and_zero(zs_kernels *k) {
   for (int i = 0; i < n; i++)
     src[i] = (unsigned char)(i * 7 + 1);
   void *a = NULL, *b = NULL;
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, n, &a));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, n, &b));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, a, src, n)); /* host to device */
-  memset(src, 0, n);                           /* returned after the copy: src reusable */
+  ZS_OK_OR_DIE(zs_k_alloc(k, n, &a));
+  ZS_OK_OR_DIE(zs_k_alloc(k, n, &b));
+  ZS_OK_OR_DIE(zs_k_copy(k, a, src, n)); /* host to device */
+  memset(src, 0, n);                     /* returned after the copy: src reusable */
   for (int i = 0; i < n; i++)
     src[i] = (unsigned char)(i * 7 + 1);
-  ZS_OK_OR_DIE(zs_kernels_copy(k, b, a, n)); /* device to device (queued) */
-  ZS_OK_OR_DIE(zs_kernels_sync(k));
+  ZS_OK_OR_DIE(zs_k_copy(k, b, a, n)); /* device to device (queued) */
+  ZS_OK_OR_DIE(zs_k_sync(k));
   memset(dst, 0, n);
-  ZS_OK_OR_DIE(zs_kernels_copy(k, dst, b, n)); /* device to host */
+  ZS_OK_OR_DIE(zs_k_copy(k, dst, b, n)); /* device to host */
   ZS_EXPECT(memcmp(dst, src, n) == 0, "round trip host -> device -> device -> host differs");
 
   const int lo = 100, hi = 3001; /* zero [lo, hi) of b */
-  ZS_OK_OR_DIE(zs_kernels_zero(k, (char *)b + lo, (size_t)(hi - lo)));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, dst, b, n));
+  ZS_OK_OR_DIE(zs_k_zero(k, (char *)b + lo, (size_t)(hi - lo)));
+  ZS_OK_OR_DIE(zs_k_copy(k, dst, b, n));
   int bad = 0;
   for (int i = 0; i < n; i++)
     bad += dst[i] != (i >= lo && i < hi ? 0 : src[i]);
   ZS_EXPECT(bad == 0, "zero of [%d, %d): %d bytes wrong", lo, hi, bad);
-  ZS_OK_OR_DIE(zs_kernels_sync(k));
-  zs_kernels_free(k, a);
-  zs_kernels_free(k, b);
+  ZS_OK_OR_DIE(zs_k_sync(k));
+  zs_k_free(k, a);
+  zs_k_free(k, b);
   free(src);
   free(dst);
 }
@@ -106,17 +106,17 @@ static void test_with_kernels(zs_kernels *k) {
   for (int i = 0; i < n; i++)
     ha[i] = (float)i, hb[i] = 0.5f * (float)i;
   void *a, *b, *out;
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof ha, &a));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof hb, &b));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof hout, &out));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, a, ha, sizeof ha));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, b, hb, sizeof hb));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof ha, &a));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof hb, &b));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof hout, &out));
+  ZS_OK_OR_DIE(zs_k_copy(k, a, ha, sizeof ha));
+  ZS_OK_OR_DIE(zs_k_copy(k, b, hb, sizeof hb));
   ZS_OK_OR_DIE(zs_k_residual_fwd(k, out, a, b, n));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, hout, out, sizeof hout));
+  ZS_OK_OR_DIE(zs_k_copy(k, hout, out, sizeof hout));
   int bad = 0;
   for (int i = 0; i < n; i++)
     bad += hout[i] != 1.5f * (float)i;
-  ZS_EXPECT(bad == 0, "residual through zs_kernels_alloc buffers: %d wrong", bad);
+  ZS_EXPECT(bad == 0, "residual through zs_k_alloc buffers: %d wrong", bad);
 
   /* small integers: exact in fp32 (and on any GEMM path) */
   float hin[N * C], hdout[N * OC], hw[OC * C], hdw[OC * C], hdb[OC];
@@ -127,17 +127,17 @@ static void test_with_kernels(zs_kernels *k) {
   for (int i = 0; i < OC * C; i++)
     hw[i] = 1.0f;
   void *in, *dout, *w, *dw, *db;
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof hin, &in));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof hdout, &dout));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof hw, &w));
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof hdw, &dw)); /* zero-filled: the += starts from 0 */
-  ZS_OK_OR_DIE(zs_kernels_alloc(k, sizeof hdb, &db));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, in, hin, sizeof hin));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, dout, hdout, sizeof hdout));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, w, hw, sizeof hw));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof hin, &in));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof hdout, &dout));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof hw, &w));
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof hdw, &dw)); /* zero-filled: the += starts from 0 */
+  ZS_OK_OR_DIE(zs_k_alloc(k, sizeof hdb, &db));
+  ZS_OK_OR_DIE(zs_k_copy(k, in, hin, sizeof hin));
+  ZS_OK_OR_DIE(zs_k_copy(k, dout, hdout, sizeof hdout));
+  ZS_OK_OR_DIE(zs_k_copy(k, w, hw, sizeof hw));
   ZS_OK_OR_DIE(zs_k_matmul_bwd(k, NULL, dw, db, dout, in, w, N, C, OC));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, hdw, dw, sizeof hdw));
-  ZS_OK_OR_DIE(zs_kernels_copy(k, hdb, db, sizeof hdb));
+  ZS_OK_OR_DIE(zs_k_copy(k, hdw, dw, sizeof hdw));
+  ZS_OK_OR_DIE(zs_k_copy(k, hdb, db, sizeof hdb));
   bad = 0;
   for (int o = 0; o < OC; o++) {
     float sb = 0.0f;
@@ -154,8 +154,8 @@ static void test_with_kernels(zs_kernels *k) {
   ZS_EXPECT(bad == 0, "matmul bwd (dinp NULL) on allocated buffers: %d values wrong", bad);
   void *all[] = {a, b, out, in, dout, w, dw, db};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    zs_kernels_free(k, all[i]);
-  ZS_OK_OR_DIE(zs_kernels_sync(k));
+    zs_k_free(k, all[i]);
+  ZS_OK_OR_DIE(zs_k_sync(k));
 }
 
 int main(int argc, char **argv) {
@@ -180,11 +180,11 @@ int main(int argc, char **argv) {
 #endif
   }
   zs_kernels *k = NULL;
-  ZS_OK_OR_DIE(zs_kernels_create(dev, ZS_F32, NULL, &k)); /* a device is there: must work */
+  ZS_OK_OR_DIE(zs_k_create(dev, ZS_F32, NULL, &k)); /* a device is there: must work */
   test_bad_args(k);
   test_alloc_zeroed(k);
   test_copy_and_zero(k);
   test_with_kernels(k);
-  zs_kernels_destroy(k);
+  zs_k_destroy(k);
   ZS_TEST_END(dev == ZS_DEVICE_CUDA ? "test_kernels_mem --device cuda" : "test_kernels_mem");
 }

@@ -3,6 +3,8 @@
  * split into tiles for worker threads is src/offload/cpu_adamw.c's). */
 #include "device/cpu/adamw.h"
 
+#include "base/config.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +46,7 @@ static pthread_once_t zs_isa_once = PTHREAD_ONCE_INIT;
 /* Reads ZS_ADAMW_ISA once; unknown values are ignored (the widest path is used). */
 static void zs_isa_init(void) {
   zs_adamw_isa want = ZS_ADAMW_ISA_AVX512;
-  const char *s = getenv("ZS_ADAMW_ISA");
+  const char *s = zs_env("ZS_ADAMW_ISA");
   if (s && strcmp(s, "scalar") == 0) want = ZS_ADAMW_ISA_SCALAR;
   if (s && strcmp(s, "avx2") == 0) want = ZS_ADAMW_ISA_AVX2;
   zs_active_isa = zs_adamw_isa_clamp(want);

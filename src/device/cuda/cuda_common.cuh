@@ -1,5 +1,5 @@
 /* Internal helpers shared by the CUDA kernels: dtype load/store, bf16 rounding identical to the
-   CPU's (src/base/bf16.h), error translation, grid sizing and warp/block reductions. */
+   CPU's (src/base/bf16.h), grid sizing and warp/block reductions. */
 #ifndef ZS_KERNELS_CUDA_COMMON_CUH
 #define ZS_KERNELS_CUDA_COMMON_CUH
 
@@ -8,9 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-extern "C" {
-#include "base/error.h"
-}
+#include "zshard.h"
 
 typedef __nv_bfloat16 zs_bf16;
 
@@ -49,17 +47,6 @@ __device__ __forceinline__ float zs_warp_max(float x) {
   for (int o = 16; o > 0; o >>= 1)
     x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
   return x;
-}
-
-/* Status of a CUDA runtime call: ZS_OK, or ZS_ERR_DEVICE naming `what`. */
-static inline zs_status zs_cu_check(cudaError_t e, const char *what) {
-  if (e == cudaSuccess) return ZS_OK;
-  return zs_err(ZS_ERR_DEVICE, "%s failed: %s (%s)", what, cudaGetErrorName(e),
-                cudaGetErrorString(e));
-}
-/* Status of the kernel launch just made (configuration errors, earlier sticky faults). */
-static inline zs_status zs_cu_launched(const char *kernel) {
-  return zs_cu_check(cudaGetLastError(), kernel);
 }
 
 /* Number of blocks of `threads` covering n items, capped (kernels use grid-stride loops). */

@@ -1,5 +1,6 @@
 /* Elementwise engine kernels: dtype conversion, accumulation, ordered chunk sums, scaling.
    All math is fp32 with one rounding to the destination dtype per element, as on the CPU. */
+#include "device/cuda/cuda_check.cuh"
 #include "device/cuda/cuda_common.cuh"
 #include "device/cuda/engine_cuda.h"
 

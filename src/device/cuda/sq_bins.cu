@@ -3,6 +3,7 @@
    bins (mant^2 < 2^48, so 2^16 of them cannot overflow a uint64), normalises them and adds them
    atomically into the caller's bins. Integer addition is associative, so the split into calls and
    blocks and the order of the atomics cannot change the result. */
+#include "device/cuda/cuda_check.cuh"
 #include "device/cuda/cuda_common.cuh"
 #include "device/cuda/engine_cuda.h"
 

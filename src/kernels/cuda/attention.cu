@@ -275,13 +275,13 @@ __global__ void __launch_bounds__(AT_WARPS * 32)
 static zs_status attn_plan(const char *fn, int B, int T, int C, int NH, int *dpl, int *bc) {
   int hs = C / NH;
   if (hs > 128)
-    return zs_err(ZS_ERR_UNSUPPORTED, "%s: head size %d > 128 is not supported on CUDA", fn, hs);
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: head size %d > 128 is not supported on CUDA", fn, hs);
   *dpl = (hs + 31) / 32;
   size_t per_b = (size_t)NH * T * sizeof(float);
   size_t fit = ZS_SCRATCH_BYTES / per_b, grid_fit = 65535 / (size_t)NH;
   if (fit < 1 || grid_fit < 1)
-    return zs_err(ZS_ERR_UNSUPPORTED, "%s: NH = %d, T = %d is too large for one sequence", fn, NH,
-                  T);
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: NH = %d, T = %d is too large for one sequence", fn, NH,
+                   T);
   size_t c = fit < grid_fit ? fit : grid_fit;
   *bc = (int)((size_t)B < c ? (size_t)B : c);
   return ZS_OK;
@@ -303,7 +303,7 @@ extern "C" zs_status zs_cuda_attention_fwd(zs_cuda_kctx *k, void *out, float *ls
                                    attn_fwd_kernel<D, E><<<grid, AT_WARPS * 32, 0, k->stream>>>(
                                        (E *)out + xo, lse + (size_t)b0 * NH * T,
                                        (const E *)qkv + 3 * xo, T, C, NH, scale)));
-    ZS_CHECK(zs_cu_launched(fn));
+    ZS_CHECK(zs_kcu_launched(fn));
   }
   return ZS_OK;
 }
@@ -325,19 +325,19 @@ extern "C" zs_status zs_cuda_attention_bwd(zs_cuda_kctx *k, void *dqkv, const vo
     ZS_DT_DISPATCH(k->dt, E,
                    attn_rowdot_kernel<E><<<rgrid, AT_WARPS * 32, 0, k->stream>>>(
                        Dv, (const E *)dout + xo, (const E *)out + xo, nb, T, C, NH));
-    ZS_CHECK(zs_cu_launched("zs_cuda_attention_bwd (row terms)"));
+    ZS_CHECK(zs_kcu_launched("zs_cuda_attention_bwd (row terms)"));
     ZS_DT_DISPATCH(k->dt, E,
                    AT_DPL_DISPATCH(dpl, D,
                                    attn_dq_kernel<D, E><<<grid, AT_WARPS * 32, 0, k->stream>>>(
                                        (E *)dqkv + 3 * xo, (const E *)dout + xo,
                                        (const E *)qkv + 3 * xo, lse + lo, Dv, T, C, NH, scale)));
-    ZS_CHECK(zs_cu_launched("zs_cuda_attention_bwd (dq)"));
+    ZS_CHECK(zs_kcu_launched("zs_cuda_attention_bwd (dq)"));
     ZS_DT_DISPATCH(k->dt, E,
                    AT_DPL_DISPATCH(dpl, D,
                                    attn_dkdv_kernel<D, E><<<grid, AT_WARPS * 32, 0, k->stream>>>(
                                        (E *)dqkv + 3 * xo, (const E *)dout + xo,
                                        (const E *)qkv + 3 * xo, lse + lo, Dv, T, C, NH, scale)));
-    ZS_CHECK(zs_cu_launched("zs_cuda_attention_bwd (dk, dv)"));
+    ZS_CHECK(zs_kcu_launched("zs_cuda_attention_bwd (dk, dv)"));
   }
   return ZS_OK;
 }

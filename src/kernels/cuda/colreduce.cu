@@ -59,8 +59,8 @@ zs_status zs_cuda_colreduce(zs_cuda_kctx *k, void *dsum, void *dsum_n, const voi
   size_t per_slice = (size_t)C * (dsum_n ? 2 : 1) * sizeof(float);
   size_t fit = ZS_SCRATCH_BYTES / per_slice;
   if (fit < 1)
-    return zs_err(ZS_ERR_UNSUPPORTED, "column reduction: C = %d needs more than %zu scratch bytes",
-                  C, ZS_SCRATCH_BYTES);
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "column reduction: C = %d needs more than %zu scratch bytes",
+                   C, ZS_SCRATCH_BYTES);
   if ((size_t)nslices > fit) nslices = (int)fit;
   int rows_per = (N + nslices - 1) / nslices;
   nslices = (N + rows_per - 1) / rows_per; /* drop empty trailing slices */
@@ -71,9 +71,9 @@ zs_status zs_cuda_colreduce(zs_cuda_kctx *k, void *dsum, void *dsum_n, const voi
                  colreduce_partial_kernel<E>
                  <<<grid, block, 0, k->stream>>>(partial, partial_n, (const E *)dout,
                                                  (const E *)inp, mean, rstd, N, C, rows_per));
-  ZS_CHECK(zs_cu_launched("column reduction (partials)"));
+  ZS_CHECK(zs_kcu_launched("column reduction (partials)"));
   ZS_DT_DISPATCH(k->dt, E,
                  colreduce_final_kernel<E><<<(C + 255) / 256, 256, 0, k->stream>>>(
                      (E *)dsum, (E *)dsum_n, partial, partial_n, nslices, C));
-  return zs_cu_launched("column reduction (final)");
+  return zs_kcu_launched("column reduction (final)");
 }

@@ -91,7 +91,7 @@ extern "C" zs_status zs_cuda_encoder_fwd(zs_cuda_kctx *k, void *out, const int *
   ZS_DT_DISPATCH(k->dt, E,
                  encoder_fwd_kernel<E><<<zs_grid(n, ENC_THREADS), ENC_THREADS, 0, k->stream>>>(
                      (E *)out, tok, (const E *)wte, (const E *)wpe, B * T, T, C));
-  return zs_cu_launched("zs_cuda_encoder_fwd");
+  return zs_kcu_launched("zs_cuda_encoder_fwd");
 }
 
 extern "C" zs_status zs_cuda_encoder_bwd(zs_cuda_kctx *k, void *dwte, void *dwpe, const void *dout,
@@ -102,15 +102,15 @@ extern "C" zs_status zs_cuda_encoder_bwd(zs_cuda_kctx *k, void *dwte, void *dwpe
   for (int p0 = 0; p0 < BT; p0 += ENC_CHUNK) {
     int np = BT - p0 < ENC_CHUNK ? BT - p0 : ENC_CHUNK;
     encoder_sort_kernel<<<1, ENC_SORT_THREADS, 0, k->stream>>>(keys, tok, p0, np);
-    ZS_CHECK(zs_cu_launched("zs_cuda_encoder_bwd (sort)"));
+    ZS_CHECK(zs_kcu_launched("zs_cuda_encoder_bwd (sort)"));
     ZS_DT_DISPATCH(k->dt, E,
                    encoder_dwte_kernel<E>
                    <<<np, ct, 0, k->stream>>>((E *)dwte, (const E *)dout, keys, np, C));
-    ZS_CHECK(zs_cu_launched("zs_cuda_encoder_bwd (dwte)"));
+    ZS_CHECK(zs_kcu_launched("zs_cuda_encoder_bwd (dwte)"));
   }
   size_t n = (size_t)T * C;
   ZS_DT_DISPATCH(k->dt, E,
                  encoder_dwpe_kernel<E><<<zs_grid(n, ENC_THREADS), ENC_THREADS, 0, k->stream>>>(
                      (E *)dwpe, (const E *)dout, B, T, C));
-  return zs_cu_launched("zs_cuda_encoder_bwd (dwpe)");
+  return zs_kcu_launched("zs_cuda_encoder_bwd (dwpe)");
 }

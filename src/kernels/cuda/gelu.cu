@@ -35,7 +35,7 @@ extern "C" zs_status zs_cuda_gelu_fwd(zs_cuda_kctx *k, void *out, const void *in
   ZS_DT_DISPATCH(k->dt, T,
                  gelu_fwd_kernel<T><<<zs_grid(n, GELU_THREADS), GELU_THREADS, 0, k->stream>>>(
                      (T *)out, (const T *)inp, n));
-  return zs_cu_launched("zs_cuda_gelu_fwd");
+  return zs_kcu_launched("zs_cuda_gelu_fwd");
 }
 
 extern "C" zs_status zs_cuda_gelu_bwd(zs_cuda_kctx *k, void *dinp, const void *inp,
@@ -44,5 +44,5 @@ extern "C" zs_status zs_cuda_gelu_bwd(zs_cuda_kctx *k, void *dinp, const void *i
   ZS_DT_DISPATCH(k->dt, T,
                  gelu_bwd_kernel<T><<<zs_grid(n, GELU_THREADS), GELU_THREADS, 0, k->stream>>>(
                      (T *)dinp, (const T *)inp, (const T *)dout, n));
-  return zs_cu_launched("zs_cuda_gelu_bwd");
+  return zs_kcu_launched("zs_cuda_gelu_bwd");
 }

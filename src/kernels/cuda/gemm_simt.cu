@@ -43,10 +43,10 @@ zs_status zs_cuda_gemm_simt(zs_cuda_kctx *k, int ta, int tb, int m, int n, int k
                             int accumulate, const void *bias) {
   dim3 grid((unsigned)((m + GS_TILE - 1) / GS_TILE), (unsigned)((n + GS_TILE - 1) / GS_TILE));
   dim3 block(GS_TILE, GS_TILE);
-  if (grid.y > 65535) return zs_err(ZS_ERR_UNSUPPORTED, "fallback GEMM: n = %d is too large", n);
+  if (grid.y > 65535) return zs_kerr(ZS_ERR_UNSUPPORTED, "fallback GEMM: n = %d is too large", n);
   ZS_DT_DISPATCH(k->dt, E,
                  gemm_simt_kernel<E>
                  <<<grid, block, 0, k->stream>>>(ta, tb, m, n, kk, (const E *)A, lda, (const E *)B,
                                                  ldb, (E *)D, ldd, accumulate, (const E *)bias));
-  return zs_cu_launched("fallback GEMM");
+  return zs_kcu_launched("fallback GEMM");
 }

@@ -13,19 +13,19 @@ static zs_status kctx_alloc(void **p, size_t bytes, cudaStream_t s, const char *
   if (e == cudaSuccess) return ZS_OK;
   *p = NULL;
   (void)cudaGetLastError(); /* not sticky: clear it so later launches do not report it */
-  return zs_err(e == cudaErrorMemoryAllocation ? ZS_ERR_OUT_OF_MEMORY : ZS_ERR_DEVICE,
-                "zs_cuda_kctx_create: cudaMallocAsync of the %s (%zu bytes) failed: %s", what,
-                bytes, cudaGetErrorString(e));
+  return zs_kerr(e == cudaErrorMemoryAllocation ? ZS_ERR_OUT_OF_MEMORY : ZS_ERR_DEVICE,
+                 "zs_cuda_kctx_create: cudaMallocAsync of the %s (%zu bytes) failed: %s", what,
+                 bytes, cudaGetErrorString(e));
 }
 
 extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx **out) {
-  if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: out is NULL");
+  if (!out) return zs_kerr(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: out is NULL");
   *out = NULL;
   if (!zs_dt_ok(dt))
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: dtype %d: use ZS_F32 or ZS_BF16",
-                  (int)dt);
+    return zs_kerr(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: dtype %d: use ZS_F32 or ZS_BF16",
+                   (int)dt);
   zs_cuda_kctx *k = (zs_cuda_kctx *)calloc(1, sizeof *k);
-  if (!k) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_cuda_kctx_create: cannot allocate the context");
+  if (!k) return zs_kerr(ZS_ERR_OUT_OF_MEMORY, "zs_cuda_kctx_create: cannot allocate the context");
   k->dt = dt;
   k->stream = (cudaStream_t)stream;
   const char *g = getenv("ZS_CUDA_GEMM");
@@ -34,8 +34,8 @@ extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx
   cublasStatus_t bs = cublasLtCreate(&k->lt);
   if (bs != CUBLAS_STATUS_SUCCESS) {
     k->lt = NULL;
-    rc = zs_err(ZS_ERR_DEVICE, "zs_cuda_kctx_create: cublasLtCreate failed: %s",
-                cublasLtGetStatusName(bs));
+    rc = zs_kerr(ZS_ERR_DEVICE, "zs_cuda_kctx_create: cublasLtCreate failed: %s",
+                 cublasLtGetStatusName(bs));
     goto fail;
   }
   ZS_CHECK_GOTO(kctx_alloc(&k->workspace, ZS_LT_WORKSPACE_BYTES, k->stream, "cuBLASLt workspace"),

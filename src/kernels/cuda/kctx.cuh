@@ -10,6 +10,7 @@
 
 #include "device/cuda/cuda_common.cuh"
 #include "gpt2_cuda.h"
+#include "kernels/kerr.h"
 
 #define ZS_LT_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's recommendation for Hopper */
 #define ZS_SCRATCH_BYTES ((size_t)32 << 20)      /* partial sums, attention row terms, sorting */
@@ -33,5 +34,16 @@ struct zs_cuda_kctx {
   int cache_next; /* round-robin replacement */
   int gemm_simt;  /* environment ZS_CUDA_GEMM=simt: always use the fallback GEMM (tests) */
 };
+
+/* Status of a CUDA runtime call: ZS_OK, or ZS_ERR_DEVICE naming `what` (through zs_kerr). */
+static inline zs_status zs_kcu_check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return ZS_OK;
+  return zs_kerr(ZS_ERR_DEVICE, "%s failed: %s (%s)", what, cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+}
+/* Status of the kernel launch just made (configuration errors, earlier sticky faults). */
+static inline zs_status zs_kcu_launched(const char *kernel) {
+  return zs_kcu_check(cudaGetLastError(), kernel);
+}
 
 #endif

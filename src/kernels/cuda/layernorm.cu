@@ -67,7 +67,7 @@ extern "C" zs_status zs_cuda_layernorm_fwd(zs_cuda_kctx *k, void *out, float *me
   ZS_DT_DISPATCH(k->dt, E,
                  layernorm_fwd_kernel<E><<<grid, LN_WARPS * 32, 0, k->stream>>>(
                      (E *)out, mean, rstd, (const E *)inp, (const E *)w, (const E *)b, N, C));
-  return zs_cu_launched("zs_cuda_layernorm_fwd");
+  return zs_kcu_launched("zs_cuda_layernorm_fwd");
 }
 
 extern "C" zs_status zs_cuda_layernorm_bwd(zs_cuda_kctx *k, void *dinp, void *dw, void *db,
@@ -77,7 +77,7 @@ extern "C" zs_status zs_cuda_layernorm_bwd(zs_cuda_kctx *k, void *dinp, void *dw
   ZS_DT_DISPATCH(k->dt, E,
                  layernorm_bwd_kernel<E><<<grid, LN_WARPS * 32, 0, k->stream>>>(
                      (E *)dinp, (const E *)dout, (const E *)inp, (const E *)w, mean, rstd, N, C));
-  ZS_CHECK(zs_cu_launched("zs_cuda_layernorm_bwd"));
+  ZS_CHECK(zs_kcu_launched("zs_cuda_layernorm_bwd"));
   zs_status rc = zs_cuda_colreduce(k, db, dw, dout, inp, mean, rstd, N, C);
-  return rc == ZS_OK ? rc : zs_err_wrap(rc, "zs_cuda_layernorm_bwd");
+  return rc == ZS_OK ? rc : zs_kerr_wrap(rc, "zs_cuda_layernorm_bwd");
 }

@@ -23,8 +23,8 @@ static uint32_t ptr_align(const void *p) {
 /* A cuBLASLt failure as ZS_ERR_DEVICE naming the call. */
 static zs_status lt_check(cublasStatus_t s, const char *fn, const char *what) {
   if (s == CUBLAS_STATUS_SUCCESS) return ZS_OK;
-  return zs_err(ZS_ERR_DEVICE, "%s: %s failed: %s (%s)", fn, what, cublasLtGetStatusName(s),
-                cublasLtGetStatusString(s));
+  return zs_kerr(ZS_ERR_DEVICE, "%s: %s failed: %s (%s)", fn, what, cublasLtGetStatusName(s),
+                 cublasLtGetStatusString(s));
 }
 
 /* One GEMM problem, column-major, as cuBLASLt sees it. */
@@ -85,8 +85,8 @@ static zs_status lt_algo(zs_cuda_kctx *k, const char *fn, const lt_problem *p,
   if (bs != CUBLAS_STATUS_NOT_SUPPORTED)
     ZS_CHECK_GOTO(lt_check(bs, fn, "cublasLtMatmulAlgoGetHeuristic"), rc, done);
   if (bs == CUBLAS_STATUS_NOT_SUPPORTED || nres < 1) {
-    rc = zs_err(ZS_ERR_UNSUPPORTED, "%s: cuBLASLt has no algorithm for m=%d n=%d k=%d", fn, p->m,
-                p->n, p->k);
+    rc = zs_kerr(ZS_ERR_UNSUPPORTED, "%s: cuBLASLt has no algorithm for m=%d n=%d k=%d", fn, p->m,
+                 p->n, p->k);
     goto done;
   }
   key.algo = res.algo;
@@ -187,7 +187,7 @@ extern "C" zs_status zs_cuda_matmul_fwd(zs_cuda_kctx *k, void *out, const void *
     ZS_DT_DISPATCH(k->dt, E,
                    add_bias_kernel<E>
                    <<<zs_grid(n, 256), 256, 0, k->stream>>>((E *)out, (const E *)bias, N, OC));
-    return zs_cu_launched(fn);
+    return zs_kcu_launched(fn);
   }
   return ZS_OK;
 }
@@ -206,7 +206,7 @@ extern "C" zs_status zs_cuda_matmul_bwd(zs_cuda_kctx *k, void *dinp, void *dw, v
   }
   if (dbias) {
     zs_status rc = zs_cuda_colreduce(k, dbias, NULL, dout, NULL, NULL, NULL, N, OC);
-    if (rc != ZS_OK) return zs_err_wrap(rc, "%s (dbias)", fn);
+    if (rc != ZS_OK) return zs_kerr_wrap(rc, "%s (dbias)", fn);
   }
   return ZS_OK;
 }

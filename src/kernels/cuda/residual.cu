@@ -28,7 +28,7 @@ extern "C" zs_status zs_cuda_residual_fwd(zs_cuda_kctx *k, void *out, const void
   ZS_DT_DISPATCH(k->dt, T,
                  residual_fwd_kernel<T><<<zs_grid(n, RES_THREADS), RES_THREADS, 0, k->stream>>>(
                      (T *)out, (const T *)a, (const T *)b, n));
-  return zs_cu_launched("zs_cuda_residual_fwd");
+  return zs_kcu_launched("zs_cuda_residual_fwd");
 }
 
 extern "C" zs_status zs_cuda_residual_bwd(zs_cuda_kctx *k, void *da, void *db, const void *dout,
@@ -37,5 +37,5 @@ extern "C" zs_status zs_cuda_residual_bwd(zs_cuda_kctx *k, void *da, void *db, c
   ZS_DT_DISPATCH(k->dt, T,
                  residual_bwd_kernel<T><<<zs_grid(n, RES_THREADS), RES_THREADS, 0, k->stream>>>(
                      (T *)da, (T *)db, (const T *)dout, n));
-  return zs_cu_launched("zs_cuda_residual_bwd");
+  return zs_kcu_launched("zs_cuda_residual_bwd");
 }

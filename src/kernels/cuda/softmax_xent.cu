@@ -67,5 +67,5 @@ extern "C" zs_status zs_cuda_softmax_xent(zs_cuda_kctx *k, float *losses, void *
   ZS_DT_DISPATCH(k->dt, E,
                  softmax_xent_kernel<E><<<(unsigned)N, SX_THREADS, 0, k->stream>>>(
                      losses, (E *)dlogits, (const E *)logits, targets, dloss, V, Vp));
-  return zs_cu_launched("zs_cuda_softmax_xent");
+  return zs_kcu_launched("zs_cuda_softmax_xent");
 }

@@ -51,14 +51,13 @@ int main(int argc, char **argv) {
 
   /* The kernels library: GELU of 0 is 0, of a large x is x. */
   zs_kernels *k = NULL;
-  if (check(zs_kernels_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k) == ZS_OK, "zs_kernels_create",
-            &failures)) {
+  if (check(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &k) == ZS_OK, "zs_k_create", &failures)) {
     float in[2] = {0.0f, 30.0f}, out[2] = {-1.0f, -1.0f};
     check(zs_k_gelu_fwd(k, out, in, 2) == ZS_OK && out[0] == 0.0f && out[1] == 30.0f,
           "zs_k_gelu_fwd", &failures);
     check(zs_k_gelu_fwd(NULL, out, in, 2) == ZS_ERR_INVALID_ARG && zs_last_error()[0],
           "a kernels error reaches zs_last_error", &failures);
-    zs_kernels_destroy(k);
+    zs_k_destroy(k);
   }
 
   zs_comm_destroy(comm);

@@ -1,5 +1,5 @@
 /* POSIX file helpers for checkpoints (see ckpt_io.h). */
-#include "engine/ckpt_io.h"
+#include "ckptio/ckpt_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,27 +12,11 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "engine/ckpt_format.h"
+#include "ckptio/ckpt_format.h"
+#include "ckptio/ckpt_hooks.h"
 
-/* The crash hook (tests only): bytes of data files written by this process so far. */
-static uint64_t hook_written;
-
-static void pause_hook(size_t n, const char *path, int rank) {
-  const char *k = getenv("ZS_TEST_CKPT_PAUSE_BYTES");
-  if (!k || !*k) return;
-  const char *r = getenv("ZS_TEST_CKPT_PAUSE_RANK");
-  if (r && *r && atoi(r) != rank) return;
-  const uint64_t limit = strtoull(k, NULL, 10);
-  const uint64_t before = hook_written;
-  hook_written += n;
-  if (before < limit && hook_written >= limit) {
-    char mark[4096];
-    snprintf(mark, sizeof mark, "%s.paused", path);
-    const int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) close(fd);
-    for (;;)
-      pause(); /* until the test's SIGKILL */
-  }
+uint64_t zs_ckpt_block_bytes(void) {
+  return zs_ckpt_hook_block_bytes((uint64_t)4 << 20);
 }
 
 zs_status zs_io_write(int fd, const void *p, size_t n, const char *path, int hooked, int rank) {
@@ -42,7 +26,7 @@ zs_status zs_io_write(int fd, const void *p, size_t n, const char *path, int hoo
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
       return zs_err(ZS_ERR_IO, "writing %s: %s", path, w < 0 ? strerror(errno) : "no progress");
-    if (hooked) pause_hook((size_t)w, path, rank);
+    if (hooked) zs_ckpt_hook_write((size_t)w, path, rank);
     c += w;
     n -= (size_t)w;
   }

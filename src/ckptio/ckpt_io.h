@@ -1,19 +1,20 @@
 /* POSIX file helpers for checkpoints and exports: whole writes and reads that report errno in
  * the message, fsync of files and directories, the directory scan of ckpt-<seq> entries, and
- * the test hooks that make a crash in the middle of a write reproducible. */
-#ifndef ZS_ENGINE_CKPT_IO_H
-#define ZS_ENGINE_CKPT_IO_H
+ * the block size (the test build's hooks, ckpt_hooks.h, reach the writes and the block size). */
+#ifndef ZS_CKPTIO_CKPT_IO_H
+#define ZS_CKPTIO_CKPT_IO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "zshard.h"
 
+/* The size of the data blocks this process writes (each has its checksum in the file's table):
+   4 MiB (the test build may make them smaller: ckpt_hooks.h). */
+uint64_t zs_ckpt_block_bytes(void);
 /* Writes n bytes at the file position (retrying short writes and EINTR). ZS_ERR_IO naming path
-   and errno (ENOSPC, EFBIG, EIO...). Test hook: ZS_TEST_CKPT_PAUSE_BYTES=k (with
-   ZS_TEST_CKPT_PAUSE_RANK=r, default any rank) makes a process stop for good once k bytes of
-   data files went through here, after creating "<path>.paused", so a test can SIGKILL it in the
-   middle of a save. `hooked` says whether the write counts for the hook. */
+   and errno (ENOSPC, EFBIG, EIO...). `hooked`: the bytes count for the test build's crash hook
+   (data files; ckpt_hooks.h); nothing in the shipped library. */
 zs_status zs_io_write(int fd, const void *p, size_t n, const char *path, int hooked, int rank);
 /* pwrite / pread of exactly n bytes at off; a short read (truncated file) is ZS_ERR_CORRUPT. */
 zs_status zs_io_pwrite(int fd, const void *p, size_t n, uint64_t off, const char *path);
