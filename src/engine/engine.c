@@ -332,46 +332,45 @@ fail:
 
 static void unit_release_buffers(zs_engine *e, zs_unit *u);
 
-/* Allocates and zeroes one unit's persistent buffers as the plan says. */
-static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
-  const zs_plan *pl = &e->plan;
-  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
-  zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
-  const size_t P = u->lay.padded, s = u->lay.shard;
-  if (pl->params_full) {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, P * ps, &u->param_full, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, e->dev.compute_stream));
-  } else if (pl->offload_params) {
-    ZS_CHECK(zs_mem_alloc_host(e, s * ps, &u->param_shard));
-    memset(u->param_shard, 0, s * ps);
-    u->param_on_host = 1;
-  } else {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, s * ps, &u->param_shard, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, e->dev.compute_stream));
-  }
-  if (pl->grads_full) {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, P * ps, &u->grad_full, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, P * ps, e->dev.compute_stream));
-  } else {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, s * ps, &u->grad_shard, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, e->dev.compute_stream));
-  }
-  if (!pl->params_full) ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
-  u->opt_off = pl->optimizer_full ? 0 : u->lay.shard_off;
-  u->opt_n = pl->optimizer_full ? P : s;
-  float **opt[3] = {&u->master, &u->m, &u->v};
-  if (pl->offload_optimizer) {
-    u->opt_on_host = 1;
-    for (int k = 0; k < 3; k++) {
-      ZS_CHECK(zs_mem_alloc_host(e, u->opt_n * 4, (void **)opt[k]));
-      memset(*opt[k], 0, u->opt_n * 4);
-    }
+/* Allocates one state of u as its table entry says (ledger-booked, on the device or in the host
+   arena) and zeroes it. */
+static zs_status state_alloc(zs_engine *e, zs_unit *u, zs_state k) {
+  const zs_state_entry *t = &u->st.s[k];
+  const size_t bytes = zs_unit_state_bytes(u, k);
+  void **p = zs_unit_slot(u, k);
+  if (t->tier == ZS_TIER_HOST) {
+    ZS_CHECK(zs_mem_alloc_host(e, bytes, p));
+    memset(*p, 0, bytes);
     return ZS_OK;
   }
-  for (int k = 0; k < 3; k++) {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_OPTIMIZER, u->opt_n * 4, (void **)opt[k], NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, *opt[k], u->opt_n * 4, e->dev.compute_stream));
-  }
+  ZS_CHECK(zs_mem_alloc(e, t->cat, bytes, p, NULL));
+  return zs_dev_zero(&e->dev, *p, bytes, e->dev.compute_stream);
+}
+
+/* Frees one state of u, if allocated, where its table entry says. */
+static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
+  void **p = zs_unit_slot(u, k);
+  const size_t bytes = zs_unit_state_bytes(u, k);
+  if (u->st.s[k].tier == ZS_TIER_HOST)
+    zs_mem_free_host(e, *p, bytes);
+  else
+    zs_mem_free(e, u->st.s[k].cat, *p, bytes, NULL);
+  *p = NULL;
+}
+
+/* Gives u its copy of the plan's table, lays it out on the shard group and allocates its
+   persistent states. */
+static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
+  const zs_plan *pl = &e->plan;
+  u->st = pl->table;
+  zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
+  zs_state_range(&u->st, ZS_ST_MASTER, &u->lay, &u->opt_off, &u->opt_n);
+  for (int k = 0; k < ZS_ST_N; k++)
+    if (zs_state_is(&u->st, (zs_state)k, ZS_LIFE_PERSISTENT))
+      ZS_CHECK(state_alloc(e, u, (zs_state)k));
+  /* A gathered copy is waited for through this event. */
+  if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT))
+    ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
   return ZS_OK;
 }
 
@@ -382,7 +381,7 @@ zs_status zs_engine_commit(zs_engine *e) {
   if (e->nunits == 0)
     return zs_err(ZS_ERR_STATE, "zs_engine_commit with no units: add units with "
                                 "zs_engine_add_unit first");
-  if (!e->plan.params_full && e->cfg.max_live_bytes)
+  if (zs_state_is(&e->plan.table, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT) && e->cfg.max_live_bytes)
     for (int i = 0; i < e->nunits; i++) {
       const zs_unit *u = e->units[i];
       size_t S = (size_t)e->shard_size, n = u->lay.numel_total;
@@ -413,28 +412,10 @@ zs_status zs_engine_commit(zs_engine *e) {
   return ZS_OK;
 }
 
-/* Frees every buffer a unit holds, whatever the stage. */
+/* Frees every state a unit holds, persistent or transient. */
 static void unit_release_buffers(zs_engine *e, zs_unit *u) {
-  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
-  const size_t P = u->lay.padded, s = u->lay.shard;
-  const zs_plan *pl = &e->plan;
-  zs_mem_free(e, pl->params_full ? ZS_MEM_PARAMS : ZS_MEM_BUFFERS, u->param_full, P * ps, NULL);
-  if (u->param_on_host)
-    zs_mem_free_host(e, u->param_shard, s * ps);
-  else
-    zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
-  zs_mem_free(e, pl->grads_full ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
-  zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_stage, P * ps, NULL);
-  zs_mem_free(e, ZS_MEM_GRADS, u->grad_shard, s * ps, NULL);
-  float *opt[3] = {u->master, u->m, u->v};
-  for (int k = 0; k < 3; k++) {
-    if (u->opt_on_host)
-      zs_mem_free_host(e, opt[k], u->opt_n * 4);
-    else
-      zs_mem_free(e, ZS_MEM_OPTIMIZER, opt[k], u->opt_n * 4, NULL);
-  }
-  u->param_full = u->param_shard = u->grad_full = u->grad_shard = u->grad_stage = NULL;
-  u->master = u->m = u->v = NULL;
+  for (int k = 0; k < ZS_ST_N; k++)
+    state_free(e, u, (zs_state)k);
   zs_dev_event_destroy(&e->dev, u->ev_gathered);
   u->ev_gathered = NULL;
   u->gathered = u->held = 0;

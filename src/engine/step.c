@@ -20,14 +20,14 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   if (micro_steps < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
   e->step_t0 = zs_now();
-  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     u->grads_ready_count = 0;
     u->grad_shard_valid = 0;
     u->fwd_micro = -1;
-    if (u->grad_full && e->plan.grads_full)
-      ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
+    if (zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_PERSISTENT))
+      ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, zs_unit_state_bytes(u, ZS_ST_GRAD_FULL),
+                           e->dev.compute_stream));
   }
   e->micro_steps = micro_steps;
   e->sh.in_step = 1;
@@ -35,17 +35,15 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   return ZS_OK;
 }
 
-/* This rank's reduced gradient of unit u over flat range [a, b) (inside its optimizer range). */
-static const void *grad_at(const zs_engine *e, const zs_unit *u, size_t a) {
-  const zs_dtype pd = e->cfg.param_dtype;
-  if (e->plan.grads_full) return zs_ptr_add(u->grad_full, a, pd);
-  return zs_ptr_add(u->grad_shard, a - u->lay.shard_off, pd);
+/* This rank's reduced gradient of unit u at flat element a (inside its optimizer range): in its
+   persistent gradient state, full or shard (the table's home). */
+static const void *grad_at(zs_unit *u, size_t a) {
+  return zs_unit_home_at(u, ZS_ST_GRAD_FULL, a);
 }
 
-static void *param_at(const zs_engine *e, const zs_unit *u, size_t a) {
-  const zs_dtype pd = e->cfg.param_dtype;
-  if (e->plan.params_full) return zs_ptr_add(u->param_full, a, pd);
-  return zs_ptr_add(u->param_shard, a - u->lay.shard_off, pd);
+/* The params AdamW writes at flat element a: the persistent params state, full or shard. */
+static void *param_at(zs_unit *u, size_t a) {
+  return zs_unit_home_at(u, ZS_ST_PARAM_FULL, a);
 }
 
 /* Global sum of squares of the summed gradients and the count of non-finite values. */
@@ -58,7 +56,7 @@ static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
   ZS_CHECK_GOTO(zs_dev_zero(d, bins, bytes, d->compute_stream), rc, out);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
-    ZS_CHECK_GOTO(zs_dev_sq_bins(d, bins, grad_at(e, u, u->opt_off), e->cfg.param_dtype, u->opt_n,
+    ZS_CHECK_GOTO(zs_dev_sq_bins(d, bins, grad_at(u, u->opt_off), e->cfg.param_dtype, u->opt_n,
                                  d->compute_stream),
                   rc, out);
   }
@@ -87,9 +85,9 @@ static zs_status adamw_to_host(zs_engine *e, const zs_adamw_coef *c, zs_unit *u,
   const size_t lo = a - u->opt_off, bytes = (b - a) * zs_dtype_size(pd);
   void *tmp = NULL, *cs = e->dev.compute_stream;
   ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &tmp, cs));
-  zs_status rc = zs_dev_adamw(&e->dev, c, u->master + lo, u->m + lo, u->v + lo, grad_at(e, u, a),
-                              pd, tmp, pd, b - a, cs);
-  if (rc == ZS_OK) rc = zs_dev_copy(&e->dev, param_at(e, u, a), tmp, bytes, cs);
+  zs_status rc = zs_dev_adamw(&e->dev, c, u->master + lo, u->m + lo, u->v + lo, grad_at(u, a), pd,
+                              tmp, pd, b - a, cs);
+  if (rc == ZS_OK) rc = zs_dev_copy(&e->dev, param_at(u, a), tmp, bytes, cs);
   zs_mem_free(e, ZS_MEM_BUFFERS, tmp, bytes, cs);
   return rc;
 }
@@ -110,20 +108,20 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
-      if (u->opt_on_host) {
-        ZS_CHECK(zs_offload_adamw(&e->dev, e->pool, &e->pipe,
-                                  u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
-                                  u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a), pd,
-                                  u->param_on_host, b - a));
+      const int param_host = zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL));
+      if (zs_unit_on_host(u, ZS_ST_MASTER)) {
+        ZS_CHECK(zs_offload_adamw(
+            &e->dev, e->pool, &e->pipe, u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
+            u->m + lo, u->v + lo, grad_at(u, a), pd, param_at(u, a), pd, param_host, b - a));
         continue;
       }
-      if (u->param_on_host && e->dev.kind == ZS_DEVICE_CUDA) {
+      if (param_host && e->dev.kind == ZS_DEVICE_CUDA) {
         ZS_CHECK(adamw_to_host(e, u->t[k].no_weight_decay ? &nodecay : &decay, u, a, b));
         continue;
       }
       ZS_CHECK(zs_dev_adamw(&e->dev, u->t[k].no_weight_decay ? &nodecay : &decay, u->master + lo,
-                            u->m + lo, u->v + lo, grad_at(e, u, a), pd, param_at(e, u, a), pd,
-                            b - a, e->dev.compute_stream));
+                            u->m + lo, u->v + lo, grad_at(u, a), pd, param_at(u, a), pd, b - a,
+                            e->dev.compute_stream));
     }
   }
   return ZS_OK;

@@ -159,28 +159,30 @@ static zs_status all_reduce_pieces(zs_shard_ctx *x, void *red, size_t P) {
   return ZS_OK;
 }
 
-/* Allocates and zeroes *buf (a unit's full size, buffers) unless it exists; never leaves a
-   buffer that was not zeroed. */
-static zs_status zeroed_full(zs_unit *u, void **buf) {
+/* Allocates and zeroes transient state k of u (its table entry's size and category) unless it
+   exists; never leaves a buffer that was not zeroed. */
+static zs_status zeroed_state(zs_unit *u, zs_state k) {
   zs_shard_ctx *x = u->ctx;
+  void **buf = zs_unit_slot(u, k);
   if (*buf) return ZS_OK;
-  const size_t bytes = u->lay.padded * zs_dtype_size(x->cfg->param_dtype);
+  const size_t bytes = zs_unit_state_bytes(u, k);
+  const zs_mem_cat cat = u->st.s[k].cat;
   void *cs = x->dev->compute_stream;
-  ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, buf, cs));
+  ZS_CHECK(zs_sh_alloc(x, cat, bytes, buf, cs));
   zs_status rc = zs_dev_zero(x->dev, *buf, bytes, cs);
   if (rc != ZS_OK) {
-    zs_sh_free(x, ZS_MEM_BUFFERS, *buf, bytes, cs);
+    zs_sh_free(x, cat, *buf, bytes, cs);
     *buf = NULL;
   }
   return rc;
 }
 
 zs_status zs_shard_grad_buffer(zs_unit *u) {
-  return zeroed_full(u, &u->grad_full);
+  return zeroed_state(u, ZS_ST_GRAD_FULL);
 }
 
 zs_status zs_shard_grad_stage(zs_unit *u) {
-  return zeroed_full(u, &u->grad_stage);
+  return zeroed_state(u, ZS_ST_GRAD_STAGE);
 }
 
 /* The reduction itself; `red` holds the local gradient in reduce_dtype. */
@@ -210,14 +212,15 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
   if (!x->plan->reduce_every_micro && !last_micro) return ZS_OK; /* still accumulating */
   /* The local gradient: the full one, or (deterministic, full gradients) the micro-step's staging
      buffer. Transient buffers live only until this reduction. */
-  const int staged = x->cfg->deterministic && x->plan->grads_full;
-  const int transient = staged || !x->plan->grads_full;
-  void **local = staged ? &u->grad_stage : &u->grad_full;
+  const int staged = zs_state_is(&u->st, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
+  const zs_state lk = staged ? ZS_ST_GRAD_STAGE : ZS_ST_GRAD_FULL;
+  const int transient = zs_state_is(&u->st, lk, ZS_LIFE_TRANSIENT);
+  void **local = zs_unit_slot(u, lk);
   const zs_dtype pd = x->cfg->param_dtype, rd = x->cfg->reduce_dtype;
   const size_t P = u->lay.padded;
   zs_dev *d = x->dev;
   zs_status rc = ZS_OK;
-  if (transient) ZS_CHECK(zeroed_full(u, local)); /* no backward wrote it: zeros reduce */
+  if (transient) ZS_CHECK(zeroed_state(u, lk)); /* no backward wrote it: zeros reduce */
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream)); /* the user's backward is done */
   scratch conv = {0};
   void *red = *local;
@@ -232,7 +235,7 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
     goto out;
   }
   if (transient) {
-    zs_sh_free(x, ZS_MEM_BUFFERS, *local, P * zs_dtype_size(pd), d->comm_stream);
+    zs_sh_free(x, u->st.s[lk].cat, *local, zs_unit_state_bytes(u, lk), d->comm_stream);
     *local = NULL;
     u->grad_shard_valid = !staged;
   }

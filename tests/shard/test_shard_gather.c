@@ -81,6 +81,7 @@ int main(int argc, char **argv) {
     zs_unit *u = &units[k];
     up[k] = u;
     u->ctx = &x;
+    u->st = plan.table; /* as zs_engine_commit */
     u->index = k;
     snprintf(u->name, sizeof u->name, "u%d", k);
     const zs_tensor_desc d[1] = {{"w", 1, {11 + 7 * k, 0, 0, 0}, 0}}; /* odd sizes: padding */

@@ -77,19 +77,21 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
     zs_unit u;
     memset(&u, 0, sizeof u);
     u.ctx = &x;
+    u.st = plan.table; /* as zs_engine_commit */
     ZS_OK_OR_DIE(zs_layout_build(&u.lay, nts[ui], ds[ui]));
     zs_layout_shard(&u.lay, plan.nshards, plan.nshards > 1 ? R % S : 0);
     const size_t P = u.lay.padded, s = u.lay.shard, n = u.lay.numel_total;
-    if (plan.grads_full) ZS_OK_OR_DIE(zs_dev_alloc(&dev, P * 4, &u.grad_full, NULL));
-    if (plan.grads_full) memset(u.grad_full, 0, P * 4); /* as zs_engine_begin_step */
-    const int staged = det && plan.grads_full;
-    if (!plan.grads_full) ZS_OK_OR_DIE(zs_dev_alloc(&dev, s * 4, &u.grad_shard, NULL));
+    const int full_grads = !plan.shard_grads;
+    if (full_grads) ZS_OK_OR_DIE(zs_dev_alloc(&dev, P * 4, &u.grad_full, NULL));
+    if (full_grads) memset(u.grad_full, 0, P * 4); /* as zs_engine_begin_step */
+    const int staged = det && full_grads;
+    if (!full_grads) ZS_OK_OR_DIE(zs_dev_alloc(&dev, s * 4, &u.grad_shard, NULL));
     const int micros = plan.reduce_every_micro ? 2 : 1;
     float *want = calloc(P, sizeof *want);
     double *want64 = calloc(P, sizeof *want64);
     const size_t before = fake_live_bytes;
     for (int k = 0; k < micros; k++) {
-      if (!plan.grads_full) ZS_OK_OR_DIE(zs_shard_grad_buffer(&u));
+      if (!full_grads) ZS_OK_OR_DIE(zs_shard_grad_buffer(&u));
       if (staged) ZS_OK_OR_DIE(zs_shard_grad_stage(&u));
       float *g = staged ? u.grad_stage : u.grad_full;
       for (size_t i = 0; i < P; i++)
