@@ -8,42 +8,6 @@
 #include "engine/engine_internal.h"
 #include "base/error.h"
 
-zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream) {
-  ZS_CHECK(zs_dev_alloc(&e->dev, bytes, p, stream));
-  zs_ledger_add(&e->ledger, c, bytes);
-  return ZS_OK;
-}
-
-void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  if (!p) return;
-  if (e->state == ZS_ENGINE_FAILED && (e->world || e->shard)) {
-    if (e->ndeferred == e->cap_deferred) {
-      int cap = e->cap_deferred ? 2 * e->cap_deferred : 16;
-      struct zs_deferred_free *d = realloc(e->deferred, (size_t)cap * sizeof *d);
-      if (!d) return; /* leak rather than free memory a collective may still write */
-      e->deferred = d;
-      e->cap_deferred = cap;
-    }
-    e->deferred[e->ndeferred++] = (struct zs_deferred_free){p, c, bytes};
-    return;
-  }
-  zs_dev_free(&e->dev, p, stream);
-  zs_ledger_sub(&e->ledger, c, bytes);
-}
-
-zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p) {
-  zs_status rc = zs_host_arena_alloc(e->arena, bytes, p);
-  if (rc != ZS_OK) return zs_err_wrap(rc, "offloaded state");
-  zs_ledger_add(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
-  return ZS_OK;
-}
-
-void zs_mem_free_host(zs_engine *e, void *p, size_t bytes) {
-  if (!p) return;
-  zs_host_arena_free(e->arena, p);
-  zs_ledger_sub(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
-}
-
 /* Creates the host arena of the offload modes (pinned, on the NUMA node nearest the GPU). */
 static zs_status open_arena(zs_engine *e) {
   const unsigned flags = e->cfg.offload_allow_unpinned ? ZS_HOST_ARENA_ALLOW_UNPINNED : 0;
@@ -70,7 +34,7 @@ zs_status zs_engine_fail(zs_engine *e, zs_status s) {
   /* A collective or a wait behind one failed (timeout, transport, device): peers may be inside
      an operation this rank left. Abort every group so that their kernels exit and destroy
      cannot hang, and refuse further steps. */
-  if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) zs_engine_abort_comms(e);
+  if (zs_mem_may_be_written(s)) zs_engine_abort_comms(e);
   return s;
 }
 
@@ -83,19 +47,14 @@ zs_status zs_engine_abort(zs_engine *e) {
 
 void zs_engine_abort_comms(zs_engine *e) {
   e->state = ZS_ENGINE_FAILED;
-  e->sh.in_step = 0; /* the shard layer never sees a failed engine as inside a step */
+  zs_mem_break(&e->mem); /* before any free that follows: frees are deferred from now on */
+  e->sh.in_step = 0;     /* the shard layer never sees a failed engine as inside a step */
   zs_coll_abort(e->replica);
   if (e->shard != e->world) zs_coll_abort(e->shard);
   zs_coll_abort(e->world);
 }
 
-/* The shard layer's services (shard/shard.h): ledger-booked memory and failure. */
-static zs_status sh_alloc(void *o, zs_mem_cat c, size_t bytes, void **p, void *stream) {
-  return zs_mem_alloc(o, c, bytes, p, stream);
-}
-static void sh_free(void *o, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  zs_mem_free(o, c, p, bytes, stream);
-}
+/* The shard layer's failure service (shard/shard.h). */
 static zs_status sh_fail(void *o, zs_status s, int hard) {
   return hard ? zs_engine_fail_hard(o, s) : zs_engine_fail(o, s);
 }
@@ -113,8 +72,7 @@ static void shard_ctx_init(zs_engine *e) {
   x->world_size = e->world_size;
   x->shard_rank = e->shard_rank;
   x->shard_size = e->shard_size;
-  x->alloc = sh_alloc;
-  x->free = sh_free;
+  x->mem = &e->mem;
   x->fail = sh_fail;
   x->owner = e;
   x->sig_unit = -1;
@@ -171,6 +129,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
     int n = zs_dev_cuda_count();
     e->cfg.device_index = n > 0 ? comm->local_rank % n : 0;
   }
+  zs_mem_init(&e->mem, &e->dev);
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
   e->dev.wait_timeout_s = cfg->comm_timeout_s;
   zs_engine_call(e, ZS_CALL_CREATE, NULL);
@@ -178,6 +137,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   zs_engine_sig_attach(e);
   shard_ctx_init(e);
   if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
+  e->mem.arena = e->arena;
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
   if (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ZS_CHECK_GOTO(open_optimizer_offload(e), rc, fail);
   char dev[32];
@@ -339,11 +299,11 @@ static zs_status state_alloc(zs_engine *e, zs_unit *u, zs_state k) {
   const size_t bytes = zs_unit_state_bytes(u, k);
   void **p = zs_unit_slot(u, k);
   if (t->tier == ZS_TIER_HOST) {
-    ZS_CHECK(zs_mem_alloc_host(e, bytes, p));
+    ZS_CHECK(zs_mem_alloc_host(&e->mem, bytes, p));
     memset(*p, 0, bytes);
     return ZS_OK;
   }
-  ZS_CHECK(zs_mem_alloc(e, t->cat, bytes, p, NULL));
+  ZS_CHECK(zs_mem_alloc(&e->mem, t->cat, bytes, p, NULL));
   return zs_dev_zero(&e->dev, *p, bytes, e->dev.compute_stream);
 }
 
@@ -352,9 +312,9 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
   void **p = zs_unit_slot(u, k);
   const size_t bytes = zs_unit_state_bytes(u, k);
   if (u->st.s[k].tier == ZS_TIER_HOST)
-    zs_mem_free_host(e, *p, bytes);
+    zs_mem_free_host(&e->mem, *p, bytes);
   else
-    zs_mem_free(e, u->st.s[k].cat, *p, bytes, NULL);
+    zs_mem_free(&e->mem, u->st.s[k].cat, *p, bytes, NULL);
   *p = NULL;
 }
 
@@ -436,6 +396,7 @@ void zs_engine_destroy(zs_engine *e) {
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
   if (e->world) zs_coll_destroy(e->world);
   e->replica = e->shard = e->world = NULL;
+  zs_mem_drain(&e->mem); /* nothing writes into the engine's buffers any more */
   if (e->state != ZS_ENGINE_FAILED) {
     if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
     if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
@@ -446,9 +407,6 @@ void zs_engine_destroy(zs_engine *e) {
   }
   free(e->units);
   free(e->peers);
-  for (int i = 0; i < e->ndeferred; i++)
-    zs_mem_free(e, e->deferred[i].cat, e->deferred[i].p, e->deferred[i].bytes, NULL);
-  free(e->deferred);
   if (e->arena) zs_offload_pipe_free(&e->pipe, &e->dev, e->arena);
   zs_pool_destroy(e->pool);
   zs_host_arena_destroy(e->arena);
@@ -465,7 +423,7 @@ void *zs_engine_stream(zs_engine *e) {
 
 zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_memory: engine or out is NULL");
-  zs_ledger_report(&e->ledger, out);
+  zs_ledger_report(&e->mem.ledger, out);
   return ZS_OK;
 }
 

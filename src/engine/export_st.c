@@ -267,10 +267,11 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   if (rc == ZS_OK && !ent) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (rc == ZS_OK) rc = plan_entries(e, &o, ent, &total);
   if (rc == ZS_OK) rc = header_text(e, &o, ent, total, &hdr, &hlen);
-  if (rc == ZS_OK && need_buf) rc = zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
+  if (rc == ZS_OK && need_buf)
+    rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
   rc = zs_ckpt_agree(e, rc, fn);
   if (rc != ZS_OK) {
-    if (full) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+    if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
     free(hdr);
     free(ent);
     return rc;
@@ -285,7 +286,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   free(hdr);
   for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
     rc = export_unit(e, e->units[i], ent + t0, &w, full);
-  if (full) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
   if (e->world_rank == 0) {
     if (rc != ZS_OK && w.rc == ZS_OK) w.rc = rc;
     if (w.fd >= 0) {

@@ -91,11 +91,10 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
     return zs_engine_fail(
         e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
   float *full = NULL;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
   zs_status rc = zs_shard_gather_master(u, full);
   if (rc == ZS_OK)
     rc = zs_dev_to_host(&e->dev, host_full, full + u->lay.off[t], u->lay.numel[t] * 4);
-  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
-  zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
-  return rc;
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  return zs_engine_fail(e, rc);
 }

@@ -52,7 +52,7 @@ static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
   const size_t bytes = ZS_SQ_NWORDS * sizeof(uint64_t);
   uint64_t *bins = NULL, host[ZS_SQ_NWORDS];
   zs_status rc = ZS_OK;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, (void **)&bins, d->compute_stream));
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, (void **)&bins, d->compute_stream));
   ZS_CHECK_GOTO(zs_dev_zero(d, bins, bytes, d->compute_stream), rc, out);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
@@ -65,7 +65,7 @@ static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
     rc = zs_coll_all_reduce(e->shard, bins, bins, ZS_SQ_NWORDS, ZS_CDT_U64, d->comm_stream);
     if (rc == ZS_OK) rc = zs_coll_sync(e->shard, d->comm_stream);
     if (rc != ZS_OK) {
-      zs_engine_fail(e, zs_err_wrap(rc, "gradient-norm all-reduce"));
+      zs_err_wrap(rc, "gradient-norm all-reduce"); /* zs_engine_step marks the failure */
       goto out;
     }
   }
@@ -73,7 +73,7 @@ static zs_status grad_sq_sum(zs_engine *e, double *sumsq, uint64_t *nonfinite) {
   *sumsq = zs_sq_bins_value(host);
   *nonfinite = host[ZS_SQ_NBINS];
 out:
-  zs_mem_free(e, ZS_MEM_BUFFERS, bins, bytes, d->compute_stream);
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, bins, bytes, d->compute_stream);
   return rc;
 }
 
@@ -84,11 +84,11 @@ static zs_status adamw_to_host(zs_engine *e, const zs_adamw_coef *c, zs_unit *u,
   const zs_dtype pd = e->cfg.param_dtype;
   const size_t lo = a - u->opt_off, bytes = (b - a) * zs_dtype_size(pd);
   void *tmp = NULL, *cs = e->dev.compute_stream;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, bytes, &tmp, cs));
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &tmp, cs));
   zs_status rc = zs_dev_adamw(&e->dev, c, u->master + lo, u->m + lo, u->v + lo, grad_at(u, a), pd,
                               tmp, pd, b - a, cs);
   if (rc == ZS_OK) rc = zs_dev_copy(&e->dev, param_at(u, a), tmp, bytes, cs);
-  zs_mem_free(e, ZS_MEM_BUFFERS, tmp, bytes, cs);
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, tmp, bytes, cs);
   return rc;
 }
 

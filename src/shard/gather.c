@@ -59,7 +59,7 @@ static zs_status start_gather(zs_unit *u, const zs_unit *by) {
   if (rc != ZS_OK) {
     zs_sh_fail_hard(x, zs_err_wrap(rc, "zs_unit_gather('%s'), all-gather of unit '%s'%s", by->name,
                                    u->name, u == by ? "" : " (prefetched)"));
-    zs_sh_free(x, cat, u->param_full, bytes, d->comm_stream); /* deferred: failed */
+    zs_sh_free(x, cat, u->param_full, bytes, d->comm_stream); /* deferred: the owner is broken */
     u->param_full = NULL;
     return rc;
   }
@@ -198,8 +198,8 @@ zs_status zs_shard_gather_master(zs_unit *u, float *full) {
     ZS_CHECK(zs_dev_copy(d, full + u->lay.shard_off, u->master, u->lay.shard * 4, d->comm_stream));
   }
   zs_status rc = zs_coll_all_gather(x->shard, send, full, u->lay.shard, ZS_CDT_F32, d->comm_stream);
-  if (rc != ZS_OK) return zs_sh_fail(x, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
   rc = zs_coll_sync(x->shard, d->comm_stream);
-  if (rc != ZS_OK) return zs_sh_fail(x, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
   return zs_dev_sync(d, d->comm_stream);
 }

@@ -8,7 +8,8 @@
 #include "shard/shard.h"
 #include "base/error.h"
 
-/* Scratch buffer booked as `buffers`, freed on the comm stream. */
+/* Scratch buffer booked as `buffers`, freed on the comm stream (scratch_put: after the operation
+   that used it returned rc, so that a failed collective's buffer is deferred). */
 typedef struct {
   void *p;
   size_t bytes;
@@ -19,8 +20,8 @@ static zs_status scratch_get(zs_shard_ctx *x, scratch *s, size_t bytes) {
   return zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, &s->p, x->dev->comm_stream);
 }
 
-static void scratch_put(zs_shard_ctx *x, scratch *s) {
-  zs_sh_free(x, ZS_MEM_BUFFERS, s->p, s->bytes, x->dev->comm_stream);
+static void scratch_put(zs_shard_ctx *x, scratch *s, zs_status rc) {
+  zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, s->p, s->bytes, x->dev->comm_stream);
   s->p = NULL;
 }
 
@@ -90,9 +91,8 @@ static zs_status reduce_scatter_into(zs_shard_ctx *x, void *red, size_t s, void 
       ZS_CHECK_GOTO(zs_dev_convert(x->dev, out_j, dst_dt, block, rd, len, cs), rc, out);
   }
 out:
-  if (rc != ZS_OK) zs_sh_fail(x, rc); /* before freeing: frees are deferred once failed */
-  scratch_put(x, &recv);
-  scratch_put(x, &send);
+  scratch_put(x, &recv, rc);
+  scratch_put(x, &send, rc);
   return rc;
 }
 
@@ -123,9 +123,8 @@ static zs_status ordered_fold_all(zs_shard_ctx *x, void *acc, const void *src, s
   ZS_CHECK_GOTO(zs_coll_all_gather(x->world, mine, a.p, c, zs_cdt_of(pd), cs), rc, out);
   ZS_CHECK_GOTO(zs_dev_copy(x->dev, acc, a.p, P * ps, cs), rc, out);
 out:
-  if (rc != ZS_OK) zs_sh_fail(x, rc);
-  scratch_put(x, &b);
-  scratch_put(x, &a);
+  scratch_put(x, &b, rc);
+  scratch_put(x, &a, rc);
   return rc;
 }
 
@@ -230,19 +229,15 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
     red = conv.p;
   }
   rc = reduce_unit(u, red);
-  if (rc != ZS_OK) {
-    zs_sh_fail(x, rc);
-    goto out;
-  }
+  if (rc != ZS_OK) goto out; /* the caller's public call marks the failure */
   if (transient) {
     zs_sh_free(x, u->st.s[lk].cat, *local, zs_unit_state_bytes(u, lk), d->comm_stream);
     *local = NULL;
     u->grad_shard_valid = !staged;
   }
 out:
-  scratch_put(x, &conv);
-  if (rc != ZS_OK)
-    return zs_sh_fail(x, zs_err_wrap(rc, "gradient reduction of unit '%s'", u->name));
+  scratch_put(x, &conv, rc);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gradient reduction of unit '%s'", u->name);
   return ZS_OK;
 }
 
@@ -256,8 +251,7 @@ zs_status zs_shard_publish(zs_shard_ctx *x) {
     void *mine = zs_ptr_add(u->param_full, u->lay.shard_off, pd);
     zs_status rc = zs_coll_all_gather(x->shard, mine, u->param_full, u->lay.shard, zs_cdt_of(pd),
                                       d->comm_stream);
-    if (rc != ZS_OK)
-      return zs_sh_fail(x, zs_err_wrap(rc, "publishing params of unit '%s'", u->name));
+    if (rc != ZS_OK) return zs_err_wrap(rc, "publishing params of unit '%s'", u->name);
   }
   return zs_dev_order(d, d->compute_stream, d->comm_stream);
 }

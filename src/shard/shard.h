@@ -1,7 +1,8 @@
 /* The shard layer's view of an engine: a unit's buffers and what src/shard needs to gather,
- * prefetch, reduce and publish them (the plan, the device, the groups, ledger-booked memory and
- * how to report a failure). src/shard includes only layers below it; the engine fills a
- * zs_shard_ctx and hands it down, and a test can fill one without an engine. */
+ * prefetch, reduce and publish them (the plan, the device, the groups, the memory owner and
+ * how to report a failure that only src/shard can call unrecoverable). src/shard includes only
+ * layers below it; the engine fills a zs_shard_ctx and hands it down, and a test can fill one
+ * without an engine. */
 #ifndef ZS_SHARD_SHARD_H
 #define ZS_SHARD_SHARD_H
 
@@ -11,6 +12,7 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "mem/ledger.h"
+#include "mem/mem.h"
 #include "shard/layout.h"
 #include "shard/plan.h"
 #include "shard/state_table.h"
@@ -67,24 +69,29 @@ struct zs_shard_ctx {
   int sig_unit;               /* the unit an all-gather of params moves now, or -1 (its header) */
   int sig_prefetch;           /* ... and whether that all-gather is a prefetch */
   size_t live_gathered_bytes; /* bytes of every gathered unit (held or prefetched) */
-  /* The owner's services: memory booked in its ledger (frees are deferred once it failed, while
-     an abandoned collective may still write), and failure: hard = a half-done operation its
-     peers went on with (always fails the engine), else only communication/device failures do. */
-  zs_status (*alloc)(void *owner, zs_mem_cat c, size_t bytes, void **p, void *stream);
-  void (*free)(void *owner, zs_mem_cat c, void *p, size_t bytes, void *stream);
+  /* Every buffer src/shard allocates comes from the owner's memory (booked in its ledger; its
+     frees defer by themselves once the owner failed, and zs_mem_free_after defers the free of a
+     buffer a failed collective used). */
+  zs_mem *mem;
+  /* The owner's failure service, for the one decision only src/shard can make: a gather its peers
+     went on with failed on this rank (hard: the owner is failed whatever the status). Every
+     other failure is returned, and the owner's public call marks it once. */
   zs_status (*fail)(void *owner, zs_status s, int hard);
   void *owner;
 };
 
 static inline zs_status zs_sh_alloc(zs_shard_ctx *x, zs_mem_cat c, size_t bytes, void **p,
                                     void *stream) {
-  return x->alloc(x->owner, c, bytes, p, stream);
+  return zs_mem_alloc(x->mem, c, bytes, p, stream);
 }
 static inline void zs_sh_free(zs_shard_ctx *x, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  if (p) x->free(x->owner, c, p, bytes, stream);
+  zs_mem_free(x->mem, c, p, bytes, stream);
 }
-static inline zs_status zs_sh_fail(zs_shard_ctx *x, zs_status s) {
-  return x->fail(x->owner, s, 0);
+/* Frees a buffer the operation that returned s used (deferred when s is a failure a collective
+   may still write after). */
+static inline void zs_sh_free_after(zs_shard_ctx *x, zs_status s, zs_mem_cat c, void *p,
+                                    size_t bytes, void *stream) {
+  zs_mem_free_after(x->mem, s, c, p, bytes, stream);
 }
 static inline zs_status zs_sh_fail_hard(zs_shard_ctx *x, zs_status s) {
   return x->fail(x->owner, s, 1);
@@ -151,9 +158,15 @@ int zs_shard_invalidate(zs_unit *u);
 zs_status zs_shard_grad_buffer(zs_unit *u);
 /* The zeroed staging buffer of a deterministic full gradient (buffers), unless it exists. */
 zs_status zs_shard_grad_stage(zs_unit *u);
-/* Reduces u's gradient after a micro-step (plan.reduce_every_micro), or after the last. */
+/* Reduces u's gradient after a micro-step (plan.reduce_every_micro), or after the last. A failure
+   is returned (the caller marks it: a half-done reduction cannot be retried). */
 zs_status zs_shard_reduce(zs_unit *u, int last_micro);
+/* All-gathers every unit's updated params (plan.publish). A failure is returned (the caller
+   marks it). */
 zs_status zs_shard_publish(zs_shard_ctx *x);
+/* u's whole fp32 master into the device buffer full (collective over the shard group when the
+   master is sharded). A failure is returned (the caller marks it and frees full with
+   zs_mem_free_after). */
 zs_status zs_shard_gather_master(zs_unit *u, float *full);
 
 #endif

@@ -47,6 +47,7 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
   ZS_OK_OR_DIE(zs_plan_make(&cfg, S, &plan));
   zs_dev dev;
   ZS_OK_OR_DIE(zs_dev_open(&dev, ZS_DEVICE_CPU, -1));
+  zs_mem_init(&fake_mem, &dev);
   zs_coll *shard = world, *replica = NULL;
   if (S != W) {
     ZS_OK_OR_DIE(zs_coll_split(world, R / S, R, &shard));
@@ -63,10 +64,9 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
                     .shard_rank = R % S,
                     .shard_size = S,
 
-                    .alloc = fake_alloc,
-                    .free = fake_free,
+                    .mem = &fake_mem,
                     .fail = fake_fail,
-                    .owner = &dev};
+                    .owner = NULL};
   /* Units of 1, 7 and 257 + 13 elements: smaller than the group, odd, and two tensors. */
   const zs_tensor_desc d1[1] = {{"a", 1, {1, 0, 0, 0}, 0}};
   const zs_tensor_desc d2[1] = {{"b", 2, {7, 1, 0, 0}, 0}};
@@ -89,7 +89,7 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
     const int micros = plan.reduce_every_micro ? 2 : 1;
     float *want = calloc(P, sizeof *want);
     double *want64 = calloc(P, sizeof *want64);
-    const size_t before = fake_live_bytes;
+    const size_t before = fake_live_bytes();
     for (int k = 0; k < micros; k++) {
       if (!full_grads) ZS_OK_OR_DIE(zs_shard_grad_buffer(&u));
       if (staged) ZS_OK_OR_DIE(zs_shard_grad_stage(&u));
@@ -113,10 +113,10 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
       }
       ZS_OK_OR_DIE(zs_shard_reduce(&u, k == micros - 1));
     }
-    ZS_EXPECT(fake_live_bytes == before,
+    ZS_EXPECT(fake_live_bytes() == before,
               "stage %d det %d bucket %zu group %d unit %d: %zu bytes of "
               "scratch left",
-              stage, det, bucket, group, ui, fake_live_bytes - before);
+              stage, det, bucket, group, ui, fake_live_bytes() - before);
     /* Where the plan puts the result. */
     const float *got = NULL;
     size_t lo = 0, cnt = P;
