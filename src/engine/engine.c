@@ -55,8 +55,8 @@ void zs_engine_abort_comms(zs_engine *e) {
 }
 
 /* The shard layer's failure service (shard/shard.h). */
-static zs_status sh_fail(void *o, zs_status s, int hard) {
-  return hard ? zs_engine_fail_hard(o, s) : zs_engine_fail(o, s);
+static zs_status sh_fail_hard(void *o, zs_status s) {
+  return zs_engine_fail_hard(o, s);
 }
 
 /* What src/shard sees of e: filled once the groups are open; units follow add_unit. */
@@ -73,7 +73,7 @@ static void shard_ctx_init(zs_engine *e) {
   x->shard_rank = e->shard_rank;
   x->shard_size = e->shard_size;
   x->mem = &e->mem;
-  x->fail = sh_fail;
+  x->fail_hard = sh_fail_hard;
   x->owner = e;
   x->sig_unit = -1;
 }

@@ -74,9 +74,9 @@ struct zs_shard_ctx {
      buffer a failed collective used). */
   zs_mem *mem;
   /* The owner's failure service, for the one decision only src/shard can make: a gather its peers
-     went on with failed on this rank (hard: the owner is failed whatever the status). Every
-     other failure is returned, and the owner's public call marks it once. */
-  zs_status (*fail)(void *owner, zs_status s, int hard);
+     went on with failed on this rank, so the owner is failed whatever the status (returns s).
+     Every other failure is returned, and the owner's public call marks it once. */
+  zs_status (*fail_hard)(void *owner, zs_status s);
   void *owner;
 };
 
@@ -94,7 +94,7 @@ static inline void zs_sh_free_after(zs_shard_ctx *x, zs_status s, zs_mem_cat c, 
   zs_mem_free_after(x->mem, s, c, p, bytes, stream);
 }
 static inline zs_status zs_sh_fail_hard(zs_shard_ctx *x, zs_status s) {
-  return x->fail(x->owner, s, 1);
+  return x->fail_hard(x->owner, s);
 }
 
 /* The field holding state s of u (state_table.h). */

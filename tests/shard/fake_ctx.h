@@ -16,9 +16,8 @@ static int fake_failures; /* failures the shard layer reported */
 static inline size_t fake_live_bytes(void) {
   return fake_mem.ledger.total.cur;
 }
-static zs_status fake_fail(void *o, zs_status s, int hard) {
+static zs_status fake_fail(void *o, zs_status s) {
   (void)o;
-  (void)hard;
   fake_failures++;
   return s;
 }

@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
                     .in_step = 0,
 
                     .mem = &fake_mem,
-                    .fail = fake_fail,
+                    .fail_hard = fake_fail,
                     .owner = NULL};
   memset(units, 0, sizeof units);
   size_t bytes[NU];

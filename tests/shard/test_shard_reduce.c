@@ -65,7 +65,7 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
                     .shard_size = S,
 
                     .mem = &fake_mem,
-                    .fail = fake_fail,
+                    .fail_hard = fake_fail,
                     .owner = NULL};
   /* Units of 1, 7 and 257 + 13 elements: smaller than the group, odd, and two tensors. */
   const zs_tensor_desc d1[1] = {{"a", 1, {1, 0, 0, 0}, 0}};
