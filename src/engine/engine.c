@@ -8,6 +8,14 @@
 #include "engine/engine_internal.h"
 #include "base/error.h"
 
+/* The host arena as the memory owner's host tier (mem/mem.h). */
+static zs_status arena_alloc(void *a, size_t bytes, void **p) {
+  return zs_host_arena_alloc(a, bytes, p);
+}
+static void arena_free(void *a, void *p) {
+  zs_host_arena_free(a, p); /* p came from this arena: nothing to refuse */
+}
+
 /* Creates the host arena of the offload modes (pinned, on the NUMA node nearest the GPU). */
 static zs_status open_arena(zs_engine *e) {
   const unsigned flags = e->cfg.offload_allow_unpinned ? ZS_HOST_ARENA_ALLOW_UNPINNED : 0;
@@ -137,7 +145,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   zs_engine_sig_attach(e);
   shard_ctx_init(e);
   if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
-  e->mem.arena = e->arena;
+  if (e->arena) e->mem.host = (zs_mem_host){arena_alloc, arena_free, e->arena};
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
   if (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ZS_CHECK_GOTO(open_optimizer_offload(e), rc, fail);
   char dev[32];

@@ -17,7 +17,8 @@ zs_status zs_mem_alloc(zs_mem *m, zs_mem_cat c, size_t bytes, void **p, void *st
 }
 
 zs_status zs_mem_alloc_host(zs_mem *m, size_t bytes, void **p) {
-  zs_status rc = zs_host_arena_alloc(m->arena, bytes, p);
+  if (!m->host.alloc) return zs_err(ZS_ERR_STATE, "offloaded state: no host memory tier attached");
+  zs_status rc = m->host.alloc(m->host.impl, bytes, p);
   if (rc != ZS_OK) return zs_err_wrap(rc, "offloaded state");
   zs_ledger_add(&m->ledger, ZS_MEM_HOST_PINNED, bytes);
   return ZS_OK;
@@ -39,7 +40,7 @@ static void defer(zs_mem *m, zs_mem_deferred d) {
 /* The free itself, unbooked. */
 static void release(zs_mem *m, zs_mem_deferred d, void *stream) {
   if (d.host)
-    zs_host_arena_free(m->arena, d.p);
+    m->host.free(m->host.impl, d.p);
   else
     zs_dev_free(m->dev, d.p, stream);
   zs_ledger_sub(&m->ledger, d.cat, d.bytes);
