@@ -7,11 +7,10 @@
 #include "engine/ckpt.h"
 
 void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b) {
-  const zs_plan *p = &e->plan;
   const int g = e->shard_size;
   uint64_t lo, n;
   int idx, cnt;
-  if (p->optimizer_full) {
+  if (!u->st.s[ZS_ST_MASTER].sharded) { /* the writers split the whole unit */
     lo = 0;
     n = u->lay.padded;
     idx = r;
@@ -50,7 +49,7 @@ uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int
 
 zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
                                 size_t n) {
-  if (u->opt_on_host || e->dev.kind == ZS_DEVICE_CPU) {
+  if (zs_unit_on_host(u, ZS_ST_MASTER) || e->dev.kind == ZS_DEVICE_CPU) {
     memcpy(dst, src, n * 4);
     return ZS_OK;
   }
@@ -59,7 +58,7 @@ zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, cons
 
 zs_status zs_ckpt_state_from_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
                                   size_t n) {
-  if (u->opt_on_host || e->dev.kind == ZS_DEVICE_CPU) {
+  if (zs_unit_on_host(u, ZS_ST_MASTER) || e->dev.kind == ZS_DEVICE_CPU) {
     memcpy(dst, src, n * 4);
     return ZS_OK;
   }

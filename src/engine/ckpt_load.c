@@ -113,7 +113,7 @@ static void needed(const zs_engine *e, const zs_unit *u, uint64_t *ma, uint64_t 
   const uint64_t n = u->lay.numel_total;
   *oa = u->opt_off < n ? u->opt_off : n;
   *ob = u->opt_off + u->opt_n < n ? u->opt_off + u->opt_n : n;
-  if (e->plan.params_full) {
+  if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT)) {
     *ma = 0;
     *mb = n;
   } else {
@@ -172,8 +172,7 @@ typedef struct {
 static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, size_t n) {
   zs_engine *e = p->e;
   const zs_dtype pd = e->cfg.param_dtype;
-  void *dst = e->plan.params_full ? zs_ptr_add(u->param_full, x, pd)
-                                  : zs_ptr_add(u->param_shard, x - u->lay.shard_off, pd);
+  void *dst = zs_unit_home_at(u, ZS_ST_PARAM_FULL, x);
   const void *from = src;
   if (pd == ZS_BF16) {
     for (size_t i = 0; i < n; i++)
@@ -181,7 +180,7 @@ static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, s
     from = p->conv;
   }
   const size_t bytes = n * zs_dtype_size(pd);
-  if (u->param_on_host || e->dev.kind == ZS_DEVICE_CPU) {
+  if (zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)) || e->dev.kind == ZS_DEVICE_CPU) {
     memcpy(dst, from, bytes);
     return ZS_OK;
   }

@@ -83,7 +83,8 @@ static zs_status emit(writer *w, const void *p, uint64_t n) {
 }
 
 static zs_status put_state(writer *w, const zs_unit *u, const float *src, uint64_t n) {
-  if (u->opt_on_host || w->e->dev.kind == ZS_DEVICE_CPU) return emit(w, src, 4 * n);
+  if (zs_unit_on_host(u, ZS_ST_MASTER) || w->e->dev.kind == ZS_DEVICE_CPU)
+    return emit(w, src, 4 * n);
   while (n > 0) {
     uint64_t take = w->block / 4;
     if (take > n) take = n;
@@ -187,9 +188,9 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->world_size = e->world_size;
   m->shard_group_size = e->shard_size;
   m->stage = e->cfg.stage;
-  m->shard_params = !e->plan.params_full;
-  m->shard_grads = !e->plan.grads_full;
-  m->shard_optimizer = !e->plan.optimizer_full;
+  m->shard_params = e->plan.shard_params;
+  m->shard_grads = e->plan.shard_grads;
+  m->shard_optimizer = e->plan.shard_optimizer;
   m->offload = e->cfg.offload;
   m->param_dtype = e->cfg.param_dtype;
   m->reduce_dtype = e->cfg.reduce_dtype;

@@ -8,40 +8,12 @@
 #include "engine/engine_internal.h"
 #include "base/error.h"
 
-zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream) {
-  ZS_CHECK(zs_dev_alloc(&e->dev, bytes, p, stream));
-  zs_ledger_add(&e->ledger, c, bytes);
-  return ZS_OK;
+/* The host arena as the memory owner's host tier (mem/mem.h). */
+static zs_status arena_alloc(void *a, size_t bytes, void **p) {
+  return zs_host_arena_alloc(a, bytes, p);
 }
-
-void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  if (!p) return;
-  if (e->state == ZS_ENGINE_FAILED && (e->world || e->shard)) {
-    if (e->ndeferred == e->cap_deferred) {
-      int cap = e->cap_deferred ? 2 * e->cap_deferred : 16;
-      struct zs_deferred_free *d = realloc(e->deferred, (size_t)cap * sizeof *d);
-      if (!d) return; /* leak rather than free memory a collective may still write */
-      e->deferred = d;
-      e->cap_deferred = cap;
-    }
-    e->deferred[e->ndeferred++] = (struct zs_deferred_free){p, c, bytes};
-    return;
-  }
-  zs_dev_free(&e->dev, p, stream);
-  zs_ledger_sub(&e->ledger, c, bytes);
-}
-
-zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p) {
-  zs_status rc = zs_host_arena_alloc(e->arena, bytes, p);
-  if (rc != ZS_OK) return zs_err_wrap(rc, "offloaded state");
-  zs_ledger_add(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
-  return ZS_OK;
-}
-
-void zs_mem_free_host(zs_engine *e, void *p, size_t bytes) {
-  if (!p) return;
-  zs_host_arena_free(e->arena, p);
-  zs_ledger_sub(&e->ledger, ZS_MEM_HOST_PINNED, bytes);
+static void arena_free(void *a, void *p) {
+  zs_host_arena_free(a, p); /* p came from this arena: nothing to refuse */
 }
 
 /* Creates the host arena of the offload modes (pinned, on the NUMA node nearest the GPU). */
@@ -51,7 +23,7 @@ static zs_status open_arena(zs_engine *e) {
   return zs_host_arena_create(dev, e->cfg.offload_host_bytes, flags, &e->arena);
 }
 
-/* The optimizer's scratch: ledger-booked device buffers. */
+/* The optimizer's scratch: ledger-booked device buffers of the memory owner (ctx). */
 static zs_status optim_scratch_alloc(void *ctx, size_t bytes, void **p, void *stream) {
   return zs_mem_alloc(ctx, ZS_MEM_BUFFERS, bytes, p, stream);
 }
@@ -72,7 +44,7 @@ static zs_status open_optimizer(zs_engine *e) {
                      0,
                      1,
                      e->cfg.offload_chunk,
-                     {e, optim_scratch_alloc, optim_scratch_free}};
+                     {&e->mem, optim_scratch_alloc, optim_scratch_free}};
   if (oc.offload_optimizer) zs_peers_share(e, ZS_PEER_NODE, &oc.share_idx, &oc.share_cnt);
   return zs_optim_create(&oc, &e->optim);
 }
@@ -86,7 +58,7 @@ zs_status zs_engine_fail(zs_engine *e, zs_status s) {
   /* A collective or a wait behind one failed (timeout, transport, device): peers may be inside
      an operation this rank left. Abort every group so that their kernels exit and destroy
      cannot hang, and refuse further steps. */
-  if (s == ZS_ERR_COMM || s == ZS_ERR_TIMEOUT || s == ZS_ERR_DEVICE) zs_engine_abort_comms(e);
+  if (zs_mem_may_be_written(s)) zs_engine_abort_comms(e);
   return s;
 }
 
@@ -99,21 +71,16 @@ zs_status zs_engine_abort(zs_engine *e) {
 
 void zs_engine_abort_comms(zs_engine *e) {
   e->state = ZS_ENGINE_FAILED;
-  e->sh.in_step = 0; /* the shard layer never sees a failed engine as inside a step */
+  zs_mem_break(&e->mem); /* before any free that follows: frees are deferred from now on */
+  e->sh.in_step = 0;     /* the shard layer never sees a failed engine as inside a step */
   zs_coll_abort(e->replica);
   if (e->shard != e->world) zs_coll_abort(e->shard);
   zs_coll_abort(e->world);
 }
 
-/* The shard layer's services (shard/shard.h): ledger-booked memory and failure. */
-static zs_status sh_alloc(void *o, zs_mem_cat c, size_t bytes, void **p, void *stream) {
-  return zs_mem_alloc(o, c, bytes, p, stream);
-}
-static void sh_free(void *o, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  zs_mem_free(o, c, p, bytes, stream);
-}
-static zs_status sh_fail(void *o, zs_status s, int hard) {
-  return hard ? zs_engine_fail_hard(o, s) : zs_engine_fail(o, s);
+/* The shard layer's failure service (shard/shard.h). */
+static zs_status sh_fail_hard(void *o, zs_status s) {
+  return zs_engine_fail_hard(o, s);
 }
 
 /* What src/shard sees of e: filled once the groups are open; units follow add_unit. */
@@ -129,9 +96,8 @@ static void shard_ctx_init(zs_engine *e) {
   x->world_size = e->world_size;
   x->shard_rank = e->shard_rank;
   x->shard_size = e->shard_size;
-  x->alloc = sh_alloc;
-  x->free = sh_free;
-  x->fail = sh_fail;
+  x->mem = &e->mem;
+  x->fail_hard = sh_fail_hard;
   x->owner = e;
   x->sig_unit = -1;
 }
@@ -187,6 +153,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
     int n = zs_dev_cuda_count();
     e->cfg.device_index = n > 0 ? comm->local_rank % n : 0;
   }
+  zs_mem_init(&e->mem, &e->dev);
   ZS_CHECK_GOTO(zs_dev_open(&e->dev, cfg->device, e->cfg.device_index), rc, fail);
   e->dev.wait_timeout_s = cfg->comm_timeout_s;
   zs_engine_call(e, ZS_CALL_CREATE, NULL);
@@ -194,6 +161,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   zs_engine_sig_attach(e);
   shard_ctx_init(e);
   if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
+  if (e->arena) e->mem.host = (zs_mem_host){arena_alloc, arena_free, e->arena};
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
   ZS_CHECK_GOTO(open_optimizer(e), rc, fail);
   char dev[32];
@@ -348,46 +316,45 @@ fail:
 
 static void unit_release_buffers(zs_engine *e, zs_unit *u);
 
-/* Allocates and zeroes one unit's persistent buffers as the plan says. */
-static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
-  const zs_plan *pl = &e->plan;
-  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
-  zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
-  const size_t P = u->lay.padded, s = u->lay.shard;
-  if (pl->params_full) {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, P * ps, &u->param_full, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->param_full, P * ps, e->dev.compute_stream));
-  } else if (pl->offload_params) {
-    ZS_CHECK(zs_mem_alloc_host(e, s * ps, &u->param_shard));
-    memset(u->param_shard, 0, s * ps);
-    u->param_on_host = 1;
-  } else {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_PARAMS, s * ps, &u->param_shard, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->param_shard, s * ps, e->dev.compute_stream));
-  }
-  if (pl->grads_full) {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, P * ps, &u->grad_full, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, P * ps, e->dev.compute_stream));
-  } else {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_GRADS, s * ps, &u->grad_shard, NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, u->grad_shard, s * ps, e->dev.compute_stream));
-  }
-  if (!pl->params_full) ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
-  u->opt_off = pl->optimizer_full ? 0 : u->lay.shard_off;
-  u->opt_n = pl->optimizer_full ? P : s;
-  float **opt[3] = {&u->master, &u->m, &u->v};
-  if (pl->offload_optimizer) {
-    u->opt_on_host = 1;
-    for (int k = 0; k < 3; k++) {
-      ZS_CHECK(zs_mem_alloc_host(e, u->opt_n * 4, (void **)opt[k]));
-      memset(*opt[k], 0, u->opt_n * 4);
-    }
+/* Allocates one state of u as its table entry says (ledger-booked, on the device or in the host
+   arena) and zeroes it. */
+static zs_status state_alloc(zs_engine *e, zs_unit *u, zs_state k) {
+  const zs_state_entry *t = &u->st.s[k];
+  const size_t bytes = zs_unit_state_bytes(u, k);
+  void **p = zs_unit_slot(u, k);
+  if (t->tier == ZS_TIER_HOST) {
+    ZS_CHECK(zs_mem_alloc_host(&e->mem, bytes, p));
+    memset(*p, 0, bytes);
     return ZS_OK;
   }
-  for (int k = 0; k < 3; k++) {
-    ZS_CHECK(zs_mem_alloc(e, ZS_MEM_OPTIMIZER, u->opt_n * 4, (void **)opt[k], NULL));
-    ZS_CHECK(zs_dev_zero(&e->dev, *opt[k], u->opt_n * 4, e->dev.compute_stream));
-  }
+  ZS_CHECK(zs_mem_alloc(&e->mem, t->cat, bytes, p, NULL));
+  return zs_dev_zero(&e->dev, *p, bytes, e->dev.compute_stream);
+}
+
+/* Frees one state of u, if allocated, where its table entry says. */
+static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
+  void **p = zs_unit_slot(u, k);
+  const size_t bytes = zs_unit_state_bytes(u, k);
+  if (u->st.s[k].tier == ZS_TIER_HOST)
+    zs_mem_free_host(&e->mem, *p, bytes);
+  else
+    zs_mem_free(&e->mem, u->st.s[k].cat, *p, bytes, NULL);
+  *p = NULL;
+}
+
+/* Gives u its copy of the plan's table, lays it out on the shard group and allocates its
+   persistent states. */
+static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
+  const zs_plan *pl = &e->plan;
+  u->st = pl->table;
+  zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
+  zs_state_range(&u->st, ZS_ST_MASTER, &u->lay, &u->opt_off, &u->opt_n);
+  for (int k = 0; k < ZS_ST_N; k++)
+    if (zs_state_is(&u->st, (zs_state)k, ZS_LIFE_PERSISTENT))
+      ZS_CHECK(state_alloc(e, u, (zs_state)k));
+  /* A gathered copy is waited for through this event. */
+  if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT))
+    ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
   return ZS_OK;
 }
 
@@ -398,7 +365,7 @@ zs_status zs_engine_commit(zs_engine *e) {
   if (e->nunits == 0)
     return zs_err(ZS_ERR_STATE, "zs_engine_commit with no units: add units with "
                                 "zs_engine_add_unit first");
-  if (!e->plan.params_full && e->cfg.max_live_bytes)
+  if (zs_state_is(&e->plan.table, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT) && e->cfg.max_live_bytes)
     for (int i = 0; i < e->nunits; i++) {
       const zs_unit *u = e->units[i];
       size_t S = (size_t)e->shard_size, n = u->lay.numel_total;
@@ -429,28 +396,10 @@ zs_status zs_engine_commit(zs_engine *e) {
   return ZS_OK;
 }
 
-/* Frees every buffer a unit holds, whatever the stage. */
+/* Frees every state a unit holds, persistent or transient. */
 static void unit_release_buffers(zs_engine *e, zs_unit *u) {
-  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
-  const size_t P = u->lay.padded, s = u->lay.shard;
-  const zs_plan *pl = &e->plan;
-  zs_mem_free(e, pl->params_full ? ZS_MEM_PARAMS : ZS_MEM_BUFFERS, u->param_full, P * ps, NULL);
-  if (u->param_on_host)
-    zs_mem_free_host(e, u->param_shard, s * ps);
-  else
-    zs_mem_free(e, ZS_MEM_PARAMS, u->param_shard, s * ps, NULL);
-  zs_mem_free(e, pl->grads_full ? ZS_MEM_GRADS : ZS_MEM_BUFFERS, u->grad_full, P * ps, NULL);
-  zs_mem_free(e, ZS_MEM_BUFFERS, u->grad_stage, P * ps, NULL);
-  zs_mem_free(e, ZS_MEM_GRADS, u->grad_shard, s * ps, NULL);
-  float *opt[3] = {u->master, u->m, u->v};
-  for (int k = 0; k < 3; k++) {
-    if (u->opt_on_host)
-      zs_mem_free_host(e, opt[k], u->opt_n * 4);
-    else
-      zs_mem_free(e, ZS_MEM_OPTIMIZER, opt[k], u->opt_n * 4, NULL);
-  }
-  u->param_full = u->param_shard = u->grad_full = u->grad_shard = u->grad_stage = NULL;
-  u->master = u->m = u->v = NULL;
+  for (int k = 0; k < ZS_ST_N; k++)
+    state_free(e, u, (zs_state)k);
   zs_dev_event_destroy(&e->dev, u->ev_gathered);
   u->ev_gathered = NULL;
   u->gathered = u->held = 0;
@@ -471,6 +420,7 @@ void zs_engine_destroy(zs_engine *e) {
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
   if (e->world) zs_coll_destroy(e->world);
   e->replica = e->shard = e->world = NULL;
+  zs_mem_drain(&e->mem); /* nothing writes into the engine's buffers any more */
   if (e->state != ZS_ENGINE_FAILED) {
     if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
     if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
@@ -481,9 +431,6 @@ void zs_engine_destroy(zs_engine *e) {
   }
   free(e->units);
   free(e->peers);
-  for (int i = 0; i < e->ndeferred; i++)
-    zs_mem_free(e, e->deferred[i].cat, e->deferred[i].p, e->deferred[i].bytes, NULL);
-  free(e->deferred);
   zs_optim_destroy(e->optim); /* its staging is in the arena */
   zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
@@ -499,7 +446,7 @@ void *zs_engine_stream(zs_engine *e) {
 
 zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_memory: engine or out is NULL");
-  zs_ledger_report(&e->ledger, out);
+  zs_ledger_report(&e->mem.ledger, out);
   return ZS_OK;
 }
 

@@ -8,6 +8,7 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "mem/ledger.h"
+#include "mem/mem.h"
 #include "offload/host_arena.h"
 #include "optim/optim.h"
 #include "shard/layout.h"
@@ -51,8 +52,8 @@ struct zs_engine {
   int shard_rank, shard_size; /* position in the shard group; S = shard_size */
   zs_engine_state state;
   zs_plan
-      plan; /* what exists and what runs, from the config (shard/plan.h): never branch on stage */
-  zs_ledger ledger;
+      plan;   /* what exists and what runs, from the config (shard/plan.h): never branch on stage */
+  zs_mem mem; /* every buffer of the engine, its ledger and its deferred frees (mem/mem.h) */
   zs_host_arena *arena; /* offload: pinned NUMA-local host memory */
   zs_optim *optim;      /* the optimizer: its CPU workers, the offload copy pipeline */
 
@@ -73,34 +74,22 @@ struct zs_engine {
   uint64_t *agree_rows; /* the step agreement's rows (world_size x its words), kept */
   void *agree_dev;      /* CUDA: its device buffer, kept */
   char info[2048];
-  /* After a communication failure an abandoned collective may still write into its buffers, so
-     from then on frees are deferred until destroy has torn down the collectives. */
-  struct zs_deferred_free {
-    void *p;
-    zs_mem_cat cat;
-    size_t bytes;
-  } * deferred;
-  int ndeferred, cap_deferred;
 };
 
-/* Ledger-booked device memory. */
-zs_status zs_mem_alloc(zs_engine *e, zs_mem_cat c, size_t bytes, void **p, void *stream);
-void zs_mem_free(zs_engine *e, zs_mem_cat c, void *p, size_t bytes, void *stream);
-/* Ledger-booked host-arena memory (offload), category host_pinned. */
-zs_status zs_mem_alloc_host(zs_engine *e, size_t bytes, void **p);
-void zs_mem_free_host(zs_engine *e, void *p, size_t bytes);
-/* Marks the engine failed after a failure it cannot undo (a half-done reduction or update, a
-   gather its peers went on with) and aborts its groups: later calls return ZS_ERR_STATE.
-   Returns s. */
+/* Failure is marked once, where a public call learns that it failed, through these two, which
+   both end in zs_engine_abort_comms. */
+/* A failure the engine cannot undo (a half-done reduction or update, a gather its peers went on
+   with): marks the engine failed (zs_engine_abort_comms). Returns s. */
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s);
-/* After a timeout, transport or device error (of a collective or a wait behind one): marks the
-   engine failed and aborts its groups; other statuses pass through. Returns s. */
+/* A timeout, transport or device error (of a collective or a wait behind one,
+   zs_mem_may_be_written) marks the engine failed (zs_engine_abort_comms); other statuses pass
+   through. Returns s. */
 zs_status zs_engine_fail(zs_engine *e, zs_status s);
 /* Placement words of each rank in zs_engine.peers: hashes of the host name, of the cgroup
    membership and of the GPU's PCI bus id (0 on the CPU device), and the offload NUMA node (-1). */
 enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORDS };
 /* All-gathers n words per rank over the world into all (world_size * n, rank-major), whatever
-   the device. Collective over the world. */
+   the device. Collective over the world. A failure is returned: the caller marks it. */
 zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all);
 /* Fills e->peers (collective over the world); node: this rank's offload node or -1. */
 zs_status zs_peers_gather(zs_engine *e, int node);
@@ -124,7 +113,11 @@ zs_status zs_engine_agree_step(zs_engine *e);
    healthy engine (a peer still inside a collective call learns that this one left), a goodbye
    naming zs_engine_abort or the failure from a failed one. Errors fail e. */
 void zs_engine_goodbye(zs_engine *e);
-/* Marks the engine failed and aborts its collective groups (after a timed-out host wait). */
+/* The failure boundary, the one function that marks the engine failed: later calls return
+   ZS_ERR_STATE, its collective groups are aborted (kernels waiting for a silent peer exit,
+   destroy cannot hang), and its memory owner defers every free from now on (an abandoned
+   collective may still write into the buffers) until destroy has torn the groups down.
+   Idempotent. */
 void zs_engine_abort_comms(zs_engine *e);
 
 #endif

@@ -163,7 +163,7 @@ static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, c
 static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full) {
   const int writer = e->world_rank == 0;
   const float *src_full = full;
-  if (e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU) {
+  if (!u->st.s[ZS_ST_MASTER].sharded && e->dev.kind == ZS_DEVICE_CPU) {
     src_full = u->master; /* already whole, in host memory */
   } else {
     const zs_status rc = zs_shard_gather_master(u, full);
@@ -261,14 +261,17 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   char *hdr = NULL, tmp[4200];
   size_t hlen = 0;
   float *full = NULL;
-  const int need_buf = !(e->plan.optimizer_full && e->dev.kind == ZS_DEVICE_CPU);
+  int need_buf = 0; /* a unit whose master is not whole in host memory is gathered */
+  for (int i = 0; i < e->nunits; i++)
+    if (e->units[i]->st.s[ZS_ST_MASTER].sharded || e->dev.kind != ZS_DEVICE_CPU) need_buf = 1;
   if (rc == ZS_OK && !ent) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (rc == ZS_OK) rc = plan_entries(e, &o, ent, &total);
   if (rc == ZS_OK) rc = header_text(e, &o, ent, total, &hdr, &hlen);
-  if (rc == ZS_OK && need_buf) rc = zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
+  if (rc == ZS_OK && need_buf)
+    rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
   rc = zs_ckpt_agree(e, rc, fn);
   if (rc != ZS_OK) {
-    if (full) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+    if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
     free(hdr);
     free(ent);
     return rc;
@@ -283,7 +286,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   free(hdr);
   for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
     rc = export_unit(e, e->units[i], ent + t0, &w, full);
-  if (full) zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
   if (e->world_rank == 0) {
     if (rc != ZS_OK && w.rc == ZS_OK) w.rc = rc;
     if (w.fd >= 0) {

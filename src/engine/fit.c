@@ -83,7 +83,8 @@ zs_status zs_engine_check_fit(zs_engine *e) {
       count++;
     }
   free(all);
-  if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_commit: agreeing on the fit check");
+  if (rc != ZS_OK)
+    return zs_engine_fail(e, zs_err_wrap(rc, "zs_engine_commit: agreeing on the fit check"));
   if (mine != ZS_OK) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s", msg);
   if (count)
     return zs_err(ZS_ERR_OUT_OF_MEMORY,

@@ -58,7 +58,7 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   size_t a, b;
   if (zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
     ZS_CHECK(put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b));
-  if (e->plan.params_full)
+  if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT))
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
                      base + l->numel[t]);
   /* Sharded params: a prefetched copy of the old values is dropped; a copy the caller holds
@@ -87,15 +87,14 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_PARAM, u);
   const size_t P = u->lay.padded;
-  if (e->plan.optimizer_full)
+  if (!u->st.s[ZS_ST_MASTER].sharded)
     return zs_engine_fail(
         e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
   float *full = NULL;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
   zs_status rc = zs_shard_gather_master(u, full);
   if (rc == ZS_OK)
     rc = zs_dev_to_host(&e->dev, host_full, full + u->lay.off[t], u->lay.numel[t] * 4);
-  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
-  zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
-  return rc;
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  return zs_engine_fail(e, rc);
 }

@@ -71,7 +71,7 @@ zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user) 
 
 /* Unit u's full fp32 master into the located tensors (one unit's master gathered at a time). */
 static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
-  if (e->plan.optimizer_full) {
+  if (!u->st.s[ZS_ST_MASTER].sharded) {
     for (int t = 0; t < u->ntensors; t++)
       if (v[t].host)
         ZS_CHECK(
@@ -80,14 +80,13 @@ static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
   }
   const size_t P = u->lay.padded;
   float *full = NULL;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
   zs_status rc = zs_shard_gather_master(u, full); /* every rank gathers, skipped tensors or not */
   for (int t = 0; t < u->ntensors && rc == ZS_OK; t++)
     if (v[t].host)
       rc = zs_dev_to_host(&e->dev, v[t].host, full + u->lay.off[t], u->lay.numel[t] * 4);
-  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
-  zs_mem_free(e, ZS_MEM_BUFFERS, full, P * 4, NULL);
-  return rc;
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  return rc; /* zs_engine_get_params marks a failure */
 }
 
 zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user) {

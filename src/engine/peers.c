@@ -36,14 +36,13 @@ zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, 
   }
   /* CUDA groups move device memory: stage through a small device buffer. */
   uint64_t *buf = NULL;
-  ZS_CHECK(zs_dev_alloc(d, bytes, (void **)&buf, NULL));
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, (void **)&buf, NULL));
   uint64_t *slot = buf + (size_t)e->world_rank * n;
   zs_status rc = zs_dev_from_host(d, slot, mine, n * sizeof(uint64_t));
   if (rc == ZS_OK) rc = zs_coll_all_gather(e->world, slot, buf, n, ZS_CDT_U64, d->comm_stream);
   if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_to_host(d, all, buf, bytes);
-  if (rc != ZS_OK) zs_engine_fail(e, rc); /* before the free: see zs_mem_free */
-  if (e->state != ZS_ENGINE_FAILED) zs_dev_free(d, buf, NULL);
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, buf, bytes, NULL);
   return rc;
 }
 

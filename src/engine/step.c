@@ -22,14 +22,14 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   if (micro_steps < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
   e->step_t0 = zs_clock_now_s();
-  const size_t ps = zs_dtype_size(e->cfg.param_dtype);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     u->grads_ready_count = 0;
     u->grad_shard_valid = 0;
     u->fwd_micro = -1;
-    if (u->grad_full && e->plan.grads_full)
-      ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, u->lay.padded * ps, e->dev.compute_stream));
+    if (zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_PERSISTENT))
+      ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, zs_unit_state_bytes(u, ZS_ST_GRAD_FULL),
+                           e->dev.compute_stream));
   }
   e->micro_steps = micro_steps;
   e->sh.in_step = 1;
@@ -37,17 +37,15 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   return ZS_OK;
 }
 
-/* This rank's reduced gradient of unit u over flat range [a, b) (inside its optimizer range). */
-static const void *grad_at(const zs_engine *e, const zs_unit *u, size_t a) {
-  const zs_dtype pd = e->cfg.param_dtype;
-  if (e->plan.grads_full) return zs_ptr_add(u->grad_full, a, pd);
-  return zs_ptr_add(u->grad_shard, a - u->lay.shard_off, pd);
+/* This rank's reduced gradient of unit u at flat element a (inside its optimizer range): in its
+   persistent gradient state, full or shard (the table's home). */
+static const void *grad_at(zs_unit *u, size_t a) {
+  return zs_unit_home_at(u, ZS_ST_GRAD_FULL, a);
 }
 
-static void *param_at(const zs_engine *e, const zs_unit *u, size_t a) {
-  const zs_dtype pd = e->cfg.param_dtype;
-  if (e->plan.params_full) return zs_ptr_add(u->param_full, a, pd);
-  return zs_ptr_add(u->param_shard, a - u->lay.shard_off, pd);
+/* The params AdamW writes at flat element a: the persistent params state, full or shard. */
+static void *param_at(zs_unit *u, size_t a) {
+  return zs_unit_home_at(u, ZS_ST_PARAM_FULL, a);
 }
 
 /* The global gradient norm of the summed gradients (before the division by world * micro_steps,
@@ -56,17 +54,18 @@ static zs_status grad_norm(zs_engine *e, double scale, zs_optim_norm *nm) {
   zs_dev *d = &e->dev;
   uint64_t *bins = NULL;
   zs_status rc = ZS_OK;
-  ZS_CHECK(zs_mem_alloc(e, ZS_MEM_BUFFERS, ZS_OPTIM_NORM_BYTES, (void **)&bins, d->compute_stream));
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, ZS_OPTIM_NORM_BYTES, (void **)&bins,
+                        d->compute_stream));
   ZS_CHECK_GOTO(zs_optim_norm_start(e->optim, bins), rc, out);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
-    ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(e, u, u->opt_off), u->opt_n), rc, out);
+    ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(u, u->opt_off), u->opt_n), rc, out);
   }
   rc = zs_optim_norm_finish(e->optim, bins, e->plan.norm_partial ? e->shard : NULL, scale, nm);
-  /* Before the free: an abandoned all-reduce may still write the bins. */
-  if (rc != ZS_OK) zs_engine_fail(e, rc);
 out:
-  zs_mem_free(e, ZS_MEM_BUFFERS, bins, ZS_OPTIM_NORM_BYTES, d->compute_stream);
+  /* An abandoned all-reduce may still write the bins: zs_mem_free_after defers them then, and
+     zs_engine_step marks the failure. */
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, bins, ZS_OPTIM_NORM_BYTES, d->compute_stream);
   return rc;
 }
 
@@ -79,9 +78,15 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
-      const zs_optim_seg seg = {u->master + lo,          u->m + lo,         u->v + lo,
-                                grad_at(e, u, a),        param_at(e, u, a), b - a,
-                                u->t[k].no_weight_decay, u->opt_on_host,    u->param_on_host};
+      const zs_optim_seg seg = {u->master + lo,
+                                u->m + lo,
+                                u->v + lo,
+                                grad_at(u, a),
+                                param_at(u, a),
+                                b - a,
+                                u->t[k].no_weight_decay,
+                                zs_unit_on_host(u, ZS_ST_MASTER),
+                                zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL))};
       ZS_CHECK(zs_optim_update(e->optim, &seg));
     }
   }

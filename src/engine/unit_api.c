@@ -29,7 +29,7 @@ zs_status zs_unit_gather(zs_unit *u) {
 
 int zs_unit_is_gathered(const zs_unit *u) {
   if (!u || u->e->state == ZS_ENGINE_BUILDING) return 0;
-  return u->e->plan.params_full ? 1 : u->gathered;
+  return zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT) ? 1 : u->gathered;
 }
 
 void *zs_unit_param(zs_unit *u, int t) {
@@ -64,13 +64,14 @@ void *zs_unit_grad(zs_unit *u, int t) {
            u->name, e->micro_steps);
     return NULL;
   }
-  if (e->cfg.deterministic && e->plan.grads_full) {
+  if (zs_state_is(&u->st, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT)) {
     /* A full gradient spans the micro-steps: hand out this micro-step's own zeroed buffer, which
        its reduction folds in (global micro-batch order). */
     if (zs_shard_grad_stage(u) != ZS_OK) return NULL;
     return zs_ptr_add(u->grad_stage, u->lay.off[t], e->cfg.param_dtype);
   }
-  if (!e->plan.grads_full && zs_shard_grad_buffer(u) != ZS_OK) return NULL;
+  if (zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) && zs_shard_grad_buffer(u) != ZS_OK)
+    return NULL;
   return zs_ptr_add(u->grad_full, u->lay.off[t], e->cfg.param_dtype);
 }
 
@@ -115,7 +116,9 @@ zs_status zs_unit_grads_flush(zs_unit *u) {
   zs_engine_call(e, ZS_CALL_GRADS_FLUSH, u);
   /* A full gradient is persistent anyway; deterministic mode keeps one reduction per
      micro-step (two would regroup the sums); no zs_unit_grad yet: nothing to reduce. */
-  if (e->plan.grads_full || e->cfg.deterministic || !u->grad_full) return ZS_OK;
+  if (!zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) || e->cfg.deterministic ||
+      !u->grad_full)
+    return ZS_OK;
   zs_status rc = zs_shard_reduce(u, 0);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   return ZS_OK;

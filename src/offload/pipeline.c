@@ -43,7 +43,7 @@ static zs_status fetch_grad(zs_dev *d, zs_offload_pipe *p, const void *grad, zs_
 
 zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, const zs_adamw_coef *c,
                            float *master, float *m, float *v, const void *grad, zs_dtype gdt,
-                           void *param_out, zs_dtype pdt, int param_on_host, size_t n) {
+                           void *param_out, zs_dtype pdt, int params_host, size_t n) {
   if (n == 0) return ZS_OK;
   if (d->kind != ZS_DEVICE_CUDA) {
     zs_cpu_adamw_mt(pool, c, master, m, v, grad, gdt, param_out, pdt, n);
@@ -56,17 +56,17 @@ zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, cons
     if (k + 1 < nchunks) ZS_CHECK(fetch_grad(d, pipe, grad, gdt, n, k + 1));
     ZS_CHECK(zs_dev_event_wait(d, pipe->ev_grad[k % 2]));
     /* Slot k % 2 of the param staging was last read by the copy of chunk k - 2. */
-    if (!param_on_host && k >= 2) ZS_CHECK(zs_dev_event_wait(d, pipe->ev_param[k % 2]));
-    void *out = param_on_host ? (char *)param_out + lo * zs_dtype_size(pdt) : pipe->param[k % 2];
+    if (!params_host && k >= 2) ZS_CHECK(zs_dev_event_wait(d, pipe->ev_param[k % 2]));
+    void *out = params_host ? (char *)param_out + lo * zs_dtype_size(pdt) : pipe->param[k % 2];
     zs_cpu_adamw_mt(pool, c, master + lo, m + lo, v + lo, pipe->grad[k % 2], gdt, out, pdt, len);
-    if (!param_on_host) {
+    if (!params_host) {
       ZS_CHECK(zs_dev_copy(d, (char *)param_out + lo * zs_dtype_size(pdt), out,
                            len * zs_dtype_size(pdt), d->compute_stream));
       ZS_CHECK(zs_dev_event_record(d, pipe->ev_param[k % 2], d->compute_stream));
     }
   }
   /* The next call restarts at slot 0: its CPU writes must not overtake these copies. */
-  if (!param_on_host)
+  if (!params_host)
     for (size_t k = nchunks > 2 ? nchunks - 2 : 0; k < nchunks; k++)
       ZS_CHECK(zs_dev_event_wait(d, pipe->ev_param[k % 2]));
   return ZS_OK;

@@ -26,11 +26,11 @@ void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a);
 
 /* AdamW on n elements whose master/m/v are host arrays. grad: device memory (dtype gdt).
    param_out: where the updated params go (dtype pdt): device memory, or host memory when
-   param_on_host. On the CPU device everything is host memory and the pool updates in place. On
+   params_host. On the CPU device everything is host memory and the pool updates in place. On
    CUDA, chunks are pipelined: the copy of chunk k+1's gradient (device->host) and of chunk k-1's
    params (host->device) overlap the CPU update of chunk k. */
 zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, const zs_adamw_coef *c,
                            float *master, float *m, float *v, const void *grad, zs_dtype gdt,
-                           void *param_out, zs_dtype pdt, int param_on_host, size_t n);
+                           void *param_out, zs_dtype pdt, int params_host, size_t n);
 
 #endif

@@ -117,11 +117,11 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
   const zs_adamw_coef *c = s->no_weight_decay ? &o->nodecay : &o->decay;
-  if (s->state_on_host)
+  if (s->state_host)
     return zs_offload_adamw(d, o->offload_pool, &o->pipe, c, s->master, s->m, s->v, s->grad, pd,
-                            s->param, pd, s->param_on_host, s->n);
+                            s->param, pd, s->params_host, s->n);
   if (d->kind == ZS_DEVICE_CUDA) {
-    if (s->param_on_host) return adamw_to_host(o, c, s);
+    if (s->params_host) return adamw_to_host(o, c, s);
     return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, s->param, pd, s->n,
                         d->compute_stream);
   }

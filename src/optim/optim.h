@@ -91,12 +91,12 @@ void zs_optim_prepare(zs_optim *o, const zs_config *cfg, int64_t t, double gscal
 
 /* One tensor's piece of this rank's optimizer range. */
 typedef struct {
-  float *master, *m, *v; /* fp32 state: device memory, or the host arena when state_on_host */
+  float *master, *m, *v; /* fp32 state: device memory, or the host arena when state_host */
   const void *grad;      /* the reduced gradient (param dtype, device memory) */
   void *param;           /* where the updated params go (param dtype): device memory, or host
-                            memory when param_on_host */
+                            memory when params_host */
   size_t n;              /* elements */
-  int no_weight_decay, state_on_host, param_on_host;
+  int no_weight_decay, state_host, params_host;
 } zs_optim_seg;
 
 /* AdamW on one segment, on the path the table above chooses. Work is queued on the engine's

@@ -11,7 +11,12 @@
 #include "base/error.h"
 
 static size_t full_bytes(const zs_unit *u) {
-  return u->lay.padded * zs_dtype_size(u->ctx->cfg->param_dtype);
+  return zs_unit_state_bytes(u, ZS_ST_PARAM_FULL);
+}
+
+/* Whether u's full params are a gathered copy (transient), not persistent. */
+static int gathers(const zs_unit *u) {
+  return zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT);
 }
 
 /* Starts the all-gather of u into a new full buffer on the comm stream and records u's event.
@@ -25,7 +30,8 @@ static zs_status start_gather(zs_unit *u, const zs_unit *by) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
   const size_t bytes = full_bytes(u);
-  zs_status ar = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, &u->param_full, d->comm_stream);
+  const zs_mem_cat cat = u->st.s[ZS_ST_PARAM_FULL].cat;
+  zs_status ar = zs_sh_alloc(x, cat, bytes, &u->param_full, d->comm_stream);
   if (ar != ZS_OK)
     return zs_sh_fail_hard(
         x, zs_err_wrap(ar,
@@ -38,9 +44,9 @@ static zs_status start_gather(zs_unit *u, const zs_unit *by) {
   x->sig_prefetch = u != by;
   const void *send = u->param_shard;
   zs_status rc = ZS_OK;
-  if (u->param_on_host && d->kind == ZS_DEVICE_CUDA) {
+  if (zs_unit_on_host(u, ZS_ST_PARAM_SHARD) && d->kind == ZS_DEVICE_CUDA) {
     void *slot = zs_ptr_add(u->param_full, u->lay.shard_off, x->cfg->param_dtype);
-    rc = zs_dev_copy(d, slot, u->param_shard, u->lay.shard * zs_dtype_size(x->cfg->param_dtype),
+    rc = zs_dev_copy(d, slot, u->param_shard, zs_unit_state_bytes(u, ZS_ST_PARAM_SHARD),
                      d->comm_stream);
     send = slot;
   }
@@ -53,7 +59,7 @@ static zs_status start_gather(zs_unit *u, const zs_unit *by) {
   if (rc != ZS_OK) {
     zs_sh_fail_hard(x, zs_err_wrap(rc, "zs_unit_gather('%s'), all-gather of unit '%s'%s", by->name,
                                    u->name, u == by ? "" : " (prefetched)"));
-    zs_sh_free(x, ZS_MEM_BUFFERS, u->param_full, bytes, d->comm_stream); /* deferred: failed */
+    zs_sh_free(x, cat, u->param_full, bytes, d->comm_stream); /* deferred: the owner is broken */
     u->param_full = NULL;
     return rc;
   }
@@ -69,7 +75,7 @@ static void drop(zs_unit *u, int used) {
   zs_shard_ctx *x = u->ctx;
   if (!u->gathered) return;
   const size_t bytes = full_bytes(u);
-  zs_sh_free(x, ZS_MEM_BUFFERS, u->param_full, bytes,
+  zs_sh_free(x, u->st.s[ZS_ST_PARAM_FULL].cat, u->param_full, bytes,
              used ? x->dev->compute_stream : x->dev->comm_stream);
   u->param_full = NULL;
   u->gathered = 0;
@@ -127,7 +133,7 @@ static zs_status prefetch(zs_shard_ctx *x, int i, int dir) {
 zs_status zs_shard_gather_user(zs_unit *u) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
-  if (x->plan->params_full) return ZS_OK; /* full params are persistent */
+  if (!gathers(u)) return ZS_OK; /* full params are persistent */
   if (!u->gathered && x->cfg->max_live_bytes) {
     /* Refused before anything changes: prefetched units could be dropped, but the units the
        caller holds leave no room. The same on every rank. */
@@ -158,19 +164,19 @@ zs_status zs_shard_gather_user(zs_unit *u) {
 
 void zs_shard_release_user(zs_unit *u) {
   u->held = 0;
-  if (!u->ctx->plan->params_full) drop(u, 1);
+  if (gathers(u)) drop(u, 1);
 }
 
 void zs_shard_drop_all(zs_shard_ctx *x) {
   for (int i = 0; i < x->nunits; i++) {
     zs_unit *u = x->units[i];
-    if (!x->plan->params_full) drop(u, u->held);
+    if (gathers(u)) drop(u, u->held);
     u->held = 0; /* every stage: the step ends every hold (the same protocol at every stage) */
   }
 }
 
 int zs_shard_invalidate(zs_unit *u) {
-  if (u->ctx->plan->params_full || !u->gathered) return 0;
+  if (!gathers(u) || !u->gathered) return 0;
   if (u->held) return 1;
   drop(u, 0);
   return 0;
@@ -178,7 +184,7 @@ int zs_shard_invalidate(zs_unit *u) {
 
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
-  if (x->plan->optimizer_full) {
+  if (!u->st.s[ZS_ST_MASTER].sharded) {
     /* On the compute stream, then waited for: the caller reads `full` from the host next. */
     ZS_CHECK(zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, x->dev->compute_stream));
     return zs_dev_sync(x->dev, x->dev->compute_stream);
@@ -186,14 +192,14 @@ zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_dev *d = x->dev;
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
   const void *send = u->master;
-  if (u->opt_on_host && d->kind == ZS_DEVICE_CUDA) {
+  if (zs_unit_on_host(u, ZS_ST_MASTER) && d->kind == ZS_DEVICE_CUDA) {
     /* Host-resident master: stage it into its own slot of the (device) output, gather in place. */
     send = full + u->lay.shard_off;
     ZS_CHECK(zs_dev_copy(d, full + u->lay.shard_off, u->master, u->lay.shard * 4, d->comm_stream));
   }
   zs_status rc = zs_coll_all_gather(x->shard, send, full, u->lay.shard, ZS_CDT_F32, d->comm_stream);
-  if (rc != ZS_OK) return zs_sh_fail(x, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
   rc = zs_coll_sync(x->shard, d->comm_stream);
-  if (rc != ZS_OK) return zs_sh_fail(x, zs_err_wrap(rc, "gather of unit '%s' master", u->name));
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
   return zs_dev_sync(d, d->comm_stream);
 }

@@ -39,9 +39,9 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
                   "shard_optimizer = ZS_SHARD_YES): the optimizer runs on shards; shard it or drop "
                   "the flag");
   p->nshards = p->shard_optimizer ? shard_size : 1;
-  p->params_full = !p->shard_params;
-  p->grads_full = !p->shard_grads;
-  p->optimizer_full = !p->shard_optimizer;
+  zs_state_table_make(&p->table, p->shard_params, p->shard_grads, p->shard_optimizer,
+                      p->offload_params, p->offload_optimizer, c->deterministic != 0,
+                      c->param_dtype);
   p->reduce = !p->shard_optimizer ? ZS_REDUCE_ALL
               : p->shard_grads    ? ZS_REDUCE_TO_SHARD
                                   : ZS_REDUCE_OWN_SLOT;
@@ -49,7 +49,7 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
      is folded in on its own (full gradients too) */
   p->reduce_every_micro = p->shard_grads || c->deterministic;
   p->norm_partial = p->shard_optimizer && shard_size > 1;
-  p->publish = p->params_full && p->shard_optimizer;
+  p->publish = !p->shard_params && p->shard_optimizer;
   return ZS_OK;
 }
 
@@ -66,17 +66,14 @@ static size_t add_mul(size_t a, size_t b, size_t c) {
   return a > SIZE_MAX - b * c ? SIZE_MAX : a + b * c;
 }
 
-void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_MEM_NCAT]) {
+void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]) {
   const size_t P = zs_plan_padded(p, n), s = P / (size_t)p->nshards;
-  const size_t es = zs_dtype_size(dt);
-  if (p->params_full)
-    add[ZS_MEM_PARAMS] = add_mul(add[ZS_MEM_PARAMS], P, es);
-  else
-    add[p->offload_params ? ZS_MEM_HOST_PINNED : ZS_MEM_PARAMS] =
-        add_mul(add[p->offload_params ? ZS_MEM_HOST_PINNED : ZS_MEM_PARAMS], s, es);
-  add[ZS_MEM_GRADS] = add_mul(add[ZS_MEM_GRADS], p->grads_full ? P : s, es);
-  const zs_mem_cat oc = p->offload_optimizer ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER;
-  add[oc] = add_mul(add[oc], p->optimizer_full ? P : s, 12); /* fp32 master, m, v */
+  const zs_state_table *t = &p->table;
+  for (int k = 0; k < ZS_ST_N; k++) {
+    if (!zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) continue;
+    const zs_mem_cat c = t->s[k].cat;
+    add[c] = add_mul(add[c], zs_state_elems(t, (zs_state)k, P, s), zs_dtype_size(t->s[k].dtype));
+  }
 }
 
 size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
@@ -119,25 +116,29 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
   size_t max_full = 0, scratch = 0;
   for (int i = 0; i < u->n; i++) {
     const size_t n = zs_plan_unit_numel(u, i);
-    zs_plan_unit_bytes(p, n, c->param_dtype, out);
+    zs_plan_unit_bytes(p, n, out);
     const size_t P = zs_plan_padded(p, n), r = zs_plan_reduce_scratch(p, c, world, P);
     if (P > max_full) max_full = P;
     if (r > scratch) scratch = r;
   }
   const size_t ps = zs_dtype_size(c->param_dtype);
   size_t gathered = 0;
-  if (!p->params_full) {
+  if (zs_state_is(&p->table, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT)) {
     const size_t held = c->held_units > 0 ? (size_t)c->held_units : 2;
     gathered = add_mul(0, add_mul(0, held + (size_t)c->prefetch_units, max_full), ps);
     if (c->max_live_bytes && c->max_live_bytes < gathered) gathered = c->max_live_bytes;
   }
   /* A sharded gradient's full buffer, and the deterministic staging buffer of a full one, live
-     through its reduction (with its scratch). */
+     through its reduction (with its scratch); never both. */
   const size_t grad = add_mul(0, max_full, ps);
-  const size_t grad_red = !p->grads_full || c->deterministic ? add_mul(grad, scratch, 1) : scratch;
+  const int grad_buf = zs_state_is(&p->table, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) ||
+                       zs_state_is(&p->table, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
+  const size_t grad_red = grad_buf ? add_mul(grad, scratch, 1) : scratch;
   size_t b = add_mul(gathered, grad_red, 1);
   b = add_mul(b, ZS_SQ_NWORDS, sizeof(uint64_t)); /* gradient-norm bins (step.c) */
-  if (p->offload_params && !p->offload_optimizer && c->device == ZS_DEVICE_CUDA)
+  const zs_state_table *t = &p->table;
+  const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;
+  if (param_host && t->s[ZS_ST_MASTER].tier == ZS_TIER_DEVICE && c->device == ZS_DEVICE_CUDA)
     b = add_mul(b, max_full / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
   out[ZS_MEM_BUFFERS] = b;
 }

@@ -1,7 +1,9 @@
-/* The plan: computed once at commit from the configuration (stage or the independent sharding
- * switches, offload bits, shard group, dtypes), it is the one place that says which buffers each
- * unit has, in which ledger category, which reduction runs and when, and whether updated params
- * are published. Nothing else in the engine branches on the stage. Pure arithmetic. */
+/* The plan: computed once at engine creation from the configuration (stage or the independent
+ * sharding switches, offload bits, shard group, dtypes). Its state table (state_table.h) is the
+ * one place that says which buffers each unit has, where, and in which ledger category; its other
+ * fields are decisions that are not about buffers: which reduction runs and when, whether the norm
+ * is partial, whether updated params are published. Nothing else in the engine branches on the
+ * stage. Pure arithmetic. */
 #ifndef ZS_SHARD_PLAN_H
 #define ZS_SHARD_PLAN_H
 
@@ -9,6 +11,7 @@
 #include <stdint.h>
 
 #include "mem/ledger.h"
+#include "shard/state_table.h"
 #include "zshard.h"
 
 /* How a unit's gradient is reduced. */
@@ -25,15 +28,10 @@ typedef struct {
   int shard_params, shard_grads, shard_optimizer;
   int offload_params, offload_optimizer;
   int nshards; /* shards per unit: the shard group size when anything is sharded, else 1 */
-  /* Params: full and persistent (category params), or a persistent shard (params, or
-     host_pinned when offloaded) plus full copies only while gathered (buffers). */
-  int params_full;
-  /* Gradients: full and persistent (grads), or a persistent shard (grads) plus a full buffer
-     only between zs_unit_grad and the reduction (buffers). */
-  int grads_full;
-  /* Optimizer state (fp32 master, m, v): over the whole unit, or over this rank's shard;
-     on the device (optimizer) or in the host arena (host_pinned). */
-  int optimizer_full;
+  /* Which states every unit holds, where, sharded or full, in which ledger category: each unit
+     starts from a copy of this table at commit (zs_unit.st). */
+  zs_state_table table;
+  /* Decisions, not buffers: they follow from the switches and run the same on every unit. */
   zs_reduce_kind reduce;
   int reduce_every_micro; /* a sharded gradient is reduced at every micro-step (accumulating in
                              the shard); a full one only at the last micro-step, except in
@@ -48,9 +46,9 @@ typedef struct {
    optimizer that is not sharded), with the fix in the message. */
 zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p);
 
-/* Bytes of one unit of n elements on this rank, by ledger category (persistent buffers only;
-   add[] is added to, so a caller can sum units). dt: param_dtype. */
-void zs_plan_unit_bytes(const zs_plan *p, size_t n, zs_dtype dt, size_t add[ZS_MEM_NCAT]);
+/* Bytes of one unit of n elements on this rank, by ledger category: the persistent states of the
+   plan's table (add[] is added to, so a caller can sum units; saturates at SIZE_MAX). */
+void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]);
 
 struct zs_unit;
 

@@ -8,7 +8,8 @@
 #include "shard/shard.h"
 #include "base/error.h"
 
-/* Scratch buffer booked as `buffers`, freed on the comm stream. */
+/* Scratch buffer booked as `buffers`, freed on the comm stream (scratch_put: after the operation
+   that used it returned rc, so that a failed collective's buffer is deferred). */
 typedef struct {
   void *p;
   size_t bytes;
@@ -19,8 +20,8 @@ static zs_status scratch_get(zs_shard_ctx *x, scratch *s, size_t bytes) {
   return zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, &s->p, x->dev->comm_stream);
 }
 
-static void scratch_put(zs_shard_ctx *x, scratch *s) {
-  zs_sh_free(x, ZS_MEM_BUFFERS, s->p, s->bytes, x->dev->comm_stream);
+static void scratch_put(zs_shard_ctx *x, scratch *s, zs_status rc) {
+  zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, s->p, s->bytes, x->dev->comm_stream);
   s->p = NULL;
 }
 
@@ -90,9 +91,8 @@ static zs_status reduce_scatter_into(zs_shard_ctx *x, void *red, size_t s, void 
       ZS_CHECK_GOTO(zs_dev_convert(x->dev, out_j, dst_dt, block, rd, len, cs), rc, out);
   }
 out:
-  if (rc != ZS_OK) zs_sh_fail(x, rc); /* before freeing: frees are deferred once failed */
-  scratch_put(x, &recv);
-  scratch_put(x, &send);
+  scratch_put(x, &recv, rc);
+  scratch_put(x, &send, rc);
   return rc;
 }
 
@@ -123,9 +123,8 @@ static zs_status ordered_fold_all(zs_shard_ctx *x, void *acc, const void *src, s
   ZS_CHECK_GOTO(zs_coll_all_gather(x->world, mine, a.p, c, zs_cdt_of(pd), cs), rc, out);
   ZS_CHECK_GOTO(zs_dev_copy(x->dev, acc, a.p, P * ps, cs), rc, out);
 out:
-  if (rc != ZS_OK) zs_sh_fail(x, rc);
-  scratch_put(x, &b);
-  scratch_put(x, &a);
+  scratch_put(x, &b, rc);
+  scratch_put(x, &a, rc);
   return rc;
 }
 
@@ -159,28 +158,30 @@ static zs_status all_reduce_pieces(zs_shard_ctx *x, void *red, size_t P) {
   return ZS_OK;
 }
 
-/* Allocates and zeroes *buf (a unit's full size, buffers) unless it exists; never leaves a
-   buffer that was not zeroed. */
-static zs_status zeroed_full(zs_unit *u, void **buf) {
+/* Allocates and zeroes transient state k of u (its table entry's size and category) unless it
+   exists; never leaves a buffer that was not zeroed. */
+static zs_status zeroed_state(zs_unit *u, zs_state k) {
   zs_shard_ctx *x = u->ctx;
+  void **buf = zs_unit_slot(u, k);
   if (*buf) return ZS_OK;
-  const size_t bytes = u->lay.padded * zs_dtype_size(x->cfg->param_dtype);
+  const size_t bytes = zs_unit_state_bytes(u, k);
+  const zs_mem_cat cat = u->st.s[k].cat;
   void *cs = x->dev->compute_stream;
-  ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, buf, cs));
+  ZS_CHECK(zs_sh_alloc(x, cat, bytes, buf, cs));
   zs_status rc = zs_dev_zero(x->dev, *buf, bytes, cs);
   if (rc != ZS_OK) {
-    zs_sh_free(x, ZS_MEM_BUFFERS, *buf, bytes, cs);
+    zs_sh_free(x, cat, *buf, bytes, cs);
     *buf = NULL;
   }
   return rc;
 }
 
 zs_status zs_shard_grad_buffer(zs_unit *u) {
-  return zeroed_full(u, &u->grad_full);
+  return zeroed_state(u, ZS_ST_GRAD_FULL);
 }
 
 zs_status zs_shard_grad_stage(zs_unit *u) {
-  return zeroed_full(u, &u->grad_stage);
+  return zeroed_state(u, ZS_ST_GRAD_STAGE);
 }
 
 /* The reduction itself; `red` holds the local gradient in reduce_dtype. */
@@ -210,14 +211,15 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
   if (!x->plan->reduce_every_micro && !last_micro) return ZS_OK; /* still accumulating */
   /* The local gradient: the full one, or (deterministic, full gradients) the micro-step's staging
      buffer. Transient buffers live only until this reduction. */
-  const int staged = x->cfg->deterministic && x->plan->grads_full;
-  const int transient = staged || !x->plan->grads_full;
-  void **local = staged ? &u->grad_stage : &u->grad_full;
+  const int staged = zs_state_is(&u->st, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
+  const zs_state lk = staged ? ZS_ST_GRAD_STAGE : ZS_ST_GRAD_FULL;
+  const int transient = zs_state_is(&u->st, lk, ZS_LIFE_TRANSIENT);
+  void **local = zs_unit_slot(u, lk);
   const zs_dtype pd = x->cfg->param_dtype, rd = x->cfg->reduce_dtype;
   const size_t P = u->lay.padded;
   zs_dev *d = x->dev;
   zs_status rc = ZS_OK;
-  if (transient) ZS_CHECK(zeroed_full(u, local)); /* no backward wrote it: zeros reduce */
+  if (transient) ZS_CHECK(zeroed_state(u, lk)); /* no backward wrote it: zeros reduce */
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream)); /* the user's backward is done */
   scratch conv = {0};
   void *red = *local;
@@ -227,19 +229,15 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
     red = conv.p;
   }
   rc = reduce_unit(u, red);
-  if (rc != ZS_OK) {
-    zs_sh_fail(x, rc);
-    goto out;
-  }
+  if (rc != ZS_OK) goto out; /* the caller's public call marks the failure */
   if (transient) {
-    zs_sh_free(x, ZS_MEM_BUFFERS, *local, P * zs_dtype_size(pd), d->comm_stream);
+    zs_sh_free(x, u->st.s[lk].cat, *local, zs_unit_state_bytes(u, lk), d->comm_stream);
     *local = NULL;
     u->grad_shard_valid = !staged;
   }
 out:
-  scratch_put(x, &conv);
-  if (rc != ZS_OK)
-    return zs_sh_fail(x, zs_err_wrap(rc, "gradient reduction of unit '%s'", u->name));
+  scratch_put(x, &conv, rc);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gradient reduction of unit '%s'", u->name);
   return ZS_OK;
 }
 
@@ -253,8 +251,7 @@ zs_status zs_shard_publish(zs_shard_ctx *x) {
     void *mine = zs_ptr_add(u->param_full, u->lay.shard_off, pd);
     zs_status rc = zs_coll_all_gather(x->shard, mine, u->param_full, u->lay.shard, zs_cdt_of(pd),
                                       d->comm_stream);
-    if (rc != ZS_OK)
-      return zs_sh_fail(x, zs_err_wrap(rc, "publishing params of unit '%s'", u->name));
+    if (rc != ZS_OK) return zs_err_wrap(rc, "publishing params of unit '%s'", u->name);
   }
   return zs_dev_order(d, d->compute_stream, d->comm_stream);
 }

@@ -1,7 +1,8 @@
 /* The shard layer's view of an engine: a unit's buffers and what src/shard needs to gather,
- * prefetch, reduce and publish them (the plan, the device, the groups, ledger-booked memory and
- * how to report a failure). src/shard includes only layers below it; the engine fills a
- * zs_shard_ctx and hands it down, and a test can fill one without an engine. */
+ * prefetch, reduce and publish them (the plan, the device, the groups, the memory owner and
+ * how to report a failure that only src/shard can call unrecoverable). src/shard includes only
+ * layers below it; the engine fills a zs_shard_ctx and hands it down, and a test can fill one
+ * without an engine. */
 #ifndef ZS_SHARD_SHARD_H
 #define ZS_SHARD_SHARD_H
 
@@ -11,8 +12,10 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "mem/ledger.h"
+#include "mem/mem.h"
 #include "shard/layout.h"
 #include "shard/plan.h"
+#include "shard/state_table.h"
 #include "zshard.h"
 
 #define ZS_NAME_MAX 64
@@ -29,23 +32,19 @@ struct zs_unit {
   char **tnames;
   zs_layout lay; /* flat offsets, padding, this rank's shard */
 
-  /* Device buffers (which exist: ctx->plan). Sizes: *_full = lay.padded elements, *_shard =
-     lay.shard elements. plan.params_full: param_full persistent; else param_shard persistent and
-     param_full only while gathered (buffers). plan.grads_full: grad_full persistent (with
-     ZS_REDUCE_OWN_SLOT the reduced shard lives inside it at lay.shard_off); else grad_shard
-     persistent and grad_full only between zs_unit_grad and the reduction (buffers). The padding
-     tail of every buffer is zero and stays zero. */
-  void *param_full, *param_shard;
-  void *grad_full, *grad_shard;
-  /* Deterministic mode with full (persistent) gradients: the zeroed per-micro-step buffer
-     zs_unit_grad hands out (buffers); the micro-step's reduction folds it onto grad_full in global
-     micro-batch order and frees it, so any number of += per micro-step and any split of the
-     global batch keep one rank's bits. */
+  /* Which states this unit holds, where, over which range (a copy of the plan's table made at
+     commit; per-unit placement is an entry of it). Each state's buffer is the field named in
+     zs_unit_slot; a state that does not exist, or a transient one not live now, is NULL. The
+     padding tail of every buffer is zero and stays zero. */
+  zs_state_table st;
+  void *param_full, *param_shard; /* ZS_ST_PARAM_FULL, ZS_ST_PARAM_SHARD */
+  void *grad_full, *grad_shard;   /* ZS_ST_GRAD_FULL, ZS_ST_GRAD_SHARD */
+  /* ZS_ST_GRAD_STAGE: any number of += per micro-step and any split of the global batch keep one
+     rank's bits, because the micro-step's reduction folds it onto grad_full in global micro-batch
+     order and frees it. */
   void *grad_stage;
-  float *master, *m, *v; /* fp32 optimizer state over [opt_off, opt_off + opt_n) of the unit */
-  size_t opt_off, opt_n;
-  int opt_on_host;   /* master/m/v live in the host arena (ZS_OFFLOAD_OPTIMIZER) */
-  int param_on_host; /* param_shard lives in the host arena (ZS_OFFLOAD_PARAMS) */
+  float *master, *m, *v; /* ZS_ST_MASTER, ZS_ST_ADAM_M, ZS_ST_ADAM_V */
+  size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
 
   int gathered;      /* stage 3: param_full holds (or is receiving) the gathered params */
   int held;          /* gathered by the caller and not released yet (every stage) */
@@ -70,27 +69,72 @@ struct zs_shard_ctx {
   int sig_unit;               /* the unit an all-gather of params moves now, or -1 (its header) */
   int sig_prefetch;           /* ... and whether that all-gather is a prefetch */
   size_t live_gathered_bytes; /* bytes of every gathered unit (held or prefetched) */
-  /* The owner's services: memory booked in its ledger (frees are deferred once it failed, while
-     an abandoned collective may still write), and failure: hard = a half-done operation its
-     peers went on with (always fails the engine), else only communication/device failures do. */
-  zs_status (*alloc)(void *owner, zs_mem_cat c, size_t bytes, void **p, void *stream);
-  void (*free)(void *owner, zs_mem_cat c, void *p, size_t bytes, void *stream);
-  zs_status (*fail)(void *owner, zs_status s, int hard);
+  /* Every buffer src/shard allocates comes from the owner's memory (booked in its ledger; its
+     frees defer by themselves once the owner failed, and zs_mem_free_after defers the free of a
+     buffer a failed collective used). */
+  zs_mem *mem;
+  /* The owner's failure service, for the one decision only src/shard can make: a gather its peers
+     went on with failed on this rank, so the owner is failed whatever the status (returns s).
+     Every other failure is returned, and the owner's public call marks it once. */
+  zs_status (*fail_hard)(void *owner, zs_status s);
   void *owner;
 };
 
 static inline zs_status zs_sh_alloc(zs_shard_ctx *x, zs_mem_cat c, size_t bytes, void **p,
                                     void *stream) {
-  return x->alloc(x->owner, c, bytes, p, stream);
+  return zs_mem_alloc(x->mem, c, bytes, p, stream);
 }
 static inline void zs_sh_free(zs_shard_ctx *x, zs_mem_cat c, void *p, size_t bytes, void *stream) {
-  if (p) x->free(x->owner, c, p, bytes, stream);
+  zs_mem_free(x->mem, c, p, bytes, stream);
 }
-static inline zs_status zs_sh_fail(zs_shard_ctx *x, zs_status s) {
-  return x->fail(x->owner, s, 0);
+/* Frees a buffer the operation that returned s used (deferred when s is a failure a collective
+   may still write after). */
+static inline void zs_sh_free_after(zs_shard_ctx *x, zs_status s, zs_mem_cat c, void *p,
+                                    size_t bytes, void *stream) {
+  zs_mem_free_after(x->mem, s, c, p, bytes, stream);
 }
 static inline zs_status zs_sh_fail_hard(zs_shard_ctx *x, zs_status s) {
-  return x->fail(x->owner, s, 1);
+  return x->fail_hard(x->owner, s);
+}
+
+/* The field holding state s of u (state_table.h). */
+static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
+  switch (s) {
+  case ZS_ST_PARAM_FULL:
+    return &u->param_full;
+  case ZS_ST_PARAM_SHARD:
+    return &u->param_shard;
+  case ZS_ST_GRAD_FULL:
+    return &u->grad_full;
+  case ZS_ST_GRAD_SHARD:
+    return &u->grad_shard;
+  case ZS_ST_GRAD_STAGE:
+    return &u->grad_stage;
+  case ZS_ST_MASTER:
+    return (void **)&u->master;
+  case ZS_ST_ADAM_M:
+    return (void **)&u->m;
+  case ZS_ST_ADAM_V:
+    return (void **)&u->v;
+  default:
+    return NULL;
+  }
+}
+/* Bytes of state s of u (its layout is sharded: after commit). */
+static inline size_t zs_unit_state_bytes(const zs_unit *u, zs_state s) {
+  return zs_state_bytes(&u->st, s, u->lay.padded, u->lay.shard);
+}
+/* Whether state s of u lives in the host arena. */
+static inline int zs_unit_on_host(const zs_unit *u, zs_state s) {
+  return u->st.s[s].tier == ZS_TIER_HOST;
+}
+/* The address of flat element a (inside its range) in the persistent state of u's role `role`
+   (params or gradients: either of its states, zs_state_home). */
+static inline void *zs_unit_home_at(zs_unit *u, zs_state role, size_t a) {
+  const zs_state h = zs_state_home(&u->st, role);
+  size_t off, n;
+  zs_state_range(&u->st, h, &u->lay, &off, &n);
+  return (char *)*zs_unit_slot(u, h) + (a - off) * zs_dtype_size(u->st.s[h].dtype);
 }
 
 static inline zs_cdt zs_cdt_of(zs_dtype dt) {
@@ -114,9 +158,15 @@ int zs_shard_invalidate(zs_unit *u);
 zs_status zs_shard_grad_buffer(zs_unit *u);
 /* The zeroed staging buffer of a deterministic full gradient (buffers), unless it exists. */
 zs_status zs_shard_grad_stage(zs_unit *u);
-/* Reduces u's gradient after a micro-step (plan.reduce_every_micro), or after the last. */
+/* Reduces u's gradient after a micro-step (plan.reduce_every_micro), or after the last. A failure
+   is returned (the caller marks it: a half-done reduction cannot be retried). */
 zs_status zs_shard_reduce(zs_unit *u, int last_micro);
+/* All-gathers every unit's updated params (plan.publish). A failure is returned (the caller
+   marks it). */
 zs_status zs_shard_publish(zs_shard_ctx *x);
+/* u's whole fp32 master into the device buffer full (collective over the shard group when the
+   master is sharded). A failure is returned (the caller marks it and frees full with
+   zs_mem_free_after). */
 zs_status zs_shard_gather_master(zs_unit *u, float *full);
 
 #endif

@@ -1,9 +1,14 @@
-# src/shard on its own: layout arithmetic against a brute-force element walk; gather.c and
-# reduce.c on a hand-filled zs_shard_ctx over MPI (gathered values, the prefetch window,
+# src/shard on its own: layout arithmetic against a brute-force element walk; the state table
+# against the stage table; gather.c and reduce.c on a hand-filled zs_shard_ctx over MPI
+# (gathered values, the prefetch window,
 # max_live_bytes; every reduction kind, buckets, hybrid groups, accumulation over micro-steps,
 # against values computed in the test).
 zs_exe(test_shard_layout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_layout.c)
 zs_unit_test(shard_layout test_shard_layout LABELS engine)
+# The plan's state table: every entry of every configuration against the stage table, and the
+# planner's sum of it against the per-category formula.
+zs_exe(test_shard_state_table SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_state_table.c)
+zs_unit_test(shard_state_table test_shard_state_table LABELS engine)
 zs_exe(test_shard_reduce SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_reduce.c)
 foreach(n 1 2 3 4)
   zs_mpi_test(shard_reduce_np${n} test_shard_reduce NP ${n} LABELS engine)

@@ -57,6 +57,7 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_plan_make(&cfg, W, &plan));
   zs_dev dev;
   ZS_OK_OR_DIE(zs_dev_open(&dev, ZS_DEVICE_CPU, -1));
+  zs_mem_init(&fake_mem, &dev);
   zs_unit units[NU], *up[NU];
   zs_shard_ctx x = {.cfg = &cfg,
                     .plan = &plan,
@@ -71,16 +72,16 @@ int main(int argc, char **argv) {
                     .nunits = NU,
                     .in_step = 0,
 
-                    .alloc = fake_alloc,
-                    .free = fake_free,
-                    .fail = fake_fail,
-                    .owner = &dev};
+                    .mem = &fake_mem,
+                    .fail_hard = fake_fail,
+                    .owner = NULL};
   memset(units, 0, sizeof units);
   size_t bytes[NU];
   for (int k = 0; k < NU; k++) {
     zs_unit *u = &units[k];
     up[k] = u;
     u->ctx = &x;
+    u->st = plan.table; /* as zs_engine_commit */
     u->index = k;
     snprintf(u->name, sizeof u->name, "u%d", k);
     const zs_tensor_desc d[1] = {{"w", 1, {11 + 7 * k, 0, 0, 0}, 0}}; /* odd sizes: padding */
@@ -108,9 +109,9 @@ int main(int argc, char **argv) {
     size_t sum = 0;
     for (int i = 0; i < NU; i++)
       sum += units[i].gathered ? bytes[i] : 0;
-    ZS_EXPECT(sum == x.live_gathered_bytes && fake_live_bytes == sum,
+    ZS_EXPECT(sum == x.live_gathered_bytes && fake_live_bytes() == sum,
               "at u%d: gathered bytes %zu, counted %zu, allocated %zu", k, sum,
-              x.live_gathered_bytes, fake_live_bytes);
+              x.live_gathered_bytes, fake_live_bytes());
     zs_shard_release_user(&units[k]);
     ZS_EXPECT(!units[k].gathered, "release frees u%d", k);
   }
@@ -127,16 +128,16 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_shard_gather_user(&units[4])); /* drops the prefetched u1 */
   units[4].held = 1;
   ZS_EXPECT(!units[1].gathered && units[4].gathered, "prefetch dropped for room");
-  const size_t before = fake_live_bytes;
+  const size_t before = fake_live_bytes();
   ZS_EXPECT(zs_shard_gather_user(&units[3]) == ZS_ERR_OUT_OF_MEMORY,
             "a gather with no room is refused");
-  ZS_EXPECT(fake_live_bytes == before && !units[3].gathered && units[0].gathered &&
+  ZS_EXPECT(fake_live_bytes() == before && !units[3].gathered && units[0].gathered &&
                 units[4].gathered,
             "a refused gather changes nothing");
   cfg.max_live_bytes = 0;
   zs_shard_drop_all(&x);
-  ZS_EXPECT(fake_live_bytes == 0 && x.live_gathered_bytes == 0 && gathered_count(units) == 0,
-            "drop_all frees every gathered copy (%zu bytes left)", fake_live_bytes);
+  ZS_EXPECT(fake_live_bytes() == 0 && x.live_gathered_bytes == 0 && gathered_count(units) == 0,
+            "drop_all frees every gathered copy (%zu bytes left)", fake_live_bytes());
   for (int k = 0; k < NU; k++) {
     zs_dev_free(&dev, units[k].param_shard, NULL);
     zs_layout_free(&units[k].lay);

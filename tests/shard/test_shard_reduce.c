@@ -47,6 +47,7 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
   ZS_OK_OR_DIE(zs_plan_make(&cfg, S, &plan));
   zs_dev dev;
   ZS_OK_OR_DIE(zs_dev_open(&dev, ZS_DEVICE_CPU, -1));
+  zs_mem_init(&fake_mem, &dev);
   zs_coll *shard = world, *replica = NULL;
   if (S != W) {
     ZS_OK_OR_DIE(zs_coll_split(world, R / S, R, &shard));
@@ -63,10 +64,9 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
                     .shard_rank = R % S,
                     .shard_size = S,
 
-                    .alloc = fake_alloc,
-                    .free = fake_free,
-                    .fail = fake_fail,
-                    .owner = &dev};
+                    .mem = &fake_mem,
+                    .fail_hard = fake_fail,
+                    .owner = NULL};
   /* Units of 1, 7 and 257 + 13 elements: smaller than the group, odd, and two tensors. */
   const zs_tensor_desc d1[1] = {{"a", 1, {1, 0, 0, 0}, 0}};
   const zs_tensor_desc d2[1] = {{"b", 2, {7, 1, 0, 0}, 0}};
@@ -77,19 +77,21 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
     zs_unit u;
     memset(&u, 0, sizeof u);
     u.ctx = &x;
+    u.st = plan.table; /* as zs_engine_commit */
     ZS_OK_OR_DIE(zs_layout_build(&u.lay, nts[ui], ds[ui]));
     zs_layout_shard(&u.lay, plan.nshards, plan.nshards > 1 ? R % S : 0);
     const size_t P = u.lay.padded, s = u.lay.shard, n = u.lay.numel_total;
-    if (plan.grads_full) ZS_OK_OR_DIE(zs_dev_alloc(&dev, P * 4, &u.grad_full, NULL));
-    if (plan.grads_full) memset(u.grad_full, 0, P * 4); /* as zs_engine_begin_step */
-    const int staged = det && plan.grads_full;
-    if (!plan.grads_full) ZS_OK_OR_DIE(zs_dev_alloc(&dev, s * 4, &u.grad_shard, NULL));
+    const int full_grads = !plan.shard_grads;
+    if (full_grads) ZS_OK_OR_DIE(zs_dev_alloc(&dev, P * 4, &u.grad_full, NULL));
+    if (full_grads) memset(u.grad_full, 0, P * 4); /* as zs_engine_begin_step */
+    const int staged = det && full_grads;
+    if (!full_grads) ZS_OK_OR_DIE(zs_dev_alloc(&dev, s * 4, &u.grad_shard, NULL));
     const int micros = plan.reduce_every_micro ? 2 : 1;
     float *want = calloc(P, sizeof *want);
     double *want64 = calloc(P, sizeof *want64);
-    const size_t before = fake_live_bytes;
+    const size_t before = fake_live_bytes();
     for (int k = 0; k < micros; k++) {
-      if (!plan.grads_full) ZS_OK_OR_DIE(zs_shard_grad_buffer(&u));
+      if (!full_grads) ZS_OK_OR_DIE(zs_shard_grad_buffer(&u));
       if (staged) ZS_OK_OR_DIE(zs_shard_grad_stage(&u));
       float *g = staged ? u.grad_stage : u.grad_full;
       for (size_t i = 0; i < P; i++)
@@ -111,10 +113,10 @@ static void run(zs_comm *comm, zs_coll *world, int stage, int det, size_t bucket
       }
       ZS_OK_OR_DIE(zs_shard_reduce(&u, k == micros - 1));
     }
-    ZS_EXPECT(fake_live_bytes == before,
+    ZS_EXPECT(fake_live_bytes() == before,
               "stage %d det %d bucket %zu group %d unit %d: %zu bytes of "
               "scratch left",
-              stage, det, bucket, group, ui, fake_live_bytes - before);
+              stage, det, bucket, group, ui, fake_live_bytes() - before);
     /* Where the plan puts the result. */
     const float *got = NULL;
     size_t lo = 0, cnt = P;

@@ -1,0 +1,52 @@
+/* The state table (state_table.h): the switches turned into one entry per state. */
+#include "shard/state_table.h"
+
+#include "device/device.h"
+
+/* An entry on the device, or in the host arena (booked host_pinned) when host is set. */
+static zs_state_entry entry(zs_life life, int sharded, zs_dtype dt, zs_mem_cat cat, int host) {
+  zs_state_entry e = {life, host ? ZS_TIER_HOST : ZS_TIER_DEVICE, dt, sharded,
+                      host ? ZS_MEM_HOST_PINNED : cat};
+  return e;
+}
+
+void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
+                         int offload_params, int offload_optimizer, int deterministic,
+                         zs_dtype pdt) {
+  const zs_life P = ZS_LIFE_PERSISTENT, T = ZS_LIFE_TRANSIENT, N = ZS_LIFE_NONE;
+  /* Params: full and persistent, or a persistent shard and a full copy while gathered. */
+  t->s[ZS_ST_PARAM_FULL] =
+      entry(shard_params ? T : P, 0, pdt, shard_params ? ZS_MEM_BUFFERS : ZS_MEM_PARAMS, 0);
+  t->s[ZS_ST_PARAM_SHARD] = entry(shard_params ? P : N, 1, pdt, ZS_MEM_PARAMS, offload_params);
+  /* Gradients: full and persistent, or a persistent shard and a full buffer until reduced. */
+  t->s[ZS_ST_GRAD_FULL] =
+      entry(shard_grads ? T : P, 0, pdt, shard_grads ? ZS_MEM_BUFFERS : ZS_MEM_GRADS, 0);
+  t->s[ZS_ST_GRAD_SHARD] = entry(shard_grads ? P : N, 1, pdt, ZS_MEM_GRADS, 0);
+  /* Deterministic full gradients: one staging buffer per micro-step, folded in by its
+     reduction. */
+  t->s[ZS_ST_GRAD_STAGE] = entry(deterministic && !shard_grads ? T : N, 0, pdt, ZS_MEM_BUFFERS, 0);
+  /* Optimizer state: over the unit or this rank's shard, on the device or the host arena. */
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
+    t->s[k] = entry(P, shard_optimizer, ZS_F32, ZS_MEM_OPTIMIZER, offload_optimizer);
+}
+
+zs_state zs_state_home(const zs_state_table *t, zs_state full) {
+  const zs_state f = full == ZS_ST_PARAM_SHARD  ? ZS_ST_PARAM_FULL
+                     : full == ZS_ST_GRAD_SHARD ? ZS_ST_GRAD_FULL
+                                                : full;
+  return t->s[f].life == ZS_LIFE_PERSISTENT ? f : (zs_state)(f + 1);
+}
+
+void zs_state_range(const zs_state_table *t, zs_state s, const zs_layout *l, size_t *off,
+                    size_t *n) {
+  *off = t->s[s].sharded ? l->shard_off : 0;
+  *n = t->s[s].sharded ? l->shard : l->padded;
+}
+
+size_t zs_state_elems(const zs_state_table *t, zs_state s, size_t P, size_t sh) {
+  return t->s[s].sharded ? sh : P;
+}
+
+size_t zs_state_bytes(const zs_state_table *t, zs_state s, size_t P, size_t sh) {
+  return zs_state_elems(t, s, P, sh) * zs_dtype_size(t->s[s].dtype);
+}

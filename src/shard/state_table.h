@@ -1,0 +1,91 @@
+/* The state table: for one unit, every state it can hold (params, gradients, fp32 master, Adam m
+ * and v, and the gathered and reduction buffers) with where it lives and how much of the unit it
+ * covers. It is the one place that says which buffers exist: allocation, freeing, the ledger, the
+ * planner, checkpoint ranges and the step iterate it. The plan (plan.h) holds the table every
+ * unit starts from; a unit keeps its own copy, so per-unit placement is an entry, not a flag.
+ * Pure data and arithmetic. */
+#ifndef ZS_SHARD_STATE_TABLE_H
+#define ZS_SHARD_STATE_TABLE_H
+
+#include <stddef.h>
+
+#include "mem/ledger.h"
+#include "shard/layout.h"
+#include "zshard.h"
+
+/* The states of a unit. A role with a full and a shard state (params, gradients) has exactly one
+   of them persistent: its home, where the optimizer reads and writes (zs_state_home). */
+typedef enum {
+  /* Compute params over the whole padded unit (param_dtype): persistent when params are not
+     sharded (params), else the gathered copy, only while gathered (buffers). */
+  ZS_ST_PARAM_FULL = 0,
+  /* Compute params of this rank's shard (param_dtype): persistent when params are sharded, on the
+     device (params) or in the host arena with ZS_OFFLOAD_PARAMS (host_pinned). */
+  ZS_ST_PARAM_SHARD,
+  /* The gradient over the whole padded unit (param_dtype): persistent when gradients are not
+     sharded (grads; with ZS_REDUCE_OWN_SLOT this rank's reduced shard lands in its own slot),
+     else the buffer the backward writes, from zs_unit_grad to the reduction (buffers). */
+  ZS_ST_GRAD_FULL,
+  /* The reduced gradient of this rank's shard (param_dtype): persistent when gradients are
+     sharded (grads). */
+  ZS_ST_GRAD_SHARD,
+  /* Deterministic mode with full gradients: the zeroed per-micro-step buffer zs_unit_grad hands
+     out, from zs_unit_grad to its micro-step's reduction (buffers). */
+  ZS_ST_GRAD_STAGE,
+  /* The fp32 master copy over the optimizer range: the whole unit, or this rank's shard when the
+     optimizer is sharded; on the device (optimizer) or in the host arena with
+     ZS_OFFLOAD_OPTIMIZER (host_pinned). */
+  ZS_ST_MASTER,
+  ZS_ST_ADAM_M, /* AdamW's first moment (fp32): placed and sized as the master */
+  ZS_ST_ADAM_V, /* AdamW's second moment (fp32): placed and sized as the master */
+  ZS_ST_N
+} zs_state;
+
+/* Where a state lives. Room for an NVMe tier after the host. */
+typedef enum { ZS_TIER_DEVICE = 0, ZS_TIER_HOST } zs_tier;
+
+/* When a state exists. */
+typedef enum {
+  ZS_LIFE_NONE = 0,   /* never, in this configuration */
+  ZS_LIFE_PERSISTENT, /* allocated zeroed at commit, freed at destroy */
+  ZS_LIFE_TRANSIENT   /* allocated by src/shard while in use (gather, backward), freed after */
+} zs_life;
+
+/* One state of one unit. */
+typedef struct {
+  zs_life life;
+  zs_tier tier;
+  zs_dtype dtype;
+  int sharded;    /* covers this rank's shard [shard_off, shard_off + shard), else [0, padded) */
+  zs_mem_cat cat; /* the ledger category its bytes are booked in */
+} zs_state_entry;
+
+typedef struct {
+  zs_state_entry s[ZS_ST_N];
+} zs_state_table;
+
+/* Fills t for the resolved switches: shard_* and offload_* as in zs_plan, deterministic from
+   the configuration, pdt the param (and gradient) dtype. */
+void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
+                         int offload_params, int offload_optimizer, int deterministic,
+                         zs_dtype pdt);
+
+/* The state of a role that is persistent: ZS_ST_PARAM_FULL or ZS_ST_PARAM_SHARD for params,
+   ZS_ST_GRAD_FULL or ZS_ST_GRAD_SHARD for gradients (full: either state of the role). */
+zs_state zs_state_home(const zs_state_table *t, zs_state full);
+
+/* Whether state s exists with life l. */
+static inline int zs_state_is(const zs_state_table *t, zs_state s, zs_life l) {
+  return t->s[s].life == l;
+}
+
+/* The element range of state s of a unit laid out as l: [*off, *off + *n) of the flat unit. */
+void zs_state_range(const zs_state_table *t, zs_state s, const zs_layout *l, size_t *off,
+                    size_t *n);
+
+/* Elements of state s for a unit of P padded elements split in shards of sh elements. */
+size_t zs_state_elems(const zs_state_table *t, zs_state s, size_t P, size_t sh);
+/* Its bytes (an allocated unit's: no overflow check). */
+size_t zs_state_bytes(const zs_state_table *t, zs_state s, size_t P, size_t sh);
+
+#endif

@@ -1,0 +1,147 @@
+/* The plan's state table (src/shard/state_table.c, plan.c): for every stage, every value of the
+ * three sharding switches, every offload, deterministic or not and both param dtypes, each state's
+ * entry against expectations written here from docs/ARCHITECTURE.md ("One step, by stage": params
+ * bΨ or bΨ/N, grads bΨ or bΨ/N, optimizer KΨ or KΨ/N; offloaded state in host_pinned), and
+ * zs_plan_unit_bytes, which sums the table, against the per-category formula recomputed here. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shard/plan.h"
+#include "shard/state_table.h"
+#include "zs_test.h"
+
+/* A switch as the plan resolves it: ZS_SHARD_AS_STAGE follows the stage. */
+static int want_switch(int sw, int from_stage) {
+  return sw == ZS_SHARD_AS_STAGE ? from_stage : sw == ZS_SHARD_YES;
+}
+
+/* a + b * c saturating, as a model too large for size_t must read. */
+static size_t sat(size_t a, size_t b, size_t c) {
+  if (c && b > SIZE_MAX / c) return SIZE_MAX;
+  return a > SIZE_MAX - b * c ? SIZE_MAX : a + b * c;
+}
+
+static void expect_entry(const char *what, const zs_state_table *t, zs_state s, zs_life life,
+                         zs_tier tier, zs_dtype dt, int sharded, zs_mem_cat cat) {
+  const zs_state_entry *e = &t->s[s];
+  ZS_EXPECT(e->life == life, "%s state %d: life %d, want %d", what, (int)s, (int)e->life,
+            (int)life);
+  if (life == ZS_LIFE_NONE) return; /* the rest says nothing for a state that does not exist */
+  ZS_EXPECT(e->tier == tier, "%s state %d: tier %d, want %d", what, (int)s, (int)e->tier,
+            (int)tier);
+  ZS_EXPECT(e->dtype == dt, "%s state %d: dtype %d, want %d", what, (int)s, (int)e->dtype, (int)dt);
+  ZS_EXPECT(e->sharded == sharded, "%s state %d: sharded %d, want %d", what, (int)s, e->sharded,
+            sharded);
+  ZS_EXPECT(e->cat == cat, "%s state %d: category %d, want %d", what, (int)s, (int)e->cat,
+            (int)cat);
+}
+
+/* The bytes one rank holds of a unit of n elements, by category (persistent state only), from the
+   stage table: params b per element (a shard when sharded, in host_pinned when offloaded), grads b
+   (a shard when sharded), optimizer 12 (a shard when sharded, host_pinned when offloaded). */
+static void want_bytes(int sp, int sg, int so, int op, int oo, size_t b, int S, size_t n,
+                       size_t out[ZS_MEM_NCAT]) {
+  memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
+  const size_t N = so ? (size_t)S : 1;
+  size_t P = n > SIZE_MAX - N ? SIZE_MAX : (n + N - 1) / N * N;
+  if (P < N) P = N;
+  const size_t s = P / N;
+  out[sp && op ? ZS_MEM_HOST_PINNED : ZS_MEM_PARAMS] = sat(0, sp ? s : P, b);
+  out[ZS_MEM_GRADS] = sat(0, sg ? s : P, b);
+  out[oo ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER] =
+      sat(out[oo ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER], so ? s : P, 12);
+}
+
+static int check_config(int stage, int swp, int swg, int swo, int offload, int det, zs_dtype dt,
+                        int S) {
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = stage;
+  c.shard_params = swp;
+  c.shard_grads = swg;
+  c.shard_optimizer = swo;
+  c.offload = offload;
+  c.deterministic = det;
+  c.param_dtype = dt;
+  const int sp = want_switch(swp, stage >= 3), sg = want_switch(swg, stage >= 2),
+            so = want_switch(swo, stage >= 1);
+  const int op = (offload & ZS_OFFLOAD_PARAMS) != 0, oo = (offload & ZS_OFFLOAD_OPTIMIZER) != 0;
+  const int valid = !((sg || sp) && !so) && !(op && !sp) && !(oo && !so);
+  zs_plan p;
+  const zs_status rc = zs_plan_make(&c, S, &p);
+  char what[160];
+  snprintf(what, sizeof what, "stage %d switches %d/%d/%d offload %d det %d %s S %d", stage, swp,
+           swg, swo, offload, det, dt == ZS_BF16 ? "bf16" : "fp32", S);
+  ZS_EXPECT((rc == ZS_OK) == valid, "%s: zs_plan_make says %s, want %s", what, zs_status_str(rc),
+            valid ? "OK" : "invalid");
+  if (rc != ZS_OK) return 0;
+  const zs_state_table *t = &p.table;
+  const zs_life PER = ZS_LIFE_PERSISTENT, TRA = ZS_LIFE_TRANSIENT, NONE = ZS_LIFE_NONE;
+  const zs_tier DEV = ZS_TIER_DEVICE, HOST = ZS_TIER_HOST;
+  /* Params: full and persistent, or a persistent shard (host when offloaded) and a gathered copy
+     while gathered. */
+  expect_entry(what, t, ZS_ST_PARAM_FULL, sp ? TRA : PER, DEV, dt, 0,
+               sp ? ZS_MEM_BUFFERS : ZS_MEM_PARAMS);
+  expect_entry(what, t, ZS_ST_PARAM_SHARD, sp ? PER : NONE, op ? HOST : DEV, dt, 1,
+               op ? ZS_MEM_HOST_PINNED : ZS_MEM_PARAMS);
+  /* Gradients: full and persistent, or a persistent shard and a full buffer until reduced. */
+  expect_entry(what, t, ZS_ST_GRAD_FULL, sg ? TRA : PER, DEV, dt, 0,
+               sg ? ZS_MEM_BUFFERS : ZS_MEM_GRADS);
+  expect_entry(what, t, ZS_ST_GRAD_SHARD, sg ? PER : NONE, DEV, dt, 1, ZS_MEM_GRADS);
+  /* The deterministic staging buffer of a full gradient. */
+  expect_entry(what, t, ZS_ST_GRAD_STAGE, det && !sg ? TRA : NONE, DEV, dt, 0, ZS_MEM_BUFFERS);
+  /* fp32 master, m, v: over the unit or the shard, device or host arena. */
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
+    expect_entry(what, t, (zs_state)k, PER, oo ? HOST : DEV, ZS_F32, so,
+                 oo ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER);
+  /* The persistent state of each role. */
+  ZS_EXPECT(zs_state_home(t, ZS_ST_PARAM_FULL) == (sp ? ZS_ST_PARAM_SHARD : ZS_ST_PARAM_FULL),
+            "%s: params home", what);
+  ZS_EXPECT(zs_state_home(t, ZS_ST_GRAD_SHARD) == (sg ? ZS_ST_GRAD_SHARD : ZS_ST_GRAD_FULL),
+            "%s: gradients home", what);
+  /* Ranges over a laid-out unit: shard states cover this rank's shard, the others the unit. */
+  zs_layout l = {0};
+  l.padded = 12;
+  l.shard = 4;
+  l.shard_off = 8;
+  for (int k = 0; k < ZS_ST_N; k++) {
+    size_t off, n;
+    zs_state_range(t, (zs_state)k, &l, &off, &n);
+    const int sh = t->s[k].sharded;
+    ZS_EXPECT(off == (sh ? 8u : 0u) && n == (sh ? 4u : 12u), "%s state %d: range [%zu, +%zu)", what,
+              k, off, n);
+  }
+  /* The planner's sum of the table against the formula, for sizes below, at and above the shard
+     count, and one so large that it saturates. */
+  const size_t sizes[] = {1, 2, 7, 1000, 4096 + 3, SIZE_MAX / 3};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    size_t got[ZS_MEM_NCAT] = {0}, want[ZS_MEM_NCAT];
+    zs_plan_unit_bytes(&p, sizes[i], got);
+    want_bytes(sp, sg, so, op, oo, dt == ZS_BF16 ? 2 : 4, S, sizes[i], want);
+    for (int k = 0; k < ZS_MEM_NCAT; k++)
+      ZS_EXPECT(got[k] == want[k], "%s n %zu: category %d holds %zu bytes, want %zu", what,
+                sizes[i], k, got[k], want[k]);
+  }
+  return 1;
+}
+
+int main(void) {
+  const int sw[3] = {ZS_SHARD_AS_STAGE, ZS_SHARD_YES, ZS_SHARD_NO};
+  const int offloads[4] = {0, ZS_OFFLOAD_OPTIMIZER, ZS_OFFLOAD_PARAMS,
+                           ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS};
+  const zs_dtype dts[2] = {ZS_F32, ZS_BF16};
+  int valid = 0;
+  for (int stage = 0; stage <= 3; stage++)
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++)
+        for (int o = 0; o < 3; o++)
+          for (int f = 0; f < 4; f++)
+            for (int det = 0; det <= 1; det++)
+              for (int d = 0; d < 2; d++)
+                for (int S = 1; S <= 4; S++)
+                  valid += check_config(stage, sw[a], sw[b], sw[o], offloads[f], det, dts[d], S);
+  ZS_EXPECT(valid > 0, "no valid configuration was checked");
+  printf("test_shard_state_table: %d valid configurations checked\n", valid);
+  ZS_TEST_END("test_shard_state_table");
+}
