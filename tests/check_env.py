@@ -3,7 +3,7 @@
 documented in README's "Configuration knobs" section, and nothing else is.
 
 - libzshard reads its variables only through src/base/config.c: no other file of src/ calls
-  getenv, except the checkpoint test hooks (src/ckptio/ckpt_hooks.c, compiled only into the test
+  getenv, except the checkpoint test hooks (src/ckpt/ckpt_hooks.c, compiled only into the test
   build) and the kernels library (src/kernels/, its own library, whose variables are listed too);
 - every zs_env("NAME") in src/ names a variable of config.c's table (else zs_env answers NULL);
 - the "variable" column of the tables in README's "Configuration knobs" lists exactly config.c's
@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-HOOKS = "ckptio/ckpt_hooks.c"  # the test build's hooks: not the shipped library's settings
+HOOKS = "ckpt/ckpt_hooks.c"  # the test build's hooks: not the shipped library's settings
 
 
 def table_names(config_c):

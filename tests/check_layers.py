@@ -2,7 +2,7 @@
 """Include-direction check: every file under src/ belongs to a layer, and may include only its own
 layer and the layers below it (docs/ARCHITECTURE.md):
 
-    base < ckptio < device < comm < mem < offload < shard < optim < engine < kernels
+    base < ckpt < device < comm < mem < offload < shard < optim < engine < kernels
 
 Includes that still point upward are listed in tests/layers_allow.txt (the debt the folder split
 removes); anything else upward fails, and so does an allowed include that no longer exists (the
@@ -13,12 +13,12 @@ import os
 import re
 import sys
 
-ORDER = ["base", "ckptio", "device", "comm", "mem", "offload", "shard", "optim", "engine", "kernels"]
+ORDER = ["base", "ckpt", "device", "comm", "mem", "offload", "shard", "optim", "engine", "kernels"]
 
 # (path regex relative to src/, layer), first match wins: a layer is a folder.
 MAP = [
     (r"^base/", "base"),
-    (r"^ckptio/", "ckptio"),
+    (r"^ckpt/", "ckpt"),
     (r"^device/", "device"),
     (r"^comm/", "comm"),
     (r"^offload/", "offload"),

@@ -1,7 +1,7 @@
 /* Tiny test harness shared by the tests: failures print file:line and the engine's last error,
    and the process exits non-zero at the end (ZS_TEST_END). Tests are programs; ctest runs them. */
-#ifndef ZS_TEST_H
-#define ZS_TEST_H
+#ifndef ZS_TESTS_ZS_TEST_H
+#define ZS_TESTS_ZS_TEST_H
 
 #include <math.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
    "SKIP: no CUDA device" (ctest's SKIP_REGULAR_EXPRESSION for the gpu tests); any other CUDA
    failure (a broken driver, a GPU in a bad state, a stub libcuda) fails the test, so that a
    machine with a GPU never reports its GPU tests as skipped because something went wrong. */
-#ifndef ZS_TEST_CUDA_H
-#define ZS_TEST_CUDA_H
+#ifndef ZS_TESTS_ZS_TEST_CUDA_H
+#define ZS_TESTS_ZS_TEST_CUDA_H
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* bfloat16 <-> float on the CPU. bf16 is stored as uint16_t (the high half of an IEEE float).
    Rounding is to nearest, ties to even; NaN stays NaN (quiet). */
-#ifndef ZS_KERNELS_CPU_BF16_H
-#define ZS_KERNELS_CPU_BF16_H
+#ifndef ZS_BASE_BF16_H
+#define ZS_BASE_BF16_H
 
 #include <stdint.h>
 #include <string.h>

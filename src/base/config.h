@@ -1,6 +1,6 @@
 /* Config validation (zs_config_default is public). */
-#ifndef ZS_CORE_CONFIG_H
-#define ZS_CORE_CONFIG_H
+#ifndef ZS_BASE_CONFIG_H
+#define ZS_BASE_CONFIG_H
 
 #include <stddef.h>
 

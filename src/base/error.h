@@ -1,7 +1,7 @@
 /* Internal error reporting: every failure path sets a thread-local sentence and returns a status.
  */
-#ifndef ZS_CORE_ERROR_H
-#define ZS_CORE_ERROR_H
+#ifndef ZS_BASE_ERROR_H
+#define ZS_BASE_ERROR_H
 
 #include "zshard.h"
 

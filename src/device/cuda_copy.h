@@ -9,8 +9,8 @@
  * timeout can reach it. Invariant of every caller: a copy for which zs_cuda_copy_may_block() is 1
  * is issued only on a stream that a bounded poll (cuda_poll.h) has seen idle, so the call itself
  * waits for its own bytes only. */
-#ifndef ZS_CORE_CUDA_COPY_H
-#define ZS_CORE_CUDA_COPY_H
+#ifndef ZS_DEVICE_CUDA_COPY_H
+#define ZS_DEVICE_CUDA_COPY_H
 
 #include <cuda_runtime.h>
 

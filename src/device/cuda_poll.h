@@ -2,8 +2,8 @@
  * cudaStreamSynchronize, so that work stuck behind a collective of a silent peer becomes
  * ZS_ERR_TIMEOUT instead of a hang. Header-only (static inline): the engine and the kernels
  * library each compile their own copy. */
-#ifndef ZS_CORE_CUDA_POLL_H
-#define ZS_CORE_CUDA_POLL_H
+#ifndef ZS_DEVICE_CUDA_POLL_H
+#define ZS_DEVICE_CUDA_POLL_H
 
 #include <cuda_runtime.h>
 #include <sched.h>

@@ -2,8 +2,8 @@
  * src/shard and src/engine reach CUDA only through here. On the CPU device memory is
  * host memory (jemalloc), streams are NULL and everything is synchronous. On CUDA the compute
  * stream is handed to the user; the comm stream carries collectives; they are ordered by events. */
-#ifndef ZS_CORE_DEVICE_H
-#define ZS_CORE_DEVICE_H
+#ifndef ZS_DEVICE_DEVICE_H
+#define ZS_DEVICE_DEVICE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* CUDA half of the device layer (compiled only with CUDA; see device.h for the contracts). */
-#ifndef ZS_CORE_DEVICE_CUDA_H
-#define ZS_CORE_DEVICE_CUDA_H
+#ifndef ZS_DEVICE_DEVICE_CUDA_H
+#define ZS_DEVICE_DEVICE_CUDA_H
 
 #include "device/device.h"
 #include "device/cuda/engine_cuda.h"

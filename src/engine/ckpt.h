@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "ckptio/ckpt_format.h"
+#include "ckpt/ckpt_format.h"
 #include "engine/engine_internal.h"
 
 /* The elements [*a, *b) of unit u that world rank r writes (empty when *a == *b): the range of

@@ -17,7 +17,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
-#include "ckptio/ckpt_io.h"
+#include "ckpt/ckpt_io.h"
 
 #define MANIFEST_MAX ((size_t)1 << 30)
 

@@ -13,7 +13,7 @@
 
 #include "base/error.h"
 #include "engine/ckpt.h"
-#include "ckptio/ckpt_io.h"
+#include "ckpt/ckpt_io.h"
 
 enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
 

@@ -1,6 +1,6 @@
 /* The engine and unit objects (internal). Invariants are stated beside the fields. */
-#ifndef ZS_CORE_ENGINE_INTERNAL_H
-#define ZS_CORE_ENGINE_INTERNAL_H
+#ifndef ZS_ENGINE_ENGINE_INTERNAL_H
+#define ZS_ENGINE_ENGINE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

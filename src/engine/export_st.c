@@ -14,7 +14,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
-#include "ckptio/ckpt_io.h"
+#include "ckpt/ckpt_io.h"
 
 #define CHUNK_ELEMS ((size_t)1 << 18) /* output elements per write: 1 MiB of fp32 */
 

@@ -1,6 +1,6 @@
 /* Host memory available to this process (for the engine's commit-time fit check). */
-#ifndef ZS_CORE_HOST_MEM_H
-#define ZS_CORE_HOST_MEM_H
+#ifndef ZS_MEM_HOST_MEM_H
+#define ZS_MEM_HOST_MEM_H
 
 #include <stddef.h>
 

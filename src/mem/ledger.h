@@ -1,6 +1,6 @@
 /* Memory ledger: every byte the engine allocates is booked in one category, current and peak. */
-#ifndef ZS_CORE_LEDGER_H
-#define ZS_CORE_LEDGER_H
+#ifndef ZS_MEM_LEDGER_H
+#define ZS_MEM_LEDGER_H
 
 #include <stddef.h>
 

@@ -13,7 +13,7 @@ libs=$(pkg-config --libs libcjson libxxhash)
 # shellcheck disable=SC2086
 if ! clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE \
   -I"$src/include" -I"$src/src" $cflags "$src/tests/ckpt/fuzz_ckpt.c" \
-  "$src/src/ckptio/ckpt_manifest.c" "$src/src/ckptio/ckpt_header.c" "$src/src/base/error.c" \
+  "$src/src/ckpt/ckpt_manifest.c" "$src/src/ckpt/ckpt_header.c" "$src/src/base/error.c" \
   $libs -o "$tmp/fuzz" 2>"$tmp/build.log"; then
   if grep -q "fuzzer" "$tmp/build.log"; then echo "SKIP: clang has no libFuzzer"; exit 77; fi
   cat "$tmp/build.log"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "ckptio/ckpt_format.h"
+#include "ckpt/ckpt_format.h"
 
 static void fuzz_manifest(const char *text, size_t len) {
   zs_ckpt_manifest m, again;

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckptio/ckpt_format.h"
+#include "ckpt/ckpt_format.h"
 #include "engine/engine_model.h"
 #include "zs_test.h"
 

@@ -1,8 +1,8 @@
 /* Shared by the comm tests: contributions that are a known function of (rank, index), references
  * computed locally in double, and one checker per collective. A case runs on host buffers, or on
  * device mirrors when the GPU test sets tmem (same aliasing, results copied back to compare). */
-#ifndef ZS_TEST_COMM_REF_H
-#define ZS_TEST_COMM_REF_H
+#ifndef ZS_TESTS_COMM_TEST_COMM_REF_H
+#define ZS_TESTS_COMM_TEST_COMM_REF_H
 
 #include <stdint.h>
 #include <string.h>

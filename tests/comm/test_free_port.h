@@ -1,6 +1,6 @@
 /* A loopback TCP port for the rendezvous tests (test_comm_env*.c). */
-#ifndef ZS_TEST_FREE_PORT_H
-#define ZS_TEST_FREE_PORT_H
+#ifndef ZS_TESTS_COMM_TEST_FREE_PORT_H
+#define ZS_TESTS_COMM_TEST_FREE_PORT_H
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -3,8 +3,8 @@
  * gradient the test computes itself, like a user's backward would:
  *   L_b(p) = sum_i 0.5 * a_bi * (p_i - t_bi)^2     =>   dL_b/dp_i = a_bi * (p_i - t_bi)
  * a_bi in [0.5, 1.5), t_bi in [-1, 1), from a counter-based hash of (batch, global index). */
-#ifndef ZS_TEST_ENGINE_MODEL_H
-#define ZS_TEST_ENGINE_MODEL_H
+#ifndef ZS_TESTS_ENGINE_ENGINE_MODEL_H
+#define ZS_TESTS_ENGINE_ENGINE_MODEL_H
 
 #include <stdint.h>
 

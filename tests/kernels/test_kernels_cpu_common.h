@@ -13,8 +13,8 @@
  * The max term is a floor for elements whose true value is (near) zero, where a relative error is
  * meaningless; it is a fraction of the largest magnitude of the same tensor.
  */
-#ifndef ZS_TEST_KERNELS_CPU_COMMON_H
-#define ZS_TEST_KERNELS_CPU_COMMON_H
+#ifndef ZS_TESTS_KERNELS_TEST_KERNELS_CPU_COMMON_H
+#define ZS_TESTS_KERNELS_TEST_KERNELS_CPU_COMMON_H
 
 #include <math.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* Helpers shared by the CUDA kernel tests: device detection (skip without a GPU), seeded random
    host data rounded to the kernel dtype, host <-> device copies with dtype conversion, NaN
    poisoning, and tolerance comparison. Fatal CUDA errors end the test (exit 1). */
-#ifndef ZS_TEST_KERNELS_CUDA_UTIL_H
-#define ZS_TEST_KERNELS_CUDA_UTIL_H
+#ifndef ZS_TESTS_KERNELS_TEST_KERNELS_CUDA_UTIL_H
+#define ZS_TESTS_KERNELS_TEST_KERNELS_CUDA_UTIL_H
 
 #include <cuda_runtime_api.h>
 #include <math.h>

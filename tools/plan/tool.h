@@ -1,8 +1,8 @@
 /* zshard-plan: the command line of the memory planner. Every number it prints comes from the
  * library's zs_plan_model (the same planner zs_engine_commit refuses with); this program only
  * turns model descriptions into unit sizes and activation bytes, and prints. */
-#ifndef ZP_TOOL_H
-#define ZP_TOOL_H
+#ifndef ZS_TOOLS_PLAN_TOOL_H
+#define ZS_TOOLS_PLAN_TOOL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -12,8 +12,8 @@
  *   p'  = fmaf(neg_lr, fmaf(wd, p, upd), p)   (decoupled weight decay; wd = 0 for no-decay)
  *   out = p' in the compute dtype (bf16: round to nearest even)
  */
-#ifndef ZS_KERNELS_CPU_ADAMW_H
-#define ZS_KERNELS_CPU_ADAMW_H
+#ifndef ZS_DEVICE_CPU_ADAMW_H
+#define ZS_DEVICE_CPU_ADAMW_H
 
 #include <math.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* Elementwise helpers the sharding engine runs on shards (CPU twins of
    src/device/cuda/engine_cuda.h). Buffers are host memory; dtypes ZS_F32 or ZS_BF16; math in fp32.
  */
-#ifndef ZS_KERNELS_CPU_ENGINE_OPS_H
-#define ZS_KERNELS_CPU_ENGINE_OPS_H
+#ifndef ZS_DEVICE_CPU_ENGINE_OPS_H
+#define ZS_DEVICE_CPU_ENGINE_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>

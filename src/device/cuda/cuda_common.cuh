@@ -1,7 +1,7 @@
 /* Internal helpers shared by the CUDA kernels: dtype load/store, bf16 rounding identical to the
    CPU's (src/base/bf16.h), grid sizing and warp/block reductions. */
-#ifndef ZS_KERNELS_CUDA_COMMON_CUH
-#define ZS_KERNELS_CUDA_COMMON_CUH
+#ifndef ZS_DEVICE_CUDA_CUDA_COMMON_CUH
+#define ZS_DEVICE_CUDA_CUDA_COMMON_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

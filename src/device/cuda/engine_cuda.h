@@ -7,8 +7,8 @@
  * uint16_t; f32 -> bf16 rounds to nearest even (NaN stays NaN), exactly like
  * src/base/bf16.h.
  */
-#ifndef ZS_KERNELS_CUDA_ENGINE_CUDA_H
-#define ZS_KERNELS_CUDA_ENGINE_CUDA_H
+#ifndef ZS_DEVICE_CUDA_ENGINE_CUDA_H
+#define ZS_DEVICE_CUDA_ENGINE_CUDA_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * the zshard_internal archive the tests link; CMakeLists.txt). The shipped libzshard compiles the
  * empty inline versions below, so it has no hook and reads no ZS_TEST_ variable (ctest exports
  * checks that the shipped .so contains no such string). */
-#ifndef ZS_CKPTIO_CKPT_HOOKS_H
-#define ZS_CKPTIO_CKPT_HOOKS_H
+#ifndef ZS_CKPT_CKPT_HOOKS_H
+#define ZS_CKPT_CKPT_HOOKS_H
 
 #include <stddef.h>
 #include <stdint.h>

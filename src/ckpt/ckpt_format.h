@@ -18,8 +18,8 @@
  * block_bytes block of the data, the last one shorter), then the data. A reader checks the header
  * against the manifest and every block it reads against the table. The manifest carries its own
  * xxh64 (of its text with the checksum's 16 hex digits written as zeros). */
-#ifndef ZS_CKPTIO_CKPT_FORMAT_H
-#define ZS_CKPTIO_CKPT_FORMAT_H
+#ifndef ZS_CKPT_CKPT_FORMAT_H
+#define ZS_CKPT_CKPT_FORMAT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* POSIX file helpers for checkpoints and exports: whole writes and reads that report errno in
  * the message, fsync of files and directories, the directory scan of ckpt-<seq> entries, and
  * the block size (the test build's hooks, ckpt_hooks.h, reach the writes and the block size). */
-#ifndef ZS_CKPTIO_CKPT_IO_H
-#define ZS_CKPTIO_CKPT_IO_H
+#ifndef ZS_CKPT_CKPT_IO_H
+#define ZS_CKPT_CKPT_IO_H
 
 #include <stddef.h>
 #include <stdint.h>

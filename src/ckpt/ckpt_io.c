@@ -1,5 +1,5 @@
 /* POSIX file helpers for checkpoints (see ckpt_io.h). */
-#include "ckptio/ckpt_io.h"
+#include "ckpt/ckpt_io.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "ckptio/ckpt_format.h"
-#include "ckptio/ckpt_hooks.h"
+#include "ckpt/ckpt_format.h"
+#include "ckpt/ckpt_hooks.h"
 
 uint64_t zs_ckpt_block_bytes(void) {
   return zs_ckpt_hook_block_bytes((uint64_t)4 << 20);

@@ -5,7 +5,7 @@
 #include <xxhash.h>
 
 #include "base/error.h"
-#include "ckptio/ckpt_format.h"
+#include "ckpt/ckpt_format.h"
 
 static void put_u32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++)

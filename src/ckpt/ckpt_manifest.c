@@ -9,7 +9,7 @@
 #include <xxhash.h>
 
 #include "base/error.h"
-#include "ckptio/ckpt_format.h"
+#include "ckpt/ckpt_format.h"
 
 #define CK_KEY "\"manifest_xxh64\""
 #define MAX_EXACT 9007199254740992.0 /* 2^53: larger integers do not survive a JSON double */

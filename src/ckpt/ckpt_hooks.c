@@ -1,7 +1,7 @@
 /* The checkpoint test hooks (see ckpt_hooks.h): compiled only into the test build of the library
  * (ZS_TEST_HOOKS), never into the shipped libzshard. They read their variables themselves: they
  * are not settings of the library, so they are not in config.c's table. */
-#include "ckptio/ckpt_hooks.h"
+#include "ckpt/ckpt_hooks.h"
 
 #include <fcntl.h>
 #include <stdio.h>
