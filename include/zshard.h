@@ -126,6 +126,8 @@ ZS_API const char *zs_version(void);
 typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
 enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
+/* Values of zs_config.master (optimizer-state precision; "The optimizer" below). */
+enum { ZS_MASTER_FP32 = 0, ZS_MASTER_PARAMS = 1 };
 /* Values of the sharding switches in zs_config. */
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 
@@ -188,6 +190,12 @@ typedef struct {
   /* zs_engine_save: committed checkpoints kept in the directory after a save (the newest ones;
      older ones are deleted only once the new one is committed). 0 = keep all; default 2. */
   int ckpt_keep;
+  /* Optimizer-state precision (see "The optimizer" below). master: ZS_MASTER_FP32 (0, the
+     default) keeps an fp32 master copy beside the params; ZS_MASTER_PARAMS makes the fp32 params
+     the master themselves (4 bytes per parameter fewer, the same bits as ZS_MASTER_FP32 with
+     param_dtype ZS_F32). ZS_MASTER_PARAMS needs param_dtype ZS_F32 and no offload (offload = 0);
+     anything else is refused with ZS_ERR_INVALID_ARG. */
+  int master;
 } zs_config;
 
 /* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
@@ -226,7 +234,12 @@ typedef struct {
    it never enters m or v) and scaled by lr, on the pre-update p. wd = weight_decay for every
    tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
    choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
-   rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32. A non-finite
+   rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32.
+   Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
+   fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
+   param_dtype ZS_F32 and no offload, makes the params themselves p (8 bytes: m, v), with exactly
+   the bits of ZS_MASTER_FP32. A checkpoint stores p, m and v in fp32 in every mode, so one saved
+   in either mode loads into the other without loss. A non-finite
    gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
    Why these defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and
    DeepSpeed clips only when gradient_clipping is configured, so a loop ported from either trains

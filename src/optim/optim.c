@@ -120,11 +120,12 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   if (s->state_host)
     return zs_offload_adamw(d, o->offload_pool, &o->pipe, c, s->master, s->m, s->v, s->grad, pd,
                             s->param, pd, s->params_host, s->n);
+  /* ZS_MASTER_PARAMS: the params are the master, updated in place; nothing to write after. */
+  void *out = s->param == (void *)s->master ? NULL : s->param;
   if (d->kind == ZS_DEVICE_CUDA) {
     if (s->params_host) return adamw_to_host(o, c, s);
-    return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, s->param, pd, s->n,
-                        d->compute_stream);
+    return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, d->compute_stream);
   }
-  zs_cpu_adamw_mt(o->cpu_pool, c, s->master, s->m, s->v, s->grad, pd, s->param, pd, s->n);
+  zs_cpu_adamw_mt(o->cpu_pool, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n);
   return ZS_OK;
 }

@@ -94,7 +94,8 @@ typedef struct {
   float *master, *m, *v; /* fp32 state: device memory, or the host arena when state_host */
   const void *grad;      /* the reduced gradient (param dtype, device memory) */
   void *param;           /* where the updated params go (param dtype): device memory, or host
-                            memory when params_host */
+                            memory when params_host; == master when the fp32 params are the
+                            master (ZS_MASTER_PARAMS), updated in place */
   size_t n;              /* elements */
   int no_weight_decay, state_host, params_host;
 } zs_optim_seg;

@@ -137,6 +137,15 @@ static inline void *zs_unit_home_at(zs_unit *u, zs_state role, size_t a) {
   return (char *)*zs_unit_slot(u, h) + (a - off) * zs_dtype_size(u->st.s[h].dtype);
 }
 
+/* ZS_MASTER_PARAMS (ZS_ST_MASTER's life NONE): points u->master at the params' home over the
+   optimizer range, which the home covers whole and holds in fp32 (zs_config_validate), so every
+   reader and writer of the master (the update, set/get params, checkpoints, export) uses the
+   params in place. Call after the params are allocated; the alias is never freed. */
+static inline void zs_unit_alias_master(zs_unit *u) {
+  if (zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_NONE))
+    u->master = (float *)zs_unit_home_at(u, ZS_ST_PARAM_FULL, u->opt_off);
+}
+
 static inline zs_cdt zs_cdt_of(zs_dtype dt) {
   return dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
 }

@@ -50,6 +50,14 @@ zs_engine_equiv(engine_splits6_stage0_bucket "2x3;3x2" 0 det REF_STAGE 0 RUN_ARG
 
 # zs_config_default's AdamW (no field set) against the update and defaults zshard.h documents.
 zs_mpi_test(engine_train_np1_adamw_defaults test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 LABELS engine)
+# Optimizer-state precision (zs_config.master, ...): each mode against the float64 reference,
+# and split across ranks and stages against the default mode's 1-rank run (ZS_MASTER_PARAMS is
+# exactly ZS_MASTER_FP32 with fp32 params: the same bits).
+zs_mpi_test(engine_train_np1_adamw_defaults_master_params test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 --master 1 LABELS engine)
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage}_master_params "1x4;2x2;4x1" ${stage} det REF_STAGE 0 RUN_ARGS "--master 1")
+endforeach()
+zs_engine_equiv(engine_splits6_stage2_master_params_bucket "2x3;3x2" 2 det REF_STAGE 0 RUN_ARGS "--master 1 --bucket 40")
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)

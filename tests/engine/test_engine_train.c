@@ -10,7 +10,7 @@
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
  *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]
  *        [--bucket BYTES] [--reduce-bf16 0|1 (default: the params' dtype)]
- *        [--load DIR] [--save DIR] [--defaults 1]
+ *        [--load DIR] [--save DIR] [--defaults 1] [--master 0|1 (zs_config.master)]
  * --defaults 1 leaves the AdamW fields as zs_config_default fills them and gives the reference the
  * defaults zshard.h documents (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clip).
  * --load DIR resumes from a checkpoint (zs_engine_load) and trains from its step on to --steps;
@@ -38,6 +38,7 @@ typedef struct {
   int shard[3]; /* zs_config.shard_params, shard_grads, shard_optimizer (ZS_SHARD_*) */
   int split;    /* the backward adds each gradient in two += (g - h, then h; h = 0.3 g) */
   int defaults; /* leave zs_config_default's AdamW values; the reference uses zshard.h's */
+  int master;   /* zs_config.master (ZS_MASTER_FP32 / ZS_MASTER_PARAMS) */
   float clip, wd, lr;
   double tol, reftol;
   const char *write, *compare, *load, *save;
@@ -102,6 +103,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->defaults = atoi(v);
     else if (!strcmp(k, "--split-adds"))
       o->split = atoi(v);
+    else if (!strcmp(k, "--master"))
+      o->master = atoi(v);
     else if (!strcmp(k, "--shard-params"))
       o->shard[0] = atoi(v);
     else if (!strcmp(k, "--shard-grads"))
@@ -261,6 +264,7 @@ int main(int argc, char **argv) {
   cfg.offload = (unsigned)o.offload;
   cfg.bucket_bytes = (size_t)o.bucket;
   cfg.device = o.cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
+  cfg.master = o.master;
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_unit *units[TM_NUNITS];

@@ -23,24 +23,28 @@ typedef struct {
   zs_dtype pd, rd;
   unsigned offload;
   size_t bucket;
+  int master; /* zs_config.master (0: ZS_MASTER_FP32) */
 } cfg_case;
 
 static const cfg_case cases[] = {
-    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
-    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0},
-    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0},
-    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
-    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256},
-    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0},
+    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0, 0},
+    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0, 0},
+    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0},
+    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256, 0},
+    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0, 0},
     {"stage 3 optimizer + params offload bf16", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
-     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0},
-    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0},
+     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, 0},
+    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 0 params are the master", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS},
+    {"stage 1 params are the master", 1, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS},
+    {"stage 3 params are the master", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS},
 };
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
@@ -77,6 +81,7 @@ static void check(zs_comm *comm, const cfg_case *k) {
   cfg.bucket_bytes = k->bucket;
   cfg.held_units = 1;
   if (k->shard_params) cfg.shard_params = ZS_SHARD_YES;
+  cfg.master = k->master;
   int64_t numel[NUNITS];
   zs_engine *e = NULL;
   zs_unit *u[NUNITS];
@@ -104,6 +109,12 @@ static void check(zs_comm *comm, const cfg_case *k) {
   ZS_EXPECT(m.buffers.peak <= r.buffers && r.buffers - m.buffers.peak <= bins,
             "%s, %d ranks: buffers peak %zu, plan bound %zu (want bound - %zu <= peak <= bound)",
             k->name, W, m.buffers.peak, r.buffers, bins);
+  /* Independently of both: the optimizer holds master, m and v (4 bytes each) per element of
+     this rank's optimizer range, or m and v alone when the params are the master. */
+  const size_t S = k->stage >= 1 ? (size_t)W : 1, range = (1001 + S - 1) / S;
+  const size_t per = (k->master == ZS_MASTER_PARAMS ? 8 : 12) * range;
+  ZS_EXPECT(k->offload || k->group || r.optimizer == NUNITS * per,
+            "%s, %d ranks: plan optimizer %zu, want %zu", k->name, W, r.optimizer, NUNITS * per);
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
                 r.host_total == r.host_pinned,
             "%s: totals", k->name);

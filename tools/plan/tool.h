@@ -33,6 +33,8 @@ typedef struct {
   zs_device device;
   size_t bucket, max_live;
   size_t dev_mem, host_mem; /* per rank; 0: what this machine has */
+  /* Optimizer-state precision: zs_config.master (--master fp32|params). */
+  int master;
   /* Output. */
   int json, states_only, recommend;
   double link_gbs, pcie_gbs; /* GB/s (10^9 bytes) */
