@@ -196,6 +196,10 @@ typedef struct {
      param_dtype ZS_F32). ZS_MASTER_PARAMS needs param_dtype ZS_F32 and no offload (offload = 0);
      anything else is refused with ZS_ERR_INVALID_ARG. */
   int master;
+  /* moment_dtype: ZS_F32 (the default) or ZS_BF16, the dtype Adam's m and v are stored in (4 bytes
+     per parameter fewer with bf16: computed in fp32, rounded to nearest even when stored; see
+     "The optimizer"). ZS_BF16 needs no offload (offload = 0), else ZS_ERR_INVALID_ARG. */
+  zs_dtype moment_dtype;
 } zs_config;
 
 /* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
@@ -238,8 +242,13 @@ typedef struct {
    Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
    fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
    param_dtype ZS_F32 and no offload, makes the params themselves p (8 bytes: m, v), with exactly
-   the bits of ZS_MASTER_FP32. A checkpoint stores p, m and v in fp32 in every mode, so one saved
-   in either mode loads into the other without loss. A non-finite
+   the bits of ZS_MASTER_FP32. moment_dtype = ZS_BF16 (no offload) stores m and v in bf16 (4
+   bytes per parameter fewer): each step widens them to fp32 (exact), computes m, v, den, upd and
+   p exactly as above from those, and stores the new m and v rounded to bf16 (nearest even); p
+   uses this step's unrounded m and v. Checkpoints store p, m and v in fp32 in every mode: a
+   checkpoint saved in either master mode loads into the other without loss; bf16 moments are
+   saved widened (exact), so they load into fp32 moments exactly, and fp32 moments loaded into
+   bf16 moments are rounded to nearest even (the only rounding a load applies). A non-finite
    gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
    Why these defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and
    DeepSpeed clips only when gradient_clipping is configured, so a loop ported from either trains

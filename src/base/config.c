@@ -288,6 +288,14 @@ zs_status zs_config_validate(const zs_config *c) {
                   "the optimizer state would live apart): set offload = 0 or master = "
                   "ZS_MASTER_FP32",
                   c->offload);
+  if (c->moment_dtype != ZS_F32 && c->moment_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG, "moment_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
+                  (int)c->moment_dtype);
+  if (c->moment_dtype == ZS_BF16 && c->offload)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "moment_dtype = ZS_BF16 with offload 0x%x is not supported (the offloaded "
+                  "optimizer keeps fp32 moments): set offload = 0 or moment_dtype = ZS_F32",
+                  c->offload);
   if (isnan(c->adamw.max_grad_norm))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
   return ZS_OK;

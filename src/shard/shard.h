@@ -43,7 +43,8 @@ struct zs_unit {
      rank's bits, because the micro-step's reduction folds it onto grad_full in global micro-batch
      order and frees it. */
   void *grad_stage;
-  float *master, *m, *v; /* ZS_ST_MASTER, ZS_ST_ADAM_M, ZS_ST_ADAM_V */
+  float *master;         /* ZS_ST_MASTER */
+  void *m, *v;           /* ZS_ST_ADAM_M, ZS_ST_ADAM_V (in their entries' dtype) */
   size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
 
   int gathered;      /* stage 3: param_full holds (or is receiving) the gathered params */
@@ -113,9 +114,9 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
   case ZS_ST_MASTER:
     return (void **)&u->master;
   case ZS_ST_ADAM_M:
-    return (void **)&u->m;
+    return &u->m;
   case ZS_ST_ADAM_V:
-    return (void **)&u->v;
+    return &u->v;
   default:
     return NULL;
   }

@@ -57,6 +57,14 @@ zs_mpi_test(engine_train_np1_adamw_defaults_master_params test_engine_train NP 1
 foreach(stage 0 1 2 3)
   zs_engine_equiv(engine_splits4_stage${stage}_master_params "1x4;2x2;4x1" ${stage} det REF_STAGE 0 RUN_ARGS "--master 1")
 endforeach()
+# bf16 moments: the float64 reference rounds m and v to bf16 as the engine stores them (a value
+# the two round differently moves by one bf16 ulp: hence the looser tolerance); splits and stages
+# bit for bit within the mode.
+zs_mpi_test(engine_train_np1_adamw_defaults_moments_bf16 test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 --moments-bf16 1 --reftol 5e-5 LABELS engine)
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage}_moments_bf16 "1x4;2x2;4x1" ${stage} det REF_STAGE 0 --moments-bf16 1 --reftol 5e-4)
+endforeach()
+zs_engine_equiv(engine_splits4_stage3_moments_bf16_master_params "2x2;4x1" 3 det REF_STAGE 0 --moments-bf16 1 --master 1 --reftol 5e-4)
 zs_engine_equiv(engine_splits6_stage2_master_params_bucket "2x3;3x2" 2 det REF_STAGE 0 RUN_ARGS "--master 1 --bucket 40")
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)

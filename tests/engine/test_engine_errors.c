@@ -82,6 +82,14 @@ static void precision_cases(zs_comm *comm) {
   ZS_EXPECT(strstr(zs_last_error(), "offload = 0") != NULL, "says what to change: %s",
             zs_last_error());
   ZS_EXPECT(e == NULL, "nothing created");
+  zs_config_default(&c);
+  c.moment_dtype = (zs_dtype)5;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  c.moment_dtype = ZS_BF16;
+  c.offload = ZS_OFFLOAD_OPTIMIZER;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "moment_dtype = ZS_F32") != NULL, "says what to change: %s",
+            zs_last_error());
 }
 
 static void unit_cases(zs_engine *e) {

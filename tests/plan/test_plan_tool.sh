@@ -41,6 +41,14 @@ for m in fp32:61406250000 params:60937500000; do
     --model-states-only --json | field 'd["per_rank"]["model_states"]')
   check "master ${m%%:*} stage 1 bytes" "$got" "${m#*:}"
 done
+# bf16 moments on top (8 psi + 4 psi/64 = 60468750000), and bf16 moments alone with bf16 params
+# at stage 0 (2 + 2 + 4 + 2 + 2 bytes = 12 psi = 90e9).
+got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master params --moment-dtype bf16 \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "master params + bf16 moments stage 1 bytes" "$got" 60468750000
+got=$("$plan" --params 7.5e9 --world 64 --stage 0 --dtype bf16 --moment-dtype bf16 \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "bf16 moments stage 0 bytes" "$got" 90000000000
 if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype bf16 --master params >/dev/null 2>&1; then
   check "master params with bf16 params refused" "accepted" "refused"
 fi

@@ -26,6 +26,7 @@ static void usage(void) {
       "                               GPT-2 shapes, as the example; else the engine's 2)\n"
       "  --master fp32|params         optimizer-state precision (zs_config.master): an fp32\n"
       "                               master copy (default) or the fp32 params as the master\n"
+      "  --moment-dtype fp32|bf16     Adam m and v (zs_config.moment_dtype; default fp32)\n"
       "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
       "  --device-mem BYTES --host-mem BYTES   per rank (default: this machine's, host split\n"
       "                               among the ranks); suffixes K M G T (binary) or GB (10^9)\n"
@@ -124,6 +125,7 @@ static int option(zp_args *a, const char *k, const char *v) {
       return -1;
     return 0;
   }
+  if (!strcmp(k, "--moment-dtype")) return parse_dtype(k, v, &a->moment_dtype);
   if (!strcmp(k, "--master")) {
     if (!strcmp(v, "fp32"))
       a->master = ZS_MASTER_FP32;
