@@ -435,6 +435,7 @@ void zs_engine_destroy(zs_engine *e) {
   zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
   free(e->agree_rows);
+  free(e->xchg);                                              /* its groups are gone */
   if (e->agree_dev) zs_dev_free(&e->dev, e->agree_dev, NULL); /* its groups are gone */
   free(e);
   zs_err(ZS_OK, "%s", saved);

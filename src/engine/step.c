@@ -120,8 +120,8 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_order(d, d->compute_stream, d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
-  /* Stage-3 gathered copies would be stale after the update: all are freed (a later
-     zs_unit_param needs a new gather). Stages 0-2 update the full params in place. */
+  /* Gathered copies of sharded params would be stale after the update: all are freed (a later
+     zs_unit_param needs a new gather). Full params are updated in place. */
   zs_shard_drop_all(&e->sh);
   e->sh.in_step = 0;
   rc = step_update(e, st);
