@@ -560,6 +560,38 @@ ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64
                                int nunits, size_t activation_bytes, size_t device_bytes,
                                size_t host_bytes, zs_plan_report *out);
 
+/* ======== Frozen units ======== */
+
+/* A frozen unit has params only: no gradient, no fp32 master, no Adam m and v (on any tier),
+   so it costs param bytes alone (zs_engine_plan_memory, zs_plan_model_frozen and the ledger say
+   so to the byte). Its params are sharded, gathered, prefetched and released like any unit's
+   (the backward still gathers it to compute the input gradients), and never change in a step:
+   it is left out of the gradient norm (zs_step_stats.grad_norm covers the trainable units
+   only), clipping and AdamW. The unit is the granularity: a LoRA adapter or any trainable part
+   beside frozen weights is a unit of its own. zs_unit_grad refuses a frozen unit (NULL,
+   ZS_ERR_INVALID_ARG naming it); zs_unit_grads_ready and zs_unit_grads_flush on it are local
+   no-ops (a backward loop may call them on every unit), and zs_engine_step does not wait for
+   them. zs_unit_set_param writes its params (rounded to param_dtype; there is no master);
+   zs_unit_get_param, zs_engine_get_params, checkpoints and export read them widened to fp32
+   (collective over the shard group when params are sharded). Checkpoints store a frozen unit's
+   params as its master values and zeros as its m and v, so one saved with a unit frozen loads
+   into an engine where it is trainable (master = the params, m = v = 0: exactly a unit that
+   never trained) and one saved trainable loads into an engine where it is frozen (params = the
+   master rounded to param_dtype, what the compute copy was; m and v are not kept), on any world
+   size, shard group and stage. */
+
+/* Freezes (frozen != 0) or unfreezes u. Before zs_engine_commit only (ZS_ERR_STATE after);
+   every rank must freeze the same units. ZS_ERR_INVALID_ARG for NULL. Not collective. */
+ZS_API zs_status zs_unit_freeze(zs_unit *u, int frozen);
+/* 1 when u is frozen, else 0 (also for NULL). */
+ZS_API int zs_unit_is_frozen(const zs_unit *u);
+/* zs_plan_model for a model with frozen units: unit_frozen[i] non-zero freezes unit i (NULL:
+   none, exactly zs_plan_model). Same errors, not collective, allocates nothing. */
+ZS_API zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size,
+                                      const int64_t *unit_numel, const int *unit_frozen, int nunits,
+                                      size_t activation_bytes, size_t device_bytes,
+                                      size_t host_bytes, zs_plan_report *out);
+
 /* ======== Checkpoints and export ======== */
 
 /* Saves the training state into a new checkpoint under dir (created if missing): every rank
