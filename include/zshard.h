@@ -211,7 +211,8 @@ typedef struct {
    arithmetic in this order, fmaf where written, the same bits on the CPU paths and CUDA; t is the
    1-based count of completed steps, zs_engine_step_count() + 1; a skipped step does not count):
      G        = the mean gradient: sum over all micro-steps of all ranks / (world * micro_steps)
-     norm     = sqrt(sum of G^2 over every element of every tensor of every unit), computed
+     norm     = sqrt(sum of G^2 over every element of every tensor of every unit that is not
+                frozen: zs_unit_freeze), computed
                 exactly (independent of sharding), reported as zs_step_stats.grad_norm
      clip     = max_grad_norm / (norm + 1e-6) if max_grad_norm > 0 and norm > max_grad_norm,
                 else 1  (computed in double; clipping never scales up)
@@ -444,9 +445,10 @@ ZS_API void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype, zeroed by the engine:
    at the start of each step, or (sharded gradients, and in deterministic mode) for each
    micro-step. Valid until the unit's next zs_unit_grads_ready (or zs_unit_grads_flush): call
-   it again in every micro-step. NULL outside a step, after the unit's last grads_ready, or for
-   a bad t. Not collective. In deterministic mode a full gradient is staged: the micro-step's buffer
-   is folded into the accumulated gradient by zs_unit_grads_ready's reduction, so the backward may
+   it again in every micro-step. NULL outside a step, after the unit's last grads_ready, for a
+   frozen unit (zs_unit_freeze: ZS_ERR_INVALID_ARG), or for a bad t. Not collective. In
+   deterministic mode a full gradient is staged: the micro-step's buffer is folded into the
+   accumulated gradient by zs_unit_grads_ready's reduction, so the backward may
    += into it as often as it likes. */
 ZS_API void *zs_unit_grad(zs_unit *u, int t);
 /* Done with the params for now (forward); with sharded params the gathered copy is freed. Not
@@ -489,7 +491,8 @@ typedef struct {
    on this rank's share of the optimizer state, publishes the updated params where they are full,
    and ends every hold (gathered copies are freed). A non-finite gradient skips the update
    (st->skipped_nonfinite). st may be NULL. Collective over the world. ZS_ERR_STATE without
-   begin_step or before every unit's micro_steps-th grads_ready (nothing changes). Then every
+   begin_step or before every unit's micro_steps-th grads_ready (frozen units need none; nothing
+   changes). Then every
    rank agrees on the step's shape (micro_steps, grads_ready calls, step number): ZS_ERR_COMM
    naming both ranks' shapes when they differ (nothing updated, the engine failed). Any later
    failure fails the engine (the update may be half applied). */
