@@ -207,9 +207,10 @@ typedef struct {
    zs_unit_grad and their reduction and the reduction scratch (at most about two units, or 2 x
    bucket_bytes). */
 
-/* The optimizer. zs_engine_step applies, to every element of every tensor, exactly this (float32
-   arithmetic in this order, fmaf where written, the same bits on the CPU paths and CUDA; t is the
-   1-based count of completed steps, zs_engine_step_count() + 1; a skipped step does not count):
+/* The optimizer. zs_engine_step applies, to every element of every tensor of every unit not frozen
+   (zs_unit_freeze), exactly this (float32 arithmetic in this order, fmaf where written, the same
+   bits on the CPU paths and CUDA; t is the 1-based count of completed steps,
+   zs_engine_step_count() + 1; a skipped step does not count):
      G        = the mean gradient: sum over all micro-steps of all ranks / (world * micro_steps)
      norm     = sqrt(sum of G^2 over every element of every tensor of every unit that is not
                 frozen: zs_unit_freeze), computed
