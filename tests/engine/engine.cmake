@@ -311,3 +311,5 @@ zs_frozen_ckpt(engine_frozen_ckpt_2s3_to_3s1 "2 3" "3 1")
 zs_frozen_ckpt(engine_frozen_ckpt_4s2_to_1s0_trainable "4 2" "1 0 --trainable")
 zs_frozen_ckpt(engine_frozen_ckpt_1s0_to_4s3_trainable "1 0" "4 3 --trainable")
 zs_frozen_ckpt(engine_frozen_ckpt_bf16_3s3_to_2s3 "3 3 --bf16" "2 3 --bf16")
+# Saved trainable, loaded frozen: the params are the saved master (fp32: exactly).
+zs_frozen_ckpt(engine_frozen_ckpt_trainable_2s1_to_3s3 "2 1 --trainable" "3 3")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoints of frozen units: W1 ranks at stage S1 train 3 steps with "embed" and "block"
-# frozen, save, and dump every value; W2 ranks at stage S2 (frozen, or with --trainable among
-# the second's options, nothing frozen) load it and must read the same bits, then train a step.
+# frozen (nothing frozen with --trainable among the first's options), save, and dump every value;
+# W2 ranks at stage S2 (frozen, or with --trainable among the second's options, nothing frozen)
+# load it and must read the same bits, then train a step.
 # Usage: frozen_ckpt.sh MPIEXEC EXE "W1 S1 [OPTIONS]" "W2 S2 [OPTIONS]"
 set -euo pipefail
 mpiexec=$1 exe=$2
