@@ -31,6 +31,7 @@ struct zs_unit {
   zs_tensor_desc *t; /* copies; names owned below */
   char **tnames;
   zs_layout lay; /* flat offsets, padding, this rank's shard */
+  int frozen;    /* zs_unit_freeze: params only; from commit on its table says so (frozen.h) */
 
   /* Which states this unit holds, where, over which range (a copy of the plan's table made at
      commit; per-unit placement is an entry of it). Each state's buffer is the field named in
@@ -165,8 +166,8 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro);
    marks it). */
 zs_status zs_shard_publish(zs_shard_ctx *x);
 /* u's whole fp32 master into the device buffer full (collective over the shard group when the
-   master is sharded). A failure is returned (the caller marks it and frees full with
-   zs_mem_free_after). */
+   master is sharded; a frozen unit's params converted to fp32, collective when they are sharded). A
+   failure is returned (the caller marks it and frees full with zs_mem_free_after). */
 zs_status zs_shard_gather_master(zs_unit *u, float *full);
 
 #endif
