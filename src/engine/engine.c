@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "engine/engine_internal.h"
 #include "base/error.h"
+#include "shard/frozen.h"
 
 /* The host arena as the memory owner's host tier (mem/mem.h). */
 static zs_status arena_alloc(void *a, size_t bytes, void **p) {
@@ -352,6 +353,7 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
 static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   const zs_plan *pl = &e->plan;
   u->st = pl->table;
+  if (u->frozen) zs_state_table_freeze(&u->st); /* params only */
   zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
   zs_state_range(&u->st, ZS_ST_MASTER, &u->lay, &u->opt_off, &u->opt_n);
   for (int k = 0; k < ZS_ST_N; k++)
@@ -441,6 +443,7 @@ void zs_engine_destroy(zs_engine *e) {
   zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
   free(e->agree_rows);
+  free(e->xchg);                                              /* its groups are gone */
   if (e->agree_dev) zs_dev_free(&e->dev, e->agree_dev, NULL); /* its groups are gone */
   free(e);
   zs_err(ZS_OK, "%s", saved);
@@ -459,7 +462,7 @@ zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
 zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
   size_t b[ZS_MEM_NCAT];
-  const zs_plan_units us = {e->units, NULL, e->nunits};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_plan_memory(&e->plan, &e->cfg, e->world_size, &us, b);
   zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
                                 &out->host_pinned};

@@ -51,7 +51,7 @@ static zs_status check_local(zs_engine *e) {
   size_t dev = 0, host = 0;
   char what[256];
   if (!available(e, &dev, &host, what, sizeof what)) return ZS_OK; /* nothing known: trust it */
-  const zs_plan_units us = {e->units, NULL, e->nunits};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   const zs_plan_room room = {e->cfg.device, dev, host};
   zs_plan_need n;
   if (zs_plan_need_of(&e->cfg, e->world_size, &us, 0, &n) != ZS_OK) return ZS_OK;

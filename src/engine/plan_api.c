@@ -7,9 +7,10 @@
 #include "base/error.h"
 #include "shard/plan_fit.h"
 
-zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel, int nunits,
-                        size_t activation_bytes, size_t device_bytes, size_t host_bytes,
-                        zs_plan_report *out) {
+/* zs_plan_model with unit_frozen (NULL: none frozen). */
+static zs_status plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                            const int *unit_frozen, int nunits, size_t activation_bytes,
+                            size_t device_bytes, size_t host_bytes, zs_plan_report *out) {
   if (!cfg || !unit_numel || !out)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_plan_model: cfg, unit_numel or out is NULL");
   if (nunits < 1 || world_size < 1)
@@ -23,7 +24,7 @@ zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *uni
   zs_config c;
   ZS_CHECK(zs_config_complete(cfg, &c));
   ZS_CHECK(zs_config_validate(&c));
-  const zs_plan_units us = {NULL, unit_numel, nunits};
+  const zs_plan_units us = {NULL, unit_numel, nunits, unit_frozen};
   zs_plan_need n;
   ZS_CHECK(zs_plan_need_of(&c, world_size, &us, activation_bytes, &n));
   const zs_plan_room room = {c.device, device_bytes, host_bytes};
@@ -40,4 +41,18 @@ zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *uni
                               sizeof out->verdict) == 1;
   out->struct_version = 1;
   return ZS_OK;
+}
+
+zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel, int nunits,
+                        size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                        zs_plan_report *out) {
+  return plan_model(cfg, world_size, unit_numel, NULL, nunits, activation_bytes, device_bytes,
+                    host_bytes, out);
+}
+
+zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                               const int *unit_frozen, int nunits, size_t activation_bytes,
+                               size_t device_bytes, size_t host_bytes, zs_plan_report *out) {
+  return plan_model(cfg, world_size, unit_numel, unit_frozen, nunits, activation_bytes,
+                    device_bytes, host_bytes, out);
 }

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "device/ops.h" /* zs_dtype_size, ZS_SQ_NWORDS */
+#include "shard/frozen.h"
 #include "shard/shard.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
@@ -67,8 +68,12 @@ static size_t add_mul(size_t a, size_t b, size_t c) {
 }
 
 void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]) {
+  zs_plan_unit_bytes_of(p, &p->table, n, add);
+}
+
+void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
+                           size_t add[ZS_MEM_NCAT]) {
   const size_t P = zs_plan_padded(p, n), s = P / (size_t)p->nshards;
-  const zs_state_table *t = &p->table;
   for (int k = 0; k < ZS_ST_N; k++) {
     if (!zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) continue;
     const zs_mem_cat c = t->s[k].cat;
@@ -79,6 +84,11 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]) {
 size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
   if (u->units) return u->units[i]->lay.numel_total;
   return u->numel[i] > 0 ? (size_t)u->numel[i] : 0;
+}
+
+int zs_plan_unit_frozen(const zs_plan_units *u, int i) {
+  if (u->units) return u->units[i]->frozen;
+  return u->frozen && u->frozen[i];
 }
 
 size_t zs_plan_piece_len(const zs_config *c, int shard_size, size_t s, size_t nblocks) {
@@ -113,12 +123,20 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
 void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]) {
   memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
-  size_t max_full = 0, scratch = 0;
+  size_t max_full = 0, max_grad = 0, scratch = 0;
   for (int i = 0; i < u->n; i++) {
     const size_t n = zs_plan_unit_numel(u, i);
-    zs_plan_unit_bytes(p, n, out);
-    const size_t P = zs_plan_padded(p, n), r = zs_plan_reduce_scratch(p, c, world, P);
+    const size_t P = zs_plan_padded(p, n);
     if (P > max_full) max_full = P;
+    if (zs_plan_unit_frozen(u, i)) { /* params only: no gradient, no reduction */
+      zs_state_table t = p->table;
+      zs_state_table_freeze(&t);
+      zs_plan_unit_bytes_of(p, &t, n, out);
+      continue;
+    }
+    zs_plan_unit_bytes(p, n, out);
+    const size_t r = zs_plan_reduce_scratch(p, c, world, P);
+    if (P > max_grad) max_grad = P;
     if (r > scratch) scratch = r;
   }
   const size_t ps = zs_dtype_size(c->param_dtype);
@@ -130,7 +148,7 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
   }
   /* A sharded gradient's full buffer, and the deterministic staging buffer of a full one, live
      through its reduction (with its scratch); never both. */
-  const size_t grad = add_mul(0, max_full, ps);
+  const size_t grad = add_mul(0, max_grad, ps);
   const int grad_buf = zs_state_is(&p->table, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) ||
                        zs_state_is(&p->table, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
   const size_t grad_red = grad_buf ? add_mul(grad, scratch, 1) : scratch;
@@ -139,6 +157,6 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
   const zs_state_table *t = &p->table;
   const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;
   if (param_host && t->s[ZS_ST_MASTER].tier == ZS_TIER_DEVICE && c->device == ZS_DEVICE_CUDA)
-    b = add_mul(b, max_full / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
+    b = add_mul(b, max_grad / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
   out[ZS_MEM_BUFFERS] = b;
 }

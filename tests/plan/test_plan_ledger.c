@@ -6,7 +6,9 @@
  * time (held_units = 1). Model states (params, grads, optimizer, host_pinned) must be equal to
  * the byte; the ledger's buffers peak must lie under the plan's bound, and within the norm bins
  * (which live alone, at zs_engine_step) of it: a bound that is exact, not just safe. All units
- * have the same size, so the largest unit's moment is every unit's. */
+ * have the same size, so the largest unit's moment is every unit's. Every configuration runs
+ * twice: all units trainable, and units 1 and 2 frozen (zs_unit_freeze, zs_plan_model_frozen:
+ * params only, no gradient or optimizer byte). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,7 +56,7 @@ static const cfg_case cases[] = {
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
    writes every gradient element, grads_ready, release. */
-static void step(zs_engine *e, zs_unit **u, int micro) {
+static void step(zs_engine *e, zs_unit **u, int micro, const int *frozen) {
   ZS_OK_OR_DIE(zs_engine_begin_step(e, micro));
   for (int k = 0; k < micro; k++) {
     for (int i = 0; i < NUNITS; i++) {
@@ -63,7 +65,8 @@ static void step(zs_engine *e, zs_unit **u, int micro) {
     }
     for (int i = NUNITS - 1; i >= 0; i--) {
       ZS_OK_OR_DIE(zs_unit_gather(u[i]));
-      ZS_EXPECT(zs_unit_grad(u[i], 0) != NULL, "grad of unit %d: %s", i, zs_last_error());
+      ZS_EXPECT((zs_unit_grad(u[i], 0) != NULL) == !frozen[i], "grad of unit %d: %s", i,
+                zs_last_error());
       ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
       ZS_OK_OR_DIE(zs_unit_release(u[i]));
     }
@@ -71,7 +74,7 @@ static void step(zs_engine *e, zs_unit **u, int micro) {
   ZS_OK_OR_DIE(zs_engine_step(e, NULL));
 }
 
-static void check(zs_comm *comm, const cfg_case *k) {
+static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
   const int W = zs_comm_size(comm);
   if (k->group && W % k->group) return; /* hybrid cases need a multiple of the group */
   zs_config cfg;
@@ -97,31 +100,38 @@ static void check(zs_comm *comm, const cfg_case *k) {
     snprintf(name, sizeof name, "u%d", i);
     ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u[i]));
     numel[i] = zs_unit_numel(u[i], 0);
+    ZS_OK_OR_DIE(zs_unit_freeze(u[i], frozen[i]));
   }
   zs_plan_report r;
-  ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_plan_model_frozen(&cfg, W, numel, frozen, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_OK_OR_DIE(zs_engine_commit(e));
   for (int s = 0; s < 2; s++)
-    step(e, u, 2);
+    step(e, u, 2, frozen);
   zs_memory m;
   ZS_OK_OR_DIE(zs_engine_memory(e, &m));
   ZS_EXPECT(m.params.peak == r.params && m.grads.peak == r.grads &&
                 m.optimizer.peak == r.optimizer && m.host_pinned.peak == r.host_pinned,
-            "%s, %d ranks: ledger params %zu grads %zu optimizer %zu host %zu, plan %zu %zu %zu "
+            "%s, %d ranks, units 1-2 frozen %d: ledger params %zu grads %zu optimizer %zu host "
+            "%zu, plan %zu %zu %zu "
             "%zu",
-            k->name, W, m.params.peak, m.grads.peak, m.optimizer.peak, m.host_pinned.peak, r.params,
-            r.grads, r.optimizer, r.host_pinned);
+            k->name, W, frozen[1], m.params.peak, m.grads.peak, m.optimizer.peak,
+            m.host_pinned.peak, r.params, r.grads, r.optimizer, r.host_pinned);
   const size_t bins = 321 * 8; /* the gradient-norm bins, alone at zs_engine_step */
   ZS_EXPECT(m.buffers.peak <= r.buffers && r.buffers - m.buffers.peak <= bins,
-            "%s, %d ranks: buffers peak %zu, plan bound %zu (want bound - %zu <= peak <= bound)",
-            k->name, W, m.buffers.peak, r.buffers, bins);
+            "%s, %d ranks, frozen %d: buffers peak %zu, plan bound %zu (want bound - %zu <= peak "
+            "<= bound)",
+            k->name, W, frozen[1], m.buffers.peak, r.buffers, bins);
   /* Independently of both: the optimizer holds master, m and v (4 bytes each) per element of
      this rank's optimizer range (m and v 2 bytes each in bf16), or m and v alone when the
-     params are the master. */
+     params are the master; a frozen unit holds none of them, whatever the precision. */
   const size_t S = k->stage >= 1 ? (size_t)W : 1, range = (1001 + S - 1) / S;
   const size_t per = ((k->master == ZS_MASTER_PARAMS ? 0 : 4) + (k->m16 ? 4 : 8)) * range;
-  ZS_EXPECT(k->offload || k->group || r.optimizer == NUNITS * per,
-            "%s, %d ranks: plan optimizer %zu, want %zu", k->name, W, r.optimizer, NUNITS * per);
+  size_t trainable = 0;
+  for (int i = 0; i < NUNITS; i++)
+    trainable += !frozen[i];
+  ZS_EXPECT(k->offload || k->group || r.optimizer == trainable * per,
+            "%s, %d ranks, frozen %d: plan optimizer %zu, want %zu", k->name, W, frozen[1],
+            r.optimizer, trainable * per);
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
                 r.host_total == r.host_pinned,
             "%s: totals", k->name);
@@ -131,8 +141,11 @@ static void check(zs_comm *comm, const cfg_case *k) {
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    check(comm, &cases[i]);
+  static const int none[NUNITS] = {0, 0, 0, 0}, middle[NUNITS] = {0, 1, 1, 0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    check(comm, &cases[i], none);
+    check(comm, &cases[i], middle);
+  }
   zs_comm_destroy(comm);
   ZS_TEST_END("test_plan_ledger");
 }
