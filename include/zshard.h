@@ -604,7 +604,8 @@ ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64
    into an engine where it is trainable (master = the params, m = v = 0: exactly a unit that
    never trained) and one saved trainable loads into an engine where it is frozen (params = the
    master rounded to param_dtype, what the compute copy was; m and v are not kept), on any world
-   size, shard group and stage. */
+   size, shard group and stage. The precision modes (zs_config.master, moment_dtype) change
+   nothing for a frozen unit: it has no master alias, m or v in any of them. */
 
 /* Freezes (frozen != 0) or unfreezes u. Before zs_engine_commit only (ZS_ERR_STATE after);
    every rank must freeze the same units. ZS_ERR_INVALID_ARG for NULL. Not collective. */
