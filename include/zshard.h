@@ -126,6 +126,8 @@ ZS_API const char *zs_version(void);
 typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
 enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
+/* Values of zs_config.master (optimizer-state precision; "The optimizer" below). */
+enum { ZS_MASTER_FP32 = 0, ZS_MASTER_PARAMS = 1 };
 /* Values of the sharding switches in zs_config. */
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 
@@ -188,6 +190,16 @@ typedef struct {
   /* zs_engine_save: committed checkpoints kept in the directory after a save (the newest ones;
      older ones are deleted only once the new one is committed). 0 = keep all; default 2. */
   int ckpt_keep;
+  /* Optimizer-state precision (see "The optimizer" below). master: ZS_MASTER_FP32 (0, the
+     default) keeps an fp32 master copy beside the params; ZS_MASTER_PARAMS makes the fp32 params
+     the master themselves (4 bytes per parameter fewer, the same bits as ZS_MASTER_FP32 with
+     param_dtype ZS_F32). ZS_MASTER_PARAMS needs param_dtype ZS_F32 and no offload (offload = 0);
+     anything else is refused with ZS_ERR_INVALID_ARG. */
+  int master;
+  /* moment_dtype: ZS_F32 (the default) or ZS_BF16, the dtype Adam's m and v are stored in (4 bytes
+     per parameter fewer with bf16: computed in fp32, rounded to nearest even when stored; see
+     "The optimizer"). ZS_BF16 needs no offload (offload = 0), else ZS_ERR_INVALID_ARG. */
+  zs_dtype moment_dtype;
 } zs_config;
 
 /* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
@@ -228,7 +240,17 @@ typedef struct {
    it never enters m or v) and scaled by lr, on the pre-update p. wd = weight_decay for every
    tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
    choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
-   rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32. A non-finite
+   rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32.
+   Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
+   fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
+   param_dtype ZS_F32 and no offload, makes the params themselves p (8 bytes: m, v), with exactly
+   the bits of ZS_MASTER_FP32. moment_dtype = ZS_BF16 (no offload) stores m and v in bf16 (4
+   bytes per parameter fewer): each step widens them to fp32 (exact), computes m, v, den, upd and
+   p exactly as above from those, and stores the new m and v rounded to bf16 (nearest even); p
+   uses this step's unrounded m and v. Checkpoints store p, m and v in fp32 in every mode: a
+   checkpoint saved in either master mode loads into the other without loss; bf16 moments are
+   saved widened (exact), so they load into fp32 moments exactly, and fp32 moments loaded into
+   bf16 moments are rounded to nearest even (the only rounding a load applies). A non-finite
    gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
    Why these defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and
    DeepSpeed clips only when gradient_clipping is configured, so a loop ported from either trains
@@ -582,7 +604,8 @@ ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64
    into an engine where it is trainable (master = the params, m = v = 0: exactly a unit that
    never trained) and one saved trainable loads into an engine where it is frozen (params = the
    master rounded to param_dtype, what the compute copy was; m and v are not kept), on any world
-   size, shard group and stage. */
+   size, shard group and stage. The precision modes (zs_config.master, moment_dtype) change
+   nothing for a frozen unit: it has no master alias, m or v in any of them. */
 
 /* Freezes (frozen != 0) or unfreezes u. Before zs_engine_commit only (ZS_ERR_STATE after);
    every rank must freeze the same units. ZS_ERR_INVALID_ARG for NULL. Not collective. */

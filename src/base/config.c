@@ -275,6 +275,27 @@ zs_status zs_config_validate(const zs_config *c) {
   if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.weight_decay %g must be finite and >= 0",
                   (double)c->adamw.weight_decay);
+  if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS)
+    return zs_err(ZS_ERR_INVALID_ARG, "master %d: use ZS_MASTER_FP32 (0) or ZS_MASTER_PARAMS",
+                  c->master);
+  if (c->master == ZS_MASTER_PARAMS && c->param_dtype != ZS_F32)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_PARAMS needs param_dtype ZS_F32 (bf16 params cannot hold "
+                  "the fp32 master): set param_dtype = ZS_F32 or master = ZS_MASTER_FP32");
+  if (c->master == ZS_MASTER_PARAMS && c->offload)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_PARAMS with offload 0x%x is not supported (the params and "
+                  "the optimizer state would live apart): set offload = 0 or master = "
+                  "ZS_MASTER_FP32",
+                  c->offload);
+  if (c->moment_dtype != ZS_F32 && c->moment_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG, "moment_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
+                  (int)c->moment_dtype);
+  if (c->moment_dtype == ZS_BF16 && c->offload)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "moment_dtype = ZS_BF16 with offload 0x%x is not supported (the offloaded "
+                  "optimizer keeps fp32 moments): set offload = 0 or moment_dtype = ZS_F32",
+                  c->offload);
   if (isnan(c->adamw.max_grad_norm))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
   return ZS_OK;

@@ -234,3 +234,16 @@ zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *
   zs_cpu_adamw(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
   return ZS_OK;
 }
+
+zs_status zs_dev_adamw_m16(zs_dev *d, const zs_adamw_coef *c, float *master, uint16_t *m,
+                           uint16_t *v, const void *grad, zs_dtype grad_dt, void *param_out,
+                           zs_dtype param_dt, size_t n, void *stream) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d))
+    return zs_cuda_adamw_m16(c, master, m, v, grad, grad_dt, param_out, param_dt, n, stream);
+#endif
+  (void)d;
+  (void)stream;
+  zs_cpu_adamw_m16(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
+  return ZS_OK;
+}

@@ -75,5 +75,9 @@ zs_status zs_dev_sq_bins(zs_dev *d, uint64_t *bins, const void *x, zs_dtype dt, 
 zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *m, float *v,
                        const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
                        size_t n, void *stream);
+/* zs_dev_adamw with m and v in bf16 (zs_cpu_adamw_m16 / zs_cuda_adamw_m16: the same bits). */
+zs_status zs_dev_adamw_m16(zs_dev *d, const zs_adamw_coef *c, float *master, uint16_t *m,
+                           uint16_t *v, const void *grad, zs_dtype grad_dt, void *param_out,
+                           zs_dtype param_dt, size_t n, void *stream);
 
 #endif

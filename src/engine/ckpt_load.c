@@ -215,8 +215,19 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
                                        (size_t)(s1 - s0)));
     return ZS_OK;
   }
-  float *state = kind == 1 ? u->m : u->v;
-  return zs_ckpt_state_from_host(p->e, u, state + (x0 - u->opt_off), src, cnt);
+  const zs_state s = kind == 1 ? ZS_ST_ADAM_M : ZS_ST_ADAM_V;
+  const zs_dtype md = u->st.s[s].dtype;
+  void *dst = zs_ptr_add(*zs_unit_slot(u, s), (size_t)(x0 - u->opt_off), md);
+  if (md == ZS_F32) return zs_ckpt_state_from_host(p->e, u, dst, src, cnt);
+  /* bf16 moments: the stored fp32 values rounded to nearest even (exact when they were saved
+     from bf16 moments). */
+  for (size_t i = 0; i < cnt; i++)
+    p->conv[i] = zs_f32_to_bf16(src[i]);
+  if (zs_unit_on_host(u, s) || p->e->dev.kind == ZS_DEVICE_CPU) {
+    memcpy(dst, p->conv, cnt * 2);
+    return ZS_OK;
+  }
+  return zs_dev_from_host(&p->e->dev, dst, p->conv, cnt * 2);
 }
 
 /* Does array `kind` of segment g hold anything this rank wants? Its byte range in [*c0, *c1). */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
 #include "ckpt/ckpt_io.h"
@@ -96,6 +97,36 @@ static zs_status put_state(writer *w, const zs_unit *u, const float *src, uint64
   return ZS_OK;
 }
 
+/* One moment (ZS_ST_ADAM_M or ZS_ST_ADAM_V) over elements [lo, lo + n) of u's optimizer range,
+   written in fp32 (the canonical format): bf16 moments are widened, exactly. */
+static zs_status put_moment(writer *w, const zs_unit *u, zs_state s, uint64_t lo, uint64_t n) {
+  const zs_dtype md = u->st.s[s].dtype;
+  const void *src = zs_ptr_add(*zs_unit_slot((zs_unit *)u, s), (size_t)lo, md);
+  if (md == ZS_F32) return put_state(w, u, src, n);
+  const uint64_t chunk = w->block / 4 > 0 ? w->block / 4 : 1;
+  float *f = malloc((size_t)chunk * 4);
+  uint16_t *h = malloc((size_t)chunk * 2);
+  zs_status rc =
+      f && h ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
+  const uint16_t *from = src;
+  while (rc == ZS_OK && n > 0) {
+    const uint64_t take = n < chunk ? n : chunk;
+    const uint16_t *b = from;
+    if (!zs_unit_on_host(u, s) && w->e->dev.kind != ZS_DEVICE_CPU) {
+      rc = zs_dev_to_host(&w->e->dev, h, from, (size_t)take * 2);
+      b = h;
+    }
+    for (uint64_t i = 0; i < take && rc == ZS_OK; i++)
+      f[i] = zs_bf16_to_f32(b[i]);
+    if (rc == ZS_OK) rc = emit(w, f, 4 * take);
+    from += take;
+    n -= take;
+  }
+  free(f);
+  free(h);
+  return rc;
+}
+
 /* A frozen unit's segment [a, a + n): its params widened to fp32 as the master values, zeros as
    m and v (a unit that never trained), through a staging block of its own. */
 static zs_status put_frozen(writer *w, zs_unit *u, uint64_t a, uint64_t n) {
@@ -126,8 +157,8 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
     }
     const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
     ZS_CHECK(put_state(w, u, u->master + lo, n));
-    ZS_CHECK(put_state(w, u, u->m + lo, n));
-    ZS_CHECK(put_state(w, u, u->v + lo, n));
+    ZS_CHECK(put_moment(w, u, ZS_ST_ADAM_M, lo, n));
+    ZS_CHECK(put_moment(w, u, ZS_ST_ADAM_V, lo, n));
   }
   if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
   return ZS_OK;

@@ -45,7 +45,8 @@ static zs_status open_optimizer(zs_engine *e) {
                      0,
                      1,
                      e->cfg.offload_chunk,
-                     {&e->mem, optim_scratch_alloc, optim_scratch_free}};
+                     {&e->mem, optim_scratch_alloc, optim_scratch_free},
+                     e->cfg.moment_dtype};
   if (oc.offload_optimizer) zs_peers_share(e, ZS_PEER_NODE, &oc.share_idx, &oc.share_cnt);
   return zs_optim_create(&oc, &e->optim);
 }
@@ -336,6 +337,10 @@ static zs_status state_alloc(zs_engine *e, zs_unit *u, zs_state k) {
 static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
   void **p = zs_unit_slot(u, k);
   const size_t bytes = zs_unit_state_bytes(u, k);
+  if (zs_state_is(&u->st, k, ZS_LIFE_NONE)) { /* nothing of its own (an alias, or NULL) */
+    *p = NULL;
+    return;
+  }
   if (u->st.s[k].tier == ZS_TIER_HOST)
     zs_mem_free_host(&e->mem, *p, bytes);
   else
@@ -354,6 +359,7 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   for (int k = 0; k < ZS_ST_N; k++)
     if (zs_state_is(&u->st, (zs_state)k, ZS_LIFE_PERSISTENT))
       ZS_CHECK(state_alloc(e, u, (zs_state)k));
+  zs_unit_alias_master(u);
   /* A gathered copy is waited for through this event. */
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT))
     ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));

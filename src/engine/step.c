@@ -80,9 +80,10 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
+      const zs_dtype md = u->st.s[ZS_ST_ADAM_M].dtype;
       const zs_optim_seg seg = {u->master + lo,
-                                u->m + lo,
-                                u->v + lo,
+                                zs_ptr_add(u->m, lo, md),
+                                zs_ptr_add(u->v, lo, md),
                                 grad_at(u, a),
                                 param_at(u, a),
                                 b - a,

@@ -6,6 +6,7 @@
 #define ZS_OFFLOAD_CPU_ADAMW_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "device/cpu/adamw.h"
 #include "offload/worker_pool.h"
@@ -27,6 +28,10 @@ void zs_cpu_adamw_mt(zs_pool *pool, const zs_adamw_coef *c, float *master, float
 void zs_cpu_adamw_ex(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, float *master,
                      float *m, float *v, const void *grad, zs_dtype grad_dt, void *param_out,
                      zs_dtype param_dt, size_t n);
+/* zs_cpu_adamw_ex with m and v in bf16 (zs_cpu_adamw_m16's kernels, the same tiles). */
+void zs_cpu_adamw_m16_ex(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, float *master,
+                         uint16_t *m, uint16_t *v, const void *grad, zs_dtype grad_dt,
+                         void *param_out, zs_dtype param_dt, size_t n);
 /* ZS_ADAMW_THREADS as a worker count: N when 1 < N <= 4096, else 1 (no pool). Read at each
    call (an engine's optimizer reads it once, when it is created). */
 int zs_cpu_adamw_env_threads(void);

@@ -117,14 +117,25 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
   const zs_adamw_coef *c = s->no_weight_decay ? &o->nodecay : &o->decay;
+  /* ZS_MASTER_PARAMS: the params are the master, updated in place; nothing to write after. */
+  void *out = s->param == (void *)s->master ? NULL : s->param;
+  if (o->cfg.moment_dtype == ZS_BF16) { /* never offloaded (zs_config_validate) */
+    if (s->state_host || s->params_host)
+      return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_update: bf16 moments with offloaded state");
+    uint16_t *m = s->m, *v = s->v;
+    if (d->kind == ZS_DEVICE_CUDA)
+      return zs_dev_adamw_m16(d, c, s->master, m, v, s->grad, pd, out, pd, s->n, d->compute_stream);
+    zs_cpu_adamw_m16_ex(o->cpu_pool, ZS_ADAMW_ISA_AUTO, c, s->master, m, v, s->grad, pd, out, pd,
+                        s->n);
+    return ZS_OK;
+  }
   if (s->state_host)
     return zs_offload_adamw(d, o->offload_pool, &o->pipe, c, s->master, s->m, s->v, s->grad, pd,
                             s->param, pd, s->params_host, s->n);
   if (d->kind == ZS_DEVICE_CUDA) {
     if (s->params_host) return adamw_to_host(o, c, s);
-    return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, s->param, pd, s->n,
-                        d->compute_stream);
+    return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, d->compute_stream);
   }
-  zs_cpu_adamw_mt(o->cpu_pool, c, s->master, s->m, s->v, s->grad, pd, s->param, pd, s->n);
+  zs_cpu_adamw_mt(o->cpu_pool, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n);
   return ZS_OK;
 }

@@ -44,6 +44,8 @@ typedef struct {
   int share_idx, share_cnt; /* this rank among the ranks of its host on the arena's node */
   size_t offload_chunk;     /* elements per chunk of the CUDA copy pipeline */
   zs_optim_scratch scratch;
+  zs_dtype moment_dtype; /* of m and v (zs_config.moment_dtype); ZS_BF16 never with state in
+                            the arena (zs_config_validate) */
 } zs_optim_cfg;
 
 /* Creates the optimizer. With offload_optimizer: a pool of workers bound to the arena's NUMA
@@ -91,11 +93,13 @@ void zs_optim_prepare(zs_optim *o, const zs_config *cfg, int64_t t, double gscal
 
 /* One tensor's piece of this rank's optimizer range. */
 typedef struct {
-  float *master, *m, *v; /* fp32 state: device memory, or the host arena when state_host */
-  const void *grad;      /* the reduced gradient (param dtype, device memory) */
-  void *param;           /* where the updated params go (param dtype): device memory, or host
-                            memory when params_host */
-  size_t n;              /* elements */
+  float *master;    /* fp32 master: device memory, or the host arena when state_host */
+  void *m, *v;      /* the moments (moment_dtype), where the master is */
+  const void *grad; /* the reduced gradient (param dtype, device memory) */
+  void *param;      /* where the updated params go (param dtype): device memory, or host
+                       memory when params_host; == master when the fp32 params are the
+                       master (ZS_MASTER_PARAMS), updated in place */
+  size_t n;         /* elements */
   int no_weight_decay, state_host, params_host;
 } zs_optim_seg;
 

@@ -11,9 +11,11 @@
    optimizer states (master, m, v) stop existing; the params' entries stay as they are. */
 void zs_state_table_freeze(zs_state_table *t);
 
-/* Whether a table is a frozen unit's (it has no master). */
+/* Whether a table is a frozen unit's: it has no gradient (a trainable unit always has a full
+   gradient, persistent or transient). Not "no master": with ZS_MASTER_PARAMS a trainable unit's
+   table has no master either. */
 static inline int zs_state_table_frozen(const zs_state_table *t) {
-  return t->s[ZS_ST_MASTER].life == ZS_LIFE_NONE;
+  return t->s[ZS_ST_GRAD_FULL].life == ZS_LIFE_NONE;
 }
 
 #endif

@@ -44,7 +44,8 @@ struct zs_unit {
      rank's bits, because the micro-step's reduction folds it onto grad_full in global micro-batch
      order and frees it. */
   void *grad_stage;
-  float *master, *m, *v; /* ZS_ST_MASTER, ZS_ST_ADAM_M, ZS_ST_ADAM_V */
+  float *master;         /* ZS_ST_MASTER */
+  void *m, *v;           /* ZS_ST_ADAM_M, ZS_ST_ADAM_V (in their entries' dtype) */
   size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
 
   int gathered;      /* sharded params: param_full holds (or is receiving) the gathered params */
@@ -114,9 +115,9 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
   case ZS_ST_MASTER:
     return (void **)&u->master;
   case ZS_ST_ADAM_M:
-    return (void **)&u->m;
+    return &u->m;
   case ZS_ST_ADAM_V:
-    return (void **)&u->v;
+    return &u->v;
   default:
     return NULL;
   }
@@ -136,6 +137,17 @@ static inline void *zs_unit_home_at(zs_unit *u, zs_state role, size_t a) {
   size_t off, n;
   zs_state_range(&u->st, h, &u->lay, &off, &n);
   return (char *)*zs_unit_slot(u, h) + (a - off) * zs_dtype_size(u->st.s[h].dtype);
+}
+
+/* ZS_MASTER_PARAMS (ZS_ST_MASTER's life NONE): points u->master at the params' home over the
+   optimizer range, which the home covers whole and holds in fp32 (zs_config_validate), so every
+   reader and writer of the master (the update, set/get params, checkpoints, export) uses the
+   params in place. Call after the params are allocated; the alias is never freed. A frozen unit
+   (whose table has no master either, zs_state_table_freeze) gets no alias: u->master stays NULL,
+   nothing reads or writes its master, and the update never runs on its params. */
+static inline void zs_unit_alias_master(zs_unit *u) {
+  if (!u->frozen && zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_NONE))
+    u->master = (float *)zs_unit_home_at(u, ZS_ST_PARAM_FULL, u->opt_off);
 }
 
 static inline zs_cdt zs_cdt_of(zs_dtype dt) {

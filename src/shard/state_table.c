@@ -11,8 +11,8 @@ static zs_state_entry entry(zs_life life, int sharded, zs_dtype dt, zs_mem_cat c
 }
 
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
-                         int offload_params, int offload_optimizer, int deterministic,
-                         zs_dtype pdt) {
+                         int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
+                         int master_params, zs_dtype moment_dt) {
   const zs_life P = ZS_LIFE_PERSISTENT, T = ZS_LIFE_TRANSIENT, N = ZS_LIFE_NONE;
   /* Params: full and persistent, or a persistent shard and a full copy while gathered. */
   t->s[ZS_ST_PARAM_FULL] =
@@ -28,6 +28,9 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
   /* Optimizer state: over the unit or this rank's shard, on the device or the host arena. */
   for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
     t->s[k] = entry(P, shard_optimizer, ZS_F32, ZS_MEM_OPTIMIZER, offload_optimizer);
+  /* The fp32 params are the master: no copy. */
+  if (master_params) t->s[ZS_ST_MASTER].life = N;
+  t->s[ZS_ST_ADAM_M].dtype = t->s[ZS_ST_ADAM_V].dtype = moment_dt;
 }
 
 zs_state zs_state_home(const zs_state_table *t, zs_state full) {

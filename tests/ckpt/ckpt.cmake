@@ -22,6 +22,12 @@ zs_ckpt_resume(ckpt_resume_to_hybrid_3to2x2 12 "3 --stage 2" "4 --stage 3 --grou
 # bits too (every partial sum of the gradient is rounded to bf16, as one rank's += is).
 zs_ckpt_resume(ckpt_resume_bf16_stage0to3 6 "1 --stage 0" "1 --stage 3" --bf16 1 --reftol 3e-2)
 zs_ckpt_resume(ckpt_resume_bf16_2x3to3x2_stage1to3 6 "2 --stage 1" "3 --stage 3" --bf16 1 --reftol 3e-2)
+# Across optimizer-state precision modes: a checkpoint stores the fp32 master canonically, and
+# with fp32 params ZS_MASTER_PARAMS holds exactly that master, so both directions are lossless.
+zs_ckpt_resume(ckpt_resume_master_fp32_to_params 4 "2 --stage 3" "4 --stage 1 --master 1")
+zs_ckpt_resume(ckpt_resume_master_params_to_fp32 4 "2 --stage 0 --master 1" "4 --stage 2 --offload 1")
+# bf16 moments are saved widened to fp32 (exact) and rounded back on load: lossless.
+zs_ckpt_resume(ckpt_resume_moments_bf16_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1" --moments-bf16 1 --reftol 5e-4)
 add_test(NAME ckpt_crash COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_crash.sh ${ZS_MPIEXEC}
                                  $<TARGET_FILE:test_engine_train>)
 set_tests_properties(ckpt_crash PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120

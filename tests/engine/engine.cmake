@@ -50,6 +50,22 @@ zs_engine_equiv(engine_splits6_stage0_bucket "2x3;3x2" 0 det REF_STAGE 0 RUN_ARG
 
 # zs_config_default's AdamW (no field set) against the update and defaults zshard.h documents.
 zs_mpi_test(engine_train_np1_adamw_defaults test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 LABELS engine)
+# Optimizer-state precision (zs_config.master, ...): each mode against the float64 reference,
+# and split across ranks and stages against the default mode's 1-rank run (ZS_MASTER_PARAMS is
+# exactly ZS_MASTER_FP32 with fp32 params: the same bits).
+zs_mpi_test(engine_train_np1_adamw_defaults_master_params test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 --master 1 LABELS engine)
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage}_master_params "1x4;2x2;4x1" ${stage} det REF_STAGE 0 RUN_ARGS "--master 1")
+endforeach()
+# bf16 moments: the float64 reference rounds m and v to bf16 as the engine stores them (a value
+# the two round differently moves by one bf16 ulp: hence the looser tolerance); splits and stages
+# bit for bit within the mode.
+zs_mpi_test(engine_train_np1_adamw_defaults_moments_bf16 test_engine_train NP 1 ARGS --stage 3 --defaults 1 --steps 12 --moments-bf16 1 --reftol 5e-5 LABELS engine)
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage}_moments_bf16 "1x4;2x2;4x1" ${stage} det REF_STAGE 0 --moments-bf16 1 --reftol 5e-4)
+endforeach()
+zs_engine_equiv(engine_splits4_stage3_moments_bf16_master_params "2x2;4x1" 3 det REF_STAGE 0 --moments-bf16 1 --master 1 --reftol 5e-4)
+zs_engine_equiv(engine_splits6_stage2_master_params_bucket "2x3;3x2" 2 det REF_STAGE 0 RUN_ARGS "--master 1 --bucket 40")
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
@@ -301,6 +317,10 @@ foreach(n 1 2 3 4)
   zs_mpi_test(engine_frozen_np${n} test_engine_frozen NP ${n} LABELS engine)
 endforeach()
 zs_mpi_test(engine_frozen_bf16_np2 test_engine_frozen NP 2 ARGS --bf16 LABELS engine)
+# With the precision modes: no master alias, m or v for a frozen unit, its params never updated.
+zs_mpi_test(engine_frozen_master_params_np2 test_engine_frozen NP 2 ARGS --master LABELS engine)
+zs_mpi_test(engine_frozen_m16_np3 test_engine_frozen NP 3 ARGS --m16 LABELS engine)
+zs_mpi_test(engine_frozen_bf16_m16_np2 test_engine_frozen NP 2 ARGS --bf16 --m16 LABELS engine)
 function(zs_frozen_ckpt name first second)
   add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/frozen_ckpt.sh ${ZS_MPIEXEC}
                                 $<TARGET_FILE:test_engine_frozen> ${first} ${second} ${ARGN})
@@ -313,3 +333,7 @@ zs_frozen_ckpt(engine_frozen_ckpt_1s0_to_4s3_trainable "1 0" "4 3 --trainable")
 zs_frozen_ckpt(engine_frozen_ckpt_bf16_3s3_to_2s3 "3 3 --bf16" "2 3 --bf16")
 # Saved trainable, loaded frozen: the params are the saved master (fp32: exactly).
 zs_frozen_ckpt(engine_frozen_ckpt_trainable_2s1_to_3s3 "2 1 --trainable" "3 3")
+# Precision modes on either side: fp32 moments on disk whether saved frozen (zeros) or in bf16.
+zs_frozen_ckpt(engine_frozen_ckpt_m16_master_2s2_to_3s3_trainable "2 2 --m16 --master"
+               "3 3 --trainable --m16")
+zs_frozen_ckpt(engine_frozen_ckpt_m16_trainable_3s1_to_2s0 "3 1 --trainable --m16" "2 0 --master")

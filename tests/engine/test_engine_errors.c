@@ -58,6 +58,40 @@ static void config_cases(zs_comm *comm) {
   ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
 }
 
+/* Optimizer-state precision: impossible combinations are refused with what to change, and
+   zs_plan_model refuses them as zs_engine_create does. */
+static void precision_cases(zs_comm *comm) {
+  zs_engine *e = NULL;
+  zs_config c;
+  zs_config_default(&c);
+  c.master = 7;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.master = ZS_MASTER_PARAMS;
+  c.param_dtype = ZS_BF16;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "param_dtype = ZS_F32") != NULL, "says what to change: %s",
+            zs_last_error());
+  const int64_t numel[1] = {100};
+  zs_plan_report r;
+  ZS_EXPECT_STATUS(zs_plan_model(&c, 1, numel, 1, 0, SIZE_MAX, SIZE_MAX, &r), ZS_ERR_INVALID_ARG);
+  zs_config_default(&c);
+  c.master = ZS_MASTER_PARAMS;
+  c.offload = ZS_OFFLOAD_OPTIMIZER;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "offload = 0") != NULL, "says what to change: %s",
+            zs_last_error());
+  ZS_EXPECT(e == NULL, "nothing created");
+  zs_config_default(&c);
+  c.moment_dtype = (zs_dtype)5;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  c.moment_dtype = ZS_BF16;
+  c.offload = ZS_OFFLOAD_OPTIMIZER;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "moment_dtype = ZS_F32") != NULL, "says what to change: %s",
+            zs_last_error());
+}
+
 static void unit_cases(zs_engine *e) {
   zs_unit *u = (zs_unit *)0x1;
   ZS_EXPECT_STATUS(zs_engine_add_unit(NULL, "x", 2, good, &u), ZS_ERR_INVALID_ARG);
@@ -212,6 +246,7 @@ int main(int argc, char **argv) {
     ZS_EXPECT(zs_status_str((zs_status)s) && zs_status_str((zs_status)s)[0] == 'Z', "name of %d",
               s);
   config_cases(comm);
+  precision_cases(comm);
   env_cases(comm);
 
   zs_config c;

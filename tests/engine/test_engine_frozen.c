@@ -14,7 +14,9 @@
  *  - the safetensors export holds the frozen tensors' values.
  * With --save DIR --dump FILE (run with frozen units, then save, then rank 0 dumps every value)
  * and --load DIR --compare FILE [--trainable] (an engine frozen or not loads and compares), the
- * script frozen_ckpt.sh checks checkpoints across world sizes and stages. */
+ * script frozen_ckpt.sh checks checkpoints across world sizes and stages. --master (fp32 params
+ * are the master, ZS_MASTER_PARAMS) and --m16 (bf16 Adam moments) run any of it in a precision
+ * mode: a frozen unit has no master, m or v in any, and its params are never updated. */
 #include <stdint.h>
 #include <string.h>
 
@@ -44,6 +46,7 @@ static float from_bf16(uint16_t h) {
 typedef struct {
   int stage, bf16, freeze, world, rank;
   int nowd_frozen; /* the reference run: the would-be-frozen units have no weight decay */
+  int master, m16; /* zs_config.master = ZS_MASTER_PARAMS, moment_dtype = ZS_BF16 */
 } run_cfg;
 
 static zs_engine *make(zs_comm *comm, const run_cfg *rc, zs_unit **units) {
@@ -56,6 +59,8 @@ static zs_engine *make(zs_comm *comm, const run_cfg *rc, zs_unit **units) {
   c.adamw.weight_decay = 0.1f;
   c.adamw.max_grad_norm = 0.5f; /* clips: the norm decides every update's scale */
   c.prefetch_units = 1;
+  if (rc->master) c.master = ZS_MASTER_PARAMS;
+  if (rc->m16) c.moment_dtype = ZS_BF16;
   zs_engine *e;
   ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
   for (int u = 0; u < TM_NUNITS; u++) {
@@ -186,9 +191,10 @@ static void check_export(const char *path, const float *want) {
   fclose(f);
 }
 
-static void check_stage(zs_comm *comm, int stage, int bf16) {
+static void check_stage(zs_comm *comm, int stage, int bf16, int master, int m16) {
   const int world = zs_comm_size(comm), rank = zs_comm_rank(comm);
-  run_cfg fa = {stage, bf16, 1, world, rank, 0}, fb = {stage, bf16, 0, world, rank, 1};
+  run_cfg fa = {stage, bf16, 1, world, rank, 0, master, m16},
+          fb = {stage, bf16, 0, world, rank, 1, master, m16};
   zs_unit *ua[TM_NUNITS], *ub[TM_NUNITS];
   zs_engine *a = make(comm, &fa, ua);
   zs_engine *b = make(comm, &fb, ub);
@@ -227,12 +233,14 @@ static void check_stage(zs_comm *comm, int stage, int bf16) {
                 rep.optimizer == ma.optimizer.cur,
             "stage %d: zs_plan_model_frozen %zu/%zu/%zu != ledger", stage, rep.params, rep.grads,
             rep.optimizer);
-  /* The optimizer (master, m, v: 12 bytes) and the gradients cover the trainable units only. */
+  /* The optimizer (master, m, v: 12 bytes; 8 when the params are the master; 4 fewer with bf16
+     moments) and the gradients cover the trainable units only. */
+  const size_t ob = (master ? 0 : 4) + (m16 ? 4 : 8);
   const size_t ps = bf16 ? 2 : 4, shard_o = stage >= 1 ? S : 1, shard_g = stage >= 2 ? S : 1;
-  ZS_EXPECT(ma.optimizer.cur == 12 * trainable_padded / shard_o,
+  ZS_EXPECT(ma.optimizer.cur == ob * trainable_padded / shard_o,
             "stage %d: optimizer %zu bytes, want %zu", stage, ma.optimizer.cur,
-            12 * trainable_padded / shard_o);
-  ZS_EXPECT(mb.optimizer.cur - ma.optimizer.cur == 12 * frozen_padded / shard_o,
+            ob * trainable_padded / shard_o);
+  ZS_EXPECT(mb.optimizer.cur - ma.optimizer.cur == ob * frozen_padded / shard_o,
             "stage %d: freezing saved %zu optimizer bytes", stage,
             mb.optimizer.cur - ma.optimizer.cur);
   ZS_EXPECT(mb.grads.cur - ma.grads.cur == ps * frozen_padded / shard_g,
@@ -284,11 +292,13 @@ int main(int argc, char **argv) {
   zs_comm *comm;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const char *save = NULL, *load = NULL, *dump = NULL, *cmp = NULL;
-  int stage = -1, bf16 = 0, trainable = 0;
+  int stage = -1, bf16 = 0, trainable = 0, master = 0, m16 = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--stage") && i + 1 < argc) stage = atoi(argv[++i]);
     if (!strcmp(argv[i], "--bf16")) bf16 = 1;
     if (!strcmp(argv[i], "--trainable")) trainable = 1;
+    if (!strcmp(argv[i], "--master")) master = 1;
+    if (!strcmp(argv[i], "--m16")) m16 = 1;
     if (!strcmp(argv[i], "--save") && i + 1 < argc) save = argv[++i];
     if (!strcmp(argv[i], "--load") && i + 1 < argc) load = argv[++i];
     if (!strcmp(argv[i], "--dump") && i + 1 < argc) dump = argv[++i];
@@ -296,7 +306,7 @@ int main(int argc, char **argv) {
   }
   const int world = zs_comm_size(comm), rank = zs_comm_rank(comm);
   if (save || load) {
-    run_cfg rc = {stage < 0 ? 3 : stage, bf16, !trainable, world, rank, 0};
+    run_cfg rc = {stage < 0 ? 3 : stage, bf16, !trainable, world, rank, 0, master, m16};
     zs_unit *u[TM_NUNITS];
     zs_engine *e = make(comm, &rc, u);
     if (save) {
@@ -343,7 +353,7 @@ int main(int argc, char **argv) {
     zs_engine_destroy(e);
   } else {
     for (int s = 0; s <= 3; s++)
-      if (stage < 0 || stage == s) check_stage(comm, s, bf16);
+      if (stage < 0 || stage == s) check_stage(comm, s, bf16, master, m16);
   }
   zs_comm_destroy(comm);
   ZS_TEST_END("test_engine_frozen");

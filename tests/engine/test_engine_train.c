@@ -10,7 +10,8 @@
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
  *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]
  *        [--bucket BYTES] [--reduce-bf16 0|1 (default: the params' dtype)]
- *        [--load DIR] [--save DIR] [--defaults 1]
+ *        [--load DIR] [--save DIR] [--defaults 1] [--master 0|1 (zs_config.master)]
+ *        [--moments-bf16 0|1 (zs_config.moment_dtype; the reference rounds m, v to bf16)]
  * --defaults 1 leaves the AdamW fields as zs_config_default fills them and gives the reference the
  * defaults zshard.h documents (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clip).
  * --load DIR resumes from a checkpoint (zs_engine_load) and trains from its step on to --steps;
@@ -38,6 +39,8 @@ typedef struct {
   int shard[3]; /* zs_config.shard_params, shard_grads, shard_optimizer (ZS_SHARD_*) */
   int split;    /* the backward adds each gradient in two += (g - h, then h; h = 0.3 g) */
   int defaults; /* leave zs_config_default's AdamW values; the reference uses zshard.h's */
+  int master;   /* zs_config.master (ZS_MASTER_FP32 / ZS_MASTER_PARAMS) */
+  int m16;      /* zs_config.moment_dtype = ZS_BF16 */
   float clip, wd, lr;
   double tol, reftol;
   const char *write, *compare, *load, *save;
@@ -102,6 +105,10 @@ static void parse(int argc, char **argv, opts *o) {
       o->defaults = atoi(v);
     else if (!strcmp(k, "--split-adds"))
       o->split = atoi(v);
+    else if (!strcmp(k, "--moments-bf16"))
+      o->m16 = atoi(v);
+    else if (!strcmp(k, "--master"))
+      o->master = atoi(v);
     else if (!strcmp(k, "--shard-params"))
       o->shard[0] = atoi(v);
     else if (!strcmp(k, "--shard-grads"))
@@ -154,7 +161,12 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
     double gi = g[i] * clip;
     r->m[i] = b1 * r->m[i] + (1 - b1) * gi;
     r->v[i] = b2 * r->v[i] + (1 - b2) * gi * gi;
-    double mh = r->m[i] / (1 - pow(b1, (double)r->t)), vh = r->v[i] / (1 - pow(b2, (double)r->t));
+    const double mn = r->m[i], vn = r->v[i];
+    if (o->m16) { /* bf16 moments: stored rounded, the update uses this step's unrounded ones */
+      r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
+      r->v[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->v[i]));
+    }
+    double mh = mn / (1 - pow(b1, (double)r->t)), vh = vn / (1 - pow(b2, (double)r->t));
     double wd = ref_no_decay(i) ? 0.0 : o->wd;
     r->p[i] -= o->lr * (mh / (sqrt(vh) + eps) + wd * r->p[i]);
   }
@@ -261,6 +273,8 @@ int main(int argc, char **argv) {
   cfg.offload = (unsigned)o.offload;
   cfg.bucket_bytes = (size_t)o.bucket;
   cfg.device = o.cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
+  cfg.master = o.master;
+  cfg.moment_dtype = o.m16 ? ZS_BF16 : ZS_F32;
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_unit *units[TM_NUNITS];

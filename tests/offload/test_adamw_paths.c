@@ -4,6 +4,8 @@
  *
  * Each configuration (length, grad dtype, param-out dtype, weight decay, grad scale) runs four
  * steps (t = 1, 2, 3, then 1000 to exercise the late bias corrections) from m = v = 0.
+ * The same for bf16 moments (zs_cpu_adamw_m16: every path the scalar bits; a float64 reference of
+ * that algorithm).
  * Usage: test_adamw_paths [--expect-active scalar|avx2|avx512] [--quick] */
 #include <float.h>
 #include <stdint.h>
@@ -203,6 +205,115 @@ static void run_config(size_t n, zs_dtype gdt, int out_kind, float wd, double gs
   free(vb);
 }
 
+/* Whether x (float64) within err rounds to bf16 r for sure: |r - x| + err < half an ulp of r. */
+static int inside_half_ulp(uint16_t r, double x, double err) {
+  double rv = bf16_value(r);
+  if (!(fabs(rv) >= FLT_MIN)) return 0;
+  int e;
+  frexp(rv, &e); /* |rv| in [2^(e-1), 2^e): 8 significant bits, ulp 2^(e-8) */
+  return fabs(rv - x) + err < ldexp(1.0, e - 9);
+}
+
+/* bf16 moments: every path (and the public entry, and the pool) gives the scalar path's bits,
+   and the scalar path matches a float64 reference of exactly this algorithm: m and v widened
+   from bf16, the textbook step in float64 from there, the master update from the unrounded new
+   moments, and the stored moments the float64 ones rounded to bf16 (nearest even, ref_bf16). The
+   float64 values may differ from the fp32 ones by a few ulps, and a value near a bf16 rounding
+   boundary may then round the other way: such a moment is one bf16 ulp off, so the moments are
+   compared to 1 bf16 ulp and the master to 1e-6 relative as above. */
+static void run_config_m16(size_t n, zs_dtype gdt, int out_kind, float wd, double gscale) {
+  zs_dtype odt = out_kind == 2 ? ZS_BF16 : ZS_F32;
+  size_t osz = out_kind == 0 ? 0 : out_kind == 1 ? 4 : 2;
+  enum { S_SCALAR, S_AVX2, S_AVX512, S_PUBLIC, S_MT, NS };
+  float *p[NS];
+  uint16_t *m[NS], *v[NS];
+  void *out[NS];
+  float *gf = malloc(n * 4), *p0 = malloc(n * 4);
+  uint16_t *gb = malloc(n * 2), *m0 = malloc(n * 2), *v0 = malloc(n * 2);
+  if (!gf || !gb || !p0 || !m0 || !v0) exit(1);
+  for (size_t i = 0; i < n; i++)
+    p0[i] = rng_spread();
+  for (int k = 0; k < NS; k++) {
+    p[k] = malloc(n * 4);
+    m[k] = calloc(n, 2);
+    v[k] = calloc(n, 2);
+    out[k] = malloc(n * 4);
+    if (!p[k] || !m[k] || !v[k] || !out[k]) exit(1);
+    memcpy(p[k], p0, n * 4);
+  }
+  const long long steps[4] = {1, 2, 3, 1000};
+  char what[160];
+  for (int st = 0; st < 4; st++) {
+    long long t = steps[st];
+    for (size_t i = 0; i < n; i++) {
+      float x = rng_spread();
+      gb[i] = ref_bf16(x);
+      gf[i] = gdt == ZS_BF16 ? bf16_value(gb[i]) : x;
+    }
+    const void *g = gdt == ZS_BF16 ? (const void *)gb : (const void *)gf;
+    zs_adamw_coef c;
+    zs_adamw_coef_make(&c, LR, B1, B2, EPS, wd, t, gscale);
+    memcpy(p0, p[S_SCALAR], n * 4);
+    memcpy(m0, m[S_SCALAR], n * 2);
+    memcpy(v0, v[S_SCALAR], n * 2);
+    for (int k = 0; k < NPATHS; k++)
+      if (have[k])
+        zs_cpu_adamw_m16_ex(NULL, (zs_adamw_isa)k, &c, p[k], m[k], v[k], g, gdt,
+                            osz ? out[k] : NULL, odt, n);
+    zs_cpu_adamw_m16(&c, p[S_PUBLIC], m[S_PUBLIC], v[S_PUBLIC], g, gdt, osz ? out[S_PUBLIC] : NULL,
+                     odt, n);
+    zs_cpu_adamw_m16_ex(pool, ZS_ADAMW_ISA_AUTO, &c, p[S_MT], m[S_MT], v[S_MT], g, gdt,
+                        osz ? out[S_MT] : NULL, odt, n);
+    snprintf(what, sizeof what, "bf16 moments n=%zu grad=%s out=%zu wd=%g gscale=%g t=%lld", n,
+             gdt == ZS_BF16 ? "bf16" : "f32", osz, (double)wd, gscale, t);
+    for (int k = 1; k < NS; k++)
+      if (k >= NPATHS || have[k])
+        ZS_EXPECT(!memcmp(p[k], p[S_SCALAR], n * 4) && !memcmp(m[k], m[S_SCALAR], n * 2) &&
+                      !memcmp(v[k], v[S_SCALAR], n * 2) &&
+                      (!osz || !memcmp(out[k], out[S_SCALAR], n * osz)),
+                  "%s: path %d differs from scalar", what, k);
+    /* The float64 reference of this algorithm. */
+    double b1 = B1, b2 = B2, lr = LR, eps = EPS;
+    double bc1 = 1.0 - pow(b1, (double)t), bc2 = 1.0 - pow(b2, (double)t);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      double gd = (double)gf[i] * gscale, mo = bf16_value(m0[i]), vo = bf16_value(v0[i]);
+      double mm = b1 * mo + (1.0 - b1) * gd, vv = b2 * vo + (1.0 - b2) * gd * gd;
+      double den = sqrt(vv / bc2) + eps;
+      double pp = p0[i] - lr * ((mm / bc1) / den + (double)wd * p0[i]);
+      double mag_m = b1 * fabs(mo) + (1.0 - b1) * fabs(gd);
+      double tol_p =
+          TOL * (fabs(p0[i]) + lr * (fabs((double)wd * p0[i]) + mag_m / bc1 / den)) + DBL_MIN;
+      /* 1 bf16 ulp of the magnitude (2^-7 relative), plus the fp32 rounding of a cancelling m. */
+      double tol_m = fabs(mm) * 0x1p-7 + TOL * mag_m + DBL_MIN, tol_v = vv * 0x1p-7 + DBL_MIN;
+      uint16_t want_m = ref_bf16((float)mm), want_v = ref_bf16((float)vv);
+      double got_m = bf16_value(m[S_SCALAR][i]), got_v = bf16_value(v[S_SCALAR][i]);
+      int ok = fabs(p[S_SCALAR][i] - pp) <= tol_p && fabs(got_m - mm) <= tol_m &&
+               fabs(got_v - vv) <= tol_v;
+      /* Away from rounding boundaries (the float64 value plus the fp32 error bound stays inside
+         half a bf16 ulp of its rounding) the bits are exactly the rounded float64 moments. */
+      if (inside_half_ulp(want_m, mm, TOL * mag_m)) ok = ok && m[S_SCALAR][i] == want_m;
+      if (inside_half_ulp(want_v, vv, TOL * vv)) ok = ok && v[S_SCALAR][i] == want_v;
+      if (!ok && !bad)
+        fprintf(stderr, "  %s i=%zu: p %.9g vs %.9g, m %.9g vs %.9g, v %.9g vs %.9g\n", what, i,
+                p[S_SCALAR][i], pp, got_m, mm, got_v, vv);
+      bad += !ok;
+    }
+    ZS_EXPECT(bad == 0, "%s: %zu elements off the float64 reference", what, bad);
+  }
+  for (int k = 0; k < NS; k++) {
+    free(p[k]);
+    free(m[k]);
+    free(v[k]);
+    free(out[k]);
+  }
+  free(gf);
+  free(gb);
+  free(p0);
+  free(m0);
+  free(v0);
+}
+
 int main(int argc, char **argv) {
   const char *expect = NULL;
   int quick = 0, expect_threads = 0;
@@ -247,6 +358,11 @@ int main(int argc, char **argv) {
         for (int wdi = 0; wdi < 2; wdi++)
           run_config(lens[li], gb ? ZS_BF16 : ZS_F32, ok, wdi ? 0.1f : 0.0f,
                      (li + (size_t)ok) % 2 ? 0.37 : 1.0);
+  for (size_t li = 0; li < nlens; li++)
+    for (int gb = 0; gb < 2; gb++)
+      for (int ok = 0; ok < 3; ok++)
+        run_config_m16(lens[li], gb ? ZS_BF16 : ZS_F32, ok, li % 2 ? 0.1f : 0.0f,
+                       (li + (size_t)ok) % 2 ? 0.37 : 1.0);
 
   /* A tiny adamw.h-order case by hand: after one step from m = v = 0 the update is
      lr * sign(g) * |g| / (|g| + eps') for every path. */

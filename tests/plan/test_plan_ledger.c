@@ -25,24 +25,33 @@ typedef struct {
   zs_dtype pd, rd;
   unsigned offload;
   size_t bucket;
+  int master; /* zs_config.master (0: ZS_MASTER_FP32) */
+  int m16;    /* zs_config.moment_dtype = ZS_BF16 */
 } cfg_case;
 
 static const cfg_case cases[] = {
-    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
-    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0},
-    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0},
-    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
-    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256},
-    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0},
+    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0, 0, 0},
+    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0, 0, 0},
+    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0},
+    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256, 0, 0},
+    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
     {"stage 3 optimizer + params offload bf16", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
-     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0},
-    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0},
+     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, 0, 0},
+    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 0 params are the master", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0},
+    {"stage 1 params are the master", 1, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0},
+    {"stage 3 params are the master", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0},
+    {"stage 0 bf16 moments", 0, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 1},
+    {"stage 2 bf16 moments, params the master", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0,
+     ZS_MASTER_PARAMS, 1},
+    {"stage 3 bf16 moments", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 1},
 };
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
@@ -80,6 +89,8 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
   cfg.bucket_bytes = k->bucket;
   cfg.held_units = 1;
   if (k->shard_params) cfg.shard_params = ZS_SHARD_YES;
+  cfg.master = k->master;
+  cfg.moment_dtype = k->m16 ? ZS_BF16 : ZS_F32;
   int64_t numel[NUNITS];
   zs_engine *e = NULL;
   zs_unit *u[NUNITS];
@@ -110,6 +121,17 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
             "%s, %d ranks, frozen %d: buffers peak %zu, plan bound %zu (want bound - %zu <= peak "
             "<= bound)",
             k->name, W, frozen[1], m.buffers.peak, r.buffers, bins);
+  /* Independently of both: the optimizer holds master, m and v (4 bytes each) per element of
+     this rank's optimizer range (m and v 2 bytes each in bf16), or m and v alone when the
+     params are the master; a frozen unit holds none of them, whatever the precision. */
+  const size_t S = k->stage >= 1 ? (size_t)W : 1, range = (1001 + S - 1) / S;
+  const size_t per = ((k->master == ZS_MASTER_PARAMS ? 0 : 4) + (k->m16 ? 4 : 8)) * range;
+  size_t trainable = 0;
+  for (int i = 0; i < NUNITS; i++)
+    trainable += !frozen[i];
+  ZS_EXPECT(k->offload || k->group || r.optimizer == trainable * per,
+            "%s, %d ranks, frozen %d: plan optimizer %zu, want %zu", k->name, W, frozen[1],
+            r.optimizer, trainable * per);
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
                 r.host_total == r.host_pinned,
             "%s: totals", k->name);

@@ -33,6 +33,26 @@ for s in 0 1 2 3; do
   check "ZeRO paper stage $s GB" "$(awk -v b="$got" 'BEGIN { printf "%.1f", b / 1e9 }')" "${paper[$s]}"
 done
 
+# 1b. Optimizer-state precision, by hand: fp32 params and grads (4 + 4 bytes), stage 1 on 64
+#    ranks: an fp32 master copy gives 8 psi + 12 psi/64 = 61406250000 bytes; --master params (m
+#    and v only) 8 psi + 8 psi/64 = 60937500000; bf16 params cannot be the master (refused).
+for m in fp32:61406250000 params:60937500000; do
+  got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master "${m%%:*}" \
+    --model-states-only --json | field 'd["per_rank"]["model_states"]')
+  check "master ${m%%:*} stage 1 bytes" "$got" "${m#*:}"
+done
+# bf16 moments on top (8 psi + 4 psi/64 = 60468750000), and bf16 moments alone with bf16 params
+# at stage 0 (2 + 2 + 4 + 2 + 2 bytes = 12 psi = 90e9).
+got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master params --moment-dtype bf16 \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "master params + bf16 moments stage 1 bytes" "$got" 60468750000
+got=$("$plan" --params 7.5e9 --world 64 --stage 0 --dtype bf16 --moment-dtype bf16 \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "bf16 moments stage 0 bytes" "$got" 90000000000
+if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype bf16 --master params >/dev/null 2>&1; then
+  check "master params with bf16 params refused" "accepted" "refused"
+fi
+
 # 2. Refusals. 25e9 bf16 params in 1000 units, stage 3, 4 ranks: model states 16 psi / 4 =
 #    100e9; buffers (2 held + 1 prefetched) x 25e6 x 2 bytes gathered + one 50e6 full gradient +
 #    2568 bytes of norm bins = 200002568; 100200002568 bytes = 93.3 GiB > 80 GiB. 8 ranks: 50.2e9

@@ -160,6 +160,18 @@ int main(void) {
                 for (int S = 1; S <= 4; S++)
                   valid += check_config(stage, sw[a], sw[b], sw[o], offloads[f], det, dts[d], S);
   ZS_EXPECT(valid > 0, "no valid configuration was checked");
+  /* The precision modes: a table whose params are the master (no master entry) with bf16
+     moments is still a trainable unit's; frozen, it has no m or v either. */
+  for (int so = 0; so <= 1; so++) {
+    zs_state_table pt, ft;
+    zs_state_table_make(&pt, so, so, so, 0, 0, 0, ZS_F32, 1, ZS_BF16);
+    ft = pt;
+    zs_state_table_freeze(&ft);
+    ZS_EXPECT(!zs_state_table_frozen(&pt) && zs_state_table_frozen(&ft),
+              "params-as-master table (sharded %d): frozen flag", so);
+    for (int k = ZS_ST_GRAD_FULL; k < ZS_ST_N; k++)
+      ZS_EXPECT(ft.s[k].life == ZS_LIFE_NONE, "frozen params-as-master table: state %d exists", k);
+  }
   printf("test_shard_state_table: %d valid configurations checked\n", valid);
   ZS_TEST_END("test_shard_state_table");
 }

@@ -26,6 +26,9 @@ static void usage(void) {
       "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
       "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
       "                               GPT-2 shapes, as the example; else the engine's 2)\n"
+      "  --master fp32|params         optimizer-state precision (zs_config.master): an fp32\n"
+      "                               master copy (default) or the fp32 params as the master\n"
+      "  --moment-dtype fp32|bf16     Adam m and v (zs_config.moment_dtype; default fp32)\n"
       "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
       "  --device-mem BYTES --host-mem BYTES   per rank (default: this machine's, host split\n"
       "                               among the ranks); suffixes K M G T (binary) or GB (10^9)\n"
@@ -121,6 +124,16 @@ static int option(zp_args *a, const char *k, const char *v) {
       a->offload = ZS_OFFLOAD_OPTIMIZER;
     else if (!strcmp(v, "opt+params"))
       a->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
+    else
+      return -1;
+    return 0;
+  }
+  if (!strcmp(k, "--moment-dtype")) return parse_dtype(k, v, &a->moment_dtype);
+  if (!strcmp(k, "--master")) {
+    if (!strcmp(v, "fp32"))
+      a->master = ZS_MASTER_FP32;
+    else if (!strcmp(v, "params"))
+      a->master = ZS_MASTER_PARAMS;
     else
       return -1;
     return 0;

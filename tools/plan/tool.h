@@ -33,6 +33,10 @@ typedef struct {
   zs_device device;
   size_t bucket, max_live;
   size_t dev_mem, host_mem; /* per rank; 0: what this machine has */
+  /* Optimizer-state precision: zs_config.master (--master fp32|params) and moment_dtype
+     (--moment-dtype fp32|bf16). */
+  int master;
+  zs_dtype moment_dtype;
   /* Output. */
   int json, states_only, recommend;
   double link_gbs, pcie_gbs; /* GB/s (10^9 bytes) */

@@ -17,6 +17,9 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "base/bf16.h"
 
 #include "device/ops.h" /* zs_adamw_coef, zs_adamw_coef_make */
 #include "zshard.h"
@@ -31,6 +34,17 @@ static inline void zs_adamw_elem(const zs_adamw_coef *c, float *p, float *m, flo
   *p = fmaf(c->neg_lr, fmaf(c->wd, *p, upd), *p);
   *m = mn;
   *v = vn;
+}
+
+/* One element with bf16 moments: m and v widened to fp32 (exact), the reference order in fp32,
+   the new m and v rounded to bf16 (nearest even) on store. The master update uses the fp32 m'
+   and v' of this step, before their rounding. */
+static inline void zs_adamw_elem_m16(const zs_adamw_coef *c, float *p, uint16_t *m, uint16_t *v,
+                                     float grad) {
+  float mf = zs_bf16_to_f32(*m), vf = zs_bf16_to_f32(*v);
+  zs_adamw_elem(c, p, &mf, &vf, grad);
+  *m = zs_f32_to_bf16(mf);
+  *v = zs_f32_to_bf16(vf);
 }
 
 /* n elements: master/m/v updated in place from grad (grad_dt: ZS_F32 or ZS_BF16); the updated
@@ -70,6 +84,28 @@ typedef void (*zs_adamw_kernel)(const zs_adamw_coef *c, float *master, float *m,
                                 zs_dtype param_dt, size_t n);
 /* The kernel behind a resolved path (zs_adamw_isa_resolve). */
 zs_adamw_kernel zs_adamw_kernel_for(zs_adamw_isa isa);
+
+/* ---- bf16 moments ----
+   The same update with m and v stored in bf16 (zs_adamw_elem_m16): every path gives the bits of
+   the scalar one, as above. */
+typedef void (*zs_adamw_kernel_m16)(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                                    const void *grad, zs_dtype grad_dt, void *param_out,
+                                    zs_dtype param_dt, size_t n);
+/* The bf16-moment kernel behind a resolved path. */
+zs_adamw_kernel_m16 zs_adamw_kernel_m16_for(zs_adamw_isa isa);
+/* The active path's bf16-moment kernel on the calling thread (zs_cpu_adamw's twin). */
+void zs_cpu_adamw_m16(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                      const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                      size_t n);
+void zs_cpu_adamw_m16_scalar(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                             const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                             size_t n);
+void zs_cpu_adamw_m16_avx2(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                           const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                           size_t n);
+void zs_cpu_adamw_m16_avx512(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                             const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                             size_t n);
 
 /* The single-threaded kernels behind the paths (adamw_scalar.c, adamw_avx2.c, adamw_avx512.c).
    The AVX ones must only be called when zs_adamw_isa_supported says so. */

@@ -48,50 +48,61 @@ ZS_AVX2_INLINE __m128i zs_to_bf16x8(__m256 x) {
   return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
 }
 
-/* The vector loop for one (grad dtype, output kind) combination; out_kind 0 none, 1 f32, 2 bf16.
-   Always inlined with constant flags, so each combination gets a branch-free loop. */
-ZS_AVX2_INLINE size_t zs_adamw_avx2_body(const zs_coef8 *k, float *master, float *m, float *v,
+/* The vector loop for one (grad dtype, output kind, moment dtype) combination; out_kind 0 none,
+   1 f32, 2 bf16; mbf16: m and v are bf16 (widened exactly on load, rounded to nearest even on
+   store, as zs_adamw_elem_m16). Always inlined with constant flags, so each combination gets a
+   branch-free loop. */
+ZS_AVX2_INLINE size_t zs_adamw_avx2_body(const zs_coef8 *k, float *master, void *m, void *v,
                                          const void *grad, int gbf16, void *out, int out_kind,
-                                         size_t n) {
+                                         int mbf16, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 g = _mm256_mul_ps(zs_load_grad8(grad, i, gbf16), k->gscale);
     __m256 p = _mm256_loadu_ps(master + i);
-    __m256 mn = _mm256_fmadd_ps(k->beta1, _mm256_loadu_ps(m + i), _mm256_mul_ps(k->omb1, g));
-    __m256 vn = _mm256_fmadd_ps(k->beta2, _mm256_loadu_ps(v + i),
+    __m256 mn = _mm256_fmadd_ps(k->beta1, zs_load_grad8(m, i, mbf16), _mm256_mul_ps(k->omb1, g));
+    __m256 vn = _mm256_fmadd_ps(k->beta2, zs_load_grad8(v, i, mbf16),
                                 _mm256_mul_ps(_mm256_mul_ps(k->omb2, g), g));
     __m256 den = _mm256_add_ps(_mm256_sqrt_ps(_mm256_mul_ps(vn, k->bc2)), k->eps);
     __m256 upd = _mm256_div_ps(_mm256_mul_ps(mn, k->bc1), den);
     p = _mm256_fmadd_ps(k->neg_lr, _mm256_fmadd_ps(k->wd, p, upd), p);
     _mm256_storeu_ps(master + i, p);
-    _mm256_storeu_ps(m + i, mn);
-    _mm256_storeu_ps(v + i, vn);
+    if (mbf16) {
+      _mm_storeu_si128((__m128i *)((uint16_t *)m + i), zs_to_bf16x8(mn));
+      _mm_storeu_si128((__m128i *)((uint16_t *)v + i), zs_to_bf16x8(vn));
+    } else {
+      _mm256_storeu_ps((float *)m + i, mn);
+      _mm256_storeu_ps((float *)v + i, vn);
+    }
     if (out_kind == 1) _mm256_storeu_ps((float *)out + i, p);
     if (out_kind == 2) _mm_storeu_si128((__m128i *)((uint16_t *)out + i), zs_to_bf16x8(p));
   }
   return i;
 }
 
-/* Vector loop over the multiple-of-8 prefix, scalar reference for the rest. */
-ZS_AVX2 void zs_cpu_adamw_avx2(const zs_adamw_coef *c, float *master, float *m, float *v,
-                               const void *grad, zs_dtype grad_dt, void *param_out,
-                               zs_dtype param_dt, size_t n) {
+/* The multiple-of-8 prefix for the dtypes (mbf16 constant at each call); returns its length. */
+ZS_AVX2_INLINE size_t zs_adamw_avx2_run(const zs_adamw_coef *c, float *master, void *m, void *v,
+                                        const void *grad, zs_dtype grad_dt, void *param_out,
+                                        zs_dtype param_dt, int mbf16, size_t n) {
   zs_coef8 k = {_mm256_set1_ps(c->gscale), _mm256_set1_ps(c->beta1), _mm256_set1_ps(c->omb1),
                 _mm256_set1_ps(c->beta2),  _mm256_set1_ps(c->omb2),  _mm256_set1_ps(c->bc1),
                 _mm256_set1_ps(c->bc2),    _mm256_set1_ps(c->eps),   _mm256_set1_ps(c->wd),
                 _mm256_set1_ps(c->neg_lr)};
   int gbf = grad_dt == ZS_BF16;
   int ok = param_out == NULL ? 0 : param_dt == ZS_BF16 ? 2 : 1;
-  size_t done;
-  if (gbf) {
-    done = ok == 0   ? zs_adamw_avx2_body(&k, master, m, v, grad, 1, param_out, 0, n)
-           : ok == 1 ? zs_adamw_avx2_body(&k, master, m, v, grad, 1, param_out, 1, n)
-                     : zs_adamw_avx2_body(&k, master, m, v, grad, 1, param_out, 2, n);
-  } else {
-    done = ok == 0   ? zs_adamw_avx2_body(&k, master, m, v, grad, 0, param_out, 0, n)
-           : ok == 1 ? zs_adamw_avx2_body(&k, master, m, v, grad, 0, param_out, 1, n)
-                     : zs_adamw_avx2_body(&k, master, m, v, grad, 0, param_out, 2, n);
-  }
+  if (gbf)
+    return ok == 0   ? zs_adamw_avx2_body(&k, master, m, v, grad, 1, param_out, 0, mbf16, n)
+           : ok == 1 ? zs_adamw_avx2_body(&k, master, m, v, grad, 1, param_out, 1, mbf16, n)
+                     : zs_adamw_avx2_body(&k, master, m, v, grad, 1, param_out, 2, mbf16, n);
+  return ok == 0   ? zs_adamw_avx2_body(&k, master, m, v, grad, 0, param_out, 0, mbf16, n)
+         : ok == 1 ? zs_adamw_avx2_body(&k, master, m, v, grad, 0, param_out, 1, mbf16, n)
+                   : zs_adamw_avx2_body(&k, master, m, v, grad, 0, param_out, 2, mbf16, n);
+}
+
+/* Vector loop over the multiple-of-8 prefix, scalar reference for the rest. */
+ZS_AVX2 void zs_cpu_adamw_avx2(const zs_adamw_coef *c, float *master, float *m, float *v,
+                               const void *grad, zs_dtype grad_dt, void *param_out,
+                               zs_dtype param_dt, size_t n) {
+  size_t done = zs_adamw_avx2_run(c, master, m, v, grad, grad_dt, param_out, param_dt, 0, n);
   if (done == n) return;
   size_t gsz = zs_dtype_size(grad_dt);
   size_t osz = zs_dtype_size(param_dt);
@@ -100,12 +111,30 @@ ZS_AVX2 void zs_cpu_adamw_avx2(const zs_adamw_coef *c, float *master, float *m, 
                       n - done);
 }
 
+/* The same with bf16 moments. */
+ZS_AVX2 void zs_cpu_adamw_m16_avx2(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                                   const void *grad, zs_dtype grad_dt, void *param_out,
+                                   zs_dtype param_dt, size_t n) {
+  size_t done = zs_adamw_avx2_run(c, master, m, v, grad, grad_dt, param_out, param_dt, 1, n);
+  if (done == n) return;
+  size_t gsz = zs_dtype_size(grad_dt);
+  size_t osz = zs_dtype_size(param_dt);
+  zs_cpu_adamw_m16_scalar(c, master + done, m + done, v + done, (const char *)grad + done * gsz,
+                          grad_dt, param_out ? (char *)param_out + done * osz : NULL, param_dt,
+                          n - done);
+}
+
 #else /* not x86: never selected by the dispatcher, kept so the symbol exists everywhere */
 
 /* Non-x86 build: the scalar reference. */
 void zs_cpu_adamw_avx2(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
                        zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n) {
   zs_cpu_adamw_scalar(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
+}
+void zs_cpu_adamw_m16_avx2(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                           const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                           size_t n) {
+  zs_cpu_adamw_m16_scalar(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
 }
 
 #endif

@@ -4,7 +4,8 @@
  * rounding of bf16.h on integer lanes). Only AVX-512F instructions are used, so any AVX-512 CPU
  * runs it. The tail (< 16 elements) is done with masked loads and stores of the fp32 arrays; a
  * bf16 gradient tail is staged through a small zero-padded buffer (masked 16-bit loads would need
- * AVX-512BW). Masked-off lanes compute on zeros and are never stored. */
+ * AVX-512BW); bf16 moments load the same way and store with masked down-converting stores.
+ * Masked-off lanes compute on zeros and are never stored. */
 #include "device/cpu/adamw.h"
 
 #include <stdint.h>
@@ -49,44 +50,51 @@ ZS_AVX512_INLINE __m512i zs_to_bf16x16(__m512 x) {
   return _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
 }
 
-/* One vector of up to 16 elements at i (lanes in `mask`); out_kind 0 none, 1 f32, 2 bf16. */
-ZS_AVX512_INLINE void zs_adamw_avx512_step(const zs_coef16 *k, float *master, float *m, float *v,
+/* One vector of up to 16 elements at i (lanes in `mask`); out_kind 0 none, 1 f32, 2 bf16; mbf16:
+   m and v are bf16 (loaded as the gradient is, rounded to nearest even on store). */
+ZS_AVX512_INLINE void zs_adamw_avx512_step(const zs_coef16 *k, float *master, void *m, void *v,
                                            const void *grad, int gbf16, void *out, int out_kind,
-                                           size_t i, __mmask16 mask, size_t lanes) {
+                                           int mbf16, size_t i, __mmask16 mask, size_t lanes) {
   __m512 g = _mm512_mul_ps(zs_load_grad16(grad, i, gbf16, mask, lanes), k->gscale);
   __m512 p = _mm512_maskz_loadu_ps(mask, master + i);
-  __m512 mn =
-      _mm512_fmadd_ps(k->beta1, _mm512_maskz_loadu_ps(mask, m + i), _mm512_mul_ps(k->omb1, g));
-  __m512 vn = _mm512_fmadd_ps(k->beta2, _mm512_maskz_loadu_ps(mask, v + i),
+  __m512 mn = _mm512_fmadd_ps(k->beta1, zs_load_grad16(m, i, mbf16, mask, lanes),
+                              _mm512_mul_ps(k->omb1, g));
+  __m512 vn = _mm512_fmadd_ps(k->beta2, zs_load_grad16(v, i, mbf16, mask, lanes),
                               _mm512_mul_ps(_mm512_mul_ps(k->omb2, g), g));
   __m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(vn, k->bc2)), k->eps);
   __m512 upd = _mm512_div_ps(_mm512_mul_ps(mn, k->bc1), den);
   p = _mm512_fmadd_ps(k->neg_lr, _mm512_fmadd_ps(k->wd, p, upd), p);
   _mm512_mask_storeu_ps(master + i, mask, p);
-  _mm512_mask_storeu_ps(m + i, mask, mn);
-  _mm512_mask_storeu_ps(v + i, mask, vn);
+  if (mbf16) {
+    _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)m + i, mask, zs_to_bf16x16(mn));
+    _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)v + i, mask, zs_to_bf16x16(vn));
+  } else {
+    _mm512_mask_storeu_ps((float *)m + i, mask, mn);
+    _mm512_mask_storeu_ps((float *)v + i, mask, vn);
+  }
   if (out_kind == 1) _mm512_mask_storeu_ps((float *)out + i, mask, p);
   if (out_kind == 2) _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + i, mask, zs_to_bf16x16(p));
 }
 
 /* Full vectors, then one masked vector for the tail. Constant flags: one loop per combination. */
-ZS_AVX512_INLINE void zs_adamw_avx512_body(const zs_coef16 *k, float *master, float *m, float *v,
+ZS_AVX512_INLINE void zs_adamw_avx512_body(const zs_coef16 *k, float *master, void *m, void *v,
                                            const void *grad, int gbf16, void *out, int out_kind,
-                                           size_t n) {
+                                           int mbf16, size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16)
-    zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, i, (__mmask16)0xffff, 16);
+    zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, mbf16, i, (__mmask16)0xffff,
+                         16);
   if (i < n) {
     size_t lanes = n - i;
-    zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, i,
+    zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, mbf16, i,
                          (__mmask16)((1u << lanes) - 1u), lanes);
   }
 }
 
-/* Picks the specialised loop for the dtypes. */
-ZS_AVX512 void zs_cpu_adamw_avx512(const zs_adamw_coef *c, float *master, float *m, float *v,
-                                   const void *grad, zs_dtype grad_dt, void *param_out,
-                                   zs_dtype param_dt, size_t n) {
+/* Picks the specialised loop for the dtypes (mbf16 constant at each call). */
+ZS_AVX512_INLINE void zs_adamw_avx512_run(const zs_adamw_coef *c, float *master, void *m, void *v,
+                                          const void *grad, zs_dtype grad_dt, void *param_out,
+                                          zs_dtype param_dt, int mbf16, size_t n) {
   zs_coef16 k = {_mm512_set1_ps(c->gscale), _mm512_set1_ps(c->beta1), _mm512_set1_ps(c->omb1),
                  _mm512_set1_ps(c->beta2),  _mm512_set1_ps(c->omb2),  _mm512_set1_ps(c->bc1),
                  _mm512_set1_ps(c->bc2),    _mm512_set1_ps(c->eps),   _mm512_set1_ps(c->wd),
@@ -94,19 +102,32 @@ ZS_AVX512 void zs_cpu_adamw_avx512(const zs_adamw_coef *c, float *master, float 
   int ok = param_out == NULL ? 0 : param_dt == ZS_BF16 ? 2 : 1;
   if (grad_dt == ZS_BF16) {
     if (ok == 0)
-      zs_adamw_avx512_body(&k, master, m, v, grad, 1, param_out, 0, n);
+      zs_adamw_avx512_body(&k, master, m, v, grad, 1, param_out, 0, mbf16, n);
     else if (ok == 1)
-      zs_adamw_avx512_body(&k, master, m, v, grad, 1, param_out, 1, n);
+      zs_adamw_avx512_body(&k, master, m, v, grad, 1, param_out, 1, mbf16, n);
     else
-      zs_adamw_avx512_body(&k, master, m, v, grad, 1, param_out, 2, n);
+      zs_adamw_avx512_body(&k, master, m, v, grad, 1, param_out, 2, mbf16, n);
   } else {
     if (ok == 0)
-      zs_adamw_avx512_body(&k, master, m, v, grad, 0, param_out, 0, n);
+      zs_adamw_avx512_body(&k, master, m, v, grad, 0, param_out, 0, mbf16, n);
     else if (ok == 1)
-      zs_adamw_avx512_body(&k, master, m, v, grad, 0, param_out, 1, n);
+      zs_adamw_avx512_body(&k, master, m, v, grad, 0, param_out, 1, mbf16, n);
     else
-      zs_adamw_avx512_body(&k, master, m, v, grad, 0, param_out, 2, n);
+      zs_adamw_avx512_body(&k, master, m, v, grad, 0, param_out, 2, mbf16, n);
   }
+}
+
+ZS_AVX512 void zs_cpu_adamw_avx512(const zs_adamw_coef *c, float *master, float *m, float *v,
+                                   const void *grad, zs_dtype grad_dt, void *param_out,
+                                   zs_dtype param_dt, size_t n) {
+  zs_adamw_avx512_run(c, master, m, v, grad, grad_dt, param_out, param_dt, 0, n);
+}
+
+/* The same with bf16 moments. */
+ZS_AVX512 void zs_cpu_adamw_m16_avx512(const zs_adamw_coef *c, float *master, uint16_t *m,
+                                       uint16_t *v, const void *grad, zs_dtype grad_dt,
+                                       void *param_out, zs_dtype param_dt, size_t n) {
+  zs_adamw_avx512_run(c, master, m, v, grad, grad_dt, param_out, param_dt, 1, n);
 }
 
 #else /* not x86: never selected by the dispatcher, kept so the symbol exists everywhere */
@@ -116,6 +137,11 @@ void zs_cpu_adamw_avx512(const zs_adamw_coef *c, float *master, float *m, float 
                          const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
                          size_t n) {
   zs_cpu_adamw_scalar(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
+}
+void zs_cpu_adamw_m16_avx512(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                             const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                             size_t n) {
+  zs_cpu_adamw_m16_scalar(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
 }
 
 #endif

@@ -77,3 +77,21 @@ void zs_cpu_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, con
   zs_adamw_kernel_for(zs_adamw_isa_active())(c, master, m, v, grad, grad_dt, param_out, param_dt,
                                              n);
 }
+
+zs_adamw_kernel_m16 zs_adamw_kernel_m16_for(zs_adamw_isa isa) {
+  switch (isa) {
+  case ZS_ADAMW_ISA_AVX512:
+    return zs_cpu_adamw_m16_avx512;
+  case ZS_ADAMW_ISA_AVX2:
+    return zs_cpu_adamw_m16_avx2;
+  default:
+    return zs_cpu_adamw_m16_scalar;
+  }
+}
+
+void zs_cpu_adamw_m16(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                      const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                      size_t n) {
+  zs_adamw_kernel_m16_for(zs_adamw_isa_active())(c, master, m, v, grad, grad_dt, param_out,
+                                                 param_dt, n);
+}

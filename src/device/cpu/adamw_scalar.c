@@ -37,3 +37,20 @@ void zs_cpu_adamw_scalar(const zs_adamw_coef *c, float *master, float *m, float 
     }
   }
 }
+
+/* The bf16-moment reference loop (zs_adamw_elem_m16). */
+void zs_cpu_adamw_m16_scalar(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                             const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                             size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    float g =
+        grad_dt == ZS_BF16 ? zs_bf16_to_f32(((const uint16_t *)grad)[i]) : ((const float *)grad)[i];
+    zs_adamw_elem_m16(c, &master[i], &m[i], &v[i], g);
+    if (param_out) {
+      if (param_dt == ZS_BF16)
+        ((uint16_t *)param_out)[i] = zs_f32_to_bf16(master[i]);
+      else
+        ((float *)param_out)[i] = master[i];
+    }
+  }
+}

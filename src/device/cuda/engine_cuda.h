@@ -51,6 +51,11 @@ zs_status zs_cuda_sq_bins(uint64_t *bins, const void *x, zs_dtype dt, size_t n, 
 zs_status zs_cuda_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
                         zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n,
                         void *stream);
+/* The same with m and v in bf16 (device), bit-identical to zs_cpu_adamw_m16: widened on load,
+   rounded to nearest even on store. */
+zs_status zs_cuda_adamw_m16(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
+                            const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
+                            size_t n, void *stream);
 
 #ifdef __cplusplus
 }
