@@ -47,6 +47,7 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_OFFLOAD_CHUNK", offload_chunk, T_SIZE, 1, 1e15, 1 << 22),
     TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_KEEP", ckpt_keep, T_INT, 0, 1 << 20, 2),
+    TUN("ZS_OFFLOAD_BUDGET_BYTES", offload_budget_bytes, T_SIZE, 0, 1e18, 0),
     ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_CHECK"),        /* comm/sig.c: the per-collective divergence header */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */

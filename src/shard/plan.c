@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "device/ops.h" /* zs_dtype_size, ZS_SQ_NWORDS */
+#include "shard/placement.h"
 #include "shard/shard.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
@@ -38,6 +39,18 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
                   "ZS_OFFLOAD_OPTIMIZER needs sharded optimizer state (stage 1, 2 or 3, or "
                   "shard_optimizer = ZS_SHARD_YES): the optimizer runs on shards; shard it or drop "
                   "the flag");
+  if (c->offload_budget_bytes && c->offload_budget_bytes != ZS_UNSET_SIZE) {
+    if (c->offload)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "offload_budget_bytes with offload bits 0x%x: the budget decides what is "
+                    "offloaded, unit by unit; set offload = 0, or offload_budget_bytes = 0 for "
+                    "all-or-nothing offload",
+                    c->offload);
+    if (!p->shard_optimizer)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "offload_budget_bytes needs sharded optimizer state (stage 1, 2 or 3, or "
+                    "shard_optimizer = ZS_SHARD_YES): offloaded optimizer state runs on shards");
+  }
   p->nshards = p->shard_optimizer ? shard_size : 1;
   zs_state_table_make(&p->table, p->shard_params, p->shard_grads, p->shard_optimizer,
                       p->offload_params, p->offload_optimizer, c->deterministic != 0,
@@ -67,8 +80,12 @@ static size_t add_mul(size_t a, size_t b, size_t c) {
 }
 
 void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]) {
+  zs_plan_unit_bytes_in(p, &p->table, n, add);
+}
+
+void zs_plan_unit_bytes_in(const zs_plan *p, const zs_state_table *t, size_t n,
+                           size_t add[ZS_MEM_NCAT]) {
   const size_t P = zs_plan_padded(p, n), s = P / (size_t)p->nshards;
-  const zs_state_table *t = &p->table;
   for (int k = 0; k < ZS_ST_N; k++) {
     if (!zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) continue;
     const zs_mem_cat c = t->s[k].cat;
@@ -110,13 +127,10 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
   return b;
 }
 
-void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
-                    size_t out[ZS_MEM_NCAT]) {
-  memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
+size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u) {
   size_t max_full = 0, scratch = 0;
   for (int i = 0; i < u->n; i++) {
     const size_t n = zs_plan_unit_numel(u, i);
-    zs_plan_unit_bytes(p, n, out);
     const size_t P = zs_plan_padded(p, n), r = zs_plan_reduce_scratch(p, c, world, P);
     if (P > max_full) max_full = P;
     if (r > scratch) scratch = r;
@@ -140,5 +154,18 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
   const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;
   if (param_host && t->s[ZS_ST_MASTER].tier == ZS_TIER_DEVICE && c->device == ZS_DEVICE_CUDA)
     b = add_mul(b, max_full / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
-  out[ZS_MEM_BUFFERS] = b;
+  return b;
+}
+
+void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
+                    size_t out[ZS_MEM_NCAT]) {
+  memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
+  out[ZS_MEM_BUFFERS] = zs_plan_buffers(p, c, world, u);
+  zs_placement pl;
+  zs_placement_make(p, c, world, u, &pl);
+  zs_state_table host;
+  zs_placement_table(p, 1, &host);
+  for (int i = 0; i < u->n; i++)
+    zs_plan_unit_bytes_in(p, zs_placement_host(&pl, p, u, i) ? &host : &p->table,
+                          zs_plan_unit_numel(u, i), out);
 }
