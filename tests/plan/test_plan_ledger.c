@@ -6,7 +6,10 @@
  * time (held_units = 1). Model states (params, grads, optimizer, host_pinned) must be equal to
  * the byte; the ledger's buffers peak must lie under the plan's bound, and within the norm bins
  * (which live alone, at zs_engine_step) of it: a bound that is exact, not just safe. All units
- * have the same size, so the largest unit's moment is every unit's. */
+ * have the same size, so the largest unit's moment is every unit's. The offload-budget cases set a
+ * budget part of the way from the least that fits (every unit on the host) to no offload, so that
+ * some units are on the host and some on the device (ties: the first units go), and check the
+ * same equalities and that the engine placed the units zs_plan_placement says. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,24 +26,30 @@ typedef struct {
   zs_dtype pd, rd;
   unsigned offload;
   size_t bucket;
+  int budget_pct; /* offload budget: this % of the way from the floor to no offload; 0 = none */
 } cfg_case;
 
 static const cfg_case cases[] = {
-    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
-    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0},
-    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0},
-    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0},
-    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256},
-    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0},
-    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0},
+    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0},
+    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0, 0},
+    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0, 0},
+    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0},
+    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256, 0},
+    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0, 0},
     {"stage 3 optimizer + params offload bf16", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
-     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0},
-    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0},
+     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, 0},
+    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 0},
+    {"stage 1 budget 50%", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 50},
+    {"stage 2 deterministic budget 80%", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 80},
+    {"stage 3 bf16 budget 30% (param shards move)", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 30},
+    {"stage 3 hybrid groups of 2 budget 50%", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 50},
+    {"stage 1 + shard_params budget 60%", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 60},
 };
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
@@ -88,8 +97,38 @@ static void check(zs_comm *comm, const cfg_case *k) {
     numel[i] = zs_unit_numel(u[i], 0);
   }
   zs_plan_report r;
+  unsigned char host[NUNITS] = {0};
+  if (k->budget_pct) { /* the floor (a 1-byte budget is refused with it) and no offload */
+    zs_plan_report none, floor;
+    ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &none));
+    cfg.offload_budget_bytes = 1;
+    ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &floor));
+    ZS_EXPECT(!floor.fits && floor.budget_floor < none.device_total, "%s: floor %zu of %zu",
+              k->name, floor.budget_floor, none.device_total);
+    cfg.offload_budget_bytes =
+        floor.budget_floor + (none.device_total - floor.budget_floor) * (size_t)k->budget_pct / 100;
+    ZS_OK_OR_DIE(zs_plan_placement(&cfg, W, numel, NUNITS, host));
+    zs_engine_destroy(e); /* again, with the budget */
+    ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+    for (int i = 0; i < NUNITS; i++) {
+      char name[8];
+      snprintf(name, sizeof name, "u%d", i);
+      ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u[i]));
+    }
+  }
   ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_OK_OR_DIE(zs_engine_commit(e));
+  if (k->budget_pct) {
+    int nh = 0;
+    for (int i = 0; i < NUNITS; i++)
+      nh += host[i];
+    char want[48];
+    snprintf(want, sizeof want, "%d of %d units on the host", nh, NUNITS);
+    ZS_EXPECT(nh > 0 && nh < NUNITS && (size_t)nh == r.host_units &&
+                  strstr(zs_engine_info(e), want) != NULL && r.optimizer > 0 && r.host_pinned > 0,
+              "%s, %d ranks: %d units on the host (plan %zu), not mixed or not \"%s\" in %s",
+              k->name, W, nh, r.host_units, want, zs_engine_info(e));
+  }
   for (int s = 0; s < 2; s++)
     step(e, u, 2);
   zs_memory m;
