@@ -32,6 +32,7 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
   c->bucket_bytes = a->bucket;
   c->max_live_bytes = a->max_live;
   c->held_units = a->held_units;
+  c->offload_budget_bytes = a->budget;
 }
 
 double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned offload) {
