@@ -9,9 +9,12 @@
  * have the same size, so the largest unit's moment is every unit's. The offload-budget cases set a
  * budget part of the way from the least that fits (every unit on the host) to no offload, so that
  * some units are on the host and some on the device (ties: the first units go), and check the
- * same equalities and that the engine placed the units zs_plan_placement says. */
+ * same equalities and that the engine placed the units zs_plan_placement says; and the budget's
+ * refusals (over budget at commit, with the least budget; a budget beside offload bits or without
+ * sharded optimizer state) and its environment variable. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zs_test.h"
@@ -149,9 +152,80 @@ static void check(zs_comm *comm, const cfg_case *k) {
   zs_engine_destroy(e);
 }
 
+/* Units of unit_t into e; their sizes into numel. */
+static void add_units(zs_engine *e, int64_t *numel) {
+  for (int i = 0; i < NUNITS; i++) {
+    char name[8];
+    zs_unit *u = NULL;
+    snprintf(name, sizeof name, "u%d", i);
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u));
+    numel[i] = zs_unit_numel(u, 0);
+  }
+}
+
+/* The offload budget's refusals: a model over its budget with every unit on the host is refused
+   at commit with the sentence naming the least budget (zs_plan_model's floor), nothing
+   allocated; a budget beside offload bits or with unsharded optimizer state is no plan; the
+   budget comes from ZS_OFFLOAD_BUDGET_BYTES when the field is unset. */
+static void budget_refusals(zs_comm *comm) {
+  const int W = zs_comm_size(comm);
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 3;
+  cfg.held_units = 1;
+  cfg.offload_budget_bytes = 1;
+  int64_t numel[NUNITS];
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  add_units(e, numel);
+  zs_plan_report r;
+  ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
+  char want[160];
+  snprintf(want, sizeof want, "over the offload budget of 1 bytes; fits with an offload budget of");
+  char bytes[48];
+  snprintf(bytes, sizeof bytes, "(%zu bytes) or more", r.budget_floor);
+  ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_OUT_OF_MEMORY);
+  ZS_EXPECT(strstr(zs_last_error(), want) && strstr(zs_last_error(), bytes) &&
+                strstr(zs_last_error(), "nothing was allocated") && !r.fits &&
+                r.host_units == NUNITS && strstr(r.verdict, bytes),
+            "%d ranks: commit over budget said: %s (plan: %s)", W, zs_last_error(), r.verdict);
+  zs_memory m;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  ZS_EXPECT(m.total.peak == 0, "refused commit allocated %zu bytes", m.total.peak);
+  zs_engine_destroy(e);
+  e = NULL;
+  cfg.offload = ZS_OFFLOAD_OPTIMIZER;
+  ZS_EXPECT_STATUS(zs_engine_create(&cfg, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "offload_budget_bytes with offload bits"), "said: %s",
+            zs_last_error());
+  cfg.offload = 0;
+  cfg.stage = 0;
+  ZS_EXPECT_STATUS(zs_engine_create(&cfg, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "offload_budget_bytes needs sharded optimizer state"),
+            "said: %s", zs_last_error());
+  /* The environment: the floor exactly fits, every unit on the host. */
+  cfg.stage = 3;
+  cfg.offload_budget_bytes = ZS_UNSET_SIZE;
+  char env[32];
+  snprintf(env, sizeof env, "%zu", r.budget_floor);
+  setenv("ZS_OFFLOAD_BUDGET_BYTES", env, 1);
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  unsetenv("ZS_OFFLOAD_BUDGET_BYTES");
+  add_units(e, numel);
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  snprintf(want, sizeof want, "%d of %d units on the host", NUNITS, NUNITS);
+  ZS_EXPECT(zs_engine_config(e)->offload_budget_bytes == r.budget_floor &&
+                strstr(zs_engine_info(e), want) &&
+                strstr(zs_engine_info(e), "offload_budget_bytes=") &&
+                strstr(zs_engine_info(e), "(ZS_OFFLOAD_BUDGET_BYTES)"),
+            "ZS_OFFLOAD_BUDGET_BYTES=%s: %s", env, zs_engine_info(e));
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  budget_refusals(comm);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check(comm, &cases[i]);
   zs_comm_destroy(comm);
