@@ -349,7 +349,12 @@ ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors
    divided among the ranks that share it (same host, same cgroup, same GPU). A model that does
    not fit is refused with ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what
    would fit (a higher stage, offload, more ranks); nothing is allocated and the engine stays
-   uncommitted. Collective over the world: every rank commits, and all refuse when one does. */
+   uncommitted. Collective over the world: every rank commits, and all refuse when one does.
+
+   With an offload budget (zs_config.offload_budget_bytes) commit places the units first (the
+   same placement on every rank) and allocates each unit's state on its tier; a model over the
+   budget with every unit on the host is refused the same way, the sentence naming the least
+   budget that fits, whatever memory the rank has. */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls
@@ -662,7 +667,10 @@ ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
    the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
 /* One line describing backends, stage, sharding, device, and every tunable setting with where
-   its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)"). */
+   its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)").
+
+   With an offload budget, after zs_engine_commit it ends with the placement: "; placement:
+   budget B bytes, device D bytes, K of N units on the host: <their names>". */
 ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);
