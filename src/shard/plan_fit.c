@@ -130,25 +130,34 @@ static void alternatives(const zs_config *c, int world, const zs_plan_units *u, 
   }
 }
 
-/* The verdict of a model over its offload budget even with every unit on the host, into msg;
-   returns its length (cap when full). */
-static size_t over_budget(const zs_config *c, int world, const zs_plan_need *n, char *msg,
-                          size_t cap) {
+/* The verdict of a model over its offload budget even with every unit on the host, into msg:
+   the least budget, when that fits the room too; returns its length (cap when full). */
+static size_t over_budget(const zs_config *c, int world, const zs_plan_units *u, size_t act,
+                          const zs_plan_room *r, const zs_plan_need *n, char *msg, size_t cap) {
+  zs_config least = *c;
+  least.offload_budget_bytes = n->place.floor_bytes;
+  zs_plan_need ln;
+  const int floor_fits =
+      zs_plan_need_of(&least, world, u, act, &ln) == ZS_OK && zs_plan_fits(&ln, r);
   char fl[32], bu[32];
   zs_plan_human(n->place.floor_bytes, fl, sizeof fl);
   zs_plan_human(n->place.budget, bu, sizeof bu);
   snprintf(msg, cap,
            "does not fit: needs %s %s at stage %d with %d rank%s with every unit's optimizer "
-           "state%s on the host, over the offload budget of %s; fits with an offload budget of "
-           "%s (%zu bytes) or more",
+           "state%s on the host, over the offload budget of %s",
            fl, c->device == ZS_DEVICE_CPU ? "on each rank" : "on each GPU", c->stage, world,
-           world == 1 ? "" : "s", n->place.with_params ? " and param shard" : "", bu, fl,
-           n->place.floor_bytes);
-  const size_t h = strlen(msg);
+           world == 1 ? "" : "s", n->place.with_params ? " and param shard" : "", bu);
+  size_t h = strlen(msg);
+  if (h + 1 < cap)
+    snprintf(msg + h, cap - h,
+             floor_fits ? "; fits with an offload budget of %s (%zu bytes) or more"
+                        : "; the least budget, %s (%zu bytes), does not fit this memory either",
+             fl, n->place.floor_bytes);
+  h = strlen(msg);
   return h + 1 >= cap ? cap : h;
 }
 
-/* " (offload budget 1.0 GiB: 3 of 12 units' optimizer state on the host)", or "". */
+/* " (offload budget 1.0 GiB: 3 of 12 units on the host)", or "" without a budget. */
 static void budget_words(const zs_plan_need *n, int nunits, char *out, size_t cap) {
   *out = '\0';
   if (!n->place.active) return;
@@ -167,12 +176,13 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
   }
   const int ok = zs_plan_fits(&n, r), cpu = r->device == ZS_DEVICE_CPU;
   if (n.place.active && !n.place.fits) {
-    size_t h = over_budget(c, world, &n, msg, cap);
+    size_t h = over_budget(c, world, u, act, r, &n, msg, cap);
     char alt[400] = "";
     size_t ah = 0;
     int count = 0;
     if (h < cap) alternatives(c, world, u, act, r, alt, sizeof alt, &ah, &count);
-    if (count && h < cap) snprintf(msg + h, cap - h, " or %s", alt);
+    if (count && h < cap)
+      snprintf(msg + h, cap - h, "%s%s", strstr(msg, "; fits") ? " or " : "; fits ", alt);
     return 0;
   }
   /* What is short: on the CPU device the one pool; on a GPU the device, else the host. */

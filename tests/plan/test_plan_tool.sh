@@ -147,6 +147,13 @@ check "budget 10000: host and device bytes" \
   "7200 9668 True"
 check "budget 9267: refused with the least budget" "$(budget 9267 | field 'd["fits"], d["verdict"]')" \
   "False does not fit: needs 9.1 KiB on each rank at stage 3 with 2 ranks with every unit's optimizer state and param shard on the host, over the offload budget of 9.0 KiB; fits with an offload budget of 9.1 KiB (9268 bytes) or more or with 4 ranks"
+#    With 16000 bytes of memory even the least budget does not fit (9268 + 7600 host = 16868 on
+#    the CPU device's one pool); 4 ranks do: 952 params + 952 grads + 2856 optimizer + 7368 =
+#    12128 in all, device 8320 with every unit moved, under 9267.
+check "budget 9267 in 16000 bytes: the least budget does not fit either" \
+  "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 16000 \
+    --host-mem 1G --offload-budget 9267 | tail -1)" \
+  "does not fit: needs 9.1 KiB on each rank at stage 3 with 2 ranks with every unit's optimizer state and param shard on the host, over the offload budget of 9.0 KiB; the least budget, 9.1 KiB (9268 bytes), does not fit this memory either; fits with 4 ranks"
 check "budget: table names the host units" \
   "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 1G \
     --host-mem 1G --offload-budget 14467 | grep '^placement:')" \
