@@ -145,10 +145,20 @@ static int params(gpt2_model *m, int u, void **p) {
 }
 
 /* Gradient pointers of unit u. In deterministic mode the engine stages each micro-step's
-   gradient itself, so the kernels may += into these as often as they like. */
+   gradient itself, so the kernels may += into these as often as they like. A frozen unit has
+   none (zs_unit_grad refuses it): its weight gradients go to the zeroed throw-away buffer. */
 static int grads(gpt2_model *m, int u, void **g) {
   zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
   int nt = gpt2_unit_descs(&m->cfg, u, d);
+  zs_unit *unit = gpt2_unit(&m->units, u);
+  if (zs_unit_is_frozen(unit)) {
+    size_t off = 0;
+    for (int t = 0; t < nt; t++) {
+      g[t] = (char *)m->frozen_grads + off * m->dev.esz;
+      off += (size_t)zs_unit_numel(unit, t);
+    }
+    return gpt2_dev_zero(&m->dev, m->frozen_grads, off * m->dev.esz);
+  }
   for (int t = 0; t < nt; t++) {
     g[t] = zs_unit_grad(gpt2_unit(&m->units, u), t);
     if (!g[t])
@@ -256,8 +266,10 @@ static int backward(gpt2_model *m) {
     TRY(unit_bwd_done(m, l + 1, 1));
   }
   /* The lookup's backward reads only token ids: no gather of the (largest) embedding unit. */
-  TRY(grads(m, 0, g)); /* wte's gradient still holds the head's share (unless flushed) */
-  ZS_TRY(zs_k_encoder_bwd(m->k, g[EMB_WTE], g[EMB_WPE], m->dres, m->tok, B, T, C));
+  if (!zs_unit_is_frozen(m->units.emb)) { /* it computes weight gradients only */
+    TRY(grads(m, 0, g)); /* wte's gradient still holds the head's share (unless flushed) */
+    ZS_TRY(zs_k_encoder_bwd(m->k, g[EMB_WTE], g[EMB_WPE], m->dres, m->tok, B, T, C));
+  }
   return unit_bwd_done(m, 0, 0);
 }
 
@@ -356,6 +368,12 @@ static int build(run *r) {
   zc.adamw.max_grad_norm = a->grad_clip;
   ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
   TRY(gpt2_units_register(&r->units, &r->cfg, r->eng));
+  int *frozen = calloc((size_t)r->cfg.layers + 2, sizeof *frozen);
+  if (!frozen) return gpt2_fail("out of host memory");
+  int frc = gpt2_freeze_mask(a->freeze, r->cfg.layers, frozen);
+  if (frc == 0) frc = gpt2_units_freeze(&r->units, frozen);
+  free(frozen);
+  TRY(frc);
   ZS_TRY(zs_engine_commit(r->eng));
   if (a->init_safetensors)
     TRY(gpt2_init_safetensors(&r->units, a->init_safetensors));

@@ -222,11 +222,13 @@ typedef struct {
    zs_unit_grad and their reduction and the reduction scratch (at most about two units, or 2 x
    bucket_bytes). */
 
-/* The optimizer. zs_engine_step applies, to every element of every tensor, exactly this (float32
-   arithmetic in this order, fmaf where written, the same bits on the CPU paths and CUDA; t is the
-   1-based count of completed steps, zs_engine_step_count() + 1; a skipped step does not count):
+/* The optimizer. zs_engine_step applies, to every element of every tensor of every unit not frozen
+   (zs_unit_freeze), exactly this (float32 arithmetic in this order, fmaf where written, the same
+   bits on the CPU paths and CUDA; t is the 1-based count of completed steps,
+   zs_engine_step_count() + 1; a skipped step does not count):
      G        = the mean gradient: sum over all micro-steps of all ranks / (world * micro_steps)
-     norm     = sqrt(sum of G^2 over every element of every tensor of every unit), computed
+     norm     = sqrt(sum of G^2 over every element of every tensor of every unit that is not
+                frozen: zs_unit_freeze), computed
                 exactly (independent of sharding), reported as zs_step_stats.grad_norm
      clip     = max_grad_norm / (norm + 1e-6) if max_grad_norm > 0 and norm > max_grad_norm,
                 else 1  (computed in double; clipping never scales up)
@@ -464,9 +466,10 @@ ZS_API void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype, zeroed by the engine:
    at the start of each step, or (sharded gradients, and in deterministic mode) for each
    micro-step. Valid until the unit's next zs_unit_grads_ready (or zs_unit_grads_flush): call
-   it again in every micro-step. NULL outside a step, after the unit's last grads_ready, or for
-   a bad t. Not collective. In deterministic mode a full gradient is staged: the micro-step's buffer
-   is folded into the accumulated gradient by zs_unit_grads_ready's reduction, so the backward may
+   it again in every micro-step. NULL outside a step, after the unit's last grads_ready, for a
+   frozen unit (zs_unit_freeze: ZS_ERR_INVALID_ARG), or for a bad t. Not collective. In
+   deterministic mode a full gradient is staged: the micro-step's buffer is folded into the
+   accumulated gradient by zs_unit_grads_ready's reduction, so the backward may
    += into it as often as it likes. */
 ZS_API void *zs_unit_grad(zs_unit *u, int t);
 /* Done with the params for now (forward); with sharded params the gathered copy is freed. Not
@@ -509,7 +512,8 @@ typedef struct {
    on this rank's share of the optimizer state, publishes the updated params where they are full,
    and ends every hold (gathered copies are freed). A non-finite gradient skips the update
    (st->skipped_nonfinite). st may be NULL. Collective over the world. ZS_ERR_STATE without
-   begin_step or before every unit's micro_steps-th grads_ready (nothing changes). Then every
+   begin_step or before every unit's micro_steps-th grads_ready (frozen units need none; nothing
+   changes). Then every
    rank agrees on the step's shape (micro_steps, grads_ready calls, step number): ZS_ERR_COMM
    naming both ranks' shapes when they differ (nothing updated, the engine failed). Any later
    failure fails the engine (the update may be half applied). */
@@ -590,6 +594,45 @@ ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64
    not fit). The same arguments and errors as zs_plan_model. Not collective; allocates nothing. */
 ZS_API zs_status zs_plan_placement(const zs_config *cfg, int world_size, const int64_t *unit_numel,
                                    int nunits, unsigned char *host);
+
+/* ======== Frozen units ======== */
+
+/* A frozen unit has params only: no gradient, no fp32 master, no Adam m and v (on any tier),
+   so it costs param bytes alone (zs_engine_plan_memory, zs_plan_model_frozen and the ledger say
+   so to the byte). Its params are sharded, gathered, prefetched and released like any unit's
+   (the backward still gathers it to compute the input gradients), and never change in a step:
+   it is left out of the gradient norm (zs_step_stats.grad_norm covers the trainable units
+   only), clipping and AdamW. The unit is the granularity: a LoRA adapter or any trainable part
+   beside frozen weights is a unit of its own. zs_unit_grad refuses a frozen unit (NULL,
+   ZS_ERR_INVALID_ARG naming it); zs_unit_grads_ready and zs_unit_grads_flush on it are local
+   no-ops (a backward loop may call them on every unit), and zs_engine_step does not wait for
+   them. zs_unit_set_param writes its params (rounded to param_dtype; there is no master);
+   zs_unit_get_param, zs_engine_get_params, checkpoints and export read them widened to fp32
+   (collective over the shard group when params are sharded). Checkpoints store a frozen unit's
+   params as its master values and zeros as its m and v, so one saved with a unit frozen loads
+   into an engine where it is trainable (master = the params, m = v = 0: exactly a unit that
+   never trained) and one saved trainable loads into an engine where it is frozen (params = the
+   master rounded to param_dtype, what the compute copy was; m and v are not kept), on any world
+   size, shard group and stage. */
+
+/* Freezes (frozen != 0) or unfreezes u. Before zs_engine_commit only (ZS_ERR_STATE after);
+   every rank must freeze the same units. ZS_ERR_INVALID_ARG for NULL. Not collective. */
+ZS_API zs_status zs_unit_freeze(zs_unit *u, int frozen);
+/* 1 when u is frozen, else 0 (also for NULL). */
+ZS_API int zs_unit_is_frozen(const zs_unit *u);
+/* zs_plan_model for a model with frozen units: unit_frozen[i] non-zero freezes unit i (NULL:
+   none, exactly zs_plan_model). Same errors, not collective, allocates nothing. */
+ZS_API zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size,
+                                      const int64_t *unit_numel, const int *unit_frozen, int nunits,
+                                      size_t activation_bytes, size_t device_bytes,
+                                      size_t host_bytes, zs_plan_report *out);
+/* zs_plan_placement for a model with frozen units (unit_frozen as zs_plan_model_frozen's; NULL:
+   exactly zs_plan_placement). A frozen unit moves only what it has: its param shard with sharded
+   params, else nothing (then it stays on the device unless the model is over its budget). Same
+   errors, not collective, allocates nothing. */
+ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
+                                          const int64_t *unit_numel, const int *unit_frozen,
+                                          int nunits, unsigned char *host);
 
 /* ======== Checkpoints and export ======== */
 

@@ -98,7 +98,8 @@ ZS_API zs_status zs_k_softmax_xent(zs_kernels *k, float *losses, void *dlogits, 
 /* ---- Deprecated names ----
  * The context calls were named zs_kernels_* in zshard 0.1.0 and are zs_k_* since, like every
  * other call of this library. These macros keep source written against the old names compiling
- * (no old symbol is exported: relink, nothing else); they stay for the 0.x releases and are
+ * (include this header and link zshard_kernels; no old symbol is exported, so a program built
+ * against 0.1.0 must be recompiled, not only relinked); they stay for the 0.x releases and are
  * removed in 1.0. Define ZSHARD_NO_DEPRECATED before including this header to check that a
  * program no longer uses them. */
 #ifndef ZSHARD_NO_DEPRECATED

@@ -22,6 +22,8 @@ void gpt2_usage(void) {
       "         [--warmup N] [--weight-decay F=0.1] [--grad-clip F=1] [--beta2 F=0.95]\n"
       " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
+      "         [--freeze SPEC (frozen units: embedding, blocks, ln_f, unit indexes N or N-M;\n"
+      "         0 = embedding, 1..L = blocks, L+1 = ln_f; comma-separated)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--sample-lines N=3]\n"
       "         [--sample-chars N=200] [--temperature F=0.8] [--log-every N=1 (0: last step "
       "only)]\n"
@@ -154,7 +156,8 @@ static int str_opt(gpt2_args *a, const char *k, const char *v, int *hit) {
            {"--dump-logits", &a->dump_logits},
            {"--ckpt-dir", &a->ckpt_dir},
            {"--resume", &a->resume},
-           {"--export", &a->export_path}};
+           {"--export", &a->export_path},
+           {"--freeze", &a->freeze}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (strcmp(k, t[i].name) == 0) return *hit = 1, *t[i].dst = v, 0;
   *hit = 1;

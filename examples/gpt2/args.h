@@ -34,6 +34,8 @@ typedef struct {
   double peak_tflops;
   double check_frac; /* exit 1 unless the final loss < check_frac * unigram entropy */
   int log_every;
+  /* --freeze SPEC: units frozen (zs_unit_freeze), gpt2_freeze_mask's syntax; NULL = none */
+  const char *freeze;
 } gpt2_args;
 
 /* Defaults, then argv; 0, 1 for --help (usage printed), -1 for a bad option (gpt2_error()). */

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const emb_names[EMB_NT] = {"wte", "wpe"};
 static const char *const blk_names[BLK_NT] = {"ln1_w",  "ln1_b",  "qkv_w",    "qkv_b",
@@ -91,4 +92,49 @@ int gpt2_units_register(gpt2_units *m, const gpt2_config *c, zs_engine *e) {
 void gpt2_units_free(gpt2_units *m) {
   free(m->blocks);
   m->blocks = NULL;
+}
+
+int gpt2_freeze_mask(const char *spec, int layers, int *mask) {
+  const int n = layers + 2;
+  for (int i = 0; i < n; i++)
+    mask[i] = 0;
+  for (const char *p = spec; p && *p;) {
+    const char *end = strchr(p, ',');
+    const size_t len = end ? (size_t)(end - p) : strlen(p);
+    char item[32];
+    if (len == 0 || len >= sizeof item) return gpt2_fail("--freeze: bad item in '%s'", spec);
+    memcpy(item, p, len);
+    item[len] = 0;
+    int lo, hi;
+    char *e1, *e2;
+    if (!strcmp(item, "embedding")) {
+      lo = hi = 0;
+    } else if (!strcmp(item, "blocks")) {
+      lo = 1;
+      hi = layers;
+    } else if (!strcmp(item, "ln_f")) {
+      lo = hi = layers + 1;
+    } else {
+      lo = hi = (int)strtol(item, &e1, 10);
+      if (e1 == item) return gpt2_fail("--freeze: '%s' is not a unit, index or range", item);
+      if (*e1 == '-') {
+        hi = (int)strtol(e1 + 1, &e2, 10);
+        if (e2 == e1 + 1 || *e2) return gpt2_fail("--freeze: bad range '%s'", item);
+      } else if (*e1) {
+        return gpt2_fail("--freeze: '%s' is not a unit, index or range", item);
+      }
+    }
+    if (lo < 0 || hi >= n || lo > hi)
+      return gpt2_fail("--freeze: '%s' is outside the units 0..%d", item, n - 1);
+    for (int i = lo; i <= hi; i++)
+      mask[i] = 1;
+    p = end ? end + 1 : p + len;
+  }
+  return 0;
+}
+
+int gpt2_units_freeze(gpt2_units *m, const int *mask) {
+  for (int u = 0; u < gpt2_num_units(&m->cfg); u++)
+    ZS_TRY(zs_unit_freeze(gpt2_unit(m, u), mask[u]));
+  return 0;
 }

@@ -66,6 +66,17 @@ int gpt2_model_init(gpt2_model *m, const gpt2_units *units, const gpt2_dev *dev,
   m->dln = buf(m, N * C * e, &tot, &bad);
   m->dA = buf(m, 4 * N * C * e, &tot, &bad);
   m->dB = buf(m, 4 * N * C * e, &tot, &bad);
+  size_t frozen = 0; /* elements of the largest frozen unit */
+  for (int u = 0; u < L + 2; u++) {
+    if (!zs_unit_is_frozen(gpt2_unit(units, u))) continue;
+    zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
+    const int nt = gpt2_unit_descs(&m->cfg, u, d);
+    size_t n = 0;
+    for (int t = 0; t < nt; t++)
+      n += (size_t)zs_unit_numel(gpt2_unit(units, u), t);
+    if (n > frozen) frozen = n;
+  }
+  if (frozen) m->frozen_grads = buf(m, frozen * e, &tot, &bad);
   m->act_bytes = tot;
   return bad ? -1 : 0;
 }
@@ -87,7 +98,7 @@ void gpt2_model_free(gpt2_model *m) {
     for (int l = 0; l < (m->recompute ? 1 : L); l++)
       block_acts_free(m, &m->acts[l]);
   void *ps[] = {m->lnf, m->lnf_mean, m->lnf_rstd, m->logits, m->losses, m->tok,
-                m->tgt, m->dres,     m->dln,      m->dA,     m->dB};
+                m->tgt, m->dres,     m->dln,      m->dA,     m->dB,     m->frozen_grads};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
     gpt2_dev_free(&m->dev, ps[i]);
   free(m->res);

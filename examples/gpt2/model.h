@@ -39,6 +39,9 @@ struct gpt2_model {
   float *losses;              /* B*T per-token losses (device) */
   int *tok, *tgt;             /* B*T token ids (device) */
   void *dres, *dln, *dA, *dB; /* backward scratch: C, C, 4C, 4C per token */
+  /* Frozen units (--freeze) have no gradient, but the kernels always write a weight gradient:
+     they write it here and it is thrown away. The largest frozen unit's size; NULL if none. */
+  void *frozen_grads;
   float *host_losses;
   size_t act_bytes; /* device bytes of everything above */
 #ifdef GPT2_TEST_HOOKS

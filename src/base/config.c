@@ -51,7 +51,7 @@ static const zs_tunable zs_tunables[] = {
     ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_CHECK"),        /* comm/sig.c: the per-collective divergence header */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
-    ENV("ZS_OFFLOAD_NUMA_NODE"), /* base/numa_place.c: the offload NUMA node */
+    ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
     ENV("ZS_ADAMW_ISA"),         /* device/cpu/adamw_dispatch.c: force a CPU AdamW path */
     ENV("ZS_ADAMW_THREADS"),     /* offload/cpu_adamw.c: threads of each engine's AdamW pool */
     /* zs_comm_init_env (comm/bootstrap_env.c): the launcher's (torchrun's) variables */

@@ -21,6 +21,9 @@ zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, cons
                                 size_t n);
 zs_status zs_ckpt_state_from_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
                                   size_t n);
+/* A frozen unit's params at flat elements [a, a + n) (inside its params' home range) widened to
+   fp32 into host memory dst: what its checkpoint stores as master values (it has no master). */
+zs_status zs_ckpt_params_to_host(zs_engine *e, zs_unit *u, float *dst, uint64_t a, size_t n);
 /* Refusals every rank makes alike (the engine's state follows the collective calls): NULL
    engine (ZS_ERR_INVALID_ARG), before commit, inside a step, after a failure (ZS_ERR_STATE). */
 zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn);

@@ -107,7 +107,8 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
 }
 
 /* What this rank needs of unit u: master over [*ma, *mb) (the params it holds come from it) and
-   m, v over [*oa, *ob) (its optimizer range), both without padding; [oa, ob) is inside. */
+   m, v over [*oa, *ob) (its optimizer range; empty for a frozen unit), both without padding;
+   [oa, ob) is inside. */
 static void needed(const zs_engine *e, const zs_unit *u, uint64_t *ma, uint64_t *mb, uint64_t *oa,
                    uint64_t *ob) {
   const uint64_t n = u->lay.numel_total;
@@ -120,6 +121,7 @@ static void needed(const zs_engine *e, const zs_unit *u, uint64_t *ma, uint64_t 
     *ma = *oa;
     *mb = *ob;
   }
+  if (u->frozen) *oa = *ob = *ma; /* no master, m or v: the master values go to the params only */
 }
 
 static int cmp_seg(const void *x, const void *y) {

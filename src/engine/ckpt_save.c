@@ -96,10 +96,34 @@ static zs_status put_state(writer *w, const zs_unit *u, const float *src, uint64
   return ZS_OK;
 }
 
+/* A frozen unit's segment [a, a + n): its params widened to fp32 as the master values, zeros as
+   m and v (a unit that never trained), through a staging block of its own. */
+static zs_status put_frozen(writer *w, zs_unit *u, uint64_t a, uint64_t n) {
+  const uint64_t cap = w->block / 4 ? w->block / 4 : 1;
+  float *buf = malloc((size_t)cap * 4);
+  if (!buf) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
+  zs_status rc = ZS_OK;
+  for (uint64_t i = 0; i < n && rc == ZS_OK; i += cap) {
+    const uint64_t take = n - i < cap ? n - i : cap;
+    rc = zs_ckpt_params_to_host(w->e, u, buf, a + i, (size_t)take);
+    if (rc == ZS_OK) rc = emit(w, buf, 4 * take);
+  }
+  memset(buf, 0, (size_t)cap * 4);
+  for (int moment = 0; moment < 2; moment++)
+    for (uint64_t i = 0; i < n && rc == ZS_OK; i += cap)
+      rc = emit(w, buf, 4 * (n - i < cap ? n - i : cap));
+  free(buf);
+  return rc;
+}
+
 /* The data of this rank's file: its segments' master, m and v, block by block. */
 static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   for (int k = 0; k < ns; k++) {
-    const zs_unit *u = w->e->units[segs[k].unit];
+    zs_unit *u = w->e->units[segs[k].unit];
+    if (u->frozen) {
+      ZS_CHECK(put_frozen(w, u, segs[k].begin, segs[k].end - segs[k].begin));
+      continue;
+    }
     const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
     ZS_CHECK(put_state(w, u, u->master + lo, n));
     ZS_CHECK(put_state(w, u, u->m + lo, n));

@@ -347,11 +347,13 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
   *p = NULL;
 }
 
-/* Gives u its copy of the plan's table (on the host tier when the budget places it there), lays
-   it out on the shard group and allocates its persistent states. */
-static zs_status unit_alloc(zs_engine *e, zs_unit *u, int host) {
+/* Gives unit i of us its copy of the plan's table (on the host tier when the budget places it
+   there, frozen when the unit is: zs_placement_unit_table, as the planner counts it), lays it out
+   on the shard group and allocates its persistent states. */
+static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i, int host) {
   const zs_plan *pl = &e->plan;
-  zs_placement_table(pl, host, &u->st);
+  zs_unit *u = e->units[i];
+  zs_placement_unit_table(pl, us, i, host, &u->st); /* frozen: params only */
   zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
   zs_state_range(&u->st, ZS_ST_MASTER, &u->lay, &u->opt_off, &u->opt_n);
   for (int k = 0; k < ZS_ST_N; k++)
@@ -400,11 +402,11 @@ zs_status zs_engine_commit(zs_engine *e) {
   ZS_CHECK(zs_engine_check_fit(e));
   /* The budget's placement: a function of the configuration and the unit sizes only, so every
      rank places the same units (the fit check above refused a model over its budget). */
-  const zs_plan_units us = {e->units, NULL, e->nunits};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
   for (int i = 0; i < e->nunits; i++) {
-    zs_status rc = unit_alloc(e, e->units[i], zs_placement_host(&place, &e->plan, &us, i));
+    zs_status rc = unit_alloc(e, &us, i, zs_placement_host(&place, &e->plan, &us, i));
     if (rc != ZS_OK) {
       zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
                   e->units[i]->lay.numel_total);
@@ -460,6 +462,7 @@ void zs_engine_destroy(zs_engine *e) {
   zs_host_arena_destroy(e->arena);
   zs_dev_close(&e->dev);
   free(e->agree_rows);
+  free(e->xchg);                                              /* its groups are gone */
   if (e->agree_dev) zs_dev_free(&e->dev, e->agree_dev, NULL); /* its groups are gone */
   free(e);
   zs_err(ZS_OK, "%s", saved);
@@ -478,7 +481,7 @@ zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
 zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
   size_t b[ZS_MEM_NCAT];
-  const zs_plan_units us = {e->units, NULL, e->nunits};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_plan_memory(&e->plan, &e->cfg, e->world_size, &us, b);
   zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
                                 &out->host_pinned};

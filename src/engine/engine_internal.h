@@ -73,6 +73,10 @@ struct zs_engine {
   int aborted;          /* zs_engine_abort was called (destroy's goodbye says so) */
   uint64_t *agree_rows; /* the step agreement's rows (world_size x its words), kept */
   void *agree_dev;      /* CUDA: its device buffer, kept */
+  /* zs_engine_allgather_u64's host buffer on the CPU device (xchg_words words), kept until
+     destroy has torn the groups down: an all-gather abandoned by a timeout may still write it. */
+  uint64_t *xchg;
+  size_t xchg_words;
   char info[2048];
 };
 

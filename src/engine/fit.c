@@ -50,7 +50,7 @@ static int available(zs_engine *e, size_t *dev, size_t *host, char *what, size_t
 static zs_status check_local(zs_engine *e) {
   size_t dev = 0, host = 0;
   char what[256];
-  const zs_plan_units us = {e->units, NULL, e->nunits};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_plan_need n;
   if (zs_plan_need_of(&e->cfg, e->world_size, &us, 0, &n) != ZS_OK) return ZS_OK;
   if (n.place.active && !n.place.fits) { /* over its own budget, whatever the memory */

@@ -31,8 +31,22 @@ zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, 
   const size_t W = (size_t)e->world_size, bytes = W * n * sizeof(uint64_t);
   zs_dev *d = &e->dev;
   if (d->kind == ZS_DEVICE_CPU) {
-    memcpy(all + (size_t)e->world_rank * n, mine, n * sizeof(uint64_t));
-    return zs_coll_all_gather(e->world, all + (size_t)e->world_rank * n, all, n, ZS_CDT_U64, NULL);
+    /* Through the engine's kept buffer, not the caller's: the caller frees `all` when this
+       fails, while an abandoned request may still write into the buffer until destroy. */
+    if (e->xchg_words < W * n) {
+      if (e->mem.broken)
+        return zs_err(ZS_ERR_STATE, "zs_engine_allgather_u64: the engine failed earlier");
+      uint64_t *p = realloc(e->xchg, bytes);
+      if (!p)
+        return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for a %zu-byte exchange", bytes);
+      e->xchg = p;
+      e->xchg_words = W * n;
+    }
+    uint64_t *slot = e->xchg + (size_t)e->world_rank * n;
+    memcpy(slot, mine, n * sizeof(uint64_t));
+    const zs_status rc = zs_coll_all_gather(e->world, slot, e->xchg, n, ZS_CDT_U64, NULL);
+    if (rc == ZS_OK) memcpy(all, e->xchg, bytes);
+    return rc;
   }
   /* CUDA groups move device memory: stage through a small device buffer. */
   uint64_t *buf = NULL;

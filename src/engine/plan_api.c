@@ -23,11 +23,13 @@ static zs_status check_args(const char *fn, const zs_config *cfg, int world_size
   return zs_config_validate(c);
 }
 
-zs_status zs_plan_placement(const zs_config *cfg, int world_size, const int64_t *unit_numel,
-                            int nunits, unsigned char *host) {
+/* zs_plan_placement with unit_frozen (NULL: none frozen); fn names the public call in errors. */
+static zs_status plan_placement(const char *fn, const zs_config *cfg, int world_size,
+                                const int64_t *unit_numel, const int *unit_frozen, int nunits,
+                                unsigned char *host) {
   zs_config c;
-  ZS_CHECK(check_args("zs_plan_placement", cfg, world_size, unit_numel, nunits, host, &c));
-  const zs_plan_units us = {NULL, unit_numel, nunits};
+  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, host, &c));
+  const zs_plan_units us = {NULL, unit_numel, nunits, unit_frozen};
   zs_plan_need n;
   ZS_CHECK(zs_plan_need_of(&c, world_size, &us, 0, &n));
   zs_plan p;
@@ -37,12 +39,25 @@ zs_status zs_plan_placement(const zs_config *cfg, int world_size, const int64_t 
   return ZS_OK;
 }
 
-zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel, int nunits,
-                        size_t activation_bytes, size_t device_bytes, size_t host_bytes,
-                        zs_plan_report *out) {
+zs_status zs_plan_placement(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                            int nunits, unsigned char *host) {
+  return plan_placement("zs_plan_placement", cfg, world_size, unit_numel, NULL, nunits, host);
+}
+
+zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                                   const int *unit_frozen, int nunits, unsigned char *host) {
+  return plan_placement("zs_plan_placement_frozen", cfg, world_size, unit_numel, unit_frozen,
+                        nunits, host);
+}
+
+/* zs_plan_model with unit_frozen (NULL: none frozen); fn names the public call in errors. */
+static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size,
+                            const int64_t *unit_numel, const int *unit_frozen, int nunits,
+                            size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                            zs_plan_report *out) {
   zs_config c;
-  ZS_CHECK(check_args("zs_plan_model", cfg, world_size, unit_numel, nunits, out, &c));
-  const zs_plan_units us = {NULL, unit_numel, nunits};
+  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, out, &c));
+  const zs_plan_units us = {NULL, unit_numel, nunits, unit_frozen};
   zs_plan_need n;
   ZS_CHECK(zs_plan_need_of(&c, world_size, &us, activation_bytes, &n));
   const zs_plan_room room = {c.device, device_bytes, host_bytes};
@@ -61,4 +76,18 @@ zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *uni
   out->budget_floor = n.place.active ? n.place.floor_bytes : 0;
   out->struct_version = 2;
   return ZS_OK;
+}
+
+zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel, int nunits,
+                        size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                        zs_plan_report *out) {
+  return plan_model("zs_plan_model", cfg, world_size, unit_numel, NULL, nunits, activation_bytes,
+                    device_bytes, host_bytes, out);
+}
+
+zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                               const int *unit_frozen, int nunits, size_t activation_bytes,
+                               size_t device_bytes, size_t host_bytes, zs_plan_report *out) {
+  return plan_model("zs_plan_model_frozen", cfg, world_size, unit_numel, unit_frozen, nunits,
+                    activation_bytes, device_bytes, host_bytes, out);
 }

@@ -59,6 +59,7 @@ static zs_status grad_norm(zs_engine *e, double scale, zs_optim_norm *nm) {
   ZS_CHECK_GOTO(zs_optim_norm_start(e->optim, bins), rc, out);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
+    if (u->frozen) continue; /* no gradient: not in the norm */
     ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(u, u->opt_off), u->opt_n), rc, out);
   }
   rc = zs_optim_norm_finish(e->optim, bins, e->plan.norm_partial ? e->shard : NULL, scale, nm);
@@ -74,6 +75,7 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
   zs_optim_prepare(e->optim, &e->cfg, e->opt_steps + 1, gscale);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
+    if (u->frozen) continue; /* no optimizer state: its params stay as they are */
     for (int k = 0; k < u->ntensors; k++) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
@@ -102,7 +104,7 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
                                     ? "zs_engine_step: the engine failed earlier; destroy it"
                                     : "zs_engine_step without zs_engine_begin_step");
   for (int i = 0; i < e->nunits; i++)
-    if (e->units[i]->grads_ready_count != e->micro_steps)
+    if (!e->units[i]->frozen && e->units[i]->grads_ready_count != e->micro_steps)
       return zs_err(ZS_ERR_STATE,
                     "zs_engine_step: unit '%s' has %d of %d zs_unit_grads_ready calls; every unit "
                     "needs one per micro-step before the step",
@@ -120,8 +122,8 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_order(d, d->compute_stream, d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
-  /* Stage-3 gathered copies would be stale after the update: all are freed (a later
-     zs_unit_param needs a new gather). Stages 0-2 update the full params in place. */
+  /* Gathered copies of sharded params would be stale after the update: all are freed (a later
+     zs_unit_param needs a new gather). Full params are updated in place. */
   zs_shard_drop_all(&e->sh);
   e->sh.in_step = 0;
   rc = step_update(e, st);

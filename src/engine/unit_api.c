@@ -54,6 +54,13 @@ void *zs_unit_grad(zs_unit *u, int t) {
            t, u->ntensors - 1);
     return NULL;
   }
+  if (u->frozen) {
+    zs_err(ZS_ERR_INVALID_ARG,
+           "zs_unit_grad('%s', %d): the unit is frozen (zs_unit_freeze): it has no gradient; "
+           "compute only the input gradients of its backward",
+           u->name, t);
+    return NULL;
+  }
   if (e->state != ZS_ENGINE_IN_STEP) {
     zs_err(ZS_ERR_STATE, "zs_unit_grad('%s') outside a step: call zs_engine_begin_step first",
            u->name);
@@ -101,6 +108,7 @@ static zs_status check_reducible(const zs_unit *u, const char *fn) {
 zs_status zs_unit_grads_ready(zs_unit *u) {
   ZS_CHECK(check_reducible(u, "zs_unit_grads_ready"));
   zs_engine *e = u->e;
+  if (u->frozen) return ZS_OK; /* nothing to reduce; local, counted by no one */
   zs_engine_call(e, ZS_CALL_GRADS_READY, u);
   zs_status rc = zs_shard_reduce(u, u->grads_ready_count + 1 == e->micro_steps);
   /* A reduction that failed half-way (the collective ran on some ranks, the shard is partly
@@ -116,8 +124,8 @@ zs_status zs_unit_grads_flush(zs_unit *u) {
   zs_engine_call(e, ZS_CALL_GRADS_FLUSH, u);
   /* A full gradient is persistent anyway; deterministic mode keeps one reduction per
      micro-step (two would regroup the sums); no zs_unit_grad yet: nothing to reduce. */
-  if (!zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) || e->cfg.deterministic ||
-      !u->grad_full)
+  if (u->frozen || !zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) ||
+      e->cfg.deterministic || !u->grad_full)
     return ZS_OK;
   zs_status rc = zs_shard_reduce(u, 0);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "shard/frozen.h"
+
 static size_t sat_add(size_t a, size_t b) {
   return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
@@ -21,11 +23,17 @@ void zs_placement_table(const zs_plan *p, int host, zs_state_table *t) {
   }
 }
 
+void zs_placement_unit_table(const zs_plan *p, const zs_plan_units *u, int i, int host,
+                             zs_state_table *t) {
+  zs_placement_table(p, host, t);
+  if (zs_plan_unit_frozen(u, i)) zs_state_table_freeze(t); /* params only */
+}
+
 size_t zs_placement_moved(const zs_plan *p, const zs_plan_units *u, int i) {
   zs_state_table h;
-  zs_placement_table(p, 1, &h);
+  zs_placement_unit_table(p, u, i, 1, &h);
   size_t b[ZS_MEM_NCAT] = {0};
-  zs_plan_unit_bytes_in(p, &h, zs_plan_unit_numel(u, i), b);
+  zs_plan_unit_bytes_of(p, &h, zs_plan_unit_numel(u, i), b);
   return b[ZS_MEM_HOST_PINNED];
 }
 
@@ -50,7 +58,9 @@ void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs
   out->with_params = zs_state_is(&p->table, ZS_ST_PARAM_SHARD, ZS_LIFE_PERSISTENT);
   size_t all[ZS_MEM_NCAT] = {0}, maxm = 0;
   for (int i = 0; i < u->n; i++) {
-    zs_plan_unit_bytes(p, zs_plan_unit_numel(u, i), all);
+    zs_state_table t; /* on the device: a frozen unit's params alone */
+    zs_placement_unit_table(p, u, i, 0, &t);
+    zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), all);
     const size_t m = zs_placement_moved(p, u, i);
     if (m > maxm) maxm = m;
   }

@@ -80,10 +80,10 @@ static size_t add_mul(size_t a, size_t b, size_t c) {
 }
 
 void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]) {
-  zs_plan_unit_bytes_in(p, &p->table, n, add);
+  zs_plan_unit_bytes_of(p, &p->table, n, add);
 }
 
-void zs_plan_unit_bytes_in(const zs_plan *p, const zs_state_table *t, size_t n,
+void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
                            size_t add[ZS_MEM_NCAT]) {
   const size_t P = zs_plan_padded(p, n), s = P / (size_t)p->nshards;
   for (int k = 0; k < ZS_ST_N; k++) {
@@ -96,6 +96,11 @@ void zs_plan_unit_bytes_in(const zs_plan *p, const zs_state_table *t, size_t n,
 size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
   if (u->units) return u->units[i]->lay.numel_total;
   return u->numel[i] > 0 ? (size_t)u->numel[i] : 0;
+}
+
+int zs_plan_unit_frozen(const zs_plan_units *u, int i) {
+  if (u->units) return u->units[i]->frozen;
+  return u->frozen && u->frozen[i];
 }
 
 size_t zs_plan_piece_len(const zs_config *c, int shard_size, size_t s, size_t nblocks) {
@@ -128,11 +133,13 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
 }
 
 size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u) {
-  size_t max_full = 0, scratch = 0;
+  size_t max_full = 0, max_grad = 0, scratch = 0;
   for (int i = 0; i < u->n; i++) {
-    const size_t n = zs_plan_unit_numel(u, i);
-    const size_t P = zs_plan_padded(p, n), r = zs_plan_reduce_scratch(p, c, world, P);
+    const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i));
     if (P > max_full) max_full = P;
+    if (zs_plan_unit_frozen(u, i)) continue; /* params only: no gradient, no reduction */
+    const size_t r = zs_plan_reduce_scratch(p, c, world, P);
+    if (P > max_grad) max_grad = P;
     if (r > scratch) scratch = r;
   }
   const size_t ps = zs_dtype_size(c->param_dtype);
@@ -144,7 +151,7 @@ size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs
   }
   /* A sharded gradient's full buffer, and the deterministic staging buffer of a full one, live
      through its reduction (with its scratch); never both. */
-  const size_t grad = add_mul(0, max_full, ps);
+  const size_t grad = add_mul(0, max_grad, ps);
   const int grad_buf = zs_state_is(&p->table, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) ||
                        zs_state_is(&p->table, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
   const size_t grad_red = grad_buf ? add_mul(grad, scratch, 1) : scratch;
@@ -153,7 +160,7 @@ size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs
   const zs_state_table *t = &p->table;
   const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;
   if (param_host && t->s[ZS_ST_MASTER].tier == ZS_TIER_DEVICE && c->device == ZS_DEVICE_CUDA)
-    b = add_mul(b, max_full / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
+    b = add_mul(b, max_grad / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
   return b;
 }
 
@@ -163,9 +170,9 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
   out[ZS_MEM_BUFFERS] = zs_plan_buffers(p, c, world, u);
   zs_placement pl;
   zs_placement_make(p, c, world, u, &pl);
-  zs_state_table host;
-  zs_placement_table(p, 1, &host);
-  for (int i = 0; i < u->n; i++)
-    zs_plan_unit_bytes_in(p, zs_placement_host(&pl, p, u, i) ? &host : &p->table,
-                          zs_plan_unit_numel(u, i), out);
+  for (int i = 0; i < u->n; i++) {
+    zs_state_table t; /* the table commit gives unit i: its tier, frozen or not */
+    zs_placement_unit_table(p, u, i, zs_placement_host(&pl, p, u, i), &t);
+    zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), out);
+  }
 }

@@ -49,9 +49,9 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p);
 /* Bytes of one unit of n elements on this rank, by ledger category: the persistent states of the
    plan's table (add[] is added to, so a caller can sum units; saturates at SIZE_MAX). */
 void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]);
-
-/* The same for a unit whose own table is t (a per-unit placement, placement.h). */
-void zs_plan_unit_bytes_in(const zs_plan *p, const zs_state_table *t, size_t n,
+/* The same for a unit whose table is t (a unit's own copy: a frozen one's, frozen.h, or one a
+   budget places on the host, placement.h). */
+void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
                            size_t add[ZS_MEM_NCAT]);
 
 struct zs_unit;
@@ -62,7 +62,11 @@ typedef struct {
   struct zs_unit *const *units;
   const int64_t *numel;
   int n;
+  const int *frozen; /* with numel: non-zero for a frozen unit (frozen.h); NULL: none frozen */
 } zs_plan_units;
+
+/* Whether unit i is frozen (its own table for units, the frozen array for numel). */
+int zs_plan_unit_frozen(const zs_plan_units *u, int i);
 
 /* Elements of unit i (before padding). */
 size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
@@ -71,7 +75,8 @@ size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
    exactly as the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient
    buffers, the sum of what can be live at once: gathered params ((held_units + prefetch_units)
    of the largest unit, or max_live_bytes), one unit's full gradient when gradients are sharded
-   plus the largest unit's reduction scratch (zs_plan_reduce_scratch), or with full gradients
+   plus the largest unit's reduction scratch (gradients and scratch: of trainable units only, a
+   frozen unit has neither) (zs_plan_reduce_scratch), or with full gradients
    the scratch or (deterministic) the staging buffer, whichever is larger (never both at once), the
    gradient-norm bins, and the device temporary of a host-resident param update (offloaded params
    alone on CUDA). zs_unit_get_param's fp32 copy (outside steps) is not included. With an

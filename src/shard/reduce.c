@@ -248,6 +248,7 @@ zs_status zs_shard_publish(zs_shard_ctx *x) {
   const zs_dtype pd = x->cfg->param_dtype;
   for (int i = 0; i < x->nunits; i++) {
     zs_unit *u = x->units[i];
+    if (u->frozen) continue; /* not updated: every rank holds the same full params already */
     void *mine = zs_ptr_add(u->param_full, u->lay.shard_off, pd);
     zs_status rc = zs_coll_all_gather(x->shard, mine, u->param_full, u->lay.shard, zs_cdt_of(pd),
                                       d->comm_stream);

@@ -31,6 +31,7 @@ struct zs_unit {
   zs_tensor_desc *t; /* copies; names owned below */
   char **tnames;
   zs_layout lay; /* flat offsets, padding, this rank's shard */
+  int frozen;    /* zs_unit_freeze: params only; from commit on its table says so (frozen.h) */
 
   /* Which states this unit holds, where, over which range (a copy of the plan's table made at
      commit; per-unit placement is an entry of it). Each state's buffer is the field named in
@@ -46,9 +47,9 @@ struct zs_unit {
   float *master, *m, *v; /* ZS_ST_MASTER, ZS_ST_ADAM_M, ZS_ST_ADAM_V */
   size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
 
-  int gathered;      /* stage 3: param_full holds (or is receiving) the gathered params */
+  int gathered;      /* sharded params: param_full holds (or is receiving) the gathered params */
   int held;          /* gathered by the caller and not released yet (every stage) */
-  void *ev_gathered; /* stage 3 on CUDA: recorded on the comm stream after the all-gather */
+  void *ev_gathered; /* sharded params on CUDA: recorded on the comm stream after the all-gather */
   int fwd_micro;     /* in a step: the micro-step (grads_ready_count) of its last forward gather;
                         a gather in the same micro-step is its backward. -1 at begin_step */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
@@ -143,11 +144,11 @@ static inline zs_cdt zs_cdt_of(zs_dtype dt) {
 static inline void *zs_ptr_add(void *p, size_t elems, zs_dtype dt) {
   return (char *)p + elems * zs_dtype_size(dt);
 }
-/* The caller gathers u (not held yet): stage 3 all-gathers it unless prefetched, makes the
-   compute stream wait for its all-gather, and prefetches the window ahead (dropping prefetched
-   units outside it). Keeps the memory rule of zshard.h. */
+/* The caller gathers u (not held yet): with sharded params it is all-gathered unless prefetched,
+   makes the compute stream wait for its all-gather, and prefetches the window ahead (dropping
+   prefetched units outside it). Keeps the memory rule of zshard.h. */
 zs_status zs_shard_gather_user(zs_unit *u);
-/* The caller releases u: stage 3 frees its gathered copy. */
+/* The caller releases u: with sharded params its gathered copy is freed. */
 void zs_shard_release_user(zs_unit *u);
 /* Ends every hold, frees every stage-3 gathered copy and forgets the traversal (after a step). */
 void zs_shard_drop_all(zs_shard_ctx *x);
@@ -165,8 +166,8 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro);
    marks it). */
 zs_status zs_shard_publish(zs_shard_ctx *x);
 /* u's whole fp32 master into the device buffer full (collective over the shard group when the
-   master is sharded). A failure is returned (the caller marks it and frees full with
-   zs_mem_free_after). */
+   master is sharded; a frozen unit's params converted to fp32, collective when they are sharded). A
+   failure is returned (the caller marks it and frees full with zs_mem_free_after). */
 zs_status zs_shard_gather_master(zs_unit *u, float *full);
 
 #endif

@@ -309,3 +309,23 @@ if(ZS_HAVE_CUDA)
   set_tests_properties(engine_cuda_nonfinite_np1_bf16 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}"
                        TIMEOUT 120 LABELS "mpi;engine;gpu" PROCESSORS 1)
 endif()
+# Frozen units: against a run where they are trainable with zero gradient and no weight decay,
+# a float64 norm over the trainable units, the ledger and the planner, the export; stages 0-3 on
+# 1-4 ranks. Checkpoints saved frozen load frozen or trainable on another world size and stage.
+zs_exe(test_engine_frozen SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_frozen.c)
+foreach(n 1 2 3 4)
+  zs_mpi_test(engine_frozen_np${n} test_engine_frozen NP ${n} LABELS engine)
+endforeach()
+zs_mpi_test(engine_frozen_bf16_np2 test_engine_frozen NP 2 ARGS --bf16 LABELS engine)
+function(zs_frozen_ckpt name first second)
+  add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/frozen_ckpt.sh ${ZS_MPIEXEC}
+                                $<TARGET_FILE:test_engine_frozen> ${first} ${second} ${ARGN})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=200"
+                                          TIMEOUT 120 LABELS "mpi;ckpt;engine" PROCESSORS 4)
+endfunction()
+zs_frozen_ckpt(engine_frozen_ckpt_2s3_to_3s1 "2 3" "3 1")
+zs_frozen_ckpt(engine_frozen_ckpt_4s2_to_1s0_trainable "4 2" "1 0 --trainable")
+zs_frozen_ckpt(engine_frozen_ckpt_1s0_to_4s3_trainable "1 0" "4 3 --trainable")
+zs_frozen_ckpt(engine_frozen_ckpt_bf16_3s3_to_2s3 "3 3 --bf16" "2 3 --bf16")
+# Saved trainable, loaded frozen: the params are the saved master (fp32: exactly).
+zs_frozen_ckpt(engine_frozen_ckpt_trainable_2s1_to_3s3 "2 1 --trainable" "3 3")

@@ -16,7 +16,10 @@
  * checkpoints with the straightforward path (stage 0, no prefetch, no offload, no buckets;
  * deterministic) and compares every weight: bit for bit when the sequence ran deterministic, within
  * 1e-4 otherwise (a third of the sequences, which also reduce parts of gradients early with
- * zs_unit_grads_flush).
+ * zs_unit_grads_flush). A third of the sequences also freeze some units (zs_unit_freeze, drawn
+ * from their own stream so the other draws stay those of the seed): zs_unit_grad is refused for
+ * them, their grads_ready and flushes are no-ops, they hold no gradient buffer; the reference
+ * trains them with a zero gradient and no weight decay, which leaves them unchanged too.
  *
  * Every sequence here is legal on every rank, so it also proves that the rank divergence check
  * (comm.h) never flags a legal program; test_engine_diverge.c runs such sequences with one rank
@@ -42,6 +45,7 @@ typedef struct {
   int sp, sg, so;        /* params, gradients, optimizer state sharded (from either) */
   unsigned offload;
   size_t max_live, bucket;
+  int frozen[TM_NUNITS]; /* zs_unit_freeze; the reference: no gradient and no weight decay */
 } seq_cfg;
 
 /* What the caller did in one micro-step's backward of unit u. */
@@ -189,6 +193,14 @@ static void add_grad(zs_unit *u, int un, uint64_t b, int use_params, const float
   add_grad_scaled(u, un, b, use_params, scale0, 1.0f);
 }
 
+/* A frozen unit's backward: zs_unit_grad is refused for every tensor, and the flush is a no-op. */
+static void frozen_grad(st *s, int u) {
+  for (int t = 0; t < tm_units[u].ntensors; t++)
+    ZS_EXPECT(zs_unit_grad(s->u[u], t) == NULL, "seed %llu: zs_unit_grad of frozen unit %d",
+              (unsigned long long)s->seed, u);
+  if (!s->c.det) ZS_OK_OR_DIE(zs_unit_grads_flush(s->u[u]));
+}
+
 static void forget_known(st *s) {
   for (int u = 0; u < TM_NUNITS; u++)
     for (int t = 0; t < TM_MAXT; t++) {
@@ -217,6 +229,15 @@ static void train_step(st *s, int m, bwd_choice ch[][TM_NUNITS], rng *r) {
     for (int u = TM_NUNITS - 1; u >= 0; u--) {
       const bwd_choice *c = &ch[k][u];
       if (c->gather && !s->held[u]) gather(s, u);
+      if (s->c.frozen[u]) {
+        frozen_grad(s, u);
+        check(s, "frozen grad");
+        if (s->held[u] && c->release_first) release(s, u);
+        ZS_OK_OR_DIE(zs_unit_grads_ready(s->u[u]));
+        check(s, "grads_ready");
+        if (s->held[u] && rnd(r, 8) != 0) release(s, u);
+        continue;
+      }
       s->grad_live[u] = 1;
       s->used[s->step_no][k][u] = (unsigned char)s->held[u];
       const uint64_t b = batch_id(s->step_no, k, s->rank);
@@ -293,9 +314,14 @@ static void draw_cfg(rng *r, int w, seq_cfg *c) {
   const uint32_t l = rnd(r, 4);
   c->max_live = l == 0 ? 0 : largest * l;
   c->det = rnd(r, 3) != 0; /* a third run non-deterministic (flushes; compared with a tolerance) */
+  /* Frozen units from a stream of their own: a third of the sequences freeze a random subset. */
+  const uint64_t f = tm_hash(r->s ^ 0xf402e2ull);
+  for (int u = 0; u < TM_NUNITS && f % 3 == 0; u++)
+    c->frozen[u] = (int)((f >> (8 + u)) & 1);
 }
 
-static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
+/* ref_frozen: the reference's view of c's frozen units (trainable, no weight decay) */
+static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u, const int *ref_frozen) {
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = c->stage;
@@ -314,9 +340,14 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u) {
   cfg.comm_timeout_s = 60;
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
-  for (int i = 0; i < TM_NUNITS; i++)
-    ZS_OK_OR_DIE(
-        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+  for (int i = 0; i < TM_NUNITS; i++) {
+    zs_tensor_desc t[TM_MAXT];
+    memcpy(t, tm_units[i].t, sizeof t);
+    for (int k = 0; k < tm_units[i].ntensors && ref_frozen && ref_frozen[i]; k++)
+      t[k].no_weight_decay = 1;
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, t, &u[i]));
+    ZS_OK_OR_DIE(zs_unit_freeze(u[i], c->frozen[i]));
+  }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   return e;
 }
@@ -475,7 +506,7 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
   seq_cfg rc = {0};
   rc.det = 1;
   zs_unit *u[TM_NUNITS];
-  zs_engine *e = make_engine(self, &rc, u);
+  zs_engine *e = make_engine(self, &rc, u, s->c.frozen);
   for (int i = 0; i < TM_NUNITS; i++)
     for (int t = 0; t < tm_units[i].ntensors; t++)
       ZS_OK_OR_DIE(zs_unit_set_param(u[i], t, init + tm_base(i, t)));
@@ -496,7 +527,7 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
     for (int k = 0; k < o->m; k++)
       for (int r = 0; r < W; r++)
         for (int j = 0; j < TM_NUNITS; j++) {
-          add_grad(u[j], j, batch_id(step, k, r), s->used[step][k][j], NULL);
+          if (!s->c.frozen[j]) add_grad(u[j], j, batch_id(step, k, r), s->used[step][k][j], NULL);
           ZS_OK_OR_DIE(zs_unit_grads_ready(u[j]));
         }
     ZS_OK_OR_DIE(zs_engine_step(e, NULL));
@@ -518,12 +549,13 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   draw_cfg(&r, s.world, &s.c);
   if (s.rank == 0)
     printf("seed %llu: world %d stage %d sharded p%d g%d o%d%s offload %u prefetch %d max_live %zu "
-           "bucket %zu group %d det %d\n",
+           "bucket %zu group %d det %d frozen %d%d%d%d\n",
            (unsigned long long)seed, s.world, s.c.stage, s.c.sp, s.c.sg, s.c.so,
            s.c.explicit_switches ? " (switches)" : "", s.c.offload, s.c.prefetch, s.c.max_live,
-           s.c.bucket, s.c.group, s.c.det);
+           s.c.bucket, s.c.group, s.c.det, s.c.frozen[0], s.c.frozen[1], s.c.frozen[2],
+           s.c.frozen[3]);
   fflush(stdout);
-  s.e = make_engine(comm, &s.c, s.u);
+  s.e = make_engine(comm, &s.c, s.u, NULL);
   ZS_OK_OR_DIE(zs_engine_memory(s.e, &s.base));
   /* Initial weights: every tensor set (known values). */
   float *init = malloc((size_t)tm_total() * 4);

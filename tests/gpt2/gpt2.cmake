@@ -48,6 +48,11 @@ if(ZS_BUILD_EXAMPLES)
                                          $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
   set_tests_properties(gpt2_eval_memory PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                                                    LABELS "gpt2;mpi" PROCESSORS 2)
+  # --freeze blocks: the blocks leave the run as they came, and cost no gradient or optimizer byte.
+  add_test(NAME gpt2_freeze COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_freeze.sh
+                                    $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_freeze PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                              LABELS "gpt2;mpi" PROCESSORS 2)
 endif()
 
 # GPU readiness (tests/gpu_tests.md): the example on the CUDA device against the same run on the

@@ -6,12 +6,16 @@
  * time (held_units = 1). Model states (params, grads, optimizer, host_pinned) must be equal to
  * the byte; the ledger's buffers peak must lie under the plan's bound, and within the norm bins
  * (which live alone, at zs_engine_step) of it: a bound that is exact, not just safe. All units
- * have the same size, so the largest unit's moment is every unit's. The offload-budget cases set a
- * budget part of the way from the least that fits (every unit on the host) to no offload, so that
- * some units are on the host and some on the device (ties: the first units go), and check the
- * same equalities and that the engine placed the units zs_plan_placement says; and the budget's
- * refusals (over budget at commit, with the least budget; a budget beside offload bits or without
- * sharded optimizer state) and its environment variable. */
+ * have the same size, so the largest unit's moment is every unit's. Every configuration runs
+ * twice: all units trainable, and units 1 and 2 frozen (zs_unit_freeze, zs_plan_model_frozen:
+ * params only, no gradient or optimizer byte). The offload-budget cases set a budget part of the
+ * way from the least that fits (every unit on the host) to no offload, so that some units are on
+ * the host and some on the device (ties: the first units go), and check the same equalities and
+ * that the engine placed as many units as zs_plan_placement_frozen says; with units 1 and 2
+ * frozen, those move only their param shard (sharded params) or nothing, and the planner still
+ * equals the ledger to the byte. And the budget's refusals (over budget at commit, with the least
+ * budget; a budget beside offload bits or without sharded optimizer state) and its environment
+ * variable. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +61,7 @@ static const cfg_case cases[] = {
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
    writes every gradient element, grads_ready, release. */
-static void step(zs_engine *e, zs_unit **u, int micro) {
+static void step(zs_engine *e, zs_unit **u, int micro, const int *frozen) {
   ZS_OK_OR_DIE(zs_engine_begin_step(e, micro));
   for (int k = 0; k < micro; k++) {
     for (int i = 0; i < NUNITS; i++) {
@@ -66,7 +70,8 @@ static void step(zs_engine *e, zs_unit **u, int micro) {
     }
     for (int i = NUNITS - 1; i >= 0; i--) {
       ZS_OK_OR_DIE(zs_unit_gather(u[i]));
-      ZS_EXPECT(zs_unit_grad(u[i], 0) != NULL, "grad of unit %d: %s", i, zs_last_error());
+      ZS_EXPECT((zs_unit_grad(u[i], 0) != NULL) == !frozen[i], "grad of unit %d: %s", i,
+                zs_last_error());
       ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
       ZS_OK_OR_DIE(zs_unit_release(u[i]));
     }
@@ -74,7 +79,7 @@ static void step(zs_engine *e, zs_unit **u, int micro) {
   ZS_OK_OR_DIE(zs_engine_step(e, NULL));
 }
 
-static void check(zs_comm *comm, const cfg_case *k) {
+static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
   const int W = zs_comm_size(comm);
   if (k->group && W % k->group) return; /* hybrid cases need a multiple of the group */
   zs_config cfg;
@@ -98,54 +103,69 @@ static void check(zs_comm *comm, const cfg_case *k) {
     snprintf(name, sizeof name, "u%d", i);
     ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u[i]));
     numel[i] = zs_unit_numel(u[i], 0);
+    ZS_OK_OR_DIE(zs_unit_freeze(u[i], frozen[i]));
   }
   zs_plan_report r;
   unsigned char host[NUNITS] = {0};
   if (k->budget_pct) { /* the floor (a 1-byte budget is refused with it) and no offload */
     zs_plan_report none, floor;
-    ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &none));
+    ZS_OK_OR_DIE(
+        zs_plan_model_frozen(&cfg, W, numel, frozen, NUNITS, 0, SIZE_MAX, SIZE_MAX, &none));
     cfg.offload_budget_bytes = 1;
-    ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &floor));
+    ZS_OK_OR_DIE(
+        zs_plan_model_frozen(&cfg, W, numel, frozen, NUNITS, 0, SIZE_MAX, SIZE_MAX, &floor));
     ZS_EXPECT(!floor.fits && floor.budget_floor < none.device_total, "%s: floor %zu of %zu",
               k->name, floor.budget_floor, none.device_total);
     cfg.offload_budget_bytes =
         floor.budget_floor + (none.device_total - floor.budget_floor) * (size_t)k->budget_pct / 100;
-    ZS_OK_OR_DIE(zs_plan_placement(&cfg, W, numel, NUNITS, host));
+    ZS_OK_OR_DIE(zs_plan_placement_frozen(&cfg, W, numel, frozen, NUNITS, host));
     zs_engine_destroy(e); /* again, with the budget */
     ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
     for (int i = 0; i < NUNITS; i++) {
       char name[8];
       snprintf(name, sizeof name, "u%d", i);
       ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u[i]));
+      ZS_OK_OR_DIE(zs_unit_freeze(u[i], frozen[i]));
     }
   }
-  ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_plan_model_frozen(&cfg, W, numel, frozen, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (k->budget_pct) {
-    int nh = 0;
-    for (int i = 0; i < NUNITS; i++)
+    int nh = 0, trainable_on_device = 0; /* optimizer bytes stay on the device for it */
+    for (int i = 0; i < NUNITS; i++) {
       nh += host[i];
+      trainable_on_device |= !frozen[i] && !host[i];
+    }
+    /* A frozen unit moves less than a trainable one of its size (no optimizer state), and all
+       units here have one size: it goes only after every trainable unit has. */
+    for (int i = 0; i < NUNITS; i++)
+      for (int j = 0; j < NUNITS; j++)
+        ZS_EXPECT(!(frozen[i] && host[i] && !frozen[j] && !host[j]),
+                  "%s: frozen unit %d on the host before trainable unit %d", k->name, i, j);
     char want[48];
     snprintf(want, sizeof want, "%d of %d units on the host", nh, NUNITS);
     ZS_EXPECT(nh > 0 && nh < NUNITS && (size_t)nh == r.host_units &&
-                  strstr(zs_engine_info(e), want) != NULL && r.optimizer > 0 && r.host_pinned > 0,
+                  strstr(zs_engine_info(e), want) != NULL &&
+                  (r.optimizer > 0) == trainable_on_device && r.host_pinned > 0,
               "%s, %d ranks: %d units on the host (plan %zu), not mixed or not \"%s\" in %s",
               k->name, W, nh, r.host_units, want, zs_engine_info(e));
   }
   for (int s = 0; s < 2; s++)
-    step(e, u, 2);
+    step(e, u, 2, frozen);
   zs_memory m;
   ZS_OK_OR_DIE(zs_engine_memory(e, &m));
   ZS_EXPECT(m.params.peak == r.params && m.grads.peak == r.grads &&
                 m.optimizer.peak == r.optimizer && m.host_pinned.peak == r.host_pinned,
-            "%s, %d ranks: ledger params %zu grads %zu optimizer %zu host %zu, plan %zu %zu %zu "
+            "%s, %d ranks, units 1-2 frozen %d: ledger params %zu grads %zu optimizer %zu host "
+            "%zu, plan %zu %zu %zu "
             "%zu",
-            k->name, W, m.params.peak, m.grads.peak, m.optimizer.peak, m.host_pinned.peak, r.params,
-            r.grads, r.optimizer, r.host_pinned);
+            k->name, W, frozen[1], m.params.peak, m.grads.peak, m.optimizer.peak,
+            m.host_pinned.peak, r.params, r.grads, r.optimizer, r.host_pinned);
   const size_t bins = 321 * 8; /* the gradient-norm bins, alone at zs_engine_step */
   ZS_EXPECT(m.buffers.peak <= r.buffers && r.buffers - m.buffers.peak <= bins,
-            "%s, %d ranks: buffers peak %zu, plan bound %zu (want bound - %zu <= peak <= bound)",
-            k->name, W, m.buffers.peak, r.buffers, bins);
+            "%s, %d ranks, frozen %d: buffers peak %zu, plan bound %zu (want bound - %zu <= peak "
+            "<= bound)",
+            k->name, W, frozen[1], m.buffers.peak, r.buffers, bins);
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
                 r.host_total == r.host_pinned,
             "%s: totals", k->name);
@@ -226,8 +246,11 @@ int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   budget_refusals(comm);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    check(comm, &cases[i]);
+  static const int none[NUNITS] = {0, 0, 0, 0}, middle[NUNITS] = {0, 1, 1, 0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    check(comm, &cases[i], none);
+    check(comm, &cases[i], middle);
+  }
   zs_comm_destroy(comm);
   ZS_TEST_END("test_plan_ledger");
 }

@@ -71,7 +71,10 @@ check "recommend, nothing fits" "$got" ""
 # 4. The GPT-2 example's own bytes: activations (with and without recompute; the CPU kernels are
 #    fp32 only) and model states as its ledger reports them at the start (--metrics memory event).
 shape=(--layers 3 --channels 96 --heads 3 --vocab 256 --seq 32 --batch 3)
-for extra in "--dtype fp32" "--dtype fp32 --recompute"; do
+#    With --freeze (issue 18): frozen units cost params only, and the example's throw-away weight
+#    gradient of the largest frozen unit is part of its activations.
+for extra in "--dtype fp32" "--dtype fp32 --recompute" "--dtype fp32 --freeze blocks" \
+  "--dtype fp32 --freeze 0,2"; do
   met=$(mktemp)
   # shellcheck disable=SC2086
   "$mpiexec" --oversubscribe -np 2 "$train" --stage 3 "${shape[@]}" $extra --steps 0 \
@@ -87,6 +90,7 @@ for extra in "--dtype fp32" "--dtype fp32 --recompute"; do
   dt=${dt%% *}
   rec=()
   case $extra in *--recompute*) rec=(--recompute) ;; esac
+  case $extra in *--freeze*) rec+=(--freeze "${extra##*--freeze }") ;; esac
   pred=$("$plan" --world 2 --stage 3 --device cpu --dtype "$dt" "${rec[@]}" "${shape[@]}" --json |
     field '"%d %d %d %d" % (d["per_rank"]["activations"], d["per_rank"]["params"], d["per_rank"]["grads"], d["per_rank"]["optimizer"])')
   check "GPT-2 example $extra: activations params grads optimizer" "$pred" "$meas"

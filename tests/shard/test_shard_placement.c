@@ -6,7 +6,9 @@
  * properties on their own: never over the budget when it fits (every unit on the host when it does
  * not), monotone in the budget (a larger budget's host units are a subset of a smaller one's), no
  * device unit larger than a host unit (ties: lower index first), the same answer twice, and
- * zs_plan_memory's categories equal to the placement's sums. */
+ * zs_plan_memory's categories equal to the placement's sums. Every other iteration freezes every
+ * fourth unit (zs_plan_units.frozen): a frozen unit has no optimizer state and moves its param
+ * shard alone (sharded params) or nothing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,23 +28,23 @@ static uint64_t next(void) { /* xorshift64* */
   return rng * 0x2545f4914f6cdd1dull;
 }
 
-/* Bytes unit of n elements moves to the host, from the stage rule. */
-static size_t ref_moved(const zs_plan *p, const zs_config *c, size_t n) {
+/* Bytes unit of n elements moves to the host, from the stage rule (frozen: no optimizer state). */
+static size_t ref_moved(const zs_plan *p, const zs_config *c, size_t n, int frozen) {
   const size_t S = (size_t)p->nshards, s = (n + S - 1) / S;
   const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4;
-  return 12 * s + (p->shard_params ? ps * s : 0);
+  return (frozen ? 0 : 12 * s) + (p->shard_params ? ps * s : 0);
 }
 
 /* The greedy reference: host[i] for the budget; returns 1 when it fits. */
-static int ref_place(const zs_plan *p, const zs_config *c, const int64_t *numel, int n, size_t dev,
-                     size_t budget, int *host) {
+static int ref_place(const zs_plan *p, const zs_config *c, const int64_t *numel, const int *frozen,
+                     int n, size_t dev, size_t budget, int *host) {
   int order[MAXU];
   for (int i = 0; i < n; i++)
     order[i] = i, host[i] = 0;
   for (int i = 1; i < n; i++) /* insertion sort: moved descending, index ascending */
     for (int j = i; j > 0; j--) {
-      const size_t a = ref_moved(p, c, (size_t)numel[order[j - 1]]);
-      const size_t b = ref_moved(p, c, (size_t)numel[order[j]]);
+      const size_t a = ref_moved(p, c, (size_t)numel[order[j - 1]], frozen[order[j - 1]]);
+      const size_t b = ref_moved(p, c, (size_t)numel[order[j]], frozen[order[j]]);
       if (b > a) {
         const int t = order[j];
         order[j] = order[j - 1];
@@ -51,7 +53,7 @@ static int ref_place(const zs_plan *p, const zs_config *c, const int64_t *numel,
     }
   for (int k = 0; k < n && dev > budget; k++) {
     host[order[k]] = 1;
-    dev -= ref_moved(p, c, (size_t)numel[order[k]]);
+    dev -= ref_moved(p, c, (size_t)numel[order[k]], frozen[order[k]]);
   }
   if (dev > budget) {
     for (int i = 0; i < n; i++)
@@ -84,7 +86,10 @@ int main(void) {
     const int64_t sizes[5] = {1, 7, 64, 64, 1000}; /* repeats: ties */
     for (int i = 0; i < n; i++)
       numel[i] = next() % 3 ? sizes[next() % 5] : 1 + (int64_t)(next() % 3000);
-    const zs_plan_units us = {NULL, numel, n};
+    int frozen[MAXU]; /* without drawing: the random sequence stays the one before frozen units */
+    for (int i = 0; i < n; i++)
+      frozen[i] = iter % 2 && (iter / 2 + i) % 4 == 0;
+    const zs_plan_units us = {NULL, numel, n, frozen};
     size_t none[ZS_MEM_NCAT];
     zs_plan_memory(&p, &c, world, &us, none);
     size_t dev = 0;
@@ -92,10 +97,10 @@ int main(void) {
       dev += none[k];
     size_t total = 0;
     for (int i = 0; i < n; i++) {
-      total += ref_moved(&p, &c, (size_t)numel[i]);
-      ZS_EXPECT(zs_placement_moved(&p, &us, i) == ref_moved(&p, &c, (size_t)numel[i]),
+      total += ref_moved(&p, &c, (size_t)numel[i], frozen[i]);
+      ZS_EXPECT(zs_placement_moved(&p, &us, i) == ref_moved(&p, &c, (size_t)numel[i], frozen[i]),
                 "unit %d of %lld elements: moves %zu, want %zu", i, (long long)numel[i],
-                zs_placement_moved(&p, &us, i), ref_moved(&p, &c, (size_t)numel[i]));
+                zs_placement_moved(&p, &us, i), ref_moved(&p, &c, (size_t)numel[i], frozen[i]));
     }
     /* Budgets from below the floor to above no offload, sorted ascending for monotonicity. */
     size_t budgets[8];
@@ -117,12 +122,12 @@ int main(void) {
       zs_placement_make(&p, &c, world, &us, &again);
       ZS_EXPECT(!memcmp(&pl, &again, sizeof pl), "the same inputs placed differently");
       int want[MAXU], got[MAXU], nh = 0;
-      const int fits = ref_place(&p, &c, numel, n, dev, budgets[b], want);
+      const int fits = ref_place(&p, &c, numel, frozen, n, dev, budgets[b], want);
       size_t left = dev;
       for (int i = 0; i < n; i++) {
         got[i] = zs_placement_host(&pl, &p, &us, i);
         nh += got[i];
-        if (got[i]) left -= ref_moved(&p, &c, (size_t)numel[i]);
+        if (got[i]) left -= ref_moved(&p, &c, (size_t)numel[i], frozen[i]);
         ZS_EXPECT(got[i] == want[i],
                   "iter %d stage %d world %d budget %zu (device %zu): unit %d (%lld elements) on "
                   "the %s, want the %s",
@@ -138,8 +143,8 @@ int main(void) {
       for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
           if (got[j] && !got[i]) {
-            const size_t mi = ref_moved(&p, &c, (size_t)numel[i]);
-            const size_t mj = ref_moved(&p, &c, (size_t)numel[j]);
+            const size_t mi = ref_moved(&p, &c, (size_t)numel[i], frozen[i]);
+            const size_t mj = ref_moved(&p, &c, (size_t)numel[j], frozen[j]);
             ZS_EXPECT(mj > mi || (mj == mi && j < i), "device unit %d (%zu) before host %d (%zu)",
                       i, mi, j, mj);
           }

@@ -2,11 +2,14 @@
  * three sharding switches, every offload, deterministic or not and both param dtypes, each state's
  * entry against expectations written here from docs/ARCHITECTURE.md ("One step, by stage": params
  * bΨ or bΨ/N, grads bΨ or bΨ/N, optimizer KΨ or KΨ/N; offloaded state in host_pinned), and
- * zs_plan_unit_bytes, which sums the table, against the per-category formula recomputed here. */
+ * zs_plan_unit_bytes, which sums the table, against the per-category formula recomputed here. A
+ * frozen unit's copy of each table (src/shard/frozen.c) keeps the params' entries and no
+ * gradient or optimizer state: its bytes are the params' alone. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "shard/frozen.h"
 #include "shard/plan.h"
 #include "shard/state_table.h"
 #include "zs_test.h"
@@ -122,6 +125,21 @@ static int check_config(int stage, int swp, int swg, int swo, int offload, int d
     for (int k = 0; k < ZS_MEM_NCAT; k++)
       ZS_EXPECT(got[k] == want[k], "%s n %zu: category %d holds %zu bytes, want %zu", what,
                 sizes[i], k, got[k], want[k]);
+    /* Frozen: the params' bytes only (their host part when offloaded), nothing else. */
+    zs_state_table ft = *t;
+    zs_state_table_freeze(&ft);
+    ZS_EXPECT(zs_state_table_frozen(&ft) && !zs_state_table_frozen(t), "%s: frozen flag", what);
+    for (int k = ZS_ST_PARAM_FULL; k <= ZS_ST_PARAM_SHARD; k++)
+      ZS_EXPECT(!memcmp(&ft.s[k], &t->s[k], sizeof ft.s[k]), "%s: frozen params entry %d", what, k);
+    size_t fgot[ZS_MEM_NCAT] = {0}, pwant[ZS_MEM_NCAT];
+    zs_plan_unit_bytes_of(&p, &ft, sizes[i], fgot);
+    want_bytes(sp, sg, so, op, 0, dt == ZS_BF16 ? 2 : 4, S, sizes[i], pwant);
+    ZS_EXPECT(fgot[ZS_MEM_PARAMS] == pwant[ZS_MEM_PARAMS] && fgot[ZS_MEM_GRADS] == 0 &&
+                  fgot[ZS_MEM_OPTIMIZER] == 0 && fgot[ZS_MEM_BUFFERS] == 0 &&
+                  fgot[ZS_MEM_HOST_PINNED] == pwant[ZS_MEM_HOST_PINNED],
+              "%s n %zu: frozen unit holds %zu/%zu/%zu/%zu bytes", what, sizes[i],
+              fgot[ZS_MEM_PARAMS], fgot[ZS_MEM_GRADS], fgot[ZS_MEM_OPTIMIZER],
+              fgot[ZS_MEM_HOST_PINNED]);
   }
   return 1;
 }

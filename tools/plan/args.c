@@ -12,6 +12,8 @@ static void usage(void) {
       "  --model d12|d24|d36|d48      GPT-2 preset (vocab 50257, 1024 positions)\n"
       "  --layers L --channels C --heads H [--vocab V] [--max-seq P]   free GPT-2 shape\n"
       "  --unit-sizes N1,N2,...       elements of each unit\n"
+      "  --freeze SPEC                frozen units (params only): indexes N or ranges N-M,\n"
+      "                               and for GPT-2 embedding, blocks, ln_f (as train_gpt2)\n"
       "  --params N [--units K]       N parameters split evenly into K units (default 1)\n"
       "  --safetensors FILE           a Hugging Face model.safetensors (+ config.json beside it)\n"
       "Activations (GPT-2 shapes, as examples/train_gpt2 allocates them):\n"
@@ -91,6 +93,7 @@ static int parse_dtype(const char *k, const char *v, zs_dtype *d) {
 static int option(zp_args *a, const char *k, const char *v) {
   if (!strcmp(k, "--model")) return a->preset = v, 0;
   if (!strcmp(k, "--unit-sizes")) return a->unit_sizes = v, 0;
+  if (!strcmp(k, "--freeze")) return a->freeze = v, 0;
   if (!strcmp(k, "--safetensors")) return a->safetensors = v, 0;
   if (!strcmp(k, "--layers")) return a->have_shape = 1, parse_int(k, v, &a->gpt.layers, 1);
   if (!strcmp(k, "--channels")) return a->have_shape = 1, parse_int(k, v, &a->gpt.channels, 1);

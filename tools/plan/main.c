@@ -11,6 +11,10 @@ int main(int argc, char **argv) {
   if (rc) return rc > 0 ? 0 : 2;
   zp_model m;
   if (zp_model_build(&a, &m)) return 2;
+  if (zp_model_freeze(a.freeze, &m)) {
+    zp_model_free(&m);
+    return 2;
+  }
   if (!a.held_units && m.is_gpt) a.held_units = 1; /* the GPT-2 example holds one unit */
   size_t act = a.activations;
   if (m.is_gpt && !a.states_only) {
@@ -21,6 +25,8 @@ int main(int argc, char **argv) {
       return 2;
     }
     act += zp_gpt_activation_bytes(&m.gpt, a.batch, T, a.dtype, a.recompute);
+    /* train_gpt2 --freeze: the kernels' throw-away weight gradient of the largest frozen unit */
+    act += (size_t)m.largest_frozen * (a.dtype == ZS_BF16 ? 2 : 4);
   }
   if (a.states_only) act = 0;
   /* Memory per rank: given, or this machine's (host memory split among the ranks, as if they
@@ -38,7 +44,7 @@ int main(int argc, char **argv) {
   zs_config cfg;
   zp_config(&a, a.stage, a.offload, &cfg);
   zs_plan_report r;
-  if (zs_plan_model(&cfg, a.world, m.numel, m.n, act, dev, host, &r) != ZS_OK) {
+  if (zs_plan_model_frozen(&cfg, a.world, m.numel, m.frozen, m.n, act, dev, host, &r) != ZS_OK) {
     fprintf(stderr, "zshard-plan: %s\n", zs_last_error());
     zp_model_free(&m);
     return 2;

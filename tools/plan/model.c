@@ -92,7 +92,57 @@ int zp_model_build(const zp_args *a, zp_model *m) {
   return 0;
 }
 
+int zp_model_freeze(const char *spec, zp_model *m) {
+  if (!spec) return 0;
+  m->frozen = calloc((size_t)m->n, sizeof *m->frozen);
+  if (!m->frozen) return -1;
+  const int L = m->is_gpt ? m->gpt.layers : -1;
+  for (const char *p = spec; *p;) {
+    const char *end = strchr(p, ',');
+    const size_t len = end ? (size_t)(end - p) : strlen(p);
+    char item[32];
+    if (len == 0 || len >= sizeof item) {
+      fprintf(stderr, "zshard-plan: --freeze: bad item in '%s'\n", spec);
+      return -1;
+    }
+    memcpy(item, p, len);
+    item[len] = 0;
+    long lo, hi;
+    char *e1, *e2;
+    if (L >= 0 && !strcmp(item, "embedding")) {
+      lo = hi = 0;
+    } else if (L >= 0 && !strcmp(item, "blocks")) {
+      lo = 1;
+      hi = L;
+    } else if (L >= 0 && !strcmp(item, "ln_f")) {
+      lo = hi = L + 1;
+    } else {
+      lo = hi = strtol(item, &e1, 10);
+      if (e1 != item && *e1 == '-') {
+        hi = strtol(e1 + 1, &e2, 10);
+        e1 = e2 == e1 + 1 ? e1 : e2;
+      }
+      if (e1 == item || *e1) {
+        fprintf(stderr, "zshard-plan: --freeze: '%s' is not a unit index or range%s\n", item,
+                L >= 0 ? " (or embedding, blocks, ln_f)" : "");
+        return -1;
+      }
+    }
+    if (lo < 0 || hi >= m->n || lo > hi) {
+      fprintf(stderr, "zshard-plan: --freeze: '%s' is outside the units 0..%d\n", item, m->n - 1);
+      return -1;
+    }
+    for (long i = lo; i <= hi; i++)
+      m->frozen[i] = 1;
+    p = end ? end + 1 : p + len;
+  }
+  for (int i = 0; i < m->n; i++)
+    if (m->frozen[i] && m->numel[i] > m->largest_frozen) m->largest_frozen = m->numel[i];
+  return 0;
+}
+
 void zp_model_free(zp_model *m) {
   free(m->numel);
+  free(m->frozen);
   memset(m, 0, sizeof *m);
 }

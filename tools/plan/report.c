@@ -26,7 +26,7 @@ static void row(const char *name, size_t b, int decimal) {
    nothing without a budget or when the placement cannot be had. */
 static void host_units(const zp_model *m, const zs_config *cfg, int world, int json) {
   unsigned char *host = calloc((size_t)m->n, 1);
-  if (!host || zs_plan_placement(cfg, world, m->numel, m->n, host) != ZS_OK) {
+  if (!host || zs_plan_placement_frozen(cfg, world, m->numel, m->frozen, m->n, host) != ZS_OK) {
     free(host);
     return;
   }

@@ -37,6 +37,7 @@ typedef struct {
   /* Output. */
   int json, states_only, recommend;
   double link_gbs, pcie_gbs; /* GB/s (10^9 bytes) */
+  const char *freeze;        /* --freeze SPEC: frozen units (zp_model_freeze), NULL = none */
 } zp_args;
 
 /* The model as the engine sees it. */
@@ -46,6 +47,8 @@ typedef struct {
   int64_t total;
   int is_gpt; /* a GPT-2 shape is known: activations can be computed */
   zp_gpt gpt;
+  int *frozen;            /* per unit, 1 = frozen (--freeze); NULL when none (owned) */
+  int64_t largest_frozen; /* elements of the largest frozen unit, 0 when none */
 } zp_model;
 
 /* Parses argv; 0 ok, 1 help printed, -1 error (printed). */
@@ -53,6 +56,10 @@ int zp_args_parse(zp_args *a, int argc, char **argv);
 /* Builds the units (and the GPT shape when known); 0 or -1 (printed). */
 int zp_model_build(const zp_args *a, zp_model *m);
 void zp_model_free(zp_model *m);
+/* --freeze SPEC: comma-separated unit indexes N or ranges N-M, and for a GPT-2 shape also
+   "embedding", "blocks", "ln_f" (the example's units: 0, 1..L, L+1), as train_gpt2 --freeze.
+   Sets m->frozen and m->largest_frozen; 0 or -1 (printed). */
+int zp_model_freeze(const char *spec, zp_model *m);
 /* The GPT-2 example's units of shape g: embedding (padded wte + wpe), L blocks, ln_f. */
 int zp_gpt_units(const zp_gpt *g, zp_model *m);
 /* Bytes the GPT-2 example allocates for activations at micro-batch B x T in dtype dt
