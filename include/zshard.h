@@ -200,6 +200,22 @@ typedef struct {
      per parameter fewer with bf16: computed in fp32, rounded to nearest even when stored; see
      "The optimizer"). ZS_BF16 needs no offload (offload = 0), else ZS_ERR_INVALID_ARG. */
   zs_dtype moment_dtype;
+  /* Budgeted partial offload. Device bytes this rank's engine may hold for
+     the model state and its own buffers (params + grads + optimizer + the buffers bound of the
+     memory rule; not the caller's activations): 0 = no budget (the ZS_OFFLOAD_* bits decide).
+     With a budget, zs_engine_commit places units on the host tier (the pinned arena) only where
+     needed: while the device bytes exceed the budget, the unit that moves the most bytes (ties:
+     the lower unit index) gets its optimizer state (fp32 master, Adam m and v) and, when params
+     are sharded, its param shard offloaded. The placement is deterministic (the same on every
+     rank), monotone (a larger budget never offloads a unit a smaller one keeps on the device)
+     and never over the budget: a model that does not fit it with every unit offloaded is refused
+     by zs_engine_commit and zs_plan_model with the sentence of what would fit. Needs sharded
+     optimizer state, offload = 0, and master = ZS_MASTER_FP32 with moment_dtype = ZS_F32 (units
+     on the host keep an fp32 master and fp32 moments). On the CPU device the budget bounds the
+     engine's non-arena host bytes. Results are the same bits as all-on-device and all-offloaded
+     runs. zs_engine_info, zs_plan_model and zshard-plan show the placement. Environment:
+     ZS_OFFLOAD_BUDGET_BYTES. */
+  size_t offload_budget_bytes;
 } zs_config;
 
 /* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
@@ -266,9 +282,9 @@ typedef struct {
    zs_engine_create (an empty variable counts as unset), else its default: ZS_STAGE,
    ZS_PREFETCH_UNITS, ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES,
    ZS_OFFLOAD_HOST_BYTES, ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED,
-   ZS_CKPT_KEEP. A variable that does not parse (or is out of range) makes zs_engine_create fail
-   with ZS_ERR_INVALID_ARG naming it. zs_plan_model gives unset fields their defaults (no
-   environment). A config zs_config_default did not fill (memset to 0: struct_size or
+   ZS_CKPT_KEEP, ZS_OFFLOAD_BUDGET_BYTES. A variable that does not parse (or is out of range) makes
+   zs_engine_create fail with ZS_ERR_INVALID_ARG naming it. zs_plan_model gives unset fields their
+   defaults (no environment). A config zs_config_default did not fill (memset to 0: struct_size or
    struct_version 0) is refused by zs_engine_create and zs_plan_model with ZS_ERR_INVALID_ARG,
    since nothing says how large the caller's struct is. */
 ZS_API void zs_config_default(zs_config *c);
@@ -358,7 +374,12 @@ ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors
    divided among the ranks that share it (same host, same cgroup, same GPU). A model that does
    not fit is refused with ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what
    would fit (a higher stage, offload, more ranks); nothing is allocated and the engine stays
-   uncommitted. Collective over the world: every rank commits, and all refuse when one does. */
+   uncommitted. Collective over the world: every rank commits, and all refuse when one does.
+
+   With an offload budget (zs_config.offload_budget_bytes) commit places the units first (the
+   same placement on every rank) and allocates each unit's state on its tier; a model over the
+   budget with every unit on the host is refused the same way, the sentence naming the least
+   budget that fits, whatever memory the rank has. */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls
@@ -571,9 +592,13 @@ typedef struct {
                         fit: needs 93.4 GiB on each GPU at stage 3 with 4 ranks; fits with 8
                         ranks or with optimizer offload": zs_engine_commit refuses with the same
                         sentence */
-  unsigned struct_version; /* 1: the fields above */
+  unsigned struct_version; /* 1: the fields above; 2: also the placement below */
   unsigned reserved_u;
-  size_t reserved[8];
+  /* With an offload budget (zs_config.offload_budget_bytes; all 0 without): the units it places
+     on the host (zs_plan_placement says which), and the least budget the model fits (every unit
+     on the host). */
+  size_t host_units, budget_floor;
+  size_t reserved[6];
 } zs_plan_report;
 /* Plans a model of nunits units (unit_numel[i] elements each, forward order, every one > 0) under
    cfg (used as given: no environment variables) on world_size ranks (shard groups of
@@ -585,6 +610,13 @@ typedef struct {
 ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel,
                                int nunits, size_t activation_bytes, size_t device_bytes,
                                size_t host_bytes, zs_plan_report *out);
+/* Which units an offload budget (cfg->offload_budget_bytes, see zs_config) places on the host:
+   host[i] = 1 for unit i (its optimizer state and, with sharded params, its param shard in the
+   host arena), else 0; all 0 without a budget. Exactly zs_engine_commit's placement for these
+   unit sizes; a model over its budget has every unit on the host (and zs_plan_model says it does
+   not fit). The same arguments and errors as zs_plan_model. Not collective; allocates nothing. */
+ZS_API zs_status zs_plan_placement(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                                   int nunits, unsigned char *host);
 
 /* ======== Frozen units ======== */
 
@@ -618,6 +650,13 @@ ZS_API zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size,
                                       const int64_t *unit_numel, const int *unit_frozen, int nunits,
                                       size_t activation_bytes, size_t device_bytes,
                                       size_t host_bytes, zs_plan_report *out);
+/* zs_plan_placement for a model with frozen units (unit_frozen as zs_plan_model_frozen's; NULL:
+   exactly zs_plan_placement). A frozen unit moves only what it has: its param shard with sharded
+   params, else nothing (then it stays on the device unless the model is over its budget). Same
+   errors, not collective, allocates nothing. */
+ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
+                                          const int64_t *unit_numel, const int *unit_frozen,
+                                          int nunits, unsigned char *host);
 
 /* ======== Checkpoints and export ======== */
 
@@ -695,7 +734,10 @@ ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
    the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
 /* One line describing backends, stage, sharding, device, and every tunable setting with where
-   its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)"). */
+   its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)").
+
+   With an offload budget, after zs_engine_commit it ends with the placement: "; placement:
+   budget B bytes, device D bytes, K of N units on the host: <their names>". */
 ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);

@@ -47,6 +47,7 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_OFFLOAD_CHUNK", offload_chunk, T_SIZE, 1, 1e15, 1 << 22),
     TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_KEEP", ckpt_keep, T_INT, 0, 1 << 20, 2),
+    TUN("ZS_OFFLOAD_BUDGET_BYTES", offload_budget_bytes, T_SIZE, 0, 1e18, 0),
     ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_CHECK"),        /* comm/sig.c: the per-collective divergence header */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
@@ -296,6 +297,16 @@ zs_status zs_config_validate(const zs_config *c) {
                   "moment_dtype = ZS_BF16 with offload 0x%x is not supported (the offloaded "
                   "optimizer keeps fp32 moments): set offload = 0 or moment_dtype = ZS_F32",
                   c->offload);
+  /* A budget may put units' optimizer state on the host, where the offloaded optimizer keeps an
+     fp32 master and fp32 moments: the precision modes are refused with it as with offload. */
+  if ((c->master == ZS_MASTER_PARAMS || c->moment_dtype == ZS_BF16) && c->offload_budget_bytes)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "%s with offload_budget_bytes %zu is not supported (units the budget places on "
+                  "the host keep an fp32 master and fp32 moments): set offload_budget_bytes = 0, "
+                  "or master = ZS_MASTER_FP32 and moment_dtype = ZS_F32",
+                  c->master == ZS_MASTER_PARAMS ? "master = ZS_MASTER_PARAMS"
+                                                : "moment_dtype = ZS_BF16",
+                  c->offload_budget_bytes);
   if (isnan(c->adamw.max_grad_norm))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
   return ZS_OK;

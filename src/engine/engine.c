@@ -6,8 +6,8 @@
 
 #include "base/config.h"
 #include "engine/engine_internal.h"
+#include "shard/placement.h"
 #include "base/error.h"
-#include "shard/frozen.h"
 
 /* The host arena as the memory owner's host tier (mem/mem.h). */
 static zs_status arena_alloc(void *a, size_t bytes, void **p) {
@@ -33,14 +33,15 @@ static void optim_scratch_free(void *ctx, void *p, size_t bytes, void *stream) {
   zs_mem_free(ctx, ZS_MEM_BUFFERS, p, bytes, stream);
 }
 
-/* The engine's optimizer; with ZS_OFFLOAD_OPTIMIZER its workers and the copy pipeline. The
+/* The engine's optimizer; with ZS_OFFLOAD_OPTIMIZER or an offload budget (which may place any
+   unit's optimizer state on the host at commit) its workers and the copy pipeline. The
    node's cores are split among the ranks of this host whose arena is on the same node, so that
    ranks do not oversubscribe them (peers.c tells who they are). */
 static zs_status open_optimizer(zs_engine *e) {
   zs_optim_cfg oc = {&e->dev,
                      e->cfg.param_dtype,
                      e->arena,
-                     (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) != 0,
+                     (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) || e->cfg.offload_budget_bytes,
                      e->cfg.offload_threads,
                      0,
                      1,
@@ -162,7 +163,9 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
   zs_engine_sig_attach(e);
   shard_ctx_init(e);
-  if (cfg->offload) ZS_CHECK_GOTO(open_arena(e), rc, fail);
+  /* With a budget the host tier must be there before commit decides the placement (the arena
+     holds nothing until a unit is placed on it). */
+  if (cfg->offload || cfg->offload_budget_bytes) ZS_CHECK_GOTO(open_arena(e), rc, fail);
   if (e->arena) e->mem.host = (zs_mem_host){arena_alloc, arena_free, e->arena};
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
   ZS_CHECK_GOTO(open_optimizer(e), rc, fail);
@@ -184,9 +187,10 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   snprintf(e->info + len, sizeof e->info - len, "; settings: %s", sources);
   if (e->arena) {
     size_t n = strlen(e->info);
-    snprintf(e->info + n, sizeof e->info - n, "; offload%s%s: %s%s%s",
+    snprintf(e->info + n, sizeof e->info - n, "; offload%s%s%s: %s%s%s",
              (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ? " optimizer" : "",
-             (cfg->offload & ZS_OFFLOAD_PARAMS) ? " params" : "", zs_host_arena_info(e->arena),
+             (cfg->offload & ZS_OFFLOAD_PARAMS) ? " params" : "",
+             cfg->offload_budget_bytes ? " by budget" : "", zs_host_arena_info(e->arena),
              *zs_optim_info(e->optim) ? "; " : "", zs_optim_info(e->optim));
   }
   *out = e;
@@ -348,12 +352,13 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
   *p = NULL;
 }
 
-/* Gives u its copy of the plan's table, lays it out on the shard group and allocates its
-   persistent states. */
-static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
+/* Gives unit i of us its copy of the plan's table (on the host tier when the budget places it
+   there, frozen when the unit is: zs_placement_unit_table, as the planner counts it), lays it out
+   on the shard group and allocates its persistent states. */
+static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i, int host) {
   const zs_plan *pl = &e->plan;
-  u->st = pl->table;
-  if (u->frozen) zs_state_table_freeze(&u->st); /* params only */
+  zs_unit *u = e->units[i];
+  zs_placement_unit_table(pl, us, i, host, &u->st); /* frozen: params only */
   zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
   zs_state_range(&u->st, ZS_ST_MASTER, &u->lay, &u->opt_off, &u->opt_n);
   for (int k = 0; k < ZS_ST_N; k++)
@@ -364,6 +369,20 @@ static zs_status unit_alloc(zs_engine *e, zs_unit *u) {
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT))
     ZS_CHECK(zs_dev_event_create(&e->dev, &u->ev_gathered));
   return ZS_OK;
+}
+
+/* Appends the budget's placement to zs_engine_info: "; placement: budget B bytes, device D
+   bytes, 2 of 5 units on the host: u3 u1" (unit names, as many as the line holds). */
+static void info_placement(zs_engine *e, const zs_plan_units *us, const zs_placement *pl) {
+  size_t n = strlen(e->info);
+  int w = snprintf(e->info + n, sizeof e->info - n,
+                   "; placement: budget %zu bytes, device %zu bytes, %d of %d units on the host%s",
+                   pl->budget, pl->device_bytes, pl->nhost, e->nunits, pl->nhost ? ":" : "");
+  for (int i = 0; i < e->nunits && w > 0; i++) {
+    n = strlen(e->info);
+    if (zs_placement_host(pl, &e->plan, us, i))
+      w = snprintf(e->info + n, sizeof e->info - n, " %s", e->units[i]->name);
+  }
 }
 
 zs_status zs_engine_commit(zs_engine *e) {
@@ -387,8 +406,13 @@ zs_status zs_engine_commit(zs_engine *e) {
     }
   zs_engine_call(e, ZS_CALL_COMMIT, NULL);
   ZS_CHECK(zs_engine_check_fit(e));
+  /* The budget's placement: a function of the configuration and the unit sizes only, so every
+     rank places the same units (the fit check above refused a model over its budget). */
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
+  zs_placement place;
+  zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
   for (int i = 0; i < e->nunits; i++) {
-    zs_status rc = unit_alloc(e, e->units[i]);
+    zs_status rc = unit_alloc(e, &us, i, zs_placement_host(&place, &e->plan, &us, i));
     if (rc != ZS_OK) {
       zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
                   e->units[i]->lay.numel_total);
@@ -400,6 +424,7 @@ zs_status zs_engine_commit(zs_engine *e) {
     }
   }
   ZS_CHECK(zs_dev_sync(&e->dev, e->dev.compute_stream));
+  if (place.active) info_placement(e, &us, &place);
   e->state = ZS_ENGINE_READY;
   return ZS_OK;
 }

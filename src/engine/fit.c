@@ -50,11 +50,17 @@ static int available(zs_engine *e, size_t *dev, size_t *host, char *what, size_t
 static zs_status check_local(zs_engine *e) {
   size_t dev = 0, host = 0;
   char what[256];
-  if (!available(e, &dev, &host, what, sizeof what)) return ZS_OK; /* nothing known: trust it */
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
-  const zs_plan_room room = {e->cfg.device, dev, host};
   zs_plan_need n;
   if (zs_plan_need_of(&e->cfg, e->world_size, &us, 0, &n) != ZS_OK) return ZS_OK;
+  if (n.place.active && !n.place.fits) { /* over its own budget, whatever the memory */
+    const zs_plan_room any = {e->cfg.device, SIZE_MAX, SIZE_MAX};
+    char verdict[640];
+    zs_plan_verdict(&e->cfg, e->world_size, &us, 0, &any, verdict, sizeof verdict);
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: %s; nothing was allocated", verdict);
+  }
+  if (!available(e, &dev, &host, what, sizeof what)) return ZS_OK; /* nothing known: trust it */
+  const zs_plan_room room = {e->cfg.device, dev, host};
   if (zs_plan_fits(&n, &room)) return ZS_OK;
   char verdict[640];
   zs_plan_verdict(&e->cfg, e->world_size, &us, 0, &room, verdict, sizeof verdict);

@@ -7,23 +7,56 @@
 #include "base/error.h"
 #include "shard/plan_fit.h"
 
-/* zs_plan_model with unit_frozen (NULL: none frozen). */
-static zs_status plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel,
-                            const int *unit_frozen, int nunits, size_t activation_bytes,
-                            size_t device_bytes, size_t host_bytes, zs_plan_report *out) {
+/* The checks zs_plan_model and zs_plan_placement share, and the completed config into c. */
+static zs_status check_args(const char *fn, const zs_config *cfg, int world_size,
+                            const int64_t *unit_numel, int nunits, const void *out, zs_config *c) {
   if (!cfg || !unit_numel || !out)
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_plan_model: cfg, unit_numel or out is NULL");
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: cfg, unit_numel or out is NULL", fn);
   if (nunits < 1 || world_size < 1)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "zs_plan_model: %d units on %d ranks: both must be at least 1", nunits,
-                  world_size);
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: %d units on %d ranks: both must be at least 1", fn,
+                  nunits, world_size);
   for (int i = 0; i < nunits; i++)
     if (unit_numel[i] <= 0)
-      return zs_err(ZS_ERR_INVALID_ARG, "zs_plan_model: unit %d has %lld elements: must be > 0", i,
+      return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %lld elements: must be > 0", fn, i,
                     (long long)unit_numel[i]);
+  ZS_CHECK(zs_config_complete(cfg, c));
+  return zs_config_validate(c);
+}
+
+/* zs_plan_placement with unit_frozen (NULL: none frozen); fn names the public call in errors. */
+static zs_status plan_placement(const char *fn, const zs_config *cfg, int world_size,
+                                const int64_t *unit_numel, const int *unit_frozen, int nunits,
+                                unsigned char *host) {
   zs_config c;
-  ZS_CHECK(zs_config_complete(cfg, &c));
-  ZS_CHECK(zs_config_validate(&c));
+  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, host, &c));
+  const zs_plan_units us = {NULL, unit_numel, nunits, unit_frozen};
+  zs_plan_need n;
+  ZS_CHECK(zs_plan_need_of(&c, world_size, &us, 0, &n));
+  zs_plan p;
+  ZS_CHECK(zs_plan_make(&c, c.shard_group_size ? c.shard_group_size : world_size, &p));
+  for (int i = 0; i < nunits; i++)
+    host[i] = (unsigned char)zs_placement_host(&n.place, &p, &us, i);
+  return ZS_OK;
+}
+
+zs_status zs_plan_placement(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                            int nunits, unsigned char *host) {
+  return plan_placement("zs_plan_placement", cfg, world_size, unit_numel, NULL, nunits, host);
+}
+
+zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size, const int64_t *unit_numel,
+                                   const int *unit_frozen, int nunits, unsigned char *host) {
+  return plan_placement("zs_plan_placement_frozen", cfg, world_size, unit_numel, unit_frozen,
+                        nunits, host);
+}
+
+/* zs_plan_model with unit_frozen (NULL: none frozen); fn names the public call in errors. */
+static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size,
+                            const int64_t *unit_numel, const int *unit_frozen, int nunits,
+                            size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                            zs_plan_report *out) {
+  zs_config c;
+  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, out, &c));
   const zs_plan_units us = {NULL, unit_numel, nunits, unit_frozen};
   zs_plan_need n;
   ZS_CHECK(zs_plan_need_of(&c, world_size, &us, activation_bytes, &n));
@@ -39,20 +72,22 @@ static zs_status plan_model(const zs_config *cfg, int world_size, const int64_t 
   out->host_total = n.host_total;
   out->fits = zs_plan_verdict(&c, world_size, &us, activation_bytes, &room, out->verdict,
                               sizeof out->verdict) == 1;
-  out->struct_version = 1;
+  out->host_units = n.place.active ? (size_t)n.place.nhost : 0;
+  out->budget_floor = n.place.active ? n.place.floor_bytes : 0;
+  out->struct_version = 2;
   return ZS_OK;
 }
 
 zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel, int nunits,
                         size_t activation_bytes, size_t device_bytes, size_t host_bytes,
                         zs_plan_report *out) {
-  return plan_model(cfg, world_size, unit_numel, NULL, nunits, activation_bytes, device_bytes,
-                    host_bytes, out);
+  return plan_model("zs_plan_model", cfg, world_size, unit_numel, NULL, nunits, activation_bytes,
+                    device_bytes, host_bytes, out);
 }
 
 zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size, const int64_t *unit_numel,
                                const int *unit_frozen, int nunits, size_t activation_bytes,
                                size_t device_bytes, size_t host_bytes, zs_plan_report *out) {
-  return plan_model(cfg, world_size, unit_numel, unit_frozen, nunits, activation_bytes,
-                    device_bytes, host_bytes, out);
+  return plan_model("zs_plan_model_frozen", cfg, world_size, unit_numel, unit_frozen, nunits,
+                    activation_bytes, device_bytes, host_bytes, out);
 }

@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 #include "device/ops.h" /* zs_dtype_size, ZS_SQ_NWORDS */
-#include "shard/frozen.h"
+#include "shard/placement.h"
 #include "shard/shard.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
@@ -39,6 +39,18 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
                   "ZS_OFFLOAD_OPTIMIZER needs sharded optimizer state (stage 1, 2 or 3, or "
                   "shard_optimizer = ZS_SHARD_YES): the optimizer runs on shards; shard it or drop "
                   "the flag");
+  if (c->offload_budget_bytes && c->offload_budget_bytes != ZS_UNSET_SIZE) {
+    if (c->offload)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "offload_budget_bytes with offload bits 0x%x: the budget decides what is "
+                    "offloaded, unit by unit; set offload = 0, or offload_budget_bytes = 0 for "
+                    "all-or-nothing offload",
+                    c->offload);
+    if (!p->shard_optimizer)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "offload_budget_bytes needs sharded optimizer state (stage 1, 2 or 3, or "
+                    "shard_optimizer = ZS_SHARD_YES): offloaded optimizer state runs on shards");
+  }
   p->nshards = p->shard_optimizer ? shard_size : 1;
   zs_state_table_make(&p->table, p->shard_params, p->shard_grads, p->shard_optimizer,
                       p->offload_params, p->offload_optimizer, c->deterministic != 0,
@@ -120,21 +132,12 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
   return b;
 }
 
-void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
-                    size_t out[ZS_MEM_NCAT]) {
-  memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
+size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u) {
   size_t max_full = 0, max_grad = 0, scratch = 0;
   for (int i = 0; i < u->n; i++) {
-    const size_t n = zs_plan_unit_numel(u, i);
-    const size_t P = zs_plan_padded(p, n);
+    const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i));
     if (P > max_full) max_full = P;
-    if (zs_plan_unit_frozen(u, i)) { /* params only: no gradient, no reduction */
-      zs_state_table t = p->table;
-      zs_state_table_freeze(&t);
-      zs_plan_unit_bytes_of(p, &t, n, out);
-      continue;
-    }
-    zs_plan_unit_bytes(p, n, out);
+    if (zs_plan_unit_frozen(u, i)) continue; /* params only: no gradient, no reduction */
     const size_t r = zs_plan_reduce_scratch(p, c, world, P);
     if (P > max_grad) max_grad = P;
     if (r > scratch) scratch = r;
@@ -158,5 +161,18 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
   const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;
   if (param_host && t->s[ZS_ST_MASTER].tier == ZS_TIER_DEVICE && c->device == ZS_DEVICE_CUDA)
     b = add_mul(b, max_grad / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
-  out[ZS_MEM_BUFFERS] = b;
+  return b;
+}
+
+void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
+                    size_t out[ZS_MEM_NCAT]) {
+  memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
+  out[ZS_MEM_BUFFERS] = zs_plan_buffers(p, c, world, u);
+  zs_placement pl;
+  zs_placement_make(p, c, world, u, &pl);
+  for (int i = 0; i < u->n; i++) {
+    zs_state_table t; /* the table commit gives unit i: its tier, frozen or not */
+    zs_placement_unit_table(p, u, i, zs_placement_host(&pl, p, u, i), &t);
+    zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), out);
+  }
 }

@@ -49,7 +49,8 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p);
 /* Bytes of one unit of n elements on this rank, by ledger category: the persistent states of the
    plan's table (add[] is added to, so a caller can sum units; saturates at SIZE_MAX). */
 void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]);
-/* The same for a unit whose table is t (a unit's own copy, e.g. a frozen one's: frozen.h). */
+/* The same for a unit whose table is t (a unit's own copy: a frozen one's, frozen.h, or one a
+   budget places on the host, placement.h). */
 void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
                            size_t add[ZS_MEM_NCAT]);
 
@@ -78,10 +79,15 @@ size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
    frozen unit has neither) (zs_plan_reduce_scratch), or with full gradients
    the scratch or (deterministic) the staging buffer, whichever is larger (never both at once), the
    gradient-norm bins, and the device temporary of a host-resident param update (offloaded params
-   alone on CUDA). zs_unit_get_param's fp32 copy (outside steps) is not included. Saturates at
-   SIZE_MAX. */
+   alone on CUDA). zs_unit_get_param's fp32 copy (outside steps) is not included. With an
+   offload budget, each unit's persistent state is counted where the budget places it
+   (placement.h), as commit allocates it. Saturates at SIZE_MAX. */
 void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]);
+
+/* The out[ZS_MEM_BUFFERS] bound of zs_plan_memory alone (it does not depend on which units a
+   budget places on the host: those move optimizer state and param shard together). */
+size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u);
 
 /* Elements per rank-block of one reduction piece (reduce.c): the whole shard s, or fewer so that
    a piece's packed buffer of nblocks blocks stays within bucket_bytes, and never more than one

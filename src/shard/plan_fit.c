@@ -23,6 +23,7 @@ zs_status zs_plan_need_of(const zs_config *c, int world, const zs_plan_units *u,
   zs_plan p;
   ZS_CHECK(zs_plan_make(c, g, &p));
   zs_plan_memory(&p, c, world, u, n->cat);
+  zs_placement_make(&p, c, world, u, &n->place);
   n->activations = act;
   size_t d = act;
   for (int k = ZS_MEM_PARAMS; k <= ZS_MEM_BUFFERS; k++)
@@ -33,6 +34,7 @@ zs_status zs_plan_need_of(const zs_config *c, int world, const zs_plan_units *u,
 }
 
 int zs_plan_fits(const zs_plan_need *n, const zs_plan_room *r) {
+  if (n->place.active && !n->place.fits) return 0;
   if (r->device == ZS_DEVICE_CPU) return sat_add(n->device_total, n->host_total) <= r->device_bytes;
   return n->device_total <= r->device_bytes && n->host_total <= r->host_bytes;
 }
@@ -128,6 +130,43 @@ static void alternatives(const zs_config *c, int world, const zs_plan_units *u, 
   }
 }
 
+/* The verdict of a model over its offload budget even with every unit on the host, into msg:
+   the least budget, when that fits the room too; returns its length (cap when full). */
+static size_t over_budget(const zs_config *c, int world, const zs_plan_units *u, size_t act,
+                          const zs_plan_room *r, const zs_plan_need *n, char *msg, size_t cap) {
+  zs_config least = *c;
+  least.offload_budget_bytes = n->place.floor_bytes;
+  zs_plan_need ln;
+  const int floor_fits =
+      zs_plan_need_of(&least, world, u, act, &ln) == ZS_OK && zs_plan_fits(&ln, r);
+  char fl[32], bu[32];
+  zs_plan_human(n->place.floor_bytes, fl, sizeof fl);
+  zs_plan_human(n->place.budget, bu, sizeof bu);
+  snprintf(msg, cap,
+           "does not fit: needs %s %s at stage %d with %d rank%s with every unit's optimizer "
+           "state%s on the host, over the offload budget of %s",
+           fl, c->device == ZS_DEVICE_CPU ? "on each rank" : "on each GPU", c->stage, world,
+           world == 1 ? "" : "s", n->place.with_params ? " and param shard" : "", bu);
+  size_t h = strlen(msg);
+  if (h + 1 < cap)
+    snprintf(msg + h, cap - h,
+             floor_fits ? "; fits with an offload budget of %s (%zu bytes) or more"
+                        : "; the least budget, %s (%zu bytes), does not fit this memory either",
+             fl, n->place.floor_bytes);
+  h = strlen(msg);
+  return h + 1 >= cap ? cap : h;
+}
+
+/* " (offload budget 1.0 GiB: 3 of 12 units on the host)", or "" without a budget. */
+static void budget_words(const zs_plan_need *n, int nunits, char *out, size_t cap) {
+  *out = '\0';
+  if (!n->place.active) return;
+  char bu[32];
+  zs_plan_human(n->place.budget, bu, sizeof bu);
+  snprintf(out, cap, " (offload budget %s: %d of %d units on the host)", bu, n->place.nhost,
+           nunits);
+}
+
 int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_t act,
                     const zs_plan_room *r, char *msg, size_t cap) {
   zs_plan_need n;
@@ -136,6 +175,16 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
     return -1;
   }
   const int ok = zs_plan_fits(&n, r), cpu = r->device == ZS_DEVICE_CPU;
+  if (n.place.active && !n.place.fits) {
+    size_t h = over_budget(c, world, u, act, r, &n, msg, cap);
+    char alt[400] = "";
+    size_t ah = 0;
+    int count = 0;
+    if (h < cap) alternatives(c, world, u, act, r, alt, sizeof alt, &ah, &count);
+    if (count && h < cap)
+      snprintf(msg + h, cap - h, "%s%s", strstr(msg, "; fits") ? " or " : "; fits ", alt);
+    return 0;
+  }
   /* What is short: on the CPU device the one pool; on a GPU the device, else the host. */
   const int host_short = !ok && !cpu && n.device_total <= r->device_bytes;
   char need[32], host[64] = "", grp[48] = "";
@@ -150,12 +199,14 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
   }
   if (c->shard_group_size && c->shard_group_size != world)
     snprintf(grp, sizeof grp, " (shard groups of %d)", c->shard_group_size);
-  size_t h = (size_t)snprintf(msg, cap, "%s: needs %s %s%s at stage %d with %d rank%s%s",
+  char bw[96];
+  budget_words(&n, u->n, bw, sizeof bw);
+  size_t h = (size_t)snprintf(msg, cap, "%s: needs %s %s%s at stage %d with %d rank%s%s%s",
                               ok ? "fits" : "does not fit", need,
                               cpu          ? "on each rank"
                               : host_short ? "of host memory on each rank"
                                            : "on each GPU",
-                              host, c->stage, world, world == 1 ? "" : "s", grp);
+                              host, c->stage, world, world == 1 ? "" : "s", grp, bw);
   if (ok || h >= cap) return ok;
   char alt[400] = "";
   size_t ah = 0;

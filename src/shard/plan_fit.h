@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "shard/placement.h"
 #include "shard/plan.h"
 
 /* What one rank needs. device_total: params + grads + optimizer + buffers + activations;
@@ -17,6 +18,7 @@ typedef struct {
   size_t cat[ZS_MEM_NCAT];
   size_t activations;
   size_t device_total, host_total;
+  zs_placement place; /* where an offload budget puts the units (placement.h); active 0 without */
 } zs_plan_need;
 
 /* What one rank has. On the CPU device the "device" is host memory: everything draws on
@@ -31,11 +33,12 @@ typedef struct {
    the world. */
 zs_status zs_plan_need_of(const zs_config *c, int world, const zs_plan_units *u, size_t act,
                           zs_plan_need *n);
-/* 1 when the need fits the room. */
+/* 1 when the need fits the room (and, with an offload budget, the budget). */
 int zs_plan_fits(const zs_plan_need *n, const zs_plan_room *r);
 /* The verdict sentence for c with `world` ranks into msg (cap bytes): "fits: ..." or "does not
    fit: ...; fits <alternatives>" where the alternatives are the first higher stage, the fewest
-   more ranks (up to 4096x) and the least offload that fit. Returns 1 when it fits, 0 when not,
+   more ranks (up to 4096x) and the least offload that fit; with an offload budget the model's
+   least budget too ("fits with an offload budget of 1.2 GiB"). Returns 1 when it fits, 0 when not,
    -1 when c is no plan (msg: the reason). */
 int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_t act,
                     const zs_plan_room *r, char *msg, size_t cap);

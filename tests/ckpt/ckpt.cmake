@@ -16,6 +16,9 @@ zs_ckpt_resume(ckpt_resume_4to3_stage3to2 12 "4 --stage 3" "3 --stage 2")
 zs_ckpt_resume(ckpt_resume_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1")
 zs_ckpt_resume(ckpt_resume_2to1_stage2to0 2 "2 --stage 2" "1 --stage 0")
 zs_ckpt_resume(ckpt_resume_offload_2to4 4 "2 --stage 3 --offload 3" "4 --stage 2 --offload 1")
+# An offload budget's mixed placement (two units on the host at stage 3) saved, and loaded into
+# another (three units on the host at stage 1).
+zs_ckpt_resume(ckpt_resume_budget_2to3 6 "2 --stage 3 --budget-frac 0.2" "3 --stage 1 --budget-frac 0.1")
 zs_ckpt_resume(ckpt_resume_hybrid_2x2to3 12 "4 --stage 3 --group 2" "3 --stage 3")
 zs_ckpt_resume(ckpt_resume_to_hybrid_3to2x2 12 "3 --stage 2" "4 --stage 3 --group 2")
 # bf16 params: the params come back as the master rounded to bf16; several ranks give the 1-rank

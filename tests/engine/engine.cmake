@@ -103,6 +103,22 @@ endforeach()
 zs_engine_equiv(engine_offload_params_np2_stage3 2 3 det RUN_ARGS "--offload 2")
 zs_mpi_test(engine_offload_np2_stage3_bf16 test_engine_train NP 2 ARGS --stage 3 --bf16 1 --offload 3 --reftol 3e-2 LABELS engine offload)
 
+# Budgeted partial offload: a budget 0.2 of the way from all-on-the-host to none (the two largest
+# units on the host, the two smallest on the device, each side with a tensor exempt from weight
+# decay; as zs_plan_placement says and zs_engine_info shows) gives the
+# bits of the 1-rank run without offload, which the offload tests above tie to all-offloaded
+# runs; at stage 3 the param shards of the host units move too. Also the extremes (0: every unit
+# on the host, 1: none) and one more cut (0.1: all but the smallest).
+foreach(n 1 2 3 4)
+  foreach(stage 1 3)
+    zs_engine_equiv(engine_budget_np${n}_stage${stage} ${n} ${stage} det RUN_ARGS "--budget-frac 0.2")
+  endforeach()
+endforeach()
+foreach(f 0 0.1 1)
+  zs_engine_equiv(engine_budget_np2_stage2_f${f} 2 2 det RUN_ARGS "--budget-frac ${f}")
+endforeach()
+zs_engine_equiv(engine_budget_splits4_stage3 "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--budget-frac 0.1")
+
 # GPU: the same equivalence on the CUDA device. The 1-rank reference runs on the CPU device, so
 # this also proves the CUDA kernels give the CPU's bits. Without a GPU the CUDA run prints one SKIP
 # line and passes. Several ranks share the one GPU through the host-staged MPI backend.

@@ -90,6 +90,21 @@ static void precision_cases(zs_comm *comm) {
   ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "moment_dtype = ZS_F32") != NULL, "says what to change: %s",
             zs_last_error());
+  /* A budget may place optimizer state on the host, which keeps fp32 master and moments. */
+  for (int k = 0; k < 2; k++) {
+    zs_config_default(&c);
+    c.stage = 2;
+    c.offload_budget_bytes = 1 << 20;
+    if (k == 0)
+      c.master = ZS_MASTER_PARAMS;
+    else
+      c.moment_dtype = ZS_BF16;
+    ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+    ZS_EXPECT(strstr(zs_last_error(), "offload_budget_bytes = 0") != NULL,
+              "says what to change: %s", zs_last_error());
+    ZS_EXPECT(e == NULL, "nothing created");
+    ZS_EXPECT_STATUS(zs_plan_model(&c, 1, numel, 1, 0, SIZE_MAX, SIZE_MAX, &r), ZS_ERR_INVALID_ARG);
+  }
 }
 
 static void unit_cases(zs_engine *e) {

@@ -12,6 +12,11 @@
  *        [--bucket BYTES] [--reduce-bf16 0|1 (default: the params' dtype)]
  *        [--load DIR] [--save DIR] [--defaults 1] [--master 0|1 (zs_config.master)]
  *        [--moments-bf16 0|1 (zs_config.moment_dtype; the reference rounds m, v to bf16)]
+ *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F]
+ * --budget-frac F (0..1) sets an offload budget F of the way from the least budget the model fits
+ * (every unit on the host) to the device bytes of no offload (zs_plan_model says both), and checks
+ * that the engine places the units zs_plan_placement says (0 < F < 1 here: some units on the
+ * host, some on the device).
  * --defaults 1 leaves the AdamW fields as zs_config_default fills them and gives the reference the
  * defaults zshard.h documents (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clip).
  * --load DIR resumes from a checkpoint (zs_engine_load) and trains from its step on to --steps;
@@ -43,6 +48,7 @@ typedef struct {
   int m16;      /* zs_config.moment_dtype = ZS_BF16 */
   float clip, wd, lr;
   double tol, reftol;
+  double budget; /* --budget-frac; < 0: no budget */
   const char *write, *compare, *load, *save;
 } opts;
 
@@ -58,7 +64,8 @@ static void parse(int argc, char **argv, opts *o) {
               .clip = 0.5f,
               .wd = 0.1f,
               .lr = 0.05f,
-              .reftol = 2e-5};
+              .reftol = 2e-5,
+              .budget = -1};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -77,6 +84,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->group = atoi(v);
     else if (!strcmp(k, "--offload"))
       o->offload = atoi(v);
+    else if (!strcmp(k, "--budget-frac"))
+      o->budget = atof(v);
     else if (!strcmp(k, "--bucket"))
       o->bucket = atoi(v);
     else if (!strcmp(k, "--reduce-bf16"))
@@ -275,6 +284,30 @@ int main(int argc, char **argv) {
   cfg.device = o.cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
   cfg.master = o.master;
   cfg.moment_dtype = o.m16 ? ZS_BF16 : ZS_F32;
+  int64_t numel[TM_NUNITS];
+  unsigned char host[TM_NUNITS] = {0};
+  int nhost = 0;
+  for (int u = 0; u < TM_NUNITS; u++) {
+    numel[u] = 0;
+    for (int k = 0; k < tm_units[u].ntensors; k++)
+      numel[u] += tm_numel(u, k);
+  }
+  if (o.budget >= 0) { /* F of the way from the floor (all on the host) to no offload */
+    zs_plan_report none, all;
+    ZS_OK_OR_DIE(zs_plan_model(&cfg, world, numel, TM_NUNITS, 0, SIZE_MAX, SIZE_MAX, &none));
+    cfg.offload_budget_bytes = 1;
+    ZS_OK_OR_DIE(zs_plan_model(&cfg, world, numel, TM_NUNITS, 0, SIZE_MAX, SIZE_MAX, &all));
+    ZS_EXPECT(!all.fits && all.budget_floor > 0, "a 1-byte budget fits (floor %zu)",
+              all.budget_floor);
+    cfg.offload_budget_bytes =
+        all.budget_floor + (size_t)(o.budget * (double)(none.device_total - all.budget_floor));
+    ZS_OK_OR_DIE(zs_plan_placement(&cfg, world, numel, TM_NUNITS, host));
+    for (int u = 0; u < TM_NUNITS; u++)
+      nhost += host[u];
+    if (o.budget > 0 && o.budget < 1)
+      ZS_EXPECT(nhost > 0 && nhost < TM_NUNITS, "budget %zu: %d of %d units on the host, not mixed",
+                cfg.offload_budget_bytes, nhost, TM_NUNITS);
+  }
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_unit *units[TM_NUNITS];
@@ -385,6 +418,16 @@ int main(int argc, char **argv) {
               "offloaded optimizer: device %zu, host %zu", mem.optimizer.cur, mem.host_pinned.cur);
   if (o.offload & ZS_OFFLOAD_PARAMS)
     ZS_EXPECT(mem.params.cur == 0, "offloaded params: device params %zu", mem.params.cur);
+  if (o.budget >= 0) { /* the engine placed what the planner said, and the ledger agrees */
+    char want[64];
+    snprintf(want, sizeof want, "%d of %d units on the host", nhost, TM_NUNITS);
+    ZS_EXPECT(strstr(zs_engine_info(e), want) != NULL, "engine info lacks \"%s\": %s", want,
+              zs_engine_info(e));
+    ZS_EXPECT((nhost > 0) == (mem.host_pinned.cur > 0) &&
+                  (nhost < TM_NUNITS) == (mem.optimizer.cur > 0),
+              "%d units on the host: device optimizer %zu, host %zu bytes", nhost,
+              mem.optimizer.cur, mem.host_pinned.cur);
+  }
   if (rank == 0)
     printf("%s: stage %d world %d micro %d det %d%s: ref diff %.3g, %s\n", argv[0], o.stage, world,
            o.micro, o.det, o.bf16 ? " bf16" : "", worst, zs_engine_info(e));

@@ -8,9 +8,17 @@
  * (which live alone, at zs_engine_step) of it: a bound that is exact, not just safe. All units
  * have the same size, so the largest unit's moment is every unit's. Every configuration runs
  * twice: all units trainable, and units 1 and 2 frozen (zs_unit_freeze, zs_plan_model_frozen:
- * params only, no gradient or optimizer byte). */
+ * params only, no gradient or optimizer byte). The offload-budget cases set a budget part of the
+ * way from the least that fits (every unit on the host) to no offload, so that some units are on
+ * the host and some on the device (ties: the first units go), and check the same equalities and
+ * that the engine placed as many units as zs_plan_placement_frozen says; with units 1 and 2
+ * frozen, those move only their param shard (sharded params) or nothing, and the planner still
+ * equals the ledger to the byte. And the budget's refusals (over budget at commit, with the least
+ * budget; a budget beside offload bits or without sharded optimizer state) and its environment
+ * variable. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zs_test.h"
@@ -25,33 +33,40 @@ typedef struct {
   zs_dtype pd, rd;
   unsigned offload;
   size_t bucket;
-  int master; /* zs_config.master (0: ZS_MASTER_FP32) */
-  int m16;    /* zs_config.moment_dtype = ZS_BF16 */
+  int master;     /* zs_config.master (0: ZS_MASTER_FP32) */
+  int m16;        /* zs_config.moment_dtype = ZS_BF16 */
+  int budget_pct; /* offload budget: this % of the way from the floor to no offload; 0 = none */
 } cfg_case;
 
 static const cfg_case cases[] = {
-    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
-    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
-    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0},
-    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0, 0, 0},
-    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
-    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0, 0, 0},
-    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
-    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
-    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0},
-    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256, 0, 0},
-    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
-    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0},
+    {"stage 0 fp32", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 0 deterministic (ordered all-reduce)", 0, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 1 bf16", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0, 0},
+    {"stage 1 optimizer offload", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, ZS_OFFLOAD_OPTIMIZER, 0, 0, 0, 0},
+    {"stage 2 fp32", 2, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 2 bf16 reduced in fp32", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 2 deterministic", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 3 prefetch 1", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 3 bf16 prefetch 2", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0, 0},
+    {"stage 3 bucket 256 bytes", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 256, 0, 0, 0},
+    {"stage 3 hybrid groups of 2", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 3 hybrid deterministic", 3, 2, 0, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
     {"stage 3 optimizer + params offload bf16", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
-     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, 0, 0},
-    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 0, 0},
-    {"stage 0 params are the master", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0},
-    {"stage 1 params are the master", 1, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0},
-    {"stage 3 params are the master", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0},
-    {"stage 0 bf16 moments", 0, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 1},
+     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, 0, 0, 0},
+    {"stage 1 + shard_params (switch)", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 0, 0, 0},
+    {"stage 0 params are the master", 0, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0, 0},
+    {"stage 1 params are the master", 1, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0, 0},
+    {"stage 3 params are the master", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS, 0, 0},
+    {"stage 0 bf16 moments", 0, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 1, 0},
     {"stage 2 bf16 moments, params the master", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0,
-     ZS_MASTER_PARAMS, 1},
-    {"stage 3 bf16 moments", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 1},
+     ZS_MASTER_PARAMS, 1, 0},
+    {"stage 3 bf16 moments", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 1, 0},
+    {"stage 1 budget 50%", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 50},
+    {"stage 2 deterministic budget 80%", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 80},
+    {"stage 3 bf16 budget 30% (param shards move)", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0,
+     30},
+    {"stage 3 hybrid groups of 2 budget 50%", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 50},
+    {"stage 1 + shard_params budget 60%", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 0, 0, 60},
 };
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
@@ -103,8 +118,50 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
     ZS_OK_OR_DIE(zs_unit_freeze(u[i], frozen[i]));
   }
   zs_plan_report r;
+  unsigned char host[NUNITS] = {0};
+  if (k->budget_pct) { /* the floor (a 1-byte budget is refused with it) and no offload */
+    zs_plan_report none, floor;
+    ZS_OK_OR_DIE(
+        zs_plan_model_frozen(&cfg, W, numel, frozen, NUNITS, 0, SIZE_MAX, SIZE_MAX, &none));
+    cfg.offload_budget_bytes = 1;
+    ZS_OK_OR_DIE(
+        zs_plan_model_frozen(&cfg, W, numel, frozen, NUNITS, 0, SIZE_MAX, SIZE_MAX, &floor));
+    ZS_EXPECT(!floor.fits && floor.budget_floor < none.device_total, "%s: floor %zu of %zu",
+              k->name, floor.budget_floor, none.device_total);
+    cfg.offload_budget_bytes =
+        floor.budget_floor + (none.device_total - floor.budget_floor) * (size_t)k->budget_pct / 100;
+    ZS_OK_OR_DIE(zs_plan_placement_frozen(&cfg, W, numel, frozen, NUNITS, host));
+    zs_engine_destroy(e); /* again, with the budget */
+    ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+    for (int i = 0; i < NUNITS; i++) {
+      char name[8];
+      snprintf(name, sizeof name, "u%d", i);
+      ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u[i]));
+      ZS_OK_OR_DIE(zs_unit_freeze(u[i], frozen[i]));
+    }
+  }
   ZS_OK_OR_DIE(zs_plan_model_frozen(&cfg, W, numel, frozen, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_OK_OR_DIE(zs_engine_commit(e));
+  if (k->budget_pct) {
+    int nh = 0, trainable_on_device = 0; /* optimizer bytes stay on the device for it */
+    for (int i = 0; i < NUNITS; i++) {
+      nh += host[i];
+      trainable_on_device |= !frozen[i] && !host[i];
+    }
+    /* A frozen unit moves less than a trainable one of its size (no optimizer state), and all
+       units here have one size: it goes only after every trainable unit has. */
+    for (int i = 0; i < NUNITS; i++)
+      for (int j = 0; j < NUNITS; j++)
+        ZS_EXPECT(!(frozen[i] && host[i] && !frozen[j] && !host[j]),
+                  "%s: frozen unit %d on the host before trainable unit %d", k->name, i, j);
+    char want[48];
+    snprintf(want, sizeof want, "%d of %d units on the host", nh, NUNITS);
+    ZS_EXPECT(nh > 0 && nh < NUNITS && (size_t)nh == r.host_units &&
+                  strstr(zs_engine_info(e), want) != NULL &&
+                  (r.optimizer > 0) == trainable_on_device && r.host_pinned > 0,
+              "%s, %d ranks: %d units on the host (plan %zu), not mixed or not \"%s\" in %s",
+              k->name, W, nh, r.host_units, want, zs_engine_info(e));
+  }
   for (int s = 0; s < 2; s++)
     step(e, u, 2, frozen);
   zs_memory m;
@@ -123,13 +180,15 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
             k->name, W, frozen[1], m.buffers.peak, r.buffers, bins);
   /* Independently of both: the optimizer holds master, m and v (4 bytes each) per element of
      this rank's optimizer range (m and v 2 bytes each in bf16), or m and v alone when the
-     params are the master; a frozen unit holds none of them, whatever the precision. */
+     params are the master; a frozen unit holds none of them, whatever the precision (on the
+     device: not checked with offload, where it is host_pinned, or a budget, which moves some
+     units there; the budget's own checks are above). */
   const size_t S = k->stage >= 1 ? (size_t)W : 1, range = (1001 + S - 1) / S;
   const size_t per = ((k->master == ZS_MASTER_PARAMS ? 0 : 4) + (k->m16 ? 4 : 8)) * range;
   size_t trainable = 0;
   for (int i = 0; i < NUNITS; i++)
     trainable += !frozen[i];
-  ZS_EXPECT(k->offload || k->group || r.optimizer == trainable * per,
+  ZS_EXPECT(k->offload || k->group || k->budget_pct || r.optimizer == trainable * per,
             "%s, %d ranks, frozen %d: plan optimizer %zu, want %zu", k->name, W, frozen[1],
             r.optimizer, trainable * per);
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
@@ -138,9 +197,80 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
   zs_engine_destroy(e);
 }
 
+/* Units of unit_t into e; their sizes into numel. */
+static void add_units(zs_engine *e, int64_t *numel) {
+  for (int i = 0; i < NUNITS; i++) {
+    char name[8];
+    zs_unit *u = NULL;
+    snprintf(name, sizeof name, "u%d", i);
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, name, 1, unit_t, &u));
+    numel[i] = zs_unit_numel(u, 0);
+  }
+}
+
+/* The offload budget's refusals: a model over its budget with every unit on the host is refused
+   at commit with the sentence naming the least budget (zs_plan_model's floor), nothing
+   allocated; a budget beside offload bits or with unsharded optimizer state is no plan; the
+   budget comes from ZS_OFFLOAD_BUDGET_BYTES when the field is unset. */
+static void budget_refusals(zs_comm *comm) {
+  const int W = zs_comm_size(comm);
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 3;
+  cfg.held_units = 1;
+  cfg.offload_budget_bytes = 1;
+  int64_t numel[NUNITS];
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  add_units(e, numel);
+  zs_plan_report r;
+  ZS_OK_OR_DIE(zs_plan_model(&cfg, W, numel, NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
+  char want[160];
+  snprintf(want, sizeof want, "over the offload budget of 1 bytes; fits with an offload budget of");
+  char bytes[48];
+  snprintf(bytes, sizeof bytes, "(%zu bytes) or more", r.budget_floor);
+  ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_OUT_OF_MEMORY);
+  ZS_EXPECT(strstr(zs_last_error(), want) && strstr(zs_last_error(), bytes) &&
+                strstr(zs_last_error(), "nothing was allocated") && !r.fits &&
+                r.host_units == NUNITS && strstr(r.verdict, bytes),
+            "%d ranks: commit over budget said: %s (plan: %s)", W, zs_last_error(), r.verdict);
+  zs_memory m;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  ZS_EXPECT(m.total.peak == 0, "refused commit allocated %zu bytes", m.total.peak);
+  zs_engine_destroy(e);
+  e = NULL;
+  cfg.offload = ZS_OFFLOAD_OPTIMIZER;
+  ZS_EXPECT_STATUS(zs_engine_create(&cfg, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "offload_budget_bytes with offload bits"), "said: %s",
+            zs_last_error());
+  cfg.offload = 0;
+  cfg.stage = 0;
+  ZS_EXPECT_STATUS(zs_engine_create(&cfg, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "offload_budget_bytes needs sharded optimizer state"),
+            "said: %s", zs_last_error());
+  /* The environment: the floor exactly fits, every unit on the host. */
+  cfg.stage = 3;
+  cfg.offload_budget_bytes = ZS_UNSET_SIZE;
+  char env[32];
+  snprintf(env, sizeof env, "%zu", r.budget_floor);
+  setenv("ZS_OFFLOAD_BUDGET_BYTES", env, 1);
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  unsetenv("ZS_OFFLOAD_BUDGET_BYTES");
+  add_units(e, numel);
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  snprintf(want, sizeof want, "%d of %d units on the host", NUNITS, NUNITS);
+  ZS_EXPECT(zs_engine_config(e)->offload_budget_bytes == r.budget_floor &&
+                strstr(zs_engine_info(e), want) &&
+                strstr(zs_engine_info(e), "offload_budget_bytes=") &&
+                strstr(zs_engine_info(e), "(ZS_OFFLOAD_BUDGET_BYTES)"),
+            "ZS_OFFLOAD_BUDGET_BYTES=%s: %s", env, zs_engine_info(e));
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  budget_refusals(comm);
   static const int none[NUNITS] = {0, 0, 0, 0}, middle[NUNITS] = {0, 1, 1, 0};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     check(comm, &cases[i], none);

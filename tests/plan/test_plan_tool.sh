@@ -149,4 +149,37 @@ flags=$("$plan" "${shape[@]}" --max-seq 32 --world 2 --stage 3 --device cpu --js
   field 'd["per_rank"]')
 rm -rf "$dir"
 check "safetensors = the same GPT-2 shape by flags" "$st" "$flags"
+
+# 7. Budgeted partial offload. Units of 100, 300, 200, 300 and 50 fp32 elements at stage 3 on 2
+#    ranks (no padding): each moves 8 bytes per element to the host (12/2 optimizer + 4/2 param
+#    shard): 800, 2400, 1600, 2400, 400. No offload: params 1900 + grads 1900 + optimizer 5700 +
+#    buffers (3 gathered x 300 x 4 = 3600, one full gradient 1200, norm bins 2568) 7368 = 16868
+#    device bytes; every unit moved: 16868 - 7600 = 9268 (the least budget that fits).
+#    Budget 16868: none; 14468 (2400 must go): unit 1 (ties with unit 3: the lower index);
+#    14467: units 1 and 3; 10000 (6868 must go: 2400 + 2400 + 1600 = 6400 is short, + 800):
+#    units 0-3, 7200 bytes on the host; 9268: all; 9267: refused, naming 9268, and 4 ranks (the
+#    units pad to 100, 300, 200, 300, 52: grads 952 + the same 7368 of buffers = 8320 fit).
+budget() { "$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu \
+  --device-mem 1G --host-mem 1G --json --offload-budget "$1"; }
+check "budget: no offload device bytes" "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 \
+  --stage 3 --device cpu --device-mem 1G --host-mem 1G --json | field 'd["per_rank"]["device_total"]')" 16868
+for b in "16868 []" "14468 [1]" "14467 [1, 3]" "10000 [0, 1, 2, 3]" "9268 [0, 1, 2, 3, 4]"; do
+  check "budget ${b%% *}: host units" "$(budget "${b%% *}" | field 'd["placement"]["host_units"]')" "${b#* }"
+done
+check "budget 10000: host and device bytes" \
+  "$(budget 10000 | field 'd["per_rank"]["host_pinned"], d["per_rank"]["device_total"], d["fits"]')" \
+  "7200 9668 True"
+check "budget 9267: refused with the least budget" "$(budget 9267 | field 'd["fits"], d["verdict"]')" \
+  "False does not fit: needs 9.1 KiB on each rank at stage 3 with 2 ranks with every unit's optimizer state and param shard on the host, over the offload budget of 9.0 KiB; fits with an offload budget of 9.1 KiB (9268 bytes) or more or with 4 ranks"
+#    With 16000 bytes of memory even the least budget does not fit (9268 + 7600 host = 16868 on
+#    the CPU device's one pool); 4 ranks do: 952 params + 952 grads + 2856 optimizer + 7368 =
+#    12128 in all, device 8320 with every unit moved, under 9267.
+check "budget 9267 in 16000 bytes: the least budget does not fit either" \
+  "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 16000 \
+    --host-mem 1G --offload-budget 9267 | tail -1)" \
+  "does not fit: needs 9.1 KiB on each rank at stage 3 with 2 ranks with every unit's optimizer state and param shard on the host, over the offload budget of 9.0 KiB; the least budget, 9.1 KiB (9268 bytes), does not fit this memory either; fits with 4 ranks"
+check "budget: table names the host units" \
+  "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 1G \
+    --host-mem 1G --offload-budget 14467 | grep '^placement:')" \
+  "placement: offload budget 14467 bytes (the least that fits: 9268): 2 of 5 units' optimizer state and param shards on the host: 1 3"
 exit $fail

@@ -22,3 +22,7 @@ foreach(t reduce gather)
   zs_mpi_test(shard_${t}_self test_shard_${t} NP 1 LABELS engine)
   set_property(TEST shard_${t}_self APPEND PROPERTY ENVIRONMENT ZS_COMM=self)
 endforeach()
+# Budgeted partial offload: the placement against a greedy reference written in the test and its
+# properties (never over the budget, monotone, largest first, deterministic), random cases.
+zs_exe(test_shard_placement SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_placement.c)
+zs_unit_test(shard_placement test_shard_placement LABELS engine)

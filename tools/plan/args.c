@@ -24,6 +24,9 @@ static void usage(void) {
       "  --world N --shard-group G --stage 0..3 --offload none|opt|opt+params\n"
       "  --dtype bf16|fp32 (params and grads; default fp32) --reduce-dtype bf16|fp32\n"
       "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
+      "  --offload-budget BYTES       budgeted partial offload: device bytes the model state and\n"
+      "                               buffers may use; the largest units' optimizer state (and\n"
+      "                               param shards) go to the host until the rest fits\n"
       "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
       "                               GPT-2 shapes, as the example; else the engine's 2)\n"
       "  --master fp32|params         optimizer-state precision (zs_config.master): an fp32\n"
@@ -152,6 +155,7 @@ static int option(zp_args *a, const char *k, const char *v) {
               : !strcmp(k, "--activations")    ? &a->activations
               : !strcmp(k, "--bucket-bytes")   ? &a->bucket
               : !strcmp(k, "--max-live-bytes") ? &a->max_live
+              : !strcmp(k, "--offload-budget") ? &a->budget
                                                : NULL;
   if (b) return parse_bytes(v, b);
   return 1;

@@ -34,6 +34,7 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
   c->held_units = a->held_units;
   c->master = a->master;
   c->moment_dtype = a->moment_dtype;
+  c->offload_budget_bytes = a->budget;
 }
 
 double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned offload) {

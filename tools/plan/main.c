@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     zp_model_free(&m);
     return 2;
   }
-  zp_print(&a, &m, &r, dev, host);
+  zp_print(&a, &m, &cfg, &r, dev, host);
   zp_model_free(&m);
   return 0;
 }

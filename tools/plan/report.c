@@ -1,5 +1,6 @@
 /* Printing one plan: a table for people, or JSON ({"per_rank": {...}, "fits": ...}). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tool.h"
 
@@ -21,8 +22,22 @@ static void row(const char *name, size_t b, int decimal) {
     printf("  %-22s %20zu  %10.1f MiB\n", name, b, (double)b / (1024.0 * 1024));
 }
 
-void zp_print(const zp_args *a, const zp_model *m, const zs_plan_report *r, size_t dev,
-              size_t host) {
+/* The units an offload budget places on the host, by index ("0 3 7"), as JSON numbers when json;
+   nothing without a budget or when the placement cannot be had. */
+static void host_units(const zp_model *m, const zs_config *cfg, int world, int json) {
+  unsigned char *host = calloc((size_t)m->n, 1);
+  if (!host || zs_plan_placement_frozen(cfg, world, m->numel, m->frozen, m->n, host) != ZS_OK) {
+    free(host);
+    return;
+  }
+  int k = 0;
+  for (int i = 0; i < m->n; i++)
+    if (host[i]) printf("%s%d", json ? (k++ ? ", " : "") : " ", i);
+  free(host);
+}
+
+void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const zs_plan_report *r,
+              size_t dev, size_t host) {
   const size_t states = r->params + r->grads + r->optimizer + r->host_pinned;
   if (a->json) {
     if (a->states_only)
@@ -36,7 +51,14 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_plan_report *r, size
              r->params, r->grads, r->optimizer, r->buffers, r->activations, r->host_pinned,
              r->device_total, r->host_total, r->fits ? "true" : "false");
       json_str(r->verdict);
-      printf(", \"available\": {\"device\": %zu, \"host\": %zu}}\n", dev, host);
+      printf(", \"available\": {\"device\": %zu, \"host\": %zu}", dev, host);
+      if (a->budget) {
+        printf(", \"placement\": {\"budget\": %zu, \"budget_floor\": %zu, \"host_units\": [",
+               a->budget, r->budget_floor);
+        host_units(m, cfg, a->world, 1);
+        printf("]}");
+      }
+      printf("}\n");
     }
     return;
   }
@@ -66,5 +88,13 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_plan_report *r, size
   row("host total", r->host_total, 0);
   printf("available per rank: device %zu, host %zu bytes%s\n", dev, host,
          a->device == ZS_DEVICE_CPU ? " (the CPU device draws on host memory for both)" : "");
+  if (a->budget) {
+    printf("placement: offload budget %zu bytes (the least that fits: %zu): %zu of %d units' "
+           "optimizer state%s on the host:",
+           a->budget, r->budget_floor, r->host_units, m->n,
+           a->stage >= 3 ? " and param shards" : "");
+    host_units(m, cfg, a->world, 0);
+    printf("\n");
+  }
   printf("%s\n", r->verdict);
 }

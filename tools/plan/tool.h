@@ -32,6 +32,7 @@ typedef struct {
   int reduce_set;
   zs_device device;
   size_t bucket, max_live;
+  size_t budget;            /* --offload-budget: zs_config.offload_budget_bytes (0: none) */
   size_t dev_mem, host_mem; /* per rank; 0: what this machine has */
   /* Optimizer-state precision: zs_config.master (--master fp32|params) and moment_dtype
      (--moment-dtype fp32|bf16). */
@@ -82,9 +83,9 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c);
 double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned offload);
 /* --recommend: every configuration that fits, fastest first. 0 or -1. */
 int zp_recommend(const zp_args *a, const zp_model *m, size_t act, size_t dev, size_t host);
-/* Prints one plan (table or JSON). */
-void zp_print(const zp_args *a, const zp_model *m, const zs_plan_report *r, size_t dev,
-              size_t host);
+/* Prints one plan (table or JSON) of cfg; with an offload budget also its placement. */
+void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const zs_plan_report *r,
+              size_t dev, size_t host);
 /* "opt+params" etc. */
 const char *zp_offload_name(unsigned off);
 

@@ -1,0 +1,54 @@
+/* Budgeted partial offload: which units keep their optimizer state (and, with sharded params,
+ * their param shard) on the device and which go to the host tier, under
+ * zs_config.offload_budget_bytes. While the device bytes of the plan (persistent state plus the
+ * buffers bound of zs_plan_buffers) exceed the budget, the unit that moves the most bytes goes to
+ * the host, ties to the lower unit index, as PyTorch FSDP2's cpu_offload_by_budget. So the units
+ * on the host are a prefix of one fixed order: the same on every rank (it depends only on the
+ * configuration and the unit sizes), monotone in the budget, and never over it (or it does not
+ * fit: every unit is placed on the host and fits is 0). The engine's commit gives each unit the
+ * table of its tier (zs_placement_table, frozen after for a frozen unit: zs_placement_unit_table);
+ * the planner counts the same. Pure arithmetic: no
+ * allocation (the prefix is found by bisection over the moved bytes, then ties in unit order). */
+#ifndef ZS_SHARD_PLACEMENT_H
+#define ZS_SHARD_PLACEMENT_H
+
+#include <stddef.h>
+
+#include "shard/plan.h"
+
+typedef struct {
+  int active;          /* a budget is set: the rest says where units go */
+  size_t budget;       /* zs_config.offload_budget_bytes */
+  size_t device_bytes; /* device bytes under this placement (persistent + buffers bound) */
+  size_t floor_bytes;  /* device bytes with every unit on the host: the least budget that fits */
+  size_t ceil_bytes;   /* device bytes with every unit on the device: no offload from here on */
+  int fits;            /* device_bytes <= budget */
+  int nhost;           /* units placed on the host */
+  size_t host_moved;   /* bytes moved to the host tier (host_pinned) */
+  int with_params;     /* a unit on the host has its param shard there too (sharded params) */
+  /* The rule: unit i is on the host when its moved bytes exceed cut, or equal cut and
+     i <= tie_last. */
+  size_t cut;
+  int tie_last;
+} zs_placement;
+
+/* Bytes unit i moves from the device to the host when placed there (its optimizer state and,
+   with sharded params, its param shard), saturating. A frozen unit has no optimizer state: it
+   moves its param shard alone (sharded params), or nothing (0: it never goes to the host for the
+   budget's sake, and where it does, when nothing fits, its table is the same). */
+size_t zs_placement_moved(const zs_plan *p, const zs_plan_units *u, int i);
+/* The placement of the units u under c (world ranks, p = zs_plan_make of c). Without a budget
+   (offload_budget_bytes 0 or unset): active 0 and every unit follows the plan's table. */
+void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
+                       zs_placement *out);
+/* 1 when unit i is on the host under pl. */
+int zs_placement_host(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i);
+/* The table of a unit: the plan's, with the optimizer state and (sharded params) the param shard
+   on the host tier (booked host_pinned) when host is set. */
+void zs_placement_table(const zs_plan *p, int host, zs_state_table *t);
+/* The table commit gives unit i of u: zs_placement_table's, then frozen (frozen.h) when unit i
+   is frozen. The planner and the placement count every unit's bytes through it. */
+void zs_placement_unit_table(const zs_plan *p, const zs_plan_units *u, int i, int host,
+                             zs_state_table *t);
+
+#endif
