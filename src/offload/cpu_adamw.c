@@ -20,11 +20,8 @@ typedef struct {
   size_t msz, gsz, osz, n;
 } zs_adamw_tiles;
 
-/* Pool work item: tile `item` of the arrays. */
-static void zs_adamw_tile(void *ctx, size_t item, int worker) {
-  const zs_adamw_tiles *t = ctx;
-  size_t i = item * ZS_ADAMW_TILE;
-  size_t len = t->n - i < ZS_ADAMW_TILE ? t->n - i : ZS_ADAMW_TILE;
+/* Elements [i, i + len) of the arrays, by the path's single-threaded kernel. */
+static void run_range(const zs_adamw_tiles *t, size_t i, size_t len) {
   const char *g = t->grad + i * t->gsz;
   void *o = t->out ? t->out + i * t->osz : NULL;
   if (t->msz == 2)
@@ -33,64 +30,61 @@ static void zs_adamw_tile(void *ctx, size_t item, int worker) {
   else
     t->k(t->c, t->master + i, (float *)(void *)(t->m + i * 4), (float *)(void *)(t->v + i * 4), g,
          t->grad_dt, o, t->param_dt, len);
+}
+
+/* Pool work item: tile `item` of the arrays. */
+static void zs_adamw_tile(void *ctx, size_t item, int worker) {
+  const zs_adamw_tiles *t = ctx;
+  const size_t i = item * ZS_ADAMW_TILE;
+  run_range(t, i, t->n - i < ZS_ADAMW_TILE ? t->n - i : ZS_ADAMW_TILE);
   (void)worker;
 }
 
-/* Runs t over pool (large enough: the caller checked); the calling thread if the pool refuses. */
-static void run_tiles(zs_pool *pool, zs_adamw_tiles *t) {
+/* Runs t over pool in tiles, or in one call on the calling thread when there is no pool of two
+   or more workers or the arrays are short (waking workers would cost more than it saves). */
+static void run_tiles(zs_pool *pool, const zs_adamw_tiles *t) {
   const size_t items = (t->n + ZS_ADAMW_TILE - 1) / ZS_ADAMW_TILE;
-  if (zs_pool_run(pool, items, zs_adamw_tile, t) != ZS_OK) /* unreachable: pool is valid */
-    for (size_t i = 0; i < items; i++)
-      zs_adamw_tile(t, i, 0);
+  if (pool && zs_pool_size(pool) >= 2 && t->n >= ZS_ADAMW_MT_MIN &&
+      zs_pool_run(pool, items, zs_adamw_tile, (void *)t) == ZS_OK)
+    return;
+  run_range(t, 0, t->n); /* elementwise: the same bits as the tiles */
 }
 
 void zs_cpu_adamw_ex(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, float *master,
                      float *m, float *v, const void *grad, zs_dtype grad_dt, void *param_out,
                      zs_dtype param_dt, size_t n) {
-  zs_adamw_kernel k = zs_adamw_kernel_for(zs_adamw_isa_resolve(isa));
-  if (!pool || zs_pool_size(pool) < 2 || n < ZS_ADAMW_MT_MIN) {
-    k(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
-    return;
-  }
-  zs_adamw_tiles t = {k,
-                      NULL,
-                      c,
-                      master,
-                      (char *)m,
-                      (char *)v,
-                      grad,
-                      param_out,
-                      grad_dt,
-                      param_dt,
-                      4,
-                      zs_dtype_size(grad_dt),
-                      zs_dtype_size(param_dt),
-                      n};
+  const zs_adamw_tiles t = {.k = zs_adamw_kernel_for(zs_adamw_isa_resolve(isa)),
+                            .c = c,
+                            .master = master,
+                            .m = (char *)m,
+                            .v = (char *)v,
+                            .grad = grad,
+                            .out = param_out,
+                            .grad_dt = grad_dt,
+                            .param_dt = param_dt,
+                            .msz = 4,
+                            .gsz = zs_dtype_size(grad_dt),
+                            .osz = zs_dtype_size(param_dt),
+                            .n = n};
   run_tiles(pool, &t);
 }
 
 void zs_cpu_adamw_m16_ex(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, float *master,
                          uint16_t *m, uint16_t *v, const void *grad, zs_dtype grad_dt,
                          void *param_out, zs_dtype param_dt, size_t n) {
-  zs_adamw_kernel_m16 k = zs_adamw_kernel_m16_for(zs_adamw_isa_resolve(isa));
-  if (!pool || zs_pool_size(pool) < 2 || n < ZS_ADAMW_MT_MIN) {
-    k(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
-    return;
-  }
-  zs_adamw_tiles t = {NULL,
-                      k,
-                      c,
-                      master,
-                      (char *)m,
-                      (char *)v,
-                      grad,
-                      param_out,
-                      grad_dt,
-                      param_dt,
-                      2,
-                      zs_dtype_size(grad_dt),
-                      zs_dtype_size(param_dt),
-                      n};
+  const zs_adamw_tiles t = {.k16 = zs_adamw_kernel_m16_for(zs_adamw_isa_resolve(isa)),
+                            .c = c,
+                            .master = master,
+                            .m = (char *)m,
+                            .v = (char *)v,
+                            .grad = grad,
+                            .out = param_out,
+                            .grad_dt = grad_dt,
+                            .param_dt = param_dt,
+                            .msz = 2,
+                            .gsz = zs_dtype_size(grad_dt),
+                            .osz = zs_dtype_size(param_dt),
+                            .n = n};
   run_tiles(pool, &t);
 }
 
