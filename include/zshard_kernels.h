@@ -96,7 +96,9 @@ ZS_API zs_status zs_k_softmax_xent(zs_kernels *k, float *losses, void *dlogits, 
  * Shapes: N rows, C channels, B batch, T time, NH query heads, NKV key/value heads (NH % NKV == 0;
  * query head h reads kv head h / (NH / NKV)), D head dim, I intermediate (MLP) size. Activations
  * with heads are [B,T,H*D]: head h of token (b,t) is the D values at (b*T + t)*H*D + h*D — the
- * layout of a q/k/v projection's output (zs_k_matmul_fwd), no transpose needed. */
+ * layout of a q/k/v projection's output (zs_k_matmul_fwd), no transpose needed. Errors: a NULL
+ * pointer, a dimension <= 0, or two buffers that must differ passed as the same pointer are
+ * ZS_ERR_INVALID_ARG, nothing written (overlap at an offset cannot be seen: avoid it). */
 
 /* Token embedding without positions (Llama): out[N,C] = wte[tok[i]] for N = B*T tokens, V rows
    in wte. On the CPU a token outside [0, V) is ZS_ERR_INVALID_ARG (nothing written); device ids
@@ -157,8 +159,9 @@ ZS_API zs_status zs_k_swiglu_bwd(zs_kernels *k, void *dgate, void *dup, const vo
 
 /* Causal attention with grouped-query heads, flash style (no T x T matrix is kept), scale
    1/sqrt(D). q and out [B,T,NH*D], key and val [B,T,NKV*D] (after RoPE on q and key),
-   lse[B,NH,T] fp32 (log-sum-exp of each softmax row, for backward). NH % NKV == 0, else
-   ZS_ERR_INVALID_ARG; CUDA supports D <= 128 (ZS_ERR_UNSUPPORTED beyond). */
+   lse[B,NH,T] fp32 (log-sum-exp of each softmax row, for backward). out must not alias q, key or
+   val. NH % NKV == 0, else ZS_ERR_INVALID_ARG; CUDA supports D <= 128 (ZS_ERR_UNSUPPORTED
+   beyond). */
 ZS_API zs_status zs_k_gqa_attention_fwd(zs_kernels *k, void *out, float *lse, const void *q,
                                         const void *key, const void *val, int B, int T, int NH,
                                         int NKV, int D);

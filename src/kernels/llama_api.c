@@ -20,8 +20,9 @@
 
 #define REQ_DISTINCT(a, b)                                                                         \
   REQ((const void *)(a) != (const void *)(b),                                                      \
-      "%s: %s and %s are the same buffer: pass separate buffers (the backward adds into %s)", fn,  \
-      #a, #b, #a)
+      "%s: %s and %s are the same buffer: pass separate buffers (%s is written while the other "   \
+      "is still read or written)",                                                                 \
+      fn, #a, #b, #a)
 
 /* Host token ids (CPU only) must name a row of the V-row table. */
 static zs_status tokens_in_range(const char *fn, const int *tok, int N, int V) {
@@ -229,6 +230,9 @@ zs_status zs_k_gqa_attention_fwd(zs_kernels *k, void *out, float *lse, const voi
   REQ_PTR(q);
   REQ_PTR(key);
   REQ_PTR(val);
+  REQ_DISTINCT(out, q);
+  REQ_DISTINCT(out, key);
+  REQ_DISTINCT(out, val);
   ZS_CHECK(gqa_dims(fn, B, T, NH, NKV, D));
   if (k->dev == ZS_DEVICE_CUDA)
     CUDA_CALL(gqa_attention_fwd, out, lse, q, key, val, B, T, NH, NKV, D);

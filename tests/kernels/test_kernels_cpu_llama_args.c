@@ -156,6 +156,10 @@ static void test_gqa(zs_kernels *k) {
   ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, o, st, q, NULL, v, B, T, NH, NKV, D), INV);
   expect_msg("key");
   ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, o, st, q, kk, NULL, B, T, NH, NKV, D), INV);
+  ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, q, st, q, kk, v, B, T, NH, NKV, D), INV); /* out = q */
+  expect_msg("same buffer");
+  ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, kk, st, q, kk, v, B, T, NH, NKV, D), INV);
+  ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, v, st, q, kk, v, B, T, NH, NKV, D), INV);
   ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, o, st, q, kk, v, 0, T, NH, NKV, D), INV);
   ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, o, st, q, kk, v, B, T, NH, 0, D), INV);
   ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(k, o, st, q, kk, v, B, T, NH, NKV, 0), INV);
