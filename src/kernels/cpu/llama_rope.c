@@ -14,15 +14,20 @@ static float default_inv_freq(int i, int D, double theta) {
 
 /* HF _compute_llama3_parameters for one frequency: wavelengths longer than
    original / low_freq_factor are slowed by `factor`, shorter than original / high_freq_factor are
-   kept, and in between the two are blended linearly in original / wavelen. */
+   kept, and in between the two are blended linearly in original / wavelen. Evaluated as HF's fp32
+   tensor ops do (python scalars rounded to fp32; `x / tensor` is reciprocal then multiply), so
+   the frequencies are HF's bits. */
 static float llama3_inv_freq(float inv, const zs_k_rope_llama3 *s) {
-  double old = s->original_max_position_embeddings;
-  double low_wl = old / s->low_freq_factor, high_wl = old / s->high_freq_factor;
-  double wl = ROPE_TWO_PI / inv;
-  double f = wl > low_wl ? inv / s->factor : inv;
-  if (wl < high_wl || wl > low_wl) return (float)f;
-  double smooth = (old / wl - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
-  return (float)((1.0 - smooth) * f / s->factor + smooth * f);
+  const double old = s->original_max_position_embeddings;
+  const float low_wl = (float)(old / s->low_freq_factor);
+  const float high_wl = (float)(old / s->high_freq_factor);
+  const float factor = (float)s->factor;
+  float wl = (1.0f / inv) * (float)ROPE_TWO_PI;
+  float f = wl > low_wl ? inv / factor : inv;
+  if (wl < high_wl || wl > low_wl) return f;
+  float smooth = ((1.0f / wl) * (float)old - (float)s->low_freq_factor) /
+                 (float)(s->high_freq_factor - s->low_freq_factor);
+  return (1.0f - smooth) * f / factor + smooth * f;
 }
 
 /* angle = (float)t * inv_freq in fp32, as HF's fp32 (inv_freq x positions) product; its cos and
