@@ -1,4 +1,5 @@
-/* Times every CPU GPT-2 kernel through the public zs_k_* API at a small-GPT size and prints a
+/* Times every CPU GPT-2 kernel, and the Llama family's (embedding, RMSNorm, RoPE, SwiGLU, GQA
+ * attention with NH / 2 kv heads), through the public zs_k_* API at a small-GPT size and prints a
  * table (ms per call, and GFLOP/s for the matmuls and attention). Optional: --csv PATH also writes
  * the rows as CSV; -B -T -C -NH -V change the shape.
  *
@@ -30,6 +31,8 @@ typedef struct {
   int *tok, *tgt;
   float *wte, *wpe, *act, *act2, *act4, *qkv, *w, *bias, *lnw, *lnb, *mean, *rstd, *lse;
   float *logits, *losses, *g1, *g2, *g3, *g4;
+  int NKV;        /* Llama rows: kv heads (NH / 2 when NH is even, else NH) */
+  float *cs, *sn; /* Llama rows: rotary tables [T, hs / 2] */
 } bench;
 
 /* One timed call: returns the status of the kernel (a failure stops the benchmark). */
@@ -128,15 +131,51 @@ static zs_status res_f(bench *b) {
 static zs_status res_b(bench *b) {
   return zs_k_residual_bwd(b->k, b->g1, b->g3, b->act, (size_t)BT * b->C);
 }
+/* Llama-family rows: q = the first N*C floats of qkv, key and val the next ones (NKV heads). */
+static zs_status emb_f(bench *b) {
+  return zs_k_embedding_fwd(b->k, b->act, b->tok, b->wte, BT, b->C, b->V);
+}
+static zs_status emb_b(bench *b) {
+  return zs_k_embedding_bwd(b->k, b->g1, b->act, b->tok, BT, b->C, b->V);
+}
+static zs_status rms_f(bench *b) {
+  return zs_k_rmsnorm_fwd(b->k, b->act2, b->rstd, b->act, b->lnw, 1e-5f, BT, b->C);
+}
+static zs_status rms_b(bench *b) {
+  return zs_k_rmsnorm_bwd(b->k, b->g1, b->g2, b->act2, b->act, b->lnw, b->rstd, BT, b->C);
+}
+static zs_status rope_f(bench *b) {
+  return zs_k_rope_fwd(b->k, b->act2, b->act, b->cs, b->sn, b->B, b->T, b->NH, b->C / b->NH);
+}
+static zs_status rope_b(bench *b) {
+  return zs_k_rope_bwd(b->k, b->g1, b->act2, b->cs, b->sn, b->B, b->T, b->NH, b->C / b->NH);
+}
+static zs_status swiglu_f(bench *b) {
+  return zs_k_swiglu_fwd(b->k, b->g4, b->act4, b->act4, (size_t)BT * 4 * b->C);
+}
+static zs_status swiglu_b(bench *b) {
+  return zs_k_swiglu_bwd(b->k, b->g1, b->g2, b->g4, b->act4, b->act4, (size_t)BT * 4 * b->C);
+}
+static zs_status gqa_f(bench *b) {
+  size_t nq = (size_t)BT * b->C, nk = nq / b->NH * b->NKV;
+  return zs_k_gqa_attention_fwd(b->k, b->act2, b->lse, b->qkv, b->qkv + nq, b->qkv + nq + nk, b->B,
+                                b->T, b->NH, b->NKV, b->C / b->NH);
+}
+static zs_status gqa_b(bench *b) {
+  size_t nq = (size_t)BT * b->C, nk = nq / b->NH * b->NKV;
+  return zs_k_gqa_attention_bwd(b->k, b->g1, b->g2, b->g3, b->act, b->qkv, b->qkv + nq,
+                                b->qkv + nq + nk, b->act2, b->lse, b->B, b->T, b->NH, b->NKV,
+                                b->C / b->NH);
+}
 static zs_status xent(bench *b) {
   return zs_k_softmax_xent(b->k, b->losses, b->g4, b->logits, b->tgt, 1.0f / BT, BT, b->V, b->Vp);
 }
 
 /* Releases every buffer of the benchmark (free(NULL) is fine for ones never allocated). */
 static void bench_free(bench *b) {
-  void *all[] = {b->tok, b->tgt,    b->wte,    b->wpe, b->act, b->act2, b->act4,
-                 b->qkv, b->w,      b->bias,   b->lnw, b->lnb, b->mean, b->rstd,
-                 b->lse, b->logits, b->losses, b->g1,  b->g2,  b->g3,   b->g4};
+  void *all[] = {b->tok,    b->tgt,  b->wte, b->wpe, b->act,  b->act2, b->act4, b->qkv,
+                 b->w,      b->bias, b->lnw, b->lnb, b->mean, b->rstd, b->lse,  b->logits,
+                 b->losses, b->g1,   b->g2,  b->g3,  b->g4,   b->cs,   b->sn};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     free(all[i]);
   zs_k_destroy(b->k);
@@ -162,7 +201,7 @@ static int parse(int argc, char **argv, bench *b, const char **csv) {
       return 0;
   }
   return argc % 2 == 1 && b->B > 0 && b->T > 0 && b->C > 0 && b->NH > 0 && b->V > 0 &&
-         b->C % b->NH == 0;
+         b->C % b->NH == 0 && (b->C / b->NH) % 2 == 0; /* RoPE rotates pairs */
 }
 
 int main(int argc, char **argv) {
@@ -191,6 +230,13 @@ int main(int argc, char **argv) {
   b.lse = rnd((size_t)b.B * b.NH * b.T, 1), b.logits = rnd(N * (size_t)b.Vp, 1.0f);
   b.losses = rnd(N, 1), b.g1 = rnd(big, 0), b.g2 = rnd(big, 0), b.g3 = rnd(big, 0);
   b.g4 = rnd(big, 0);
+  b.NKV = b.NH % 2 == 0 ? b.NH / 2 : b.NH;
+  b.cs = rnd((size_t)b.T * b.C / b.NH / 2, 0), b.sn = rnd((size_t)b.T * b.C / b.NH / 2, 0);
+  if (zs_k_rope_table(b.cs, b.sn, b.T, b.C / b.NH, 10000.0, NULL) != ZS_OK) {
+    fprintf(stderr, "zs_k_rope_table: %s\n", zs_last_error());
+    bench_free(&b);
+    return 1;
+  }
 
   double hs = (double)b.C / b.NH, pairs = (double)b.B * b.NH * b.T * (b.T + 1) / 2.0;
   double mm = 2.0 * b.N * (double)b.C * b.C; /* flops of an N x C x C GEMM */
@@ -218,6 +264,16 @@ int main(int argc, char **argv) {
       {"residual_fwd", res_f, 0},
       {"residual_bwd", res_b, 0},
       {"softmax_xent", xent, 0},
+      {"llama embedding_fwd", emb_f, 0},
+      {"llama embedding_bwd", emb_b, 0},
+      {"llama rmsnorm_fwd", rms_f, 0},
+      {"llama rmsnorm_bwd", rms_b, 0},
+      {"llama rope_fwd (q)", rope_f, 0},
+      {"llama rope_bwd (q)", rope_b, 0},
+      {"llama swiglu_fwd 4C", swiglu_f, 0},
+      {"llama swiglu_bwd 4C", swiglu_b, 0},
+      {"llama gqa_attention_fwd", gqa_f, pairs * 4 * hs},
+      {"llama gqa_attention_bwd", gqa_b, pairs * 10 * hs},
   };
   FILE *f = csv ? fopen(csv, "w") : NULL;
   if (csv && !f) {

@@ -1,5 +1,5 @@
-/* zshard_kernels — the GPT-2 training kernels for a C training loop on zshard (library
- * zshard_kernels, CMake target zshard::kernels, pkg-config zshard_kernels).
+/* zshard_kernels — the GPT-2 and Llama-family training kernels for a C training loop on zshard
+ * (library zshard_kernels, CMake target zshard::kernels, pkg-config zshard_kernels).
  *
  * A program's forward and backward call these on the engine's stream between zs_unit_gather and
  * zs_unit_release (include/zshard.h). Every call returns zs_status and reports failures through
@@ -90,6 +90,90 @@ ZS_API zs_status zs_k_residual_bwd(zs_kernels *k, void *da, void *db, const void
    columns set to 0). dlogits may alias logits. */
 ZS_API zs_status zs_k_softmax_xent(zs_kernels *k, float *losses, void *dlogits, const void *logits,
                                    const int *targets, float dloss, int N, int V, int Vp);
+
+/* ---- Llama-family kernels (Llama 2/3, Qwen2, Mistral) ----
+ * The same conventions as above (device pointers, dtype `dt`, fp32 statistics, backward ADDS).
+ * Shapes: N rows, C channels, B batch, T time, NH query heads, NKV key/value heads (NH % NKV == 0;
+ * query head h reads kv head h / (NH / NKV)), D head dim, I intermediate (MLP) size. Activations
+ * with heads are [B,T,H*D]: head h of token (b,t) is the D values at (b*T + t)*H*D + h*D — the
+ * layout of a q/k/v projection's output (zs_k_matmul_fwd), no transpose needed. Errors: a NULL
+ * pointer, a dimension <= 0, or two buffers that must differ passed as the same pointer are
+ * ZS_ERR_INVALID_ARG, nothing written (overlap at an offset cannot be seen: avoid it). */
+
+/* Token embedding without positions (Llama): out[N,C] = wte[tok[i]] for N = B*T tokens, V rows
+   in wte. On the CPU a token outside [0, V) is ZS_ERR_INVALID_ARG (nothing written); device ids
+   are trusted. */
+ZS_API zs_status zs_k_embedding_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
+                                    int N, int C, int V);
+/* dwte[tok[i]] += dout[i] (rows summed in token order, deterministic on both devices). */
+ZS_API zs_status zs_k_embedding_bwd(zs_kernels *k, void *dwte, const void *dout, const int *tok,
+                                    int N, int C, int V);
+
+/* RMSNorm over N rows of C (HF LlamaRMSNorm): rrms[i] = 1 / sqrt(mean_c(x^2) + eps) in fp32,
+   out = w * (x * rrms) — in bf16 the normalised x is rounded to bf16 before the weight multiply,
+   as HF's `weight * hidden.to(input_dtype)`. rrms [N] fp32 is saved for backward. eps >= 0,
+   finite (Llama 1e-5 / 1e-6). out may alias inp. */
+ZS_API zs_status zs_k_rmsnorm_fwd(zs_kernels *k, void *out, float *rrms, const void *inp,
+                                  const void *w, float eps, int N, int C);
+/* dinp += rrms (g - n mean_c(g n)) with n = x rrms, g = dout w; dw += sum over rows of dout n.
+   dinp must not alias dout. */
+ZS_API zs_status zs_k_rmsnorm_bwd(zs_kernels *k, void *dinp, void *dw, const void *dout,
+                                  const void *inp, const void *w, const float *rrms, int N, int C);
+
+/* Llama-3 frequency scaling (HF rope_type "llama3"). factor > 0, 0 < low_freq_factor <
+   high_freq_factor, original_max_position_embeddings > 0. */
+typedef struct {
+  double factor;                        /* 8 for Llama 3.1 */
+  double low_freq_factor;               /* 1 */
+  double high_freq_factor;              /* 4 */
+  int original_max_position_embeddings; /* 8192 */
+} zs_k_rope_llama3;
+/* Host-only (no context, no device): the rotary tables for positions 0..T-1 and head dim D (even),
+   cos[T, D/2] and sin[T, D/2] fp32 in HOST memory (copy them to the device with zs_k_copy).
+   inv_freq[i] = theta^(-2i/D) (rounded to fp32), rescaled by HF's _compute_llama3_parameters when
+   llama3 != NULL (NULL: rope_type "default"); angle = (float)t * inv_freq[i] in fp32 (as HF's
+   fp32 matmul), cos/sin of it rounded to fp32. theta > 0 (10000 Llama 2, 500000 Llama 3, 1e6
+   Qwen2). Errors: ZS_ERR_INVALID_ARG (odd D, bad theta or scaling, NULL pointers). */
+ZS_API zs_status zs_k_rope_table(float *cos, float *sin, int T, int D, double theta,
+                                 const zs_k_rope_llama3 *llama3);
+/* Rotary embedding, HF rotate_half convention, at positions t = 0..T-1: for each head, with
+   x = [x1 | x2] (halves of D/2) and c, s = cos[t, :], sin[t, :] (device, fp32, >= T rows of D/2):
+   out = [x1 c - x2 s | x2 c + x1 s]. inp/out [B,T,H*D]; call once for q (H = NH) and once for k
+   (H = NKV). out may alias inp (in place). D must be even (ZS_ERR_INVALID_ARG). */
+ZS_API zs_status zs_k_rope_fwd(zs_kernels *k, void *out, const void *inp, const float *cos,
+                               const float *sin, int B, int T, int H, int D);
+/* The transposed rotation: dinp += [d1 c + d2 s | d2 c - d1 s] for dout = [d1 | d2]. dinp must
+   not alias dout. */
+ZS_API zs_status zs_k_rope_bwd(zs_kernels *k, void *dinp, const void *dout, const float *cos,
+                               const float *sin, int B, int T, int H, int D);
+
+/* SwiGLU (HF LlamaMLP's act_fn(gate_proj(x)) * up_proj(x)) over n elements of two separate
+   buffers gate and up (e.g. [B*T, I] each): out = silu(gate) * up, silu(g) = g / (1 + exp(-g));
+   in bf16 silu(g) is rounded to bf16 before the product, as HF does. out may alias gate or up. */
+ZS_API zs_status zs_k_swiglu_fwd(zs_kernels *k, void *out, const void *gate, const void *up,
+                                 size_t n);
+/* dgate += dout up silu'(gate), dup += dout silu(gate); silu'(g) = s (1 + g (1 - s)), s =
+   sigmoid(g). dgate, dup must not alias each other or dout. */
+ZS_API zs_status zs_k_swiglu_bwd(zs_kernels *k, void *dgate, void *dup, const void *dout,
+                                 const void *gate, const void *up, size_t n);
+
+/* Causal attention with grouped-query heads, flash style (no T x T matrix is kept), scale
+   1/sqrt(D). q and out [B,T,NH*D], key and val [B,T,NKV*D] (after RoPE on q and key),
+   lse[B,NH,T] fp32 (log-sum-exp of each softmax row, for backward). out must not alias q, key or
+   val. NH % NKV == 0, else ZS_ERR_INVALID_ARG; CUDA supports D <= 128 (ZS_ERR_UNSUPPORTED
+   beyond). */
+ZS_API zs_status zs_k_gqa_attention_fwd(zs_kernels *k, void *out, float *lse, const void *q,
+                                        const void *key, const void *val, int B, int T, int NH,
+                                        int NKV, int D);
+/* dq [B,T,NH*D] += dL/dq; dkey, dval [B,T,NKV*D] += dL/dk, dL/dv summed over the NH/NKV query
+   heads sharing each kv head (deterministic order). out, lse: the forward's. The three gradient
+   buffers must be distinct and not alias the inputs. */
+ZS_API zs_status zs_k_gqa_attention_bwd(zs_kernels *k, void *dq, void *dkey, void *dval,
+                                        const void *dout, const void *q, const void *key,
+                                        const void *val, const void *out, const float *lse, int B,
+                                        int T, int NH, int NKV, int D);
+/* The untied LM head is zs_k_matmul_fwd/_bwd with its own w[Vp, C] and bias NULL; the loss is
+   zs_k_softmax_xent. Qwen2's q/k/v biases are the matmul bias. */
 
 #ifdef __cplusplus
 }

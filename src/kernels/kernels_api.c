@@ -13,44 +13,11 @@
 #include "kernels/kerr.h"
 #include "kernels/cpu/gpt2_cpu.h"
 #include "zshard_kernels.h"
+#include "kernels/kernels_ctx.h"
 #include "kernels/kernels_watch.h"
 #ifdef ZS_HAVE_CUDA
 #include "kernels/cuda/gpt2_cuda.h"
 #include "kernels/kernels_mem.h"
-#endif
-
-/* A kernel context. On the CPU it only records the device and dtype (always ZS_F32 there). */
-struct zs_kernels {
-  zs_device dev;
-  zs_dtype dt;
-  /* Host waits (sync, copies to/from host) are bounded by wait_timeout_s when > 0; a timeout
-     calls on_timeout(watch_ctx) (the engine aborts its collectives) before returning. */
-  double wait_timeout_s;
-  void (*on_timeout)(void *ctx);
-  void *watch_ctx;
-#ifdef ZS_HAVE_CUDA
-  zs_cuda_kctx *cuda; /* non-NULL exactly when dev == ZS_DEVICE_CUDA */
-#endif
-};
-
-/* Validation helpers: each returns from the calling zs_k_* with ZS_ERR_INVALID_ARG. `fn` is the
-   calling function's name (a local static string in each of them). */
-#define REQ(cond, ...)                                                                             \
-  do {                                                                                             \
-    if (!(cond)) return zs_kerr(ZS_ERR_INVALID_ARG, __VA_ARGS__);                                  \
-  } while (0)
-#define REQ_CTX(k)                                                                                 \
-  REQ((k) != NULL, "%s: the kernels context is NULL: create one with zs_k_create", fn)
-#define REQ_PTR(p) REQ((p) != NULL, "%s: %s is NULL: pass a buffer on the kernels' device", fn, #p)
-#define REQ_DIM(d) REQ((d) > 0, "%s: %s = %lld must be > 0", fn, #d, (long long)(d))
-
-/* The CUDA branch of a dispatch: the twin zs_cuda_X, or an error in a build without CUDA (where
-   no CUDA context can exist, so this is only reached through a corrupted handle). */
-#ifdef ZS_HAVE_CUDA
-#define CUDA_CALL(name, ...) return zs_cuda_##name(k->cuda, __VA_ARGS__)
-#else
-#define CUDA_CALL(name, ...)                                                                       \
-  return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: zshard was built without CUDA: use ZS_DEVICE_CPU", fn)
 #endif
 
 /* Validates device and dtype (the CPU is fp32 only), then builds the CUDA context when asked. On

@@ -1,6 +1,7 @@
 # CPU reference kernels and the public zs_k_* dispatch (label "kernels"): backward kernels against
-# float64 finite differences, forwards against float64 references, argument validation.
-foreach(t layers attention xent args)
+# float64 finite differences, forwards against float64 references, argument validation; the
+# Llama-family kernels (llama: embedding, RMSNorm, RoPE, SwiGLU; gqa: attention; llama_args).
+foreach(t layers attention xent args llama gqa llama_args)
   zs_exe(test_kernels_cpu_${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_cpu_${t}.c)
   zs_unit_test(kernels_cpu_${t} test_kernels_cpu_${t} LABELS kernels)
 endforeach()
@@ -17,10 +18,11 @@ endif()
 zs_exe(test_kernels_deprecated SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_deprecated.c PUBLIC_API)
 zs_unit_test(kernels_deprecated_names test_kernels_deprecated LABELS kernels)
 
-# CUDA kernel tests (GPU twins vs the CPU reference). Only in CUDA builds; each test prints
+# CUDA kernel tests (GPU twins vs the CPU reference; test_kernels_cuda_llama: the Llama-family
+# kernels). Only in CUDA builds; each test prints
 # "SKIP: no CUDA device" and passes on a machine without a GPU.
 if(ZS_HAVE_CUDA)
-  foreach(t test_kernels_cuda test_kernels_cuda_engine)
+  foreach(t test_kernels_cuda test_kernels_cuda_engine test_kernels_cuda_llama)
     zs_exe(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c LIBS CUDA::cudart)
     zs_unit_test(${t} ${t} TIMEOUT 300 LABELS cuda)
   endforeach()

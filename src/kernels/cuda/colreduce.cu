@@ -21,7 +21,8 @@ __global__ void __launch_bounds__(CR_COLS *CR_ROWS)
     for (int r = r0 + threadIdx.y; r < r1; r += CR_ROWS) {
       float d = zs_ld(&dout[(size_t)r * C + c]);
       a += d;
-      if (partial_n) an += d * ((zs_ld(&inp[(size_t)r * C + c]) - mean[r]) * rstd[r]);
+      if (partial_n)
+        an += d * ((zs_ld(&inp[(size_t)r * C + c]) - (mean ? mean[r] : 0.0f)) * rstd[r]);
     }
   }
   sh[threadIdx.y][threadIdx.x] = a;
@@ -48,7 +49,7 @@ __global__ void colreduce_final_kernel(T *dst, T *dst_n, const float *partial,
     a += partial[(size_t)s * C + c];
     if (partial_n) an += partial_n[(size_t)s * C + c];
   }
-  zs_st(&dst[c], zs_ld(&dst[c]) + a);
+  if (dst) zs_st(&dst[c], zs_ld(&dst[c]) + a);
   if (dst_n) zs_st(&dst_n[c], zs_ld(&dst_n[c]) + an);
 }
 

@@ -1,4 +1,5 @@
-/* GPT-2 encoder (token + position embedding), forward and a deterministic backward.
+/* GPT-2 encoder (token + position embedding) and the Llama token embedding (no positions:
+ * zs_cuda_embedding_*), forward and a deterministic backward.
  *
  * Backward without atomics: positions are processed in chunks of ENC_CHUNK; each chunk's
  * (token, position) keys are sorted in one block (bitonic, shared memory), then one block per
@@ -6,12 +7,13 @@
  * CPU's order (rows in (b, t) order), so fp32 results match it bit for bit, and the result never
  * depends on scheduling. dwpe sums over the batch per (t, c), also in order. */
 #include "kctx.cuh"
+#include "llama_cuda.h"
 
 #define ENC_THREADS 256
 #define ENC_CHUNK 4096 /* positions sorted per block: 32 KiB of 64-bit keys in shared memory */
 #define ENC_SORT_THREADS 1024
 
-/* out[bt, c] = wte[tok[bt], c] + wpe[t, c]. */
+/* out[bt, c] = wte[tok[bt], c] + wpe[t, c] (wpe NULL: no positions, the Llama embedding). */
 template <typename T>
 __global__ void encoder_fwd_kernel(T *out, const int *tok, const T *wte, const T *wpe, int BT,
                                    int T_, int C) {
@@ -20,7 +22,7 @@ __global__ void encoder_fwd_kernel(T *out, const int *tok, const T *wte, const T
        i += (size_t)gridDim.x * blockDim.x) {
     size_t bt = i / C, c = i % C;
     size_t t = bt % T_;
-    zs_st(&out[i], zs_ld(&wte[(size_t)tok[bt] * C + c]) + zs_ld(&wpe[t * C + c]));
+    zs_st(&out[i], zs_ld(&wte[(size_t)tok[bt] * C + c]) + (wpe ? zs_ld(&wpe[t * C + c]) : 0.0f));
   }
 }
 
@@ -94,6 +96,7 @@ extern "C" zs_status zs_cuda_encoder_fwd(zs_cuda_kctx *k, void *out, const int *
   return zs_kcu_launched("zs_cuda_encoder_fwd");
 }
 
+/* dwte by sorted token runs; dwpe (skipped when NULL: the Llama embedding) summed over b. */
 extern "C" zs_status zs_cuda_encoder_bwd(zs_cuda_kctx *k, void *dwte, void *dwpe, const void *dout,
                                          const int *tok, int B, int T, int C) {
   int BT = B * T;
@@ -108,9 +111,24 @@ extern "C" zs_status zs_cuda_encoder_bwd(zs_cuda_kctx *k, void *dwte, void *dwpe
                    <<<np, ct, 0, k->stream>>>((E *)dwte, (const E *)dout, keys, np, C));
     ZS_CHECK(zs_kcu_launched("zs_cuda_encoder_bwd (dwte)"));
   }
+  if (!dwpe) return ZS_OK;
   size_t n = (size_t)T * C;
   ZS_DT_DISPATCH(k->dt, E,
                  encoder_dwpe_kernel<E><<<zs_grid(n, ENC_THREADS), ENC_THREADS, 0, k->stream>>>(
                      (E *)dwpe, (const E *)dout, B, T, C));
   return zs_kcu_launched("zs_cuda_encoder_bwd (dwpe)");
+}
+
+/* The Llama token embedding: the encoder without positions, all N tokens as one sequence (the
+   position of a row never matters without wpe). V only bounds the ids, which are trusted here. */
+extern "C" zs_status zs_cuda_embedding_fwd(zs_cuda_kctx *k, void *out, const int *tok,
+                                           const void *wte, int N, int C, int V) {
+  (void)V;
+  return zs_cuda_encoder_fwd(k, out, tok, wte, NULL, 1, N, C);
+}
+
+extern "C" zs_status zs_cuda_embedding_bwd(zs_cuda_kctx *k, void *dwte, const void *dout,
+                                           const int *tok, int N, int C, int V) {
+  (void)V;
+  return zs_cuda_encoder_bwd(k, dwte, NULL, dout, tok, 1, N, C);
 }
