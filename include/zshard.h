@@ -193,25 +193,39 @@ typedef struct {
   /* Optimizer-state precision (see "The optimizer" below). master: ZS_MASTER_FP32 (0, the
      default) keeps an fp32 master copy beside the params; ZS_MASTER_PARAMS makes the fp32 params
      the master themselves (4 bytes per parameter fewer, the same bits as ZS_MASTER_FP32 with
-     param_dtype ZS_F32). ZS_MASTER_PARAMS needs param_dtype ZS_F32 and no offload (offload = 0);
-     anything else is refused with ZS_ERR_INVALID_ARG. */
+     param_dtype ZS_F32). ZS_MASTER_PARAMS needs param_dtype ZS_F32, else ZS_ERR_INVALID_ARG. With
+     offload (bits or a budget) the params are the master wherever they live on the optimizer
+     state's tier: without offload, with ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS (the host
+     arena's param shard is the master) and for a unit a budget leaves on the device or moves to
+     the host with its param shard (sharded params). Where the two live apart, a unit keeps an
+     fp32 master on the optimizer state's tier as ZS_MASTER_FP32 does: ZS_OFFLOAD_OPTIMIZER alone
+     and a budget's host unit with full params (params on the device, an fp32 master in the
+     arena), ZS_OFFLOAD_PARAMS alone (params in the arena, an fp32 master on the device). The bits
+     are those of the mode without offload either way; zs_plan_model counts each unit's master
+     where it exists. */
   int master;
   /* moment_dtype: ZS_F32 (the default) or ZS_BF16, the dtype Adam's m and v are stored in (4 bytes
      per parameter fewer with bf16: computed in fp32, rounded to nearest even when stored; see
-     "The optimizer"). ZS_BF16 needs no offload (offload = 0), else ZS_ERR_INVALID_ARG. */
+     "The optimizer"). On either tier: with offload (bits or a budget) m and v are stored bf16 in
+     the host arena too (half its optimizer bytes) and updated there by the CPU AdamW's bf16-moment
+     kernels, with the bits of the mode without offload. */
   zs_dtype moment_dtype;
   /* Budgeted partial offload. Device bytes this rank's engine may hold for
      the model state and its own buffers (params + grads + optimizer + the buffers bound of the
      memory rule; not the caller's activations): 0 = no budget (the ZS_OFFLOAD_* bits decide).
      With a budget, zs_engine_commit places units on the host tier (the pinned arena) only where
-     needed: while the device bytes exceed the budget, the unit that moves the most bytes (ties:
-     the lower unit index) gets its optimizer state (fp32 master, Adam m and v) and, when params
-     are sharded, its param shard offloaded. The placement is deterministic (the same on every
-     rank), monotone (a larger budget never offloads a unit a smaller one keeps on the device)
-     and never over the budget: a model that does not fit it with every unit offloaded is refused
-     by zs_engine_commit and zs_plan_model with the sentence of what would fit. Needs sharded
-     optimizer state, offload = 0, and master = ZS_MASTER_FP32 with moment_dtype = ZS_F32 (units
-     on the host keep an fp32 master and fp32 moments). On the CPU device the budget bounds the
+     needed: while the device bytes exceed the budget, the unit that frees the most device bytes
+     (ties: the lower unit index) gets its optimizer state (fp32 master, Adam m and v in
+     moment_dtype) and, when params are sharded, its param shard offloaded. The placement is
+     deterministic (the same on every rank), monotone (a larger budget never offloads a unit a
+     smaller one keeps on the device) and never over the budget: a model that does not fit it with
+     every unit offloaded is refused by zs_engine_commit and zs_plan_model with the sentence of what
+     would fit. Needs sharded optimizer state and offload = 0. Every precision mode works with a
+     budget: with ZS_MASTER_PARAMS a unit left on the device has no master (its params are it) and
+     one placed on the host has none either when its param shard moves too (sharded params), else an
+     fp32 master in the arena, which the host side counts but the device side never held (so such a
+     unit frees its m and v, and adds the master's 4 bytes per element to the host). On the CPU
+     device the budget bounds the
      engine's non-arena host bytes. Results are the same bits as all-on-device and all-offloaded
      runs. zs_engine_info, zs_plan_model and zshard-plan show the placement. Environment:
      ZS_OFFLOAD_BUDGET_BYTES. */
@@ -259,11 +273,14 @@ typedef struct {
    rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32.
    Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
    fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
-   param_dtype ZS_F32 and no offload, makes the params themselves p (8 bytes: m, v), with exactly
-   the bits of ZS_MASTER_FP32. moment_dtype = ZS_BF16 (no offload) stores m and v in bf16 (4
+   param_dtype ZS_F32, makes the params themselves p (8 bytes: m, v) where they live with the
+   optimizer state (zs_config.master says where an offloaded unit keeps an fp32 p instead), with
+   exactly the bits of ZS_MASTER_FP32. moment_dtype = ZS_BF16 stores m and v in bf16 (4
    bytes per parameter fewer): each step widens them to fp32 (exact), computes m, v, den, upd and
    p exactly as above from those, and stores the new m and v rounded to bf16 (nearest even); p
-   uses this step's unrounded m and v. Checkpoints store p, m and v in fp32 in every mode: a
+   uses this step's unrounded m and v. Each mode gives the same bits on the device and on the
+   host tier (ZS_OFFLOAD_* bits, offload_budget_bytes): the offloaded update runs the mode's CPU
+   AdamW on the arena's state. Checkpoints store p, m and v in fp32 in every mode: a
    checkpoint saved in either master mode loads into the other without loss; bf16 moments are
    saved widened (exact), so they load into fp32 moments exactly, and fp32 moments loaded into
    bf16 moments are rounded to nearest even (the only rounding a load applies). A non-finite

@@ -283,30 +283,20 @@ zs_status zs_config_validate(const zs_config *c) {
     return zs_err(ZS_ERR_INVALID_ARG,
                   "master = ZS_MASTER_PARAMS needs param_dtype ZS_F32 (bf16 params cannot hold "
                   "the fp32 master): set param_dtype = ZS_F32 or master = ZS_MASTER_FP32");
-  if (c->master == ZS_MASTER_PARAMS && c->offload)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "master = ZS_MASTER_PARAMS with offload 0x%x is not supported (the params and "
-                  "the optimizer state would live apart): set offload = 0 or master = "
-                  "ZS_MASTER_FP32",
-                  c->offload);
   if (c->moment_dtype != ZS_F32 && c->moment_dtype != ZS_BF16)
     return zs_err(ZS_ERR_INVALID_ARG, "moment_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
                   (int)c->moment_dtype);
-  if (c->moment_dtype == ZS_BF16 && c->offload)
+  /* The host tier (offload bits, or a budget that may place any unit there) runs the modes of
+     src/offload/host_update.c: every master mode above with either moment dtype. A master mode
+     added above stays refused here until it has a host-tier update. */
+  const int host_tier =
+      c->offload || (c->offload_budget_bytes && c->offload_budget_bytes != ZS_UNSET_SIZE);
+  if (host_tier && c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS)
     return zs_err(ZS_ERR_INVALID_ARG,
-                  "moment_dtype = ZS_BF16 with offload 0x%x is not supported (the offloaded "
-                  "optimizer keeps fp32 moments): set offload = 0 or moment_dtype = ZS_F32",
-                  c->offload);
-  /* A budget may put units' optimizer state on the host, where the offloaded optimizer keeps an
-     fp32 master and fp32 moments: the precision modes are refused with it as with offload. */
-  if ((c->master == ZS_MASTER_PARAMS || c->moment_dtype == ZS_BF16) && c->offload_budget_bytes)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "%s with offload_budget_bytes %zu is not supported (units the budget places on "
-                  "the host keep an fp32 master and fp32 moments): set offload_budget_bytes = 0, "
-                  "or master = ZS_MASTER_FP32 and moment_dtype = ZS_F32",
-                  c->master == ZS_MASTER_PARAMS ? "master = ZS_MASTER_PARAMS"
-                                                : "moment_dtype = ZS_BF16",
-                  c->offload_budget_bytes);
+                  "master %d with offload (offload 0x%x or offload_budget_bytes) is not "
+                  "supported: the host tier keeps ZS_MASTER_FP32 or ZS_MASTER_PARAMS state; set "
+                  "offload = 0 and offload_budget_bytes = 0, or one of those master modes",
+                  c->master, c->offload);
   if (isnan(c->adamw.max_grad_norm))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
   return ZS_OK;

@@ -47,7 +47,8 @@ static zs_status open_optimizer(zs_engine *e) {
                      1,
                      e->cfg.offload_chunk,
                      {&e->mem, optim_scratch_alloc, optim_scratch_free},
-                     e->cfg.moment_dtype};
+                     e->cfg.moment_dtype,
+                     e->cfg.master};
   if (oc.offload_optimizer) zs_peers_share(e, ZS_PEER_NODE, &oc.share_idx, &oc.share_cnt);
   return zs_optim_create(&oc, &e->optim);
 }

@@ -41,12 +41,12 @@ static zs_status fetch_grad(zs_dev *d, zs_offload_pipe *p, const void *grad, zs_
   return zs_dev_event_record(d, p->ev_grad[k % 2], d->comm_stream);
 }
 
-zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, const zs_adamw_coef *c,
-                           float *master, float *m, float *v, const void *grad, zs_dtype gdt,
-                           void *param_out, zs_dtype pdt, int params_host, size_t n) {
+zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, zs_host_update_fn fn,
+                           const zs_adamw_coef *c, const zs_host_state *s, const void *grad,
+                           zs_dtype gdt, void *param_out, zs_dtype pdt, int params_host, size_t n) {
   if (n == 0) return ZS_OK;
   if (d->kind != ZS_DEVICE_CUDA) {
-    zs_cpu_adamw_mt(pool, c, master, m, v, grad, gdt, param_out, pdt, n);
+    fn(pool, c, s, 0, n, grad, gdt, param_out, pdt);
     return ZS_OK;
   }
   const size_t nchunks = (n + pipe->chunk - 1) / pipe->chunk;
@@ -57,8 +57,11 @@ zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, cons
     ZS_CHECK(zs_dev_event_wait(d, pipe->ev_grad[k % 2]));
     /* Slot k % 2 of the param staging was last read by the copy of chunk k - 2. */
     if (!params_host && k >= 2) ZS_CHECK(zs_dev_event_wait(d, pipe->ev_param[k % 2]));
-    void *out = params_host ? (char *)param_out + lo * zs_dtype_size(pdt) : pipe->param[k % 2];
-    zs_cpu_adamw_mt(pool, c, master + lo, m + lo, v + lo, pipe->grad[k % 2], gdt, out, pdt, len);
+    /* Host params: written in place (none to write when they are the master). */
+    void *out = !params_host ? pipe->param[k % 2]
+                : param_out  ? (char *)param_out + lo * zs_dtype_size(pdt)
+                             : NULL;
+    fn(pool, c, s, lo, len, pipe->grad[k % 2], gdt, out, pdt);
     if (!params_host) {
       ZS_CHECK(zs_dev_copy(d, (char *)param_out + lo * zs_dtype_size(pdt), out,
                            len * zs_dtype_size(pdt), d->compute_stream));

@@ -1,5 +1,7 @@
-/* The copy pipeline of the optimizer step with offloaded state (ZS_OFFLOAD_OPTIMIZER): fp32
- * master, m and v live in the host arena and a CPU worker pool updates them (cpu_adamw.h); on
+/* The copy pipeline of the optimizer step with offloaded state (ZS_OFFLOAD_OPTIMIZER or a unit an
+ * offload budget placed on the host): the master (an fp32 array, or the arena's fp32 params that
+ * are it), m and v (fp32 or bf16) live in the host arena and a CPU worker pool updates them with
+ * the precision mode's function (host_update.h); on
  * CUDA the gradients come down and the params go up in pinned chunks around that update. Used by
  * the engine's optimizer (src/optim/optim.c), which owns the pool and the staging. */
 #ifndef ZS_OFFLOAD_PIPELINE_H
@@ -10,6 +12,7 @@
 #include "device/device.h"
 #include "offload/cpu_adamw.h"
 #include "offload/host_arena.h"
+#include "offload/host_update.h"
 #include "offload/worker_pool.h"
 
 /* Staging for the CUDA copy pipeline: two pinned chunks each for gradients and params. */
@@ -24,13 +27,14 @@ typedef struct {
 zs_status zs_offload_pipe_init(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a, size_t chunk);
 void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a);
 
-/* AdamW on n elements whose master/m/v are host arrays. grad: device memory (dtype gdt).
-   param_out: where the updated params go (dtype pdt): device memory, or host memory when
-   params_host. On the CPU device everything is host memory and the pool updates in place. On
-   CUDA, chunks are pipelined: the copy of chunk k+1's gradient (device->host) and of chunk k-1's
-   params (host->device) overlap the CPU update of chunk k. */
-zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, const zs_adamw_coef *c,
-                           float *master, float *m, float *v, const void *grad, zs_dtype gdt,
-                           void *param_out, zs_dtype pdt, int params_host, size_t n);
+/* AdamW (fn, the mode's update) on n elements whose state s is in host arrays. grad: device
+   memory (dtype gdt). param_out: where the updated params go (dtype pdt): device memory, or host
+   memory when params_host; NULL when the master is the params (host memory, params_host). On
+   the CPU device everything is host memory and the pool updates in place. On CUDA, chunks are
+   pipelined: the copy of chunk k+1's gradient (device->host) and of chunk k-1's params
+   (host->device) overlap the CPU update of chunk k. */
+zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, zs_host_update_fn fn,
+                           const zs_adamw_coef *c, const zs_host_state *s, const void *grad,
+                           zs_dtype gdt, void *param_out, zs_dtype pdt, int params_host, size_t n);
 
 #endif

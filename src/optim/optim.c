@@ -7,14 +7,16 @@
 #include "base/error.h"
 #include "device/cpu/engine_ops.h" /* zs_sq_bins_value */
 #include "offload/cpu_adamw.h"
+#include "offload/host_update.h"
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
 
 struct zs_optim {
   zs_optim_cfg cfg;
-  zs_pool *offload_pool; /* workers bound to the arena's node: offloaded updates */
-  zs_pool *cpu_pool;     /* CPU device: workers of the device-resident updates, or NULL */
-  zs_offload_pipe pipe;  /* CUDA with offloaded state: the copy pipeline's staging */
+  zs_pool *offload_pool;         /* workers bound to the arena's node: offloaded updates */
+  zs_pool *cpu_pool;             /* CPU device: workers of the device-resident updates, or NULL */
+  zs_offload_pipe pipe;          /* CUDA with offloaded state: the copy pipeline's staging */
+  zs_host_update_fn host_update; /* the mode's AdamW of host-resident state (chosen at create) */
   zs_adamw_coef decay, nodecay;
 };
 
@@ -22,9 +24,12 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (!cfg || !cfg->dev || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: NULL");
   if (cfg->offload_optimizer && !cfg->arena)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: offloaded optimizer without an arena");
+  zs_host_update_fn hu = NULL;
+  ZS_CHECK(zs_host_update_for(cfg->master, cfg->moment_dtype, &hu));
   zs_optim *o = calloc(1, sizeof *o);
   if (!o) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
   o->cfg = *cfg;
+  o->host_update = hu;
   zs_status rc = ZS_OK;
   if (cfg->offload_optimizer) {
     ZS_CHECK_GOTO(zs_pool_create_shared(cfg->offload_threads, zs_host_arena_node(cfg->arena),
@@ -99,15 +104,24 @@ void zs_optim_prepare(zs_optim *o, const zs_config *c, int64_t t, double gscale)
                      t, gscale);
 }
 
+/* The device's AdamW in the mode's moment dtype (CUDA): out NULL when the master is the params. */
+static zs_status dev_adamw(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s, void *out,
+                           void *stream) {
+  zs_dev *d = o->cfg.dev;
+  const zs_dtype pd = o->cfg.param_dtype;
+  if (o->cfg.moment_dtype == ZS_BF16)
+    return zs_dev_adamw_m16(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, stream);
+  return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, stream);
+}
+
 /* Device AdamW whose params go to a host-resident shard (ZS_OFFLOAD_PARAMS alone on CUDA): the
    update runs into a device scratch buffer, then one copy to the host shard. */
 static zs_status adamw_to_host(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
-  const zs_dtype pd = o->cfg.param_dtype;
-  const size_t bytes = s->n * zs_dtype_size(pd);
+  const size_t bytes = s->n * zs_dtype_size(o->cfg.param_dtype);
   void *tmp = NULL, *cs = d->compute_stream;
   ZS_CHECK(o->cfg.scratch.alloc(o->cfg.scratch.ctx, bytes, &tmp, cs));
-  zs_status rc = zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, tmp, pd, s->n, cs);
+  zs_status rc = dev_adamw(o, c, s, tmp, cs);
   if (rc == ZS_OK) rc = zs_dev_copy(d, s->param, tmp, bytes, cs);
   o->cfg.scratch.free(o->cfg.scratch.ctx, tmp, bytes, cs);
   return rc;
@@ -117,25 +131,17 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
   const zs_adamw_coef *c = s->no_weight_decay ? &o->nodecay : &o->decay;
-  /* ZS_MASTER_PARAMS: the params are the master, updated in place; nothing to write after. */
+  /* ZS_MASTER_PARAMS (params and state on one tier): the params are the master, updated in
+     place; nothing to write after. */
   void *out = s->param == (void *)s->master ? NULL : s->param;
-  if (o->cfg.moment_dtype == ZS_BF16) { /* never offloaded (zs_config_validate) */
-    if (s->state_host || s->params_host)
-      return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_update: bf16 moments with offloaded state");
-    uint16_t *m = s->m, *v = s->v;
-    if (d->kind == ZS_DEVICE_CUDA)
-      return zs_dev_adamw_m16(d, c, s->master, m, v, s->grad, pd, out, pd, s->n, d->compute_stream);
-    zs_cpu_adamw_m16_ex(o->cpu_pool, ZS_ADAMW_ISA_AUTO, c, s->master, m, v, s->grad, pd, out, pd,
-                        s->n);
-    return ZS_OK;
-  }
+  const zs_host_state hs = {s->master, s->m, s->v};
   if (s->state_host)
-    return zs_offload_adamw(d, o->offload_pool, &o->pipe, c, s->master, s->m, s->v, s->grad, pd,
-                            s->param, pd, s->params_host, s->n);
+    return zs_offload_adamw(d, o->offload_pool, &o->pipe, o->host_update, c, &hs, s->grad, pd, out,
+                            pd, s->params_host, s->n);
   if (d->kind == ZS_DEVICE_CUDA) {
     if (s->params_host) return adamw_to_host(o, c, s);
-    return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, d->compute_stream);
+    return dev_adamw(o, c, s, out, d->compute_stream);
   }
-  zs_cpu_adamw_mt(o->cpu_pool, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n);
+  o->host_update(o->cpu_pool, c, &hs, 0, s->n, s->grad, pd, out, pd);
   return ZS_OK;
 }

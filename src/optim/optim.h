@@ -1,19 +1,21 @@
 /* The optimizer of one engine: the exact global gradient norm, the clipping coefficient and the
  * AdamW update of this rank's segments, with the choice of where each segment is updated:
  *
- *   master/m/v in the host arena (ZS_OFFLOAD_OPTIMIZER)  -> the CPU workers on the arena's node
- *                                                           (on CUDA through the copy pipeline)
+ *   master/m/v in the host arena (ZS_OFFLOAD_OPTIMIZER,  -> the CPU workers on the arena's node
+ *   or a unit a budget placed on the host)                  (on CUDA through the copy pipeline)
  *   params host-resident alone on CUDA (ZS_OFFLOAD_PARAMS) -> the device, into a scratch buffer,
  *                                                           then one copy to the host shard
  *   otherwise, CUDA                                       -> the device (zs_dev_adamw)
  *   otherwise, the CPU device                             -> this optimizer's CPU workers
  *                                                           (ZS_ADAMW_THREADS), or the caller
  *
- * Every path gives the same bits (src/device/cpu/adamw.h). The engine creates one zs_optim at
- * zs_engine_create and destroys it in zs_engine_destroy; the optimizer owns its worker pools and
- * the pipeline's staging, nothing of it is process-wide, so engines in one process never share
- * or stop each other's workers. It does not know units, the plan or the ledger: the engine hands
- * it segments and a scratch allocator. Not thread-safe: one engine's step at a time. */
+ * Every path gives the same bits (src/device/cpu/adamw.h), in each precision mode: the CPU paths
+ * run the mode's host update (offload/host_update.h), the CUDA ones its device kernel. The engine
+ * creates one zs_optim at zs_engine_create and destroys it in zs_engine_destroy; the optimizer owns
+ * its worker pools and the pipeline's staging, nothing of it is process-wide, so engines in one
+ * process never share or stop each other's workers. It does not know units, the plan or the ledger:
+ * the engine hands it segments and a scratch allocator. Not thread-safe: one engine's step at a
+ * time. */
 #ifndef ZS_OPTIM_OPTIM_H
 #define ZS_OPTIM_OPTIM_H
 
@@ -44,15 +46,17 @@ typedef struct {
   int share_idx, share_cnt; /* this rank among the ranks of its host on the arena's node */
   size_t offload_chunk;     /* elements per chunk of the CUDA copy pipeline */
   zs_optim_scratch scratch;
-  zs_dtype moment_dtype; /* of m and v (zs_config.moment_dtype); ZS_BF16 never with state in
-                            the arena (zs_config_validate) */
+  zs_dtype moment_dtype; /* of m and v (zs_config.moment_dtype), on either tier */
+  int master;            /* zs_config.master: with moment_dtype, picks the host tier's update */
 } zs_optim_cfg;
 
-/* Creates the optimizer. With offload_optimizer: a pool of workers bound to the arena's NUMA
-   node (its cores split share_cnt ways) and, on CUDA, the pipeline's pinned staging. On the CPU
-   device: when ZS_ADAMW_THREADS=N (1 < N <= 4096) a pool of N unbound workers for the updates
-   of device-resident state (if it cannot start, those updates run on the calling thread, as
-   without it). Errors: of the pool or the staging; nothing is left allocated. */
+/* Creates the optimizer and picks, once, the precision mode's update of host-resident state
+   (offload/host_update.h: the arena's, and the CPU device's). With offload_optimizer: a pool of
+   workers bound to the arena's NUMA node (its cores split share_cnt ways) and, on CUDA, the
+   pipeline's pinned staging. On the CPU device: when ZS_ADAMW_THREADS=N (1 < N <= 4096) a pool of N
+   unbound workers for the updates of device-resident state (if it cannot start, those updates run
+   on the calling thread, as without it). Errors: a mode the host tier does not run
+   (ZS_ERR_INVALID_ARG), the pool's or the staging's; nothing is left allocated. */
 zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out);
 /* Stops this optimizer's workers and frees its staging (before the arena is destroyed). NULL ok.
  */
@@ -93,7 +97,8 @@ void zs_optim_prepare(zs_optim *o, const zs_config *cfg, int64_t t, double gscal
 
 /* One tensor's piece of this rank's optimizer range. */
 typedef struct {
-  float *master;    /* fp32 master: device memory, or the host arena when state_host */
+  float *master;    /* fp32 master: device memory, or the host arena when state_host (with
+                       ZS_MASTER_PARAMS there: the arena's params when they live there too) */
   void *m, *v;      /* the moments (moment_dtype), where the master is */
   const void *grad; /* the reduced gradient (param dtype, device memory) */
   void *param;      /* where the updated params go (param dtype): device memory, or host

@@ -21,6 +21,7 @@ void zs_placement_table(const zs_plan *p, int host, zs_state_table *t) {
     t->s[ZS_ST_PARAM_SHARD].tier = ZS_TIER_HOST;
     t->s[ZS_ST_PARAM_SHARD].cat = ZS_MEM_HOST_PINNED;
   }
+  zs_state_table_place_master(t); /* ZS_MASTER_PARAMS: an fp32 master on the host, or none */
 }
 
 void zs_placement_unit_table(const zs_plan *p, const zs_plan_units *u, int i, int host,
@@ -29,7 +30,26 @@ void zs_placement_unit_table(const zs_plan *p, const zs_plan_units *u, int i, in
   if (zs_plan_unit_frozen(u, i)) zs_state_table_freeze(t); /* params only */
 }
 
+/* Device bytes (every category but host_pinned) of b. */
+static size_t device_sum(const size_t b[ZS_MEM_NCAT]) {
+  size_t s = 0;
+  for (int k = 0; k < ZS_MEM_NCAT; k++)
+    if (k != ZS_MEM_HOST_PINNED) s = sat_add(s, b[k]);
+  return s;
+}
+
 size_t zs_placement_moved(const zs_plan *p, const zs_plan_units *u, int i) {
+  zs_state_table t;
+  size_t dev[ZS_MEM_NCAT] = {0}, host[ZS_MEM_NCAT] = {0};
+  zs_placement_unit_table(p, u, i, 0, &t);
+  zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), dev);
+  zs_placement_unit_table(p, u, i, 1, &t);
+  zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), host);
+  const size_t a = device_sum(dev), b = device_sum(host);
+  return a == SIZE_MAX ? SIZE_MAX : a - b; /* the host table's device bytes are a part */
+}
+
+size_t zs_placement_host_bytes(const zs_plan *p, const zs_plan_units *u, int i) {
   zs_state_table h;
   zs_placement_unit_table(p, u, i, 1, &h);
   size_t b[ZS_MEM_NCAT] = {0};
@@ -98,12 +118,14 @@ void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs
         out->tie_last = i;
       }
   }
+  size_t freed = 0;
   for (int i = 0; i < u->n; i++)
     if (zs_placement_host(out, p, u, i)) {
       out->nhost++;
-      out->host_moved = sat_add(out->host_moved, zs_placement_moved(p, u, i));
+      freed = sat_add(freed, zs_placement_moved(p, u, i));
+      out->host_moved = sat_add(out->host_moved, zs_placement_host_bytes(p, u, i));
     }
-  out->device_bytes = dev - (out->host_moved < dev ? out->host_moved : dev);
+  out->device_bytes = dev - (freed < dev ? freed : dev);
   out->fits = out->device_bytes <= out->budget;
 }
 

@@ -1,14 +1,14 @@
 /* Budgeted partial offload: which units keep their optimizer state (and, with sharded params,
  * their param shard) on the device and which go to the host tier, under
  * zs_config.offload_budget_bytes. While the device bytes of the plan (persistent state plus the
- * buffers bound of zs_plan_buffers) exceed the budget, the unit that moves the most bytes goes to
- * the host, ties to the lower unit index, as PyTorch FSDP2's cpu_offload_by_budget. So the units
- * on the host are a prefix of one fixed order: the same on every rank (it depends only on the
- * configuration and the unit sizes), monotone in the budget, and never over it (or it does not
- * fit: every unit is placed on the host and fits is 0). The engine's commit gives each unit the
- * table of its tier (zs_placement_table, frozen after for a frozen unit: zs_placement_unit_table);
- * the planner counts the same. Pure arithmetic: no
- * allocation (the prefix is found by bisection over the moved bytes, then ties in unit order). */
+ * buffers bound of zs_plan_buffers) exceed the budget, the unit that frees the most device bytes
+ * (zs_placement_moved) goes to the host, ties to the lower unit index, as PyTorch FSDP2's
+ * cpu_offload_by_budget. So the units on the host are a prefix of one fixed order: the same on
+ * every rank (it depends only on the configuration and the unit sizes), monotone in the budget, and
+ * never over it (or it does not fit: every unit is placed on the host and fits is 0). The engine's
+ * commit gives each unit the table of its tier (zs_placement_table, frozen after for a frozen unit:
+ * zs_placement_unit_table); the planner counts the same. Pure arithmetic: no allocation (the prefix
+ * is found by bisection over the moved bytes, then ties in unit order). */
 #ifndef ZS_SHARD_PLACEMENT_H
 #define ZS_SHARD_PLACEMENT_H
 
@@ -24,7 +24,9 @@ typedef struct {
   size_t ceil_bytes;   /* device bytes with every unit on the device: no offload from here on */
   int fits;            /* device_bytes <= budget */
   int nhost;           /* units placed on the host */
-  size_t host_moved;   /* bytes moved to the host tier (host_pinned) */
+  size_t host_moved;   /* bytes the host units hold in the host tier (host_pinned): their moved
+                          bytes, plus the fp32 master a ZS_MASTER_PARAMS unit gains there when
+                          its params stay on the device (zs_placement_host_bytes) */
   int with_params;     /* a unit on the host has its param shard there too (sharded params) */
   /* The rule: unit i is on the host when its moved bytes exceed cut, or equal cut and
      i <= tie_last. */
@@ -32,11 +34,16 @@ typedef struct {
   int tie_last;
 } zs_placement;
 
-/* Bytes unit i moves from the device to the host when placed there (its optimizer state and,
-   with sharded params, its param shard), saturating. A frozen unit has no optimizer state: it
-   moves its param shard alone (sharded params), or nothing (0: it never goes to the host for the
-   budget's sake, and where it does, when nothing fits, its table is the same). */
+/* Device bytes unit i frees when placed on the host (its optimizer state and, with sharded
+   params, its param shard), saturating: the budget's measure (order and sums). A frozen unit has
+   no optimizer state: it moves its param shard alone (sharded params), or nothing (0: it never
+   goes to the host for the budget's sake, and where it does, when nothing fits, its table is the
+   same). */
 size_t zs_placement_moved(const zs_plan *p, const zs_plan_units *u, int i);
+/* Host bytes (host_pinned) unit i holds when placed on the host: its moved bytes, except with
+   ZS_MASTER_PARAMS and params left on the device (full params), where the host side adds the
+   fp32 master the device side did without (zs_state_table_place_master). Saturating. */
+size_t zs_placement_host_bytes(const zs_plan *p, const zs_plan_units *u, int i);
 /* The placement of the units u under c (world ranks, p = zs_plan_make of c). Without a budget
    (offload_budget_bytes 0 or unset): active 0 and every unit follows the plan's table. */
 void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
@@ -44,7 +51,9 @@ void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs
 /* 1 when unit i is on the host under pl. */
 int zs_placement_host(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i);
 /* The table of a unit: the plan's, with the optimizer state and (sharded params) the param shard
-   on the host tier (booked host_pinned) when host is set. */
+   on the host tier (booked host_pinned) when host is set; with ZS_MASTER_PARAMS the master then
+   follows zs_state_table_place_master (none where the param shard moved with the optimizer
+   state, an fp32 master on the host where full params stay on the device). */
 void zs_placement_table(const zs_plan *p, int host, zs_state_table *t);
 /* The table commit gives unit i of u: zs_placement_table's, then frozen (frozen.h) when unit i
    is frozen. The planner and the placement count every unit's bytes through it. */

@@ -28,9 +28,16 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
   /* Optimizer state: over the unit or this rank's shard, on the device or the host arena. */
   for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
     t->s[k] = entry(P, shard_optimizer, ZS_F32, ZS_MEM_OPTIMIZER, offload_optimizer);
-  /* The fp32 params are the master: no copy. */
-  if (master_params) t->s[ZS_ST_MASTER].life = N;
   t->s[ZS_ST_ADAM_M].dtype = t->s[ZS_ST_ADAM_V].dtype = moment_dt;
+  t->master_params = master_params;
+  zs_state_table_place_master(t);
+}
+
+void zs_state_table_place_master(zs_state_table *t) {
+  if (!t->master_params) return;
+  const zs_tier params = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier;
+  /* The fp32 params are the master where they live with the optimizer state: no copy. */
+  t->s[ZS_ST_MASTER].life = params == t->s[ZS_ST_MASTER].tier ? ZS_LIFE_NONE : ZS_LIFE_PERSISTENT;
 }
 
 zs_state zs_state_home(const zs_state_table *t, zs_state full) {

@@ -63,18 +63,35 @@ typedef struct {
 
 typedef struct {
   zs_state_entry s[ZS_ST_N];
+  /* zs_config.master == ZS_MASTER_PARAMS: the fp32 params are the master wherever they live on
+     the optimizer state's tier (zs_state_table_place_master decides ZS_ST_MASTER's life). */
+  int master_params;
 } zs_state_table;
 
 /* Fills t for the resolved switches: shard_* and offload_* as in zs_plan, deterministic from
    the configuration, pdt the param (and gradient) dtype.
 
-   Precision: master_params (zs_config.master == ZS_MASTER_PARAMS: fp32 params, no offload) makes
-   ZS_ST_MASTER's life NONE: the params' home is the master (the unit's master pointer aliases it
-   over the optimizer range, see zs_unit_alias_master), so nothing is allocated or booked for it.
-   moment_dt (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V. */
+   Precision: master_params (zs_config.master == ZS_MASTER_PARAMS: fp32 params) sets
+   t->master_params, and zs_state_table_place_master gives ZS_ST_MASTER its life. moment_dt
+   (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V, on whichever tier
+   they live (the host arena's update runs the same kernels). */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
                          int master_params, zs_dtype moment_dt);
+
+/* ZS_MASTER_PARAMS (t->master_params; else a no-op): ZS_ST_MASTER's life from the tiers. Where
+   the params' home (fp32, over the whole optimizer range) lives on the optimizer state's tier,
+   it is the master: life NONE, nothing allocated or booked, the unit's master pointer aliases it
+   (zs_unit_alias_master). This holds with no offload, with ZS_OFFLOAD_OPTIMIZER |
+   ZS_OFFLOAD_PARAMS (the arena's param shard is the master) and for a unit a budget leaves on
+   the device or places on the host with its param shard (sharded params). Where the two live
+   apart (the optimizer state on the host with the params on the device: ZS_OFFLOAD_OPTIMIZER
+   alone, or a budget's host unit with full params; or ZS_OFFLOAD_PARAMS alone, the reverse) the
+   update cannot write one tier's params as the other's master: a real fp32 master, PERSISTENT
+   on the optimizer's tier, as with ZS_MASTER_FP32. The bits are the same either way (the fp32
+   params equal the fp32 master after every update). Call after any change of tier, before
+   zs_state_table_freeze (a frozen unit has no master at all). */
+void zs_state_table_place_master(zs_state_table *t);
 
 /* The state of a role that is persistent: ZS_ST_PARAM_FULL or ZS_ST_PARAM_SHARD for params,
    ZS_ST_GRAD_FULL or ZS_ST_GRAD_SHARD for gradients (full: either state of the role). */

@@ -31,6 +31,14 @@ zs_ckpt_resume(ckpt_resume_master_fp32_to_params 4 "2 --stage 3" "4 --stage 1 --
 zs_ckpt_resume(ckpt_resume_master_params_to_fp32 4 "2 --stage 0 --master 1" "4 --stage 2 --offload 1")
 # bf16 moments are saved widened to fp32 (exact) and rounded back on load: lossless.
 zs_ckpt_resume(ckpt_resume_moments_bf16_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1" --moments-bf16 1 --reftol 5e-4)
+# The precision modes on the host tier: a checkpoint holds the same canonical arrays wherever the
+# state lived (bf16 moments widened from the arena, the arena's params or a host fp32 master as
+# the master), so offloaded, budgeted and device runs resume into each other bit for bit.
+zs_ckpt_resume(ckpt_resume_moments_bf16_offload_to_device 4 "2 --stage 3 --offload 3" "4 --stage 1" --moments-bf16 1 --reftol 5e-4)
+zs_ckpt_resume(ckpt_resume_moments_bf16_device_to_offload 6 "2 --stage 1" "3 --stage 2 --offload 1" --moments-bf16 1 --reftol 5e-4)
+zs_ckpt_resume(ckpt_resume_master_params_offload_to_device 4 "2 --stage 2 --offload 1" "4 --stage 3" --master 1)
+zs_ckpt_resume(ckpt_resume_both_offload_to_budget 12 "2 --stage 3 --offload 3" "4 --stage 3 --budget-frac 0.2" --master 1 --moments-bf16 1 --reftol 5e-4)
+zs_ckpt_resume(ckpt_resume_both_budget_to_device 6 "2 --stage 1 --budget-frac 0.2" "3 --stage 3" --master 1 --moments-bf16 1 --reftol 5e-4)
 add_test(NAME ckpt_crash COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_crash.sh ${ZS_MPIEXEC}
                                  $<TARGET_FILE:test_engine_train>)
 set_tests_properties(ckpt_crash PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120

@@ -119,6 +119,37 @@ foreach(f 0 0.1 1)
 endforeach()
 zs_engine_equiv(engine_budget_splits4_stage3 "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--budget-frac 0.1")
 
+# The precision modes on the host tier (src/offload/host_update.c): each mode with offload bits
+# (1 = optimizer, 3 = and params, 2 = params alone) and with a budget gives the bits of the same
+# mode's run without offload (1 rank x N micro-steps). ZS_MASTER_PARAMS keeps an fp32 master in
+# the arena where its params stay on the device (and on the device where they alone are on the
+# host), the arena's params are the master where they move with it; bf16 moments live in the
+# arena. The 1-rank reference also checks its mode against the float64 reference (hence --reftol
+# with bf16 moments); test_engine_train checks the arena's bytes per element of each mode.
+set(zs_hostmode_master_params --master 1)
+set(zs_hostmode_moments_bf16 --moments-bf16 1 --reftol 5e-4)
+set(zs_hostmode_both --master 1 --moments-bf16 1 --reftol 5e-4)
+foreach(m master_params moments_bf16 both)
+  set(margs ${zs_hostmode_${m}})
+  foreach(ns "2;1" "2;2" "2;3" "4;1" "4;3" "1;3")
+    list(GET ns 0 n)
+    list(GET ns 1 stage)
+    zs_engine_equiv(engine_hostmodes_${m}_opt_np${n}_stage${stage} ${n} ${stage} det ${margs} RUN_ARGS "--offload 1")
+  endforeach()
+  foreach(n 1 2 4)
+    zs_engine_equiv(engine_hostmodes_${m}_all_np${n}_stage3 ${n} 3 det ${margs} RUN_ARGS "--offload 3")
+  endforeach()
+  zs_engine_equiv(engine_hostmodes_${m}_params_np2_stage3 2 3 det ${margs} RUN_ARGS "--offload 2")
+  zs_engine_equiv(engine_hostmodes_${m}_splits4_stage3_all "2x2;4x1" 3 det REF_STAGE 0 ${margs} RUN_ARGS "--offload 3")
+  foreach(ns "1;3" "2;1" "2;3" "3;1" "4;3")
+    list(GET ns 0 n)
+    list(GET ns 1 stage)
+    zs_engine_equiv(engine_hostmodes_${m}_budget_np${n}_stage${stage} ${n} ${stage} det ${margs} RUN_ARGS "--budget-frac 0.2")
+  endforeach()
+  zs_engine_equiv(engine_hostmodes_${m}_budget_np2_stage2_f0 2 2 det ${margs} RUN_ARGS "--budget-frac 0")
+  zs_engine_equiv(engine_hostmodes_${m}_budget_splits4_stage3 "1x4;2x2;4x1" 3 det REF_STAGE 0 ${margs} RUN_ARGS "--budget-frac 0.1")
+endforeach()
+
 # GPU: the same equivalence on the CUDA device. The 1-rank reference runs on the CPU device, so
 # this also proves the CUDA kernels give the CPU's bits. Without a GPU the CUDA run prints one SKIP
 # line and passes. Several ranks share the one GPU through the host-staged MPI backend.
@@ -294,6 +325,22 @@ if(ZS_HAVE_CUDA)
   zs_engine_cuda(engine_cuda_offload_params_switch_np2 2 1 det
                  "${zs_nccl}, world 2, .*; offload params:" --device cuda
                  RUN_ARGS "--shard-params 1 --offload 2")
+  # The precision modes on the host tier on CUDA: the copy pipeline with each mode's CPU update
+  # (bf16 moments in the arena, an fp32 host master for device params, the arena's params as the
+  # master), and with params alone offloaded the device update into scratch; bit for bit against
+  # the same mode without offload on CUDA (whose device kernels give the CPU's bits).
+  zs_engine_cuda(engine_cuda_hostmodes_master_params_opt_np2_stage2 2 2 det
+                 "${zs_nccl}, world 2, .*; offload optimizer:" --device cuda --master 1
+                 RUN_ARGS "--offload 1")
+  zs_engine_cuda(engine_cuda_hostmodes_both_all_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*; offload optimizer params:" --device cuda --master 1
+                 --moments-bf16 1 --reftol 5e-4 RUN_ARGS "--offload 3")
+  zs_engine_cuda(engine_cuda_hostmodes_moments_bf16_params_np1_stage3 1 3 det
+                 "${zs_nccl}, world 1, .*; offload params:" --device cuda --moments-bf16 1
+                 --reftol 5e-4 RUN_ARGS "--offload 2")
+  zs_engine_cuda(engine_cuda_hostmodes_both_budget_np2_stage1 2 1 det
+                 "${zs_nccl}, world 2, .*; placement: budget" --device cuda --master 1
+                 --moments-bf16 1 --reftol 5e-4 RUN_ARGS "--budget-frac 0.2")
   # Hybrid sharding on CUDA: 4 ranks as 2 shard groups x 2 replicas, the groups made by
   # ncclCommSplit; against the 1-rank CPU reference (bit for bit in deterministic mode, 1e-6
   # with NCCL's own reduction order).

@@ -88,7 +88,8 @@ static size_t off_reference(const float *got, const double *ref, const char *wha
 static void optim_alone(void) {
   zs_dev d;
   ZS_OK_OR_DIE(zs_dev_open(&d, ZS_DEVICE_CPU, -1));
-  const zs_optim_cfg oc = {&d, ZS_F32, NULL, 0, 0, 0, 1, 0, {NULL, NULL, NULL}, ZS_F32};
+  const zs_optim_cfg oc = {&d,     ZS_F32,        NULL, 0, 0, 0, 1, 0, {NULL, NULL, NULL},
+                           ZS_F32, ZS_MASTER_FP32};
   zs_optim *o = NULL;
   ZS_OK_OR_DIE(zs_optim_create(&oc, &o));
   enum { M = 1000 };

@@ -5,7 +5,9 @@
  * Each configuration (length, grad dtype, param-out dtype, weight decay, grad scale) runs four
  * steps (t = 1, 2, 3, then 1000 to exercise the late bias corrections) from m = v = 0.
  * The same for bf16 moments (zs_cpu_adamw_m16: every path the scalar bits; a float64 reference of
- * that algorithm).
+ * that algorithm). The host tier's per-mode update (offload/host_update.h) run in chunks as the
+ * CUDA copy pipeline cuts them gives the scalar bits in both moment dtypes, and refuses a master
+ * mode it does not run with the sentence.
  * Usage: test_adamw_paths [--expect-active scalar|avx2|avx512] [--quick] */
 #include <float.h>
 #include <stdint.h>
@@ -13,6 +15,7 @@
 
 #include "device/cpu/adamw.h"
 #include "offload/cpu_adamw.h"
+#include "offload/host_update.h"
 #include "offload/worker_pool.h"
 #include "zs_test.h"
 
@@ -137,6 +140,22 @@ static size_t check_out(const state *s, size_t n, zs_dtype dt) {
 static int have[NPATHS];
 static zs_pool *pool;
 
+/* The host tier's update of mode (master, md) over n elements in chunks as the CUDA copy pipeline
+   cuts them (7 elements, then 1000 at a time): the state by lo, grad and out by the chunk. */
+static void host_chunks(int master, zs_dtype md, const zs_adamw_coef *c, float *p, void *m, void *v,
+                        const void *g, zs_dtype gdt, void *out, zs_dtype odt, size_t n) {
+  zs_host_update_fn fn = NULL;
+  ZS_OK_OR_DIE(zs_host_update_for(master, md, &fn));
+  const zs_host_state hs = {p, m, v};
+  const size_t gs = zs_dtype_size(gdt), os = zs_dtype_size(odt);
+  for (size_t lo = 0; lo < n;) {
+    const size_t left = n - lo, len = lo == 0 ? (left < 7 ? left : 7) : (left < 1000 ? left : 1000);
+    fn(pool, c, &hs, lo, len, (const char *)g + lo * gs, gdt, out ? (char *)out + lo * os : NULL,
+       odt);
+    lo += len;
+  }
+}
+
 /* One configuration through four steps on every path, the public entry, and the pool. */
 static void run_config(size_t n, zs_dtype gdt, int out_kind, float wd, double gscale) {
   zs_dtype odt = out_kind == 2 ? ZS_BF16 : ZS_F32;
@@ -147,7 +166,7 @@ static void run_config(size_t n, zs_dtype gdt, int out_kind, float wd, double gs
   if (!p0 || !gf || !pb || !mb || !vb || !gb) exit(1);
   for (size_t i = 0; i < n; i++)
     p0[i] = rng_spread();
-  enum { S_SCALAR, S_AVX2, S_AVX512, S_PUBLIC, S_MT, NS };
+  enum { S_SCALAR, S_AVX2, S_AVX512, S_PUBLIC, S_MT, S_HOST, NS };
   state s[NS];
   for (int k = 0; k < NS; k++)
     state_init(&s[k], n, p0);
@@ -178,6 +197,8 @@ static void run_config(size_t n, zs_dtype gdt, int out_kind, float wd, double gs
                  osz ? s[S_PUBLIC].out : NULL, odt, n);
     zs_cpu_adamw_mt(pool, &c, s[S_MT].p, s[S_MT].m, s[S_MT].v, g, gdt, osz ? s[S_MT].out : NULL,
                     odt, n);
+    host_chunks(ZS_MASTER_FP32, ZS_F32, &c, s[S_HOST].p, s[S_HOST].m, s[S_HOST].v, g, gdt,
+                osz ? s[S_HOST].out : NULL, odt, n);
     snprintf(what, sizeof what, "n=%zu grad=%s out=%s wd=%g gscale=%g t=%lld", n,
              gdt == ZS_BF16 ? "bf16" : "f32",
              out_kind == 0 ? "none"
@@ -224,7 +245,7 @@ static int inside_half_ulp(uint16_t r, double x, double err) {
 static void run_config_m16(size_t n, zs_dtype gdt, int out_kind, float wd, double gscale) {
   zs_dtype odt = out_kind == 2 ? ZS_BF16 : ZS_F32;
   size_t osz = out_kind == 0 ? 0 : out_kind == 1 ? 4 : 2;
-  enum { S_SCALAR, S_AVX2, S_AVX512, S_PUBLIC, S_MT, NS };
+  enum { S_SCALAR, S_AVX2, S_AVX512, S_PUBLIC, S_MT, S_HOST, NS };
   float *p[NS];
   uint16_t *m[NS], *v[NS];
   void *out[NS];
@@ -264,6 +285,8 @@ static void run_config_m16(size_t n, zs_dtype gdt, int out_kind, float wd, doubl
                      odt, n);
     zs_cpu_adamw_m16_ex(pool, ZS_ADAMW_ISA_AUTO, &c, p[S_MT], m[S_MT], v[S_MT], g, gdt,
                         osz ? out[S_MT] : NULL, odt, n);
+    host_chunks(ZS_MASTER_PARAMS, ZS_BF16, &c, p[S_HOST], m[S_HOST], v[S_HOST], g, gdt,
+                osz ? out[S_HOST] : NULL, odt, n);
     snprintf(what, sizeof what, "bf16 moments n=%zu grad=%s out=%zu wd=%g gscale=%g t=%lld", n,
              gdt == ZS_BF16 ? "bf16" : "f32", osz, (double)wd, gscale, t);
     for (int k = 1; k < NS; k++)
@@ -364,6 +387,19 @@ int main(int argc, char **argv) {
         run_config_m16(lens[li], gb ? ZS_BF16 : ZS_F32, ok, li % 2 ? 0.1f : 0.0f,
                        (li + (size_t)ok) % 2 ? 0.37 : 1.0);
 
+  /* The host tier runs ZS_MASTER_FP32 and ZS_MASTER_PARAMS, fp32 or bf16 moments, nothing else
+     (the config refuses other master modes with offload before an engine gets here). */
+  for (int mode = 2; mode <= 4; mode++) {
+    zs_host_update_fn fn = NULL;
+    ZS_EXPECT(zs_host_update_for(mode, ZS_F32, &fn) == ZS_ERR_INVALID_ARG && fn == NULL &&
+                  strstr(zs_last_error(), "use ZS_MASTER_FP32 or ZS_MASTER_PARAMS"),
+              "master mode %d on the host tier: %s", mode, zs_last_error());
+  }
+  {
+    zs_host_update_fn fn = NULL;
+    ZS_EXPECT(zs_host_update_for(ZS_MASTER_FP32, (zs_dtype)7, &fn) == ZS_ERR_INVALID_ARG,
+              "moment dtype 7 on the host tier");
+  }
   /* A tiny adamw.h-order case by hand: after one step from m = v = 0 the update is
      lr * sign(g) * |g| / (|g| + eps') for every path. */
   {

@@ -67,6 +67,26 @@ static const cfg_case cases[] = {
      30},
     {"stage 3 hybrid groups of 2 budget 50%", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 50},
     {"stage 1 + shard_params budget 60%", 1, 0, 1, 0, 1, ZS_F32, ZS_F32, 0, 0, 0, 0, 60},
+    /* The precision modes on the host tier: a host master where the params stay on the device,
+       the arena's params as the master where they move there too, bf16 moments in the arena. */
+    {"stage 1 optimizer offload, params the master", 1, 0, 1, 0, 0, ZS_F32, ZS_F32,
+     ZS_OFFLOAD_OPTIMIZER, 0, ZS_MASTER_PARAMS, 0, 0},
+    {"stage 2 optimizer offload, bf16 moments", 2, 0, 1, 1, 0, ZS_BF16, ZS_BF16,
+     ZS_OFFLOAD_OPTIMIZER, 0, 0, 1, 0},
+    {"stage 3 optimizer + params offload, params the master", 3, 0, 1, 0, 0, ZS_F32, ZS_F32,
+     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, ZS_MASTER_PARAMS, 0, 0},
+    {"stage 3 optimizer + params offload, params the master, bf16 moments", 3, 0, 1, 0, 0, ZS_F32,
+     ZS_F32, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, ZS_MASTER_PARAMS, 1, 0},
+    {"stage 3 params offload alone, params the master", 3, 0, 1, 0, 0, ZS_F32, ZS_F32,
+     ZS_OFFLOAD_PARAMS, 0, ZS_MASTER_PARAMS, 0, 0},
+    {"stage 1 budget 50%, params the master", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, ZS_MASTER_PARAMS,
+     0, 50},
+    {"stage 2 deterministic budget 80%, bf16 moments", 2, 0, 1, 1, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 1,
+     80},
+    {"stage 3 budget 30%, params the master, bf16 moments", 3, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0,
+     ZS_MASTER_PARAMS, 1, 30},
+    {"stage 3 hybrid groups of 2 budget 50%, bf16 moments", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0,
+     1, 50},
 };
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
@@ -191,6 +211,20 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
   ZS_EXPECT(k->offload || k->group || k->budget_pct || r.optimizer == trainable * per,
             "%s, %d ranks, frozen %d: plan optimizer %zu, want %zu", k->name, W, frozen[1],
             r.optimizer, trainable * per);
+  /* Offloaded, from zshard.h's words: the arena holds each trainable unit's m and v and its fp32
+     master, except where ZS_MASTER_PARAMS's params live there too (they are the master), and with
+     ZS_OFFLOAD_PARAMS every unit's param shard; the rest of the optimizer state is on the
+     device (ZS_OFFLOAD_PARAMS alone: all of it, with a master of its own there). */
+  if (k->offload && !k->group) {
+    const int op = (k->offload & ZS_OFFLOAD_PARAMS) != 0,
+              oo = (k->offload & ZS_OFFLOAD_OPTIMIZER) != 0;
+    const int master = k->master != ZS_MASTER_PARAMS || op != oo;
+    const size_t opt = ((master ? 4 : 0) + (k->m16 ? 4 : 8)) * range * trainable;
+    const size_t host = (oo ? opt : 0) + (op ? NUNITS * range * (k->pd == ZS_BF16 ? 2 : 4) : 0);
+    ZS_EXPECT(r.host_pinned == host && r.optimizer == (oo ? 0 : opt),
+              "%s, %d ranks, frozen %d: plan host %zu optimizer %zu, want %zu %zu", k->name, W,
+              frozen[1], r.host_pinned, r.optimizer, host, oo ? (size_t)0 : opt);
+  }
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
                 r.host_total == r.host_pinned,
             "%s: totals", k->name);

@@ -52,6 +52,18 @@ check "bf16 moments stage 0 bytes" "$got" 90000000000
 if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype bf16 --master params >/dev/null 2>&1; then
   check "master params with bf16 params refused" "accepted" "refused"
 fi
+# With offload, by hand (psi/64 = 117187500 elements per rank): stage 3, optimizer and params
+# offloaded, params the master, bf16 moments: the arena holds the fp32 param shard (the master)
+# and m, v in bf16, 8 bytes each = 937500000, the device the fp32 grad shard 468750000; stage 1
+# with the optimizer alone offloaded: the params stay on the device, so the arena keeps an fp32
+# master beside m and v: 12 bytes each = 1406250000 (the same as an fp32 master).
+got=$("$plan" --params 7.5e9 --world 64 --stage 3 --dtype fp32 --master params --moment-dtype bf16 \
+  --offload opt+params --device cpu --model-states-only --json |
+  field '"%d %d" % (d["per_rank"]["host_pinned"], d["per_rank"]["grads"])')
+check "master params + bf16 moments, opt+params offload, stage 3 host/grads" "$got" "937500000 468750000"
+got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master params --offload opt \
+  --device cpu --model-states-only --json | field 'd["per_rank"]["host_pinned"]')
+check "master params, optimizer offload, stage 1 host" "$got" 1406250000
 
 # 2. Refusals. 25e9 bf16 params in 1000 units, stage 3, 4 ranks: model states 16 psi / 4 =
 #    100e9; buffers (2 held + 1 prefetched) x 25e6 x 2 bytes gathered + one 50e6 full gradient +

@@ -8,7 +8,9 @@
  * device unit larger than a host unit (ties: lower index first), the same answer twice, and
  * zs_plan_memory's categories equal to the placement's sums. Every other iteration freezes every
  * fourth unit (zs_plan_units.frozen): a frozen unit has no optimizer state and moves its param
- * shard alone (sharded params) or nothing. */
+ * shard alone (sharded params) or nothing. The precision modes take turns (ZS_MASTER_PARAMS with
+ * fp32 params, bf16 moments): the moved bytes are the device bytes freed, and the host bytes
+ * add the fp32 master a ZS_MASTER_PARAMS unit keeps there when its params stay on the device. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +30,22 @@ static uint64_t next(void) { /* xorshift64* */
   return rng * 0x2545f4914f6cdd1dull;
 }
 
-/* Bytes unit of n elements moves to the host, from the stage rule (frozen: no optimizer state). */
+/* Device bytes a unit of n elements frees on the host, from the stage rule (frozen: no optimizer
+   state): m and v (4 or 2 bytes each, moment_dtype), the fp32 master unless the params are the
+   master (ZS_MASTER_PARAMS: none on the device), the param shard when sharded. */
 static size_t ref_moved(const zs_plan *p, const zs_config *c, size_t n, int frozen) {
   const size_t S = (size_t)p->nshards, s = (n + S - 1) / S;
-  const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4;
-  return (frozen ? 0 : 12 * s) + (p->shard_params ? ps * s : 0);
+  const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4, ms = c->moment_dtype == ZS_BF16 ? 2 : 4;
+  const size_t master = c->master == ZS_MASTER_PARAMS ? 0 : 4;
+  return (frozen ? 0 : (2 * ms + master) * s) + (p->shard_params ? ps * s : 0);
+}
+
+/* Host bytes it then holds: the same, except that ZS_MASTER_PARAMS with full params (left on the
+   device) keeps an fp32 master on the host (zshard.h, zs_config.master). */
+static size_t ref_host(const zs_plan *p, const zs_config *c, size_t n, int frozen) {
+  const size_t S = (size_t)p->nshards, s = (n + S - 1) / S;
+  const size_t extra = c->master == ZS_MASTER_PARAMS && !p->shard_params && !frozen ? 4 * s : 0;
+  return ref_moved(p, c, n, frozen) + extra;
 }
 
 /* The greedy reference: host[i] for the budget; returns 1 when it fits. */
@@ -78,6 +91,9 @@ int main(void) {
     c.offload_host_bytes = c.offload_chunk = 0;
     c.offload_threads = c.offload_allow_unpinned = c.ckpt_keep = 0;
     c.offload_budget_bytes = 0;
+    /* The precision modes, without drawing (the sequence stays the one before them). */
+    if (c.param_dtype == ZS_F32 && (iter / 2) % 2) c.master = ZS_MASTER_PARAMS;
+    if ((iter / 4) % 2) c.moment_dtype = ZS_BF16;
     const int world = 1 + (int)(next() % 4);
     zs_plan p;
     ZS_EXPECT(zs_plan_make(&c, world, &p) == ZS_OK, "plan stage %d", c.stage);
@@ -123,17 +139,20 @@ int main(void) {
       ZS_EXPECT(!memcmp(&pl, &again, sizeof pl), "the same inputs placed differently");
       int want[MAXU], got[MAXU], nh = 0;
       const int fits = ref_place(&p, &c, numel, frozen, n, dev, budgets[b], want);
-      size_t left = dev;
+      size_t left = dev, held = 0;
       for (int i = 0; i < n; i++) {
         got[i] = zs_placement_host(&pl, &p, &us, i);
         nh += got[i];
         if (got[i]) left -= ref_moved(&p, &c, (size_t)numel[i], frozen[i]);
+        if (got[i]) held += ref_host(&p, &c, (size_t)numel[i], frozen[i]);
         ZS_EXPECT(got[i] == want[i],
                   "iter %d stage %d world %d budget %zu (device %zu): unit %d (%lld elements) on "
                   "the %s, want the %s",
                   iter, c.stage, world, budgets[b], dev, i, (long long)numel[i],
                   got[i] ? "host" : "device", want[i] ? "host" : "device");
       }
+      ZS_EXPECT(pl.host_moved == held, "host bytes %zu, want %zu (master %d, moments %d)",
+                pl.host_moved, held, c.master, (int)c.moment_dtype);
       ZS_EXPECT(pl.active && pl.fits == fits && pl.nhost == nh && pl.device_bytes == left &&
                     pl.floor_bytes == dev - total && pl.ceil_bytes == dev,
                 "summary: fits %d/%d nhost %d/%d device %zu/%zu floor %zu/%zu", pl.fits, fits,

@@ -4,12 +4,16 @@
  * bΨ or bΨ/N, grads bΨ or bΨ/N, optimizer KΨ or KΨ/N; offloaded state in host_pinned), and
  * zs_plan_unit_bytes, which sums the table, against the per-category formula recomputed here. A
  * frozen unit's copy of each table (src/shard/frozen.c) keeps the params' entries and no
- * gradient or optimizer state: its bytes are the params' alone. */
+ * gradient or optimizer state: its bytes are the params' alone. The precision modes with every
+ * offload and a budget's host table: the master exists exactly where the fp32 params' home and
+ * the optimizer state live on different tiers (written here from zshard.h's zs_config.master),
+ * the moments in their dtype on the optimizer's tier, and the bytes by the same rule. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "shard/frozen.h"
+#include "shard/placement.h"
 #include "shard/plan.h"
 #include "shard/state_table.h"
 #include "zs_test.h"
@@ -144,6 +148,55 @@ static int check_config(int stage, int swp, int swg, int swo, int offload, int d
   return 1;
 }
 
+/* The precision modes of one valid configuration (fp32 params): master_params x moment dtype,
+   the plan's table and a budget's host table (offload 0 only, as budgets are). The master
+   exists unless master_params and the params' home (the shard when sharded, host when offloaded
+   with it) sits on the optimizer state's tier; m and v in their dtype beside it; the host_pinned
+   bytes of a unit of n elements by hand. Returns the tables checked. */
+static int check_modes(int stage, int offload, int S) {
+  int checked = 0;
+  for (int mp = 0; mp <= 1; mp++)
+    for (int m16 = 0; m16 <= 1; m16++) {
+      zs_config c;
+      zs_config_default(&c);
+      c.stage = stage;
+      c.offload = offload;
+      c.param_dtype = ZS_F32;
+      c.master = mp ? ZS_MASTER_PARAMS : ZS_MASTER_FP32;
+      c.moment_dtype = m16 ? ZS_BF16 : ZS_F32;
+      zs_plan p;
+      if (zs_plan_make(&c, S, &p) != ZS_OK) continue;
+      const int sp = stage >= 3, so = stage >= 1;
+      for (int host = 0; host <= (offload ? 0 : so); host++) {
+        zs_state_table t;
+        zs_placement_table(&p, host, &t);
+        const int oo = host || (offload & ZS_OFFLOAD_OPTIMIZER) != 0;
+        const int ph = sp && (host || (offload & ZS_OFFLOAD_PARAMS) != 0);
+        const int master = !mp || ph != oo;
+        char what[128];
+        snprintf(what, sizeof what, "stage %d offload %d S %d master_params %d m16 %d host %d",
+                 stage, offload, S, mp, m16, host);
+        const zs_mem_cat oc = oo ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER;
+        const zs_tier ot = oo ? ZS_TIER_HOST : ZS_TIER_DEVICE;
+        expect_entry(what, &t, ZS_ST_MASTER, master ? ZS_LIFE_PERSISTENT : ZS_LIFE_NONE, ot, ZS_F32,
+                     so, oc);
+        for (int k = ZS_ST_ADAM_M; k <= ZS_ST_ADAM_V; k++)
+          expect_entry(what, &t, (zs_state)k, ZS_LIFE_PERSISTENT, ot, m16 ? ZS_BF16 : ZS_F32, so,
+                       oc);
+        const size_t n = 1001, N = so ? (size_t)S : 1, sh = (n + N - 1) / N, P = sh * N;
+        const size_t opt = (so ? sh : P) * ((master ? 4 : 0) + (m16 ? 4 : 8));
+        const size_t want_host = (oo ? opt : 0) + (ph ? 4 * sh : 0);
+        size_t got[ZS_MEM_NCAT] = {0};
+        zs_plan_unit_bytes_of(&p, &t, n, got);
+        ZS_EXPECT(got[ZS_MEM_HOST_PINNED] == want_host && got[ZS_MEM_OPTIMIZER] == (oo ? 0 : opt),
+                  "%s: host %zu optimizer %zu, want %zu %zu", what, got[ZS_MEM_HOST_PINNED],
+                  got[ZS_MEM_OPTIMIZER], want_host, oo ? (size_t)0 : opt);
+        checked++;
+      }
+    }
+  return checked;
+}
+
 int main(void) {
   const int sw[3] = {ZS_SHARD_AS_STAGE, ZS_SHARD_YES, ZS_SHARD_NO};
   const int offloads[4] = {0, ZS_OFFLOAD_OPTIMIZER, ZS_OFFLOAD_PARAMS,
@@ -172,6 +225,13 @@ int main(void) {
     for (int k = ZS_ST_GRAD_FULL; k < ZS_ST_N; k++)
       ZS_EXPECT(ft.s[k].life == ZS_LIFE_NONE, "frozen params-as-master table: state %d exists", k);
   }
-  printf("test_shard_state_table: %d valid configurations checked\n", valid);
+  int modes = 0;
+  for (int stage = 0; stage <= 3; stage++)
+    for (int f = 0; f < 4; f++)
+      for (int S = 1; S <= 4; S++)
+        modes += check_modes(stage, offloads[f], S);
+  ZS_EXPECT(modes > 0, "no precision mode was checked");
+  printf("test_shard_state_table: %d valid configurations, %d precision-mode tables checked\n",
+         valid, modes);
   ZS_TEST_END("test_shard_state_table");
 }
