@@ -160,7 +160,9 @@ int llama_config_parse(llama_config *c, const char *json, const char *what) {
       get_int(root, "head_dim", &c->head_dim, what) ||
       get_int(root, "max_position_embeddings", &c->max_pos, what) ||
       get_num(root, "rope_theta", &c->rope_theta, what) ||
-      get_num(root, "rms_norm_eps", &c->rms_eps, what) || parse_rope_scaling(c, root, what) ||
+      get_num(root, "rms_norm_eps", &c->rms_eps, what) ||
+      /* transformers' Mistral has no RoPE scaling and ignores the field: so does this reader */
+      (arch != LLAMA_ARCH_MISTRAL && parse_rope_scaling(c, root, what)) ||
       get_int(root, "bos_token_id", &c->bos_id, what) ||
       get_int(root, "eos_token_id", &c->eos_id, what))
     goto out;

@@ -13,3 +13,12 @@ if(ZS_BUILD_EXAMPLES)
   target_include_directories(test_llama_io PRIVATE ${PROJECT_SOURCE_DIR}/examples)
   zs_unit_test(llama_io test_llama_io LABELS llama)
 endif()
+if(ZS_BUILD_EXAMPLES)
+  zs_exe(llama_io_tool SOURCES ${CMAKE_CURRENT_LIST_DIR}/llama_io_tool.c ${zs_llama_io_srcs}
+         LIBS PkgConfig::CJSON)
+  target_include_directories(llama_io_tool PRIVATE ${PROJECT_SOURCE_DIR}/examples)
+  add_test(NAME llama_hf_io COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_llama_hf.sh
+                                    $<TARGET_FILE:llama_io_tool> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(llama_hf_io PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
+                                              LABELS "llama;python" SKIP_RETURN_CODE 77)
+endif()
