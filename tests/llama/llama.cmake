@@ -22,3 +22,8 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(llama_hf_io PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
                                               LABELS "llama;python" SKIP_RETURN_CODE 77)
 endif()
+# The Hugging Face reference script for the example's loss/step proof, checked on its own.
+add_test(NAME llama_hf_reference COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_llama_ref.sh
+                                         ${PROJECT_SOURCE_DIR})
+set_tests_properties(llama_hf_reference PROPERTIES TIMEOUT 300 LABELS "llama;python"
+                                                   SKIP_RETURN_CODE 77)
