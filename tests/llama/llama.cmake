@@ -27,3 +27,14 @@ add_test(NAME llama_hf_reference COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_lla
                                          ${PROJECT_SOURCE_DIR})
 set_tests_properties(llama_hf_reference PROPERTIES TIMEOUT 300 LABELS "llama;python"
                                                    SKIP_RETURN_CODE 77)
+# The layout's units in a real engine (stage 3, 1 and 2 ranks): HF directory -> engine -> HF
+# directory (sharded F32 / BF16 through the writer, and the engine's own export with the names).
+if(ZS_BUILD_EXAMPLES)
+  zs_exe(test_llama_engine PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_llama_engine.c
+         ${zs_llama_io_srcs} ${PROJECT_SOURCE_DIR}/examples/llama/engine_io.c LIBS PkgConfig::CJSON)
+  target_include_directories(test_llama_engine PRIVATE ${PROJECT_SOURCE_DIR}/examples
+                                                       ${PROJECT_SOURCE_DIR}/tests)
+  foreach(n 1 2)
+    zs_mpi_test(llama_engine_np${n} test_llama_engine NP ${n} LABELS llama)
+  endforeach()
+endif()
