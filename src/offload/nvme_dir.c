@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
+
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -91,6 +94,18 @@ static zs_status zs_dir_probe(zs_nvme_dir *d) {
   return rc;
 }
 
+/* ZS_ERR_UNSUPPORTED when root lies on a memory file system (tmpfs, ramfs): recent kernels let
+   tmpfs take O_DIRECT, but a tier there is host memory under another name. */
+static zs_status zs_dir_refuse_memory_fs(const char *root) {
+  struct statfs sf;
+  if (statfs(root, &sf) != 0) return ZS_OK; /* the probe will tell */
+  if (sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC) return ZS_OK;
+  return zs_err(ZS_ERR_UNSUPPORTED,
+                "NVMe tier: %s is on %s (memory, not a disk; older kernels also refuse O_DIRECT "
+                "there): give a directory on a local disk (ext4, xfs)",
+                root, sf.f_type == TMPFS_MAGIC ? "tmpfs" : "ramfs");
+}
+
 zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out) {
   if (!root || !*root || !out || rank < 0)
     return zs_err(ZS_ERR_INVALID_ARG,
@@ -100,6 +115,8 @@ zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out) {
   if (st_rc != 0 || !S_ISDIR(st.st_mode))
     return zs_err(ZS_ERR_INVALID_ARG, "NVMe tier: %s is not a directory (%s): create it first",
                   root, st_rc != 0 ? strerror(errno) : "another kind of file");
+  zs_status mrc = zs_dir_refuse_memory_fs(root);
+  if (mrc != ZS_OK) return mrc;
   zs_nvme_dir *d = calloc(1, sizeof *d);
   if (!d) return zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no memory for the directory handle");
   const int n = snprintf(d->path, sizeof d->path, "%s/rank%d-%ld", root, rank, (long)getpid());

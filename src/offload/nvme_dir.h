@@ -16,9 +16,9 @@ typedef struct zs_nvme_dir zs_nvme_dir;
    an O_DIRECT write and read of one aligned block. An existing directory of that name is taken
    over only when empty. Errors (nothing left behind, *out untouched): ZS_ERR_INVALID_ARG (NULL,
    rank < 0, root missing or not a directory, the rank directory exists and is not empty),
-   ZS_ERR_UNSUPPORTED (the file system refuses O_DIRECT: tmpfs does; the message names the path
-   and the fix), ZS_ERR_IO (mkdir or the probe failed), ZS_ERR_OUT_OF_MEMORY. The caller owns
-   *out and frees it with zs_nvme_dir_close. */
+   ZS_ERR_UNSUPPORTED (root is on tmpfs or ramfs, memory rather than a disk, or its file system
+   refuses O_DIRECT; the message names the path and the fix), ZS_ERR_IO (mkdir or the probe failed),
+   ZS_ERR_OUT_OF_MEMORY. The caller owns *out and frees it with zs_nvme_dir_close. */
 zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out);
 
 /* The directory's path ("<root>/rank<R>-<pid>"); valid until zs_nvme_dir_close. */

@@ -24,3 +24,6 @@ set_property(TEST adamw_paths_env_threads APPEND PROPERTY ENVIRONMENT ZS_ADAMW_T
 # tmpfs). Files go under the build folder (a real disk; /tmp may be tmpfs).
 zs_offload_exe(test_offload_nvme ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme.c)
 zs_unit_test(offload_nvme test_offload_nvme ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS offload)
+zs_offload_exe(test_offload_nvme_fail ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme_fail.c)
+target_compile_definitions(test_offload_nvme_fail PRIVATE ZS_TEST_HOOKS=1) # zs_nvme_hook_fail_io
+zs_unit_test(offload_nvme_fail test_offload_nvme_fail ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS offload)
