@@ -27,3 +27,8 @@ zs_unit_test(offload_nvme test_offload_nvme ARGS ${CMAKE_CURRENT_BINARY_DIR} LAB
 zs_offload_exe(test_offload_nvme_fail ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme_fail.c)
 target_compile_definitions(test_offload_nvme_fail PRIVATE ZS_TEST_HOOKS=1) # zs_nvme_hook_fail_io
 zs_unit_test(offload_nvme_fail test_offload_nvme_fail ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS offload)
+# The same on a really full disk: a small loop-mounted ext4 (skipped where no loop mount can be made).
+add_test(NAME offload_nvme_full_fs COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/nvme_full_fs.sh
+                                           $<TARGET_FILE:test_offload_nvme_fail> ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(offload_nvme_full_fs PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 60
+                                                     LABELS "unit;offload" SKIP_RETURN_CODE 77)

@@ -8,11 +8,15 @@
  *  - a file deleted or truncated before a pass, deleted or truncated during one;
  *  - an injected EIO at the Nth I/O (the test build's hook): the exact file and offset named,
  *    the stream stays failed, and the ring and staging serve a fresh pass afterwards;
- *  - call-order and descriptor errors (ZS_ERR_STATE, ZS_ERR_INVALID_ARG).
- * Usage: test_offload_nvme_fail [ROOT]   (ROOT: a directory on a real disk; default ".") */
+ *  - call-order and descriptor errors (ZS_ERR_STATE, ZS_ERR_INVALID_ARG);
+ *  - with --full-fs DIR (nvme_full_fs.sh: a small loop-mounted ext4): the free-space check and
+ *    a really full disk (ENOSPC) at file creation, and a tier that fits still works there.
+ * Usage: test_offload_nvme_fail [ROOT]   (ROOT: a directory on a real disk; default ".")
+ *        test_offload_nvme_fail --full-fs DIR */
 #include <errno.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 
 #include "nvme_test_util.h"
@@ -247,7 +251,46 @@ static void test_call_order(const char *root) {
   nvt_close(&t);
 }
 
+/* DIR is a small file system of its own: needing more than it has is refused by the space check
+   and, past it, by the disk itself; what fits works. */
+static int test_full_fs(const char *root) {
+  struct statvfs sv;
+  ZS_EXPECT(statvfs(root, &sv) == 0, "statvfs %s", root);
+  const uint64_t free_b = (uint64_t)sv.f_bavail * sv.f_frsize;
+  if (free_b > (256ull << 20)) {
+    fprintf(stderr, "test_offload_nvme_fail: %s has %llu bytes free: not a small file system\n",
+            root, (unsigned long long)free_b);
+    return 1;
+  }
+  zs_nvme_dir *d = NULL;
+  ZS_OK_OR_DIE(zs_nvme_dir_open(root, 0, &d));
+  char dpath[4200];
+  snprintf(dpath, sizeof dpath, "%s", zs_nvme_dir_path(d));
+  ZS_OK_OR_DIE(zs_nvme_dir_check_space(d, free_b / 2));
+  ZS_EXPECT_STATUS(zs_nvme_dir_check_space(d, free_b + (1 << 20)), ZS_ERR_IO);
+  ZS_EXPECT(msg_has(dpath, "free"), "%s", zs_last_error());
+  zs_nvme_file *f = NULL;
+  ZS_EXPECT_STATUS(zs_nvme_file_create(d, "huge", 2 * free_b, &f), ZS_ERR_IO);
+  ZS_EXPECT(msg_has("/huge", "No space left on device") && msg_has("free disk space", NULL), "%s",
+            zs_last_error());
+  zs_nvme_dir_close(d);
+  ZS_EXPECT(access(dpath, F_OK) != 0, "%s still there", dpath);
+  nvt_tier t; /* a tier that fits: three arrays of free / 8 */
+  const size_t n = (size_t)(free_b / 8 / 4) / CHUNK * CHUNK - 100;
+  open_tier(&t, root, n, 2);
+  ZS_OK_OR_DIE(run_pass(&t, ZS_NVME_UPDATE, NULL));
+  float *a = nvt_read_file(t.files[1]->path, n * 4);
+  size_t bad = a ? 0 : 1;
+  for (size_t e = 0; a && e < n; e++)
+    bad += a[e] != (float)e + 1.0f;
+  ZS_EXPECT(bad == 0, "%zu elements wrong on the small file system", bad);
+  free(a);
+  nvt_close(&t);
+  ZS_TEST_END("test_offload_nvme_fail --full-fs");
+}
+
 int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "--full-fs") == 0) return test_full_fs(argv[2]);
   const char *root = argc > 1 ? argv[1] : ".";
   signal(SIGXFSZ, SIG_IGN); /* RLIMIT_FSIZE: EFBIG instead of the signal's default (death) */
   test_dirs(root);
