@@ -32,3 +32,8 @@ add_test(NAME offload_nvme_full_fs COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/nvme_f
                                            $<TARGET_FILE:test_offload_nvme_fail> ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(offload_nvme_full_fs PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 60
                                                      LABELS "unit;offload" SKIP_RETURN_CODE 77)
+if(ZS_HAVE_CUDA) # the tier's pinned staging slots feeding device copies
+  zs_offload_exe(test_offload_nvme_cuda ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme_cuda.c)
+  zs_unit_test(offload_nvme_cuda test_offload_nvme_cuda ARGS ${CMAKE_CURRENT_BINARY_DIR}
+               LABELS "offload;gpu")
+endif()
