@@ -154,6 +154,7 @@ static void test_adamw(const char *root, zs_pool *pool, size_t n, size_t chunk, 
 
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : ".";
+  nvt_require_root(root);
   zs_pool *pool = NULL;
   ZS_OK_OR_DIE(zs_pool_create(2, ZS_POOL_UNBOUND, &pool));
   const size_t eb4[1] = {4}, eb42[3] = {4, 2, 2};

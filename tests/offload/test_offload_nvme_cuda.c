@@ -10,6 +10,7 @@
 int main(int argc, char **argv) {
   if (zs_test_cuda_absent(1)) return 0; /* other CUDA failures: exit 1 */
   const char *root = argc > 1 ? argv[1] : ".";
+  nvt_require_root(root);
   const size_t eb[3] = {4, 4, 4}, chunk = 1 << 18, n = 5 * chunk + 999;
   nvt_tier t;
   nvt_open(&t, root, 3, eb, n, chunk, 2);

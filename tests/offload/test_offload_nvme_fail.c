@@ -292,6 +292,7 @@ static int test_full_fs(const char *root) {
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[1], "--full-fs") == 0) return test_full_fs(argv[2]);
   const char *root = argc > 1 ? argv[1] : ".";
+  nvt_require_root(root);
   signal(SIGXFSZ, SIG_IGN); /* RLIMIT_FSIZE: EFBIG instead of the signal's default (death) */
   test_dirs(root);
   test_full_at_create(root);
