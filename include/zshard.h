@@ -100,7 +100,8 @@ typedef enum {
   ZS_ERR_OUT_OF_MEMORY,
   ZS_ERR_COMM,   /* a collective failed (peer died, transport error, ranks diverged) */
   ZS_ERR_DEVICE, /* CUDA / device failure */
-  ZS_ERR_IO,
+  ZS_ERR_IO,     /* a file operation failed (full disk, I/O error, a file deleted or truncated under
+                    zshard): the message names the file (the NVMe tier's also the offset) */
   ZS_ERR_CORRUPT,
   ZS_ERR_TIMEOUT, /* a peer stopped answering for longer than comm_timeout_s */
   ZS_ERR_STATE,   /* the call is not allowed in the engine's current state (call order) */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs HERE (a Debian machine with apt): downloads the host dependencies the GPU machine lacks
-# (OpenMPI, hwloc, jemalloc, OpenBLAS, cJSON, xxHash, pkg-config and their runtime libraries) as
+# (OpenMPI, hwloc, jemalloc, OpenBLAS, cJSON, xxHash, liburing, pkg-config and their runtime
+# libraries) as
 # .deb files and extracts them into .deps/root, which travels with the working tree to the device
 # machine (no internet, no Debian packages there). scripts/device-check.sh then builds against it
 # (it copies the tree into its build folder before unpacking anything: .deps never grows), and
@@ -36,6 +37,8 @@ PKGS=(
   libquadmath0
   # cJSON (checkpoint manifests, the GPT-2 config reader) and xxHash (checkpoint checksums)
   libcjson-dev libcjson1 libxxhash-dev libxxhash0
+  # liburing (io_uring: the NVMe tier's I/O)
+  liburing-dev liburing2
   # pkg-config (CMake's pkg_check_modules needs it)
   pkgconf pkgconf-bin libpkgconf3 pkg-config
 )

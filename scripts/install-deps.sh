@@ -15,6 +15,7 @@ packages=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
   libhwloc-dev libjemalloc-dev libopenblas-dev libnuma-dev libcjson-dev libxxhash-dev
+  liburing-dev # io_uring: the NVMe tier's reads and writes (src/offload/nvme_ring.c)
   python3
 )
 

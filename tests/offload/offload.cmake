@@ -19,3 +19,24 @@ endforeach()
 # ZS_ADAMW_THREADS: the worker count an engine's optimizer starts (src/optim/optim.c), as a pool.
 zs_unit_test(adamw_paths_env_threads test_adamw_paths ARGS --quick --expect-threads 3 LABELS offload)
 set_property(TEST adamw_paths_env_threads APPEND PROPERTY ENVIRONMENT ZS_ADAMW_THREADS=3)
+# The NVMe tier (src/offload/nvme_*.c): the stream's round trip and the chunked AdamW step against
+# the in-memory AdamW, and its failures (full disk, deleted and truncated files, an injected EIO,
+# tmpfs). Files go under the build folder (a real disk; /tmp may be tmpfs).
+zs_offload_exe(test_offload_nvme ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme.c)
+zs_unit_test(offload_nvme test_offload_nvme ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS offload)
+set_tests_properties(offload_nvme PROPERTIES SKIP_RETURN_CODE 77) # a build folder on tmpfs
+zs_offload_exe(test_offload_nvme_fail ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme_fail.c)
+target_compile_definitions(test_offload_nvme_fail PRIVATE ZS_TEST_HOOKS=1) # zs_nvme_hook_fail_io
+zs_unit_test(offload_nvme_fail test_offload_nvme_fail ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS offload)
+set_tests_properties(offload_nvme_fail PROPERTIES SKIP_RETURN_CODE 77)
+# The same on a really full disk: a small loop-mounted ext4 (skipped where no loop mount can be made).
+add_test(NAME offload_nvme_full_fs COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/nvme_full_fs.sh
+                                           $<TARGET_FILE:test_offload_nvme_fail> ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(offload_nvme_full_fs PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 60
+                                                     LABELS "unit;offload" SKIP_RETURN_CODE 77)
+if(ZS_HAVE_CUDA) # the tier's pinned staging slots feeding device copies
+  zs_offload_exe(test_offload_nvme_cuda ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme_cuda.c)
+  zs_unit_test(offload_nvme_cuda test_offload_nvme_cuda ARGS ${CMAKE_CURRENT_BINARY_DIR}
+               LABELS "offload;gpu")
+  set_tests_properties(offload_nvme_cuda PROPERTIES SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,41 @@
+/* The NVMe tier's per-rank directory: <root>/rank<R>-<pid>, created on open and removed, with
+ * every file in it, on close. Opening it also proves that its file system takes O_DIRECT reads
+ * and writes (tmpfs refuses them) and finds the alignment they need. Not collective: each rank
+ * opens its own. Part of the offload layer (docs/ARCHITECTURE.md, "The NVMe tier"). */
+#ifndef ZS_OFFLOAD_NVME_DIR_H
+#define ZS_OFFLOAD_NVME_DIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zshard.h"
+
+typedef struct zs_nvme_dir zs_nvme_dir;
+
+/* Creates the directory <root>/rank<rank>-<pid> (root must exist; rank >= 0) and probes it with
+   an O_DIRECT write and read of one aligned block. An existing directory of that name is taken
+   over only when empty. Errors (nothing left behind, *out untouched): ZS_ERR_INVALID_ARG (NULL,
+   rank < 0, root missing or not a directory, the rank directory exists and is not empty),
+   ZS_ERR_UNSUPPORTED (root is on tmpfs or ramfs, memory rather than a disk, or its file system
+   refuses O_DIRECT; the message names the path and the fix), ZS_ERR_IO (mkdir or the probe failed),
+   ZS_ERR_OUT_OF_MEMORY. The caller owns *out and frees it with zs_nvme_dir_close. */
+zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out);
+
+/* The directory's path ("<root>/rank<R>-<pid>"); valid until zs_nvme_dir_close. */
+const char *zs_nvme_dir_path(const zs_nvme_dir *d);
+
+/* The alignment, in bytes, of every O_DIRECT offset, length and buffer address in this directory:
+   a power of two, at least 4096 (any disk's logical block), raised to the file system's
+   preferred block size (st_blksize) when that is a larger power of two up to 64 KiB. */
+size_t zs_nvme_dir_align(const zs_nvme_dir *d);
+
+/* ZS_OK when the directory's file system has at least `bytes` free for this user (statvfs
+   f_bavail); else ZS_ERR_IO naming the path, the bytes needed and the bytes free. */
+zs_status zs_nvme_dir_check_space(const zs_nvme_dir *d, uint64_t bytes);
+
+/* Removes every file in the directory, then the directory itself, and frees d (NULL: nothing).
+   Files still open elsewhere lose their names only. Never fails: a file that cannot be removed
+   leaves the directory in place (nothing is reported; the library never prints). */
+void zs_nvme_dir_close(zs_nvme_dir *d);
+
+#endif

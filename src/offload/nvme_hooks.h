@@ -1,0 +1,24 @@
+/* The NVMe tier's test hook, which exists only in the test build of the library (ZS_TEST_HOOKS:
+ * the zshard_internal archive the tests link; CMakeLists.txt builds nvme_*.c twice). The shipped
+ * libzshard compiles the empty inline version below, so it has no hook. Not for use outside
+ * src/offload and the tests. */
+#ifndef ZS_OFFLOAD_NVME_HOOKS_H
+#define ZS_OFFLOAD_NVME_HOOKS_H
+
+#include <stdint.h>
+
+#ifdef ZS_TEST_HOOKS
+/* Arms the hook: the nth I/O queued from now on by any ring of this process (1 = the next) is
+   submitted as usual but completes with -err (an errno, e.g. EIO). nth = 0 disarms. Tests only;
+   process-wide, thread-safe. */
+void zs_nvme_hook_fail_io(uint64_t nth, int err);
+/* Called by the ring for each I/O it queues: the errno that I/O must complete with (0: its real
+   result). */
+int zs_nvme_hook_io(void);
+#else
+static inline int zs_nvme_hook_io(void) {
+  return 0;
+}
+#endif
+
+#endif

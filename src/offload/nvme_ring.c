@@ -1,0 +1,175 @@
+/* The NVMe tier's io_uring engine (nvme_ring.h). Each I/O in flight has a request record (its
+ * file, offset, length, direction) so that a failed completion can name what failed. */
+#include "offload/nvme_ring.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "offload/nvme_hooks.h"
+
+/* One I/O in flight; the io_uring user_data is its index in reqs. */
+typedef struct {
+  const zs_nvme_file *file;
+  uint64_t off, tag;
+  size_t len;
+  int write;
+  int inject; /* the test hook's errno (0: none) */
+} zs_nvme_req;
+
+struct zs_nvme_ring {
+  struct io_uring ring;
+  unsigned capacity, inflight, queued; /* queued: in flight but not yet handed to the kernel */
+  int broken; /* a submit or wait failed: queued entries may be stale, the ring takes no more */
+  zs_nvme_req *reqs;
+  unsigned *free_ids; /* stack of free request indices: free_ids[0 .. capacity - inflight) */
+};
+
+zs_status zs_nvme_ring_create(unsigned capacity, zs_nvme_ring **out) {
+  if (!out || capacity < 1 || capacity > 4096)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_nvme_ring_create: NULL out or capacity %u not in 1..4096",
+                  capacity);
+  zs_nvme_ring *r = calloc(1, sizeof *r);
+  if (r) {
+    r->reqs = calloc(capacity, sizeof *r->reqs);
+    r->free_ids = calloc(capacity, sizeof *r->free_ids);
+  }
+  if (!r || !r->reqs || !r->free_ids) {
+    if (r) free(r->reqs), free(r->free_ids);
+    free(r);
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no memory for a ring of %u I/Os", capacity);
+  }
+  const int rc = io_uring_queue_init(capacity, &r->ring, 0);
+  if (rc < 0) {
+    free(r->reqs);
+    free(r->free_ids);
+    free(r);
+    return zs_err(rc == -ENOMEM ? ZS_ERR_OUT_OF_MEMORY : ZS_ERR_UNSUPPORTED,
+                  "NVMe tier: io_uring_queue_init(%u) failed: %s (io_uring disabled by "
+                  "kernel.io_uring_disabled or a seccomp filter? RLIMIT_MEMLOCK too small?)",
+                  capacity, strerror(-rc));
+  }
+  r->capacity = capacity;
+  for (unsigned i = 0; i < capacity; i++)
+    r->free_ids[i] = capacity - 1 - i;
+  *out = r;
+  return ZS_OK;
+}
+
+unsigned zs_nvme_ring_capacity(const zs_nvme_ring *r) {
+  return r->capacity;
+}
+
+unsigned zs_nvme_ring_inflight(const zs_nvme_ring *r) {
+  return r->inflight;
+}
+
+zs_status zs_nvme_ring_queue(zs_nvme_ring *r, int write, const zs_nvme_file *f, void *buf,
+                             size_t len, uint64_t off, uint64_t tag) {
+  if (r->broken) return zs_err(ZS_ERR_IO, "NVMe tier: the io_uring failed earlier");
+  if (r->inflight == r->capacity)
+    return zs_err(ZS_ERR_STATE, "NVMe tier: %u I/Os already in flight (the ring's capacity)",
+                  r->capacity);
+  /* The submission queue has at least capacity entries and fewer than capacity I/Os are in
+     flight, so an entry is free. */
+  struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+  if (!sqe) return zs_err(ZS_ERR_STATE, "NVMe tier: the io_uring submission queue is full");
+  const unsigned id = r->free_ids[r->capacity - 1 - r->inflight];
+  zs_nvme_req *q = &r->reqs[id];
+  *q = (zs_nvme_req){
+      .file = f, .off = off, .tag = tag, .len = len, .write = write, .inject = zs_nvme_hook_io()};
+  if (write)
+    io_uring_prep_write(sqe, f->fd, buf, (unsigned)len, off);
+  else
+    io_uring_prep_read(sqe, f->fd, buf, (unsigned)len, off);
+  io_uring_sqe_set_data64(sqe, id);
+  r->inflight++;
+  r->queued++;
+  return ZS_OK;
+}
+
+zs_status zs_nvme_ring_submit(zs_nvme_ring *r) {
+  if (r->broken) return zs_err(ZS_ERR_IO, "NVMe tier: the io_uring failed earlier");
+  while (r->queued > 0) {
+    const int n = io_uring_submit(&r->ring);
+    if (n == -EINTR) continue;
+    if (n <= 0) {
+      /* The entries stay in the submission queue: never submit them later (their buffers may be
+         gone by then). */
+      r->broken = 1;
+      return zs_err(ZS_ERR_IO, "NVMe tier: io_uring_submit failed: %s",
+                    n < 0 ? strerror(-n) : "no entry taken");
+    }
+    r->queued = (unsigned)n >= r->queued ? 0 : r->queued - (unsigned)n;
+  }
+  return ZS_OK;
+}
+
+/* The status of a completed request: its result res checked against its length. */
+static zs_status zs_req_status(const zs_nvme_req *q, int res) {
+  const char *what = q->write ? "write" : "read";
+  if (res < 0)
+    return zs_err(ZS_ERR_IO, "NVMe tier: %s of %zu bytes at offset %llu of %s failed: %s%s", what,
+                  q->len, (unsigned long long)q->off, q->file->path, strerror(-res),
+                  res == -ENOSPC || res == -EFBIG || res == -EDQUOT
+                      ? " (the disk is full or the file size limit was reached)"
+                      : "");
+  if ((size_t)res != q->len)
+    return zs_err(ZS_ERR_IO,
+                  "NVMe tier: short %s at offset %llu of %s: %d of %zu bytes (the file was "
+                  "truncated or the disk is full); its data is lost, restart from the last "
+                  "checkpoint",
+                  what, (unsigned long long)q->off, q->file->path, res, q->len);
+  return ZS_OK;
+}
+
+/* Retires request id (its index goes back on the free stack). */
+static void zs_req_retire(zs_nvme_ring *r, unsigned id) {
+  r->inflight--;
+  r->free_ids[r->capacity - 1 - r->inflight] = id;
+}
+
+zs_status zs_nvme_ring_reap(zs_nvme_ring *r, uint64_t *tag) {
+  if (r->inflight == 0) return zs_err(ZS_ERR_STATE, "NVMe tier: no I/O in flight to reap");
+  zs_status st = zs_nvme_ring_submit(r); /* an I/O never handed over would never complete */
+  if (st != ZS_OK && r->inflight == r->queued) return st;
+  struct io_uring_cqe *cqe = NULL;
+  int rc;
+  do
+    rc = io_uring_wait_cqe(&r->ring, &cqe);
+  while (rc == -EINTR || rc == -EAGAIN);
+  if (rc < 0) {
+    r->broken = 1;
+    return zs_err(ZS_ERR_IO, "NVMe tier: io_uring_wait_cqe failed: %s", strerror(-rc));
+  }
+  const unsigned id = (unsigned)io_uring_cqe_get_data64(cqe);
+  const int res = cqe->res;
+  io_uring_cqe_seen(&r->ring, cqe);
+  zs_nvme_req *q = &r->reqs[id];
+  *tag = q->tag;
+  st = zs_req_status(q, q->inject ? -q->inject : res);
+  zs_req_retire(r, id);
+  return st;
+}
+
+void zs_nvme_ring_drain(zs_nvme_ring *r) {
+  uint64_t tag;
+  /* Stops when only never-submitted entries are left (a broken ring): the kernel never saw
+     their buffers, and a broken ring submits nothing more. */
+  while (r->inflight > 0 && !(r->broken && r->inflight == r->queued)) {
+    const unsigned before = r->inflight;
+    (void)zs_nvme_ring_reap(r, &tag);
+    if (r->inflight == before) break; /* the wait itself failed */
+  }
+}
+
+void zs_nvme_ring_destroy(zs_nvme_ring *r) {
+  if (!r) return;
+  zs_nvme_ring_drain(r);
+  io_uring_queue_exit(&r->ring);
+  free(r->reqs);
+  free(r->free_ids);
+  free(r);
+}
