@@ -35,7 +35,7 @@ typedef enum {
   /* The fp32 master copy over the optimizer range: the whole unit, or this rank's shard when the
      optimizer is sharded; on the device (optimizer) or in the host arena with
      ZS_OFFLOAD_OPTIMIZER (host_pinned). */
-  ZS_ST_MASTER, /* life NONE when the fp32 params are the master (ZS_MASTER_PARAMS) */
+  ZS_ST_MASTER, /* life NONE when the params are the master (ZS_MASTER_PARAMS, ZS_MASTER_LEAN) */
   ZS_ST_ADAM_M, /* AdamW's first moment (fp32, or bf16 by zs_config.moment_dtype): placed and
                    sized as the master */
   ZS_ST_ADAM_V, /* AdamW's second moment: as the first */
@@ -71,6 +71,8 @@ typedef struct {
    Precision: master_params (zs_config.master == ZS_MASTER_PARAMS: fp32 params, no offload) makes
    ZS_ST_MASTER's life NONE: the params' home is the master (the unit's master pointer aliases it
    over the optimizer range, see zs_unit_alias_master), so nothing is allocated or booked for it.
+   Lean mode (ZS_MASTER_LEAN: bf16 params) passes master_params too: its bf16 params are the
+   master, read and written through them (zs_unit_master_in_params), with no alias.
    moment_dt (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V. */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
