@@ -19,3 +19,11 @@ endforeach()
 # ZS_ADAMW_THREADS: the worker count an engine's optimizer starts (src/optim/optim.c), as a pool.
 zs_unit_test(adamw_paths_env_threads test_adamw_paths ARGS --quick --expect-threads 3 LABELS offload)
 set_property(TEST adamw_paths_env_threads APPEND PROPERTY ENVIRONMENT ZS_ADAMW_THREADS=3)
+# Lean mode (ZS_MASTER_LEAN): every CPU path and the pool against a reference written from
+# zshard.h's contract, bit for bit; the stochastic rounding unbiased, the hash balanced.
+zs_offload_exe(test_adamw_lean ${CMAKE_CURRENT_LIST_DIR}/test_adamw_lean.c)
+zs_unit_test(adamw_lean test_adamw_lean LABELS offload TIMEOUT 120)
+foreach(isa scalar avx2)
+  zs_unit_test(adamw_lean_env_${isa} test_adamw_lean ARGS --quick LABELS offload)
+  set_property(TEST adamw_lean_env_${isa} APPEND PROPERTY ENVIRONMENT ZS_ADAMW_ISA=${isa})
+endforeach()
