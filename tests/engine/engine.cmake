@@ -66,6 +66,19 @@ foreach(stage 0 1 2 3)
 endforeach()
 zs_engine_equiv(engine_splits4_stage3_moments_bf16_master_params "2x2;4x1" 3 det REF_STAGE 0 --moments-bf16 1 --master 1 --reftol 5e-4)
 zs_engine_equiv(engine_splits6_stage2_master_params_bucket "2x3;3x2" 2 det REF_STAGE 0 RUN_ARGS "--master 1 --bucket 40")
+# Lean mode (ZS_MASTER_LEAN: the bf16 params are the master, stochastic rounding keyed by the
+# step, the unit and the element's offset in it): against a float64 AdamW that rounds p with the
+# same bits (written in the test from zshard.h's definition; the engine's fp32 arithmetic and bf16
+# gradients leave it a hair apart: 5e-4 relative is well under one bf16 ulp, 2^-8), and bit for bit
+# across world sizes 1, 2, 4, stages 0-3, splits, hybrid groups, buckets and bf16 moments (the
+# rounding's bits do not depend on sharding).
+zs_mpi_test(engine_train_np1_adamw_defaults_lean test_engine_train NP 1 ARGS --stage 3 --bf16 1 --master 3 --defaults 1 --steps 12 --reftol 5e-4 LABELS engine)
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage}_lean "1x4;2x2;4x1" ${stage} det REF_STAGE 0 --bf16 1 --master 3 --reftol 3e-2)
+endforeach()
+zs_engine_equiv(engine_splits4_stage2_lean_moments_bf16 "1x4;2x2;4x1" 2 det REF_STAGE 0 --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2)
+zs_engine_equiv(engine_splits8_stage3_lean_hybrid2 "4x2" 3 det REF_STAGE 0 --bf16 1 --master 3 --group 2 --reftol 3e-2)
+zs_engine_equiv(engine_splits6_stage1_lean_bucket "2x3;3x2" 1 det REF_STAGE 0 --bf16 1 --master 3 --reftol 3e-2 RUN_ARGS "--bucket 40")
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
