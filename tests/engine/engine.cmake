@@ -78,6 +78,13 @@ foreach(stage 0 1 2 3)
 endforeach()
 zs_engine_equiv(engine_splits4_stage2_lean_moments_bf16 "1x4;2x2;4x1" 2 det REF_STAGE 0 --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2)
 zs_engine_equiv(engine_splits8_stage3_lean_hybrid2 "4x2" 3 det REF_STAGE 0 --bf16 1 --master 3 --group 2 --reftol 3e-2)
+# Lean mode against a float64 reference of exactly its algorithm, training next to fp32-master
+# (least squares: losses within the bound bf16 params allow), checkpoints both ways across modes
+# and stages, and a resumed lean run continuing the same rounding stream.
+zs_exe(test_engine_lean SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_lean.c)
+zs_mpi_test(engine_lean_np1 test_engine_lean NP 1 ARGS --stage 0 --load-stage 3 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np1 LABELS engine)
+zs_mpi_test(engine_lean_np2 test_engine_lean NP 2 ARGS --stage 3 --load-stage 0 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np2 LABELS engine)
+zs_mpi_test(engine_lean_np3 test_engine_lean NP 3 ARGS --stage 2 --load-stage 1 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np3 LABELS engine)
 zs_engine_equiv(engine_splits6_stage1_lean_bucket "2x3;3x2" 1 det REF_STAGE 0 --bf16 1 --master 3 --reftol 3e-2 RUN_ARGS "--bucket 40")
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
