@@ -765,8 +765,10 @@ ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
 /* The engine's effective configuration (environment variables and defaults resolved), owned by
    the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
-/* One line describing backends, stage, sharding, device, and every tunable setting with where
-   its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)").
+/* One line describing backends, stage, sharding, device, the optimizer-state precision ("optimizer
+   state: master fp32 copy|params (the fp32 params)|lean (...), moments fp32|bf16", lean adding its
+   rounding_seed), and every tunable setting with where its value came from ("prefetch_units=2
+   (ZS_PREFETCH_UNITS)", "(program)", "(default)").
 
    With an offload budget, after zs_engine_commit it ends with the placement: "; placement:
    budget B bytes, device D bytes, K of N units on the host: <their names>". */
