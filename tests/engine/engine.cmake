@@ -86,6 +86,18 @@ zs_mpi_test(engine_lean_np1 test_engine_lean NP 1 ARGS --stage 0 --load-stage 3 
 zs_mpi_test(engine_lean_np2 test_engine_lean NP 2 ARGS --stage 3 --load-stage 0 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np2 LABELS engine)
 zs_mpi_test(engine_lean_np3 test_engine_lean NP 3 ARGS --stage 2 --load-stage 1 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np3 LABELS engine)
 zs_engine_equiv(engine_splits6_stage1_lean_bucket "2x3;3x2" 1 det REF_STAGE 0 --bf16 1 --master 3 --reftol 3e-2 RUN_ARGS "--bucket 40")
+# GPU: lean mode on CUDA against the 1-rank CPU run bit for bit (the CUDA twin draws lean.h's bits
+# and rounds with its functions); two ranks share the GPU through the host-staged MPI backend.
+if(ZS_HAVE_CUDA)
+  foreach(stage 1 3)
+    zs_engine_equiv(engine_cuda_lean_np2_stage${stage} 2 ${stage} det --bf16 1 --master 3 --reftol 3e-2 RUN_ARGS "--device cuda")
+  endforeach()
+  zs_engine_equiv(engine_cuda_lean_m16_np2_stage2 2 2 det --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--device cuda")
+  set_property(TEST engine_cuda_lean_np2_stage1 engine_cuda_lean_np2_stage3 engine_cuda_lean_m16_np2_stage2
+               APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
+  set_property(TEST engine_cuda_lean_np2_stage1 engine_cuda_lean_np2_stage3 engine_cuda_lean_m16_np2_stage2
+               APPEND PROPERTY LABELS gpu)
+endif()
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
