@@ -369,6 +369,8 @@ zs_mpi_test(engine_frozen_bf16_np2 test_engine_frozen NP 2 ARGS --bf16 LABELS en
 zs_mpi_test(engine_frozen_master_params_np2 test_engine_frozen NP 2 ARGS --master LABELS engine)
 zs_mpi_test(engine_frozen_m16_np3 test_engine_frozen NP 3 ARGS --m16 LABELS engine)
 zs_mpi_test(engine_frozen_bf16_m16_np2 test_engine_frozen NP 2 ARGS --bf16 --m16 LABELS engine)
+zs_mpi_test(engine_frozen_lean_np2 test_engine_frozen NP 2 ARGS --bf16 --lean LABELS engine)
+zs_mpi_test(engine_frozen_lean_m16_np3 test_engine_frozen NP 3 ARGS --bf16 --lean --m16 LABELS engine)
 function(zs_frozen_ckpt name first second)
   add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/frozen_ckpt.sh ${ZS_MPIEXEC}
                                 $<TARGET_FILE:test_engine_frozen> ${first} ${second} ${ARGN})
@@ -385,3 +387,6 @@ zs_frozen_ckpt(engine_frozen_ckpt_trainable_2s1_to_3s3 "2 1 --trainable" "3 3")
 zs_frozen_ckpt(engine_frozen_ckpt_m16_master_2s2_to_3s3_trainable "2 2 --m16 --master"
                "3 3 --trainable --m16")
 zs_frozen_ckpt(engine_frozen_ckpt_m16_trainable_3s1_to_2s0 "3 1 --trainable --m16" "2 0 --master")
+# Lean mode on either side (bf16 params): the saved values are the params widened either way.
+zs_frozen_ckpt(engine_frozen_ckpt_lean_2s3_to_3s1_trainable "2 3 --bf16 --lean" "3 1 --trainable --bf16")
+zs_frozen_ckpt(engine_frozen_ckpt_trainable_3s2_to_2s0_lean "3 2 --trainable --bf16" "2 0 --bf16 --lean")
