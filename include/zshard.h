@@ -434,8 +434,9 @@ ZS_API void zs_engine_destroy(zs_engine *e);
 /* ======== Parameters ======== */
 
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
-   Writes the fp32 master and the compute copy (and a gathered copy the caller holds; a prefetched
-   copy is dropped). Valid after commit, outside a step. Not collective, but every rank must set
+   Writes the fp32 master and the compute copy (lean mode, ZS_MASTER_LEAN: the bf16 params alone,
+   the master, rounded to nearest even), and a gathered copy the caller holds; a prefetched
+   copy is dropped. Valid after commit, outside a step. Not collective, but every rank must set
    the same tensors between the same collective calls: dropping a prefetched copy changes what
    the next zs_unit_gather of the unit communicates, so a rank that sets another unit makes that
    gather fail with ZS_ERR_COMM on every rank (with the check on; see the conventions above for
@@ -447,10 +448,10 @@ ZS_API zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
 /* zs_unit_set_param with the element count of host_full, checked against the tensor's:
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
 ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
-/* Reads the full fp32 master values of tensor t into host memory. The master is optimizer
-   state: collective within the shard group when the optimizer state is sharded (shard_optimizer:
-   stages 1-3, and whenever grads or params are sharded; every rank of the group must call), local
-   when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
+/* Reads the full fp32 master values of tensor t into host memory (lean mode: the bf16 params,
+   widened). The master is optimizer state: collective within the shard group when the optimizer
+   state is sharded (shard_optimizer: stages 1-3, and whenever grads or params are sharded; every
+   rank of the group must call), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
