@@ -451,7 +451,8 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
 /* Reads the full fp32 master values of tensor t into host memory (lean mode: the bf16 params,
    widened). The master is optimizer state: collective within the shard group when the optimizer
    state is sharded (shard_optimizer: stages 1-3, and whenever grads or params are sharded; every
-   rank of the group must call), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
+   rank of the group must call), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the
+   engine. */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
