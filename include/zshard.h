@@ -128,7 +128,11 @@ typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
 enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
 /* Values of zs_config.master (optimizer-state precision; "The optimizer" below). */
-enum { ZS_MASTER_FP32 = 0, ZS_MASTER_PARAMS = 1 };
+enum {
+  ZS_MASTER_FP32 = 0,
+  ZS_MASTER_PARAMS = 1,
+  ZS_MASTER_LEAN = 3,
+};
 /* Values of the sharding switches in zs_config. */
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 
@@ -203,7 +207,11 @@ typedef struct {
      and a budget's host unit with full params (params on the device, an fp32 master in the
      arena), ZS_OFFLOAD_PARAMS alone (params in the arena, an fp32 master on the device). The bits
      are those of the mode without offload either way; zs_plan_model counts each unit's master
-     where it exists. */
+     where it exists. ZS_MASTER_LEAN makes the bf16 params the
+     master (no fp32 copy: 2 + 2 + 8 bytes per parameter of params, gradient, m and v; 8 with bf16
+     moments), each update rounded to bf16 stochastically (the bits of rounding_seed, the step and
+     the element: "The optimizer"); it needs param_dtype ZS_BF16, offload = 0 and no
+     offload_budget_bytes, else ZS_ERR_INVALID_ARG. */
   int master;
   /* moment_dtype: ZS_F32 (the default) or ZS_BF16, the dtype Adam's m and v are stored in (4 bytes
      per parameter fewer with bf16: computed in fp32, rounded to nearest even when stored; see
@@ -231,6 +239,11 @@ typedef struct {
      runs. zs_engine_info, zs_plan_model and zshard-plan show the placement. Environment:
      ZS_OFFLOAD_BUDGET_BYTES. */
   size_t offload_budget_bytes;
+  /* master = ZS_MASTER_LEAN: the seed of the stochastic rounding's random bits (default 0; any
+     value). The same seed, data and configuration give the same bits on any world size, stage,
+     shard group and split (deterministic mode); a resumed run continues the same stream when it
+     keeps the seed (checkpoints do not store it). Unused in the other modes. */
+  uint64_t rounding_seed;
 } zs_config;
 
 /* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
@@ -281,10 +294,29 @@ typedef struct {
    p exactly as above from those, and stores the new m and v rounded to bf16 (nearest even); p
    uses this step's unrounded m and v. Each mode gives the same bits on the device and on the
    host tier (ZS_OFFLOAD_* bits, offload_budget_bytes): the offloaded update runs the mode's CPU
-   AdamW on the arena's state. Checkpoints store p, m and v in fp32 in every mode: a
-   checkpoint saved in either master mode loads into the other without loss; bf16 moments are
-   saved widened (exact), so they load into fp32 moments exactly, and fp32 moments loaded into
-   bf16 moments are rounded to nearest even (the only rounding a load applies). A non-finite
+   AdamW on the arena's state. Lean mode (ZS_MASTER_LEAN, param_dtype ZS_BF16, no
+   offload): no fp32 copy; the bf16 params (their home: full, or this rank's shard) are p. Each
+   step widens p to fp32 (exact), computes m, v, den, upd and p exactly as above (either
+   moment_dtype), and stores the new p rounded to bf16 stochastically: with u the bits of the
+   fp32 p and r 16 random bits, the bf16 bits are (sign of u) | min(|u| + r, 0x7f7fffff) >> 16,
+   i.e. up with probability equal to p's distance from the lower bf16 neighbour in units of their
+   spacing, so the expected value is p (a finite p never becomes infinite: one above bf16's largest
+   finite rounds down to it; inf and NaN stay as round-to-nearest leaves them). r comes from a
+   counter-based hash: with mix64(z) = (z ^= z >> 30; z *= 0xbf58476d1ce4e5b9; z ^= z >> 27;
+   z *= 0x94d049bb133111eb; z ^ (z >> 31)) and fmix32(x) = (x ^= x >> 16; x *= 0x85ebca6b;
+   x ^= x >> 13; x *= 0xc2b2ae35; x ^ (x >> 16)), K = mix64(mix64(mix64(rounding_seed ^
+   0x9e3779b97f4a7c15) + t) + unit) and k0, k1 its low and high 32 bits, the element at flat offset
+   lo + 2^32 hi of unit number `unit` (zs_engine_add_unit's order; tensors back to back, padding
+   after them) gets r = fmix32(fmix32(lo ^ k0) + (hi ^ k1)) >> 16 (wrap-around integer
+   arithmetic). Nothing of it depends on the world size, stage, shard group or micro-steps, so
+   deterministic runs give the same bits on every split, and the CPU paths and CUDA agree. In lean
+   mode zs_unit_set_param rounds the values to bf16 (nearest even) and zs_unit_get_param, export
+   and checkpoints read the params widened. Checkpoints store p, m and v in fp32 in every mode: a
+   checkpoint saved in either fp32 master mode loads into the other without loss; a lean
+   checkpoint holds the bf16 params widened (exact), so it loads into every mode exactly, and an
+   fp32 master loaded into lean mode is rounded to nearest even; bf16 moments are saved widened
+   (exact), so they load into fp32 moments exactly, and fp32 moments loaded into bf16 moments are
+   rounded to nearest even (the only roundings a load applies). A non-finite
    gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
    Why these defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and
    DeepSpeed clips only when gradient_clipping is configured, so a loop ported from either trains
@@ -420,8 +452,9 @@ ZS_API void zs_engine_destroy(zs_engine *e);
 /* ======== Parameters ======== */
 
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
-   Writes the fp32 master and the compute copy (and a gathered copy the caller holds; a prefetched
-   copy is dropped). Valid after commit, outside a step. Not collective, but every rank must set
+   Writes the fp32 master and the compute copy (lean mode, ZS_MASTER_LEAN: the bf16 params alone,
+   the master, rounded to nearest even), and a gathered copy the caller holds; a prefetched
+   copy is dropped. Valid after commit, outside a step. Not collective, but every rank must set
    the same tensors between the same collective calls: dropping a prefetched copy changes what
    the next zs_unit_gather of the unit communicates, so a rank that sets another unit makes that
    gather fail with ZS_ERR_COMM on every rank (with the check on; see the conventions above for
@@ -433,10 +466,11 @@ ZS_API zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
 /* zs_unit_set_param with the element count of host_full, checked against the tensor's:
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
 ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
-/* Reads the full fp32 master values of tensor t into host memory. The master is optimizer
-   state: collective within the shard group when the optimizer state is sharded (shard_optimizer:
-   stages 1-3, and whenever grads or params are sharded; every rank of the group must call), local
-   when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
+/* Reads the full fp32 master values of tensor t into host memory (lean mode: the bf16 params,
+   widened). The master is optimizer state: collective within the shard group when the optimizer
+   state is sharded (shard_optimizer: stages 1-3, and whenever grads or params are sharded; every
+   rank of the group must call), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the
+   engine. */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
@@ -751,8 +785,10 @@ ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
 /* The engine's effective configuration (environment variables and defaults resolved), owned by
    the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
-/* One line describing backends, stage, sharding, device, and every tunable setting with where
-   its value came from ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)", "(default)").
+/* One line describing backends, stage, sharding, device, the optimizer-state precision ("optimizer
+   state: master fp32 copy|params (the fp32 params)|lean (...), moments fp32|bf16", lean adding its
+   rounding_seed), and every tunable setting with where its value came from ("prefetch_units=2
+   (ZS_PREFETCH_UNITS)", "(program)", "(default)").
 
    With an offload budget, after zs_engine_commit it ends with the placement: "; placement:
    budget B bytes, device D bytes, K of N units on the host: <their names>". */

@@ -215,6 +215,29 @@ const char *zs_env(const char *name) {
   return NULL; /* not in the table: not a variable of this library */
 }
 
+/* master = ZS_MASTER_LEAN's needs: bf16 params, and no host tier (the offloaded optimizer keeps an
+   fp32 master). */
+static zs_status zs_config_validate_lean(const zs_config *c) {
+  if (c->master != ZS_MASTER_LEAN) return ZS_OK;
+  if (c->param_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_LEAN needs param_dtype ZS_BF16 (the bf16 params are the "
+                  "master): set param_dtype = ZS_BF16, or master = ZS_MASTER_PARAMS for fp32 "
+                  "params without a copy");
+  if (c->offload)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_LEAN with offload 0x%x is not supported (the offloaded "
+                  "optimizer keeps an fp32 master): set offload = 0 or master = ZS_MASTER_FP32",
+                  c->offload);
+  if (c->offload_budget_bytes)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_LEAN with offload_budget_bytes %zu is not supported (units "
+                  "the budget places on the host keep an fp32 master): set offload_budget_bytes "
+                  "= 0 or master = ZS_MASTER_FP32",
+                  c->offload_budget_bytes);
+  return ZS_OK;
+}
+
 zs_status zs_config_validate(const zs_config *c) {
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
   if (c->stage < 0 || c->stage > 3)
@@ -276,9 +299,11 @@ zs_status zs_config_validate(const zs_config *c) {
   if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.weight_decay %g must be finite and >= 0",
                   (double)c->adamw.weight_decay);
-  if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS)
-    return zs_err(ZS_ERR_INVALID_ARG, "master %d: use ZS_MASTER_FP32 (0) or ZS_MASTER_PARAMS",
+  if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS && c->master != ZS_MASTER_LEAN)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master %d: use ZS_MASTER_FP32 (0), ZS_MASTER_PARAMS or ZS_MASTER_LEAN",
                   c->master);
+  ZS_CHECK(zs_config_validate_lean(c));
   if (c->master == ZS_MASTER_PARAMS && c->param_dtype != ZS_F32)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "master = ZS_MASTER_PARAMS needs param_dtype ZS_F32 (bf16 params cannot hold "

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "device/cpu/adamw.h"
+#include "device/cpu/adamw_lean.h"
 #include "device/cpu/engine_ops.h"
 
 #if !defined(__SANITIZE_ADDRESS__)
@@ -245,5 +246,17 @@ zs_status zs_dev_adamw_m16(zs_dev *d, const zs_adamw_coef *c, float *master, uin
   (void)d;
   (void)stream;
   zs_cpu_adamw_m16(c, master, m, v, grad, grad_dt, param_out, param_dt, n);
+  return ZS_OK;
+}
+
+zs_status zs_dev_adamw_lean(zs_dev *d, const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p,
+                            void *m, void *v, int mbf16, const uint16_t *grad, size_t n,
+                            void *stream) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_adamw_lean(c, k, p, m, v, mbf16, grad, n, stream);
+#endif
+  (void)d;
+  (void)stream;
+  zs_cpu_adamw_lean(c, k, p, m, v, mbf16, grad, n);
   return ZS_OK;
 }

@@ -8,7 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/ops.h" /* zs_dtype_size, zs_adamw_coef */
+#include "device/lean.h" /* zs_lean_key */
+#include "device/ops.h"  /* zs_dtype_size, zs_adamw_coef */
 #include "zshard.h"
 
 typedef struct {
@@ -79,5 +80,10 @@ zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *
 zs_status zs_dev_adamw_m16(zs_dev *d, const zs_adamw_coef *c, float *master, uint16_t *m,
                            uint16_t *v, const void *grad, zs_dtype grad_dt, void *param_out,
                            zs_dtype param_dt, size_t n, void *stream);
+/* Lean mode (zs_cpu_adamw_lean / zs_cuda_adamw_lean: the same bits): p (bf16, the master), m and
+   v (bf16 when mbf16, else fp32) updated in place from grad (bf16) under key k. */
+zs_status zs_dev_adamw_lean(zs_dev *d, const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p,
+                            void *m, void *v, int mbf16, const uint16_t *grad, size_t n,
+                            void *stream);
 
 #endif

@@ -210,7 +210,7 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
   if (kind == 0) {
     ZS_CHECK(put_params(p, u, x0, src, cnt));
     uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
-    if (s0 < s1)
+    if (s0 < s1 && !zs_unit_lean(u)) /* lean: the params written above are the master */
       ZS_CHECK(zs_ckpt_state_from_host(p->e, u, u->master + (s0 - u->opt_off), src + (s0 - x0),
                                        (size_t)(s1 - s0)));
     return ZS_OK;

@@ -127,9 +127,11 @@ static zs_status put_moment(writer *w, const zs_unit *u, zs_state s, uint64_t lo
   return rc;
 }
 
-/* A frozen unit's segment [a, a + n): its params widened to fp32 as the master values, zeros as
-   m and v (a unit that never trained), through a staging block of its own. */
-static zs_status put_frozen(writer *w, zs_unit *u, uint64_t a, uint64_t n) {
+/* The master values of a unit whose master is its params (zs_unit_master_in_params) over its
+   segment [a, a + n): the params widened to fp32 (exact), then, for a frozen unit, zeros as m and
+   v (a unit that never trained), through a staging block of its own. A lean unit's m and v follow
+   from the caller (put_moment). */
+static zs_status put_params_master(writer *w, zs_unit *u, uint64_t a, uint64_t n) {
   const uint64_t cap = w->block / 4 ? w->block / 4 : 1;
   float *buf = malloc((size_t)cap * 4);
   if (!buf) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
@@ -140,7 +142,7 @@ static zs_status put_frozen(writer *w, zs_unit *u, uint64_t a, uint64_t n) {
     if (rc == ZS_OK) rc = emit(w, buf, 4 * take);
   }
   memset(buf, 0, (size_t)cap * 4);
-  for (int moment = 0; moment < 2; moment++)
+  for (int moment = 0; moment < 2 && u->frozen; moment++)
     for (uint64_t i = 0; i < n && rc == ZS_OK; i += cap)
       rc = emit(w, buf, 4 * (n - i < cap ? n - i : cap));
   free(buf);
@@ -152,11 +154,14 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   for (int k = 0; k < ns; k++) {
     zs_unit *u = w->e->units[segs[k].unit];
     if (u->frozen) {
-      ZS_CHECK(put_frozen(w, u, segs[k].begin, segs[k].end - segs[k].begin));
+      ZS_CHECK(put_params_master(w, u, segs[k].begin, segs[k].end - segs[k].begin));
       continue;
     }
     const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
-    ZS_CHECK(put_state(w, u, u->master + lo, n));
+    if (zs_unit_lean(u))
+      ZS_CHECK(put_params_master(w, u, segs[k].begin, n));
+    else
+      ZS_CHECK(put_state(w, u, u->master + lo, n));
     ZS_CHECK(put_moment(w, u, ZS_ST_ADAM_M, lo, n));
     ZS_CHECK(put_moment(w, u, ZS_ST_ADAM_V, lo, n));
   }

@@ -185,6 +185,17 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->deterministic ? ", deterministic" : "");
   size_t len = strlen(e->info);
+  snprintf(e->info + len, sizeof e->info - len, "; optimizer state: master %s, moments %s",
+           cfg->master == ZS_MASTER_LEAN     ? "lean (the bf16 params, stochastic rounding)"
+           : cfg->master == ZS_MASTER_PARAMS ? "params (the fp32 params)"
+                                             : "fp32 copy",
+           cfg->moment_dtype == ZS_BF16 ? "bf16" : "fp32");
+  if (cfg->master == ZS_MASTER_LEAN) {
+    len = strlen(e->info);
+    snprintf(e->info + len, sizeof e->info - len, ", rounding_seed %llu",
+             (unsigned long long)cfg->rounding_seed);
+  }
+  len = strlen(e->info);
   snprintf(e->info + len, sizeof e->info - len, "; settings: %s", sources);
   if (e->arena) {
     size_t n = strlen(e->info);

@@ -56,7 +56,8 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   const zs_layout *l = &u->lay;
   const size_t base = l->off[t];
   size_t a, b;
-  if (!u->frozen && zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
+  if (!zs_unit_master_in_params(u) &&
+      zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
     ZS_CHECK(put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b));
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT))
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
@@ -87,7 +88,7 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_PARAM, u);
   const size_t P = u->lay.padded;
-  if (!u->frozen && !u->st.s[ZS_ST_MASTER].sharded)
+  if (!zs_unit_master_in_params(u) && !u->st.s[ZS_ST_MASTER].sharded)
     return zs_engine_fail(
         e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
   float *full = NULL;

@@ -71,7 +71,7 @@ zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user) 
 
 /* Unit u's full fp32 master into the located tensors (one unit's master gathered at a time). */
 static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
-  if (!u->frozen && !u->st.s[ZS_ST_MASTER].sharded) {
+  if (!zs_unit_master_in_params(u) && !u->st.s[ZS_ST_MASTER].sharded) {
     for (int t = 0; t < u->ntensors; t++)
       if (v[t].host)
         ZS_CHECK(

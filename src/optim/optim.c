@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "device/cpu/engine_ops.h" /* zs_sq_bins_value */
 #include "offload/cpu_adamw.h"
+#include "offload/cpu_adamw_lean.h"
 #include "offload/host_update.h"
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
@@ -18,14 +19,20 @@ struct zs_optim {
   zs_offload_pipe pipe;          /* CUDA with offloaded state: the copy pipeline's staging */
   zs_host_update_fn host_update; /* the mode's AdamW of host-resident state (chosen at create) */
   zs_adamw_coef decay, nodecay;
+  int lean;      /* zs_optim_prepare's config: master = ZS_MASTER_LEAN */
+  uint64_t seed; /* ... its rounding_seed */
+  int64_t t;     /* ... and the step */
 };
 
 zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (!cfg || !cfg->dev || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: NULL");
   if (cfg->offload_optimizer && !cfg->arena)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: offloaded optimizer without an arena");
+  /* The lean (and remainder) modes update through their own kernels and never live on the host
+     tier (zs_config_validate); the other modes pick their host-tier AdamW here. */
   zs_host_update_fn hu = NULL;
-  ZS_CHECK(zs_host_update_for(cfg->master, cfg->moment_dtype, &hu));
+  if (cfg->master == ZS_MASTER_FP32 || cfg->master == ZS_MASTER_PARAMS)
+    ZS_CHECK(zs_host_update_for(cfg->master, cfg->moment_dtype, &hu));
   zs_optim *o = calloc(1, sizeof *o);
   if (!o) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
   o->cfg = *cfg;
@@ -102,6 +109,25 @@ void zs_optim_prepare(zs_optim *o, const zs_config *c, int64_t t, double gscale)
                      c->adamw.weight_decay, t, gscale);
   zs_adamw_coef_make(&o->nodecay, c->adamw.lr, c->adamw.beta1, c->adamw.beta2, c->adamw.eps, 0.0f,
                      t, gscale);
+  o->lean = c->master == ZS_MASTER_LEAN;
+  o->seed = c->rounding_seed;
+  o->t = t;
+}
+
+/* Lean mode: the bf16 params (s->param) are the master, updated in place with stochastic
+   rounding keyed by (seed, t, unit, element); never offloaded (zs_config_validate). */
+static zs_status update_lean(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
+  zs_dev *d = o->cfg.dev;
+  if (s->state_host || s->params_host || o->cfg.param_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_update: lean mode needs bf16 params on the device");
+  const zs_lean_key k = zs_lean_key_make(o->seed, o->t, s->unit, (uint64_t)s->elem);
+  const int mbf16 = o->cfg.moment_dtype == ZS_BF16;
+  if (d->kind == ZS_DEVICE_CUDA)
+    return zs_dev_adamw_lean(d, c, &k, s->param, s->m, s->v, mbf16, s->grad, s->n,
+                             d->compute_stream);
+  zs_cpu_adamw_lean_ex(o->cpu_pool, ZS_ADAMW_ISA_AUTO, c, &k, s->param, s->m, s->v, mbf16, s->grad,
+                       s->n);
+  return ZS_OK;
 }
 
 /* The device's AdamW in the mode's moment dtype (CUDA): out NULL when the master is the params. */
@@ -131,6 +157,7 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
   const zs_adamw_coef *c = s->no_weight_decay ? &o->nodecay : &o->decay;
+  if (o->lean) return update_lean(o, c, s);
   /* ZS_MASTER_PARAMS (params and state on one tier): the params are the master, updated in
      place; nothing to write after. */
   void *out = s->param == (void *)s->master ? NULL : s->param;

@@ -8,6 +8,8 @@
  *   otherwise, CUDA                                       -> the device (zs_dev_adamw)
  *   otherwise, the CPU device                             -> this optimizer's CPU workers
  *                                                           (ZS_ADAMW_THREADS), or the caller
+ *   lean mode (ZS_MASTER_LEAN: bf16 params are the master)  -> as the last two, in place on the
+ *                                                           params (src/device/cpu/adamw_lean.h)
  *
  * Every path gives the same bits (src/device/cpu/adamw.h), in each precision mode: the CPU paths
  * run the mode's host update (offload/host_update.h), the CUDA ones its device kernel. The engine
@@ -92,7 +94,8 @@ double zs_optim_clip_coef(double norm, double max_grad_norm);
 
 /* ---- The update ---- */
 /* The coefficients of optimizer step t (1-based) from cfg->adamw, gradients scaled by gscale
-   (clip / (world * micro_steps)); zs_optim_update uses them until the next call. */
+   (clip / (world * micro_steps)); zs_optim_update uses them until the next call, and in lean mode
+   (cfg->master == ZS_MASTER_LEAN) t and cfg->rounding_seed as the rounding's key. */
 void zs_optim_prepare(zs_optim *o, const zs_config *cfg, int64_t t, double gscale);
 
 /* One tensor's piece of this rank's optimizer range. */
@@ -106,6 +109,11 @@ typedef struct {
                        master (ZS_MASTER_PARAMS), updated in place */
   size_t n;         /* elements */
   int no_weight_decay, state_host, params_host;
+  /* Lean mode (ZS_MASTER_LEAN: master NULL, param the bf16 params updated in place): the unit's
+     index and the flat offset in the unit of element 0, the key of the rounding's random bits
+     (src/device/lean.h); unused in the other modes. */
+  int unit;
+  size_t elem;
 } zs_optim_seg;
 
 /* AdamW on one segment, on the path the table above chooses. Work is queued on the engine's

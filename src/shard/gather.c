@@ -182,9 +182,10 @@ int zs_shard_invalidate(zs_unit *u) {
   return 0;
 }
 
-/* A frozen unit's values (it has no master): its params, all-gathered in param_dtype when they
-   are sharded (collective over the shard group), converted to fp32 into full. */
-static zs_status gather_frozen(zs_unit *u, float *full) {
+/* The values of a unit whose master is its params (zs_unit_master_in_params: frozen, or lean
+   mode): its params, all-gathered in param_dtype when they are sharded (collective over the shard
+   group), converted to fp32 into full. */
+static zs_status gather_params_as_master(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
   const zs_dtype pd = x->cfg->param_dtype;
@@ -202,7 +203,8 @@ static zs_status gather_frozen(zs_unit *u, float *full) {
   if (rc == ZS_OK)
     rc = zs_coll_all_gather(x->shard, mine, tmp, u->lay.shard, zs_cdt_of(pd), d->comm_stream);
   if (rc == ZS_OK) rc = zs_coll_sync(x->shard, d->comm_stream);
-  if (rc != ZS_OK) rc = zs_err_wrap(rc, "gather of frozen unit '%s' params", u->name);
+  if (rc != ZS_OK)
+    rc = zs_err_wrap(rc, "gather of %s unit '%s' params", u->frozen ? "frozen" : "lean", u->name);
   if (rc == ZS_OK && pd != ZS_F32) rc = zs_dev_convert(d, full, ZS_F32, tmp, pd, P, d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_sync(d, d->comm_stream);
   if (pd != ZS_F32) zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, tmp, P * ps, NULL);
@@ -211,7 +213,7 @@ static zs_status gather_frozen(zs_unit *u, float *full) {
 
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
-  if (u->frozen) return gather_frozen(u, full);
+  if (zs_unit_master_in_params(u)) return gather_params_as_master(u, full);
   if (!u->st.s[ZS_ST_MASTER].sharded) {
     /* On the compute stream, then waited for: the caller reads `full` from the host next. */
     ZS_CHECK(zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, x->dev->compute_stream));

@@ -139,14 +139,26 @@ static inline void *zs_unit_home_at(zs_unit *u, zs_state role, size_t a) {
   return (char *)*zs_unit_slot(u, h) + (a - off) * zs_dtype_size(u->st.s[h].dtype);
 }
 
+/* Whether u's master values are its params in param_dtype (read widened to fp32, written rounded
+   to nearest even; u->master is NULL): a frozen unit (no master at all) or lean mode
+   (ZS_MASTER_LEAN: the bf16 params are the master, updated by the lean AdamW). */
+static inline int zs_unit_master_in_params(const zs_unit *u) {
+  return u->frozen || u->ctx->cfg->master == ZS_MASTER_LEAN;
+}
+/* Whether u is trained in lean mode (its bf16 params are the master it updates). */
+static inline int zs_unit_lean(const zs_unit *u) {
+  return !u->frozen && u->ctx->cfg->master == ZS_MASTER_LEAN;
+}
+
 /* ZS_MASTER_PARAMS (ZS_ST_MASTER's life NONE): points u->master at the params' home over the
    optimizer range, which the home covers whole and holds in fp32 (zs_config_validate), so every
    reader and writer of the master (the update, set/get params, checkpoints, export) uses the
    params in place. Call after the params are allocated; the alias is never freed. A frozen unit
    (whose table has no master either, zs_state_table_freeze) gets no alias: u->master stays NULL,
-   nothing reads or writes its master, and the update never runs on its params. */
+   nothing reads or writes its master, and the update never runs on its params. Lean mode
+   (ZS_MASTER_LEAN: no fp32 master either, the params are bf16) gets no alias as well. */
 static inline void zs_unit_alias_master(zs_unit *u) {
-  if (!u->frozen && zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_NONE))
+  if (!zs_unit_master_in_params(u) && zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_NONE))
     u->master = (float *)zs_unit_home_at(u, ZS_ST_PARAM_FULL, u->opt_off);
 }
 

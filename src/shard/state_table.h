@@ -35,7 +35,7 @@ typedef enum {
   /* The fp32 master copy over the optimizer range: the whole unit, or this rank's shard when the
      optimizer is sharded; on the device (optimizer) or in the host arena with
      ZS_OFFLOAD_OPTIMIZER (host_pinned). */
-  ZS_ST_MASTER, /* life NONE when the fp32 params are the master (ZS_MASTER_PARAMS) */
+  ZS_ST_MASTER, /* life NONE when the params are the master (ZS_MASTER_PARAMS, ZS_MASTER_LEAN) */
   ZS_ST_ADAM_M, /* AdamW's first moment (fp32, or bf16 by zs_config.moment_dtype): placed and
                    sized as the master */
   ZS_ST_ADAM_V, /* AdamW's second moment: as the first */
@@ -72,7 +72,10 @@ typedef struct {
    the configuration, pdt the param (and gradient) dtype.
 
    Precision: master_params (zs_config.master == ZS_MASTER_PARAMS: fp32 params) sets
-   t->master_params, and zs_state_table_place_master gives ZS_ST_MASTER its life. moment_dt
+   t->master_params, and zs_state_table_place_master gives ZS_ST_MASTER its life.
+   Lean mode (ZS_MASTER_LEAN: bf16 params, no offload) passes master_params too: its bf16 params
+   are the master, read and written through them (zs_unit_master_in_params), with no alias.
+   moment_dt
    (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V, on whichever tier
    they live (the host arena's update runs the same kernels). */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,

@@ -66,6 +66,38 @@ foreach(stage 0 1 2 3)
 endforeach()
 zs_engine_equiv(engine_splits4_stage3_moments_bf16_master_params "2x2;4x1" 3 det REF_STAGE 0 --moments-bf16 1 --master 1 --reftol 5e-4)
 zs_engine_equiv(engine_splits6_stage2_master_params_bucket "2x3;3x2" 2 det REF_STAGE 0 RUN_ARGS "--master 1 --bucket 40")
+# Lean mode (ZS_MASTER_LEAN: the bf16 params are the master, stochastic rounding keyed by the
+# step, the unit and the element's offset in it): against a float64 AdamW that rounds p with the
+# same bits (written in the test from zshard.h's definition; the engine's fp32 arithmetic and bf16
+# gradients leave it a hair apart: 5e-4 relative is well under one bf16 ulp, 2^-8), and bit for bit
+# across world sizes 1, 2, 4, stages 0-3, splits, hybrid groups, buckets and bf16 moments (the
+# rounding's bits do not depend on sharding).
+zs_mpi_test(engine_train_np1_adamw_defaults_lean test_engine_train NP 1 ARGS --stage 3 --bf16 1 --master 3 --defaults 1 --steps 12 --reftol 5e-4 LABELS engine)
+foreach(stage 0 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage}_lean "1x4;2x2;4x1" ${stage} det REF_STAGE 0 --bf16 1 --master 3 --reftol 3e-2)
+endforeach()
+zs_engine_equiv(engine_splits4_stage2_lean_moments_bf16 "1x4;2x2;4x1" 2 det REF_STAGE 0 --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2)
+zs_engine_equiv(engine_splits8_stage3_lean_hybrid2 "4x2" 3 det REF_STAGE 0 --bf16 1 --master 3 --group 2 --reftol 3e-2)
+# Lean mode against a float64 reference of exactly its algorithm, training next to fp32-master
+# (least squares: losses within the bound bf16 params allow), checkpoints both ways across modes
+# and stages, and a resumed lean run continuing the same rounding stream.
+zs_exe(test_engine_lean SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_lean.c)
+zs_mpi_test(engine_lean_np1 test_engine_lean NP 1 ARGS --stage 0 --load-stage 3 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np1 LABELS engine)
+zs_mpi_test(engine_lean_np2 test_engine_lean NP 2 ARGS --stage 3 --load-stage 0 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np2 LABELS engine)
+zs_mpi_test(engine_lean_np3 test_engine_lean NP 3 ARGS --stage 2 --load-stage 1 --dir ${CMAKE_CURRENT_BINARY_DIR}/engine_lean_np3 LABELS engine)
+zs_engine_equiv(engine_splits6_stage1_lean_bucket "2x3;3x2" 1 det REF_STAGE 0 --bf16 1 --master 3 --reftol 3e-2 RUN_ARGS "--bucket 40")
+# GPU: lean mode on CUDA against the 1-rank CPU run bit for bit (the CUDA twin draws lean.h's bits
+# and rounds with its functions); two ranks share the GPU through the host-staged MPI backend.
+if(ZS_HAVE_CUDA)
+  foreach(stage 1 3)
+    zs_engine_equiv(engine_cuda_lean_np2_stage${stage} 2 ${stage} det --bf16 1 --master 3 --reftol 3e-2 RUN_ARGS "--device cuda")
+  endforeach()
+  zs_engine_equiv(engine_cuda_lean_m16_np2_stage2 2 2 det --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--device cuda")
+  set_property(TEST engine_cuda_lean_np2_stage1 engine_cuda_lean_np2_stage3 engine_cuda_lean_m16_np2_stage2
+               APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
+  set_property(TEST engine_cuda_lean_np2_stage1 engine_cuda_lean_np2_stage3 engine_cuda_lean_m16_np2_stage2
+               APPEND PROPERTY LABELS gpu)
+endif()
 # No prefetch, deeper prefetch, clipping off, hybrid sharding, bf16, a non-finite gradient.
 zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
@@ -384,6 +416,8 @@ zs_mpi_test(engine_frozen_bf16_np2 test_engine_frozen NP 2 ARGS --bf16 LABELS en
 zs_mpi_test(engine_frozen_master_params_np2 test_engine_frozen NP 2 ARGS --master LABELS engine)
 zs_mpi_test(engine_frozen_m16_np3 test_engine_frozen NP 3 ARGS --m16 LABELS engine)
 zs_mpi_test(engine_frozen_bf16_m16_np2 test_engine_frozen NP 2 ARGS --bf16 --m16 LABELS engine)
+zs_mpi_test(engine_frozen_lean_np2 test_engine_frozen NP 2 ARGS --bf16 --lean LABELS engine)
+zs_mpi_test(engine_frozen_lean_m16_np3 test_engine_frozen NP 3 ARGS --bf16 --lean --m16 LABELS engine)
 function(zs_frozen_ckpt name first second)
   add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/frozen_ckpt.sh ${ZS_MPIEXEC}
                                 $<TARGET_FILE:test_engine_frozen> ${first} ${second} ${ARGN})
@@ -400,3 +434,6 @@ zs_frozen_ckpt(engine_frozen_ckpt_trainable_2s1_to_3s3 "2 1 --trainable" "3 3")
 zs_frozen_ckpt(engine_frozen_ckpt_m16_master_2s2_to_3s3_trainable "2 2 --m16 --master"
                "3 3 --trainable --m16")
 zs_frozen_ckpt(engine_frozen_ckpt_m16_trainable_3s1_to_2s0 "3 1 --trainable --m16" "2 0 --master")
+# Lean mode on either side (bf16 params): the saved values are the params widened either way.
+zs_frozen_ckpt(engine_frozen_ckpt_lean_2s3_to_3s1_trainable "2 3 --bf16 --lean" "3 1 --trainable --bf16")
+zs_frozen_ckpt(engine_frozen_ckpt_trainable_3s2_to_2s0_lean "3 2 --trainable --bf16" "2 0 --bf16 --lean")

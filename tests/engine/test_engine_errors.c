@@ -102,6 +102,44 @@ static void precision_cases(zs_comm *comm) {
       zs_engine_destroy(e);
       e = NULL;
     }
+  /* Lean mode: bf16 params only, no offload bits, no budget (each refusal says what to change,
+     creates nothing, and the planner refuses the same). */
+  for (int k = 0; k < 4; k++) {
+    zs_config_default(&c);
+    c.stage = 2;
+    c.master = ZS_MASTER_LEAN;
+    c.param_dtype = ZS_BF16;
+    const char *want = NULL;
+    if (k == 0) {
+      c.param_dtype = ZS_F32;
+      want = "set param_dtype = ZS_BF16";
+    } else if (k == 1) {
+      c.offload = ZS_OFFLOAD_OPTIMIZER;
+      want = "set offload = 0";
+    } else if (k == 2) {
+      c.offload = ZS_OFFLOAD_PARAMS;
+      c.stage = 3;
+      want = "set offload = 0";
+    } else {
+      c.offload_budget_bytes = 1 << 20;
+      want = "set offload_budget_bytes = 0";
+    }
+    e = NULL;
+    ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+    ZS_EXPECT(strstr(zs_last_error(), "ZS_MASTER_LEAN") != NULL &&
+                  strstr(zs_last_error(), want) != NULL,
+              "lean case %d: says what to change (%s): %s", k, want, zs_last_error());
+    ZS_EXPECT(e == NULL, "nothing created");
+    ZS_EXPECT_STATUS(zs_plan_model(&c, 1, numel, 1, 0, SIZE_MAX, SIZE_MAX, &r), ZS_ERR_INVALID_ARG);
+  }
+  /* ... and with bf16 params and nothing offloaded it is accepted (bf16 moments too). */
+  zs_config_default(&c);
+  c.master = ZS_MASTER_LEAN;
+  c.param_dtype = ZS_BF16;
+  c.moment_dtype = ZS_BF16;
+  ZS_OK_OR_DIE(zs_plan_model(&c, 1, numel, 1, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  zs_engine_destroy(e);
 }
 
 static void unit_cases(zs_engine *e) {

@@ -15,8 +15,9 @@
  * With --save DIR --dump FILE (run with frozen units, then save, then rank 0 dumps every value)
  * and --load DIR --compare FILE [--trainable] (an engine frozen or not loads and compares), the
  * script frozen_ckpt.sh checks checkpoints across world sizes and stages. --master (fp32 params
- * are the master, ZS_MASTER_PARAMS) and --m16 (bf16 Adam moments) run any of it in a precision
- * mode: a frozen unit has no master, m or v in any, and its params are never updated. */
+ * are the master, ZS_MASTER_PARAMS), --lean (with --bf16: the bf16 params are the master,
+ * ZS_MASTER_LEAN) and --m16 (bf16 Adam moments) run any of it in a precision mode: a frozen unit
+ * has no master, m or v in any, and its params are never updated. */
 #include <stdint.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ static float from_bf16(uint16_t h) {
 typedef struct {
   int stage, bf16, freeze, world, rank;
   int nowd_frozen; /* the reference run: the would-be-frozen units have no weight decay */
-  int master, m16; /* zs_config.master = ZS_MASTER_PARAMS, moment_dtype = ZS_BF16 */
+  int master, m16; /* zs_config.master (ZS_MASTER_PARAMS, ZS_MASTER_LEAN), moment_dtype = ZS_BF16 */
 } run_cfg;
 
 static zs_engine *make(zs_comm *comm, const run_cfg *rc, zs_unit **units) {
@@ -59,7 +60,7 @@ static zs_engine *make(zs_comm *comm, const run_cfg *rc, zs_unit **units) {
   c.adamw.weight_decay = 0.1f;
   c.adamw.max_grad_norm = 0.5f; /* clips: the norm decides every update's scale */
   c.prefetch_units = 1;
-  if (rc->master) c.master = ZS_MASTER_PARAMS;
+  if (rc->master) c.master = rc->master;
   if (rc->m16) c.moment_dtype = ZS_BF16;
   zs_engine *e;
   ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
@@ -297,7 +298,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--stage") && i + 1 < argc) stage = atoi(argv[++i]);
     if (!strcmp(argv[i], "--bf16")) bf16 = 1;
     if (!strcmp(argv[i], "--trainable")) trainable = 1;
-    if (!strcmp(argv[i], "--master")) master = 1;
+    if (!strcmp(argv[i], "--master")) master = ZS_MASTER_PARAMS;
+    if (!strcmp(argv[i], "--lean")) master = ZS_MASTER_LEAN;
     if (!strcmp(argv[i], "--m16")) m16 = 1;
     if (!strcmp(argv[i], "--save") && i + 1 < argc) save = argv[++i];
     if (!strcmp(argv[i], "--load") && i + 1 < argc) load = argv[++i];
@@ -339,6 +341,9 @@ int main(int argc, char **argv) {
       FILE *f = fopen(cmp, "rb");
       ZS_EXPECT(f && fread(w, 4, (size_t)tm_total(), f) == (size_t)tm_total(), "read %s", cmp);
       if (f) fclose(f);
+      /* Lean mode holds the loaded master in its bf16 params: rounded to nearest even. */
+      for (int64_t i = 0; master == ZS_MASTER_LEAN && i < tm_total(); i++)
+        w[i] = from_bf16(to_bf16(w[i]));
       for (int ui = 0; ui < TM_NUNITS; ui++)
         ZS_EXPECT(memcmp(v + tm_base(ui, 0), w + tm_base(ui, 0),
                          4 * (size_t)(tm_base(ui, tm_units[ui].ntensors - 1) +

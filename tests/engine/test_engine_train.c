@@ -10,7 +10,8 @@
  *        [--clip X] [--wd X] [--lr X] [--prefetch P] [--group G] [--write F] [--compare F]
  *        [--tol X] [--reftol X] [--skip-nonfinite-at K] [--offload BITS] [--device cpu|cuda]
  *        [--bucket BYTES] [--reduce-bf16 0|1 (default: the params' dtype)]
- *        [--load DIR] [--save DIR] [--defaults 1] [--master 0|1 (zs_config.master)]
+ *        [--load DIR] [--save DIR] [--defaults 1] [--master 0|1|3 (zs_config.master; 3 lean:
+ *        the reference rounds p to bf16 stochastically with the bits zshard.h defines)]
  *        [--moments-bf16 0|1 (zs_config.moment_dtype; the reference rounds m, v to bf16)]
  *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F]
  * --budget-frac F (0..1) sets an offload budget F of the way from the least budget the model fits
@@ -44,7 +45,7 @@ typedef struct {
   int shard[3]; /* zs_config.shard_params, shard_grads, shard_optimizer (ZS_SHARD_*) */
   int split;    /* the backward adds each gradient in two += (g - h, then h; h = 0.3 g) */
   int defaults; /* leave zs_config_default's AdamW values; the reference uses zshard.h's */
-  int master;   /* zs_config.master (ZS_MASTER_FP32 / ZS_MASTER_PARAMS) */
+  int master;   /* zs_config.master (ZS_MASTER_FP32 / ZS_MASTER_PARAMS / ZS_MASTER_LEAN) */
   int m16;      /* zs_config.moment_dtype = ZS_BF16 */
   float clip, wd, lr;
   double tol, reftol;
@@ -148,6 +149,37 @@ static int ref_no_decay(int64_t gi) {
   return 0;
 }
 
+/* Lean mode's rounding, from zshard.h's text: the 16 random bits of element `off` of unit `unit`
+   at step t (seed 0), and p rounded to bf16 with them (up from the truncated magnitude when its
+   low 16 bits plus r reach 2^16, never past bf16's largest finite). */
+static uint64_t lean_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static uint32_t lean_fmix32(uint32_t x) {
+  x = (x ^ (x >> 16)) * 0x85ebca6bu;
+  x = (x ^ (x >> 13)) * 0xc2b2ae35u;
+  return x ^ (x >> 16);
+}
+static double lean_round(double p, int64_t t, int64_t gi) {
+  int unit = 0;
+  while (unit + 1 < TM_NUNITS && gi >= tm_base(unit + 1, 0))
+    unit++;
+  const uint64_t off = (uint64_t)(gi - tm_base(unit, 0));
+  const uint64_t K =
+      lean_mix64(lean_mix64(lean_mix64(0x9e3779b97f4a7c15ull) + (uint64_t)t) + (uint64_t)unit);
+  const uint32_t r = lean_fmix32(lean_fmix32((uint32_t)off ^ (uint32_t)K) +
+                                 ((uint32_t)(off >> 32) ^ (uint32_t)(K >> 32))) >>
+                     16;
+  const float f = (float)p;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint32_t mag = ((u & 0x7fffffffu) >> 16) + (((u & 0xffffu) + r) >> 16);
+  if (mag > 0x7f7fu) mag = 0x7f7fu;
+  return zs_bf16_to_f32((uint16_t)(((u >> 16) & 0x8000u) | mag));
+}
+
 static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch, int nonfinite) {
   const int64_t n = tm_total(), nb = (int64_t)world * o->micro;
   double *g = calloc((size_t)n, sizeof *g);
@@ -178,6 +210,7 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
     double mh = mn / (1 - pow(b1, (double)r->t)), vh = vn / (1 - pow(b2, (double)r->t));
     double wd = ref_no_decay(i) ? 0.0 : o->wd;
     r->p[i] -= o->lr * (mh / (sqrt(vh) + eps) + wd * r->p[i]);
+    if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
   }
   free(g);
 }
@@ -319,7 +352,9 @@ int main(int argc, char **argv) {
   const int64_t n = tm_total();
   ref_state ref = {calloc((size_t)n, 8), calloc((size_t)n, 8), calloc((size_t)n, 8), 0};
   for (int64_t i = 0; i < n; i++)
-    ref.p[i] = (double)tm_init(i);
+    ref.p[i] = o.master == ZS_MASTER_LEAN
+                   ? zs_bf16_to_f32(zs_f32_to_bf16(tm_init(i))) /* the master */
+                   : (double)tm_init(i);
   for (int u = 0; u < TM_NUNITS; u++)
     for (int k = 0; k < tm_units[u].ntensors; k++) {
       int64_t nk = tm_numel(u, k), b = tm_base(u, k);

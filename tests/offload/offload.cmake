@@ -40,3 +40,11 @@ if(ZS_HAVE_CUDA) # the tier's pinned staging slots feeding device copies
                LABELS "offload;gpu")
   set_tests_properties(offload_nvme_cuda PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+# Lean mode (ZS_MASTER_LEAN): every CPU path and the pool against a reference written from
+# zshard.h's contract, bit for bit; the stochastic rounding unbiased, the hash balanced.
+zs_offload_exe(test_adamw_lean ${CMAKE_CURRENT_LIST_DIR}/test_adamw_lean.c)
+zs_unit_test(adamw_lean test_adamw_lean LABELS offload TIMEOUT 120)
+foreach(isa scalar avx2)
+  zs_unit_test(adamw_lean_env_${isa} test_adamw_lean ARGS --quick LABELS offload)
+  set_property(TEST adamw_lean_env_${isa} APPEND PROPERTY ENVIRONMENT ZS_ADAMW_ISA=${isa})
+endforeach()

@@ -64,6 +64,18 @@ check "master params + bf16 moments, opt+params offload, stage 3 host/grads" "$g
 got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master params --offload opt \
   --device cpu --model-states-only --json | field 'd["per_rank"]["host_pinned"]')
 check "master params, optimizer offload, stage 1 host" "$got" 1406250000
+# Lean mode (the bf16 params are the master): bf16 params and grads (2 + 2 bytes) and m, v: at
+# stage 0 12 psi = 90e9 (8 psi = 60e9 with bf16 moments); stage 3 on 64 ranks 12 psi / 64 =
+# 1406250000. fp32 params cannot be lean (refused).
+for m in fp32:0:90000000000 bf16:0:60000000000 fp32:3:1406250000; do
+  IFS=: read -r md st want_b <<<"$m"
+  got=$("$plan" --params 7.5e9 --world 64 --stage "$st" --dtype bf16 --master lean \
+    --moment-dtype "$md" --model-states-only --json | field 'd["per_rank"]["model_states"]')
+  check "lean, $md moments, stage $st bytes" "$got" "$want_b"
+done
+if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master lean >/dev/null 2>&1; then
+  check "lean with fp32 params refused" "accepted" "refused"
+fi
 
 # 2. Refusals. 25e9 bf16 params in 1000 units, stage 3, 4 ranks: model states 16 psi / 4 =
 #    100e9; buffers (2 held + 1 prefetched) x 25e6 x 2 bytes gathered + one 50e6 full gradient +

@@ -13,7 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/ops.h" /* zs_adamw_coef, ZS_SQ_NBINS */
+#include "device/lean.h" /* zs_lean_key */
+#include "device/ops.h"  /* zs_adamw_coef, ZS_SQ_NBINS */
 #include "zshard.h"
 
 #ifdef __cplusplus
@@ -56,6 +57,11 @@ zs_status zs_cuda_adamw(const zs_adamw_coef *c, float *master, float *m, float *
 zs_status zs_cuda_adamw_m16(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
                             const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
                             size_t n, void *stream);
+/* Lean mode, bit-identical to zs_cpu_adamw_lean (src/device/cpu/adamw_lean.h): p (bf16 params,
+   the master), m and v (fp32, or bf16 when mbf16) updated in place from grad (bf16); the new p
+   rounded stochastically with the bits of src/device/lean.h under key k (adamw_lean.cu). */
+zs_status zs_cuda_adamw_lean(const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p, void *m,
+                             void *v, int mbf16, const uint16_t *grad, size_t n, void *stream);
 
 #ifdef __cplusplus
 }
