@@ -19,3 +19,7 @@ if(ZS_BUILD_EXAMPLES) # both compare with examples/train_gpt2
   set_tests_properties(plan_bench_stages_np2 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180
                                                         LABELS "mpi;engine" PROCESSORS 2)
 endif()
+# zshard-plan's Llama-family presets and --model config.json (published totals, config files).
+add_test(NAME plan_llama COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_plan_llama.sh
+                                 $<TARGET_FILE:zshard-plan>)
+set_tests_properties(plan_llama PROPERTIES TIMEOUT 120 LABELS "unit")

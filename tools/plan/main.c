@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
     zp_model_free(&m);
     return 2;
   }
-  if (!a.held_units && m.is_gpt) a.held_units = 1; /* the GPT-2 example holds one unit */
+  if (!a.held_units && (m.is_gpt || m.is_llama)) a.held_units = 1; /* as the examples hold */
   size_t act = a.activations;
   if (m.is_gpt && !a.states_only) {
     const int T = a.seq ? a.seq : m.gpt.max_seq;
@@ -27,6 +27,16 @@ int main(int argc, char **argv) {
     act += zp_gpt_activation_bytes(&m.gpt, a.batch, T, a.dtype, a.recompute);
     /* train_gpt2 --freeze: the kernels' throw-away weight gradient of the largest frozen unit */
     act += (size_t)m.largest_frozen * (a.dtype == ZS_BF16 ? 2 : 4);
+  }
+  if (m.is_llama && !a.states_only) {
+    /* the Llama example's buffers at --seq (default: 2048, or the model's positions if fewer) */
+    const int T = a.seq ? a.seq : (m.llama.max_pos < 2048 ? m.llama.max_pos : 2048);
+    size_t la;
+    if (zp_llama_activations(&m, a.batch, T, a.dtype, a.recompute, &la)) {
+      zp_model_free(&m);
+      return 2;
+    }
+    act += la + (size_t)m.largest_frozen * (a.dtype == ZS_BF16 ? 2 : 4);
   }
   if (a.states_only) act = 0;
   /* Memory per rank: given, or this machine's (host memory split among the ranks, as if they

@@ -56,14 +56,19 @@ int zp_model_build(const zp_args *a, zp_model *m) {
                     "--heads), --unit-sizes, --params or --safetensors (see --help)\n");
     return -1;
   }
-  if (a->preset || a->have_shape) {
+  if (a->preset && zp_llama_is_spec(a->preset)) {
+    rc = zp_llama_units(a->preset, m);
+  } else if (a->preset || a->have_shape) {
     zp_gpt g = a->gpt;
     if (a->preset) {
       size_t i = 0;
       while (i < sizeof presets / sizeof presets[0] && strcmp(presets[i].name, a->preset))
         i++;
       if (i == sizeof presets / sizeof presets[0]) {
-        fprintf(stderr, "zshard-plan: --model is d12, d24, d36 or d48, not '%s'\n", a->preset);
+        fprintf(stderr,
+                "zshard-plan: --model is d12, d24, d36, d48, %s or a config.json path, not "
+                "'%s'\n",
+                zp_llama_preset_names(), a->preset);
         return -1;
       }
       g.layers = presets[i].layers;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llama/config.h"
 #include "zshard.h"
 
 /* A GPT-2 shape as the GPT-2 example (examples/train_gpt2.c) builds it. */
@@ -51,6 +52,8 @@ typedef struct {
   int64_t total;
   int is_gpt; /* a GPT-2 shape is known: activations can be computed */
   zp_gpt gpt;
+  int is_llama; /* a Llama-family config is known (llama): activations can be computed */
+  llama_config llama;
   int *frozen;            /* per unit, 1 = frozen (--freeze); NULL when none (owned) */
   int64_t largest_frozen; /* elements of the largest frozen unit, 0 when none */
 } zp_model;
@@ -71,6 +74,16 @@ int zp_gpt_units(const zp_gpt *g, zp_model *m);
 size_t zp_gpt_activation_bytes(const zp_gpt *g, int B, int T, zs_dtype dt, int recompute);
 /* The example's vocabulary padding (examples/gpt2/config.c). */
 int zp_gpt_pad_vocab(int vocab);
+/* Llama-family models (llama.c): 1 when --model's value is a Llama preset name or a path ending
+   in .json; the names of the presets, for messages. */
+int zp_llama_is_spec(const char *spec);
+const char *zp_llama_preset_names(void);
+/* The Llama example's units (examples/llama/layout.c) of a preset or config.json (parsed and
+   checked by examples/llama/config.c); sets m->is_llama and m->llama. 0 or -1 (printed). */
+int zp_llama_units(const char *spec, zp_model *m);
+/* The example's activation bytes (examples/llama/activations.h) at micro-batch B x T, after
+   checking that T is trainable (positions, sliding window); 0 or -1 (printed). */
+int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, size_t *out);
 /* Units (and a GPT-2 shape from config.json beside it, if any) of a safetensors file. */
 int zp_safetensors_units(const char *path, zp_model *m);
 /* Memory of this machine per rank: the first GPU's total (CUDA) and MemAvailable of the host, the

@@ -1,0 +1,28 @@
+/* The activation bytes the Llama example allocates for one micro-batch of B sequences of T tokens
+ * in dtype dt (ZS_F32 or ZS_BF16): one formula, used by zshard-plan (tools/plan) to plan and by
+ * the example to size its buffers, so that the plan is what runs. With N = B*T, e = element
+ * bytes, C = hidden, Q = heads*head_dim, KV = kv_heads*head_dim, I = intermediate, V = vocab:
+ *   per layer saved for backward, in dt: attn_norm out (C), q and k after RoPE and v (Q + 2 KV),
+ *     the attention output (Q), the residual after attention (C), mlp_norm out (C), gate, up and
+ *     their SwiGLU product (3 I): N (3C + 2Q + 2KV + 3I) e; in fp32: the two RMSNorm rstd
+ *     (2 per token) and the attention's log-sum-exp (heads per token)
+ *   layers' saved sets: L of them, or one shared set with recompute (each layer's set is
+ *     recomputed from its input during backward)
+ *   the residual stream: every layer's input and the last output, (L + 1) N C e
+ *   final norm: output N C e, rstd N fp32; logits (dlogits in place) N V e
+ *   per-token losses N fp32, token and target ids 2 N int32
+ *   backward scratch in dt: the residual and normed gradients 2 N C, and two work buffers of
+ *     N * max(Q + 2 KV, 2 I) each (dq|dk|dv, or dgate|dup)
+ *   RoPE cos and sin tables: 2 * T * head_dim / 2 fp32
+ * Pure arithmetic. */
+#ifndef LLAMA_ACTIVATIONS_H
+#define LLAMA_ACTIVATIONS_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "zshard.h"
+
+size_t llama_activation_bytes(const llama_config *c, int B, int T, zs_dtype dt, int recompute);
+
+#endif

@@ -1,0 +1,29 @@
+# The Llama example's parts (examples/llama/): Hugging Face config.json, safetensors directories
+# in and out, the unit layout (test_llama_io.c, C only), and against transformers itself
+# (test_llama_hf.sh: directories saved by save_pretrained read tensor by tensor, ours loaded by
+# from_pretrained; skipped with 77 where no Python with transformers can be had).
+if(ZS_BUILD_EXAMPLES)
+  set(zs_llama_io_srcs
+      ${PROJECT_SOURCE_DIR}/examples/llama/config.c ${PROJECT_SOURCE_DIR}/examples/llama/convert.c
+      ${PROJECT_SOURCE_DIR}/examples/llama/hf_io.c ${PROJECT_SOURCE_DIR}/examples/llama/hf_read.c
+      ${PROJECT_SOURCE_DIR}/examples/llama/hf_write.c ${PROJECT_SOURCE_DIR}/examples/llama/layout.c
+      ${PROJECT_SOURCE_DIR}/examples/llama/util.c)
+  zs_exe(test_llama_io SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_llama_io.c ${zs_llama_io_srcs}
+         LIBS PkgConfig::CJSON)
+  target_include_directories(test_llama_io PRIVATE ${PROJECT_SOURCE_DIR}/examples)
+  zs_unit_test(llama_io test_llama_io LABELS llama)
+endif()
+if(ZS_BUILD_EXAMPLES)
+  zs_exe(llama_io_tool SOURCES ${CMAKE_CURRENT_LIST_DIR}/llama_io_tool.c ${zs_llama_io_srcs}
+         LIBS PkgConfig::CJSON)
+  target_include_directories(llama_io_tool PRIVATE ${PROJECT_SOURCE_DIR}/examples)
+  add_test(NAME llama_hf_io COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_llama_hf.sh
+                                    $<TARGET_FILE:llama_io_tool> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(llama_hf_io PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
+                                              LABELS "llama;python" SKIP_RETURN_CODE 77)
+endif()
+# The Hugging Face reference script for the example's loss/step proof, checked on its own.
+add_test(NAME llama_hf_reference COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_llama_ref.sh
+                                         ${PROJECT_SOURCE_DIR})
+set_tests_properties(llama_hf_reference PROPERTIES TIMEOUT 300 LABELS "llama;python"
+                                                   SKIP_RETURN_CODE 77)

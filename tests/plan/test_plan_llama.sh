@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# zshard-plan's Llama-family models (tools/plan/llama.c, examples/llama/):
+#   1. each preset's parameter count equals the model's published total (model cards / the
+#      safetensors index of meta-llama/Meta-Llama-3-8B, -70B, mistralai/Mistral-7B-v0.1,
+#      Qwen/Qwen2.5-7B, -14B, -32B)
+#   2. --model config.json with the published config.json text (every field, as on the hub) plans
+#      exactly as the preset, with activations, with and without recompute
+#   3. recompute saves (L - 1) layers' saved activations, worked out here from the formula in
+#      examples/llama/activations.h for Llama-3 8B at B=1, T=4096, bf16
+#   4. refusals: a sequence longer than Mistral's sliding window, an unknown preset, a MoE config
+# Usage: test_plan_llama.sh ZSHARD_PLAN
+set -uo pipefail
+plan=$1
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+fail=0
+check() { # name got want
+  if [ "$2" != "$3" ]; then
+    echo "FAIL $1:"; echo "  got:  $2"; echo "  want: $3"; fail=1
+  else
+    echo "ok   $1"
+  fi
+}
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# 1. published totals
+for p in llama3-8b:8030261248 llama3-70b:70553706496 mistral-7b:7241732096 \
+         qwen2.5-7b:7615616512 qwen2.5-14b:14770033664 qwen2.5-32b:32763876352; do
+  got=$("$plan" --model "${p%%:*}" --model-states-only --json | field 'd["psi"]')
+  check "${p%%:*} parameters" "$got" "${p##*:}"
+done
+
+# 2. the published config.json files
+cat >"$W/llama3-8b.json" <<'J'
+{"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+ "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 4096,
+ "initializer_range": 0.02, "intermediate_size": 14336, "max_position_embeddings": 8192,
+ "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 32,
+ "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": null,
+ "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+ "transformers_version": "4.40.0.dev0", "use_cache": true, "vocab_size": 128256}
+J
+cat >"$W/llama3-70b.json" <<'J'
+{"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+ "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu", "hidden_size": 8192,
+ "initializer_range": 0.02, "intermediate_size": 28672, "max_position_embeddings": 8192,
+ "model_type": "llama", "num_attention_heads": 64, "num_hidden_layers": 80,
+ "num_key_value_heads": 8, "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": null,
+ "rope_theta": 500000.0, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+ "transformers_version": "4.40.0.dev0", "use_cache": true, "vocab_size": 128256}
+J
+cat >"$W/mistral-7b.json" <<'J'
+{"architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+ "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+ "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+ "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+ "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096,
+ "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0",
+ "use_cache": true, "vocab_size": 32000}
+J
+qwen() { # hidden intermediate layers heads kv rms_eps
+  cat <<J
+{"architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+ "eos_token_id": 151643, "hidden_act": "silu", "hidden_size": $1, "initializer_range": 0.02,
+ "intermediate_size": $2, "max_position_embeddings": 131072, "max_window_layers": $3,
+ "model_type": "qwen2", "num_attention_heads": $4, "num_hidden_layers": $3,
+ "num_key_value_heads": $5, "rms_norm_eps": $6, "rope_theta": 1000000.0,
+ "sliding_window": 131072, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+ "transformers_version": "4.43.1", "use_cache": true, "use_sliding_window": false,
+ "vocab_size": 152064}
+J
+}
+qwen 3584 18944 28 28 4 1e-06 >"$W/qwen2.5-7b.json"
+qwen 5120 13824 48 40 8 1e-05 >"$W/qwen2.5-14b.json"
+qwen 5120 27648 64 40 8 1e-05 >"$W/qwen2.5-32b.json"
+cfg="--world 8 --stage 3 --dtype bf16 --device-mem 80G --host-mem 128G --batch 1 --seq 4096 --json"
+for p in llama3-8b llama3-70b mistral-7b qwen2.5-7b qwen2.5-14b qwen2.5-32b; do
+  for rc in "" --recompute; do
+    want=$("$plan" --model $p $cfg $rc)
+    got=$("$plan" --model "$W/$p.json" $cfg $rc)
+    check "$p: --model config.json = preset ${rc:-(no recompute)}" "$got" "$want"
+  done
+done
+
+# 3. recompute: (L - 1) sets of one layer's saved activations. Llama-3 8B, N = 4096 tokens, bf16:
+#    N (3C + 2Q + 2KV + 3I) 2 + 2 N 4 + N NH 4 with C = Q = 4096, KV = 1024, I = 14336
+#    = 4096 (12288 + 8192 + 2048 + 43008) 2 + 32768 + 524288 = 536870912 + 557056 = 537427968;
+#    31 of them = 16660267008 bytes.
+a0=$("$plan" --model llama3-8b $cfg | field 'd["per_rank"]["activations"]')
+a1=$("$plan" --model llama3-8b $cfg --recompute | field 'd["per_rank"]["activations"]')
+check "llama3-8b: recompute saves 31 layers' activations" "$((a0 - a1))" 16660267008
+
+# 4. refusals
+out=$("$plan" --model mistral-7b --seq 8192 2>&1)
+check "mistral-7b --seq 8192 refused (exit 2)" "$?" 2
+case $out in *"sliding window (4096 tokens)"*) echo "ok   sliding window named: $out" ;;
+  *) echo "FAIL sliding window refusal: $out"; fail=1 ;; esac
+out=$("$plan" --model llama-9b 2>&1)
+check "unknown preset refused (exit 2)" "$?" 2
+case $out in *"qwen2.5-7b"*) echo "ok   names the presets" ;; *) echo "FAIL: $out"; fail=1 ;; esac
+echo '{"model_type": "mixtral", "num_local_experts": 8}' >"$W/moe.json"
+out=$("$plan" --model "$W/moe.json" 2>&1)
+check "mixtral config refused (exit 2)" "$?" 2
+case $out in *'model_type "mixtral" is not supported'*) echo "ok   $out" ;;
+  *) echo "FAIL mixtral: $out"; fail=1 ;; esac
+exit $fail
