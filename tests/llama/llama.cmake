@@ -27,3 +27,11 @@ add_test(NAME llama_hf_reference COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_lla
                                          ${PROJECT_SOURCE_DIR})
 set_tests_properties(llama_hf_reference PROPERTIES TIMEOUT 300 LABELS "llama;python"
                                                    SKIP_RETURN_CODE 77)
+# train_llama against transformers: loss at init, 5 AdamW steps (losses and weights), the export
+# loaded by from_pretrained; 1 and 2 ranks (test_train_llama_hf.sh).
+if(ZS_BUILD_EXAMPLES)
+  add_test(NAME train_llama_hf COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_train_llama_hf.sh
+                                       $<TARGET_FILE:train_llama> ${PROJECT_SOURCE_DIR} ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(train_llama_hf PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
+                                                 LABELS "llama;python;mpi" SKIP_RETURN_CODE 77)
+endif()

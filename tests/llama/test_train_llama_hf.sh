@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# train_llama against Hugging Face transformers (CPU, fp32): for Llama (4 query / 2 key-value
+# heads, untied head) and Qwen2 (q/k/v biases, tied head) random configurations, llama_ref.py
+# writes the initial weights as an HF directory, the batches, the loss at init (labels=input_ids)
+# and 5 torch.optim.AdamW steps; train_llama --init-safetensors runs the same batches
+# (--batches) and --export's its weights; compare_llama_hf.py checks the init loss (1e-5), the
+# step losses, the weights after 5 steps and the exported directory's logits (from_pretrained).
+# Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each); 1 rank with 2 micro-steps,
+# --recompute and --deterministic at stage 2.
+# usage: test_train_llama_hf.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]   (77 = skipped)
+set -u
+EXE=$1
+SRC=$2
+MPI=${3:-mpirun}
+PY=$(bash "$SRC/scripts/ensure-transformers.sh")
+case $? in
+  0) ;;
+  77) echo "SKIP: transformers is not available and no package registry can be reached"; exit 77 ;;
+  *) echo "FAIL: transformers is missing and installing it failed"; exit 1 ;;
+esac
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+OPT="--steps 5 --lr 1e-3 --lr-min-frac 1 --warmup 0 --grad-clip 0 --weight-decay 0.1 --beta2 0.95
+     --seq 16 --log-every 0"
+pass=0
+fail=0
+# run MODEL NAME NP ARGS...: train_llama on MODEL's reference, then the comparison.
+run() {
+  local model=$1 name=$2 np=$3
+  shift 3
+  local d=$W/$model.$name
+  if ! "$MPI" --oversubscribe -np "$np" "$EXE" $OPT --init-safetensors "$W/$model/init" \
+    --batches "$W/$model/tokens.bin" --metrics "$d.jsonl" --export "$d.export" "$@" \
+    >"$d.log" 2>&1; then
+    echo "FAIL $model $name: train_llama exited non-zero"; tail -5 "$d.log"; fail=$((fail + 1))
+    return
+  fi
+  if "$PY" "$SRC/tests/llama/compare_llama_hf.py" "$W/$model" "$d.jsonl" "$d.export" \
+    >"$d.cmp" 2>&1 && tail -1 "$d.cmp" | grep -qx ok; then
+    echo "ok   $model $name:"; sed 's/^/       /' "$d.cmp" | head -4; pass=$((pass + 1))
+  else
+    echo "FAIL $model $name:"; cat "$d.cmp"; fail=$((fail + 1))
+  fi
+}
+for model in llama qwen2; do
+  if ! "$PY" "$SRC/tests/llama/reference/llama_ref.py" run "$W/$model" --arch "$model" \
+    --steps 5 --batch 2 --seq 16 --lr 1e-3 --beta2 0.95 --weight-decay 0.1 --seed 7 \
+    >"$W/$model.ref.log" 2>&1; then
+    echo "FAIL $model: the reference failed"; cat "$W/$model.ref.log"; fail=$((fail + 1))
+    continue
+  fi
+  run "$model" stage3_np1 1 --stage 3 --batch 2
+  run "$model" stage3_np2 2 --stage 3 --batch 1
+  run "$model" stage2_micro2_recompute_det 1 --stage 2 --batch 1 --micro-steps 2 --recompute \
+    --deterministic
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
