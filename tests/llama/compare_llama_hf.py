@@ -9,8 +9,9 @@ the mean over every rank's micro-batches); EXPORT_DIR is train_llama's --export 
 number of steps. Checks:
   * the loss at init (step 1, before any update) equals transformers' labels=input_ids loss
     ("init_loss_hf") to 1e-5 relative;
-  * every step's loss equals torch.optim.AdamW's run to 1e-4 relative (the GPT-2 HF test's loss
-    tolerance; fp32 against a float64 reference, measured ~1e-7);
+  * every step's loss equals torch.optim.AdamW's run to 1e-5 relative (the GPT-2 HF test's loss
+    tolerance is 1e-4; here 1e-5, as the init loss: fp32 against a float64 reference measures ~1e-7,
+    and a wrong RoPE gradient of k alone moves step 5 by 6e-5);
   * the exported directory loads with from_pretrained (no missing or unexpected keys) and its
     weights equal the reference's final weights: over all weights
     |w_zshard - w_ref| / |w_ref - w_init| <= 0.05 (compare_gpt2_runs.py's "weights_moved" bound:
@@ -60,8 +61,8 @@ def main():
             fails += 1
             continue
         worst = max(worst, abs(g - w) / abs(w))
-    print("%d step losses: worst rel %.2e (bound 1e-4)" % (len(want["losses"]), worst))
-    fails += worst > 1e-4
+    print("%d step losses: worst rel %.2e (bound 1e-5)" % (len(want["losses"]), worst))
+    fails += worst > 1e-5
     m0, mr, mz = load(ref + "/init"), load(ref + "/final"), load(export)
     p0, pr = dict(m0.named_parameters()), dict(mr.named_parameters())
     num = den = 0.0
