@@ -13,6 +13,7 @@ set(zs_train_llama_srcs
     ${CMAKE_CURRENT_LIST_DIR}/llama/hf_write.c
     ${CMAKE_CURRENT_LIST_DIR}/llama/layout.c
     ${CMAKE_CURRENT_LIST_DIR}/llama/model.c
+    ${CMAKE_CURRENT_LIST_DIR}/llama/sample.c
     ${CMAKE_CURRENT_LIST_DIR}/llama/util.c
     ${CMAKE_CURRENT_LIST_DIR}/llama/weights.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c

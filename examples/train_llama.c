@@ -26,6 +26,7 @@
 #include "llama/batches.h"
 #include "llama/hf_io.h"
 #include "llama/model.h"
+#include "llama/sample.h"
 #include "llama/util.h"
 #include "llama/weights.h"
 #include "zshard_kernels.h"
@@ -274,6 +275,21 @@ static int eval_micro(llama_model *m, const int *tok, const int *tgt, int b, flo
   TRY(forward_body(m, b));
   TRY(head(m, b, 0));
   return mean_loss(m, b * m->T, loss);
+}
+
+/* llama_forward_fn for sampling: the logits of one sequence of T tokens (ctx: llama_model). The
+   targets are only read by the loss, which sampling ignores: zeros. */
+static int forward_logits(void *ctx, const int *win, const void **logits) {
+  llama_model *m = ctx;
+  int *zeros = calloc((size_t)m->T, sizeof(int));
+  if (!zeros) return gpt2_fail("out of host memory");
+  int rc = upload(m, win, zeros, 1);
+  free(zeros);
+  TRY(rc);
+  TRY(forward_body(m, 1));
+  TRY(head(m, 1, 0));
+  *logits = m->logits;
+  return 0;
 }
 
 /* ======== Running: setup, the step loop, reporting ======== */
@@ -530,6 +546,16 @@ static int finish(run *r) {
   if (a->plot && r->rank == 0) {
     TRY(gpt2_plot_svg(&r->met, a->plot, "train_llama loss", r->unigram));
     printf("loss curve: %s\n", a->plot);
+  }
+  if (a->sample_lines > 0 && a->sample_chars > 0) {
+    char text[8192];
+    const int is_bytes = !a->batches && r->data.is_text;
+    const int start = is_bytes ? '\n' : (r->cfg.bos_id >= 0 ? r->cfg.bos_id : 0);
+    TRY(llama_sample(forward_logits, &r->model, &r->model.dev, a->seq, r->cfg.vocab, start,
+                     is_bytes, a->sample_lines, a->sample_chars, a->temperature, a->seed, text,
+                     sizeof text));
+    if (r->rank == 0)
+      printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->temperature, text);
   }
   if (a->export_dir) {
     TRY(llama_export_hf(&r->cfg, r->units, a->export_dir, a->export_dtype,

@@ -27,6 +27,7 @@ void llama_usage(void) {
       " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--log-every N=1 (0: last step only)]\n"
+      "         [--sample-lines N=3] [--sample-chars N=200] [--temperature F=0.8]\n"
       " ckpt:   [--save-every N --ckpt-dir DIR] [--resume DIR] [--stop-after S]\n"
       "         [--export DIR (Hugging Face directory)] [--export-dtype fp32|bf16]\n"
       "         [--export-shard-mb N (files of at most N MiB; 0 = one file, default 4096)]\n");
@@ -63,6 +64,9 @@ static void defaults(llama_args *a) {
   a->eval_batches = 4;
   a->seed = 1337;
   a->log_every = 1;
+  a->sample_lines = 3;
+  a->sample_chars = 200;
+  a->temperature = 0.8f;
   a->export_dtype = ZS_F32;
   a->export_shard_mb = 4096;
 }
@@ -108,6 +112,8 @@ static int int_opt(llama_args *a, const char *k, const char *v, int *hit) {
            {"--eval-every", &a->eval_every},
            {"--eval-batches", &a->eval_batches},
            {"--log-every", &a->log_every},
+           {"--sample-lines", &a->sample_lines},
+           {"--sample-chars", &a->sample_chars},
            {"--save-every", &a->save_every},
            {"--stop-after", &a->stop_after},
            {"--export-shard-mb", &mb}};
@@ -130,7 +136,8 @@ static int float_opt(llama_args *a, const char *k, const char *v, int *hit) {
            {"--lr-min-frac", &a->lr_min_frac},
            {"--weight-decay", &a->weight_decay},
            {"--grad-clip", &a->grad_clip},
-           {"--beta2", &a->beta2}};
+           {"--beta2", &a->beta2},
+           {"--temperature", &a->temperature}};
   double x;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (strcmp(k, t[i].name) == 0) {

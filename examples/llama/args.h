@@ -31,6 +31,8 @@ typedef struct {
   zs_dtype export_dtype;
   int64_t export_shard_mb; /* export: files of at most this many MiB (0: one file) */
   int log_every;
+  int sample_lines, sample_chars; /* sampling at the end (0: none) */
+  float temperature;
 } llama_args;
 
 /* Defaults, then argv; 0, 1 for --help (usage printed), -1 for a bad option (gpt2_error()). */

@@ -6,7 +6,7 @@
 # (--batches) and --export's its weights; compare_llama_hf.py checks the init loss (1e-5), the
 # step losses, the weights after 5 steps and the exported directory's logits (from_pretrained).
 # Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each); 1 rank with 2 micro-steps,
-# --recompute and --deterministic at stage 2.
+# --recompute and --deterministic at stage 2. A truncated weights file is refused with a message.
 # usage: test_train_llama_hf.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]   (77 = skipped)
 set -u
 EXE=$1
@@ -21,7 +21,7 @@ esac
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 OPT="--steps 5 --lr 1e-3 --lr-min-frac 1 --warmup 0 --grad-clip 0 --weight-decay 0.1 --beta2 0.95
-     --seq 16 --log-every 0"
+     --seq 16 --log-every 0 --sample-lines 0"
 pass=0
 fail=0
 # run MODEL NAME NP ARGS...: train_llama on MODEL's reference, then the comparison.
@@ -54,5 +54,18 @@ for model in llama qwen2; do
   run "$model" stage2_micro2_recompute_det 1 --stage 2 --batch 1 --micro-steps 2 --recompute \
     --deterministic
 done
+# A truncated weights file: train_llama must refuse it with a message (exit 1), not crash.
+if [ -d "$W/llama/init" ]; then
+  cp -r "$W/llama/init" "$W/bad"
+  head -c 5000 "$W/llama/init/model.safetensors" >"$W/bad/model.safetensors"
+  if "$EXE" $OPT --init-safetensors "$W/bad" --batches "$W/llama/tokens.bin" --batch 2 \
+    >"$W/bad.log" 2>&1; then
+    echo "FAIL truncated safetensors: train_llama succeeded"; fail=$((fail + 1))
+  elif grep -q "error:" "$W/bad.log"; then
+    echo "ok   truncated safetensors refused: $(grep -m1 error: "$W/bad.log")"; pass=$((pass + 1))
+  else
+    echo "FAIL truncated safetensors: no error message"; cat "$W/bad.log"; fail=$((fail + 1))
+  fi
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
