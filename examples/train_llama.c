@@ -94,8 +94,8 @@ static int mlp_bwd(llama_model *m, void *const *p, void *const *g, const llama_l
   TRY(zero(m, dhn, (size_t)N * C));
   ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_GATE_W), NULL, dgate, a->hn, P(LLAY_GATE_W), N, C, I));
   ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_UP_W), NULL, dup, a->hn, P(LLAY_UP_W), N, C, I));
-  ZS_TRY(zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_MLP_NORM), dhn, a->res2, P(LLAY_MLP_NORM), a->rrms2,
-                          N, C));
+  ZS_TRY(zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_MLP_NORM), dhn, a->res2, P(LLAY_MLP_NORM), a->rrms2, N,
+                          C));
   return 0;
 }
 
@@ -124,13 +124,13 @@ static int attn_bwd(llama_model *m, void *const *p, void *const *g, const llama_
   ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_Q_W), G(LLAY_Q_B), dq0, a->xn, P(LLAY_Q_W), N, C, Q));
   ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_K_W), G(LLAY_K_B), dk0, a->xn, P(LLAY_K_W), N, C, KV));
   ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_V_W), G(LLAY_V_B), dv, a->xn, P(LLAY_V_W), N, C, KV));
-  ZS_TRY(zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_ATTN_NORM), dxn, x, P(LLAY_ATTN_NORM), a->rrms1, N,
-                          C));
+  ZS_TRY(
+      zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_ATTN_NORM), dxn, x, P(LLAY_ATTN_NORM), a->rrms1, N, C));
   return 0;
 }
 
-static int layer_backward(llama_model *m, void *const *p, void *const *g,
-                          const llama_layer_acts *a, const void *x) {
+static int layer_backward(llama_model *m, void *const *p, void *const *g, const llama_layer_acts *a,
+                          const void *x) {
   TRY(mlp_bwd(m, p, g, a));
   return attn_bwd(m, p, g, a, x);
 }
@@ -161,7 +161,8 @@ static int grads(llama_model *m, int u, void **g) {
   zs_unit *unit = m->units[u];
   for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
     g[t] = zs_unit_grad(unit, t);
-    if (!g[t]) return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step", zs_unit_name(unit), t);
+    if (!g[t])
+      return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step", zs_unit_name(unit), t);
   }
   return 0;
 }
@@ -172,8 +173,8 @@ static int forward_body(llama_model *m, int b) {
   void *p[LLAMA_MAX_UNIT_TENSORS];
   ZS_TRY(zs_unit_gather(m->units[0]));
   TRY(params(m, 0, p));
-  ZS_TRY(zs_k_embedding_fwd(m->k, m->res[0], m->tok, p[LEMB_EMBED], N, m->cfg.hidden,
-                            m->cfg.vocab));
+  ZS_TRY(
+      zs_k_embedding_fwd(m->k, m->res[0], m->tok, p[LEMB_EMBED], N, m->cfg.hidden, m->cfg.vocab));
   ZS_TRY(zs_unit_release(m->units[0]));
   for (int l = 0; l < L; l++) {
     ZS_TRY(zs_unit_gather(m->units[l + 1]));
@@ -199,8 +200,8 @@ static int head(llama_model *m, int b, int train) {
     TRY(params(m, 0, pe));
   }
   void *w = c->tied ? pe[0] : p[LHEAD_LM_HEAD];
-  ZS_TRY(zs_k_rmsnorm_fwd(m->k, m->fn, m->rrmsf, m->res[L], p[LHEAD_NORM], (float)c->rms_eps, N,
-                          C));
+  ZS_TRY(
+      zs_k_rmsnorm_fwd(m->k, m->fn, m->rrmsf, m->res[L], p[LHEAD_NORM], (float)c->rms_eps, N, C));
   ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, N, C, V));
   ZS_TRY(zs_k_softmax_xent(m->k, m->losses, train ? m->logits : NULL, m->logits, m->tgt,
                            1.0f / (float)N, N, V, V));
@@ -299,8 +300,8 @@ typedef struct {
   llama_args a;
   zs_comm *comm;
   int rank, world;
-  gpt2_data data;       /* token file or text (unless --batches) */
-  llama_batches fixed;  /* --batches */
+  gpt2_data data;      /* token file or text (unless --batches) */
+  llama_batches fixed; /* --batches */
   llama_config cfg;
   lhf_dir hf; /* --init-safetensors, open until the weights are read */
   int hf_open;
@@ -325,7 +326,7 @@ static int resolve_config(run *r) {
     LTRY(llama_config_load(c, a->config));
   } else {
     const char *n = a->arch;
-    llama_arch arch = !strcmp(n, "qwen2") ? LLAMA_ARCH_QWEN2
+    llama_arch arch = !strcmp(n, "qwen2")     ? LLAMA_ARCH_QWEN2
                       : !strcmp(n, "mistral") ? LLAMA_ARCH_MISTRAL
                                               : LLAMA_ARCH_LLAMA;
     if (strcmp(n, "llama") && arch == LLAMA_ARCH_LLAMA)
@@ -560,8 +561,9 @@ static int finish(run *r) {
   if (a->export_dir) {
     TRY(llama_export_hf(&r->cfg, r->units, a->export_dir, a->export_dtype,
                         (uint64_t)a->export_shard_mb << 20, r->rank));
-    if (r->rank == 0) printf("exported %s (Hugging Face %s directory)\n", a->export_dir,
-                             llama_arch_name(r->cfg.arch));
+    if (r->rank == 0)
+      printf("exported %s (Hugging Face %s directory)\n", a->export_dir,
+             llama_arch_name(r->cfg.arch));
   }
   float final = isfinite(r->last_val) ? r->last_val : r->last_loss;
   if (r->rank == 0 && a->steps > 0)

@@ -18,7 +18,8 @@ static void *buf(llama_model *m, size_t bytes, size_t *total, int *bad) {
 /* The saved set of one layer for N = B*T tokens. */
 static void layer_acts_alloc(llama_model *m, llama_layer_acts *a, size_t *tot, int *bad) {
   const llama_config *c = &m->cfg;
-  size_t N = (size_t)m->B * m->T, C = (size_t)c->hidden, e = m->dev.esz, I = (size_t)c->intermediate;
+  size_t N = (size_t)m->B * m->T, C = (size_t)c->hidden, e = m->dev.esz,
+         I = (size_t)c->intermediate;
   size_t Q = (size_t)c->heads * c->head_dim, KV = (size_t)c->kv_heads * c->head_dim;
   a->xn = buf(m, N * C * e, tot, bad);
   a->q = buf(m, N * Q * e, tot, bad);
@@ -40,12 +41,11 @@ static int rope_tables(llama_model *m) {
   const llama_config *c = &m->cfg;
   const size_t n = (size_t)m->T * (size_t)(c->head_dim / 2);
   float *hc = malloc(n * sizeof(float)), *hs = malloc(n * sizeof(float));
-  zs_k_rope_llama3 l3 = {c->rope_factor, c->rope_low_freq, c->rope_high_freq,
-                         c->rope_orig_max_pos};
+  zs_k_rope_llama3 l3 = {c->rope_factor, c->rope_low_freq, c->rope_high_freq, c->rope_orig_max_pos};
   int rc = hc && hs ? 0 : gpt2_fail("out of host memory for the RoPE tables");
   if (rc == 0) {
-    zs_status st = zs_k_rope_table(hc, hs, m->T, c->head_dim, c->rope_theta,
-                                   c->rope_llama3 ? &l3 : NULL);
+    zs_status st =
+        zs_k_rope_table(hc, hs, m->T, c->head_dim, c->rope_theta, c->rope_llama3 ? &l3 : NULL);
     if (st != ZS_OK) rc = gpt2_fail_zs("zs_k_rope_table", st);
   }
   if (rc == 0) rc = gpt2_dev_upload(&m->dev, m->cos, hc, n * sizeof(float));
@@ -95,14 +95,14 @@ int llama_model_init(llama_model *m, const llama_config *c, zs_unit **units, con
   if (bad) return -1;
   /* The planner's formula is what runs: a mismatch is a bug in one of the two. */
   if (tot != llama_activation_bytes(c, B, T, dev->dt, recompute))
-    return gpt2_fail("activation buffers (%zu bytes) differ from llama_activation_bytes (%zu)",
-                     tot, llama_activation_bytes(c, B, T, dev->dt, recompute));
+    return gpt2_fail("activation buffers (%zu bytes) differ from llama_activation_bytes (%zu)", tot,
+                     llama_activation_bytes(c, B, T, dev->dt, recompute));
   return rope_tables(m);
 }
 
 /* Frees one layer's saved set. */
 static void layer_acts_free(llama_model *m, llama_layer_acts *a) {
-  void *ps[] = {a->xn,  a->q,   a->k,   a->v,     a->att,   a->res2, a->hn,
+  void *ps[] = {a->xn,   a->q,  a->k,   a->v,     a->att,   a->res2, a->hn,
                 a->gate, a->up, a->act, a->rrms1, a->rrms2, a->lse};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
     gpt2_dev_free(&m->dev, ps[i]);
@@ -116,8 +116,8 @@ void llama_model_free(llama_model *m) {
   if (m->acts)
     for (int l = 0; l < (m->recompute ? 1 : L); l++)
       layer_acts_free(m, &m->acts[l]);
-  void *ps[] = {m->fn,  m->rrmsf, m->logits, m->losses, m->tok, m->tgt,
-                m->dres, m->dln,  m->wA,     m->wB,     m->cos, m->sin};
+  void *ps[] = {m->fn,   m->rrmsf, m->logits, m->losses, m->tok, m->tgt,
+                m->dres, m->dln,   m->wA,     m->wB,     m->cos, m->sin};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
     gpt2_dev_free(&m->dev, ps[i]);
   free(m->res);

@@ -32,9 +32,9 @@ typedef struct {
   llama_layer_acts *acts; /* [L], or [1] with recompute */
   void *fn;               /* final norm output */
   float *rrmsf;
-  void *logits;    /* B*T*V; the head's backward reuses it for dlogits */
-  float *losses;   /* B*T per-token losses (device) */
-  int *tok, *tgt;  /* B*T token ids (device) */
+  void *logits;     /* B*T*V; the head's backward reuses it for dlogits */
+  float *losses;    /* B*T per-token losses (device) */
+  int *tok, *tgt;   /* B*T token ids (device) */
   void *dres, *dln; /* backward: the residual gradient and a C-wide scratch (also the forward's
                        projection outputs before their residual add) */
   void *wA, *wB;    /* backward work, N * max(Q + 2KV, 2I) each */

@@ -56,8 +56,8 @@ int llama_sample(llama_forward_fn fwd, void *ctx, const gpt2_dev *dev, int T, in
     const void *logits = NULL;
     rc = fwd(ctx, win, &logits);
     if (rc == 0)
-      rc = gpt2_dev_read_f32(dev, row, gpt2_at(dev, (void *)logits, (size_t)(n - 1) * V),
-                             (size_t)V);
+      rc =
+          gpt2_dev_read_f32(dev, row, gpt2_at(dev, (void *)logits, (size_t)(n - 1) * V), (size_t)V);
     if (rc) break;
     int v = draw(row, V, temperature > 0 ? temperature : 1.0f, rng_uniform(seed, 0x11a3a, i));
     emit(out, out_size, &len, v, is_bytes);

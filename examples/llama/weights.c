@@ -99,8 +99,8 @@ int llama_export_hf(const llama_config *c, zs_unit **units, const char *dir, zs_
   int open = 0, rc = 0;
   if (rank == 0) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return gpt2_fail("cannot create %s", dir);
-    if (llama_hf_export_open(dir, c, dtype == ZS_BF16 ? LST_BF16 : LST_F32, max_shard_bytes,
-                             &w) != 0)
+    if (llama_hf_export_open(dir, c, dtype == ZS_BF16 ? LST_BF16 : LST_F32, max_shard_bytes, &w) !=
+        0)
       rc = gpt2_fail("%s", llama_error());
     else
       open = 1;
