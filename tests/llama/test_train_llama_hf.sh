@@ -7,11 +7,23 @@
 # step losses, the weights after 5 steps and the exported directory's logits (from_pretrained).
 # Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each); 1 rank with 2 micro-steps,
 # --recompute and --deterministic at stage 2. A truncated weights file is refused with a message.
-# usage: test_train_llama_hf.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]   (77 = skipped)
+# With CUDA_PROBE (a GPU test, tests/gpu_tests.md): the same proof with --device cuda (fp32,
+# cuBLASLt's fp32 compute, so the same bounds), 1 rank at stage 0 and 2 ranks at stage 3 sharing
+# the GPU through NCCL (tests/with_hostid.sh); "SKIP: no CUDA device" (exit 0) without one.
+# usage: test_train_llama_hf.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC [CUDA_PROBE]]   (77 = skipped)
 set -u
 EXE=$1
 SRC=$2
 MPI=${3:-mpirun}
+PROBE=${4:-}
+if [ -n "$PROBE" ]; then
+  "$PROBE" >/dev/null 2>&1
+  case $? in
+    0) ;;
+    77) echo "SKIP: no CUDA device"; exit 0 ;;
+    *) echo "FAIL: the CUDA probe $PROBE failed"; exit 1 ;;
+  esac
+fi
 PY=$(bash "$SRC/scripts/ensure-transformers.sh")
 case $? in
   0) ;;
@@ -28,8 +40,9 @@ fail=0
 run() {
   local model=$1 name=$2 np=$3
   shift 3
-  local d=$W/$model.$name
-  if ! "$MPI" --oversubscribe -np "$np" "$EXE" $OPT --init-safetensors "$W/$model/init" \
+  local d=$W/$model.$name prefix=()
+  [ -n "$PROBE" ] && prefix=("$SRC/tests/with_hostid.sh")
+  if ! "$MPI" --oversubscribe -np "$np" "${prefix[@]}" "$EXE" $OPT --init-safetensors "$W/$model/init" \
     --batches "$W/$model/tokens.bin" --metrics "$d.jsonl" --export "$d.export" "$@" \
     >"$d.log" 2>&1; then
     echo "FAIL $model $name: train_llama exited non-zero"; tail -5 "$d.log"; fail=$((fail + 1))
@@ -49,13 +62,18 @@ for model in llama qwen2; do
     echo "FAIL $model: the reference failed"; cat "$W/$model.ref.log"; fail=$((fail + 1))
     continue
   fi
+  if [ -n "$PROBE" ]; then
+    run "$model" cuda_stage0_np1 1 --device cuda --stage 0 --batch 2
+    run "$model" cuda_stage3_np2 2 --device cuda --stage 3 --batch 1
+    continue
+  fi
   run "$model" stage3_np1 1 --stage 3 --batch 2
   run "$model" stage3_np2 2 --stage 3 --batch 1
   run "$model" stage2_micro2_recompute_det 1 --stage 2 --batch 1 --micro-steps 2 --recompute \
     --deterministic
 done
 # A truncated weights file: train_llama must refuse it with a message (exit 1), not crash.
-if [ -d "$W/llama/init" ]; then
+if [ -z "$PROBE" ] && [ -d "$W/llama/init" ]; then
   cp -r "$W/llama/init" "$W/bad"
   head -c 5000 "$W/llama/init/model.safetensors" >"$W/bad/model.safetensors"
   if "$EXE" $OPT --init-safetensors "$W/bad" --batches "$W/llama/tokens.bin" --batch 2 \
