@@ -6,7 +6,9 @@
 # (--batches) and --export's its weights; compare_llama_hf.py checks the init loss (1e-5), the
 # step losses, the weights after 5 steps and the exported directory's logits (from_pretrained).
 # Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each); 1 rank with 2 micro-steps,
-# --recompute and --deterministic at stage 2. A truncated weights file is refused with a message.
+# --recompute and --deterministic at stage 2, and the same split as 2 ranks x 1 at stage 3 with
+# --deterministic, whose exports must be identical bit for bit. A truncated weights file is
+# refused with a message.
 # With CUDA_PROBE (a GPU test, tests/gpu_tests.md): the same proof with --device cuda (fp32,
 # cuBLASLt's fp32 compute, so the same bounds), 1 rank at stage 0 and 2 ranks at stage 3 sharing
 # the GPU through NCCL (tests/with_hostid.sh); "SKIP: no CUDA device" (exit 0) without one.
@@ -71,6 +73,16 @@ for model in llama qwen2; do
   run "$model" stage3_np2 2 --stage 3 --batch 1
   run "$model" stage2_micro2_recompute_det 1 --stage 2 --batch 1 --micro-steps 2 --recompute \
     --deterministic
+  run "$model" stage3_np2_det 2 --stage 3 --batch 1 --deterministic
+  # --deterministic: 1 rank x 2 micro-steps (recomputed) and 2 ranks x 1 give the same bits.
+  a=$W/$model.stage2_micro2_recompute_det.export/model.safetensors
+  b=$W/$model.stage3_np2_det.export/model.safetensors
+  if [ -f "$a" ] && [ -f "$b" ] && cmp -s "$a" "$b"; then
+    echo "ok   $model: deterministic 1 rank x 2 micro-steps = 2 ranks x 1, bit for bit"
+    pass=$((pass + 1))
+  else
+    echo "FAIL $model: the deterministic exports differ (1 x 2 against 2 x 1)"; fail=$((fail + 1))
+  fi
 done
 # A truncated weights file: train_llama must refuse it with a message (exit 1), not crash.
 if [ -z "$PROBE" ] && [ -d "$W/llama/init" ]; then
