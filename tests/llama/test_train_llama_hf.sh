@@ -5,7 +5,8 @@
 # and 5 torch.optim.AdamW steps; train_llama --init-safetensors runs the same batches
 # (--batches) and --export's its weights; compare_llama_hf.py checks the init loss (1e-5), the
 # step losses, the weights after 5 steps and the exported directory's logits (from_pretrained).
-# Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each); 1 rank with 2 micro-steps,
+# Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each), also with --offload
+# opt+params; 1 rank with 2 micro-steps,
 # --recompute and --deterministic at stage 2, and the same split as 2 ranks x 1 at stage 3 with
 # --deterministic, whose exports must be identical bit for bit. A truncated weights file is
 # refused with a message.
@@ -71,6 +72,7 @@ for model in llama qwen2; do
   fi
   run "$model" stage3_np1 1 --stage 3 --batch 2
   run "$model" stage3_np2 2 --stage 3 --batch 1
+  run "$model" stage3_np2_offload 2 --stage 3 --batch 1 --offload opt+params
   run "$model" stage2_micro2_recompute_det 1 --stage 2 --batch 1 --micro-steps 2 --recompute \
     --deterministic
   run "$model" stage3_np2_det 2 --stage 3 --batch 1 --deterministic
