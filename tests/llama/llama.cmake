@@ -38,3 +38,22 @@ if(ZS_BUILD_EXAMPLES)
     zs_mpi_test(llama_engine_np${n} test_llama_engine NP ${n} LABELS llama)
   endforeach()
 endif()
+# train_llama against transformers: loss at init, 5 AdamW steps (losses and weights), the export
+# loaded by from_pretrained; 1 and 2 ranks (test_train_llama_hf.sh).
+if(ZS_BUILD_EXAMPLES)
+  add_test(NAME train_llama_hf COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_train_llama_hf.sh
+                                       $<TARGET_FILE:train_llama> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+  set_tests_properties(train_llama_hf PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
+                                                 LABELS "llama;python;mpi" SKIP_RETURN_CODE 77
+                                                 PROCESSORS 2)
+endif()
+# The same proof on the CUDA device (fp32; 1 rank stage 0, 2 ranks stage 3 over NCCL): a GPU
+# test (tests/gpu_tests.md), "SKIP: no CUDA device" without one.
+if(ZS_BUILD_EXAMPLES AND ZS_HAVE_CUDA)
+  add_test(NAME train_llama_hf_cuda
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_train_llama_hf.sh $<TARGET_FILE:train_llama>
+                   ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC} $<TARGET_FILE:zs_cuda_probe>)
+  set_tests_properties(train_llama_hf_cuda PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 300
+                                                      LABELS "llama;python;mpi;gpu"
+                                                      SKIP_RETURN_CODE 77 PROCESSORS 2)
+endif()

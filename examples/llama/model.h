@@ -1,0 +1,52 @@
+/* The Llama-family model on the engine: its units (layout.h) and the activation buffers of one
+ * micro-batch, sized by the same formula zshard-plan uses (activations.h: llama_model_init checks
+ * that what it allocates is that formula's bytes). The forward and backward are in
+ * examples/train_llama.c.
+ *
+ * Memory: the residual stream keeps each layer's input (L+1 tensors of B*T*C). Without recompute
+ * every layer keeps its own saved set; with recompute one set is shared and each layer's forward
+ * is run again during its backward. */
+#ifndef LLAMA_MODEL_H
+#define LLAMA_MODEL_H
+
+#include "../gpt2/device.h"
+#include "config.h"
+#include "layout.h"
+
+/* The saved activations of one decoder layer (dt unless noted). */
+typedef struct {
+  void *xn, *q, *k, *v, *att, *res2, *hn, *gate, *up, *act;
+  float *rrms1, *rrms2, *lse; /* fp32: two RMSNorm statistics, attention log-sum-exp [B,NH,T] */
+} llama_layer_acts;
+
+typedef struct {
+  llama_config cfg;
+  int B, T;      /* micro-batch shape the buffers are sized for */
+  int recompute; /* --recompute */
+  gpt2_dev dev;
+  zs_kernels *k;
+  zs_unit **units; /* [L+2]: embedding, layer.0 .. layer.L-1, head (not owned) */
+  /* Tensor index of each LLAY_* slot in a layer unit (-1: absent, the biases without qkv_bias). */
+  int slot[LLAY_NT];
+  void **res;             /* [L+1] residual stream, B*T*C each */
+  llama_layer_acts *acts; /* [L], or [1] with recompute */
+  void *fn;               /* final norm output */
+  float *rrmsf;
+  void *logits;     /* B*T*V; the head's backward reuses it for dlogits */
+  float *losses;    /* B*T per-token losses (device) */
+  int *tok, *tgt;   /* B*T token ids (device) */
+  void *dres, *dln; /* backward: the residual gradient and a C-wide scratch (also the forward's
+                       projection outputs before their residual add) */
+  void *wA, *wB;    /* backward work, N * max(Q + 2KV, 2I) each */
+  float *cos, *sin; /* RoPE tables [T, hd/2] (device) */
+  float *host_losses;
+  size_t act_bytes; /* device bytes of everything above */
+} llama_model;
+
+/* Allocates the activations for micro-batches of B x T on dev's device and fills the RoPE tables
+   (units registered and committed; units[] has L+2 entries). 0, or -1 (gpt2_error()). */
+int llama_model_init(llama_model *m, const llama_config *c, zs_unit **units, const gpt2_dev *dev,
+                     zs_kernels *k, int B, int T, int recompute);
+void llama_model_free(llama_model *m);
+
+#endif

@@ -1,0 +1,622 @@
+/* train_llama: Llama-family models (Llama 2/3, Qwen2, Mistral) trained with zshard, from a C loop
+ * that uses only the public API, the twin of train_gpt2.c. Read it top to bottom: a decoder
+ * layer's forward and backward on its gathered params, the network (gather -> kernels -> release
+ * per unit; backward zs_unit_grad -> kernels -> zs_unit_grads_ready per unit), one micro-step,
+ * then the run: setup, the step loop, evaluation, export and reporting.
+ *
+ *   mpirun -np 4 build/train_llama --init-safetensors hf_dir --stage 3 --data tokens.bin \
+ *       --seq 256 --export out_dir
+ *
+ * Units (llama/layout.h): the embedding, one per decoder layer, and the head (final RMSNorm and
+ * the untied lm_head; a tied head is the embedding, gathered again for the logits). Features live
+ * in llama/: args, config (config.json), hf_read / hf_write / hf_io (Hugging Face directories),
+ * layout (units), weights (registration, init, export), model (activation buffers), batches
+ * (fixed batches for the proof against Hugging Face); the model-independent parts are GPT-2's:
+ * gpt2/data (llm.c token files), metrics + plot (reporting), device (activation memory), rng. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2/data.h"
+#include "gpt2/metrics.h"
+#include "gpt2/util.h"
+#include "llama/activations.h"
+#include "llama/args.h"
+#include "llama/batches.h"
+#include "llama/hf_io.h"
+#include "llama/model.h"
+#include "llama/sample.h"
+#include "llama/util.h"
+#include "llama/weights.h"
+#include "zshard_kernels.h"
+
+/* A failure of the llama/ parts (llama_error()) as this program's error (gpt2_error()). */
+#define LTRY(call)                                                                                 \
+  do {                                                                                             \
+    if ((call) != 0) return gpt2_fail("%s", llama_error());                                        \
+  } while (0)
+
+/* Layer param/grad t of slot s (the biases are NULL without qkv_bias). */
+#define P(s) (m->slot[s] < 0 ? NULL : p[m->slot[s]])
+#define G(s) (m->slot[s] < 0 ? NULL : g[m->slot[s]])
+
+/* ======== The model: forward ========
+ * A pre-norm decoder layer on its unit's gathered params p[]:
+ *   res2 = x + o_proj(attn(rope(q(n1)), rope(k(n1)), v(n1)))     n1 = rmsnorm(x)
+ *   y = res2 + down(silu(gate(n2)) * up(n2))                      n2 = rmsnorm(res2) */
+static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, const void *x,
+                         void *y, int B) {
+  zs_kernels *k = m->k;
+  const llama_config *c = &m->cfg;
+  const int T = m->T, N = B * T, C = c->hidden, I = c->intermediate, D = c->head_dim;
+  const int NH = c->heads, NKV = c->kv_heads, Q = NH * D, KV = NKV * D;
+  const float eps = (float)c->rms_eps;
+  void *tmp = m->dln; /* projection outputs live only until the residual add */
+  ZS_TRY(zs_k_rmsnorm_fwd(k, a->xn, a->rrms1, x, P(LLAY_ATTN_NORM), eps, N, C));
+  ZS_TRY(zs_k_matmul_fwd(k, a->q, a->xn, P(LLAY_Q_W), P(LLAY_Q_B), N, C, Q));
+  ZS_TRY(zs_k_matmul_fwd(k, a->k, a->xn, P(LLAY_K_W), P(LLAY_K_B), N, C, KV));
+  ZS_TRY(zs_k_matmul_fwd(k, a->v, a->xn, P(LLAY_V_W), P(LLAY_V_B), N, C, KV));
+  ZS_TRY(zs_k_rope_fwd(k, a->q, a->q, m->cos, m->sin, B, T, NH, D));
+  ZS_TRY(zs_k_rope_fwd(k, a->k, a->k, m->cos, m->sin, B, T, NKV, D));
+  ZS_TRY(zs_k_gqa_attention_fwd(k, a->att, a->lse, a->q, a->k, a->v, B, T, NH, NKV, D));
+  ZS_TRY(zs_k_matmul_fwd(k, tmp, a->att, P(LLAY_O_W), NULL, N, Q, C));
+  ZS_TRY(zs_k_residual_fwd(k, a->res2, x, tmp, (size_t)N * C));
+  ZS_TRY(zs_k_rmsnorm_fwd(k, a->hn, a->rrms2, a->res2, P(LLAY_MLP_NORM), eps, N, C));
+  ZS_TRY(zs_k_matmul_fwd(k, a->gate, a->hn, P(LLAY_GATE_W), NULL, N, C, I));
+  ZS_TRY(zs_k_matmul_fwd(k, a->up, a->hn, P(LLAY_UP_W), NULL, N, C, I));
+  ZS_TRY(zs_k_swiglu_fwd(k, a->act, a->gate, a->up, (size_t)N * I));
+  ZS_TRY(zs_k_matmul_fwd(k, tmp, a->act, P(LLAY_DOWN_W), NULL, N, I, C));
+  ZS_TRY(zs_k_residual_fwd(k, y, a->res2, tmp, (size_t)N * C));
+  return 0;
+}
+
+/* ======== The model: backward ========
+ * On entry m->dres holds dL/dy (the layer's output); on exit it holds dL/dx. The residual adds
+ * need no kernel: each RMSNorm backward adds its input gradient onto m->dres in place. Every
+ * kernel's backward ADDS, so each gradient buffer is zeroed first. Scratch: dln (C per token),
+ * wA and wB (max(Q + 2KV, 2I) per token). */
+/* Zeroes n elements of the model's dtype. */
+static int zero(llama_model *m, void *p, size_t n) {
+  return gpt2_dev_zero(&m->dev, p, n * m->dev.esz);
+}
+
+/* MLP half: y = res2 + down(silu(gate(n2)) * up(n2)). */
+static int mlp_bwd(llama_model *m, void *const *p, void *const *g, const llama_layer_acts *a) {
+  zs_kernels *k = m->k;
+  const int N = m->B * m->T, C = m->cfg.hidden, I = m->cfg.intermediate;
+  const size_t NI = (size_t)N * I;
+  void *dact = m->wA, *dgate = m->wB, *dup = gpt2_at(&m->dev, m->wB, NI), *dhn = m->dln;
+  TRY(zero(m, dact, NI));
+  ZS_TRY(zs_k_matmul_bwd(k, dact, G(LLAY_DOWN_W), NULL, m->dres, a->act, P(LLAY_DOWN_W), N, I, C));
+  TRY(zero(m, m->wB, 2 * NI));
+  ZS_TRY(zs_k_swiglu_bwd(k, dgate, dup, dact, a->gate, a->up, NI));
+  TRY(zero(m, dhn, (size_t)N * C));
+  ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_GATE_W), NULL, dgate, a->hn, P(LLAY_GATE_W), N, C, I));
+  ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_UP_W), NULL, dup, a->hn, P(LLAY_UP_W), N, C, I));
+  ZS_TRY(zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_MLP_NORM), dhn, a->res2, P(LLAY_MLP_NORM), a->rrms2, N,
+                          C));
+  return 0;
+}
+
+/* Attention half: res2 = x + o_proj(attn(rope(q(n1)), rope(k(n1)), v(n1))). wB holds the
+   attention's dq | dk | dv (after RoPE); wA first the attention output's gradient, then, once the
+   attention backward has read it, dq | dk before RoPE. */
+static int attn_bwd(llama_model *m, void *const *p, void *const *g, const llama_layer_acts *a,
+                    const void *x) {
+  zs_kernels *k = m->k;
+  const llama_config *c = &m->cfg;
+  const int B = m->B, T = m->T, N = B * T, C = c->hidden, D = c->head_dim;
+  const int NH = c->heads, NKV = c->kv_heads, Q = NH * D, KV = NKV * D;
+  const size_t NQ = (size_t)N * Q, NKVe = (size_t)N * KV;
+  void *datt = m->wA, *dxn = m->dln;
+  void *dq = m->wB, *dk = gpt2_at(&m->dev, m->wB, NQ), *dv = gpt2_at(&m->dev, m->wB, NQ + NKVe);
+  void *dq0 = m->wA, *dk0 = gpt2_at(&m->dev, m->wA, NQ);
+  TRY(zero(m, datt, NQ));
+  ZS_TRY(zs_k_matmul_bwd(k, datt, G(LLAY_O_W), NULL, m->dres, a->att, P(LLAY_O_W), N, Q, C));
+  TRY(zero(m, m->wB, NQ + 2 * NKVe));
+  ZS_TRY(zs_k_gqa_attention_bwd(k, dq, dk, dv, datt, a->q, a->k, a->v, a->att, a->lse, B, T, NH,
+                                NKV, D));
+  TRY(zero(m, m->wA, NQ + NKVe));
+  ZS_TRY(zs_k_rope_bwd(k, dq0, dq, m->cos, m->sin, B, T, NH, D));
+  ZS_TRY(zs_k_rope_bwd(k, dk0, dk, m->cos, m->sin, B, T, NKV, D));
+  TRY(zero(m, dxn, (size_t)N * C));
+  ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_Q_W), G(LLAY_Q_B), dq0, a->xn, P(LLAY_Q_W), N, C, Q));
+  ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_K_W), G(LLAY_K_B), dk0, a->xn, P(LLAY_K_W), N, C, KV));
+  ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_V_W), G(LLAY_V_B), dv, a->xn, P(LLAY_V_W), N, C, KV));
+  ZS_TRY(
+      zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_ATTN_NORM), dxn, x, P(LLAY_ATTN_NORM), a->rrms1, N, C));
+  return 0;
+}
+
+static int layer_backward(llama_model *m, void *const *p, void *const *g, const llama_layer_acts *a,
+                          const void *x) {
+  TRY(mlp_bwd(m, p, g, a));
+  return attn_bwd(m, p, g, a, x);
+}
+
+/* ======== One micro-step on the engine ========
+ * Every unit is used as: gather -> zs_unit_param -> kernels -> release in forward, and gather ->
+ * kernels writing zs_unit_grad -> grads_ready -> release in backward (reverse order). The head
+ * unit (final norm + lm_head) runs its forward, the loss and its backward in one gather. A tied
+ * head (Qwen2's small sizes) is the embedding: the embedding unit is gathered beside the head for
+ * the logits, the head's share of its gradient is flushed at once (zs_unit_grads_flush), and its
+ * grads_ready comes at the very end, after the lookup's share. The lookup's backward reads only
+ * token ids, so the embedding is not gathered for it. In deterministic mode the engine stages each
+ * micro-step's gradient, so the kernels' += give every ranks x micro-steps split the same bits. */
+
+/* Gathered param pointers of unit u. */
+static int params(llama_model *m, int u, void **p) {
+  zs_unit *unit = m->units[u];
+  for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
+    p[t] = zs_unit_param(unit, t);
+    if (!p[t])
+      return gpt2_fail("zs_unit_param(%s, %d) is NULL after gather", zs_unit_name(unit), t);
+  }
+  return 0;
+}
+
+/* Gradient pointers of unit u (inside a step). */
+static int grads(llama_model *m, int u, void **g) {
+  zs_unit *unit = m->units[u];
+  for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
+    g[t] = zs_unit_grad(unit, t);
+    if (!g[t])
+      return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step", zs_unit_name(unit), t);
+  }
+  return 0;
+}
+
+/* Embedding and decoder layers for b sequences already uploaded to m->tok. */
+static int forward_body(llama_model *m, int b) {
+  const int L = m->cfg.layers, N = b * m->T;
+  void *p[LLAMA_MAX_UNIT_TENSORS];
+  ZS_TRY(zs_unit_gather(m->units[0]));
+  TRY(params(m, 0, p));
+  ZS_TRY(
+      zs_k_embedding_fwd(m->k, m->res[0], m->tok, p[LEMB_EMBED], N, m->cfg.hidden, m->cfg.vocab));
+  ZS_TRY(zs_unit_release(m->units[0]));
+  for (int l = 0; l < L; l++) {
+    ZS_TRY(zs_unit_gather(m->units[l + 1]));
+    TRY(params(m, l + 1, p));
+    TRY(layer_forward(m, p, &m->acts[m->recompute ? 0 : l], m->res[l], m->res[l + 1], b));
+    ZS_TRY(zs_unit_release(m->units[l + 1]));
+  }
+  return 0;
+}
+
+/* The head: final RMSNorm, logits, and when training the loss and the backward down to
+   dL/d(last residual) in m->dres (grads_ready for the head unit). Losses of b sequences in
+   m->losses either way. */
+static int head(llama_model *m, int b, int train) {
+  const llama_config *c = &m->cfg;
+  const int L = c->layers, N = b * m->T, C = c->hidden, V = c->vocab;
+  zs_unit *hu = m->units[L + 1], *emb = m->units[0];
+  void *p[LLAMA_MAX_UNIT_TENSORS], *g[LLAMA_MAX_UNIT_TENSORS], *pe[1], *ge[1];
+  ZS_TRY(zs_unit_gather(hu));
+  TRY(params(m, L + 1, p));
+  if (c->tied) {
+    ZS_TRY(zs_unit_gather(emb));
+    TRY(params(m, 0, pe));
+  }
+  void *w = c->tied ? pe[0] : p[LHEAD_LM_HEAD];
+  ZS_TRY(
+      zs_k_rmsnorm_fwd(m->k, m->fn, m->rrmsf, m->res[L], p[LHEAD_NORM], (float)c->rms_eps, N, C));
+  ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, N, C, V));
+  ZS_TRY(zs_k_softmax_xent(m->k, m->losses, train ? m->logits : NULL, m->logits, m->tgt,
+                           1.0f / (float)N, N, V, V));
+  if (train) {
+    TRY(grads(m, L + 1, g));
+    if (c->tied) TRY(grads(m, 0, ge));
+    void *gw = c->tied ? ge[0] : g[LHEAD_LM_HEAD];
+    TRY(zero(m, m->dln, (size_t)N * C));
+    ZS_TRY(zs_k_matmul_bwd(m->k, m->dln, gw, NULL, m->logits, m->fn, w, N, C, V));
+    TRY(zero(m, m->dres, (size_t)N * C));
+    ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, g[LHEAD_NORM], m->dln, m->res[L], p[LHEAD_NORM],
+                            m->rrmsf, N, C));
+    ZS_TRY(zs_unit_grads_ready(hu));
+    if (c->tied) ZS_TRY(zs_unit_grads_flush(emb));
+  }
+  if (c->tied) ZS_TRY(zs_unit_release(emb));
+  ZS_TRY(zs_unit_release(hu));
+  return 0;
+}
+
+/* Backward from dL/d(last residual) (in m->dres) down to the embedding. */
+static int backward(llama_model *m) {
+  const int L = m->cfg.layers, B = m->B, N = B * m->T;
+  void *p[LLAMA_MAX_UNIT_TENSORS], *g[LLAMA_MAX_UNIT_TENSORS];
+  for (int l = L - 1; l >= 0; l--) {
+    llama_layer_acts *a = &m->acts[m->recompute ? 0 : l];
+    zs_unit *unit = m->units[l + 1];
+    ZS_TRY(zs_unit_gather(unit));
+    TRY(params(m, l + 1, p));
+    if (m->recompute) TRY(layer_forward(m, p, a, m->res[l], m->res[l + 1], B));
+    TRY(grads(m, l + 1, g));
+    TRY(layer_backward(m, p, g, a, m->res[l]));
+    ZS_TRY(zs_unit_grads_ready(unit));
+    ZS_TRY(zs_unit_release(unit));
+  }
+  TRY(grads(m, 0, g)); /* a tied embedding's gradient holds the head's share already */
+  ZS_TRY(zs_k_embedding_bwd(m->k, g[LEMB_EMBED], m->dres, m->tok, N, m->cfg.hidden, m->cfg.vocab));
+  ZS_TRY(zs_unit_grads_ready(m->units[0]));
+  return 0;
+}
+
+/* Uploads b sequences of tokens and targets. */
+static int upload(llama_model *m, const int *tok, const int *tgt, int b) {
+  size_t bytes = (size_t)b * m->T * sizeof(int);
+  TRY(gpt2_dev_upload(&m->dev, m->tok, tok, bytes));
+  return gpt2_dev_upload(&m->dev, m->tgt, tgt, bytes);
+}
+
+/* Mean of the first n per-token losses (summed in double, in order). */
+static int mean_loss(llama_model *m, int n, float *loss) {
+  TRY(gpt2_dev_download(&m->dev, m->host_losses, m->losses, (size_t)n * sizeof(float)));
+  double s = 0.0;
+  for (int i = 0; i < n; i++)
+    s += m->host_losses[i];
+  *loss = (float)(s / n);
+  return 0;
+}
+
+/* One micro-step of training on tokens/targets (host, B*T each); *loss = its mean loss. */
+static int train_micro(llama_model *m, const int *tok, const int *tgt, float *loss) {
+  TRY(upload(m, tok, tgt, m->B));
+  TRY(forward_body(m, m->B));
+  TRY(head(m, m->B, 1));
+  TRY(backward(m));
+  return mean_loss(m, m->B * m->T, loss);
+}
+
+/* Forward and loss only on b <= B sequences. */
+static int eval_micro(llama_model *m, const int *tok, const int *tgt, int b, float *loss) {
+  if (b > m->B) return gpt2_fail("eval batch %d exceeds the buffers' %d", b, m->B);
+  TRY(upload(m, tok, tgt, b));
+  TRY(forward_body(m, b));
+  TRY(head(m, b, 0));
+  return mean_loss(m, b * m->T, loss);
+}
+
+/* llama_forward_fn for sampling: the logits of one sequence of T tokens (ctx: llama_model). The
+   targets are only read by the loss, which sampling ignores: zeros. */
+static int forward_logits(void *ctx, const int *win, const void **logits) {
+  llama_model *m = ctx;
+  int *zeros = calloc((size_t)m->T, sizeof(int));
+  if (!zeros) return gpt2_fail("out of host memory");
+  int rc = upload(m, win, zeros, 1);
+  free(zeros);
+  TRY(rc);
+  TRY(forward_body(m, 1));
+  TRY(head(m, 1, 0));
+  *logits = m->logits;
+  return 0;
+}
+
+/* ======== Running: setup, the step loop, reporting ======== */
+
+/* Everything one process holds. */
+typedef struct {
+  llama_args a;
+  zs_comm *comm;
+  int rank, world;
+  gpt2_data data;      /* token file or text (unless --batches) */
+  llama_batches fixed; /* --batches */
+  llama_config cfg;
+  lhf_dir hf; /* --init-safetensors, open until the weights are read */
+  int hf_open;
+  zs_engine *eng;
+  zs_kernels *k;
+  zs_unit **units; /* [L+2] */
+  llama_model model;
+  gpt2_metrics met;
+  int *tok, *tgt; /* host batch, B*T */
+  double unigram; /* nats (NAN with --batches) */
+  float last_loss, last_val;
+} run;
+
+/* Model shape: a Hugging Face directory's config.json, a config.json, or the flags. */
+static int resolve_config(run *r) {
+  const llama_args *a = &r->a;
+  llama_config *c = &r->cfg;
+  if (a->init_dir) {
+    LTRY(llama_hf_import(a->init_dir, a->seq, c, &r->hf));
+    r->hf_open = 1;
+  } else if (a->config) {
+    LTRY(llama_config_load(c, a->config));
+  } else {
+    const char *n = a->arch;
+    llama_arch arch = !strcmp(n, "qwen2")     ? LLAMA_ARCH_QWEN2
+                      : !strcmp(n, "mistral") ? LLAMA_ARCH_MISTRAL
+                                              : LLAMA_ARCH_LLAMA;
+    if (strcmp(n, "llama") && arch == LLAMA_ARCH_LLAMA)
+      return gpt2_fail("--arch %s: llama, qwen2 or mistral", n);
+    llama_config_defaults(c, arch);
+    c->layers = a->layers;
+    c->hidden = a->hidden;
+    c->intermediate = a->intermediate;
+    c->heads = a->heads;
+    c->kv_heads = a->kv_heads;
+    c->head_dim = a->head_dim > 0 ? a->head_dim : a->hidden / (a->heads > 0 ? a->heads : 1);
+    c->max_pos = a->max_pos > 0 ? a->max_pos : a->seq;
+    c->vocab = a->vocab > 0 ? a->vocab : (r->data.is_text ? 256 : 50257);
+    if (c->vocab < r->data.vocab) c->vocab = r->data.vocab;
+    c->sliding_window = 0;
+    if (a->qkv_bias >= 0) c->qkv_bias = a->qkv_bias;
+    if (a->tied >= 0) c->tied = a->tied;
+  }
+  LTRY(llama_config_check(c, a->seq));
+  if (!a->batches && r->data.vocab > c->vocab)
+    return gpt2_fail("the data has token ids up to %d but the model's vocabulary is %d",
+                     r->data.vocab - 1, c->vocab);
+  return 0;
+}
+
+/* Engine from the flags, units, commit, initial weights, kernels, activations. */
+static int build(run *r) {
+  const llama_args *a = &r->a;
+  zs_config zc;
+  zs_config_default(&zc);
+  zc.stage = a->stage;
+  zc.device = a->device;
+  zc.param_dtype = a->dtype;
+  zc.reduce_dtype = a->reduce_dtype;
+  zc.offload = a->offload;
+  zc.deterministic = a->deterministic;
+  if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
+  zc.held_units = r->cfg.tied ? 2 : 1; /* a tied head holds the embedding beside it */
+  zc.adamw.lr = a->lr;
+  zc.adamw.beta1 = 0.9f;
+  zc.adamw.beta2 = a->beta2;
+  zc.adamw.eps = 1e-8f;
+  zc.adamw.weight_decay = a->weight_decay;
+  zc.adamw.max_grad_norm = a->grad_clip;
+  ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
+  r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
+  if (!r->units) return gpt2_fail("out of host memory");
+  TRY(llama_units_register(&r->cfg, r->eng, r->units));
+  ZS_TRY(zs_engine_commit(r->eng));
+  if (r->hf_open) {
+    TRY(llama_init_hf(&r->cfg, r->units, &r->hf));
+    lhf_close(&r->hf);
+    r->hf_open = 0;
+  } else {
+    TRY(llama_init_random(&r->cfg, r->units, a->seed));
+  }
+  ZS_TRY(zs_k_create(a->device, a->dtype, zs_engine_stream(r->eng), &r->k));
+  /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
+  ZS_TRY(zs_k_watch(r->k, r->eng));
+  gpt2_dev dev = {r->k, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
+  TRY(llama_model_init(&r->model, &r->cfg, r->units, &dev, r->k, a->batch, a->seq, a->recompute));
+  size_t n = (size_t)a->batch * a->seq;
+  r->tok = malloc(n * sizeof(int));
+  r->tgt = malloc(n * sizeof(int));
+  return r->tok && r->tgt ? 0 : gpt2_fail("out of host memory for batches");
+}
+
+/* Mean validation loss over --eval-batches batches (the same batches on every rank). */
+static int evaluate(run *r, float *loss) {
+  double s = 0.0;
+  int n = 0;
+  for (int i = 0; !r->a.batches && i < r->a.eval_batches; i++) {
+    if (gpt2_data_val_batch(&r->data, i, r->a.batch, r->a.seq, r->tok, r->tgt) != 0) break;
+    float l = 0.0f;
+    TRY(eval_micro(&r->model, r->tok, r->tgt, r->a.batch, &l));
+    s += l;
+    n++;
+  }
+  *loss = n ? (float)(s / n) : NAN;
+  return 0;
+}
+
+/* The batch of micro-step mi at step: the fixed batches, or the token file's sharding rule. */
+static int batch(run *r, int step, int mi) {
+  const llama_args *a = &r->a;
+  if (a->batches)
+    return llama_batches_get(&r->fixed, step, r->rank, r->world, mi, a->micro_steps, a->batch,
+                             a->seq, r->cfg.vocab, r->tok, r->tgt);
+  return gpt2_data_train_batch(&r->data, step, r->rank, r->world, mi, a->micro_steps, a->batch,
+                               a->seq, r->tok, r->tgt);
+}
+
+/* One optimizer step: begin_step, micro-steps, zs_engine_step; fills the log entry. */
+static int train_step(run *r, int step, gpt2_step_log *lg) {
+  const llama_args *a = &r->a;
+  float lr = gpt2_lr_at(step, a->steps, a->warmup, a->lr, a->lr_min_frac);
+  double t0 = gpt2_now(), loss = 0.0;
+  ZS_TRY(zs_engine_set_lr(r->eng, lr));
+  ZS_TRY(zs_engine_begin_step(r->eng, a->micro_steps));
+  for (int mi = 0; mi < a->micro_steps; mi++) {
+    TRY(batch(r, step, mi));
+    float l = 0.0f;
+    TRY(train_micro(&r->model, r->tok, r->tgt, &l));
+    loss += l;
+  }
+  zs_step_stats st;
+  ZS_TRY(zs_engine_step(r->eng, &st));
+  double dt = gpt2_now() - t0;
+  memset(lg, 0, sizeof *lg);
+  lg->step = step + 1;
+  /* The logged loss is the mean over every rank's micro-batches (no MPI call of our own). */
+  double mean = loss / a->micro_steps;
+  ZS_TRY(zs_comm_allreduce(r->comm, &mean, &mean, 1, ZS_HOST_F64, ZS_RED_MEAN));
+  lg->loss = (float)mean;
+  lg->lr = lr;
+  lg->grad_norm = st.grad_norm;
+  lg->skipped = st.skipped_nonfinite;
+  lg->ms = 1e3 * dt;
+  lg->tokens_per_s = (double)a->batch * a->seq * a->micro_steps * r->world / dt;
+  lg->mfu = -1.0;
+  /* The full-precision loss for comparisons with other implementations (the JSONL has 6 digits). */
+  char ev[160];
+  snprintf(ev, sizeof ev, "{\"event\":\"loss\",\"step\":%d,\"loss\":%.9g}", step + 1, mean);
+  gpt2_metrics_event(&r->met, ev);
+  return 0;
+}
+
+/* Prints and records this rank's memory (every rank prints its own table in turn). */
+static int report_memory(run *r, const char *when) {
+  zs_memory mem;
+  ZS_TRY(zs_engine_memory(r->eng, &mem));
+  gpt2_print_memory(&mem, r->rank, r->world, when, r->model.act_bytes);
+  char js[768], ev[1024];
+  gpt2_memory_json(&mem, js, sizeof js);
+  snprintf(ev, sizeof ev,
+           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu}",
+           when, js, r->model.act_bytes);
+  gpt2_metrics_event(&r->met, ev);
+  return 0;
+}
+
+/* Header lines: the run's shape and data (rank 0). */
+static void banner(run *r) {
+  if (r->rank != 0) return;
+  const llama_config *c = &r->cfg;
+  const llama_args *a = &r->a;
+  printf("train_llama | %s\n", zs_engine_info(r->eng));
+  printf("model: %s L=%d C=%d I=%d NH=%d NKV=%d hd=%d V=%d%s%s | %.2fM params | %s%s\n",
+         llama_arch_name(c->arch), c->layers, c->hidden, c->intermediate, c->heads, c->kv_heads,
+         c->head_dim, c->vocab, c->qkv_bias ? " qkv-bias" : "", c->tied ? " tied" : "",
+         llama_num_params(c) / 1e6, a->dtype == ZS_BF16 ? "bf16" : "fp32",
+         a->recompute ? " | recompute" : "");
+  printf("batch: %d x %d tokens x %d micro-steps x %d ranks = %d tokens/step | %d steps\n",
+         a->batch, a->seq, a->micro_steps, r->world, a->batch * a->seq * a->micro_steps * r->world,
+         a->steps);
+  if (a->batches)
+    printf("data: fixed batches %s\n", a->batches);
+  else
+    printf("data: %s (%lld tokens, %lld train) | unigram entropy %.4f nats per token\n",
+           a->data ? a->data : a->text, (long long)r->data.n, (long long)r->data.n_train,
+           r->unigram);
+  char ev[512];
+  snprintf(ev, sizeof ev,
+           "{\"event\":\"config\",\"arch\":\"%s\",\"layers\":%d,\"hidden\":%d,\"heads\":%d,"
+           "\"kv_heads\":%d,\"vocab\":%d,\"params\":%lld,\"stage\":%d,\"world\":%d,"
+           "\"micro_steps\":%d,\"batch\":%d,\"seq\":%d}",
+           llama_arch_name(c->arch), c->layers, c->hidden, c->heads, c->kv_heads, c->vocab,
+           (long long)llama_num_params(c), a->stage, r->world, a->micro_steps, a->batch, a->seq);
+  gpt2_metrics_event(&r->met, ev);
+  fflush(stdout);
+}
+
+/* --resume: the checkpoint's weights and optimizer state; the loop goes on from its step. */
+static int resume(run *r, int *start) {
+  *start = 0;
+  if (!r->a.resume) return 0;
+  ZS_TRY(zs_engine_load(r->eng, r->a.resume));
+  *start = (int)zs_engine_steps_done(r->eng);
+  if (r->rank == 0) printf("resumed from %s at step %d\n", r->a.resume, *start);
+  return 0;
+}
+
+/* The training loop with periodic validation and checkpoints. */
+static int train(run *r) {
+  const llama_args *a = &r->a;
+  int start;
+  TRY(resume(r, &start));
+  const int end = a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;
+  for (int s = start; s < end; s++) {
+    gpt2_step_log lg;
+    TRY(train_step(r, s, &lg));
+    TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
+    r->last_loss = lg.loss;
+    if (a->save_every > 0 && ((s + 1) % a->save_every == 0 || s + 1 == end)) {
+      double t0 = gpt2_now();
+      ZS_TRY(zs_engine_save(r->eng, a->ckpt_dir));
+      if (r->rank == 0)
+        printf("checkpoint: step %d saved to %s in %.2f s\n", s + 1, a->ckpt_dir, gpt2_now() - t0);
+    }
+    if (a->eval_every > 0 && (s + 1) % a->eval_every == 0 && s + 1 < a->steps) {
+      float v;
+      TRY(evaluate(r, &v));
+      if (isfinite(v)) TRY(gpt2_metrics_val(&r->met, s + 1, v));
+    }
+  }
+  return 0;
+}
+
+/* After training: final validation, memory, plot, export. */
+static int finish(run *r) {
+  const llama_args *a = &r->a;
+  r->last_val = NAN;
+  if (a->val_frac > 0 && a->steps > 0) {
+    TRY(evaluate(r, &r->last_val));
+    if (isfinite(r->last_val)) TRY(gpt2_metrics_val(&r->met, a->steps, r->last_val));
+  }
+  TRY(report_memory(r, "end"));
+  if (a->plot && r->rank == 0) {
+    TRY(gpt2_plot_svg(&r->met, a->plot, "train_llama loss", r->unigram));
+    printf("loss curve: %s\n", a->plot);
+  }
+  if (a->sample_lines > 0 && a->sample_chars > 0) {
+    char text[8192];
+    const int is_bytes = !a->batches && r->data.is_text;
+    const int start = is_bytes ? '\n' : (r->cfg.bos_id >= 0 ? r->cfg.bos_id : 0);
+    TRY(llama_sample(forward_logits, &r->model, &r->model.dev, a->seq, r->cfg.vocab, start,
+                     is_bytes, a->sample_lines, a->sample_chars, a->temperature, a->seed, text,
+                     sizeof text));
+    if (r->rank == 0)
+      printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->temperature, text);
+  }
+  if (a->export_dir) {
+    TRY(llama_export_hf(&r->cfg, r->units, a->export_dir, a->export_dtype,
+                        (uint64_t)a->export_shard_mb << 20, r->rank));
+    if (r->rank == 0)
+      printf("exported %s (Hugging Face %s directory)\n", a->export_dir,
+             llama_arch_name(r->cfg.arch));
+  }
+  float final = isfinite(r->last_val) ? r->last_val : r->last_loss;
+  if (r->rank == 0 && a->steps > 0)
+    printf("final loss %.4f nats (%s)\n", final, isfinite(r->last_val) ? "validation" : "train");
+  return 0;
+}
+
+/* The whole run after MPI is up. */
+static int run_all(run *r, int argc, char **argv) {
+  int pr = llama_args_parse(&r->a, argc, argv);
+  if (pr < 0) return gpt2_fail("%s", llama_error());
+  if (pr != 0) return pr;
+  const llama_args *a = &r->a;
+  r->unigram = NAN;
+  if (a->batches) {
+    TRY(llama_batches_load(&r->fixed, a->batches));
+  } else {
+    TRY(gpt2_data_load(&r->data, a->data ? a->data : a->text, a->data == NULL, a->val_frac,
+                       a->seed));
+    r->unigram = gpt2_data_unigram_entropy(&r->data);
+  }
+  TRY(resolve_config(r));
+  TRY(gpt2_metrics_open(&r->met, a->metrics, r->rank, r->world));
+  TRY(build(r));
+  banner(r);
+  TRY(report_memory(r, "start"));
+  TRY(train(r));
+  return finish(r);
+}
+
+int main(int argc, char **argv) {
+  run r;
+  memset(&r, 0, sizeof r);
+  zs_status st = zs_comm_init_mpi(&argc, &argv, &r.comm);
+  if (st != ZS_OK) {
+    fprintf(stderr, "train_llama: zs_comm_init_mpi -> %s: %s\n", zs_status_str(st),
+            zs_last_error());
+    return 1;
+  }
+  r.rank = zs_comm_rank(r.comm);
+  r.world = zs_comm_size(r.comm);
+  int rc = run_all(&r, argc, argv);
+  if (rc < 0) fprintf(stderr, "train_llama (rank %d): error: %s\n", r.rank, gpt2_error());
+  if (r.hf_open) lhf_close(&r.hf);
+  llama_model_free(&r.model);
+  zs_k_destroy(r.k);
+  free(r.units);
+  zs_engine_destroy(r.eng);
+  zs_comm_destroy(r.comm);
+  gpt2_metrics_close(&r.met);
+  gpt2_data_free(&r.data);
+  llama_batches_free(&r.fixed);
+  free(r.tok);
+  free(r.tgt);
+  return rc < 0 ? 1 : 0;
+}

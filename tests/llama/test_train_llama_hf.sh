@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# train_llama against Hugging Face transformers (CPU, fp32): for Llama (4 query / 2 key-value
+# heads, untied head) and Qwen2 (q/k/v biases, tied head) random configurations, llama_ref.py
+# writes the initial weights as an HF directory, the batches, the loss at init (labels=input_ids)
+# and 5 torch.optim.AdamW steps; train_llama --init-safetensors runs the same batches
+# (--batches) and --export's its weights; compare_llama_hf.py checks the init loss (1e-5), the
+# step losses, the weights after 5 steps and the exported directory's logits (from_pretrained).
+# Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each), also with --offload
+# opt+params; 1 rank with 2 micro-steps,
+# --recompute and --deterministic at stage 2, and the same split as 2 ranks x 1 at stage 3 with
+# --deterministic, whose exports must be identical bit for bit. A truncated weights file is
+# refused with a message.
+# With CUDA_PROBE (a GPU test, tests/gpu_tests.md): the same proof with --device cuda (fp32,
+# cuBLASLt's fp32 compute, so the same bounds), 1 rank at stage 0 and 2 ranks at stage 3 sharing
+# the GPU through NCCL (tests/with_hostid.sh); "SKIP: no CUDA device" (exit 0) without one.
+# usage: test_train_llama_hf.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC [CUDA_PROBE]]   (77 = skipped)
+set -u
+EXE=$1
+SRC=$2
+MPI=${3:-mpirun}
+PROBE=${4:-}
+if [ -n "$PROBE" ]; then
+  "$PROBE" >/dev/null 2>&1
+  case $? in
+    0) ;;
+    77) echo "SKIP: no CUDA device"; exit 0 ;;
+    *) echo "FAIL: the CUDA probe $PROBE failed"; exit 1 ;;
+  esac
+fi
+PY=$(bash "$SRC/scripts/ensure-transformers.sh")
+case $? in
+  0) ;;
+  77) echo "SKIP: transformers is not available and no package registry can be reached"; exit 77 ;;
+  *) echo "FAIL: transformers is missing and installing it failed"; exit 1 ;;
+esac
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+OPT="--steps 5 --lr 1e-3 --lr-min-frac 1 --warmup 0 --grad-clip 0 --weight-decay 0.1 --beta2 0.95
+     --seq 16 --log-every 0 --sample-lines 0"
+pass=0
+fail=0
+# run MODEL NAME NP ARGS...: train_llama on MODEL's reference, then the comparison.
+run() {
+  local model=$1 name=$2 np=$3
+  shift 3
+  local d=$W/$model.$name prefix=()
+  [ -n "$PROBE" ] && prefix=("$SRC/tests/with_hostid.sh")
+  if ! "$MPI" --oversubscribe -np "$np" "${prefix[@]}" "$EXE" $OPT --init-safetensors "$W/$model/init" \
+    --batches "$W/$model/tokens.bin" --metrics "$d.jsonl" --export "$d.export" "$@" \
+    >"$d.log" 2>&1; then
+    echo "FAIL $model $name: train_llama exited non-zero"; tail -5 "$d.log"; fail=$((fail + 1))
+    return
+  fi
+  if "$PY" "$SRC/tests/llama/compare_llama_hf.py" "$W/$model" "$d.jsonl" "$d.export" \
+    >"$d.cmp" 2>&1 && tail -1 "$d.cmp" | grep -qx ok; then
+    echo "ok   $model $name:"; sed 's/^/       /' "$d.cmp" | head -4; pass=$((pass + 1))
+  else
+    echo "FAIL $model $name:"; cat "$d.cmp"; fail=$((fail + 1))
+  fi
+}
+for model in llama qwen2; do
+  if ! "$PY" "$SRC/tests/llama/reference/llama_ref.py" run "$W/$model" --arch "$model" \
+    --steps 5 --batch 2 --seq 16 --lr 1e-3 --beta2 0.95 --weight-decay 0.1 --seed 7 \
+    >"$W/$model.ref.log" 2>&1; then
+    echo "FAIL $model: the reference failed"; cat "$W/$model.ref.log"; fail=$((fail + 1))
+    continue
+  fi
+  if [ -n "$PROBE" ]; then
+    run "$model" cuda_stage0_np1 1 --device cuda --stage 0 --batch 2
+    run "$model" cuda_stage3_np2 2 --device cuda --stage 3 --batch 1
+    continue
+  fi
+  run "$model" stage3_np1 1 --stage 3 --batch 2
+  run "$model" stage3_np2 2 --stage 3 --batch 1
+  run "$model" stage3_np2_offload 2 --stage 3 --batch 1 --offload opt+params
+  run "$model" stage2_micro2_recompute_det 1 --stage 2 --batch 1 --micro-steps 2 --recompute \
+    --deterministic
+  run "$model" stage3_np2_det 2 --stage 3 --batch 1 --deterministic
+  # --deterministic: 1 rank x 2 micro-steps (recomputed) and 2 ranks x 1 give the same bits.
+  a=$W/$model.stage2_micro2_recompute_det.export/model.safetensors
+  b=$W/$model.stage3_np2_det.export/model.safetensors
+  if [ -f "$a" ] && [ -f "$b" ] && cmp -s "$a" "$b"; then
+    echo "ok   $model: deterministic 1 rank x 2 micro-steps = 2 ranks x 1, bit for bit"
+    pass=$((pass + 1))
+  else
+    echo "FAIL $model: the deterministic exports differ (1 x 2 against 2 x 1)"; fail=$((fail + 1))
+  fi
+done
+# A truncated weights file: train_llama must refuse it with a message (exit 1), not crash.
+if [ -z "$PROBE" ] && [ -d "$W/llama/init" ]; then
+  cp -r "$W/llama/init" "$W/bad"
+  head -c 5000 "$W/llama/init/model.safetensors" >"$W/bad/model.safetensors"
+  if "$EXE" $OPT --init-safetensors "$W/bad" --batches "$W/llama/tokens.bin" --batch 2 \
+    >"$W/bad.log" 2>&1; then
+    echo "FAIL truncated safetensors: train_llama succeeded"; fail=$((fail + 1))
+  elif grep -q "error:" "$W/bad.log"; then
+    echo "ok   truncated safetensors refused: $(grep -m1 error: "$W/bad.log")"; pass=$((pass + 1))
+  else
+    echo "FAIL truncated safetensors: no error message"; cat "$W/bad.log"; fail=$((fail + 1))
+  fi
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
