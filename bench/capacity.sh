@@ -18,9 +18,9 @@
 # 1, vocabulary 256 (the bundled text), depth L searched in [1, --max-depth]. A size "fits" when
 # `mpirun -np 2 train_gpt2 --stage 3 --steps 3 ...` exits 0 having logged step 3 (the engine's
 # commit refuses a model it sees will not fit; a run killed by the cap fails too, and so does one
-# past --probe-timeout: under RLIMIT_AS OpenBLAS keeps retrying its 128 MiB buffer when the
-# address space runs out instead of failing). Each run is logged on stderr (depth, params,
-# trains/fails, seconds).
+# past --probe-timeout). OpenBLAS's work buffer is allocated at start (blas_warm below), as
+# OpenBLAS retries forever when it cannot get it later. Each run is logged on stderr (depth,
+# params, trains/fails, seconds).
 #
 # The planner's prediction: zshard-plan --json for the same shape and mode on 2 ranks at stage 3
 # (its GPT-2 shapes count the example's activations, as train_gpt2 allocates them); the largest
@@ -233,6 +233,7 @@ if [ "$CAP_METHOD" = cgroup2 ]; then
 else
   ulimit -v $((CAP_BYTES / 1024))
 fi
+[ -n "$CAP_PRELOAD" ] && export LD_PRELOAD=$CAP_PRELOAD
 "$@" &
 pid=$!
 key=VmPeak
@@ -248,7 +249,24 @@ if [ "$CAP_METHOD" = cgroup2 ] && [ -r "$g/memory.peak" ]; then cat "$g/memory.p
 exit $rc
 EOF
 chmod +x "$work/rank.sh"
-export CAP_METHOD=$method CAP_BYTES=$cap CAP_CG=$cg
+# OpenBLAS allocates its 128 MiB work buffer at the first matmul and, when the address space is
+# exhausted then, retries forever instead of failing. A preloaded constructor makes one tiny
+# sgemm at start, so the buffer exists before the engine commits (the same bytes, only sooner):
+# the engine's commit check then sees the room that is really left and refuses at once.
+cat >"$work/blas_warm.c" <<'EOF'
+void cblas_sgemm(int, int, int, int, int, int, float, const float *, int, const float *, int,
+                 float, float *, int);
+__attribute__((constructor)) static void blas_warm(void) {
+  float a = 1, b = 1, c = 0;
+  cblas_sgemm(101, 111, 111, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+}
+EOF
+preload=""
+if ldd "$exe" | grep -q libopenblas && cc -shared -fPIC -o "$work/blas_warm.so" \
+  "$work/blas_warm.c" -lopenblas 2>/dev/null; then
+  preload=$work/blas_warm.so
+fi
+export CAP_METHOD=$method CAP_BYTES=$cap CAP_CG=$cg CAP_PRELOAD=$preload
 
 heads=4
 seq=32
