@@ -1,21 +1,32 @@
-/* CPU AdamW throughput: parameters/s and GB/s of zs_cpu_adamw_ex on the host arena, for several
+/* CPU AdamW throughput per optimizer-state mode: parameters/s and GB/s of the offload
+ * optimizer's CPU AdamW (zs_cpu_adamw_ex, zs_cpu_adamw_m16_ex) on the host arena, for several
  * sizes and thread counts, beside the memory bandwidth of a STREAM triad run in the same process
- * with the same pool, and beside torch.optim.AdamW(foreach=True) (bench/peers/torch_adamw.py,
- * read from --torch-csv).
+ * with the same pool, and paired with peers on arrays of the same sizes and dtypes, read from
+ * CSV files (--peer-csv, repeatable): DeepSpeed's CPUAdam (bench/peers/deepspeed_cpu_adam.py,
+ * kinds ds_fp32 and ds_bf16) and torch.optim.AdamW(foreach=True) (bench/peers/torch_adamw.py,
+ * kind torch; --torch-csv is the same option).
  *
- * Bytes counted per element: read master, m, v (4 B each) and the gradient (4 B fp32 / 2 B bf16),
- * write master, m, v, plus the param copy if any (2 B bf16). Triad a = b + s*c counts 12 B per
- * element (STREAM's convention: the write-allocate read of `a` is not counted), so an in-place
- * kernel such as AdamW, whose writes hit lines it has just read, can reach above 100% of it.
- * Row rmw_4r3w is AdamW's access pattern without its arithmetic (a, b, c += d in place, 28 B per
- * element): the bound for AdamW on this machine, printed beside the triad.
+ * The modes are the rows of one table (modes[] below: name, bytes moved per element, the peer
+ * row it is paired with, the call): fp32 states (fp32 master or the fp32 params as the master,
+ * ZS_MASTER_PARAMS, which is the same kernel on the same arrays), the mixed-precision row (bf16
+ * gradient in, bf16 param copy out) and bf16 moments. A new mode is one row there.
+ *
+ * Bytes counted per element: what the kernel reads and writes (fp32 states: read master, m, v,
+ * gradient, write master, m, v = 28 B; bf16 moments: 4 + 2 + 2 + 4 read, 4 + 2 + 2 written =
+ * 20 B). Triad a = b + s*c counts 12 B per element (STREAM's convention: the write-allocate read
+ * of `a` is not counted), so an in-place kernel such as AdamW, whose writes hit lines it has just
+ * read, can reach above 100% of it. Row rmw_4r3w is AdamW's access pattern without its
+ * arithmetic (a, b, c += d in place, 28 B per element): the bound for fp32 AdamW on this machine.
  * Times are the best of --reps steps after one warm-up step; the bandwidths are measured before
  * and after the AdamW runs and the better pass is kept (a shared machine's load drifts).
  *
  * Usage: cpu_adamw [--sizes 1e6,1e7,1e8] [--big] [--threads 1,2] [--reps 5] [--csv FILE]
- *                  [--torch-csv FILE] [--list-threads]
+ *                  [--peer-csv FILE]... [--torch-csv FILE] [--bw-n N (triad elements, 1e8)]
+ *                  [--list-threads]
+ * Per mode, for the largest size at the most threads:
+ *   cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x <peer> params/s
  * The last line is: cpu_adamw: <GB/s> GB/s = <P>% of measured memory bandwidth, <S>x torch AdamW
- * for the largest size at the most threads, fp32 gradients (torch's setting). */
+ * for the largest size at the most threads, fp32 states and gradients (torch's setting). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +39,9 @@
 #include "offload/worker_pool.h"
 
 #define MAXN 16
-#define TRIAD_N ((size_t)100000000) /* 1.2 GB of floats: far beyond any cache */
+#define MAXPEER 4
+
+static size_t triad_n = 100000000; /* --bw-n: 1.2 GB of floats by default, beyond any cache */
 
 typedef struct {
   double sizes[MAXN];
@@ -36,7 +49,9 @@ typedef struct {
   int threads[MAXN];
   int nthreads;
   int reps;
-  const char *csv, *torch_csv;
+  const char *csv;
+  const char *peer_csv[MAXPEER]; /* --peer-csv / --torch-csv files */
+  int npeer;
 } opts;
 
 /* Monotonic seconds. */
@@ -163,7 +178,7 @@ static void *arena_get(zs_host_arena *a, size_t bytes) {
 /* Bandwidth in GB/s of the triad (12 B per element) and of the in-place pattern (28 B per
    element) with this pool, best of reps each. */
 static void bandwidth(zs_host_arena *ar, zs_pool *pool, int reps, double *triad, double *rmw) {
-  size_t n = TRIAD_N;
+  size_t n = triad_n;
   bw_ctx t = {arena_get(ar, n * 4),
               arena_get(ar, n * 4),
               arena_get(ar, n * 4),
@@ -191,47 +206,98 @@ static void bandwidth(zs_host_arena *ar, zs_pool *pool, int reps, double *triad,
   zs_host_arena_free(ar, t.d);
 }
 
-/* One AdamW configuration: best seconds per step. */
-static double adamw_time(zs_pool *pool, zs_adamw_isa isa, float *p, float *m, float *v,
-                         const void *g, zs_dtype gdt, void *out, size_t n, int reps) {
+/* The arrays of one size; every mode uses the ones it needs, filled with the same values. */
+typedef struct {
+  float *p, *m, *v, *g; /* fp32 master (or params), Adam m and v, gradient */
+  uint16_t *m16, *v16;  /* bf16 m and v */
+  uint16_t *gb, *out;   /* bf16 gradient, bf16 param copy (the mixed-precision row) */
+  size_t n;
+} arrays;
+
+/* One AdamW step of a mode on the arrays (pool NULL: the calling thread). */
+typedef void (*mode_fn)(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arrays *a);
+
+static void run_fp32(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arrays *a) {
+  zs_cpu_adamw_ex(pool, isa, c, a->p, a->m, a->v, a->g, ZS_F32, NULL, ZS_BF16, a->n);
+}
+static void run_mixed(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arrays *a) {
+  zs_cpu_adamw_ex(pool, isa, c, a->p, a->m, a->v, a->gb, ZS_BF16, a->out, ZS_BF16, a->n);
+}
+static void run_m16(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arrays *a) {
+  zs_cpu_adamw_m16_ex(pool, isa, c, a->p, a->m16, a->v16, a->g, ZS_F32, NULL, ZS_BF16, a->n);
+}
+
+/* The optimizer-state modes timed, one row each (zshard.h, "The optimizer"). bytes: moved per
+   element (read + write); state: optimizer-state bytes per parameter (master + m + v, the params
+   themselves not counted); peer: the peer CSV kind the mode is paired with, DeepSpeed CPUAdam in
+   its ZeRO-Offload setting (fp32 params and state, fp32 gradients): the same work for fp32
+   states, the engine that the compact modes are meant to beat. ZS_MASTER_PARAMS runs run_fp32 on
+   the same arrays (the fp32 params are the master), so fp32_states stands for it too. The
+   remainder master (bf16 params + a 16-bit remainder, bf16 m and v: 10 B/param of model state)
+   and lean (bf16 params as the master, stochastic rounding: 8 B) are one row each here once
+   their CPU kernels exist. */
+static const struct {
+  const char *kind, *what;
+  double bytes;
+  int state;
+  const char *peer;
+  mode_fn run;
+} modes[] = {
+    {"fp32_states", "fp32 master/params, fp32 m v, fp32 grads", 28.0, 12, "ds_fp32", run_fp32},
+    {"fp32_mixed", "fp32 master, fp32 m v, bf16 grads, bf16 param copy", 28.0, 12, "ds_fp32",
+     run_mixed},
+    {"bf16_moments", "fp32 master/params, bf16 m v, fp32 grads", 20.0, 8, "ds_fp32", run_m16},
+};
+#define NMODES (sizeof modes / sizeof modes[0])
+
+/* One mode's best seconds per step on the arrays. */
+static double adamw_time(zs_pool *pool, zs_adamw_isa isa, mode_fn run, arrays *a, int reps) {
   double best = 1e30;
   for (int r = 0; r <= reps; r++) {
     zs_adamw_coef c;
     zs_adamw_coef_make(&c, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, r + 1, 1.0);
     double t0 = now();
-    zs_cpu_adamw_ex(pool, isa, &c, p, m, v, g, gdt, out, ZS_BF16, n);
+    run(pool, isa, &c, a);
     double dt = now() - t0;
     if (r > 0 && dt < best) best = dt;
   }
   return best;
 }
 
-/* torch's GB/s for (n, threads) from its CSV (columns
-   kind,isa,n,threads,seconds,params_per_s,GBps), or 0 if absent. */
-static double torch_gbps(const char *path, size_t n, int threads) {
-  if (!path) return 0;
-  FILE *f = fopen(path, "r");
+/* A peer's params/s and GB/s for (kind, n, threads) from its CSV (columns
+   kind,isa,n,threads,seconds,params_per_s,GBps); 0 when absent. The last matching row wins. */
+static int peer_lookup(const char *path, const char *want, size_t n, int threads, double *pps_out,
+                       double *gbps_out) {
+  FILE *f = path ? fopen(path, "r") : NULL;
   if (!f) return 0;
   char line[512];
-  double found = 0;
+  int found = 0;
   while (fgets(line, sizeof line, f)) {
     char kind[64], isa[64];
     double nn, sec, pps, gbps;
     int th;
     if (sscanf(line, "%63[^,],%63[^,],%lf,%d,%lf,%lf,%lf", kind, isa, &nn, &th, &sec, &pps,
                &gbps) == 7 &&
-        (size_t)nn == n && th == threads)
-      found = gbps;
+        !strcmp(kind, want) && (size_t)nn == n && th == threads)
+      *pps_out = pps, *gbps_out = gbps, found = 1;
   }
   fclose(f);
   return found;
+}
+
+/* The first peer file holding (kind, n, threads). */
+static int peer_find(const opts *o, const char *kind, size_t n, int threads, double *pps,
+                     double *gbps) {
+  for (int i = 0; i < o->npeer; i++)
+    if (peer_lookup(o->peer_csv[i], kind, n, threads, pps, gbps)) return 1;
+  return 0;
 }
 
 /* Prints and appends one result row. */
 static void row(FILE *csv, const char *kind, const char *isa, size_t n, int threads, double sec,
                 double bytes_per_elem) {
   double pps = (double)n / sec, gbps = bytes_per_elem * (double)n / sec / 1e9;
-  printf("%-12s %-7s %11zu %3d  %10.4f ms  %8.3f Gparam/s  %7.2f GB/s\n", kind, isa, n, threads,
+  printf("%-13s %-7s %11zu %3d  %10.4f ms  %8.3f Gparam/s  %7.2f GB/s", kind, isa, n, threads,
          sec * 1e3, pps / 1e9, gbps);
   if (csv) fprintf(csv, "%s,%s,%zu,%d,%.9f,%.6e,%.4f\n", kind, isa, n, threads, sec, pps, gbps);
 }
@@ -271,8 +337,10 @@ static void parse_opts(int argc, char **argv, opts *o) {
       o->reps = atoi(v), i++;
     else if (!strcmp(a, "--csv"))
       o->csv = v, i++;
-    else if (!strcmp(a, "--torch-csv"))
-      o->torch_csv = v, i++;
+    else if ((!strcmp(a, "--torch-csv") || !strcmp(a, "--peer-csv")) && o->npeer < MAXPEER)
+      o->peer_csv[o->npeer++] = v, i++;
+    else if (!strcmp(a, "--bw-n"))
+      triad_n = (size_t)strtod(v, NULL), i++;
     else if (!strcmp(a, "--list-threads")) {
       for (int k = 0; k < o->nthreads; k++)
         printf("%s%d", k ? "," : "", o->threads[k]);
@@ -284,6 +352,36 @@ static void parse_opts(int argc, char **argv, opts *o) {
     }
   }
   if (o->reps < 1) o->reps = 1;
+  if (triad_n < CHUNK) triad_n = CHUNK;
+}
+
+/* The arrays of n elements from the arena, first touched by the pool. */
+static arrays arrays_get(zs_host_arena *ar, zs_pool *pool, size_t n) {
+  arrays a = {arena_get(ar, n * 4), arena_get(ar, n * 4), arena_get(ar, n * 4),
+              arena_get(ar, n * 4), arena_get(ar, n * 2), arena_get(ar, n * 2),
+              arena_get(ar, n * 2), arena_get(ar, n * 2), n};
+  fill_ctx f = {{a.p, a.m, a.v, a.g}, {a.gb, a.out}, n};
+  zs_pool_run(pool, (n + CHUNK - 1) / CHUNK, fill_item, &f);
+  fill_ctx h = {{NULL, NULL, NULL, NULL}, {a.m16, a.v16}, n};
+  zs_pool_run(pool, (n + CHUNK - 1) / CHUNK, fill_item, &h);
+  return a;
+}
+
+static void arrays_free(zs_host_arena *ar, arrays *a) {
+  void *all[] = {a->p, a->m, a->v, a->g, a->m16, a->v16, a->gb, a->out};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+    zs_host_arena_free(ar, all[k]);
+}
+
+/* The peers' rows at (n, threads): DeepSpeed CPUAdam fp32 and bf16 state, torch AdamW. */
+static void peer_rows(const opts *o, size_t n, int threads) {
+  static const char *const kinds[] = {"ds_fp32", "ds_bf16", "torch"};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    double pps, gbps;
+    if (peer_find(o, kinds[i], n, threads, &pps, &gbps))
+      printf("%-13s %-7s %11zu %3d  %10.4f ms  %8.3f Gparam/s  %7.2f GB/s  (peer)\n", kinds[i],
+             "peer", n, threads, (double)n / pps * 1e3, pps / 1e9, gbps);
+  }
 }
 
 int main(int argc, char **argv) {
@@ -300,10 +398,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cpu_adamw: %s\n", zs_last_error());
     return 1;
   }
-  printf("host arena: %s\nactive AdamW path: %s\n", zs_host_arena_info(ar),
+  printf("host arena: %s\nactive AdamW path: %s\nmodes:", zs_host_arena_info(ar),
          zs_adamw_isa_name(zs_adamw_isa_active()));
+  for (size_t i = 0; i < NMODES; i++)
+    printf(" %s (%s; %d B/param of optimizer state, %.0f B moved/element)%s", modes[i].kind,
+           modes[i].what, modes[i].state, modes[i].bytes, i + 1 < NMODES ? ";" : "\n");
   double triad[MAXN] = {0}, rmw[MAXN] = {0};
-  printf("%-12s %-7s %11s %3s  %13s  %17s  %12s\n", "kind", "isa", "n", "thr", "time/step", "rate",
+  printf("%-13s %-7s %11s %3s  %13s  %17s  %12s\n", "kind", "isa", "n", "thr", "time/step", "rate",
          "bandwidth");
   zs_pool *pools[MAXN] = {0};
   for (int k = 0; k < o.nthreads; k++) {
@@ -313,37 +414,41 @@ int main(int argc, char **argv) {
     }
     bandwidth(ar, pools[k], o.reps, &triad[k], &rmw[k]);
   }
-  double last_gbps = 0, last_torch = 0;
+  /* The largest size at the most threads, per mode: seconds and its peer's params/s. */
+  double last_sec[NMODES] = {0}, last_peer[NMODES] = {0}, last_torch = 0;
+  size_t last_n = 0;
   int last_k = 0;
   for (int s = 0; s < o.nsizes; s++) {
     size_t n = (size_t)o.sizes[s];
-    float *p = arena_get(ar, n * 4), *m = arena_get(ar, n * 4), *v = arena_get(ar, n * 4);
-    float *g = arena_get(ar, n * 4);
-    uint16_t *gb = arena_get(ar, n * 2), *out = arena_get(ar, n * 2);
-    fill_ctx f = {{p, m, v, g}, {gb, out}, n};
-    zs_pool_run(pools[o.nthreads - 1], (n + CHUNK - 1) / CHUNK, fill_item, &f);
+    arrays a = arrays_get(ar, pools[o.nthreads - 1], n);
     if (n == 10000000) /* every path at one size, one thread: the vector speed-up */
-      for (int isa = ZS_ADAMW_ISA_SCALAR; isa <= ZS_ADAMW_ISA_AVX512; isa++)
-        if (zs_adamw_isa_supported((zs_adamw_isa)isa))
-          row(csv, "adamw_f32", zs_adamw_isa_name((zs_adamw_isa)isa), n, 1,
-              adamw_time(NULL, (zs_adamw_isa)isa, p, m, v, g, ZS_F32, NULL, n, o.reps), 28.0);
+      for (size_t md = 0; md < NMODES; md++)
+        for (int isa = ZS_ADAMW_ISA_SCALAR; isa <= ZS_ADAMW_ISA_AVX512; isa++)
+          if (zs_adamw_isa_supported((zs_adamw_isa)isa)) {
+            row(csv, modes[md].kind, zs_adamw_isa_name((zs_adamw_isa)isa), n, 1,
+                adamw_time(NULL, (zs_adamw_isa)isa, modes[md].run, &a, o.reps), modes[md].bytes);
+            printf("\n");
+          }
     for (int k = 0; k < o.nthreads; k++) {
       const char *isa = zs_adamw_isa_name(zs_adamw_isa_active());
-      double t32 = adamw_time(pools[k], ZS_ADAMW_ISA_AUTO, p, m, v, g, ZS_F32, NULL, n, o.reps);
-      row(csv, "adamw_f32", isa, n, o.threads[k], t32, 28.0);
-      double t16 = adamw_time(pools[k], ZS_ADAMW_ISA_AUTO, p, m, v, gb, ZS_BF16, out, n, o.reps);
-      row(csv, "adamw_bf16", isa, n, o.threads[k], t16, 28.0);
-      double tg = torch_gbps(o.torch_csv, n, o.threads[k]);
-      if (tg > 0)
-        printf("%-12s %-7s %11zu %3d  %35s  %7.2f GB/s\n", "torch", "foreach", n, o.threads[k], "",
-               tg);
-      last_gbps = 28.0 * (double)n / t32 / 1e9;
-      last_k = k;
+      for (size_t md = 0; md < NMODES; md++) {
+        double t = adamw_time(pools[k], ZS_ADAMW_ISA_AUTO, modes[md].run, &a, o.reps);
+        row(csv, modes[md].kind, isa, n, o.threads[k], t, modes[md].bytes);
+        double pps = 0, gbps = 0;
+        if (peer_find(&o, modes[md].peer, n, o.threads[k], &pps, &gbps))
+          printf("  %.2fx %s", (double)n / t / pps, modes[md].peer);
+        printf("\n");
+        last_sec[md] = t;
+        last_peer[md] = pps;
+      }
+      peer_rows(&o, n, o.threads[k]);
+      double pps = 0, tg = 0;
+      peer_find(&o, "torch", n, o.threads[k], &pps, &tg);
       last_torch = tg;
+      last_k = k;
+      last_n = n;
     }
-    void *all[] = {p, m, v, g, gb, out};
-    for (int k = 0; k < 6; k++)
-      zs_host_arena_free(ar, all[k]);
+    arrays_free(ar, &a);
   }
   /* Bandwidth again after the AdamW runs, keeping the better pass: on a shared machine the load
      drifts during the run, and every figure here is a best-of. */
@@ -352,13 +457,25 @@ int main(int argc, char **argv) {
     bandwidth(ar, pools[k], o.reps, &t2, &r2);
     triad[k] = t2 > triad[k] ? t2 : triad[k];
     rmw[k] = r2 > rmw[k] ? r2 : rmw[k];
-    row(csv, "triad", "-", TRIAD_N, o.threads[k], 12.0 * (double)TRIAD_N / triad[k] / 1e9, 12.0);
-    row(csv, "rmw_4r3w", "-", TRIAD_N, o.threads[k], 28.0 * (double)TRIAD_N / rmw[k] / 1e9, 28.0);
+    row(csv, "triad", "-", triad_n, o.threads[k], 12.0 * (double)triad_n / triad[k] / 1e9, 12.0);
+    printf("\n");
+    row(csv, "rmw_4r3w", "-", triad_n, o.threads[k], 28.0 * (double)triad_n / rmw[k] / 1e9, 28.0);
+    printf("\n");
   }
-  double last_triad = triad[last_k];
-  printf("AdamW (largest n, %d threads, fp32 grads) runs at %.0f%% of its own access pattern's "
-         "bandwidth (rmw_4r3w)\n",
+  double last_gbps = 28.0 * (double)last_n / last_sec[0] / 1e9, last_triad = triad[last_k];
+  printf("AdamW (largest n, %d threads, fp32 states and grads) runs at %.0f%% of its own access "
+         "pattern's bandwidth (rmw_4r3w)\n",
          o.threads[last_k], 100.0 * last_gbps / rmw[last_k]);
+  for (size_t md = 0; md < NMODES; md++) {
+    double gbps = modes[md].bytes * (double)last_n / last_sec[md] / 1e9;
+    double pps = (double)last_n / last_sec[md];
+    printf("cpu_adamw mode %s: %.2f GB/s, %.3f Gparam/s, %.0f%% of triad", modes[md].kind, gbps,
+           pps / 1e9, 100.0 * gbps / last_triad);
+    if (last_peer[md] > 0)
+      printf(", %.2fx %s params/s\n", pps / last_peer[md], modes[md].peer);
+    else
+      printf(", n/a x %s params/s (no peer CSV row)\n", modes[md].peer);
+  }
   for (int k = 0; k < o.nthreads; k++)
     zs_pool_destroy(pools[k]);
   zs_host_arena_destroy(ar);

@@ -14,6 +14,7 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/metrics.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/model.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/plot.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/precision.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/rng.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/safetensors.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/sample.c

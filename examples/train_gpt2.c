@@ -26,6 +26,7 @@
 #include "gpt2/init.h"
 #include "gpt2/metrics.h"
 #include "gpt2/model.h"
+#include "gpt2/precision.h"
 #include "gpt2/sample.h"
 #include "gpt2/util.h"
 #include "zshard_kernels.h"
@@ -358,6 +359,9 @@ static int build(run *r) {
   zc.reduce_dtype = a->reduce_dtype;
   zc.offload = a->offload;
   zc.deterministic = a->deterministic;
+  zc.master = a->master;
+  zc.moment_dtype = a->moment_dtype;
+  zc.offload_budget_bytes = a->offload_budget;
   if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
   zc.held_units = 1; /* gather, use, release: one unit held at a time (the commit fit check) */
   zc.adamw.lr = a->lr;
@@ -448,12 +452,16 @@ static int train_step(run *r, int step, gpt2_step_log *lg) {
 static int report_memory(run *r, const char *when) {
   zs_memory mem;
   ZS_TRY(zs_engine_memory(r->eng, &mem));
-  gpt2_print_memory(&mem, r->rank, r->world, when, r->model.act_bytes);
-  char js[768], ev[1024];
+  char mode[128];
+  gpt2_precision_describe(r->a.master, r->a.moment_dtype, r->a.offload_budget, mode, sizeof mode);
+  gpt2_print_memory(&mem, r->rank, r->world, when, mode, r->model.act_bytes);
+  char js[768], ev[1280];
   gpt2_memory_json(&mem, js, sizeof js);
   snprintf(ev, sizeof ev,
-           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu}",
-           when, js, r->model.act_bytes);
+           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu,"
+           "\"master\":\"%s\",\"moment_dtype\":\"%s\",\"offload_budget\":%zu}",
+           when, js, r->model.act_bytes, gpt2_master_name(r->a.master),
+           r->a.moment_dtype == ZS_BF16 ? "bf16" : "fp32", r->a.offload_budget);
   gpt2_metrics_event(&r->met, ev);
   return 0;
 }

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# CPU AdamW benchmark beside torch.optim.AdamW(foreach=True) and the measured memory bandwidth.
+# CPU AdamW benchmark per optimizer-state mode, paired with DeepSpeed's CPUAdam and
+# torch.optim.AdamW(foreach=True) on arrays of the same sizes, beside the measured memory
+# bandwidth.
 #
 #   scripts/bench-cpu-adamw.sh [--big] [--reps N] [--sizes 1e6,1e7,1e8] [--threads 1,2]
+#                              [--bw-n N] [--no-deepspeed]
 #
-# Installs Debian's python3-torch with apt-get when /usr/bin/python3 cannot import torch (needs
-# root or sudo), configures and builds target cpu_adamw in $BUILD_DIR (default build/), runs the
-# torch peer and then bench/cpu_adamw, and writes both CSVs to $OUT_DIR (default
-# $BUILD_DIR/bench-out). --big adds n = 1e9 (about 16 GB of host memory for the C run alone).
+# Installs Debian's python3-torch with apt-get when /usr/bin/python3 cannot import torch, and
+# for the DeepSpeed peer Debian's libtorch-dev and pybind11-dev (torch's C++ headers) and
+# DeepSpeed's source (`pip download deepspeed==$DS_VERSION --no-deps --no-binary :all:`, default
+# 0.19.8, kept in $OUT_DIR/deepspeed; or DS_SRC=DIR, an unpacked tree); needs root or sudo.
+# Configures and builds target cpu_adamw in $BUILD_DIR (default build/), runs the peers
+# (bench/peers/deepspeed_cpu_adam.py compiles DeepSpeed's csrc/adam/cpu_adam_impl.cpp as
+# DeepSpeed's own builder does; bench/peers/torch_adamw.py) and then bench/cpu_adamw, and writes
+# the CSVs to $OUT_DIR (default $BUILD_DIR/bench-out). When DeepSpeed's op cannot be had, it says
+# why and the rows are paired with torch alone. --big adds n = 1e9 (about 16 GB of host memory
+# for the C run alone); --bw-n sets the triad's elements (default 1e8: 1.6 GB).
+# Per mode: cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x ds_fp32 params/s
 # The last line printed is cpu_adamw's summary:
 #   cpu_adamw: <GB/s> GB/s = <P>% of measured memory bandwidth, <S>x torch AdamW
 set -euo pipefail
@@ -18,25 +28,50 @@ py=/usr/bin/python3
 sizes=1e6,1e7,1e8
 threads=""
 reps=5
+bw_n=1e8
+deepspeed=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --big) sizes="$sizes,1e9" ;;
     --sizes) sizes=$2; shift ;;
     --threads) threads=$2; shift ;;
     --reps) reps=$2; shift ;;
+    --bw-n) bw_n=$2; shift ;;
+    --no-deepspeed) deepspeed=0 ;;
     *) echo "bench-cpu-adamw: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 
 # torch for the peer: Debian's package, through apt-get.
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo -n"
+export DEBIAN_FRONTEND=noninteractive
 if ! "$py" -c "import torch" 2>/dev/null; then
   echo "bench-cpu-adamw: installing python3-torch with apt-get"
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo -n"
-  export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get install -y --no-install-recommends python3-torch ||
     { $sudo apt-get update && $sudo apt-get install -y --no-install-recommends python3-torch; }
+fi
+
+# DeepSpeed's CPUAdam: torch's C++ headers, pybind11 and DeepSpeed's source.
+ds_src=${DS_SRC:-}
+if [ "$deepspeed" = 1 ] && [ -z "$ds_src" ]; then
+  if [ ! -f /usr/include/torch/extension.h ] || [ ! -f /usr/include/pybind11/pybind11.h ]; then
+    echo "bench-cpu-adamw: installing libtorch-dev and pybind11-dev with apt-get (DeepSpeed peer)"
+    $sudo apt-get install -y --no-install-recommends libtorch-dev pybind11-dev ||
+      { $sudo apt-get update && $sudo apt-get install -y --no-install-recommends libtorch-dev \
+        pybind11-dev; } || echo "bench-cpu-adamw: no torch C++ headers: no DeepSpeed peer"
+  fi
+  ds_version=${DS_VERSION:-0.19.8}
+  mkdir -p "$out/deepspeed"
+  if [ ! -d "$out/deepspeed/deepspeed-$ds_version" ]; then
+    "$py" -m pip download "deepspeed==$ds_version" --no-deps --no-binary :all: \
+      -d "$out/deepspeed" >"$out/deepspeed/download.log" 2>&1 &&
+      tar -xzf "$out/deepspeed/deepspeed-$ds_version.tar.gz" -C "$out/deepspeed" ||
+      echo "bench-cpu-adamw: could not download DeepSpeed $ds_version's source" \
+        "(see $out/deepspeed/download.log): no DeepSpeed peer"
+  fi
+  [ -d "$out/deepspeed/deepspeed-$ds_version" ] && ds_src=$out/deepspeed/deepspeed-$ds_version
 fi
 
 [ -f "$build/CMakeCache.txt" ] || cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
@@ -49,6 +84,17 @@ echo "== machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/104857
 echo "== torch.optim.AdamW(foreach=True): sizes $sizes, threads $threads"
 "$py" "$root/bench/peers/torch_adamw.py" --sizes "$sizes" --threads "$threads" --reps "$reps" \
   --csv "$out/torch_adamw.csv"
+peers=(--peer-csv "$out/torch_adamw.csv")
+if [ -n "$ds_src" ]; then
+  echo "== DeepSpeed CPUAdam ($ds_src): sizes $sizes, threads $threads"
+  if "$py" "$root/bench/peers/deepspeed_cpu_adam.py" --ds-src "$ds_src" \
+    --build-dir "$out/deepspeed/build" --sizes "$sizes" --threads "$threads" --reps "$reps" \
+    --csv "$out/deepspeed_cpu_adam.csv"; then
+    peers+=(--peer-csv "$out/deepspeed_cpu_adam.csv")
+  else
+    echo "bench-cpu-adamw: DeepSpeed's CPUAdam did not build or run (above): torch is the peer"
+  fi
+fi
 echo "== zshard CPU AdamW"
-"$bench" --sizes "$sizes" --threads "$threads" --reps "$reps" --csv "$out/cpu_adamw.csv" \
-  --torch-csv "$out/torch_adamw.csv"
+"$bench" --sizes "$sizes" --threads "$threads" --reps "$reps" --bw-n "$bw_n" \
+  --csv "$out/cpu_adamw.csv" "${peers[@]}"

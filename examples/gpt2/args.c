@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "precision.h"
 #include "util.h"
 
 #ifndef GPT2_DEFAULT_TEXT
@@ -24,6 +25,11 @@ void gpt2_usage(void) {
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
       "         [--freeze SPEC (frozen units: embedding, blocks, ln_f, unit indexes N or N-M;\n"
       "         0 = embedding, 1..L = blocks, L+1 = ln_f; comma-separated)]\n"
+      "         [--master fp32|params (optimizer-state precision: an fp32 master copy, or the\n"
+      "         fp32 params are the master; params needs --dtype fp32)] [--moment-dtype\n"
+      "         fp32|bf16 (Adam m and v)] [--offload-budget BYTES (K/M/G/T suffixes; device\n"
+      "         bytes for model state + engine buffers; the largest units' optimizer state goes\n"
+      "         to the host until the rest fits; on the CPU device the engine's non-arena bytes)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--sample-lines N=3]\n"
       "         [--sample-chars N=200] [--temperature F=0.8] [--log-every N=1 (0: last step "
       "only)]\n"
@@ -59,6 +65,8 @@ static void defaults(gpt2_args *a) {
   a->device = ZS_DEVICE_CPU;
   a->dtype = ZS_F32;
   a->reduce_dtype = ZS_F32;
+  a->master = ZS_MASTER_FP32;
+  a->moment_dtype = ZS_F32;
   a->prefetch = -1;
   a->text = GPT2_DEFAULT_TEXT;
   a->val_frac = 0.1;
@@ -178,6 +186,12 @@ static int str_opt(gpt2_args *a, const char *k, const char *v, int *hit) {
       a->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
     else
       return gpt2_fail("--offload is none, opt or opt+params");
+  } else if (strcmp(k, "--master") == 0) {
+    TRY(gpt2_parse_master(v, &a->master));
+  } else if (strcmp(k, "--moment-dtype") == 0) {
+    TRY(gpt2_parse_moment_dtype(v, &a->moment_dtype));
+  } else if (strcmp(k, "--offload-budget") == 0) {
+    TRY(gpt2_parse_bytes(k, v, &a->offload_budget));
   } else if (strcmp(k, "--seed") == 0) {
     a->seed = strtoull(v, NULL, 10);
   } else {

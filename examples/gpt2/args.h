@@ -36,6 +36,11 @@ typedef struct {
   int log_every;
   /* --freeze SPEC: units frozen (zs_unit_freeze), gpt2_freeze_mask's syntax; NULL = none */
   const char *freeze;
+  /* Optimizer-state precision and budgeted offload (gpt2/precision.h): --master (a
+     zs_config.master value), --moment-dtype, --offload-budget BYTES (0 = none). */
+  int master;
+  zs_dtype moment_dtype;
+  size_t offload_budget;
 } gpt2_args;
 
 /* Defaults, then argv; 0, 1 for --help (usage printed), -1 for a bad option (gpt2_error()). */

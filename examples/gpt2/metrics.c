@@ -102,7 +102,7 @@ static double mib(size_t b) {
 }
 
 void gpt2_print_memory(const zs_memory *mem, int rank, int world, const char *when,
-                       size_t act_bytes) {
+                       const char *mode, size_t act_bytes) {
   long ns = 150000000L * rank; /* ranks print in turn without a collective */
   struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
   nanosleep(&ts, NULL);
@@ -113,8 +113,8 @@ void gpt2_print_memory(const zs_memory *mem, int rank, int world, const char *wh
   } rows[] = {{"params", mem->params},           {"grads", mem->grads},
               {"optimizer", mem->optimizer},     {"buffers", mem->buffers},
               {"host_pinned", mem->host_pinned}, {"total", mem->total}};
-  int len = snprintf(out, sizeof out, "memory of rank %d/%d (%s), MiB\n  %-12s %10s %10s\n", rank,
-                     world, when, "category", "current", "peak");
+  int len = snprintf(out, sizeof out, "memory of rank %d/%d (%s; %s), MiB\n  %-12s %10s %10s\n",
+                     rank, world, when, mode, "category", "current", "peak");
   for (size_t i = 0; i < sizeof rows / sizeof rows[0] && len < (int)sizeof out; i++)
     len += snprintf(out + len, sizeof out - (size_t)len, "  %-12s %10.2f %10.2f\n", rows[i].name,
                     mib(rows[i].b.cur), mib(rows[i].b.peak));

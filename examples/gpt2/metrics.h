@@ -37,9 +37,10 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
 int gpt2_metrics_val(gpt2_metrics *m, int step, float loss);
 /* Writes any JSON object line ({"event": ...}) to the metrics file (rank 0). */
 void gpt2_metrics_event(gpt2_metrics *m, const char *json_object);
-/* Every rank prints its memory table in turn (rank r after r * 150 ms: no collective needed). */
+/* Every rank prints its memory table in turn (rank r after r * 150 ms: no collective needed);
+   mode (gpt2_precision_describe) names the optimizer-state precision in the table's title. */
 void gpt2_print_memory(const zs_memory *mem, int rank, int world, const char *when,
-                       size_t act_bytes);
+                       const char *mode, size_t act_bytes);
 /* JSON of a memory snapshot ({"params":[cur,peak],...}) into out. */
 void gpt2_memory_json(const zs_memory *mem, char *out, size_t n);
 /* Loss curve (train, and validation points) as a standalone SVG; 0 or -1. */

@@ -8,6 +8,8 @@
 #                     (ranks x micro-steps) at stages 0-3.
 #   gpt2_train_np4    4 ranks, stage 3: the loss must fall below 0.9 x the text's unigram entropy.
 #   gpt2_bad_args     a bad stage is refused with a message (exit 1), not a crash.
+#   gpt2_precision    --master params, --offload-budget: bit-identical to the default run;
+#                     --moment-dtype bf16 within an argued bound; optimizer bytes per mode.
 #   gpt2_ckpt         --save-every/--resume bit for bit across ranks and stages, --export loaded
 #                     by transformers (logits to 1e-5), --init-safetensors reads config.json.
 if(ZS_BUILD_EXAMPLES)
@@ -53,6 +55,12 @@ if(ZS_BUILD_EXAMPLES)
                                     $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
   set_tests_properties(gpt2_freeze PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                                               LABELS "gpt2;mpi" PROCESSORS 2)
+  # --master params / --offload-budget bit-identical to the default run, --moment-dtype bf16
+  # within its argued bound, the ledger's optimizer bytes per mode (test_gpt2_precision.sh).
+  add_test(NAME gpt2_precision COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_precision.sh
+                                       $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_precision PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180
+                                                 LABELS "gpt2;mpi" PROCESSORS 2)
 endif()
 
 # GPU readiness (tests/gpu_tests.md): the example on the CUDA device against the same run on the

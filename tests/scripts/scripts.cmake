@@ -23,3 +23,8 @@ endif()
 # cmake/ZsNccl.cmake against fake NCCL installations (NCCL_ROOT, NCCL_HOME, the pip wheel).
 add_test(NAME find_nccl COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_find_nccl.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(find_nccl PROPERTIES LABELS "unit;scripts" TIMEOUT 120)
+# bench/capacity.sh's search (largest_fitting) against planted answers and starts: the exact
+# answer, no probe outside the range or repeated, two probes from an exact prediction.
+add_test(NAME capacity_bisect COMMAND bash ${PROJECT_SOURCE_DIR}/bench/capacity.sh --self-test)
+set_tests_properties(capacity_bisect PROPERTIES LABELS "unit;scripts" TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "capacity self-test: [0-9]+ cases OK")
