@@ -458,7 +458,7 @@ static int train_step(run *r, int step, gpt2_step_log *lg) {
 static int report_memory(run *r, const char *when) {
   zs_memory mem;
   ZS_TRY(zs_engine_memory(r->eng, &mem));
-  gpt2_print_memory(&mem, r->rank, r->world, when, r->model.act_bytes);
+  gpt2_print_memory(&mem, r->rank, r->world, when, "fp32 master + Adam m, v", r->model.act_bytes);
   char js[768], ev[1024];
   gpt2_memory_json(&mem, js, sizeof js);
   snprintf(ev, sizeof ev,
