@@ -79,5 +79,10 @@ zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *
 zs_status zs_dev_adamw_m16(zs_dev *d, const zs_adamw_coef *c, float *master, uint16_t *m,
                            uint16_t *v, const void *grad, zs_dtype grad_dt, void *param_out,
                            zs_dtype param_dt, size_t n, void *stream);
+/* The remainder-master update (zs_cpu_adamw_rem / zs_cuda_adamw_rem: the same bits): param and
+   rem are the master, updated in place; m and v in moment_dt; grad bf16. */
+zs_status zs_dev_adamw_rem(zs_dev *d, const zs_adamw_coef *c, uint16_t *param, uint16_t *rem,
+                           void *m, void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n,
+                           void *stream);
 
 #endif

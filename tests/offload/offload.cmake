@@ -19,3 +19,7 @@ endforeach()
 # ZS_ADAMW_THREADS: the worker count an engine's optimizer starts (src/optim/optim.c), as a pool.
 zs_unit_test(adamw_paths_env_threads test_adamw_paths ARGS --quick --expect-threads 3 LABELS offload)
 set_property(TEST adamw_paths_env_threads APPEND PROPERTY ENVIRONMENT ZS_ADAMW_THREADS=3)
+# The remainder master: split/join a bijection (all 2^32 patterns), each element against a
+# reference written in the test, every path and the threaded split the scalar bits.
+zs_offload_exe(test_adamw_rem ${CMAKE_CURRENT_LIST_DIR}/test_adamw_rem.c)
+zs_unit_test(adamw_rem test_adamw_rem LABELS offload TIMEOUT 300)

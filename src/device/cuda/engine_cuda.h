@@ -56,6 +56,12 @@ zs_status zs_cuda_adamw(const zs_adamw_coef *c, float *master, float *m, float *
 zs_status zs_cuda_adamw_m16(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
                             const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
                             size_t n, void *stream);
+/* The remainder-master update (adamw_rem.cu), bit-identical to zs_cpu_adamw_rem: param (bf16
+   compute copy) and rem (16-bit remainders) are the fp32 master, updated in place; m and v in
+   moment_dt; grad bf16. All device memory. */
+zs_status zs_cuda_adamw_rem(const zs_adamw_coef *c, uint16_t *param, uint16_t *rem, void *m,
+                            void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n,
+                            void *stream);
 
 #ifdef __cplusplus
 }
