@@ -127,7 +127,11 @@ typedef enum { ZS_F32, ZS_BF16 } zs_dtype;
 typedef enum { ZS_DEVICE_CPU, ZS_DEVICE_CUDA } zs_device;
 enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
 /* Values of zs_config.master (optimizer-state precision; "The optimizer" below). */
-enum { ZS_MASTER_FP32 = 0, ZS_MASTER_PARAMS = 1 };
+enum {
+  ZS_MASTER_FP32 = 0,
+  ZS_MASTER_PARAMS = 1,
+  ZS_MASTER_REMAINDER = 2,
+};
 /* Values of the sharding switches in zs_config. */
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 

@@ -276,9 +276,23 @@ zs_status zs_config_validate(const zs_config *c) {
   if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.weight_decay %g must be finite and >= 0",
                   (double)c->adamw.weight_decay);
-  if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS)
-    return zs_err(ZS_ERR_INVALID_ARG, "master %d: use ZS_MASTER_FP32 (0) or ZS_MASTER_PARAMS",
+  if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS &&
+      c->master != ZS_MASTER_REMAINDER)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master %d: use ZS_MASTER_FP32 (0), ZS_MASTER_PARAMS or ZS_MASTER_REMAINDER",
                   c->master);
+  /* The remainder master: bf16 compute copy + 16-bit remainder, on the device only (for now). */
+  if (c->master == ZS_MASTER_REMAINDER && c->param_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_REMAINDER needs param_dtype ZS_BF16 (the remainder completes "
+                  "bf16 params to the fp32 master): set param_dtype = ZS_BF16, or master = "
+                  "ZS_MASTER_FP32 (or ZS_MASTER_PARAMS with fp32 params)");
+  if (c->master == ZS_MASTER_REMAINDER && (c->offload || c->offload_budget_bytes))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_REMAINDER with offload 0x%x / offload_budget_bytes %zu is "
+                  "not supported (the host tier keeps a plain fp32 master): set offload = 0 and "
+                  "offload_budget_bytes = 0, or master = ZS_MASTER_FP32",
+                  c->offload, c->offload_budget_bytes);
   if (c->master == ZS_MASTER_PARAMS && c->param_dtype != ZS_F32)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "master = ZS_MASTER_PARAMS needs param_dtype ZS_F32 (bf16 params cannot hold "

@@ -184,6 +184,9 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->deterministic ? ", deterministic" : "");
   size_t len = strlen(e->info);
+  if (cfg->master == ZS_MASTER_REMAINDER) /* the optimizer-state precision that changes layout */
+    len += (size_t)snprintf(e->info + len, sizeof e->info - len,
+                            "; remainder master (bf16 params + 16-bit remainder)");
   snprintf(e->info + len, sizeof e->info - len, "; settings: %s", sources);
   if (e->arena) {
     size_t n = strlen(e->info);

@@ -101,6 +101,8 @@ typedef struct {
                        master (ZS_MASTER_PARAMS), updated in place */
   size_t n;         /* elements */
   int no_weight_decay, state_host, params_host;
+  uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders (device memory); then master is NULL
+                    and param (bf16) with rem is the master, updated in place. Else NULL. */
 } zs_optim_seg;
 
 /* AdamW on one segment, on the path the table above chooses. Work is queued on the engine's

@@ -39,6 +39,11 @@ typedef enum {
   ZS_ST_ADAM_M, /* AdamW's first moment (fp32, or bf16 by zs_config.moment_dtype): placed and
                    sized as the master */
   ZS_ST_ADAM_V, /* AdamW's second moment: as the first */
+  /* ZS_MASTER_REMAINDER: the 16-bit remainder that completes the bf16 params' home to the fp32
+     master over the optimizer range (base/bf16_rem.h; 2 bytes per element, dtype ZS_BF16 for
+     its size only: bits, not a bf16 value); placed and sized as the master. Life NONE in the
+     other modes. */
+  ZS_ST_MASTER_REM,
   ZS_ST_N
 } zs_state;
 
@@ -68,13 +73,16 @@ typedef struct {
 /* Fills t for the resolved switches: shard_* and offload_* as in zs_plan, deterministic from
    the configuration, pdt the param (and gradient) dtype.
 
-   Precision: master_params (zs_config.master == ZS_MASTER_PARAMS: fp32 params, no offload) makes
+   Precision: master is zs_config.master. ZS_MASTER_PARAMS (fp32 params, no offload) makes
    ZS_ST_MASTER's life NONE: the params' home is the master (the unit's master pointer aliases it
    over the optimizer range, see zs_unit_alias_master), so nothing is allocated or booked for it.
-   moment_dt (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V. */
+   ZS_MASTER_REMAINDER (bf16 params, no offload) makes ZS_ST_MASTER's life NONE and
+   ZS_ST_MASTER_REM persistent: the params' home and the remainder are the master (every reader
+   and writer joins or splits them: src/shard/master_rem.h). moment_dt (zs_config.moment_dtype)
+   is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V. */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
-                         int master_params, zs_dtype moment_dt);
+                         int master, zs_dtype moment_dt);
 
 /* The state of a role that is persistent: ZS_ST_PARAM_FULL or ZS_ST_PARAM_SHARD for params,
    ZS_ST_GRAD_FULL or ZS_ST_GRAD_SHARD for gradients (full: either state of the role). */

@@ -29,8 +29,9 @@ static void usage(void) {
       "                               param shards) go to the host until the rest fits\n"
       "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
       "                               GPT-2 shapes, as the example; else the engine's 2)\n"
-      "  --master fp32|params         optimizer-state precision (zs_config.master): an fp32\n"
-      "                               master copy (default) or the fp32 params as the master\n"
+      "  --master fp32|params|remainder  optimizer-state precision (zs_config.master): an fp32\n"
+      "                               master copy (default), the fp32 params as the master, or\n"
+      "                               bf16 params + a 16-bit remainder (exact; --dtype bf16)\n"
       "  --moment-dtype fp32|bf16     Adam m and v (zs_config.moment_dtype; default fp32)\n"
       "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
       "  --device-mem BYTES --host-mem BYTES   per rank (default: this machine's, host split\n"
@@ -137,6 +138,8 @@ static int option(zp_args *a, const char *k, const char *v) {
       a->master = ZS_MASTER_FP32;
     else if (!strcmp(v, "params"))
       a->master = ZS_MASTER_PARAMS;
+    else if (!strcmp(v, "remainder"))
+      a->master = ZS_MASTER_REMAINDER;
     else
       return -1;
     return 0;
