@@ -198,7 +198,12 @@ typedef struct {
      default) keeps an fp32 master copy beside the params; ZS_MASTER_PARAMS makes the fp32 params
      the master themselves (4 bytes per parameter fewer, the same bits as ZS_MASTER_FP32 with
      param_dtype ZS_F32). ZS_MASTER_PARAMS needs param_dtype ZS_F32 and no offload (offload = 0);
-     anything else is refused with ZS_ERR_INVALID_ARG. */
+     anything else is refused with ZS_ERR_INVALID_ARG.
+     ZS_MASTER_REMAINDER stores no fp32 master: the bf16 params plus a 16-bit remainder per
+     element reconstruct it exactly (2 bytes per parameter instead of 4; the bits of
+     ZS_MASTER_FP32 except that the compute copy rounds ties away from zero: "The optimizer"). It
+     needs param_dtype ZS_BF16, offload = 0 and offload_budget_bytes = 0, else ZS_ERR_INVALID_ARG.
+   */
   int master;
   /* moment_dtype: ZS_F32 (the default) or ZS_BF16, the dtype Adam's m and v are stored in (4 bytes
      per parameter fewer with bf16: computed in fp32, rounded to nearest even when stored; see
@@ -261,6 +266,19 @@ typedef struct {
    tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
    choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
    rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32.
+   The remainder master (zs_config.master = ZS_MASTER_REMAINDER, param_dtype ZS_BF16, no offload
+   or budget) stores p as the bf16 compute copy plus a 16-bit remainder per element of the
+   optimizer range (10 bytes of optimizer state per parameter: remainder, m, v; with the bf16
+   params and gradients 14 bytes of model state, 10 with bf16 moments). With b the 32-bit pattern
+   of p: param = (b + 0x8000) >> 16 (unsigned, wrapping) and remainder = b & 0xffff (as int16), so
+   b = (param << 16) + (int32)remainder, a bijection on all 2^32 patterns. The compute copy is
+   then p rounded to nearest with ties away from zero (in magnitude), not to nearest even: no
+   16-bit remainder can complete a nearest-even copy (an even bf16 value is the nearest-even
+   rounding of 65537 fp32 patterns). Each step reconstructs p exactly, runs the update above in
+   the same float operations, and splits p' back. Results are those of ZS_MASTER_FP32 with that
+   one change to the compute copy's rounding (when params are set, loaded and updated), so the
+   two modes part only where a master lies exactly halfway between two bf16 values. A frozen
+   unit's params (no master) stay rounded to nearest even.
    Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
    fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
    param_dtype ZS_F32 and no offload, makes the params themselves p (8 bytes: m, v), with exactly
@@ -268,7 +286,7 @@ typedef struct {
    bytes per parameter fewer): each step widens them to fp32 (exact), computes m, v, den, upd and
    p exactly as above from those, and stores the new m and v rounded to bf16 (nearest even); p
    uses this step's unrounded m and v. Checkpoints store p, m and v in fp32 in every mode: a
-   checkpoint saved in either master mode loads into the other without loss; bf16 moments are
+   checkpoint saved in any master mode loads into any other without loss; bf16 moments are
    saved widened (exact), so they load into fp32 moments exactly, and fp32 moments loaded into
    bf16 moments are rounded to nearest even (the only rounding a load applies). A non-finite
    gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
@@ -641,7 +659,7 @@ ZS_API zs_status zs_plan_placement(const zs_config *cfg, int world_size, const i
    never trained) and one saved trainable loads into an engine where it is frozen (params = the
    master rounded to param_dtype, what the compute copy was; m and v are not kept), on any world
    size, shard group and stage. The precision modes (zs_config.master, moment_dtype) change
-   nothing for a frozen unit: it has no master alias, m or v in any of them. */
+   nothing for a frozen unit: it has no master alias, remainder, m or v in any of them. */
 
 /* Freezes (frozen != 0) or unfreezes u. Before zs_engine_commit only (ZS_ERR_STATE after);
    every rank must freeze the same units. ZS_ERR_INVALID_ARG for NULL. Not collective. */
