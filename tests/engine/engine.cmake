@@ -380,5 +380,7 @@ foreach(n 1 2 4)
   zs_mpi_test(engine_rem_m16_np${n}_stage3 test_engine_rem NP ${n}
               ARGS --stage 3 --m16 --dir engine_rem_m16_np${n}_stage3.d LABELS engine)
 endforeach()
+zs_mpi_test(engine_rem_np4_stage3_group2 test_engine_rem NP 4
+            ARGS --stage 3 --group 2 --dir engine_rem_np4_stage3_group2.d LABELS engine)
 zs_mpi_test(engine_rem_m16_np2_stage1 test_engine_rem NP 2
             ARGS --stage 1 --m16 --dir engine_rem_m16_np2_stage1.d LABELS engine)

@@ -9,7 +9,8 @@
  *    and the remainder checkpoint loaded into the fp32 master read back the saved master bit for
  *    bit, and both train on to the same bits.
  *  - the master read back in bulk (zs_engine_get_params) and exported (safetensors) is the same;
- * Usage: test_engine_rem --stage S [--m16] [--dir D (scratch, removed after)] (under mpirun) */
+ * Usage: test_engine_rem --stage S [--m16] [--group G (hybrid shard groups)]
+ *                        [--dir D (scratch, removed after)]   (under mpirun) */
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
@@ -31,7 +32,7 @@ typedef struct {
   int nloss;
 } result;
 
-static int stage, m16, rank, world;
+static int stage, m16, group, rank, world;
 static zs_comm *comm;
 
 /* Initial value of global element i: even elements are exact ties of the bf16 rounding (low half
@@ -78,6 +79,7 @@ static zs_engine *make_engine(int master, int hook, zs_unit **units) {
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = stage;
+  cfg.shard_group_size = group;
   cfg.deterministic = 1;
   cfg.param_dtype = cfg.reduce_dtype = ZS_BF16;
   cfg.master = master;
@@ -197,6 +199,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--stage") && i + 1 < argc) stage = atoi(argv[++i]);
     if (!strcmp(argv[i], "--m16")) m16 = 1;
+    if (!strcmp(argv[i], "--group") && i + 1 < argc) group = atoi(argv[++i]);
     if (!strcmp(argv[i], "--dir") && i + 1 < argc) dir = argv[++i];
   }
   if (rank == 0) { /* a stale directory of an earlier run; the others wait in zs_engine_create */
