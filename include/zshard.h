@@ -131,6 +131,7 @@ enum { ZS_OFFLOAD_OPTIMIZER = 1u << 0, ZS_OFFLOAD_PARAMS = 1u << 1 };
 enum {
   ZS_MASTER_FP32 = 0,
   ZS_MASTER_PARAMS = 1,
+  ZS_MASTER_REMAINDER = 2,
   ZS_MASTER_LEAN = 3,
 };
 /* Values of the sharding switches in zs_config. */
@@ -207,7 +208,11 @@ typedef struct {
      and a budget's host unit with full params (params on the device, an fp32 master in the
      arena), ZS_OFFLOAD_PARAMS alone (params in the arena, an fp32 master on the device). The bits
      are those of the mode without offload either way; zs_plan_model counts each unit's master
-     where it exists. ZS_MASTER_LEAN makes the bf16 params the
+     where it exists. ZS_MASTER_REMAINDER stores no fp32 master: the bf16 params plus a 16-bit
+     remainder per element reconstruct it exactly (2 bytes per parameter instead of 4; the bits of
+     ZS_MASTER_FP32 except that the compute copy rounds ties away from zero: "The optimizer"); it
+     needs param_dtype ZS_BF16, offload = 0 and offload_budget_bytes = 0, else
+     ZS_ERR_INVALID_ARG. ZS_MASTER_LEAN makes the bf16 params the
      master (no fp32 copy: 2 + 2 + 8 bytes per parameter of params, gradient, m and v; 8 with bf16
      moments), each update rounded to bf16 stochastically (the bits of rounding_seed, the step and
      the element: "The optimizer"); it needs param_dtype ZS_BF16, offload = 0 and no
@@ -285,6 +290,19 @@ typedef struct {
    tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
    choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
    rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32.
+   The remainder master (zs_config.master = ZS_MASTER_REMAINDER, param_dtype ZS_BF16, no offload
+   or budget) stores p as the bf16 compute copy plus a 16-bit remainder per element of the
+   optimizer range (10 bytes of optimizer state per parameter: remainder, m, v; with the bf16
+   params and gradients 14 bytes of model state, 10 with bf16 moments). With b the 32-bit pattern
+   of p: param = (b + 0x8000) >> 16 (unsigned, wrapping) and remainder = b & 0xffff (as int16), so
+   b = (param << 16) + (int32)remainder, a bijection on all 2^32 patterns. The compute copy is
+   then p rounded to nearest with ties away from zero (in magnitude), not to nearest even: no
+   16-bit remainder can complete a nearest-even copy (an even bf16 value is the nearest-even
+   rounding of 65537 fp32 patterns). Each step reconstructs p exactly, runs the update above in
+   the same float operations, and splits p' back. Results are those of ZS_MASTER_FP32 with that
+   one change to the compute copy's rounding (when params are set, loaded and updated), so the
+   two modes part only where a master lies exactly halfway between two bf16 values. A frozen
+   unit's params (no master) stay rounded to nearest even.
    Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
    fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
    param_dtype ZS_F32, makes the params themselves p (8 bytes: m, v) where they live with the
@@ -292,7 +310,8 @@ typedef struct {
    exactly the bits of ZS_MASTER_FP32. moment_dtype = ZS_BF16 stores m and v in bf16 (4
    bytes per parameter fewer): each step widens them to fp32 (exact), computes m, v, den, upd and
    p exactly as above from those, and stores the new m and v rounded to bf16 (nearest even); p
-   uses this step's unrounded m and v. Each mode gives the same bits on the device and on the
+   uses this step's unrounded m and v. ZS_MASTER_FP32 and ZS_MASTER_PARAMS, with either
+   moment_dtype, give the same bits on the device and on the
    host tier (ZS_OFFLOAD_* bits, offload_budget_bytes): the offloaded update runs the mode's CPU
    AdamW on the arena's state. Lean mode (ZS_MASTER_LEAN, param_dtype ZS_BF16, no
    offload): no fp32 copy; the bf16 params (their home: full, or this rank's shard) are p. Each
@@ -312,7 +331,8 @@ typedef struct {
    deterministic runs give the same bits on every split, and the CPU paths and CUDA agree. In lean
    mode zs_unit_set_param rounds the values to bf16 (nearest even) and zs_unit_get_param, export
    and checkpoints read the params widened. Checkpoints store p, m and v in fp32 in every mode: a
-   checkpoint saved in either fp32 master mode loads into the other without loss; a lean
+   checkpoint saved in ZS_MASTER_FP32, ZS_MASTER_PARAMS or ZS_MASTER_REMAINDER loads into any of
+   these three without loss; a lean
    checkpoint holds the bf16 params widened (exact), so it loads into every mode exactly, and an
    fp32 master loaded into lean mode is rounded to nearest even; bf16 moments are saved widened
    (exact), so they load into fp32 moments exactly, and fp32 moments loaded into bf16 moments are
@@ -689,7 +709,7 @@ ZS_API zs_status zs_plan_placement(const zs_config *cfg, int world_size, const i
    never trained) and one saved trainable loads into an engine where it is frozen (params = the
    master rounded to param_dtype, what the compute copy was; m and v are not kept), on any world
    size, shard group and stage. The precision modes (zs_config.master, moment_dtype) change
-   nothing for a frozen unit: it has no master alias, m or v in any of them. */
+   nothing for a frozen unit: it has no master alias, remainder, m or v in any of them. */
 
 /* Freezes (frozen != 0) or unfreezes u. Before zs_engine_commit only (ZS_ERR_STATE after);
    every rank must freeze the same units. ZS_ERR_INVALID_ARG for NULL. Not collective. */

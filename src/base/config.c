@@ -238,6 +238,24 @@ static zs_status zs_config_validate_lean(const zs_config *c) {
   return ZS_OK;
 }
 
+/* The remainder master (ZS_MASTER_REMAINDER): bf16 compute copy + 16-bit remainder, on the
+   device only (for now): bf16 params, no offload bits, no budget. */
+static zs_status zs_config_validate_remainder(const zs_config *c) {
+  if (c->master != ZS_MASTER_REMAINDER) return ZS_OK;
+  if (c->param_dtype != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_REMAINDER needs param_dtype ZS_BF16 (the remainder completes "
+                  "bf16 params to the fp32 master): set param_dtype = ZS_BF16, or master = "
+                  "ZS_MASTER_FP32 (or ZS_MASTER_PARAMS with fp32 params)");
+  if (c->offload || c->offload_budget_bytes)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "master = ZS_MASTER_REMAINDER with offload 0x%x / offload_budget_bytes %zu is "
+                  "not supported (the host tier keeps a plain fp32 master): set offload = 0 and "
+                  "offload_budget_bytes = 0, or master = ZS_MASTER_FP32",
+                  c->offload, c->offload_budget_bytes);
+  return ZS_OK;
+}
+
 zs_status zs_config_validate(const zs_config *c) {
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
   if (c->stage < 0 || c->stage > 3)
@@ -299,10 +317,13 @@ zs_status zs_config_validate(const zs_config *c) {
   if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.weight_decay %g must be finite and >= 0",
                   (double)c->adamw.weight_decay);
-  if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS && c->master != ZS_MASTER_LEAN)
+  if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS &&
+      c->master != ZS_MASTER_REMAINDER && c->master != ZS_MASTER_LEAN)
     return zs_err(ZS_ERR_INVALID_ARG,
-                  "master %d: use ZS_MASTER_FP32 (0), ZS_MASTER_PARAMS or ZS_MASTER_LEAN",
+                  "master %d: use ZS_MASTER_FP32 (0), ZS_MASTER_PARAMS, ZS_MASTER_REMAINDER or "
+                  "ZS_MASTER_LEAN",
                   c->master);
+  ZS_CHECK(zs_config_validate_remainder(c));
   ZS_CHECK(zs_config_validate_lean(c));
   if (c->master == ZS_MASTER_PARAMS && c->param_dtype != ZS_F32)
     return zs_err(ZS_ERR_INVALID_ARG,

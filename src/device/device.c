@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "device/cpu/adamw.h"
 #include "device/cpu/adamw_lean.h"
+#include "device/cpu/adamw_rem.h"
 #include "device/cpu/engine_ops.h"
 
 #if !defined(__SANITIZE_ADDRESS__)
@@ -258,5 +259,17 @@ zs_status zs_dev_adamw_lean(zs_dev *d, const zs_adamw_coef *c, const zs_lean_key
   (void)d;
   (void)stream;
   zs_cpu_adamw_lean(c, k, p, m, v, mbf16, grad, n);
+  return ZS_OK;
+}
+
+zs_status zs_dev_adamw_rem(zs_dev *d, const zs_adamw_coef *c, uint16_t *param, uint16_t *rem,
+                           void *m, void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n,
+                           void *stream) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_adamw_rem(c, param, rem, m, v, moment_dt, grad, n, stream);
+#endif
+  (void)d;
+  (void)stream;
+  zs_cpu_adamw_rem(c, param, rem, m, v, moment_dt, grad, n);
   return ZS_OK;
 }

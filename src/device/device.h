@@ -85,5 +85,10 @@ zs_status zs_dev_adamw_m16(zs_dev *d, const zs_adamw_coef *c, float *master, uin
 zs_status zs_dev_adamw_lean(zs_dev *d, const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p,
                             void *m, void *v, int mbf16, const uint16_t *grad, size_t n,
                             void *stream);
+/* The remainder-master update (zs_cpu_adamw_rem / zs_cuda_adamw_rem: the same bits): param and
+   rem are the master, updated in place; m and v in moment_dt; grad bf16. */
+zs_status zs_dev_adamw_rem(zs_dev *d, const zs_adamw_coef *c, uint16_t *param, uint16_t *rem,
+                           void *m, void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n,
+                           void *stream);
 
 #endif

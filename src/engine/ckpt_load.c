@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "engine/ckpt.h"
 #include "ckpt/ckpt_io.h"
+#include "shard/master_rem.h"
 
 #define MANIFEST_MAX ((size_t)1 << 30)
 
@@ -177,8 +178,9 @@ static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, s
   void *dst = zs_unit_home_at(u, ZS_ST_PARAM_FULL, x);
   const void *from = src;
   if (pd == ZS_BF16) {
+    const int ta = zs_unit_ties_away(u); /* the unit's compute-copy rounding */
     for (size_t i = 0; i < n; i++)
-      p->conv[i] = zs_f32_to_bf16(src[i]);
+      p->conv[i] = ta ? zs_f32_to_bf16_ta(src[i]) : zs_f32_to_bf16(src[i]);
     from = p->conv;
   }
   const size_t bytes = n * zs_dtype_size(pd);
@@ -210,7 +212,9 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
   if (kind == 0) {
     ZS_CHECK(put_params(p, u, x0, src, cnt));
     uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
-    if (s0 < s1 && !zs_unit_lean(u)) /* lean: the params written above are the master */
+    if (s0 < s1 && zs_unit_has_rem(u)) /* the params above hold the ties-away compute copy */
+      ZS_CHECK(zs_rem_master_put_rem(u, src + (s0 - x0), (size_t)s0, (size_t)(s1 - s0)));
+    else if (s0 < s1 && !zs_unit_lean(u)) /* lean: the params written above are the master */
       ZS_CHECK(zs_ckpt_state_from_host(p->e, u, u->master + (s0 - u->opt_off), src + (s0 - x0),
                                        (size_t)(s1 - s0)));
     return ZS_OK;

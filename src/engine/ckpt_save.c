@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "engine/ckpt.h"
 #include "ckpt/ckpt_io.h"
+#include "shard/master_rem.h"
 
 enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
 
@@ -54,7 +55,7 @@ typedef struct {
   zs_engine *e;
   int fd, rank;
   const char *path;
-  unsigned char *stage; /* block bytes, for device state */
+  unsigned char *stage; /* block bytes, for device state or the remainder master's joins */
   uint64_t block, in_block, nblk, nblk_total;
   uint64_t *table;
   XXH64_state_t *blk;
@@ -93,6 +94,18 @@ static zs_status put_state(writer *w, const zs_unit *u, const float *src, uint64
     ZS_CHECK(emit(w, w->stage, 4 * take));
     src += take;
     n -= take;
+  }
+  return ZS_OK;
+}
+
+/* The remainder master over elements [lo, lo + n) of u's optimizer range, joined to fp32 (the
+   canonical format, exactly the master) through the staging block. */
+static zs_status put_rem_master(writer *w, zs_unit *u, uint64_t lo, uint64_t n) {
+  const uint64_t chunk = w->block / 4 > 0 ? w->block / 4 : 1;
+  for (uint64_t i = 0; i < n; i += chunk) {
+    const uint64_t take = n - i < chunk ? n - i : chunk;
+    ZS_CHECK(zs_rem_master_get(u, (float *)w->stage, u->opt_off + lo + i, (size_t)take));
+    ZS_CHECK(emit(w, w->stage, 4 * take));
   }
   return ZS_OK;
 }
@@ -160,6 +173,8 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
     const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
     if (zs_unit_lean(u))
       ZS_CHECK(put_params_master(w, u, segs[k].begin, n));
+    else if (zs_unit_has_rem(u))
+      ZS_CHECK(put_rem_master(w, u, lo, n));
     else
       ZS_CHECK(put_state(w, u, u->master + lo, n));
     ZS_CHECK(put_moment(w, u, ZS_ST_ADAM_M, lo, n));
@@ -189,9 +204,11 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   const uint64_t nb = zs_ckpt_nblocks(data, w.block);
   w.nblk_total = nb;
   w.table = calloc((size_t)nb + 1, 8);
-  w.stage = e->dev.kind == ZS_DEVICE_CPU ? NULL : malloc((size_t)w.block);
+  /* Device state, or a remainder master to join, goes through the staging block. */
+  const int staged = e->dev.kind != ZS_DEVICE_CPU || e->cfg.master == ZS_MASTER_REMAINDER;
+  w.stage = staged ? malloc((size_t)w.block) : NULL;
   unsigned char head[ZS_CKPT_HEADER_BYTES];
-  if (!w.table || (e->dev.kind != ZS_DEVICE_CPU && !w.stage)) {
+  if (!w.table || (staged && !w.stage)) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
                 "zs_engine_save: out of host memory for a %" PRIu64 "-byte staging block", w.block);
     goto out;

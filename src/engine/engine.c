@@ -185,10 +185,12 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->deterministic ? ", deterministic" : "");
   size_t len = strlen(e->info);
-  snprintf(e->info + len, sizeof e->info - len, "; optimizer state: master %s, moments %s",
-           cfg->master == ZS_MASTER_LEAN     ? "lean (the bf16 params, stochastic rounding)"
-           : cfg->master == ZS_MASTER_PARAMS ? "params (the fp32 params)"
-                                             : "fp32 copy",
+  snprintf(e->info + len, sizeof e->info - len, "; optimizer state: %s, moments %s",
+           cfg->master == ZS_MASTER_LEAN ? "master lean (the bf16 params, stochastic rounding)"
+           : cfg->master == ZS_MASTER_REMAINDER
+               ? "remainder master (bf16 params + 16-bit remainder)"
+           : cfg->master == ZS_MASTER_PARAMS ? "master params (the fp32 params)"
+                                             : "master fp32 copy",
            cfg->moment_dtype == ZS_BF16 ? "bf16" : "fp32");
   if (cfg->master == ZS_MASTER_LEAN) {
     len = strlen(e->info);

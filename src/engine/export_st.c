@@ -163,7 +163,7 @@ static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, c
 static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full) {
   const int writer = e->world_rank == 0;
   const float *src_full = full;
-  if (!zs_unit_master_in_params(u) && !u->st.s[ZS_ST_MASTER].sharded &&
+  if (!zs_unit_master_in_params(u) && u->master && !u->st.s[ZS_ST_MASTER].sharded &&
       e->dev.kind == ZS_DEVICE_CPU) {
     src_full = u->master; /* already whole, in host memory */
   } else {
@@ -264,8 +264,9 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   float *full = NULL;
   int need_buf = 0; /* a unit whose master is not whole in host memory is gathered */
   for (int i = 0; i < e->nunits; i++)
-    if (zs_unit_master_in_params(e->units[i]) || e->units[i]->st.s[ZS_ST_MASTER].sharded ||
-        e->dev.kind != ZS_DEVICE_CPU)
+    if (zs_unit_master_in_params(e->units[i]) || !e->units[i]->master ||
+        e->units[i]->st.s[ZS_ST_MASTER].sharded ||
+        e->dev.kind != ZS_DEVICE_CPU) /* no master array (remainder): joined into the buffer */
       need_buf = 1;
   if (rc == ZS_OK && !ent) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (rc == ZS_OK) rc = plan_entries(e, &o, ent, &total);

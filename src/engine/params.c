@@ -5,6 +5,7 @@
 #include "engine/engine_internal.h"
 #include "base/error.h"
 #include "base/bf16.h"
+#include "shard/master_rem.h"
 
 /* Checks that u/t/host are usable and the engine is committed and between steps. */
 static zs_status check_param_call(const zs_unit *u, int t, const void *host, const char *fn) {
@@ -27,15 +28,16 @@ static zs_status check_param_call(const zs_unit *u, int t, const void *host, con
 }
 
 /* Copies host fp32 values [a, b) of the flat buffer (src points at flat element `base`) into a
-   device buffer of dtype dt whose element 0 is flat element `dst0`. */
+   device buffer of dtype dt whose element 0 is flat element `dst0`; bf16 rounded to nearest even,
+   or ties away from zero when ta (the unit's compute copy: zs_unit_ties_away). */
 static zs_status put_range(zs_engine *e, void *dst, size_t dst0, zs_dtype dt, const float *src,
-                           size_t base, size_t a, size_t b) {
+                           size_t base, size_t a, size_t b, int ta) {
   void *d = zs_ptr_add(dst, a - dst0, dt);
   if (dt == ZS_F32) return zs_dev_from_host(&e->dev, d, src + (a - base), (b - a) * 4);
   uint16_t *tmp = malloc((b - a) * 2);
   if (!tmp) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory converting params to bf16");
   for (size_t i = a; i < b; i++)
-    tmp[i - a] = zs_f32_to_bf16(src[i - base]);
+    tmp[i - a] = ta ? zs_f32_to_bf16_ta(src[i - base]) : zs_f32_to_bf16(src[i - base]);
   zs_status rc = zs_dev_from_host(&e->dev, d, tmp, (b - a) * 2);
   free(tmp);
   return rc;
@@ -56,21 +58,27 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   const zs_layout *l = &u->lay;
   const size_t base = l->off[t];
   size_t a, b;
+  const int ta = zs_unit_ties_away(u);
+  /* The master: the fp32 copy, or (remainder master) the remainders, the params below holding
+     the ties-away compute copy they complete; none apart from the params (frozen, lean). */
   if (!zs_unit_master_in_params(u) &&
       zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
-    ZS_CHECK(put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b));
+    ZS_CHECK(zs_unit_has_rem(u)
+                 ? zs_rem_master_put_rem(u, host_full + (a - base), a, b - a)
+                 : put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b, 0));
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT))
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
-                     base + l->numel[t]);
+                     base + l->numel[t], ta);
   /* Sharded params: a prefetched copy of the old values is dropped; a copy the caller holds
      gathered gets the new values too (every rank writes the same full tensor), so no gather of this
      unit ever hands out stale weights. */
   const int refresh = zs_shard_invalidate(u);
   if (zs_layout_overlap(l, t, l->shard_off, l->shard_off + l->shard, &a, &b))
-    ZS_CHECK(put_range(e, u->param_shard, l->shard_off, e->cfg.param_dtype, host_full, base, a, b));
+    ZS_CHECK(
+        put_range(e, u->param_shard, l->shard_off, e->cfg.param_dtype, host_full, base, a, b, ta));
   if (refresh)
     ZS_CHECK(put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
-                       base + l->numel[t]));
+                       base + l->numel[t], ta));
   return ZS_OK;
 }
 
@@ -88,7 +96,9 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_PARAM, u);
   const size_t P = u->lay.padded;
-  if (!zs_unit_master_in_params(u) && !u->st.s[ZS_ST_MASTER].sharded)
+  if (zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER_REM].sharded)
+    return zs_engine_fail(e, zs_rem_master_get(u, host_full, u->lay.off[t], u->lay.numel[t]));
+  if (!zs_unit_master_in_params(u) && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded)
     return zs_engine_fail(
         e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
   float *full = NULL;

@@ -6,6 +6,7 @@
 
 #include "engine/engine_internal.h"
 #include "base/error.h"
+#include "shard/master_rem.h"
 
 /* One located tensor: its unit, index and host pointer (NULL: skipped). */
 typedef struct {
@@ -71,7 +72,12 @@ zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user) 
 
 /* Unit u's full fp32 master into the located tensors (one unit's master gathered at a time). */
 static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
-  if (!zs_unit_master_in_params(u) && !u->st.s[ZS_ST_MASTER].sharded) {
+  if (zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER_REM].sharded) {
+    for (int t = 0; t < u->ntensors; t++)
+      if (v[t].host) ZS_CHECK(zs_rem_master_get(u, v[t].host, u->lay.off[t], u->lay.numel[t]));
+    return ZS_OK;
+  }
+  if (!zs_unit_master_in_params(u) && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded) {
     for (int t = 0; t < u->ntensors; t++)
       if (v[t].host)
         ZS_CHECK(

@@ -81,7 +81,7 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
       const zs_dtype md = u->st.s[ZS_ST_ADAM_M].dtype;
-      const zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean: none */
+      const zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
                                 zs_ptr_add(u->m, lo, md),
                                 zs_ptr_add(u->v, lo, md),
                                 grad_at(u, a),
@@ -91,7 +91,8 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
                                 zs_unit_on_host(u, ZS_ST_MASTER),
                                 zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
                                 u->index,
-                                a};
+                                a,
+                                u->rem ? u->rem + lo : NULL};
       ZS_CHECK(zs_optim_update(e->optim, &seg));
     }
   }

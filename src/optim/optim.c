@@ -6,8 +6,11 @@
 
 #include "base/error.h"
 #include "device/cpu/engine_ops.h" /* zs_sq_bins_value */
+#include "base/bf16_rem.h"
+#include "base/round_hook.h"
 #include "offload/cpu_adamw.h"
 #include "offload/cpu_adamw_lean.h"
+#include "offload/cpu_adamw_rem.h"
 #include "offload/host_update.h"
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
@@ -153,14 +156,49 @@ static zs_status adamw_to_host(zs_optim *o, const zs_adamw_coef *c, const zs_opt
   return rc;
 }
 
+/* ZS_MASTER_REMAINDER: the params and remainders are the master, updated in place (never
+   offloaded: zs_config_validate). */
+static zs_status update_rem(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
+  zs_dev *d = o->cfg.dev;
+  if (s->state_host || s->params_host)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_update: remainder master with offloaded state");
+  if (d->kind == ZS_DEVICE_CUDA)
+    return zs_dev_adamw_rem(d, c, s->param, s->rem, s->m, s->v, o->cfg.moment_dtype, s->grad, s->n,
+                            d->compute_stream);
+  zs_cpu_adamw_rem_ex(o->cpu_pool, ZS_ADAMW_ISA_AUTO, c, s->param, s->rem, s->m, s->v,
+                      o->cfg.moment_dtype, s->grad, s->n);
+  return ZS_OK;
+}
+
+/* The test hook (base/round_hook.h) on an fp32 master with bf16 params: the update writes no
+   compute copy, then the copy is the new master rounded ties away. CPU device, state and params
+   on the device only. */
+static zs_status update_hooked(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
+  if (o->cfg.dev->kind != ZS_DEVICE_CPU || s->state_host || s->params_host)
+    return zs_err(
+        ZS_ERR_INVALID_ARG,
+        "zs_optim_update: the ties-away test hook runs on the CPU device without offload");
+  if (o->cfg.moment_dtype == ZS_BF16)
+    zs_cpu_adamw_m16_ex(o->cpu_pool, ZS_ADAMW_ISA_AUTO, c, s->master, s->m, s->v, s->grad, ZS_BF16,
+                        NULL, ZS_BF16, s->n);
+  else
+    zs_cpu_adamw_mt(o->cpu_pool, c, s->master, s->m, s->v, s->grad, ZS_BF16, NULL, ZS_BF16, s->n);
+  uint16_t *out = s->param;
+  for (size_t i = 0; i < s->n; i++)
+    out[i] = zs_f32_to_bf16_ta(s->master[i]);
+  return ZS_OK;
+}
+
 zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
   const zs_adamw_coef *c = s->no_weight_decay ? &o->nodecay : &o->decay;
   if (o->lean) return update_lean(o, c, s);
+  if (s->rem) return update_rem(o, c, s);
   /* ZS_MASTER_PARAMS (params and state on one tier): the params are the master, updated in
      place; nothing to write after. */
   void *out = s->param == (void *)s->master ? NULL : s->param;
+  if (pd == ZS_BF16 && out && zs_hook_fp32_ties_away()) return update_hooked(o, c, s);
   const zs_host_state hs = {s->master, s->m, s->v};
   if (s->state_host)
     return zs_offload_adamw(d, o->offload_pool, &o->pipe, o->host_update, c, &hs, s->grad, pd, out,

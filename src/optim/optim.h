@@ -10,6 +10,9 @@
  *                                                           (ZS_ADAMW_THREADS), or the caller
  *   lean mode (ZS_MASTER_LEAN: bf16 params are the master)  -> as the last two, in place on the
  *                                                           params (src/device/cpu/adamw_lean.h)
+ *   remainder master (ZS_MASTER_REMAINDER: bf16 params   -> as the last two, in place on the
+ *   + 16-bit remainders are the master)                     params and remainders
+ *                                                           (src/device/cpu/adamw_rem.h)
  *
  * Every path gives the same bits (src/device/cpu/adamw.h), in each precision mode: the CPU paths
  * run the mode's host update (offload/host_update.h), the CUDA ones its device kernel. The engine
@@ -114,6 +117,8 @@ typedef struct {
      (src/device/lean.h); unused in the other modes. */
   int unit;
   size_t elem;
+  uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders (device memory); then master is NULL
+                    and param (bf16) with rem is the master, updated in place. Else NULL. */
 } zs_optim_seg;
 
 /* AdamW on one segment, on the path the table above chooses. Work is queued on the engine's

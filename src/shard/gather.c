@@ -7,7 +7,10 @@
  * Every user gather recomputes the wanted prefetch window from the traversal direction and drops
  * prefetched units outside it, so nothing accumulates whatever the call order (forward-only
  * passes, evaluation after a step, several micro-steps, release before or after grads_ready). */
+#include <stdlib.h>
+
 #include "shard/shard.h"
+#include "shard/master_rem.h"
 #include "base/error.h"
 
 static size_t full_bytes(const zs_unit *u) {
@@ -211,9 +214,29 @@ static zs_status gather_params_as_master(zs_unit *u, float *full) {
   return rc;
 }
 
+/* The remainder master (master_rem.h): this rank's range joined on the host, copied into its
+   slot of `full`, then gathered in place when the optimizer is sharded. */
+static zs_status gather_rem(zs_unit *u, float *full) {
+  zs_dev *d = u->ctx->dev;
+  float *h = malloc(u->opt_n * 4 + 4);
+  if (!h)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: out of host memory", u->name);
+  zs_status rc = zs_dev_sync(d, d->compute_stream); /* the update's writes */
+  if (rc == ZS_OK) rc = zs_rem_master_get(u, h, u->opt_off, u->opt_n);
+  if (rc == ZS_OK) rc = zs_dev_from_host(d, full + u->opt_off, h, u->opt_n * 4);
+  free(h);
+  if (rc != ZS_OK || !u->st.s[ZS_ST_MASTER_REM].sharded) return rc;
+  rc = zs_coll_all_gather(u->ctx->shard, full + u->lay.shard_off, full, u->lay.shard, ZS_CDT_F32,
+                          d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(u->ctx->shard, d->comm_stream);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
+  return zs_dev_sync(d, d->comm_stream);
+}
+
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
   if (zs_unit_master_in_params(u)) return gather_params_as_master(u, full);
+  if (zs_unit_has_rem(u)) return gather_rem(u, full);
   if (!u->st.s[ZS_ST_MASTER].sharded) {
     /* On the compute stream, then waited for: the caller reads `full` from the host next. */
     ZS_CHECK(zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, x->dev->compute_stream));

@@ -13,7 +13,7 @@ static size_t sat_add(size_t a, size_t b) {
 void zs_placement_table(const zs_plan *p, int host, zs_state_table *t) {
   *t = p->table;
   if (!host) return;
-  for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++) {
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++) { /* the optimizer's states */
     t->s[k].tier = ZS_TIER_HOST;
     t->s[k].cat = ZS_MEM_HOST_PINNED;
   }

@@ -46,6 +46,7 @@ struct zs_unit {
   void *grad_stage;
   float *master;         /* ZS_ST_MASTER */
   void *m, *v;           /* ZS_ST_ADAM_M, ZS_ST_ADAM_V (in their entries' dtype) */
+  uint16_t *rem;         /* ZS_ST_MASTER_REM (ZS_MASTER_REMAINDER; NULL otherwise) */
   size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
 
   int gathered;      /* sharded params: param_full holds (or is receiving) the gathered params */
@@ -118,6 +119,8 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
     return &u->m;
   case ZS_ST_ADAM_V:
     return &u->v;
+  case ZS_ST_MASTER_REM:
+    return (void **)&u->rem;
   default:
     return NULL;
   }
@@ -158,7 +161,8 @@ static inline int zs_unit_lean(const zs_unit *u) {
    nothing reads or writes its master, and the update never runs on its params. Lean mode
    (ZS_MASTER_LEAN: no fp32 master either, the params are bf16) gets no alias as well. */
 static inline void zs_unit_alias_master(zs_unit *u) {
-  if (!zs_unit_master_in_params(u) && zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_NONE))
+  if (!zs_unit_master_in_params(u) && zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_NONE) &&
+      !zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT)) /* remainder: no fp32 alias */
     u->master = (float *)zs_unit_home_at(u, ZS_ST_PARAM_FULL, u->opt_off);
 }
 

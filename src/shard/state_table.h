@@ -39,6 +39,11 @@ typedef enum {
   ZS_ST_ADAM_M, /* AdamW's first moment (fp32, or bf16 by zs_config.moment_dtype): placed and
                    sized as the master */
   ZS_ST_ADAM_V, /* AdamW's second moment: as the first */
+  /* ZS_MASTER_REMAINDER: the 16-bit remainder that completes the bf16 params' home to the fp32
+     master over the optimizer range (base/bf16_rem.h; 2 bytes per element, dtype ZS_BF16 for
+     its size only: bits, not a bf16 value); placed and sized as the master. Life NONE in the
+     other modes. */
+  ZS_ST_MASTER_REM,
   ZS_ST_N
 } zs_state;
 
@@ -63,24 +68,26 @@ typedef struct {
 
 typedef struct {
   zs_state_entry s[ZS_ST_N];
-  /* zs_config.master == ZS_MASTER_PARAMS: the fp32 params are the master wherever they live on
-     the optimizer state's tier (zs_state_table_place_master decides ZS_ST_MASTER's life). */
+  /* zs_config.master == ZS_MASTER_PARAMS (or ZS_MASTER_LEAN): the params are the master wherever
+     they live on the optimizer state's tier (zs_state_table_place_master decides ZS_ST_MASTER's
+     life). */
   int master_params;
 } zs_state_table;
 
 /* Fills t for the resolved switches: shard_* and offload_* as in zs_plan, deterministic from
    the configuration, pdt the param (and gradient) dtype.
 
-   Precision: master_params (zs_config.master == ZS_MASTER_PARAMS: fp32 params) sets
-   t->master_params, and zs_state_table_place_master gives ZS_ST_MASTER its life.
-   Lean mode (ZS_MASTER_LEAN: bf16 params, no offload) passes master_params too: its bf16 params
-   are the master, read and written through them (zs_unit_master_in_params), with no alias.
-   moment_dt
-   (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V, on whichever tier
-   they live (the host arena's update runs the same kernels). */
+   Precision: master is zs_config.master. ZS_MASTER_PARAMS (fp32 params) sets t->master_params,
+   and zs_state_table_place_master gives ZS_ST_MASTER its life. Lean mode (ZS_MASTER_LEAN: bf16
+   params, no offload) sets t->master_params too: its bf16 params are the master, read and
+   written through them (zs_unit_master_in_params), with no alias. ZS_MASTER_REMAINDER (bf16
+   params, no offload) makes ZS_ST_MASTER's life NONE and ZS_ST_MASTER_REM persistent: the
+   params' home and the remainder are the master (every reader and writer joins or splits them:
+   src/shard/master_rem.h). moment_dt (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and
+   ZS_ST_ADAM_V, on whichever tier they live (the host arena's update runs the same kernels). */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
-                         int master_params, zs_dtype moment_dt);
+                         int master, zs_dtype moment_dt);
 
 /* ZS_MASTER_PARAMS (t->master_params; else a no-op): ZS_ST_MASTER's life from the tiers. Where
    the params' home (fp32, over the whole optimizer range) lives on the optimizer state's tier,

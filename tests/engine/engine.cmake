@@ -397,6 +397,13 @@ if(ZS_HAVE_CUDA)
   zs_engine_cuda(engine_cuda_nonfinite_np2_stage3_offload 2 3 det
                  "${zs_nccl}, world 2, .*; offload optimizer params:" --skip-nonfinite-at 2
                  RUN_ARGS "--device cuda --offload 3")
+  # The remainder master on CUDA (zs_cuda_adamw_rem) against the CPU's fp32 master with the
+  # ties-away hook (1 rank, the same stage): bit for bit; bf16 moments too.
+  zs_engine_cuda(engine_cuda_master_rem_np2_stage3 2 3 det "${zs_nccl}, world 2, .*remainder master"
+                 --bf16 1 --ties-away 1 --reftol 3e-2 RUN_ARGS "--device cuda --master 2 --ties-away 0")
+  zs_engine_cuda(engine_cuda_master_rem_m16_np1_stage1 1 1 det
+                 "${zs_nccl}, world 1, .*remainder master" --bf16 1 --ties-away 1 --moments-bf16 1
+                 --reftol 3e-2 RUN_ARGS "--device cuda --master 2 --ties-away 0")
   add_test(NAME engine_cuda_nonfinite_np1_bf16
            COMMAND bash ${ZS_TESTS_DIR}/gpu_expect.sh $<TARGET_FILE:zs_cuda_probe> "${zs_nccl}, world 1, .*bf16 params" --
                    ${ZS_MPIEXEC} --oversubscribe -np 1 $<TARGET_FILE:test_engine_train> --device cuda
@@ -437,3 +444,27 @@ zs_frozen_ckpt(engine_frozen_ckpt_m16_trainable_3s1_to_2s0 "3 1 --trainable --m1
 # Lean mode on either side (bf16 params): the saved values are the params widened either way.
 zs_frozen_ckpt(engine_frozen_ckpt_lean_2s3_to_3s1_trainable "2 3 --bf16 --lean" "3 1 --trainable --bf16")
 zs_frozen_ckpt(engine_frozen_ckpt_trainable_3s2_to_2s0_lean "3 2 --trainable --bf16" "2 0 --bf16 --lean")
+# The remainder master: bit-identical to the fp32 master whose compute copy rounds ties away (the
+# test hook) in losses, master and checkpointed m and v, and checkpoints across the two modes
+# exact, at world sizes 1, 2, 4 and stages 1, 2, 3; bf16 moments too.
+# Split across ranks, micro-steps and stages against the 1-rank fp32-master reference with that
+# hook (test_engine_train's final master, bit for bit).
+foreach(stage 1 2 3)
+  zs_engine_equiv(engine_splits4_stage${stage}_master_rem "1x4;2x2;4x1" ${stage} det REF_STAGE 0
+                  --bf16 1 --ties-away 1 --reftol 3e-2 RUN_ARGS "--master 2 --ties-away 0")
+endforeach()
+zs_engine_equiv(engine_splits4_stage3_master_rem_m16 "2x2;4x1" 3 det REF_STAGE 0 --bf16 1
+                --ties-away 1 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--master 2 --ties-away 0")
+zs_exe(test_engine_rem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_rem.c)
+foreach(n 1 2 4)
+  foreach(stage 1 2 3)
+    zs_mpi_test(engine_rem_np${n}_stage${stage} test_engine_rem NP ${n}
+                ARGS --stage ${stage} --dir engine_rem_np${n}_stage${stage}.d LABELS engine)
+  endforeach()
+  zs_mpi_test(engine_rem_m16_np${n}_stage3 test_engine_rem NP ${n}
+              ARGS --stage 3 --m16 --dir engine_rem_m16_np${n}_stage3.d LABELS engine)
+endforeach()
+zs_mpi_test(engine_rem_np4_stage3_group2 test_engine_rem NP 4
+            ARGS --stage 3 --group 2 --dir engine_rem_np4_stage3_group2.d LABELS engine)
+zs_mpi_test(engine_rem_m16_np2_stage1 test_engine_rem NP 2
+            ARGS --stage 1 --m16 --dir engine_rem_m16_np2_stage1.d LABELS engine)

@@ -142,6 +142,43 @@ static void precision_cases(zs_comm *comm) {
   zs_engine_destroy(e);
 }
 
+/* The remainder master: bf16 params only, no offload or budget (the host tier keeps a plain fp32
+   master), refused with what to change by zs_engine_create and zs_plan_model alike. */
+static void remainder_cases(zs_comm *comm) {
+  zs_engine *e = NULL;
+  zs_config c;
+  const int64_t numel[1] = {100};
+  zs_plan_report r;
+  zs_config_default(&c);
+  c.master = ZS_MASTER_REMAINDER; /* fp32 params: nothing to complete */
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "param_dtype = ZS_BF16") != NULL, "says what to change: %s",
+            zs_last_error());
+  ZS_EXPECT_STATUS(zs_plan_model(&c, 1, numel, 1, 0, SIZE_MAX, SIZE_MAX, &r), ZS_ERR_INVALID_ARG);
+  for (int k = 0; k < 3; k++) {
+    zs_config_default(&c);
+    c.stage = 2;
+    c.master = ZS_MASTER_REMAINDER;
+    c.param_dtype = c.reduce_dtype = ZS_BF16;
+    if (k == 0) c.offload = ZS_OFFLOAD_OPTIMIZER;
+    if (k == 1) c.offload = ZS_OFFLOAD_PARAMS;
+    if (k == 2) c.offload_budget_bytes = 1 << 20;
+    ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+    ZS_EXPECT(strstr(zs_last_error(), "offload = 0 and offload_budget_bytes = 0") != NULL,
+              "says what to change: %s", zs_last_error());
+    ZS_EXPECT(e == NULL, "nothing created");
+    ZS_EXPECT_STATUS(zs_plan_model(&c, 1, numel, 1, 0, SIZE_MAX, SIZE_MAX, &r), ZS_ERR_INVALID_ARG);
+  }
+  /* The legal one is created. */
+  zs_config_default(&c);
+  c.master = ZS_MASTER_REMAINDER;
+  c.param_dtype = c.reduce_dtype = ZS_BF16;
+  c.moment_dtype = ZS_BF16;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(strstr(zs_engine_info(e), "remainder master") != NULL, "info: %s", zs_engine_info(e));
+  zs_engine_destroy(e);
+}
+
 static void unit_cases(zs_engine *e) {
   zs_unit *u = (zs_unit *)0x1;
   ZS_EXPECT_STATUS(zs_engine_add_unit(NULL, "x", 2, good, &u), ZS_ERR_INVALID_ARG);
@@ -297,6 +334,7 @@ int main(int argc, char **argv) {
               s);
   config_cases(comm);
   precision_cases(comm);
+  remainder_cases(comm);
   env_cases(comm);
 
   zs_config c;

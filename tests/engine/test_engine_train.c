@@ -13,6 +13,8 @@
  *        [--load DIR] [--save DIR] [--defaults 1] [--master 0|1|3 (zs_config.master; 3 lean:
  *        the reference rounds p to bf16 stochastically with the bits zshard.h defines)]
  *        [--moments-bf16 0|1 (zs_config.moment_dtype; the reference rounds m, v to bf16)]
+ *        [--ties-away 0|1 (the test hook: ZS_MASTER_FP32 rounds its bf16 compute copy ties away
+ *        from zero, as ZS_MASTER_REMAINDER does; src/base/round_hook.h)]
  *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F]
  * --budget-frac F (0..1) sets an offload budget F of the way from the least budget the model fits
  * (every unit on the host) to the device bytes of no offload (zs_plan_model says both), and checks
@@ -37,6 +39,7 @@
 
 #include "engine_model.h"
 #include "base/bf16.h"
+#include "base/round_hook.h"
 #include "zs_test.h"
 
 typedef struct {
@@ -119,6 +122,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->m16 = atoi(v);
     else if (!strcmp(k, "--master"))
       o->master = atoi(v);
+    else if (!strcmp(k, "--ties-away"))
+      zs_test_hook_fp32_ties_away(atoi(v));
     else if (!strcmp(k, "--shard-params"))
       o->shard[0] = atoi(v);
     else if (!strcmp(k, "--shard-grads"))

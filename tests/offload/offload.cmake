@@ -48,3 +48,7 @@ foreach(isa scalar avx2)
   zs_unit_test(adamw_lean_env_${isa} test_adamw_lean ARGS --quick LABELS offload)
   set_property(TEST adamw_lean_env_${isa} APPEND PROPERTY ENVIRONMENT ZS_ADAMW_ISA=${isa})
 endforeach()
+# The remainder master: split/join a bijection (all 2^32 patterns), each element against a
+# reference written in the test, every path and the threaded split the scalar bits.
+zs_offload_exe(test_adamw_rem ${CMAKE_CURRENT_LIST_DIR}/test_adamw_rem.c)
+zs_unit_test(adamw_rem test_adamw_rem LABELS offload TIMEOUT 300)

@@ -67,6 +67,14 @@ static const cfg_case cases[] = {
     {"stage 3 lean, bf16 moments", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, ZS_MASTER_LEAN, 1, 0},
     {"stage 3 lean hybrid groups of 2", 3, 2, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, ZS_MASTER_LEAN, 0,
      0},
+    {"stage 0 remainder master", 0, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, ZS_MASTER_REMAINDER, 0, 0},
+    {"stage 1 remainder master, bf16 moments", 1, 0, 1, 1, 0, ZS_BF16, ZS_BF16, 0, 0,
+     ZS_MASTER_REMAINDER, 1, 0},
+    {"stage 2 remainder master", 2, 0, 1, 0, 0, ZS_BF16, ZS_F32, 0, 0, ZS_MASTER_REMAINDER, 0, 0},
+    {"stage 3 remainder master, bf16 moments", 3, 0, 2, 0, 0, ZS_BF16, ZS_BF16, 0, 0,
+     ZS_MASTER_REMAINDER, 1, 0},
+    {"stage 3 hybrid groups of 2 remainder master", 3, 2, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0,
+     ZS_MASTER_REMAINDER, 0, 0},
     {"stage 1 budget 50%", 1, 0, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 50},
     {"stage 2 deterministic budget 80%", 2, 0, 1, 1, 0, ZS_F32, ZS_F32, 0, 0, 0, 0, 80},
     {"stage 3 bf16 budget 30% (param shards move)", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, 0, 0,
@@ -206,11 +214,15 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
             k->name, W, frozen[1], m.buffers.peak, r.buffers, bins);
   /* Independently of both: the optimizer holds master, m and v (4 bytes each) per element of
      this rank's optimizer range (m and v 2 bytes each in bf16), or m and v alone when the
-     params are the master (fp32 params, or lean mode's bf16 ones); a frozen unit holds none of
-     them, whatever the precision (on the device: not checked with offload, where it is host_pinned,
-     or a budget, which moves some units there; the budget's own checks are above). */
+     params are the master (fp32 params, or lean mode's bf16 ones), or a 2-byte remainder beside
+     them (remainder master); a frozen unit holds none of them, whatever the precision (on the
+     device: not checked with offload, where it is host_pinned, or a budget, which moves some
+     units there; the budget's own checks are above). */
   const size_t S = k->stage >= 1 ? (size_t)W : 1, range = (1001 + S - 1) / S;
-  const size_t per = ((k->master == ZS_MASTER_FP32 ? 4 : 0) + (k->m16 ? 4 : 8)) * range;
+  const size_t master_bytes = k->master == ZS_MASTER_FP32        ? 4
+                              : k->master == ZS_MASTER_REMAINDER ? 2
+                                                                 : 0;
+  const size_t per = (master_bytes + (k->m16 ? 4 : 8)) * range;
   size_t trainable = 0;
   for (int i = 0; i < NUNITS; i++)
     trainable += !frozen[i];

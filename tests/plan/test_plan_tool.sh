@@ -76,6 +76,18 @@ done
 if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master lean >/dev/null 2>&1; then
   check "lean with fp32 params refused" "accepted" "refused"
 fi
+# The remainder master (bf16 params + 2-byte remainder + m + v), stage 0: 2 + 2 + 2 + 8 = 14 psi
+# = 105e9 bytes; with bf16 moments 2 + 2 + 2 + 4 = 10 psi = 75e9; stage 1 on 64 ranks with bf16
+# moments 4 psi + 6 psi/64 = 30703125000. fp32 params cannot take a remainder (refused).
+for m in "0 fp32:105000000000" "0 bf16:75000000000" "1 bf16:30703125000"; do
+  s=${m%% *} md=${m#* }
+  got=$("$plan" --params 7.5e9 --world 64 --stage "$s" --dtype bf16 --master remainder \
+    --moment-dtype "${md%%:*}" --model-states-only --json | field 'd["per_rank"]["model_states"]')
+  check "master remainder stage $s moments ${md%%:*} bytes" "$got" "${md#*:}"
+done
+if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master remainder >/dev/null 2>&1; then
+  check "master remainder with fp32 params refused" "accepted" "refused"
+fi
 
 # 2. Refusals. 25e9 bf16 params in 1000 units, stage 3, 4 ranks: model states 16 psi / 4 =
 #    100e9; buffers (2 held + 1 prefetched) x 25e6 x 2 bytes gathered + one 50e6 full gradient +

@@ -217,13 +217,36 @@ int main(void) {
      moments is still a trainable unit's; frozen, it has no m or v either. */
   for (int so = 0; so <= 1; so++) {
     zs_state_table pt, ft;
-    zs_state_table_make(&pt, so, so, so, 0, 0, 0, ZS_F32, 1, ZS_BF16);
+    zs_state_table_make(&pt, so, so, so, 0, 0, 0, ZS_F32, ZS_MASTER_PARAMS, ZS_BF16);
     ft = pt;
     zs_state_table_freeze(&ft);
     ZS_EXPECT(!zs_state_table_frozen(&pt) && zs_state_table_frozen(&ft),
               "params-as-master table (sharded %d): frozen flag", so);
     for (int k = ZS_ST_GRAD_FULL; k < ZS_ST_N; k++)
       ZS_EXPECT(ft.s[k].life == ZS_LIFE_NONE, "frozen params-as-master table: state %d exists", k);
+  }
+  /* The remainder master: no fp32 master, a 2-byte remainder placed and sized as the master was
+     (the unit or the shard, the optimizer's category); none in the other modes; frozen, none. */
+  for (int so = 0; so <= 1; so++) {
+    zs_state_table rt, ft, dt;
+    zs_state_table_make(&rt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_REMAINDER, ZS_F32);
+    zs_state_table_make(&dt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_FP32, ZS_F32);
+    const zs_state_entry *r = &rt.s[ZS_ST_MASTER_REM];
+    ZS_EXPECT(rt.s[ZS_ST_MASTER].life == ZS_LIFE_NONE && r->life == ZS_LIFE_PERSISTENT &&
+                  r->dtype == ZS_BF16 && r->sharded == so && r->tier == ZS_TIER_DEVICE &&
+                  r->cat == ZS_MEM_OPTIMIZER,
+              "remainder table (sharded %d): master %d, remainder life %d dtype %d sharded %d", so,
+              rt.s[ZS_ST_MASTER].life, r->life, (int)r->dtype, r->sharded);
+    ZS_EXPECT(zs_state_bytes(&rt, ZS_ST_MASTER_REM, 12, 4) == (so ? 8u : 24u),
+              "remainder bytes (sharded %d)", so);
+    ZS_EXPECT(dt.s[ZS_ST_MASTER_REM].life == ZS_LIFE_NONE &&
+                  dt.s[ZS_ST_MASTER].life == ZS_LIFE_PERSISTENT,
+              "fp32-master table has a remainder");
+    ft = rt;
+    zs_state_table_freeze(&ft);
+    ZS_EXPECT(!zs_state_table_frozen(&rt) && zs_state_table_frozen(&ft) &&
+                  ft.s[ZS_ST_MASTER_REM].life == ZS_LIFE_NONE,
+              "frozen remainder table keeps its remainder");
   }
   int modes = 0;
   for (int stage = 0; stage <= 3; stage++)

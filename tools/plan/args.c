@@ -33,8 +33,9 @@ static void usage(void) {
       "                               param shards) go to the host until the rest fits\n"
       "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
       "                               GPT-2 shapes, as the example; else the engine's 2)\n"
-      "  --master fp32|params|lean    optimizer-state precision (zs_config.master): an fp32\n"
-      "                               master copy (default), the fp32 params as the master, or\n"
+      "  --master fp32|params|remainder|lean  optimizer-state precision (zs_config.master): an\n"
+      "                               fp32 master copy (default), the fp32 params as the master,\n"
+      "                               bf16 params + a 16-bit remainder (exact; --dtype bf16), or\n"
       "                               lean: the bf16 params as the master (stochastic rounding)\n"
       "  --moment-dtype fp32|bf16     Adam m and v (zs_config.moment_dtype; default fp32)\n"
       "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
@@ -142,6 +143,8 @@ static int option(zp_args *a, const char *k, const char *v) {
       a->master = ZS_MASTER_FP32;
     else if (!strcmp(v, "params"))
       a->master = ZS_MASTER_PARAMS;
+    else if (!strcmp(v, "remainder"))
+      a->master = ZS_MASTER_REMAINDER;
     else if (!strcmp(v, "lean"))
       a->master = ZS_MASTER_LEAN;
     else

@@ -35,8 +35,8 @@ typedef struct {
   size_t bucket, max_live;
   size_t budget;            /* --offload-budget: zs_config.offload_budget_bytes (0: none) */
   size_t dev_mem, host_mem; /* per rank; 0: what this machine has */
-  /* Optimizer-state precision: zs_config.master (--master fp32|params|lean) and moment_dtype
-     (--moment-dtype fp32|bf16). */
+  /* Optimizer-state precision: zs_config.master (--master fp32|params|remainder|lean) and
+     moment_dtype (--moment-dtype fp32|bf16). */
   int master;
   zs_dtype moment_dtype;
   /* Output. */

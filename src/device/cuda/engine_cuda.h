@@ -62,6 +62,12 @@ zs_status zs_cuda_adamw_m16(const zs_adamw_coef *c, float *master, uint16_t *m, 
    rounded stochastically with the bits of src/device/lean.h under key k (adamw_lean.cu). */
 zs_status zs_cuda_adamw_lean(const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p, void *m,
                              void *v, int mbf16, const uint16_t *grad, size_t n, void *stream);
+/* The remainder-master update (adamw_rem.cu), bit-identical to zs_cpu_adamw_rem: param (bf16
+   compute copy) and rem (16-bit remainders) are the fp32 master, updated in place; m and v in
+   moment_dt; grad bf16. All device memory. */
+zs_status zs_cuda_adamw_rem(const zs_adamw_coef *c, uint16_t *param, uint16_t *rem, void *m,
+                            void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n,
+                            void *stream);
 
 #ifdef __cplusplus
 }
