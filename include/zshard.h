@@ -445,6 +445,11 @@ ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors
    not fit is refused with ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what
    would fit (a higher stage, offload, more ranks); nothing is allocated and the engine stays
    uncommitted. Collective over the world: every rank commits, and all refuse when one does.
+   Every rank must resolve the same configuration (after the ZS_* environment): commit first
+   compares the sharding switches, dtypes, offload bits and budget, bucket_bytes,
+   shard_group_size, deterministic, master, moment_dtype, rounding_seed and the AdamW
+   hyperparameters across the world and refuses on every rank with ZS_ERR_INVALID_ARG naming the
+   first field that differs and both values (nothing allocated).
 
    With an offload budget (zs_config.offload_budget_bytes) commit places the units first (the
    same placement on every rank) and allocates each unit's state on its tier; a model over the

@@ -159,6 +159,100 @@ zs_status zs_engine_agree_step(zs_engine *e) {
   return ZS_OK;
 }
 
+/* The fields of the resolved configuration whose values every rank must share: what is sharded
+   and how, the dtypes, the precision modes and the optimizer's hyperparameters (floats by their
+   bits). A rank whose environment or program sets one differently would hold state of another
+   shape or update it with other numbers (lean mode's rounding_seed: other bits), silently. */
+typedef struct {
+  const char *name;
+  uint64_t v;
+} cfg_word;
+
+static uint64_t fbits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static int cfg_words(const zs_config *c, cfg_word *w) {
+  int n = 0;
+#define ZS_W(nm, val) (w[n].name = (nm), w[n].v = (uint64_t)(val), n++)
+  ZS_W("stage", (int64_t)c->stage);
+  ZS_W("shard_params", (int64_t)c->shard_params);
+  ZS_W("shard_grads", (int64_t)c->shard_grads);
+  ZS_W("shard_optimizer", (int64_t)c->shard_optimizer);
+  ZS_W("param_dtype", (int64_t)c->param_dtype);
+  ZS_W("reduce_dtype", (int64_t)c->reduce_dtype);
+  ZS_W("offload", c->offload);
+  ZS_W("deterministic", (int64_t)c->deterministic);
+  ZS_W("bucket_bytes", c->bucket_bytes);
+  ZS_W("shard_group_size", (int64_t)c->shard_group_size);
+  ZS_W("offload_budget_bytes", c->offload_budget_bytes);
+  ZS_W("master", (int64_t)c->master);
+  ZS_W("moment_dtype", (int64_t)c->moment_dtype);
+  ZS_W("rounding_seed", c->rounding_seed);
+  ZS_W("adamw.lr", fbits(c->adamw.lr));
+  ZS_W("adamw.beta1", fbits(c->adamw.beta1));
+  ZS_W("adamw.beta2", fbits(c->adamw.beta2));
+  ZS_W("adamw.eps", fbits(c->adamw.eps));
+  ZS_W("adamw.weight_decay", fbits(c->adamw.weight_decay));
+  ZS_W("adamw.max_grad_norm", fbits(c->adamw.max_grad_norm));
+#undef ZS_W
+  return n;
+}
+
+enum { CFG_MAX = 32 };
+
+zs_status zs_engine_agree_config(zs_engine *e) {
+  if (e->world_size == 1) return ZS_OK;
+  cfg_word w[CFG_MAX];
+  const int n = cfg_words(&e->cfg, w);
+  uint64_t mine[CFG_MAX];
+  for (int i = 0; i < n; i++)
+    mine[i] = w[i].v;
+  const size_t W = (size_t)e->world_size, bytes = W * (size_t)n * sizeof(uint64_t);
+  uint64_t *rows = malloc(bytes);
+  if (!rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
+  zs_dev *d = &e->dev;
+  zs_status rc;
+  if (d->kind == ZS_DEVICE_CPU) {
+    memcpy(rows + (size_t)e->world_rank * n, mine, (size_t)n * sizeof(uint64_t));
+    rc = zs_coll_all_gather(e->world, rows + (size_t)e->world_rank * n, rows, (size_t)n, ZS_CDT_U64,
+                            NULL);
+  } else {
+    void *buf = NULL;
+    rc = zs_dev_alloc(d, bytes, &buf, NULL);
+    uint64_t *slot = (uint64_t *)buf + (size_t)e->world_rank * n;
+    if (rc == ZS_OK) rc = zs_dev_from_host(d, slot, mine, (size_t)n * sizeof(uint64_t));
+    if (rc == ZS_OK)
+      rc = zs_coll_all_gather(e->world, slot, buf, (size_t)n, ZS_CDT_U64, d->comm_stream);
+    if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
+    if (rc == ZS_OK) rc = zs_dev_to_host(d, rows, buf, bytes);
+    /* After a failed exchange an abandoned collective may still write into buf: it is left to
+       the process (a few hundred bytes, once) rather than freed under it. */
+    if (buf && rc == ZS_OK) zs_dev_free(d, buf, NULL);
+  }
+  if (rc != ZS_OK) {
+    free(rows);
+    return zs_err_wrap(rc, "zs_engine_commit: agreeing on the configuration");
+  }
+  for (int q = 0; q < e->world_size; q++)
+    for (int i = 0; i < n; i++) {
+      const uint64_t theirs = rows[(size_t)q * n + i];
+      if (theirs == mine[i]) continue;
+      free(rows);
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_commit: the ranks disagree on zs_config.%s (this rank %d: %#llx, "
+                    "rank %d: %#llx; integers, floats by their bits, after the environment "
+                    "variables): every rank must resolve the same configuration (the same "
+                    "program and the same ZS_* environment); nothing was allocated",
+                    w[i].name, e->world_rank, (unsigned long long)mine[i], q,
+                    (unsigned long long)theirs);
+    }
+  free(rows);
+  return ZS_OK;
+}
+
 void zs_engine_goodbye(zs_engine *e) {
   if (!e->world || e->world_size == 1) return;
   zs_engine_call(e, ZS_CALL_DESTROY, NULL);

@@ -419,6 +419,7 @@ zs_status zs_engine_commit(zs_engine *e) {
                       u->name, bytes, e->cfg.max_live_bytes, bytes);
     }
   zs_engine_call(e, ZS_CALL_COMMIT, NULL);
+  ZS_CHECK(zs_engine_agree_config(e));
   ZS_CHECK(zs_engine_check_fit(e));
   /* The budget's placement: a function of the configuration and the unit sizes only, so every
      rank places the same units (the fit check above refused a model over its budget). */

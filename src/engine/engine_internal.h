@@ -113,6 +113,11 @@ void zs_engine_sig_attach(zs_engine *e);
    sides when they differ. Collective over the world, on every backend (the per-collective check
    of comm.h is MPI's only); its buffers are kept from the first step on. */
 zs_status zs_engine_agree_step(zs_engine *e);
+/* Every rank resolved the same configuration (the sharding, dtypes, precision modes with lean
+   mode's rounding_seed, and the AdamW hyperparameters: cfg_words in calls.c):
+   ZS_ERR_INVALID_ARG naming the first field that differs, with both values, on every rank (all
+   see every row). Collective over the world; called by zs_engine_commit before it allocates. */
+zs_status zs_engine_agree_config(zs_engine *e);
 /* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a
    healthy engine (a peer still inside a collective call learns that this one left), a goodbye
    naming zs_engine_abort or the failure from a failed one. Errors fail e. */

@@ -267,6 +267,7 @@ set_property(TEST engine_diverge_order_nocheck_np2 APPEND PROPERTY ENVIRONMENT Z
 zs_mpi_test(engine_diverge_hybrid_np4 test_engine_diverge_cases NP 4 ARGS --hybrid TIMEOUT 120 LABELS engine)
 zs_mpi_test(engine_diverge_abort_np2 test_engine_diverge_cases NP 2 ARGS --abort TIMEOUT 120 LABELS engine)
 zs_mpi_test(engine_diverge_create_np2 test_engine_diverge_cases NP 2 ARGS --create TIMEOUT 120 LABELS engine)
+zs_mpi_test(engine_diverge_config_np2 test_engine_diverge_cases NP 2 ARGS --config TIMEOUT 120 LABELS engine)
 set_tests_properties(engine_diverge_np2 engine_diverge_np3 engine_diverge_sample_np2
                      engine_diverge_micro_np2 engine_diverge_micro_nocheck_np2
                      engine_diverge_units_np2 engine_diverge_order_np2

@@ -22,7 +22,10 @@
  * --create (np 2): rank 1 asks for shard groups of 1, rank 0 for the whole world: rank 1 splits
  *   the world while rank 0 exchanges the ranks' placement. Both creates fail at once with
  *   ZS_ERR_COMM and their own "ranks diverged" message (the failure path's destroy must not
- *   replace it). */
+ *   replace it).
+ * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
+ *   rounding_seed; moment_dtype; adamw.lr): zs_engine_commit must refuse on every rank with
+ *   ZS_ERR_INVALID_ARG naming the field, and the legal twin (the same values) must commit. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +225,41 @@ static void create_case(zs_comm *comm) {
   if (e) zs_engine_destroy(e);
 }
 
+/* D5: configurations that differ between ranks are refused at commit, naming the field. */
+static void config_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  const char *field[4] = {NULL, "rounding_seed", "moment_dtype", "adamw.lr"};
+  for (int k = 0; k < 4; k++) {
+    zs_config cfg;
+    zs_config_default(&cfg);
+    cfg.stage = 0; /* every rank updates its replica itself: the seed decides its bits */
+    cfg.comm_timeout_s = TIMEOUT_S;
+    cfg.param_dtype = ZS_BF16;
+    cfg.master = ZS_MASTER_LEAN;
+    if (rank == 1 && k == 1) cfg.rounding_seed = 7;
+    if (rank == 1 && k == 2) cfg.moment_dtype = ZS_BF16;
+    if (rank == 1 && k == 3) cfg.adamw.lr = 2e-3f;
+    zs_engine *e = NULL;
+    ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+    const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
+    zs_unit *u = NULL;
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
+    const zs_status rc = zs_engine_commit(e);
+    const char *msg = rc == ZS_OK ? "" : zs_last_error();
+    printf("config rank %d case %d: commit %s: %s\n", rank, k, zs_status_str(rc), msg);
+    if (!field[k]) {
+      ZS_EXPECT(rc == ZS_OK, "rank %d: the same configuration is refused: %s", rank, msg);
+    } else {
+      char want[64];
+      snprintf(want, sizeof want, "zs_config.%s", field[k]);
+      ZS_EXPECT(rc == ZS_ERR_INVALID_ARG && strstr(msg, want) && strstr(msg, "disagree"),
+                "rank %d: %s differs between ranks: commit gave %s: %s", rank, field[k],
+                zs_status_str(rc), msg);
+    }
+    zs_engine_destroy(e);
+  }
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -238,6 +276,8 @@ int main(int argc, char **argv) {
     abort_case(comm, 1);
   } else if (!strcmp(mode, "--create")) {
     create_case(comm);
+  } else if (!strcmp(mode, "--config")) {
+    config_case(comm);
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
