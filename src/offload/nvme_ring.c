@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +23,8 @@ typedef struct {
 struct zs_nvme_ring {
   struct io_uring ring;
   unsigned capacity, inflight, queued; /* queued: in flight but not yet handed to the kernel */
-  int broken; /* a submit or wait failed: queued entries may be stale, the ring takes no more */
+  int broken;    /* a submit or wait failed: queued entries may be stale, the ring takes no more */
+  char why[512]; /* when broken: the first failure's message, reported by every later call */
   zs_nvme_req *reqs;
   unsigned *free_ids; /* stack of free request indices: free_ids[0 .. capacity - inflight) */
 };
@@ -68,7 +70,7 @@ unsigned zs_nvme_ring_inflight(const zs_nvme_ring *r) {
 
 zs_status zs_nvme_ring_queue(zs_nvme_ring *r, int write, const zs_nvme_file *f, void *buf,
                              size_t len, uint64_t off, uint64_t tag) {
-  if (r->broken) return zs_err(ZS_ERR_IO, "NVMe tier: the io_uring failed earlier");
+  if (r->broken) return zs_err(ZS_ERR_IO, "%s", r->why);
   if (r->inflight == r->capacity)
     return zs_err(ZS_ERR_STATE, "NVMe tier: %u I/Os already in flight (the ring's capacity)",
                   r->capacity);
@@ -90,17 +92,27 @@ zs_status zs_nvme_ring_queue(zs_nvme_ring *r, int write, const zs_nvme_file *f, 
   return ZS_OK;
 }
 
+/* Marks the ring broken with the thread's current error as its sticky reason; returns ZS_ERR_IO. */
+static zs_status zs_ring_break(zs_nvme_ring *r) {
+  if (!r->broken)
+    snprintf(r->why, sizeof r->why, "%s (the io_uring takes no more I/O: close the tier)",
+             zs_last_error());
+  r->broken = 1;
+  return zs_err(ZS_ERR_IO, "%s", r->why);
+}
+
 zs_status zs_nvme_ring_submit(zs_nvme_ring *r) {
-  if (r->broken) return zs_err(ZS_ERR_IO, "NVMe tier: the io_uring failed earlier");
+  if (r->broken) return zs_err(ZS_ERR_IO, "%s", r->why);
   while (r->queued > 0) {
-    const int n = io_uring_submit(&r->ring);
+    const int inj = zs_nvme_hook_submit();
+    const int n = inj ? -inj : io_uring_submit(&r->ring);
     if (n == -EINTR) continue;
     if (n <= 0) {
       /* The entries stay in the submission queue: never submit them later (their buffers may be
          gone by then). */
-      r->broken = 1;
-      return zs_err(ZS_ERR_IO, "NVMe tier: io_uring_submit failed: %s",
-                    n < 0 ? strerror(-n) : "no entry taken");
+      zs_err(ZS_ERR_IO, "NVMe tier: io_uring_submit failed: %s",
+             n < 0 ? strerror(-n) : "no entry taken");
+      return zs_ring_break(r);
     }
     r->queued = (unsigned)n >= r->queued ? 0 : r->queued - (unsigned)n;
   }
@@ -132,26 +144,28 @@ static void zs_req_retire(zs_nvme_ring *r, unsigned id) {
 }
 
 zs_status zs_nvme_ring_reap(zs_nvme_ring *r, uint64_t *tag) {
+  *tag = ZS_NVME_NO_TAG;
   if (r->inflight == 0) return zs_err(ZS_ERR_STATE, "NVMe tier: no I/O in flight to reap");
-  zs_status st = zs_nvme_ring_submit(r); /* an I/O never handed over would never complete */
-  if (st != ZS_OK && r->inflight == r->queued) return st;
+  const zs_status sub = zs_nvme_ring_submit(r); /* an I/O never handed over would never complete */
+  if (sub != ZS_OK && r->inflight == r->queued) return sub; /* nothing the kernel will complete */
   struct io_uring_cqe *cqe = NULL;
   int rc;
   do
     rc = io_uring_wait_cqe(&r->ring, &cqe);
   while (rc == -EINTR || rc == -EAGAIN);
   if (rc < 0) {
-    r->broken = 1;
-    return zs_err(ZS_ERR_IO, "NVMe tier: io_uring_wait_cqe failed: %s", strerror(-rc));
+    zs_err(ZS_ERR_IO, "NVMe tier: io_uring_wait_cqe failed: %s", strerror(-rc));
+    return zs_ring_break(r);
   }
   const unsigned id = (unsigned)io_uring_cqe_get_data64(cqe);
   const int res = cqe->res;
   io_uring_cqe_seen(&r->ring, cqe);
   zs_nvme_req *q = &r->reqs[id];
   *tag = q->tag;
-  st = zs_req_status(q, q->inject ? -q->inject : res);
+  const zs_status st = zs_req_status(q, q->inject ? -q->inject : res);
   zs_req_retire(r, id);
-  return st;
+  /* The ring broke first (a failed submit): that failure is the one to report, not this I/O's. */
+  return r->broken ? zs_err(ZS_ERR_IO, "%s", r->why) : st;
 }
 
 void zs_nvme_ring_drain(zs_nvme_ring *r) {
