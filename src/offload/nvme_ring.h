@@ -39,8 +39,9 @@ zs_status zs_nvme_ring_submit(zs_nvme_ring *r);
 #define ZS_NVME_NO_TAG UINT64_MAX
 
 /* Waits for one completion and retires it: *tag is its tag, whatever its result. ZS_OK when it
-   moved all its bytes; ZS_ERR_IO naming the file, the offset and the error (an errno, or a short
-   read/write: a truncated file, a full disk), or the ring's sticky submit failure (which wins over
+   moved all its bytes (a short completion has the rest resubmitted and waited for first);
+   ZS_ERR_IO naming the file, the offset and the error (an errno, or an end of file: a completion
+   of 0 bytes, a truncated file), or the ring's sticky submit failure (which wins over
    the completion's own result; *tag still names the I/O retired); ZS_ERR_STATE when nothing is
    in flight. *tag is ZS_NVME_NO_TAG when nothing was retired (nothing in flight, the wait failed,
    or a broken ring holds only I/Os it never handed to the kernel): account for nothing then. */
