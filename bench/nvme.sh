@@ -40,7 +40,7 @@ done
 mkdir -p "$DIR"
 F=$DIR/baseline.bin
 trap 'rm -f "$F"' EXIT
-bytes=$(awk -v g="$GIB" 'BEGIN {printf "%d", g * 1073741824}')
+bytes=$(awk -v g="$GIB" 'BEGIN {printf "%.0f", g * 1073741824}') # %d overflows in mawk
 dw=$((3 * (2 * AHEAD + 1))) dr=$((3 * AHEAD)) drw=$((6 * AHEAD)) # the stream's I/Os in flight
 med3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 best() { printf '%s\n' "$@" | grep -v '^-$' | sort -g | tail -1; }
@@ -99,9 +99,15 @@ rm -f "$F"
 dev=$(df -P "$DIR" | awk 'NR==2 {print $1}')
 echo "disk: $DIR on $dev, $bytes bytes per baseline, medians of 3, O_DIRECT; on a virtio disk the" \
   "host's page cache may serve O_DIRECT I/O (rates above the physical disk's)"
-echo "  dd qd1 (bs=4M):                          write $w1 GB/s, read $r1 GB/s, read+write $rw1 GB/s (reference only)"
-echo "  dd x$dw/x$dr (bs=${CHUNK_MIB}M):                   write $wp GB/s, read $rp GB/s, read+write $rwp GB/s (2rw/(r+w))"
-echo "  fio io_uring qd $dw/$dr/$drw (bs=${CHUNK_MIB}M):     write $wf GB/s, read $rf GB/s, read+write (rw 50/50) $rwf GB/s"
+printf '  %-40s write %s GB/s, read %s GB/s, read+write %s GB/s (reference only)\n' "dd qd1 (bs=4M):" "$w1" "$r1" "$rw1"
+printf '  %-40s write %s GB/s, read %s GB/s, read+write %s GB/s (2rw/(r+w))\n' \
+  "dd x$dw/x$dr processes (bs=${CHUNK_MIB}M):" "$wp" "$rp" "$rwp"
+if [ "$wf" = - ]; then
+  echo "  fio: not installed (apt-get install fio)"
+else
+  printf '  %-40s write %s GB/s, read %s GB/s, read+write (rw 50/50) %s GB/s\n' \
+    "fio io_uring qd $dw/$dr/$drw (bs=${CHUNK_MIB}M):" "$wf" "$rf" "$rwf"
+fi
 wb=$(best "$wp" "$wf")
 rwb=$(best "$rwp" "$rwf")
 out=$(bench/nvme_stream --dir "$DIR" --gib "$GIB" "${ARGS[@]}")
