@@ -31,12 +31,20 @@ zs_status zs_nvme_ring_queue(zs_nvme_ring *r, int write, const zs_nvme_file *f, 
                              size_t len, uint64_t off, uint64_t tag);
 
 /* Hands every queued I/O to the kernel. ZS_ERR_IO when io_uring_submit fails (the I/Os stay
-   in flight as far as reaping goes: zs_nvme_ring_drain still accounts for them). */
+   in flight as far as reaping goes: zs_nvme_ring_drain still accounts for them). That first
+   failure is sticky: the ring takes no more I/O, and every later submit or reap reports it. */
 zs_status zs_nvme_ring_submit(zs_nvme_ring *r);
 
+/* The tag zs_nvme_ring_reap sets when it retired nothing. */
+#define ZS_NVME_NO_TAG UINT64_MAX
+
 /* Waits for one completion and retires it: *tag is its tag, whatever its result. ZS_OK when it
-   moved all its bytes; ZS_ERR_IO naming the file, the offset and the error (an errno, or a short
-   read/write: a truncated file, a full disk); ZS_ERR_STATE when nothing is in flight. */
+   moved all its bytes (a short completion has the rest resubmitted and waited for first);
+   ZS_ERR_IO naming the file, the offset and the error (an errno, or an end of file: a completion
+   of 0 bytes, a truncated file), or the ring's sticky submit failure (which wins over
+   the completion's own result; *tag still names the I/O retired); ZS_ERR_STATE when nothing is
+   in flight. *tag is ZS_NVME_NO_TAG when nothing was retired (nothing in flight, the wait failed,
+   or a broken ring holds only I/Os it never handed to the kernel): account for nothing then. */
 zs_status zs_nvme_ring_reap(zs_nvme_ring *r, uint64_t *tag);
 
 /* Waits for every I/O in flight and retires it, ignoring results (a failure path's cleanup:

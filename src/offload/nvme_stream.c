@@ -100,9 +100,10 @@ static uint64_t zs_tag(unsigned slot, unsigned i, int write) {
 
 /* Reaps one completion and accounts for it. */
 static zs_status zs_stream_reap_one(zs_nvme_stream *s) {
-  uint64_t tag = 0;
+  uint64_t tag = ZS_NVME_NO_TAG;
   const zs_status rc = zs_nvme_ring_reap(s->ring, &tag);
-  if (rc == ZS_ERR_STATE) return zs_stream_fail(s, rc); /* nothing in flight: a bookkeeping bug */
+  /* Nothing retired (nothing in flight: a bookkeeping bug; a broken ring): no slot to account. */
+  if (tag == ZS_NVME_NO_TAG) return zs_stream_fail(s, rc == ZS_OK ? ZS_ERR_STATE : rc);
   const unsigned slot = (unsigned)(tag / 2 / ZS_NVME_MAX_ARRAYS);
   const unsigned i = (unsigned)(tag / 2 % ZS_NVME_MAX_ARRAYS);
   s->pending[slot]--;

@@ -10,7 +10,7 @@
  * slots (nvme_staging.h) and at most (2 * ahead + 1) * narrays ring entries (nvme_ring.h): bounded
  * host memory whatever the arrays' size. One thread drives a stream; not collective.
  *
- * Failures (an I/O error, a short read or write, a full disk, a file deleted or truncated under
+ * Failures (an I/O error, an unexpected end of file, a full disk, a file deleted or truncated under
  * the tier) are ZS_ERR_IO naming the file and the offset; the stream then stays failed (every
  * later call returns that status and message again) and zs_nvme_stream_close still releases
  * everything. Chunks written before a failure are on disk, later ones are not: a failed update

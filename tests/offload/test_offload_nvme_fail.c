@@ -8,6 +8,9 @@
  *  - a file deleted or truncated before a pass, deleted or truncated during one;
  *  - an injected EIO at the Nth I/O (the test build's hook): the exact file and offset named,
  *    the stream stays failed, and the ring and staging serve a fresh pass afterwards;
+ *  - injected short completions: the rest resubmitted, the data bit-exact;
+ *  - an injected io_uring_submit failure: sticky, reported even when a good completion is
+ *    reaped first, and a reap that retires nothing says so (ZS_NVME_NO_TAG);
  *  - call-order and descriptor errors (ZS_ERR_STATE, ZS_ERR_INVALID_ARG);
  *  - with --full-fs DIR (nvme_full_fs.sh: a small loop-mounted ext4): the free-space check and
  *    a really full disk (ENOSPC) at file creation, and a tier that fits still works there.
@@ -223,6 +226,80 @@ static void test_injected_eio(const char *root) {
   nvt_close(&t);
 }
 
+/* Elements of array i of t (n of them) all equal e + add: the file read back with read(2). */
+static void expect_file(const nvt_tier *t, unsigned i, size_t n, float add, const char *what) {
+  float *a = nvt_read_file(t->files[i]->path, n * 4);
+  size_t bad = a ? 0 : 1;
+  for (size_t e = 0; a && e < n; e++)
+    bad += a[e] != (float)e + add;
+  ZS_EXPECT(bad == 0, "%s: array %u: %zu elements wrong", what, i, bad);
+  free(a);
+}
+
+/* Short completions (the test hook hands the kernel half of the Nth I/O): the ring resubmits the
+   rest and the data round-trip bit-exact, checked against the files read back with read(2). */
+static void test_short_completions(const char *root) {
+  nvt_tier t;
+  const size_t n = CHUNK * 5 + 100;
+  open_tier(&t, root, n, 1);
+  zs_nvme_hook_short_io(5); /* a read: a1 of chunk 1 */
+  ZS_OK_OR_DIE(run_pass(&t, ZS_NVME_UPDATE, NULL));
+  for (unsigned i = 0; i < 3; i++)
+    expect_file(&t, i, n, 1.0f, "a short read");
+  zs_nvme_hook_short_io(8); /* a write: a1 of chunk 0 */
+  ZS_OK_OR_DIE(run_pass(&t, ZS_NVME_UPDATE, NULL));
+  for (unsigned i = 0; i < 3; i++)
+    expect_file(&t, i, n, 2.0f, "a short write");
+  zs_nvme_hook_short_io(18); /* the last chunk's read of a2: 16384 bytes, cut to 8192 */
+  ZS_OK_OR_DIE(run_pass(&t, ZS_NVME_READ, NULL));
+  for (unsigned i = 0; i < 3; i++)
+    expect_file(&t, i, n, 2.0f, "a read-only pass");
+  zs_nvme_hook_short_io(0);
+  nvt_close(&t);
+}
+
+/* A failed io_uring_submit (the test hook) at the ring: a reap with only never-submitted I/O in
+   flight retires nothing and says so (ZS_NVME_NO_TAG); a reap that retires an earlier, good I/O
+   still reports the submit failure (not dropped); every later call reports it again. */
+static void test_submit_failure(const char *root) {
+  nvt_tier t;
+  open_tier(&t, root, CHUNK * 3, 1);
+  char *buf = zs_nvme_staging_slot(t.st, 0);
+  zs_nvme_ring *r = NULL;
+  uint64_t tag = 7;
+  ZS_OK_OR_DIE(zs_nvme_ring_create(4, &r));
+  ZS_OK_OR_DIE(zs_nvme_ring_queue(r, 0, t.files[0], buf, 16384, 0, 7));
+  zs_nvme_hook_fail_submit(1, EBUSY);
+  ZS_EXPECT_STATUS(zs_nvme_ring_submit(r), ZS_ERR_IO);
+  ZS_EXPECT_STATUS(zs_nvme_ring_reap(r, &tag), ZS_ERR_IO);
+  ZS_EXPECT(tag == ZS_NVME_NO_TAG, "a reap that retired nothing set tag %llu",
+            (unsigned long long)tag);
+  ZS_EXPECT(msg_has("io_uring_submit failed: Device or resource busy", NULL), "%s",
+            zs_last_error());
+  zs_nvme_ring_destroy(r); /* the never-submitted read: nothing to wait for */
+
+  ZS_OK_OR_DIE(zs_nvme_ring_create(4, &r));
+  ZS_OK_OR_DIE(zs_nvme_ring_queue(r, 0, t.files[0], buf, 16384, 0, 1));
+  ZS_OK_OR_DIE(zs_nvme_ring_submit(r));
+  ZS_OK_OR_DIE(zs_nvme_ring_queue(r, 0, t.files[1], buf + 16384, 16384, 0, 2));
+  zs_nvme_hook_fail_submit(1, EBUSY); /* reap's own submit of the second read fails */
+  tag = 0;
+  ZS_EXPECT_STATUS(zs_nvme_ring_reap(r, &tag), ZS_ERR_IO);
+  ZS_EXPECT(tag == 1, "the first read was retired as tag %llu", (unsigned long long)tag);
+  ZS_EXPECT(msg_has("io_uring_submit failed: Device or resource busy", NULL), "%s",
+            zs_last_error());
+  ZS_EXPECT_STATUS(zs_nvme_ring_reap(r, &tag), ZS_ERR_IO);
+  ZS_EXPECT(tag == ZS_NVME_NO_TAG &&
+                msg_has("io_uring_submit failed: Device or resource busy", NULL),
+            "tag %llu: %s", (unsigned long long)tag, zs_last_error());
+  ZS_EXPECT_STATUS(zs_nvme_ring_queue(r, 0, t.files[2], buf, 16384, 0, 3), ZS_ERR_IO);
+  ZS_EXPECT(msg_has("io_uring_submit failed: Device or resource busy", NULL), "%s",
+            zs_last_error());
+  zs_nvme_ring_destroy(r);
+  zs_nvme_hook_fail_submit(0, 0);
+  nvt_close(&t);
+}
+
 static void test_call_order(const char *root) {
   nvt_tier t;
   open_tier(&t, root, CHUNK * 3, 1);
@@ -299,6 +376,8 @@ int main(int argc, char **argv) {
   test_full_in_pass(root);
   test_deleted_truncated(root);
   test_injected_eio(root);
+  test_submit_failure(root);
+  test_short_completions(root);
   test_call_order(root);
   ZS_TEST_END("test_offload_nvme_fail");
 }
