@@ -35,6 +35,7 @@ zs_status zs_plan_need_of(const zs_config *c, int world, const zs_plan_units *u,
 
 int zs_plan_fits(const zs_plan_need *n, const zs_plan_room *r) {
   if (n->place.active && !n->place.fits) return 0;
+  if (n->place.nvme && !n->place.host_fits) return 0; /* over offload_host_bytes, all on disk */
   if (r->device == ZS_DEVICE_CPU) return sat_add(n->device_total, n->host_total) <= r->device_bytes;
   return n->device_total <= r->device_bytes && n->host_total <= r->host_bytes;
 }

@@ -400,3 +400,8 @@ zs_frozen_ckpt(engine_frozen_ckpt_trainable_2s1_to_3s3 "2 1 --trainable" "3 3")
 zs_frozen_ckpt(engine_frozen_ckpt_m16_master_2s2_to_3s3_trainable "2 2 --m16 --master"
                "3 3 --trainable --m16")
 zs_frozen_ckpt(engine_frozen_ckpt_m16_trainable_3s1_to_2s0 "3 1 --trainable --m16" "2 0 --master")
+# The NVMe tier at commit (nvme_path): an empty placement commits and shows in zs_engine_info; one
+# that puts a unit on the tier is refused (this version's engine does not run it), and
+# zs_plan_model counts the placement.
+zs_exe(test_engine_nvme_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_plan.c)
+zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 LABELS engine)
