@@ -186,6 +186,17 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
       snprintf(msg + h, cap - h, "%s%s", strstr(msg, "; fits") ? " or " : "; fits ", alt);
     return 0;
   }
+  if (n.place.nvme && !n.place.host_fits) { /* over the host cap with every unit on the tier */
+    char hb[32], cb[32];
+    zs_plan_human(n.place.host_bytes, hb, sizeof hb);
+    zs_plan_human(n.place.host_cap, cb, sizeof cb);
+    snprintf(msg, cap,
+             "does not fit: needs %s of host memory at stage %d with %d rank%s with every "
+             "offloaded unit's optimizer state on the NVMe tier, over offload_host_bytes of %s; "
+             "fits with offload_host_bytes of %zu bytes or more",
+             hb, c->stage, world, world == 1 ? "" : "s", cb, n.place.host_bytes);
+    return 0;
+  }
   /* What is short: on the CPU device the one pool; on a GPU the device, else the host. */
   const int host_short = !ok && !cpu && n.device_total <= r->device_bytes;
   char need[32], host[64] = "", grp[48] = "";
