@@ -239,18 +239,18 @@ typedef struct {
      of master, m and v: 36 x offload_chunk bytes) exceed it, the host unit whose optimizer
      state is largest (ties: the lower unit index) moves it to the tier; a param shard on the
      host stays there. Deterministic (the same on every rank), monotone in offload_host_bytes,
-     never over it, or refused by zs_engine_commit and zs_plan_model when even every unit on the
-     tier is over. Needs a host tier and offload_host_bytes > 0 (else nothing would go there),
-     master = ZS_MASTER_FP32 and moment_dtype = ZS_F32, and the CPU device; other combinations are
-     ZS_ERR_INVALID_ARG. This version plans the placement (zs_plan_model, zshard-plan) but its
-     engine does not yet run the tier: zs_engine_commit refuses a configuration that places a
-     unit there (ZS_ERR_INVALID_ARG, saying so). offload_host_bytes also caps the host arena's
-     own allocator reserve (several MiB at small sizes): leave headroom above the planned host
-     bytes. zs_plan_model reports the placement (nvme_units, disk_bytes, nvme_staging; the
-     staging is in host_pinned, the disk bytes are not) and refuses a cap not even every unit on
-     the tier meets, with the least cap that fits; zs_engine_info shows it after commit. The
-     string is not copied: it must stay valid until zs_engine_destroy. Environment:
-     ZS_NVME_PATH. */
+     never over it; when even every unit on the tier is over, zs_engine_commit refuses with the
+     fit check's sentence naming the least cap (zs_plan_model: fits = 0, the same verdict). Needs a
+     host tier and offload_host_bytes > 0 (else nothing would go there), master = ZS_MASTER_FP32 and
+     moment_dtype = ZS_F32, and the CPU device; other combinations are ZS_ERR_INVALID_ARG. This
+     version plans the placement (zs_plan_model, zshard-plan) but its engine does not yet run the
+     tier: zs_engine_commit refuses a configuration that places a unit there (ZS_ERR_INVALID_ARG,
+     saying so). offload_host_bytes also caps the host arena's own allocator reserve (several MiB at
+     small sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
+     (nvme_units, disk_bytes, nvme_staging; the staging is in host_pinned, the disk bytes are not)
+     and, for a cap not even every unit on the tier meets, fits = 0 with a verdict naming the least
+     cap that fits; zs_engine_info shows it after commit. The string is not copied: it must stay
+     valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
   const char *nvme_path;
 } zs_config;
 
