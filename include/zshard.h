@@ -249,6 +249,27 @@ typedef struct {
      shard group and split (deterministic mode); a resumed run continues the same stream when it
      keeps the seed (checkpoints do not store it). Unused in the other modes. */
   uint64_t rounding_seed;
+  /* The NVMe tier (NULL, the default: none). A directory on a local disk's file system that
+     supports O_DIRECT (not tmpfs). The tier holds the optimizer state (fp32 master, Adam m and v)
+     of host-tier units (the ZS_OFFLOAD_* bits, or those offload_budget_bytes places on the host)
+     that do not fit offload_host_bytes, which is then the host budget of the offloaded state:
+     while the host arena's bytes plus the tier's staging (3 chunks of offload_chunk elements
+     of master, m and v: 36 x offload_chunk bytes) exceed it, the host unit whose optimizer
+     state is largest (ties: the lower unit index) moves it to the tier; a param shard on the
+     host stays there. Deterministic (the same on every rank), monotone in offload_host_bytes,
+     never over it; when even every unit on the tier is over, zs_engine_commit refuses with the
+     fit check's sentence naming the least cap (zs_plan_model: fits = 0, the same verdict). Needs a
+     host tier and offload_host_bytes > 0 (else nothing would go there), master = ZS_MASTER_FP32 and
+     moment_dtype = ZS_F32, and the CPU device; other combinations are ZS_ERR_INVALID_ARG. This
+     version plans the placement (zs_plan_model, zshard-plan) but its engine does not yet run the
+     tier: zs_engine_commit refuses a configuration that places a unit there (ZS_ERR_INVALID_ARG,
+     saying so). offload_host_bytes also caps the host arena's own allocator reserve (several MiB at
+     small sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
+     (nvme_units, disk_bytes, nvme_staging; the staging is in host_pinned, the disk bytes are not)
+     and, for a cap not even every unit on the tier meets, fits = 0 with a verdict naming the least
+     cap that fits; zs_engine_info shows it after commit. The string is not copied: it must stay
+     valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
+  const char *nvme_path;
 } zs_config;
 
 /* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
@@ -669,13 +690,18 @@ typedef struct {
                         fit: needs 93.4 GiB on each GPU at stage 3 with 4 ranks; fits with 8
                         ranks or with optimizer offload": zs_engine_commit refuses with the same
                         sentence */
-  unsigned struct_version; /* 1: the fields above; 2: also the placement below */
+  unsigned struct_version; /* 1: the fields above; 2: also the placement below; 3: the NVMe
+                              tier's too */
   unsigned reserved_u;
   /* With an offload budget (zs_config.offload_budget_bytes; all 0 without): the units it places
      on the host (zs_plan_placement says which), and the least budget the model fits (every unit
      on the host). */
   size_t host_units, budget_floor;
-  size_t reserved[6];
+  /* With the NVMe tier (zs_config.nvme_path; all 0 without): the units whose optimizer state it
+     places on the tier, the disk bytes of that state (in the tier's files, not in host_pinned)
+     and the host bytes of the tier's staging (in host_pinned). */
+  size_t nvme_units, disk_bytes, nvme_staging;
+  size_t reserved[3];
 } zs_plan_report;
 /* Plans a model of nunits units (unit_numel[i] elements each, forward order, every one > 0) under
    cfg (used as given: no environment variables) on world_size ranks (shard groups of

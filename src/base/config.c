@@ -19,9 +19,12 @@
      field still unset at zs_engine_create takes its variable, else its default; any value the
      program wrote wins, even one equal to the default. These variables are parsed strictly here:
      garbage is an error, never silently ignored.
+   - a path field (PATH: a const char *, unset = NULL): a field still NULL at zs_engine_create
+     takes its variable's string (getenv's, not copied: valid while the environment is not
+     changed), else stays NULL (no default); any string the program wrote wins.
    - a process-wide setting outside zs_config (ENV): read through zs_env() by the code that
      uses it, which parses it (its rules are in README and at the reader). */
-typedef enum { T_INT, T_SIZE, T_DOUBLE, T_TEXT } zs_tunable_kind;
+typedef enum { T_INT, T_SIZE, T_DOUBLE, T_TEXT, T_PATH } zs_tunable_kind;
 typedef struct {
   const char *env;
   const char *field; /* NULL for T_TEXT */
@@ -33,6 +36,8 @@ typedef struct {
 
 #define TUN(env, f, kind, lo, hi, d)                                                               \
   { env, #f, kind, offsetof(zs_config, f), lo, hi, d }
+#define PATH(env, f)                                                                               \
+  { env, #f, T_PATH, offsetof(zs_config, f), 0, 0, 0 }
 #define ENV(env)                                                                                   \
   { env, NULL, T_TEXT, 0, 0, 0, 0 }
 static const zs_tunable zs_tunables[] = {
@@ -48,12 +53,13 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_KEEP", ckpt_keep, T_INT, 0, 1 << 20, 2),
     TUN("ZS_OFFLOAD_BUDGET_BYTES", offload_budget_bytes, T_SIZE, 0, 1e18, 0),
-    ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
-    ENV("ZS_COMM_CHECK"),        /* comm/sig.c: the per-collective divergence header */
-    ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
-    ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
-    ENV("ZS_ADAMW_ISA"),         /* device/cpu/adamw_dispatch.c: force a CPU AdamW path */
-    ENV("ZS_ADAMW_THREADS"),     /* offload/cpu_adamw.c: threads of each engine's AdamW pool */
+    PATH("ZS_NVME_PATH", nvme_path), /* the NVMe tier's directory (placement.h) */
+    ENV("ZS_COMM"),                  /* comm/coll.c: the collective backend */
+    ENV("ZS_COMM_CHECK"),            /* comm/sig.c: the per-collective divergence header */
+    ENV("ZS_COMM_DRAIN_S"),          /* comm/backoff.c: destroy's wait for abandoned requests */
+    ENV("ZS_OFFLOAD_NUMA_NODE"),     /* offload/numa_place.c: the offload NUMA node */
+    ENV("ZS_ADAMW_ISA"),             /* device/cpu/adamw_dispatch.c: force a CPU AdamW path */
+    ENV("ZS_ADAMW_THREADS"),         /* offload/cpu_adamw.c: threads of each engine's AdamW pool */
     /* zs_comm_init_env (comm/bootstrap_env.c): the launcher's (torchrun's) variables */
     ENV("RANK"),
     ENV("WORLD_SIZE"),
@@ -116,7 +122,8 @@ void zs_config_default(zs_config *c) {
   c->adamw.weight_decay = 0.01f;
   c->adamw.max_grad_norm = 0.0f; /* no clipping, as torch.optim.AdamW (see zshard.h) */
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
-    if (zs_tunables[i].kind != T_TEXT) set_unset(c, &zs_tunables[i]);
+    if (zs_tunables[i].kind != T_TEXT && zs_tunables[i].kind != T_PATH)
+      set_unset(c, &zs_tunables[i]); /* a path's unset is NULL: the memset */
 }
 
 /* Parses one variable strictly into *v (an integer for T_INT/T_SIZE). */
@@ -168,11 +175,29 @@ zs_status zs_config_complete(const zs_config *in, zs_config *out) {
   zs_config c;
   ZS_CHECK(complete_raw(in, &c));
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
-    if (zs_tunables[i].kind != T_TEXT && is_unset(&c, &zs_tunables[i]))
+    if (zs_tunables[i].kind != T_TEXT && zs_tunables[i].kind != T_PATH &&
+        is_unset(&c, &zs_tunables[i]))
       set_field(&c, &zs_tunables[i], zs_tunables[i].dflt);
   if (c.offload_chunk == 0) c.offload_chunk = (size_t)1 << 22; /* 0: the default */
   *out = c;
   return ZS_OK;
+}
+
+/* A path tunable: the program's string, else the variable's (s, NULL when unset), else NULL;
+   appends "field=value (from)" to sources. */
+static void resolve_path(zs_config *c, const zs_tunable *t, const char *s, char *sources, size_t n,
+                         size_t *used) {
+  const char **f = (const char **)(void *)((char *)c + t->offset);
+  const char *from = "program";
+  if (!*f) {
+    *f = s;
+    from = s ? t->env : "default";
+  }
+  if (sources && *used < n) {
+    int k = snprintf(sources + *used, n - *used, "%s%s=%s (%s)", *used ? ", " : "", t->field,
+                     *f ? *f : "none", from);
+    *used = k > 0 ? *used + (size_t)k : *used;
+  }
 }
 
 zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
@@ -185,6 +210,10 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
     if (t->kind == T_TEXT) continue;
     const char *s = getenv(t->env);
     if (s && !*s) s = NULL; /* set but empty: unset */
+    if (t->kind == T_PATH) {
+      resolve_path(&c, t, s, sources, n, &used);
+      continue;
+    }
     const char *from = "program";
     if (is_unset(&c, t)) {
       double v = t->dflt;
@@ -253,6 +282,41 @@ static zs_status zs_config_validate_remainder(const zs_config *c) {
                   "not supported (the host tier keeps a plain fp32 master): set offload = 0 and "
                   "offload_budget_bytes = 0, or master = ZS_MASTER_FP32",
                   c->offload, c->offload_budget_bytes);
+  return ZS_OK;
+}
+
+/* The NVMe tier's combinations (zshard.h, nvme_path): what this version runs, else a sentence. */
+static zs_status validate_nvme(const zs_config *c, int host_tier) {
+  if (!*c->nvme_path)
+    return zs_err(ZS_ERR_INVALID_ARG, "nvme_path is empty: use NULL (no NVMe tier) or a directory "
+                                      "on a local disk (not tmpfs)");
+  if (c->device != ZS_DEVICE_CPU)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "nvme_path '%s' with ZS_DEVICE_CUDA is not supported yet: the NVMe tier runs "
+                  "on the CPU device; set nvme_path = NULL (unset ZS_NVME_PATH) on CUDA",
+                  c->nvme_path);
+  if (c->master != ZS_MASTER_FP32 || c->moment_dtype != ZS_F32)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "nvme_path '%s' with master %d (%s) and %s moments (moment_dtype) is not "
+                  "supported yet: the NVMe tier keeps an fp32 master and fp32 moments; set "
+                  "master = ZS_MASTER_FP32 and moment_dtype = ZS_F32, or nvme_path = NULL",
+                  c->nvme_path, c->master,
+                  c->master == ZS_MASTER_PARAMS ? "ZS_MASTER_PARAMS"
+                  : c->master == ZS_MASTER_FP32 ? "ZS_MASTER_FP32"
+                                                : "a mode the tier does not run",
+                  c->moment_dtype == ZS_BF16 ? "bf16" : "fp32");
+  if (!host_tier)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "nvme_path '%s' without a host tier: the NVMe tier takes the optimizer state "
+                  "of offloaded units; set offload = ZS_OFFLOAD_OPTIMIZER (or an "
+                  "offload_budget_bytes), or nvme_path = NULL",
+                  c->nvme_path);
+  if (!c->offload_host_bytes || c->offload_host_bytes == ZS_UNSET_SIZE)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "nvme_path '%s' without offload_host_bytes: units go to the NVMe tier only "
+                  "past the host budget; set offload_host_bytes (ZS_OFFLOAD_HOST_BYTES) to the "
+                  "host bytes the offloaded state may hold, or nvme_path = NULL",
+                  c->nvme_path);
   return ZS_OK;
 }
 
@@ -343,6 +407,7 @@ zs_status zs_config_validate(const zs_config *c) {
                   "supported: the host tier keeps ZS_MASTER_FP32 or ZS_MASTER_PARAMS state; set "
                   "offload = 0 and offload_budget_bytes = 0, or one of those master modes",
                   c->master, c->offload);
+  if (c->nvme_path) ZS_CHECK(validate_nvme(c, host_tier));
   if (isnan(c->adamw.max_grad_norm))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
   return ZS_OK;

@@ -191,6 +191,9 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("master", (int64_t)c->master);
   ZS_W("moment_dtype", (int64_t)c->moment_dtype);
   ZS_W("rounding_seed", c->rounding_seed);
+  /* With the NVMe tier the host cap decides the placement, which must be the same everywhere. */
+  ZS_W("nvme_path (set or NULL)", c->nvme_path != NULL);
+  ZS_W("offload_host_bytes (with nvme_path)", c->nvme_path ? c->offload_host_bytes : 0);
   ZS_W("adamw.lr", fbits(c->adamw.lr));
   ZS_W("adamw.beta1", fbits(c->adamw.beta1));
   ZS_W("adamw.beta2", fbits(c->adamw.beta2));

@@ -399,6 +399,16 @@ static void info_placement(zs_engine *e, const zs_plan_units *us, const zs_place
   }
 }
 
+/* Appends the NVMe tier's placement to zs_engine_info: "; nvme: D of N units' optimizer state on
+   the tier (B bytes), host H of cap C bytes". */
+static void info_nvme(zs_engine *e, const zs_placement *pl) {
+  const size_t n = strlen(e->info);
+  snprintf(e->info + n, sizeof e->info - n,
+           "; nvme: %d of %d units' optimizer state on the tier (%zu bytes), host %zu of cap %zu "
+           "bytes",
+           pl->nnvme, e->nunits, pl->disk_bytes, pl->host_bytes, pl->host_cap);
+}
+
 zs_status zs_engine_commit(zs_engine *e) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_commit: engine is NULL");
   if (e->state != ZS_ENGINE_BUILDING)
@@ -426,6 +436,15 @@ zs_status zs_engine_commit(zs_engine *e) {
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
+  if (place.nnvme) /* the same on every rank: a function of the configuration and the sizes */
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_commit: the NVMe tier (nvme_path '%s') would hold the optimizer "
+                  "state of %d of %d units (%zu bytes) past offload_host_bytes %zu, and this "
+                  "version's engine does not run the tier yet: raise offload_host_bytes to at "
+                  "least %zu (the host bytes with every unit's state in memory), or set "
+                  "nvme_path = NULL",
+                  e->cfg.nvme_path, place.nnvme, e->nunits, place.disk_bytes, place.host_cap,
+                  place.host_bytes - place.staging_bytes + place.disk_bytes);
   for (int i = 0; i < e->nunits; i++) {
     zs_status rc = unit_alloc(e, &us, i, zs_placement_host(&place, &e->plan, &us, i));
     if (rc != ZS_OK) {
@@ -440,6 +459,7 @@ zs_status zs_engine_commit(zs_engine *e) {
   }
   ZS_CHECK(zs_dev_sync(&e->dev, e->dev.compute_stream));
   if (place.active) info_placement(e, &us, &place);
+  if (place.nvme) info_nvme(e, &place);
   e->state = ZS_ENGINE_READY;
   return ZS_OK;
 }

@@ -74,7 +74,10 @@ static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size
                               sizeof out->verdict) == 1;
   out->host_units = n.place.active ? (size_t)n.place.nhost : 0;
   out->budget_floor = n.place.active ? n.place.floor_bytes : 0;
-  out->struct_version = 2;
+  out->nvme_units = (size_t)n.place.nnvme;
+  out->disk_bytes = n.place.disk_bytes;
+  out->nvme_staging = n.place.staging_bytes;
+  out->struct_version = 3;
   return ZS_OK;
 }
 

@@ -32,6 +32,21 @@ typedef struct {
      i <= tie_last. */
   size_t cut;
   int tie_last;
+  /* The NVMe tier (zs_config.nvme_path set; all 0 without): after the budget's placement, while
+     the host bytes (host_pinned of every unit's table, plus the tier's staging once a unit is
+     there) exceed host_cap, the host-tier unit with the most optimizer-state bytes
+     (zs_placement_nvme_bytes; ties: the lower index) moves its master, m and v to the tier. The
+     same prefix rule as the budget's: unit i is on the tier when its NVMe bytes are > 0 and
+     exceed nvme_cut, or equal it and i <= nvme_tie_last. */
+  int nvme;             /* nvme_path is set */
+  size_t host_cap;      /* zs_config.offload_host_bytes */
+  size_t host_bytes;    /* host_pinned bytes under this placement, staging included */
+  size_t staging_bytes; /* the tier's staging (zs_placement_nvme_staging) when nnvme > 0, else 0 */
+  size_t disk_bytes;    /* bytes of optimizer state in the tier's files */
+  int host_fits;        /* host_bytes <= host_cap (1 without the tier) */
+  int nnvme;            /* units on the tier */
+  size_t nvme_cut;
+  int nvme_tie_last;
 } zs_placement;
 
 /* Device bytes unit i frees when placed on the host (its optimizer state and, with sharded
@@ -45,9 +60,23 @@ size_t zs_placement_moved(const zs_plan *p, const zs_plan_units *u, int i);
    fp32 master the device side did without (zs_state_table_place_master). Saturating. */
 size_t zs_placement_host_bytes(const zs_plan *p, const zs_plan_units *u, int i);
 /* The placement of the units u under c (world ranks, p = zs_plan_make of c). Without a budget
-   (offload_budget_bytes 0 or unset): active 0 and every unit follows the plan's table. */
+   (offload_budget_bytes 0 or unset): active 0 and every unit follows the plan's table. Then,
+   with nvme_path, the NVMe tier's placement (the fields after tie_last). */
 void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                        zs_placement *out);
+/* Bytes of unit i's optimizer state (master, m, v) when its table (budget host flag `host`)
+   keeps it on the host tier: what moving it to the NVMe tier frees there; 0 when it is on the
+   device or the unit is frozen (no optimizer state). Saturating. */
+size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, int host);
+/* Host bytes of the NVMe tier's staging under c: the stream's 3 slots (look-ahead 1, see
+   nvme_stream.h) of offload_chunk elements of fp32 master, m and v (36 x offload_chunk). */
+size_t zs_placement_nvme_staging(const zs_config *c);
+/* 1 when unit i's optimizer state is on the NVMe tier under pl. */
+int zs_placement_nvme(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i);
+/* The table commit gives unit i under pl: zs_placement_unit_table's for its budget placement,
+   with master, m and v on ZS_TIER_NVME when zs_placement_nvme. */
+void zs_placement_unit_of(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i,
+                          zs_state_table *t);
 /* 1 when unit i is on the host under pl. */
 int zs_placement_host(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i);
 /* The table of a unit: the plan's, with the optimizer state and (sharded params) the param shard

@@ -88,6 +88,7 @@ void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
   const size_t P = zs_plan_padded(p, n), s = P / (size_t)p->nshards;
   for (int k = 0; k < ZS_ST_N; k++) {
     if (!zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) continue;
+    if (t->s[k].tier == ZS_TIER_NVME) continue; /* disk, not memory (zs_placement.disk_bytes) */
     const zs_mem_cat c = t->s[k].cat;
     add[c] = add_mul(add[c], zs_state_elems(t, (zs_state)k, P, s), zs_dtype_size(t->s[k].dtype));
   }
@@ -164,6 +165,10 @@ size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs
   return b;
 }
 
+static void add_staging(size_t out[ZS_MEM_NCAT], size_t b) {
+  out[ZS_MEM_HOST_PINNED] = add_mul(out[ZS_MEM_HOST_PINNED], b, 1);
+}
+
 void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]) {
   memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
@@ -172,7 +177,8 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
   zs_placement_make(p, c, world, u, &pl);
   for (int i = 0; i < u->n; i++) {
     zs_state_table t; /* the table commit gives unit i: its tier, frozen or not */
-    zs_placement_unit_table(p, u, i, zs_placement_host(&pl, p, u, i), &t);
+    zs_placement_unit_of(&pl, p, u, i, &t);
     zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), out);
   }
+  add_staging(out, pl.staging_bytes); /* the NVMe tier's, pinned host memory */
 }

@@ -81,7 +81,9 @@ size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
    gradient-norm bins, and the device temporary of a host-resident param update (offloaded params
    alone on CUDA). zs_unit_get_param's fp32 copy (outside steps) is not included. With an
    offload budget, each unit's persistent state is counted where the budget places it
-   (placement.h), as commit allocates it. Saturates at SIZE_MAX. */
+   (placement.h), as commit allocates it; with nvme_path, optimizer state the placement puts on
+   the NVMe tier is disk, not counted here (zs_placement.disk_bytes), and the tier's staging is
+   host_pinned. Saturates at SIZE_MAX. */
 void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                     size_t out[ZS_MEM_NCAT]);
 

@@ -47,8 +47,10 @@ typedef enum {
   ZS_ST_N
 } zs_state;
 
-/* Where a state lives. Room for an NVMe tier after the host. */
-typedef enum { ZS_TIER_DEVICE = 0, ZS_TIER_HOST } zs_tier;
+/* Where a state lives: the device, the host arena, or the NVMe tier's files (zs_config.nvme_path;
+   the optimizer state only, placement.h; its bytes are disk, no ledger category: the planner
+   skips them in memory sums and counts them apart). */
+typedef enum { ZS_TIER_DEVICE = 0, ZS_TIER_HOST, ZS_TIER_NVME } zs_tier;
 
 /* When a state exists. */
 typedef enum {

@@ -469,3 +469,8 @@ zs_mpi_test(engine_rem_np4_stage3_group2 test_engine_rem NP 4
             ARGS --stage 3 --group 2 --dir engine_rem_np4_stage3_group2.d LABELS engine)
 zs_mpi_test(engine_rem_m16_np2_stage1 test_engine_rem NP 2
             ARGS --stage 1 --m16 --dir engine_rem_m16_np2_stage1.d LABELS engine)
+# The NVMe tier at commit (nvme_path): an empty placement commits and shows in zs_engine_info; one
+# that puts a unit on the tier is refused (this version's engine does not run it), and
+# zs_plan_model counts the placement.
+zs_exe(test_engine_nvme_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_plan.c)
+zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 LABELS engine)

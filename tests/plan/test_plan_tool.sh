@@ -218,4 +218,21 @@ check "budget: table names the host units" \
   "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 1G \
     --host-mem 1G --offload-budget 14467 | grep '^placement:')" \
   "placement: offload budget 14467 bytes (the least that fits: 9268): 2 of 5 units' optimizer state and param shards on the host: 1 3"
+# 8. The NVMe tier (--nvme-path, --offload-host-bytes). Units of 100M, 300M, 200M, 300M and 50M
+#    fp32 elements at stage 3 on 2 ranks with optimizer offload: host bytes 12 per element of the
+#    shard, 600M, 1800M, 1200M, 1800M, 300M = 5700M; the tier's staging is 36 x 4Mi elements =
+#    150994944. Cap 6000M: nothing on disk. 5000M (5700M + staging - 5000M = 850994944 must go):
+#    unit 1 (ties with unit 3: the lower index), host 3900M + staging. 3000M (2850994944 must go):
+#    units 1 and 3, 3600M on disk. 100M: under the staging alone, refused naming 150994944.
+nvme() { "$plan" --unit-sizes 100000000,300000000,200000000,300000000,50000000 --world 2 \
+  --stage 3 --offload opt --device cpu --device-mem 1T --host-mem 1T --json --nvme-path /mnt/t \
+  --offload-host-bytes "$1"; }
+for c in "6000000000 0 0 0 5700000000" "5000000000 1 1800000000 150994944 4050994944" \
+  "3000000000 2 3600000000 150994944 2250994944"; do
+  check "nvme cap ${c%% *}: units, disk, staging, host" \
+    "$(nvme "${c%% *}" | field 'd["nvme"]["units"], d["nvme"]["disk_bytes"], d["nvme"]["staging_bytes"], d["per_rank"]["host_pinned"]')" \
+    "${c#* }"
+done
+check "nvme cap 100000000: refused with the least cap" "$(nvme 100000000 | field 'd["fits"], d["verdict"]')" \
+  "False does not fit: needs 144.0 MiB of host memory at stage 3 with 2 ranks with every offloaded unit's optimizer state on the NVMe tier, over offload_host_bytes of 95.4 MiB; fits with offload_host_bytes of 150994944 bytes or more"
 exit $fail

@@ -26,3 +26,8 @@ endforeach()
 # properties (never over the budget, monotone, largest first, deterministic), random cases.
 zs_exe(test_shard_placement SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_placement.c)
 zs_unit_test(shard_placement test_shard_placement LABELS engine)
+# The NVMe tier's placement (nvme_path): against a greedy reference written in the test, its
+# properties (never over offload_host_bytes, monotone, deterministic), the planner's sums, and the
+# configurations the tier refuses.
+zs_exe(test_shard_placement_nvme SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shard_placement_nvme.c)
+zs_unit_test(shard_placement_nvme test_shard_placement_nvme LABELS engine)

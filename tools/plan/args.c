@@ -31,6 +31,11 @@ static void usage(void) {
       "  --offload-budget BYTES       budgeted partial offload: device bytes the model state and\n"
       "                               buffers may use; the largest units' optimizer state (and\n"
       "                               param shards) go to the host until the rest fits\n"
+      "  --offload-host-bytes BYTES   cap on the offloaded state's host bytes "
+      "(offload_host_bytes)\n"
+      "  --nvme-path DIR              the NVMe tier (nvme_path; not opened): with offload and\n"
+      "                               --offload-host-bytes, the largest units' optimizer state\n"
+      "                               past the cap goes to disk\n"
       "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
       "                               GPT-2 shapes, as the example; else the engine's 2)\n"
       "  --master fp32|params|remainder|lean  optimizer-state precision (zs_config.master): an\n"
@@ -103,6 +108,7 @@ static int option(zp_args *a, const char *k, const char *v) {
   if (!strcmp(k, "--model")) return a->preset = v, 0;
   if (!strcmp(k, "--unit-sizes")) return a->unit_sizes = v, 0;
   if (!strcmp(k, "--freeze")) return a->freeze = v, 0;
+  if (!strcmp(k, "--nvme-path")) return a->nvme_path = v, 0;
   if (!strcmp(k, "--safetensors")) return a->safetensors = v, 0;
   if (!strcmp(k, "--layers")) return a->have_shape = 1, parse_int(k, v, &a->gpt.layers, 1);
   if (!strcmp(k, "--channels")) return a->have_shape = 1, parse_int(k, v, &a->gpt.channels, 1);
@@ -160,13 +166,14 @@ static int option(zp_args *a, const char *k, const char *v) {
       return -1;
     return 0;
   }
-  size_t *b = !strcmp(k, "--device-mem")       ? &a->dev_mem
-              : !strcmp(k, "--host-mem")       ? &a->host_mem
-              : !strcmp(k, "--activations")    ? &a->activations
-              : !strcmp(k, "--bucket-bytes")   ? &a->bucket
-              : !strcmp(k, "--max-live-bytes") ? &a->max_live
-              : !strcmp(k, "--offload-budget") ? &a->budget
-                                               : NULL;
+  size_t *b = !strcmp(k, "--device-mem")           ? &a->dev_mem
+              : !strcmp(k, "--host-mem")           ? &a->host_mem
+              : !strcmp(k, "--activations")        ? &a->activations
+              : !strcmp(k, "--bucket-bytes")       ? &a->bucket
+              : !strcmp(k, "--max-live-bytes")     ? &a->max_live
+              : !strcmp(k, "--offload-budget")     ? &a->budget
+              : !strcmp(k, "--offload-host-bytes") ? &a->host_cap
+                                                   : NULL;
   if (b) return parse_bytes(v, b);
   return 1;
 }

@@ -35,6 +35,10 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
   c->master = a->master;
   c->moment_dtype = a->moment_dtype;
   c->offload_budget_bytes = a->budget;
+  c->offload_host_bytes = a->host_cap;
+  /* The NVMe tier takes host-tier units only: configurations without one (the alternatives
+     --recommend tries) plan without it. */
+  c->nvme_path = offload || a->budget ? a->nvme_path : NULL;
 }
 
 double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned offload) {

@@ -58,6 +58,11 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
         host_units(m, cfg, a->world, 1);
         printf("]}");
       }
+      if (cfg->nvme_path)
+        printf(", \"nvme\": {\"path\": \"%s\", \"host_cap\": %zu, \"units\": %zu, \"disk_bytes\": "
+               "%zu, \"staging_bytes\": %zu}",
+               cfg->nvme_path, cfg->offload_host_bytes, r->nvme_units, r->disk_bytes,
+               r->nvme_staging);
       printf("}\n");
     }
     return;
@@ -96,5 +101,10 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
     host_units(m, cfg, a->world, 0);
     printf("\n");
   }
+  if (cfg->nvme_path)
+    printf("nvme tier: %zu of %d units' optimizer state on disk under %s: %zu disk bytes, %zu "
+           "host bytes of staging (in host_pinned), host cap %zu bytes\n",
+           r->nvme_units, m->n, cfg->nvme_path, r->disk_bytes, r->nvme_staging,
+           cfg->offload_host_bytes);
   printf("%s\n", r->verdict);
 }

@@ -1,0 +1,89 @@
+/* The NVMe tier at commit (zs_config.nvme_path), as far as this version goes: a cap that keeps
+ * every unit's optimizer state in memory commits, trains and reports the tier's empty placement in
+ * zs_engine_info; a cap that would put a unit on the tier is refused by zs_engine_commit with the
+ * sentence that says so and the cap that would do without it (the placement's numbers recomputed
+ * here: 12 bytes of fp32 master, m and v per element, 36 x offload_chunk bytes of staging); a cap
+ * under the staging alone fails the fit check with the least cap; and zs_plan_model counts the
+ * same placement. One rank. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zs_test.h"
+
+#define NU 3
+static const int64_t numel[NU] = {256 << 10, 768 << 10, 512 << 10}; /* unit 1 is the largest */
+
+/* An engine with the three units, offload_host_bytes = cap, offload_chunk = chunk; commit's status.
+ */
+static zs_status build(zs_comm *comm, size_t cap, size_t chunk, zs_engine **out) {
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = 3;
+  c.offload = ZS_OFFLOAD_OPTIMIZER;
+  c.offload_chunk = chunk;
+  c.offload_host_bytes = cap;
+  c.offload_allow_unpinned = 1;
+  c.nvme_path = "/nonexistent/nvme-tier"; /* this version never opens it */
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, out));
+  for (int i = 0; i < NU; i++) {
+    char name[8];
+    snprintf(name, sizeof name, "u%d", i);
+    const zs_tensor_desc t = {"w", 1, {numel[i], 0, 0, 0}, 0};
+    zs_unit *u = NULL;
+    ZS_OK_OR_DIE(zs_engine_add_unit(*out, name, 1, &t, &u));
+  }
+  return zs_engine_commit(*out);
+}
+
+int main(int argc, char **argv) {
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const size_t host = 12 * ((size_t)(256 + 768 + 512) << 10), staging = 36 * 256;
+  zs_engine *e = NULL;
+  /* Room for everything (and the arena allocator's own bytes): nothing on the tier. */
+  const size_t roomy = 2 * host;
+  ZS_EXPECT(build(comm, roomy, 256, &e) == ZS_OK, "cap %zu: %s", roomy, zs_last_error());
+  char want[256];
+  snprintf(want, sizeof want,
+           "nvme: 0 of 3 units' optimizer state on the tier (0 bytes), host %zu of cap %zu bytes",
+           host, roomy);
+  ZS_EXPECT(strstr(zs_engine_info(e), want) != NULL, "info '%s' lacks '%s'", zs_engine_info(e),
+            want);
+  zs_engine_destroy(e);
+  /* One byte short: the largest unit (768 Ki elements) would go to the tier. */
+  e = NULL;
+  ZS_EXPECT_STATUS(build(comm, host - 1, 256, &e), ZS_ERR_INVALID_ARG);
+  snprintf(want, sizeof want, "1 of 3 units (%d bytes) past offload_host_bytes %zu",
+           12 * (768 << 10), host - 1);
+  ZS_EXPECT(strstr(zs_last_error(), want) && strstr(zs_last_error(), "does not run the tier yet") &&
+                strstr(zs_last_error(), "/nonexistent/nvme-tier"),
+            "'%s' lacks '%s'", zs_last_error(), want);
+  snprintf(want, sizeof want, "at least %zu", host);
+  ZS_EXPECT(strstr(zs_last_error(), want) != NULL, "'%s' lacks '%s'", zs_last_error(), want);
+  zs_engine_destroy(e);
+  /* A cap under the staging alone (36 x 1 Mi elements): over it with every unit on the tier, the
+     fit check refuses, naming the least cap (the staging). */
+  e = NULL;
+  ZS_EXPECT_STATUS(build(comm, 16u << 20, 1u << 20, &e), ZS_ERR_OUT_OF_MEMORY);
+  snprintf(want, sizeof want, "fits with offload_host_bytes of %zu bytes or more",
+           (size_t)36 << 20);
+  ZS_EXPECT(strstr(zs_last_error(), want) != NULL, "'%s' lacks '%s'", zs_last_error(), want);
+  zs_engine_destroy(e);
+  /* The planner: host bytes with the unit on the tier, staging included. */
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = 3;
+  c.offload = ZS_OFFLOAD_OPTIMIZER;
+  c.offload_chunk = 256;
+  c.offload_host_bytes = host - 1;
+  c.nvme_path = "/nonexistent/nvme-tier";
+  zs_plan_report r;
+  ZS_EXPECT(zs_plan_model(&c, 1, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r) == ZS_OK, "plan: %s",
+            zs_last_error());
+  const size_t want_host = host - 12 * (768 << 10) + staging;
+  ZS_EXPECT(r.host_pinned == want_host, "planned host %zu, want %zu", (size_t)r.host_pinned,
+            want_host);
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_engine_nvme_plan");
+}
