@@ -6,7 +6,8 @@
  *      llama_hf_import + lhf_read: the same bits, and config.json's fields the same
  *   3. refusals, each naming what is wrong: missing, extra and mis-shaped tensors, a dtype the
  *      reader does not convert, a truncated file, tensors written out of order, model types and
- *      features the example does not train (model_type, mixture of experts, sliding window) */
+ *      features the example does not train (model_type, mixture of experts, sliding window)
+ *   4. config.json token ids as real configs give them (lists, 0, null) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -405,6 +406,26 @@ static void test_refusals(const char *base) {
                                "q") == 0 &&
                 m.sliding_window == 0 && m.qkv_bias == 1,
             "qwen2 window off: %s", llama_error());
+  /* token ids as real configs give them: Llama 3.1's list of eos ids, bos 0, null */
+  ZS_EXPECT(llama_config_parse(&m,
+                               "{\"model_type\": \"llama\", \"bos_token_id\": 128000, "
+                               "\"eos_token_id\": [128001, 128008, 128009]}",
+                               "l31") == 0 &&
+                m.bos_id == 128000 && m.eos_id == 128001,
+            "eos list: %s (bos %d eos %d)", llama_error(), m.bos_id, m.eos_id);
+  ZS_EXPECT(llama_config_parse(&m,
+                               "{\"model_type\": \"llama\", \"bos_token_id\": 0, "
+                               "\"eos_token_id\": null}",
+                               "b0") == 0 &&
+                m.bos_id == 0 && m.eos_id == -1,
+            "bos 0, eos null: %s (bos %d eos %d)", llama_error(), m.bos_id, m.eos_id);
+  ZS_EXPECT(llama_config_parse(&m, "{\"model_type\": \"llama\", \"eos_token_id\": []}", "e") == 0 &&
+                m.eos_id == -1,
+            "empty eos list: %s", llama_error());
+  expect_parse_refused("{\"model_type\": \"llama\", \"eos_token_id\": [1, -2]}",
+                       "\"eos_token_id\" must be null, an integer >= 0 or a list", "negative eos");
+  expect_parse_refused("{\"model_type\": \"llama\", \"bos_token_id\": \"<s>\"}",
+                       "\"bos_token_id\" must be null", "string bos");
   ZS_EXPECT(llama_config_parse(&m,
                                "{\"model_type\": \"llama\", \"num_attention_heads\": 32, "
                                "\"num_key_value_heads\": 5}",
