@@ -6,7 +6,8 @@
  *      llama_hf_import + lhf_read: the same bits, and config.json's fields the same
  *   3. refusals, each naming what is wrong: missing, extra and mis-shaped tensors, a dtype the
  *      reader does not convert, a truncated file, tensors written out of order, model types and
- *      features the example does not train (model_type, mixture of experts, sliding window)
+ *      features the example does not train (model_type, mixture of experts, sliding window), an
+ *      export into a directory holding an earlier export's weights
  *   4. config.json token ids as real configs give them (lists, 0, null) */
 #include <math.h>
 #include <stdint.h>
@@ -368,6 +369,34 @@ static void test_refusals(const char *base) {
               "out of order: %s", llama_error());
     ZS_EXPECT(lhw_close(&w) == -1 && strstr(llama_error(), "ended before"), "early close: %s",
               llama_error());
+  }
+  /* an export into a directory with an earlier export's weights: refused, nothing written */
+  {
+    lhw_writer w;
+    snprintf(dir, sizeof dir, "%s/rt_0_0_1", base); /* the sharded Llama F32 round trip */
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    struct stat before, after;
+    ZS_EXPECT(stat(path, &before) == 0, "stat %s", path);
+    llama_config other = c;
+    other.layers = 1; /* fewer shards than the old export: old files would stay */
+    ZS_EXPECT(llama_hf_export_open(dir, &other, LST_F32, 2000, &w) == -1 &&
+                  strstr(llama_error(), "already holds model") &&
+                  strstr(llama_error(), "remove them or export to another directory"),
+              "export over an old one: %s", llama_error());
+    ZS_EXPECT(stat(path, &after) == 0 && after.st_size == before.st_size &&
+                  after.st_mtime == before.st_mtime,
+              "the refused export rewrote config.json");
+    printf("ok   refused (export over an earlier one): %s\n", llama_error());
+    snprintf(dir, sizeof dir, "%s/index_only", base); /* a stale index alone */
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *ix = fopen(path, "w");
+    if (ix) fclose(ix);
+    ZS_EXPECT(llama_hf_export_check(dir) == -1 &&
+                  strstr(llama_error(), "model.safetensors.index.json"),
+              "stale index: %s", llama_error());
+    snprintf(dir, sizeof dir, "%s/empty", base); /* config.json only: fine */
+    ZS_EXPECT(llama_hf_export_check(dir) == 0, "config.json only: %s", llama_error());
   }
   /* config.json: what the example does not train */
   expect_parse_refused("{\"model_type\": \"gpt2\", \"n_embd\": 768}", "model_type \"gpt2\"",
