@@ -8,7 +8,9 @@
  *      reader does not convert, a truncated file, tensors written out of order, model types and
  *      features the example does not train (model_type, mixture of experts, sliding window), an
  *      export into a directory holding an earlier export's weights
- *   4. config.json token ids as real configs give them (lists, 0, null) */
+ *   4. crafted safetensors headers: offsets not integers inside the data, byte counts that wrap
+ *      64 bits, overlapping tensors
+ *   5. config.json token ids as real configs give them (lists, 0, null) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -293,6 +295,80 @@ static void expect_parse_refused(const char *json, const char *want, const char 
   if (rc) printf("ok   refused (%s): %s\n", what, llama_error());
 }
 
+/* A single-file directory whose model.safetensors has header hdr and `data` zero bytes after it;
+   opening it must fail with a message containing want. */
+static void expect_header_refused(const char *base, const char *hdr, size_t data, const char *want,
+                                  const char *what) {
+  char dir[4096], path[4200];
+  static int n = 0;
+  snprintf(dir, sizeof dir, "%s/hdr%d", base, n++);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  FILE *f = fopen(path, "wb");
+  const uint64_t hl = strlen(hdr);
+  unsigned char *zeros = calloc(data + 1, 1);
+  ZS_EXPECT(f && zeros && fwrite(&hl, 8, 1, f) == 1 && fwrite(hdr, 1, hl, f) == hl &&
+                fwrite(zeros, 1, data, f) == data,
+            "write %s", path);
+  if (f) fclose(f);
+  free(zeros);
+  lhf_dir d;
+  const int rc = lhf_open(&d, dir);
+  ZS_EXPECT(rc == -1 && strstr(llama_error(), want), "%s: rc %d, message \"%s\", want \"%s\"", what,
+            rc, rc ? llama_error() : "", want);
+  if (rc) printf("ok   refused (%s): %s\n", what, llama_error());
+  lhf_close(&d); /* also after a failure (hf_read.h) */
+}
+
+/* Crafted safetensors headers (untrusted input): offsets that are not integers in the data
+   section, a shape whose byte count wraps 64 bits, overlapping tensors. */
+static void test_bad_headers(const char *base) {
+  expect_header_refused(base, "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[-1,63]}}",
+                        64, "entry a has bad data_offsets", "negative offset");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,1e400]}}", 64,
+                        "entry a has bad data_offsets", "infinite offset");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,1e19]}}", 64,
+                        "entry a has bad data_offsets", "offset beyond 2^63");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0.5,64.5]}}",
+                        65, "entry a has bad data_offsets", "fractional offset");
+  /* 2^32 x 2^32 elements wrap to 0 bytes, as the empty range [0, 0] holds */
+  expect_header_refused(base,
+                        "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+                        "\"data_offsets\":[0,0]}}",
+                        0, "entry w: its shape's byte count overflows", "numel overflow");
+  /* 2^62 elements of 4 bytes wrap to 0 */
+  expect_header_refused(base,
+                        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648],"
+                        "\"data_offsets\":[0,0]}}",
+                        0, "entry w: its shape's byte count overflows", "bytes overflow");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
+                        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]},"
+                        "\"b\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[32,96]}}",
+                        96, "tensors a and b overlap", "overlapping tensors");
+  /* adjacent ranges and an empty tensor are fine */
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s/hdr_ok", base);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  const char ok[] = "{\"b\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[64,128]},"
+                    "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[64,64]},"
+                    "\"a\":{\"dtype\":\"F32\",\"shape\":[4,4],\"data_offsets\":[0,64]}}";
+  FILE *f = fopen(path, "wb");
+  const uint64_t hl = sizeof ok - 1;
+  unsigned char zeros[128] = {0};
+  ZS_EXPECT(f && fwrite(&hl, 8, 1, f) == 1 && fwrite(ok, 1, hl, f) == hl &&
+                fwrite(zeros, 1, 128, f) == 128,
+            "write %s", path);
+  if (f) fclose(f);
+  lhf_dir d;
+  ZS_EXPECT(lhf_open(&d, dir) == 0 && d.ntensors == 3, "adjacent tensors: %s", llama_error());
+  lhf_close(&d);
+}
+
 static void test_refusals(const char *base) {
   char dir[4096], path[4200];
   llama_config c = tiny(LLAMA_ARCH_LLAMA), more = c;
@@ -472,6 +548,7 @@ int main(void) {
   test_convert();
   test_round_trip(base);
   test_refusals(base);
+  test_bad_headers(base);
   rm_dir(base);
   ZS_TEST_END("llama_io");
 }
