@@ -7,8 +7,8 @@
 #      exactly as the preset, with activations, with and without recompute
 #   3. recompute saves (L - 1) layers' saved activations, worked out here from the formula in
 #      examples/llama/activations.h for Llama-3 8B at B=1, T=4096, bf16
-#   4. refusals: a sequence longer than Mistral's sliding window, an unknown preset, a MoE config;
-#      a Llama 3.1 config.json (eos_token_id list) accepted
+#   4. refusals: a sequence longer than Mistral's sliding window (with and without activations),
+#      an unknown preset, a MoE config; a Llama 3.1 config.json (eos_token_id list) accepted
 # Usage: test_plan_llama.sh ZSHARD_PLAN
 set -uo pipefail
 plan=$1
@@ -111,6 +111,11 @@ out=$("$plan" --model mistral-7b --seq 8192 2>&1)
 check "mistral-7b --seq 8192 refused (exit 2)" "$?" 2
 case $out in *"sliding window (4096 tokens)"*) echo "ok   sliding window named: $out" ;;
   *) echo "FAIL sliding window refusal: $out"; fail=1 ;; esac
+# also where no activations are planned (the config is checked at --seq as train_llama does)
+out=$("$plan" --model mistral-7b --seq 8192 --model-states-only 2>&1)
+check "mistral-7b --seq 8192 --model-states-only refused (exit 2)" "$?" 2
+case $out in *"sliding window (4096 tokens)"*) echo "ok   sliding window named: $out" ;;
+  *) echo "FAIL sliding window refusal (states only): $out"; fail=1 ;; esac
 out=$("$plan" --model llama-9b 2>&1)
 check "unknown preset refused (exit 2)" "$?" 2
 case $out in *"qwen2.5-7b"*) echo "ok   names the presets" ;; *) echo "FAIL: $out"; fail=1 ;; esac
