@@ -111,11 +111,13 @@ static int parse_entry(const cJSON *e, const char *path, uint64_t data_size, lhf
   return 0;
 }
 
+/* One tensor's byte range in its file's data section; i: its index in the directory. */
 typedef struct {
   uint64_t begin, end;
   int i;
 } lhf_range;
 
+/* qsort order of lhf_range by begin. */
 static int by_begin(const void *x, const void *y) {
   const lhf_range *a = x, *b = y;
   return a->begin < b->begin ? -1 : a->begin > b->begin;
