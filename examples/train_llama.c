@@ -346,6 +346,12 @@ static int resolve_config(run *r) {
     if (a->tied >= 0) c->tied = a->tied;
   }
   LTRY(llama_config_check(c, a->seq));
+  if (a->device == ZS_DEVICE_CUDA && c->head_dim > 128) /* the CUDA attention kernel's limit */
+    return gpt2_fail("head_dim %d: the CUDA attention kernels support head_dim <= 128; train "
+                     "this model with --device cpu",
+                     c->head_dim);
+  /* refuse a directory with an earlier export's weights now, not after training */
+  if (a->export_dir) LTRY(llama_hf_export_check(a->export_dir));
   if (!a->batches && r->data.vocab > c->vocab)
     return gpt2_fail("the data has token ids up to %d but the model's vocabulary is %d",
                      r->data.vocab - 1, c->vocab);

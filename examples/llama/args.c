@@ -27,7 +27,7 @@ void llama_usage(void) {
       " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--log-every N=1 (0: last step only)]\n"
-      "         [--sample-lines N=3] [--sample-chars N=200] [--temperature F=0.8]\n"
+      "         [--sample-lines N=3] [--sample-chars N=200] [--temperature F=0.8 (<= 0: greedy)]\n"
       " ckpt:   [--save-every N --ckpt-dir DIR] [--resume DIR] [--stop-after S]\n"
       "         [--export DIR (Hugging Face directory)] [--export-dtype fp32|bf16]\n"
       "         [--export-shard-mb N (files of at most N MiB; 0 = one file, default 4096)]\n");

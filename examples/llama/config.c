@@ -53,6 +53,30 @@ static int get_int(const cJSON *o, const char *key, int *out, const char *what) 
   return 0;
 }
 
+/* Reads an optional token id field (bos_token_id / eos_token_id), which real configs give as an
+   int >= 0, null, or a list of ints (Llama 3.1: "eos_token_id": [128001, 128008, 128009]).
+   Absent keeps *out; null or an empty list store -1; a list stores its first id (training does
+   not use them; an export writes back the one kept). 0 ok, -1 bad. */
+static int get_token_id(const cJSON *o, const char *key, int *out, const char *what) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v) return 0;
+  if (cJSON_IsNull(v)) {
+    *out = -1;
+    return 0;
+  }
+  const int list = cJSON_IsArray(v);
+  int first = -1;
+  const cJSON *e = list ? v->child : v;
+  for (; e; e = list ? e->next : NULL) {
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0) || e->valuedouble > 2147483647.0 ||
+        e->valuedouble != floor(e->valuedouble))
+      return llama_fail("%s: \"%s\" must be null, an integer >= 0 or a list of them", what, key);
+    if (first < 0) first = (int)e->valuedouble;
+  }
+  *out = first;
+  return 0;
+}
+
 /* Reads an optional positive number field; 0 ok, -1 bad. */
 static int get_num(const cJSON *o, const char *key, double *out, const char *what) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -163,8 +187,8 @@ int llama_config_parse(llama_config *c, const char *json, const char *what) {
       get_num(root, "rms_norm_eps", &c->rms_eps, what) ||
       /* transformers' Mistral has no RoPE scaling and ignores the field: so does this reader */
       (arch != LLAMA_ARCH_MISTRAL && parse_rope_scaling(c, root, what)) ||
-      get_int(root, "bos_token_id", &c->bos_id, what) ||
-      get_int(root, "eos_token_id", &c->eos_id, what))
+      get_token_id(root, "bos_token_id", &c->bos_id, what) ||
+      get_token_id(root, "eos_token_id", &c->eos_id, what))
     goto out;
   const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
   if (tie) c->tied = cJSON_IsTrue(tie);

@@ -1,7 +1,9 @@
 /* Import and export of a Llama-family Hugging Face directory (see hf_io.h). */
 #include "hf_io.h"
 
+#include <dirent.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "layout.h"
 #include "util.h"
@@ -18,9 +20,28 @@ int llama_hf_import(const char *dir, int seq, llama_config *c, lhf_dir *d) {
   return 0;
 }
 
+int llama_hf_export_check(const char *dir) {
+  DIR *dp = opendir(dir);
+  if (!dp) return 0; /* absent (or unreadable: creating or writing it reports that) */
+  int rc = 0;
+  for (struct dirent *de; rc == 0 && (de = readdir(dp));) {
+    const char *n = de->d_name;
+    const size_t len = strlen(n);
+    if (!strcmp(n, "model.safetensors.index.json") ||
+        (!strncmp(n, "model", 5) && len > 12 && !strcmp(n + len - 12, ".safetensors")))
+      rc = llama_fail("%s already holds %s (an earlier export?): files a new export does not "
+                      "overwrite would stay and be read instead; remove them or export to another "
+                      "directory",
+                      dir, n);
+  }
+  closedir(dp);
+  return rc;
+}
+
 int llama_hf_export_open(const char *dir, const llama_config *c, lst_dtype dtype,
                          uint64_t max_shard_bytes, lhw_writer *w) {
   char path[4096];
+  LL_TRY(llama_hf_export_check(dir));
   LL_TRY(llama_join(dir, "config.json", path, sizeof path));
   const char *tdt = dtype == LST_F32 ? "float32" : dtype == LST_BF16 ? "bfloat16" : "float16";
   LL_TRY(llama_config_write(c, path, tdt));

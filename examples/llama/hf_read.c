@@ -2,6 +2,8 @@
 #include "hf_read.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,7 +56,19 @@ static int add_file(lhf_dir *d, const char *dir, const char *name, int *idx) {
   return 0;
 }
 
-/* Parses one header entry into t (name set by the caller); -1 when inconsistent. */
+/* A header number that must be an integer in [0, max]: the value in *out, or -1 (NaN, infinite,
+   negative, fractional or too large: an untrusted header must not reach a cast). */
+static int header_uint(const cJSON *v, double max, uint64_t *out) {
+  if (!cJSON_IsNumber(v)) return -1;
+  const double x = v->valuedouble;
+  if (!isfinite(x) || x < 0 || x > max || x != floor(x)) return -1;
+  *out = (uint64_t)x;
+  return 0;
+}
+
+/* Parses one header entry into t (name set by the caller); -1 when inconsistent: offsets outside
+   the data section, or a byte count (numel x dtype size, checked for overflow) other than the
+   range's length. */
 static int parse_entry(const cJSON *e, const char *path, uint64_t data_size, lhf_tensor *t) {
   const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
   const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
@@ -65,25 +79,71 @@ static int parse_entry(const cJSON *e, const char *path, uint64_t data_size, lhf
   snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
   t->ndim = cJSON_GetArraySize(sh);
   uint64_t numel = 1;
+  int overflow = 0;
   for (int i = 0; i < t->ndim; i++) {
-    const cJSON *v = cJSON_GetArrayItem(sh, i);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 4e15)
+    uint64_t n;
+    if (header_uint(cJSON_GetArrayItem(sh, i), 4e15, &n))
       return llama_fail("%s: entry %s has a bad shape", path, t->name);
-    t->shape[i] = (int64_t)v->valuedouble;
-    numel *= (uint64_t)t->shape[i];
+    t->shape[i] = (int64_t)n;
+    if (n && numel > UINT64_MAX / n) overflow = 1;
+    numel *= n;
   }
-  const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
-  if (!cJSON_IsNumber(b) || !cJSON_IsNumber(en) || b->valuedouble < 0 ||
-      b->valuedouble > en->valuedouble)
-    return llama_fail("%s: entry %s has bad data_offsets", path, t->name);
-  t->begin = (uint64_t)b->valuedouble;
-  t->end = (uint64_t)en->valuedouble;
+  uint64_t begin, end;
+  if (header_uint(cJSON_GetArrayItem(off, 0), (double)data_size, &begin) ||
+      header_uint(cJSON_GetArrayItem(off, 1), (double)data_size, &end) || begin > end ||
+      end > data_size)
+    return llama_fail("%s: entry %s has bad data_offsets (not integers in [0, %llu], the data's "
+                      "size, or begin > end: truncated or corrupt)",
+                      path, t->name, (unsigned long long)data_size);
+  t->begin = begin;
+  t->end = end;
   lst_dtype k;
-  if (t->end > data_size ||
-      (lst_dtype_parse(t->dtype, &k) == 0 && numel * lst_dtype_size(k) != t->end - t->begin))
-    return llama_fail("%s: entry %s: its offsets do not match its shape or the file (truncated?)",
-                      path, t->name);
+  if (lst_dtype_parse(t->dtype, &k) == 0) {
+    const uint64_t sz = lst_dtype_size(k);
+    if (overflow || numel > UINT64_MAX / sz)
+      return llama_fail("%s: entry %s: its shape's byte count overflows 64 bits (corrupt header)",
+                        path, t->name);
+    if (numel * sz != end - begin)
+      return llama_fail("%s: entry %s: its offsets do not match its shape or the file "
+                        "(truncated?)",
+                        path, t->name);
+  }
   return 0;
+}
+
+/* One tensor's byte range in its file's data section; i: its index in the directory. */
+typedef struct {
+  uint64_t begin, end;
+  int i;
+} lhf_range;
+
+/* qsort order of lhf_range by begin. */
+static int by_begin(const void *x, const void *y) {
+  const lhf_range *a = x, *b = y;
+  return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* Refuses overlapping byte ranges among d's tensors [first, ntensors) (one file's): two tensors
+   would alias the same bytes. Empty ranges overlap nothing. Sorted by begin, O(n log n) for a
+   header of any size. 0 or -1 naming both tensors. */
+static int check_overlap(const lhf_dir *d, int first, const char *path) {
+  const int n = d->ntensors - first;
+  if (n < 2) return 0;
+  lhf_range *r = malloc((size_t)n * sizeof *r);
+  if (!r) return llama_fail("out of host memory reading %s", path);
+  int m = 0;
+  for (int i = first; i < d->ntensors; i++)
+    if (d->t[i].begin < d->t[i].end) r[m++] = (lhf_range){d->t[i].begin, d->t[i].end, i};
+  qsort(r, (size_t)m, sizeof *r, by_begin);
+  int rc = 0, far = 0; /* far: the range reaching furthest so far */
+  for (int k = 1; k < m && rc == 0; k++) {
+    if (r[k].begin < r[far].end)
+      rc = llama_fail("%s: tensors %s and %s overlap in the file (corrupt header)", path,
+                      d->t[r[far].i].name, d->t[r[k].i].name);
+    if (r[k].end > r[far].end) far = k;
+  }
+  free(r);
+  return rc;
 }
 
 /* Opens file i and reads its header; with `only` (the index's weight map) keeps the entries that
@@ -120,6 +180,7 @@ static int read_header(lhf_dir *d, int fi, const cJSON *only, const char *fname)
   d->data_off[fi] = 8 + hlen;
   const uint64_t data_size = (uint64_t)fsize - d->data_off[fi];
   int rc = 0;
+  const int first = d->ntensors;
   for (const cJSON *e = h->child; e && rc == 0; e = e->next) {
     if (strcmp(e->string, "__metadata__") == 0) continue;
     if (only) {
@@ -150,6 +211,7 @@ static int read_header(lhf_dir *d, int fi, const cJSON *only, const char *fname)
     d->ntensors++;
     rc = parse_entry(e, path, data_size, t);
   }
+  if (rc == 0) rc = check_overlap(d, first, path);
   cJSON_Delete(h);
   return rc;
 }

@@ -27,6 +27,14 @@ static int draw(float *logits, int V, float temperature, float u) {
   return V - 1;
 }
 
+/* The first index of the largest of V logits: greedy decoding. */
+static int argmax(const float *logits, int V) {
+  int best = 0;
+  for (int v = 1; v < V; v++)
+    if (logits[v] > logits[best]) best = v;
+  return best;
+}
+
 /* Appends token v to out as text (printable bytes, newline kept) or as an id. */
 static void emit(char *out, size_t size, size_t *len, int v, int is_bytes) {
   if (*len + 12 >= size) return;
@@ -59,7 +67,9 @@ int llama_sample(llama_forward_fn fwd, void *ctx, const gpt2_dev *dev, int T, in
       rc =
           gpt2_dev_read_f32(dev, row, gpt2_at(dev, (void *)logits, (size_t)(n - 1) * V), (size_t)V);
     if (rc) break;
-    int v = draw(row, V, temperature > 0 ? temperature : 1.0f, rng_uniform(seed, 0x11a3a, i));
+    /* temperature <= 0: greedy (the limit of softmax(logits / t) as t -> 0) */
+    const int v =
+        temperature > 0 ? draw(row, V, temperature, rng_uniform(seed, 0x11a3a, i)) : argmax(row, V);
     emit(out, out_size, &len, v, is_bytes);
     if (is_bytes && v == '\n' && ++newlines >= lines) break;
     if (n == T) { /* slide the window by one */

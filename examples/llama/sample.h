@@ -14,7 +14,8 @@
    [T, V] in the device dtype, at *logits. 0 or -1. */
 typedef int (*llama_forward_fn)(void *ctx, const int *win, const void **logits);
 
-/* Generates up to max_tokens tokens from the prompt token `start` at `temperature` (stopping
+/* Generates up to max_tokens tokens from the prompt token `start` at `temperature` (<= 0:
+   greedy, the most likely token each time; the seed then does not matter) (stopping
    after `lines` newlines for byte vocabularies), as text (bytes) or token ids into out. 0 or -1
    (gpt2_error()). */
 int llama_sample(llama_forward_fn fwd, void *ctx, const gpt2_dev *dev, int T, int V, int start,

@@ -22,6 +22,15 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(llama_hf_io PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
                                               LABELS "llama;python" SKIP_RETURN_CODE 77)
 endif()
+# The example's sampling on the CPU device with a fake forward (temperature <= 0: greedy).
+if(ZS_BUILD_EXAMPLES)
+  zs_exe(test_llama_sample PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_llama_sample.c
+         ${PROJECT_SOURCE_DIR}/examples/llama/sample.c ${PROJECT_SOURCE_DIR}/examples/gpt2/device.c
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c)
+  target_include_directories(test_llama_sample PRIVATE ${PROJECT_SOURCE_DIR}/examples
+                                                       ${PROJECT_SOURCE_DIR}/tests)
+  zs_unit_test(llama_sample test_llama_sample LABELS llama)
+endif()
 # The Hugging Face reference script for the example's loss/step proof, checked on its own.
 add_test(NAME llama_hf_reference COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_llama_ref.sh
                                          ${PROJECT_SOURCE_DIR})
@@ -46,6 +55,13 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(train_llama_hf PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
                                                  LABELS "llama;python;mpi" SKIP_RETURN_CODE 77
                                                  PROCESSORS 2)
+endif()
+# train_llama's refusals at start: head_dim > 128 on CUDA, --export over an earlier export.
+if(ZS_BUILD_EXAMPLES)
+  add_test(NAME train_llama_refusals COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_train_llama_refusals.sh
+                                             $<TARGET_FILE:train_llama>)
+  set_tests_properties(train_llama_refusals PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                                       LABELS llama)
 endif()
 # The same proof on the CUDA device (fp32; 1 rank stage 0, 2 ranks stage 3 over NCCL): a GPU
 # test (tests/gpu_tests.md), "SKIP: no CUDA device" without one.

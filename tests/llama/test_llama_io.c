@@ -6,7 +6,11 @@
  *      llama_hf_import + lhf_read: the same bits, and config.json's fields the same
  *   3. refusals, each naming what is wrong: missing, extra and mis-shaped tensors, a dtype the
  *      reader does not convert, a truncated file, tensors written out of order, model types and
- *      features the example does not train (model_type, mixture of experts, sliding window) */
+ *      features the example does not train (model_type, mixture of experts, sliding window), an
+ *      export into a directory holding an earlier export's weights
+ *   4. crafted safetensors headers: offsets not integers inside the data, byte counts that wrap
+ *      64 bits, overlapping tensors
+ *   5. config.json token ids as real configs give them (lists, 0, null) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -291,6 +295,80 @@ static void expect_parse_refused(const char *json, const char *want, const char 
   if (rc) printf("ok   refused (%s): %s\n", what, llama_error());
 }
 
+/* A single-file directory whose model.safetensors has header hdr and `data` zero bytes after it;
+   opening it must fail with a message containing want. */
+static void expect_header_refused(const char *base, const char *hdr, size_t data, const char *want,
+                                  const char *what) {
+  char dir[4096], path[4200];
+  static int n = 0;
+  snprintf(dir, sizeof dir, "%s/hdr%d", base, n++);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  FILE *f = fopen(path, "wb");
+  const uint64_t hl = strlen(hdr);
+  unsigned char *zeros = calloc(data + 1, 1);
+  ZS_EXPECT(f && zeros && fwrite(&hl, 8, 1, f) == 1 && fwrite(hdr, 1, hl, f) == hl &&
+                fwrite(zeros, 1, data, f) == data,
+            "write %s", path);
+  if (f) fclose(f);
+  free(zeros);
+  lhf_dir d;
+  const int rc = lhf_open(&d, dir);
+  ZS_EXPECT(rc == -1 && strstr(llama_error(), want), "%s: rc %d, message \"%s\", want \"%s\"", what,
+            rc, rc ? llama_error() : "", want);
+  if (rc) printf("ok   refused (%s): %s\n", what, llama_error());
+  lhf_close(&d); /* also after a failure (hf_read.h) */
+}
+
+/* Crafted safetensors headers (untrusted input): offsets that are not integers in the data
+   section, a shape whose byte count wraps 64 bits, overlapping tensors. */
+static void test_bad_headers(const char *base) {
+  expect_header_refused(base, "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[-1,63]}}",
+                        64, "entry a has bad data_offsets", "negative offset");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,1e400]}}", 64,
+                        "entry a has bad data_offsets", "infinite offset");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,1e19]}}", 64,
+                        "entry a has bad data_offsets", "offset beyond 2^63");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0.5,64.5]}}",
+                        65, "entry a has bad data_offsets", "fractional offset");
+  /* 2^32 x 2^32 elements wrap to 0 bytes, as the empty range [0, 0] holds */
+  expect_header_refused(base,
+                        "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+                        "\"data_offsets\":[0,0]}}",
+                        0, "entry w: its shape's byte count overflows", "numel overflow");
+  /* 2^62 elements of 4 bytes wrap to 0 */
+  expect_header_refused(base,
+                        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2147483648,2147483648],"
+                        "\"data_offsets\":[0,0]}}",
+                        0, "entry w: its shape's byte count overflows", "bytes overflow");
+  expect_header_refused(base,
+                        "{\"a\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[0,64]},"
+                        "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,8]},"
+                        "\"b\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[32,96]}}",
+                        96, "tensors a and b overlap", "overlapping tensors");
+  /* adjacent ranges and an empty tensor are fine */
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s/hdr_ok", base);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  const char ok[] = "{\"b\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[64,128]},"
+                    "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[64,64]},"
+                    "\"a\":{\"dtype\":\"F32\",\"shape\":[4,4],\"data_offsets\":[0,64]}}";
+  FILE *f = fopen(path, "wb");
+  const uint64_t hl = sizeof ok - 1;
+  unsigned char zeros[128] = {0};
+  ZS_EXPECT(f && fwrite(&hl, 8, 1, f) == 1 && fwrite(ok, 1, hl, f) == hl &&
+                fwrite(zeros, 1, 128, f) == 128,
+            "write %s", path);
+  if (f) fclose(f);
+  lhf_dir d;
+  ZS_EXPECT(lhf_open(&d, dir) == 0 && d.ntensors == 3, "adjacent tensors: %s", llama_error());
+  lhf_close(&d);
+}
+
 static void test_refusals(const char *base) {
   char dir[4096], path[4200];
   llama_config c = tiny(LLAMA_ARCH_LLAMA), more = c;
@@ -368,6 +446,34 @@ static void test_refusals(const char *base) {
     ZS_EXPECT(lhw_close(&w) == -1 && strstr(llama_error(), "ended before"), "early close: %s",
               llama_error());
   }
+  /* an export into a directory with an earlier export's weights: refused, nothing written */
+  {
+    lhw_writer w;
+    snprintf(dir, sizeof dir, "%s/rt_0_0_1", base); /* the sharded Llama F32 round trip */
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    struct stat before, after;
+    ZS_EXPECT(stat(path, &before) == 0, "stat %s", path);
+    llama_config other = c;
+    other.layers = 1; /* fewer shards than the old export: old files would stay */
+    ZS_EXPECT(llama_hf_export_open(dir, &other, LST_F32, 2000, &w) == -1 &&
+                  strstr(llama_error(), "already holds model") &&
+                  strstr(llama_error(), "remove them or export to another directory"),
+              "export over an old one: %s", llama_error());
+    ZS_EXPECT(stat(path, &after) == 0 && after.st_size == before.st_size &&
+                  after.st_mtime == before.st_mtime,
+              "the refused export rewrote config.json");
+    printf("ok   refused (export over an earlier one): %s\n", llama_error());
+    snprintf(dir, sizeof dir, "%s/index_only", base); /* a stale index alone */
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *ix = fopen(path, "w");
+    if (ix) fclose(ix);
+    ZS_EXPECT(llama_hf_export_check(dir) == -1 &&
+                  strstr(llama_error(), "model.safetensors.index.json"),
+              "stale index: %s", llama_error());
+    snprintf(dir, sizeof dir, "%s/empty", base); /* config.json only: fine */
+    ZS_EXPECT(llama_hf_export_check(dir) == 0, "config.json only: %s", llama_error());
+  }
   /* config.json: what the example does not train */
   expect_parse_refused("{\"model_type\": \"gpt2\", \"n_embd\": 768}", "model_type \"gpt2\"",
                        "model_type");
@@ -405,6 +511,26 @@ static void test_refusals(const char *base) {
                                "q") == 0 &&
                 m.sliding_window == 0 && m.qkv_bias == 1,
             "qwen2 window off: %s", llama_error());
+  /* token ids as real configs give them: Llama 3.1's list of eos ids, bos 0, null */
+  ZS_EXPECT(llama_config_parse(&m,
+                               "{\"model_type\": \"llama\", \"bos_token_id\": 128000, "
+                               "\"eos_token_id\": [128001, 128008, 128009]}",
+                               "l31") == 0 &&
+                m.bos_id == 128000 && m.eos_id == 128001,
+            "eos list: %s (bos %d eos %d)", llama_error(), m.bos_id, m.eos_id);
+  ZS_EXPECT(llama_config_parse(&m,
+                               "{\"model_type\": \"llama\", \"bos_token_id\": 0, "
+                               "\"eos_token_id\": null}",
+                               "b0") == 0 &&
+                m.bos_id == 0 && m.eos_id == -1,
+            "bos 0, eos null: %s (bos %d eos %d)", llama_error(), m.bos_id, m.eos_id);
+  ZS_EXPECT(llama_config_parse(&m, "{\"model_type\": \"llama\", \"eos_token_id\": []}", "e") == 0 &&
+                m.eos_id == -1,
+            "empty eos list: %s", llama_error());
+  expect_parse_refused("{\"model_type\": \"llama\", \"eos_token_id\": [1, -2]}",
+                       "\"eos_token_id\" must be null, an integer >= 0 or a list", "negative eos");
+  expect_parse_refused("{\"model_type\": \"llama\", \"bos_token_id\": \"<s>\"}",
+                       "\"bos_token_id\" must be null", "string bos");
   ZS_EXPECT(llama_config_parse(&m,
                                "{\"model_type\": \"llama\", \"num_attention_heads\": 32, "
                                "\"num_key_value_heads\": 5}",
@@ -422,6 +548,7 @@ int main(void) {
   test_convert();
   test_round_trip(base);
   test_refusals(base);
+  test_bad_headers(base);
   rm_dir(base);
   ZS_TEST_END("llama_io");
 }

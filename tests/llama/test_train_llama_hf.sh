@@ -5,6 +5,8 @@
 # and 5 torch.optim.AdamW steps; train_llama --init-safetensors runs the same batches
 # (--batches) and --export's its weights; compare_llama_hf.py checks the init loss (1e-5), the
 # step losses, the weights after 5 steps and the exported directory's logits (from_pretrained).
+# Also a Llama with rope_theta 5e5 and "llama3" RoPE scaling, and the Llama with --grad-clip 1.0
+# against clip_grad_norm_ (1 rank and 2 ranks at stage 3 each).
 # Each model: 1 rank stage 3; 2 ranks stage 3 (one sequence each), also with --offload
 # opt+params; 1 rank with 2 micro-steps,
 # --recompute and --deterministic at stage 2, and the same split as 2 ranks x 1 at stage 3 with
@@ -58,16 +60,25 @@ run() {
     echo "FAIL $model $name:"; cat "$d.cmp"; fail=$((fail + 1))
   fi
 }
-for model in llama qwen2; do
-  if ! "$PY" "$SRC/tests/llama/reference/llama_ref.py" run "$W/$model" --arch "$model" \
-    --steps 5 --batch 2 --seq 16 --lr 1e-3 --beta2 0.95 --weight-decay 0.1 --seed 7 \
+# llama3: the llama preset with rope_theta 5e5 and "llama3" RoPE scaling (every branch of it);
+# llama_clip: the llama preset with --grad-clip 1.0 (clip_grad_norm_; the gradient norm is ~2.5)
+for model in llama qwen2 llama3 llama_clip; do
+  clip=()
+  [ "$model" = llama_clip ] && clip=(--grad-clip 1.0)
+  if ! "$PY" "$SRC/tests/llama/reference/llama_ref.py" run "$W/$model" --arch "${model%_clip}" \
+    --steps 5 --batch 2 --seq 16 --lr 1e-3 --beta2 0.95 --weight-decay 0.1 --seed 7 "${clip[@]}" \
     >"$W/$model.ref.log" 2>&1; then
     echo "FAIL $model: the reference failed"; cat "$W/$model.ref.log"; fail=$((fail + 1))
     continue
   fi
   if [ -n "$PROBE" ]; then
-    run "$model" cuda_stage0_np1 1 --device cuda --stage 0 --batch 2
-    run "$model" cuda_stage3_np2 2 --device cuda --stage 3 --batch 1
+    run "$model" cuda_stage0_np1 1 --device cuda --stage 0 --batch 2 "${clip[@]}"
+    run "$model" cuda_stage3_np2 2 --device cuda --stage 3 --batch 1 "${clip[@]}"
+    continue
+  fi
+  if [ "$model" = llama3 ] || [ "$model" = llama_clip ]; then
+    run "$model" stage3_np1 1 --stage 3 --batch 2 "${clip[@]}"
+    run "$model" stage3_np2 2 --stage 3 --batch 1 "${clip[@]}"
     continue
   fi
   run "$model" stage3_np1 1 --stage 3 --batch 2

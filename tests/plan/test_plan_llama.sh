@@ -7,7 +7,8 @@
 #      exactly as the preset, with activations, with and without recompute
 #   3. recompute saves (L - 1) layers' saved activations, worked out here from the formula in
 #      examples/llama/activations.h for Llama-3 8B at B=1, T=4096, bf16
-#   4. refusals: a sequence longer than Mistral's sliding window, an unknown preset, a MoE config
+#   4. refusals: a sequence longer than Mistral's sliding window (with and without activations),
+#      an unknown preset, a MoE config; a Llama 3.1 config.json (eos_token_id list) accepted
 # Usage: test_plan_llama.sh ZSHARD_PLAN
 set -uo pipefail
 plan=$1
@@ -73,6 +74,21 @@ J
 qwen 3584 18944 28 28 4 1e-06 >"$W/qwen2.5-7b.json"
 qwen 5120 13824 48 40 8 1e-05 >"$W/qwen2.5-14b.json"
 qwen 5120 27648 64 40 8 1e-05 >"$W/qwen2.5-32b.json"
+# Llama 3.1 8B as published: a list of eos ids and llama3 RoPE scaling; the same parameters
+cat >"$W/llama3.1-8b.json" <<'J'
+{"architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+ "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "hidden_act": "silu",
+ "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336,
+ "max_position_embeddings": 131072, "mlp_bias": false, "model_type": "llama",
+ "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+ "pretraining_tp": 1, "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 8.0,
+ "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+ "rope_type": "llama3"}, "rope_theta": 500000.0, "tie_word_embeddings": false,
+ "torch_dtype": "bfloat16", "transformers_version": "4.43.0.dev0", "use_cache": true,
+ "vocab_size": 128256}
+J
+got=$("$plan" --model "$W/llama3.1-8b.json" --model-states-only --json | field 'd["psi"]')
+check "llama3.1-8b config.json (eos_token_id list) parameters" "$got" 8030261248
 cfg="--world 8 --stage 3 --dtype bf16 --device-mem 80G --host-mem 128G --batch 1 --seq 4096 --json"
 for p in llama3-8b llama3-70b mistral-7b qwen2.5-7b qwen2.5-14b qwen2.5-32b; do
   for rc in "" --recompute; do
@@ -95,6 +111,11 @@ out=$("$plan" --model mistral-7b --seq 8192 2>&1)
 check "mistral-7b --seq 8192 refused (exit 2)" "$?" 2
 case $out in *"sliding window (4096 tokens)"*) echo "ok   sliding window named: $out" ;;
   *) echo "FAIL sliding window refusal: $out"; fail=1 ;; esac
+# also where no activations are planned (the config is checked at --seq as train_llama does)
+out=$("$plan" --model mistral-7b --seq 8192 --model-states-only 2>&1)
+check "mistral-7b --seq 8192 --model-states-only refused (exit 2)" "$?" 2
+case $out in *"sliding window (4096 tokens)"*) echo "ok   sliding window named: $out" ;;
+  *) echo "FAIL sliding window refusal (states only): $out"; fail=1 ;; esac
 out=$("$plan" --model llama-9b 2>&1)
 check "unknown preset refused (exit 2)" "$?" 2
 case $out in *"qwen2.5-7b"*) echo "ok   names the presets" ;; *) echo "FAIL: $out"; fail=1 ;; esac

@@ -64,13 +64,13 @@ int zp_llama_is_spec(const char *spec) {
   return n > 5 && !strcmp(spec + n - 5, ".json");
 }
 
-int zp_llama_units(const char *spec, zp_model *m) {
+int zp_llama_units(const char *spec, int seq, zp_model *m) {
   llama_config c;
   int rc = 1;
   for (size_t i = 0; i < sizeof presets / sizeof presets[0] && rc == 1; i++)
     if (!strcmp(spec, presets[i].name)) rc = llama_config_parse(&c, presets[i].json, spec);
   if (rc == 1) rc = llama_config_load(&c, spec);
-  if (rc == 0) rc = llama_config_check(&c, 1);
+  if (rc == 0) rc = llama_config_check(&c, seq > 0 ? seq : 1);
   if (rc) {
     fprintf(stderr, "zshard-plan: %s\n", llama_error());
     return -1;

@@ -81,8 +81,10 @@ int zp_gpt_pad_vocab(int vocab);
 int zp_llama_is_spec(const char *spec);
 const char *zp_llama_preset_names(void);
 /* The Llama example's units (examples/llama/layout.c) of a preset or config.json (parsed and
-   checked by examples/llama/config.c); sets m->is_llama and m->llama. 0 or -1 (printed). */
-int zp_llama_units(const char *spec, zp_model *m);
+   checked by examples/llama/config.c at the planned sequence length seq, 0 meaning none given,
+   so that a longer sequence than a sliding window is refused as train_llama refuses it, also
+   with --model-states-only); sets m->is_llama and m->llama. 0 or -1 (printed). */
+int zp_llama_units(const char *spec, int seq, zp_model *m);
 /* The example's activation bytes (examples/llama/activations.h) at micro-batch B x T, after
    checking that T is trainable (positions, sliding window); 0 or -1 (printed). */
 int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, size_t *out);

@@ -61,7 +61,9 @@ __global__ void swiglu_fwd_kernel(T *out, const T *gate, const T *up, size_t n) 
   }
 }
 
-/* dgate += dout u s (1 + g (1 - s)), dup += dout silu(g). */
+/* dgate += dout u s (1 + g (1 - s)), dup += dout as_dtype(silu(g)): the up projection's gradient
+   uses the silu value the forward multiplied by (rounded to bf16 in bf16, as HF's act_fn output
+   is), so that it is the exact derivative of the forward's product. */
 template <typename T>
 __global__ void swiglu_bwd_kernel(T *dgate, T *dup, const T *dout, const T *gate, const T *up,
                                   size_t n) {
@@ -70,7 +72,7 @@ __global__ void swiglu_bwd_kernel(T *dgate, T *dup, const T *dout, const T *gate
     float g = zs_ld(&gate[i]), d = zs_ld(&dout[i]);
     float s = 1.0f / (1.0f + expf(-g));
     zs_st(&dgate[i], zs_ld(&dgate[i]) + d * zs_ld(&up[i]) * s * (1.0f + g * (1.0f - s)));
-    zs_st(&dup[i], zs_ld(&dup[i]) + d * g * s);
+    zs_st(&dup[i], zs_ld(&dup[i]) + d * pw_as(g * s, dup));
   }
 }
 

@@ -3,7 +3,7 @@
 N steps of torch.optim.AdamW on given token batches, with transformers' own LlamaForCausalLM /
 Qwen2ForCausalLM / MistralForCausalLM (attn_implementation="eager").
 
-  llama_ref.py run OUT (--arch llama|qwen2 | --config FILE.json) [--seed S]
+  llama_ref.py run OUT (--arch llama|qwen2|llama3 | --config FILE.json) [--seed S]
                  [--tokens FILE | --batch B --seq T] [--steps N] [--lr F] [--beta1 F] [--beta2 F]
                  [--eps F] [--weight-decay F] [--grad-clip F] [--compute float64|float32]
 
@@ -26,7 +26,9 @@ Qwen2ForCausalLM / MistralForCausalLM (attn_implementation="eager").
   OUT/meta.json: the arguments.
 
 Presets (--arch): llama: vocab 128, hidden 64, intermediate 96, 2 layers, 4 query / 2 key-value
-heads, untied; qwen2: the same shape with q/k/v biases and a tied head. --config takes any
+heads, untied; qwen2: the same shape with q/k/v biases and a tied head; llama3: llama's shape
+with rope_theta 5e5 and "llama3" RoPE scaling (factor 8, low/high 1/4, original 64 positions:
+every branch of the scaling at head_dim 16). --config takes any
 Llama / Qwen2 / Mistral config.json instead.
 """
 import argparse
@@ -48,6 +50,18 @@ def preset(arch):
     shape = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
                  rms_norm_eps=1e-5, rope_theta=10000.0, initializer_range=0.02)
+    if arch == "llama3":
+        # Llama 3.1's RoPE: theta 5e5 and "llama3" frequency scaling. head_dim 16 gives 8
+        # frequencies with wavelengths 2 pi 5e5^(i/8) = 6.3, 32.4, 167, ...; with
+        # original_max_position_embeddings 64 the high-frequency bound is 64 / 4 = 16 and the
+        # low one 64 / 1 = 64, so i = 0 is kept, i = 1 takes the smooth blend and i >= 2 are
+        # divided by the factor: every branch of the scaling (transformers wants the original
+        # positions below max_position_embeddings, hence 128).
+        shape.update(rope_theta=500000.0, head_dim=16, max_position_embeddings=128,
+                     rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                   "high_freq_factor": 4.0,
+                                   "original_max_position_embeddings": 64})
+        arch = "llama"
     return {"model_type": arch, "tie_word_embeddings": arch == "qwen2", **shape}
 
 
@@ -146,7 +160,7 @@ def main():
     r = sub.add_parser("run")
     r.add_argument("out")
     g = r.add_mutually_exclusive_group(required=True)
-    g.add_argument("--arch", choices=sorted(CLASSES))
+    g.add_argument("--arch", choices=sorted(CLASSES) + ["llama3"])
     g.add_argument("--config")
     r.add_argument("--seed", type=int, default=1234)
     r.add_argument("--tokens")

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# train_llama refuses at start, with a sentence and before any training, what it cannot finish:
+#   1. --device cuda with head_dim > 128 (the CUDA attention kernels' limit; no GPU needed, the
+#      check comes before the device is touched)
+#   2. --export into a directory holding an earlier export's weights (left as it was)
+# usage: test_train_llama_refusals.sh TRAIN_LLAMA
+set -u
+EXE=$1
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+fail=0
+SHAPE="--arch llama --layers 1 --intermediate 48 --kv-heads 1 --max-pos 32 --seq 16 --batch 1
+       --steps 0 --sample-lines 0"
+# expect NAME WANT ARGS...: train_llama must exit non-zero with WANT in its output.
+expect() {
+  local name=$1 want=$2
+  shift 2
+  local out
+  if out=$("$EXE" $SHAPE "$@" 2>&1); then
+    echo "FAIL $name: train_llama succeeded"; fail=1
+  elif [[ $out == *"$want"* ]]; then
+    echo "ok   $name: $(grep -m1 error: <<<"$out")"
+  else
+    echo "FAIL $name: no \"$want\" in:"; echo "$out" | tail -5; fail=1
+  fi
+}
+expect "head_dim 256 on cuda" "support head_dim <= 128" --device cuda --hidden 256 --heads 1 \
+  --head-dim 256
+mkdir "$W/old"
+echo stale >"$W/old/model-00001-of-00002.safetensors"
+expect "export over an earlier one" "already holds model-00001-of-00002.safetensors" \
+  --hidden 32 --heads 2 --export "$W/old"
+if [ "$(cat "$W/old/model-00001-of-00002.safetensors")" != stale ] || [ -e "$W/old/config.json" ]; then
+  echo "FAIL the refused export changed the directory"; fail=1
+fi
+# the same export into a fresh directory works (the refusal is not of every --export)
+if "$EXE" $SHAPE --hidden 32 --heads 2 --export "$W/new" >"$W/new.log" 2>&1 &&
+  [ -f "$W/new/model.safetensors" ]; then
+  echo "ok   export into a new directory"
+else
+  echo "FAIL export into a new directory:"; tail -5 "$W/new.log"; fail=1
+fi
+exit $fail
