@@ -9,7 +9,8 @@
  * The modes are the rows of one table (modes[] below: name, bytes moved per element, the peer
  * row it is paired with, the call): fp32 states (fp32 master or the fp32 params as the master,
  * ZS_MASTER_PARAMS, which is the same kernel on the same arrays), the mixed-precision row (bf16
- * gradient in, bf16 param copy out) and bf16 moments. A new mode is one row there.
+ * gradient in, bf16 param copy out), bf16 moments, the remainder master and lean mode (both with
+ * bf16 moments). A new mode is one row there.
  *
  * Bytes counted per element: what the kernel reads and writes (fp32 states: read master, m, v,
  * gradient, write master, m, v = 28 B; bf16 moments: 4 + 2 + 2 + 4 read, 4 + 2 + 2 written =
@@ -35,6 +36,8 @@
 
 #include "device/cpu/adamw.h"
 #include "offload/cpu_adamw.h"
+#include "offload/cpu_adamw_lean.h"
+#include "offload/cpu_adamw_rem.h"
 #include "offload/host_arena.h"
 #include "offload/worker_pool.h"
 
@@ -210,7 +213,10 @@ static void bandwidth(zs_host_arena *ar, zs_pool *pool, int reps, double *triad,
 typedef struct {
   float *p, *m, *v, *g; /* fp32 master (or params), Adam m and v, gradient */
   uint16_t *m16, *v16;  /* bf16 m and v */
-  uint16_t *gb, *out;   /* bf16 gradient, bf16 param copy (the mixed-precision row) */
+  uint16_t *gb, *out;   /* bf16 gradient, bf16 param copy (the mixed-precision row); out is the
+                           bf16 params (the master's upper half, or the master) of the remainder
+                           and lean rows */
+  uint16_t *rem;        /* the remainder master's 16-bit remainder */
   size_t n;
 } arrays;
 
@@ -226,6 +232,15 @@ static void run_mixed(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, a
 static void run_m16(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arrays *a) {
   zs_cpu_adamw_m16_ex(pool, isa, c, a->p, a->m16, a->v16, a->g, ZS_F32, NULL, ZS_BF16, a->n);
 }
+/* The remainder master with bf16 moments and bf16 gradients (the engine's setting of the mode). */
+static void run_rem(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arrays *a) {
+  zs_cpu_adamw_rem_ex(pool, isa, c, a->out, a->rem, a->m16, a->v16, ZS_BF16, a->gb, a->n);
+}
+/* Lean mode (bf16 params are the master, stochastic rounding) with bf16 moments and gradients. */
+static void run_lean(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arrays *a) {
+  const zs_lean_key k = zs_lean_key_make(0, 1, 0, 0);
+  zs_cpu_adamw_lean_ex(pool, isa, c, &k, a->out, a->m16, a->v16, 1, a->gb, a->n);
+}
 
 /* The optimizer-state modes timed, one row each (zshard.h, "The optimizer"). bytes: moved per
    element (read + write); state: optimizer-state bytes per parameter (master + m + v, the params
@@ -233,9 +248,10 @@ static void run_m16(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, arr
    its ZeRO-Offload setting (fp32 params and state, fp32 gradients): the same work for fp32
    states, the engine that the compact modes are meant to beat. ZS_MASTER_PARAMS runs run_fp32 on
    the same arrays (the fp32 params are the master), so fp32_states stands for it too. The
-   remainder master (bf16 params + a 16-bit remainder, bf16 m and v: 10 B/param of model state)
-   and lean (bf16 params as the master, stochastic rounding: 8 B) are one row each here once
-   their CPU kernels exist. */
+   remainder master (bf16 params + a 16-bit remainder, bf16 m and v, bf16 gradients: read 2 + 2 +
+   2 + 2 + 2, write 2 + 2 + 2 + 2 = 18 B) and lean with bf16 moments (read 2 + 2 + 2 + 2, write
+   2 + 2 + 2 = 14 B) are paired with DeepSpeed's fp32 setting too: the work it does for the
+   same training step. */
 static const struct {
   const char *kind, *what;
   double bytes;
@@ -247,6 +263,10 @@ static const struct {
     {"fp32_mixed", "fp32 master, fp32 m v, bf16 grads, bf16 param copy", 28.0, 12, "ds_fp32",
      run_mixed},
     {"bf16_moments", "fp32 master/params, bf16 m v, fp32 grads", 20.0, 8, "ds_fp32", run_m16},
+    {"remainder_m16", "bf16 params + 16-bit remainder, bf16 m v, bf16 grads", 18.0, 6, "ds_fp32",
+     run_rem},
+    {"lean_m16", "bf16 params as master (stochastic rounding), bf16 m v, bf16 grads", 14.0, 4,
+     "ds_fp32", run_lean},
 };
 #define NMODES (sizeof modes / sizeof modes[0])
 
@@ -357,18 +377,22 @@ static void parse_opts(int argc, char **argv, opts *o) {
 
 /* The arrays of n elements from the arena, first touched by the pool. */
 static arrays arrays_get(zs_host_arena *ar, zs_pool *pool, size_t n) {
-  arrays a = {arena_get(ar, n * 4), arena_get(ar, n * 4), arena_get(ar, n * 4),
-              arena_get(ar, n * 4), arena_get(ar, n * 2), arena_get(ar, n * 2),
-              arena_get(ar, n * 2), arena_get(ar, n * 2), n};
+  arrays a = {arena_get(ar, n * 4), arena_get(ar, n * 4),
+              arena_get(ar, n * 4), arena_get(ar, n * 4),
+              arena_get(ar, n * 2), arena_get(ar, n * 2),
+              arena_get(ar, n * 2), arena_get(ar, n * 2),
+              arena_get(ar, n * 2), n};
   fill_ctx f = {{a.p, a.m, a.v, a.g}, {a.gb, a.out}, n};
   zs_pool_run(pool, (n + CHUNK - 1) / CHUNK, fill_item, &f);
   fill_ctx h = {{NULL, NULL, NULL, NULL}, {a.m16, a.v16}, n};
   zs_pool_run(pool, (n + CHUNK - 1) / CHUNK, fill_item, &h);
+  fill_ctx r = {{NULL, NULL, NULL, NULL}, {a.rem, NULL}, n};
+  zs_pool_run(pool, (n + CHUNK - 1) / CHUNK, fill_item, &r);
   return a;
 }
 
 static void arrays_free(zs_host_arena *ar, arrays *a) {
-  void *all[] = {a->p, a->m, a->v, a->g, a->m16, a->v16, a->gb, a->out};
+  void *all[] = {a->p, a->m, a->v, a->g, a->m16, a->v16, a->gb, a->out, a->rem};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
     zs_host_arena_free(ar, all[k]);
 }
