@@ -8,6 +8,7 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/device.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/dump.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/freeze.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init_hf.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/layout.c

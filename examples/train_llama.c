@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "gpt2/data.h"
+#include "gpt2/freeze.h"
 #include "gpt2/metrics.h"
+#include "gpt2/precision.h"
 #include "gpt2/util.h"
 #include "llama/activations.h"
 #include "llama/args.h"
@@ -156,9 +158,18 @@ static int params(llama_model *m, int u, void **p) {
   return 0;
 }
 
-/* Gradient pointers of unit u (inside a step). */
+/* Gradient pointers of unit u (inside a step). A frozen unit has none (zs_unit_grad refuses it):
+   its weight gradients go to the zeroed throw-away buffer. */
 static int grads(llama_model *m, int u, void **g) {
   zs_unit *unit = m->units[u];
+  if (zs_unit_is_frozen(unit)) {
+    size_t off = 0;
+    for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
+      g[t] = (char *)m->frozen_grads + off * m->dev.esz;
+      off += (size_t)zs_unit_numel(unit, t);
+    }
+    return gpt2_dev_zero(&m->dev, m->frozen_grads, off * m->dev.esz);
+  }
   for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
     g[t] = zs_unit_grad(unit, t);
     if (!g[t])
@@ -215,7 +226,7 @@ static int head(llama_model *m, int b, int train) {
     ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, g[LHEAD_NORM], m->dln, m->res[L], p[LHEAD_NORM],
                             m->rrmsf, N, C));
     ZS_TRY(zs_unit_grads_ready(hu));
-    if (c->tied) ZS_TRY(zs_unit_grads_flush(emb));
+    if (c->tied && !zs_unit_is_frozen(emb)) ZS_TRY(zs_unit_grads_flush(emb));
   }
   if (c->tied) ZS_TRY(zs_unit_release(emb));
   ZS_TRY(zs_unit_release(hu));
@@ -352,6 +363,20 @@ static int resolve_config(run *r) {
   return 0;
 }
 
+/* --freeze: the units of the spec frozen (before commit), and the throw-away gradient buffer the
+   kernels of a frozen unit write into (the largest frozen unit's elements, counted into the
+   printed activations so the memory table stays true). */
+static int freeze_units(run *r) {
+  const int n = llama_num_units(&r->cfg);
+  int *mask = calloc((size_t)n, sizeof *mask);
+  if (!mask) return gpt2_fail("out of host memory");
+  int rc = gpt2_freeze_spec(r->a.freeze, r->cfg.layers, "head", mask);
+  for (int u = 0; rc == 0 && u < n; u++)
+    if (zs_unit_freeze(r->units[u], mask[u]) != ZS_OK) rc = gpt2_fail("%s", zs_last_error());
+  free(mask);
+  return rc;
+}
+
 /* Engine from the flags, units, commit, initial weights, kernels, activations. */
 static int build(run *r) {
   const llama_args *a = &r->a;
@@ -363,6 +388,9 @@ static int build(run *r) {
   zc.reduce_dtype = a->reduce_dtype;
   zc.offload = a->offload;
   zc.deterministic = a->deterministic;
+  zc.master = a->master;
+  zc.moment_dtype = a->moment_dtype;
+  zc.offload_budget_bytes = a->offload_budget;
   if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
   zc.held_units = r->cfg.tied ? 2 : 1; /* a tied head holds the embedding beside it */
   zc.adamw.lr = a->lr;
@@ -375,6 +403,7 @@ static int build(run *r) {
   r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
   if (!r->units) return gpt2_fail("out of host memory");
   TRY(llama_units_register(&r->cfg, r->eng, r->units));
+  TRY(freeze_units(r));
   ZS_TRY(zs_engine_commit(r->eng));
   if (r->hf_open) {
     TRY(llama_init_hf(&r->cfg, r->units, &r->hf));
@@ -458,12 +487,16 @@ static int train_step(run *r, int step, gpt2_step_log *lg) {
 static int report_memory(run *r, const char *when) {
   zs_memory mem;
   ZS_TRY(zs_engine_memory(r->eng, &mem));
-  gpt2_print_memory(&mem, r->rank, r->world, when, "fp32 master + Adam m, v", r->model.act_bytes);
-  char js[768], ev[1024];
+  char mode[128];
+  gpt2_precision_describe(r->a.master, r->a.moment_dtype, r->a.offload_budget, mode, sizeof mode);
+  gpt2_print_memory(&mem, r->rank, r->world, when, mode, r->model.act_bytes);
+  char js[768], ev[1280];
   gpt2_memory_json(&mem, js, sizeof js);
   snprintf(ev, sizeof ev,
-           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu}",
-           when, js, r->model.act_bytes);
+           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu,"
+           "\"master\":\"%s\",\"moment_dtype\":\"%s\",\"offload_budget\":%zu}",
+           when, js, r->model.act_bytes, gpt2_master_name(r->a.master),
+           r->a.moment_dtype == ZS_BF16 ? "bf16" : "fp32", r->a.offload_budget);
   gpt2_metrics_event(&r->met, ev);
   return 0;
 }

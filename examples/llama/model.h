@@ -40,7 +40,8 @@ typedef struct {
   void *wA, *wB;    /* backward work, N * max(Q + 2KV, 2I) each */
   float *cos, *sin; /* RoPE tables [T, hd/2] (device) */
   float *host_losses;
-  size_t act_bytes; /* device bytes of everything above */
+  void *frozen_grads; /* frozen units' gradients go here (the largest frozen unit); NULL: none */
+  size_t act_bytes;   /* device bytes of everything above */
 } llama_model;
 
 /* Allocates the activations for micro-batches of B x T on dev's device and fills the RoPE tables
