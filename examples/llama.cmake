@@ -23,7 +23,8 @@ set(zs_train_llama_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/plot.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/precision.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/rng.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c)
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/widen.c)
 zs_exe(train_llama PUBLIC_API SOURCES ${zs_train_llama_srcs} LIBS PkgConfig::CJSON)
 target_compile_definitions(train_llama PRIVATE
                            LLAMA_DEFAULT_TEXT="${PROJECT_SOURCE_DIR}/examples/data/genesis_kjv.txt")

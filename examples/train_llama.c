@@ -147,9 +147,16 @@ static int layer_backward(llama_model *m, void *const *p, void *const *g, const 
  * token ids, so the embedding is not gathered for it. In deterministic mode the engine stages each
  * micro-step's gradient, so the kernels' += give every ranks x micro-steps split the same bits. */
 
+/* The widen slot of unit u (bf16 params on the CPU device, gpt2/widen.h): a tied embedding is
+   held beside the head unit, so it has its own. */
+static int wslot(const llama_model *m, int u) {
+  return m->cfg.tied && u == 0 ? 1 : 0;
+}
+
 /* Gathered param pointers of unit u. */
 static int params(llama_model *m, int u, void **p) {
   zs_unit *unit = m->units[u];
+  if (m->widen.on) return gpt2_widen_params(&m->widen, wslot(m, u), unit, p);
   for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
     p[t] = zs_unit_param(unit, t);
     if (!p[t])
@@ -170,11 +177,20 @@ static int grads(llama_model *m, int u, void **g) {
     }
     return gpt2_dev_zero(&m->dev, m->frozen_grads, off * m->dev.esz);
   }
+  if (m->widen.on) return gpt2_widen_grads(&m->widen, wslot(m, u), unit, g);
   for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
     g[t] = zs_unit_grad(unit, t);
     if (!g[t])
       return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step", zs_unit_name(unit), t);
   }
+  return 0;
+}
+
+/* Unit u's backward is done for this micro-step: its widened gradient (bf16 params on the CPU
+   device) folded into the engine's, then zs_unit_grads_ready. */
+static int ready(llama_model *m, int u) {
+  TRY(gpt2_widen_fold(&m->widen, wslot(m, u)));
+  ZS_TRY(zs_unit_grads_ready(m->units[u]));
   return 0;
 }
 
@@ -225,8 +241,11 @@ static int head(llama_model *m, int b, int train) {
     TRY(zero(m, m->dres, (size_t)N * C));
     ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, g[LHEAD_NORM], m->dln, m->res[L], p[LHEAD_NORM],
                             m->rrmsf, N, C));
-    ZS_TRY(zs_unit_grads_ready(hu));
-    if (c->tied && !zs_unit_is_frozen(emb)) ZS_TRY(zs_unit_grads_flush(emb));
+    TRY(ready(m, L + 1));
+    if (c->tied && !zs_unit_is_frozen(emb)) {
+      TRY(gpt2_widen_fold(&m->widen, wslot(m, 0)));
+      ZS_TRY(zs_unit_grads_flush(emb));
+    }
   }
   if (c->tied) ZS_TRY(zs_unit_release(emb));
   ZS_TRY(zs_unit_release(hu));
@@ -245,12 +264,12 @@ static int backward(llama_model *m) {
     if (m->recompute) TRY(layer_forward(m, p, a, m->res[l], m->res[l + 1], B));
     TRY(grads(m, l + 1, g));
     TRY(layer_backward(m, p, g, a, m->res[l]));
-    ZS_TRY(zs_unit_grads_ready(unit));
+    TRY(ready(m, l + 1));
     ZS_TRY(zs_unit_release(unit));
   }
   TRY(grads(m, 0, g)); /* a tied embedding's gradient holds the head's share already */
   ZS_TRY(zs_k_embedding_bwd(m->k, g[LEMB_EMBED], m->dres, m->tok, N, m->cfg.hidden, m->cfg.vocab));
-  ZS_TRY(zs_unit_grads_ready(m->units[0]));
+  TRY(ready(m, 0));
   return 0;
 }
 
@@ -412,11 +431,16 @@ static int build(run *r) {
   } else {
     TRY(llama_init_random(&r->cfg, r->units, a->seed));
   }
-  ZS_TRY(zs_k_create(a->device, a->dtype, zs_engine_stream(r->eng), &r->k));
+  /* The CPU kernels are fp32 only: with bf16 params there they compute in fp32 on widened
+     copies of each gathered unit (gpt2/widen.h). */
+  const zs_dtype cdt = a->device == ZS_DEVICE_CPU ? ZS_F32 : a->dtype;
+  ZS_TRY(zs_k_create(a->device, cdt, zs_engine_stream(r->eng), &r->k));
   /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
   ZS_TRY(zs_k_watch(r->k, r->eng));
-  gpt2_dev dev = {r->k, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
+  gpt2_dev dev = {r->k, cdt, cdt == ZS_BF16 ? 2 : 4};
   TRY(llama_model_init(&r->model, &r->cfg, r->units, &dev, r->k, a->batch, a->seq, a->recompute));
+  TRY(gpt2_widen_init(&r->model.widen, cdt != a->dtype, r->cfg.tied ? 2 : 1, r->eng));
+  r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
   size_t n = (size_t)a->batch * a->seq;
   r->tok = malloc(n * sizeof(int));
   r->tgt = malloc(n * sizeof(int));

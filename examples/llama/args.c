@@ -28,7 +28,7 @@ void llama_usage(void) {
       "         [--warmup N] [--weight-decay F=0.1] [--grad-clip F=1] [--beta2 F=0.95]\n"
       " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
-      "         [--master fp32|params] [--moment-dtype fp32|bf16] [--offload-budget BYTES]\n"
+      "         [--master fp32|params|lean] [--moment-dtype fp32|bf16] [--offload-budget BYTES]\n"
       "         [--freeze SPEC (embedding, blocks, head, unit indexes N or N-M; 0 = embedding,\n"
       "         1..L = layers, L+1 = head)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--log-every N=1 (0: last step only)]\n"
@@ -233,6 +233,7 @@ int llama_args_parse(llama_args *a, int argc, char **argv) {
   if (a->batch <= 0 || a->seq <= 0 || a->micro_steps <= 0 || a->steps < 0)
     return llama_fail("--batch, --seq and --micro-steps must be > 0, --steps >= 0");
   if (a->val_frac < 0 || a->val_frac >= 0.5) return llama_fail("--val-frac must be in [0, 0.5)");
+  if (gpt2_precision_check(a->master, a->dtype)) return llama_fail("%s", gpt2_error());
   if (a->save_every < 0 || a->stop_after < 0)
     return llama_fail("--save-every and --stop-after must be >= 0");
   if (a->save_every > 0 && !a->ckpt_dir)

@@ -136,5 +136,6 @@ void llama_model_free(llama_model *m) {
   free(m->res);
   free(m->acts);
   free(m->host_losses);
+  gpt2_widen_free(&m->widen);
   memset(m, 0, sizeof *m);
 }

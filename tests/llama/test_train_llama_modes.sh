@@ -6,7 +6,10 @@
 # not arithmetic); --moment-dtype bf16 stays close (bound below) but is not identical;
 # --freeze 1,head leaves layer 0, the final norm and the LM head exactly as initialized (1 rank
 # and 2 ranks at stage 3) while the other tensors train, and its loss differs from the default's;
-# a bad --freeze item and an unknown --master are refused with a message.
+# a bad --freeze item and an unknown --master are refused with a message. bf16 params on the CPU
+# device (fp32 compute on widened units): the final loss within 0.5% of fp32's (the argument of
+# tests/gpt2/test_gpt2_bf16_cpu.sh), for the untied and the tied (two widen slots) head; and
+# --master lean --deterministic exports the same bits from 1 rank x 2 micro-steps and 2 ranks x 1.
 # usage: test_train_llama_modes.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]
 set -u
 EXE=$1
@@ -92,5 +95,16 @@ if "$EXE" $OPT --batch 2 --master nope >"$W/bad.log" 2>&1; then
 else
   check "--master nope is refused with the list" grep -q "master is one of fp32, params" "$W/bad.log"
 fi
+for tied in 0 1; do
+  train "f32_t$tied" 1 --batch 2 --tied $tied && train "b16_t$tied" 1 --batch 2 --tied $tied \
+    --dtype bf16 &&
+    check "--dtype bf16 (tied $tied): final loss $(final b16_t$tied) within 0.5% of fp32's $(final f32_t$tied)" \
+      python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 5e-3 * a)" \
+      "$(final f32_t$tied)" "$(final b16_t$tied)"
+done
+LEAN="--dtype bf16 --master lean --moment-dtype bf16 --deterministic --stage 3"
+train lean_np1 1 --batch 1 --micro-steps 2 $LEAN && train lean_np2 2 --batch 1 $LEAN &&
+  check "--master lean: 1 rank x 2 micro-steps = 2 ranks x 1, bit for bit" \
+    cmp "$(st lean_np1)" "$(st lean_np2)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
