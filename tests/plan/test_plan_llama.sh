@@ -73,7 +73,8 @@ J
 qwen 3584 18944 28 28 4 1e-06 >"$W/qwen2.5-7b.json"
 qwen 5120 13824 48 40 8 1e-05 >"$W/qwen2.5-14b.json"
 qwen 5120 27648 64 40 8 1e-05 >"$W/qwen2.5-32b.json"
-cfg="--world 8 --stage 3 --dtype bf16 --device-mem 80G --host-mem 128G --batch 1 --seq 4096 --json"
+# GPU runs (--device cuda): on the CPU device bf16 params compute in fp32 (examples/gpt2/widen.h).
+cfg="--device cuda --world 8 --stage 3 --dtype bf16 --device-mem 80G --host-mem 128G --batch 1 --seq 4096 --json"
 for p in llama3-8b llama3-70b mistral-7b qwen2.5-7b qwen2.5-14b qwen2.5-32b; do
   for rc in "" --recompute; do
     want=$("$plan" --model $p $cfg $rc)
