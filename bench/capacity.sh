@@ -40,15 +40,16 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-# name|flags. fp32 states = fp32 params + fp32 master + fp32 m, v (the CPU kernels are fp32 only,
-# so the params are fp32 in every mode here): 20 B/param; params: 16; bf16 moments: 16; both: 12.
+# name|flags. fp32 states = fp32 params + fp32 master + fp32 m, v: 20 B/param; params: 16; bf16
+# moments: 16; both: 12; lean (bf16 params and grads, bf16 m, v; on the CPU device the example
+# computes in fp32 on widened units, examples/gpt2/widen.h): 8.
 MODES=(
   "fp32_states|"
   "master_params|--master params"
   "bf16_moments|--moment-dtype bf16"
   "params_bf16|--master params --moment-dtype bf16"
-  "remainder|--master remainder --moment-dtype bf16"
-  "lean|--master lean --moment-dtype bf16"
+  "remainder|--dtype bf16 --master remainder --moment-dtype bf16"
+  "lean|--dtype bf16 --master lean --moment-dtype bf16"
 )
 
 cap_arg=512M

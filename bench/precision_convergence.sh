@@ -10,7 +10,9 @@
 #
 # Modes (name | train_gpt2 flags): the table MODES below, one line each; a mode whose flags
 # train_gpt2 refuses ("--master is one of ...") prints "not built" and is left out. The first
-# mode is the reference. Output in $OUT_DIR (default $BUILD_DIR/precision-convergence):
+# mode is the reference. bf16_params (bf16 params, fp32 master and moments; on the CPU device the
+# kernels compute in fp32 on widened units) is lean's fair baseline: the same bf16 forward and
+# backward, only the master differs. Output in $OUT_DIR (default $BUILD_DIR/precision-convergence):
 # <mode>.jsonl, <mode>.log, convergence.csv, convergence.svg. Last line:
 #   convergence: worst |final val loss - fp32_states| = <x>% (goal <= 1%) over <k> modes
 # Environment: BUILD_DIR (default build; train_gpt2 must be built), MPIEXEC.
@@ -22,8 +24,9 @@ MODES=(
   "master_params|--master params"
   "bf16_moments|--moment-dtype bf16"
   "params_bf16|--master params --moment-dtype bf16"
-  "remainder|--master remainder --moment-dtype bf16"
-  "lean|--master lean --moment-dtype bf16"
+  "remainder|--dtype bf16 --master remainder --moment-dtype bf16"
+  "bf16_params|--dtype bf16"
+  "lean|--dtype bf16 --master lean --moment-dtype bf16"
 )
 
 steps=250

@@ -8,6 +8,7 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/device.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/dump.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/freeze.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init_hf.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/layout.c
@@ -18,7 +19,8 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/rng.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/safetensors.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/sample.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c)
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/widen.c)
 # Only the public headers (zshard.h, zshard_kernels.h): device buffers come from zs_k_alloc, so no CUDA runtime is linked.
 zs_exe(train_gpt2 PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_gpt2.c ${zs_gpt2_srcs}
        LIBS PkgConfig::CJSON)

@@ -18,10 +18,13 @@ set(zs_train_llama_srcs
     ${CMAKE_CURRENT_LIST_DIR}/llama/weights.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/device.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/freeze.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/metrics.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/plot.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/precision.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/rng.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c)
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/widen.c)
 zs_exe(train_llama PUBLIC_API SOURCES ${zs_train_llama_srcs} LIBS PkgConfig::CJSON)
 target_compile_definitions(train_llama PRIVATE
                            LLAMA_DEFAULT_TEXT="${PROJECT_SOURCE_DIR}/examples/data/genesis_kjv.txt")

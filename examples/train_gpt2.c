@@ -135,6 +135,7 @@ One micro-step on the engine. Every unit is used as: gather -> zs_unit_param -> 
 /* Gathered param pointers of unit u. */
 static int params(gpt2_model *m, int u, void **p) {
   zs_unit *unit = gpt2_unit(&m->units, u);
+  if (m->widen.on) return gpt2_widen_params(&m->widen, 0, unit, p);
   zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
   int nt = gpt2_unit_descs(&m->cfg, u, d);
   for (int t = 0; t < nt; t++) {
@@ -160,6 +161,7 @@ static int grads(gpt2_model *m, int u, void **g) {
     }
     return gpt2_dev_zero(&m->dev, m->frozen_grads, off * m->dev.esz);
   }
+  if (m->widen.on) return gpt2_widen_grads(&m->widen, 0, unit, g);
   for (int t = 0; t < nt; t++) {
     g[t] = zs_unit_grad(gpt2_unit(&m->units, u), t);
     if (!g[t])
@@ -174,6 +176,7 @@ static int grads(gpt2_model *m, int u, void **g) {
 static int unit_bwd_done(gpt2_model *m, int u, int gathered) {
   zs_unit *unit = gpt2_unit(&m->units, u);
   TEST_HOOK(m, u, "final");
+  TRY(gpt2_widen_fold(&m->widen, 0)); /* bf16 params: the fp32 gradient into the engine's */
   ZS_TRY(zs_unit_grads_ready(unit));
   if (gathered) ZS_TRY(zs_unit_release(unit));
   return 0;
@@ -240,6 +243,7 @@ static int head(gpt2_model *m, int b, int train) {
        gradient does not live through the whole backward (a no-op with full gradients and in
        deterministic mode). Gradient dumps (the hook) need the whole local gradient at the end:
        no flush then. */
+    TRY(gpt2_widen_fold(&m->widen, 0));
     if (!TEST_HOOKS_ON(m)) ZS_TRY(zs_unit_grads_flush(m->units.emb));
   }
   ZS_TRY(zs_unit_release(m->units.emb));
@@ -384,11 +388,16 @@ static int build(run *r) {
   else
     TRY(gpt2_init_random(&r->units, a->seed));
   void *stream = zs_engine_stream(r->eng);
-  ZS_TRY(zs_k_create(a->device, a->dtype, stream, &r->k));
+  /* The CPU kernels are fp32 only: with bf16 params there they compute in fp32 on widened
+     copies of each gathered unit (gpt2/widen.h). */
+  const zs_dtype cdt = a->device == ZS_DEVICE_CPU ? ZS_F32 : a->dtype;
+  ZS_TRY(zs_k_create(a->device, cdt, stream, &r->k));
   /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
   ZS_TRY(zs_k_watch(r->k, r->eng));
-  gpt2_dev dev = {r->k, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
+  gpt2_dev dev = {r->k, cdt, cdt == ZS_BF16 ? 2 : 4};
   TRY(gpt2_model_init(&r->model, &r->units, &dev, r->k, a->batch, a->seq, a->recompute));
+  TRY(gpt2_widen_init(&r->model.widen, cdt != a->dtype, 1, r->eng));
+  r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
   size_t n = (size_t)a->batch * a->seq;
   r->tok = malloc(n * sizeof(int));
   r->tgt = malloc(n * sizeof(int));

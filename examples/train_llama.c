@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "gpt2/data.h"
+#include "gpt2/freeze.h"
 #include "gpt2/metrics.h"
+#include "gpt2/precision.h"
 #include "gpt2/util.h"
 #include "llama/activations.h"
 #include "llama/args.h"
@@ -145,9 +147,16 @@ static int layer_backward(llama_model *m, void *const *p, void *const *g, const 
  * token ids, so the embedding is not gathered for it. In deterministic mode the engine stages each
  * micro-step's gradient, so the kernels' += give every ranks x micro-steps split the same bits. */
 
+/* The widen slot of unit u (bf16 params on the CPU device, gpt2/widen.h): a tied embedding is
+   held beside the head unit, so it has its own. */
+static int wslot(const llama_model *m, int u) {
+  return m->cfg.tied && u == 0 ? 1 : 0;
+}
+
 /* Gathered param pointers of unit u. */
 static int params(llama_model *m, int u, void **p) {
   zs_unit *unit = m->units[u];
+  if (m->widen.on) return gpt2_widen_params(&m->widen, wslot(m, u), unit, p);
   for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
     p[t] = zs_unit_param(unit, t);
     if (!p[t])
@@ -156,14 +165,32 @@ static int params(llama_model *m, int u, void **p) {
   return 0;
 }
 
-/* Gradient pointers of unit u (inside a step). */
+/* Gradient pointers of unit u (inside a step). A frozen unit has none (zs_unit_grad refuses it):
+   its weight gradients go to the zeroed throw-away buffer. */
 static int grads(llama_model *m, int u, void **g) {
   zs_unit *unit = m->units[u];
+  if (zs_unit_is_frozen(unit)) {
+    size_t off = 0;
+    for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
+      g[t] = (char *)m->frozen_grads + off * m->dev.esz;
+      off += (size_t)zs_unit_numel(unit, t);
+    }
+    return gpt2_dev_zero(&m->dev, m->frozen_grads, off * m->dev.esz);
+  }
+  if (m->widen.on) return gpt2_widen_grads(&m->widen, wslot(m, u), unit, g);
   for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
     g[t] = zs_unit_grad(unit, t);
     if (!g[t])
       return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step", zs_unit_name(unit), t);
   }
+  return 0;
+}
+
+/* Unit u's backward is done for this micro-step: its widened gradient (bf16 params on the CPU
+   device) folded into the engine's, then zs_unit_grads_ready. */
+static int ready(llama_model *m, int u) {
+  TRY(gpt2_widen_fold(&m->widen, wslot(m, u)));
+  ZS_TRY(zs_unit_grads_ready(m->units[u]));
   return 0;
 }
 
@@ -214,8 +241,11 @@ static int head(llama_model *m, int b, int train) {
     TRY(zero(m, m->dres, (size_t)N * C));
     ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, g[LHEAD_NORM], m->dln, m->res[L], p[LHEAD_NORM],
                             m->rrmsf, N, C));
-    ZS_TRY(zs_unit_grads_ready(hu));
-    if (c->tied) ZS_TRY(zs_unit_grads_flush(emb));
+    TRY(ready(m, L + 1));
+    if (c->tied && !zs_unit_is_frozen(emb)) {
+      TRY(gpt2_widen_fold(&m->widen, wslot(m, 0)));
+      ZS_TRY(zs_unit_grads_flush(emb));
+    }
   }
   if (c->tied) ZS_TRY(zs_unit_release(emb));
   ZS_TRY(zs_unit_release(hu));
@@ -234,12 +264,12 @@ static int backward(llama_model *m) {
     if (m->recompute) TRY(layer_forward(m, p, a, m->res[l], m->res[l + 1], B));
     TRY(grads(m, l + 1, g));
     TRY(layer_backward(m, p, g, a, m->res[l]));
-    ZS_TRY(zs_unit_grads_ready(unit));
+    TRY(ready(m, l + 1));
     ZS_TRY(zs_unit_release(unit));
   }
   TRY(grads(m, 0, g)); /* a tied embedding's gradient holds the head's share already */
   ZS_TRY(zs_k_embedding_bwd(m->k, g[LEMB_EMBED], m->dres, m->tok, N, m->cfg.hidden, m->cfg.vocab));
-  ZS_TRY(zs_unit_grads_ready(m->units[0]));
+  TRY(ready(m, 0));
   return 0;
 }
 
@@ -358,6 +388,20 @@ static int resolve_config(run *r) {
   return 0;
 }
 
+/* --freeze: the units of the spec frozen (before commit), and the throw-away gradient buffer the
+   kernels of a frozen unit write into (the largest frozen unit's elements, counted into the
+   printed activations so the memory table stays true). */
+static int freeze_units(run *r) {
+  const int n = llama_num_units(&r->cfg);
+  int *mask = calloc((size_t)n, sizeof *mask);
+  if (!mask) return gpt2_fail("out of host memory");
+  int rc = gpt2_freeze_spec(r->a.freeze, r->cfg.layers, "head", mask);
+  for (int u = 0; rc == 0 && u < n; u++)
+    if (zs_unit_freeze(r->units[u], mask[u]) != ZS_OK) rc = gpt2_fail("%s", zs_last_error());
+  free(mask);
+  return rc;
+}
+
 /* Engine from the flags, units, commit, initial weights, kernels, activations. */
 static int build(run *r) {
   const llama_args *a = &r->a;
@@ -369,6 +413,9 @@ static int build(run *r) {
   zc.reduce_dtype = a->reduce_dtype;
   zc.offload = a->offload;
   zc.deterministic = a->deterministic;
+  zc.master = a->master;
+  zc.moment_dtype = a->moment_dtype;
+  zc.offload_budget_bytes = a->offload_budget;
   if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
   zc.held_units = r->cfg.tied ? 2 : 1; /* a tied head holds the embedding beside it */
   zc.adamw.lr = a->lr;
@@ -381,6 +428,7 @@ static int build(run *r) {
   r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
   if (!r->units) return gpt2_fail("out of host memory");
   TRY(llama_units_register(&r->cfg, r->eng, r->units));
+  TRY(freeze_units(r));
   ZS_TRY(zs_engine_commit(r->eng));
   if (r->hf_open) {
     TRY(llama_init_hf(&r->cfg, r->units, &r->hf));
@@ -389,11 +437,16 @@ static int build(run *r) {
   } else {
     TRY(llama_init_random(&r->cfg, r->units, a->seed));
   }
-  ZS_TRY(zs_k_create(a->device, a->dtype, zs_engine_stream(r->eng), &r->k));
+  /* The CPU kernels are fp32 only: with bf16 params there they compute in fp32 on widened
+     copies of each gathered unit (gpt2/widen.h). */
+  const zs_dtype cdt = a->device == ZS_DEVICE_CPU ? ZS_F32 : a->dtype;
+  ZS_TRY(zs_k_create(a->device, cdt, zs_engine_stream(r->eng), &r->k));
   /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
   ZS_TRY(zs_k_watch(r->k, r->eng));
-  gpt2_dev dev = {r->k, a->dtype, a->dtype == ZS_BF16 ? 2 : 4};
+  gpt2_dev dev = {r->k, cdt, cdt == ZS_BF16 ? 2 : 4};
   TRY(llama_model_init(&r->model, &r->cfg, r->units, &dev, r->k, a->batch, a->seq, a->recompute));
+  TRY(gpt2_widen_init(&r->model.widen, cdt != a->dtype, r->cfg.tied ? 2 : 1, r->eng));
+  r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
   size_t n = (size_t)a->batch * a->seq;
   r->tok = malloc(n * sizeof(int));
   r->tgt = malloc(n * sizeof(int));
@@ -464,12 +517,16 @@ static int train_step(run *r, int step, gpt2_step_log *lg) {
 static int report_memory(run *r, const char *when) {
   zs_memory mem;
   ZS_TRY(zs_engine_memory(r->eng, &mem));
-  gpt2_print_memory(&mem, r->rank, r->world, when, "fp32 master + Adam m, v", r->model.act_bytes);
-  char js[768], ev[1024];
+  char mode[128];
+  gpt2_precision_describe(r->a.master, r->a.moment_dtype, r->a.offload_budget, mode, sizeof mode);
+  gpt2_print_memory(&mem, r->rank, r->world, when, mode, r->model.act_bytes);
+  char js[768], ev[1280];
   gpt2_memory_json(&mem, js, sizeof js);
   snprintf(ev, sizeof ev,
-           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu}",
-           when, js, r->model.act_bytes);
+           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu,"
+           "\"master\":\"%s\",\"moment_dtype\":\"%s\",\"offload_budget\":%zu}",
+           when, js, r->model.act_bytes, gpt2_master_name(r->a.master),
+           r->a.moment_dtype == ZS_BF16 ? "bf16" : "fp32", r->a.offload_budget);
   gpt2_metrics_event(&r->met, ev);
   return 0;
 }

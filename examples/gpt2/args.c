@@ -25,9 +25,11 @@ void gpt2_usage(void) {
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
       "         [--freeze SPEC (frozen units: embedding, blocks, ln_f, unit indexes N or N-M;\n"
       "         0 = embedding, 1..L = blocks, L+1 = ln_f; comma-separated)]\n"
-      "         [--master fp32|params (optimizer-state precision: an fp32 master copy, or the\n"
-      "         fp32 params are the master; params needs --dtype fp32)] [--moment-dtype\n"
-      "         fp32|bf16 (Adam m and v)] [--offload-budget BYTES (K/M/G/T suffixes; device\n"
+      "         [--master fp32|params|remainder|lean (optimizer-state precision: an fp32 master\n"
+      "         copy, the fp32 params are the master (--dtype fp32), bf16 params + a 16-bit\n"
+      "         remainder (--dtype bf16), or the bf16 params are the master (--dtype bf16))] "
+      "[--moment-dtype fp32|bf16 (Adam m and v)] [--offload-budget BYTES (K/M/G/T "
+      "suffixes; device\n"
       "         bytes for model state + engine buffers; the largest units' optimizer state goes\n"
       "         to the host until the rest fits; on the CPU device the engine's non-arena bytes)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--sample-lines N=3]\n"
@@ -229,5 +231,6 @@ int gpt2_args_parse(gpt2_args *a, int argc, char **argv) {
     return gpt2_fail("--save-every and --stop-after must be >= 0");
   if (a->save_every > 0 && !a->ckpt_dir)
     return gpt2_fail("--save-every needs --ckpt-dir DIR (where the checkpoints go)");
+  if (gpt2_precision_check(a->master, a->dtype)) return -1;
   return 0;
 }

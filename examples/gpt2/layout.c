@@ -1,6 +1,7 @@
 /* GPT-2 unit layout: tensor descriptors and registration with the engine. */
 #include "layout.h"
 
+#include "freeze.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -95,42 +96,7 @@ void gpt2_units_free(gpt2_units *m) {
 }
 
 int gpt2_freeze_mask(const char *spec, int layers, int *mask) {
-  const int n = layers + 2;
-  for (int i = 0; i < n; i++)
-    mask[i] = 0;
-  for (const char *p = spec; p && *p;) {
-    const char *end = strchr(p, ',');
-    const size_t len = end ? (size_t)(end - p) : strlen(p);
-    char item[32];
-    if (len == 0 || len >= sizeof item) return gpt2_fail("--freeze: bad item in '%s'", spec);
-    memcpy(item, p, len);
-    item[len] = 0;
-    int lo, hi;
-    char *e1, *e2;
-    if (!strcmp(item, "embedding")) {
-      lo = hi = 0;
-    } else if (!strcmp(item, "blocks")) {
-      lo = 1;
-      hi = layers;
-    } else if (!strcmp(item, "ln_f")) {
-      lo = hi = layers + 1;
-    } else {
-      lo = hi = (int)strtol(item, &e1, 10);
-      if (e1 == item) return gpt2_fail("--freeze: '%s' is not a unit, index or range", item);
-      if (*e1 == '-') {
-        hi = (int)strtol(e1 + 1, &e2, 10);
-        if (e2 == e1 + 1 || *e2) return gpt2_fail("--freeze: bad range '%s'", item);
-      } else if (*e1) {
-        return gpt2_fail("--freeze: '%s' is not a unit, index or range", item);
-      }
-    }
-    if (lo < 0 || hi >= n || lo > hi)
-      return gpt2_fail("--freeze: '%s' is outside the units 0..%d", item, n - 1);
-    for (int i = lo; i <= hi; i++)
-      mask[i] = 1;
-    p = end ? end + 1 : p + len;
-  }
-  return 0;
+  return gpt2_freeze_spec(spec, layers, "ln_f", mask);
 }
 
 int gpt2_units_freeze(gpt2_units *m, const int *mask) {

@@ -104,5 +104,6 @@ void gpt2_model_free(gpt2_model *m) {
   free(m->res);
   free(m->acts);
   free(m->host_losses);
+  gpt2_widen_free(&m->widen);
   memset(m, 0, sizeof *m);
 }

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "device.h"
+#include "widen.h"
 #include "layout.h"
 
 /* The saved activations of one block (dt unless noted). */
@@ -43,7 +44,10 @@ struct gpt2_model {
      they write it here and it is thrown away. The largest frozen unit's size; NULL if none. */
   void *frozen_grads;
   float *host_losses;
-  size_t act_bytes; /* device bytes of everything above */
+  /* --dtype bf16 on the CPU device: fp32 copies of the gathered unit (widen.h); set up by the
+     program after gpt2_model_init, freed by gpt2_model_free. */
+  gpt2_widen widen;
+  size_t act_bytes; /* device bytes of everything above (the widen scratch included) */
 #ifdef GPT2_TEST_HOOKS
   gpt2_grad_hook hook; /* the test build's gradient dumps (train_gpt2_dump) */
   void *hook_ctx;

@@ -13,8 +13,10 @@ static const struct {
   const char *name;
   int master;
 } master_modes[] = {
-    {"fp32", ZS_MASTER_FP32},    /* an fp32 master copy beside the params (the default) */
-    {"params", ZS_MASTER_PARAMS} /* the fp32 params are the master (needs --dtype fp32) */
+    {"fp32", ZS_MASTER_FP32},           /* an fp32 master copy beside the params (the default) */
+    {"params", ZS_MASTER_PARAMS},       /* the fp32 params are the master (needs --dtype fp32) */
+    {"remainder", ZS_MASTER_REMAINDER}, /* bf16 params + 16-bit remainder (needs --dtype bf16) */
+    {"lean", ZS_MASTER_LEAN}            /* the bf16 params are the master (needs --dtype bf16) */
 };
 #define N_MASTER_MODES (sizeof master_modes / sizeof master_modes[0])
 
@@ -32,6 +34,16 @@ const char *gpt2_master_name(int master) {
   for (size_t i = 0; i < N_MASTER_MODES; i++)
     if (master_modes[i].master == master) return master_modes[i].name;
   return "?";
+}
+
+int gpt2_precision_check(int master, zs_dtype param_dtype) {
+  if (master == ZS_MASTER_LEAN && param_dtype != ZS_BF16)
+    return gpt2_fail("--master lean needs --dtype bf16: the bf16 params are the master (use "
+                     "--master params to drop the fp32 copy of fp32 params)");
+  if (master == ZS_MASTER_REMAINDER && param_dtype != ZS_BF16)
+    return gpt2_fail("--master remainder needs --dtype bf16: a 16-bit remainder completes the bf16 "
+                     "params to the fp32 master (use --master params for fp32 params)");
+  return 0;
 }
 
 int gpt2_parse_moment_dtype(const char *name, zs_dtype *dt) {

@@ -12,6 +12,9 @@
 /* --master NAME: *master = the zs_config.master value of NAME; -1 (gpt2_error() lists the
    names) when NAME is not in the table. */
 int gpt2_parse_master(const char *name, int *master);
+/* The flags' combinations the example refuses itself, with its own words: --master lean needs
+   --dtype bf16 (the bf16 params are the master). 0, or -1 (gpt2_error()). */
+int gpt2_precision_check(int master, zs_dtype param_dtype);
 /* --moment-dtype: "fp32" (or "f32") -> ZS_F32, "bf16" -> ZS_BF16; -1 otherwise. */
 int gpt2_parse_moment_dtype(const char *name, zs_dtype *dt);
 /* A byte count with an optional binary suffix, as zshard-plan reads one: "4096", "512K",

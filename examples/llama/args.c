@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../gpt2/precision.h"
+#include "../gpt2/util.h"
 #include "util.h"
 
 #ifndef LLAMA_DEFAULT_TEXT
@@ -26,6 +28,10 @@ void llama_usage(void) {
       "         [--warmup N] [--weight-decay F=0.1] [--grad-clip F=1] [--beta2 F=0.95]\n"
       " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
+      "         [--master fp32|params|remainder|lean] [--moment-dtype fp32|bf16] [--offload-budget "
+      "BYTES]\n"
+      "         [--freeze SPEC (embedding, blocks, head, unit indexes N or N-M; 0 = embedding,\n"
+      "         1..L = layers, L+1 = head)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--log-every N=1 (0: last step only)]\n"
       "         [--sample-lines N=3] [--sample-chars N=200] [--temperature F=0.8 (<= 0: greedy)]\n"
       " ckpt:   [--save-every N --ckpt-dir DIR] [--resume DIR] [--stop-after S]\n"
@@ -58,6 +64,8 @@ static void defaults(llama_args *a) {
   a->device = ZS_DEVICE_CPU;
   a->dtype = ZS_F32;
   a->reduce_dtype = ZS_F32;
+  a->master = ZS_MASTER_FP32;
+  a->moment_dtype = ZS_F32;
   a->prefetch = -1;
   a->text = LLAMA_DEFAULT_TEXT;
   a->val_frac = 0.1;
@@ -165,7 +173,8 @@ static int str_opt(llama_args *a, const char *k, const char *v, int *hit) {
            {"--plot", &a->plot},
            {"--ckpt-dir", &a->ckpt_dir},
            {"--resume", &a->resume},
-           {"--export", &a->export_dir}};
+           {"--export", &a->export_dir},
+           {"--freeze", &a->freeze}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (strcmp(k, t[i].name) == 0) return *hit = 1, *t[i].dst = v, 0;
   *hit = 1;
@@ -186,6 +195,12 @@ static int str_opt(llama_args *a, const char *k, const char *v, int *hit) {
       a->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
     else
       return llama_fail("--offload is none, opt or opt+params");
+  } else if (strcmp(k, "--master") == 0) {
+    if (gpt2_parse_master(v, &a->master)) return llama_fail("%s", gpt2_error());
+  } else if (strcmp(k, "--moment-dtype") == 0) {
+    if (gpt2_parse_moment_dtype(v, &a->moment_dtype)) return llama_fail("%s", gpt2_error());
+  } else if (strcmp(k, "--offload-budget") == 0) {
+    if (gpt2_parse_bytes(k, v, &a->offload_budget)) return llama_fail("%s", gpt2_error());
   } else if (strcmp(k, "--seed") == 0) {
     a->seed = strtoull(v, NULL, 10);
   } else {
@@ -219,6 +234,7 @@ int llama_args_parse(llama_args *a, int argc, char **argv) {
   if (a->batch <= 0 || a->seq <= 0 || a->micro_steps <= 0 || a->steps < 0)
     return llama_fail("--batch, --seq and --micro-steps must be > 0, --steps >= 0");
   if (a->val_frac < 0 || a->val_frac >= 0.5) return llama_fail("--val-frac must be in [0, 0.5)");
+  if (gpt2_precision_check(a->master, a->dtype)) return llama_fail("%s", gpt2_error());
   if (a->save_every < 0 || a->stop_after < 0)
     return llama_fail("--save-every and --stop-after must be >= 0");
   if (a->save_every > 0 && !a->ckpt_dir)

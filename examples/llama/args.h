@@ -2,6 +2,7 @@
 #ifndef LLAMA_ARGS_H
 #define LLAMA_ARGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "zshard.h"
@@ -33,6 +34,12 @@ typedef struct {
   int log_every;
   int sample_lines, sample_chars; /* sampling at the end (0: none) */
   float temperature;
+  /* --freeze SPEC: frozen units (gpt2_freeze_spec's syntax, the last unit named "head"); NULL =
+     none. Optimizer-state precision and budgeted offload as train_gpt2's (gpt2/precision.h). */
+  const char *freeze;
+  int master;
+  zs_dtype moment_dtype;
+  size_t offload_budget;
 } llama_args;
 
 /* Defaults, then argv; 0, 1 for --help (usage printed), -1 for a bad option (gpt2_error()). */

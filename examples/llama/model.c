@@ -97,6 +97,19 @@ int llama_model_init(llama_model *m, const llama_config *c, zs_unit **units, con
   if (tot != llama_activation_bytes(c, B, T, dev->dt, recompute))
     return gpt2_fail("activation buffers (%zu bytes) differ from llama_activation_bytes (%zu)", tot,
                      llama_activation_bytes(c, B, T, dev->dt, recompute));
+  /* Beside the formula (which counts trainable models): the frozen units' throw-away gradient,
+     as large as the largest frozen unit. act_bytes counts it, so the memory table stays true. */
+  size_t frozen = 0;
+  for (int u = 0; u < llama_num_units(c); u++) {
+    if (!zs_unit_is_frozen(units[u])) continue;
+    size_t n = 0;
+    for (int t = 0; t < zs_unit_num_tensors(units[u]); t++)
+      n += (size_t)zs_unit_numel(units[u], t);
+    if (n > frozen) frozen = n;
+  }
+  if (frozen) m->frozen_grads = buf(m, frozen * e, &tot, &bad);
+  m->act_bytes = tot;
+  if (bad) return -1;
   return rope_tables(m);
 }
 
@@ -116,12 +129,13 @@ void llama_model_free(llama_model *m) {
   if (m->acts)
     for (int l = 0; l < (m->recompute ? 1 : L); l++)
       layer_acts_free(m, &m->acts[l]);
-  void *ps[] = {m->fn,   m->rrmsf, m->logits, m->losses, m->tok, m->tgt,
-                m->dres, m->dln,   m->wA,     m->wB,     m->cos, m->sin};
+  void *ps[] = {m->fn,  m->rrmsf, m->logits, m->losses, m->tok, m->tgt,         m->dres,
+                m->dln, m->wA,    m->wB,     m->cos,    m->sin, m->frozen_grads};
   for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++)
     gpt2_dev_free(&m->dev, ps[i]);
   free(m->res);
   free(m->acts);
   free(m->host_losses);
+  gpt2_widen_free(&m->widen);
   memset(m, 0, sizeof *m);
 }

@@ -10,6 +10,7 @@
 #define LLAMA_MODEL_H
 
 #include "../gpt2/device.h"
+#include "../gpt2/widen.h"
 #include "config.h"
 #include "layout.h"
 
@@ -40,7 +41,11 @@ typedef struct {
   void *wA, *wB;    /* backward work, N * max(Q + 2KV, 2I) each */
   float *cos, *sin; /* RoPE tables [T, hd/2] (device) */
   float *host_losses;
-  size_t act_bytes; /* device bytes of everything above */
+  /* --dtype bf16 on the CPU device: fp32 copies of the gathered units (gpt2/widen.h); set up by
+     the program after llama_model_init, freed by llama_model_free. */
+  gpt2_widen widen;
+  void *frozen_grads; /* frozen units' gradients go here (the largest frozen unit); NULL: none */
+  size_t act_bytes;   /* device bytes of everything above */
 } llama_model;
 
 /* Allocates the activations for micro-batches of B x T on dev's device and fills the RoPE tables

@@ -57,6 +57,12 @@ if(ZS_BUILD_EXAMPLES)
                                               LABELS "gpt2;mpi" PROCESSORS 2)
   # --master params / --offload-budget bit-identical to the default run, --moment-dtype bf16
   # within its argued bound, the ledger's optimizer bytes per mode (test_gpt2_precision.sh).
+  # bf16 params on the CPU device (fp32 compute on widened units) against fp32, the memory
+  # table's scratch, and lean mode identical across ranks and stages (test_gpt2_bf16_cpu.sh).
+  add_test(NAME gpt2_bf16_cpu COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_bf16_cpu.sh
+                                      $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_bf16_cpu PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 240
+                                                LABELS "gpt2;mpi;python" PROCESSORS 2)
   add_test(NAME gpt2_precision COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_precision.sh
                                        $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
   set_tests_properties(gpt2_precision PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180

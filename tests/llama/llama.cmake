@@ -63,6 +63,15 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(train_llama_refusals PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                                                        LABELS llama)
 endif()
+# train_llama's --master, --moment-dtype, --offload-budget and --freeze against the default run
+# (bit-identical, close with a bound, frozen tensors unchanged; test_train_llama_modes.sh).
+if(ZS_BUILD_EXAMPLES)
+  add_test(NAME train_llama_modes
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_train_llama_modes.sh
+                   $<TARGET_FILE:train_llama> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+  set_tests_properties(train_llama_modes PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 300
+                                                    LABELS "llama;python;mpi" PROCESSORS 2)
+endif()
 # The same proof on the CUDA device (fp32; 1 rank stage 0, 2 ranks stage 3 over NCCL): a GPU
 # test (tests/gpu_tests.md), "SKIP: no CUDA device" without one.
 if(ZS_BUILD_EXAMPLES AND ZS_HAVE_CUDA)

@@ -17,6 +17,18 @@ int main(int argc, char **argv) {
   }
   if (!a.held_units && (m.is_gpt || m.is_llama)) a.held_units = 1; /* as the examples hold */
   size_t act = a.activations;
+  /* The examples on the CPU device compute in fp32 (the kernels are fp32 only): with bf16 params
+     their activations are fp32 and each held unit is widened into an fp32 scratch of params and
+     gradients (examples/gpt2/widen.h: slots x 8 bytes x the largest unit's elements). */
+  const zs_dtype cdt = a.device == ZS_DEVICE_CPU ? ZS_F32 : a.dtype;
+  size_t widen = 0;
+  if (cdt != a.dtype && (m.is_gpt || m.is_llama) && !a.states_only) {
+    int64_t big = 0;
+    for (int u = 0; u < m.n; u++)
+      if (m.numel[u] > big) big = m.numel[u];
+    widen = (size_t)(m.is_llama && m.llama.tied ? 2 : 1) * 8 * (size_t)big;
+  }
+  act += widen;
   if (m.is_gpt && !a.states_only) {
     const int T = a.seq ? a.seq : m.gpt.max_seq;
     if (T > m.gpt.max_seq) {
@@ -24,19 +36,19 @@ int main(int argc, char **argv) {
       zp_model_free(&m);
       return 2;
     }
-    act += zp_gpt_activation_bytes(&m.gpt, a.batch, T, a.dtype, a.recompute);
+    act += zp_gpt_activation_bytes(&m.gpt, a.batch, T, cdt, a.recompute);
     /* train_gpt2 --freeze: the kernels' throw-away weight gradient of the largest frozen unit */
-    act += (size_t)m.largest_frozen * (a.dtype == ZS_BF16 ? 2 : 4);
+    act += (size_t)m.largest_frozen * (cdt == ZS_BF16 ? 2 : 4);
   }
   if (m.is_llama && !a.states_only) {
     /* the Llama example's buffers at --seq (default: 2048, or the model's positions if fewer) */
     const int T = a.seq ? a.seq : (m.llama.max_pos < 2048 ? m.llama.max_pos : 2048);
     size_t la;
-    if (zp_llama_activations(&m, a.batch, T, a.dtype, a.recompute, &la)) {
+    if (zp_llama_activations(&m, a.batch, T, cdt, a.recompute, &la)) {
       zp_model_free(&m);
       return 2;
     }
-    act += la + (size_t)m.largest_frozen * (a.dtype == ZS_BF16 ? 2 : 4);
+    act += la + (size_t)m.largest_frozen * (cdt == ZS_BF16 ? 2 : 4);
   }
   if (a.states_only) act = 0;
   /* Memory per rank: given, or this machine's (host memory split among the ranks, as if they

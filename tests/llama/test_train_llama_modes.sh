@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# train_llama's capacity flags on a small random Llama (CPU, fp32 params, the bundled text),
+# each against the default run (fp32 master, fp32 moments, everything on the device):
+# --master params exports the same bits (the fp32 params are the master: the same arithmetic);
+# --offload-budget with 2 of 4 units on the host exports the same bits (placement moves bytes,
+# not arithmetic); --moment-dtype bf16 stays close (bound below) but is not identical;
+# --freeze 1,head leaves layer 0, the final norm and the LM head exactly as initialized (1 rank
+# and 2 ranks at stage 3) while the other tensors train, and its loss differs from the default's;
+# a bad --freeze item and an unknown --master are refused with a message. bf16 params on the CPU
+# device (fp32 compute on widened units): the final loss within 0.5% of fp32's (the argument of
+# tests/gpt2/test_gpt2_bf16_cpu.sh), for the untied and the tied (two widen slots) head; and
+# --master lean --deterministic exports the same bits from 1 rank x 2 micro-steps and 2 ranks x 1.
+# usage: test_train_llama_modes.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]
+set -u
+EXE=$1
+SRC=$2
+MPI=${3:-mpirun}
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+ulimit -v 8000000
+CMP="python3 $SRC/tests/llama/st_compare.py"
+# 6 steps, lr 3e-3 decaying: the learning rates sum to 9.9e-3.
+OPT="--layers 2 --hidden 64 --intermediate 128 --heads 4 --kv-heads 2 --seq 32 --steps 6
+     --lr 3e-3 --warmup 0 --sample-lines 0 --log-every 0 --text $SRC/examples/data/genesis_kjv.txt"
+pass=0
+fail=0
+# train NAME NP ARGS...: a run exporting to $W/NAME (its log $W/NAME.log).
+train() {
+  local name=$1 np=$2
+  shift 2
+  if ! "$MPI" --oversubscribe -np "$np" "$EXE" $OPT --export "$W/$name" "$@" >"$W/$name.log" 2>&1
+  then
+    echo "FAIL $name: train_llama exited non-zero"; tail -5 "$W/$name.log"; fail=$((fail + 1))
+    return 1
+  fi
+}
+# check WHAT COMMAND...: one verdict.
+check() {
+  local what=$1
+  shift
+  if "$@" >"$W/check.out" 2>&1; then
+    echo "ok   $what"; pass=$((pass + 1))
+  else
+    echo "FAIL $what"; cat "$W/check.out"; fail=$((fail + 1))
+  fi
+}
+final() { sed -n 's/^final loss \([0-9.]*\) .*/\1/p' "$W/$1.log"; }
+st() { echo "$W/$1/model.safetensors"; }
+
+train init 1 --batch 2 --steps 0
+train base 1 --batch 2
+train params 1 --batch 2 --master params &&
+  check "--master params = default, bit for bit" cmp "$(st base)" "$(st params)"
+if train budget 1 --batch 2 --offload-budget 1.6M; then
+  check "--offload-budget puts 2 of 4 units on the host" \
+    grep -q "2 of 4 units on the host" "$W/budget.log"
+  check "--offload-budget = default, bit for bit" cmp "$(st base)" "$(st budget)"
+  check "the memory table names the budget" grep -q "offload budget 1.60 MiB" "$W/budget.log"
+fi
+# bf16 moments: m and v rounded to nearest even (relative error <= 2^-9 each), so each AdamW
+# update m^/(sqrt(v^)+eps) is off by at most ~2^-9 + 2^-10 < 2^-8 of its size, which is <= lr;
+# summed over the steps that is <= 9.9e-3 * 2^-8 = 3.9e-5 per weight. The gradients then drift
+# apart with the weights: twice that, 8e-5, bounds it (measured 3.2e-5).
+if train bf16m 1 --batch 2 --moment-dtype bf16; then
+  check "--moment-dtype bf16: every weight within 8e-5 of fp32 moments" \
+    $CMP "$(st base)" "$(st bf16m)" close . 8e-5
+  check "--moment-dtype bf16 is not fp32 moments (some weight differs)" \
+    bash -c "! cmp -s '$(st base)' '$(st bf16m)'"
+  check "the memory table names bf16 moments" grep -q "moments bf16" "$W/bf16m.log"
+fi
+FROZEN='layers\.0\.|model\.norm|lm_head'
+for np in 1 2; do
+  train "freeze$np" "$np" --batch $((2 / np)) --freeze 1,head || continue
+  check "--freeze 1,head ($np rank(s)): layer 0, norm and head unchanged" \
+    $CMP "$(st init)" "$(st freeze$np)" same "$FROZEN"
+  check "--freeze 1,head ($np rank(s)): the embedding and layer 1 train" \
+    $CMP "$(st init)" "$(st freeze$np)" differ 'embed|layers\.1\.'
+done
+check "--freeze changes the loss ($(final base) vs $(final freeze1))" \
+  test "$(final base)" != "$(final freeze1)"
+check "--freeze shrinks grads and optimizer in the memory table" \
+  bash -c "grep -A3 'start;' '$W/freeze1.log' | grep -q 'grads  *0.20'"
+if "$EXE" $OPT --batch 2 --freeze bogus >"$W/bad.log" 2>&1; then
+  echo "FAIL --freeze bogus ran"; fail=$((fail + 1))
+else
+  check "--freeze bogus is refused with a message" grep -q "'bogus' is not a unit" "$W/bad.log"
+fi
+if "$EXE" $OPT --batch 2 --freeze 9 >"$W/bad.log" 2>&1; then
+  echo "FAIL --freeze 9 (outside the units) ran"; fail=$((fail + 1))
+else
+  check "--freeze 9 is refused with a message" grep -q "outside the units 0..3" "$W/bad.log"
+fi
+if "$EXE" $OPT --batch 2 --master nope >"$W/bad.log" 2>&1; then
+  echo "FAIL --master nope ran"; fail=$((fail + 1))
+else
+  check "--master nope is refused with the list" grep -q "master is one of fp32, params" "$W/bad.log"
+fi
+for tied in 0 1; do
+  train "f32_t$tied" 1 --batch 2 --tied $tied && train "b16_t$tied" 1 --batch 2 --tied $tied \
+    --dtype bf16 &&
+    check "--dtype bf16 (tied $tied): final loss $(final b16_t$tied) within 0.5% of fp32's $(final f32_t$tied)" \
+      python3 -c "import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(a - b) > 5e-3 * a)" \
+      "$(final f32_t$tied)" "$(final b16_t$tied)"
+done
+LEAN="--dtype bf16 --master lean --moment-dtype bf16 --deterministic --stage 3"
+train lean_np1 1 --batch 1 --micro-steps 2 $LEAN && train lean_np2 2 --batch 1 $LEAN &&
+  check "--master lean: 1 rank x 2 micro-steps = 2 ranks x 1, bit for bit" \
+    cmp "$(st lean_np1)" "$(st lean_np2)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
