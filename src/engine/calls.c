@@ -99,23 +99,29 @@ void zs_engine_sig_attach(zs_engine *e) {
    nor was caught by a header exchange (ZS_COMM_CHECK=0, nccl) is caught here, before the update. */
 enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_N };
 
-/* The agreement's all-gather into kept buffers (no allocation after the first step). */
-static zs_status agree_gather(zs_engine *e, const uint64_t *mine, uint64_t *rows) {
-  const size_t W = (size_t)e->world_size, bytes = W * SHAPE_N * sizeof(uint64_t);
+/* All-gathers n words per rank over the world into rows (world x n, host). On CUDA the words
+   travel through buf, a device buffer of world x n words the caller owns. */
+static zs_status gather_words(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *rows,
+                              uint64_t *buf) {
   zs_dev *d = &e->dev;
+  const size_t me = (size_t)e->world_rank * n;
   if (d->kind == ZS_DEVICE_CPU) {
-    memcpy(rows + (size_t)e->world_rank * SHAPE_N, mine, SHAPE_N * sizeof(uint64_t));
-    return zs_coll_all_gather(e->world, rows + (size_t)e->world_rank * SHAPE_N, rows, SHAPE_N,
-                              ZS_CDT_U64, NULL);
+    memcpy(rows + me, mine, n * sizeof(uint64_t));
+    return zs_coll_all_gather(e->world, rows + me, rows, n, ZS_CDT_U64, NULL);
   }
-  if (!e->agree_dev) ZS_CHECK(zs_dev_alloc(d, bytes, &e->agree_dev, NULL));
-  uint64_t *buf = e->agree_dev, *slot = buf + (size_t)e->world_rank * SHAPE_N;
-  zs_status rc = zs_dev_from_host(d, slot, mine, SHAPE_N * sizeof(uint64_t));
-  if (rc == ZS_OK)
-    rc = zs_coll_all_gather(e->world, slot, buf, SHAPE_N, ZS_CDT_U64, d->comm_stream);
+  zs_status rc = zs_dev_from_host(d, buf + me, mine, n * sizeof(uint64_t));
+  if (rc == ZS_OK) rc = zs_coll_all_gather(e->world, buf + me, buf, n, ZS_CDT_U64, d->comm_stream);
   if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
-  if (rc == ZS_OK) rc = zs_dev_to_host(d, rows, buf, bytes);
+  if (rc == ZS_OK) rc = zs_dev_to_host(d, rows, buf, (size_t)e->world_size * n * sizeof(uint64_t));
   return rc;
+}
+
+/* The step agreement's all-gather into kept buffers (no allocation after the first step). */
+static zs_status agree_gather(zs_engine *e, const uint64_t *mine, uint64_t *rows) {
+  const size_t bytes = (size_t)e->world_size * SHAPE_N * sizeof(uint64_t);
+  if (e->dev.kind != ZS_DEVICE_CPU && !e->agree_dev)
+    ZS_CHECK(zs_dev_alloc(&e->dev, bytes, &e->agree_dev, NULL));
+  return gather_words(e, mine, SHAPE_N, rows, e->agree_dev);
 }
 
 zs_status zs_engine_agree_step(zs_engine *e) {
@@ -217,24 +223,12 @@ zs_status zs_engine_agree_config(zs_engine *e) {
   uint64_t *rows = malloc(bytes);
   if (!rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
   zs_dev *d = &e->dev;
-  zs_status rc;
-  if (d->kind == ZS_DEVICE_CPU) {
-    memcpy(rows + (size_t)e->world_rank * n, mine, (size_t)n * sizeof(uint64_t));
-    rc = zs_coll_all_gather(e->world, rows + (size_t)e->world_rank * n, rows, (size_t)n, ZS_CDT_U64,
-                            NULL);
-  } else {
-    void *buf = NULL;
-    rc = zs_dev_alloc(d, bytes, &buf, NULL);
-    uint64_t *slot = (uint64_t *)buf + (size_t)e->world_rank * n;
-    if (rc == ZS_OK) rc = zs_dev_from_host(d, slot, mine, (size_t)n * sizeof(uint64_t));
-    if (rc == ZS_OK)
-      rc = zs_coll_all_gather(e->world, slot, buf, (size_t)n, ZS_CDT_U64, d->comm_stream);
-    if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
-    if (rc == ZS_OK) rc = zs_dev_to_host(d, rows, buf, bytes);
-    /* After a failed exchange an abandoned collective may still write into buf: it is left to
-       the process (a few hundred bytes, once) rather than freed under it. */
-    if (buf && rc == ZS_OK) zs_dev_free(d, buf, NULL);
-  }
+  void *buf = NULL;
+  zs_status rc = d->kind == ZS_DEVICE_CPU ? ZS_OK : zs_dev_alloc(d, bytes, &buf, NULL);
+  if (rc == ZS_OK) rc = gather_words(e, mine, (size_t)n, rows, buf);
+  /* After a failed exchange an abandoned collective may still write into buf: it is left to the
+     process (a few hundred bytes, once) rather than freed under it. */
+  if (buf && rc == ZS_OK) zs_dev_free(d, buf, NULL);
   if (rc != ZS_OK) {
     free(rows);
     return zs_err_wrap(rc, "zs_engine_commit: agreeing on the configuration");
