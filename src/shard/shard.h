@@ -48,6 +48,9 @@ struct zs_unit {
   void *m, *v;           /* ZS_ST_ADAM_M, ZS_ST_ADAM_V (in their entries' dtype) */
   uint16_t *rem;         /* ZS_ST_MASTER_REM (ZS_MASTER_REMAINDER; NULL otherwise) */
   size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
+  /* On the NVMe tier (engine/nvme_tier.h): the files of master, m and v (opt_n fp32 each), and
+     then master, m and v above are NULL; all NULL for a unit whose state is in memory. */
+  struct zs_nvme_file *nv[3];
 
   int gathered;      /* sharded params: param_full holds (or is receiving) the gathered params */
   int held;          /* gathered by the caller and not released yet (every stage) */

@@ -1,0 +1,70 @@
+/* The engine's NVMe tier (zs_config.nvme_path): the optimizer state (fp32 master, Adam m and v)
+ * of the units the placement puts on disk (shard/placement.h, zs_placement_nvme) lives in three
+ * O_DIRECT files per unit in this rank's tier directory (offload/nvme_dir.h), never in memory.
+ *
+ * Layout (the invariant every reader and writer relies on): unit u's file nv[ZS_NVME_MASTER],
+ * nv[ZS_NVME_M] and nv[ZS_NVME_V] each hold u->opt_n fp32 elements, element j (flat element
+ * u->opt_off + j of the unit) at byte 4 * j; the bytes past 4 * opt_n up to the file's aligned
+ * size are zero and belong to no element. A unit not on the tier has all three NULL, and its
+ * u->master/m/v are in memory as before; a unit on the tier has u->master == u->m == u->v == NULL.
+ *
+ * The tier owns one io_uring ring and one staging area of zs_placement_nvme_staging(cfg) bytes
+ * (3 slots of offload_chunk elements of master, m and v: a stream with ahead = 1), booked in the
+ * ledger as the planner counts it. The step (nvme_tier.c) streams every unit on the tier through
+ * it; the range calls (nvme_range.c: checkpoints, export, zs_unit_param reads and writes) borrow
+ * the same staging between steps, so the tier's host memory stays bounded whatever the model's
+ * size. Not thread-safe: one engine call at a time, as the engine. */
+#ifndef ZS_ENGINE_NVME_TIER_H
+#define ZS_ENGINE_NVME_TIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine_internal.h"
+#include "offload/nvme_dir.h"
+#include "offload/nvme_file.h"
+#include "offload/nvme_ring.h"
+#include "offload/nvme_staging.h"
+#include "shard/placement.h"
+
+/* The three arrays of a unit on the tier, the index into zs_unit.nv. */
+enum { ZS_NVME_MASTER = 0, ZS_NVME_M = 1, ZS_NVME_V = 2, ZS_NVME_NARRAYS = 3 };
+
+struct zs_nvme_tier {
+  zs_nvme_dir *dir;         /* <nvme_path>/rank-<world rank>, created at open, removed at close */
+  zs_nvme_ring *ring;       /* idle between engine calls */
+  zs_nvme_staging *staging; /* 3 slots, each chunk elements of master, m and v (fp32) */
+  size_t chunk;             /* elements per chunk: offload_chunk rounded to the quantum */
+  int nunits;               /* units on the tier */
+  /* Totals since open, for zs_engine_info and bench/nvme.sh: bytes moved by the step's passes
+     and the seconds those passes took (I/O and compute overlapped). */
+  uint64_t step_read, step_written;
+  double step_seconds;
+};
+
+/* Commit: when pl places units on the tier, opens this rank's directory (checking free space for
+   pl->disk_bytes and O_DIRECT support: ZS_ERR_IO / ZS_ERR_INVALID_ARG naming the path and the
+   fix), the ring and the staging, creates each unit's three files and writes their initial state
+   (master = the unit's initial params widened to fp32, m = v = 0). e->nvme stays NULL when pl
+   places nothing there. On failure everything it made is removed again and e->nvme is NULL. Not
+   collective (the caller's fit check and placement are the same on every rank). */
+zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl);
+
+/* Destroy (and commit's failure path): closes and removes every file of the tier, the rank's
+   directory, the ring and the staging; clears every unit's nv. NULL tier: nothing. */
+void zs_engine_nvme_close(zs_engine *e);
+
+/* Reads elements [first, first + n) (relative to u->opt_off) of array `which` (ZS_NVME_*) of a
+   unit on the tier into dst (host memory, n fp32), through the tier's staging. ZS_ERR_IO naming
+   the file and the offset; ZS_ERR_INVALID_ARG for a range past opt_n or a unit not on the tier.
+   Outside a step only. Not collective. */
+zs_status zs_engine_nvme_read(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
+                              float *dst);
+
+/* Writes src (host memory, n fp32) over elements [first, first + n) of array `which` of a unit on
+   the tier (read-modify-write of the aligned blocks at the ends). Errors as zs_engine_nvme_read;
+   after ZS_ERR_IO the range may be partly written. Outside a step only. Not collective. */
+zs_status zs_engine_nvme_write(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
+                               const float *src);
+
+#endif
