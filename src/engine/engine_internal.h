@@ -54,9 +54,9 @@ struct zs_engine {
   zs_plan
       plan;   /* what exists and what runs, from the config (shard/plan.h): never branch on stage */
   zs_mem mem; /* every buffer of the engine, its ledger and its deferred frees (mem/mem.h) */
-  zs_host_arena *arena; /* offload: pinned NUMA-local host memory */
+  zs_host_arena *arena;      /* offload: pinned NUMA-local host memory */
   struct zs_nvme_tier *nvme; /* the NVMe tier (engine/nvme_tier.h), or NULL: no unit on disk */
-  zs_optim *optim;      /* the optimizer: its CPU workers, the offload copy pipeline */
+  zs_optim *optim;           /* the optimizer: its CPU workers, the offload copy pipeline */
 
   uint64_t *peers; /* world_size rows of ZS_PEER_WORDS: each rank's placement (peers.c) */
 
