@@ -14,16 +14,23 @@
 # against the best parallel baseline. On a virtual disk (virtio) the host's page cache may serve
 # the guest's O_DIRECT I/O, so every figure can exceed the physical disk's. Last line:
 #   nvme: stream I/O <GB/s> = <x>% of the best parallel O_DIRECT baseline (...)
+# Then the engine's step (bench/nvme_engine, one rank of the CPU device, stage 1, fp32 params,
+# AdamW with fp32 master, m and v): a model of --gib GiB of optimizer state with all of it on the
+# tier (offload_host_bytes just above the tier's staging), beside the same step with the state in
+# host memory (host offload), and the check that both leave bit-identical params. Its I/O rate is
+# the bytes a step reads and writes (2 x the state) over the step time, against the best parallel
+# read+write baseline. Last line:
+#   nvme: step I/O <GB/s> = <x>% of the disk's O_DIRECT rate; step <t> s vs host offload <t> s
 # Run from the build directory: bash ../bench/nvme.sh [--dir DIR (default: a folder under the
 #   build directory)] [--gib 1 (>= 4 for the issue's figure)] [--ahead 2] [--chunk-mib 8]
-#   [--threads 2] [--reps 3]
-# This is the tier's I/O layer alone; the engine's step on the tier comes with its integration.
+#   [--threads 2] [--reps 3] [--no-engine (the I/O layer only)]
 set -euo pipefail
 DIR=""
 GIB=1
 AHEAD=2
 CHUNK_MIB=8
 ARGS=()
+ENGINE=1
 while [ $# -gt 0 ]; do
   case "$1" in
   --dir) DIR=$2; shift ;;
@@ -31,7 +38,8 @@ while [ $# -gt 0 ]; do
   --ahead) AHEAD=$2; ARGS+=("$1" "$2"); shift ;;
   --chunk-mib) CHUNK_MIB=$2; ARGS+=("$1" "$2"); shift ;;
   --threads | --reps) ARGS+=("$1" "$2"); shift ;;
-  *) sed -n '2,20p' "$0"; exit 2 ;;
+  --no-engine) ENGINE=0; shift; continue ;;
+  *) sed -n '2,27p' "$0"; exit 2 ;;
   esac
   shift
 done
@@ -121,3 +129,22 @@ pu1=$(awk -v a="$upd" -v b="$rw1" 'BEGIN {printf "%.0f", 100 * a / b}')
 echo "nvme: fill (writes only) $fill GB/s = $pf% of the best parallel O_DIRECT write ($wb GB/s)"
 echo "nvme: stream I/O $upd GB/s = $pu% of the best parallel O_DIRECT baseline (read+write $rwb GB/s;" \
   "goal >= 70%; $pu1% of dd at qd1; virtio: the host cache applies)"
+
+[ "$ENGINE" = 1 ] || exit 0
+# The engine's step: 16 Mi params per unit (192 MiB of state each), enough units for --gib GiB.
+[ -x bench/nvme_engine ] || { echo "nvme.sh: bench/nvme_engine not built" >&2; exit 2; }
+per=16777216
+units=$(awk -v g="$GIB" -v p="$per" 'BEGIN {u = int(g * 1073741824 / (12 * p) + 0.999); print (u < 1 ? 1 : u)}')
+chunk=$((4 << 20)) # offload_chunk's default: the tier's staging is 36 x chunk bytes
+hostb=$((36 * chunk + (16 << 20))) # the staging plus room for the arena's own reserve: no unit fits
+mkdir -p "$DIR/engine"
+eng=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ${MPIEXEC:-mpirun} -np 1 \
+  bench/nvme_engine --dir "$DIR/engine" --units "$units" --per-unit "$per" --host-bytes "$hostb")
+echo "$eng"
+last=$(echo "$eng" | grep '^nvme_engine: tier step')
+ts=$(echo "$last" | awk '{print $4}')
+io=$(echo "$last" | awk '{gsub(/\(/, "", $6); print $6}')
+th=$(echo "$last" | awk '{for (i = 1; i <= NF; i++) if ($i == "offload") print $(i + 2)}')
+pe=$(awk -v a="$io" -v b="$rwb" 'BEGIN {printf "%.0f", 100 * a / b}')
+echo "nvme: step I/O $io GB/s = $pe% of the disk's O_DIRECT rate (best parallel read+write $rwb GB/s);" \
+  "step $ts s vs host offload $th s"
