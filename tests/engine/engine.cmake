@@ -390,6 +390,32 @@ if(ZS_HAVE_CUDA)
   zs_engine_cuda(engine_cuda_hostmodes_both_budget_np2_stage1 2 1 det
                  "${zs_nccl}, world 2, .*; placement: budget" --device cuda --master 1
                  --moments-bf16 1 --reftol 5e-4 RUN_ARGS "--budget-frac 0.2")
+  # The remainder and lean modes on the host tier on CUDA: the copy pipeline brings each chunk's
+  # bf16 params down with its gradient, the mode's host update runs on them (and the arena's
+  # remainders, m, v) and they go back up (ZS_OFFLOAD_CHUNK=100: many chunks, both staging slots
+  # reused); with params alone offloaded the mode's kernel runs on a device scratch copy of them.
+  # Bit for bit against the same mode without offload on CUDA; the lean ones with the 1-rank CPU
+  # run as the reference (CUDA and CPU draw the same rounding bits).
+  zs_engine_cuda(engine_cuda_hostmodes_rem_opt_np2_stage2 2 2 det
+                 "${zs_nccl}, world 2, .*remainder master.*; offload optimizer:" --device cuda
+                 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--offload 1")
+  zs_engine_cuda(engine_cuda_hostmodes_rem_m16_all_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*remainder master.*; offload optimizer params:" --device cuda
+                 --bf16 1 --master 2 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--offload 3")
+  zs_engine_cuda(engine_cuda_hostmodes_rem_params_np1_stage3 1 3 det
+                 "${zs_nccl}, world 1, .*remainder master.*; offload params:" --device cuda
+                 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--offload 2")
+  zs_engine_cuda(engine_cuda_hostmodes_lean_opt_np2_stage1 2 1 det
+                 "${zs_nccl}, world 2, .*master lean.*; offload optimizer:" --bf16 1 --master 3
+                 --reftol 3e-2 RUN_ARGS "--device cuda --offload 1")
+  zs_engine_cuda(engine_cuda_hostmodes_lean_budget_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*master lean.*; placement: budget" --bf16 1 --master 3
+                 --reftol 3e-2 RUN_ARGS "--device cuda --budget-frac 0.2")
+  zs_engine_cuda(engine_cuda_hostmodes_lean_m16_params_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*master lean.*; offload params:" --device cuda --bf16 1
+                 --master 3 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--offload 2")
+  set_property(TEST engine_cuda_hostmodes_rem_opt_np2_stage2 engine_cuda_hostmodes_lean_opt_np2_stage1
+               APPEND PROPERTY ENVIRONMENT ZS_OFFLOAD_CHUNK=100)
   # Hybrid sharding on CUDA: 4 ranks as 2 shard groups x 2 replicas, the groups made by
   # ncclCommSplit; against the 1-rank CPU reference (bit for bit in deterministic mode, 1e-6
   # with NCCL's own reduction order).
