@@ -319,18 +319,18 @@ typedef struct {
    tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
    choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
    rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32.
-   The remainder master (zs_config.master = ZS_MASTER_REMAINDER, param_dtype ZS_BF16) stores p as the bf16 compute copy plus a 16-bit remainder per element of the
-   optimizer range (10 bytes of optimizer state per parameter: remainder, m, v; with the bf16
-   params and gradients 14 bytes of model state, 10 with bf16 moments). With b the 32-bit pattern
-   of p: param = (b + 0x8000) >> 16 (unsigned, wrapping) and remainder = b & 0xffff (as int16), so
-   b = (param << 16) + (int32)remainder, a bijection on all 2^32 patterns. The compute copy is
-   then p rounded to nearest with ties away from zero (in magnitude), not to nearest even: no
-   16-bit remainder can complete a nearest-even copy (an even bf16 value is the nearest-even
-   rounding of 65537 fp32 patterns). Each step reconstructs p exactly, runs the update above in
-   the same float operations, and splits p' back. Results are those of ZS_MASTER_FP32 with that
-   one change to the compute copy's rounding (when params are set, loaded and updated), so the
-   two modes part only where a master lies exactly halfway between two bf16 values. A frozen
-   unit's params (no master) stay rounded to nearest even.
+   The remainder master (zs_config.master = ZS_MASTER_REMAINDER, param_dtype ZS_BF16) stores p as
+   the bf16 compute copy plus a 16-bit remainder per element of the optimizer range (10 bytes of
+   optimizer state per parameter: remainder, m, v; with the bf16 params and gradients 14 bytes of
+   model state, 10 with bf16 moments). With b the 32-bit pattern of p: param = (b + 0x8000) >> 16
+   (unsigned, wrapping) and remainder = b & 0xffff (as int16), so b = (param << 16) +
+   (int32)remainder, a bijection on all 2^32 patterns. The compute copy is then p rounded to nearest
+   with ties away from zero (in magnitude), not to nearest even: no 16-bit remainder can complete a
+   nearest-even copy (an even bf16 value is the nearest-even rounding of 65537 fp32 patterns). Each
+   step reconstructs p exactly, runs the update above in the same float operations, and splits p'
+   back. Results are those of ZS_MASTER_FP32 with that one change to the compute copy's rounding
+   (when params are set, loaded and updated), so the two modes part only where a master lies exactly
+   halfway between two bf16 values. A frozen unit's params (no master) stay rounded to nearest even.
    Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
    fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
    param_dtype ZS_F32, makes the params themselves p (8 bytes: m, v) where they live with the

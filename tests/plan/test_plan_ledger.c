@@ -278,8 +278,8 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
       if (!frozen[i]) want += (mb + (k->m16 ? 4 : 8)) * range;
       if (sp) want += range * (k->pd == ZS_BF16 ? 2 : 4);
     }
-    ZS_EXPECT(r.host_pinned == want, "%s, %d ranks, frozen %d: plan host %zu, want %zu", k->name,
-              W, frozen[1], r.host_pinned, want);
+    ZS_EXPECT(r.host_pinned == want, "%s, %d ranks, frozen %d: plan host %zu, want %zu", k->name, W,
+              frozen[1], r.host_pinned, want);
   }
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
                 r.host_total == r.host_pinned,
