@@ -211,12 +211,17 @@ typedef struct {
      where it exists. ZS_MASTER_REMAINDER stores no fp32 master: the bf16 params plus a 16-bit
      remainder per element reconstruct it exactly (2 bytes per parameter instead of 4; the bits of
      ZS_MASTER_FP32 except that the compute copy rounds ties away from zero: "The optimizer"); it
-     needs param_dtype ZS_BF16, offload = 0 and offload_budget_bytes = 0, else
-     ZS_ERR_INVALID_ARG. ZS_MASTER_LEAN makes the bf16 params the
+     needs param_dtype ZS_BF16, else ZS_ERR_INVALID_ARG. With offload (bits or a budget) the
+     remainder lives with m and v on the optimizer state's tier (the host arena with
+     ZS_OFFLOAD_OPTIMIZER or for a budget's host unit) and the bf16 params where the params live
+     (the device, or the arena with ZS_OFFLOAD_PARAMS or a budget's host unit with sharded params),
+     with the bits of the mode without offload. ZS_MASTER_LEAN makes the bf16 params the
      master (no fp32 copy: 2 + 2 + 8 bytes per parameter of params, gradient, m and v; 8 with bf16
      moments), each update rounded to bf16 stochastically (the bits of rounding_seed, the step and
-     the element: "The optimizer"); it needs param_dtype ZS_BF16, offload = 0 and no
-     offload_budget_bytes, else ZS_ERR_INVALID_ARG. */
+     the element: "The optimizer"); it needs param_dtype ZS_BF16, else ZS_ERR_INVALID_ARG. With
+     offload (bits or a budget) m and v live on the optimizer state's tier and the bf16 params,
+     the master, wherever the params live (no fp32 copy on any tier), with the bits of the mode
+     without offload. */
   int master;
   /* moment_dtype: ZS_F32 (the default) or ZS_BF16, the dtype Adam's m and v are stored in (4 bytes
      per parameter fewer with bf16: computed in fp32, rounded to nearest even when stored; see
@@ -229,8 +234,9 @@ typedef struct {
      memory rule; not the caller's activations): 0 = no budget (the ZS_OFFLOAD_* bits decide).
      With a budget, zs_engine_commit places units on the host tier (the pinned arena) only where
      needed: while the device bytes exceed the budget, the unit that frees the most device bytes
-     (ties: the lower unit index) gets its optimizer state (fp32 master, Adam m and v in
-     moment_dtype) and, when params are sharded, its param shard offloaded. The placement is
+     (ties: the lower unit index) gets its optimizer state (its master as zs_config.master keeps
+     it: fp32, or the 16-bit remainder, or none in lean mode; Adam m and v in moment_dtype) and,
+     when params are sharded, its param shard offloaded. The placement is
      deterministic (the same on every rank), monotone (a larger budget never offloads a unit a
      smaller one keeps on the device) and never over the budget: a model that does not fit it with
      every unit offloaded is refused by zs_engine_commit and zs_plan_model with the sentence of what
@@ -238,7 +244,9 @@ typedef struct {
      budget: with ZS_MASTER_PARAMS a unit left on the device has no master (its params are it) and
      one placed on the host has none either when its param shard moves too (sharded params), else an
      fp32 master in the arena, which the host side counts but the device side never held (so such a
-     unit frees its m and v, and adds the master's 4 bytes per element to the host). On the CPU
+     unit frees its m and v, and adds the master's 4 bytes per element to the host); with
+     ZS_MASTER_REMAINDER the remainder moves with m and v; in lean mode m and v move and the bf16
+     params stay the master wherever they are. On the CPU
      device the budget bounds the
      engine's non-arena host bytes. Results are the same bits as all-on-device and all-offloaded
      runs. zs_engine_info, zs_plan_model and zshard-plan show the placement. Environment:
@@ -311,19 +319,18 @@ typedef struct {
    tensor except those added with no_weight_decay = 1 (wd = 0: biases, norms, embeddings if you
    choose); nothing is exempted by name or shape. p is the fp32 master; the compute copy is p
    rounded to param_dtype (bf16: to nearest even). m and v start at 0 and are fp32.
-   The remainder master (zs_config.master = ZS_MASTER_REMAINDER, param_dtype ZS_BF16, no offload
-   or budget) stores p as the bf16 compute copy plus a 16-bit remainder per element of the
-   optimizer range (10 bytes of optimizer state per parameter: remainder, m, v; with the bf16
-   params and gradients 14 bytes of model state, 10 with bf16 moments). With b the 32-bit pattern
-   of p: param = (b + 0x8000) >> 16 (unsigned, wrapping) and remainder = b & 0xffff (as int16), so
-   b = (param << 16) + (int32)remainder, a bijection on all 2^32 patterns. The compute copy is
-   then p rounded to nearest with ties away from zero (in magnitude), not to nearest even: no
-   16-bit remainder can complete a nearest-even copy (an even bf16 value is the nearest-even
-   rounding of 65537 fp32 patterns). Each step reconstructs p exactly, runs the update above in
-   the same float operations, and splits p' back. Results are those of ZS_MASTER_FP32 with that
-   one change to the compute copy's rounding (when params are set, loaded and updated), so the
-   two modes part only where a master lies exactly halfway between two bf16 values. A frozen
-   unit's params (no master) stay rounded to nearest even.
+   The remainder master (zs_config.master = ZS_MASTER_REMAINDER, param_dtype ZS_BF16) stores p as
+   the bf16 compute copy plus a 16-bit remainder per element of the optimizer range (10 bytes of
+   optimizer state per parameter: remainder, m, v; with the bf16 params and gradients 14 bytes of
+   model state, 10 with bf16 moments). With b the 32-bit pattern of p: param = (b + 0x8000) >> 16
+   (unsigned, wrapping) and remainder = b & 0xffff (as int16), so b = (param << 16) +
+   (int32)remainder, a bijection on all 2^32 patterns. The compute copy is then p rounded to nearest
+   with ties away from zero (in magnitude), not to nearest even: no 16-bit remainder can complete a
+   nearest-even copy (an even bf16 value is the nearest-even rounding of 65537 fp32 patterns). Each
+   step reconstructs p exactly, runs the update above in the same float operations, and splits p'
+   back. Results are those of ZS_MASTER_FP32 with that one change to the compute copy's rounding
+   (when params are set, loaded and updated), so the two modes part only where a master lies exactly
+   halfway between two bf16 values. A frozen unit's params (no master) stay rounded to nearest even.
    Optimizer-state precision (zs_config.master): ZS_MASTER_FP32 (default) holds p in a separate
    fp32 copy (12 bytes of optimizer state per parameter: p, m, v); ZS_MASTER_PARAMS, with
    param_dtype ZS_F32, makes the params themselves p (8 bytes: m, v) where they live with the
@@ -331,11 +338,11 @@ typedef struct {
    exactly the bits of ZS_MASTER_FP32. moment_dtype = ZS_BF16 stores m and v in bf16 (4
    bytes per parameter fewer): each step widens them to fp32 (exact), computes m, v, den, upd and
    p exactly as above from those, and stores the new m and v rounded to bf16 (nearest even); p
-   uses this step's unrounded m and v. ZS_MASTER_FP32 and ZS_MASTER_PARAMS, with either
-   moment_dtype, give the same bits on the device and on the
-   host tier (ZS_OFFLOAD_* bits, offload_budget_bytes): the offloaded update runs the mode's CPU
-   AdamW on the arena's state. Lean mode (ZS_MASTER_LEAN, param_dtype ZS_BF16, no
-   offload): no fp32 copy; the bf16 params (their home: full, or this rank's shard) are p. Each
+   uses this step's unrounded m and v. Every master mode, with either moment_dtype, gives the
+   same bits on the device and on the host tier (ZS_OFFLOAD_* bits, offload_budget_bytes): the
+   offloaded update runs the mode's CPU AdamW on the arena's state (with the remainder and lean
+   modes on the bf16 params too, wherever they live). Lean mode (ZS_MASTER_LEAN, param_dtype
+   ZS_BF16): no fp32 copy; the bf16 params (their home: full, or this rank's shard) are p. Each
    step widens p to fp32 (exact), computes m, v, den, upd and p exactly as above (either
    moment_dtype), and stores the new p rounded to bf16 stochastically: with u the bits of the
    fp32 p and r 16 random bits, the bf16 bits are (sign of u) | min(|u| + r, 0x7f7fffff) >> 16,

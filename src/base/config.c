@@ -244,8 +244,8 @@ const char *zs_env(const char *name) {
   return NULL; /* not in the table: not a variable of this library */
 }
 
-/* master = ZS_MASTER_LEAN's needs: bf16 params, and no host tier (the offloaded optimizer keeps an
-   fp32 master). */
+/* master = ZS_MASTER_LEAN's needs: bf16 params (the master). It runs on every tier the other
+   modes run on (offload bits, offload budget: m and v move, the params stay the master). */
 static zs_status zs_config_validate_lean(const zs_config *c) {
   if (c->master != ZS_MASTER_LEAN) return ZS_OK;
   if (c->param_dtype != ZS_BF16)
@@ -253,22 +253,11 @@ static zs_status zs_config_validate_lean(const zs_config *c) {
                   "master = ZS_MASTER_LEAN needs param_dtype ZS_BF16 (the bf16 params are the "
                   "master): set param_dtype = ZS_BF16, or master = ZS_MASTER_PARAMS for fp32 "
                   "params without a copy");
-  if (c->offload)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "master = ZS_MASTER_LEAN with offload 0x%x is not supported (the offloaded "
-                  "optimizer keeps an fp32 master): set offload = 0 or master = ZS_MASTER_FP32",
-                  c->offload);
-  if (c->offload_budget_bytes)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "master = ZS_MASTER_LEAN with offload_budget_bytes %zu is not supported (units "
-                  "the budget places on the host keep an fp32 master): set offload_budget_bytes "
-                  "= 0 or master = ZS_MASTER_FP32",
-                  c->offload_budget_bytes);
   return ZS_OK;
 }
 
-/* The remainder master (ZS_MASTER_REMAINDER): bf16 compute copy + 16-bit remainder, on the
-   device only (for now): bf16 params, no offload bits, no budget. */
+/* The remainder master (ZS_MASTER_REMAINDER): bf16 compute copy + 16-bit remainder: bf16 params.
+   It runs on every tier the other modes run on (the remainder moves with m and v). */
 static zs_status zs_config_validate_remainder(const zs_config *c) {
   if (c->master != ZS_MASTER_REMAINDER) return ZS_OK;
   if (c->param_dtype != ZS_BF16)
@@ -276,12 +265,6 @@ static zs_status zs_config_validate_remainder(const zs_config *c) {
                   "master = ZS_MASTER_REMAINDER needs param_dtype ZS_BF16 (the remainder completes "
                   "bf16 params to the fp32 master): set param_dtype = ZS_BF16, or master = "
                   "ZS_MASTER_FP32 (or ZS_MASTER_PARAMS with fp32 params)");
-  if (c->offload || c->offload_budget_bytes)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "master = ZS_MASTER_REMAINDER with offload 0x%x / offload_budget_bytes %zu is "
-                  "not supported (the host tier keeps a plain fp32 master): set offload = 0 and "
-                  "offload_budget_bytes = 0, or master = ZS_MASTER_FP32",
-                  c->offload, c->offload_budget_bytes);
   return ZS_OK;
 }
 
@@ -401,11 +384,13 @@ zs_status zs_config_validate(const zs_config *c) {
      added above stays refused here until it has a host-tier update. */
   const int host_tier =
       c->offload || (c->offload_budget_bytes && c->offload_budget_bytes != ZS_UNSET_SIZE);
-  if (host_tier && c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS)
+  if (host_tier && c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS &&
+      c->master != ZS_MASTER_REMAINDER && c->master != ZS_MASTER_LEAN)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "master %d with offload (offload 0x%x or offload_budget_bytes) is not "
-                  "supported: the host tier keeps ZS_MASTER_FP32 or ZS_MASTER_PARAMS state; set "
-                  "offload = 0 and offload_budget_bytes = 0, or one of those master modes",
+                  "supported: the host tier keeps ZS_MASTER_FP32, ZS_MASTER_PARAMS, "
+                  "ZS_MASTER_REMAINDER or ZS_MASTER_LEAN state; set offload = 0 and "
+                  "offload_budget_bytes = 0, or one of those master modes",
                   c->master, c->offload);
   if (c->nvme_path) ZS_CHECK(validate_nvme(c, host_tier));
   if (isnan(c->adamw.max_grad_norm))

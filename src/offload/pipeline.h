@@ -19,8 +19,9 @@
 typedef struct {
   void *grad[2], *param[2];
   void *ev_grad[2], *ev_param[2];
-  size_t chunk; /* elements per chunk */
-  size_t bytes; /* bytes of each staging buffer */
+  void *ev_param_in[2]; /* the params' device->host copy into param[k] (params_in) is done */
+  size_t chunk;         /* elements per chunk */
+  size_t bytes;         /* bytes of each staging buffer */
 } zs_offload_pipe;
 
 /* Allocates the staging buffers (CUDA only; a no-op on the CPU device). */
@@ -29,12 +30,17 @@ void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a);
 
 /* AdamW (fn, the mode's update) on n elements whose state s is in host arrays. grad: device
    memory (dtype gdt). param_out: where the updated params go (dtype pdt): device memory, or host
-   memory when params_host; NULL when the master is the params (host memory, params_host). On
-   the CPU device everything is host memory and the pool updates in place. On CUDA, chunks are
-   pipelined: the copy of chunk k+1's gradient (device->host) and of chunk k-1's params
-   (host->device) overlap the CPU update of chunk k. */
+   memory when params_host; NULL when the master is the params (host memory, params_host).
+   params_in (zs_host_update_reads_params: the bf16 params are the master, remainder and lean
+   modes): param_out is read too, updated in place; on CUDA with device params each chunk's params
+   come down to the staging with its gradient (on the compute stream, after every earlier write
+   of them), the update runs on the staged copy and it goes back up. On the CPU device everything
+   is host memory and the pool updates in place. On CUDA, chunks are pipelined: the copy of chunk
+   k+1's gradient (and params_in, params) device->host and of chunk k-1's params host->device
+   overlap the CPU update of chunk k. */
 zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, zs_host_update_fn fn,
                            const zs_adamw_coef *c, const zs_host_state *s, const void *grad,
-                           zs_dtype gdt, void *param_out, zs_dtype pdt, int params_host, size_t n);
+                           zs_dtype gdt, void *param_out, zs_dtype pdt, int params_host,
+                           int params_in, size_t n);
 
 #endif

@@ -9,8 +9,6 @@
 #include "base/bf16_rem.h"
 #include "base/round_hook.h"
 #include "offload/cpu_adamw.h"
-#include "offload/cpu_adamw_lean.h"
-#include "offload/cpu_adamw_rem.h"
 #include "offload/host_update.h"
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
@@ -31,11 +29,8 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (!cfg || !cfg->dev || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: NULL");
   if (cfg->offload_optimizer && !cfg->arena)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: offloaded optimizer without an arena");
-  /* The lean (and remainder) modes update through their own kernels and never live on the host
-     tier (zs_config_validate); the other modes pick their host-tier AdamW here. */
-  zs_host_update_fn hu = NULL;
-  if (cfg->master == ZS_MASTER_FP32 || cfg->master == ZS_MASTER_PARAMS)
-    ZS_CHECK(zs_host_update_for(cfg->master, cfg->moment_dtype, &hu));
+  zs_host_update_fn hu = NULL; /* the mode's AdamW of host-resident state, every mode */
+  ZS_CHECK(zs_host_update_for(cfg->master, cfg->moment_dtype, &hu));
   zs_optim *o = calloc(1, sizeof *o);
   if (!o) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
   o->cfg = *cfg;
@@ -117,20 +112,57 @@ void zs_optim_prepare(zs_optim *o, const zs_config *c, int64_t t, double gscale)
   o->t = t;
 }
 
-/* Lean mode: the bf16 params (s->param) are the master, updated in place with stochastic
-   rounding keyed by (seed, t, unit, element); never offloaded (zs_config_validate). */
-static zs_status update_lean(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
+/* The state of s as the host tier's update reads it: in lean mode with the rounding's key of
+   (seed, t, unit, element). */
+static zs_host_state host_state(const zs_optim *o, const zs_optim_seg *s) {
+  zs_host_state hs = {s->master, s->m, s->v, s->rem, {0, 0, 0}};
+  if (o->lean) hs.key = zs_lean_key_make(o->seed, o->t, s->unit, (uint64_t)s->elem);
+  return hs;
+}
+
+/* The remainder and lean modes on the CUDA device with the state there: the mode's kernel, in
+   place on the params (and remainders). */
+static zs_status dev_update_inplace(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s,
+                                    void *param, void *stream) {
   zs_dev *d = o->cfg.dev;
-  if (s->state_host || s->params_host || o->cfg.param_dtype != ZS_BF16)
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_update: lean mode needs bf16 params on the device");
-  const zs_lean_key k = zs_lean_key_make(o->seed, o->t, s->unit, (uint64_t)s->elem);
-  const int mbf16 = o->cfg.moment_dtype == ZS_BF16;
-  if (d->kind == ZS_DEVICE_CUDA)
-    return zs_dev_adamw_lean(d, c, &k, s->param, s->m, s->v, mbf16, s->grad, s->n,
-                             d->compute_stream);
-  zs_cpu_adamw_lean_ex(o->cpu_pool, ZS_ADAMW_ISA_AUTO, c, &k, s->param, s->m, s->v, mbf16, s->grad,
-                       s->n);
-  return ZS_OK;
+  if (o->lean) {
+    const zs_lean_key k = zs_lean_key_make(o->seed, o->t, s->unit, (uint64_t)s->elem);
+    return zs_dev_adamw_lean(d, c, &k, param, s->m, s->v, o->cfg.moment_dtype == ZS_BF16, s->grad,
+                             s->n, stream);
+  }
+  return zs_dev_adamw_rem(d, c, param, s->rem, s->m, s->v, o->cfg.moment_dtype, s->grad, s->n,
+                          stream);
+}
+
+/* The modes whose bf16 params are the master (ZS_MASTER_REMAINDER: with the remainders s->rem;
+   ZS_MASTER_LEAN: stochastic rounding), updated in place: state in the host arena -> the copy
+   pipeline with the mode's host update (on CUDA the params come down and go back up with each
+   chunk, pipeline.h); state on the CUDA device -> its kernel, on params that are host-resident
+   (ZS_OFFLOAD_PARAMS alone) through a device scratch copy; the CPU device -> the host update. */
+static zs_status update_params_master(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
+  zs_dev *d = o->cfg.dev;
+  if (o->cfg.param_dtype != ZS_BF16 || (!o->lean && !s->rem))
+    return zs_err(
+        ZS_ERR_INVALID_ARG,
+        "zs_optim_update: the remainder and lean modes need bf16 params (and remainders)");
+  const zs_host_state hs = host_state(o, s);
+  if (s->state_host)
+    return zs_offload_adamw(d, o->offload_pool, &o->pipe, o->host_update, c, &hs, s->grad, ZS_BF16,
+                            s->param, ZS_BF16, s->params_host, 1, s->n);
+  if (d->kind != ZS_DEVICE_CUDA) {
+    o->host_update(o->cpu_pool, c, &hs, 0, s->n, s->grad, ZS_BF16, s->param, ZS_BF16);
+    return ZS_OK;
+  }
+  void *cs = d->compute_stream;
+  if (!s->params_host) return dev_update_inplace(o, c, s, s->param, cs);
+  const size_t bytes = s->n * 2;
+  void *tmp = NULL;
+  ZS_CHECK(o->cfg.scratch.alloc(o->cfg.scratch.ctx, bytes, &tmp, cs));
+  zs_status rc = zs_dev_copy(d, tmp, s->param, bytes, cs);
+  if (rc == ZS_OK) rc = dev_update_inplace(o, c, s, tmp, cs);
+  if (rc == ZS_OK) rc = zs_dev_copy(d, s->param, tmp, bytes, cs);
+  o->cfg.scratch.free(o->cfg.scratch.ctx, tmp, bytes, cs);
+  return rc;
 }
 
 /* The device's AdamW in the mode's moment dtype (CUDA): out NULL when the master is the params. */
@@ -156,20 +188,6 @@ static zs_status adamw_to_host(zs_optim *o, const zs_adamw_coef *c, const zs_opt
   return rc;
 }
 
-/* ZS_MASTER_REMAINDER: the params and remainders are the master, updated in place (never
-   offloaded: zs_config_validate). */
-static zs_status update_rem(zs_optim *o, const zs_adamw_coef *c, const zs_optim_seg *s) {
-  zs_dev *d = o->cfg.dev;
-  if (s->state_host || s->params_host)
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_update: remainder master with offloaded state");
-  if (d->kind == ZS_DEVICE_CUDA)
-    return zs_dev_adamw_rem(d, c, s->param, s->rem, s->m, s->v, o->cfg.moment_dtype, s->grad, s->n,
-                            d->compute_stream);
-  zs_cpu_adamw_rem_ex(o->cpu_pool, ZS_ADAMW_ISA_AUTO, c, s->param, s->rem, s->m, s->v,
-                      o->cfg.moment_dtype, s->grad, s->n);
-  return ZS_OK;
-}
-
 /* The test hook (base/round_hook.h) on an fp32 master with bf16 params: the update writes no
    compute copy, then the copy is the new master rounded ties away. CPU device, state and params
    on the device only. */
@@ -193,16 +211,15 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
   const zs_adamw_coef *c = s->no_weight_decay ? &o->nodecay : &o->decay;
-  if (o->lean) return update_lean(o, c, s);
-  if (s->rem) return update_rem(o, c, s);
+  if (o->lean || s->rem) return update_params_master(o, c, s);
   /* ZS_MASTER_PARAMS (params and state on one tier): the params are the master, updated in
      place; nothing to write after. */
   void *out = s->param == (void *)s->master ? NULL : s->param;
   if (pd == ZS_BF16 && out && zs_hook_fp32_ties_away()) return update_hooked(o, c, s);
-  const zs_host_state hs = {s->master, s->m, s->v};
+  const zs_host_state hs = host_state(o, s);
   if (s->state_host)
     return zs_offload_adamw(d, o->offload_pool, &o->pipe, o->host_update, c, &hs, s->grad, pd, out,
-                            pd, s->params_host, s->n);
+                            pd, s->params_host, 0, s->n);
   if (d->kind == ZS_DEVICE_CUDA) {
     if (s->params_host) return adamw_to_host(o, c, s);
     return dev_adamw(o, c, s, out, d->compute_stream);

@@ -8,11 +8,25 @@
  *   otherwise, CUDA                                       -> the device (zs_dev_adamw)
  *   otherwise, the CPU device                             -> this optimizer's CPU workers
  *                                                           (ZS_ADAMW_THREADS), or the caller
- *   lean mode (ZS_MASTER_LEAN: bf16 params are the master)  -> as the last two, in place on the
+ *   lean mode (ZS_MASTER_LEAN: bf16 params are the master)  -> as the rows above, in place on the
  *                                                           params (src/device/cpu/adamw_lean.h)
- *   remainder master (ZS_MASTER_REMAINDER: bf16 params   -> as the last two, in place on the
+ *   remainder master (ZS_MASTER_REMAINDER: bf16 params   -> as the rows above, in place on the
  *   + 16-bit remainders are the master)                     params and remainders
  *                                                           (src/device/cpu/adamw_rem.h)
+ *
+ * The remainder and lean modes on the host tier: the remainders (remainder mode) and m, v live
+ * where the master would (the arena, with ZS_OFFLOAD_OPTIMIZER or a budget's host unit); the
+ * bf16 params where the plan puts them (the device, or the arena with ZS_OFFLOAD_PARAMS / a
+ * budget's stage-3 host unit). The update reads the params, so on CUDA the copy pipeline brings
+ * each chunk's params down with its gradient, the mode's host update (offload/host_update.h) runs
+ * on the pinned copy and the params go back up: the state never crosses the bus, the params
+ * (2 bytes per element) cross it twice, as in the other modes with the gradient, and the CPU
+ * kernels give the CUDA kernels' bits (one element's arithmetic, lean.h's random bits keyed by
+ * unit element, not by chunk). Running the device kernel on state copied in and out instead
+ * would move the state (4 to 10 bytes per element) both ways and need device scratch as large as
+ * a segment's state, which is what offloading avoids. With the state on the CUDA device and the
+ * params alone on the host (ZS_OFFLOAD_PARAMS) the params come up to a scratch buffer, the
+ * mode's kernel updates them in place, and they go back down.
  *
  * Every path gives the same bits (src/device/cpu/adamw.h), in each precision mode: the CPU paths
  * run the mode's host update (offload/host_update.h), the CUDA ones its device kernel. The engine
@@ -112,13 +126,15 @@ typedef struct {
                        master (ZS_MASTER_PARAMS), updated in place */
   size_t n;         /* elements */
   int no_weight_decay, state_host, params_host;
-  /* Lean mode (ZS_MASTER_LEAN: master NULL, param the bf16 params updated in place): the unit's
+  /* Lean mode (ZS_MASTER_LEAN: master NULL, param the bf16 params updated in place, on either
+     tier; m and v where state_host says): the unit's
      index and the flat offset in the unit of element 0, the key of the rounding's random bits
      (src/device/lean.h); unused in the other modes. */
   int unit;
   size_t elem;
-  uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders (device memory); then master is NULL
-                    and param (bf16) with rem is the master, updated in place. Else NULL. */
+  uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders, where m and v are (device memory, or
+                    the host arena when state_host); then master is NULL and param (bf16) with
+                    rem is the master, updated in place. Else NULL. */
 } zs_optim_seg;
 
 /* AdamW on one segment, on the path the table above chooses. Work is queued on the engine's

@@ -36,11 +36,16 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
   t->s[ZS_ST_ADAM_M].dtype = t->s[ZS_ST_ADAM_V].dtype = moment_dt;
   /* The params are the master (fp32 params, or lean's bf16 params): placed by the tiers. */
   t->master_params = master == ZS_MASTER_PARAMS || master == ZS_MASTER_LEAN;
+  t->master_lean = master == ZS_MASTER_LEAN;
   zs_state_table_place_master(t);
 }
 
 void zs_state_table_place_master(zs_state_table *t) {
   if (!t->master_params) return;
+  if (t->master_lean) { /* the bf16 params are the master on any tier: never an fp32 copy */
+    t->s[ZS_ST_MASTER].life = ZS_LIFE_NONE;
+    return;
+  }
   const zs_tier params = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier;
   /* The fp32 params are the master where they live with the optimizer state: no copy. */
   t->s[ZS_ST_MASTER].life = params == t->s[ZS_ST_MASTER].tier ? ZS_LIFE_NONE : ZS_LIFE_PERSISTENT;

@@ -74,6 +74,9 @@ typedef struct {
      they live on the optimizer state's tier (zs_state_table_place_master decides ZS_ST_MASTER's
      life). */
   int master_params;
+  /* ZS_MASTER_LEAN: the bf16 params are the master on whichever tier they live, beside m and v on
+     theirs (the update stages them: optim.h): ZS_ST_MASTER's life is NONE on every tier. */
+  int master_lean;
 } zs_state_table;
 
 /* Fills t for the resolved switches: shard_* and offload_* as in zs_plan, deterministic from
@@ -81,12 +84,14 @@ typedef struct {
 
    Precision: master is zs_config.master. ZS_MASTER_PARAMS (fp32 params) sets t->master_params,
    and zs_state_table_place_master gives ZS_ST_MASTER its life. Lean mode (ZS_MASTER_LEAN: bf16
-   params, no offload) sets t->master_params too: its bf16 params are the master, read and
-   written through them (zs_unit_master_in_params), with no alias. ZS_MASTER_REMAINDER (bf16
-   params, no offload) makes ZS_ST_MASTER's life NONE and ZS_ST_MASTER_REM persistent: the
-   params' home and the remainder are the master (every reader and writer joins or splits them:
-   src/shard/master_rem.h). moment_dt (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and
-   ZS_ST_ADAM_V, on whichever tier they live (the host arena's update runs the same kernels). */
+   params) sets t->master_params and t->master_lean: its bf16 params are the master on any tier,
+   read and written through them (zs_unit_master_in_params), with no alias and no fp32 master
+   (m and v on the optimizer state's tier). ZS_MASTER_REMAINDER (bf16 params) makes ZS_ST_MASTER's
+   life NONE and ZS_ST_MASTER_REM persistent: the params' home and the remainder are the master
+   (every reader and writer joins or splits them: src/shard/master_rem.h); the remainder lives on
+   the optimizer state's tier (with m and v), the params where the params' entries say. moment_dt
+   (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V, on whichever tier they
+   live (the host arena's update runs the same kernels). */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
                          int master, zs_dtype moment_dt);
@@ -101,7 +106,8 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
    alone, or a budget's host unit with full params; or ZS_OFFLOAD_PARAMS alone, the reverse) the
    update cannot write one tier's params as the other's master: a real fp32 master, PERSISTENT
    on the optimizer's tier, as with ZS_MASTER_FP32. The bits are the same either way (the fp32
-   params equal the fp32 master after every update). Call after any change of tier, before
+   params equal the fp32 master after every update). Lean mode (t->master_lean): always NONE, the
+   bf16 params are the master wherever they live. Call after any change of tier, before
    zs_state_table_freeze (a frozen unit has no master at all). */
 void zs_state_table_place_master(zs_state_table *t);
 

@@ -39,6 +39,13 @@ zs_ckpt_resume(ckpt_resume_moments_bf16_device_to_offload 6 "2 --stage 1" "3 --s
 zs_ckpt_resume(ckpt_resume_master_params_offload_to_device 4 "2 --stage 2 --offload 1" "4 --stage 3" --master 1)
 zs_ckpt_resume(ckpt_resume_both_offload_to_budget 12 "2 --stage 3 --offload 3" "4 --stage 3 --budget-frac 0.2" --master 1 --moments-bf16 1 --reftol 5e-4)
 zs_ckpt_resume(ckpt_resume_both_budget_to_device 6 "2 --stage 1 --budget-frac 0.2" "3 --stage 3" --master 1 --moments-bf16 1 --reftol 5e-4)
+# The remainder master and lean mode across tiers: the checkpoint holds the master joined from
+# params and remainders (wherever the remainders lived) or lean's bf16 params, and m, v; lean's
+# rounding stream continues from the saved step.
+zs_ckpt_resume(ckpt_resume_rem_offload_to_device 4 "2 --stage 3 --offload 3" "4 --stage 1" --bf16 1 --master 2 --reftol 3e-2)
+zs_ckpt_resume(ckpt_resume_rem_device_to_budget 6 "2 --stage 1" "3 --stage 3 --budget-frac 0.2" --bf16 1 --master 2 --moments-bf16 1 --reftol 3e-2)
+zs_ckpt_resume(ckpt_resume_lean_offload_to_device 4 "2 --stage 2 --offload 1" "4 --stage 3" --bf16 1 --master 3 --reftol 3e-2)
+zs_ckpt_resume(ckpt_resume_lean_budget_to_offload 12 "4 --stage 3 --budget-frac 0.2" "3 --stage 3 --offload 3" --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2)
 add_test(NAME ckpt_crash COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_crash.sh ${ZS_MPIEXEC}
                                  $<TARGET_FILE:test_engine_train>)
 set_tests_properties(ckpt_crash PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120

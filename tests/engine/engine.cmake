@@ -161,7 +161,13 @@ zs_engine_equiv(engine_budget_splits4_stage3 "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN
 set(zs_hostmode_master_params --master 1)
 set(zs_hostmode_moments_bf16 --moments-bf16 1 --reftol 5e-4)
 set(zs_hostmode_both --master 1 --moments-bf16 1 --reftol 5e-4)
-foreach(m master_params moments_bf16 both)
+# The remainder master (the remainder and m, v in the arena, the bf16 params where the plan puts
+# them) and lean mode (m and v in the arena, the bf16 params the master wherever they are: its
+# stochastic rounding keyed by unit element, so the bits hold across ranks, stages, splits and
+# tiers) with bf16 params; on the CPU device the host update runs in place on the params.
+set(zs_hostmode_rem --bf16 1 --master 2 --reftol 3e-2)
+set(zs_hostmode_lean --bf16 1 --master 3 --reftol 3e-2)
+foreach(m master_params moments_bf16 both rem lean)
   set(margs ${zs_hostmode_${m}})
   foreach(ns "2;1" "2;2" "2;3" "4;1" "4;3" "1;3")
     list(GET ns 0 n)
@@ -180,6 +186,16 @@ foreach(m master_params moments_bf16 both)
   endforeach()
   zs_engine_equiv(engine_hostmodes_${m}_budget_np2_stage2_f0 2 2 det ${margs} RUN_ARGS "--budget-frac 0")
   zs_engine_equiv(engine_hostmodes_${m}_budget_splits4_stage3 "1x4;2x2;4x1" 3 det REF_STAGE 0 ${margs} RUN_ARGS "--budget-frac 0.1")
+endforeach()
+# The same two with bf16 moments: each tier once, and a budget.
+set(zs_hostmode_rem_m16 --bf16 1 --master 2 --moments-bf16 1 --reftol 3e-2)
+set(zs_hostmode_lean_m16 --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2)
+foreach(m rem_m16 lean_m16)
+  set(margs ${zs_hostmode_${m}})
+  zs_engine_equiv(engine_hostmodes_${m}_opt_np2_stage2 2 2 det ${margs} RUN_ARGS "--offload 1")
+  zs_engine_equiv(engine_hostmodes_${m}_all_splits4_stage3 "2x2;4x1" 3 det REF_STAGE 0 ${margs} RUN_ARGS "--offload 3")
+  zs_engine_equiv(engine_hostmodes_${m}_params_np2_stage3 2 3 det ${margs} RUN_ARGS "--offload 2")
+  zs_engine_equiv(engine_hostmodes_${m}_budget_np4_stage3 4 3 det ${margs} RUN_ARGS "--budget-frac 0.2")
 endforeach()
 
 # GPU: the same equivalence on the CUDA device. The 1-rank reference runs on the CPU device, so
@@ -374,6 +390,32 @@ if(ZS_HAVE_CUDA)
   zs_engine_cuda(engine_cuda_hostmodes_both_budget_np2_stage1 2 1 det
                  "${zs_nccl}, world 2, .*; placement: budget" --device cuda --master 1
                  --moments-bf16 1 --reftol 5e-4 RUN_ARGS "--budget-frac 0.2")
+  # The remainder and lean modes on the host tier on CUDA: the copy pipeline brings each chunk's
+  # bf16 params down with its gradient, the mode's host update runs on them (and the arena's
+  # remainders, m, v) and they go back up (ZS_OFFLOAD_CHUNK=100: many chunks, both staging slots
+  # reused); with params alone offloaded the mode's kernel runs on a device scratch copy of them.
+  # Bit for bit against the same mode without offload on CUDA; the lean ones with the 1-rank CPU
+  # run as the reference (CUDA and CPU draw the same rounding bits).
+  zs_engine_cuda(engine_cuda_hostmodes_rem_opt_np2_stage2 2 2 det
+                 "${zs_nccl}, world 2, .*remainder master.*; offload optimizer:" --device cuda
+                 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--offload 1")
+  zs_engine_cuda(engine_cuda_hostmodes_rem_m16_all_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*remainder master.*; offload optimizer params:" --device cuda
+                 --bf16 1 --master 2 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--offload 3")
+  zs_engine_cuda(engine_cuda_hostmodes_rem_params_np1_stage3 1 3 det
+                 "${zs_nccl}, world 1, .*remainder master.*; offload params:" --device cuda
+                 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--offload 2")
+  zs_engine_cuda(engine_cuda_hostmodes_lean_opt_np2_stage1 2 1 det
+                 "${zs_nccl}, world 2, .*master lean.*; offload optimizer:" --bf16 1 --master 3
+                 --reftol 3e-2 RUN_ARGS "--device cuda --offload 1")
+  zs_engine_cuda(engine_cuda_hostmodes_lean_budget_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*master lean.*; placement: budget" --bf16 1 --master 3
+                 --reftol 3e-2 RUN_ARGS "--device cuda --budget-frac 0.2")
+  zs_engine_cuda(engine_cuda_hostmodes_lean_m16_params_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*master lean.*; offload params:" --device cuda --bf16 1
+                 --master 3 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--offload 2")
+  set_property(TEST engine_cuda_hostmodes_rem_opt_np2_stage2 engine_cuda_hostmodes_lean_opt_np2_stage1
+               APPEND PROPERTY ENVIRONMENT ZS_OFFLOAD_CHUNK=100)
   # Hybrid sharding on CUDA: 4 ranks as 2 shard groups x 2 replicas, the groups made by
   # ncclCommSplit; against the 1-rank CPU reference (bit for bit in deterministic mode, 1e-6
   # with NCCL's own reduction order).

@@ -453,14 +453,23 @@ int main(int argc, char **argv) {
   }
   zs_memory mem;
   ZS_OK_OR_DIE(zs_engine_memory(e, &mem));
-  /* Offloaded optimizer state per element: m and v (4 or 2 bytes each) and the fp32 master,
-     which ZS_MASTER_PARAMS drops only where the arena's params are it (with ZS_OFFLOAD_PARAMS). */
-  const size_t host_per = (size_t)(o.m16 ? 4 : 8) +
-                          (o.master && (o.offload & ZS_OFFLOAD_PARAMS) ? 0 : 4) +
-                          (o.offload & ZS_OFFLOAD_PARAMS ? (o.bf16 ? 2 : 4) : 0);
+  /* Offloaded optimizer state per element: m and v (4 or 2 bytes each) and the master: fp32,
+     which ZS_MASTER_PARAMS drops only where the arena's params are it (with ZS_OFFLOAD_PARAMS);
+     the 2-byte remainder of ZS_MASTER_REMAINDER; none in lean mode (the params are it). */
+  const size_t master_per = o.master == ZS_MASTER_LEAN                                        ? 0
+                            : o.master == ZS_MASTER_REMAINDER                                 ? 2
+                            : o.master == ZS_MASTER_PARAMS && (o.offload & ZS_OFFLOAD_PARAMS) ? 0
+                                                                                              : 4;
+  const size_t host_per =
+      (size_t)(o.m16 ? 4 : 8) + master_per + (o.offload & ZS_OFFLOAD_PARAMS ? (o.bf16 ? 2 : 4) : 0);
+  /* ... and no more than that over this rank's shard with its padding (at most world - 1
+     elements per unit): no state the mode does without. */
+  const size_t host_max = host_per * ((size_t)(n / world) + (size_t)TM_NUNITS * (size_t)world);
   if (o.offload & ZS_OFFLOAD_OPTIMIZER)
-    ZS_EXPECT(mem.optimizer.cur == 0 && mem.host_pinned.cur >= host_per * (size_t)(n / world),
-              "offloaded optimizer: device %zu, host %zu", mem.optimizer.cur, mem.host_pinned.cur);
+    ZS_EXPECT(mem.optimizer.cur == 0 && mem.host_pinned.cur >= host_per * (size_t)(n / world) &&
+                  mem.host_pinned.cur <= host_max,
+              "offloaded optimizer: device %zu, host %zu (%zu bytes per element)",
+              mem.optimizer.cur, mem.host_pinned.cur, host_per);
   if (o.offload & ZS_OFFLOAD_PARAMS)
     ZS_EXPECT(mem.params.cur == 0, "offloaded params: device params %zu", mem.params.cur);
   if (o.budget >= 0) { /* the engine placed what the planner said, and the ledger agrees */

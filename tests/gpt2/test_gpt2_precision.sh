@@ -14,6 +14,8 @@
 #    order the loss trajectory then differs by ~0.3% of the loss reduction so far. The test
 #    allows 1% of it (3x the first-order estimate, for the second-order drift of a run on
 #    slightly different weights) plus 1e-4 for the float rounding of the loss itself.
+#  - --master lean and --master remainder (bf16 params) with their state offloaded or budgeted
+#    give the weights of the same mode on the device, bit for bit.
 #  - the ledger (memory event "optimizer" bytes at start) shrinks by exactly 1/3 for --master
 #    params (p, m, v -> m, v) and for --moment-dtype bf16 (4+4+4 -> 4+2+2 bytes), and by 2/3 for
 #    both (-> 2+2).
@@ -43,6 +45,14 @@ run params --master params
 run budget --offload-budget 350K
 run bf16 --moment-dtype bf16
 run params_bf16 --master params --moment-dtype bf16
+# The compact modes on the host tier (bf16 params): lean with optimizer and params offloaded and
+# with a budget of 280K (2 of the 4 units on the host), the remainder master with the optimizer
+# offloaded: each must give its on-device run's weights bit for bit.
+run lean --dtype bf16 --master lean
+run lean_off --dtype bf16 --master lean --offload opt+params
+run lean_budget --dtype bf16 --master lean --offload-budget 280K
+run rem --dtype bf16 --master remainder
+run rem_off --dtype bf16 --master remainder --offload opt
 # A malformed budget and an unknown master mode are refused with the reason.
 if "$exe" --steps 1 --offload-budget 12X >"$tmp/bad.log" 2>&1 ||
   ! grep -q "offload-budget wants a byte count" "$tmp/bad.log"; then
@@ -70,6 +80,11 @@ same() { # a, b: byte-identical weight dumps
 same fp32 params
 same fp32 budget
 same bf16 params_bf16
+grep -q "2 of 4 units on the host" "$tmp/lean_budget.log" ||
+  { echo "FAIL --master lean --offload-budget 280K did not place 2 of 4 units"; exit 1; }
+same lean lean_off
+same lean lean_budget
+same rem rem_off
 if diff -rq "$tmp/fp32" "$tmp/bf16" >/dev/null; then
   echo "FAIL bf16: weights identical to fp32 moments (the flag changed nothing)"
   bad=1

@@ -9,7 +9,9 @@
 # a bad --freeze item and an unknown --master are refused with a message. bf16 params on the CPU
 # device (fp32 compute on widened units): the final loss within 0.5% of fp32's (the argument of
 # tests/gpt2/test_gpt2_bf16_cpu.sh), for the untied and the tied (two widen slots) head; and
-# --master lean --deterministic exports the same bits from 1 rank x 2 micro-steps and 2 ranks x 1.
+# --master lean --deterministic exports the same bits from 1 rank x 2 micro-steps and 2 ranks x 1,
+# and with its state offloaded (--offload opt+params) or budgeted (--offload-budget); so does
+# --master remainder with --offload opt.
 # usage: test_train_llama_modes.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]
 set -u
 EXE=$1
@@ -108,5 +110,21 @@ LEAN="--dtype bf16 --master lean --moment-dtype bf16 --deterministic --stage 3"
 train lean_np1 1 --batch 1 --micro-steps 2 $LEAN && train lean_np2 2 --batch 1 $LEAN &&
   check "--master lean: 1 rank x 2 micro-steps = 2 ranks x 1, bit for bit" \
     cmp "$(st lean_np1)" "$(st lean_np2)"
+# The compact modes on the host tier export the on-device run's bits: lean with the optimizer
+# and params offloaded, and with a budget that puts 2 of the 4 units on the host; the remainder
+# master with the optimizer offloaded (its remainders, m and v in the arena).
+train lean_off 1 --batch 1 --micro-steps 2 $LEAN --offload opt+params &&
+  check "--master lean --offload opt+params = on the device, bit for bit" \
+    cmp "$(st lean_np1)" "$(st lean_off)"
+if train lean_budget 1 --batch 1 --micro-steps 2 $LEAN --offload-budget 1M; then
+  check "--master lean --offload-budget 1M puts 2 of 4 units on the host" \
+    grep -q "2 of 4 units on the host" "$W/lean_budget.log"
+  check "--master lean --offload-budget 1M = on the device, bit for bit" \
+    cmp "$(st lean_np1)" "$(st lean_budget)"
+fi
+REM="--dtype bf16 --master remainder --stage 2"
+train rem 1 --batch 2 $REM && train rem_off 1 --batch 2 $REM --offload opt &&
+  check "--master remainder --offload opt = on the device, bit for bit" \
+    cmp "$(st rem)" "$(st rem_off)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

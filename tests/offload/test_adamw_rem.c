@@ -22,6 +22,7 @@
 #include "base/bf16_rem.h"
 #include "device/cpu/adamw_rem.h"
 #include "offload/cpu_adamw_rem.h"
+#include "offload/host_update.h"
 #include "offload/worker_pool.h"
 #include "zs_test.h"
 
@@ -185,7 +186,7 @@ static uint16_t ref_bf16_rne(float x) {
 }
 
 #define NPATHS_REM 3 /* scalar, avx2, avx512 */
-enum { K_SCALAR, K_AVX2, K_AVX512, K_PUBLIC, K_MT, NK };
+enum { K_SCALAR, K_AVX2, K_AVX512, K_PUBLIC, K_MT, K_HOST, NK };
 
 /* One configuration: n elements, moments fp32 or bf16, three steps (t = 1, 2, 1000). */
 static void run_config(zs_pool *pool, size_t n, zs_dtype mdt, float wd, const int *have) {
@@ -222,6 +223,17 @@ static void run_config(zs_pool *pool, size_t n, zs_dtype mdt, float wd, const in
     zs_cpu_adamw_rem(&c, param[K_PUBLIC], rem[K_PUBLIC], m[K_PUBLIC], v[K_PUBLIC], mdt, grad, n);
     zs_cpu_adamw_rem_ex(pool, ZS_ADAMW_ISA_AUTO, &c, param[K_MT], rem[K_MT], m[K_MT], v[K_MT], mdt,
                         grad, n);
+    /* The host tier's update (offload/host_update.h) in chunks as the CUDA copy pipeline cuts
+       them (7 elements, then 1000 at a time): the state by lo, grad and params by the chunk. */
+    zs_host_update_fn fn = NULL;
+    ZS_OK_OR_DIE(zs_host_update_for(ZS_MASTER_REMAINDER, mdt, &fn));
+    const zs_host_state hs = {NULL, m[K_HOST], v[K_HOST], rem[K_HOST], {0, 0, 0}};
+    for (size_t lo = 0; lo < n;) {
+      const size_t left = n - lo,
+                   len = lo == 0 ? (left < 7 ? left : 7) : (left < 1000 ? left : 1000);
+      fn(pool, &c, &hs, lo, len, grad + lo, ZS_BF16, param[K_HOST] + lo, ZS_BF16);
+      lo += len;
+    }
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
       ref_update(&c, &master[i], &rm[i], &rv[i], zs_bf16_to_f32(grad[i]));

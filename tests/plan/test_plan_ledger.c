@@ -101,6 +101,27 @@ static const cfg_case cases[] = {
      ZS_MASTER_PARAMS, 1, 30},
     {"stage 3 hybrid groups of 2 budget 50%, bf16 moments", 3, 2, 1, 0, 0, ZS_F32, ZS_F32, 0, 0, 0,
      1, 50},
+    /* The remainder and lean modes on the host tier: the remainder with m and v, lean's m and v
+       alone (no fp32 master on any tier), the bf16 params where the plan puts them. */
+    {"stage 1 optimizer offload, remainder master", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
+     ZS_OFFLOAD_OPTIMIZER, 0, ZS_MASTER_REMAINDER, 0, 0},
+    {"stage 3 optimizer + params offload, remainder master, bf16 moments", 3, 0, 1, 0, 0, ZS_BF16,
+     ZS_BF16, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, ZS_MASTER_REMAINDER, 1, 0},
+    {"stage 3 params offload alone, remainder master", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
+     ZS_OFFLOAD_PARAMS, 0, ZS_MASTER_REMAINDER, 0, 0},
+    {"stage 2 budget 50%, remainder master", 2, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0,
+     ZS_MASTER_REMAINDER, 0, 50},
+    {"stage 3 budget 30%, remainder master, bf16 moments", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0,
+     ZS_MASTER_REMAINDER, 1, 30},
+    {"stage 2 optimizer offload, lean", 2, 0, 1, 1, 0, ZS_BF16, ZS_BF16, ZS_OFFLOAD_OPTIMIZER, 0,
+     ZS_MASTER_LEAN, 0, 0},
+    {"stage 3 optimizer + params offload, lean, bf16 moments", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16,
+     ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS, 0, ZS_MASTER_LEAN, 1, 0},
+    {"stage 3 params offload alone, lean", 3, 0, 1, 0, 0, ZS_BF16, ZS_BF16, ZS_OFFLOAD_PARAMS, 0,
+     ZS_MASTER_LEAN, 0, 0},
+    {"stage 1 budget 60%, lean", 1, 0, 1, 0, 0, ZS_BF16, ZS_BF16, 0, 0, ZS_MASTER_LEAN, 0, 60},
+    {"stage 3 hybrid groups of 2 budget 30%, lean, bf16 moments", 3, 2, 1, 0, 0, ZS_BF16, ZS_BF16,
+     0, 0, ZS_MASTER_LEAN, 1, 30},
 };
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
@@ -229,19 +250,36 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
   ZS_EXPECT(k->offload || k->group || k->budget_pct || r.optimizer == trainable * per,
             "%s, %d ranks, frozen %d: plan optimizer %zu, want %zu", k->name, W, frozen[1],
             r.optimizer, trainable * per);
-  /* Offloaded, from zshard.h's words: the arena holds each trainable unit's m and v and its fp32
-     master, except where ZS_MASTER_PARAMS's params live there too (they are the master), and with
-     ZS_OFFLOAD_PARAMS every unit's param shard; the rest of the optimizer state is on the
-     device (ZS_OFFLOAD_PARAMS alone: all of it, with a master of its own there). */
+  /* Offloaded, from zshard.h's words: the arena holds each trainable unit's m and v and its
+     master (fp32; the 2-byte remainder of ZS_MASTER_REMAINDER; none in lean mode, whose bf16
+     params are the master wherever they are), except where ZS_MASTER_PARAMS's params live there
+     too (they are the master), and with ZS_OFFLOAD_PARAMS every unit's param shard; the rest of
+     the optimizer state is on the device (ZS_OFFLOAD_PARAMS alone: all of it, with a master of
+     its own there). */
   if (k->offload && !k->group) {
     const int op = (k->offload & ZS_OFFLOAD_PARAMS) != 0,
               oo = (k->offload & ZS_OFFLOAD_OPTIMIZER) != 0;
-    const int master = k->master != ZS_MASTER_PARAMS || op != oo;
-    const size_t opt = ((master ? 4 : 0) + (k->m16 ? 4 : 8)) * range * trainable;
+    const size_t mb = k->master != ZS_MASTER_PARAMS ? master_bytes : op != oo ? 4 : 0;
+    const size_t opt = (mb + (k->m16 ? 4 : 8)) * range * trainable;
     const size_t host = (oo ? opt : 0) + (op ? NUNITS * range * (k->pd == ZS_BF16 ? 2 : 4) : 0);
     ZS_EXPECT(r.host_pinned == host && r.optimizer == (oo ? 0 : opt),
               "%s, %d ranks, frozen %d: plan host %zu optimizer %zu, want %zu %zu", k->name, W,
               frozen[1], r.host_pinned, r.optimizer, host, oo ? (size_t)0 : opt);
+  }
+  /* With a budget, the same words per unit: a trainable unit on the host brings its m, v and
+     master there (ZS_MASTER_PARAMS: none where its param shard moves with them, sharded params),
+     and with sharded params every host unit its param shard. */
+  if (k->budget_pct && !k->group) {
+    const int sp = k->stage == 3 || k->shard_params;
+    size_t want = 0;
+    for (int i = 0; i < NUNITS; i++) {
+      if (!host[i]) continue;
+      const size_t mb = k->master != ZS_MASTER_PARAMS ? master_bytes : sp ? 0 : 4;
+      if (!frozen[i]) want += (mb + (k->m16 ? 4 : 8)) * range;
+      if (sp) want += range * (k->pd == ZS_BF16 ? 2 : 4);
+    }
+    ZS_EXPECT(r.host_pinned == want, "%s, %d ranks, frozen %d: plan host %zu, want %zu", k->name, W,
+              frozen[1], r.host_pinned, want);
   }
   ZS_EXPECT(r.device_total == r.params + r.grads + r.optimizer + r.buffers && r.fits &&
                 r.host_total == r.host_pinned,

@@ -88,6 +88,18 @@ done
 if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master remainder >/dev/null 2>&1; then
   check "master remainder with fp32 params refused" "accepted" "refused"
 fi
+# The remainder and lean modes offloaded, by hand (psi/64 = 117187500 elements per rank): lean,
+# stage 3, optimizer and params offloaded, bf16 moments: the arena holds the bf16 param shard (the
+# master) and m, v in bf16, 6 bytes each = 703125000, the device the bf16 grad shard 234375000;
+# the remainder master at stage 1 with the optimizer offloaded: the arena holds the 2-byte
+# remainder and fp32 m, v, 10 bytes each = 1171875000 (the bf16 params stay on the device).
+got=$("$plan" --params 7.5e9 --world 64 --stage 3 --dtype bf16 --master lean --moment-dtype bf16 \
+  --offload opt+params --device cpu --model-states-only --json |
+  field '"%d %d" % (d["per_rank"]["host_pinned"], d["per_rank"]["grads"])')
+check "lean + bf16 moments, opt+params offload, stage 3 host/grads" "$got" "703125000 234375000"
+got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype bf16 --master remainder --offload opt \
+  --device cpu --model-states-only --json | field 'd["per_rank"]["host_pinned"]')
+check "master remainder, optimizer offload, stage 1 host" "$got" 1171875000
 
 # 2. Refusals. 25e9 bf16 params in 1000 units, stage 3, 4 ranks: model states 16 psi / 4 =
 #    100e9; buffers (2 held + 1 prefetched) x 25e6 x 2 bytes gathered + one 50e6 full gradient +
