@@ -150,6 +150,14 @@ foreach(f 0 0.1 1)
   zs_engine_equiv(engine_budget_np2_stage2_f${f} 2 2 det RUN_ARGS "--budget-frac ${f}")
 endforeach()
 zs_engine_equiv(engine_budget_splits4_stage3 "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--budget-frac 0.1")
+# offload_budget_bytes = ZS_BUDGET_FREE: each rank's measurement planted (a different number per
+# rank), the least becomes the budget on every rank, the placement is an explicit budget's of that
+# number (and trains to its bits); a rank measuring nothing refuses everywhere; the real
+# measurement is positive.
+zs_exe(test_engine_budget_free SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_budget_free.c)
+foreach(n 2 3)
+  zs_mpi_test(engine_budget_free_np${n} test_engine_budget_free NP ${n} LABELS engine offload)
+endforeach()
 
 # The precision modes on the host tier (src/offload/host_update.c): each mode with offload bits
 # (1 = optimizer, 3 = and params, 2 = params alone) and with a budget gives the bits of the same
