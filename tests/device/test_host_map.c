@@ -2,8 +2,9 @@
  * buffer 256-byte aligned and writable to its last byte; a large one takes exactly its bytes
  * rounded to the page (plus the 256-byte header) of address space, measured independently as
  * the kernel's VmSize of this process, and gives all of it back when freed. (jemalloc's size
- * classes would take up to 25% more, and its retained mappings would never give it back.) Not
- * under AddressSanitizer, where zs_dev_alloc is posix_memalign and VmSize is the shadow's. */
+ * classes would take up to 25% more, and its retained mappings would never give it back.) Under
+ * AddressSanitizer, where zs_dev_alloc is posix_memalign and VmSize is the shadow's, only the
+ * alignment and the writes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "device/device.h"
 #include "zs_test.h"
 
+#if !defined(__SANITIZE_ADDRESS__)
 /* This process's address space in bytes (VmSize of /proc/self/status), 0 if unreadable. */
 static size_t vm_size(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -23,12 +25,9 @@ static size_t vm_size(void) {
   fclose(f);
   return kb * 1024;
 }
+#endif
 
 int main(void) {
-#if defined(__SANITIZE_ADDRESS__)
-  printf("SKIP: AddressSanitizer build (zs_dev_alloc is posix_memalign there)\n");
-  return 0;
-#else
   zs_dev d;
   ZS_OK_OR_DIE(zs_dev_open(&d, ZS_DEVICE_CPU, -1));
   const size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -44,6 +43,11 @@ int main(void) {
     ZS_EXPECT(p[sizes[k] - 1] == 0xa5, "%zu bytes: the last byte did not hold", sizes[k]);
     zs_dev_free(&d, p, NULL);
   }
+#if defined(__SANITIZE_ADDRESS__)
+  printf("AddressSanitizer build: zs_dev_alloc is posix_memalign, VmSize the shadow's: the "
+         "address-space part is not checked\n");
+  (void)page;
+#else
   /* 40 large buffers of 1 MiB + 1 byte: the address space grows by their pages exactly (and by
      nothing else: this thread allocates nothing more meanwhile), and shrinks back at the frees. */
   enum { N = 40 };
@@ -68,7 +72,7 @@ int main(void) {
   const size_t after = vm_size();
   ZS_EXPECT(after == before, "after the frees the address space is %zu bytes, was %zu before",
             after, before);
+#endif
   zs_dev_close(&d);
   ZS_TEST_END("device_host_map");
-#endif
 }
