@@ -462,7 +462,9 @@ static int report_memory(run *r, const char *when) {
   zs_memory mem;
   ZS_TRY(zs_engine_memory(r->eng, &mem));
   char mode[128];
-  gpt2_precision_describe(r->a.master, r->a.moment_dtype, r->a.offload_budget, mode, sizeof mode);
+  /* The engine's budget: with --offload-budget free, the number measured at commit. */
+  const size_t budget = zs_engine_config(r->eng)->offload_budget_bytes;
+  gpt2_precision_describe(r->a.master, r->a.moment_dtype, budget, mode, sizeof mode);
   gpt2_print_memory(&mem, r->rank, r->world, when, mode, r->model.act_bytes);
   char js[768], ev[1280];
   gpt2_memory_json(&mem, js, sizeof js);
@@ -470,7 +472,7 @@ static int report_memory(run *r, const char *when) {
            "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu,"
            "\"master\":\"%s\",\"moment_dtype\":\"%s\",\"offload_budget\":%zu}",
            when, js, r->model.act_bytes, gpt2_master_name(r->a.master),
-           r->a.moment_dtype == ZS_BF16 ? "bf16" : "fp32", r->a.offload_budget);
+           r->a.moment_dtype == ZS_BF16 ? "bf16" : "fp32", budget);
   gpt2_metrics_event(&r->met, ev);
   return 0;
 }

@@ -147,6 +147,11 @@ enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 #define ZS_CONFIG_VERSION 1
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
+/* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
+   zs_engine_commit, the least over the ranks (see offload_budget_bytes). */
+#define ZS_BUDGET_FREE (SIZE_MAX - 1)
+/* The bytes of free GPU memory a ZS_BUDGET_FREE budget leaves to others on CUDA (per rank). */
+#define ZS_BUDGET_FREE_RESERVE ((size_t)512 << 20)
 
 typedef struct {
   size_t struct_size;      /* set by zs_config_default: sizeof(zs_config) of the caller's header;
@@ -250,7 +255,25 @@ typedef struct {
      device the budget bounds the
      engine's non-arena host bytes. Results are the same bits as all-on-device and all-offloaded
      runs. zs_engine_info, zs_plan_model and zshard-plan show the placement. Environment:
-     ZS_OFFLOAD_BUDGET_BYTES. */
+     ZS_OFFLOAD_BUDGET_BYTES (a number, or "free").
+
+     ZS_BUDGET_FREE: the budget is what is free at zs_engine_commit. After the configuration
+     agreement each rank measures the device memory it may count on, as the commit fit check
+     does: on CUDA, cudaMemGetInfo's free bytes divided among the ranks sharing the GPU, minus a
+     reserve of 512 MiB (ZS_BUDGET_FREE_RESERVE: the CUDA context's growth, library workspaces,
+     the stream-ordered pool's slack); on the CPU device the least of MemAvailable divided among
+     the ranks of the host, the cgroup's room (memory.max - memory.current, v2; v1 alike)
+     divided among the ranks in it, and RLIMIT_AS minus the address space in use, with no
+     reserve. The ranks take the minimum (a collective), and the placement is then that of a
+     budget equal to it: the same units on every rank, deterministic for that number, monotone,
+     never over it. The caller's own device memory (activations) is not in the budget: allocate it
+     before commit, or leave room for it. zs_engine_info shows the number ("budget B bytes (free
+     at commit, the least over N ranks)") and zs_engine_config's offload_budget_bytes is that
+     number after commit (ZS_BUDGET_FREE before; a refused commit called again measures again). A
+     rank that measures nothing (no free memory, or none it can read) makes commit refuse on every
+     rank with ZS_ERR_OUT_OF_MEMORY naming it. zs_plan_model and zs_plan_placement, which measure
+     nothing, plan ZS_BUDGET_FREE as a budget no model exceeds (every unit on the device): plan with
+     the number instead. */
   size_t offload_budget_bytes;
   /* master = ZS_MASTER_LEAN: the seed of the stochastic rounding's random bits (default 0; any
      value). The same seed, data and configuration give the same bits on any world size, stage,
@@ -849,7 +872,8 @@ ZS_API const zs_config *zs_engine_config(const zs_engine *e);
    (ZS_PREFETCH_UNITS)", "(program)", "(default)").
 
    With an offload budget, after zs_engine_commit it ends with the placement: "; placement:
-   budget B bytes, device D bytes, K of N units on the host: <their names>". */
+   budget B bytes, device D bytes, K of N units on the host: <their names>"; with ZS_BUDGET_FREE
+   "budget B bytes (free at commit, the least over N ranks)", B the measured number. */
 ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);

@@ -21,7 +21,7 @@ def table_names(config_c):
     text = open(config_c).read()
     start = text.index("zs_tunables[] = {")
     body = text[start:text.index("};", start)]
-    return set(re.findall(r'(?:TUN|ENV|PATH)\("([A-Z0-9_]+)"', body))
+    return set(re.findall(r'(?:TUNW|TUN|ENV|PATH)\("([A-Z0-9_]+)"', body))
 
 
 def readme_names(readme):

@@ -28,10 +28,11 @@ void gpt2_usage(void) {
       "         [--master fp32|params|remainder|lean (optimizer-state precision: an fp32 master\n"
       "         copy, the fp32 params are the master (--dtype fp32), bf16 params + a 16-bit\n"
       "         remainder (--dtype bf16), or the bf16 params are the master (--dtype bf16))] "
-      "[--moment-dtype fp32|bf16 (Adam m and v)] [--offload-budget BYTES (K/M/G/T "
+      "[--moment-dtype fp32|bf16 (Adam m and v)] [--offload-budget BYTES|free (K/M/G/T "
       "suffixes; device\n"
       "         bytes for model state + engine buffers; the largest units' optimizer state goes\n"
-      "         to the host until the rest fits; on the CPU device the engine's non-arena bytes)]\n"
+      "         to the host until the rest fits; on the CPU device the engine's non-arena bytes;\n"
+      "         free: what is free on the device at commit, the least over the ranks)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--sample-lines N=3]\n"
       "         [--sample-chars N=200] [--temperature F=0.8] [--log-every N=1 (0: last step "
       "only)]\n"
@@ -193,7 +194,10 @@ static int str_opt(gpt2_args *a, const char *k, const char *v, int *hit) {
   } else if (strcmp(k, "--moment-dtype") == 0) {
     TRY(gpt2_parse_moment_dtype(v, &a->moment_dtype));
   } else if (strcmp(k, "--offload-budget") == 0) {
-    TRY(gpt2_parse_bytes(k, v, &a->offload_budget));
+    if (strcmp(v, "free") == 0)
+      a->offload_budget = ZS_BUDGET_FREE; /* what is free at commit, the least over the ranks */
+    else
+      TRY(gpt2_parse_bytes(k, v, &a->offload_budget));
   } else if (strcmp(k, "--seed") == 0) {
     a->seed = strtoull(v, NULL, 10);
   } else {

@@ -37,7 +37,8 @@ typedef struct {
   /* --freeze SPEC: units frozen (zs_unit_freeze), gpt2_freeze_mask's syntax; NULL = none */
   const char *freeze;
   /* Optimizer-state precision and budgeted offload (gpt2/precision.h): --master (a
-     zs_config.master value), --moment-dtype, --offload-budget BYTES (0 = none). */
+     zs_config.master value), --moment-dtype, --offload-budget BYTES (0 = none) or free
+     (ZS_BUDGET_FREE). */
   int master;
   zs_dtype moment_dtype;
   size_t offload_budget;

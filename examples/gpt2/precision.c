@@ -73,7 +73,10 @@ int gpt2_parse_bytes(const char *opt, const char *s, size_t *out) {
 void gpt2_precision_describe(int master, zs_dtype moment_dtype, size_t budget, char *out,
                              size_t n) {
   char b[64] = "none";
-  if (budget) snprintf(b, sizeof b, "%.2f MiB", (double)budget / (1024.0 * 1024.0));
+  if (budget == ZS_BUDGET_FREE)
+    snprintf(b, sizeof b, "free at commit");
+  else if (budget)
+    snprintf(b, sizeof b, "%.2f MiB", (double)budget / (1024.0 * 1024.0));
   snprintf(out, n, "master %s, moments %s, offload budget %s", gpt2_master_name(master),
            moment_dtype == ZS_BF16 ? "bf16" : "fp32", b);
 }

@@ -29,7 +29,7 @@ void llama_usage(void) {
       " engine: --stage 0..3 --device cpu|cuda --dtype fp32|bf16 [--reduce-dtype fp32|bf16]\n"
       "         --offload none|opt|opt+params [--deterministic] [--recompute] [--prefetch N]\n"
       "         [--master fp32|params|remainder|lean] [--moment-dtype fp32|bf16] [--offload-budget "
-      "BYTES]\n"
+      "BYTES|free]\n"
       "         [--freeze SPEC (embedding, blocks, head, unit indexes N or N-M; 0 = embedding,\n"
       "         1..L = layers, L+1 = head)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--log-every N=1 (0: last step only)]\n"
@@ -200,7 +200,10 @@ static int str_opt(llama_args *a, const char *k, const char *v, int *hit) {
   } else if (strcmp(k, "--moment-dtype") == 0) {
     if (gpt2_parse_moment_dtype(v, &a->moment_dtype)) return llama_fail("%s", gpt2_error());
   } else if (strcmp(k, "--offload-budget") == 0) {
-    if (gpt2_parse_bytes(k, v, &a->offload_budget)) return llama_fail("%s", gpt2_error());
+    if (strcmp(v, "free") == 0)
+      a->offload_budget = ZS_BUDGET_FREE; /* what is free at commit, the least over the ranks */
+    else if (gpt2_parse_bytes(k, v, &a->offload_budget))
+      return llama_fail("%s", gpt2_error());
   } else if (strcmp(k, "--seed") == 0) {
     a->seed = strtoull(v, NULL, 10);
   } else {

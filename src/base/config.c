@@ -29,17 +29,21 @@ typedef struct {
   const char *env;
   const char *field; /* NULL for T_TEXT */
   zs_tunable_kind kind;
-  size_t offset; /* of the field in zs_config */
-  double lo, hi; /* accepted range */
-  double dflt;   /* the default zs_config_default writes */
+  size_t offset;    /* of the field in zs_config */
+  double lo, hi;    /* accepted range */
+  double dflt;      /* the default zs_config_default writes */
+  const char *word; /* T_SIZE: a word the variable may hold instead of a number, which sets the
+                       field to ZS_BUDGET_FREE (NULL: numbers only) */
 } zs_tunable;
 
 #define TUN(env, f, kind, lo, hi, d)                                                               \
-  { env, #f, kind, offsetof(zs_config, f), lo, hi, d }
+  { env, #f, kind, offsetof(zs_config, f), lo, hi, d, NULL }
+#define TUNW(env, f, lo, hi, d, word)                                                              \
+  { env, #f, T_SIZE, offsetof(zs_config, f), lo, hi, d, word }
 #define PATH(env, f)                                                                               \
-  { env, #f, T_PATH, offsetof(zs_config, f), 0, 0, 0 }
+  { env, #f, T_PATH, offsetof(zs_config, f), 0, 0, 0, NULL }
 #define ENV(env)                                                                                   \
-  { env, NULL, T_TEXT, 0, 0, 0, 0 }
+  { env, NULL, T_TEXT, 0, 0, 0, 0, NULL }
 static const zs_tunable zs_tunables[] = {
     TUN("ZS_STAGE", stage, T_INT, 0, 3, 3),
     TUN("ZS_PREFETCH_UNITS", prefetch_units, T_INT, 0, 1 << 20, 1),
@@ -52,7 +56,7 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_OFFLOAD_CHUNK", offload_chunk, T_SIZE, 1, 1e15, 1 << 22),
     TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_KEEP", ckpt_keep, T_INT, 0, 1 << 20, 2),
-    TUN("ZS_OFFLOAD_BUDGET_BYTES", offload_budget_bytes, T_SIZE, 0, 1e18, 0),
+    TUNW("ZS_OFFLOAD_BUDGET_BYTES", offload_budget_bytes, 0, 1e18, 0, "free"), /* ZS_BUDGET_FREE */
     PATH("ZS_NVME_PATH", nvme_path), /* the NVMe tier's directory (placement.h) */
     ENV("ZS_COMM"),                  /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_CHECK"),            /* comm/sig.c: the per-collective divergence header */
@@ -139,10 +143,10 @@ static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
   }
   if (!*s || !end || *end != '\0' || errno == ERANGE || !(x >= t->lo && x <= t->hi))
     return zs_err(ZS_ERR_INVALID_ARG,
-                  "environment variable %s='%s' is not %s in [%g, %g] (for zs_config.%s): fix "
-                  "or unset it",
+                  "environment variable %s='%s' is not %s in [%g, %g]%s%s%s (for zs_config.%s): "
+                  "fix or unset it",
                   t->env, s, t->kind == T_DOUBLE ? "a number" : "an integer", t->lo, t->hi,
-                  t->field);
+                  t->word ? " or '" : "", t->word ? t->word : "", t->word ? "'" : "", t->field);
   *v = x;
   return ZS_OK;
 }
@@ -218,18 +222,27 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
     if (is_unset(&c, t)) {
       double v = t->dflt;
       from = "default";
-      if (s) {
-        ZS_CHECK(parse_env(t, s, &v));
+      if (s && t->word && strcmp(s, t->word) == 0) {
+        *(size_t *)(void *)((char *)&c + t->offset) = ZS_BUDGET_FREE;
         from = t->env;
+      } else {
+        if (s) {
+          ZS_CHECK(parse_env(t, s, &v));
+          from = t->env;
+        }
+        set_field(&c, t, v);
       }
-      set_field(&c, t, v);
     }
     if (sources && used < n) {
       const double v = get_field(&c, t);
-      int k = t->kind == T_DOUBLE ? snprintf(sources + used, n - used, "%s%s=%g (%s)",
-                                             used ? ", " : "", t->field, v, from)
-                                  : snprintf(sources + used, n - used, "%s%s=%.0f (%s)",
-                                             used ? ", " : "", t->field, v, from);
+      int k =
+          t->word && *(const size_t *)(const void *)((const char *)&c + t->offset) == ZS_BUDGET_FREE
+              ? snprintf(sources + used, n - used, "%s%s=%s (%s)", used ? ", " : "", t->field,
+                         t->word, from)
+          : t->kind == T_DOUBLE ? snprintf(sources + used, n - used, "%s%s=%g (%s)",
+                                           used ? ", " : "", t->field, v, from)
+                                : snprintf(sources + used, n - used, "%s%s=%.0f (%s)",
+                                           used ? ", " : "", t->field, v, from);
       used = k > 0 ? used + (size_t)k : used;
     }
   }

@@ -11,7 +11,7 @@
 #include "device/cpu/engine_ops.h"
 
 #if !defined(__SANITIZE_ADDRESS__)
-#include <jemalloc/jemalloc.h>
+#include "device/cpu/host_map.h"
 #endif
 
 #ifdef ZS_HAVE_CUDA
@@ -78,7 +78,7 @@ zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
   /* Under ASan use the libc allocator so the sanitizer sees every engine buffer. */
   if (posix_memalign(p, 256, bytes) != 0) *p = NULL;
 #else
-  *p = mallocx(bytes, MALLOCX_ALIGN(256));
+  *p = zs_cpu_alloc(bytes); /* exact pages for large buffers: host_map.h */
 #endif
   if (!*p)
     return zs_err(ZS_ERR_OUT_OF_MEMORY,
@@ -100,7 +100,7 @@ void zs_dev_free(zs_dev *d, void *p, void *stream) {
 #if defined(__SANITIZE_ADDRESS__)
   free(p);
 #else
-  dallocx(p, 0);
+  zs_cpu_free(p);
 #endif
 }
 

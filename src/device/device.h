@@ -1,7 +1,8 @@
 /* Device layer: memory, copies, streams and the engine's elementwise ops for one device.
  * src/shard and src/engine reach CUDA only through here. On the CPU device memory is
- * host memory (jemalloc), streams are NULL and everything is synchronous. On CUDA the compute
- * stream is handed to the user; the comm stream carries collectives; they are ordered by events. */
+ * host memory (cpu/host_map.h: page-exact mappings, small ones from jemalloc), streams are NULL and
+ * everything is synchronous. On CUDA the compute stream is handed to the user; the comm stream
+ * carries collectives; they are ordered by events. */
 #ifndef ZS_DEVICE_DEVICE_H
 #define ZS_DEVICE_DEVICE_H
 

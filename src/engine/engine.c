@@ -386,12 +386,18 @@ static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i, int ho
 }
 
 /* Appends the budget's placement to zs_engine_info: "; placement: budget B bytes, device D
-   bytes, 2 of 5 units on the host: u3 u1" (unit names, as many as the line holds). */
+   bytes, 2 of 5 units on the host: u3 u1" (unit names, as many as the line holds); a budget
+   measured at commit (ZS_BUDGET_FREE) says so after its number. */
 static void info_placement(zs_engine *e, const zs_plan_units *us, const zs_placement *pl) {
+  char free_at_commit[64] = ""; /* ZS_BUDGET_FREE: where the number came from */
+  if (e->budget_free_ranks)
+    snprintf(free_at_commit, sizeof free_at_commit, " (free at commit, the least over %d ranks)",
+             e->budget_free_ranks);
   size_t n = strlen(e->info);
-  int w = snprintf(e->info + n, sizeof e->info - n,
-                   "; placement: budget %zu bytes, device %zu bytes, %d of %d units on the host%s",
-                   pl->budget, pl->device_bytes, pl->nhost, e->nunits, pl->nhost ? ":" : "");
+  int w = snprintf(
+      e->info + n, sizeof e->info - n,
+      "; placement: budget %zu bytes%s, device %zu bytes, %d of %d units on the host%s", pl->budget,
+      free_at_commit, pl->device_bytes, pl->nhost, e->nunits, pl->nhost ? ":" : "");
   for (int i = 0; i < e->nunits && w > 0; i++) {
     n = strlen(e->info);
     if (zs_placement_host(pl, &e->plan, us, i))
@@ -430,6 +436,7 @@ zs_status zs_engine_commit(zs_engine *e) {
     }
   zs_engine_call(e, ZS_CALL_COMMIT, NULL);
   ZS_CHECK(zs_engine_agree_config(e));
+  ZS_CHECK(zs_engine_budget_free(e)); /* ZS_BUDGET_FREE: the least free memory is the budget */
   ZS_CHECK(zs_engine_check_fit(e));
   /* The budget's placement: a function of the configuration and the unit sizes only, so every
      rank places the same units (the fit check above refused a model over its budget). */

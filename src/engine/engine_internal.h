@@ -78,6 +78,8 @@ struct zs_engine {
      destroy has torn the groups down: an all-gather abandoned by a timeout may still write it. */
   uint64_t *xchg;
   size_t xchg_words;
+  int budget_free_ranks; /* offload_budget_bytes was ZS_BUDGET_FREE: the ranks whose least free
+                            memory it became at commit (0: a budget the caller gave) */
   char info[2048];
 };
 
@@ -105,6 +107,16 @@ void zs_peers_share(const zs_engine *e, int what, int *idx, int *cnt);
    the host) has; ZS_ERR_OUT_OF_MEMORY naming the bytes and what would fit (src/engine/fit.c).
    Collective over the world: every rank measures after a barrier, and all refuse when one does. */
 zs_status zs_engine_check_fit(zs_engine *e);
+/* The memory this rank may count on (fit.c): *dev on its device, *host for offloaded state (on
+   the CPU device the same number), each divided among the ranks that share it; *what (n bytes)
+   says where the numbers come from. 0 when nothing could be measured. Not collective. */
+int zs_engine_available(zs_engine *e, size_t *dev, size_t *host, char *what, size_t n);
+/* offload_budget_bytes = ZS_BUDGET_FREE (budget_free.c): measures this rank's free device memory
+   (zs_engine_available less the CUDA reserve, or the test hook's number), agrees on the least
+   over the world and makes it the budget (e->cfg.offload_budget_bytes, e->budget_free_ranks set);
+   a no-op for any other budget. ZS_ERR_OUT_OF_MEMORY on every rank when one measured nothing.
+   Collective over the world; call it after the configuration agreement, before the fit check. */
+zs_status zs_engine_budget_free(zs_engine *e);
 /* Records the public call this rank is in (u NULL: none) for the collectives' headers. */
 void zs_engine_call(zs_engine *e, zs_call call, const zs_unit *u);
 /* Attaches the engine's call context to its groups' headers (after they are open). */

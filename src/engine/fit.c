@@ -16,7 +16,7 @@
    really share it (peers.c): host memory by the ranks on this host, the cgroup's room by those
    in the same cgroup, a GPU's free memory by the ranks on that GPU. Every rank measures after a
    barrier and before anyone allocates. *what describes the source. */
-static int available(zs_engine *e, size_t *dev, size_t *host, char *what, size_t n) {
+int zs_engine_available(zs_engine *e, size_t *dev, size_t *host, char *what, size_t n) {
   zs_host_mem hm;
   const int have_host = zs_host_mem_available(NULL, &hm);
   int idx, on_host, in_cg, on_gpu;
@@ -59,7 +59,8 @@ static zs_status check_local(zs_engine *e) {
     zs_plan_verdict(&e->cfg, e->world_size, &us, 0, &any, verdict, sizeof verdict);
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: %s; nothing was allocated", verdict);
   }
-  if (!available(e, &dev, &host, what, sizeof what)) return ZS_OK; /* nothing known: trust it */
+  if (!zs_engine_available(e, &dev, &host, what, sizeof what))
+    return ZS_OK; /* nothing known: trust it */
   const zs_plan_room room = {e->cfg.device, dev, host};
   if (zs_plan_fits(&n, &room)) return ZS_OK;
   char verdict[640];

@@ -162,8 +162,8 @@ static size_t over_budget(const zs_config *c, int world, const zs_plan_units *u,
 static void budget_words(const zs_plan_need *n, int nunits, char *out, size_t cap) {
   *out = '\0';
   if (!n->place.active) return;
-  char bu[32];
-  zs_plan_human(n->place.budget, bu, sizeof bu);
+  char bu[32] = "free"; /* ZS_BUDGET_FREE unmeasured (the planner): no model exceeds it */
+  if (n->place.budget != ZS_BUDGET_FREE) zs_plan_human(n->place.budget, bu, sizeof bu);
   snprintf(out, cap, " (offload budget %s: %d of %d units on the host)", bu, n->place.nhost,
            nunits);
 }

@@ -5,3 +5,7 @@ if(ZS_HAVE_CUDA)
   zs_exe(test_gpu_skip_rule SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpu_skip_rule.c)
   zs_unit_test(gpu_skip_rule test_gpu_skip_rule LABELS device)
 endif()
+# The CPU device's memory: alignment, and a large buffer's address space exactly its pages, given
+# back at the free (VmSize).
+zs_exe(test_host_map SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_host_map.c)
+zs_unit_test(device_host_map test_host_map LABELS device)

@@ -150,6 +150,17 @@ foreach(f 0 0.1 1)
   zs_engine_equiv(engine_budget_np2_stage2_f${f} 2 2 det RUN_ARGS "--budget-frac ${f}")
 endforeach()
 zs_engine_equiv(engine_budget_splits4_stage3 "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--budget-frac 0.1")
+# offload_budget_bytes = ZS_BUDGET_FREE: each rank's measurement planted (a different number per
+# rank), the least becomes the budget on every rank, the placement is an explicit budget's of that
+# number (and trains to its bits); a rank measuring nothing refuses everywhere; the real
+# measurement is positive.
+zs_exe(test_engine_budget_free SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_budget_free.c)
+foreach(n 2 3)
+  zs_mpi_test(engine_budget_free_np${n} test_engine_budget_free NP ${n} LABELS engine offload)
+endforeach()
+# The same through the equivalence runs: a measured budget gives the bits of the 1-rank run
+# without offload.
+zs_engine_equiv(engine_budget_free_equiv_np2_stage3 2 3 det RUN_ARGS "--budget-free 1")
 
 # The precision modes on the host tier (src/offload/host_update.c): each mode with offload bits
 # (1 = optimizer, 3 = and params, 2 = params alone) and with a budget gives the bits of the same
@@ -371,6 +382,11 @@ if(ZS_HAVE_CUDA)
                  --device cuda RUN_ARGS "--offload 2")
   zs_engine_cuda(engine_cuda_offload_params_np2_stage3 2 3 det "${zs_nccl}, world 2, .*; offload params:"
                  --device cuda RUN_ARGS "--offload 2")
+  # offload_budget_bytes = ZS_BUDGET_FREE on CUDA: the budget is cudaMemGetInfo's free bytes
+  # less the reserve, measured and agreed at commit (zs_engine_info says so); bit for bit.
+  zs_engine_cuda(engine_cuda_budget_free_np2_stage3 2 3 det
+                 "${zs_nccl}, world 2, .*; placement: budget [0-9]+ bytes \\(free at commit, the least over 2 ranks\\)"
+                 --device cuda RUN_ARGS "--budget-free 1")
   zs_engine_cuda(engine_cuda_offload_params_switch_np2 2 1 det
                  "${zs_nccl}, world 2, .*; offload params:" --device cuda
                  RUN_ARGS "--shard-params 1 --offload 2")

@@ -15,11 +15,13 @@
  *        [--moments-bf16 0|1 (zs_config.moment_dtype; the reference rounds m, v to bf16)]
  *        [--ties-away 0|1 (the test hook: ZS_MASTER_FP32 rounds its bf16 compute copy ties away
  *        from zero, as ZS_MASTER_REMAINDER does; src/base/round_hook.h)]
- *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F]
+ *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F] [--budget-free 1]
  * --budget-frac F (0..1) sets an offload budget F of the way from the least budget the model fits
  * (every unit on the host) to the device bytes of no offload (zs_plan_model says both), and checks
  * that the engine places the units zs_plan_placement says (0 < F < 1 here: some units on the
  * host, some on the device).
+ * --budget-free 1 sets offload_budget_bytes = ZS_BUDGET_FREE (the budget measured at commit) and
+ * checks that zs_engine_info says so; on a machine with room, every unit stays on the device.
  * --defaults 1 leaves the AdamW fields as zs_config_default fills them and gives the reference the
  * defaults zshard.h documents (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clip).
  * --load DIR resumes from a checkpoint (zs_engine_load) and trains from its step on to --steps;
@@ -52,7 +54,8 @@ typedef struct {
   int m16;      /* zs_config.moment_dtype = ZS_BF16 */
   float clip, wd, lr;
   double tol, reftol;
-  double budget; /* --budget-frac; < 0: no budget */
+  double budget;   /* --budget-frac; < 0: no budget */
+  int budget_free; /* --budget-free: offload_budget_bytes = ZS_BUDGET_FREE */
   const char *write, *compare, *load, *save;
 } opts;
 
@@ -90,6 +93,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->offload = atoi(v);
     else if (!strcmp(k, "--budget-frac"))
       o->budget = atof(v);
+    else if (!strcmp(k, "--budget-free"))
+      o->budget_free = atoi(v);
     else if (!strcmp(k, "--bucket"))
       o->bucket = atoi(v);
     else if (!strcmp(k, "--reduce-bf16"))
@@ -346,6 +351,7 @@ int main(int argc, char **argv) {
       ZS_EXPECT(nhost > 0 && nhost < TM_NUNITS, "budget %zu: %d of %d units on the host, not mixed",
                 cfg.offload_budget_bytes, nhost, TM_NUNITS);
   }
+  if (o.budget_free) cfg.offload_budget_bytes = ZS_BUDGET_FREE;
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_unit *units[TM_NUNITS];
@@ -353,6 +359,12 @@ int main(int argc, char **argv) {
     ZS_OK_OR_DIE(
         zs_engine_add_unit(e, tm_units[u].name, tm_units[u].ntensors, tm_units[u].t, &units[u]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
+  if (o.budget_free) {
+    char want[96];
+    snprintf(want, sizeof want, "(free at commit, the least over %d ranks)", world);
+    ZS_EXPECT(strstr(zs_engine_info(e), want) != NULL, "engine info lacks \"%s\": %s", want,
+              zs_engine_info(e));
+  }
 
   const int64_t n = tm_total();
   ref_state ref = {calloc((size_t)n, 8), calloc((size_t)n, 8), calloc((size_t)n, 8), 0};

@@ -63,6 +63,13 @@ if(ZS_BUILD_EXAMPLES)
                                       $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
   set_tests_properties(gpt2_bf16_cpu PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 240
                                                 LABELS "gpt2;mpi;python" PROCESSORS 2)
+  # --offload-budget free under a 1.5 GB RLIMIT_AS per rank: the measured budget is the
+  # address-space room (checked against the ranks' VmPeak), and an explicit budget of that number
+  # places the same units and trains to the same bytes (test_gpt2_budget_free.sh).
+  add_test(NAME gpt2_budget_free COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_budget_free.sh
+                                         $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_budget_free PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                                   LABELS "gpt2;mpi" PROCESSORS 2)
   add_test(NAME gpt2_precision COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_precision.sh
                                        $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
   set_tests_properties(gpt2_precision PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180

@@ -210,7 +210,7 @@ check "safetensors = the same GPT-2 shape by flags" "$st" "$flags"
 #    units 0-3, 7200 bytes on the host; 9268: all; 9267: refused, naming 9268, and 4 ranks (the
 #    units pad to 100, 300, 200, 300, 52: grads 952 + the same 7368 of buffers = 8320 fit).
 budget() { "$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu \
-  --device-mem 1G --host-mem 1G --json --offload-budget "$1"; }
+  --device-mem 1G --host-mem 1G --json --offload-budget "$@"; }
 check "budget: no offload device bytes" "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 \
   --stage 3 --device cpu --device-mem 1G --host-mem 1G --json | field 'd["per_rank"]["device_total"]')" 16868
 for b in "16868 []" "14468 [1]" "14467 [1, 3]" "10000 [0, 1, 2, 3]" "9268 [0, 1, 2, 3, 4]"; do
@@ -232,6 +232,20 @@ check "budget: table names the host units" \
   "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 1G \
     --host-mem 1G --offload-budget 14467 | grep '^placement:')" \
   "placement: offload budget 14467 bytes (the least that fits: 9268): 2 of 5 units' optimizer state and param shards on the host: 1 3"
+#    --offload-budget free is decided at commit: planned as no budget (16868 device bytes, no unit
+#    on the host), saying so; with --free B it is planned as --offload-budget B (B = 14467: units 1
+#    and 3, above), and a --free without it is refused.
+check "budget free: planned as every unit on the device" \
+  "$(budget free | field 'd["placement"]["budget"], d["placement"]["host_units"], d["per_rank"]["device_total"]')" \
+  "free [] 16868"
+check "budget free: the table says it is decided at commit" \
+  "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 1G \
+    --host-mem 1G --offload-budget free | grep -c '^placement: offload budget free: decided at commit')" 1
+check "budget free --free 14467: the placement of budget 14467" \
+  "$(budget free --free 14467 | field 'd["placement"]["free_bytes"], d["placement"]["host_units"], d["per_rank"]["device_total"], d["per_rank"]["host_pinned"]')" \
+  "14467 [1, 3] $(budget 14467 | field 'd["per_rank"]["device_total"], d["per_rank"]["host_pinned"]' | tr -d '\n')"
+check "--free without --offload-budget free is refused" \
+  "$("$plan" --unit-sizes 100 --world 2 --free 1000 2>&1 >/dev/null | grep -c 'add that' || true)" 1
 # 8. The NVMe tier (--nvme-path, --offload-host-bytes). Units of 100M, 300M, 200M, 300M and 50M
 #    fp32 elements at stage 3 on 2 ranks with optimizer offload: host bytes 12 per element of the
 #    shard, 600M, 1800M, 1200M, 1800M, 300M = 5700M; the tier's staging is 36 x 4Mi elements =

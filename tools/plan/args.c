@@ -30,7 +30,10 @@ static void usage(void) {
       "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
       "  --offload-budget BYTES       budgeted partial offload: device bytes the model state and\n"
       "                               buffers may use; the largest units' optimizer state (and\n"
-      "                               param shards) go to the host until the rest fits\n"
+      "                               param shards) go to the host until the rest fits; free:\n"
+      "                               what is free on the device at commit (the least over the\n"
+      "                               ranks), decided then: planned as every unit on the device\n"
+      "  --free BYTES                 with --offload-budget free: plan with this measured number\n"
       "  --offload-host-bytes BYTES   cap on the offloaded state's host bytes "
       "(offload_host_bytes)\n"
       "  --nvme-path DIR              the NVMe tier (nvme_path; not opened): with offload and\n"
@@ -157,6 +160,10 @@ static int option(zp_args *a, const char *k, const char *v) {
       return -1;
     return 0;
   }
+  if (!strcmp(k, "--offload-budget") && !strcmp(v, "free")) {
+    a->budget = ZS_BUDGET_FREE; /* decided at commit; --free BYTES plans with a number */
+    return 0;
+  }
   if (!strcmp(k, "--device")) {
     if (!strcmp(v, "cpu"))
       a->device = ZS_DEVICE_CPU;
@@ -173,6 +180,7 @@ static int option(zp_args *a, const char *k, const char *v) {
               : !strcmp(k, "--max-live-bytes")     ? &a->max_live
               : !strcmp(k, "--offload-budget")     ? &a->budget
               : !strcmp(k, "--offload-host-bytes") ? &a->host_cap
+              : !strcmp(k, "--free")               ? &a->free_bytes
                                                    : NULL;
   if (b) return parse_bytes(v, b);
   return 1;
@@ -228,6 +236,10 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
   if (!a->reduce_set) a->reduce_dtype = a->dtype;
   if (a->stage > 3) {
     fprintf(stderr, "zshard-plan: --stage is 0, 1, 2 or 3\n");
+    return -1;
+  }
+  if (a->free_bytes && a->budget != ZS_BUDGET_FREE) {
+    fprintf(stderr, "zshard-plan: --free BYTES plans an '--offload-budget free' run: add that\n");
     return -1;
   }
   return 0;

@@ -34,7 +34,10 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
   c->held_units = a->held_units;
   c->master = a->master;
   c->moment_dtype = a->moment_dtype;
-  c->offload_budget_bytes = a->budget;
+  /* "free" is decided at commit: --free BYTES plans with that number, else ZS_BUDGET_FREE itself
+     (a budget no model exceeds) */
+  c->offload_budget_bytes =
+      a->budget == ZS_BUDGET_FREE && a->free_bytes ? a->free_bytes : a->budget;
   c->offload_host_bytes = a->host_cap;
   /* The NVMe tier takes host-tier units only: configurations without one (the alternatives
      --recommend tries) plan without it. */

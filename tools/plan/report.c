@@ -52,9 +52,14 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
              r->device_total, r->host_total, r->fits ? "true" : "false");
       json_str(r->verdict);
       printf(", \"available\": {\"device\": %zu, \"host\": %zu}", dev, host);
-      if (a->budget) {
+      if (a->budget == ZS_BUDGET_FREE) /* "free": decided at commit; "free_bytes": --free */
+        printf(", \"placement\": {\"budget\": \"free\", \"free_bytes\": %zu, \"budget_floor\": "
+               "%zu, \"host_units\": [",
+               a->free_bytes, r->budget_floor);
+      else if (a->budget)
         printf(", \"placement\": {\"budget\": %zu, \"budget_floor\": %zu, \"host_units\": [",
                a->budget, r->budget_floor);
+      if (a->budget) {
         host_units(m, cfg, a->world, 1);
         printf("]}");
       }
@@ -93,11 +98,22 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
   row("host total", r->host_total, 0);
   printf("available per rank: device %zu, host %zu bytes%s\n", dev, host,
          a->device == ZS_DEVICE_CPU ? " (the CPU device draws on host memory for both)" : "");
-  if (a->budget) {
+  if (a->budget == ZS_BUDGET_FREE && !a->free_bytes)
+    printf("placement: offload budget free: decided at commit (the least free device memory over "
+           "the ranks); planned here as a budget no model exceeds, every unit on the device "
+           "(--free BYTES plans with a number; the least that fits: %zu)",
+           r->budget_floor);
+  else if (a->budget == ZS_BUDGET_FREE)
+    printf("placement: offload budget free: decided at commit; planned here with %zu bytes "
+           "(--free) (the least that fits: %zu): %zu of %d units' optimizer state%s on the host:",
+           a->free_bytes, r->budget_floor, r->host_units, m->n,
+           a->stage >= 3 ? " and param shards" : "");
+  else if (a->budget)
     printf("placement: offload budget %zu bytes (the least that fits: %zu): %zu of %d units' "
            "optimizer state%s on the host:",
            a->budget, r->budget_floor, r->host_units, m->n,
            a->stage >= 3 ? " and param shards" : "");
+  if (a->budget) {
     host_units(m, cfg, a->world, 0);
     printf("\n");
   }

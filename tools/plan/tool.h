@@ -33,9 +33,11 @@ typedef struct {
   int reduce_set;
   zs_device device;
   size_t bucket, max_live;
-  size_t budget;            /* --offload-budget: zs_config.offload_budget_bytes (0: none) */
-  const char *nvme_path;    /* --nvme-path: zs_config.nvme_path (NULL: no NVMe tier) */
-  size_t host_cap;          /* --offload-host-bytes: zs_config.offload_host_bytes (0: none) */
+  size_t budget;         /* --offload-budget: zs_config.offload_budget_bytes (0: none; "free":
+                            ZS_BUDGET_FREE) */
+  size_t free_bytes;     /* --free: the number a ZS_BUDGET_FREE budget is planned with (0: none) */
+  const char *nvme_path; /* --nvme-path: zs_config.nvme_path (NULL: no NVMe tier) */
+  size_t host_cap;       /* --offload-host-bytes: zs_config.offload_host_bytes (0: none) */
   size_t dev_mem, host_mem; /* per rank; 0: what this machine has */
   /* Optimizer-state precision: zs_config.master (--master fp32|params|remainder|lean) and
      moment_dtype (--moment-dtype fp32|bf16). */
