@@ -40,7 +40,11 @@ struct zs_nvme_tier {
      and the seconds those passes took (I/O and compute overlapped). */
   uint64_t step_read, step_written;
   double step_seconds;
+  uint64_t file_bytes; /* the bytes the units' files reserve on disk (aligned sizes) */
+  size_t booked;       /* host_pinned bytes booked in the ledger for the staging */
+  size_t info_at;      /* where the "; nvme:" part of zs_engine.info starts (rewritten per step) */
 };
+typedef struct zs_nvme_tier zs_nvme_tier;
 
 /* Commit: when pl places units on the tier, opens this rank's directory (checking free space for
    pl->disk_bytes and O_DIRECT support: ZS_ERR_IO / ZS_ERR_INVALID_ARG naming the path and the
@@ -53,6 +57,23 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl);
 /* Destroy (and commit's failure path): closes and removes every file of the tier, the rank's
    directory, the ring and the staging; clears every unit's nv. NULL tier: nothing. */
 void zs_engine_nvme_close(zs_engine *e);
+
+/* The step's update of every unit on the tier (step.c's AdamW, after the units in memory have
+   theirs; zs_optim_prepare already called): per unit one UPDATE pass of the stream (look-ahead 1,
+   chunks of e->nvme->chunk) over its three files, AdamW on each chunk's spans in place through
+   zs_optim_update with state_host = 1 (the host tier's update: the bits of host offload), grads
+   and params where the unit's other states are. Adds the bytes and seconds to the tier's totals.
+   Then, whatever `rc` (this rank's status of the step's update so far, and ZS_OK when the tier
+   has nothing on this rank): when the tier is active (e->nvme, the same on every rank) every rank
+   all-gathers its status and all return an error when any failed: the failing rank its own
+   (ZS_ERR_IO naming the file and the offset), the others ZS_ERR_IO naming the first failing
+   rank. The caller marks the engine failed. Collective over the world when e->nvme is set;
+   without it returns rc at once. */
+zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc);
+
+/* Rewrites the "; nvme:" part at the end of zs_engine_info from the placement counts and the
+   tier's totals (after commit and after each step). No-op without the tier. */
+void zs_engine_nvme_info(zs_engine *e);
 
 /* Reads elements [first, first + n) (relative to u->opt_off) of array `which` (ZS_NVME_*) of a
    unit on the tier into dst (host memory, n fp32), through the tier's staging. ZS_ERR_IO naming

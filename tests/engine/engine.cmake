@@ -470,7 +470,17 @@ zs_mpi_test(engine_rem_np4_stage3_group2 test_engine_rem NP 4
 zs_mpi_test(engine_rem_m16_np2_stage1 test_engine_rem NP 2
             ARGS --stage 1 --m16 --dir engine_rem_m16_np2_stage1.d LABELS engine)
 # The NVMe tier at commit (nvme_path): an empty placement commits and shows in zs_engine_info; one
-# that puts a unit on the tier is refused (this version's engine does not run it), and
-# zs_plan_model counts the placement.
+# that puts a unit on the tier commits under a real directory (ledger = planner) and is refused
+# under a missing one, and zs_plan_model counts the placement.
 zs_exe(test_engine_nvme_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_plan.c)
-zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 LABELS engine)
+zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS engine)
+# The NVMe tier's range reads and writes and its life in the engine (src/engine/nvme_range.c,
+# nvme_tier.c): random ranges of every array against a plain float array, the files read back with
+# buffered I/O, bad ranges, set/get_param through the tier, planner = ledger, a deleted file, the
+# directory removed at destroy; 1 and 2 ranks. Files under the build folder (a real disk).
+zs_exe(test_engine_nvme_range SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_range.c)
+foreach(n 1 2)
+  zs_mpi_test(engine_nvme_range_np${n} test_engine_nvme_range NP ${n}
+              ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS "engine;offload")
+  set_tests_properties(engine_nvme_range_np${n} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()
