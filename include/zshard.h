@@ -267,7 +267,9 @@ typedef struct {
      small sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
      (nvme_units, disk_bytes, nvme_staging; the staging is in host_pinned, the disk bytes are not)
      and, for a cap not even every unit on the tier meets, fits = 0 with a verdict naming the least
-     cap that fits; zs_engine_info shows it after commit. The string is not copied: it must stay
+     cap that fits; zs_engine_info shows it after commit. Checkpoints (zs_engine_save, _load)
+     and the export stream the tier's state from and into its files in bounded pieces; their
+     files do not depend on the tier. The string is not copied: it must stay
      valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
   const char *nvme_path;
 } zs_config;
@@ -775,7 +777,12 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    must be on a file system every rank sees (one directory, one saving job at a time). Collective
    over the world, between steps (ZS_ERR_STATE inside a step or before commit). Errors, the same
    status on every rank: ZS_ERR_IO (disk full, permissions, ...; nothing of the new checkpoint
-   stays, no temporary file), ZS_ERR_INVALID_ARG (NULL, or ranks naming different paths). */
+   stays, no temporary file), ZS_ERR_INVALID_ARG (NULL, or ranks naming different paths). The
+   state of units on the NVMe tier (nvme_path) streams from its files in bounded pieces (never a
+   unit's whole state in memory), and the checkpoint is byte for byte what host offload saves of
+   the same state; a failed read of the tier is ZS_ERR_IO (the failing rank's message names the
+   file and the offset) and fails the engine on every rank (ZS_ERR_STATE afterwards), the
+   previous checkpoint untouched. */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
    this engine (committed, same units, tensor names, shapes and param_dtype). dir is a checkpoint
@@ -789,7 +796,10 @@ ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
    mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another model: names the first
    difference), ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before commit,
    or a unit still gathered by the caller). Should a file change between the check and the read
-   that follows it, the engine fails (ZS_ERR_STATE afterwards). Collective over the world. */
+   that follows it, the engine fails (ZS_ERR_STATE afterwards). Units on the NVMe tier get their
+   state written into its files in bounded pieces; should a write there fail (ZS_ERR_IO naming the
+   file and the offset), the engine is half loaded and fails on every rank. Collective over the
+   world. */
 ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
 
 /* How zs_engine_export_safetensors_ex writes one tensor; the callback may change any field. */
@@ -817,7 +827,8 @@ ZS_API void zs_export_options_default(zs_export_options *o);
    it in 1 MiB chunks. Written to path.tmp, fsynced and renamed: path is either the old file or the
    whole new one. o NULL: the defaults. Collective over the world, between steps. Errors (same on
    every rank): ZS_ERR_INVALID_ARG (a bad name, duplicate names, a refused tensor, bad dtype),
-   ZS_ERR_IO (no file left behind); a failed gather fails the engine. */
+   ZS_ERR_IO (no file left behind); a failed gather fails the engine, and so does a failed read
+   of the NVMe tier (a unit there reads its master from the tier's files; no file is left). */
 ZS_API zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                                  const zs_export_options *o);
 /* zs_engine_export_safetensors_ex with the defaults: fp32, "<unit>.<tensor>" names. */
