@@ -1,8 +1,9 @@
 /* Checkpoints of units on the NVMe tier (zs_config.nvme_path), against the host-offload engine of
  * the same configuration as the reference (the checkpoint format knows no tiers).
  *
- * Usage (under mpirun): test_ckpt_nvme ROOT PART [--stage S] [--in DIR] [--out DIR] [--tier 0|1]
- * [--steps N]. ROOT is a directory on a disk (not tmpfs: the test exits 77, skipped, there).
+ * Usage (under mpirun): test_ckpt_nvme ROOT PART [--stage S] [--group G] [--in DIR] [--out DIR]
+ * [--tier 0|1] [--steps N]. ROOT is a directory on a disk (not tmpfs: the test exits 77, skipped,
+ * there).
  *
  * PART "equal": a host-offload engine H and a tier engine T (two large units on the tier, two
  * small ones in memory) train the same steps; their checkpoints are byte-identical, and so are
@@ -74,7 +75,7 @@ static int64_t total(void) {
 }
 
 typedef struct {
-  int stage, tier, steps;
+  int stage, group, tier, steps;
   const char *in, *out;
   char root[512]; /* this run's own directory under ROOT */
   char tier_dir[600];
@@ -100,6 +101,7 @@ static zs_engine *make_in(const opts *o, int tier, const char *tier_dir, zs_unit
   zs_config c;
   zs_config_default(&c);
   c.stage = o->stage;
+  c.shard_group_size = o->group; /* 0: the world */
   c.offload = ZS_OFFLOAD_OPTIMIZER;
   c.deterministic = 1;
   c.comm_timeout_s = 60;
@@ -382,6 +384,7 @@ int main(int argc, char **argv) {
   const char *base = argv[1], *part = argv[2];
   for (int i = 3; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--stage")) o.stage = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--group")) o.group = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--tier")) o.tier = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--steps")) o.steps = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--in")) o.in = argv[i + 1];
