@@ -511,3 +511,13 @@ zs_engine_equiv(engine_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode
 zs_engine_equiv(engine_nvme_budget_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --offload 0)
 zs_engine_equiv(engine_nvme_nondet_np2_stage2 2 2 nondet ${zs_nvme_dir} --mode some)
 set_property(TEST ${zs_nvme_tests} APPEND PROPERTY LABELS offload)
+# The NVMe tier's failures in the engine (a deleted file, an injected EIO, a file size limit in the
+# step; RLIMIT_FSIZE at commit): every rank fails, the failing one naming the file and the offset,
+# the others that rank; nothing left on disk. Needs the test build's I/O hook (nvme_hooks.h).
+zs_exe(test_engine_nvme_fail SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_fail.c)
+target_compile_definitions(test_engine_nvme_fail PRIVATE ZS_TEST_HOOKS=1)
+foreach(n 1 2)
+  zs_mpi_test(engine_nvme_fail_np${n} test_engine_nvme_fail NP ${n}
+              ARGS ${CMAKE_CURRENT_BINARY_DIR}/nvme_fail_np${n} LABELS "engine;offload")
+  set_tests_properties(engine_nvme_fail_np${n} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()
