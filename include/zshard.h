@@ -260,16 +260,28 @@ typedef struct {
      never over it; when even every unit on the tier is over, zs_engine_commit refuses with the
      fit check's sentence naming the least cap (zs_plan_model: fits = 0, the same verdict). Needs a
      host tier and offload_host_bytes > 0 (else nothing would go there), master = ZS_MASTER_FP32 and
-     moment_dtype = ZS_F32, and the CPU device; other combinations are ZS_ERR_INVALID_ARG. This
-     version plans the placement (zs_plan_model, zshard-plan) but its engine does not yet run the
-     tier: zs_engine_commit refuses a configuration that places a unit there (ZS_ERR_INVALID_ARG,
-     saying so). offload_host_bytes also caps the host arena's own allocator reserve (several MiB at
-     small sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
+     moment_dtype = ZS_F32, and the CPU device; other combinations are ZS_ERR_INVALID_ARG. The
+     engine runs the tier: zs_engine_commit creates <nvme_path>/rank<R>-<pid> on each rank (the
+     directory must exist on a file system that takes O_DIRECT: tmpfs is ZS_ERR_UNSUPPORTED, a
+     missing one ZS_ERR_INVALID_ARG, too little free space or a file that cannot be reserved
+     ZS_ERR_IO, each naming the path; commit then fails on every rank, nothing left on disk) with
+     three files per unit there (master, m and v: 12 bytes per element of its optimizer range,
+     reserved up front), and zs_engine_destroy removes it; the staging (36 x offload_chunk bytes,
+     in host_pinned) is all the host memory the tier adds. Each zs_engine_step reads, updates with
+     the host tier's AdamW and writes back every such unit's state chunk by chunk (offload_chunk
+     elements, the next read and the previous write in flight): the same bits as host offload,
+     at the disk's rate (zs_engine_info shows the step's I/O bytes and seconds).
+     zs_unit_set_param, zs_unit_get_param and the bulk calls read and write the master in its
+     file; checkpoints (zs_engine_save, zs_engine_load) and the export stream it from and into the
+     files in bounded pieces, their files the same as host offload's. Failures: an I/O error, a full
+     disk or a file deleted or truncated under the tier make zs_engine_step return ZS_ERR_IO on
+     every rank (the failing rank's message names the file and the offset, the others' that rank)
+     and fail the engine (the files are partly updated: restart from the last checkpoint).
+     offload_host_bytes also caps the host arena's own allocator reserve (several MiB at small
+     sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
      (nvme_units, disk_bytes, nvme_staging; the staging is in host_pinned, the disk bytes are not)
      and, for a cap not even every unit on the tier meets, fits = 0 with a verdict naming the least
-     cap that fits; zs_engine_info shows it after commit. Checkpoints (zs_engine_save, _load)
-     and the export stream the tier's state from and into its files in bounded pieces; their
-     files do not depend on the tier. The string is not copied: it must stay
+     cap that fits; zs_engine_info shows it after commit. The string is not copied: it must stay
      valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
   const char *nvme_path;
 } zs_config;

@@ -114,9 +114,9 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
   const zs_nvme_stream_desc d = unit_desc(t, u, ZS_NVME_UPDATE);
   zs_nvme_stream *s = NULL;
   *rd = *wr = 0;
-  ZS_CHECK(zs_nvme_stream_open(&d, t->ring, t->staging, &s));
+  zs_status rc = zs_nvme_stream_open(&d, t->ring, t->staging, &s);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "NVMe tier: the step's update of unit '%s'", u->name);
   const int params_host = zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL));
-  zs_status rc = ZS_OK;
   for (;;) {
     zs_nvme_chunk c;
     rc = zs_nvme_stream_next(s, &c);

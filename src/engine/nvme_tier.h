@@ -31,7 +31,7 @@
 enum { ZS_NVME_MASTER = 0, ZS_NVME_M = 1, ZS_NVME_V = 2, ZS_NVME_NARRAYS = 3 };
 
 struct zs_nvme_tier {
-  zs_nvme_dir *dir;         /* <nvme_path>/rank-<world rank>, created at open, removed at close */
+  zs_nvme_dir *dir;         /* <nvme_path>/rank<world rank>-<pid>, made at open, removed at close */
   zs_nvme_ring *ring;       /* idle between engine calls */
   zs_nvme_staging *staging; /* 3 slots, each chunk elements of master, m and v (fp32) */
   size_t chunk;             /* elements per chunk: offload_chunk rounded to the quantum */
@@ -47,11 +47,13 @@ struct zs_nvme_tier {
 typedef struct zs_nvme_tier zs_nvme_tier;
 
 /* Commit: when pl places units on the tier, opens this rank's directory (checking free space for
-   pl->disk_bytes and O_DIRECT support: ZS_ERR_IO / ZS_ERR_INVALID_ARG naming the path and the
-   fix), the ring and the staging, creates each unit's three files and writes their initial state
-   (master = the unit's initial params widened to fp32, m = v = 0). e->nvme stays NULL when pl
-   places nothing there. On failure everything it made is removed again and e->nvme is NULL. Not
-   collective (the caller's fit check and placement are the same on every rank). */
+   the files' aligned bytes and O_DIRECT support: ZS_ERR_IO / ZS_ERR_INVALID_ARG /
+   ZS_ERR_UNSUPPORTED naming the path and the fix), the ring and the staging (booked in the
+   ledger's host_pinned as zs_placement_nvme_staging), creates each unit's three files, whose
+   zero fill is their initial state (master = the unit's params at commit, which commit zeroes,
+   widened to fp32; m = v = 0). e->nvme stays NULL when pl places nothing there. On failure
+   everything it made is removed again and e->nvme is NULL. Not collective (commit agrees on the
+   outcome afterwards; the placement is the same on every rank). */
 zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl);
 
 /* Destroy (and commit's failure path): closes and removes every file of the tier, the rank's
