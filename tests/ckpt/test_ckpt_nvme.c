@@ -8,7 +8,8 @@
  * PART "equal": a host-offload engine H and a tier engine T (two large units on the tier, two
  * small ones in memory) train the same steps; their checkpoints are byte-identical, and so are
  * their safetensors exports. T steps on, loads H's checkpoint: its weights are H's, its next save
- * is byte-identical to H's checkpoint, and H and T step on to the same bits. Then the failures,
+ * is byte-identical to H's checkpoint, and H and T step on to the same bits. A full disk under
+ * the checkpoint fails the save only (the engine goes on). Then the tier's failures,
  * each a file of the last rank's tier removed or truncated under the engine: a save fails with
  * ZS_ERR_IO on every rank (the failing rank's message names the tier's file and the offset), the
  * previous checkpoint directory is byte for byte what it was, the engine has failed on every
@@ -24,9 +25,11 @@
  * --in into an engine (--tier as above) and saves it to --out; checkpoints of the same state
  * saved at the same world size must be identical whatever the tier. */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -264,12 +267,36 @@ static void part_equal(const opts *o) {
   ck(b, sizeof b, tdir, 3);
   ZS_EXPECT(same_rank_files(a, b), "the checkpoints after the load's step differ");
 
-  /* A save whose tier read fails on the last rank (a removed file): ZS_ERR_IO everywhere, the
-     engine failed, the last checkpoint untouched (compared with a copy taken before). */
+  /* A full disk under the checkpoint (the file size limit on the last rank) is the checkpoint's
+     failure, not the tier's: ZS_ERR_IO everywhere, nothing of it stays, and the engine goes on (its
+     next save is H's bytes again). */
   snprintf(cmd, sizeof cmd, "cp -a %s %s/tier_before", tdir, o->root);
   ZS_EXPECT(sh0(cmd) == 0, "%s", cmd);
-  on_last_tier(o->tier_dir, "rm %s/u3.m"); /* head's m: read after its master */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old, lim;
+  getrlimit(RLIMIT_FSIZE, &old);
+  lim = old;
+  lim.rlim_cur = 1000;
+  if (rank == world - 1) setrlimit(RLIMIT_FSIZE, &lim);
   zs_status rc = zs_engine_save(t, tdir);
+  setrlimit(RLIMIT_FSIZE, &old);
+  ZS_EXPECT(rc == ZS_ERR_IO, "a save over the file size limit: %s (%s)", zs_status_str(rc),
+            zs_last_error());
+  snprintf(a, sizeof a, "%s/tier_before", o->root);
+  ZS_EXPECT(same_tree(a, tdir), "the save over the file size limit changed the directory");
+  ZS_OK_OR_DIE(zs_engine_save(h, hdir));
+  ZS_OK_OR_DIE(zs_engine_save(t, tdir));
+  ck(a, sizeof a, hdir, 3);
+  ck(b, sizeof b, tdir, 4);
+  ZS_EXPECT(same_rank_files(a, b), "the save after a full disk differs from host offload's");
+
+  /* A save whose tier read fails on the last rank (a removed file): ZS_ERR_IO everywhere, the
+     engine failed, the last checkpoint untouched (compared with a copy taken before). */
+  snprintf(cmd, sizeof cmd, "rm -rf %s/tier_before && cp -a %s %s/tier_before", o->root, tdir,
+           o->root);
+  ZS_EXPECT(sh0(cmd) == 0, "%s", cmd);
+  on_last_tier(o->tier_dir, "rm %s/u3.m"); /* head's m: read after its master */
+  rc = zs_engine_save(t, tdir);
   failed_everywhere(t, rc, o, o->tier_dir, "save");
   snprintf(a, sizeof a, "%s/tier_before", o->root);
   ZS_EXPECT(same_tree(a, tdir), "the failed save changed the checkpoint directory");
