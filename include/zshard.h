@@ -291,11 +291,25 @@ typedef struct {
      never over it; when even every unit on the tier is over, zs_engine_commit refuses with the
      fit check's sentence naming the least cap (zs_plan_model: fits = 0, the same verdict). Needs a
      host tier and offload_host_bytes > 0 (else nothing would go there), master = ZS_MASTER_FP32 and
-     moment_dtype = ZS_F32, and the CPU device; other combinations are ZS_ERR_INVALID_ARG. This
-     version plans the placement (zs_plan_model, zshard-plan) but its engine does not yet run the
-     tier: zs_engine_commit refuses a configuration that places a unit there (ZS_ERR_INVALID_ARG,
-     saying so). offload_host_bytes also caps the host arena's own allocator reserve (several MiB at
-     small sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
+     moment_dtype = ZS_F32, and the CPU device; other combinations are ZS_ERR_INVALID_ARG. The
+     engine runs the tier: zs_engine_commit creates <nvme_path>/rank<R>-<pid> on each rank (the
+     directory must exist on a file system that takes O_DIRECT: tmpfs is ZS_ERR_UNSUPPORTED, a
+     missing one ZS_ERR_INVALID_ARG, too little free space or a file that cannot be reserved
+     ZS_ERR_IO, each naming the path; commit then fails on every rank, nothing left on disk) with
+     three files per unit there (master, m and v: 12 bytes per element of its optimizer range,
+     reserved up front), and zs_engine_destroy removes it; the staging (36 x offload_chunk bytes,
+     in host_pinned) is all the host memory the tier adds. Each zs_engine_step reads, updates with
+     the host tier's AdamW and writes back every such unit's state chunk by chunk (offload_chunk
+     elements, the next read and the previous write in flight): the same bits as host offload,
+     at the disk's rate (zs_engine_info shows the step's I/O bytes and seconds).
+     zs_unit_set_param, zs_unit_get_param and the bulk calls read and write the master in its
+     file; checkpoints (zs_engine_save, zs_engine_load) and the export stream it from and into the
+     files in bounded pieces, their files the same as host offload's. Failures: an I/O error, a full
+     disk or a file deleted or truncated under the tier make zs_engine_step return ZS_ERR_IO on
+     every rank (the failing rank's message names the file and the offset, the others' that rank)
+     and fail the engine (the files are partly updated: restart from the last checkpoint).
+     offload_host_bytes also caps the host arena's own allocator reserve (several MiB at small
+     sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
      (nvme_units, disk_bytes, nvme_staging; the staging is in host_pinned, the disk bytes are not)
      and, for a cap not even every unit on the tier meets, fits = 0 with a verdict naming the least
      cap that fits; zs_engine_info shows it after commit. The string is not copied: it must stay
@@ -805,7 +819,12 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    must be on a file system every rank sees (one directory, one saving job at a time). Collective
    over the world, between steps (ZS_ERR_STATE inside a step or before commit). Errors, the same
    status on every rank: ZS_ERR_IO (disk full, permissions, ...; nothing of the new checkpoint
-   stays, no temporary file), ZS_ERR_INVALID_ARG (NULL, or ranks naming different paths). */
+   stays, no temporary file), ZS_ERR_INVALID_ARG (NULL, or ranks naming different paths). The
+   state of units on the NVMe tier (nvme_path) streams from its files in bounded pieces (never a
+   unit's whole state in memory), and the checkpoint is byte for byte what host offload saves of
+   the same state; a failed read of the tier is ZS_ERR_IO (the failing rank's message names the
+   file and the offset) and fails the engine on every rank (ZS_ERR_STATE afterwards), the
+   previous checkpoint untouched. */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
    this engine (committed, same units, tensor names, shapes and param_dtype). dir is a checkpoint
@@ -819,7 +838,10 @@ ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
    mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another model: names the first
    difference), ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before commit,
    or a unit still gathered by the caller). Should a file change between the check and the read
-   that follows it, the engine fails (ZS_ERR_STATE afterwards). Collective over the world. */
+   that follows it, the engine fails (ZS_ERR_STATE afterwards). Units on the NVMe tier get their
+   state written into its files in bounded pieces; should a write there fail (ZS_ERR_IO naming the
+   file and the offset), the engine is half loaded and fails on every rank. Collective over the
+   world. */
 ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
 
 /* How zs_engine_export_safetensors_ex writes one tensor; the callback may change any field. */
@@ -847,7 +869,8 @@ ZS_API void zs_export_options_default(zs_export_options *o);
    it in 1 MiB chunks. Written to path.tmp, fsynced and renamed: path is either the old file or the
    whole new one. o NULL: the defaults. Collective over the world, between steps. Errors (same on
    every rank): ZS_ERR_INVALID_ARG (a bad name, duplicate names, a refused tensor, bad dtype),
-   ZS_ERR_IO (no file left behind); a failed gather fails the engine. */
+   ZS_ERR_IO (no file left behind); a failed gather fails the engine, and so does a failed read
+   of the NVMe tier (a unit there reads its master from the tier's files; no file is left). */
 ZS_API zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                                  const zs_export_options *o);
 /* zs_engine_export_safetensors_ex with the defaults: fp32, "<unit>.<tensor>" names. */

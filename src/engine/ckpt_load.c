@@ -3,7 +3,9 @@
  * files that contain them, and checks every block against its checksum. Two passes: the first
  * reads and checks everything this rank needs and all ranks agree on the verdict before anything
  * is written, so a refused load leaves the engine exactly as it was; the second reads again and
- * writes the values in (a file that changes between the passes fails the engine). */
+ * writes the values in (a file that changes between the passes fails the engine). Units on the
+ * NVMe tier get their master, m and v written into the tier's files block by block (ckpt_nvme.c);
+ * an I/O error there also fails the engine. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +19,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
+#include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
 #include "shard/master_rem.h"
 
@@ -212,13 +215,19 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
   if (kind == 0) {
     ZS_CHECK(put_params(p, u, x0, src, cnt));
     uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
-    if (s0 < s1 && zs_unit_has_rem(u)) /* the params above hold the ties-away compute copy */
+    if (s0 < s1 && u->nv[ZS_NVME_MASTER]) /* on the NVMe tier: into its file, this block only */
+      ZS_CHECK(zs_ckpt_nvme_put(p->e, u, ZS_NVME_MASTER, (size_t)(s0 - u->opt_off),
+                                (size_t)(s1 - s0), src + (s0 - x0), "zs_engine_load"));
+    else if (s0 < s1 && zs_unit_has_rem(u)) /* the params above hold the ties-away compute copy */
       ZS_CHECK(zs_rem_master_put_rem(u, src + (s0 - x0), (size_t)s0, (size_t)(s1 - s0)));
     else if (s0 < s1 && !zs_unit_lean(u)) /* lean: the params written above are the master */
       ZS_CHECK(zs_ckpt_state_from_host(p->e, u, u->master + (s0 - u->opt_off), src + (s0 - x0),
                                        (size_t)(s1 - s0)));
     return ZS_OK;
   }
+  if (u->nv[ZS_NVME_MASTER]) /* fp32 moments on the NVMe tier */
+    return zs_ckpt_nvme_put(p->e, u, kind == 1 ? ZS_NVME_M : ZS_NVME_V, (size_t)(x0 - u->opt_off),
+                            cnt, src, "zs_engine_load");
   const zs_state s = kind == 1 ? ZS_ST_ADAM_M : ZS_ST_ADAM_V;
   const zs_dtype md = u->st.s[s].dtype;
   void *dst = zs_ptr_add(*zs_unit_slot(u, s), (size_t)(x0 - u->opt_off), md);
@@ -422,16 +431,19 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
     zs_shard_drop_all(&e->sh);
     rc = run_pass(e, &m, ck, 1, block, conv);
     if (rc == ZS_OK) rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
+    /* Every rank takes part in the verdict; a half-written engine (on any rank) fails on all. The
+       step counts change only after it: the collectives' signatures carry them, so a rank whose
+       pass failed must still meet the others' verdict with the same counts. */
+    if (e->state != ZS_ENGINE_FAILED) rc = zs_ckpt_agree(e, rc, "zs_engine_load");
     if (rc == ZS_OK) {
       e->opt_steps = m.step;
       e->steps_done = m.steps_done;
     }
-    /* Every rank takes part in the verdict; a half-written engine (on any rank) fails on all. */
-    if (e->state != ZS_ENGINE_FAILED) rc = zs_ckpt_agree(e, rc, "zs_engine_load");
     if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED)
       zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_load: writing the checked checkpoint in "
-                                             "failed (did a file change while it was read?); the "
-                                             "engine's state is half loaded"));
+                                             "failed (a file changed while it was read, or the "
+                                             "NVMe tier's I/O failed); the engine's state is half "
+                                             "loaded"));
   }
   zs_ckpt_manifest_free(&m);
   free(block);

@@ -14,6 +14,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
+#include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
 #include "shard/master_rem.h"
 
@@ -56,6 +57,8 @@ typedef struct {
   int fd, rank;
   const char *path;
   unsigned char *stage; /* block bytes, for device state or the remainder master's joins */
+  float *piece;         /* ZS_CKPT_NVME_PIECE elements: the NVMe tier's state on its way out */
+  int tier_failed;      /* a read of the NVMe tier failed (not this checkpoint's file) */
   uint64_t block, in_block, nblk, nblk_total;
   uint64_t *table;
   XXH64_state_t *blk;
@@ -140,6 +143,25 @@ static zs_status put_moment(writer *w, const zs_unit *u, zs_state s, uint64_t lo
   return rc;
 }
 
+/* Array `which` (ZS_NVME_*) of a unit on the NVMe tier over elements [lo, lo + n) of its
+   optimizer range: read from its file through the tier's staging into w->piece, one piece at a
+   time, and written out; the unit's state is never in memory as a whole. A failed read sets
+   w->tier_failed (the error names the tier's file and offset). */
+static zs_status put_tier(writer *w, const zs_unit *u, int which, uint64_t lo, uint64_t n) {
+  for (uint64_t i = 0; i < n; i += ZS_CKPT_NVME_PIECE) {
+    const uint64_t take = n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE;
+    const zs_status rc =
+        zs_engine_nvme_read(w->e, u, which, (size_t)(lo + i), (size_t)take, w->piece);
+    if (rc != ZS_OK) {
+      w->tier_failed = 1;
+      return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
+                         zs_ckpt_nvme_array_name(which));
+    }
+    ZS_CHECK(emit(w, w->piece, 4 * take));
+  }
+  return ZS_OK;
+}
+
 /* The master values of a unit whose master is its params (zs_unit_master_in_params) over its
    segment [a, a + n): the params widened to fp32 (exact), then, for a frozen unit, zeros as m and
    v (a unit that never trained), through a staging block of its own. A lean unit's m and v follow
@@ -171,6 +193,11 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
       continue;
     }
     const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
+    if (u->nv[ZS_NVME_MASTER]) { /* on the NVMe tier (fp32 master and moments only) */
+      for (int which = ZS_NVME_MASTER; which < ZS_NVME_NARRAYS; which++)
+        ZS_CHECK(put_tier(w, u, which, lo, n));
+      continue;
+    }
     if (zs_unit_lean(u))
       ZS_CHECK(put_params_master(w, u, segs[k].begin, n));
     else if (zs_unit_has_rem(u))
@@ -184,13 +211,14 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   return ZS_OK;
 }
 
-/* Writes this rank's file into ckdir; out[W_*] describes it for the manifest. */
+/* Writes this rank's file into ckdir; out[W_*] describes it for the manifest. *tier_failed: the
+   failure was a read of the NVMe tier's files (the engine's own state), not the checkpoint's. */
 static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block,
-                                 uint64_t out[W_NWORDS]) {
+                                 uint64_t out[W_NWORDS], int *tier_failed) {
   const int r = e->world_rank;
   int ns;
   zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
-  writer w = {e, -1, r, NULL, NULL, block, 0, 0, 0, NULL, XXH64_createState()};
+  writer w = {e, -1, r, NULL, NULL, NULL, 0, block, 0, 0, 0, NULL, XXH64_createState()};
   char final[4200], tmp[4300];
   snprintf(final, sizeof final, "%s/rank-%05d.zsd", ckdir, r);
   snprintf(tmp, sizeof tmp, "%s.tmp", final);
@@ -207,8 +235,9 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   /* Device state, or a remainder master to join, goes through the staging block. */
   const int staged = e->dev.kind != ZS_DEVICE_CPU || e->cfg.master == ZS_MASTER_REMAINDER;
   w.stage = staged ? malloc((size_t)w.block) : NULL;
+  w.piece = e->nvme ? malloc(ZS_CKPT_NVME_PIECE * 4) : NULL;
   unsigned char head[ZS_CKPT_HEADER_BYTES];
-  if (!w.table || (staged && !w.stage)) {
+  if (!w.table || (staged && !w.stage) || (e->nvme && !w.piece)) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
                 "zs_engine_save: out of host memory for a %" PRIu64 "-byte staging block", w.block);
     goto out;
@@ -249,7 +278,9 @@ out:
   XXH64_freeState(w.blk);
   free(w.table);
   free(w.stage);
+  free(w.piece);
   free(segs);
+  *tier_failed = w.tier_failed;
   return rc;
 }
 
@@ -403,6 +434,20 @@ static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uin
   return rc;
 }
 
+/* The verdict on the rank files (collective over the world), with each rank's tier_failed:
+ *tier_rank gets the first rank whose NVMe tier failed, or -1. */
+static zs_status agree_written(zs_engine *e, zs_status mine, int tier_failed, int *tier_rank) {
+  uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all);
+  if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
+  const uint64_t word = (uint64_t)tier_failed;
+  const zs_status rc =
+      zs_ckpt_agree_words(e, mine, &word, 1, all, "zs_engine_save: writing the rank files");
+  for (int r = 0; r < e->world_size && rc != ZS_OK && *tier_rank < 0; r++)
+    if (all[2 * (size_t)r + 1]) *tier_rank = r;
+  free(all);
+  return rc;
+}
+
 zs_status zs_engine_save(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_save"));
   zs_engine_call(e, ZS_CALL_SAVE, NULL);
@@ -411,9 +456,10 @@ zs_status zs_engine_save(zs_engine *e, const char *dir) {
   ZS_CHECK(phase_prepare(e, dir, &seq, &block, ck, sizeof ck));
   uint64_t *all = calloc((size_t)e->world_size * W_NWORDS, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
-  /* 2. Every rank writes its file. */
-  zs_status rc = write_rank_file(e, ck, block, mine);
-  rc = zs_ckpt_agree(e, rc, "zs_engine_save: writing the rank files");
+  /* 2. Every rank writes its file; the verdict carries whether the NVMe tier failed. */
+  int tier_failed = 0, tier_rank = -1;
+  zs_status rc = write_rank_file(e, ck, block, mine, &tier_failed);
+  rc = agree_written(e, rc, tier_failed, &tier_rank);
   if (rc == ZS_OK) {
     mine[W_STATUS] = ZS_OK;
     const zs_status crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);
@@ -428,5 +474,13 @@ zs_status zs_engine_save(zs_engine *e, const char *dir) {
   if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->world_rank == 0)
     zs_io_rmdir_files(ck); /* not committed: nothing of it stays */
   free(all);
+  if (tier_rank >= 0 && e->state != ZS_ENGINE_FAILED)
+    /* The tier's state could not be read: the engine cannot go on trusting it. Every rank fails
+       (they all know tier_rank); the last checkpoint was never touched. */
+    return zs_engine_fail_hard(
+        e, zs_err_wrap(rc,
+                       "zs_engine_save: the NVMe tier's I/O failed on rank %d, so the engine has "
+                       "failed (destroy it; the last checkpoint is untouched)",
+                       tier_rank));
   return rc;
 }

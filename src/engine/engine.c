@@ -6,6 +6,7 @@
 
 #include "base/config.h"
 #include "engine/engine_internal.h"
+#include "engine/nvme_tier.h"
 #include "shard/placement.h"
 #include "base/error.h"
 
@@ -87,6 +88,12 @@ static zs_status sh_fail_hard(void *o, zs_status s) {
   return zs_engine_fail_hard(o, s);
 }
 
+/* The shard layer's reader of a master on the NVMe tier (shard/shard.h). */
+static zs_status sh_nvme_master_read(void *o, const zs_unit *u, size_t first, size_t n,
+                                     float *dst) {
+  return zs_engine_nvme_read(o, u, ZS_NVME_MASTER, first, n, dst);
+}
+
 /* What src/shard sees of e: filled once the groups are open; units follow add_unit. */
 static void shard_ctx_init(zs_engine *e) {
   zs_shard_ctx *x = &e->sh;
@@ -102,6 +109,7 @@ static void shard_ctx_init(zs_engine *e) {
   x->shard_size = e->shard_size;
   x->mem = &e->mem;
   x->fail_hard = sh_fail_hard;
+  x->nvme_master_read = sh_nvme_master_read;
   x->owner = e;
   x->sig_unit = -1;
 }
@@ -337,11 +345,13 @@ fail:
 static void unit_release_buffers(zs_engine *e, zs_unit *u);
 
 /* Allocates one state of u as its table entry says (ledger-booked, on the device or in the host
-   arena) and zeroes it. */
+   arena) and zeroes it. A state on the NVMe tier has no memory: its file is made by
+   zs_engine_nvme_open, and its slot stays NULL. */
 static zs_status state_alloc(zs_engine *e, zs_unit *u, zs_state k) {
   const zs_state_entry *t = &u->st.s[k];
   const size_t bytes = zs_unit_state_bytes(u, k);
   void **p = zs_unit_slot(u, k);
+  if (t->tier == ZS_TIER_NVME) return ZS_OK;
   if (t->tier == ZS_TIER_HOST) {
     ZS_CHECK(zs_mem_alloc_host(&e->mem, bytes, p));
     memset(*p, 0, bytes);
@@ -355,7 +365,8 @@ static zs_status state_alloc(zs_engine *e, zs_unit *u, zs_state k) {
 static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
   void **p = zs_unit_slot(u, k);
   const size_t bytes = zs_unit_state_bytes(u, k);
-  if (zs_state_is(&u->st, k, ZS_LIFE_NONE)) { /* nothing of its own (an alias, or NULL) */
+  if (zs_state_is(&u->st, k, ZS_LIFE_NONE) || u->st.s[k].tier == ZS_TIER_NVME) {
+    /* nothing of its own (an alias, NULL, or a file of the NVMe tier: zs_engine_nvme_close) */
     *p = NULL;
     return;
   }
@@ -367,12 +378,14 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
 }
 
 /* Gives unit i of us its copy of the plan's table (on the host tier when the budget places it
-   there, frozen when the unit is: zs_placement_unit_table, as the planner counts it), lays it out
-   on the shard group and allocates its persistent states. */
-static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i, int host) {
+   there, its optimizer state on the NVMe tier when that placement says so, frozen when the unit
+   is: zs_placement_unit_of, as the planner counts it), lays it out on the shard group and
+   allocates its persistent states in memory (those on the NVMe tier: zs_engine_nvme_open). */
+static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i,
+                            const zs_placement *place) {
   const zs_plan *pl = &e->plan;
   zs_unit *u = e->units[i];
-  zs_placement_unit_table(pl, us, i, host, &u->st); /* frozen: params only */
+  zs_placement_unit_of(place, pl, us, i, &u->st); /* frozen: params only */
   zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
   zs_state_range(&u->st, ZS_ST_MASTER, &u->lay, &u->opt_off, &u->opt_n);
   for (int k = 0; k < ZS_ST_N; k++)
@@ -406,13 +419,51 @@ static void info_placement(zs_engine *e, const zs_plan_units *us, const zs_place
 }
 
 /* Appends the NVMe tier's placement to zs_engine_info: "; nvme: D of N units' optimizer state on
-   the tier (B bytes), host H of cap C bytes". */
+   the tier (B bytes), host H of cap C bytes", and with units on the tier its directory and the
+   step's I/O totals (zs_engine_nvme_info, rewritten after each step). */
 static void info_nvme(zs_engine *e, const zs_placement *pl) {
   const size_t n = strlen(e->info);
   snprintf(e->info + n, sizeof e->info - n,
            "; nvme: %d of %d units' optimizer state on the tier (%zu bytes), host %zu of cap %zu "
            "bytes",
            pl->nnvme, e->nunits, pl->disk_bytes, pl->host_bytes, pl->host_cap);
+  if (!e->nvme) return;
+  e->nvme->info_at = strlen(e->info);
+  zs_engine_nvme_info(e);
+}
+
+/* Opens the NVMe tier (zs_engine_nvme_open) when the placement puts units there; then, since a
+   rank's disk may refuse what another's takes, every rank all-gathers its outcome and all fail
+   when one did (the others naming it), each closing its own tier. Collective over the world when
+   place->nnvme > 0 (the same on every rank); else nothing. */
+static zs_status open_tier(zs_engine *e, const zs_placement *place) {
+  if (!place->nnvme) return ZS_OK;
+  zs_status rc = zs_engine_nvme_open(e, place);
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", rc == ZS_OK ? "" : zs_last_error());
+  const uint64_t mine = (uint64_t)(unsigned)rc;
+  uint64_t *all = calloc((size_t)e->world_size, sizeof *all);
+  if (!all) {
+    zs_engine_nvme_close(e);
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: no host memory for the NVMe agreement");
+  }
+  const zs_status ar = zs_engine_allgather_u64(e, &mine, 1, all);
+  int first = -1;
+  zs_status theirs = ZS_OK;
+  for (int r = 0; r < e->world_size && ar == ZS_OK && first < 0; r++)
+    if (all[r]) {
+      first = r;
+      theirs = (zs_status)all[r];
+    }
+  free(all);
+  if (rc == ZS_OK && ar == ZS_OK && first < 0) return ZS_OK;
+  zs_engine_nvme_close(e);
+  if (rc != ZS_OK) return zs_err(rc, "zs_engine_commit: %s", msg);
+  if (ar != ZS_OK) return zs_err_wrap(ar, "zs_engine_commit: the NVMe tier's agreement");
+  return zs_err(theirs,
+                "zs_engine_commit: rank %d could not open its NVMe tier under nvme_path '%s' "
+                "(its error says why); nothing was committed",
+                first, e->cfg.nvme_path);
 }
 
 zs_status zs_engine_commit(zs_engine *e) {
@@ -443,17 +494,8 @@ zs_status zs_engine_commit(zs_engine *e) {
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
-  if (place.nnvme) /* the same on every rank: a function of the configuration and the sizes */
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "zs_engine_commit: the NVMe tier (nvme_path '%s') would hold the optimizer "
-                  "state of %d of %d units (%zu bytes) past offload_host_bytes %zu, and this "
-                  "version's engine does not run the tier yet: raise offload_host_bytes to at "
-                  "least %zu (the host bytes with every unit's state in memory), or set "
-                  "nvme_path = NULL",
-                  e->cfg.nvme_path, place.nnvme, e->nunits, place.disk_bytes, place.host_cap,
-                  place.host_bytes - place.staging_bytes + place.disk_bytes);
   for (int i = 0; i < e->nunits; i++) {
-    zs_status rc = unit_alloc(e, &us, i, zs_placement_host(&place, &e->plan, &us, i));
+    zs_status rc = unit_alloc(e, &us, i, &place);
     if (rc != ZS_OK) {
       zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
                   e->units[i]->lay.numel_total);
@@ -464,7 +506,15 @@ zs_status zs_engine_commit(zs_engine *e) {
       return rc;
     }
   }
-  ZS_CHECK(zs_dev_sync(&e->dev, e->dev.compute_stream));
+  /* The NVMe tier after the units' buffers: the initial params exist (all zero at commit). The
+     same on every rank (place is a function of the configuration and the sizes). */
+  zs_status rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
+  if (rc == ZS_OK) rc = open_tier(e, &place);
+  if (rc != ZS_OK) {
+    for (int k = 0; k < e->nunits; k++)
+      unit_release_buffers(e, e->units[k]);
+    return rc;
+  }
   if (place.active) info_placement(e, &us, &place);
   if (place.nvme) info_nvme(e, &place);
   e->state = ZS_ENGINE_READY;
@@ -500,6 +550,7 @@ void zs_engine_destroy(zs_engine *e) {
     if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);
     if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
   }
+  zs_engine_nvme_close(e); /* its files and directory are removed, whatever the state */
   for (int i = 0; i < e->nunits; i++) {
     unit_release_buffers(e, e->units[i]);
     unit_free(e->units[i]);

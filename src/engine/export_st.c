@@ -1,7 +1,8 @@
 /* zs_engine_export_safetensors: the consolidated fp32 master weights (or bf16) in one
  * safetensors file, streamed: unit by unit, the full master of one unit is gathered, rank 0 writes
  * its tensors in bounded chunks, and the file appears under its name only when it is complete
- * (temporary name, fsync, rename). The gather buffer is the largest unit's fp32 size. */
+ * (temporary name, fsync, rename). The gather buffer is the largest unit's fp32 size. A unit on
+ * the NVMe tier has its master read from the tier's files into that buffer by the gather. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
+#include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
 
 #define CHUNK_ELEMS ((size_t)1 << 18) /* output elements per write: 1 MiB of fp32 */
@@ -159,12 +161,24 @@ static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, c
 
 /* Gathers unit u's full master into `full` (room for the largest unit; collective) and, on rank
    0, writes its tensors. A local failure on rank 0 (host memory, the file) goes into w->rc and
-   the gathers go on: the other ranks are in them. */
-static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full) {
+   the gathers go on: the other ranks are in them. A unit on the NVMe tier reads its master from
+   the tier's file; a failed read goes into *tier_rc (the first one) and the gathers go on. */
+static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full,
+                             zs_status *tier_rc) {
   const int writer = e->world_rank == 0;
   const float *src_full = full;
-  if (!zs_unit_master_in_params(u) && u->master && !u->st.s[ZS_ST_MASTER].sharded &&
-      e->dev.kind == ZS_DEVICE_CPU) {
+  if (u->nv[ZS_NVME_MASTER]) {
+    /* On the NVMe tier: the gather reads this rank's range from its file (its shard group agrees
+       on a failed read before the all-gather, so all its ranks return the error together). A
+       failed read is the tier's verdict, agreed before the file is published; the other units'
+       gathers go on. */
+    const zs_status rc = zs_shard_gather_master(u, full);
+    if (rc != ZS_OK && zs_mem_may_be_written(rc)) return zs_engine_fail(e, rc);
+    if (rc != ZS_OK && *tier_rc == ZS_OK)
+      *tier_rc = zs_err_wrap(rc, "reading unit '%s' master from the NVMe tier", u->name);
+    if (*tier_rc != ZS_OK) return ZS_OK; /* nothing more of it is written */
+  } else if (!zs_unit_master_in_params(u) && u->master && !u->st.s[ZS_ST_MASTER].sharded &&
+             e->dev.kind == ZS_DEVICE_CPU) {
     src_full = u->master; /* already whole, in host memory */
   } else {
     const zs_status rc = zs_shard_gather_master(u, full);
@@ -288,9 +302,17 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                    : zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
   free(hdr);
+  zs_status tier_rc = ZS_OK; /* this rank's first failed read of the NVMe tier */
   for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
-    rc = export_unit(e, e->units[i], ent + t0, &w, full);
+    rc = export_unit(e, e->units[i], ent + t0, &w, full, &tier_rc);
   if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  int tier_failed = 0;
+  if (rc == ZS_OK && e->nvme) {
+    /* Every rank's tier verdict before rank 0 publishes the file (the same units are on the
+       tier on every rank, so every rank is here). */
+    rc = zs_ckpt_agree(e, tier_rc, fn);
+    tier_failed = rc != ZS_OK && e->state != ZS_ENGINE_FAILED;
+  }
   if (e->world_rank == 0) {
     if (rc != ZS_OK && w.rc == ZS_OK) w.rc = rc;
     if (w.fd >= 0) {
@@ -303,6 +325,10 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   }
   free(w.chunk);
   free(ent);
+  if (tier_failed) /* the tier's state could not be read: the engine fails on every rank */
+    return zs_engine_fail_hard(
+        e, zs_err_wrap(rc, "%s: the NVMe tier's I/O failed, so the engine has failed (destroy it)",
+                       fn));
   if (e->state == ZS_ENGINE_FAILED) return rc;
   return zs_ckpt_agree(e, rc, fn);
 }

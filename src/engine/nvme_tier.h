@@ -31,7 +31,7 @@
 enum { ZS_NVME_MASTER = 0, ZS_NVME_M = 1, ZS_NVME_V = 2, ZS_NVME_NARRAYS = 3 };
 
 struct zs_nvme_tier {
-  zs_nvme_dir *dir;         /* <nvme_path>/rank-<world rank>, created at open, removed at close */
+  zs_nvme_dir *dir;         /* <nvme_path>/rank<world rank>-<pid>, made at open, removed at close */
   zs_nvme_ring *ring;       /* idle between engine calls */
   zs_nvme_staging *staging; /* 3 slots, each chunk elements of master, m and v (fp32) */
   size_t chunk;             /* elements per chunk: offload_chunk rounded to the quantum */
@@ -40,19 +40,42 @@ struct zs_nvme_tier {
      and the seconds those passes took (I/O and compute overlapped). */
   uint64_t step_read, step_written;
   double step_seconds;
+  uint64_t file_bytes; /* the bytes the units' files reserve on disk (aligned sizes) */
+  size_t booked;       /* host_pinned bytes booked in the ledger for the staging */
+  size_t info_at;      /* where the "; nvme:" part of zs_engine.info starts (rewritten per step) */
 };
+typedef struct zs_nvme_tier zs_nvme_tier;
 
 /* Commit: when pl places units on the tier, opens this rank's directory (checking free space for
-   pl->disk_bytes and O_DIRECT support: ZS_ERR_IO / ZS_ERR_INVALID_ARG naming the path and the
-   fix), the ring and the staging, creates each unit's three files and writes their initial state
-   (master = the unit's initial params widened to fp32, m = v = 0). e->nvme stays NULL when pl
-   places nothing there. On failure everything it made is removed again and e->nvme is NULL. Not
-   collective (the caller's fit check and placement are the same on every rank). */
+   the files' aligned bytes and O_DIRECT support: ZS_ERR_IO / ZS_ERR_INVALID_ARG /
+   ZS_ERR_UNSUPPORTED naming the path and the fix), the ring and the staging (booked in the
+   ledger's host_pinned as zs_placement_nvme_staging), creates each unit's three files, whose
+   zero fill is their initial state (master = the unit's params at commit, which commit zeroes,
+   widened to fp32; m = v = 0). e->nvme stays NULL when pl places nothing there. On failure
+   everything it made is removed again and e->nvme is NULL. Not collective (commit agrees on the
+   outcome afterwards; the placement is the same on every rank). */
 zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl);
 
 /* Destroy (and commit's failure path): closes and removes every file of the tier, the rank's
    directory, the ring and the staging; clears every unit's nv. NULL tier: nothing. */
 void zs_engine_nvme_close(zs_engine *e);
+
+/* The step's update of every unit on the tier (step.c's AdamW, after the units in memory have
+   theirs; zs_optim_prepare already called): per unit one UPDATE pass of the stream (look-ahead 1,
+   chunks of e->nvme->chunk) over its three files, AdamW on each chunk's spans in place through
+   zs_optim_update with state_host = 1 (the host tier's update: the bits of host offload), grads
+   and params where the unit's other states are. Adds the bytes and seconds to the tier's totals.
+   Then, whatever `rc` (this rank's status of the step's update so far, and ZS_OK when the tier
+   has nothing on this rank): when the tier is active (e->nvme, the same on every rank) every rank
+   all-gathers its status and all return an error when any failed: the failing rank its own
+   (ZS_ERR_IO naming the file and the offset), the others ZS_ERR_IO naming the first failing
+   rank. The caller marks the engine failed. Collective over the world when e->nvme is set;
+   without it returns rc at once. */
+zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc);
+
+/* Rewrites the "; nvme:" part at the end of zs_engine_info from the placement counts and the
+   tier's totals (after commit and after each step). No-op without the tier. */
+void zs_engine_nvme_info(zs_engine *e);
 
 /* Reads elements [first, first + n) (relative to u->opt_off) of array `which` (ZS_NVME_*) of a
    unit on the tier into dst (host memory, n fp32), through the tier's staging. ZS_ERR_IO naming

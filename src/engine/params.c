@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "engine/engine_internal.h"
+#include "engine/nvme_tier.h"
 #include "base/error.h"
 #include "base/bf16.h"
 #include "shard/master_rem.h"
@@ -50,6 +51,8 @@ zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
   /* Its host copies wait for the streams, which may hold prefetch all-gathers: a timeout there
      fails the engine like any wait behind a collective. */
   zs_status rc = set_param(u, t, host_full);
+  if (rc == ZS_ERR_IO && u->nv[ZS_NVME_MASTER]) /* the tier's file is half written: suspect */
+    return zs_engine_fail_hard(u->e, rc);
   return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);
 }
 
@@ -63,8 +66,10 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
      the ties-away compute copy they complete; none apart from the params (frozen, lean). */
   if (!zs_unit_master_in_params(u) &&
       zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
-    ZS_CHECK(zs_unit_has_rem(u)
-                 ? zs_rem_master_put_rem(u, host_full + (a - base), a, b - a)
+    ZS_CHECK(zs_unit_has_rem(u) ? zs_rem_master_put_rem(u, host_full + (a - base), a, b - a)
+             : u->nv[ZS_NVME_MASTER] /* on the NVMe tier: into its file */
+                 ? zs_engine_nvme_write(e, u, ZS_NVME_MASTER, a - u->opt_off, b - a,
+                                        host_full + (a - base))
                  : put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b, 0));
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT))
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
@@ -98,6 +103,9 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   const size_t P = u->lay.padded;
   if (zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER_REM].sharded)
     return zs_engine_fail(e, zs_rem_master_get(u, host_full, u->lay.off[t], u->lay.numel[t]));
+  if (u->nv[ZS_NVME_MASTER] && !u->st.s[ZS_ST_MASTER].sharded) /* the whole master in its file */
+    return zs_engine_nvme_read(e, u, ZS_NVME_MASTER, u->lay.off[t] - u->opt_off, u->lay.numel[t],
+                               host_full);
   if (!zs_unit_master_in_params(u) && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded)
     return zs_engine_fail(
         e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "engine/engine_internal.h"
+#include "engine/nvme_tier.h"
 #include "base/error.h"
 #include "shard/master_rem.h"
 
@@ -75,6 +76,13 @@ static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
   if (zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER_REM].sharded) {
     for (int t = 0; t < u->ntensors; t++)
       if (v[t].host) ZS_CHECK(zs_rem_master_get(u, v[t].host, u->lay.off[t], u->lay.numel[t]));
+    return ZS_OK;
+  }
+  if (u->nv[ZS_NVME_MASTER] && !u->st.s[ZS_ST_MASTER].sharded) { /* the master in its file */
+    for (int t = 0; t < u->ntensors; t++)
+      if (v[t].host)
+        ZS_CHECK(zs_engine_nvme_read(e, u, ZS_NVME_MASTER, u->lay.off[t] - u->opt_off,
+                                     u->lay.numel[t], v[t].host));
     return ZS_OK;
   }
   if (!zs_unit_master_in_params(u) && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded) {

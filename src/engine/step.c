@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "engine/nvme_tier.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "optim/optim.h"
@@ -70,13 +71,17 @@ out:
   return rc;
 }
 
-/* AdamW over every tensor segment of this rank's optimizer range; the optimizer picks the path. */
+/* AdamW over every tensor segment of this rank's optimizer range; the optimizer picks the path.
+   The units on the NVMe tier follow, streamed from their files (zs_engine_nvme_step, which with
+   the tier is collective: every rank fails when one did). */
 static zs_status run_adamw(zs_engine *e, double gscale) {
   zs_optim_prepare(e->optim, &e->cfg, e->opt_steps + 1, gscale);
-  for (int i = 0; i < e->nunits; i++) {
+  zs_status rc = ZS_OK;
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     zs_unit *u = e->units[i];
-    if (u->frozen) continue; /* no optimizer state: its params stay as they are */
-    for (int k = 0; k < u->ntensors; k++) {
+    if (u->frozen) continue;             /* no optimizer state: its params stay as they are */
+    if (u->nv[ZS_NVME_MASTER]) continue; /* on the NVMe tier: below */
+    for (int k = 0; k < u->ntensors && rc == ZS_OK; k++) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
@@ -93,10 +98,10 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
                                 u->index,
                                 a,
                                 u->rem ? u->rem + lo : NULL};
-      ZS_CHECK(zs_optim_update(e->optim, &seg));
+      rc = zs_optim_update(e->optim, &seg);
     }
   }
-  return ZS_OK;
+  return zs_engine_nvme_step(e, rc);
 }
 
 static zs_status step_update(zs_engine *e, zs_step_stats *st);

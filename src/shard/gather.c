@@ -7,6 +7,7 @@
  * Every user gather recomputes the wanted prefetch window from the traversal direction and drops
  * prefetched units outside it, so nothing accumulates whatever the call order (forward-only
  * passes, evaluation after a step, several micro-steps, release before or after grads_ready). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "shard/shard.h"
@@ -233,10 +234,49 @@ static zs_status gather_rem(zs_unit *u, float *full) {
   return zs_dev_sync(d, d->comm_stream);
 }
 
+/* A master on the NVMe tier (the CPU device only: full is host memory): this rank's range read
+   from its file into its own place in full, then (sharded) the all-gather in place. */
+static zs_status gather_nvme(zs_unit *u, float *full) {
+  zs_shard_ctx *x = u->ctx;
+  zs_dev *d = x->dev;
+  const zs_status mine = x->nvme_master_read(x->owner, u, 0, u->opt_n, full + u->opt_off);
+  if (!u->st.s[ZS_ST_MASTER].sharded) return mine;
+  /* The group learns first whether a rank's read failed (each rank's status word), so that all
+     return an error together rather than gather what one rank could not read. */
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
+  const size_t S = (size_t)x->shard_size;
+  uint64_t *w = calloc(S + 1, sizeof *w);
+  if (!w)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: no host memory", u->name);
+  w[S] = (uint64_t)(unsigned)mine;
+  zs_status rc = zs_dev_order(d, d->comm_stream, d->compute_stream);
+  if (rc == ZS_OK) rc = zs_coll_all_gather(x->shard, w + S, w, 1, ZS_CDT_U64, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(x->shard, d->comm_stream);
+  int bad = -1;
+  for (size_t r = 0; r < S && rc == ZS_OK && bad < 0; r++)
+    if (w[r]) bad = (int)r;
+  const zs_status theirs = bad >= 0 ? (zs_status)w[bad] : ZS_OK;
+  free(w);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
+  if (mine != ZS_OK) return zs_err(mine, "%s", msg);
+  if (bad >= 0)
+    return zs_err(theirs,
+                  "gather of unit '%s' master: rank %d of its shard group could not read its part "
+                  "from the NVMe tier (its error names the file and the offset)",
+                  u->name, bad);
+  rc = zs_coll_all_gather(x->shard, full + u->lay.shard_off, full, u->lay.shard, ZS_CDT_F32,
+                          d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(x->shard, d->comm_stream);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
+  return zs_dev_sync(d, d->comm_stream);
+}
+
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
   if (zs_unit_master_in_params(u)) return gather_params_as_master(u, full);
   if (zs_unit_has_rem(u)) return gather_rem(u, full);
+  if (u->nv[0]) return gather_nvme(u, full);
   if (!u->st.s[ZS_ST_MASTER].sharded) {
     /* On the compute stream, then waited for: the caller reads `full` from the host next. */
     ZS_CHECK(zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, x->dev->compute_stream));

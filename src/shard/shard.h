@@ -83,6 +83,10 @@ struct zs_shard_ctx {
      went on with failed on this rank, so the owner is failed whatever the status (returns s).
      Every other failure is returned, and the owner's public call marks it once. */
   zs_status (*fail_hard)(void *owner, zs_status s);
+  /* The owner's reader of a master on the NVMe tier (u->nv set; engine/nvme_tier.h): elements
+     [first, first + n) of u's master, relative to u->opt_off, into host memory dst. Not
+     collective; its errors (ZS_ERR_IO naming the file and the offset) are returned. */
+  zs_status (*nvme_master_read)(void *owner, const zs_unit *u, size_t first, size_t n, float *dst);
   void *owner;
 };
 

@@ -69,6 +69,30 @@ zs_exe(test_ckpt_export SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_export.c)
 zs_mpi_test(ckpt_export_np1_stage0 test_ckpt_export NP 1 ARGS --stage 0 LABELS ckpt)
 zs_mpi_test(ckpt_export_np2_stage3 test_ckpt_export NP 2 ARGS --stage 3 LABELS ckpt)
 
+# The NVMe tier: checkpoints stream from the tier's files and load back into them, byte-identical
+# to the host-offload engine's; a tier file removed or truncated under a save, a load and an
+# export; the host memory of a save/load bounded whatever the unit's size; world-size changes
+# across tiers. Skipped (77) where the build folder cannot hold a tier (tmpfs).
+zs_exe(test_ckpt_nvme SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_nvme.c)
+zs_mpi_test(ckpt_nvme_np1_stage1 test_ckpt_nvme NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal --stage 1 LABELS ckpt)
+zs_mpi_test(ckpt_nvme_np2_stage3 test_ckpt_nvme NP 2 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal --stage 3 LABELS ckpt)
+zs_mpi_test(ckpt_nvme_np3_stage2 test_ckpt_nvme NP 3 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal --stage 2 LABELS ckpt)
+# Hybrid sharding (2 groups of 2): the replicas split the writing; the export's failed read is in
+# the last rank's group only, so rank 0's group gathers on and the world's verdict on the tier is
+# what keeps the file from being published.
+zs_mpi_test(ckpt_nvme_np4_hybrid test_ckpt_nvme NP 4 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal --stage 3 --group 2 LABELS ckpt)
+zs_mpi_test(ckpt_nvme_memory test_ckpt_nvme NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} memory LABELS ckpt)
+add_test(NAME ckpt_nvme_cross COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_nvme_cross.sh ${ZS_MPIEXEC}
+                                      $<TARGET_FILE:test_ckpt_nvme> ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(ckpt_nvme_cross PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=65540"
+                                                TIMEOUT 180 LABELS "mpi;ckpt" PROCESSORS 4)
+set_tests_properties(ckpt_nvme_np1_stage1 ckpt_nvme_np2_stage3 ckpt_nvme_np3_stage2 ckpt_nvme_np4_hybrid ckpt_nvme_memory
+                     PROPERTIES SKIP_RETURN_CODE 77)
+# Blocks of 64 KiB + 4 bytes: the pieces written into the tier start and end inside its 4 KiB
+# blocks.
+set_tests_properties(ckpt_nvme_np2_stage3 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=65540")
+set_tests_properties(ckpt_nvme_cross PROPERTIES SKIP_RETURN_CODE 77)
+
 # GPU readiness (tests/gpu_tests.md): checkpoints with a CUDA engine. Each runs under
 # tests/gpu_expect.sh (skips without a GPU; else the CUDA run's engine banner must show up), the
 # ranks of a CUDA half share the GPU through NCCL with per-rank NCCL_HOSTID.

@@ -3,9 +3,13 @@
 zs_exe(test_engine_train SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_train.c)
 
 # splits: N (N ranks x 1 micro-step against 1 rank x N) or a list of RxM splits of one global
-# batch; REF_STAGE: the stage of the 1-rank reference (default: the runs' stage).
+# batch; REF_STAGE: the stage of the 1-rank reference (default: the runs' stage); EXE: the program
+# (default test_engine_train; another must take the same options, engine_equiv.sh).
 function(zs_engine_equiv name splits stage mode)
-  cmake_parse_arguments(A "" "RUN_ARGS;REF_STAGE" "" ${ARGN})
+  cmake_parse_arguments(A "" "RUN_ARGS;REF_STAGE;EXE" "" ${ARGN})
+  if(NOT A_EXE)
+    set(A_EXE test_engine_train)
+  endif()
   set(np 1)
   foreach(s IN LISTS splits)
     string(REGEX REPLACE "x.*" "" r "${s}")
@@ -19,7 +23,7 @@ function(zs_engine_equiv name splits stage mode)
     list(APPEND env "EQUIV_REF_STAGE=${A_REF_STAGE}")
   endif()
   add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/engine_equiv.sh ${ZS_MPIEXEC}
-                                $<TARGET_FILE:test_engine_train> ${splits_arg} ${stage} ${mode} ${A_UNPARSED_ARGUMENTS})
+                                $<TARGET_FILE:${A_EXE}> ${splits_arg} ${stage} ${mode} ${A_UNPARSED_ARGUMENTS})
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}" TIMEOUT 120
                                           LABELS "mpi;engine" PROCESSORS ${np})
 endfunction()
@@ -528,7 +532,50 @@ zs_mpi_test(engine_rem_np4_stage3_group2 test_engine_rem NP 4
 zs_mpi_test(engine_rem_m16_np2_stage1 test_engine_rem NP 2
             ARGS --stage 1 --m16 --dir engine_rem_m16_np2_stage1.d LABELS engine)
 # The NVMe tier at commit (nvme_path): an empty placement commits and shows in zs_engine_info; one
-# that puts a unit on the tier is refused (this version's engine does not run it), and
-# zs_plan_model counts the placement.
+# that puts a unit on the tier commits under a real directory (ledger = planner) and is refused
+# under a missing one, and zs_plan_model counts the placement.
 zs_exe(test_engine_nvme_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_plan.c)
-zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 LABELS engine)
+zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS engine)
+# The NVMe tier's range reads and writes and its life in the engine (src/engine/nvme_range.c,
+# nvme_tier.c): random ranges of every array against a plain float array, the files read back with
+# buffered I/O, bad ranges, set/get_param through the tier, planner = ledger, a deleted file, the
+# directory removed at destroy; 1 and 2 ranks. Files under the build folder (a real disk).
+zs_exe(test_engine_nvme_range SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_range.c)
+foreach(n 1 2)
+  zs_mpi_test(engine_nvme_range_np${n} test_engine_nvme_range NP ${n}
+              ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS "engine;offload")
+  set_tests_properties(engine_nvme_range_np${n} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()
+# The NVMe tier's step (src/engine/nvme_tier.c) against host offload: in each run the same
+# training with the optimizer state in the host arena and then with the largest units on the tier
+# (--mode some: the fewest the arena's headroom allows; all: every unit over it), bit for bit in
+# deterministic mode; and through engine_equiv.sh against one rank's plain run at stage 0 (which has
+# no host tier) across world sizes 1, 2, 4, stages 1-3 and splits of the global batch; host-resident
+# params too (--offload 3), the host tier by a budget (--offload 0), non-deterministic mode.
+zs_exe(test_engine_nvme_train SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_train.c)
+set(zs_nvme_dir EXE test_engine_nvme_train REF_STAGE 0 --dir ${CMAKE_CURRENT_BINARY_DIR})
+set(zs_nvme_tests engine_nvme_np1_stage3 engine_nvme_splits4_stage3 engine_nvme_params_host_np2_stage3
+                  engine_nvme_nondet_np2_stage2 engine_nvme_budget_np2_stage2)
+foreach(stage 1 2 3)
+  zs_engine_equiv(engine_nvme_some_np2_stage${stage} 2 ${stage} det ${zs_nvme_dir} --mode some)
+  zs_engine_equiv(engine_nvme_all_np4_stage${stage} 4 ${stage} det ${zs_nvme_dir} --mode all)
+  list(APPEND zs_nvme_tests engine_nvme_some_np2_stage${stage} engine_nvme_all_np4_stage${stage})
+endforeach()
+zs_mpi_test(engine_nvme_np1_stage3 test_engine_nvme_train NP 1 LABELS engine
+            ARGS --dir ${CMAKE_CURRENT_BINARY_DIR} --stage 3 --micro 2 --mode some)
+zs_engine_equiv(engine_nvme_splits4_stage3 "1x4;2x2;4x1" 3 det ${zs_nvme_dir} --mode all)
+zs_engine_equiv(engine_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --offload 3
+                --big 12000001)
+zs_engine_equiv(engine_nvme_budget_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --offload 0)
+zs_engine_equiv(engine_nvme_nondet_np2_stage2 2 2 nondet ${zs_nvme_dir} --mode some)
+set_property(TEST ${zs_nvme_tests} APPEND PROPERTY LABELS offload)
+# The NVMe tier's failures in the engine (a deleted file, an injected EIO, a file size limit in the
+# step; RLIMIT_FSIZE at commit): every rank fails, the failing one naming the file and the offset,
+# the others that rank; nothing left on disk. Needs the test build's I/O hook (nvme_hooks.h).
+zs_exe(test_engine_nvme_fail SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_fail.c)
+target_compile_definitions(test_engine_nvme_fail PRIVATE ZS_TEST_HOOKS=1)
+foreach(n 1 2)
+  zs_mpi_test(engine_nvme_fail_np${n} test_engine_nvme_fail NP ${n}
+              ARGS ${CMAKE_CURRENT_BINARY_DIR}/nvme_fail_np${n} LABELS "engine;offload")
+  set_tests_properties(engine_nvme_fail_np${n} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()

@@ -1,0 +1,19 @@
+/* Checkpoints and loads of units on the NVMe tier (see ckpt.h): their state moves
+ * between the tier's files and host memory through the range calls (nvme_tier.h), in bounded
+ * pieces. */
+#include "base/error.h"
+#include "engine/ckpt.h"
+#include "engine/nvme_tier.h"
+
+const char *zs_ckpt_nvme_array_name(int which) {
+  return which == ZS_NVME_MASTER ? "master" : which == ZS_NVME_M ? "m" : "v";
+}
+
+zs_status zs_ckpt_nvme_put(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
+                           const float *src, const char *fn) {
+  const zs_status rc = zs_engine_nvme_write(e, u, which, first, n, src);
+  if (rc != ZS_OK)
+    return zs_err_wrap(rc, "%s: writing unit '%s' %s into the NVMe tier", fn, u->name,
+                       zs_ckpt_nvme_array_name(which));
+  return ZS_OK;
+}

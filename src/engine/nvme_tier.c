@@ -1,0 +1,203 @@
+/* The NVMe tier's life and its step (nvme_tier.h): open at commit (directory, ring, staging, each
+ * unit's three files), close at destroy, and the step's streamed AdamW over the units on it with
+ * the agreement that makes an I/O error on one rank fail every rank. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/nvme_tier.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "offload/nvme_stream.h"
+#include "optim/optim.h"
+
+/* The stream of one unit's update pass: its three files, look-ahead 1 (3 staging slots). */
+static zs_nvme_stream_desc unit_desc(const zs_nvme_tier *t, const zs_unit *u, zs_nvme_mode mode) {
+  zs_nvme_stream_desc d = {mode, ZS_NVME_NARRAYS, {NULL}, {4, 4, 4}, u->opt_n, t->chunk, 1};
+  for (int j = 0; j < ZS_NVME_NARRAYS; j++)
+    d.files[j] = u->nv[j];
+  return d;
+}
+
+/* Elements per chunk: offload_chunk rounded up to the O_DIRECT quantum of fp32 arrays (align / 4
+   elements), at most 2^28 (the stream's 1 GiB per array). */
+static size_t tier_chunk(const zs_config *c, size_t align) {
+  const size_t el[3] = {4, 4, 4};
+  const size_t q = zs_nvme_chunk_quantum(align, el, 3);
+  size_t want =
+      c->offload_chunk && c->offload_chunk != ZS_UNSET_SIZE ? c->offload_chunk : (size_t)1 << 22;
+  if (want > (size_t)1 << 28) want = (size_t)1 << 28;
+  return (want + q - 1) / q * q;
+}
+
+/* Creates the three files of unit u ("u<index>.master", ".m", ".v"): 4 * opt_n bytes each,
+   zero-filled. */
+static zs_status unit_files(zs_nvme_tier *t, zs_unit *u) {
+  static const char *const what[ZS_NVME_NARRAYS] = {"master", "m", "v"};
+  for (int j = 0; j < ZS_NVME_NARRAYS; j++) {
+    char name[64];
+    snprintf(name, sizeof name, "u%d.%s", u->index, what[j]);
+    zs_status rc = zs_nvme_file_create(t->dir, name, (uint64_t)u->opt_n * 4, &u->nv[j]);
+    if (rc != ZS_OK)
+      return zs_err_wrap(rc, "NVMe tier: unit '%s' (%zu optimizer elements)", u->name, u->opt_n);
+  }
+  return ZS_OK;
+}
+
+/* 1 when unit u's table puts its optimizer state on the tier (zs_placement_unit_of). */
+static int on_tier(const zs_unit *u) {
+  return u->st.s[ZS_ST_MASTER].tier == ZS_TIER_NVME &&
+         zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_PERSISTENT);
+}
+
+zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
+  e->nvme = NULL;
+  if (!pl->nnvme) return ZS_OK;
+  zs_nvme_tier *t = calloc(1, sizeof *t);
+  if (!t) return zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no host memory for its handle");
+  e->nvme = t;
+  zs_status rc = zs_nvme_dir_open(e->cfg.nvme_path, e->world_rank, &t->dir);
+  if (rc != ZS_OK) goto fail;
+  const size_t al = zs_nvme_dir_align(t->dir);
+  t->chunk = tier_chunk(&e->cfg, al);
+  /* The files' bytes on disk: each array rounded up to the alignment. */
+  for (int i = 0; i < e->nunits; i++) {
+    const zs_unit *u = e->units[i];
+    if (!on_tier(u)) continue;
+    t->nunits++;
+    t->file_bytes += 3 * (((uint64_t)u->opt_n * 4 + al - 1) / al * al);
+  }
+  rc = zs_nvme_dir_check_space(t->dir, t->file_bytes);
+  if (rc != ZS_OK) goto fail;
+  const zs_nvme_stream_desc d = {ZS_NVME_UPDATE, 3, {NULL}, {4, 4, 4}, 1, t->chunk, 1};
+  rc = zs_nvme_ring_create(zs_nvme_stream_ring_entries(&d), &t->ring);
+  if (rc != ZS_OK) goto fail;
+  rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, 0,
+                              &t->staging);
+  if (rc != ZS_OK) goto fail;
+  /* Booked as the planner counts it (zs_placement_nvme_staging: 36 x offload_chunk); the slots
+     themselves round the chunk up to the O_DIRECT quantum (align / 4 elements). */
+  t->booked = zs_placement_nvme_staging(&e->cfg);
+  zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, t->booked);
+  /* Initial state: master = the params at commit widened to fp32, m = v = 0. Commit zeroes every
+     state it allocates (params included), so the files' zero fill is that state; a later
+     zs_unit_set_param writes the master range through zs_engine_nvme_write. */
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
+    if (on_tier(e->units[i])) rc = unit_files(t, e->units[i]);
+  if (rc != ZS_OK) goto fail;
+  return ZS_OK;
+fail:
+  zs_engine_nvme_close(e);
+  return rc;
+}
+
+void zs_engine_nvme_close(zs_engine *e) {
+  zs_nvme_tier *t = e ? e->nvme : NULL;
+  if (!t) return;
+  zs_nvme_ring_destroy(t->ring); /* drains: no I/O targets the staging after this */
+  for (int i = 0; i < e->nunits; i++)
+    for (int j = 0; j < ZS_NVME_NARRAYS; j++) {
+      zs_nvme_file_close(e->units[i]->nv[j]);
+      e->units[i]->nv[j] = NULL;
+    }
+  zs_nvme_staging_destroy(t->staging);
+  if (t->booked) zs_ledger_sub(&e->mem.ledger, ZS_MEM_HOST_PINNED, t->booked);
+  zs_nvme_dir_close(t->dir);
+  free(t);
+  e->nvme = NULL;
+}
+
+/* One UPDATE pass over unit u's files: AdamW on each chunk's spans, in place. *rd and *wr get
+   the bytes the pass moved (whatever its outcome). */
+static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr) {
+  zs_nvme_tier *t = e->nvme;
+  const zs_nvme_stream_desc d = unit_desc(t, u, ZS_NVME_UPDATE);
+  zs_nvme_stream *s = NULL;
+  *rd = *wr = 0;
+  zs_status rc = zs_nvme_stream_open(&d, t->ring, t->staging, &s);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "NVMe tier: the step's update of unit '%s'", u->name);
+  const int params_host = zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL));
+  for (;;) {
+    zs_nvme_chunk c;
+    rc = zs_nvme_stream_next(s, &c);
+    if (rc != ZS_OK || c.count == 0) break;
+    const size_t lo = u->opt_off + c.first, hi = lo + c.count;
+    for (int k = 0; k < u->ntensors && rc == ZS_OK; k++) {
+      size_t a, b;
+      if (!zs_layout_overlap(&u->lay, k, lo, hi, &a, &b)) continue;
+      const size_t j = a - lo;
+      const zs_optim_seg seg = {(float *)c.span[ZS_NVME_MASTER] + j,
+                                (float *)c.span[ZS_NVME_M] + j,
+                                (float *)c.span[ZS_NVME_V] + j,
+                                zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
+                                zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
+                                b - a,
+                                u->t[k].no_weight_decay,
+                                1, /* the host tier's update: the bits of host offload */
+                                params_host,
+                                u->index,
+                                a,
+                                NULL};
+      rc = zs_optim_update(e->optim, &seg);
+    }
+    if (rc == ZS_OK) rc = zs_nvme_stream_commit(s);
+    if (rc != ZS_OK) break;
+  }
+  if (rc == ZS_OK) rc = zs_nvme_stream_finish(s);
+  zs_nvme_stream_bytes(s, rd, wr);
+  zs_nvme_stream_close(s);
+  return rc == ZS_OK ? rc : zs_err_wrap(rc, "NVMe tier: the step's update of unit '%s'", u->name);
+}
+
+zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc) {
+  zs_nvme_tier *t = e->nvme;
+  if (!t) return rc;
+  const double t0 = zs_clock_now_s();
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
+    zs_unit *u = e->units[i];
+    if (!u->nv[ZS_NVME_MASTER]) continue;
+    uint64_t rd = 0, wr = 0;
+    rc = unit_pass(e, u, &rd, &wr);
+    t->step_read += rd;
+    t->step_written += wr;
+  }
+  t->step_seconds += zs_clock_now_s() - t0;
+  /* The update is local, the publish after it collective: every rank learns here whether one
+     failed, so that all fail together instead of waiting in the publish for the failed one. */
+  char mine_msg[1024];
+  snprintf(mine_msg, sizeof mine_msg, "%s", rc == ZS_OK ? "" : zs_last_error());
+  const uint64_t mine = rc == ZS_OK ? 0 : (uint64_t)(unsigned)rc;
+  uint64_t *all = calloc((size_t)e->world_size, sizeof *all);
+  if (!all)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no host memory for the step's agreement");
+  const zs_status ar = zs_engine_allgather_u64(e, &mine, 1, all);
+  int first = -1;
+  for (int r = 0; r < e->world_size && ar == ZS_OK; r++)
+    if (all[r] && first < 0) first = r;
+  free(all);
+  if (ar != ZS_OK)
+    return zs_err_wrap(
+        ar, "NVMe tier: the step's agreement on the tier's I/O%s%s",
+        rc == ZS_OK ? "" : " (after this rank's own failure: ", rc == ZS_OK ? "" : mine_msg);
+  if (rc != ZS_OK) return zs_err(rc, "%s", mine_msg); /* this rank's own failure, as it was */
+  if (first >= 0)
+    return zs_err(ZS_ERR_IO,
+                  "NVMe tier: rank %d's tier failed in the step's update (its error names the file "
+                  "and the offset); the engine failed on every rank: restart from the last "
+                  "checkpoint",
+                  first);
+  zs_engine_nvme_info(e);
+  return ZS_OK;
+}
+
+void zs_engine_nvme_info(zs_engine *e) {
+  const zs_nvme_tier *t = e->nvme;
+  if (!t || t->info_at >= sizeof e->info) return;
+  const double gb = (double)(t->step_read + t->step_written) / 1e9;
+  snprintf(e->info + t->info_at, sizeof e->info - t->info_at,
+           ", dir %s (%d units, %llu file bytes, chunk %zu elements); step I/O %llu bytes read, "
+           "%llu written in %.3f s (%.3f GB/s)",
+           zs_nvme_dir_path(t->dir), t->nunits, (unsigned long long)t->file_bytes, t->chunk,
+           (unsigned long long)t->step_read, (unsigned long long)t->step_written, t->step_seconds,
+           t->step_seconds > 0 ? gb / t->step_seconds : 0.0);
+}

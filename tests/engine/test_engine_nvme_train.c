@@ -1,0 +1,357 @@
+/* The NVMe tier's step against host offload: the same model, data and configuration trained twice
+ * in one process, first with every unit's optimizer state in the host arena (offload optimizer, no
+ * nvme_path), then with nvme_path set and offload_host_bytes small enough that the placement puts
+ * the largest units on the tier (--mode some: the largest one; --mode all: every unit whose state
+ * is over the arena's headroom). The final weights must be bit-identical (deterministic mode) or
+ * within --tol (otherwise: the reductions may regroup between the two runs); the tier must hold
+ * the units zs_plan_model says, the ledger's host bytes equal the planner's, the step's I/O show in
+ * zs_engine_info, and the tier's directory be gone after destroy. --write F / --compare F with
+ * --tol write and compare the weights across runs (tests/engine/engine_equiv.sh: world sizes and
+ * splits of the global batch); rank r's micro-step m of step s trains on batch
+ * s * world * micro + m * world + r, so every split sees the same batches.
+ * Usage: test_engine_nvme_train --dir DIR [--stage S] [--micro M] [--steps K] [--det 0|1]
+ *        [--big N (elements of unit big's first tensor)] [--mode some|all] [--offload BITS (1 or 3;
+ * 0: the host tier by the least offload budget, as stage 0 needs)] [--write F] [--compare F] [--tol
+ * X] */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "zs_test.h"
+
+#define NU 5
+typedef struct {
+  const char *name;
+  int nt;
+  int64_t n[2];
+  int nowd[2];
+} unit_def;
+/* Three units large enough for the tier at any world size up to 4 (big and mid), one only at
+   world 1 and 2 (small), one that stays in memory (smaller, tiny); odd sizes, decay-free
+   tensors inside chunks. */
+static unit_def U[NU] = {{"big", 2, {4000001, 77}, {0, 1}},
+                         {"mid", 2, {3000007, 5}, {0, 1}},
+                         {"small", 1, {500003, 0}, {0, 0}},
+                         {"smaller", 2, {300007, 3}, {1, 0}},
+                         {"tiny", 1, {33, 0}, {0, 0}}};
+/* The host arena's own bytes above the planned ones (its regions grow by up to half again what
+   it hands out, plus a few MiB of its own): the cap leaves this much above what stays in memory. */
+static size_t headroom(size_t in_memory) {
+  return ((size_t)5 << 20) + in_memory / 4 * 3;
+}
+
+typedef struct {
+  int stage, micro, steps, det, offload;
+  size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
+  int all;
+  double tol;
+  const char *dir, *write, *compare;
+} opts;
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+static float unit01(uint64_t h) {
+  return (float)(h >> 40) * (1.0f / 16777216.0f);
+}
+static int64_t base_of(int u, int k) {
+  int64_t b = 0;
+  for (int i = 0; i < u; i++)
+    for (int j = 0; j < U[i].nt; j++)
+      b += U[i].n[j];
+  for (int j = 0; j < k; j++)
+    b += U[u].n[j];
+  return b;
+}
+static int64_t total(void) {
+  return base_of(NU - 1, 0) + U[NU - 1].n[0];
+}
+
+/* Collects every tensor's place in one flat array (zs_engine_get_params' callback). */
+static int locate(void *user, const zs_unit *u, int ui, int t, const char *name, int64_t n,
+                  float **host) {
+  (void)u, (void)name, (void)n;
+  *host = (float *)user + base_of(ui, t);
+  return 0;
+}
+
+/* The configuration of every run (the tier's adds nvme_path and the cap); stage 0 has no host
+   tier: a plain run (the reference of the cross-stage comparisons). */
+static void base_config(const opts *o, zs_config *c) {
+  zs_config_default(c);
+  c->stage = o->stage;
+  c->deterministic = o->det;
+  c->offload = o->stage ? (unsigned)o->offload : 0;
+  c->offload_budget_bytes = o->budget;
+  c->offload_allow_unpinned = 1;
+  c->offload_chunk = 32768; /* chunks that cut tensors: segments begin and end inside them */
+  c->adamw.lr = 0.01f;
+  c->adamw.weight_decay = 0.1f;
+  c->adamw.max_grad_norm = 50.0f;
+  c->comm_timeout_s = 120;
+}
+
+/* One training run; the final weights into w (total() floats). nvme: the tier's run under cap. */
+static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, int *on_tier) {
+  const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
+  zs_config c;
+  base_config(o, &c);
+  if (nvme) {
+    c.nvme_path = o->dir;
+    c.offload_host_bytes = cap;
+  }
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  zs_unit *units[NU];
+  for (int i = 0; i < NU; i++) {
+    zs_tensor_desc t[2];
+    static const char *const tn[2] = {"w", "b"};
+    for (int k = 0; k < U[i].nt; k++)
+      t[k] = (zs_tensor_desc){tn[k], 1, {U[i].n[k], 0, 0, 0}, U[i].nowd[k]};
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  const int64_t N = total();
+  float *h = malloc((size_t)N * 4);
+  for (int64_t i = 0; i < N; i++)
+    h[i] = 2.0f * unit01(mix((uint64_t)i)) - 1.0f;
+  for (int u = 0; u < NU; u++)
+    for (int k = 0; k < U[u].nt; k++)
+      ZS_OK_OR_DIE(zs_unit_set_param(units[u], k, h + base_of(u, k)));
+  for (int s = 0; s < o->steps; s++) {
+    ZS_OK_OR_DIE(zs_engine_begin_step(e, o->micro));
+    for (int m = 0; m < o->micro; m++) {
+      const uint64_t batch = (uint64_t)s * (uint64_t)(world * o->micro) +
+                             (uint64_t)m * (uint64_t)world + (uint64_t)rank;
+      for (int u = NU - 1; u >= 0; u--) {
+        ZS_OK_OR_DIE(zs_unit_gather(units[u]));
+        for (int k = 0; k < U[u].nt; k++) {
+          const float *p = zs_unit_param(units[u], k);
+          float *g = zs_unit_grad(units[u], k);
+          ZS_EXPECT(p && g, "NULL param/grad: %s", zs_last_error());
+          const int64_t b = base_of(u, k);
+          for (int64_t i = 0; i < U[u].n[k]; i++) {
+            const uint64_t key = mix(batch * 0x100000001b3ull + (uint64_t)(b + i));
+            const float a = 0.5f + unit01(key), tgt = 2.0f * unit01(mix(key)) - 1.0f;
+            g[i] += a * (p[i] - tgt);
+          }
+        }
+        ZS_OK_OR_DIE(zs_unit_grads_ready(units[u]));
+        ZS_OK_OR_DIE(zs_unit_release(units[u]));
+      }
+    }
+    zs_step_stats st;
+    ZS_OK_OR_DIE(zs_engine_step(e, &st));
+  }
+  ZS_OK_OR_DIE(zs_engine_get_params(e, locate, w));
+  /* zs_unit_get_param agrees with the bulk read (the tier's two read paths). */
+  for (int u = 0; u < NU; u++)
+    for (int k = 0; k < U[u].nt; k++) {
+      ZS_OK_OR_DIE(zs_unit_get_param(units[u], k, h));
+      ZS_EXPECT(memcmp(h, w + base_of(u, k), (size_t)U[u].n[k] * 4) == 0,
+                "unit %s tensor %d: zs_unit_get_param differs from zs_engine_get_params", U[u].name,
+                k);
+    }
+  free(h);
+  *on_tier = 0;
+  const char *info = zs_engine_info(e), *at = strstr(info, "; nvme: ");
+  if (nvme) {
+    ZS_EXPECT(at && sscanf(at, "; nvme: %d of", on_tier) == 1, "info: %s", info);
+    zs_memory mem, plan;
+    ZS_OK_OR_DIE(zs_engine_memory(e, &mem));
+    ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan));
+    ZS_EXPECT(mem.host_pinned.cur == plan.host_pinned.cur, "host_pinned: ledger %zu, planner %zu",
+              (size_t)mem.host_pinned.cur, (size_t)plan.host_pinned.cur);
+    unsigned long long rd = 0, wr = 0;
+    const char *io = strstr(info, "step I/O ");
+    ZS_EXPECT(io && sscanf(io, "step I/O %llu bytes read, %llu written", &rd, &wr) == 2 && rd > 0 &&
+                  wr == rd,
+              "step I/O in info: %s", info);
+    char dir[4096] = "";
+    const char *d = strstr(info, ", dir ");
+    if (d) sscanf(d, ", dir %4095s", dir);
+    zs_engine_destroy(e);
+    struct stat sb;
+    ZS_EXPECT(*dir && stat(dir, &sb) != 0, "the tier directory '%s' is still there", dir);
+    if (rank == 0) printf("nvme run: %s\n", at);
+    return;
+  }
+  zs_engine_destroy(e);
+}
+
+/* Host bytes (host_pinned) the planner gives the units of `which` (NULL: all) under c. */
+static size_t plan_host(const zs_config *c, int world, const int *which) {
+  int64_t n[NU];
+  int k = 0;
+  for (int i = 0; i < NU; i++)
+    if (!which || which[i]) {
+      n[k] = 0;
+      for (int j = 0; j < U[i].nt; j++)
+        n[k] += U[i].n[j];
+      k++;
+    }
+  zs_plan_report r;
+  ZS_OK_OR_DIE(zs_plan_model(c, world, n, k, 0, SIZE_MAX, SIZE_MAX, &r));
+  return r.host_pinned;
+}
+
+/* The host-offload run and the tier's run of o (the cap chosen here), compared; the tier's
+   weights into tier. */
+static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
+  const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
+  /* The cap: the units moved to the tier are the j largest (state bytes on this world, sorted);
+     the cap leaves the arena's headroom above what stays in memory, which must be under the
+     smallest moved unit's state (else the placement would keep that unit). --mode some: the
+     least such j, all: the largest. */
+  zs_config c;
+  base_config(o, &c);
+  int64_t numel[NU];
+  for (int i = 0; i < NU; i++)
+    numel[i] = U[i].n[0] + (U[i].nt > 1 ? U[i].n[1] : 0);
+  zs_plan_report r;
+  if (!o->offload) { /* the least budget: every unit's optimizer state on the host */
+    c.offload_budget_bytes = 1;
+    ZS_OK_OR_DIE(zs_plan_model(&c, world, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r));
+    o->budget = c.offload_budget_bytes = r.budget_floor;
+  }
+  size_t b[NU], order[NU];
+  for (int i = 0; i < NU; i++) {
+    int one[NU] = {0};
+    one[i] = 1;
+    zs_config s = c;
+    if (o->offload)
+      s.offload = ZS_OFFLOAD_OPTIMIZER; /* the state alone */
+    else
+      s.offload_budget_bytes = 1; /* on the host: the state alone (full params) */
+    b[i] = plan_host(&s, world, one);
+    order[i] = (size_t)i;
+  }
+  for (int i = 0; i < NU; i++)
+    for (int j = i + 1; j < NU; j++)
+      if (b[order[j]] > b[order[i]]) {
+        const size_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+      }
+  const size_t host_all = plan_host(&c, world, NULL), staging = 36 * (size_t)c.offload_chunk;
+  int moved = 0;
+  size_t cap = 0, top = 0;
+  for (int j = 1; j <= NU; j++) {
+    top += b[order[j - 1]];
+    const size_t stays = host_all - top, room = headroom(stays);
+    if (b[order[j - 1]] <= room + staging || (moved && !o->all)) continue;
+    moved = j;
+    cap = stays + staging + room;
+  }
+  ZS_EXPECT(moved > 0, "no placement leaves the arena its headroom");
+  /* The planner agrees: exactly `moved` units on the tier. */
+  zs_config nc = c;
+  nc.nvme_path = o->dir;
+  nc.offload_host_bytes = cap;
+  ZS_OK_OR_DIE(zs_plan_model(&nc, world, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_EXPECT((int)r.nvme_units == moved && r.fits,
+            "cap %zu: the planner puts %zu units on the tier, want %d (fits %d)", cap,
+            (size_t)r.nvme_units, moved, r.fits);
+
+  const int64_t N = total();
+  float *host = malloc((size_t)N * 4);
+  int k0 = 0, k1 = 0;
+  train(comm, o, 0, 0, host, &k0);
+  train(comm, o, 1, cap, tier, &k1);
+  ZS_EXPECT(k1 == moved, "%d units on the tier, want %d", k1, moved);
+  int64_t ndiff = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < N; i++) {
+    if (o->det) {
+      if (memcmp(&host[i], &tier[i], 4) != 0 && ndiff++ < 5)
+        fprintf(stderr, "rank %d: element %lld: tier %.9g != host offload %.9g\n", rank,
+                (long long)i, (double)tier[i], (double)host[i]);
+    } else {
+      const double d = fabs((double)tier[i] - host[i]) / fmax(fabs((double)host[i]), 1.0);
+      if (d > worst) worst = d;
+      if (d > 1e-6) ndiff++;
+    }
+  }
+  ZS_EXPECT(ndiff == 0, "rank %d: %lld of %lld weights differ from host offload (worst %.3g)", rank,
+            (long long)ndiff, (long long)N, worst);
+  if (rank == 0)
+    printf("stage %d world %d micro %d det %d offload %d: %d units on the tier, cap %zu: %s\n",
+           o->stage, world, o->micro, o->det, o->offload, k1, cap,
+           ndiff ? "DIFFERENT" : "same weights as host offload");
+  free(host);
+}
+
+int main(int argc, char **argv) {
+  opts o = {3, 1, 3, 1, 1, 0, 0, 0.0, NULL, NULL, NULL};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const char *k = argv[i], *v = argv[i + 1];
+    if (!strcmp(k, "--stage"))
+      o.stage = atoi(v);
+    else if (!strcmp(k, "--micro"))
+      o.micro = atoi(v);
+    else if (!strcmp(k, "--steps"))
+      o.steps = atoi(v);
+    else if (!strcmp(k, "--det"))
+      o.det = atoi(v);
+    else if (!strcmp(k, "--offload"))
+      o.offload = atoi(v);
+    else if (!strcmp(k, "--mode"))
+      o.all = !strcmp(v, "all");
+    else if (!strcmp(k, "--dir"))
+      o.dir = v;
+    else if (!strcmp(k, "--write"))
+      o.write = v;
+    else if (!strcmp(k, "--compare"))
+      o.compare = v;
+    else if (!strcmp(k, "--tol"))
+      o.tol = atof(v);
+    else if (!strcmp(k, "--big")) /* unit big's first tensor (room for host-resident params) */
+      U[0].n[0] = atoll(v);
+    else {
+      fprintf(stderr, "unknown option %s\n", k);
+      return 2;
+    }
+  }
+  ZS_EXPECT(o.dir != NULL, "--dir DIR is required");
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
+  const int64_t N = total();
+  float *tier = malloc((size_t)N * 4);
+  int moved = 0;
+  if (o.stage == 0) /* no host tier at stage 0: one plain run (a cross-stage reference) */
+    train(comm, &o, 0, 0, tier, &moved);
+  else
+    tier_vs_host(comm, &o, tier);
+  if (rank == 0 && o.write) {
+    FILE *f = fopen(o.write, "wb");
+    ZS_EXPECT(f && fwrite(tier, 4, (size_t)N, f) == (size_t)N, "cannot write %s", o.write);
+    if (f) fclose(f);
+  }
+  if (o.compare) {
+    float *want = malloc((size_t)N * 4);
+    FILE *f = fopen(o.compare, "rb");
+    ZS_EXPECT(f && fread(want, 4, (size_t)N, f) == (size_t)N, "cannot read %s", o.compare);
+    if (f) fclose(f);
+    int64_t nd = 0;
+    for (int64_t i = 0; i < N; i++) {
+      const double d = fabs((double)tier[i] - want[i]) / fmax(fabs((double)want[i]), 1.0);
+      if (o.tol == 0.0 ? memcmp(&tier[i], &want[i], 4) != 0 : d > o.tol) nd++;
+    }
+    ZS_EXPECT(nd == 0, "rank %d: %lld of %lld weights differ from %s (tol %g)", rank, (long long)nd,
+              (long long)N, o.compare, o.tol);
+    free(want);
+  }
+  if (rank == 0 && o.stage == 0)
+    printf("stage 0 world %d micro %d det %d: a plain run (no host tier at stage 0)\n", world,
+           o.micro, o.det);
+  free(tier);
+  zs_comm_destroy(comm);
+  ZS_TEST_END("test_engine_nvme_train");
+}
