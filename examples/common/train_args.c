@@ -54,51 +54,60 @@ int ex_parse_double(const char *opt, const char *v, double *out) {
   return 0;
 }
 
-/* Shared options with an int value. */
-static int int_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
-  struct {
-    const char *name;
-    int *dst;
-  } tab[] = {{"--batch", &t->batch},
-             {"--seq", &t->seq},
-             {"--micro-steps", &t->micro_steps},
-             {"--steps", &t->steps},
-             {"--warmup", &t->warmup},
-             {"--stage", &t->stage},
-             {"--prefetch", &t->prefetch},
-             {"--eval-every", &t->eval_every},
-             {"--eval-batches", &t->eval_batches},
-             {"--sample-lines", &t->sample_lines},
-             {"--sample-chars", &t->sample_chars},
-             {"--log-every", &t->log_every},
-             {"--save-every", &t->save_every},
-             {"--stop-after", &t->stop_after}};
-  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-    if (strcmp(k, tab[i].name) == 0) return *hit = 1, ex_parse_int(k, v, tab[i].dst);
+int ex_opt_table(const ex_opt *t, size_t n, const char *k, const char *v, int *hit) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(k, t[i].name) != 0) continue;
+    *hit = 1;
+    double x;
+    switch (t[i].kind) {
+    case EX_OPT_INT:
+      return ex_parse_int(k, v, t[i].dst);
+    case EX_OPT_FLOAT:
+      TRY(ex_parse_double(k, v, &x));
+      *(float *)t[i].dst = (float)x;
+      return 0;
+    case EX_OPT_DOUBLE:
+      return ex_parse_double(k, v, t[i].dst);
+    case EX_OPT_STR:
+      *(const char **)t[i].dst = v;
+      return 0;
+    }
+  }
   return 0;
 }
 
-/* Shared options with a float value. */
-static int float_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
-  struct {
-    const char *name;
-    float *dst;
-  } tab[] = {{"--lr", &t->lr},
-             {"--lr-min-frac", &t->lr_min_frac},
-             {"--weight-decay", &t->weight_decay},
-             {"--grad-clip", &t->grad_clip},
-             {"--beta2", &t->beta2},
-             {"--temperature", &t->temperature}};
-  double x;
-  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-    if (strcmp(k, tab[i].name) == 0) {
-      *hit = 1;
-      TRY(ex_parse_double(k, v, &x));
-      *tab[i].dst = (float)x;
-      return 0;
-    }
-  if (strcmp(k, "--val-frac") == 0) return *hit = 1, ex_parse_double(k, v, &t->val_frac);
-  return 0;
+/* Shared options with an int, number or string value. */
+static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
+  const ex_opt tab[] = {{"--batch", EX_OPT_INT, &t->batch},
+                        {"--seq", EX_OPT_INT, &t->seq},
+                        {"--micro-steps", EX_OPT_INT, &t->micro_steps},
+                        {"--steps", EX_OPT_INT, &t->steps},
+                        {"--warmup", EX_OPT_INT, &t->warmup},
+                        {"--stage", EX_OPT_INT, &t->stage},
+                        {"--prefetch", EX_OPT_INT, &t->prefetch},
+                        {"--eval-every", EX_OPT_INT, &t->eval_every},
+                        {"--eval-batches", EX_OPT_INT, &t->eval_batches},
+                        {"--sample-lines", EX_OPT_INT, &t->sample_lines},
+                        {"--sample-chars", EX_OPT_INT, &t->sample_chars},
+                        {"--log-every", EX_OPT_INT, &t->log_every},
+                        {"--save-every", EX_OPT_INT, &t->save_every},
+                        {"--stop-after", EX_OPT_INT, &t->stop_after},
+                        {"--lr", EX_OPT_FLOAT, &t->lr},
+                        {"--lr-min-frac", EX_OPT_FLOAT, &t->lr_min_frac},
+                        {"--weight-decay", EX_OPT_FLOAT, &t->weight_decay},
+                        {"--grad-clip", EX_OPT_FLOAT, &t->grad_clip},
+                        {"--beta2", EX_OPT_FLOAT, &t->beta2},
+                        {"--temperature", EX_OPT_FLOAT, &t->temperature},
+                        {"--val-frac", EX_OPT_DOUBLE, &t->val_frac},
+                        {"--data", EX_OPT_STR, &t->data},
+                        {"--text", EX_OPT_STR, &t->text},
+                        {"--metrics", EX_OPT_STR, &t->metrics},
+                        {"--plot", EX_OPT_STR, &t->plot},
+                        {"--ckpt-dir", EX_OPT_STR, &t->ckpt_dir},
+                        {"--resume", EX_OPT_STR, &t->resume},
+                        {"--export", EX_OPT_STR, &t->export_path},
+                        {"--freeze", EX_OPT_STR, &t->freeze}};
+  return ex_opt_table(tab, sizeof tab / sizeof tab[0], k, v, hit);
 }
 
 /* Shared options with an enumerated value. */
@@ -135,20 +144,6 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
   return 0;
 }
 
-/* Shared options with a string value (the path options), then the enumerated ones. */
-static int str_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
-  struct {
-    const char *name;
-    const char **dst;
-  } tab[] = {{"--data", &t->data},          {"--text", &t->text},
-             {"--metrics", &t->metrics},    {"--plot", &t->plot},
-             {"--ckpt-dir", &t->ckpt_dir},  {"--resume", &t->resume},
-             {"--export", &t->export_path}, {"--freeze", &t->freeze}};
-  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-    if (strcmp(k, tab[i].name) == 0) return *hit = 1, *tab[i].dst = v, 0;
-  return enum_opt(t, k, v, hit);
-}
-
 int ex_train_args_parse(ex_train_args *t, int argc, char **argv, ex_opt_fn own, void *ctx,
                         void (*usage)(void)) {
   for (int i = 1; i < argc; i++) {
@@ -166,9 +161,8 @@ int ex_train_args_parse(ex_train_args *t, int argc, char **argv, ex_opt_fn own, 
     const char *v = argv[++i];
     int hit = 0;
     TRY(own(ctx, k, v, &hit));
-    if (!hit) TRY(int_opt(t, k, v, &hit));
-    if (!hit) TRY(float_opt(t, k, v, &hit));
-    if (!hit) TRY(str_opt(t, k, v, &hit));
+    if (!hit) TRY(value_opt(t, k, v, &hit));
+    if (!hit) TRY(enum_opt(t, k, v, &hit));
     if (!hit) return gpt2_fail("unknown option %s (see --help)", k);
   }
   return 0;

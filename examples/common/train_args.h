@@ -60,4 +60,16 @@ int ex_train_args_check_ckpt(const ex_train_args *t);
 int ex_parse_int(const char *opt, const char *v, int *out);
 int ex_parse_double(const char *opt, const char *v, double *out);
 
+/* One option with a value of one kind, parsed into *dst: an int, a float (parsed as a double,
+   then rounded), a double, or the string itself. */
+typedef enum { EX_OPT_INT, EX_OPT_FLOAT, EX_OPT_DOUBLE, EX_OPT_STR } ex_opt_kind;
+typedef struct {
+  const char *name; /* "--batch" */
+  ex_opt_kind kind;
+  void *dst; /* int *, float *, double * or const char ** after kind */
+} ex_opt;
+/* When k names one of the n options of t: sets *hit and parses v into it. 0, or -1 for a
+   malformed value (gpt2_error()). */
+int ex_opt_table(const ex_opt *t, size_t n, const char *k, const char *v, int *hit);
+
 #endif

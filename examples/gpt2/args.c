@@ -61,29 +61,19 @@ static void defaults(gpt2_args *a) {
    peak and the test outputs. */
 static int own_opt(void *ctx, const char *k, const char *v, int *hit) {
   gpt2_args *a = ctx;
-  struct {
-    const char *name;
-    int *dst;
-  } ints[] = {{"--layers", &a->layers},
-              {"--channels", &a->channels},
-              {"--heads", &a->heads},
-              {"--vocab", &a->vocab},
-              {"--max-seq", &a->max_seq}};
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-    if (strcmp(k, ints[i].name) == 0) return *hit = 1, ex_parse_int(k, v, ints[i].dst);
-  if (strcmp(k, "--peak-tflops") == 0) return *hit = 1, ex_parse_double(k, v, &a->peak_tflops);
-  if (strcmp(k, "--check-frac") == 0) return *hit = 1, ex_parse_double(k, v, &a->check_frac);
-  struct {
-    const char *name;
-    const char **dst;
-  } strs[] = {{"--model", &a->model},
-              {"--init-safetensors", &a->init_safetensors},
-              {"--dump-grads", &a->dump_grads},
-              {"--dump-weights", &a->dump_weights},
-              {"--dump-logits", &a->dump_logits}};
-  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-    if (strcmp(k, strs[i].name) == 0) return *hit = 1, *strs[i].dst = v, 0;
-  return 0;
+  const ex_opt tab[] = {{"--layers", EX_OPT_INT, &a->layers},
+                        {"--channels", EX_OPT_INT, &a->channels},
+                        {"--heads", EX_OPT_INT, &a->heads},
+                        {"--vocab", EX_OPT_INT, &a->vocab},
+                        {"--max-seq", EX_OPT_INT, &a->max_seq},
+                        {"--peak-tflops", EX_OPT_DOUBLE, &a->peak_tflops},
+                        {"--check-frac", EX_OPT_DOUBLE, &a->check_frac},
+                        {"--model", EX_OPT_STR, &a->model},
+                        {"--init-safetensors", EX_OPT_STR, &a->init_safetensors},
+                        {"--dump-grads", EX_OPT_STR, &a->dump_grads},
+                        {"--dump-weights", EX_OPT_STR, &a->dump_weights},
+                        {"--dump-logits", EX_OPT_STR, &a->dump_logits}};
+  return ex_opt_table(tab, sizeof tab / sizeof tab[0], k, v, hit);
 }
 
 int gpt2_args_parse(gpt2_args *a, int argc, char **argv) {

@@ -57,32 +57,28 @@ static void defaults(llama_args *a) {
    batches and the export's shard size. */
 static int own_opt(void *ctx, const char *k, const char *v, int *hit) {
   llama_args *a = ctx;
-  int mb = -1;
-  struct {
-    const char *name;
-    int *dst;
-  } ints[] = {
-      {"--layers", &a->layers}, {"--hidden", &a->hidden},     {"--intermediate", &a->intermediate},
-      {"--heads", &a->heads},   {"--kv-heads", &a->kv_heads}, {"--head-dim", &a->head_dim},
-      {"--vocab", &a->vocab},   {"--max-pos", &a->max_pos},   {"--qkv-bias", &a->qkv_bias},
-      {"--tied", &a->tied},     {"--export-shard-mb", &mb}};
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-    if (strcmp(k, ints[i].name) == 0) {
-      *hit = 1;
-      TRY(ex_parse_int(k, v, ints[i].dst));
-      if (mb >= 0) a->export_shard_mb = mb;
-      return 0;
-    }
-  struct {
-    const char *name;
-    const char **dst;
-  } strs[] = {{"--init-safetensors", &a->init_dir},
-              {"--config", &a->config},
-              {"--arch", &a->arch},
-              {"--batches", &a->batches}};
-  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-    if (strcmp(k, strs[i].name) == 0) return *hit = 1, *strs[i].dst = v, 0;
-  return 0;
+  if (strcmp(k, "--export-shard-mb") == 0) { /* int64; a negative value keeps the default */
+    int mb = -1;
+    *hit = 1;
+    TRY(ex_parse_int(k, v, &mb));
+    if (mb >= 0) a->export_shard_mb = mb;
+    return 0;
+  }
+  const ex_opt tab[] = {{"--layers", EX_OPT_INT, &a->layers},
+                        {"--hidden", EX_OPT_INT, &a->hidden},
+                        {"--intermediate", EX_OPT_INT, &a->intermediate},
+                        {"--heads", EX_OPT_INT, &a->heads},
+                        {"--kv-heads", EX_OPT_INT, &a->kv_heads},
+                        {"--head-dim", EX_OPT_INT, &a->head_dim},
+                        {"--vocab", EX_OPT_INT, &a->vocab},
+                        {"--max-pos", EX_OPT_INT, &a->max_pos},
+                        {"--qkv-bias", EX_OPT_INT, &a->qkv_bias},
+                        {"--tied", EX_OPT_INT, &a->tied},
+                        {"--init-safetensors", EX_OPT_STR, &a->init_dir},
+                        {"--config", EX_OPT_STR, &a->config},
+                        {"--arch", EX_OPT_STR, &a->arch},
+                        {"--batches", EX_OPT_STR, &a->batches}};
+  return ex_opt_table(tab, sizeof tab / sizeof tab[0], k, v, hit);
 }
 
 int llama_args_parse(llama_args *a, int argc, char **argv) {
