@@ -1,8 +1,8 @@
 /* The activation buffers of a training example's model on its device: allocations counted into
  * the bytes the memory table prints, the residual stream, the frozen units' throw-away gradient,
  * and their release. Errors go to gpt2_error() (gpt2/util.h). */
-#ifndef EX_ACT_BUFFERS_H
-#define EX_ACT_BUFFERS_H
+#ifndef COMMON_ACT_BUFFERS_H
+#define COMMON_ACT_BUFFERS_H
 
 #include <stddef.h>
 

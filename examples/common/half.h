@@ -1,7 +1,7 @@
 /* IEEE binary16 (half) to float, exact, for the examples' safetensors readers (gpt2/safetensors.c,
  * llama/convert.c). static inline: each reader keeps its own copy and no build lists change. */
-#ifndef EX_HALF_H
-#define EX_HALF_H
+#ifndef COMMON_HALF_H
+#define COMMON_HALF_H
 
 #include <math.h>
 #include <stdint.h>

@@ -2,8 +2,8 @@
  * generated token (no KV cache: the examples' forward path stays single). Every rank runs it in
  * lockstep (at stage 3 the forward's gathers are collective) with the same random stream, so all
  * ranks draw the same tokens; the caller prints on rank 0. */
-#ifndef EX_SAMPLE_H
-#define EX_SAMPLE_H
+#ifndef COMMON_SAMPLE_H
+#define COMMON_SAMPLE_H
 
 #include <stddef.h>
 #include <stdint.h>

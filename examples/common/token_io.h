@@ -1,7 +1,7 @@
 /* Moving a micro-batch's tokens to the device and its per-token losses back: what both training
  * examples do around every forward. Errors go to gpt2_error() (gpt2/util.h). */
-#ifndef EX_TOKEN_IO_H
-#define EX_TOKEN_IO_H
+#ifndef COMMON_TOKEN_IO_H
+#define COMMON_TOKEN_IO_H
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
 /* The command-line options train_gpt2 and train_llama share (batch shape, schedule, optimizer,
  * engine, data, reporting, checkpoints) and the parse loop both run: each program parses its own
  * model options first (ex_opt_fn), then these. Errors go to gpt2_error() (gpt2/util.h). */
-#ifndef EX_TRAIN_ARGS_H
-#define EX_TRAIN_ARGS_H
+#ifndef COMMON_TRAIN_ARGS_H
+#define COMMON_TRAIN_ARGS_H
 
 #include <stddef.h>
 #include <stdint.h>

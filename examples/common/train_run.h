@@ -3,8 +3,8 @@
  * (engine_setup.c), the step loop with validation, checkpoints and resume (train_loop.c), and the
  * reports (run_report.c). The model-specific parts come in as callbacks. Every function returns 0
  * or -1 with the message in gpt2_error() (gpt2/util.h). */
-#ifndef EX_TRAIN_RUN_H
-#define EX_TRAIN_RUN_H
+#ifndef COMMON_TRAIN_RUN_H
+#define COMMON_TRAIN_RUN_H
 
 #include <stddef.h>
 

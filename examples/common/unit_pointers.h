@@ -2,8 +2,8 @@
  * inside a step, its gradients (zs_unit_param / zs_unit_grad, or the fp32 scratch of gpt2/widen.h
  * when bf16 params meet the fp32-only CPU kernels, or a throw-away buffer for a frozen unit).
  * Errors go to gpt2_error() (gpt2/util.h). */
-#ifndef EX_UNIT_POINTERS_H
-#define EX_UNIT_POINTERS_H
+#ifndef COMMON_UNIT_POINTERS_H
+#define COMMON_UNIT_POINTERS_H
 
 #include <stddef.h>
 
