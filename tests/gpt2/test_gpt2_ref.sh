@@ -16,14 +16,9 @@ MPI=${3:-mpirun}
 REF=$SRC/tests/gpt2/reference/gpt2_ref.py
 # A Python with torch (Debian's, installed when missing; the GPU machine's python3). 77 = skipped
 # (ctest SKIP_RETURN_CODE): none here and no package registry to install one from.
-PY=$(bash "$SRC/scripts/ensure-torch.sh")
-case $? in
-  0) ;;
-  77) echo "SKIP: PyTorch is not available and no package registry can be reached"; exit 77 ;;
-  *) echo "FAIL: PyTorch is missing and installing it failed"; exit 1 ;;
-esac
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. "$SRC/tests/fixtures.sh"
+zs_need_python "$SRC" torch
+zs_workdir
 TINY="--steps 1 --layers 2 --channels 32 --heads 4 --seq 16 --batch 2 --vocab 300
       --sample-lines 0 --val-frac 0 --log-every 0"
 pass=0

@@ -21,22 +21,10 @@ EXE=$1
 SRC=$2
 MPI=${3:-mpirun}
 PROBE=${4:-}
-if [ -n "$PROBE" ]; then
-  "$PROBE" >/dev/null 2>&1
-  case $? in
-    0) ;;
-    77) echo "SKIP: no CUDA device"; exit 0 ;;
-    *) echo "FAIL: the CUDA probe $PROBE failed"; exit 1 ;;
-  esac
-fi
-PY=$(bash "$SRC/scripts/ensure-transformers.sh")
-case $? in
-  0) ;;
-  77) echo "SKIP: transformers is not available and no package registry can be reached"; exit 77 ;;
-  *) echo "FAIL: transformers is missing and installing it failed"; exit 1 ;;
-esac
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. "$SRC/tests/fixtures.sh"
+[ -n "$PROBE" ] && zs_need_gpu "$PROBE"
+zs_need_python "$SRC" transformers
+zs_workdir
 OPT="--steps 5 --lr 1e-3 --lr-min-frac 1 --warmup 0 --grad-clip 0 --weight-decay 0.1 --beta2 0.95
      --seq 16 --log-every 0 --sample-lines 0"
 pass=0
