@@ -31,3 +31,18 @@ zs_workdir() {
   W=$(mktemp -d)
   trap 'rm -rf "$W"' EXIT
 }
+
+# zs_expect_refusal WHAT PROGRAM LOG COMMAND...: COMMAND must fail with an "error:" line in its
+# output (kept in LOG), not succeed and not crash silently; prints ok/FAIL and counts it in the
+# caller's pass / fail.
+zs_expect_refusal() {
+  local what=$1 prog=$2 log=$3
+  shift 3
+  if "$@" >"$log" 2>&1; then
+    echo "FAIL $what: $prog succeeded"; fail=$((fail + 1))
+  elif grep -q "error:" "$log"; then
+    echo "ok   $what refused: $(grep -m1 error: "$log")"; pass=$((pass + 1))
+  else
+    echo "FAIL $what: no error message"; cat "$log"; fail=$((fail + 1))
+  fi
+}

@@ -89,14 +89,8 @@ done
 if [ -z "$PROBE" ] && [ -d "$W/llama/init" ]; then
   cp -r "$W/llama/init" "$W/bad"
   head -c 5000 "$W/llama/init/model.safetensors" >"$W/bad/model.safetensors"
-  if "$EXE" $OPT --init-safetensors "$W/bad" --batches "$W/llama/tokens.bin" --batch 2 \
-    >"$W/bad.log" 2>&1; then
-    echo "FAIL truncated safetensors: train_llama succeeded"; fail=$((fail + 1))
-  elif grep -q "error:" "$W/bad.log"; then
-    echo "ok   truncated safetensors refused: $(grep -m1 error: "$W/bad.log")"; pass=$((pass + 1))
-  else
-    echo "FAIL truncated safetensors: no error message"; cat "$W/bad.log"; fail=$((fail + 1))
-  fi
+  zs_expect_refusal "truncated safetensors" train_llama "$W/bad.log" \
+    "$EXE" $OPT --init-safetensors "$W/bad" --batches "$W/llama/tokens.bin" --batch 2
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
