@@ -1,8 +1,9 @@
 /* What one process of a training example (train_gpt2, train_llama) holds beside its model, and the
- * run both programs share around it: the engine and kernels set up from the shared options
- * (engine_setup.c), the step loop with validation, checkpoints and resume (train_loop.c), and the
- * reports (run_report.c). The model-specific parts come in as callbacks. Every function returns 0
- * or -1 with the message in gpt2_error() (gpt2/util.h). */
+ * run both programs share around it: start, data and end (run_lifecycle.c), the engine and
+ * kernels set up from the shared options (engine_setup.c), the step loop with validation,
+ * checkpoints and resume (train_loop.c), and the reports (run_report.c). The model-specific parts
+ * come in as callbacks. Every int function returns 0 or -1 with the message in gpt2_error()
+ * (gpt2/util.h) unless it says otherwise. */
 #ifndef COMMON_TRAIN_RUN_H
 #define COMMON_TRAIN_RUN_H
 
