@@ -315,20 +315,24 @@ static int resolve_config(run *r) {
   return 0;
 }
 
+/* The model's units registered with the engine, and --freeze's frozen (before commit; ctx: run). */
+static int add_units(void *ctx) {
+  run *r = ctx;
+  TRY(gpt2_units_register(&r->units, &r->cfg, r->x.eng));
+  int *frozen = calloc((size_t)r->cfg.layers + 2, sizeof *frozen);
+  if (!frozen) return gpt2_fail("out of host memory");
+  int frc = gpt2_freeze_mask(r->a.t.freeze, r->cfg.layers, frozen);
+  if (frc == 0) frc = gpt2_units_freeze(&r->units, frozen);
+  free(frozen);
+  return frc;
+}
+
 /* Engine from the flags, units, commit, initial weights, kernels, activations. */
 static int build(run *r) {
   const gpt2_args *a = &r->a;
   ex_run *x = &r->x;
   /* gather, use, release: one unit held at a time (the commit fit check) */
-  TRY(ex_engine_create(x, 1));
-  TRY(gpt2_units_register(&r->units, &r->cfg, x->eng));
-  int *frozen = calloc((size_t)r->cfg.layers + 2, sizeof *frozen);
-  if (!frozen) return gpt2_fail("out of host memory");
-  int frc = gpt2_freeze_mask(a->t.freeze, r->cfg.layers, frozen);
-  if (frc == 0) frc = gpt2_units_freeze(&r->units, frozen);
-  free(frozen);
-  TRY(frc);
-  ZS_TRY(zs_engine_commit(x->eng));
+  TRY(ex_engine_build(x, 1, add_units));
   if (a->init_safetensors)
     TRY(gpt2_init_safetensors(&r->units, a->init_safetensors));
   else

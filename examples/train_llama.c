@@ -373,16 +373,22 @@ static int freeze_units(run *r) {
   return rc;
 }
 
+/* The model's units registered with the engine (r->units), and --freeze's frozen (before commit;
+   ctx: run). */
+static int add_units(void *ctx) {
+  run *r = ctx;
+  r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
+  if (!r->units) return gpt2_fail("out of host memory");
+  TRY(llama_units_register(&r->cfg, r->x.eng, r->units));
+  return freeze_units(r);
+}
+
 /* Engine from the flags, units, commit, initial weights, kernels, activations. */
 static int build(run *r) {
   const llama_args *a = &r->a;
   ex_run *x = &r->x;
-  TRY(ex_engine_create(x, r->cfg.tied ? 2 : 1)); /* a tied head holds the embedding beside it */
-  r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
-  if (!r->units) return gpt2_fail("out of host memory");
-  TRY(llama_units_register(&r->cfg, x->eng, r->units));
-  TRY(freeze_units(r));
-  ZS_TRY(zs_engine_commit(x->eng));
+  /* a tied head holds the embedding beside it */
+  TRY(ex_engine_build(x, r->cfg.tied ? 2 : 1, add_units));
   if (r->hf_open) {
     TRY(llama_init_hf(&r->cfg, r->units, &r->hf));
     lhf_close(&r->hf);

@@ -5,8 +5,8 @@
 #include "../gpt2/util.h"
 #include "train_run.h"
 
-int ex_engine_create(ex_run *r, int held_units) {
-  const ex_train_args *a = r->a;
+int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
+  const ex_train_args *a = &r->a;
   zs_config zc;
   zs_config_default(&zc);
   zc.stage = a->stage;
@@ -27,12 +27,16 @@ int ex_engine_create(ex_run *r, int held_units) {
   zc.adamw.weight_decay = a->weight_decay;
   zc.adamw.max_grad_norm = a->grad_clip;
   ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
+  TRY(add_units(r->ctx));
+  ZS_TRY(zs_engine_commit(r->eng));
   return 0;
 }
 
 int ex_kernels_open(ex_run *r, gpt2_dev *dev) {
-  const zs_dtype cdt = r->a->device == ZS_DEVICE_CPU ? ZS_F32 : r->a->dtype;
-  ZS_TRY(zs_k_create(r->a->device, cdt, zs_engine_stream(r->eng), &r->k));
+  const ex_train_args *a = &r->a;
+  const zs_dtype cdt = a->device == ZS_DEVICE_CPU ? ZS_F32 : a->dtype;
+  void *stream = zs_engine_stream(r->eng);
+  ZS_TRY(zs_k_create(a->device, cdt, stream, &r->k));
   /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
   ZS_TRY(zs_k_watch(r->k, r->eng));
   *dev = (gpt2_dev){r->k, cdt, cdt == ZS_BF16 ? 2 : 4};
@@ -40,7 +44,7 @@ int ex_kernels_open(ex_run *r, gpt2_dev *dev) {
 }
 
 int ex_host_batch_alloc(ex_run *r) {
-  size_t n = (size_t)r->a->batch * r->a->seq;
+  size_t n = (size_t)r->a.batch * r->a.seq;
   r->tok = malloc(n * sizeof(int));
   r->tgt = malloc(n * sizeof(int));
   return r->tok && r->tgt ? 0 : gpt2_fail("out of host memory for batches");

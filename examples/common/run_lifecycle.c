@@ -20,14 +20,14 @@ int ex_run_start(ex_run *r, int *argc, char ***argv, const char *prog) {
 }
 
 void ex_run_bind(ex_run *r, const ex_train_args *a, void *ctx, ex_micro_fn micro, ex_eval_fn eval) {
-  r->a = a;
+  r->a = *a;
   r->ctx = ctx;
   r->micro = micro;
   r->eval = eval;
 }
 
 int ex_load_data(ex_run *r) {
-  const ex_train_args *a = r->a;
+  const ex_train_args *a = &r->a;
   TRY(gpt2_data_load(&r->data, a->data ? a->data : a->text, a->data == NULL, a->val_frac, a->seed));
   r->unigram = gpt2_data_unigram_entropy(&r->data);
   return 0;

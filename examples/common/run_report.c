@@ -8,7 +8,7 @@
 #include "train_run.h"
 
 int ex_report_memory(ex_run *r, const char *when) {
-  const ex_train_args *a = r->a;
+  const ex_train_args *a = &r->a;
   zs_memory mem;
   ZS_TRY(zs_engine_memory(r->eng, &mem));
   char mode[128];
@@ -26,7 +26,7 @@ int ex_report_memory(ex_run *r, const char *when) {
 }
 
 int ex_report_end(ex_run *r, const char *title) {
-  const ex_train_args *a = r->a;
+  const ex_train_args *a = &r->a;
   r->last_val = NAN;
   if (a->val_frac > 0 && a->steps > 0) {
     TRY(ex_evaluate(r, &r->last_val));
@@ -41,7 +41,7 @@ int ex_report_end(ex_run *r, const char *title) {
 }
 
 void ex_print_batch_shape(const ex_run *r) {
-  const ex_train_args *a = r->a;
+  const ex_train_args *a = &r->a;
   if (r->rank != 0) return;
   printf("batch: %d x %d tokens x %d micro-steps x %d ranks = %d tokens/step | %d steps\n",
          a->batch, a->seq, a->micro_steps, r->world, a->batch * a->seq * a->micro_steps * r->world,

@@ -8,7 +8,7 @@
 #include "train_run.h"
 
 int ex_evaluate(ex_run *r, float *loss) {
-  const ex_train_args *a = r->a;
+  const ex_train_args *a = &r->a;
   double s = 0.0;
   int n = 0;
   for (int i = 0; r->data.tokens && i < a->eval_batches; i++) {
@@ -25,7 +25,7 @@ int ex_evaluate(ex_run *r, float *loss) {
 /* One optimizer step: begin_step, micro-steps, zs_engine_step; fills the log entry. The logged
    loss is the mean over every rank's micro-batches (no MPI call of our own). */
 static int train_step(ex_run *r, int step, gpt2_step_log *lg) {
-  const ex_train_args *a = r->a;
+  const ex_train_args *a = &r->a;
   float lr = gpt2_lr_at(step, a->steps, a->warmup, a->lr, a->lr_min_frac);
   double t0 = gpt2_now(), loss = 0.0;
   ZS_TRY(zs_engine_set_lr(r->eng, lr));
@@ -64,15 +64,15 @@ static int train_step(ex_run *r, int step, gpt2_step_log *lg) {
    data order and the lr schedule are functions of the step). */
 static int resume(ex_run *r, int *start) {
   *start = 0;
-  if (!r->a->resume) return 0;
-  ZS_TRY(zs_engine_load(r->eng, r->a->resume));
+  if (!r->a.resume) return 0;
+  ZS_TRY(zs_engine_load(r->eng, r->a.resume));
   *start = (int)zs_engine_steps_done(r->eng);
-  if (r->rank == 0) printf("resumed from %s at step %d\n", r->a->resume, *start);
+  if (r->rank == 0) printf("resumed from %s at step %d\n", r->a.resume, *start);
   return 0;
 }
 
 int ex_train(ex_run *r) {
-  const ex_train_args *a = r->a;
+  const ex_train_args *a = &r->a;
   int start;
   TRY(resume(r, &start));
   const int end = a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;

@@ -22,7 +22,7 @@ typedef int (*ex_micro_fn)(void *ctx, int step, int mi, float *loss);
 typedef int (*ex_eval_fn)(void *ctx, const int *tok, const int *tgt, int b, float *loss);
 
 typedef struct {
-  const ex_train_args *a; /* the program's parsed options */
+  ex_train_args a; /* a copy of the program's parsed shared options */
   zs_comm *comm;
   int rank, world;
   gpt2_data data; /* token file or text (empty with a program's own batches: no validation) */
@@ -45,7 +45,7 @@ typedef struct {
 /* Zeroes r, starts MPI (zs_comm_init_mpi) and fills comm, rank and world. 0, or -1 after
    printing why to stderr as `prog` (there is no run to report into yet). */
 int ex_run_start(ex_run *r, int *argc, char ***argv, const char *prog);
-/* After parsing: the options, and the model's callbacks with their ctx. */
+/* After parsing: a copy of the shared options, and the model's callbacks with their ctx. */
 void ex_run_bind(ex_run *r, const ex_train_args *a, void *ctx, ex_micro_fn micro, ex_eval_fn eval);
 /* Loads --data (llm.c tokens) or --text (bytes) with --val-frac held out; r->unigram = the
    training tokens' unigram entropy. */
@@ -57,8 +57,9 @@ int ex_load_data(ex_run *r);
 int ex_run_end(ex_run *r, int rc, const char *prog, void (*free_model)(void *ctx));
 
 /* Creates r->eng from the shared options (stage, device, dtypes, offload, precision, AdamW)
-   with `held_units` units gathered at a time (the commit's fit check). */
-int ex_engine_create(ex_run *r, int held_units);
+   with `held_units` units gathered at a time (the commit's fit check), lets add_units(r->ctx)
+   register (and freeze) the model's units, and commits. */
+int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx));
 /* After commit: r->k on the engine's stream, computing in fp32 on the CPU device (its kernels are
    fp32 only: bf16 params are widened, gpt2/widen.h) and in the param dtype on CUDA, bounded by the
    engine's timeout; *dev = the activation memory of that dtype. */
