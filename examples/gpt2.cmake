@@ -20,7 +20,8 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/safetensors.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/sample.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/widen.c)
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/widen.c
+    ${zs_example_common_srcs})
 # Only the public headers (zshard.h, zshard_kernels.h): device buffers come from zs_k_alloc, so no CUDA runtime is linked.
 zs_exe(train_gpt2 PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_gpt2.c ${zs_gpt2_srcs}
        LIBS PkgConfig::CJSON)

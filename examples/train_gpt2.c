@@ -13,12 +13,17 @@
  * zs_unit_grads_ready and releases in reverse (below), then zs_engine_step. Features live in
  * gpt2/: config (sizes), layout (units), init + init_hf + safetensors (weights), data (batches),
  * model (activation buffers), sample, metrics + plot (reporting), dump (weight files; gradient
- * dumps only in the test build), device (activation memory). */
+ * dumps only in the test build), device (activation memory); what train_llama shares with it in
+ * common/: the shared options, engine and kernels setup, the step loop with checkpoints and
+ * validation, the memory and end reports, unit pointers, token I/O, the sampler. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/token_io.h"
+#include "common/train_run.h"
+#include "common/unit_pointers.h"
 #include "gpt2/args.h"
 #include "gpt2/data.h"
 #include "gpt2/dump.h"
@@ -132,43 +137,16 @@ One micro-step on the engine. Every unit is used as: gather -> zs_unit_param -> 
 #define TEST_HOOKS_ON(m) 0
 #endif
 
-/* Gathered param pointers of unit u. */
+/* Gathered param pointers of unit u (widen slot 0 with bf16 params on the CPU device). */
 static int params(gpt2_model *m, int u, void **p) {
-  zs_unit *unit = gpt2_unit(&m->units, u);
-  if (m->widen.on) return gpt2_widen_params(&m->widen, 0, unit, p);
-  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
-  int nt = gpt2_unit_descs(&m->cfg, u, d);
-  for (int t = 0; t < nt; t++) {
-    p[t] = zs_unit_param(unit, t);
-    if (!p[t])
-      return gpt2_fail("zs_unit_param(%s, %d) is NULL after gather", zs_unit_name(unit), t);
-  }
-  return 0;
+  return ex_unit_params(gpt2_unit(&m->units, u), &m->widen, 0, p);
 }
 
 /* Gradient pointers of unit u. In deterministic mode the engine stages each micro-step's
-   gradient itself, so the kernels may += into these as often as they like. A frozen unit has
-   none (zs_unit_grad refuses it): its weight gradients go to the zeroed throw-away buffer. */
+   gradient itself, so the kernels may += into these as often as they like. A frozen unit's go to
+   the zeroed throw-away buffer. */
 static int grads(gpt2_model *m, int u, void **g) {
-  zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
-  int nt = gpt2_unit_descs(&m->cfg, u, d);
-  zs_unit *unit = gpt2_unit(&m->units, u);
-  if (zs_unit_is_frozen(unit)) {
-    size_t off = 0;
-    for (int t = 0; t < nt; t++) {
-      g[t] = (char *)m->frozen_grads + off * m->dev.esz;
-      off += (size_t)zs_unit_numel(unit, t);
-    }
-    return gpt2_dev_zero(&m->dev, m->frozen_grads, off * m->dev.esz);
-  }
-  if (m->widen.on) return gpt2_widen_grads(&m->widen, 0, unit, g);
-  for (int t = 0; t < nt; t++) {
-    g[t] = zs_unit_grad(gpt2_unit(&m->units, u), t);
-    if (!g[t])
-      return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step",
-                       zs_unit_name(gpt2_unit(&m->units, u)), t);
-  }
-  return 0;
+  return ex_unit_grads(gpt2_unit(&m->units, u), &m->dev, m->frozen_grads, &m->widen, 0, g);
 }
 
 /* End of unit u's backward: run the hook, grads_ready, and release when the backward gathered
@@ -207,20 +185,12 @@ static int forward_body(gpt2_model *m, int b) {
 
 /* Uploads b sequences of tokens (and targets when given). */
 static int upload(gpt2_model *m, const int *tok, const int *tgt, int b) {
-  size_t bytes = (size_t)b * m->T * sizeof(int);
-  TRY(gpt2_dev_upload(&m->dev, m->tok, tok, bytes));
-  if (tgt) TRY(gpt2_dev_upload(&m->dev, m->tgt, tgt, bytes));
-  return 0;
+  return ex_upload_tokens(&m->dev, m->tok, m->tgt, tok, tgt, (size_t)b * m->T);
 }
 
 /* Mean of the first n per-token losses (summed in double, in order). */
 static int mean_loss(gpt2_model *m, int n, float *loss) {
-  TRY(gpt2_dev_download(&m->dev, m->host_losses, m->losses, (size_t)n * sizeof(float)));
-  double s = 0.0;
-  for (int i = 0; i < n; i++)
-    s += m->host_losses[i];
-  *loss = (float)(s / n);
-  return 0;
+  return ex_mean_loss(&m->dev, m->host_losses, m->losses, n, loss);
 }
 
 /* LM head forward (+ loss and backward when training) with the embedding unit gathered. */
@@ -305,27 +275,20 @@ int gpt2_forward_logits(gpt2_model *m, const int *tok) {
 
 /* ======== Running: setup, the step loop, reporting ======== */
 
-/* Everything one process holds. */
+/* Everything one process holds: the run both examples share (common/train_run.h) and GPT-2's. */
 typedef struct {
   gpt2_args a;
-  zs_comm *comm;
-  int rank, world;
-  gpt2_data data;
+  ex_run x;
   gpt2_config cfg;
-  zs_engine *eng;
-  zs_kernels *k;
   gpt2_units units;
   gpt2_model model;
-  gpt2_metrics met;
   gpt2_dump dump;
-  int *tok, *tgt; /* host batch, B*T */
-  double unigram; /* nats */
-  float last_loss, last_val;
 } run;
 
 /* Model shape from the preset / flags / safetensors file and the data's vocabulary. */
 static int resolve_config(run *r) {
   const gpt2_args *a = &r->a;
+  const gpt2_data *data = &r->x.data;
   gpt2_config *c = &r->cfg;
   memset(c, 0, sizeof *c);
   if (a->init_safetensors) {
@@ -334,179 +297,101 @@ static int resolve_config(run *r) {
     c->layers = a->layers;
     c->channels = a->channels;
     c->heads = a->heads > 0 ? a->heads : 4;
-    c->max_seq = a->max_seq > 0 ? a->max_seq : a->seq;
+    c->max_seq = a->max_seq > 0 ? a->max_seq : a->t.seq;
     if (a->model && gpt2_config_preset(c, a->model) != 0)
       return gpt2_fail("--model %s is not a preset: use d12, d24, d36 or d48", a->model);
     if (a->max_seq > 0) c->max_seq = a->max_seq;
-    c->vocab = a->vocab > 0 ? a->vocab : (r->data.is_text ? 256 : 50257);
-    if (c->vocab < r->data.vocab) c->vocab = r->data.vocab;
+    c->vocab = a->vocab > 0 ? a->vocab : (data->is_text ? 256 : 50257);
+    if (c->vocab < data->vocab) c->vocab = data->vocab;
     c->padded_vocab = gpt2_pad_vocab(c->vocab);
   }
-  if (r->data.vocab > c->vocab)
+  if (data->vocab > c->vocab)
     return gpt2_fail("the data has token ids up to %d but the model's vocabulary is %d",
-                     r->data.vocab - 1, c->vocab);
+                     data->vocab - 1, c->vocab);
   const char *why = gpt2_config_check(c);
   if (why) return gpt2_fail("bad model shape: %s", why);
-  if (a->seq > c->max_seq)
-    return gpt2_fail("--seq %d exceeds the model's %d positions", a->seq, c->max_seq);
+  if (a->t.seq > c->max_seq)
+    return gpt2_fail("--seq %d exceeds the model's %d positions", a->t.seq, c->max_seq);
   return 0;
+}
+
+/* The model's units registered with the engine, and --freeze's frozen (before commit; ctx: run). */
+static int add_units(void *ctx) {
+  run *r = ctx;
+  TRY(gpt2_units_register(&r->units, &r->cfg, r->x.eng));
+  int *frozen = calloc((size_t)r->cfg.layers + 2, sizeof *frozen);
+  if (!frozen) return gpt2_fail("out of host memory");
+  int frc = gpt2_freeze_mask(r->a.t.freeze, r->cfg.layers, frozen);
+  if (frc == 0) frc = gpt2_units_freeze(&r->units, frozen);
+  free(frozen);
+  return frc;
 }
 
 /* Engine from the flags, units, commit, initial weights, kernels, activations. */
 static int build(run *r) {
   const gpt2_args *a = &r->a;
-  zs_config zc;
-  zs_config_default(&zc);
-  zc.stage = a->stage;
-  zc.device = a->device;
-  zc.param_dtype = a->dtype;
-  zc.reduce_dtype = a->reduce_dtype;
-  zc.offload = a->offload;
-  zc.deterministic = a->deterministic;
-  zc.master = a->master;
-  zc.moment_dtype = a->moment_dtype;
-  zc.offload_budget_bytes = a->offload_budget;
-  if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
-  zc.held_units = 1; /* gather, use, release: one unit held at a time (the commit fit check) */
-  zc.adamw.lr = a->lr;
-  zc.adamw.beta1 = 0.9f;
-  zc.adamw.beta2 = a->beta2;
-  zc.adamw.eps = 1e-8f;
-  zc.adamw.weight_decay = a->weight_decay;
-  zc.adamw.max_grad_norm = a->grad_clip;
-  ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
-  TRY(gpt2_units_register(&r->units, &r->cfg, r->eng));
-  int *frozen = calloc((size_t)r->cfg.layers + 2, sizeof *frozen);
-  if (!frozen) return gpt2_fail("out of host memory");
-  int frc = gpt2_freeze_mask(a->freeze, r->cfg.layers, frozen);
-  if (frc == 0) frc = gpt2_units_freeze(&r->units, frozen);
-  free(frozen);
-  TRY(frc);
-  ZS_TRY(zs_engine_commit(r->eng));
+  ex_run *x = &r->x;
+  /* gather, use, release: one unit held at a time (the commit fit check) */
+  TRY(ex_engine_build(x, 1, add_units));
   if (a->init_safetensors)
     TRY(gpt2_init_safetensors(&r->units, a->init_safetensors));
   else
-    TRY(gpt2_init_random(&r->units, a->seed));
-  void *stream = zs_engine_stream(r->eng);
-  /* The CPU kernels are fp32 only: with bf16 params there they compute in fp32 on widened
-     copies of each gathered unit (gpt2/widen.h). */
-  const zs_dtype cdt = a->device == ZS_DEVICE_CPU ? ZS_F32 : a->dtype;
-  ZS_TRY(zs_k_create(a->device, cdt, stream, &r->k));
-  /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
-  ZS_TRY(zs_k_watch(r->k, r->eng));
-  gpt2_dev dev = {r->k, cdt, cdt == ZS_BF16 ? 2 : 4};
-  TRY(gpt2_model_init(&r->model, &r->units, &dev, r->k, a->batch, a->seq, a->recompute));
-  TRY(gpt2_widen_init(&r->model.widen, cdt != a->dtype, 1, r->eng));
+    TRY(gpt2_init_random(&r->units, a->t.seed));
+  gpt2_dev dev;
+  TRY(ex_kernels_open(x, &dev));
+  TRY(gpt2_model_init(&r->model, &r->units, &dev, x->k, a->t.batch, a->t.seq, a->t.recompute));
+  TRY(gpt2_widen_init(&r->model.widen, dev.dt != a->t.dtype, 1, x->eng));
   r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
-  size_t n = (size_t)a->batch * a->seq;
-  r->tok = malloc(n * sizeof(int));
-  r->tgt = malloc(n * sizeof(int));
-  return r->tok && r->tgt ? 0 : gpt2_fail("out of host memory for batches");
+  x->act_bytes = &r->model.act_bytes;
+  return ex_host_batch_alloc(x);
 }
 
-/* Mean validation loss over --eval-batches batches (the same batches on every rank). */
-static int evaluate(run *r, float *loss) {
-  double s = 0.0;
-  int n = 0;
-  for (int i = 0; i < r->a.eval_batches; i++) {
-    if (gpt2_data_val_batch(&r->data, i, r->a.batch, r->a.seq, r->tok, r->tgt) != 0) break;
-    float l;
-    TRY(gpt2_eval(&r->model, r->tok, r->tgt, r->a.batch, &l));
-    s += l;
-    n++;
-  }
-  *loss = n ? (float)(s / n) : NAN;
+/* ex_micro_fn (ctx: run): micro-step mi of step on its batch of the data's sharding rule; the
+   test build dumps the first micro-step's gradients (--dump-grads). */
+static int micro(void *ctx, int step, int mi, float *loss) {
+  run *r = ctx;
+  const ex_train_args *t = &r->a.t;
+  TRY(gpt2_data_train_batch(&r->x.data, step, r->x.rank, r->x.world, mi, t->micro_steps, t->batch,
+                            t->seq, r->x.tok, r->x.tgt));
+  r->dump.active = r->a.dump_grads && step == 0 && mi == 0;
+  TRY(gpt2_train_micro(&r->model, r->x.tok, r->x.tgt, loss));
+  if (r->dump.active) TRY(gpt2_dump_batch(&r->dump, &r->model, r->x.tok, r->x.tgt));
+  r->dump.active = 0;
   return 0;
 }
 
-/* One optimizer step: begin_step, micro-steps, zs_engine_step; fills the log entry. */
-static int train_step(run *r, int step, gpt2_step_log *lg) {
-  const gpt2_args *a = &r->a;
-  float lr = gpt2_lr_at(step, a->steps, a->warmup, a->lr, a->lr_min_frac);
-  double t0 = gpt2_now(), loss = 0.0;
-  ZS_TRY(zs_engine_set_lr(r->eng, lr));
-  ZS_TRY(zs_engine_begin_step(r->eng, a->micro_steps));
-  for (int mi = 0; mi < a->micro_steps; mi++) {
-    TRY(gpt2_data_train_batch(&r->data, step, r->rank, r->world, mi, a->micro_steps, a->batch,
-                              a->seq, r->tok, r->tgt));
-    r->dump.active = a->dump_grads && step == 0 && mi == 0;
-    float l;
-    TRY(gpt2_train_micro(&r->model, r->tok, r->tgt, &l));
-    if (r->dump.active) TRY(gpt2_dump_batch(&r->dump, &r->model, r->tok, r->tgt));
-    r->dump.active = 0;
-    loss += l;
-  }
-  zs_step_stats st;
-  ZS_TRY(zs_engine_step(r->eng, &st));
-  double dt = gpt2_now() - t0;
-  double tokens = (double)a->batch * a->seq * a->micro_steps * r->world;
-  memset(lg, 0, sizeof *lg);
-  lg->step = step + 1;
-  /* The logged loss is the mean over every rank's micro-batches (no MPI call of our own). */
-  double mean = loss / a->micro_steps;
-  ZS_TRY(zs_comm_allreduce(r->comm, &mean, &mean, 1, ZS_HOST_F64, ZS_RED_MEAN));
-  lg->loss = (float)mean;
-  lg->lr = lr;
-  lg->grad_norm = st.grad_norm;
-  lg->skipped = st.skipped_nonfinite;
-  lg->ms = 1e3 * dt;
-  lg->tokens_per_s = tokens / dt;
-  lg->mfu = a->device == ZS_DEVICE_CUDA ? gpt2_flops_per_token(&r->cfg, a->seq) * lg->tokens_per_s /
-                                              r->world / (a->peak_tflops * 1e12)
-                                        : -1.0;
-  return 0;
-}
-
-/* Prints and records this rank's memory (every rank prints its own table in turn). */
-static int report_memory(run *r, const char *when) {
-  zs_memory mem;
-  ZS_TRY(zs_engine_memory(r->eng, &mem));
-  char mode[128];
-  /* The engine's budget: with --offload-budget free, the number measured at commit. */
-  const size_t budget = zs_engine_config(r->eng)->offload_budget_bytes;
-  gpt2_precision_describe(r->a.master, r->a.moment_dtype, budget, mode, sizeof mode);
-  gpt2_print_memory(&mem, r->rank, r->world, when, mode, r->model.act_bytes);
-  char js[768], ev[1280];
-  gpt2_memory_json(&mem, js, sizeof js);
-  snprintf(ev, sizeof ev,
-           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu,"
-           "\"master\":\"%s\",\"moment_dtype\":\"%s\",\"offload_budget\":%zu}",
-           when, js, r->model.act_bytes, gpt2_master_name(r->a.master),
-           r->a.moment_dtype == ZS_BF16 ? "bf16" : "fp32", budget);
-  gpt2_metrics_event(&r->met, ev);
-  return 0;
+/* ex_eval_fn (ctx: run). */
+static int eval(void *ctx, const int *tok, const int *tgt, int b, float *loss) {
+  run *r = ctx;
+  return gpt2_eval(&r->model, tok, tgt, b, loss);
 }
 
 /* Header lines: the run's shape, the data and its unigram entropy (rank 0). */
 static void banner(run *r) {
-  if (r->rank != 0) return;
+  const ex_run *x = &r->x;
+  if (x->rank != 0) return;
   const gpt2_config *c = &r->cfg;
-  const gpt2_args *a = &r->a;
-  printf("train_gpt2 | %s\n", zs_engine_info(r->eng));
+  const ex_train_args *a = &r->a.t;
+  printf("train_gpt2 | %s\n", zs_engine_info(x->eng));
   printf("model: L=%d C=%d NH=%d V=%d (padded %d) positions=%d | %.2fM params | %s%s\n", c->layers,
          c->channels, c->heads, c->vocab, c->padded_vocab, c->max_seq, gpt2_num_params(c) / 1e6,
          a->dtype == ZS_BF16 ? "bf16" : "fp32", a->recompute ? " | recompute" : "");
-  printf("batch: %d x %d tokens x %d micro-steps x %d ranks = %d tokens/step | %d steps\n",
-         a->batch, a->seq, a->micro_steps, r->world, a->batch * a->seq * a->micro_steps * r->world,
-         a->steps);
+  ex_print_batch_shape(x);
   printf("data: %s (%lld tokens, %lld train, %lld val)\n", a->data ? a->data : a->text,
-         (long long)r->data.n, (long long)r->data.n_train,
-         (long long)(r->data.n - r->data.n_train));
+         (long long)x->data.n, (long long)x->data.n_train,
+         (long long)(x->data.n - x->data.n_train));
   printf("data order: step s, rank r, micro-step m reads global micro-batch s*%d + m*%d + r "
          "(the same sequences for any ranks x micro-steps split)\n",
-         r->world * a->micro_steps, r->world);
-  if (r->world > 1)
+         x->world * a->micro_steps, x->world);
+  if (x->world > 1)
     printf("logged train loss: the mean over every rank's micro-batches (zs_comm_allreduce); "
            "val loss: every rank evaluates the same held-out batches\n");
   printf("unigram entropy of the training tokens: %.4f bits = %.4f nats per token\n",
-         r->unigram / log(2.0), r->unigram);
+         x->unigram / log(2.0), x->unigram);
   /* The largest unit bounds stage 3's transient buffers (zshard.h, the memory rule). */
   size_t largest = 0;
-  for (int i = 0; i < zs_engine_num_units(r->eng); i++) {
-    zs_unit *u = zs_engine_unit(r->eng, i);
-    size_t n = 0;
-    for (int t = 0; zs_unit_numel(u, t) > 0; t++)
-      n += (size_t)zs_unit_numel(u, t);
+  for (int i = 0; i < zs_engine_num_units(x->eng); i++) {
+    size_t n = ex_unit_numel(zs_engine_unit(x->eng, i));
     if (n > largest) largest = n;
   }
   printf("largest unit: %zu params (%zu bytes gathered, before padding)\n", largest,
@@ -517,46 +402,9 @@ static void banner(run *r) {
            "\"params\":%lld,\"stage\":%d,\"world\":%d,\"micro_steps\":%d,\"batch\":%d,"
            "\"seq\":%d,\"unigram_nats\":%.6f}",
            c->layers, c->channels, c->heads, c->vocab, (long long)gpt2_num_params(c), a->stage,
-           r->world, a->micro_steps, a->batch, a->seq, r->unigram);
-  gpt2_metrics_event(&r->met, ev);
+           x->world, a->micro_steps, a->batch, a->seq, x->unigram);
+  gpt2_metrics_event(&r->x.met, ev);
   fflush(stdout);
-}
-
-/* --resume: the checkpoint's weights and optimizer state; the loop goes on from its step (the
-   data order and the lr schedule are functions of the step). */
-static int resume(run *r, int *start) {
-  *start = 0;
-  if (!r->a.resume) return 0;
-  ZS_TRY(zs_engine_load(r->eng, r->a.resume));
-  *start = (int)zs_engine_steps_done(r->eng);
-  if (r->rank == 0) printf("resumed from %s at step %d\n", r->a.resume, *start);
-  return 0;
-}
-
-/* The training loop with periodic validation and checkpoints. */
-static int train(run *r) {
-  const gpt2_args *a = &r->a;
-  int start;
-  TRY(resume(r, &start));
-  const int end = a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;
-  for (int s = start; s < end; s++) {
-    gpt2_step_log lg;
-    TRY(train_step(r, s, &lg));
-    TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
-    r->last_loss = lg.loss;
-    if (a->save_every > 0 && ((s + 1) % a->save_every == 0 || s + 1 == end)) {
-      double t0 = gpt2_now();
-      ZS_TRY(zs_engine_save(r->eng, a->ckpt_dir));
-      if (r->rank == 0)
-        printf("checkpoint: step %d saved to %s in %.2f s\n", s + 1, a->ckpt_dir, gpt2_now() - t0);
-    }
-    if (a->eval_every > 0 && (s + 1) % a->eval_every == 0 && s + 1 < a->steps) {
-      float v;
-      TRY(evaluate(r, &v));
-      if (isfinite(v)) TRY(gpt2_metrics_val(&r->met, s + 1, v));
-    }
-  }
-  return 0;
 }
 
 /* --dump-logits FILE: the logits of the first held-out sequence (the first training one without
@@ -565,10 +413,10 @@ static int train(run *r) {
 static int dump_logits(run *r) {
   const gpt2_args *a = &r->a;
   gpt2_model *m = &r->model;
-  if (gpt2_data_val_batch(&r->data, 0, 1, a->seq, r->tok, r->tgt) != 0)
-    TRY(gpt2_data_train_batch(&r->data, 0, 0, 1, 0, 1, 1, a->seq, r->tok, r->tgt));
-  TRY(gpt2_forward_logits(m, r->tok));
-  const int T = a->seq, V = r->cfg.vocab, Vp = r->cfg.padded_vocab;
+  if (gpt2_data_val_batch(&r->x.data, 0, 1, a->t.seq, r->x.tok, r->x.tgt) != 0)
+    TRY(gpt2_data_train_batch(&r->x.data, 0, 0, 1, 0, 1, 1, a->t.seq, r->x.tok, r->x.tgt));
+  TRY(gpt2_forward_logits(m, r->x.tok));
+  const int T = a->t.seq, V = r->cfg.vocab, Vp = r->cfg.padded_vocab;
   const size_t n = (size_t)T * Vp, esz = m->dev.esz;
   void *raw = malloc(n * esz);
   float *out = malloc((size_t)T * V * sizeof(float));
@@ -586,10 +434,10 @@ static int dump_logits(run *r) {
       }
       out[t * V + v] = x;
     }
-  if (rc == 0 && r->rank == 0) {
+  if (rc == 0 && r->x.rank == 0) {
     FILE *f = fopen(a->dump_logits, "wb");
     const int32_t hdr[2] = {T, V};
-    int ok = f && fwrite(hdr, 4, 2, f) == 2 && fwrite(r->tok, 4, (size_t)T, f) == (size_t)T &&
+    int ok = f && fwrite(hdr, 4, 2, f) == 2 && fwrite(r->x.tok, 4, (size_t)T, f) == (size_t)T &&
              fwrite(out, 4, (size_t)T * V, f) == (size_t)T * V;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) rc = gpt2_fail("cannot write %s", a->dump_logits);
@@ -602,37 +450,29 @@ static int dump_logits(run *r) {
 /* After training: final validation, memory, plot, samples, weight dump, loss check. */
 static int finish(run *r) {
   const gpt2_args *a = &r->a;
-  r->last_val = NAN;
-  if (a->val_frac > 0 && a->steps > 0) {
-    TRY(evaluate(r, &r->last_val));
-    if (isfinite(r->last_val)) TRY(gpt2_metrics_val(&r->met, a->steps, r->last_val));
-  }
-  TRY(report_memory(r, "end"));
-  if (a->plot && r->rank == 0) {
-    TRY(gpt2_plot_svg(&r->met, a->plot, "train_gpt2 loss", r->unigram));
-    printf("loss curve: %s\n", a->plot);
-  }
-  if (a->sample_lines > 0 && a->sample_chars > 0) {
+  ex_run *x = &r->x;
+  TRY(ex_report_end(x, "train_gpt2 loss"));
+  if (a->t.sample_lines > 0 && a->t.sample_chars > 0) {
     char text[8192];
-    TRY(gpt2_sample(&r->model, r->data.is_text, a->sample_lines, a->sample_chars, a->temperature,
-                    a->seed, text, sizeof text));
-    if (r->rank == 0)
-      printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->temperature, text);
+    TRY(gpt2_sample(&r->model, x->data.is_text, a->t.sample_lines, a->t.sample_chars,
+                    a->t.temperature, a->t.seed, text, sizeof text));
+    if (x->rank == 0)
+      printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->t.temperature, text);
   }
-  if (a->dump_weights) TRY(gpt2_dump_weights(&r->units, a->dump_weights, r->rank));
+  if (a->dump_weights) TRY(gpt2_dump_weights(&r->units, a->dump_weights, x->rank));
   if (a->dump_logits) TRY(dump_logits(r));
-  if (a->export_path) {
-    TRY(gpt2_export_hf(&r->units, a->export_path, a->export_dtype, r->rank));
-    if (r->rank == 0)
-      printf("exported %s (Hugging Face GPT-2, config.json beside it)\n", a->export_path);
+  if (a->t.export_path) {
+    TRY(gpt2_export_hf(&r->units, a->t.export_path, a->t.export_dtype, x->rank));
+    if (x->rank == 0)
+      printf("exported %s (Hugging Face GPT-2, config.json beside it)\n", a->t.export_path);
   }
-  float final = isfinite(r->last_val) ? r->last_val : r->last_loss;
-  if (r->rank == 0 && a->steps > 0)
+  float final = isfinite(x->last_val) ? x->last_val : x->last_loss;
+  if (x->rank == 0 && a->t.steps > 0)
     printf("final loss %.4f nats (%s) vs unigram entropy %.4f nats\n", final,
-           isfinite(r->last_val) ? "validation" : "train", r->unigram);
-  if (a->check_frac > 0 && !(final < a->check_frac * r->unigram))
+           isfinite(x->last_val) ? "validation" : "train", x->unigram);
+  if (a->check_frac > 0 && !(final < a->check_frac * x->unigram))
     return gpt2_fail("check failed: final loss %.4f is not below %.2f x unigram entropy %.4f",
-                     final, a->check_frac, r->unigram);
+                     final, a->check_frac, x->unigram);
   return 0;
 }
 
@@ -641,14 +481,18 @@ static int run_all(run *r, int argc, char **argv) {
   int pr = gpt2_args_parse(&r->a, argc, argv);
   if (pr != 0) return pr;
   const gpt2_args *a = &r->a;
-  TRY(gpt2_data_load(&r->data, a->data ? a->data : a->text, a->data == NULL, a->val_frac, a->seed));
-  r->unigram = gpt2_data_unigram_entropy(&r->data);
+  ex_run *x = &r->x;
+  ex_run_bind(x, &a->t, r, micro, eval);
+  x->peak_tflops = a->peak_tflops;
+  TRY(ex_load_data(x));
   TRY(resolve_config(r));
-  TRY(gpt2_metrics_open(&r->met, a->metrics, r->rank, r->world));
+  if (a->t.device == ZS_DEVICE_CUDA) /* MFU on GPUs only */
+    x->flops_per_token = gpt2_flops_per_token(&r->cfg, a->t.seq);
+  TRY(gpt2_metrics_open(&x->met, a->t.metrics, x->rank, x->world));
   TRY(build(r));
   banner(r);
   r->dump.dir = a->dump_grads;
-  r->dump.rank = r->rank;
+  r->dump.rank = x->rank;
   if (a->dump_grads) {
 #ifndef GPT2_TEST_HOOKS
     return gpt2_fail("--dump-grads is a test feature: use the test build train_gpt2_dump");
@@ -656,34 +500,26 @@ static int run_all(run *r, int argc, char **argv) {
     r->model.hook = gpt2_dump_hook;
     r->model.hook_ctx = &r->dump;
 #endif
-    TRY(gpt2_dump_meta(&r->dump, &r->model, r->world, a->micro_steps));
-    TRY(gpt2_dump_weights(&r->units, a->dump_grads, r->rank));
+    TRY(gpt2_dump_meta(&r->dump, &r->model, x->world, a->t.micro_steps));
+    TRY(gpt2_dump_weights(&r->units, a->dump_grads, x->rank));
   }
-  TRY(report_memory(r, "start"));
-  TRY(train(r));
+  TRY(ex_report_memory(x, "start"));
+  TRY(ex_train(x));
   return finish(r);
+}
+
+/* Frees the model's buffers and the units (ctx: run). */
+static void free_run(void *ctx) {
+  run *r = ctx;
+  gpt2_model_free(&r->model);
+  gpt2_units_free(&r->units);
 }
 
 int main(int argc, char **argv) {
   run r;
   memset(&r, 0, sizeof r);
-  zs_status st = zs_comm_init_mpi(&argc, &argv, &r.comm);
-  if (st != ZS_OK) {
-    fprintf(stderr, "train_gpt2: zs_comm_init_mpi -> %s: %s\n", zs_status_str(st), zs_last_error());
-    return 1;
-  }
-  r.rank = zs_comm_rank(r.comm);
-  r.world = zs_comm_size(r.comm);
+  if (ex_run_start(&r.x, &argc, &argv, "train_gpt2") != 0) return 1;
+  r.x.ctx = &r; /* for free_run, also when parsing failed */
   int rc = run_all(&r, argc, argv);
-  if (rc < 0) fprintf(stderr, "train_gpt2 (rank %d): error: %s\n", r.rank, gpt2_error());
-  gpt2_model_free(&r.model);
-  zs_k_destroy(r.k);
-  gpt2_units_free(&r.units);
-  zs_engine_destroy(r.eng);
-  zs_comm_destroy(r.comm);
-  gpt2_metrics_close(&r.met);
-  gpt2_data_free(&r.data);
-  free(r.tok);
-  free(r.tgt);
-  return rc < 0 ? 1 : 0;
+  return ex_run_end(&r.x, rc, "train_gpt2", free_run);
 }

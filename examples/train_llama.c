@@ -11,13 +11,19 @@
  * the untied lm_head; a tied head is the embedding, gathered again for the logits). Features live
  * in llama/: args, config (config.json), hf_read / hf_write / hf_io (Hugging Face directories),
  * layout (units), weights (registration, init, export), model (activation buffers), batches
- * (fixed batches for the proof against Hugging Face); the model-independent parts are GPT-2's:
- * gpt2/data (llm.c token files), metrics + plot (reporting), device (activation memory), rng. */
+ * (fixed batches for the proof against Hugging Face); what it shares with train_gpt2 is in
+ * common/ (the shared options, engine and kernels setup, the step loop with checkpoints and
+ * validation, the memory and end reports, unit pointers, token I/O, the sampler); the
+ * model-independent parts are GPT-2's: gpt2/data (llm.c token files), metrics + plot
+ * (reporting), device (activation memory), rng. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/token_io.h"
+#include "common/train_run.h"
+#include "common/unit_pointers.h"
 #include "gpt2/data.h"
 #include "gpt2/freeze.h"
 #include "gpt2/metrics.h"
@@ -155,35 +161,13 @@ static int wslot(const llama_model *m, int u) {
 
 /* Gathered param pointers of unit u. */
 static int params(llama_model *m, int u, void **p) {
-  zs_unit *unit = m->units[u];
-  if (m->widen.on) return gpt2_widen_params(&m->widen, wslot(m, u), unit, p);
-  for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
-    p[t] = zs_unit_param(unit, t);
-    if (!p[t])
-      return gpt2_fail("zs_unit_param(%s, %d) is NULL after gather", zs_unit_name(unit), t);
-  }
-  return 0;
+  return ex_unit_params(m->units[u], &m->widen, wslot(m, u), p);
 }
 
-/* Gradient pointers of unit u (inside a step). A frozen unit has none (zs_unit_grad refuses it):
-   its weight gradients go to the zeroed throw-away buffer. */
+/* Gradient pointers of unit u (inside a step); a frozen unit's go to the zeroed throw-away
+   buffer. */
 static int grads(llama_model *m, int u, void **g) {
-  zs_unit *unit = m->units[u];
-  if (zs_unit_is_frozen(unit)) {
-    size_t off = 0;
-    for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
-      g[t] = (char *)m->frozen_grads + off * m->dev.esz;
-      off += (size_t)zs_unit_numel(unit, t);
-    }
-    return gpt2_dev_zero(&m->dev, m->frozen_grads, off * m->dev.esz);
-  }
-  if (m->widen.on) return gpt2_widen_grads(&m->widen, wslot(m, u), unit, g);
-  for (int t = 0; t < zs_unit_num_tensors(unit); t++) {
-    g[t] = zs_unit_grad(unit, t);
-    if (!g[t])
-      return gpt2_fail("zs_unit_grad(%s, %d) is NULL inside a step", zs_unit_name(unit), t);
-  }
-  return 0;
+  return ex_unit_grads(m->units[u], &m->dev, m->frozen_grads, &m->widen, wslot(m, u), g);
 }
 
 /* Unit u's backward is done for this micro-step: its widened gradient (bf16 params on the CPU
@@ -275,19 +259,12 @@ static int backward(llama_model *m) {
 
 /* Uploads b sequences of tokens and targets. */
 static int upload(llama_model *m, const int *tok, const int *tgt, int b) {
-  size_t bytes = (size_t)b * m->T * sizeof(int);
-  TRY(gpt2_dev_upload(&m->dev, m->tok, tok, bytes));
-  return gpt2_dev_upload(&m->dev, m->tgt, tgt, bytes);
+  return ex_upload_tokens(&m->dev, m->tok, m->tgt, tok, tgt, (size_t)b * m->T);
 }
 
 /* Mean of the first n per-token losses (summed in double, in order). */
 static int mean_loss(llama_model *m, int n, float *loss) {
-  TRY(gpt2_dev_download(&m->dev, m->host_losses, m->losses, (size_t)n * sizeof(float)));
-  double s = 0.0;
-  for (int i = 0; i < n; i++)
-    s += m->host_losses[i];
-  *loss = (float)(s / n);
-  return 0;
+  return ex_mean_loss(&m->dev, m->host_losses, m->losses, n, loss);
 }
 
 /* One micro-step of training on tokens/targets (host, B*T each); *loss = its mean loss. */
@@ -308,7 +285,7 @@ static int eval_micro(llama_model *m, const int *tok, const int *tgt, int b, flo
   return mean_loss(m, b * m->T, loss);
 }
 
-/* llama_forward_fn for sampling: the logits of one sequence of T tokens (ctx: llama_model). The
+/* ex_forward_fn for sampling: the logits of one sequence of T tokens (ctx: llama_model). The
    targets are only read by the loss, which sampling ignores: zeros. */
 static int forward_logits(void *ctx, const int *win, const void **logits) {
   llama_model *m = ctx;
@@ -325,32 +302,26 @@ static int forward_logits(void *ctx, const int *win, const void **logits) {
 
 /* ======== Running: setup, the step loop, reporting ======== */
 
-/* Everything one process holds. */
+/* Everything one process holds: the run both examples share (common/train_run.h) and the
+   Llama's. */
 typedef struct {
   llama_args a;
-  zs_comm *comm;
-  int rank, world;
-  gpt2_data data;      /* token file or text (unless --batches) */
+  ex_run x;            /* x.data: token file or text (unless --batches) */
   llama_batches fixed; /* --batches */
   llama_config cfg;
   lhf_dir hf; /* --init-safetensors, open until the weights are read */
   int hf_open;
-  zs_engine *eng;
-  zs_kernels *k;
   zs_unit **units; /* [L+2] */
   llama_model model;
-  gpt2_metrics met;
-  int *tok, *tgt; /* host batch, B*T */
-  double unigram; /* nats (NAN with --batches) */
-  float last_loss, last_val;
 } run;
 
 /* Model shape: a Hugging Face directory's config.json, a config.json, or the flags. */
 static int resolve_config(run *r) {
   const llama_args *a = &r->a;
+  const gpt2_data *data = &r->x.data;
   llama_config *c = &r->cfg;
   if (a->init_dir) {
-    LTRY(llama_hf_import(a->init_dir, a->seq, c, &r->hf));
+    LTRY(llama_hf_import(a->init_dir, a->t.seq, c, &r->hf));
     r->hf_open = 1;
   } else if (a->config) {
     LTRY(llama_config_load(c, a->config));
@@ -368,23 +339,23 @@ static int resolve_config(run *r) {
     c->heads = a->heads;
     c->kv_heads = a->kv_heads;
     c->head_dim = a->head_dim > 0 ? a->head_dim : a->hidden / (a->heads > 0 ? a->heads : 1);
-    c->max_pos = a->max_pos > 0 ? a->max_pos : a->seq;
-    c->vocab = a->vocab > 0 ? a->vocab : (r->data.is_text ? 256 : 50257);
-    if (c->vocab < r->data.vocab) c->vocab = r->data.vocab;
+    c->max_pos = a->max_pos > 0 ? a->max_pos : a->t.seq;
+    c->vocab = a->vocab > 0 ? a->vocab : (data->is_text ? 256 : 50257);
+    if (c->vocab < data->vocab) c->vocab = data->vocab;
     c->sliding_window = 0;
     if (a->qkv_bias >= 0) c->qkv_bias = a->qkv_bias;
     if (a->tied >= 0) c->tied = a->tied;
   }
-  LTRY(llama_config_check(c, a->seq));
-  if (a->device == ZS_DEVICE_CUDA && c->head_dim > 128) /* the CUDA attention kernel's limit */
+  LTRY(llama_config_check(c, a->t.seq));
+  if (a->t.device == ZS_DEVICE_CUDA && c->head_dim > 128) /* the CUDA attention kernel's limit */
     return gpt2_fail("head_dim %d: the CUDA attention kernels support head_dim <= 128; train "
                      "this model with --device cpu",
                      c->head_dim);
   /* refuse a directory with an earlier export's weights now, not after training */
-  if (a->export_dir) LTRY(llama_hf_export_check(a->export_dir));
-  if (!a->batches && r->data.vocab > c->vocab)
+  if (a->t.export_path) LTRY(llama_hf_export_check(a->t.export_path));
+  if (!a->batches && data->vocab > c->vocab)
     return gpt2_fail("the data has token ids up to %d but the model's vocabulary is %d",
-                     r->data.vocab - 1, c->vocab);
+                     data->vocab - 1, c->vocab);
   return 0;
 }
 
@@ -395,293 +366,163 @@ static int freeze_units(run *r) {
   const int n = llama_num_units(&r->cfg);
   int *mask = calloc((size_t)n, sizeof *mask);
   if (!mask) return gpt2_fail("out of host memory");
-  int rc = gpt2_freeze_spec(r->a.freeze, r->cfg.layers, "head", mask);
+  int rc = gpt2_freeze_spec(r->a.t.freeze, r->cfg.layers, "head", mask);
   for (int u = 0; rc == 0 && u < n; u++)
     if (zs_unit_freeze(r->units[u], mask[u]) != ZS_OK) rc = gpt2_fail("%s", zs_last_error());
   free(mask);
   return rc;
 }
 
+/* The model's units registered with the engine (r->units), and --freeze's frozen (before commit;
+   ctx: run). */
+static int add_units(void *ctx) {
+  run *r = ctx;
+  r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
+  if (!r->units) return gpt2_fail("out of host memory");
+  TRY(llama_units_register(&r->cfg, r->x.eng, r->units));
+  return freeze_units(r);
+}
+
 /* Engine from the flags, units, commit, initial weights, kernels, activations. */
 static int build(run *r) {
   const llama_args *a = &r->a;
-  zs_config zc;
-  zs_config_default(&zc);
-  zc.stage = a->stage;
-  zc.device = a->device;
-  zc.param_dtype = a->dtype;
-  zc.reduce_dtype = a->reduce_dtype;
-  zc.offload = a->offload;
-  zc.deterministic = a->deterministic;
-  zc.master = a->master;
-  zc.moment_dtype = a->moment_dtype;
-  zc.offload_budget_bytes = a->offload_budget;
-  if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
-  zc.held_units = r->cfg.tied ? 2 : 1; /* a tied head holds the embedding beside it */
-  zc.adamw.lr = a->lr;
-  zc.adamw.beta1 = 0.9f;
-  zc.adamw.beta2 = a->beta2;
-  zc.adamw.eps = 1e-8f;
-  zc.adamw.weight_decay = a->weight_decay;
-  zc.adamw.max_grad_norm = a->grad_clip;
-  ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
-  r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
-  if (!r->units) return gpt2_fail("out of host memory");
-  TRY(llama_units_register(&r->cfg, r->eng, r->units));
-  TRY(freeze_units(r));
-  ZS_TRY(zs_engine_commit(r->eng));
+  ex_run *x = &r->x;
+  /* a tied head holds the embedding beside it */
+  TRY(ex_engine_build(x, r->cfg.tied ? 2 : 1, add_units));
   if (r->hf_open) {
     TRY(llama_init_hf(&r->cfg, r->units, &r->hf));
     lhf_close(&r->hf);
     r->hf_open = 0;
   } else {
-    TRY(llama_init_random(&r->cfg, r->units, a->seed));
+    TRY(llama_init_random(&r->cfg, r->units, a->t.seed));
   }
-  /* The CPU kernels are fp32 only: with bf16 params there they compute in fp32 on widened
-     copies of each gathered unit (gpt2/widen.h). */
-  const zs_dtype cdt = a->device == ZS_DEVICE_CPU ? ZS_F32 : a->dtype;
-  ZS_TRY(zs_k_create(a->device, cdt, zs_engine_stream(r->eng), &r->k));
-  /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
-  ZS_TRY(zs_k_watch(r->k, r->eng));
-  gpt2_dev dev = {r->k, cdt, cdt == ZS_BF16 ? 2 : 4};
-  TRY(llama_model_init(&r->model, &r->cfg, r->units, &dev, r->k, a->batch, a->seq, a->recompute));
-  TRY(gpt2_widen_init(&r->model.widen, cdt != a->dtype, r->cfg.tied ? 2 : 1, r->eng));
+  gpt2_dev dev;
+  TRY(ex_kernels_open(x, &dev));
+  TRY(llama_model_init(&r->model, &r->cfg, r->units, &dev, x->k, a->t.batch, a->t.seq,
+                       a->t.recompute));
+  TRY(gpt2_widen_init(&r->model.widen, dev.dt != a->t.dtype, r->cfg.tied ? 2 : 1, x->eng));
   r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
-  size_t n = (size_t)a->batch * a->seq;
-  r->tok = malloc(n * sizeof(int));
-  r->tgt = malloc(n * sizeof(int));
-  return r->tok && r->tgt ? 0 : gpt2_fail("out of host memory for batches");
+  x->act_bytes = &r->model.act_bytes;
+  return ex_host_batch_alloc(x);
 }
 
-/* Mean validation loss over --eval-batches batches (the same batches on every rank). */
-static int evaluate(run *r, float *loss) {
-  double s = 0.0;
-  int n = 0;
-  for (int i = 0; !r->a.batches && i < r->a.eval_batches; i++) {
-    if (gpt2_data_val_batch(&r->data, i, r->a.batch, r->a.seq, r->tok, r->tgt) != 0) break;
-    float l = 0.0f;
-    TRY(eval_micro(&r->model, r->tok, r->tgt, r->a.batch, &l));
-    s += l;
-    n++;
-  }
-  *loss = n ? (float)(s / n) : NAN;
-  return 0;
+/* ex_micro_fn (ctx: run): micro-step mi of step on the fixed batches, or on the token file's
+   sharding rule. */
+static int micro(void *ctx, int step, int mi, float *loss) {
+  run *r = ctx;
+  const ex_train_args *t = &r->a.t;
+  ex_run *x = &r->x;
+  if (r->a.batches)
+    TRY(llama_batches_get(&r->fixed, step, x->rank, x->world, mi, t->micro_steps, t->batch, t->seq,
+                          r->cfg.vocab, x->tok, x->tgt));
+  else
+    TRY(gpt2_data_train_batch(&x->data, step, x->rank, x->world, mi, t->micro_steps, t->batch,
+                              t->seq, x->tok, x->tgt));
+  return train_micro(&r->model, x->tok, x->tgt, loss);
 }
 
-/* The batch of micro-step mi at step: the fixed batches, or the token file's sharding rule. */
-static int batch(run *r, int step, int mi) {
-  const llama_args *a = &r->a;
-  if (a->batches)
-    return llama_batches_get(&r->fixed, step, r->rank, r->world, mi, a->micro_steps, a->batch,
-                             a->seq, r->cfg.vocab, r->tok, r->tgt);
-  return gpt2_data_train_batch(&r->data, step, r->rank, r->world, mi, a->micro_steps, a->batch,
-                               a->seq, r->tok, r->tgt);
-}
-
-/* One optimizer step: begin_step, micro-steps, zs_engine_step; fills the log entry. */
-static int train_step(run *r, int step, gpt2_step_log *lg) {
-  const llama_args *a = &r->a;
-  float lr = gpt2_lr_at(step, a->steps, a->warmup, a->lr, a->lr_min_frac);
-  double t0 = gpt2_now(), loss = 0.0;
-  ZS_TRY(zs_engine_set_lr(r->eng, lr));
-  ZS_TRY(zs_engine_begin_step(r->eng, a->micro_steps));
-  for (int mi = 0; mi < a->micro_steps; mi++) {
-    TRY(batch(r, step, mi));
-    float l = 0.0f;
-    TRY(train_micro(&r->model, r->tok, r->tgt, &l));
-    loss += l;
-  }
-  zs_step_stats st;
-  ZS_TRY(zs_engine_step(r->eng, &st));
-  double dt = gpt2_now() - t0;
-  memset(lg, 0, sizeof *lg);
-  lg->step = step + 1;
-  /* The logged loss is the mean over every rank's micro-batches (no MPI call of our own). */
-  double mean = loss / a->micro_steps;
-  ZS_TRY(zs_comm_allreduce(r->comm, &mean, &mean, 1, ZS_HOST_F64, ZS_RED_MEAN));
-  lg->loss = (float)mean;
-  lg->lr = lr;
-  lg->grad_norm = st.grad_norm;
-  lg->skipped = st.skipped_nonfinite;
-  lg->ms = 1e3 * dt;
-  lg->tokens_per_s = (double)a->batch * a->seq * a->micro_steps * r->world / dt;
-  lg->mfu = -1.0;
-  /* The full-precision loss for comparisons with other implementations (the JSONL has 6 digits). */
-  char ev[160];
-  snprintf(ev, sizeof ev, "{\"event\":\"loss\",\"step\":%d,\"loss\":%.9g}", step + 1, mean);
-  gpt2_metrics_event(&r->met, ev);
-  return 0;
-}
-
-/* Prints and records this rank's memory (every rank prints its own table in turn). */
-static int report_memory(run *r, const char *when) {
-  zs_memory mem;
-  ZS_TRY(zs_engine_memory(r->eng, &mem));
-  char mode[128];
-  /* The engine's budget: with --offload-budget free, the number measured at commit. */
-  const size_t budget = zs_engine_config(r->eng)->offload_budget_bytes;
-  gpt2_precision_describe(r->a.master, r->a.moment_dtype, budget, mode, sizeof mode);
-  gpt2_print_memory(&mem, r->rank, r->world, when, mode, r->model.act_bytes);
-  char js[768], ev[1280];
-  gpt2_memory_json(&mem, js, sizeof js);
-  snprintf(ev, sizeof ev,
-           "{\"event\":\"memory\",\"when\":\"%s\",\"rank\":0,\"bytes\":%s,\"activations\":%zu,"
-           "\"master\":\"%s\",\"moment_dtype\":\"%s\",\"offload_budget\":%zu}",
-           when, js, r->model.act_bytes, gpt2_master_name(r->a.master),
-           r->a.moment_dtype == ZS_BF16 ? "bf16" : "fp32", budget);
-  gpt2_metrics_event(&r->met, ev);
-  return 0;
+/* ex_eval_fn (ctx: run). */
+static int eval(void *ctx, const int *tok, const int *tgt, int b, float *loss) {
+  run *r = ctx;
+  return eval_micro(&r->model, tok, tgt, b, loss);
 }
 
 /* Header lines: the run's shape and data (rank 0). */
 static void banner(run *r) {
-  if (r->rank != 0) return;
+  const ex_run *x = &r->x;
+  if (x->rank != 0) return;
   const llama_config *c = &r->cfg;
   const llama_args *a = &r->a;
-  printf("train_llama | %s\n", zs_engine_info(r->eng));
+  const ex_train_args *t = &a->t;
+  printf("train_llama | %s\n", zs_engine_info(x->eng));
   printf("model: %s L=%d C=%d I=%d NH=%d NKV=%d hd=%d V=%d%s%s | %.2fM params | %s%s\n",
          llama_arch_name(c->arch), c->layers, c->hidden, c->intermediate, c->heads, c->kv_heads,
          c->head_dim, c->vocab, c->qkv_bias ? " qkv-bias" : "", c->tied ? " tied" : "",
-         llama_num_params(c) / 1e6, a->dtype == ZS_BF16 ? "bf16" : "fp32",
-         a->recompute ? " | recompute" : "");
-  printf("batch: %d x %d tokens x %d micro-steps x %d ranks = %d tokens/step | %d steps\n",
-         a->batch, a->seq, a->micro_steps, r->world, a->batch * a->seq * a->micro_steps * r->world,
-         a->steps);
+         llama_num_params(c) / 1e6, t->dtype == ZS_BF16 ? "bf16" : "fp32",
+         t->recompute ? " | recompute" : "");
+  ex_print_batch_shape(x);
   if (a->batches)
     printf("data: fixed batches %s\n", a->batches);
   else
     printf("data: %s (%lld tokens, %lld train) | unigram entropy %.4f nats per token\n",
-           a->data ? a->data : a->text, (long long)r->data.n, (long long)r->data.n_train,
-           r->unigram);
+           t->data ? t->data : t->text, (long long)x->data.n, (long long)x->data.n_train,
+           x->unigram);
   char ev[512];
   snprintf(ev, sizeof ev,
            "{\"event\":\"config\",\"arch\":\"%s\",\"layers\":%d,\"hidden\":%d,\"heads\":%d,"
            "\"kv_heads\":%d,\"vocab\":%d,\"params\":%lld,\"stage\":%d,\"world\":%d,"
            "\"micro_steps\":%d,\"batch\":%d,\"seq\":%d}",
            llama_arch_name(c->arch), c->layers, c->hidden, c->heads, c->kv_heads, c->vocab,
-           (long long)llama_num_params(c), a->stage, r->world, a->micro_steps, a->batch, a->seq);
-  gpt2_metrics_event(&r->met, ev);
+           (long long)llama_num_params(c), t->stage, x->world, t->micro_steps, t->batch, t->seq);
+  gpt2_metrics_event(&r->x.met, ev);
   fflush(stdout);
 }
 
-/* --resume: the checkpoint's weights and optimizer state; the loop goes on from its step. */
-static int resume(run *r, int *start) {
-  *start = 0;
-  if (!r->a.resume) return 0;
-  ZS_TRY(zs_engine_load(r->eng, r->a.resume));
-  *start = (int)zs_engine_steps_done(r->eng);
-  if (r->rank == 0) printf("resumed from %s at step %d\n", r->a.resume, *start);
-  return 0;
-}
-
-/* The training loop with periodic validation and checkpoints. */
-static int train(run *r) {
-  const llama_args *a = &r->a;
-  int start;
-  TRY(resume(r, &start));
-  const int end = a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;
-  for (int s = start; s < end; s++) {
-    gpt2_step_log lg;
-    TRY(train_step(r, s, &lg));
-    TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
-    r->last_loss = lg.loss;
-    if (a->save_every > 0 && ((s + 1) % a->save_every == 0 || s + 1 == end)) {
-      double t0 = gpt2_now();
-      ZS_TRY(zs_engine_save(r->eng, a->ckpt_dir));
-      if (r->rank == 0)
-        printf("checkpoint: step %d saved to %s in %.2f s\n", s + 1, a->ckpt_dir, gpt2_now() - t0);
-    }
-    if (a->eval_every > 0 && (s + 1) % a->eval_every == 0 && s + 1 < a->steps) {
-      float v;
-      TRY(evaluate(r, &v));
-      if (isfinite(v)) TRY(gpt2_metrics_val(&r->met, s + 1, v));
-    }
-  }
-  return 0;
-}
-
-/* After training: final validation, memory, plot, export. */
+/* After training: final validation, memory, plot, samples, export. */
 static int finish(run *r) {
   const llama_args *a = &r->a;
-  r->last_val = NAN;
-  if (a->val_frac > 0 && a->steps > 0) {
-    TRY(evaluate(r, &r->last_val));
-    if (isfinite(r->last_val)) TRY(gpt2_metrics_val(&r->met, a->steps, r->last_val));
-  }
-  TRY(report_memory(r, "end"));
-  if (a->plot && r->rank == 0) {
-    TRY(gpt2_plot_svg(&r->met, a->plot, "train_llama loss", r->unigram));
-    printf("loss curve: %s\n", a->plot);
-  }
-  if (a->sample_lines > 0 && a->sample_chars > 0) {
+  const ex_train_args *t = &a->t;
+  ex_run *x = &r->x;
+  TRY(ex_report_end(x, "train_llama loss"));
+  if (t->sample_lines > 0 && t->sample_chars > 0) {
     char text[8192];
-    const int is_bytes = !a->batches && r->data.is_text;
+    const int is_bytes = !a->batches && x->data.is_text;
     const int start = is_bytes ? '\n' : (r->cfg.bos_id >= 0 ? r->cfg.bos_id : 0);
-    TRY(llama_sample(forward_logits, &r->model, &r->model.dev, a->seq, r->cfg.vocab, start,
-                     is_bytes, a->sample_lines, a->sample_chars, a->temperature, a->seed, text,
+    TRY(llama_sample(forward_logits, &r->model, &r->model.dev, t->seq, r->cfg.vocab, start,
+                     is_bytes, t->sample_lines, t->sample_chars, t->temperature, t->seed, text,
                      sizeof text));
-    if (r->rank == 0)
-      printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->temperature, text);
+    if (x->rank == 0)
+      printf("---- sample (temperature %.2f) ----\n%s\n----\n", t->temperature, text);
   }
-  if (a->export_dir) {
-    TRY(llama_export_hf(&r->cfg, r->units, a->export_dir, a->export_dtype,
-                        (uint64_t)a->export_shard_mb << 20, r->rank));
-    if (r->rank == 0)
-      printf("exported %s (Hugging Face %s directory)\n", a->export_dir,
+  if (t->export_path) {
+    TRY(llama_export_hf(&r->cfg, r->units, t->export_path, t->export_dtype,
+                        (uint64_t)a->export_shard_mb << 20, x->rank));
+    if (x->rank == 0)
+      printf("exported %s (Hugging Face %s directory)\n", t->export_path,
              llama_arch_name(r->cfg.arch));
   }
-  float final = isfinite(r->last_val) ? r->last_val : r->last_loss;
-  if (r->rank == 0 && a->steps > 0)
-    printf("final loss %.4f nats (%s)\n", final, isfinite(r->last_val) ? "validation" : "train");
+  float final = isfinite(x->last_val) ? x->last_val : x->last_loss;
+  if (x->rank == 0 && t->steps > 0)
+    printf("final loss %.4f nats (%s)\n", final, isfinite(x->last_val) ? "validation" : "train");
   return 0;
 }
 
 /* The whole run after MPI is up. */
 static int run_all(run *r, int argc, char **argv) {
   int pr = llama_args_parse(&r->a, argc, argv);
-  if (pr < 0) return gpt2_fail("%s", llama_error());
   if (pr != 0) return pr;
   const llama_args *a = &r->a;
-  r->unigram = NAN;
-  if (a->batches) {
+  ex_run *x = &r->x;
+  ex_run_bind(x, &a->t, r, micro, eval);
+  x->log_full_loss = 1; /* the proof against Hugging Face compares every step's loss */
+  x->unigram = NAN;
+  if (a->batches)
     TRY(llama_batches_load(&r->fixed, a->batches));
-  } else {
-    TRY(gpt2_data_load(&r->data, a->data ? a->data : a->text, a->data == NULL, a->val_frac,
-                       a->seed));
-    r->unigram = gpt2_data_unigram_entropy(&r->data);
-  }
+  else
+    TRY(ex_load_data(x));
   TRY(resolve_config(r));
-  TRY(gpt2_metrics_open(&r->met, a->metrics, r->rank, r->world));
+  TRY(gpt2_metrics_open(&x->met, a->t.metrics, x->rank, x->world));
   TRY(build(r));
   banner(r);
-  TRY(report_memory(r, "start"));
-  TRY(train(r));
+  TRY(ex_report_memory(x, "start"));
+  TRY(ex_train(x));
   return finish(r);
+}
+
+/* Frees what the Llama's part of the run holds (ctx: run). */
+static void free_run(void *ctx) {
+  run *r = ctx;
+  if (r->hf_open) lhf_close(&r->hf);
+  llama_model_free(&r->model);
+  free(r->units);
+  llama_batches_free(&r->fixed);
 }
 
 int main(int argc, char **argv) {
   run r;
   memset(&r, 0, sizeof r);
-  zs_status st = zs_comm_init_mpi(&argc, &argv, &r.comm);
-  if (st != ZS_OK) {
-    fprintf(stderr, "train_llama: zs_comm_init_mpi -> %s: %s\n", zs_status_str(st),
-            zs_last_error());
-    return 1;
-  }
-  r.rank = zs_comm_rank(r.comm);
-  r.world = zs_comm_size(r.comm);
+  if (ex_run_start(&r.x, &argc, &argv, "train_llama") != 0) return 1;
+  r.x.ctx = &r; /* for free_run, also when parsing failed */
   int rc = run_all(&r, argc, argv);
-  if (rc < 0) fprintf(stderr, "train_llama (rank %d): error: %s\n", r.rank, gpt2_error());
-  if (r.hf_open) lhf_close(&r.hf);
-  llama_model_free(&r.model);
-  zs_k_destroy(r.k);
-  free(r.units);
-  zs_engine_destroy(r.eng);
-  zs_comm_destroy(r.comm);
-  gpt2_metrics_close(&r.met);
-  gpt2_data_free(&r.data);
-  llama_batches_free(&r.fixed);
-  free(r.tok);
-  free(r.tgt);
-  return rc < 0 ? 1 : 0;
+  return ex_run_end(&r.x, rc, "train_llama", free_run);
 }

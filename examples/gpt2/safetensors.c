@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/half.h"
 #include "util.h"
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
@@ -106,19 +107,6 @@ int st_find(st_file *s, const char *name, st_info *out) {
   return parse_entry(s, e, name, out) == 0 ? 1 : -1;
 }
 
-/* IEEE half to float. */
-static float half_to_f32(uint16_t h) {
-  int sign = h >> 15, ex = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v;
-  if (ex == 0)
-    v = ldexpf((float)man, -24);
-  else if (ex == 31)
-    v = man ? NAN : INFINITY;
-  else
-    v = ldexpf((float)(man | 0x400), ex - 25);
-  return sign ? -v : v;
-}
-
 int st_read_f32(st_file *s, const st_info *t, float *dst) {
   int es = dtype_size(t->dtype);
   if (!es)
@@ -134,7 +122,7 @@ int st_read_f32(st_file *s, const st_info *t, float *dst) {
       uint32_t u = (uint32_t)h << 16;
       memcpy(&dst[i], &u, 4);
     } else {
-      dst[i] = half_to_f32(h);
+      dst[i] = ex_f16_to_f32(h);
     }
   }
   if (es == 2) free(raw);

@@ -1,75 +1,29 @@
-/* Autoregressive sampling: one full forward over a window of T tokens per generated token (no KV
- * cache: the example's models are small and this keeps the forward path single). */
+/* GPT-2's choices for sampling (the sampler itself is common/sample.c): a newline prompt for byte
+ * data and <|endoftext|> for GPT-2 BPE, rows of the padded vocabulary, its own random stream, and
+ * temperature <= 0 drawing at temperature 1. */
 #include "sample.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "../common/sample.h"
 
-#include "rng.h"
-#include "util.h"
-
-/* Draws a token from softmax(logits / temperature) over the first V entries. */
-static int draw(float *logits, int V, float temperature, float u) {
-  float mx = -INFINITY;
-  for (int v = 0; v < V; v++)
-    mx = fmaxf(mx, logits[v]);
-  double sum = 0.0;
-  for (int v = 0; v < V; v++) {
-    logits[v] = expf((logits[v] - mx) / temperature);
-    sum += logits[v];
-  }
-  double acc = 0.0, target = u * sum;
-  for (int v = 0; v < V; v++) {
-    acc += logits[v];
-    if (acc > target) return v;
-  }
-  return V - 1;
-}
-
-/* Appends token v to out as text (printable bytes, newline kept) or as an id. */
-static void emit(char *out, size_t size, size_t *len, int v, int is_bytes) {
-  if (*len + 12 >= size) return;
-  if (!is_bytes) {
-    *len += (size_t)snprintf(out + *len, size - *len, "%d ", v);
-    return;
-  }
-  out[(*len)++] = (v == '\n' || (v >= 32 && v < 127)) ? (char)v : '?';
-  out[*len] = '\0';
+/* ex_forward_fn on a gpt2_model (ctx): the logits of every position in m->logits. */
+static int forward_logits(void *ctx, const int *win, const void **logits) {
+  gpt2_model *m = ctx;
+  int rc = gpt2_forward_logits(m, win);
+  *logits = m->logits;
+  return rc;
 }
 
 int gpt2_sample(gpt2_model *m, int is_bytes, int lines, int max_tokens, float temperature,
                 uint64_t seed, char *out, size_t out_size) {
-  int T = m->T, Vp = m->cfg.padded_vocab, V = m->cfg.vocab;
-  int *win = calloc((size_t)T, sizeof(int));
-  float *row = malloc((size_t)Vp * sizeof(float));
-  if (!win || !row) {
-    free(win);
-    free(row);
-    return gpt2_fail("out of host memory for sampling");
-  }
-  size_t len = 0;
-  out[0] = '\0';
-  int n = 1, rc = 0, newlines = 0;
-  win[0] = is_bytes ? '\n' : 50256; /* GPT-2's <|endoftext|> for BPE data */
-  if (win[0] >= V) win[0] = 0;
-  for (int i = 0; i < max_tokens && rc == 0; i++) {
-    rc = gpt2_forward_logits(m, win);
-    if (rc == 0)
-      rc = gpt2_dev_read_f32(&m->dev, row, gpt2_at(&m->dev, m->logits, (size_t)(n - 1) * Vp),
-                             (size_t)Vp);
-    if (rc) break;
-    int v = draw(row, V, temperature > 0 ? temperature : 1.0f, rng_uniform(seed, 0x5a3b1e, i));
-    emit(out, out_size, &len, v, is_bytes);
-    if (is_bytes && v == '\n' && ++newlines >= lines) break;
-    if (n == T) { /* slide the window by one */
-      memmove(win, win + 1, (size_t)(T - 1) * sizeof(int));
-      n--;
-    }
-    win[n++] = v;
-  }
-  free(win);
-  free(row);
-  return rc;
+  const ex_sampler s = {.fwd = forward_logits,
+                        .ctx = m,
+                        .dev = &m->dev,
+                        .T = m->T,
+                        .V = m->cfg.vocab,
+                        .stride = m->cfg.padded_vocab,
+                        .start = is_bytes ? '\n' : 50256, /* GPT-2's <|endoftext|> for BPE data */
+                        .is_bytes = is_bytes,
+                        .stream = 0x5a3b1e};
+  return ex_sample(&s, lines, max_tokens, temperature > 0 ? temperature : 1.0f, seed, out,
+                   out_size);
 }

@@ -9,7 +9,8 @@
 #include "model.h"
 
 /* Generates up to max_tokens tokens (stopping after `lines` newlines for byte vocabularies)
-   from a newline prompt at `temperature`; writes the text (bytes) or token ids to out. */
+   from a newline prompt (bytes) or <|endoftext|> at `temperature` (<= 0: 1); writes the text
+   (bytes) or token ids to out. 0 or -1 (gpt2_error()). */
 int gpt2_sample(gpt2_model *m, int is_bytes, int lines, int max_tokens, float temperature,
                 uint64_t seed, char *out, size_t out_size);
 

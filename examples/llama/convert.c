@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../common/half.h"
+
 int lst_dtype_parse(const char *name, lst_dtype *out) {
   if (strcmp(name, "F32") == 0)
     *out = LST_F32;
@@ -23,19 +25,6 @@ const char *lst_dtype_name(lst_dtype d) {
 
 size_t lst_dtype_size(lst_dtype d) {
   return d == LST_F32 ? 4 : 2;
-}
-
-/* binary16 -> float (exact). */
-static float f16_to_f32(uint16_t h) {
-  const int sign = h >> 15, ex = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v;
-  if (ex == 0)
-    v = ldexpf((float)man, -24);
-  else if (ex == 31)
-    v = man ? NAN : INFINITY;
-  else
-    v = ldexpf((float)(man | 0x400), ex - 25);
-  return sign ? -v : v;
 }
 
 /* float -> binary16, round to nearest even; overflow to infinity, NaN stays NaN. */
@@ -74,7 +63,7 @@ static float load(const unsigned char *src, lst_dtype from, size_t i) {
     return f;
   }
   const uint16_t h = (uint16_t)(src[2 * i] | src[2 * i + 1] << 8);
-  if (from == LST_F16) return f16_to_f32(h);
+  if (from == LST_F16) return ex_f16_to_f32(h);
   const uint32_t u = (uint32_t)h << 16;
   float f;
   memcpy(&f, &u, 4);

@@ -26,16 +26,9 @@ MODE=$7
 PY=${PYTHON:-python3}
 CMP=$SRC/tests/gpt2/compare_gpt2_runs.py
 HOSTID=$SRC/tests/with_hostid.sh
-if [ "$MODE" != --self-test ]; then
-  "$PROBE" >/dev/null 2>&1
-  case $? in
-    0) ;;
-    77) echo "SKIP: no CUDA device"; exit 0 ;;
-    *) echo "FAIL: the CUDA probe $PROBE failed"; exit 1 ;;
-  esac
-fi
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. "$SRC/tests/fixtures.sh"
+[ "$MODE" != --self-test ] && zs_need_gpu "$PROBE"
+zs_workdir
 TINY=(--layers 2 --channels 64 --heads 4 --seq 32 --batch 2 --vocab 300 --steps 4 --lr 1e-3
   --lr-min-frac 1 --warmup 0 --val-frac 0 --sample-lines 0 --log-every 0 --deterministic
   --stage "$STAGE")

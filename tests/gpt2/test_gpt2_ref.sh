@@ -16,14 +16,9 @@ MPI=${3:-mpirun}
 REF=$SRC/tests/gpt2/reference/gpt2_ref.py
 # A Python with torch (Debian's, installed when missing; the GPU machine's python3). 77 = skipped
 # (ctest SKIP_RETURN_CODE): none here and no package registry to install one from.
-PY=$(bash "$SRC/scripts/ensure-torch.sh")
-case $? in
-  0) ;;
-  77) echo "SKIP: PyTorch is not available and no package registry can be reached"; exit 77 ;;
-  *) echo "FAIL: PyTorch is missing and installing it failed"; exit 1 ;;
-esac
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. "$SRC/tests/fixtures.sh"
+zs_need_python "$SRC" torch
+zs_workdir
 TINY="--steps 1 --layers 2 --channels 32 --heads 4 --seq 16 --batch 2 --vocab 300
       --sample-lines 0 --val-frac 0 --log-every 0"
 pass=0
@@ -53,12 +48,7 @@ ST= run stage2_np2_det_recompute 2 --stage 2 --deterministic --recompute
 ST=$W/hf.safetensors run safetensors_stage3_np1 1 --stage 3 --init-safetensors "$W/hf.safetensors"
 # A truncated file: the loader must refuse it with a message, not crash.
 head -c 5000 "$W/hf.safetensors" >"$W/bad.safetensors"
-if "$EXE" $TINY --init-safetensors "$W/bad.safetensors" >"$W/bad.log" 2>&1; then
-  echo "FAIL truncated safetensors: train_gpt2 succeeded"; fail=$((fail + 1))
-elif grep -q "error:" "$W/bad.log"; then
-  echo "ok   truncated safetensors refused: $(grep -m1 error: "$W/bad.log")"; pass=$((pass + 1))
-else
-  echo "FAIL truncated safetensors: no error message"; cat "$W/bad.log"; fail=$((fail + 1))
-fi
+zs_expect_refusal "truncated safetensors" train_gpt2 "$W/bad.log" \
+  "$EXE" $TINY --init-safetensors "$W/bad.safetensors"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -22,10 +22,12 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(llama_hf_io PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 600
                                               LABELS "llama;python" SKIP_RETURN_CODE 77)
 endif()
-# The example's sampling on the CPU device with a fake forward (temperature <= 0: greedy).
+# The example's sampling (llama/sample.c over common/sample.c) on the CPU device with a fake
+# forward (temperature <= 0: greedy).
 if(ZS_BUILD_EXAMPLES)
   zs_exe(test_llama_sample PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_llama_sample.c
-         ${PROJECT_SOURCE_DIR}/examples/llama/sample.c ${PROJECT_SOURCE_DIR}/examples/gpt2/device.c
+         ${PROJECT_SOURCE_DIR}/examples/llama/sample.c ${PROJECT_SOURCE_DIR}/examples/common/sample.c
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/device.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c)
   target_include_directories(test_llama_sample PRIVATE ${PROJECT_SOURCE_DIR}/examples
                                                        ${PROJECT_SOURCE_DIR}/tests)

@@ -15,6 +15,7 @@
 #include "llama/hf_io.h"
 #include "llama/layout.h"
 #include "llama/util.h"
+#include "tiny_config.h"
 #include "zs_test.h"
 
 static zs_comm *comm;
@@ -24,19 +25,9 @@ static void barrier(void) {
   ZS_OK_OR_DIE(zs_comm_allreduce(comm, &x, &y, 1, ZS_HOST_F64, ZS_RED_SUM));
 }
 
+/* The small model of arch, 40 tokens and 32 positions. */
 static llama_config tiny(llama_arch arch) {
-  llama_config c;
-  llama_config_defaults(&c, arch);
-  c.vocab = 40;
-  c.hidden = 16;
-  c.intermediate = 24;
-  c.layers = 2;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.head_dim = 4;
-  c.max_pos = 32;
-  c.tied = arch == LLAMA_ARCH_QWEN2;
-  return c;
+  return llama_tiny_config(arch, 40, 32);
 }
 
 /* Rank 0: writes c with values v(k, i) = a distinct float per tensor k and element i. */

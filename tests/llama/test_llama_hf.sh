@@ -13,14 +13,9 @@ set -u
 TOOL=$1
 SRC=$2
 CHK=$SRC/tests/llama/hf_io_check.py
-PY=$(bash "$SRC/scripts/ensure-transformers.sh")
-case $? in
-  0) ;;
-  77) echo "SKIP: transformers is not available and no package registry can be reached"; exit 77 ;;
-  *) echo "FAIL: transformers is missing and installing it failed"; exit 1 ;;
-esac
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. "$SRC/tests/fixtures.sh"
+zs_need_python "$SRC" transformers
+zs_workdir
 fail=0
 save=() cmp=() load=()
 for arch in llama qwen2 mistral; do

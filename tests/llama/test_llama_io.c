@@ -24,6 +24,7 @@
 #include "llama/hf_io.h"
 #include "llama/layout.h"
 #include "llama/util.h"
+#include "tiny_config.h"
 #include "zs_test.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -96,18 +97,9 @@ static void test_convert(void) {
   }
 }
 
-/* A small model of arch with every feature it has. */
+/* A small model of arch with every feature it has (RoPE scaling for Llama too). */
 static llama_config tiny(llama_arch arch) {
-  llama_config c;
-  llama_config_defaults(&c, arch);
-  c.vocab = 50;
-  c.hidden = 16;
-  c.intermediate = 24;
-  c.layers = 2;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.head_dim = 4;
-  c.max_pos = 64;
+  llama_config c = llama_tiny_config(arch, 50, 64);
   c.rope_theta = 500000.0;
   c.rms_eps = 1e-5;
   if (arch == LLAMA_ARCH_LLAMA) {
@@ -117,7 +109,6 @@ static llama_config tiny(llama_arch arch) {
     c.rope_high_freq = 4;
     c.rope_orig_max_pos = 32;
   }
-  if (arch == LLAMA_ARCH_QWEN2) c.tied = 1;
   return c;
 }
 

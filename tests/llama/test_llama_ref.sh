@@ -6,14 +6,9 @@
 # usage: test_llama_ref.sh SOURCE_DIR     (77 = skipped: no transformers to be had)
 set -u
 SRC=$1
-PY=$(bash "$SRC/scripts/ensure-transformers.sh")
-case $? in
-  0) ;;
-  77) echo "SKIP: transformers is not available and no package registry can be reached"; exit 77 ;;
-  *) echo "FAIL: transformers is missing and installing it failed"; exit 1 ;;
-esac
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. "$SRC/tests/fixtures.sh"
+zs_need_python "$SRC" transformers
+zs_workdir
 fail=0
 "$PY" "$SRC/tests/llama/reference/llama_ref.py" run "$W/llama" --arch llama --steps 3 --lr 3e-3 \
   --grad-clip 0.5 --seed 7 || fail=1

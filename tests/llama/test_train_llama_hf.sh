@@ -21,22 +21,10 @@ EXE=$1
 SRC=$2
 MPI=${3:-mpirun}
 PROBE=${4:-}
-if [ -n "$PROBE" ]; then
-  "$PROBE" >/dev/null 2>&1
-  case $? in
-    0) ;;
-    77) echo "SKIP: no CUDA device"; exit 0 ;;
-    *) echo "FAIL: the CUDA probe $PROBE failed"; exit 1 ;;
-  esac
-fi
-PY=$(bash "$SRC/scripts/ensure-transformers.sh")
-case $? in
-  0) ;;
-  77) echo "SKIP: transformers is not available and no package registry can be reached"; exit 77 ;;
-  *) echo "FAIL: transformers is missing and installing it failed"; exit 1 ;;
-esac
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+. "$SRC/tests/fixtures.sh"
+[ -n "$PROBE" ] && zs_need_gpu "$PROBE"
+zs_need_python "$SRC" transformers
+zs_workdir
 OPT="--steps 5 --lr 1e-3 --lr-min-frac 1 --warmup 0 --grad-clip 0 --weight-decay 0.1 --beta2 0.95
      --seq 16 --log-every 0 --sample-lines 0"
 pass=0
@@ -101,14 +89,8 @@ done
 if [ -z "$PROBE" ] && [ -d "$W/llama/init" ]; then
   cp -r "$W/llama/init" "$W/bad"
   head -c 5000 "$W/llama/init/model.safetensors" >"$W/bad/model.safetensors"
-  if "$EXE" $OPT --init-safetensors "$W/bad" --batches "$W/llama/tokens.bin" --batch 2 \
-    >"$W/bad.log" 2>&1; then
-    echo "FAIL truncated safetensors: train_llama succeeded"; fail=$((fail + 1))
-  elif grep -q "error:" "$W/bad.log"; then
-    echo "ok   truncated safetensors refused: $(grep -m1 error: "$W/bad.log")"; pass=$((pass + 1))
-  else
-    echo "FAIL truncated safetensors: no error message"; cat "$W/bad.log"; fail=$((fail + 1))
-  fi
+  zs_expect_refusal "truncated safetensors" train_llama "$W/bad.log" \
+    "$EXE" $OPT --init-safetensors "$W/bad" --batches "$W/llama/tokens.bin" --batch 2
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -9,34 +9,7 @@
 
 #include <math.h>
 
-#include "vec4.h"
-
-/* One query row t of one head: online softmax over keys 0..t. Invariant after key j: m is the
-   largest score so far, l = sum_j' exp(s_j' - m), o = sum_j' exp(s_j' - m) v_j'. When m grows,
-   l and o are rescaled by exp(m_old - m_new) (rare: about log t times for random scores). */
-static void attn_row_fwd(float *o, float *lse, const float *q, const float *kbase,
-                         const float *vbase, size_t rs, int t, int hs, float scale) {
-  float m = -INFINITY, l = 0.0f;
-  for (int i = 0; i < hs; i++)
-    o[i] = 0.0f;
-  for (int j = 0; j <= t; j++) {
-    float s = dot(q, kbase + (size_t)j * rs, hs) * scale;
-    if (s > m) {
-      float corr = expf(m - s); /* 0 for the first key (m = -inf) */
-      l *= corr;
-      for (int i = 0; i < hs; i++)
-        o[i] *= corr;
-      m = s;
-    }
-    float p = expf(s - m);
-    l += p;
-    axpy(o, p, vbase + (size_t)j * rs, hs);
-  }
-  float inv = 1.0f / l;
-  for (int i = 0; i < hs; i++)
-    o[i] *= inv;
-  *lse = m + logf(l);
-}
+#include "attention_rows.h"
 
 /* Rows of qkv are 3C floats apart; the k and v of head h start C and 2C after its q. */
 void zs_cpu_attention_fwd(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
@@ -58,30 +31,15 @@ void zs_cpu_attention_fwd(float *out, float *lse, const float *qkv, int B, int T
   }
 }
 
-/* Backward of one head of one sequence. For query t and key j <= t:
-     p  = exp(s_tj - lse_t)           (the forward's probability, recomputed)
-     dv_j += p do_t
-     ds = p (do_t . v_j - D_t)        with D_t = do_t . o_t = sum_j p_tj (do_t . v_j)
-     dq_t += scale ds k_j,  dk_j += scale ds q_t
-   Everything is accumulated straight into dqkv (+=), query by query, keys in order. */
+/* Backward of one head of one sequence (attention_rows.h): query by query, keys in order, every
+   gradient accumulated straight into dqkv (+=). */
 static void attn_head_bwd(float *dbase, const float *dout, const float *out, const float *base,
                           const float *lrow, int T, int C, int hs, int h, float scale) {
   const size_t rs = (size_t)3 * C, ho = (size_t)h * hs;
   for (int t = 0; t < T; t++) {
-    const float *q = base + (size_t)t * rs + ho;
-    const float *dO = dout + (size_t)t * C + ho;
-    float *dq = dbase + (size_t)t * rs + ho;
-    float D = dot(dO, out + (size_t)t * C + ho, hs);
-    float L = lrow[t];
-    for (int j = 0; j <= t; j++) {
-      const float *k = base + (size_t)j * rs + C + ho;
-      const float *v = base + (size_t)j * rs + 2 * (size_t)C + ho;
-      float p = expf(dot(q, k, hs) * scale - L);
-      axpy(dbase + (size_t)j * rs + 2 * (size_t)C + ho, p, dO, hs);
-      float ds = p * (dot(dO, v, hs) - D) * scale;
-      axpy(dq, ds, k, hs);
-      axpy(dbase + (size_t)j * rs + C + ho, ds, q, hs);
-    }
+    const size_t qo = (size_t)t * rs + ho, oo = (size_t)t * C + ho;
+    attn_row_bwd(dbase + qo, dbase + C + ho, dbase + 2 * (size_t)C + ho, base + qo, out + oo,
+                 dout + oo, lrow[t], base + C + ho, base + 2 * (size_t)C + ho, rs, t, hs, scale);
   }
 }
 

@@ -7,36 +7,10 @@
  */
 #include <math.h>
 
+#include "attention_rows.h"
 #include "llama_cpu.h"
-#include "vec4.h"
 
-/* One query row: online softmax over keys 0..t (k and v rows `rs` floats apart). Invariant after
-   key j: m = the largest score so far, l = sum exp(s - m), o = sum exp(s - m) v; both rescaled by
-   exp(m_old - m_new) when m grows. */
-static void gqa_row_fwd(float *o, float *lse, const float *q, const float *kbase,
-                        const float *vbase, size_t rs, int t, int D, float scale) {
-  float m = -INFINITY, l = 0.0f;
-  for (int i = 0; i < D; i++)
-    o[i] = 0.0f;
-  for (int j = 0; j <= t; j++) {
-    float s = dot(q, kbase + (size_t)j * rs, D) * scale;
-    if (s > m) {
-      float corr = expf(m - s); /* 0 for the first key (m = -inf) */
-      l *= corr;
-      for (int i = 0; i < D; i++)
-        o[i] *= corr;
-      m = s;
-    }
-    float p = expf(s - m);
-    l += p;
-    axpy(o, p, vbase + (size_t)j * rs, D);
-  }
-  float inv = 1.0f / l;
-  for (int i = 0; i < D; i++)
-    o[i] *= inv;
-  *lse = m + logf(l);
-}
-
+/* Query rows of head h are NH*D floats apart, its kv head's rows NKV*D (attention_rows.h). */
 void zs_cpu_gqa_attention_fwd(float *out, float *lse, const float *q, const float *key,
                               const float *val, int B, int T, int NH, int NKV, int D) {
   const int G = NH / NKV;
@@ -48,7 +22,7 @@ void zs_cpu_gqa_attention_fwd(float *out, float *lse, const float *q, const floa
       float *lrow = lse + ((size_t)b * NH + h) * T;
       for (int t = 0; t < T; t++) {
         const size_t qo = ((size_t)b * T + t) * qs + (size_t)h * D;
-        gqa_row_fwd(out + qo, &lrow[t], q + qo, key + kvo, val + kvo, ks, t, D, scale);
+        attn_row_fwd(out + qo, &lrow[t], q + qo, key + kvo, val + kvo, ks, t, D, scale);
       }
     }
 }
@@ -70,16 +44,8 @@ void zs_cpu_gqa_attention_bwd(float *dq, float *dkey, float *dval, const float *
       const float *lrow = lse + ((size_t)b * NH + h) * T;
       for (int t = 0; t < T; t++) {
         const size_t qo = ((size_t)b * T + t) * qs + (size_t)h * D;
-        const float *qt = q + qo, *dO = dout + qo;
-        float Dt = dot(dO, out + qo, D), L = lrow[t];
-        for (int j = 0; j <= t; j++) {
-          const size_t jo = kvo + (size_t)j * ks;
-          float p = expf(dot(qt, key + jo, D) * scale - L);
-          axpy(dval + jo, p, dO, D);
-          float ds = p * (dot(dO, val + jo, D) - Dt) * scale;
-          axpy(dq + qo, ds, key + jo, D);
-          axpy(dkey + jo, ds, qt, D);
-        }
+        attn_row_bwd(dq + qo, dkey + kvo, dval + kvo, q + qo, out + qo, dout + qo, lrow[t],
+                     key + kvo, val + kvo, ks, t, D, scale);
       }
     }
 }

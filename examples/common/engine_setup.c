@@ -1,0 +1,51 @@
+/* The engine, the kernels and the host batch of a training example, from the shared options
+ * (see train_run.h). */
+#include <stdlib.h>
+
+#include "../gpt2/util.h"
+#include "train_run.h"
+
+int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
+  const ex_train_args *a = &r->a;
+  zs_config zc;
+  zs_config_default(&zc);
+  zc.stage = a->stage;
+  zc.device = a->device;
+  zc.param_dtype = a->dtype;
+  zc.reduce_dtype = a->reduce_dtype;
+  zc.offload = a->offload;
+  zc.deterministic = a->deterministic;
+  zc.master = a->master;
+  zc.moment_dtype = a->moment_dtype;
+  zc.offload_budget_bytes = a->offload_budget;
+  if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
+  zc.held_units = held_units;
+  zc.adamw.lr = a->lr;
+  zc.adamw.beta1 = 0.9f;
+  zc.adamw.beta2 = a->beta2;
+  zc.adamw.eps = 1e-8f;
+  zc.adamw.weight_decay = a->weight_decay;
+  zc.adamw.max_grad_norm = a->grad_clip;
+  ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
+  TRY(add_units(r->ctx));
+  ZS_TRY(zs_engine_commit(r->eng));
+  return 0;
+}
+
+int ex_kernels_open(ex_run *r, gpt2_dev *dev) {
+  const ex_train_args *a = &r->a;
+  const zs_dtype cdt = a->device == ZS_DEVICE_CPU ? ZS_F32 : a->dtype;
+  void *stream = zs_engine_stream(r->eng);
+  ZS_TRY(zs_k_create(a->device, cdt, stream, &r->k));
+  /* Loss copies and syncs wait behind the engine's collectives: bound them by its timeout. */
+  ZS_TRY(zs_k_watch(r->k, r->eng));
+  *dev = (gpt2_dev){r->k, cdt, cdt == ZS_BF16 ? 2 : 4};
+  return 0;
+}
+
+int ex_host_batch_alloc(ex_run *r) {
+  size_t n = (size_t)r->a.batch * r->a.seq;
+  r->tok = malloc(n * sizeof(int));
+  r->tgt = malloc(n * sizeof(int));
+  return r->tok && r->tgt ? 0 : gpt2_fail("out of host memory for batches");
+}

@@ -1,0 +1,188 @@
+/* The shared options of the training examples (see train_args.h): every option takes one value
+ * except the flags. */
+#include "train_args.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../gpt2/precision.h"
+#include "../gpt2/util.h"
+
+void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
+  memset(t, 0, sizeof *t);
+  t->batch = 4;
+  t->seq = 64;
+  t->micro_steps = 1;
+  t->steps = 100;
+  t->lr = 1e-3f;
+  t->lr_min_frac = 0.1f;
+  t->weight_decay = 0.1f;
+  t->grad_clip = 1.0f;
+  t->beta2 = 0.95f;
+  t->warmup = -1; /* resolved to steps / 20 */
+  t->stage = 3;
+  t->device = ZS_DEVICE_CPU;
+  t->dtype = ZS_F32;
+  t->reduce_dtype = ZS_F32;
+  t->master = ZS_MASTER_FP32;
+  t->moment_dtype = ZS_F32;
+  t->prefetch = -1;
+  t->text = default_text;
+  t->val_frac = 0.1;
+  t->eval_batches = 4;
+  t->seed = 1337;
+  t->sample_lines = 3;
+  t->sample_chars = 200;
+  t->temperature = 0.8f;
+  t->export_dtype = ZS_F32;
+  t->log_every = 1;
+}
+
+int ex_parse_int(const char *opt, const char *v, int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*v == '\0' || *end != '\0') return gpt2_fail("%s wants an integer, got '%s'", opt, v);
+  *out = (int)x;
+  return 0;
+}
+
+int ex_parse_double(const char *opt, const char *v, double *out) {
+  char *end;
+  *out = strtod(v, &end);
+  if (*v == '\0' || *end != '\0') return gpt2_fail("%s wants a number, got '%s'", opt, v);
+  return 0;
+}
+
+int ex_opt_table(const ex_opt *t, size_t n, const char *k, const char *v, int *hit) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(k, t[i].name) != 0) continue;
+    *hit = 1;
+    double x;
+    switch (t[i].kind) {
+    case EX_OPT_INT:
+      return ex_parse_int(k, v, t[i].dst);
+    case EX_OPT_FLOAT:
+      TRY(ex_parse_double(k, v, &x));
+      *(float *)t[i].dst = (float)x;
+      return 0;
+    case EX_OPT_DOUBLE:
+      return ex_parse_double(k, v, t[i].dst);
+    case EX_OPT_STR:
+      *(const char **)t[i].dst = v;
+      return 0;
+    }
+  }
+  return 0;
+}
+
+/* Shared options with an int, number or string value. */
+static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
+  const ex_opt tab[] = {{"--batch", EX_OPT_INT, &t->batch},
+                        {"--seq", EX_OPT_INT, &t->seq},
+                        {"--micro-steps", EX_OPT_INT, &t->micro_steps},
+                        {"--steps", EX_OPT_INT, &t->steps},
+                        {"--warmup", EX_OPT_INT, &t->warmup},
+                        {"--stage", EX_OPT_INT, &t->stage},
+                        {"--prefetch", EX_OPT_INT, &t->prefetch},
+                        {"--eval-every", EX_OPT_INT, &t->eval_every},
+                        {"--eval-batches", EX_OPT_INT, &t->eval_batches},
+                        {"--sample-lines", EX_OPT_INT, &t->sample_lines},
+                        {"--sample-chars", EX_OPT_INT, &t->sample_chars},
+                        {"--log-every", EX_OPT_INT, &t->log_every},
+                        {"--save-every", EX_OPT_INT, &t->save_every},
+                        {"--stop-after", EX_OPT_INT, &t->stop_after},
+                        {"--lr", EX_OPT_FLOAT, &t->lr},
+                        {"--lr-min-frac", EX_OPT_FLOAT, &t->lr_min_frac},
+                        {"--weight-decay", EX_OPT_FLOAT, &t->weight_decay},
+                        {"--grad-clip", EX_OPT_FLOAT, &t->grad_clip},
+                        {"--beta2", EX_OPT_FLOAT, &t->beta2},
+                        {"--temperature", EX_OPT_FLOAT, &t->temperature},
+                        {"--val-frac", EX_OPT_DOUBLE, &t->val_frac},
+                        {"--data", EX_OPT_STR, &t->data},
+                        {"--text", EX_OPT_STR, &t->text},
+                        {"--metrics", EX_OPT_STR, &t->metrics},
+                        {"--plot", EX_OPT_STR, &t->plot},
+                        {"--ckpt-dir", EX_OPT_STR, &t->ckpt_dir},
+                        {"--resume", EX_OPT_STR, &t->resume},
+                        {"--export", EX_OPT_STR, &t->export_path},
+                        {"--freeze", EX_OPT_STR, &t->freeze}};
+  return ex_opt_table(tab, sizeof tab / sizeof tab[0], k, v, hit);
+}
+
+/* Shared options with an enumerated value. */
+static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
+  *hit = 1;
+  if (strcmp(k, "--device") == 0) {
+    if (strcmp(v, "cpu") && strcmp(v, "cuda")) return gpt2_fail("--device is cpu or cuda");
+    t->device = strcmp(v, "cpu") ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
+  } else if (strcmp(k, "--dtype") == 0 || strcmp(k, "--reduce-dtype") == 0 ||
+             strcmp(k, "--export-dtype") == 0) {
+    if (strcmp(v, "fp32") && strcmp(v, "bf16")) return gpt2_fail("%s is fp32 or bf16", k);
+    zs_dtype *d = k[2] == 'd' ? &t->dtype : k[2] == 'r' ? &t->reduce_dtype : &t->export_dtype;
+    *d = strcmp(v, "fp32") ? ZS_BF16 : ZS_F32;
+  } else if (strcmp(k, "--offload") == 0) {
+    if (strcmp(v, "none") == 0)
+      t->offload = 0;
+    else if (strcmp(v, "opt") == 0)
+      t->offload = ZS_OFFLOAD_OPTIMIZER;
+    else if (strcmp(v, "opt+params") == 0)
+      t->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
+    else
+      return gpt2_fail("--offload is none, opt or opt+params");
+  } else if (strcmp(k, "--master") == 0) {
+    TRY(gpt2_parse_master(v, &t->master));
+  } else if (strcmp(k, "--moment-dtype") == 0) {
+    TRY(gpt2_parse_moment_dtype(v, &t->moment_dtype));
+  } else if (strcmp(k, "--offload-budget") == 0) {
+    if (strcmp(v, "free") == 0)
+      t->offload_budget = ZS_BUDGET_FREE; /* what is free at commit, the least over the ranks */
+    else
+      TRY(gpt2_parse_bytes(k, v, &t->offload_budget));
+  } else if (strcmp(k, "--seed") == 0) {
+    t->seed = strtoull(v, NULL, 10);
+  } else {
+    *hit = 0;
+  }
+  return 0;
+}
+
+int ex_train_args_parse(ex_train_args *t, int argc, char **argv, ex_opt_fn own, void *ctx,
+                        void (*usage)(void)) {
+  for (int i = 1; i < argc; i++) {
+    const char *k = argv[i];
+    if (!strcmp(k, "--help") || !strcmp(k, "-h")) return usage(), 1;
+    if (!strcmp(k, "--deterministic")) {
+      t->deterministic = 1;
+      continue;
+    }
+    if (!strcmp(k, "--recompute")) {
+      t->recompute = 1;
+      continue;
+    }
+    if (i + 1 >= argc) return gpt2_fail("option %s needs a value (see --help)", k);
+    const char *v = argv[++i];
+    int hit = 0;
+    TRY(own(ctx, k, v, &hit));
+    if (!hit) TRY(value_opt(t, k, v, &hit));
+    if (!hit) TRY(enum_opt(t, k, v, &hit));
+    if (!hit) return gpt2_fail("unknown option %s (see --help)", k);
+  }
+  return 0;
+}
+
+int ex_train_args_check_shape(ex_train_args *t) {
+  if (t->warmup < 0) t->warmup = t->steps / 20;
+  if (t->batch <= 0 || t->seq <= 0 || t->micro_steps <= 0 || t->steps < 0)
+    return gpt2_fail("--batch, --seq and --micro-steps must be > 0, --steps >= 0");
+  if (t->val_frac < 0 || t->val_frac >= 0.5) return gpt2_fail("--val-frac must be in [0, 0.5)");
+  return 0;
+}
+
+int ex_train_args_check_ckpt(const ex_train_args *t) {
+  if (t->save_every < 0 || t->stop_after < 0)
+    return gpt2_fail("--save-every and --stop-after must be >= 0");
+  if (t->save_every > 0 && !t->ckpt_dir)
+    return gpt2_fail("--save-every needs --ckpt-dir DIR (where the checkpoints go)");
+  return 0;
+}
