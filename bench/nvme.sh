@@ -12,12 +12,15 @@
 # write, chunk by chunk). An update pass reads and writes equal bytes, so it is compared with the
 # mixed baseline (fio's rw; for dd, read and write combined, 2 r w / (r + w)). The percentages are
 # against the best parallel baseline. On a virtual disk (virtio) the host's page cache may serve
-# the guest's O_DIRECT I/O, so every figure can exceed the physical disk's. Last line:
+# the guest's O_DIRECT I/O, so every figure can exceed the physical disk's. Its line:
 #   nvme: stream I/O <GB/s> = <x>% of the best parallel O_DIRECT baseline (...)
 # Run from the build directory: bash ../bench/nvme.sh [--dir DIR (default: a folder under the
 #   build directory)] [--gib 1 (>= 4 for the figure)] [--ahead 2] [--chunk-mib 8]
 #   [--threads 2] [--reps 3]
-# This is the tier's I/O layer alone; the engine's step on the tier comes with its integration.
+# Then bench/nvme_engine: the engine's step (1 rank, CPU, stage 1) with --gib GiB of optimizer
+# state on the tier beside the same step with host offload. Last line:
+#   nvme: step I/O <GB/s> = <x>% of the disk's O_DIRECT rate; step <t> s vs host offload <t> s
+# (the rate against the best parallel read+write baseline, as the stream's).
 set -euo pipefail
 DIR=""
 GIB=1
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -x bench/nvme_stream ] || { echo "nvme.sh: run from the build directory (bench/nvme_stream)" >&2; exit 2; }
+[ -x bench/nvme_engine ] || { echo "nvme.sh: run from the build directory (bench/nvme_engine)" >&2; exit 2; }
 [ -n "$DIR" ] || DIR=$PWD/nvme-bench
 mkdir -p "$DIR"
 F=$DIR/baseline.bin
@@ -121,3 +125,11 @@ pu1=$(awk -v a="$upd" -v b="$rw1" 'BEGIN {printf "%.0f", 100 * a / b}')
 echo "nvme: fill (writes only) $fill GB/s = $pf% of the best parallel O_DIRECT write ($wb GB/s)"
 echo "nvme: stream I/O $upd GB/s = $pu% of the best parallel O_DIRECT baseline (read+write $rwb GB/s;" \
   "goal >= 70%; $pu1% of dd at qd1; virtio: the host cache applies)"
+eng=$(bench/nvme_engine --dir "$DIR" --gib "$GIB" --chunk-mib "$CHUNK_MIB")
+echo "$eng"
+el=$(echo "$eng" | grep '^nvme_engine: step I/O')
+eio=$(echo "$el" | awk '{print $4}')
+ets=$(echo "$el" | awk '{for (i = 1; i <= NF; i++) if ($i == "step" && $(i + 1) != "I/O") print $(i + 1)}')
+eth=$(echo "$el" | awk '{print $(NF - 1)}')
+pe=$(awk -v a="$eio" -v b="$rwb" 'BEGIN {printf "%.0f", 100 * a / b}')
+echo "nvme: step I/O $eio GB/s = $pe% of the disk's O_DIRECT rate (read+write $rwb GB/s); step $ets s vs host offload $eth s"
