@@ -1,7 +1,8 @@
 /* zs_engine_save: every rank streams its share of the optimizer state to its own file (temporary
  * name, fsync, rename), then rank 0 writes the manifest, whose rename is the commit point, and
  * deletes checkpoints older than the newest ckpt_keep. Until that rename the previous checkpoint
- * is the latest one; a crash at any moment leaves it loadable. */
+ * is the latest one; a crash at any moment leaves it loadable. A failed read of the NVMe tier's
+ * files also fails the engine on every rank, after the new checkpoint's directory is removed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -51,7 +52,7 @@ static zs_status prepare(const char *dir, uint64_t *seq) {
 /* Streams this rank's data: each byte goes to the file and into its block's running checksum
    (hashed once: the header's checksum covers the block table, so it covers the whole file);
    state in host memory is written straight from where it lives,
-   device state through one staging buffer. */
+   device state through one staging buffer, state on the NVMe tier through one piece buffer. */
 typedef struct {
   zs_engine *e;
   int fd, rank;

@@ -201,8 +201,10 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro);
    marks it). */
 zs_status zs_shard_publish(zs_shard_ctx *x);
 /* u's whole fp32 master into the device buffer full (collective over the shard group when the
-   master is sharded; a frozen unit's params converted to fp32, collective when they are sharded). A
-   failure is returned (the caller marks it and frees full with zs_mem_free_after). */
+   master is sharded; a frozen unit's params converted to fp32, collective when they are sharded; a
+   master on the NVMe tier read through the owner's nvme_master_read, the group agreeing on the
+   reads before the all-gather). A failure is returned (the caller marks it and frees full with
+   zs_mem_free_after). */
 zs_status zs_shard_gather_master(zs_unit *u, float *full);
 
 #endif

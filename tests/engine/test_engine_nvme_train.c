@@ -176,10 +176,10 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     char dir[4096] = "";
     const char *d = strstr(info, ", dir ");
     if (d) sscanf(d, ", dir %4095s", dir);
-    zs_engine_destroy(e);
+    if (rank == 0) printf("nvme run: %s\n", at);
+    zs_engine_destroy(e); /* info is the engine's: not read after this */
     struct stat sb;
     ZS_EXPECT(*dir && stat(dir, &sb) != 0, "the tier directory '%s' is still there", dir);
-    if (rank == 0) printf("nvme run: %s\n", at);
     return;
   }
   zs_engine_destroy(e);

@@ -21,17 +21,29 @@
  * them, their grads_ready and flushes are no-ops, they hold no gradient buffer; the reference
  * trains them with a zero gradient and no weight decay, which leaves them unchanged too.
  *
+ * About one sequence in ten with sharded optimizer state puts the head's optimizer state on the
+ * NVMe tier (zs_config.nvme_path, a folder of the working directory, with offload of the optimizer
+ * and an offload_host_bytes the head, enlarged to 2 M elements for it, does not fit; the host
+ * arena needs a few MiB of its own, more than the small model's state): its step, set/get_param
+ * and gathers of the master then go through the tier's files, and the weights must still be the
+ * reference's, bit for bit (they run deterministic: over 2 M elements another summation order
+ * flips Adam's step where a gradient is near zero, far past the tolerance). They make no
+ * checkpoint (their save and load ops become get_param): checkpoints of units on the tier are not
+ * in this branch.
+ *
  * Every sequence here is legal on every rank, so it also proves that the rank divergence check
  * (comm.h) never flags a legal program; test_engine_diverge.c runs such sequences with one rank
  * deviating.
  *
- * Usage: test_engine_protocol [--seqs N] [--seed S]   (env ZS_PROTOCOL_SEQS=N runs more)
+ * Usage: test_engine_protocol [--seqs N] [--seed S]   (env ZS_PROTOCOL_SEQS=N runs more;
+ *        ZS_PROTOCOL_NVME=0 leaves the NVMe tier out)
  * Every sequence prints its seed; --seed S --seqs 1 reproduces one. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine_model.h"
@@ -46,7 +58,17 @@ typedef struct {
   unsigned offload;
   size_t max_live, bucket;
   int frozen[TM_NUNITS]; /* zs_unit_freeze; the reference: no gradient and no weight decay */
+  int nvme;              /* the NVMe tier: the (enlarged) head's optimizer state in files */
 } seq_cfg;
+
+/* The NVMe sequences: the head's size then, the host cap (under the head's state on every rank
+   and shard group, over the host arena's own reserve), the chunk, and the tier's root. */
+#define NVME_HEAD 2000003
+#define NVME_CAP ((size_t)5 << 20)
+#define NVME_CHUNK 16384
+#define HEAD_NUMEL 257
+static const char *nvme_root = "protocol_nvme.d";
+static int nvme_on = 1; /* ZS_PROTOCOL_NVME=0: no NVMe sequences (their draws stay the same) */
 
 /* What the caller did in one micro-step's backward of unit u. */
 typedef struct {
@@ -291,6 +313,8 @@ static void set_param(st *s, int u, int t, uint64_t vseed) {
 /* Draws the configuration for world w. */
 static void draw_cfg(rng *r, int w, seq_cfg *c) {
   memset(c, 0, sizeof *c);
+  /* The NVMe tier from a stream of its own (the other draws stay those of the seed). */
+  const uint64_t nv = tm_hash(r->s ^ 0x4e564d45ull);
   c->stage = (int)rnd(r, 4);
   c->so = c->stage >= 1;
   c->sg = c->stage >= 2;
@@ -309,11 +333,22 @@ static void draw_cfg(rng *r, int w, seq_cfg *c) {
   if (c->so && o == 1) c->offload = ZS_OFFLOAD_OPTIMIZER;
   if (c->sp && o == 2) c->offload = ZS_OFFLOAD_PARAMS;
   if (c->sp && o == 3) c->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
-  /* max_live_bytes: none, or room for 1..3 of the largest unit (the head, 257 floats). */
-  const size_t largest = 4 * (257 + (size_t)w);
+  c->nvme = c->so && nv % 10 == 0 && nvme_on;
+  /* The tier takes host-tier units' state; params stay off the host (the enlarged head's would
+     not fit the cap: test_engine_nvme_train covers host-resident params with the tier). */
+  if (c->nvme) c->offload = ZS_OFFLOAD_OPTIMIZER;
+  tm_units[3].t[0].shape[0] = c->nvme ? NVME_HEAD : HEAD_NUMEL;
+  /* max_live_bytes: none, or room for 1..3 of the largest unit (the head). */
+  const size_t largest = 4 * ((size_t)tm_numel(3, 0) + (size_t)w);
   const uint32_t l = rnd(r, 4);
   c->max_live = l == 0 ? 0 : largest * l;
   c->det = rnd(r, 3) != 0; /* a third run non-deterministic (flushes; compared with a tolerance) */
+  /* NVMe sequences reduce in one piece per unit: the small buckets above would cut the enlarged
+     head into tens of thousands of collectives. */
+  if (c->nvme) c->bucket = 0;
+  /* NVMe sequences run deterministic: over the enlarged head's 2 M elements some gradient is
+     near zero, where another summation order flips Adam's step (lr per step, not rounding). */
+  if (c->nvme) c->det = 1;
   /* Frozen units from a stream of their own: a third of the sequences freeze a random subset. */
   const uint64_t f = tm_hash(r->s ^ 0xf402e2ull);
   for (int u = 0; u < TM_NUNITS && f % 3 == 0; u++)
@@ -338,6 +373,12 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u, cons
   cfg.deterministic = c->det;
   cfg.adamw.lr = 0.05f;
   cfg.comm_timeout_s = 60;
+  if (c->nvme) {
+    cfg.nvme_path = nvme_root;
+    cfg.offload_host_bytes = NVME_CAP;
+    cfg.offload_chunk = NVME_CHUNK;
+    cfg.offload_allow_unpinned = 1;
+  }
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   for (int i = 0; i < TM_NUNITS; i++) {
@@ -386,6 +427,7 @@ static int draw_ops(rng *r, op *ops) {
 static float *all_weights(zs_unit **u);
 
 static int n_saves, n_loads, n_refused; /* how often the sequences exercised them */
+static int n_nvme, n_nvme_units;        /* NVMe sequences, and those with the head on the tier */
 
 /* zs_engine_save (units may be held): remembers the weights and which ops are in effect. */
 static void save(st *s) {
@@ -549,14 +591,22 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   draw_cfg(&r, s.world, &s.c);
   if (s.rank == 0)
     printf("seed %llu: world %d stage %d sharded p%d g%d o%d%s offload %u prefetch %d max_live %zu "
-           "bucket %zu group %d det %d frozen %d%d%d%d\n",
+           "bucket %zu group %d det %d frozen %d%d%d%d%s\n",
            (unsigned long long)seed, s.world, s.c.stage, s.c.sp, s.c.sg, s.c.so,
            s.c.explicit_switches ? " (switches)" : "", s.c.offload, s.c.prefetch, s.c.max_live,
            s.c.bucket, s.c.group, s.c.det, s.c.frozen[0], s.c.frozen[1], s.c.frozen[2],
-           s.c.frozen[3]);
+           s.c.frozen[3], s.c.nvme ? " nvme" : "");
   fflush(stdout);
   s.e = make_engine(comm, &s.c, s.u, NULL);
   ZS_OK_OR_DIE(zs_engine_memory(s.e, &s.base));
+  if (s.c.nvme) { /* the head on the tier unless frozen (no optimizer state) */
+    char want[64];
+    snprintf(want, sizeof want, "nvme: %d of %d units", !s.c.frozen[3], TM_NUNITS);
+    ZS_EXPECT(strstr(zs_engine_info(s.e), want) != NULL, "seed %llu: info lacks '%s': %s",
+              (unsigned long long)seed, want, zs_engine_info(s.e));
+    n_nvme++;
+    n_nvme_units += !s.c.frozen[3];
+  }
   /* Initial weights: every tensor set (known values). */
   float *init = malloc((size_t)tm_total() * 4);
   for (int i = 0; i < TM_NUNITS; i++)
@@ -566,6 +616,8 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
     }
   op ops[MAX_OPS];
   const int n = draw_ops(&r, ops);
+  for (int i = 0; i < n && s.c.nvme; i++)
+    if (ops[i].kind == 6 || ops[i].kind == 7) ops[i].kind = 3; /* no checkpoint of tier units */
   /* One directory per sequence, the same on every rank (they share mpirun as parent). */
   snprintf(s.ckdir, sizeof s.ckdir, "/tmp/zs_protocol_%d_%llu", (int)getppid(),
            (unsigned long long)seed);
@@ -594,6 +646,7 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   free(s.saved_w);
   forget_known(&s);
   zs_engine_destroy(s.e);
+  tm_units[3].t[0].shape[0] = HEAD_NUMEL; /* the next sequence draws its own */
   if (s.saved && s.rank == 0) {
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", s.ckdir);
@@ -612,13 +665,17 @@ int main(int argc, char **argv) {
   }
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const char *nv_env = getenv("ZS_PROTOCOL_NVME");
+  if (nv_env && !strcmp(nv_env, "0")) nvme_on = 0;
+  mkdir(nvme_root, 0755); /* the NVMe sequences' tier root, in the working directory (a disk) */
   const uint64_t base = seed0 + 100000u * (uint64_t)zs_comm_size(comm);
   for (int q = 0; q < seqs; q++)
     one_sequence(comm, base + (uint64_t)q);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_protocol: world %d, %d sequences (%d saves, %d loads, %d refused "
-           "loads), %d failure(s)\n",
-           zs_comm_size(comm), seqs, n_saves, n_loads, n_refused, zs_test_failures);
+           "loads; %d on the NVMe tier, %d with a unit there), %d failure(s)\n",
+           zs_comm_size(comm), seqs, n_saves, n_loads, n_refused, n_nvme, n_nvme_units,
+           zs_test_failures);
   zs_comm_destroy(comm);
   ZS_TEST_END("test_engine_protocol");
 }
