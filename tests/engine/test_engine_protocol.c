@@ -27,9 +27,8 @@
  * arena needs a few MiB of its own, more than the small model's state): its step, set/get_param
  * and gathers of the master then go through the tier's files, and the weights must still be the
  * reference's, bit for bit (they run deterministic: over 2 M elements another summation order
- * flips Adam's step where a gradient is near zero, far past the tolerance). They make no
- * checkpoint (their save and load ops become get_param): checkpoints of units on the tier are not
- * in this branch.
+ * flips Adam's step where a gradient is near zero, far past the tolerance). Their saves and
+ * loads stream the tier's state to and from checkpoints like any other sequence's.
  *
  * Every sequence here is legal on every rank, so it also proves that the rank divergence check
  * (comm.h) never flags a legal program; test_engine_diverge.c runs such sequences with one rank
@@ -616,8 +615,6 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
     }
   op ops[MAX_OPS];
   const int n = draw_ops(&r, ops);
-  for (int i = 0; i < n && s.c.nvme; i++)
-    if (ops[i].kind == 6 || ops[i].kind == 7) ops[i].kind = 3; /* no checkpoint of tier units */
   /* One directory per sequence, the same on every rank (they share mpirun as parent). */
   snprintf(s.ckdir, sizeof s.ckdir, "/tmp/zs_protocol_%d_%llu", (int)getppid(),
            (unsigned long long)seed);
