@@ -3,8 +3,8 @@
  * it, or the remainder master's remainders; none in lean mode), m and v (fp32 or bf16) live in
  * the host arena and a CPU worker pool updates them with the precision mode's function
  * (host_update.h); on CUDA the gradients come down and the params go up in pinned chunks around
- * that update (and, in the modes whose bf16 params are the master, the params come down too). Used by
- * the engine's optimizer (src/optim/optim.c), which owns the pool and the staging. */
+ * that update (and, in the modes whose bf16 params are the master, the params come down too). Used
+ * by the engine's optimizer (src/optim/optim.c), which owns the pool and the staging. */
 #ifndef ZS_OFFLOAD_PIPELINE_H
 #define ZS_OFFLOAD_PIPELINE_H
 
