@@ -1,9 +1,10 @@
 /* The copy pipeline of the optimizer step with offloaded state (ZS_OFFLOAD_OPTIMIZER or a unit an
- * offload budget placed on the host): the master (an fp32 array, or the arena's fp32 params that
- * are it), m and v (fp32 or bf16) live in the host arena and a CPU worker pool updates them with
- * the precision mode's function (host_update.h); on
- * CUDA the gradients come down and the params go up in pinned chunks around that update. Used by
- * the engine's optimizer (src/optim/optim.c), which owns the pool and the staging. */
+ * offload budget placed on the host): the master (an fp32 array, the arena's fp32 params that are
+ * it, or the remainder master's remainders; none in lean mode), m and v (fp32 or bf16) live in
+ * the host arena and a CPU worker pool updates them with the precision mode's function
+ * (host_update.h); on CUDA the gradients come down and the params go up in pinned chunks around
+ * that update (and, in the modes whose bf16 params are the master, the params come down too). Used
+ * by the engine's optimizer (src/optim/optim.c), which owns the pool and the staging. */
 #ifndef ZS_OFFLOAD_PIPELINE_H
 #define ZS_OFFLOAD_PIPELINE_H
 

@@ -2,7 +2,8 @@
  * unit's master outside the update: set/get params, the master gather, checkpoints, export. The
  * master over the optimizer range is the params' home (bf16 compute copy) joined with
  * ZS_ST_MASTER_REM (base/bf16_rem.h); there is no fp32 array (u->master is NULL). The joins and
- * splits run on the host, through copies of the device arrays (memcpy on the CPU device). */
+ * splits run on the host, through copies of the arrays (memcpy on the CPU device); either may
+ * live on the device or in the host arena (offload: the copies take either kind of address). */
 #ifndef ZS_SHARD_MASTER_REM_H
 #define ZS_SHARD_MASTER_REM_H
 
