@@ -285,35 +285,39 @@ typedef struct {
      of host-tier units (the ZS_OFFLOAD_* bits, or those offload_budget_bytes places on the host)
      that do not fit offload_host_bytes, which is then the host budget of the offloaded state:
      while the host arena's bytes plus the tier's staging (3 chunks of offload_chunk elements
-     of master, m and v: 36 x offload_chunk bytes) exceed it, the host unit whose optimizer
-     state is largest (ties: the lower unit index) moves it to the tier; a param shard on the
-     host stays there. Deterministic (the same on every rank), monotone in offload_host_bytes,
-     never over it; when even every unit on the tier is over, zs_engine_commit refuses with the
-     fit check's sentence naming the least cap (zs_plan_model: fits = 0, the same verdict). Needs a
-     host tier and offload_host_bytes > 0 (else nothing would go there), master = ZS_MASTER_FP32 and
-     moment_dtype = ZS_F32, and the CPU device; other combinations are ZS_ERR_INVALID_ARG. The
-     engine runs the tier: zs_engine_commit creates <nvme_path>/rank<R>-<pid> on each rank (the
-     directory must exist on a file system that takes O_DIRECT: tmpfs is ZS_ERR_UNSUPPORTED, a
-     missing one ZS_ERR_INVALID_ARG, too little free space or a file that cannot be reserved
-     ZS_ERR_IO, each naming the path; commit then fails on every rank, nothing left on disk) with
-     three files per unit there (master, m and v: 12 bytes per element of its optimizer range,
-     reserved up front), and zs_engine_destroy removes it; the staging (36 x offload_chunk bytes,
-     in host_pinned) is all the host memory the tier adds. Each zs_engine_step reads, updates with
-     the host tier's AdamW and writes back every such unit's state chunk by chunk (offload_chunk
-     elements, the next read and the previous write in flight): the same bits as host offload,
-     at the disk's rate (zs_engine_info shows the step's I/O bytes and seconds).
-     zs_unit_set_param, zs_unit_get_param and the bulk calls read and write the master in its
-     file; checkpoints (zs_engine_save, zs_engine_load) and the export stream it from and into the
-     files in bounded pieces, their files the same as host offload's. Failures: an I/O error, a full
-     disk or a file deleted or truncated under the tier make zs_engine_step return ZS_ERR_IO on
-     every rank (the failing rank's message names the file and the offset, the others' that rank)
-     and fail the engine (the files are partly updated: restart from the last checkpoint).
-     offload_host_bytes also caps the host arena's own allocator reserve (several MiB at small
-     sizes): leave headroom above the planned host bytes. zs_plan_model reports the placement
-     (nvme_units, disk_bytes, nvme_staging; the staging is in host_pinned, the disk bytes are not)
-     and, for a cap not even every unit on the tier meets, fits = 0 with a verdict naming the least
-     cap that fits; zs_engine_info shows it after commit. The string is not copied: it must stay
-     valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
+     of master, m and v: 36 x offload_chunk bytes; the slots round the chunk up to a multiple of
+     the O_DIRECT quantum, 1024 elements at 4 KiB alignment, so keep offload_chunk a multiple of
+     1024, as its default is, or the staging holds up to 36 KiB more than planned and booked) exceed
+     it, the host unit whose optimizer state is largest (ties: the lower unit index) moves it to the
+     tier; a param shard on the host stays there. Deterministic (the same on every rank), monotone
+     in offload_host_bytes, never over it; when even every unit on the tier is over,
+     zs_engine_commit refuses with the fit check's sentence naming the least cap (zs_plan_model:
+     fits = 0, the same verdict). Needs a host tier and offload_host_bytes > 0 (else nothing would
+     go there), master = ZS_MASTER_FP32 and moment_dtype = ZS_F32, and the CPU device; other
+     combinations are ZS_ERR_INVALID_ARG. The engine runs the tier: zs_engine_commit creates
+     <nvme_path>/rank<R>-<pid>-<n> on each rank (the directory must exist on a file system that
+     takes O_DIRECT: tmpfs is ZS_ERR_UNSUPPORTED, a missing one ZS_ERR_INVALID_ARG, too little free
+     space or a file that cannot be reserved ZS_ERR_IO, each naming the path; commit then fails on
+     every rank, nothing left on disk) with three files per unit there (n counts the tiers the
+     process opened, so engines never share one; a process that dies without zs_engine_destroy
+     leaves its directory behind: remove such rank*-<pid>-* directories of dead runs before the disk
+     fills) (master, m and v: 12 bytes per element of its optimizer range, reserved up front), and
+     zs_engine_destroy removes it; the staging (36 x offload_chunk bytes, in host_pinned)
+     is all the host memory the tier adds. Each zs_engine_step reads, updates with the host tier's
+     AdamW and writes back every such unit's state chunk by chunk (offload_chunk elements, the next
+     read and the previous write in flight): the same bits as host offload, at the disk's rate
+     (zs_engine_info shows the step's I/O bytes and seconds). zs_unit_set_param, zs_unit_get_param
+     and the bulk calls read and write the master in its file; checkpoints (zs_engine_save,
+     zs_engine_load) and the export stream it from and into the files in bounded pieces, their files
+     the same as host offload's. Failures: an I/O error, a full disk or a file deleted or truncated
+     under the tier make zs_engine_step return ZS_ERR_IO on every rank (the failing rank's message
+     names the file and the offset, the others' that rank) and fail the engine (the files are partly
+     updated: restart from the last checkpoint). offload_host_bytes also caps the host arena's own
+     allocator reserve (several MiB at small sizes): leave headroom above the planned host bytes.
+     zs_plan_model reports the placement (nvme_units, disk_bytes, nvme_staging; the staging is in
+     host_pinned, the disk bytes are not) and, for a cap not even every unit on the tier meets, fits
+     = 0 with a verdict naming the least cap that fits; zs_engine_info shows it after commit. The
+     string is not copied: it must stay valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
   const char *nvme_path;
 } zs_config;
 

@@ -432,13 +432,14 @@ static void info_nvme(zs_engine *e, const zs_placement *pl) {
   zs_engine_nvme_info(e);
 }
 
-/* Opens the NVMe tier (zs_engine_nvme_open) when the placement puts units there; then, since a
-   rank's disk may refuse what another's takes, every rank all-gathers its outcome and all fail
-   when one did (the others naming it), each closing its own tier. Collective over the world when
-   place->nnvme > 0 (the same on every rank); else nothing. */
-static zs_status open_tier(zs_engine *e, const zs_placement *place) {
-  if (!place->nnvme) return ZS_OK;
-  zs_status rc = zs_engine_nvme_open(e, place);
+/* Opens the NVMe tier (zs_engine_nvme_open) when the placement puts units there and this rank's
+   buffers were allocated (prior: their status, with its message); then, since a rank's disk or
+   memory may refuse what another's takes, every rank all-gathers its outcome and all fail when
+   one did (the others naming it), each closing its own tier. Collective over the world when
+   place->nnvme > 0 (the same on every rank), whatever prior is; else it returns prior. */
+static zs_status open_tier(zs_engine *e, const zs_placement *place, zs_status prior) {
+  if (!place->nnvme) return prior;
+  zs_status rc = prior == ZS_OK ? zs_engine_nvme_open(e, place) : prior;
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", rc == ZS_OK ? "" : zs_last_error());
   const uint64_t mine = (uint64_t)(unsigned)rc;
@@ -458,11 +459,12 @@ static zs_status open_tier(zs_engine *e, const zs_placement *place) {
   free(all);
   if (rc == ZS_OK && ar == ZS_OK && first < 0) return ZS_OK;
   zs_engine_nvme_close(e);
-  if (rc != ZS_OK) return zs_err(rc, "zs_engine_commit: %s", msg);
+  if (rc != ZS_OK) /* this rank's own failure, as it was (the allocation's names commit) */
+    return prior != ZS_OK ? zs_err(rc, "%s", msg) : zs_err(rc, "zs_engine_commit: %s", msg);
   if (ar != ZS_OK) return zs_err_wrap(ar, "zs_engine_commit: the NVMe tier's agreement");
   return zs_err(theirs,
-                "zs_engine_commit: rank %d could not open its NVMe tier under nvme_path '%s' "
-                "(its error says why); nothing was committed",
+                "zs_engine_commit: rank %d could not allocate its buffers or open its NVMe tier "
+                "under nvme_path '%s' (its error says why); nothing was committed",
                 first, e->cfg.nvme_path);
 }
 
@@ -494,23 +496,22 @@ zs_status zs_engine_commit(zs_engine *e) {
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
-  for (int i = 0; i < e->nunits; i++) {
-    zs_status rc = unit_alloc(e, &us, i, &place);
-    if (rc != ZS_OK) {
+  zs_status rc = ZS_OK;
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
+    rc = unit_alloc(e, &us, i, &place);
+    if (rc != ZS_OK)
       zs_err_wrap(rc, "zs_engine_commit: unit '%s' (%zu elements)", e->units[i]->name,
                   e->units[i]->lay.numel_total);
-      /* All or nothing: the engine is back to its state before commit. */
-      zs_dev_sync(&e->dev, e->dev.compute_stream);
-      for (int k = 0; k <= i; k++)
-        unit_release_buffers(e, e->units[k]);
-      return rc;
-    }
   }
+  if (rc != ZS_OK)
+    zs_dev_sync(&e->dev, e->dev.compute_stream); /* its message stays rc's */
+  else
+    rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
   /* The NVMe tier after the units' buffers: the initial params exist (all zero at commit). The
-     same on every rank (place is a function of the configuration and the sizes). */
-  zs_status rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
-  if (rc == ZS_OK) rc = open_tier(e, &place);
-  if (rc != ZS_OK) {
+     same on every rank (place is a function of the configuration and the sizes), so every rank
+     joins the tier's agreement, a rank whose allocation failed too: none waits for it. */
+  rc = open_tier(e, &place, rc);
+  if (rc != ZS_OK) { /* all or nothing: the engine is back to its state before commit */
     for (int k = 0; k < e->nunits; k++)
       unit_release_buffers(e, e->units[k]);
     return rc;

@@ -75,8 +75,10 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
   rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, 0,
                               &t->staging);
   if (rc != ZS_OK) goto fail;
-  /* Booked as the planner counts it (zs_placement_nvme_staging: 36 x offload_chunk); the slots
-     themselves round the chunk up to the O_DIRECT quantum (align / 4 elements). */
+  /* Booked as the planner counts it (zs_placement_nvme_staging: 36 x offload_chunk). The slots
+     round the chunk up to the O_DIRECT quantum (align / 4 elements: 1024 at 4 KiB), so for an
+     offload_chunk that is not a multiple of it they hold up to 36 x (quantum - 1) bytes more than
+     booked (zshard.h, nvme_path, says so). */
   t->booked = zs_placement_nvme_staging(&e->cfg);
   zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, t->booked);
   /* Initial state: master = the params at commit widened to fp32, m = v = 0. Commit zeroes every

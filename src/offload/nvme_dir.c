@@ -119,7 +119,12 @@ zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out) {
   if (mrc != ZS_OK) return mrc;
   zs_nvme_dir *d = calloc(1, sizeof *d);
   if (!d) return zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no memory for the directory handle");
-  const int n = snprintf(d->path, sizeof d->path, "%s/rank%d-%ld", root, rank, (long)getpid());
+  /* The process's count of tiers opened: two engines of one process on one root (or one engine
+     after another) get directories of their own. */
+  static _Atomic unsigned long opened;
+  const unsigned long seq = opened++;
+  const int n =
+      snprintf(d->path, sizeof d->path, "%s/rank%d-%ld-%lu", root, rank, (long)getpid(), seq);
   if (n < 0 || (size_t)n >= sizeof d->path) {
     free(d);
     return zs_err(ZS_ERR_INVALID_ARG, "NVMe tier: the path %s is too long", root);

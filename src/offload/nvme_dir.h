@@ -1,4 +1,4 @@
-/* The NVMe tier's per-rank directory: <root>/rank<R>-<pid>, created on open and removed, with
+/* The NVMe tier's per-rank directory: <root>/rank<R>-<pid>-<n>, created on open and removed, with
  * every file in it, on close. Opening it also proves that its file system takes O_DIRECT reads
  * and writes (tmpfs refuses them) and finds the alignment they need. Not collective: each rank
  * opens its own. Part of the offload layer (docs/ARCHITECTURE.md, "The NVMe tier"). */
@@ -12,7 +12,7 @@
 
 typedef struct zs_nvme_dir zs_nvme_dir;
 
-/* Creates the directory <root>/rank<rank>-<pid> (root must exist; rank >= 0) and probes it with
+/* Creates the directory <root>/rank<rank>-<pid>-<n> (root must exist; rank >= 0) and probes it with
    an O_DIRECT write and read of one aligned block. An existing directory of that name is taken
    over only when empty. Errors (nothing left behind, *out untouched): ZS_ERR_INVALID_ARG (NULL,
    rank < 0, root missing or not a directory, the rank directory exists and is not empty),
@@ -21,7 +21,8 @@ typedef struct zs_nvme_dir zs_nvme_dir;
    ZS_ERR_OUT_OF_MEMORY. The caller owns *out and frees it with zs_nvme_dir_close. */
 zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out);
 
-/* The directory's path ("<root>/rank<R>-<pid>"); valid until zs_nvme_dir_close. */
+/* The directory's path ("<root>/rank<R>-<pid>-<n>", n counting the tiers this process opened);
+ * valid until zs_nvme_dir_close. */
 const char *zs_nvme_dir_path(const zs_nvme_dir *d);
 
 /* The alignment, in bytes, of every O_DIRECT offset, length and buffer address in this directory:

@@ -197,12 +197,13 @@ static int same_rank_files(const char *a, const char *b) {
   return sh0(cmd) == 0;
 }
 
-/* Runs `cmd` with %s = this rank's tier directory (<tier_dir>/rank<R>-<pid>) on the last rank
-   only, then every rank waits. */
+/* Runs `cmd` with %s = this rank's tier directory (<tier_dir>/rank<R>-<pid>-<n>, as a shell
+   pattern: the engine under test holds the only one) on the last rank only, then every rank
+   waits. */
 static void on_last_tier(const char *tier_dir, const char *cmd) {
   if (rank == world - 1) {
     char full[2000], dir[800];
-    snprintf(dir, sizeof dir, "%s/rank%d-%ld", tier_dir, rank, (long)getpid());
+    snprintf(dir, sizeof dir, "%s/rank%d-%ld-*", tier_dir, rank, (long)getpid());
     snprintf(full, sizeof full, cmd, dir);
     if (system(full) != 0) ZS_EXPECT(0, "%s", full);
   }

@@ -170,8 +170,9 @@ int main(int argc, char **argv) {
     ZS_EXPECT(strstr(m, "cannot reserve") && strstr(m, "u0.master") && strstr(m, root),
               "rank %d: '%s' does not name the file", rank, m);
   else {
-    char r[64];
-    snprintf(r, sizeof r, "rank %d could not open its NVMe tier", world - 1);
+    char r[128];
+    snprintf(r, sizeof r, "rank %d could not allocate its buffers or open its NVMe tier",
+             world - 1);
     ZS_EXPECT(strstr(m, r) != NULL, "rank %d: '%s' does not name rank %d", rank, m, world - 1);
   }
   ZS_EXPECT(e && !e->nvme, "rank %d: the tier is still open after the failed commit", rank);

@@ -102,9 +102,19 @@ static void test_dirs(const char *root) {
   ZS_EXPECT(msg_has("no-such-dir", NULL), "%s", zs_last_error());
   ZS_EXPECT_STATUS(zs_nvme_dir_open(root, -1, &d), ZS_ERR_INVALID_ARG);
 
-  /* Someone else's non-empty directory of the same name: refused, their file untouched. */
+  /* Someone else's non-empty directory of the same name: refused, their file untouched. The name
+     is rank<R>-<pid>-<n>, n counting this process's opens: open and close one to learn n, the
+     next open uses n + 1. */
   char mine[4200], theirs[4300];
-  snprintf(mine, sizeof mine, "%s/rank5-%ld", root, (long)getpid());
+  ZS_EXPECT_STATUS(zs_nvme_dir_open(root, 5, &d), ZS_OK);
+  unsigned long seq = 0;
+  {
+    const char *p = strrchr(zs_nvme_dir_path(d), '-');
+    ZS_EXPECT(p && sscanf(p + 1, "%lu", &seq) == 1, "no sequence in %s", zs_nvme_dir_path(d));
+  }
+  zs_nvme_dir_close(d);
+  d = NULL;
+  snprintf(mine, sizeof mine, "%s/rank5-%ld-%lu", root, (long)getpid(), seq + 1);
   snprintf(theirs, sizeof theirs, "%s/keep", mine);
   ZS_EXPECT(mkdir(mine, 0700) == 0, "mkdir %s", mine);
   FILE *f = fopen(theirs, "w");
@@ -113,7 +123,10 @@ static void test_dirs(const char *root) {
   ZS_EXPECT(msg_has(mine, "not an empty directory"), "%s", zs_last_error());
   ZS_EXPECT(access(theirs, F_OK) == 0, "the refused directory's file was removed");
   unlink(theirs);
-  /* An empty one is taken over, and removed at close. */
+  rmdir(mine);
+  /* An empty one is taken over, and removed at close (the refused open used n + 1). */
+  snprintf(mine, sizeof mine, "%s/rank5-%ld-%lu", root, (long)getpid(), seq + 2);
+  ZS_EXPECT(mkdir(mine, 0700) == 0, "mkdir %s", mine);
   ZS_OK_OR_DIE(zs_nvme_dir_open(root, 5, &d));
   ZS_EXPECT(strcmp(zs_nvme_dir_path(d), mine) == 0, "path %s", zs_nvme_dir_path(d));
   ZS_EXPECT(zs_nvme_dir_align(d) >= 4096 && (zs_nvme_dir_align(d) & 4095) == 0, "align %zu",
