@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
   --threads | --reps) ARGS+=("$1" "$2"); shift ;;
   --no-engine) ENGINE=0; shift; continue ;;
   --no-capacity) CAPACITY=0; shift; continue ;;
-  *) sed -n '2,33p' "$0"; exit 2 ;;
+  *) sed -n '2,32p' "$0"; exit 2 ;;
   esac
   shift
 done
