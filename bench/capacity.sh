@@ -35,11 +35,16 @@
 # made the measured depth fall 3-20% short of the planner's.) The measured search starts at the
 # prediction and gallops from it, so an exact planner costs two runs per mode.
 #
-# Modes (name | train_gpt2 flags): the table MODES below, one line each; a mode whose flags
-# train_gpt2 refuses ("--master is one of ...") prints "not built" and is skipped, and one the
+# Modes (name | train_gpt2 flags [| environment]): the table MODES below, one line each; a mode
+# whose flags train_gpt2 refuses ("--master is one of ...") prints "not built" and is skipped, and one the
 # engine refuses at depth 1 prints its reason. Every mode is also run with --offload-budget
 # (half the cap): on the CPU device the budget bounds the engine's non-arena bytes and the host
 # tier is the same memory, so these rows show what the placement costs, not a gain.
+# The nvme mode (issue 20) puts every unit's optimizer state on the NVMe tier: fp32 states with
+# --offload opt, ZS_NVME_PATH = a folder under the build directory (a disk, not tmpfs) and
+# ZS_OFFLOAD_HOST_BYTES = the tier's staging (36 x the 4 MiB offload_chunk) + 16 MiB, so a rank
+# holds its params, grads, activations and the staging, not the state; the planner gets the same
+# as --nvme-path/--offload-host-bytes. It has no +budget row (its host budget is the point).
 # Output, per mode: capacity: <mode> <params> params under <cap> (depth L; planner: ...)
 # and last:         capacity: largest <P> params (<x>x fp32 states) under <cap> per rank
 # Environment: BUILD_DIR (default build-cpu when it has train_gpt2, else build), MPIEXEC.
@@ -56,6 +61,7 @@ MODES=(
   "params_bf16|--master params --moment-dtype bf16"
   "remainder|--dtype bf16 --master remainder --moment-dtype bf16"
   "lean|--dtype bf16 --master lean --moment-dtype bf16"
+  "nvme|--offload opt|ZS_NVME_PATH=%NVME% ZS_OFFLOAD_HOST_BYTES=$((36 * (4 << 20) + (16 << 20)))"
 )
 
 cap_arg=512M
@@ -74,7 +80,7 @@ while [ $# -gt 0 ]; do
     --probe-timeout) probe_timeout=$2; shift ;;
     --modes) only=",$2," ; shift ;;
     --self-test) self_test=1 ;;
-    -h | --help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "capacity: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -192,13 +198,16 @@ cap_h=$(awk -v b="$cap" 'BEGIN { if (b % 1073741824 == 0) printf "%d GiB", b / 1
   else printf "%d MiB", b / 1048576 }')
 budget=$((cap / 2))
 work=$(mktemp -d)
+# The nvme mode's tier directory: on the build directory's disk (mktemp's /tmp may be tmpfs).
+nvme_dir=$build/capacity-nvme.$$
+mkdir -p "$nvme_dir"
 cg=""
 cleanup() {
   if [ -n "$cg" ]; then
     for d in "$cg"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null || true; done
     rmdir "$cg" 2>/dev/null || true
   fi
-  rm -rf "$work"
+  rm -rf "$work" "$nvme_dir"
 }
 trap cleanup EXIT
 
@@ -285,6 +294,7 @@ nparams() { # depth -> parameters (gpt2_num_params: vocab 256 padded to 256, pos
 }
 
 flags=""
+menv="" # the current mode's environment (KEY=VALUE ...)
 last_log=""
 # train_probe L: 2 ranks train 3 steps at depth L under the cap with the current mode's $flags.
 train_probe() {
@@ -294,7 +304,7 @@ train_probe() {
   if [ "$method" = cgroup2 ]; then for r in 0 1; do rmdir "$cg/rank$r" 2>/dev/null || true; done; fi
   # shellcheck disable=SC2046,SC2086
   local t0=$SECONDS ok=1
-  PEAK=$work/peak timeout "$probe_timeout" "$mpiexec" --oversubscribe -np 2 "$work/rank.sh" \
+  PEAK=$work/peak env $menv timeout "$probe_timeout" "$mpiexec" --oversubscribe -np 2 "$work/rank.sh" \
     "$exe" $(shape "$1") --max-seq "$seq" --steps "$steps" --val-frac 0.01 --eval-every 0 \
     --sample-lines 0 --log-every 1 $flags >"$log" 2>&1 && grep -q "step *$steps/$steps" "$log" ||
     ok=0
@@ -337,7 +347,19 @@ t_start=$(date +%s)
 for entry in "${MODES[@]}"; do
   name=${entry%%|*}
   mflags=${entry#*|}
+  mflags=${mflags%%|*}
+  menv=""
+  case "$entry" in *"|"*"|"*) menv=${entry##*|} ;; esac
+  menv=${menv//%NVME%/$nvme_dir}
+  tierflags="" # the planner's flags for the environment's tier
+  for kv in $menv; do
+    case "$kv" in
+      ZS_NVME_PATH=*) tierflags="$tierflags --nvme-path ${kv#*=}" ;;
+      ZS_OFFLOAD_HOST_BYTES=*) tierflags="$tierflags --offload-host-bytes ${kv#*=}" ;;
+    esac
+  done
   for variant in "" "+budget"; do
+    [ -n "$menv" ] && [ -n "$variant" ] && continue
     label=$name$variant
     [ -n "$only" ] && case "$only" in *",$label,"* | *",$name,"*) ;; *) continue ;; esac
     flags=$mflags
@@ -348,7 +370,7 @@ for entry in "${MODES[@]}"; do
       echo "capacity: $label not built ($(grep -m1 -o 'error: .*' "$work/help.log" || tail -1 "$work/help.log"))"
       continue
     fi
-    pflags=$flags
+    pflags="$flags$tierflags"
     if ! train_probe 1; then
       echo "capacity: $label refused at depth 1: $(grep -m1 -o 'error: .*' "$last_log" | cut -c1-300)"
       continue

@@ -21,9 +21,15 @@
 # the bytes a step reads and writes (2 x the state) over the step time, against the best parallel
 # read+write baseline. Last line:
 #   nvme: step I/O <GB/s> = <x>% of the disk's O_DIRECT rate; step <t> s vs host offload <t> s
+# Then, before that last line, the capacity demonstration (bench/nvme_capacity.sh, in DIR/capacity;
+# see its header): train_gpt2 on 2 ranks at stage 3 under a per-rank cap (RLIMIT_AS) below half the
+# model's optimizer state with the state on the tier, against an uncapped host-offload run: the
+# final weights equal bit for bit and the logged losses (6 decimals) equal. Its line (4-5 min):
+#   nvme: capacity: <P> params (<S> GiB optimizer state) trained under <cap> per rank with the
+#   tier; losses equal to host offload bit for bit: yes|NO (...)
 # Run from the build directory: bash ../bench/nvme.sh [--dir DIR (default: a folder under the
 #   build directory)] [--gib 1 (>= 4 for the issue's figure)] [--ahead 2] [--chunk-mib 8]
-#   [--threads 2] [--reps 3] [--no-engine (the I/O layer only)]
+#   [--threads 2] [--reps 3] [--no-engine (the I/O layer only)] [--no-capacity]
 set -euo pipefail
 DIR=""
 GIB=1
@@ -31,6 +37,7 @@ AHEAD=2
 CHUNK_MIB=8
 ARGS=()
 ENGINE=1
+CAPACITY=1
 while [ $# -gt 0 ]; do
   case "$1" in
   --dir) DIR=$2; shift ;;
@@ -39,7 +46,8 @@ while [ $# -gt 0 ]; do
   --chunk-mib) CHUNK_MIB=$2; ARGS+=("$1" "$2"); shift ;;
   --threads | --reps) ARGS+=("$1" "$2"); shift ;;
   --no-engine) ENGINE=0; shift; continue ;;
-  *) sed -n '2,27p' "$0"; exit 2 ;;
+  --no-capacity) CAPACITY=0; shift; continue ;;
+  *) sed -n '2,32p' "$0"; exit 2 ;;
   esac
   shift
 done
@@ -146,5 +154,11 @@ ts=$(echo "$last" | awk '{print $4}')
 io=$(echo "$last" | awk '{gsub(/\(/, "", $6); print $6}')
 th=$(echo "$last" | awk '{for (i = 1; i <= NF; i++) if ($i == "offload") print $(i + 2)}')
 pe=$(awk -v a="$io" -v b="$rwb" 'BEGIN {printf "%.0f", 100 * a / b}')
+# The capacity demonstration prints its lines before the step's line, which stays the last.
+capok=1
+if [ "$CAPACITY" = 1 ]; then
+  bash "$(dirname "$0")/nvme_capacity.sh" --dir "$DIR/capacity" || capok=0
+fi
 echo "nvme: step I/O $io GB/s = $pe% of the disk's O_DIRECT rate (best parallel read+write $rwb GB/s);" \
   "step $ts s vs host offload $th s"
+[ "$capok" = 1 ]
