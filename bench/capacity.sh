@@ -6,6 +6,8 @@
 #
 #   bench/capacity.sh [--cap 512M] [--width 192] [--max-depth 256] [--steps 3] [--modes a,b,...]
 #                     [--probe-timeout 60 (seconds per run; a run past it counts as not fitting)]
+#                     [--recompute (every mode recomputes activations: train_gpt2's and the
+#                     planner's --recompute; the per-layer bytes are then model state alone)]
 #   bench/capacity.sh --self-test      the bisection against planted answers; runs nothing else
 #
 # The cap: a cgroup v2 group per rank with memory.max = cap and memory.swap.max = 0, created
@@ -70,6 +72,7 @@ max_depth=256
 steps=3
 probe_timeout=60
 only=""
+recompute="" # --recompute: every mode (and its planner) recomputes activations
 self_test=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -79,6 +82,7 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift ;;
     --probe-timeout) probe_timeout=$2; shift ;;
     --modes) only=",$2," ; shift ;;
+    --recompute) recompute=" --recompute" ;;
     --self-test) self_test=1 ;;
     -h | --help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "capacity: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -287,7 +291,7 @@ export CAP_METHOD=$method CAP_BYTES=$cap CAP_CG=$cg CAP_PRELOAD=$preload
 heads=4
 seq=32
 shape() { # depth -> train_gpt2 / zshard-plan shape flags
-  echo "--layers $1 --channels $width --heads $heads --seq $seq --batch 1 --stage 3"
+  echo "--layers $1 --channels $width --heads $heads --seq $seq --batch 1 --stage 3$recompute"
 }
 nparams() { # depth -> parameters (gpt2_num_params: vocab 256 padded to 256, positions = seq)
   echo $((256 * width + seq * width + $1 * (12 * width * width + 13 * width) + 2 * width))
