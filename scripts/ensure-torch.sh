@@ -16,6 +16,14 @@ if [ -n "${ZS_PYTHON:-}" ] && [ "$ZS_PYTHON" != /usr/bin/python3 ]; then
   echo "ensure-torch: $ZS_PYTHON (ZS_PYTHON) cannot import torch and numpy" >&2
   exit 77
 fi
+# One install at a time (tests run in parallel); whoever waited finds what the first installed.
+if ! zs_install_lock; then
+  echo "ensure-torch: could not take the install lock" >&2
+  exit 1
+fi
+if zs_python_with torch numpy; then
+  exit 0
+fi
 if ! zs_registry_reachable apt; then
   echo "ensure-torch: no Python here imports torch and Debian's package registry cannot be reached" >&2
   exit 77
@@ -26,7 +34,7 @@ if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null && SUDO="sudo -n" || { echo "ensure-torch: not root and no sudo" >&2; exit 1; }
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get install -y --no-install-recommends python3-torch python3-numpy >/tmp/ensure-torch.log 2>&1
+$SUDO apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends python3-torch python3-numpy >/tmp/ensure-torch.log 2>&1
 if ZS_PYTHON=/usr/bin/python3 zs_python_with torch numpy; then
   echo "ensure-torch: $(/usr/bin/python3 -c 'import torch; print("torch", torch.__version__)') installed" >&2
   exit 0

@@ -22,11 +22,21 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null && SUDO="sudo -n" || { echo "ensure-transformers: not root and no sudo" >&2; exit 1; }
 fi
+# One install at a time (tests run in parallel; ensure-torch.sh above has released its lock):
+# whoever waited finds what the first installed.
+if ! zs_install_lock; then
+  echo "ensure-transformers: could not take the install lock" >&2
+  exit 1
+fi
+if ZS_PYTHON=$PY zs_python_with torch numpy transformers safetensors >/dev/null; then
+  echo "$PY"
+  exit 0
+fi
 if ! "$PY" -m pip --version >/dev/null 2>&1; then
   zs_registry_reachable apt || { echo "ensure-transformers: no pip and no registry" >&2; exit 77; }
   echo "ensure-transformers: installing python3-pip (apt-get)" >&2
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y --no-install-recommends python3-pip >/tmp/ensure-transformers.log 2>&1
+  $SUDO apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends python3-pip >/tmp/ensure-transformers.log 2>&1
 fi
 if ! zs_registry_reachable pip "$PY"; then
   echo "ensure-transformers: the Python package registry cannot be reached" >&2

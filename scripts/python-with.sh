@@ -7,6 +7,10 @@
 #   zs_registry_reachable apt|pip
 #                            returns 0 when that registry answers within ~20 s, 1 when not (no
 #                            network, as on the GPU machine; no client); ZS_OFFLINE=1 forces 1
+#   zs_install_lock          takes (on fd 9, held until the calling script exits) the lock that
+#                            serializes the installs of every ensure-*.sh on this machine: ctest
+#                            runs tests in parallel, and two apt-get or pip runs at once fail on
+#                            dpkg's lock. Waits up to 30 minutes; returns 1 when it cannot.
 
 zs_python_with() {
   local py mods cands=()
@@ -43,4 +47,10 @@ zs_registry_reachable() {
       ;;
     *) return 1 ;;
   esac
+}
+
+zs_install_lock() {
+  local f=${TMPDIR:-/tmp}/zshard-ensure-install.lock
+  exec 9>>"$f" || return 1
+  flock -w 1800 9
 }
