@@ -293,8 +293,11 @@ typedef struct {
      in offload_host_bytes, never over it; when even every unit on the tier is over,
      zs_engine_commit refuses with the fit check's sentence naming the least cap (zs_plan_model:
      fits = 0, the same verdict). Needs a host tier and offload_host_bytes > 0 (else nothing would
-     go there), master = ZS_MASTER_FP32 and moment_dtype = ZS_F32, and the CPU device; other
-     combinations are ZS_ERR_INVALID_ARG. The engine runs the tier: zs_engine_commit creates
+     go there), master = ZS_MASTER_FP32 and moment_dtype = ZS_F32; other combinations are
+     ZS_ERR_INVALID_ARG. Either device: on CUDA the step's chunks meet the gradients and params
+     through the host tier's copy pipeline (gradients down and params up in pinned chunks, as host
+     offload), and reads of the master (gathers, export) pass through a bounded host piece. The
+     engine runs the tier: zs_engine_commit creates
      <nvme_path>/rank<R>-<pid>-<n> on each rank (the directory must exist on a file system that
      takes O_DIRECT: tmpfs is ZS_ERR_UNSUPPORTED, a missing one ZS_ERR_INVALID_ARG, too little free
      space or a file that cannot be reserved ZS_ERR_IO, each naming the path; commit then fails on

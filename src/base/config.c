@@ -286,11 +286,6 @@ static zs_status validate_nvme(const zs_config *c, int host_tier) {
   if (!*c->nvme_path)
     return zs_err(ZS_ERR_INVALID_ARG, "nvme_path is empty: use NULL (no NVMe tier) or a directory "
                                       "on a local disk (not tmpfs)");
-  if (c->device != ZS_DEVICE_CPU)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "nvme_path '%s' with ZS_DEVICE_CUDA is not supported yet: the NVMe tier runs "
-                  "on the CPU device; set nvme_path = NULL (unset ZS_NVME_PATH) on CUDA",
-                  c->nvme_path);
   if (c->master != ZS_MASTER_FP32 || c->moment_dtype != ZS_F32)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "nvme_path '%s' with master %d (%s) and %s moments (moment_dtype) is not "

@@ -234,12 +234,36 @@ static zs_status gather_rem(zs_unit *u, float *full) {
   return zs_dev_sync(d, d->comm_stream);
 }
 
-/* A master on the NVMe tier (the CPU device only: full is host memory): this rank's range read
-   from its file into its own place in full, then (sharded) the all-gather in place. */
+/* This rank's master range of a unit on the NVMe tier into its place in full (full + opt_off):
+   read straight in on the CPU device (full is host memory); on CUDA through a host buffer of at
+   most ZS_NVME_GATHER_PIECE elements, each piece copied up after the compute stream's earlier
+   work (the tier adds no unbounded host memory). */
+#define ZS_NVME_GATHER_PIECE ((size_t)1 << 20)
+static zs_status read_nvme_range(zs_unit *u, float *full) {
+  zs_shard_ctx *x = u->ctx;
+  zs_dev *d = x->dev;
+  if (d->kind != ZS_DEVICE_CUDA)
+    return x->nvme_master_read(x->owner, u, 0, u->opt_n, full + u->opt_off);
+  const size_t cap = u->opt_n < ZS_NVME_GATHER_PIECE ? u->opt_n : ZS_NVME_GATHER_PIECE;
+  float *h = malloc(cap * 4 + 4);
+  if (!h)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: no host memory", u->name);
+  zs_status rc = zs_dev_sync(d, d->compute_stream);
+  for (size_t i = 0; i < u->opt_n && rc == ZS_OK; i += cap) {
+    const size_t n = u->opt_n - i < cap ? u->opt_n - i : cap;
+    rc = x->nvme_master_read(x->owner, u, i, n, h);
+    if (rc == ZS_OK) rc = zs_dev_from_host(d, full + u->opt_off + i, h, n * 4);
+  }
+  free(h);
+  return rc;
+}
+
+/* A master on the NVMe tier: this rank's range read from its file into its own place in full
+   (read_nvme_range), then (sharded) the all-gather in place. */
 static zs_status gather_nvme(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
-  const zs_status mine = x->nvme_master_read(x->owner, u, 0, u->opt_n, full + u->opt_off);
+  const zs_status mine = read_nvme_range(u, full);
   if (!u->st.s[ZS_ST_MASTER].sharded) return mine;
   /* The group learns first whether a rank's read failed (each rank's status word), so that all
      return an error together rather than gather what one rank could not read. */

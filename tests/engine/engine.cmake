@@ -569,6 +569,24 @@ zs_engine_equiv(engine_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode
 zs_engine_equiv(engine_nvme_budget_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --offload 0)
 zs_engine_equiv(engine_nvme_nondet_np2_stage2 2 2 nondet ${zs_nvme_dir} --mode some)
 set_property(TEST ${zs_nvme_tests} APPEND PROPERTY LABELS offload)
+# GPU: the tier on the CUDA device (the step's chunks through the copy pipeline: gradients down,
+# params up; the master gathered through a bounded host piece), against host offload on CUDA bit for
+# bit and against the CPU device's 1-rank stage-0 run (engine_equiv.sh); device-resident and
+# host-resident params, 1 and 2 ranks on the one GPU (the host-staged MPI backend, as the tests
+# above). Without a GPU each run prints one SKIP line and passes.
+if(ZS_HAVE_CUDA)
+  target_link_libraries(test_engine_nvme_train PRIVATE CUDA::cudart)
+  zs_engine_equiv(engine_cuda_nvme_some_np1_stage1 1 1 det ${zs_nvme_dir} --mode some
+                  RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_nvme_all_np2_stage3 2 3 det ${zs_nvme_dir} --mode all
+                  RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode all
+                  --offload 3 --big 12000001 RUN_ARGS "--device cuda")
+  set(zs_cuda_nvme engine_cuda_nvme_some_np1_stage1 engine_cuda_nvme_all_np2_stage3
+                   engine_cuda_nvme_params_host_np2_stage3)
+  set_property(TEST ${zs_cuda_nvme} APPEND PROPERTY LABELS "offload;gpu")
+  set_property(TEST ${zs_cuda_nvme} APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
+endif()
 # The NVMe tier's failures in the engine (a deleted file, an injected EIO, a file size limit in the
 # step; RLIMIT_FSIZE at commit): every rank fails, the failing one naming the file and the offset,
 # the others that rank; nothing left on disk. Needs the test build's I/O hook (nvme_hooks.h).

@@ -9,16 +9,25 @@
  * --tol write and compare the weights across runs (tests/engine/engine_equiv.sh: world sizes and
  * splits of the global batch); rank r's micro-step m of step s trains on batch
  * s * world * micro + m * world + r, so every split sees the same batches.
+ * With --device cuda both runs train on the CUDA device (the tier's chunks then reach the device
+ * through the copy pipeline's pinned staging) and the "backward" copies params down and gradients
+ * up; without a GPU it prints one SKIP line and passes.
  * Usage: test_engine_nvme_train --dir DIR [--stage S] [--micro M] [--steps K] [--det 0|1]
  *        [--big N (elements of unit big's first tensor)] [--mode some|all] [--offload BITS (1 or 3;
  * 0: the host tier by the least offload budget, as stage 0 needs)] [--write F] [--compare F] [--tol
- * X] */
+ * X] [--device cpu|cuda] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#ifdef ZS_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "zs_test_cuda.h"
+#endif
 
 #include "zs_test.h"
 
@@ -44,7 +53,7 @@ static size_t headroom(size_t in_memory) {
 }
 
 typedef struct {
-  int stage, micro, steps, det, offload;
+  int stage, micro, steps, det, offload, cuda;
   size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
   int all;
   double tol;
@@ -95,6 +104,7 @@ static void base_config(const opts *o, zs_config *c) {
   c->adamw.weight_decay = 0.1f;
   c->adamw.max_grad_norm = 50.0f;
   c->comm_timeout_s = 120;
+  c->device = o->cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
 }
 
 /* One training run; the final weights into w (total() floats). nvme: the tier's run under cap. */
@@ -121,6 +131,8 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
   float *h = malloc((size_t)N * 4);
   for (int64_t i = 0; i < N; i++)
     h[i] = 2.0f * unit01(mix((uint64_t)i)) - 1.0f;
+  /* Host copies of one tensor's params and gradient (the device's, on CUDA). */
+  float *hp = malloc((size_t)U[0].n[0] * 4 + 4), *hg = malloc((size_t)U[0].n[0] * 4 + 4);
   for (int u = 0; u < NU; u++)
     for (int k = 0; k < U[u].nt; k++)
       ZS_OK_OR_DIE(zs_unit_set_param(units[u], k, h + base_of(u, k)));
@@ -132,15 +144,22 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
       for (int u = NU - 1; u >= 0; u--) {
         ZS_OK_OR_DIE(zs_unit_gather(units[u]));
         for (int k = 0; k < U[u].nt; k++) {
-          const float *p = zs_unit_param(units[u], k);
-          float *g = zs_unit_grad(units[u], k);
-          ZS_EXPECT(p && g, "NULL param/grad: %s", zs_last_error());
+          const float *dp = zs_unit_param(units[u], k);
+          float *dg = zs_unit_grad(units[u], k);
+          ZS_EXPECT(dp && dg, "NULL param/grad: %s", zs_last_error());
           const int64_t b = base_of(u, k);
+          const size_t bytes = (size_t)U[u].n[k] * 4;
+#ifdef ZS_HAVE_CUDA
+          if (o->cuda) cudaStreamSynchronize((cudaStream_t)zs_engine_stream(e));
+#endif
+          zs_test_copy(hp, dp, bytes, o->cuda);
+          zs_test_copy(hg, dg, bytes, o->cuda);
           for (int64_t i = 0; i < U[u].n[k]; i++) {
             const uint64_t key = mix(batch * 0x100000001b3ull + (uint64_t)(b + i));
             const float a = 0.5f + unit01(key), tgt = 2.0f * unit01(mix(key)) - 1.0f;
-            g[i] += a * (p[i] - tgt);
+            hg[i] += a * (hp[i] - tgt);
           }
+          zs_test_copy(dg, hg, bytes, o->cuda);
         }
         ZS_OK_OR_DIE(zs_unit_grads_ready(units[u]));
         ZS_OK_OR_DIE(zs_unit_release(units[u]));
@@ -159,6 +178,8 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
                 k);
     }
   free(h);
+  free(hp);
+  free(hg);
   *on_tier = 0;
   const char *info = zs_engine_info(e), *at = strstr(info, "; nvme: ");
   if (nvme) {
@@ -288,7 +309,7 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 3, 1, 1, 0, 0, 0.0, NULL, NULL, NULL};
+  opts o = {3, 1, 3, 1, 1, 0, 0, 0, 0.0, NULL, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -313,6 +334,8 @@ int main(int argc, char **argv) {
       o.tol = atof(v);
     else if (!strcmp(k, "--big")) /* unit big's first tensor (room for host-resident params) */
       U[0].n[0] = atoll(v);
+    else if (!strcmp(k, "--device"))
+      o.cuda = !strcmp(v, "cuda");
     else {
       fprintf(stderr, "unknown option %s\n", k);
       return 2;
@@ -321,6 +344,18 @@ int main(int argc, char **argv) {
   ZS_EXPECT(o.dir != NULL, "--dir DIR is required");
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  if (o.cuda) {
+#ifdef ZS_HAVE_CUDA
+    const int absent = zs_test_cuda_absent(zs_comm_rank(comm) == 0); /* other failures: exit 1 */
+#else
+    const int absent = 1;
+    if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device (a build without CUDA)\n");
+#endif
+    if (absent) {
+      zs_comm_destroy(comm);
+      return 0;
+    }
+  }
   const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
   const int64_t N = total();
   float *tier = malloc((size_t)N * 4);
