@@ -286,16 +286,6 @@ static zs_status validate_nvme(const zs_config *c, int host_tier) {
   if (!*c->nvme_path)
     return zs_err(ZS_ERR_INVALID_ARG, "nvme_path is empty: use NULL (no NVMe tier) or a directory "
                                       "on a local disk (not tmpfs)");
-  if (c->master != ZS_MASTER_FP32 || c->moment_dtype != ZS_F32)
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "nvme_path '%s' with master %d (%s) and %s moments (moment_dtype) is not "
-                  "supported yet: the NVMe tier keeps an fp32 master and fp32 moments; set "
-                  "master = ZS_MASTER_FP32 and moment_dtype = ZS_F32, or nvme_path = NULL",
-                  c->nvme_path, c->master,
-                  c->master == ZS_MASTER_PARAMS ? "ZS_MASTER_PARAMS"
-                  : c->master == ZS_MASTER_FP32 ? "ZS_MASTER_FP32"
-                                                : "a mode the tier does not run",
-                  c->moment_dtype == ZS_BF16 ? "bf16" : "fp32");
   if (!host_tier)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "nvme_path '%s' without a host tier: the NVMe tier takes the optimizer state "

@@ -28,18 +28,20 @@ zs_status zs_ckpt_params_to_host(zs_engine *e, zs_unit *u, float *dst, uint64_t 
    engine (ZS_ERR_INVALID_ARG), before commit, inside a step, after a failure (ZS_ERR_STATE). */
 zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn);
 /* The NVMe tier (engine/nvme_tier.h) as checkpoints and loads see it (ckpt_nvme.c):
-   a unit on the tier (u->nv[ZS_NVME_MASTER] set) has its fp32 master, m and v in files only, and
-   they move in pieces of at most ZS_CKPT_NVME_PIECE elements, so the host memory they take is
-   bounded whatever the unit's size. */
+   a unit on the tier (zs_unit_on_nvme) has its m and v and, unless the master is its params, its
+   fp32 master or remainders in files only (shard.h, zs_unit.nv), and they move in pieces of at
+   most ZS_CKPT_NVME_PIECE elements, so the host memory they take is bounded whatever the unit's
+   size. */
 #define ZS_CKPT_NVME_PIECE ((size_t)1 << 20)
 /* "master", "m" or "v": array `which` (ZS_NVME_*) in messages. */
 const char *zs_ckpt_nvme_array_name(int which);
-/* Writes src (host, n fp32) over elements [first, first + n) of array `which` of unit u's
-   optimizer range on the tier (zs_engine_nvme_write; n is the caller's bounded piece). Errors:
+/* Writes src (host, n elements of the file's type: zs_unit_nvme_elem) over elements
+   [first, first + n) of array `which` of unit u's optimizer range on the tier
+   (zs_engine_nvme_write; n is the caller's bounded piece). Errors:
    the tier's ZS_ERR_IO naming the file and the offset, prefixed with `fn` and the unit. Not
    collective. */
 zs_status zs_ckpt_nvme_put(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
-                           const float *src, const char *fn);
+                           const void *src, const char *fn);
 #define ZS_CKPT_AGREE_MAX_WORDS 7
 /* zs_ckpt_agree that also all-gathers n (<= ZS_CKPT_AGREE_MAX_WORDS) words of each rank: all
    (world_size rows of 1 + n words: the status, then the words) is filled for the caller. */

@@ -215,21 +215,25 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
   if (kind == 0) {
     ZS_CHECK(put_params(p, u, x0, src, cnt));
     uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
-    if (s0 < s1 && u->nv[ZS_NVME_MASTER]) /* on the NVMe tier: into its file, this block only */
+    if (s0 < s1 && zs_unit_has_rem(u)) /* the params above hold the ties-away compute copy */
+      ZS_CHECK(zs_rem_master_put_rem(u, src + (s0 - x0), (size_t)s0, (size_t)(s1 - s0)));
+    else if (s0 < s1 && u->nv[ZS_NVME_MASTER]) /* on the NVMe tier: into its file, this block */
       ZS_CHECK(zs_ckpt_nvme_put(p->e, u, ZS_NVME_MASTER, (size_t)(s0 - u->opt_off),
                                 (size_t)(s1 - s0), src + (s0 - x0), "zs_engine_load"));
-    else if (s0 < s1 && zs_unit_has_rem(u)) /* the params above hold the ties-away compute copy */
-      ZS_CHECK(zs_rem_master_put_rem(u, src + (s0 - x0), (size_t)s0, (size_t)(s1 - s0)));
     else if (s0 < s1 && !zs_unit_lean(u)) /* lean: the params written above are the master */
       ZS_CHECK(zs_ckpt_state_from_host(p->e, u, u->master + (s0 - u->opt_off), src + (s0 - x0),
                                        (size_t)(s1 - s0)));
     return ZS_OK;
   }
-  if (u->nv[ZS_NVME_MASTER]) /* fp32 moments on the NVMe tier */
-    return zs_ckpt_nvme_put(p->e, u, kind == 1 ? ZS_NVME_M : ZS_NVME_V, (size_t)(x0 - u->opt_off),
-                            cnt, src, "zs_engine_load");
   const zs_state s = kind == 1 ? ZS_ST_ADAM_M : ZS_ST_ADAM_V;
   const zs_dtype md = u->st.s[s].dtype;
+  if (zs_unit_on_nvme(u)) { /* the moments on the NVMe tier: bf16 ones rounded as below */
+    for (size_t i = 0; md == ZS_BF16 && i < cnt; i++)
+      p->conv[i] = zs_f32_to_bf16(src[i]);
+    return zs_ckpt_nvme_put(p->e, u, kind == 1 ? ZS_NVME_M : ZS_NVME_V, (size_t)(x0 - u->opt_off),
+                            cnt, md == ZS_BF16 ? (const void *)p->conv : (const void *)src,
+                            "zs_engine_load");
+  }
   void *dst = zs_ptr_add(*zs_unit_slot(u, s), (size_t)(x0 - u->opt_off), md);
   if (md == ZS_F32) return zs_ckpt_state_from_host(p->e, u, dst, src, cnt);
   /* bf16 moments: the stored fp32 values rounded to nearest even (exact when they were saved

@@ -10,7 +10,7 @@ const char *zs_ckpt_nvme_array_name(int which) {
 }
 
 zs_status zs_ckpt_nvme_put(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
-                           const float *src, const char *fn) {
+                           const void *src, const char *fn) {
   const zs_status rc = zs_engine_nvme_write(e, u, which, first, n, src);
   if (rc != ZS_OK)
     return zs_err_wrap(rc, "%s: writing unit '%s' %s into the NVMe tier", fn, u->name,

@@ -144,19 +144,43 @@ static zs_status put_moment(writer *w, const zs_unit *u, zs_state s, uint64_t lo
   return rc;
 }
 
-/* Array `which` (ZS_NVME_*) of a unit on the NVMe tier over elements [lo, lo + n) of its
-   optimizer range: read from its file through the tier's staging into w->piece, one piece at a
-   time, and written out; the unit's state is never in memory as a whole. A failed read sets
-   w->tier_failed (the error names the tier's file and offset). */
+/* Array `which` (ZS_NVME_*: the fp32 master, or m or v in their dtype) of a unit on the NVMe
+   tier over elements [lo, lo + n) of its optimizer range: read from its file through the tier's
+   staging into w->piece, one piece at a time, and written out in fp32 (bf16 moments widened,
+   exactly); the unit's state is never in memory as a whole. A failed read sets w->tier_failed
+   (the error names the tier's file and offset). */
 static zs_status put_tier(writer *w, const zs_unit *u, int which, uint64_t lo, uint64_t n) {
+  const int narrow = zs_unit_nvme_elem(u, which) == 2;
+  /* bf16 read into the upper half of the piece, widened forward into it: element i's fp32
+     bytes [4i, 4i + 4) only cover bf16 elements already widened (2P + 2j < 4i + 4 => j < i). */
+  uint16_t *h = (uint16_t *)w->piece + ZS_CKPT_NVME_PIECE;
   for (uint64_t i = 0; i < n; i += ZS_CKPT_NVME_PIECE) {
     const uint64_t take = n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE;
-    const zs_status rc =
-        zs_engine_nvme_read(w->e, u, which, (size_t)(lo + i), (size_t)take, w->piece);
+    const zs_status rc = zs_engine_nvme_read(w->e, u, which, (size_t)(lo + i), (size_t)take,
+                                             narrow ? (void *)h : (void *)w->piece);
     if (rc != ZS_OK) {
       w->tier_failed = 1;
       return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
                          zs_ckpt_nvme_array_name(which));
+    }
+    for (uint64_t k = 0; narrow && k < take; k++)
+      w->piece[k] = zs_bf16_to_f32(h[k]);
+    ZS_CHECK(emit(w, w->piece, 4 * take));
+  }
+  return ZS_OK;
+}
+
+/* The remainder master of a unit on the NVMe tier over elements [lo, lo + n) of its optimizer
+   range: its params joined with the remainders read from the tier (zs_rem_master_get) into
+   w->piece, one piece at a time. A failed read sets w->tier_failed. */
+static zs_status put_tier_rem(writer *w, zs_unit *u, uint64_t lo, uint64_t n) {
+  for (uint64_t i = 0; i < n; i += ZS_CKPT_NVME_PIECE) {
+    const uint64_t take = n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE;
+    const zs_status rc = zs_rem_master_get(u, w->piece, u->opt_off + lo + i, (size_t)take);
+    if (rc != ZS_OK) {
+      w->tier_failed = rc == ZS_ERR_IO;
+      return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' remainders from the NVMe tier",
+                         u->name);
     }
     ZS_CHECK(emit(w, w->piece, 4 * take));
   }
@@ -194,9 +218,17 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
       continue;
     }
     const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
-    if (u->nv[ZS_NVME_MASTER]) { /* on the NVMe tier (fp32 master and moments only) */
-      for (int which = ZS_NVME_MASTER; which < ZS_NVME_NARRAYS; which++)
-        ZS_CHECK(put_tier(w, u, which, lo, n));
+    if (zs_unit_on_nvme(u)) { /* on the NVMe tier: m and v there, the master where it is */
+      if (zs_unit_lean(u))
+        ZS_CHECK(put_params_master(w, u, segs[k].begin, n));
+      else if (zs_unit_has_rem(u)) /* the remainders' file joined with the params */
+        ZS_CHECK(put_tier_rem(w, u, lo, n));
+      else if (u->nv[ZS_NVME_MASTER])
+        ZS_CHECK(put_tier(w, u, ZS_NVME_MASTER, lo, n));
+      else /* ZS_MASTER_PARAMS with host params: u->master is their alias */
+        ZS_CHECK(put_state(w, u, u->master + lo, n));
+      ZS_CHECK(put_tier(w, u, ZS_NVME_M, lo, n));
+      ZS_CHECK(put_tier(w, u, ZS_NVME_V, lo, n));
       continue;
     }
     if (zs_unit_lean(u))

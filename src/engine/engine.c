@@ -88,10 +88,14 @@ static zs_status sh_fail_hard(void *o, zs_status s) {
   return zs_engine_fail_hard(o, s);
 }
 
-/* The shard layer's reader of a master on the NVMe tier (shard/shard.h). */
-static zs_status sh_nvme_master_read(void *o, const zs_unit *u, size_t first, size_t n,
-                                     float *dst) {
-  return zs_engine_nvme_read(o, u, ZS_NVME_MASTER, first, n, dst);
+/* The shard layer's reader and writer of the NVMe tier's files (shard/shard.h). */
+static zs_status sh_nvme_read(void *o, const zs_unit *u, int which, size_t first, size_t n,
+                              void *dst) {
+  return zs_engine_nvme_read(o, u, which, first, n, dst);
+}
+static zs_status sh_nvme_write(void *o, const zs_unit *u, int which, size_t first, size_t n,
+                               const void *src) {
+  return zs_engine_nvme_write(o, u, which, first, n, src);
 }
 
 /* What src/shard sees of e: filled once the groups are open; units follow add_unit. */
@@ -109,7 +113,8 @@ static void shard_ctx_init(zs_engine *e) {
   x->shard_size = e->shard_size;
   x->mem = &e->mem;
   x->fail_hard = sh_fail_hard;
-  x->nvme_master_read = sh_nvme_master_read;
+  x->nvme_read = sh_nvme_read;
+  x->nvme_write = sh_nvme_write;
   x->owner = e;
   x->sig_unit = -1;
 }

@@ -71,14 +71,15 @@ static void aligned_span(uint64_t a, uint64_t b, uint64_t al, uint64_t *lo, uint
 }
 
 zs_status zs_engine_nvme_read(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
-                              float *dst) {
+                              void *dst) {
   const zs_nvme_file *f = NULL;
   ZS_CHECK(check_range(e, u, which, first, n, dst, "zs_engine_nvme_read", &f));
   if (n == 0) return ZS_OK;
   char *slot = zs_nvme_staging_slot(e->nvme->staging, 0);
   const uint64_t al = zs_nvme_staging_align(e->nvme->staging);
   const uint64_t win = zs_nvme_staging_slot_bytes(e->nvme->staging) / al * al;
-  const uint64_t a = (uint64_t)first * 4, b = (uint64_t)(first + n) * 4;
+  const uint64_t eb = zs_unit_nvme_elem(u, which);
+  const uint64_t a = (uint64_t)first * eb, b = (uint64_t)(first + n) * eb;
   uint64_t lo, hi;
   aligned_span(a, b, al, &lo, &hi);
   for (uint64_t off = lo; off < hi; off += win) {
@@ -92,14 +93,15 @@ zs_status zs_engine_nvme_read(zs_engine *e, const zs_unit *u, int which, size_t 
 }
 
 zs_status zs_engine_nvme_write(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
-                               const float *src) {
+                               const void *src) {
   const zs_nvme_file *f = NULL;
   ZS_CHECK(check_range(e, u, which, first, n, src, "zs_engine_nvme_write", &f));
   if (n == 0) return ZS_OK;
   char *slot = zs_nvme_staging_slot(e->nvme->staging, 0);
   const uint64_t al = zs_nvme_staging_align(e->nvme->staging);
   const uint64_t win = zs_nvme_staging_slot_bytes(e->nvme->staging) / al * al;
-  const uint64_t a = (uint64_t)first * 4, b = (uint64_t)(first + n) * 4;
+  const uint64_t eb = zs_unit_nvme_elem(u, which);
+  const uint64_t a = (uint64_t)first * eb, b = (uint64_t)(first + n) * eb;
   uint64_t lo, hi;
   aligned_span(a, b, al, &lo, &hi);
   for (uint64_t off = lo; off < hi; off += win) {

@@ -1,5 +1,5 @@
 /* The NVMe tier's life and its step (nvme_tier.h): open at commit (directory, ring, staging, each
- * unit's three files), close at destroy, and the step's streamed AdamW over the units on it with
+ * unit's files), close at destroy, and the step's streamed AdamW over the units on it with
  * the agreement that makes an I/O error on one rank fail every rank. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,44 +10,88 @@
 #include "base/error.h"
 #include "offload/nvme_stream.h"
 #include "optim/optim.h"
+#include "shard/master_rem.h"
 
-/* The stream of one unit's update pass: its three files, look-ahead 1 (3 staging slots). */
-static zs_nvme_stream_desc unit_desc(const zs_nvme_tier *t, const zs_unit *u, zs_nvme_mode mode) {
-  zs_nvme_stream_desc d = {mode, ZS_NVME_NARRAYS, {NULL}, {4, 4, 4}, u->opt_n, t->chunk, 1};
-  for (int j = 0; j < ZS_NVME_NARRAYS; j++)
-    d.files[j] = u->nv[j];
+/* The stream of one unit's update pass over the files it has (look-ahead 1, 3 staging slots):
+   array at[w] of the stream is file nv[w], or at[w] = -1 where the unit has no such file (its
+   master is its params). */
+static zs_nvme_stream_desc unit_desc(const zs_nvme_tier *t, const zs_unit *u, zs_nvme_mode mode,
+                                     int at[ZS_NVME_NARRAYS]) {
+  zs_nvme_stream_desc d = {mode, 0, {NULL}, {0}, u->opt_n, t->chunk, 1};
+  for (int w = 0; w < ZS_NVME_NARRAYS; w++) {
+    at[w] = -1;
+    if (!u->nv[w]) continue;
+    at[w] = (int)d.narrays;
+    d.files[d.narrays] = u->nv[w];
+    d.elem_bytes[d.narrays++] = zs_unit_nvme_elem(u, w);
+  }
   return d;
 }
 
-/* Elements per chunk: offload_chunk rounded up to the O_DIRECT quantum of fp32 arrays (align / 4
-   elements), at most 2^28 (the stream's 1 GiB per array). */
+/* The arrays' element sizes of the mode (zs_placement_nvme_elems), those it has, in at most
+   3 entries of el; returns how many. */
+static unsigned mode_elems(const zs_config *c, size_t el[3]) {
+  size_t eb[3];
+  unsigned n = 0;
+  zs_placement_nvme_elems(c, eb);
+  for (int w = 0; w < 3; w++)
+    if (eb[w]) el[n++] = eb[w];
+  return n;
+}
+
+/* Elements per chunk: offload_chunk rounded up to the O_DIRECT quantum of the mode's arrays
+   (align / 4 elements with fp32 arrays only, align / 2 with a 2-byte one), at most 2^28 (the
+   stream's 1 GiB per array). */
 static size_t tier_chunk(const zs_config *c, size_t align) {
-  const size_t el[3] = {4, 4, 4};
-  const size_t q = zs_nvme_chunk_quantum(align, el, 3);
+  size_t el[3];
+  const unsigned na = mode_elems(c, el);
+  const size_t q = zs_nvme_chunk_quantum(align, el, na);
   size_t want =
       c->offload_chunk && c->offload_chunk != ZS_UNSET_SIZE ? c->offload_chunk : (size_t)1 << 22;
   if (want > (size_t)1 << 28) want = (size_t)1 << 28;
   return (want + q - 1) / q * q;
 }
 
-/* Creates the three files of unit u ("u<index>.master", ".m", ".v"): 4 * opt_n bytes each,
-   zero-filled. */
+/* Whether unit u's table keeps file `which` on the tier: the master (fp32, or the remainders),
+   m, v, each where its state is persistent there. */
+static int has_file(const zs_unit *u, int which) {
+  if (which == ZS_NVME_MASTER)
+    return (zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_PERSISTENT) &&
+            u->st.s[ZS_ST_MASTER].tier == ZS_TIER_NVME) ||
+           (zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) &&
+            u->st.s[ZS_ST_MASTER_REM].tier == ZS_TIER_NVME);
+  return u->st.s[which == ZS_NVME_M ? ZS_ST_ADAM_M : ZS_ST_ADAM_V].tier == ZS_TIER_NVME;
+}
+
+/* Bytes of file `which` of u before alignment (its elements' size, zs_unit_nvme_elem). */
+static uint64_t file_bytes(const zs_unit *u, int which) {
+  return (uint64_t)u->opt_n * zs_unit_nvme_elem(u, which);
+}
+
+/* Creates the files of unit u ("u<index>.master" (or ".rem" for remainders), ".m", ".v") that
+   its table keeps on the tier, zero-filled. */
 static zs_status unit_files(zs_nvme_tier *t, zs_unit *u) {
-  static const char *const what[ZS_NVME_NARRAYS] = {"master", "m", "v"};
   for (int j = 0; j < ZS_NVME_NARRAYS; j++) {
+    if (!has_file(u, j)) continue;
+    const char *what =
+        j == ZS_NVME_M ? "m"
+        : j == ZS_NVME_V
+            ? "v"
+            : (zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) ? "rem" : "master");
     char name[64];
-    snprintf(name, sizeof name, "u%d.%s", u->index, what[j]);
-    zs_status rc = zs_nvme_file_create(t->dir, name, (uint64_t)u->opt_n * 4, &u->nv[j]);
+    snprintf(name, sizeof name, "u%d.%s", u->index, what);
+    zs_status rc = zs_nvme_file_create(t->dir, name, file_bytes(u, j), &u->nv[j]);
     if (rc != ZS_OK)
       return zs_err_wrap(rc, "NVMe tier: unit '%s' (%zu optimizer elements)", u->name, u->opt_n);
   }
   return ZS_OK;
 }
 
-/* 1 when unit u's table puts its optimizer state on the tier (zs_placement_unit_of). */
+/* 1 when unit u's table puts its optimizer state on the tier (zs_placement_unit_of): its m,
+   which every trained unit has. */
 static int on_tier(const zs_unit *u) {
-  return u->st.s[ZS_ST_MASTER].tier == ZS_TIER_NVME &&
-         zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_PERSISTENT);
+  return u->st.s[ZS_ST_ADAM_M].tier == ZS_TIER_NVME &&
+         zs_state_is(&u->st, ZS_ST_ADAM_M, ZS_LIFE_PERSISTENT);
 }
 
 zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
@@ -65,25 +109,30 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
     const zs_unit *u = e->units[i];
     if (!on_tier(u)) continue;
     t->nunits++;
-    t->file_bytes += 3 * (((uint64_t)u->opt_n * 4 + al - 1) / al * al);
+    for (int j = 0; j < ZS_NVME_NARRAYS; j++)
+      if (has_file(u, j)) t->file_bytes += (file_bytes(u, j) + al - 1) / al * al;
   }
   rc = zs_nvme_dir_check_space(t->dir, t->file_bytes);
   if (rc != ZS_OK) goto fail;
-  const zs_nvme_stream_desc d = {ZS_NVME_UPDATE, 3, {NULL}, {4, 4, 4}, 1, t->chunk, 1};
+  /* The largest pass: every array of the mode (zs_placement_nvme_elems, as the planner sizes the
+     staging). */
+  zs_nvme_stream_desc d = {ZS_NVME_UPDATE, 0, {NULL}, {0}, 1, t->chunk, 1};
+  d.narrays = mode_elems(&e->cfg, d.elem_bytes);
   rc = zs_nvme_ring_create(zs_nvme_stream_ring_entries(&d), &t->ring);
   if (rc != ZS_OK) goto fail;
   rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, 0,
                               &t->staging);
   if (rc != ZS_OK) goto fail;
-  /* Booked as the planner counts it (zs_placement_nvme_staging: 36 x offload_chunk). The slots
-     round the chunk up to the O_DIRECT quantum (align / 4 elements: 1024 at 4 KiB), so for an
-     offload_chunk that is not a multiple of it they hold up to 36 x (quantum - 1) bytes more than
-     booked (zshard.h, nvme_path, says so). */
+  /* Booked as the planner counts it (zs_placement_nvme_staging: 3 x offload_chunk x the arrays'
+     bytes). The slots round the chunk up to the O_DIRECT quantum (1024 elements at 4 KiB with
+     fp32 arrays, 2048 with a 2-byte one), so for an offload_chunk that is not a multiple of it
+     they hold up to that many elements' bytes more than booked (zshard.h, nvme_path, says so). */
   t->booked = zs_placement_nvme_staging(&e->cfg);
   zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, t->booked);
-  /* Initial state: master = the params at commit widened to fp32, m = v = 0. Commit zeroes every
-     state it allocates (params included), so the files' zero fill is that state; a later
-     zs_unit_set_param writes the master range through zs_engine_nvme_write. */
+  /* Initial state: master = the params at commit widened to fp32 (remainders 0), m = v = 0.
+     Commit zeroes every state it allocates (params included), so the files' zero fill is that
+     state; a later zs_unit_set_param writes the master (or remainder) range through
+     zs_engine_nvme_write. */
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
     if (on_tier(e->units[i])) rc = unit_files(t, e->units[i]);
   if (rc != ZS_OK) goto fail;
@@ -110,10 +159,17 @@ void zs_engine_nvme_close(zs_engine *e) {
 }
 
 /* One UPDATE pass over unit u's files: AdamW on each chunk's spans, in place. *rd and *wr get
-   the bytes the pass moved (whatever its outcome). */
+   the bytes the pass moved (whatever its outcome). The master is the master file's span (fp32),
+   or the params (u->master's alias with ZS_MASTER_PARAMS and host params; none in lean mode,
+   whose update rounds the bf16 params in place), or the params with the remainders' span
+   (ZS_MASTER_REMAINDER): the segment the in-memory update gets, the spans in place of the
+   arrays. */
 static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr) {
   zs_nvme_tier *t = e->nvme;
-  const zs_nvme_stream_desc d = unit_desc(t, u, ZS_NVME_UPDATE);
+  int at[ZS_NVME_NARRAYS];
+  const zs_nvme_stream_desc d = unit_desc(t, u, ZS_NVME_UPDATE, at);
+  const int rem = zs_unit_has_rem(u);
+  const zs_dtype md = u->st.s[ZS_ST_ADAM_M].dtype;
   zs_nvme_stream *s = NULL;
   *rd = *wr = 0;
   zs_status rc = zs_nvme_stream_open(&d, t->ring, t->staging, &s);
@@ -128,9 +184,13 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, lo, hi, &a, &b)) continue;
       const size_t j = a - lo;
-      const zs_optim_seg seg = {(float *)c.span[ZS_NVME_MASTER] + j,
-                                (float *)c.span[ZS_NVME_M] + j,
-                                (float *)c.span[ZS_NVME_V] + j,
+      void *m0 = at[ZS_NVME_MASTER] >= 0 ? c.span[at[ZS_NVME_MASTER]] : NULL;
+      float *master = m0 && !rem                      ? (float *)m0 + j
+                      : u->master && !zs_unit_lean(u) ? u->master + (a - u->opt_off)
+                                                      : NULL;
+      const zs_optim_seg seg = {master,
+                                zs_ptr_add(c.span[at[ZS_NVME_M]], j, md),
+                                zs_ptr_add(c.span[at[ZS_NVME_V]], j, md),
                                 zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
                                 zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
                                 b - a,
@@ -139,7 +199,7 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
                                 params_host,
                                 u->index,
                                 a,
-                                NULL};
+                                rem ? (uint16_t *)m0 + j : NULL};
       rc = zs_optim_update(e->optim, &seg);
     }
     if (rc == ZS_OK) rc = zs_nvme_stream_commit(s);
@@ -157,7 +217,7 @@ zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc) {
   const double t0 = zs_clock_now_s();
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     zs_unit *u = e->units[i];
-    if (!u->nv[ZS_NVME_MASTER]) continue;
+    if (!zs_unit_on_nvme(u)) continue;
     uint64_t rd = 0, wr = 0;
     rc = unit_pass(e, u, &rd, &wr);
     t->step_read += rd;

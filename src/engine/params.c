@@ -51,7 +51,7 @@ zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
   /* Its host copies wait for the streams, which may hold prefetch all-gathers: a timeout there
      fails the engine like any wait behind a collective. */
   zs_status rc = set_param(u, t, host_full);
-  if (rc == ZS_ERR_IO && u->nv[ZS_NVME_MASTER]) /* the tier's file is half written: suspect */
+  if (rc == ZS_ERR_IO && zs_unit_on_nvme(u)) /* the tier's file is half written: suspect */
     return zs_engine_fail_hard(u->e, rc);
   return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);
 }
@@ -103,7 +103,8 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   const size_t P = u->lay.padded;
   if (zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER_REM].sharded)
     return zs_engine_fail(e, zs_rem_master_get(u, host_full, u->lay.off[t], u->lay.numel[t]));
-  if (u->nv[ZS_NVME_MASTER] && !u->st.s[ZS_ST_MASTER].sharded) /* the whole master in its file */
+  if (u->nv[ZS_NVME_MASTER] && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded)
+    /* the whole fp32 master in its file */
     return zs_engine_nvme_read(e, u, ZS_NVME_MASTER, u->lay.off[t] - u->opt_off, u->lay.numel[t],
                                host_full);
   if (!zs_unit_master_in_params(u) && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded)

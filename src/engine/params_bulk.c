@@ -78,7 +78,8 @@ static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
       if (v[t].host) ZS_CHECK(zs_rem_master_get(u, v[t].host, u->lay.off[t], u->lay.numel[t]));
     return ZS_OK;
   }
-  if (u->nv[ZS_NVME_MASTER] && !u->st.s[ZS_ST_MASTER].sharded) { /* the master in its file */
+  if (u->nv[ZS_NVME_MASTER] && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded) {
+    /* the fp32 master in its file */
     for (int t = 0; t < u->ntensors; t++)
       if (v[t].host)
         ZS_CHECK(zs_engine_nvme_read(e, u, ZS_NVME_MASTER, u->lay.off[t] - u->opt_off,

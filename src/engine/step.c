@@ -79,8 +79,8 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
   zs_status rc = ZS_OK;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     zs_unit *u = e->units[i];
-    if (u->frozen) continue;             /* no optimizer state: its params stay as they are */
-    if (u->nv[ZS_NVME_MASTER]) continue; /* on the NVMe tier: below */
+    if (u->frozen) continue;          /* no optimizer state: its params stay as they are */
+    if (zs_unit_on_nvme(u)) continue; /* on the NVMe tier: below */
     for (int k = 0; k < u->ntensors && rc == ZS_OK; k++) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;

@@ -234,37 +234,38 @@ static zs_status gather_rem(zs_unit *u, float *full) {
   return zs_dev_sync(d, d->comm_stream);
 }
 
-/* This rank's master range of a unit on the NVMe tier into its place in full (full + opt_off):
-   read straight in on the CPU device (full is host memory); on CUDA through a host buffer of at
-   most ZS_NVME_GATHER_PIECE elements, each piece copied up after the compute stream's earlier
-   work (the tier adds no unbounded host memory). */
+/* This rank's master range of a unit on the NVMe tier into its place in full (full + opt_off),
+   ZS_NVME_GATHER_PIECE elements at a time: the fp32 master read from its file, or (remainder
+   master) the params joined with the remainders read from theirs (zs_rem_master_get). Straight
+   into full on the CPU device (host memory); on CUDA through a host buffer, each piece copied up
+   after the compute stream's earlier work. Bounded host memory whatever the unit's size. */
 #define ZS_NVME_GATHER_PIECE ((size_t)1 << 20)
 static zs_status read_nvme_range(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
-  if (d->kind != ZS_DEVICE_CUDA)
-    return x->nvme_master_read(x->owner, u, 0, u->opt_n, full + u->opt_off);
+  const int cuda = d->kind == ZS_DEVICE_CUDA, rem = zs_unit_has_rem(u);
   const size_t cap = u->opt_n < ZS_NVME_GATHER_PIECE ? u->opt_n : ZS_NVME_GATHER_PIECE;
-  float *h = malloc(cap * 4 + 4);
-  if (!h)
+  float *h = cuda ? malloc(cap * 4 + 4) : NULL;
+  if (cuda && !h)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: no host memory", u->name);
-  zs_status rc = zs_dev_sync(d, d->compute_stream);
+  zs_status rc = cuda ? zs_dev_sync(d, d->compute_stream) : ZS_OK;
   for (size_t i = 0; i < u->opt_n && rc == ZS_OK; i += cap) {
     const size_t n = u->opt_n - i < cap ? u->opt_n - i : cap;
-    rc = x->nvme_master_read(x->owner, u, i, n, h);
-    if (rc == ZS_OK) rc = zs_dev_from_host(d, full + u->opt_off + i, h, n * 4);
+    float *to = cuda ? h : full + u->opt_off + i;
+    rc = rem ? zs_rem_master_get(u, to, u->opt_off + i, n) : x->nvme_read(x->owner, u, 0, i, n, to);
+    if (rc == ZS_OK && cuda) rc = zs_dev_from_host(d, full + u->opt_off + i, h, n * 4);
   }
   free(h);
   return rc;
 }
 
-/* A master on the NVMe tier: this rank's range read from its file into its own place in full
-   (read_nvme_range), then (sharded) the all-gather in place. */
+/* A master on the NVMe tier (the fp32 master's or the remainders' file): this rank's range into
+   its own place in full (read_nvme_range), then (sharded) the all-gather in place. */
 static zs_status gather_nvme(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
   const zs_status mine = read_nvme_range(u, full);
-  if (!u->st.s[ZS_ST_MASTER].sharded) return mine;
+  if (!u->st.s[zs_unit_has_rem(u) ? ZS_ST_MASTER_REM : ZS_ST_MASTER].sharded) return mine;
   /* The group learns first whether a rank's read failed (each rank's status word), so that all
      return an error together rather than gather what one rank could not read. */
   char msg[1024];
@@ -299,8 +300,8 @@ static zs_status gather_nvme(zs_unit *u, float *full) {
 zs_status zs_shard_gather_master(zs_unit *u, float *full) {
   zs_shard_ctx *x = u->ctx;
   if (zs_unit_master_in_params(u)) return gather_params_as_master(u, full);
+  if (u->nv[0]) return gather_nvme(u, full); /* the master's or the remainders' file */
   if (zs_unit_has_rem(u)) return gather_rem(u, full);
-  if (u->nv[0]) return gather_nvme(u, full);
   if (!u->st.s[ZS_ST_MASTER].sharded) {
     /* On the compute stream, then waited for: the caller reads `full` from the host next. */
     ZS_CHECK(zs_dev_copy(x->dev, full, u->master, u->lay.padded * 4, x->dev->compute_stream));

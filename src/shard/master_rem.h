@@ -3,7 +3,9 @@
  * master over the optimizer range is the params' home (bf16 compute copy) joined with
  * ZS_ST_MASTER_REM (base/bf16_rem.h); there is no fp32 array (u->master is NULL). The joins and
  * splits run on the host, through copies of the arrays (memcpy on the CPU device); either may
- * live on the device or in the host arena (offload: the copies take either kind of address). */
+ * live on the device or in the host arena (offload: the copies take either kind of address), and
+ * the remainders also in the NVMe tier's file u->nv[0] (read and written through the context's
+ * nvme_read / nvme_write). */
 #ifndef ZS_SHARD_MASTER_REM_H
 #define ZS_SHARD_MASTER_REM_H
 
@@ -15,7 +17,8 @@
 
 /* Whether u holds its master as params + remainder. */
 static inline int zs_unit_has_rem(const zs_unit *u) {
-  return u->rem != NULL;
+  return u->rem != NULL ||
+         (u->nv[0] != NULL && zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT));
 }
 
 /* Whether u's bf16 compute copy is its master rounded ties away from zero (zs_f32_to_bf16_ta):
@@ -26,8 +29,8 @@ static inline int zs_unit_ties_away(const zs_unit *u) {
 }
 
 /* The master of flat elements [a, a + n) (inside u's optimizer range) joined into host memory
-   dst. Not collective; waits for the copies. ZS_ERR_OUT_OF_MEMORY (host staging) or a device
-   copy's error. */
+   dst. Not collective; waits for the copies. ZS_ERR_OUT_OF_MEMORY (host staging), a device
+   copy's error, or the NVMe tier's ZS_ERR_IO. Host memory: 4 * n bytes for the call. */
 zs_status zs_rem_master_get(zs_unit *u, float *dst, size_t a, size_t n);
 
 /* Writes the remainders of the fp32 values src (host) for flat elements [a, a + n) of u's

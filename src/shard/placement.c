@@ -199,17 +199,24 @@ size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, 
   if (!zs_state_is(&t, ZS_ST_ADAM_M, ZS_LIFE_PERSISTENT) || t.s[ZS_ST_ADAM_M].tier != ZS_TIER_HOST)
     return 0;
   const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i)), sh = P / (size_t)p->nshards;
-  size_t b = 0;
-  for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
+  size_t b = 0; /* the master (or the remainders where the mode has them), m and v */
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++)
     if (zs_state_is(&t, (zs_state)k, ZS_LIFE_PERSISTENT))
       b = sat_add(b, zs_state_bytes(&t, (zs_state)k, P, sh));
   return b;
 }
 
+void zs_placement_nvme_elems(const zs_config *c, size_t eb[3]) {
+  eb[0] = c->master == ZS_MASTER_LEAN ? 0 : c->master == ZS_MASTER_REMAINDER ? 2 : 4;
+  eb[1] = eb[2] = c->moment_dtype == ZS_BF16 ? 2 : 4;
+}
+
 size_t zs_placement_nvme_staging(const zs_config *c) {
-  size_t chunk = c->offload_chunk;
+  size_t chunk = c->offload_chunk, eb[3];
   if (!chunk || chunk == ZS_UNSET_SIZE) chunk = (size_t)1 << 22; /* the default */
-  return chunk > SIZE_MAX / 36 ? SIZE_MAX : chunk * 36;          /* 3 slots x (4 + 4 + 4) bytes */
+  zs_placement_nvme_elems(c, eb);
+  const size_t per = 3 * (eb[0] + eb[1] + eb[2]); /* 3 slots x the arrays' bytes */
+  return chunk > SIZE_MAX / per ? SIZE_MAX : chunk * per;
 }
 
 int zs_placement_nvme(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i) {
@@ -222,7 +229,7 @@ void zs_placement_unit_of(const zs_placement *pl, const zs_plan *p, const zs_pla
                           zs_state_table *t) {
   zs_placement_unit_table(p, u, i, zs_placement_host(pl, p, u, i), t);
   if (!zs_placement_nvme(pl, p, u, i)) return;
-  for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++) /* master or remainders, m, v */
     if (zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) t->s[k].tier = ZS_TIER_NVME;
 }
 

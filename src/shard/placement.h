@@ -35,7 +35,8 @@ typedef struct {
   /* The NVMe tier (zs_config.nvme_path set; all 0 without): after the budget's placement, while
      the host bytes (host_pinned of every unit's table, plus the tier's staging once a unit is
      there) exceed host_cap, the host-tier unit with the most optimizer-state bytes
-     (zs_placement_nvme_bytes; ties: the lower index) moves its master, m and v to the tier. The
+     (zs_placement_nvme_bytes; ties: the lower index) moves its optimizer state (master or
+     remainders where it has them, m and v) to the tier. The
      same prefix rule as the budget's: unit i is on the tier when its NVMe bytes are > 0 and
      exceed nvme_cut, or equal it and i <= nvme_tie_last. */
   int nvme;             /* nvme_path is set */
@@ -64,17 +65,24 @@ size_t zs_placement_host_bytes(const zs_plan *p, const zs_plan_units *u, int i);
    with nvme_path, the NVMe tier's placement (the fields after tie_last). */
 void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                        zs_placement *out);
-/* Bytes of unit i's optimizer state (master, m, v) when its table (budget host flag `host`)
+/* Bytes of unit i's optimizer state (master or remainders, m, v) when its table (budget host
+   flag `host`)
    keeps it on the host tier: what moving it to the NVMe tier frees there; 0 when it is on the
    device or the unit is frozen (no optimizer state). Saturating. */
 size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, int host);
+/* Bytes per element of the NVMe tier's three arrays under c's precision mode (the master's file:
+   4 for an fp32 master, 2 for ZS_MASTER_REMAINDER's remainders, 0 in lean mode, which has none;
+   m and v: moment_dtype's size). The staging is sized by these whether or not a unit's table
+   keeps a master file (ZS_MASTER_PARAMS with host params has none). */
+void zs_placement_nvme_elems(const zs_config *c, size_t eb[3]);
 /* Host bytes of the NVMe tier's staging under c: the stream's 3 slots (look-ahead 1, see
-   nvme_stream.h) of offload_chunk elements of fp32 master, m and v (36 x offload_chunk). */
+   nvme_stream.h) of offload_chunk elements of each array (zs_placement_nvme_elems): 3 x
+   offload_chunk x (master + m + v bytes), 36 x offload_chunk with fp32 state. */
 size_t zs_placement_nvme_staging(const zs_config *c);
 /* 1 when unit i's optimizer state is on the NVMe tier under pl. */
 int zs_placement_nvme(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i);
 /* The table commit gives unit i under pl: zs_placement_unit_table's for its budget placement,
-   with master, m and v on ZS_TIER_NVME when zs_placement_nvme. */
+   with its persistent master, remainders, m and v on ZS_TIER_NVME when zs_placement_nvme. */
 void zs_placement_unit_of(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i,
                           zs_state_table *t);
 /* 1 when unit i is on the host under pl. */

@@ -48,8 +48,11 @@ struct zs_unit {
   void *m, *v;           /* ZS_ST_ADAM_M, ZS_ST_ADAM_V (in their entries' dtype) */
   uint16_t *rem;         /* ZS_ST_MASTER_REM (ZS_MASTER_REMAINDER; NULL otherwise) */
   size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
-  /* On the NVMe tier (engine/nvme_tier.h): the files of master, m and v (opt_n fp32 each), and
-     then master, m and v above are NULL; all NULL for a unit whose state is in memory. */
+  /* On the NVMe tier (engine/nvme_tier.h): the files of its optimizer state over opt_n elements,
+     nv[0] the fp32 master or (ZS_MASTER_REMAINDER) the 16-bit remainders, NULL where the master
+     is the params (lean mode; ZS_MASTER_PARAMS with the params in the host arena); nv[1] and
+     nv[2] m and v in their entries' dtype. The slots of the states there (master or rem, m, v)
+     are NULL. All NULL for a unit whose state is in memory. */
   struct zs_nvme_file *nv[3];
 
   int gathered;      /* sharded params: param_full holds (or is receiving) the gathered params */
@@ -83,10 +86,14 @@ struct zs_shard_ctx {
      went on with failed on this rank, so the owner is failed whatever the status (returns s).
      Every other failure is returned, and the owner's public call marks it once. */
   zs_status (*fail_hard)(void *owner, zs_status s);
-  /* The owner's reader of a master on the NVMe tier (u->nv set; engine/nvme_tier.h): elements
-     [first, first + n) of u's master, relative to u->opt_off, into host memory dst. Not
-     collective; its errors (ZS_ERR_IO naming the file and the offset) are returned. */
-  zs_status (*nvme_master_read)(void *owner, const zs_unit *u, size_t first, size_t n, float *dst);
+  /* The owner's reader and writer of a unit's state on the NVMe tier (engine/nvme_tier.h):
+     elements [first, first + n) of file u->nv[which] (relative to u->opt_off, zs_unit_nvme_elem
+     bytes each) from or into host memory. Not collective; their errors (ZS_ERR_IO naming the file
+     and the offset) are returned. */
+  zs_status (*nvme_read)(void *owner, const zs_unit *u, int which, size_t first, size_t n,
+                         void *dst);
+  zs_status (*nvme_write)(void *owner, const zs_unit *u, int which, size_t first, size_t n,
+                          const void *src);
   void *owner;
 };
 
@@ -135,6 +142,16 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
 /* Bytes of state s of u (its layout is sharded: after commit). */
 static inline size_t zs_unit_state_bytes(const zs_unit *u, zs_state s) {
   return zs_state_bytes(&u->st, s, u->lay.padded, u->lay.shard);
+}
+/* Whether u's optimizer state lives on the NVMe tier (its m file, which every unit there has). */
+static inline int zs_unit_on_nvme(const zs_unit *u) {
+  return u->nv[1] != NULL;
+}
+/* Bytes per element of u's tier file `which` (0: the master, 4, or the remainders, 2; 1 and 2:
+   m and v in their dtype). */
+static inline size_t zs_unit_nvme_elem(const zs_unit *u, int which) {
+  if (which == 0) return zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) ? 2 : 4;
+  return zs_dtype_size(u->st.s[ZS_ST_ADAM_M].dtype);
 }
 /* Whether state s of u lives in the host arena. */
 static inline int zs_unit_on_host(const zs_unit *u, zs_state s) {
@@ -202,7 +219,7 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro);
 zs_status zs_shard_publish(zs_shard_ctx *x);
 /* u's whole fp32 master into the device buffer full (collective over the shard group when the
    master is sharded; a frozen unit's params converted to fp32, collective when they are sharded; a
-   master on the NVMe tier read through the owner's nvme_master_read, the group agreeing on the
+   master on the NVMe tier read through the owner's nvme_read, the group agreeing on the
    reads before the all-gather). A failure is returned (the caller marks it and frees full with
    zs_mem_free_after). */
 zs_status zs_shard_gather_master(zs_unit *u, float *full);

@@ -82,6 +82,21 @@ zs_mpi_test(ckpt_nvme_np3_stage2 test_ckpt_nvme NP 3 ARGS ${CMAKE_CURRENT_BINARY
 # what keeps the file from being published.
 zs_mpi_test(ckpt_nvme_np4_hybrid test_ckpt_nvme NP 4 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal --stage 3 --group 2 LABELS ckpt)
 zs_mpi_test(ckpt_nvme_memory test_ckpt_nvme NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} memory LABELS ckpt)
+# The precision modes on the tier (their own files): checkpoints and exports byte-identical to host
+# offload's in the same mode, loads, and the tier's failures; blocks that start and end inside the
+# tier's 4 KiB blocks (2-byte elements too).
+zs_mpi_test(ckpt_nvme_rem_m16_np1_stage1 test_ckpt_nvme NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal
+            --stage 1 --bf16 1 --master remainder --moments-bf16 1 LABELS ckpt)
+zs_mpi_test(ckpt_nvme_rem_np2_stage3 test_ckpt_nvme NP 2 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal
+            --stage 3 --bf16 1 --master remainder LABELS ckpt)
+zs_mpi_test(ckpt_nvme_lean_np2_stage3 test_ckpt_nvme NP 2 ARGS ${CMAKE_CURRENT_BINARY_DIR} equal
+            --stage 3 --bf16 1 --master lean LABELS ckpt)
+zs_mpi_test(ckpt_nvme_params_m16_np2_stage2 test_ckpt_nvme NP 2 ARGS ${CMAKE_CURRENT_BINARY_DIR}
+            equal --stage 2 --master params --moments-bf16 1 LABELS ckpt)
+set(zs_ckpt_nvme_modes ckpt_nvme_rem_m16_np1_stage1 ckpt_nvme_rem_np2_stage3
+    ckpt_nvme_lean_np2_stage3 ckpt_nvme_params_m16_np2_stage2)
+set_tests_properties(${zs_ckpt_nvme_modes} PROPERTIES SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=65542")
 add_test(NAME ckpt_nvme_cross COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_nvme_cross.sh ${ZS_MPIEXEC}
                                       $<TARGET_FILE:test_ckpt_nvme> ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(ckpt_nvme_cross PROPERTIES ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=65540"

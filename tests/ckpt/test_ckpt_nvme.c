@@ -2,8 +2,11 @@
  * the same configuration as the reference (the checkpoint format knows no tiers).
  *
  * Usage (under mpirun): test_ckpt_nvme ROOT PART [--stage S] [--group G] [--in DIR] [--out DIR]
- * [--tier 0|1] [--steps N]. ROOT is a directory on a disk (not tmpfs: the test exits 77, skipped,
- * there).
+ * [--tier 0|1] [--steps N] [--master fp32|params|remainder|lean] [--moments-bf16 0|1] [--bf16
+ * 0|1]. ROOT is a directory on a disk (not tmpfs: the test exits 77, skipped, there). The
+ * precision options set zs_config.master, moment_dtype and bf16 params (and gradients) for every
+ * engine: the tier then keeps the mode's own files (remainders, bf16 moments; no master file in
+ * lean mode), and the checkpoint format (fp32 master, m, v) is the same as host offload's.
  *
  * PART "equal": a host-offload engine H and a tier engine T (two large units on the tier, two
  * small ones in memory) train the same steps; their checkpoints are byte-identical, and so are
@@ -33,12 +36,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/bf16.h"
 #include "engine/engine_model.h"
 #include "offload/nvme_dir.h"
 #include "zs_test.h"
 
 static int rank, world;
 static zs_comm *g_comm;
+static int g_bf16; /* --bf16: params and gradients in bf16 (step reads and adds through them) */
 
 /* The model: two units of 2 Mi elements (24 MiB of optimizer state each on one rank, 6 MiB per
    rank when four shard it) that the cap below puts on the tier, and two small ones it leaves in
@@ -52,8 +57,13 @@ static const tm_unit_def units[NU] = {
      {{"w", 2, {13, 3, 0, 0}, 0}, {"ln", 1, {2, 0, 0, 0}, 1}, {"c", 1, {3001, 0, 0, 0}, 0}}},
     {"head", 1, {{"w", 1, {2000003, 0, 0, 0}, 0}}},
 };
-#define CHUNK ((size_t)64 << 10)             /* offload_chunk: 2.25 MiB of staging */
-#define CAP (36 * CHUNK + ((size_t)5 << 20)) /* offload_host_bytes of the tier runs */
+#define CHUNK ((size_t)64 << 10) /* offload_chunk: 2.25 MiB of staging */
+/* offload_host_bytes of the tier runs: the staging (3 slots of CHUNK elements of each array of the
+   mode, zshard.h) and 5 MiB for the arena's own. */
+static size_t cap_bytes(int master, int m16) {
+  const size_t mb = master == ZS_MASTER_LEAN ? 0 : master == ZS_MASTER_REMAINDER ? 2 : 4;
+  return 3 * CHUNK * (mb + 2 * (m16 ? 2u : 4u)) + ((size_t)5 << 20);
+}
 
 static int64_t numel(int u, int t) {
   int64_t n = 1;
@@ -79,6 +89,7 @@ static int64_t total(void) {
 
 typedef struct {
   int stage, group, tier, steps;
+  int master, m16, bf16; /* zs_config.master, bf16 moments, bf16 params */
   const char *in, *out;
   char root[512]; /* this run's own directory under ROOT */
   char tier_dir[600];
@@ -99,7 +110,7 @@ static int units_on_tier(zs_engine *e) {
 }
 
 /* The model's engine: host offload of the optimizer state, and with `tier` the NVMe tier under
-   tier_dir with the cap CAP (embed and head on the tier). */
+   tier_dir with the cap cap_bytes (embed and head on the tier). */
 static zs_engine *make_in(const opts *o, int tier, const char *tier_dir, zs_unit **u) {
   zs_config c;
   zs_config_default(&c);
@@ -109,9 +120,12 @@ static zs_engine *make_in(const opts *o, int tier, const char *tier_dir, zs_unit
   c.deterministic = 1;
   c.comm_timeout_s = 60;
   c.offload_chunk = CHUNK;
+  c.master = o->master;
+  c.moment_dtype = o->m16 ? ZS_BF16 : ZS_F32;
+  c.param_dtype = c.reduce_dtype = o->bf16 ? ZS_BF16 : ZS_F32;
   if (tier) {
     c.nvme_path = tier_dir;
-    c.offload_host_bytes = CAP;
+    c.offload_host_bytes = cap_bytes(o->master, o->m16);
   }
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
@@ -144,10 +158,18 @@ static void step(zs_engine *e, zs_unit **u, int s) {
   for (int i = NU - 1; i >= 0; i--) {
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
     for (int k = 0; k < units[i].ntensors; k++) {
-      const float *p = zs_unit_param(u[i], k);
-      float *g = zs_unit_grad(u[i], k);
-      for (int64_t j = 0; j < zs_unit_numel(u[i], k); j++)
-        g[j] += tm_a(s, base(i, k) + j) * (p[j] - tm_t(s, base(i, k) + j));
+      const void *p = zs_unit_param(u[i], k);
+      void *g = zs_unit_grad(u[i], k);
+      for (int64_t j = 0; j < zs_unit_numel(u[i], k); j++) {
+        const int64_t x = base(i, k) + j;
+        if (g_bf16) { /* widened exactly, the sum rounded to nearest even as a bf16 backward */
+          uint16_t *gb = g;
+          const float pv = zs_bf16_to_f32(((const uint16_t *)p)[j]);
+          gb[j] = zs_f32_to_bf16(zs_bf16_to_f32(gb[j]) + tm_a(s, x) * (pv - tm_t(s, x)));
+        } else {
+          ((float *)g)[j] += tm_a(s, x) * (((const float *)p)[j] - tm_t(s, x));
+        }
+      }
     }
     ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
     ZS_OK_OR_DIE(zs_unit_release(u[i]));
@@ -319,14 +341,18 @@ static void part_equal(const opts *o) {
   failed_everywhere(f, rc, o, b, "load");
   zs_engine_destroy(f);
 
-  /* An export whose tier read fails on the last rank (a removed file): no file, the engine
-     failed everywhere. */
-  snprintf(a, sizeof a, "%s/failed.safetensors", o->root);
-  on_last_tier(o->tier_dir, "rm %s/u3.master");
-  rc = zs_engine_export_safetensors(t, a);
-  failed_everywhere(t, rc, o, o->tier_dir, "export");
-  snprintf(cmd, sizeof cmd, "test ! -e %s && test ! -e %s.tmp", a, a);
-  ZS_EXPECT(sh0(cmd) == 0, "the failed export left a file");
+  /* An export whose tier read fails on the last rank (a removed file: the fp32 master's, or the
+     remainders'): no file, the engine failed everywhere. Lean mode's export reads no file of the
+     tier (its params are its master). */
+  if (o->master != ZS_MASTER_LEAN) {
+    snprintf(a, sizeof a, "%s/failed.safetensors", o->root);
+    on_last_tier(o->tier_dir,
+                 o->master == ZS_MASTER_REMAINDER ? "rm %s/u3.rem" : "rm %s/u3.master");
+    rc = zs_engine_export_safetensors(t, a);
+    failed_everywhere(t, rc, o, o->tier_dir, "export");
+    snprintf(cmd, sizeof cmd, "test ! -e %s && test ! -e %s.tmp", a, a);
+    ZS_EXPECT(sh0(cmd) == 0, "the failed export left a file");
+  }
   zs_engine_destroy(t);
   zs_engine_destroy(h);
 }
@@ -360,7 +386,7 @@ static zs_engine *make_big(const opts *o, int tier, zs_unit **u) {
   c.offload_chunk = CHUNK;
   if (tier) {
     c.nvme_path = o->tier_dir;
-    c.offload_host_bytes = CAP; /* the big unit goes to the tier */
+    c.offload_host_bytes = cap_bytes(ZS_MASTER_FP32, 0); /* the big unit goes to the tier */
   }
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
@@ -417,7 +443,15 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--steps")) o.steps = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--in")) o.in = argv[i + 1];
     if (!strcmp(argv[i], "--out")) o.out = argv[i + 1];
+    if (!strcmp(argv[i], "--moments-bf16")) o.m16 = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--bf16")) o.bf16 = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--master"))
+      o.master = !strcmp(argv[i + 1], "params")      ? ZS_MASTER_PARAMS
+                 : !strcmp(argv[i + 1], "remainder") ? ZS_MASTER_REMAINDER
+                 : !strcmp(argv[i + 1], "lean")      ? ZS_MASTER_LEAN
+                                                     : ZS_MASTER_FP32;
   }
+  g_bf16 = o.bf16;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &g_comm));
   rank = zs_comm_rank(g_comm);
   world = zs_comm_size(g_comm);

@@ -568,6 +568,27 @@ zs_engine_equiv(engine_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode
                 --big 12000001)
 zs_engine_equiv(engine_nvme_budget_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --offload 0)
 zs_engine_equiv(engine_nvme_nondet_np2_stage2 2 2 nondet ${zs_nvme_dir} --mode some)
+# The precision modes on the tier (their own files: bf16 moments, the remainders, no master file in
+# lean mode or with ZS_MASTER_PARAMS and host params), each bit for bit against host offload in
+# that mode and against the mode's 1-rank in-memory run at stage 0.
+set(zs_nvme_bf16 --bf16 1 --mode all)
+zs_engine_equiv(engine_nvme_m16_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --moments-bf16 1)
+zs_engine_equiv(engine_nvme_params_np2_stage2 2 2 det ${zs_nvme_dir} --mode some --master params)
+zs_engine_equiv(engine_nvme_params_host_master_np2_stage3 2 3 det ${zs_nvme_dir} --mode all
+                --master params --offload 3 --big 12000001)
+zs_engine_equiv(engine_nvme_rem_np2_stage3 2 3 det ${zs_nvme_dir} ${zs_nvme_bf16} --master remainder)
+zs_engine_equiv(engine_nvme_rem_m16_splits4_stage3 "1x4;2x2;4x1" 3 det ${zs_nvme_dir}
+                ${zs_nvme_bf16} --master remainder --moments-bf16 1 --big 12000001)
+zs_engine_equiv(engine_nvme_lean_np4_stage2 4 2 det ${zs_nvme_dir} ${zs_nvme_bf16} --master lean
+                --big 12000001)
+zs_engine_equiv(engine_nvme_lean_m16_params_host_np2_stage3 2 3 det ${zs_nvme_dir} ${zs_nvme_bf16}
+                --master lean --moments-bf16 1 --offload 3 --big 12000001)
+zs_engine_equiv(engine_nvme_lean_budget_np2_stage1 2 1 det ${zs_nvme_dir} ${zs_nvme_bf16}
+                --master lean --offload 0)
+list(APPEND zs_nvme_tests engine_nvme_m16_np2_stage3 engine_nvme_params_np2_stage2
+     engine_nvme_params_host_master_np2_stage3 engine_nvme_rem_np2_stage3
+     engine_nvme_rem_m16_splits4_stage3 engine_nvme_lean_np4_stage2
+     engine_nvme_lean_m16_params_host_np2_stage3 engine_nvme_lean_budget_np2_stage1)
 set_property(TEST ${zs_nvme_tests} APPEND PROPERTY LABELS offload)
 # GPU: the tier on the CUDA device (the step's chunks through the copy pipeline: gradients down,
 # params up; the master gathered through a bounded host piece), against host offload on CUDA bit for
@@ -582,8 +603,13 @@ if(ZS_HAVE_CUDA)
                   RUN_ARGS "--device cuda")
   zs_engine_equiv(engine_cuda_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode all
                   --offload 3 --big 12000001 RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_nvme_rem_m16_np2_stage3 2 3 det ${zs_nvme_dir} ${zs_nvme_bf16}
+                  --master remainder --moments-bf16 1 RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_nvme_lean_np2_stage2 2 2 det ${zs_nvme_dir} ${zs_nvme_bf16}
+                  --master lean RUN_ARGS "--device cuda")
   set(zs_cuda_nvme engine_cuda_nvme_some_np1_stage1 engine_cuda_nvme_all_np2_stage3
-                   engine_cuda_nvme_params_host_np2_stage3)
+                   engine_cuda_nvme_params_host_np2_stage3 engine_cuda_nvme_rem_m16_np2_stage3
+                   engine_cuda_nvme_lean_np2_stage2)
   set_property(TEST ${zs_cuda_nvme} APPEND PROPERTY LABELS "offload;gpu")
   set_property(TEST ${zs_cuda_nvme} APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
 endif()

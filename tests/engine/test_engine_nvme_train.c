@@ -15,7 +15,11 @@
  * Usage: test_engine_nvme_train --dir DIR [--stage S] [--micro M] [--steps K] [--det 0|1]
  *        [--big N (elements of unit big's first tensor)] [--mode some|all] [--offload BITS (1 or 3;
  * 0: the host tier by the least offload budget, as stage 0 needs)] [--write F] [--compare F] [--tol
- * X] [--device cpu|cuda] */
+ * X] [--device cpu|cuda] [--bf16 0|1 (bf16 params and gradients)] [--master
+ * fp32|params|remainder|lean] [--moments-bf16 0|1]
+ * The precision modes put their own arrays on the tier (the remainders 2 bytes, bf16 moments, no
+ * master file in lean mode or where ZS_MASTER_PARAMS's params live on the host): the same bits as
+ * host offload in that mode, and as the mode's 1-rank in-memory run (engine_equiv.sh). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +33,7 @@
 #include "zs_test_cuda.h"
 #endif
 
+#include "base/bf16.h"
 #include "zs_test.h"
 
 #define NU 5
@@ -54,6 +59,7 @@ static size_t headroom(size_t in_memory) {
 
 typedef struct {
   int stage, micro, steps, det, offload, cuda;
+  int bf16, master, moments_bf16; /* params' dtype, zs_config.master, moment_dtype */
   size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
   int all;
   double tol;
@@ -105,6 +111,21 @@ static void base_config(const opts *o, zs_config *c) {
   c->adamw.max_grad_norm = 50.0f;
   c->comm_timeout_s = 120;
   c->device = o->cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
+  c->param_dtype = c->reduce_dtype = o->bf16 ? ZS_BF16 : ZS_F32;
+  c->master = o->master;
+  c->moment_dtype = o->moments_bf16 ? ZS_BF16 : ZS_F32;
+}
+
+/* Element i of a host copy of params or gradients (bf16 widened exactly). */
+static float load(const void *p, int bf16, int64_t i) {
+  return bf16 ? zs_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+/* Adds x to element i (bf16: rounded to nearest even, as a bf16 backward writes). */
+static void add(void *p, int bf16, int64_t i, float x) {
+  if (bf16)
+    ((uint16_t *)p)[i] = zs_f32_to_bf16(zs_bf16_to_f32(((uint16_t *)p)[i]) + x);
+  else
+    ((float *)p)[i] += x;
 }
 
 /* One training run; the final weights into w (total() floats). nvme: the tier's run under cap. */
@@ -148,7 +169,7 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
           float *dg = zs_unit_grad(units[u], k);
           ZS_EXPECT(dp && dg, "NULL param/grad: %s", zs_last_error());
           const int64_t b = base_of(u, k);
-          const size_t bytes = (size_t)U[u].n[k] * 4;
+          const size_t bytes = (size_t)U[u].n[k] * (o->bf16 ? 2 : 4);
 #ifdef ZS_HAVE_CUDA
           if (o->cuda) cudaStreamSynchronize((cudaStream_t)zs_engine_stream(e));
 #endif
@@ -157,7 +178,7 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
           for (int64_t i = 0; i < U[u].n[k]; i++) {
             const uint64_t key = mix(batch * 0x100000001b3ull + (uint64_t)(b + i));
             const float a = 0.5f + unit01(key), tgt = 2.0f * unit01(mix(key)) - 1.0f;
-            hg[i] += a * (hp[i] - tgt);
+            add(hg, o->bf16, i, a * (load(hp, o->bf16, i) - tgt));
           }
           zs_test_copy(dg, hg, bytes, o->cuda);
         }
@@ -241,18 +262,21 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
     ZS_OK_OR_DIE(zs_plan_model(&c, world, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r));
     o->budget = c.offload_budget_bytes = r.budget_floor;
   }
+  /* Each unit's optimizer-state bytes on this world in this mode: what the planner puts on disk
+     for it alone under the least cap (with the least budget: on the host), and the tier's staging
+     (every unit on it). */
   size_t b[NU], order[NU];
+  zs_config sc = c;
+  sc.nvme_path = o->dir;
+  sc.offload_host_bytes = 1;
+  if (!o->offload) sc.offload_budget_bytes = 1;
   for (int i = 0; i < NU; i++) {
-    int one[NU] = {0};
-    one[i] = 1;
-    zs_config s = c;
-    if (o->offload)
-      s.offload = ZS_OFFLOAD_OPTIMIZER; /* the state alone */
-    else
-      s.offload_budget_bytes = 1; /* on the host: the state alone (full params) */
-    b[i] = plan_host(&s, world, one);
+    ZS_OK_OR_DIE(zs_plan_model(&sc, world, &numel[i], 1, 0, SIZE_MAX, SIZE_MAX, &r));
+    b[i] = r.disk_bytes;
     order[i] = (size_t)i;
   }
+  ZS_OK_OR_DIE(zs_plan_model(&sc, world, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r));
+  const size_t staging = r.nvme_staging;
   for (int i = 0; i < NU; i++)
     for (int j = i + 1; j < NU; j++)
       if (b[order[j]] > b[order[i]]) {
@@ -260,7 +284,7 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
         order[i] = order[j];
         order[j] = t;
       }
-  const size_t host_all = plan_host(&c, world, NULL), staging = 36 * (size_t)c.offload_chunk;
+  const size_t host_all = plan_host(&c, world, NULL);
   int moved = 0;
   size_t cap = 0, top = 0;
   for (int j = 1; j <= NU; j++) {
@@ -309,7 +333,7 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 3, 1, 1, 0, 0, 0, 0.0, NULL, NULL, NULL};
+  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, 0, 0, 0.0, NULL, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -336,6 +360,15 @@ int main(int argc, char **argv) {
       U[0].n[0] = atoll(v);
     else if (!strcmp(k, "--device"))
       o.cuda = !strcmp(v, "cuda");
+    else if (!strcmp(k, "--bf16"))
+      o.bf16 = atoi(v);
+    else if (!strcmp(k, "--moments-bf16"))
+      o.moments_bf16 = atoi(v);
+    else if (!strcmp(k, "--master"))
+      o.master = !strcmp(v, "params")      ? ZS_MASTER_PARAMS
+                 : !strcmp(v, "remainder") ? ZS_MASTER_REMAINDER
+                 : !strcmp(v, "lean")      ? ZS_MASTER_LEAN
+                                           : ZS_MASTER_FP32;
     else {
       fprintf(stderr, "unknown option %s\n", k);
       return 2;

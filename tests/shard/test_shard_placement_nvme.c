@@ -3,9 +3,11 @@
  * (the ZS_OFFLOAD_* bits, or an offload budget) and host caps (offload_host_bytes), the units
  * whose optimizer state goes to the tier must be exactly the greedy prefix of (optimizer-state
  * bytes descending, unit index ascending) over the host-tier units that brings the host bytes
- * (every unit's host-arena bytes, plus the tier's staging of 36 x offload_chunk once a unit is
- * there) within the cap, with the bytes recomputed here from the stage rule (fp32 master, m, v:
- * 12 bytes per element of this rank's shard; a param shard on the host stays there). Then the
+ * (every unit's host-arena bytes, plus the tier's staging of 3 x offload_chunk x the mode's
+ * bytes per element once a unit is there) within the cap, with the bytes recomputed here from the
+ * stage rule and the precision mode (per element of this rank's shard: an fp32 master 4, or the
+ * remainders 2, or none in lean mode; m and v 4 or 2 each; a param shard on the host stays
+ * there). Then the
  * properties: never over the cap when it fits (every host-tier unit on the tier when it does
  * not), monotone in the cap, the same answer twice, the unit tables (master, m and v on
  * ZS_TIER_NVME exactly for the tier's units), and zs_plan_memory: device categories unchanged by
@@ -72,21 +74,32 @@ static void check_config(void) {
     const char *what, *says;
     void (*change)(zs_config *);
   } bad[] = {
-      {"bf16 moments", "moment_dtype", NULL},        {"params as master", "ZS_MASTER_PARAMS", NULL},
-      {"no host tier", "without a host tier", NULL}, {"no cap", "without offload_host_bytes", NULL},
+      {"no host tier", "without a host tier", NULL},
+      {"no cap", "without offload_host_bytes", NULL},
       {"empty path", "nvme_path is empty", NULL},
   };
   for (int k = 0; k < (int)(sizeof bad / sizeof bad[0]); k++) {
     zs_config b = r;
-    if (k == 0) b.moment_dtype = ZS_BF16;
-    if (k == 1) b.master = ZS_MASTER_PARAMS;
-    if (k == 2) b.offload = 0;
-    if (k == 3) b.offload_host_bytes = 0;
-    if (k == 4) b.nvme_path = "";
+    if (k == 0) b.offload = 0;
+    if (k == 1) b.offload_host_bytes = 0;
+    if (k == 2) b.nvme_path = "";
     ZS_EXPECT_STATUS(zs_config_validate(&b), ZS_ERR_INVALID_ARG);
     ZS_EXPECT(strstr(zs_last_error(), bad[k].says) != NULL, "%s: '%s' does not say '%s'",
               bad[k].what, zs_last_error(), bad[k].says);
   }
+  /* Every precision mode has the tier (bf16 params where the mode needs them). */
+  for (int m = 0; m < 4; m++)
+    for (int md = 0; md < 2; md++) {
+      zs_config pm = r;
+      pm.master = m == 0   ? ZS_MASTER_FP32
+                  : m == 1 ? ZS_MASTER_PARAMS
+                  : m == 2 ? ZS_MASTER_REMAINDER
+                           : ZS_MASTER_LEAN;
+      pm.moment_dtype = md ? ZS_BF16 : ZS_F32;
+      if (m >= 2) pm.param_dtype = ZS_BF16;
+      ZS_EXPECT(zs_config_validate(&pm) == ZS_OK, "a tier with master %d, moments %d: %s", m, md,
+                zs_last_error());
+    }
   /* The tier runs on either device (on CUDA the copy pipeline stages gradients and params). */
   zs_config cu = r;
   cu.device = ZS_DEVICE_CUDA;
@@ -122,6 +135,13 @@ int main(void) {
     zs_config_default(&c);
     c.stage = 1 + (int)(next() % 3);
     c.param_dtype = next() % 2 ? ZS_BF16 : ZS_F32;
+    /* The precision mode: fp32 master, remainder master or lean (bf16 params for the last two),
+       moments fp32 or bf16. mb: the master file's bytes per element; mm: a moment's. */
+    const int mode = (int)(next() % 3);
+    c.master = mode == 0 ? ZS_MASTER_FP32 : mode == 1 ? ZS_MASTER_REMAINDER : ZS_MASTER_LEAN;
+    if (mode) c.param_dtype = ZS_BF16;
+    c.moment_dtype = next() % 2 ? ZS_BF16 : ZS_F32;
+    const size_t mb = mode == 0 ? 4 : mode == 1 ? 2 : 0, mm = c.moment_dtype == ZS_BF16 ? 2 : 4;
     c.reduce_dtype = c.param_dtype;
     c.deterministic = (int)(next() % 2);
     c.prefetch_units = 1;
@@ -162,7 +182,7 @@ int main(void) {
       const int on_host = budget ? zs_placement_host(&b0, &p, &us, i) : 1;
       const int shard_host =
           budget ? on_host && p.shard_params : (c.offload & ZS_OFFLOAD_PARAMS) && p.shard_params;
-      opt[i] = on_host && !frozen[i] ? 12 * s : 0;
+      opt[i] = on_host && !frozen[i] ? (mb + 2 * mm) * s : 0;
       host_b[i] = opt[i] + (shard_host ? ps * s : 0);
       total += host_b[i];
       ZS_EXPECT(zs_placement_nvme_bytes(&p, &us, i, budget && on_host) == opt[i],
@@ -171,7 +191,7 @@ int main(void) {
     }
     ZS_EXPECT(nonvme[ZS_MEM_HOST_PINNED] == total, "host bytes %zu, want %zu",
               nonvme[ZS_MEM_HOST_PINNED], total);
-    const size_t staging = 36 * c.offload_chunk;
+    const size_t staging = 3 * (mb + 2 * mm) * c.offload_chunk;
     size_t caps[8];
     for (int k = 0; k < 8; k++)
       caps[k] = 1 + (size_t)(next() % (total + staging + 2));
@@ -207,7 +227,9 @@ int main(void) {
         for (int s = 0; s < ZS_ST_N; s++) {
           const int on =
               zs_state_is(&t, (zs_state)s, ZS_LIFE_PERSISTENT) && t.s[s].tier == ZS_TIER_NVME;
-          const int want_on = want[i] && s >= ZS_ST_MASTER && s <= ZS_ST_ADAM_V;
+          const int want_on =
+              want[i] && (s == ZS_ST_ADAM_M || s == ZS_ST_ADAM_V ||
+                          (s == ZS_ST_MASTER && mb == 4) || (s == ZS_ST_MASTER_REM && mb == 2));
           ZS_EXPECT(on == want_on, "unit %d state %d on the tier: %d, want %d", i, s, on, want_on);
         }
       }
