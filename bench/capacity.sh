@@ -47,6 +47,9 @@
 # ZS_OFFLOAD_HOST_BYTES = the tier's staging (36 x the 4 MiB offload_chunk) + 16 MiB, so a rank
 # holds its params, grads, activations and the staging, not the state; the planner gets the same
 # as --nvme-path/--offload-host-bytes. It has no +budget row (its host budget is the point).
+# nvme_remainder and nvme_lean do the same in those precision modes (bf16 moments): the tier then
+# holds 6 and 4 bytes per parameter, the staging 18 and 12 x the chunk, and the rank keeps its
+# bf16 params and grads (plus the example's fp32 widening scratch on the CPU device).
 # Output, per mode: capacity: <mode> <params> params under <cap> (depth L; planner: ...)
 # and last:         capacity: largest <P> params (<x>x fp32 states) under <cap> per rank
 # Environment: BUILD_DIR (default build-cpu when it has train_gpt2, else build), MPIEXEC.
@@ -64,6 +67,8 @@ MODES=(
   "remainder|--dtype bf16 --master remainder --moment-dtype bf16"
   "lean|--dtype bf16 --master lean --moment-dtype bf16"
   "nvme|--offload opt|ZS_NVME_PATH=%NVME% ZS_OFFLOAD_HOST_BYTES=$((36 * (4 << 20) + (16 << 20)))"
+  "nvme_remainder|--dtype bf16 --master remainder --moment-dtype bf16 --offload opt|ZS_NVME_PATH=%NVME% ZS_OFFLOAD_HOST_BYTES=$((18 * (4 << 20) + (16 << 20)))"
+  "nvme_lean|--dtype bf16 --master lean --moment-dtype bf16 --offload opt|ZS_NVME_PATH=%NVME% ZS_OFFLOAD_HOST_BYTES=$((12 * (4 << 20) + (16 << 20)))"
 )
 
 cap_arg=512M

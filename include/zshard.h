@@ -294,17 +294,18 @@ typedef struct {
      the mode keeps: 3 x offload_chunk x (master bytes + 2 x moment bytes), 36 x offload_chunk with
      fp32 state, 12 x in lean mode with bf16 moments; the slots round the chunk up to a multiple of
      the O_DIRECT quantum, 1024 elements at 4 KiB alignment with 4-byte arrays, 2048 with a 2-byte
-     one, so keep offload_chunk a multiple of 2048, as its default is, or the staging holds a few
-     KiB more than planned and booked) exceed it, the host unit whose optimizer state is largest
-     (ties: the lower unit index) moves it to the tier; a param shard on the host stays there.
-     Deterministic (the same on every rank), monotone in offload_host_bytes, never over it; when
-     even every unit on the tier is over, zs_engine_commit refuses with the fit check's sentence
-     naming the least cap (zs_plan_model: fits = 0, the same verdict). Needs a host tier and
-     offload_host_bytes > 0 (else nothing would go there); without them ZS_ERR_INVALID_ARG. Either
-     device: on CUDA the step's chunks meet the gradients and params through the host tier's copy
-     pipeline (gradients down and params up in pinned chunks, as host offload; the params come down
-     too where they are the master or complete it), and reads of the master (gathers, export) pass
-     through a bounded host piece. The engine runs the tier: zs_engine_commit creates
+     one, so keep offload_chunk a multiple of 2048, as its default is, or the staging holds up to
+     about 60 KiB more than planned and booked; ZS_MASTER_PARAMS is sized for its fp32 master file
+     even where its params are the master and no such file exists) exceed it, the host unit whose
+     optimizer state is largest (ties: the lower unit index) moves it to the tier; a param shard on
+     the host stays there. Deterministic (the same on every rank), monotone in offload_host_bytes,
+     never over it; when even every unit on the tier is over, zs_engine_commit refuses with the fit
+     check's sentence naming the least cap (zs_plan_model: fits = 0, the same verdict). Needs a host
+     tier and offload_host_bytes > 0 (else nothing would go there); without them ZS_ERR_INVALID_ARG.
+     Either device: on CUDA the step's chunks meet the gradients and params through the host tier's
+     copy pipeline (gradients down and params up in pinned chunks, as host offload; the params come
+     down too where they are the master or complete it), and reads of the master (gathers, export)
+     pass through a bounded host piece. The engine runs the tier: zs_engine_commit creates
      <nvme_path>/rank<R>-<pid>-<n> on each rank (the directory must exist on a file system that
      takes O_DIRECT: tmpfs is ZS_ERR_UNSUPPORTED, a missing one ZS_ERR_INVALID_ARG, too little free
      space or a file that cannot be reserved ZS_ERR_IO, each naming the path; commit then fails on
@@ -313,17 +314,18 @@ typedef struct {
      leaves its directory behind: remove such rank*-<pid>-* directories of dead runs before the disk
      fills) (the master or remainders where the mode keeps them, m and v, reserved up front), and
      zs_engine_destroy removes it; the staging (in host_pinned) is all the host memory the tier
-     adds. Each zs_engine_step reads, updates with the host tier's AdamW of the mode and writes back
-     every such unit's state chunk by chunk (offload_chunk elements, the next read and the previous
-     write in flight): the same bits as host offload in that mode, at the disk's rate
-     (zs_engine_info shows the step's I/O bytes and seconds). zs_unit_set_param, zs_unit_get_param
-     and the bulk calls read and write the master (or the remainders) in its file; checkpoints
-     (zs_engine_save, zs_engine_load) and the export stream it from and into the files in bounded
-     pieces, their files the same as host offload's in that mode (the format's fp32 master, m and
-     v: bf16 moments widened on save and rounded to nearest even on load, as in memory).
-     Failures: an I/O error, a full disk or a file deleted or truncated
-     under the tier make zs_engine_step return ZS_ERR_IO on every rank (the failing rank's message
-     names the file and the offset, the others' that rank) and fail the engine (the files are partly
+     keeps (reads and writes of the master outside a step pass through pieces of at most 2^20
+     elements, a few MiB, freed at once). Each zs_engine_step reads, updates with the host tier's
+     AdamW of the mode and writes back every such unit's state chunk by chunk (offload_chunk
+     elements, the next read and the previous write in flight): the same bits as host offload in
+     that mode, at the disk's rate (zs_engine_info shows the step's I/O bytes and seconds).
+     zs_unit_set_param, zs_unit_get_param and the bulk calls read and write the master (or the
+     remainders) in its file; checkpoints (zs_engine_save, zs_engine_load) and the export stream it
+     from and into the files in bounded pieces, their files the same as host offload's in that mode
+     (the format's fp32 master, m and v: bf16 moments widened on save and rounded to nearest even on
+     load, as in memory). Failures: an I/O error, a full disk or a file deleted or truncated under
+     the tier make zs_engine_step return ZS_ERR_IO on every rank (the failing rank's message names
+     the file and the offset, the others' that rank) and fail the engine (the files are partly
      updated: restart from the last checkpoint). offload_host_bytes also caps the host arena's own
      allocator reserve (several MiB at small sizes): leave headroom above the planned host bytes.
      zs_plan_model reports the placement (nvme_units, disk_bytes, nvme_staging; the staging is in

@@ -34,7 +34,7 @@ if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null && SUDO="sudo -n" || { echo "ensure-torch: not root and no sudo" >&2; exit 1; }
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends python3-torch python3-numpy >/tmp/ensure-torch.log 2>&1
+$SUDO apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends python3-torch python3-numpy >/tmp/ensure-torch.log 2>&1 9<&-
 if ZS_PYTHON=/usr/bin/python3 zs_python_with torch numpy; then
   echo "ensure-torch: $(/usr/bin/python3 -c 'import torch; print("torch", torch.__version__)') installed" >&2
   exit 0

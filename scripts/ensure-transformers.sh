@@ -36,7 +36,7 @@ if ! "$PY" -m pip --version >/dev/null 2>&1; then
   zs_registry_reachable apt || { echo "ensure-transformers: no pip and no registry" >&2; exit 77; }
   echo "ensure-transformers: installing python3-pip (apt-get)" >&2
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends python3-pip >/tmp/ensure-transformers.log 2>&1
+  $SUDO apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends python3-pip >/tmp/ensure-transformers.log 2>&1 9<&-
 fi
 if ! zs_registry_reachable pip "$PY"; then
   echo "ensure-transformers: the Python package registry cannot be reached" >&2
@@ -44,7 +44,7 @@ if ! zs_registry_reachable pip "$PY"; then
 fi
 echo "ensure-transformers: pip install transformers==4.45.2 safetensors (for $PY)" >&2
 $SUDO "$PY" -m pip install --quiet --break-system-packages --disable-pip-version-check \
-  "transformers==4.45.2" "safetensors>=0.4" >>/tmp/ensure-transformers.log 2>&1
+  "transformers==4.45.2" "safetensors>=0.4" >>/tmp/ensure-transformers.log 2>&1 9<&-
 if ZS_PYTHON=$PY zs_python_with torch numpy transformers safetensors; then
   exit 0
 fi

@@ -10,7 +10,8 @@
 #   zs_install_lock          takes (on fd 9, held until the calling script exits) the lock that
 #                            serializes the installs of every ensure-*.sh on this machine: ctest
 #                            runs tests in parallel, and two apt-get or pip runs at once fail on
-#                            dpkg's lock. Waits up to 30 minutes; returns 1 when it cannot.
+#                            dpkg's lock. Waits up to 30 minutes; returns 1 when it cannot. The
+#                            installers run with 9<&- so that nothing they leave behind holds it.
 
 zs_python_with() {
   local py mods cands=()
@@ -38,7 +39,7 @@ zs_registry_reachable() {
       # The index update fails at once without a network (no name resolution) and within the
       # timeouts when packets go nowhere; --error-on=any makes a failed fetch an error.
       timeout 60 apt-get -q -o Acquire::Retries=0 -o Acquire::http::Timeout=10 \
-        -o Acquire::https::Timeout=10 update --error-on=any >/dev/null 2>&1
+        -o Acquire::https::Timeout=10 update --error-on=any >/dev/null 2>&1 9<&-
       ;;
     pip)
       local py=${2:-python3}
@@ -50,7 +51,10 @@ zs_registry_reachable() {
 }
 
 zs_install_lock() {
-  local f=${TMPDIR:-/tmp}/zshard-ensure-install.lock
-  exec 9>>"$f" || return 1
+  # One path for every caller whatever its TMPDIR; opened read-only (a lock file another user
+  # made in sticky /tmp may not be writable), made world-readable by whoever creates it.
+  local f=/tmp/zshard-ensure-install.lock
+  [ -e "$f" ] || (umask 000 && : >>"$f") 2>/dev/null || true
+  exec 9<"$f" || return 1
   flock -w 1800 9
 }

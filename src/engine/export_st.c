@@ -167,7 +167,7 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
                              zs_status *tier_rc) {
   const int writer = e->world_rank == 0;
   const float *src_full = full;
-  if (zs_unit_on_nvme(u)) {
+  if (u->nv[ZS_NVME_MASTER]) { /* the fp32 master's or the remainders' file */
     /* On the NVMe tier: the gather reads this rank's range from its file (its shard group agrees
        on a failed read before the all-gather, so all its ranks return the error together). A
        failed read is the tier's verdict, agreed before the file is published; the other units'

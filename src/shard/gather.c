@@ -259,6 +259,37 @@ static zs_status read_nvme_range(zs_unit *u, float *full) {
   return rc;
 }
 
+/* The shard group's all-gather of one status word per rank (mine), before a gather that a rank's
+   failed read must not enter alone: *bad is the first rank whose word is not ZS_OK (-1: none),
+   *theirs its status. The words travel in host memory on the CPU device and through a small
+   device buffer on CUDA (its collectives move device memory). Collective over the shard group;
+   its own failure is returned. */
+static zs_status agree_status(zs_unit *u, zs_status mine, int *bad, zs_status *theirs) {
+  zs_shard_ctx *x = u->ctx;
+  zs_dev *d = x->dev;
+  const size_t S = (size_t)x->shard_size, bytes = (S + 1) * sizeof(uint64_t);
+  uint64_t *w = calloc(S + 1, sizeof *w), *dw = NULL;
+  if (!w)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: no host memory", u->name);
+  w[S] = (uint64_t)(unsigned)mine;
+  const int cuda = d->kind == ZS_DEVICE_CUDA;
+  zs_status rc = zs_dev_order(d, d->comm_stream, d->compute_stream);
+  if (rc == ZS_OK && cuda) rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&dw, NULL);
+  if (rc == ZS_OK && cuda) rc = zs_dev_from_host(d, dw + S, w + S, sizeof(uint64_t));
+  uint64_t *words = cuda ? dw : w;
+  if (rc == ZS_OK)
+    rc = zs_coll_all_gather(x->shard, words + S, words, 1, ZS_CDT_U64, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(x->shard, d->comm_stream);
+  if (rc == ZS_OK && cuda) rc = zs_dev_to_host(d, w, dw, S * sizeof(uint64_t));
+  if (dw) zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, dw, bytes, NULL);
+  *bad = -1;
+  for (size_t r = 0; r < S && rc == ZS_OK && *bad < 0; r++)
+    if (w[r]) *bad = (int)r;
+  *theirs = *bad >= 0 ? (zs_status)w[*bad] : ZS_OK;
+  free(w);
+  return rc;
+}
+
 /* A master on the NVMe tier (the fp32 master's or the remainders' file): this rank's range into
    its own place in full (read_nvme_range), then (sharded) the all-gather in place. */
 static zs_status gather_nvme(zs_unit *u, float *full) {
@@ -270,19 +301,9 @@ static zs_status gather_nvme(zs_unit *u, float *full) {
      return an error together rather than gather what one rank could not read. */
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
-  const size_t S = (size_t)x->shard_size;
-  uint64_t *w = calloc(S + 1, sizeof *w);
-  if (!w)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: no host memory", u->name);
-  w[S] = (uint64_t)(unsigned)mine;
-  zs_status rc = zs_dev_order(d, d->comm_stream, d->compute_stream);
-  if (rc == ZS_OK) rc = zs_coll_all_gather(x->shard, w + S, w, 1, ZS_CDT_U64, d->comm_stream);
-  if (rc == ZS_OK) rc = zs_coll_sync(x->shard, d->comm_stream);
   int bad = -1;
-  for (size_t r = 0; r < S && rc == ZS_OK && bad < 0; r++)
-    if (w[r]) bad = (int)r;
-  const zs_status theirs = bad >= 0 ? (zs_status)w[bad] : ZS_OK;
-  free(w);
+  zs_status theirs = ZS_OK;
+  zs_status rc = agree_status(u, mine, &bad, &theirs);
   if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
   if (mine != ZS_OK) return zs_err(mine, "%s", msg);
   if (bad >= 0)

@@ -30,12 +30,14 @@ static inline int zs_unit_ties_away(const zs_unit *u) {
 
 /* The master of flat elements [a, a + n) (inside u's optimizer range) joined into host memory
    dst. Not collective; waits for the copies. ZS_ERR_OUT_OF_MEMORY (host staging), a device
-   copy's error, or the NVMe tier's ZS_ERR_IO. Host memory: 4 * n bytes for the call. */
+   copy's error, or the NVMe tier's ZS_ERR_IO. Host memory: at most 4 MiB of staging for the
+   call, whatever n is (pieces of 2^20 elements). */
 zs_status zs_rem_master_get(zs_unit *u, float *dst, size_t a, size_t n);
 
 /* Writes the remainders of the fp32 values src (host) for flat elements [a, a + n) of u's
    optimizer range. The params' home there must hold (or be given by the caller)
-   zs_f32_to_bf16_ta of the same values, so the pair joins to src exactly. Not collective. */
+   zs_f32_to_bf16_ta of the same values, so the pair joins to src exactly. Not collective; at most
+   2 MiB of host staging. */
 zs_status zs_rem_master_put_rem(zs_unit *u, const float *src, size_t a, size_t n);
 
 #endif

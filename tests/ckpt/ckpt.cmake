@@ -93,8 +93,11 @@ zs_mpi_test(ckpt_nvme_lean_np2_stage3 test_ckpt_nvme NP 2 ARGS ${CMAKE_CURRENT_B
             --stage 3 --bf16 1 --master lean LABELS ckpt)
 zs_mpi_test(ckpt_nvme_params_m16_np2_stage2 test_ckpt_nvme NP 2 ARGS ${CMAKE_CURRENT_BINARY_DIR}
             equal --stage 2 --master params --moments-bf16 1 LABELS ckpt)
+# ZS_MASTER_PARAMS with the param shards in the arena: no master file (the params are the master).
+zs_mpi_test(ckpt_nvme_params_host_np2_stage3 test_ckpt_nvme NP 2 ARGS ${CMAKE_CURRENT_BINARY_DIR}
+            equal --stage 3 --master params --offload-params 1 LABELS ckpt)
 set(zs_ckpt_nvme_modes ckpt_nvme_rem_m16_np1_stage1 ckpt_nvme_rem_np2_stage3
-    ckpt_nvme_lean_np2_stage3 ckpt_nvme_params_m16_np2_stage2)
+    ckpt_nvme_lean_np2_stage3 ckpt_nvme_params_m16_np2_stage2 ckpt_nvme_params_host_np2_stage3)
 set_tests_properties(${zs_ckpt_nvme_modes} PROPERTIES SKIP_RETURN_CODE 77
                      ENVIRONMENT "${ZS_TEST_ENV};ZS_TEST_CKPT_BLOCK_BYTES=65542")
 add_test(NAME ckpt_nvme_cross COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_nvme_cross.sh ${ZS_MPIEXEC}

@@ -3,10 +3,11 @@
  *
  * Usage (under mpirun): test_ckpt_nvme ROOT PART [--stage S] [--group G] [--in DIR] [--out DIR]
  * [--tier 0|1] [--steps N] [--master fp32|params|remainder|lean] [--moments-bf16 0|1] [--bf16
- * 0|1]. ROOT is a directory on a disk (not tmpfs: the test exits 77, skipped, there). The
- * precision options set zs_config.master, moment_dtype and bf16 params (and gradients) for every
- * engine: the tier then keeps the mode's own files (remainders, bf16 moments; no master file in
- * lean mode), and the checkpoint format (fp32 master, m, v) is the same as host offload's.
+ * 0|1] [--offload-params 0|1]. ROOT is a directory on a disk (not tmpfs: the test exits 77,
+ * skipped, there). The precision options set zs_config.master, moment_dtype and bf16 params (and
+ * gradients) for every engine: the tier then keeps the mode's own files (remainders, bf16 moments;
+ * no master file in lean mode), and the checkpoint format (fp32 master, m, v) is the same as host
+ * offload's.
  *
  * PART "equal": a host-offload engine H and a tier engine T (two large units on the tier, two
  * small ones in memory) train the same steps; their checkpoints are byte-identical, and so are
@@ -90,6 +91,7 @@ static int64_t total(void) {
 typedef struct {
   int stage, group, tier, steps;
   int master, m16, bf16; /* zs_config.master, bf16 moments, bf16 params */
+  int offload_params; /* --offload-params: ZS_OFFLOAD_PARAMS too (stage 3: shards in the arena) */
   const char *in, *out;
   char root[512]; /* this run's own directory under ROOT */
   char tier_dir[600];
@@ -116,7 +118,7 @@ static zs_engine *make_in(const opts *o, int tier, const char *tier_dir, zs_unit
   zs_config_default(&c);
   c.stage = o->stage;
   c.shard_group_size = o->group; /* 0: the world */
-  c.offload = ZS_OFFLOAD_OPTIMIZER;
+  c.offload = ZS_OFFLOAD_OPTIMIZER | (o->offload_params ? ZS_OFFLOAD_PARAMS : 0u);
   c.deterministic = 1;
   c.comm_timeout_s = 60;
   c.offload_chunk = CHUNK;
@@ -126,6 +128,8 @@ static zs_engine *make_in(const opts *o, int tier, const char *tier_dir, zs_unit
   if (tier) {
     c.nvme_path = tier_dir;
     c.offload_host_bytes = cap_bytes(o->master, o->m16);
+    /* Param shards in the arena stay there: the cap holds them too (fp32, this rank's share). */
+    if (o->offload_params) c.offload_host_bytes += (size_t)(total() / world + 1) * 4 + (1u << 20);
   }
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
@@ -343,8 +347,8 @@ static void part_equal(const opts *o) {
 
   /* An export whose tier read fails on the last rank (a removed file: the fp32 master's, or the
      remainders'): no file, the engine failed everywhere. Lean mode's export reads no file of the
-     tier (its params are its master). */
-  if (o->master != ZS_MASTER_LEAN) {
+     tier (its params are its master), nor does ZS_MASTER_PARAMS's with the params in the arena. */
+  if (o->master != ZS_MASTER_LEAN && !(o->master == ZS_MASTER_PARAMS && o->offload_params)) {
     snprintf(a, sizeof a, "%s/failed.safetensors", o->root);
     on_last_tier(o->tier_dir,
                  o->master == ZS_MASTER_REMAINDER ? "rm %s/u3.rem" : "rm %s/u3.master");
@@ -445,6 +449,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--out")) o.out = argv[i + 1];
     if (!strcmp(argv[i], "--moments-bf16")) o.m16 = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--bf16")) o.bf16 = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--offload-params")) o.offload_params = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--master"))
       o.master = !strcmp(argv[i + 1], "params")      ? ZS_MASTER_PARAMS
                  : !strcmp(argv[i + 1], "remainder") ? ZS_MASTER_REMAINDER

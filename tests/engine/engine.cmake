@@ -612,6 +612,13 @@ if(ZS_HAVE_CUDA)
                    engine_cuda_nvme_lean_np2_stage2)
   set_property(TEST ${zs_cuda_nvme} APPEND PROPERTY LABELS "offload;gpu")
   set_property(TEST ${zs_cuda_nvme} APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
+  # NCCL (two ranks on the GPU, each with its own NCCL_HOSTID): the tier's read agreement before
+  # the master's all-gather moves its status words through device memory.
+  zs_engine_equiv(engine_cuda_nccl_nvme_rem_np2_stage3 2 3 det ${zs_nvme_dir} ${zs_nvme_bf16}
+                  --master remainder RUN_ARGS "--device cuda")
+  set_property(TEST engine_cuda_nccl_nvme_rem_np2_stage3 APPEND PROPERTY ENVIRONMENT
+               "EQUIV_RUN_PREFIX=env ZS_COMM=nccl ${ZS_TESTS_DIR}/with_hostid.sh")
+  set_property(TEST engine_cuda_nccl_nvme_rem_np2_stage3 APPEND PROPERTY LABELS "offload;gpu")
 endif()
 # The NVMe tier's failures in the engine (a deleted file, an injected EIO, a file size limit in the
 # step; RLIMIT_FSIZE at commit): every rank fails, the failing one naming the file and the offset,

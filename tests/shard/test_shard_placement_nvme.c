@@ -137,11 +137,20 @@ int main(void) {
     c.param_dtype = next() % 2 ? ZS_BF16 : ZS_F32;
     /* The precision mode: fp32 master, remainder master or lean (bf16 params for the last two),
        moments fp32 or bf16. mb: the master file's bytes per element; mm: a moment's. */
-    const int mode = (int)(next() % 3);
-    c.master = mode == 0 ? ZS_MASTER_FP32 : mode == 1 ? ZS_MASTER_REMAINDER : ZS_MASTER_LEAN;
-    if (mode) c.param_dtype = ZS_BF16;
+    const int mode = (int)(next() % 4);
+    c.master = mode == 0   ? ZS_MASTER_FP32
+               : mode == 1 ? ZS_MASTER_REMAINDER
+               : mode == 2 ? ZS_MASTER_LEAN
+                           : ZS_MASTER_PARAMS;
+    if (mode == 1 || mode == 2) c.param_dtype = ZS_BF16;
+    if (mode == 3) c.param_dtype = ZS_F32; /* fp32 params: the params are the master */
     c.moment_dtype = next() % 2 ? ZS_BF16 : ZS_F32;
-    const size_t mb = mode == 0 ? 4 : mode == 1 ? 2 : 0, mm = c.moment_dtype == ZS_BF16 ? 2 : 4;
+    /* ZS_MASTER_PARAMS: an fp32 master file unless the unit's param shard is in the arena with
+       its state (then those params are the master); the staging is sized for the file anyway. */
+    const size_t mb = mode == 0 || mode == 3 ? 4
+                      : mode == 1            ? 2
+                                             : 0,
+                 mm = c.moment_dtype == ZS_BF16 ? 2 : 4;
     c.reduce_dtype = c.param_dtype;
     c.deterministic = (int)(next() % 2);
     c.prefetch_units = 1;
@@ -177,12 +186,15 @@ int main(void) {
     zs_placement_make(&p, &c, world, &us, &b0);
     const size_t S = (size_t)p.nshards, ps = c.param_dtype == ZS_BF16 ? 2 : 4;
     size_t host_b[MAXU], opt[MAXU], total = 0;
+    int has_master[MAXU];
     for (int i = 0; i < n; i++) {
       const size_t s = ((size_t)numel[i] + S - 1) / S;
       const int on_host = budget ? zs_placement_host(&b0, &p, &us, i) : 1;
       const int shard_host =
           budget ? on_host && p.shard_params : (c.offload & ZS_OFFLOAD_PARAMS) && p.shard_params;
-      opt[i] = on_host && !frozen[i] ? (mb + 2 * mm) * s : 0;
+      const size_t mbi = mode == 3 && shard_host ? 0 : mb;
+      opt[i] = on_host && !frozen[i] ? (mbi + 2 * mm) * s : 0;
+      has_master[i] = mbi > 0;
       host_b[i] = opt[i] + (shard_host ? ps * s : 0);
       total += host_b[i];
       ZS_EXPECT(zs_placement_nvme_bytes(&p, &us, i, budget && on_host) == opt[i],
@@ -227,9 +239,9 @@ int main(void) {
         for (int s = 0; s < ZS_ST_N; s++) {
           const int on =
               zs_state_is(&t, (zs_state)s, ZS_LIFE_PERSISTENT) && t.s[s].tier == ZS_TIER_NVME;
-          const int want_on =
-              want[i] && (s == ZS_ST_ADAM_M || s == ZS_ST_ADAM_V ||
-                          (s == ZS_ST_MASTER && mb == 4) || (s == ZS_ST_MASTER_REM && mb == 2));
+          const int want_on = want[i] && (s == ZS_ST_ADAM_M || s == ZS_ST_ADAM_V ||
+                                          (s == ZS_ST_MASTER && mb == 4 && has_master[i]) ||
+                                          (s == ZS_ST_MASTER_REM && mb == 2));
           ZS_EXPECT(on == want_on, "unit %d state %d on the tier: %d, want %d", i, s, on, want_on);
         }
       }
