@@ -15,6 +15,18 @@
 
 static int zs_test_failures = 0;
 
+/* For an MPI test's --device cuda: 1 when no CUDA device can be used here (a build without CUDA,
+   or none visible), after rank 0 printed one "SKIP: no CUDA device (why)" line; the caller then
+   destroys its communicator and exits 0. Any other CUDA failure exits 1 (zs_test_cuda_absent). */
+static inline int zs_test_cuda_skip(int rank) {
+#ifdef ZS_HAVE_CUDA
+  return zs_test_cuda_absent(rank == 0);
+#else
+  if (rank == 0) printf("SKIP: no CUDA device (a build without CUDA)\n");
+  return 1;
+#endif
+}
+
 #define ZS_EXPECT(cond, ...)                                                                       \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \

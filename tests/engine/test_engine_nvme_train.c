@@ -29,8 +29,6 @@
 
 #ifdef ZS_HAVE_CUDA
 #include <cuda_runtime.h>
-
-#include "zs_test_cuda.h"
 #endif
 
 #include "base/bf16.h"
@@ -378,13 +376,7 @@ int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   if (o.cuda) {
-#ifdef ZS_HAVE_CUDA
-    const int absent = zs_test_cuda_absent(zs_comm_rank(comm) == 0); /* other failures: exit 1 */
-#else
-    const int absent = 1;
-    if (zs_comm_rank(comm) == 0) printf("SKIP: no CUDA device (a build without CUDA)\n");
-#endif
-    if (absent) {
+    if (zs_test_cuda_skip(zs_comm_rank(comm))) {
       zs_comm_destroy(comm);
       return 0;
     }
