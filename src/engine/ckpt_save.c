@@ -108,7 +108,13 @@ static zs_status put_rem_master(writer *w, zs_unit *u, uint64_t lo, uint64_t n) 
   const uint64_t chunk = w->block / 4 > 0 ? w->block / 4 : 1;
   for (uint64_t i = 0; i < n; i += chunk) {
     const uint64_t take = n - i < chunk ? n - i : chunk;
-    ZS_CHECK(zs_rem_master_get(u, (float *)w->stage, u->opt_off + lo + i, (size_t)take));
+    const zs_status rc = zs_rem_master_get(u, (float *)w->stage, u->opt_off + lo + i, (size_t)take);
+    if (rc != ZS_OK && u->nv[ZS_NVME_MASTER]) { /* the remainders' file on the NVMe tier */
+      w->tier_failed = rc == ZS_ERR_IO;
+      return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' remainders from the NVMe tier",
+                         u->name);
+    }
+    ZS_CHECK(rc);
     ZS_CHECK(emit(w, w->stage, 4 * take));
   }
   return ZS_OK;
@@ -170,23 +176,6 @@ static zs_status put_tier(writer *w, const zs_unit *u, int which, uint64_t lo, u
   return ZS_OK;
 }
 
-/* The remainder master of a unit on the NVMe tier over elements [lo, lo + n) of its optimizer
-   range: its params joined with the remainders read from the tier (zs_rem_master_get) into
-   w->piece, one piece at a time. A failed read sets w->tier_failed. */
-static zs_status put_tier_rem(writer *w, zs_unit *u, uint64_t lo, uint64_t n) {
-  for (uint64_t i = 0; i < n; i += ZS_CKPT_NVME_PIECE) {
-    const uint64_t take = n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE;
-    const zs_status rc = zs_rem_master_get(u, w->piece, u->opt_off + lo + i, (size_t)take);
-    if (rc != ZS_OK) {
-      w->tier_failed = rc == ZS_ERR_IO;
-      return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' remainders from the NVMe tier",
-                         u->name);
-    }
-    ZS_CHECK(emit(w, w->piece, 4 * take));
-  }
-  return ZS_OK;
-}
-
 /* The master values of a unit whose master is its params (zs_unit_master_in_params) over its
    segment [a, a + n): the params widened to fp32 (exact), then, for a frozen unit, zeros as m and
    v (a unit that never trained), through a staging block of its own. A lean unit's m and v follow
@@ -222,7 +211,7 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
       if (zs_unit_lean(u))
         ZS_CHECK(put_params_master(w, u, segs[k].begin, n));
       else if (zs_unit_has_rem(u)) /* the remainders' file joined with the params */
-        ZS_CHECK(put_tier_rem(w, u, lo, n));
+        ZS_CHECK(put_rem_master(w, u, lo, n));
       else if (u->nv[ZS_NVME_MASTER])
         ZS_CHECK(put_tier(w, u, ZS_NVME_MASTER, lo, n));
       else /* ZS_MASTER_PARAMS with host params: u->master is their alias */

@@ -185,9 +185,9 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
       if (!zs_layout_overlap(&u->lay, k, lo, hi, &a, &b)) continue;
       const size_t j = a - lo;
       void *m0 = at[ZS_NVME_MASTER] >= 0 ? c.span[at[ZS_NVME_MASTER]] : NULL;
-      float *master = m0 && !rem                      ? (float *)m0 + j
-                      : u->master && !zs_unit_lean(u) ? u->master + (a - u->opt_off)
-                                                      : NULL;
+      float *master = m0 && !rem  ? (float *)m0 + j
+                      : u->master ? u->master + (a - u->opt_off) /* ZS_MASTER_PARAMS' alias */
+                                  : NULL;                        /* lean, remainder: none */
       const zs_optim_seg seg = {master,
                                 zs_ptr_add(c.span[at[ZS_NVME_M]], j, md),
                                 zs_ptr_add(c.span[at[ZS_NVME_V]], j, md),
