@@ -407,25 +407,25 @@ typedef struct {
    counter-based hash: with mix64(z) = (z ^= z >> 30; z *= 0xbf58476d1ce4e5b9; z ^= z >> 27;
    z *= 0x94d049bb133111eb; z ^ (z >> 31)) and fmix32(x) = (x ^= x >> 16; x *= 0x85ebca6b;
    x ^= x >> 13; x *= 0xc2b2ae35; x ^ (x >> 16)), K = mix64(mix64(mix64(rounding_seed ^
-   0x9e3779b97f4a7c15) + t) + unit) and k0, k1 its low and high 32 bits, the element at flat offset
-   lo + 2^32 hi of unit number `unit` (zs_engine_add_unit's order; tensors back to back, padding
-   after them) gets r = fmix32(fmix32(lo ^ k0) + (hi ^ k1)) >> 16 (wrap-around integer
-   arithmetic). Nothing of it depends on the world size, stage, shard group or micro-steps, so
-   deterministic runs give the same bits on every split, and the CPU paths and CUDA agree. In lean
-   mode zs_unit_set_param rounds the values to bf16 (nearest even) and zs_unit_get_param, export
-   and checkpoints read the params widened. Checkpoints store p, m and v in fp32 in every mode: a
-   checkpoint saved in ZS_MASTER_FP32, ZS_MASTER_PARAMS or ZS_MASTER_REMAINDER loads into any of
-   these three without loss; a lean
-   checkpoint holds the bf16 params widened (exact), so it loads into every mode exactly, and an
-   fp32 master loaded into lean mode is rounded to nearest even; bf16 moments are saved widened
-   (exact), so they load into fp32 moments exactly, and fp32 moments loaded into bf16 moments are
-   rounded to nearest even (the only roundings a load applies). A non-finite
-   gradient anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance).
-   Why these defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and
-   DeepSpeed clips only when gradient_clipping is configured, so a loop ported from either trains
-   the same numbers without touching zs_config. Set max_grad_norm (llm.c and GPT-2 recipes: 1.0)
-   and weight_decay (GPT-2: 0.1, with no_weight_decay on biases and layer norms) explicitly when
-   your recipe has them. zs_engine_set_lr changes lr between steps (schedules). */
+   0x9e3779b97f4a7c15) + t) + unit) and k0, k1 its low and high 32 bits, the elements at flat
+   offsets 2q and 2q + 1 of unit number `unit` (zs_engine_add_unit's order; tensors back to back,
+   padding after them), with q = lo + 2^32 hi, share h = fmix32(lo ^ k0 ^ fmix32(hi ^ k1)): the
+   even one gets r = h & 0xffff, the odd one r = h >> 16 (wrap-around integer arithmetic). Nothing
+   of it depends on the world size, stage, shard group or micro-steps, so deterministic runs give
+   the same bits on every split, and the CPU paths and CUDA agree. In lean mode zs_unit_set_param
+   rounds the values to bf16 (nearest even) and zs_unit_get_param, export and checkpoints read the
+   params widened. Checkpoints store p, m and v in fp32 in every mode: a checkpoint saved in
+   ZS_MASTER_FP32, ZS_MASTER_PARAMS or ZS_MASTER_REMAINDER loads into any of these three without
+   loss; a lean checkpoint holds the bf16 params widened (exact), so it loads into every mode
+   exactly, and an fp32 master loaded into lean mode is rounded to nearest even; bf16 moments are
+   saved widened (exact), so they load into fp32 moments exactly, and fp32 moments loaded into bf16
+   moments are rounded to nearest even (the only roundings a load applies). A non-finite gradient
+   anywhere skips the whole update (zs_step_stats.skipped_nonfinite; t does not advance). Why these
+   defaults: they are torch.optim.AdamW's (weight decay 0.01, no clipping), and DeepSpeed clips only
+   when gradient_clipping is configured, so a loop ported from either trains the same numbers
+   without touching zs_config. Set max_grad_norm (llm.c and GPT-2 recipes: 1.0) and weight_decay
+   (GPT-2: 0.1, with no_weight_decay on biases and layer norms) explicitly when your recipe has
+   them. zs_engine_set_lr changes lr between steps (schedules). */
 /* Fills every field: the tunables below with the "unset" sentinel (ZS_UNSET / ZS_UNSET_SIZE),
    the others with their defaults, and struct_size/struct_version (so a library newer than the
    program's header reads only the caller's fields). Defaults: stage 3, CPU, fp32, AdamW lr 1e-3,

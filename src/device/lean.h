@@ -10,12 +10,16 @@
  *   K         = mix64(mix64(mix64(seed ^ 0x9e3779b97f4a7c15) + t) + unit)
  *   k0, k1    = the low and the high 32 bits of K
  *   fmix32(x) = x ^= x >> 16; x *= 0x85ebca6b; x ^= x >> 13; x *= 0xc2b2ae35; x ^= x >> 16
- *   bits(j)   = fmix32(fmix32(lo ^ k0) + (hi ^ k1)) >> 16     (32-bit wrap-around arithmetic)
+ *   h(q)      = fmix32(lo ^ k0 ^ fmix32(hi ^ k1))     (q = lo + 2^32 hi; 32-bit wrap-around)
+ *   bits(j)   = h(j >> 1) & 0xffff for even j, h(j >> 1) >> 16 for odd j
  * where t is the 1-based optimizer step, unit the unit's index (order of zs_engine_add_unit) and
- * j = lo + 2^32 hi the element's flat offset in its unit (tensors back to back, before any
- * padding): none depends on the world size, the stage, the shard group or the micro-steps, so
- * neither do the bits. For fixed (seed, t, unit, hi) both fmix32 rounds are bijections of lo, so
- * every 2^32 consecutive elements of a unit see each 32-bit value once.
+ * j the element's flat offset in its unit (tensors back to back, before any padding): none
+ * depends on the world size, the stage, the shard group or the micro-steps, so neither do the
+ * bits. One 32-bit hash serves the two elements of a pair (2i, 2i + 1): the vector paths hash 16
+ * pairs per 512-bit register and hand the halves out as they lie in memory, which halves the
+ * multiplies of one hash per element (the lean update was bound by them). For fixed (seed, t,
+ * unit, hi), h is a bijection of lo, so every 2^32 consecutive pairs of a unit see each 32-bit
+ * value once, and each 16-bit value comes up equally often at even and at odd offsets.
  *
  * The rounding of an fp32 value x (bits u) with 16 random bits r (sign-magnitude: unbiased in
  * magnitude for either sign, -0 stays -0):
@@ -74,10 +78,21 @@ ZS_LEAN_FN uint32_t zs_lean_fmix32(uint32_t x) {
   return x ^ (x >> 16);
 }
 
-/* The 16 random bits (0 .. 0xffff) of unit element j under key k (k's elem0 is not used). */
+/* The key of the pairs whose index q has high word hi: h(q) = fmix32(lo ^ zs_lean_pair_key(...)),
+   so a loop over pairs with one high word computes it once. */
+ZS_LEAN_FN uint32_t zs_lean_pair_key(uint32_t k0, uint32_t k1, uint32_t hi) {
+  return k0 ^ zs_lean_fmix32(hi ^ k1);
+}
+
+/* The 32-bit hash h(q) of pair q (unit elements 2q and 2q + 1) under (k0, k1). */
+ZS_LEAN_FN uint32_t zs_lean_pair_hash(uint32_t k0, uint32_t k1, uint64_t q) {
+  return zs_lean_fmix32((uint32_t)q ^ zs_lean_pair_key(k0, k1, (uint32_t)(q >> 32)));
+}
+
+/* The 16 random bits (0 .. 0xffff) of unit element j under (k0, k1): its half of its pair's hash.
+ */
 ZS_LEAN_FN uint32_t zs_lean_bits(uint32_t k0, uint32_t k1, uint64_t j) {
-  const uint32_t lo = (uint32_t)j, hi = (uint32_t)(j >> 32);
-  return zs_lean_fmix32(zs_lean_fmix32(lo ^ k0) + (hi ^ k1)) >> 16;
+  return (zs_lean_pair_hash(k0, k1, j >> 1) >> (16u * (uint32_t)(j & 1u))) & 0xffffu;
 }
 
 /* The bf16 bits of fp32 bits u rounded stochastically with random bits r (< 2^16), as above. */

@@ -62,9 +62,10 @@ static uint32_t fmix32(uint32_t x) {
 }
 static uint32_t bits_of(int64_t t, int unit, uint64_t off) { /* rounding_seed 0 */
   const uint64_t K = mix64(mix64(mix64(0x9e3779b97f4a7c15ull) + (uint64_t)t) + (uint64_t)unit);
-  return fmix32(fmix32((uint32_t)off ^ (uint32_t)K) +
-                ((uint32_t)(off >> 32) ^ (uint32_t)(K >> 32))) >>
-         16;
+  const uint64_t q = off / 2; /* elements 2q, 2q + 1 share one hash (low, high half) */
+  const uint32_t h =
+      fmix32((uint32_t)q ^ (uint32_t)K ^ fmix32((uint32_t)(q >> 32) ^ (uint32_t)(K >> 32)));
+  return off % 2 == 0 ? (h & 0xffffu) : (h >> 16);
 }
 /* The exact value x rounded stochastically with r: from the bf16 magnitude below |x| (lo) to the
    one above (hi) when (|x| - lo) / (hi - lo) * 2^16 + r reaches 2^16. */

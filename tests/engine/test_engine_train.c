@@ -179,9 +179,10 @@ static double lean_round(double p, int64_t t, int64_t gi) {
   const uint64_t off = (uint64_t)(gi - tm_base(unit, 0));
   const uint64_t K =
       lean_mix64(lean_mix64(lean_mix64(0x9e3779b97f4a7c15ull) + (uint64_t)t) + (uint64_t)unit);
-  const uint32_t r = lean_fmix32(lean_fmix32((uint32_t)off ^ (uint32_t)K) +
-                                 ((uint32_t)(off >> 32) ^ (uint32_t)(K >> 32))) >>
-                     16;
+  const uint64_t q = off / 2; /* elements 2q, 2q + 1 share one hash (low, high half) */
+  const uint32_t h = lean_fmix32((uint32_t)q ^ (uint32_t)K ^
+                                 lean_fmix32((uint32_t)(q >> 32) ^ (uint32_t)(K >> 32)));
+  const uint32_t r = off % 2 == 0 ? (h & 0xffffu) : (h >> 16);
   const float f = (float)p;
   uint32_t u;
   memcpy(&u, &f, 4);

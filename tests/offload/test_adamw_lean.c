@@ -39,7 +39,9 @@ static uint32_t ref_bits(uint64_t seed, int64_t t, int unit, uint64_t j) {
   uint64_t K = ref_mix64(ref_mix64(ref_mix64(seed ^ 0x9e3779b97f4a7c15ull) + (uint64_t)t) +
                          (uint64_t)(int64_t)unit);
   uint32_t k0 = (uint32_t)K, k1 = (uint32_t)(K >> 32);
-  return ref_fmix32(ref_fmix32((uint32_t)j ^ k0) + ((uint32_t)(j >> 32) ^ k1)) >> 16;
+  const uint64_t q = j / 2; /* the pair of j shares one hash: low half even, high half odd */
+  const uint32_t h = ref_fmix32((uint32_t)q ^ k0 ^ ref_fmix32((uint32_t)(q >> 32) ^ k1));
+  return j % 2 == 0 ? (h & 0xffffu) : (h >> 16);
 }
 static uint32_t f2u(float f) {
   uint32_t u;
@@ -161,14 +163,15 @@ static void arrays_copy(arrays *d, const arrays *s, size_t n) {
   memcpy(d->m32, s->m32, n * 4);
   memcpy(d->v32, s->v32, n * 4);
 }
-/* Random state; extreme: params near bf16's largest finite and some NaN / inf gradients. */
+/* Random state; extreme 1: params near bf16's largest finite and some NaN / inf gradients;
+   extreme 2: the params alone. */
 static void arrays_fill(arrays *a, size_t n, int extreme) {
   for (size_t i = 0; i < n; i++) {
     a->p[i] = bf(extreme && i % 3 == 0
                      ? (i & 8 ? -1.0f : 1.0f) * u2f(0x7f7f0000u - (uint32_t)(rnd() % 3) * 0x10000u)
                      : spread(-12, 14));
     a->g[i] = bf(spread(-20, 24));
-    if (extreme && i % 11 == 5) a->g[i] = (i & 16) ? 0x7fc0u /* NaN */ : 0xff80u /* -inf */;
+    if (extreme == 1 && i % 11 == 5) a->g[i] = (i & 16) ? 0x7fc0u /* NaN */ : 0xff80u /* -inf */;
     float m = 0.1f * spread(-20, 20), v = fabsf(spread(-30, 26));
     a->m32[i] = m;
     a->v32[i] = v;
@@ -328,20 +331,26 @@ static void check_hash(uint64_t seed, int64_t t, int unit, uint64_t elem0, size_
             (unsigned long long)seed, (long long)t, unit, chi);
 }
 
-/* Neighbouring steps and units draw unrelated bits: the bits of (t, t + 1) and (unit, unit + 1)
-   agree on each bit half the time. */
+/* Neighbouring steps, units and elements draw unrelated bits: the bits of (t, t + 1),
+   (unit, unit + 1), (j, j + 1) for even j (the two halves of one hash) and for odd j (the ends
+   of two hashes) agree on each bit half the time. */
 static void check_independent(size_t n) {
-  long agree_t = 0, agree_u = 0;
+  long agree_t = 0, agree_u = 0, agree_e[2] = {0, 0};
   for (size_t i = 0; i < n; i++) {
     const uint32_t a = ref_bits(0, 5, 2, i), b = ref_bits(0, 6, 2, i), c = ref_bits(0, 5, 3, i);
+    const uint32_t d = ref_bits(0, 5, 2, i + 1);
     for (int k = 0; k < 16; k++) {
       agree_t += ((a ^ b) >> k & 1) == 0;
       agree_u += ((a ^ c) >> k & 1) == 0;
+      agree_e[i & 1] += ((a ^ d) >> k & 1) == 0;
     }
   }
-  const double N = 16.0 * (double)n, sd = sqrt(N / 4);
+  const double N = 16.0 * (double)n, sd = sqrt(N / 4), Ne = N / 2, sde = sqrt(Ne / 4);
   ZS_EXPECT(fabs(agree_t - N / 2) <= 5 * sd && fabs(agree_u - N / 2) <= 5 * sd,
             "bits agree across steps %ld, across units %ld of %.0f", agree_t, agree_u, N);
+  ZS_EXPECT(fabs(agree_e[0] - Ne / 2) <= 5 * sde && fabs(agree_e[1] - Ne / 2) <= 5 * sde,
+            "bits of neighbouring elements agree %ld (one hash) and %ld (two) of %.0f", agree_e[0],
+            agree_e[1], Ne);
 }
 
 /* zs_lean_round's special cases against the reference, for many random bits. */
@@ -378,6 +387,10 @@ int main(int argc, char **argv) {
   const hyper huge = {1e36f, 0.9f, 0.999f, 1e-8f, 0.0f, 2, 1.0f};
   for (int mbf16 = 0; mbf16 < 2; mbf16++) {
     check_config(pool, &huge, 7, 1, 0, 1000, mbf16, 1);
+    /* saturation without a NaN or inf anywhere (lr small enough that no fp32 value overflows):
+       the vector paths' finite short cut must clamp */
+    const hyper big = {2e35f, 0.9f, 0.999f, 1e-8f, 0.0f, 2, 1.0f};
+    check_config(pool, &big, 8, 2, 6, 1000, mbf16, 2);
     check_config(pool, &hs[0], 9, 4, 0xffff0000ull, quick ? 70001 : 200003, mbf16, 0);
   }
   count_extremes();

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/bf16.h"
+#include "device/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -55,8 +56,19 @@ ZS_AVX2_INLINE __m128i zs_to_bf16x8(__m256 x) {
 ZS_AVX2_INLINE size_t zs_adamw_avx2_body(const zs_coef8 *k, float *master, void *m, void *v,
                                          const void *grad, int gbf16, void *out, int out_kind,
                                          int mbf16, size_t n) {
+  const size_t gsz = gbf16 ? 2 : 4, msz = mbf16 ? 2 : 4, osz = out_kind == 2 ? 2 : 4;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
+    if (i % 16 == 0) { /* a line of each array every 16 elements (32 B of fp32 per vector) */
+      zs_prefetch_ahead(master, i, 4);
+      zs_prefetch_ahead(master, i + 8, 4);
+      zs_prefetch_ahead(m, i, msz);
+      zs_prefetch_ahead(m, i + 8, msz);
+      zs_prefetch_ahead(v, i, msz);
+      zs_prefetch_ahead(v, i + 8, msz);
+      zs_prefetch_ahead(grad, i, gsz);
+      if (out_kind) zs_prefetch_ahead(out, i, osz);
+    }
     __m256 g = _mm256_mul_ps(zs_load_grad8(grad, i, gbf16), k->gscale);
     __m256 p = _mm256_loadu_ps(master + i);
     __m256 mn = _mm256_fmadd_ps(k->beta1, zs_load_grad8(m, i, mbf16), _mm256_mul_ps(k->omb1, g));

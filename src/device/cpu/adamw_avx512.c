@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/bf16.h"
+#include "device/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -81,9 +82,16 @@ ZS_AVX512_INLINE void zs_adamw_avx512_body(const zs_coef16 *k, float *master, vo
                                            const void *grad, int gbf16, void *out, int out_kind,
                                            int mbf16, size_t n) {
   size_t i = 0;
-  for (; i + 16 <= n; i += 16)
+  const size_t gsz = gbf16 ? 2 : 4, msz = mbf16 ? 2 : 4, osz = out_kind == 2 ? 2 : 4;
+  for (; i + 16 <= n; i += 16) {
+    zs_prefetch_ahead(master, i, 4);
+    zs_prefetch_ahead(m, i, msz);
+    zs_prefetch_ahead(v, i, msz);
+    zs_prefetch_ahead(grad, i, gsz);
+    if (out_kind) zs_prefetch_ahead(out, i, osz);
     zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, mbf16, i, (__mmask16)0xffff,
                          16);
+  }
   if (i < n) {
     size_t lanes = n - i;
     zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, mbf16, i,

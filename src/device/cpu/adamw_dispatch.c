@@ -26,7 +26,11 @@ const char *zs_adamw_isa_name(zs_adamw_isa isa) {
 int zs_adamw_isa_supported(zs_adamw_isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (isa == ZS_ADAMW_ISA_AVX512) return __builtin_cpu_supports("avx512f") != 0;
+  /* BW and DQ too (every AVX-512 CPU but Xeon Phi has them): the lean and remainder kernels'
+     byte shuffles and fpclass tests */
+  if (isa == ZS_ADAMW_ISA_AVX512)
+    return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 &&
+           __builtin_cpu_supports("avx512dq") != 0;
   if (isa == ZS_ADAMW_ISA_AVX2)
     return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
 #endif

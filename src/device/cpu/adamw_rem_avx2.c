@@ -5,6 +5,7 @@
 #include "device/cpu/adamw_rem.h"
 
 #include <stdint.h>
+#include "device/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -54,7 +55,17 @@ ZS_AVX2_INLINE size_t zs_adamw_rem_avx2_body(const zs_adamw_coef *c, uint16_t *p
                wd = _mm256_set1_ps(c->wd), neg_lr = _mm256_set1_ps(c->neg_lr);
   const __m256i half = _mm256_set1_epi32(0x8000), low = _mm256_set1_epi32(0xffff);
   size_t i = 0;
+  const size_t msz = mbf16 ? 2 : 4;
   for (; i + 8 <= n; i += 8) {
+    if (i % 16 == 0) { /* every 16 elements: a line of each bf16 array, two of fp32 moments */
+      zs_prefetch_ahead(param, i, 2);
+      zs_prefetch_ahead(rem, i, 2);
+      zs_prefetch_ahead(m, i, msz);
+      zs_prefetch_ahead(m, i + 8, msz);
+      zs_prefetch_ahead(v, i, msz);
+      zs_prefetch_ahead(v, i + 8, msz);
+      zs_prefetch_ahead(grad, i, 2);
+    }
     /* Join: (param << 16) + (int16)rem. */
     __m256 p = _mm256_castsi256_ps(_mm256_add_epi32(
         _mm256_slli_epi32(zs_rem_load16x8(param + i, 0), 16), zs_rem_load16x8(rem + i, 1)));

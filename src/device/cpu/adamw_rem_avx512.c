@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include "device/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -85,8 +86,15 @@ ZS_AVX512_INLINE void zs_adamw_rem_avx512_body(const zs_adamw_coef *c, uint16_t 
                                                uint16_t *rem, void *m, void *v, int mbf16,
                                                const uint16_t *grad, size_t n) {
   size_t i = 0;
-  for (; i + 16 <= n; i += 16)
+  const size_t msz = mbf16 ? 2 : 4;
+  for (; i + 16 <= n; i += 16) {
+    zs_prefetch_ahead(param, i, 2);
+    zs_prefetch_ahead(rem, i, 2);
+    zs_prefetch_ahead(m, i, msz);
+    zs_prefetch_ahead(v, i, msz);
+    zs_prefetch_ahead(grad, i, 2);
     zs_adamw_rem_avx512_step(c, param, rem, m, v, mbf16, grad, i, (__mmask16)0xffff, 16);
+  }
   if (i < n)
     zs_adamw_rem_avx512_step(c, param, rem, m, v, mbf16, grad, i, (__mmask16)((1u << (n - i)) - 1u),
                              n - i);
