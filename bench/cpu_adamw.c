@@ -25,7 +25,8 @@
  *                  [--peer-csv FILE]... [--torch-csv FILE] [--bw-n N (triad elements, 1e8)]
  *                  [--list-threads]
  * Per mode, for the largest size at the most threads:
- *   cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x <peer> params/s
+ *   cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x <peer> params/s;
+ *     best thread counts: <G> vs <Gpeer> Gparam/s, <B>x  (each side at its fastest thread count)
  * The last line is: cpu_adamw: <GB/s> GB/s = <P>% of measured memory bandwidth, <S>x torch AdamW
  * for the largest size at the most threads, fp32 states and gradients (torch's setting). */
 #include <stdint.h>
@@ -440,11 +441,16 @@ int main(int argc, char **argv) {
   }
   /* The largest size at the most threads, per mode: seconds and its peer's params/s. */
   double last_sec[NMODES] = {0}, last_peer[NMODES] = {0}, last_torch = 0;
+  /* and each side at its best thread count at the largest size (a peer that runs slower on more
+     threads is paired with its faster run) */
+  double best_pps[NMODES] = {0}, best_peer[NMODES] = {0};
   size_t last_n = 0;
   int last_k = 0;
   for (int s = 0; s < o.nsizes; s++) {
     size_t n = (size_t)o.sizes[s];
     arrays a = arrays_get(ar, pools[o.nthreads - 1], n);
+    for (size_t md = 0; md < NMODES; md++)
+      best_pps[md] = best_peer[md] = 0;
     if (n == 10000000) /* every path at one size, one thread: the vector speed-up */
       for (size_t md = 0; md < NMODES; md++)
         for (int isa = ZS_ADAMW_ISA_SCALAR; isa <= ZS_ADAMW_ISA_AVX512; isa++)
@@ -464,6 +470,8 @@ int main(int argc, char **argv) {
         printf("\n");
         last_sec[md] = t;
         last_peer[md] = pps;
+        if ((double)n / t > best_pps[md]) best_pps[md] = (double)n / t;
+        if (pps > best_peer[md]) best_peer[md] = pps;
       }
       peer_rows(&o, n, o.threads[k]);
       double pps = 0, tg = 0;
@@ -496,7 +504,9 @@ int main(int argc, char **argv) {
     printf("cpu_adamw mode %s: %.2f GB/s, %.3f Gparam/s, %.0f%% of triad", modes[md].kind, gbps,
            pps / 1e9, 100.0 * gbps / last_triad);
     if (last_peer[md] > 0)
-      printf(", %.2fx %s params/s\n", pps / last_peer[md], modes[md].peer);
+      printf(", %.2fx %s params/s; best thread counts: %.3f vs %.3f Gparam/s, %.2fx\n",
+             pps / last_peer[md], modes[md].peer, best_pps[md] / 1e9, best_peer[md] / 1e9,
+             best_pps[md] / best_peer[md]);
     else
       printf(", n/a x %s params/s (no peer CSV row)\n", modes[md].peer);
   }

@@ -16,7 +16,8 @@
 # the CSVs to $OUT_DIR (default $BUILD_DIR/bench-out). When DeepSpeed's op cannot be had, it says
 # why and the rows are paired with torch alone. --big adds n = 1e9 (about 16 GB of host memory
 # for the C run alone); --bw-n sets the triad's elements (default 1e8: 1.6 GB).
-# Per mode: cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x ds_fp32 params/s
+# Per mode: cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x ds_fp32 params/s;
+#   best thread counts: <G> vs <Gpeer> Gparam/s, <B>x   (each side at its fastest thread count)
 # The last line printed is cpu_adamw's summary:
 #   cpu_adamw: <GB/s> GB/s = <P>% of measured memory bandwidth, <S>x torch AdamW
 set -euo pipefail

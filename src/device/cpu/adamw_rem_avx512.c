@@ -1,20 +1,29 @@
-/* The remainder-master AdamW (adamw_rem.h), AVX-512F path: 16 lanes. The update is adamw.h's, op
- * for op as in adamw_avx512.c (IEEE ops one for one, explicit fused multiply-adds,
- * -ffp-contract=off); the join and split of base/bf16_rem.h are integer lane ops, exact. 16-bit
- * arrays are read through a zero-padded staging buffer at the tail (masked 16-bit loads would
- * need AVX-512BW) and written with masked down-converting stores; masked-off lanes compute on
- * zeros and are never stored. Only AVX-512F instructions. */
+/* The remainder-master AdamW (adamw_rem.h), AVX-512 path (F, BW, DQ). The update is adamw.h's,
+ * op for op as in adamw_avx512.c (IEEE ops one for one, explicit fused multiply-adds,
+ * -ffp-contract=off); the join and split of base/bf16_rem.h are integer lane ops, exact.
+ *
+ * With bf16 moments every array is 16-bit, and full blocks of 32 elements take
+ * adamw_lean_avx512.c's lane order: unpack the words of two arrays into 32-bit lanes (elements 0-3,
+ * 8-11, 16-19, 24-27 and 4-7, 12-15, 20-23, 28-31), compute, and pack back with one saturating pack
+ * per array. The join is then one unpack of (rem, param) (param << 16 | rem) less 2^17 where rem's
+ * sign bit is set (the sign extension), and round-to-nearest-even of the moments skips its NaN
+ * test: a block whose new p is NaN anywhere (which a NaN m or v always makes it) goes through the
+ * 16-lane step below, from its inputs, still intact. The 16-lane step does the rest (fp32 moments,
+ * the tail): 16-bit arrays are read through a zero-padded staging buffer at the tail and written
+ * with masked down-converting stores; masked-off lanes compute on zeros and are never stored. */
 #include "device/cpu/adamw_rem.h"
 
 #include <stdint.h>
 #include <string.h>
+
 #include "device/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#define ZS_AVX512 __attribute__((target("avx512f")))
-#define ZS_AVX512_INLINE __attribute__((target("avx512f"), always_inline)) static inline
+#define ZS_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq")))
+#define ZS_AVX512_INLINE                                                                           \
+  __attribute__((target("avx512f,avx512bw,avx512dq"), always_inline)) static inline
 
 /* Up to 16 16-bit values (lanes past `lanes` read as 0) widened to 32-bit lanes: zero-extended,
    or sign-extended when sgn. */
@@ -81,12 +90,82 @@ ZS_AVX512_INLINE void zs_adamw_rem_avx512_step(const zs_adamw_coef *c, uint16_t 
   }
 }
 
+/* adamw.h's update of 16 lanes: returns the new p, sets the new m and v. */
+ZS_AVX512_INLINE __m512 zs_rem_adam16(const zs_adamw_coef *c, __m512 g, __m512 p, __m512 m,
+                                      __m512 v, __m512 *mn, __m512 *vn) {
+  g = _mm512_mul_ps(g, _mm512_set1_ps(c->gscale));
+  *mn = _mm512_fmadd_ps(_mm512_set1_ps(c->beta1), m, _mm512_mul_ps(_mm512_set1_ps(c->omb1), g));
+  *vn = _mm512_fmadd_ps(_mm512_set1_ps(c->beta2), v,
+                        _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(c->omb2), g), g));
+  const __m512 den = _mm512_add_ps(_mm512_sqrt_ps(_mm512_mul_ps(*vn, _mm512_set1_ps(c->bc2))),
+                                   _mm512_set1_ps(c->eps));
+  const __m512 upd = _mm512_div_ps(_mm512_mul_ps(*mn, _mm512_set1_ps(c->bc1)), den);
+  return _mm512_fmadd_ps(_mm512_set1_ps(c->neg_lr), _mm512_fmadd_ps(_mm512_set1_ps(c->wd), p, upd),
+                         p);
+}
+
+/* The fp32 value of (param << 16 | rem) lanes: less 2^17 where rem is negative (bf16_rem.h). */
+ZS_AVX512_INLINE __m512 zs_rem_join32(__m512i x) {
+  const __m512i neg = _mm512_and_si512(x, _mm512_set1_epi32(0x8000));
+  return _mm512_castsi512_ps(_mm512_sub_epi32(x, _mm512_add_epi32(neg, neg)));
+}
+
+/* zs_f32_to_bf16 of lanes that are not NaN, in the low halves. */
+ZS_AVX512_INLINE __m512i zs_rem_rne16_finite(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  return _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, odd), _mm512_set1_epi32(0x7fff)),
+                           16);
+}
+
+/* Elements i .. i + 31 with bf16 moments in the unpacked lane order; 0 (nothing stored) when a
+   new p is NaN. */
+ZS_AVX512_INLINE int zs_rem_step32_m16(const zs_adamw_coef *c, uint16_t *param, uint16_t *rem,
+                                       uint16_t *m, uint16_t *v, const uint16_t *grad, size_t i) {
+  const __m512i z = _mm512_setzero_si512();
+  const __m512i P = _mm512_loadu_si512(param + i), R = _mm512_loadu_si512(rem + i);
+  const __m512i G = _mm512_loadu_si512(grad + i), M = _mm512_loadu_si512(m + i);
+  const __m512i V = _mm512_loadu_si512(v + i);
+  __m512 ma, va, mb, vb;
+  const __m512 pa = zs_rem_adam16(c, _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, G)),
+                                  zs_rem_join32(_mm512_unpacklo_epi16(R, P)),
+                                  _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, M)),
+                                  _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, V)), &ma, &va);
+  const __m512 pb = zs_rem_adam16(c, _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, G)),
+                                  zs_rem_join32(_mm512_unpackhi_epi16(R, P)),
+                                  _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, M)),
+                                  _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, V)), &mb, &vb);
+  if (_mm512_fpclass_ps_mask(pa, 0x81) | _mm512_fpclass_ps_mask(pb, 0x81)) return 0;
+  const __m512i ba = _mm512_castps_si512(pa), bb = _mm512_castps_si512(pb);
+  const __m512i half = _mm512_set1_epi32(0x8000), low = _mm512_set1_epi32(0xffff);
+  _mm512_storeu_si512(param + i,
+                      _mm512_packus_epi32(_mm512_srli_epi32(_mm512_add_epi32(ba, half), 16),
+                                          _mm512_srli_epi32(_mm512_add_epi32(bb, half), 16)));
+  _mm512_storeu_si512(rem + i,
+                      _mm512_packus_epi32(_mm512_and_si512(ba, low), _mm512_and_si512(bb, low)));
+  _mm512_storeu_si512(m + i, _mm512_packus_epi32(zs_rem_rne16_finite(ma), zs_rem_rne16_finite(mb)));
+  _mm512_storeu_si512(v + i, _mm512_packus_epi32(zs_rem_rne16_finite(va), zs_rem_rne16_finite(vb)));
+  return 1;
+}
+
 /* Full vectors, then one masked vector for the tail. */
 ZS_AVX512_INLINE void zs_adamw_rem_avx512_body(const zs_adamw_coef *c, uint16_t *param,
                                                uint16_t *rem, void *m, void *v, int mbf16,
                                                const uint16_t *grad, size_t n) {
   size_t i = 0;
   const size_t msz = mbf16 ? 2 : 4;
+  if (mbf16)
+    for (; i + 32 <= n; i += 32) {
+      zs_prefetch_ahead(param, i, 2);
+      zs_prefetch_ahead(rem, i, 2);
+      zs_prefetch_ahead(m, i, 2);
+      zs_prefetch_ahead(v, i, 2);
+      zs_prefetch_ahead(grad, i, 2);
+      if (!zs_rem_step32_m16(c, param, rem, (uint16_t *)m, (uint16_t *)v, grad, i)) {
+        zs_adamw_rem_avx512_step(c, param, rem, m, v, 1, grad, i, (__mmask16)0xffff, 16);
+        zs_adamw_rem_avx512_step(c, param, rem, m, v, 1, grad, i + 16, (__mmask16)0xffff, 16);
+      }
+    }
   for (; i + 16 <= n; i += 16) {
     zs_prefetch_ahead(param, i, 2);
     zs_prefetch_ahead(rem, i, 2);
