@@ -65,7 +65,7 @@ typedef enum {
   ZS_ADAMW_ISA_AUTO = -1, /* the active path (cpuid or ZS_ADAMW_ISA) */
   ZS_ADAMW_ISA_SCALAR = 0,
   ZS_ADAMW_ISA_AVX2,   /* AVX2 + FMA, 8 lanes */
-  ZS_ADAMW_ISA_AVX512, /* AVX-512F, 16 lanes */
+  ZS_ADAMW_ISA_AVX512, /* AVX-512 F, BW and DQ, 16 lanes */
 } zs_adamw_isa;
 
 /* "scalar", "avx2", "avx512" ("auto" for ZS_ADAMW_ISA_AUTO). */

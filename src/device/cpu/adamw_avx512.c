@@ -1,11 +1,13 @@
 /* AdamW, AVX-512F path: 16 lanes, adamw.h's operation order with explicit fused multiply-adds.
  *
  * Same bit-identity argument as adamw_avx2.c (IEEE ops one for one, -ffp-contract=off, the bf16
- * rounding of bf16.h on integer lanes). Only AVX-512F instructions are used, so any AVX-512 CPU
- * runs it. The tail (< 16 elements) is done with masked loads and stores of the fp32 arrays; a
- * bf16 gradient tail is staged through a small zero-padded buffer (masked 16-bit loads would need
- * AVX-512BW); bf16 moments load the same way and store with masked down-converting stores.
- * Masked-off lanes compute on zeros and are never stored. */
+ * rounding of bf16.h on integer lanes). Only AVX-512F instructions are used here, but the
+ * dispatcher selects the AVX-512 path only with BW and DQ too (the lean and remainder kernels use
+ * them), so a CPU with AVX-512F alone (Xeon Phi) runs the AVX2 path. The tail (< 16 elements) is
+ * done with masked loads and stores of the fp32 arrays; a bf16 gradient tail is staged through a
+ * small zero-padded buffer (masked 16-bit loads would need AVX-512BW); bf16 moments load the same
+ * way and store with masked down-converting stores. Masked-off lanes compute on zeros and are never
+ * stored. */
 #include "device/cpu/adamw.h"
 
 #include <stdint.h>

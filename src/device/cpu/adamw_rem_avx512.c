@@ -5,12 +5,14 @@
  * With bf16 moments every array is 16-bit, and full blocks of 32 elements take
  * adamw_lean_avx512.c's lane order: unpack the words of two arrays into 32-bit lanes (elements 0-3,
  * 8-11, 16-19, 24-27 and 4-7, 12-15, 20-23, 28-31), compute, and pack back with one saturating pack
- * per array. The join is then one unpack of (rem, param) (param << 16 | rem) less 2^17 where rem's
+ * per array. The join is then one unpack of (rem, param) (param << 16 | rem) less 2^16 where rem's
  * sign bit is set (the sign extension), and round-to-nearest-even of the moments skips its NaN
  * test: a block whose new p is NaN anywhere (which a NaN m or v always makes it) goes through the
- * 16-lane step below, from its inputs, still intact. The 16-lane step does the rest (fp32 moments,
- * the tail): 16-bit arrays are read through a zero-padded staging buffer at the tail and written
- * with masked down-converting stores; masked-off lanes compute on zeros and are never stored. */
+ * 16-lane step below, from its inputs, still intact. That detour is defensive: m and v built from
+ * bf16 inputs only carry NaNs whose low half is zero, which the short cut would round right. The
+ * 16-lane step does the rest (fp32 moments, the tail): 16-bit arrays are read through a zero-padded
+ * staging buffer at the tail and written with masked down-converting stores; masked-off lanes
+ * compute on zeros and are never stored. */
 #include "device/cpu/adamw_rem.h"
 
 #include <stdint.h>
