@@ -169,17 +169,12 @@ ZS_AVX512_INLINE void zs_lean_body32(const zs_adamw_coef *c, const zs_lean_key *
     zs_cpu_adamw_lean_scalar_at(c, key, p, m, v, mbf16, grad, 0, 1);
     i = 1;
   }
-  uint32_t hi = 0, pk = 0;
-  int have_pk = 0;
   for (; i + 32 <= n; i += 32) {
     const uint64_t q = (key->elem0 + i) >> 1;
     int done = 0;
     if ((uint32_t)q <= 0xfffffff0u) { /* q + 15 stays in q's high word */
-      if (!have_pk || (uint32_t)(q >> 32) != hi) {
-        hi = (uint32_t)(q >> 32);
-        pk = zs_lean_pair_key(key->k0, key->k1, hi);
-        have_pk = 1;
-      }
+      /* one scalar fmix32 per 32 elements: cheaper to recompute than to cache */
+      const uint32_t pk = zs_lean_pair_key(key->k0, key->k1, (uint32_t)(q >> 32));
       done = mbf16 ? zs_lean_step32_m16(&k, pk, q, p, (uint16_t *)m, (uint16_t *)v, grad, i)
                    : zs_lean_step32_m32(&k, pk, q, p, (float *)m, (float *)v, grad, i);
     }
