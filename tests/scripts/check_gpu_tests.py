@@ -8,7 +8,9 @@ resource lock "gpu" (one GPU test at a time: they allocate on the one GPU and so
 memory) and the skip expression "SKIP: no CUDA device" (so a machine without a GPU reports them
 as skipped, not passed); a test that runs several NCCL ranks (more than one PROCESSORS and
 NCCL_HOSTID, ZS_COMM=nccl or a test_*nccl* program) also carries the label "nccl-multi", which
-keeps it out of the compute-sanitizer passes. Prints each offender; exit 1 if any.
+keeps it out of the compute-sanitizer passes. Every test labelled "gpu" carries exactly one tier
+label gpu-t1 .. gpu-t4 (tests/gpu_tiers.cmake: the order scripts/device-first.sh runs them in),
+and every name tests/gpu_tiers.cmake lists is a GPU test. Prints each offender; exit 1 if any.
 usage: check_gpu_tests.py BUILD_DIR
 """
 import json
@@ -17,11 +19,41 @@ import subprocess
 import sys
 
 
+def listed_tiers(build):
+    """Names listed in tests/gpu_tiers.cmake's ZS_GPU_T<n> lists (the source folder from the cache)."""
+    src = None
+    with open(f"{build}/CMakeCache.txt") as f:
+        for line in f:
+            if line.startswith("zshard_SOURCE_DIR:") or line.startswith("CMAKE_HOME_DIRECTORY:"):
+                src = line.split("=", 1)[1].strip()
+                break
+    if not src:
+        return []
+    text = open(f"{src}/tests/gpu_tiers.cmake").read()
+    names = []
+    for body in re.findall(r"set\(ZS_GPU_T[1-4]\s+([^)]*)\)", text):
+        names += body.split()
+    return names
+
+
 def main(build):
     out = subprocess.run(["ctest", "--show-only=json-v1"], cwd=build, check=True,
                          capture_output=True, text=True).stdout
     bad, n_gpu = [], 0
-    for t in json.loads(out).get("tests", []):
+    tests = json.loads(out).get("tests", [])
+    gpu_names = set()
+    for t in tests:
+        props = {p["name"]: p["value"] for p in t.get("properties", [])}
+        labels = props.get("LABELS", [])
+        if "gpu" in labels:
+            gpu_names.add(t["name"])
+            tiers = [x for x in labels if re.fullmatch(r"gpu-t[1-4]", x)]
+            if len(tiers) != 1:
+                bad.append(f"{t['name']}: has tier labels {tiers or 'none'}, wants exactly one")
+    for n in listed_tiers(build):
+        if n not in gpu_names:
+            bad.append(f"{n}: listed in tests/gpu_tiers.cmake but no GPU test has that name")
+    for t in tests:
         props = {p["name"]: p["value"] for p in t.get("properties", [])}
         cmd = " ".join(t.get("command") or [])
         env = " ".join(props.get("ENVIRONMENT", []))
