@@ -9,3 +9,12 @@ endif()
 # back at the free (VmSize).
 zs_exe(test_host_map SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_host_map.c)
 zs_unit_test(device_host_map test_host_map LABELS device)
+# The exact sum of squares' bins on the GPU (src/device/cuda/sq_bins.cu, grouped per warp) against
+# the CPU twin and the definition, word for word: mixed exponents, subnormals, inf/NaN, blocks of
+# one exponent at the largest mantissa (the overflow worst case). Prints "SKIP: no CUDA device"
+# without a GPU.
+if(ZS_HAVE_CUDA)
+  zs_exe(test_device_cuda_sq_bins SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_device_cuda_sq_bins.c
+         LIBS CUDA::cudart)
+  zs_unit_test(device_cuda_sq_bins test_device_cuda_sq_bins LABELS "device;gpu")
+endif()
