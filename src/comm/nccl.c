@@ -24,9 +24,10 @@
 typedef struct {
   ncclComm_t comm;  /* NULL once aborted or destroyed */
   cudaStream_t own; /* internal stream for barrier */
-  float *scratch;   /* one device float the barrier all-reduces; stream-ordered on `own` (allocated
-                       and freed there), because cudaFree would wait for the whole device, a
-                       collective of a dead peer on another communicator included */
+  float *scratch;   /* one device float the barrier all-reduces, zeroed at creation; stream-ordered
+                       on `own` (allocated, zeroed and freed there), because cudaFree would wait
+                       for the whole device, a collective of a dead peer on another communicator
+                       included */
 } zs_nccl_coll;
 
 /* NCCL datatype of dt. */
@@ -262,6 +263,9 @@ static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **
   m->comm = nc;
   cudaError_t e = cudaStreamCreateWithFlags(&m->own, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaMallocAsync((void **)&m->scratch, sizeof(float), m->own);
+  /* Zeroed once, on `own` after its allocation: the barrier's all-reduce reads it (an
+     uninitialised read for compute-sanitizer's initcheck otherwise); its sum stays 0 forever. */
+  if (e == cudaSuccess) e = cudaMemsetAsync(m->scratch, 0, sizeof(float), m->own);
   if (e != cudaSuccess) {
     rc = zs_err(ZS_ERR_DEVICE, "creating the nccl group's stream and scratch failed: %s",
                 cudaGetErrorString(e));

@@ -78,6 +78,11 @@ struct zs_engine {
      destroy has torn the groups down: an all-gather abandoned by a timeout may still write it. */
   uint64_t *xchg;
   size_t xchg_words;
+  /* Its device buffer on CUDA (xchg_dev_words words, at least ZS_XCHG_WORDS per rank), made at
+     the first exchange (creation's placement exchange) and kept until destroy, for the same
+     reason and so that no exchange (the NVMe tier's per-step agreement) allocates or frees. */
+  uint64_t *xchg_dev;
+  size_t xchg_dev_words;
   int budget_free_ranks; /* offload_budget_bytes was ZS_BUDGET_FREE: the ranks whose least free
                             memory it became at commit (0: a budget the caller gave) */
   char info[2048];
@@ -95,8 +100,13 @@ zs_status zs_engine_fail(zs_engine *e, zs_status s);
 /* Placement words of each rank in zs_engine.peers: hashes of the host name, of the cgroup
    membership and of the GPU's PCI bus id (0 on the CPU device), and the offload NUMA node (-1). */
 enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORDS };
+/* Words per rank the device buffer of zs_engine_allgather_u64 is first sized for: the largest
+   exchange's (a checkpoint agreement, 1 + ZS_CKPT_AGREE_MAX_WORDS of ckpt.h), so that it is
+   allocated once, at creation. */
+#define ZS_XCHG_WORDS 8
 /* All-gathers n words per rank over the world into all (world_size * n, rank-major), whatever
-   the device. Collective over the world. A failure is returned: the caller marks it. */
+   the device (on CUDA through the kept device buffer xchg_dev: no allocation per call).
+   Collective over the world. A failure is returned: the caller marks it. */
 zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all);
 /* Fills e->peers (collective over the world); node: this rank's offload node or -1. */
 zs_status zs_peers_gather(zs_engine *e, int node);

@@ -48,15 +48,26 @@ zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, 
     if (rc == ZS_OK) memcpy(all, e->xchg, bytes);
     return rc;
   }
-  /* CUDA groups move device memory: stage through a small device buffer. */
-  uint64_t *buf = NULL;
-  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, (void **)&buf, NULL));
-  uint64_t *slot = buf + (size_t)e->world_rank * n;
+  /* CUDA groups move device memory: through the engine's kept device buffer (xchg_dev), never a
+     cudaMalloc/cudaFree per call (cudaFree waits for the whole device, which may hold another
+     group's collective). It is sized once for the largest exchange (ZS_XCHG_WORDS per rank) and
+     grown only for a larger one, freed at destroy once the groups are gone. */
+  if (e->xchg_dev_words < W * n) {
+    if (e->mem.broken)
+      return zs_err(ZS_ERR_STATE, "zs_engine_allgather_u64: the engine failed earlier");
+    const size_t words = W * (n > ZS_XCHG_WORDS ? n : ZS_XCHG_WORDS);
+    /* A healthy engine has no exchange in flight: the last one was synchronised. */
+    if (e->xchg_dev) zs_dev_free(d, e->xchg_dev, NULL);
+    e->xchg_dev = NULL;
+    e->xchg_dev_words = 0;
+    ZS_CHECK(zs_dev_alloc(d, words * sizeof(uint64_t), (void **)&e->xchg_dev, NULL));
+    e->xchg_dev_words = words;
+  }
+  uint64_t *buf = e->xchg_dev, *slot = buf + (size_t)e->world_rank * n;
   zs_status rc = zs_dev_from_host(d, slot, mine, n * sizeof(uint64_t));
   if (rc == ZS_OK) rc = zs_coll_all_gather(e->world, slot, buf, n, ZS_CDT_U64, d->comm_stream);
   if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_to_host(d, all, buf, bytes);
-  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, buf, bytes, NULL);
   return rc;
 }
 

@@ -261,27 +261,27 @@ static zs_status read_nvme_range(zs_unit *u, float *full) {
 
 /* The shard group's all-gather of one status word per rank (mine), before a gather that a rank's
    failed read must not enter alone: *bad is the first rank whose word is not ZS_OK (-1: none),
-   *theirs its status. The words travel in host memory on the CPU device and through a small
-   device buffer on CUDA (its collectives move device memory). Collective over the shard group;
-   its own failure is returned. */
+   *theirs its status. The words travel in host memory on the CPU device and through the context's
+   kept device words on CUDA (its collectives move device memory; x->status_dev, made here once).
+   Collective over the shard group; its own failure is returned. */
 static zs_status agree_status(zs_unit *u, zs_status mine, int *bad, zs_status *theirs) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
-  const size_t S = (size_t)x->shard_size, bytes = (S + 1) * sizeof(uint64_t);
-  uint64_t *w = calloc(S + 1, sizeof *w), *dw = NULL;
+  const size_t S = (size_t)x->shard_size;
+  uint64_t *w = calloc(S + 1, sizeof *w);
   if (!w)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: no host memory", u->name);
   w[S] = (uint64_t)(unsigned)mine;
   const int cuda = d->kind == ZS_DEVICE_CUDA;
   zs_status rc = zs_dev_order(d, d->comm_stream, d->compute_stream);
-  if (rc == ZS_OK && cuda) rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&dw, NULL);
-  if (rc == ZS_OK && cuda) rc = zs_dev_from_host(d, dw + S, w + S, sizeof(uint64_t));
-  uint64_t *words = cuda ? dw : w;
+  if (rc == ZS_OK && cuda && !x->status_dev)
+    rc = zs_dev_alloc(d, (S + 1) * sizeof(uint64_t), (void **)&x->status_dev, NULL);
+  uint64_t *words = cuda ? x->status_dev : w;
+  if (rc == ZS_OK && cuda) rc = zs_dev_from_host(d, words + S, w + S, sizeof(uint64_t));
   if (rc == ZS_OK)
     rc = zs_coll_all_gather(x->shard, words + S, words, 1, ZS_CDT_U64, d->comm_stream);
   if (rc == ZS_OK) rc = zs_coll_sync(x->shard, d->comm_stream);
-  if (rc == ZS_OK && cuda) rc = zs_dev_to_host(d, w, dw, S * sizeof(uint64_t));
-  if (dw) zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, dw, bytes, NULL);
+  if (rc == ZS_OK && cuda) rc = zs_dev_to_host(d, w, words, S * sizeof(uint64_t));
   *bad = -1;
   for (size_t r = 0; r < S && rc == ZS_OK && *bad < 0; r++)
     if (w[r]) *bad = (int)r;
