@@ -120,8 +120,15 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
   d.narrays = mode_elems(&e->cfg, d.elem_bytes);
   rc = zs_nvme_ring_create(zs_nvme_stream_ring_entries(&d), &t->ring);
   if (rc != ZS_OK) goto fail;
-  rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, 0,
+  /* Pinned on CUDA (cudaHostRegister), so that host_pinned, where the ledger books it, is what
+     it is (unpinned only where pinning fails and offload_allow_unpinned allows it, as for the
+     arena); unpinned on the CPU device, as the host arena there (zs_nvme_staging_flags_for). */
+  const unsigned sf = zs_nvme_staging_flags_for(e->dev.kind);
+  rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, sf,
                               &t->staging);
+  if (rc == ZS_ERR_DEVICE && sf && e->cfg.offload_allow_unpinned) /* as the arena does */
+    rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, 0,
+                                &t->staging);
   if (rc != ZS_OK) goto fail;
   /* Booked as the planner counts it (zs_placement_nvme_staging: 3 x offload_chunk x the arrays'
      bytes). The slots round the chunk up to the O_DIRECT quantum (1024 elements at 4 KiB with

@@ -15,11 +15,12 @@
  *
  * The tier owns one io_uring ring and one staging area of zs_placement_nvme_staging(cfg) bytes
  * (3 slots of offload_chunk elements of each array the mode keeps: a stream with ahead = 1),
- * booked in the
- * ledger as the planner counts it. The step (nvme_tier.c) streams every unit on the tier through
- * it; the range calls (nvme_range.c: checkpoints, export, zs_unit_param reads and writes) borrow
- * the same staging between steps, so the tier's host memory stays bounded whatever the model's
- * size. Not thread-safe: one engine call at a time, as the engine. */
+ * booked in the ledger's host_pinned as the planner counts it: pinned on CUDA, unpinned on the
+ * CPU device (zs_nvme_staging_flags_for), whose host tier is host memory like the arena there. The
+ * step (nvme_tier.c) streams every unit on the tier through it; the range calls (nvme_range.c:
+ * checkpoints, export, zs_unit_param reads and writes) borrow the same staging between steps, so
+ * the tier's host memory stays bounded whatever the model's size. Not thread-safe: one engine call
+ * at a time, as the engine. */
 #ifndef ZS_ENGINE_NVME_TIER_H
 #define ZS_ENGINE_NVME_TIER_H
 

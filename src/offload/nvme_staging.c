@@ -56,6 +56,10 @@ zs_status zs_nvme_staging_create(size_t slot_bytes, unsigned slots, size_t align
   return ZS_OK;
 }
 
+unsigned zs_nvme_staging_flags_for(zs_device kind) {
+  return kind == ZS_DEVICE_CUDA ? ZS_NVME_STAGING_PIN : 0u;
+}
+
 void *zs_nvme_staging_slot(const zs_nvme_staging *s, unsigned i) {
   return s->base + (size_t)i * s->slot_bytes;
 }

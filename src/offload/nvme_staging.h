@@ -18,6 +18,13 @@ enum {
   ZS_NVME_STAGING_PIN = 1u << 0
 };
 
+/* The flags a tier on a device of this kind opens its staging with (the engine's tier,
+   engine/nvme_tier.c, and the tests that stand for it): pinned on CUDA, where the ledger books
+   the staging as host_pinned and the slots are what device copies of a chunk read and write;
+   unpinned on the CPU device, where pinning would only cost locked memory (host_pinned means
+   the host tier there, as for the unpinned arena). */
+unsigned zs_nvme_staging_flags_for(zs_device kind);
+
 /* Allocates `slots` slots of slot_bytes each, every slot starting at a multiple of align (a
    power of two >= 512; slot_bytes is rounded up to it). ZS_ERR_INVALID_ARG for NULL, zero sizes
    or a bad alignment; ZS_ERR_OUT_OF_MEMORY; ZS_ERR_DEVICE (pinning). Caller owns *out. */

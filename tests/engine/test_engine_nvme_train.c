@@ -12,6 +12,8 @@
  * With --device cuda both runs train on the CUDA device (the tier's chunks then reach the device
  * through the copy pipeline's pinned staging) and the "backward" copies params down and gradients
  * up; without a GPU it prints one SKIP line and passes.
+ * The tier's files go under DIR, or where DIR cannot hold them under $TMPDIR, /tmp or /var/tmp
+ * (nvt_find_root; none: "SKIP: no O_DIRECT filesystem" and exit 77).
  * Usage: test_engine_nvme_train --dir DIR [--stage S] [--micro M] [--steps K] [--det 0|1]
  *        [--big N (elements of unit big's first tensor)] [--mode some|all] [--offload BITS (1 or 3;
  * 0: the host tier by the least offload budget, as stage 0 needs)] [--write F] [--compare F] [--tol
@@ -32,6 +34,8 @@
 #endif
 
 #include "base/bf16.h"
+#include "engine/nvme_tier.h"       /* check_staging: the tier's staging as the engine opened it */
+#include "offload/nvme_test_util.h" /* nvt_find_root */
 #include "zs_test.h"
 
 #define NU 5
@@ -126,6 +130,35 @@ static void add(void *p, int bf16, int64_t i, float x) {
     ((float *)p)[i] += x;
 }
 
+/* The tier's staging as the engine opened it: booked in host_pinned as the planner counts it
+   (zs_placement_nvme_staging), pinned on CUDA (registered host memory for the CUDA runtime) and
+   not on the CPU device; the step then runs through these very slots. */
+static void check_staging(zs_engine *e, const zs_config *c) {
+  const zs_nvme_tier *t = e->nvme;
+  ZS_EXPECT(t && t->staging, "the tier has no staging after commit");
+  if (!t || !t->staging) return;
+  ZS_EXPECT(t->booked == zs_placement_nvme_staging(c), "staging booked %zu, planner %zu", t->booked,
+            zs_placement_nvme_staging(c));
+  const size_t bytes = zs_nvme_staging_slots(t->staging) * zs_nvme_staging_slot_bytes(t->staging);
+  ZS_EXPECT(t->booked <= bytes, "staging booked %zu over its %zu bytes", t->booked, bytes);
+  zs_memory mem;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &mem));
+  ZS_EXPECT(mem.host_pinned.cur >= t->booked, "host_pinned %zu lacks the staging's %zu",
+            (size_t)mem.host_pinned.cur, t->booked);
+  const int cuda = c->device == ZS_DEVICE_CUDA;
+  ZS_EXPECT(zs_nvme_staging_pinned(t->staging) == cuda, "staging pinned %d on the %s device",
+            zs_nvme_staging_pinned(t->staging), cuda ? "CUDA" : "CPU");
+#ifdef ZS_HAVE_CUDA
+  if (cuda) {
+    struct cudaPointerAttributes at;
+    const cudaError_t ce = cudaPointerGetAttributes(&at, zs_nvme_staging_slot(t->staging, 2));
+    ZS_EXPECT(ce == cudaSuccess && at.type == cudaMemoryTypeHost,
+              "staging slot 2 is not registered host memory: %s, type %d", cudaGetErrorString(ce),
+              (int)at.type);
+  }
+#endif
+}
+
 /* One training run; the final weights into w (total() floats). nvme: the tier's run under cap. */
 static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, int *on_tier) {
   const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
@@ -146,6 +179,7 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
+  if (nvme) check_staging(e, &c);
   const int64_t N = total();
   float *h = malloc((size_t)N * 4);
   for (int64_t i = 0; i < N; i++)
@@ -381,6 +415,12 @@ int main(int argc, char **argv) {
       return 0;
     }
   }
+  char root[4096]; /* --dir, or the first other folder O_DIRECT works in (every rank finds it) */
+  if (!nvt_find_root(o.dir, root, sizeof root)) {
+    zs_comm_destroy(comm);
+    return 77;
+  }
+  o.dir = root;
   const int rank = zs_comm_rank(comm), world = zs_comm_size(comm);
   const int64_t N = total();
   float *tier = malloc((size_t)N * 4);

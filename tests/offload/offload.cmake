@@ -38,6 +38,8 @@ if(ZS_HAVE_CUDA) # the tier's pinned staging slots feeding device copies
   zs_offload_exe(test_offload_nvme_cuda ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme_cuda.c)
   zs_unit_test(offload_nvme_cuda test_offload_nvme_cuda ARGS ${CMAKE_CURRENT_BINARY_DIR}
                LABELS "offload;gpu")
+  # The build folder, or the first of $TMPDIR, /tmp, /var/tmp where O_DIRECT works; with none it
+  # prints "SKIP: no O_DIRECT filesystem" and exits 77 (nvt_pick_root).
   set_tests_properties(offload_nvme_cuda PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # Lean mode (ZS_MASTER_LEAN): every CPU path and the pool against a reference written from

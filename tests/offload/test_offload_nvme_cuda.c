@@ -1,24 +1,27 @@
-/* On a GPU: the NVMe tier's staging slots pinned for CUDA (ZS_NVME_STAGING_PIN:
- * cudaPointerGetAttributes reports registered host memory), and a READ pass whose chunks go
- * host -> device -> host from the slots (as the engine's copies will) gives back exactly what a
- * WRITE pass stored. Without a GPU it prints "SKIP: no CUDA device" and passes. Built only with
- * CUDA. Usage: test_offload_nvme_cuda [ROOT]   (a directory on a real disk; default ".") */
+/* On a GPU: the NVMe tier's staging slots opened with the flags the engine's tier uses on CUDA
+ * (zs_nvme_staging_flags_for: pinned, cudaPointerGetAttributes reports registered host memory;
+ * the engine's own staging is checked in engine_cuda_nvme_*, test_engine_nvme_train), and a READ
+ * pass whose chunks go host -> device -> host from the slots gives back exactly what a WRITE pass
+ * stored. Without a GPU it prints "SKIP: no CUDA device" and passes. Built only with
+ * CUDA. Usage: test_offload_nvme_cuda [ROOT]   (a directory on a real disk; default "."; where it
+ * cannot hold a tier, $TMPDIR, /tmp or /var/tmp: nvt_pick_root) */
 #include <cuda_runtime_api.h>
 
 #include "nvme_test_util.h"
 
 int main(int argc, char **argv) {
   if (zs_test_cuda_absent(1)) return 0; /* other CUDA failures: exit 1 */
-  const char *root = argc > 1 ? argv[1] : ".";
-  nvt_require_root(root);
+  char root[4096];
+  nvt_pick_root(argc > 1 ? argv[1] : ".", root, sizeof root); /* a folder O_DIRECT works in */
   const size_t eb[3] = {4, 4, 4}, chunk = 1 << 18, n = 5 * chunk + 999;
   nvt_tier t;
   nvt_open(&t, root, 3, eb, n, chunk, 2);
-  zs_nvme_staging_destroy(t.st); /* the same slots, pinned */
+  zs_nvme_staging_destroy(t.st); /* the same slots, opened as the engine's tier opens them */
   t.st = NULL;
   ZS_OK_OR_DIE(zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&t.desc), zs_nvme_stream_slots(2),
-                                      zs_nvme_dir_align(t.dir), ZS_NVME_STAGING_PIN, &t.st));
-  ZS_EXPECT(zs_nvme_staging_pinned(t.st), "ZS_NVME_STAGING_PIN did not pin");
+                                      zs_nvme_dir_align(t.dir),
+                                      zs_nvme_staging_flags_for(ZS_DEVICE_CUDA), &t.st));
+  ZS_EXPECT(zs_nvme_staging_pinned(t.st), "the CUDA tier's staging flags did not pin");
   struct cudaPointerAttributes at;
   const cudaError_t ce = cudaPointerGetAttributes(&at, zs_nvme_staging_slot(t.st, 4));
   ZS_EXPECT(ce == cudaSuccess && at.type == cudaMemoryTypeHost, "slot 4: %s, type %d",
