@@ -1,0 +1,90 @@
+/* The one attention entry of the CUDA kernels (attention.cuh): splits the batch into chunks that
+ * fit a launch (grid.y = sequences x heads <= 65535) and the scratch (the backward's row terms),
+ * computes the row terms D_t = dout_t . out_t, and runs each chunk on the tensor-core path where
+ * it applies, else on the SIMT path. */
+#include "attention.cuh"
+
+#define AL_WARPS 8 /* row-term kernel: one warp per (sequence, token, head) */
+
+/* Dv[(b*NH + h)*T + t] = dout_t . out_t over head h's D channels; one warp per row. */
+template <typename E> __global__ void attn_rowdot_kernel(zs_attn_args a) {
+  const E *dout = (const E *)a.dout, *out = (const E *)a.out;
+  const int lane = threadIdx.x & 31, T = a.T, NH = a.NH;
+  const size_t row = (size_t)blockIdx.x * AL_WARPS + (threadIdx.x >> 5);
+  if (row >= (size_t)a.B * T * NH) return;
+  const size_t bt = row / NH; /* b*T + t */
+  const int h = (int)(row % NH);
+  const size_t off = bt * a.os + (size_t)h * a.D;
+  float s = 0.0f;
+  for (int d = lane; d < a.D; d += 32)
+    s += zs_ld(&dout[off + d]) * zs_ld(&out[off + d]);
+  s = zs_warp_sum(s);
+  const size_t b = bt / T, t = bt % T;
+  if (lane == 0) a.Dv[(b * NH + h) * T + t] = s;
+}
+
+/* Sequences per chunk: grid.y = nb*NH <= 65535 and nb*NH*T row terms within the scratch. */
+static zs_status attn_chunk_size(const char *fn, const zs_attn_args *a, int *bc) {
+  const size_t per_b = (size_t)a->NH * a->T * sizeof(float);
+  const size_t fit = ZS_SCRATCH_BYTES / per_b, grid_fit = 65535 / (size_t)a->NH;
+  if (fit < 1 || grid_fit < 1)
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: NH = %d, T = %d is too large for one sequence", fn,
+                   a->NH, a->T);
+  const size_t c = fit < grid_fit ? fit : grid_fit;
+  *bc = (int)((size_t)a->B < c ? (size_t)a->B : c);
+  return ZS_OK;
+}
+
+/* Byte address p + n elements (p may be NULL: a pointer the call does not use). */
+static const void *attn_adv(const void *p, size_t n, size_t esize) {
+  return p ? (const void *)((const char *)p + n * esize) : NULL;
+}
+
+/* The chunk of sequences b0 .. b0+nb-1 of a: every pointer moved to sequence b0. */
+static zs_attn_args attn_chunk(const zs_attn_args *a, int b0, int nb, size_t esize) {
+  zs_attn_args c = *a;
+  const size_t bt = (size_t)b0 * a->T, lo = (size_t)b0 * a->NH * a->T;
+  c.q = attn_adv(a->q, bt * a->qs, esize);
+  c.k = attn_adv(a->k, bt * a->ks, esize);
+  c.v = attn_adv(a->v, bt * a->ks, esize);
+  c.out = attn_adv(a->out, bt * a->os, esize);
+  c.dout = attn_adv(a->dout, bt * a->os, esize);
+  c.o = (void *)attn_adv(a->o, bt * a->os, esize);
+  c.dq = (void *)attn_adv(a->dq, bt * a->qs, esize);
+  c.dk = (void *)attn_adv(a->dk, bt * a->ks, esize);
+  c.dv = (void *)attn_adv(a->dv, bt * a->ks, esize);
+  c.lse = a->lse ? a->lse + lo : NULL;
+  c.B = nb;
+  return c;
+}
+
+zs_status zs_attn_fwd(zs_cuda_kctx *k, const char *fn, const zs_attn_args *a) {
+  int bc;
+  ZS_CHECK(attn_chunk_size(fn, a, &bc));
+  const size_t es = k->dt == ZS_BF16 ? 2 : 4;
+  const int tc = zs_attn_tc_ready(k, a, 0);
+  for (int b0 = 0; b0 < a->B; b0 += bc) {
+    const zs_attn_args c = attn_chunk(a, b0, a->B - b0 < bc ? a->B - b0 : bc, es);
+    ZS_CHECK(tc ? zs_attn_tc_fwd(k, &c) : zs_attn_simt_fwd(k, &c));
+    ZS_CHECK(zs_kcu_launched(fn));
+  }
+  return ZS_OK;
+}
+
+zs_status zs_attn_bwd(zs_cuda_kctx *k, const char *fn, const zs_attn_args *a) {
+  int bc;
+  ZS_CHECK(attn_chunk_size(fn, a, &bc));
+  const size_t es = k->dt == ZS_BF16 ? 2 : 4;
+  const int tc = zs_attn_tc_ready(k, a, 1);
+  for (int b0 = 0; b0 < a->B; b0 += bc) {
+    zs_attn_args c = attn_chunk(a, b0, a->B - b0 < bc ? a->B - b0 : bc, es);
+    c.Dv = (float *)k->scratch; /* the previous chunk's kernels precede on the stream */
+    const size_t rows = (size_t)c.B * c.T * c.NH;
+    const unsigned grid = (unsigned)((rows + AL_WARPS - 1) / AL_WARPS);
+    ZS_DT_DISPATCH(k->dt, E, attn_rowdot_kernel<E><<<grid, AL_WARPS * 32, 0, k->stream>>>(c));
+    ZS_CHECK(zs_kcu_launched(fn));
+    ZS_CHECK(tc ? zs_attn_tc_bwd(k, &c) : zs_attn_simt_bwd(k, &c));
+    ZS_CHECK(zs_kcu_launched(fn));
+  }
+  return ZS_OK;
+}
