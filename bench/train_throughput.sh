@@ -3,9 +3,14 @@
 # batch, in the same run. Prints a table, writes CSV, ends with a "headline:" line.
 #   d12 (124M), bf16, seq 1024: zshard stage 0, zshard stage 3 (world 1), torch eager, torch.compile
 #   d48 (1.5B), bf16, seq 1024: zshard stage 3 with --recompute
+#   d12 stage 3 with the optimizer offloaded to pinned host memory (--runs d12s3off)
 # Without a GPU it prints a SKIP line and exits 0. Run from the build directory:
 #   bash ../bench/train_throughput.sh [--exe examples/train_gpt2] [--csv FILE] [--steps 20]
 #        [--batch 8] [--d48-batch 4] [--peak-tflops 989]        (989: H100/H200 bf16 dense)
+#        [--runs d12s0,d12s3,torch,d48]  (which runs, in this order; also d12s3off)
+#        [--torch-modes eager,compile]
+# Each run's CSV row is written as soon as it ends, so a run cut off by a time limit keeps the
+# rows it finished.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 EXE=examples/train_gpt2
@@ -14,6 +19,8 @@ STEPS=20
 BATCH=8
 BATCH48=4
 PEAK=989
+RUNS=d12s0,d12s3,torch,d48
+TORCH_MODES=eager,compile
 while [ $# -gt 0 ]; do
   case "$1" in
   --exe) EXE=$2; shift ;;
@@ -22,7 +29,9 @@ while [ $# -gt 0 ]; do
   --batch) BATCH=$2; shift ;;
   --d48-batch) BATCH48=$2; shift ;;
   --peak-tflops) PEAK=$2; shift ;;
-  *) sed -n '2,10p' "$0"; exit 2 ;;
+  --runs) RUNS=$2; shift ;;
+  --torch-modes) TORCH_MODES=$2; shift ;;
+  *) sed -n '2,16p' "$0"; exit 2 ;;
   esac
   shift
 done
@@ -55,11 +64,12 @@ peak_mib() {
     awk '{ printf "%.0f", $1 / 1048576 }'
 }
 
-# run_zs NAME MODEL STAGE RECOMPUTE BATCH: one train_gpt2 run on the bundled text (vocab 50257).
+# run_zs NAME MODEL STAGE RECOMPUTE BATCH [ARGS...]: one train_gpt2 run on the bundled text
+# (vocab 50257); ARGS go to train_gpt2.
 run_zs() {
   local name=$1 model=$2 stage=$3 rec=$4 b=$5 m=$TMP/$1.jsonl
-  local extra=()
-  [ "$rec" = 1 ] && extra=(--recompute)
+  local extra=("${@:6}")
+  [ "$rec" = 1 ] && extra+=(--recompute)
   echo "== $name: $model stage $stage recompute $rec batch $b seq 1024 bf16"
   if ! "${LAUNCH[@]}" "$EXE" --device cuda --dtype bf16 --model "$model" --vocab 50257 \
     --stage "$stage" --batch "$b" --seq 1024 --steps "$STEPS" --lr 1e-4 --warmup 0 \
@@ -80,26 +90,36 @@ run_zs() {
     "$(awk -v x="$mfu" 'BEGIN{print 100*x}')" "$ms" "$pk")")
 }
 
-run_zs zshard_d12_stage0 d12 0 0 "$BATCH"
-run_zs zshard_d12_stage3 d12 3 0 "$BATCH"
-echo "== torch peer: d12 batch $BATCH seq 1024 bf16 (eager, torch.compile)"
-PY=$(command -v python3 || true)
-if [ -n "$PY" ]; then
-  "$PY" "$HERE/peers/torch_gpt2.py" --model d12 --batch "$BATCH" --seq 1024 --steps "$STEPS" \
-    --dtype bf16 --peak-tflops "$PEAK" 2>"$TMP/torch.err" | tee "$TMP/torch.out"
-  tail -3 "$TMP/torch.err"
-  while read -r _ name kv; do
-    tps=$(echo "$kv" | sed -E 's/.*tokens_per_s=([0-9.]+).*/\1/')
-    mfu=$(echo "$kv" | sed -E 's/.*mfu=([0-9.]+).*/\1/')
-    ms=$(echo "$kv" | sed -E 's/.*ms_per_step=([0-9.]+).*/\1/')
-    echo "${name}_d12,d12,-,0,$BATCH,1024,$tps,$mfu,$ms," >>"$CSV"
-    ROWS+=("$(printf '%-22s %12.0f %7.1f%% %10.1f %10s' "${name}_d12" "$tps" \
-      "$(awk -v x="$mfu" 'BEGIN{print 100*x}')" "$ms" "-")")
-  done < <(grep '^RESULT' "$TMP/torch.out")
-else
-  echo "SKIP torch peer: no python3"
-fi
-run_zs zshard_d48_stage3_rc d48 3 1 "$BATCH48"
+run_torch() { # the PyTorch peer on the same model, batch and data shape
+  echo "== torch peer: d12 batch $BATCH seq 1024 bf16 ($TORCH_MODES)"
+  PY=$(command -v python3 || true)
+  if [ -n "$PY" ]; then
+    "$PY" "$HERE/peers/torch_gpt2.py" --model d12 --batch "$BATCH" --seq 1024 --steps "$STEPS" \
+      --dtype bf16 --modes "$TORCH_MODES" --peak-tflops "$PEAK" 2>"$TMP/torch.err" | tee "$TMP/torch.out"
+    tail -3 "$TMP/torch.err"
+    while read -r _ name kv; do
+      tps=$(echo "$kv" | sed -E 's/.*tokens_per_s=([0-9.]+).*/\1/')
+      mfu=$(echo "$kv" | sed -E 's/.*mfu=([0-9.]+).*/\1/')
+      ms=$(echo "$kv" | sed -E 's/.*ms_per_step=([0-9.]+).*/\1/')
+      echo "${name}_d12,d12,-,0,$BATCH,1024,$tps,$mfu,$ms," >>"$CSV"
+      ROWS+=("$(printf '%-22s %12.0f %7.1f%% %10.1f %10s' "${name}_d12" "$tps" \
+        "$(awk -v x="$mfu" 'BEGIN{print 100*x}')" "$ms" "-")")
+    done < <(grep '^RESULT' "$TMP/torch.out")
+  else
+    echo "SKIP torch peer: no python3"
+  fi
+}
+
+for r in ${RUNS//,/ }; do
+  case $r in
+  d12s0) run_zs zshard_d12_stage0 d12 0 0 "$BATCH" ;;
+  d12s3) run_zs zshard_d12_stage3 d12 3 0 "$BATCH" ;;
+  d12s3off) run_zs zshard_d12_stage3_offload d12 3 0 "$BATCH" --offload opt ;;
+  torch) run_torch ;;
+  d48) run_zs zshard_d48_stage3_rc d48 3 1 "$BATCH48" ;;
+  *) echo "train_throughput: unknown run '$r' (d12s0 d12s3 d12s3off torch d48)"; exit 2 ;;
+  esac
+done
 
 echo
 echo "GPU: $GPU | steps $STEPS (first 3 excluded) | MFU vs $PEAK TFLOP/s"

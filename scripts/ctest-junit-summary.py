@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises a ctest JUnit report (ctest --output-junit) for scripts/device-check.sh.
+"""Summarises a ctest JUnit report (ctest --output-junit) for scripts/device-first.sh.
 
     ctest-junit-summary.py [--gpu|--no-gpu] [--all FILE] [--rerun FILE] REPORT.xml [GPU_TEST ...]
                                                   print the summary lines
@@ -16,7 +16,7 @@ printing "SKIP: no CUDA device") is itself a failure, since its skip detection i
 device that is there).
 
 --rerun FILE writes the names of the tests to run again (failed, not reached, and with --gpu the
-GPU tests that skipped), one a line; scripts/device-check.sh --rerun runs only those.
+GPU tests that skipped), one a line; scripts/device-first.sh --call 2 runs those again.
 
 Lines printed: the totals (passed, failed, skipped), then for the GPU tests named on the command
 line which ran, which were skipped (e.g. "SKIP: no CUDA device") and which failed, by name, so a

@@ -1,5 +1,5 @@
-# Sourced by scripts/fetch-device-deps.sh and scripts/device-check.sh: the folders of the carried
-# tree (relative to its root) that device-check puts on LD_LIBRARY_PATH, in that order. The
+# Sourced by scripts/fetch-device-deps.sh and scripts/device-env.sh: the folders of the carried
+# tree (relative to its root) that device-env.sh puts on LD_LIBRARY_PATH, in that order. The
 # fetch script checks that every library a carried program or library needs is in one of them
 # (or is one every CUDA machine has), so a library carried elsewhere in the tree is caught here
 # rather than on the GPU machine.

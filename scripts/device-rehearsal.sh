@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Rehearses the GPU machine here: runs `scripts/device-check.sh tests` and then `... bench` under
-# that machine's constraints, so that a GPU session spends its 30 device-minutes on the GPU, not
-# on packaging.
+# Rehearses the GPU session here: the prepared calls of scripts/device-first.sh under the GPU
+# machine's constraints, so that a lent task spends its 15 device-minutes on the GPU, not on
+# packaging. It also leaves the tree the device runs, .deps/prebuilt.tar.xz, proven.
 #
-#   scripts/device-rehearsal.sh [--keep] [-- device-check options]
+#   scripts/device-rehearsal.sh [--keep] [-- device-first options]
 #
 # The GPU machine has the CUDA toolkit, a C toolchain, CMake and Python, NCCL possibly only as the
 # Python wheel (nvidia-nccl-cu13: libnccl.so.2 and nccl.h under site-packages/nvidia/nccl), no
-# network and no Debian packages: it builds with what scripts/fetch-device-deps.sh carried in
-# .deps. Here, in a mount namespace and a network namespace of their own (unshare -m -n):
+# network and no Debian packages: it runs what scripts/fetch-device-deps.sh and
+# scripts/device-prebuild.sh carried in .deps. Here, in a mount namespace and a network namespace of
+# their own (unshare -m -n):
 #   - every file of the Debian packages that scripts/install-deps.sh installs, and of the run-time
 #     libraries they pulled in (scripts/device-image-hide.py), is hidden by overlayfs whiteouts
 #     over /usr and /etc; so are the toolkit's NCCL library and headers, which are offered as a
@@ -16,13 +17,19 @@
 #   - there is no network but loopback, and the environment is a clean one;
 #   - the working tree that would travel (files git tracks or does not ignore, plus .deps) must
 #     be at most 64 MiB before and after the run.
-# GPU tests skip (no GPU here; one that does not skip fails the rehearsal, its skip detection is
-# broken); everything else must build with CUDA and pass, mpirun included; the benchmarks must
-# run (they print SKIP without a GPU).
+# Inside: device-first.sh --plan (the whole session's planned device time, at most 14 minutes),
+# device-prebuild.sh (the CUDA build with the carried dependencies only: also the device's
+# fallback build), then, from the unpacked pack as on a fresh machine, call 1 and call 2 of
+# device-first.sh, then call 1 killed with SIGKILL right after its first item (its summary.txt
+# must hold that item's result and the rest as RUNNING/PENDING) and call 1 under a deadline too
+# short for it (every item must end DONE, FAILED or NOT RUN). GPU tests skip here (no GPU; one that
+# does not skip fails the rehearsal: its skip detection is broken); the smoke test's CPU ranks run
+# through the carried mpirun; the benchmarks print SKIP.
 # The last line is `device-rehearsal: PASS ...` (exit 0), `device-rehearsal: FAIL <what>` (exit 1),
 # or `device-rehearsal: SKIP <why>` (exit 77) where this machine cannot make the namespaces.
 # Needs root (or CAP_SYS_ADMIN), util-linux's unshare, overlayfs, and dpkg. Logs: $OUT (default
-# build-rehearsal/out). --keep leaves the scratch folder (whiteouts, wheel) for inspection.
+# build-rehearsal/out: call1/, call2/, cut/, short/, prebuild.log). --keep leaves the scratch
+# folder (whiteouts, wheel) for inspection.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
@@ -32,7 +39,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --keep) KEEP=1 ;;
     --) shift; CHECK_ARGS=("$@"); break ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "device-rehearsal: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -130,27 +137,53 @@ exec "$@"
 INNER
 mkdir -p "$OUT"
 t0=$SECONDS
+# The calls as the device runs them (budgets x3: 2 loaded cores here, not 16), then the cut-offs.
+cat >"$T/calls.sh" <<'CALLS'
+set -uo pipefail
+repo=$1
+shift
+cd "$repo" || exit 1
+scripts/device-first.sh --plan | tee "$OUT/plan.txt" || exit 14
+scripts/device-prebuild.sh --log "$OUT/prebuild.log" || exit 12
+rm -rf "${ZS_DEVICE_PREFIX:-/tmp/zshard-dev}/build" # a fresh machine: the pack must be unpacked
+OUT=$OUT/call1 scripts/device-first.sh --scale 3 "$@" || exit 10
+OUT=$OUT/call2 scripts/device-first.sh --call 2 --scale 3 "$@" || exit 11
+ZS_DEVICE_FIRST_KILL_AFTER=setup OUT=$OUT/cut scripts/device-first.sh --scale 3 "$@" >/dev/null
+[ $? = 137 ] || exit 15
+OUT=$OUT/short scripts/device-first.sh --deadline 12 "$@" >/dev/null
+exit 0
+CALLS
 # shellcheck disable=SC2016 # the single-quoted script is expanded by the inner bash
 unshare -m -n --propagation private env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  PYTHONPATH="$SITE" OUT="$OUT" DEVICE_BUILD_DIR="$BUILD" CI="${CI:-}" \
-  bash "$T/inner.sh" "$T" bash -c '"$0" tests "$@" || exit 10; OUT=$OUT/bench "$0" tests bench --rerun "$@" || exit 11' \
-  "$REPO/scripts/device-check.sh" --budget 3600 "${CHECK_ARGS[@]}" # 2 cores here, not 16
+  PYTHONPATH="$SITE" OUT="$OUT" CI="${CI:-}" ${ZS_DEVICE_PREFIX:+ZS_DEVICE_PREFIX=$ZS_DEVICE_PREFIX} \
+  bash "$T/inner.sh" "$T" bash "$T/calls.sh" "$REPO" "${CHECK_ARGS[@]}"
 rc=$?
+first_fail() { grep -E '^[0-9]+ [a-z0-9]+ +FAILED' "$1" 2>/dev/null | head -2 | cut -c1-300 | tr '\n' ';'; }
 case $rc in
   0) ;;
   90) fail "overlayfs over /usr or /etc could not be mounted" ;;
   91) fail "the loopback interface could not be brought up" ;;
   92 | 93) fail "the emulation leaks (see above)" ;;
-  11) fail "device-check.sh bench failed under the GPU machine's constraints: $(grep -E 'FAILED' \
-    "$OUT/bench/summary.txt" 2>/dev/null | head -2 | tr -s ' \n' ' ' | cut -c1-300) (logs: $OUT/bench)" ;;
-  *)
-    what=$(sed -n '/summary/,$p' "$OUT/summary.txt" 2>/dev/null | grep -E 'FAILED|failed' |
-      grep -vE ' 0 failed(,|$)' | head -3 | tr -s ' ' | tr '\n' ';' | cut -c1-400)
-    fail "device-check.sh tests exited $rc under the GPU machine's constraints: ${what:-see the log} (logs: $OUT)"
-    ;;
+  14) fail "the planned device time is over 14 minutes: $(cat "$OUT/plan.txt")" ;;
+  12) fail "device-prebuild.sh failed under the GPU machine's constraints (log: $OUT/prebuild.log)" ;;
+  10) fail "device-first.sh (call 1) failed under the GPU machine's constraints: $(first_fail "$OUT/call1/summary.txt") (logs: $OUT/call1)" ;;
+  11) fail "device-first.sh --call 2 failed: $(first_fail "$OUT/call2/summary.txt") (logs: $OUT/call2)" ;;
+  15) fail "device-first.sh did not die of the planted SIGKILL (logs: $OUT/cut)" ;;
+  *) fail "the rehearsal's calls exited $rc" ;;
 esac
+# What a cut-off call returns: the finished item, the one in flight, the rest pending.
+grep -qE '^1 setup +DONE' "$OUT/cut/summary.txt" && grep -qE '^2 correct +RUNNING' "$OUT/cut/summary.txt" &&
+  grep -qE '^6 rest +PENDING' "$OUT/cut/summary.txt" ||
+  fail "summary.txt of the call killed after setup does not say setup DONE, correct RUNNING, rest PENDING: $(tr '\n' ';' <"$OUT/cut/summary.txt")"
+# A deadline too short for the call: every item ends in a final state, the late ones NOT RUN.
+if grep -qE '^[0-9]+ [a-z0-9]+ +(PENDING|RUNNING)' "$OUT/short/summary.txt" ||
+  ! grep -qE '^6 rest +NOT RUN: deadline' "$OUT/short/summary.txt"; then
+  fail "summary.txt of the call with a 12 s deadline left items unfinished: $(tr '\n' ';' <"$OUT/short/summary.txt")"
+fi
+echo "== call 1 as the device would report it:"
+cat "$OUT/call1/summary.txt"
 after=$(travel_bytes)
 [ "$after" -le $LIMIT ] || fail "the working tree that would travel grew to $((after >> 20)) MiB during the run (limit 64 MiB)"
 [ "$after" -eq "$before" ] || say "note: the travelling tree changed by $((after - before)) bytes during the run"
-say "PASS ($(grep -m1 -E '^tests ' "$OUT/summary.txt" | sed -E 's/^tests +//'); benchmarks ran; travels $((after >> 20)) MiB; $((SECONDS - t0)) s)"
+say "PASS ($(cat "$OUT/plan.txt" | sed 's/^device plan: //'); pack $(($(stat -c %s .deps/prebuilt.tar.xz) >> 10)) KiB; cut-offs keep their summaries; travels $((after >> 20)) MiB; $((SECONDS - t0)) s)"

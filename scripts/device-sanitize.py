@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs single-process GPU ctest tests under NVIDIA compute-sanitizer (scripts/device-check.sh).
+"""Runs single-process GPU ctest tests under NVIDIA compute-sanitizer (scripts/device-first.sh, call 2).
 
     device-sanitize.py BUILD_DIR TOOL [NAME_REGEX [SECONDS]]
 

@@ -3,8 +3,8 @@
 # (OpenMPI, hwloc, jemalloc, OpenBLAS, cJSON, xxHash, liburing, pkg-config and their runtime
 # libraries) as
 # .deb files and extracts them into .deps/root, which travels with the working tree to the device
-# machine (no internet, no Debian packages there). scripts/device-check.sh then builds against it
-# (it copies the tree into its build folder before unpacking anything: .deps never grows), and
+# machine (no internet, no Debian packages there). scripts/device-first.sh then stages it at the fixed prefix of
+# scripts/device-env.sh (a copy: .deps never grows), and
 # scripts/device-rehearsal.sh proves here that this is all the GPU machine needs. Every carried
 # library and program is checked to find the libraries it links (a plug-in that cannot is
 # dropped, anything else is an error naming the missing library).
@@ -12,7 +12,7 @@
 #   scripts/fetch-device-deps.sh        # idempotent: wipes and refills .deps/root
 #
 # Docs, man pages, locales, static archives, Fortran modules and LAPACK are dropped, and
-# OpenBLAS's 35 MB DYNAMIC_ARCH library is stored gzipped (device-check.sh unpacks it), so the
+# OpenBLAS's 35 MB DYNAMIC_ARCH library is stored gzipped (device-env.sh unpacks it), so the
 # folder stays near 40 MiB (the whole carried tree may be 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,7 +109,7 @@ BASE="libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libstdc++.so.6 l
   libz.so.1 libudev.so.1 ld-linux-x86-64.so.2 libutil.so.1 libresolv.so.2"
 # shellcheck source=scripts/device-libdirs.sh
 . scripts/device-libdirs.sh
-unresolved() { # prints "NEEDED<TAB>file" for each dependency not on device-check's search path
+unresolved() { # prints "NEEDED<TAB>file" for each dependency not on device-env.sh's search path
   local have f n d dirs=()
   for d in "${DEVICE_LIBDIRS[@]}"; do [ -d "$ROOT/$d" ] && dirs+=("$ROOT/$d"); done
   have=$(find "${dirs[@]}" -maxdepth 1 \( -type f -o -type l \) -name '*.so*' -printf '%f\n' | sort -u)
@@ -144,7 +144,7 @@ for _ in 1 2 3 4 5; do # dropping a library can strand the plug-ins that link it
 done
 find "$ROOT" -xtype l -name 'libfabric.so*' -delete
 
-# The big library travels compressed; device-check.sh restores it (gzip is everywhere).
+# The big library travels compressed; device-env.sh restores it (gzip is everywhere).
 for so in "$ROOT/$A"/openblas-pthread/libopenblas*-r*.so; do gzip -9 "$so"; done
 
 echo "fetch-device-deps: $(du -sh "$ROOT" | cut -f1) in $ROOT ($(find "$ROOT" -type f | wc -l) files)"

@@ -23,7 +23,7 @@ fi
 
 # LD_LIBRARY_PATH without every folder that holds a libzshard (a build tree): zshard must come
 # from the rpath, while the dependencies stay findable where only LD_LIBRARY_PATH finds them (the
-# GPU machine's carried MPI, whose mpirun needs it; device-check and the rehearsal set it).
+# GPU machine's carried MPI, whose mpirun needs it; device-first.sh and the rehearsal set it).
 ld_no_zs=""
 IFS=: read -r -a ld_dirs <<<"${LD_LIBRARY_PATH:-}"
 for d in "${ld_dirs[@]}"; do

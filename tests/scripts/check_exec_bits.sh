@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every tracked file that starts with "#!" is executable in git (mode 100755): scripts are called
-# by path (test.sh runs scripts/device-rehearsal.sh, the GPU machine runs scripts/device-check.sh),
+# by path (test.sh runs scripts/device-rehearsal.sh, the GPU machine runs scripts/device-first.sh),
 # and a clean clone takes its modes from git, not from the working tree that wrote them.
 # Usage: check_exec_bits.sh REPO. Exit 77 (skip) outside a git checkout.
 set -euo pipefail

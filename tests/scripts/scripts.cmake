@@ -14,7 +14,7 @@ endif()
 add_test(NAME scripts_executable COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_exec_bits.sh
                                           ${PROJECT_SOURCE_DIR})
 set_tests_properties(scripts_executable PROPERTIES LABELS "unit;scripts" TIMEOUT 60 SKIP_RETURN_CODE 77)
-# scripts/ctest-junit-summary.py (device-check's verdicts) against JUnit reports ctest writes.
+# scripts/ctest-junit-summary.py (device-first.sh's verdicts) against JUnit reports ctest writes.
 if(ZS_TEST_PYTHON3)
   add_test(NAME junit_summary COMMAND ${ZS_TEST_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/test_junit_summary.py
                                       ${PROJECT_SOURCE_DIR})

@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# The GPU session's check, in the order its answers matter, inside a lent task's 15 device-minutes.
+#
+#   scripts/device-first.sh            # call 1 (deadline 435 s): the one prepared call
+#   scripts/device-first.sh --call 2   # call 2 (deadline 165 s), on the warm machine, only if at
+#                                      # least 4 device-minutes are left after call 1
+#   scripts/device-first.sh --plan     # the plan below with its total; exit 1 above 14 minutes
+#
+# Device call: carry [".deps"], timeout_s 480 (call 1) or 210 (call 2), then give_back.
+#
+# The plan (seconds of device time; an item that ends early leaves its time to the next ones, an
+# item never runs past the call's deadline, and the last item of a call takes what is left):
+#   machine start 120, transfer of the tree 20 per call, idle 30 after each call
+#   call 1 (435): setup 40 (environment facts, the carried dependencies staged, the prebuilt tree
+#     unpacked, or built when it is stale or absent: 3-4 min that later items lose; a smoke test)
+#     | correct 130 (ctest gpu-t1: every kernel against its CPU twin, AdamW in every master mode
+#     against the CPU's bits, the engine at stages 0 and 3 without NCCL, GPT-2 CUDA against the
+#     CPU at one rank) | speed 105 (GPT-2 d12 bf16 seq 1024: zshard stage 0 and 3, torch eager,
+#     then torch.compile with what is left) | nccl 55 (ctest gpu-t2: 2 ranks on the one GPU,
+#     stopping at the first failure) | d12 55 (the kernels at d12 sizes, their benchmark, d12 at
+#     stage 3 with the optimizer offloaded) | rest 50 (ctest gpu-t3 then gpu-t4 until the deadline)
+#   call 2 (165): setup 15 | sanitize 55 (compute-sanitizer memcheck over the kernel tests)
+#     | rerun 40 (call 1's failed and unreached tests, NCCL_DEBUG=WARN) | d48 55 (GPT-2 1.5B at
+#     stage 3 with recompute, a few steps)
+#   total 120 + 20 + 435 + 30 + 20 + 165 + 30 = 820 s (13.7 min)
+#
+# Results land in $OUT (default ./out) as they happen, at most 8 files (the device returns 8):
+# summary.txt (one line per item, PENDING at the start, rewritten atomically as each item starts
+# and ends, so a call cut off at any point returns everything it finished), env.txt, setup.log,
+# tests.log (ctest output as it runs), tests.xml (every ctest JUnit report of the call merged),
+# bench.log, bench-csv.txt, sanitize.log.
+#
+# Options:
+#   --call N        1 or 2
+#   --deadline S    the call's deadline in seconds (default 435 / 165)
+#   --scale F       multiply every item budget and the deadline by F (the rehearsal on 2 cores)
+#   --jobs N        build and ctest parallelism (default: the cores)
+#   --arch A        CMAKE_CUDA_ARCHITECTURES of a fallback build (default native with a GPU)
+# Without a GPU everything runs: GPU tests must skip (one that runs anyway is a failure: its skip
+# detection is broken), benchmarks print SKIP, the sanitizer says "not run: no GPU".
+# Exit status 0 when every item that ran passed.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+REPO=$PWD
+CALL=1 DEADLINE="" SCALE=1 JOBS=$(nproc 2>/dev/null || echo 4) ARCH="" PLAN_ONLY=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --call) CALL=$2; shift ;;
+    --deadline) DEADLINE=$2; shift ;;
+    --scale) SCALE=$2; shift ;;
+    --jobs) JOBS=$2; shift ;;
+    --arch) ARCH=$2; shift ;;
+    --plan) PLAN_ONLY=1 ;;
+    -h | --help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "device-first: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# ---- the plan: item names and budgets per call (seconds) ----
+START_S=120 TRANSFER_S=20 IDLE_S=30
+ITEMS_1=(setup correct speed nccl d12 rest)
+BUDGET_1=(40 130 105 55 55 50)
+ITEMS_2=(setup sanitize rerun d48)
+BUDGET_2=(15 55 40 55)
+sum() { local s=0 x; for x in "$@"; do s=$((s + x)); done; echo $s; }
+if [ $PLAN_ONLY = 1 ]; then
+  c1=$(sum "${BUDGET_1[@]}") c2=$(sum "${BUDGET_2[@]}")
+  total=$((START_S + TRANSFER_S + c1 + IDLE_S + TRANSFER_S + c2 + IDLE_S))
+  echo "device plan: start $START_S + call 1 ($TRANSFER_S + $c1: ${ITEMS_1[*]}) + idle $IDLE_S" \
+    "+ call 2 ($TRANSFER_S + $c2: ${ITEMS_2[*]}) + idle $IDLE_S = $total s ($((total / 60)) min $((total % 60)) s)"
+  [ "$total" -le 840 ] || { echo "device plan: over 14 minutes"; exit 1; }
+  exit 0
+fi
+case $CALL in
+  1) ITEMS=("${ITEMS_1[@]}") BUDGET=("${BUDGET_1[@]}") ;;
+  2) ITEMS=("${ITEMS_2[@]}") BUDGET=("${BUDGET_2[@]}") ;;
+  *) echo "device-first: --call is 1 or 2" >&2; exit 2 ;;
+esac
+[ -n "$DEADLINE" ] || DEADLINE=$(sum "${BUDGET[@]}")
+scaled() { awk -v x="$1" -v f="$SCALE" 'BEGIN { printf "%d", x * f }'; }
+DEADLINE=$(scaled "$DEADLINE")
+for i in "${!BUDGET[@]}"; do BUDGET[i]=$(scaled "${BUDGET[i]}"); done
+
+OUT=${OUT:-$REPO/out}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
+export OUT
+HAVE_GPU=0 # nvidia-smi, or the driver's device node where nvidia-smi is not on the PATH
+{ nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || ls /dev/nvidia[0-9]* >/dev/null 2>&1; } && HAVE_GPU=1
+[ -n "$ARCH" ] || ARCH=$([ $HAVE_GPU = 1 ] && echo native || echo 90-real)
+# shellcheck source=scripts/device-env.sh
+. "$REPO/scripts/device-env.sh"
+export BENCH_OUT=$DEV_BUILD/bench-out
+T0=$SECONDS
+left() { echo $((DEADLINE - (SECONDS - T0))); } # seconds to the call's deadline
+
+# ---- summary.txt: one line per item, rewritten (temporary file + rename) at every change ----
+STATE=() # per item: "PENDING (budget N s)", "RUNNING since N s", "DONE ...", ...
+for i in "${!ITEMS[@]}"; do STATE[i]="PENDING (budget ${BUDGET[i]} s)"; done
+GPU_NAME=$(nvidia-smi -L 2>/dev/null | head -1)
+write_summary() {
+  local i
+  {
+    echo "== device-first call $CALL: ${GPU_NAME:-no GPU}; deadline $DEADLINE s; at $((SECONDS - T0)) s" \
+      "($(date -u '+%Y-%m-%d %H:%M:%S UTC'))"
+    for i in "${!ITEMS[@]}"; do printf '%d %-9s %s\n' $((i + 1)) "${ITEMS[i]}" "${STATE[i]}"; done
+  } >"$OUT/summary.txt.tmp" && mv -f "$OUT/summary.txt.tmp" "$OUT/summary.txt"
+}
+write_summary
+OK=1
+
+# ---- helpers for the items ----
+# run_ctest LABEL SECONDS ARGS...: ctest in the build tree on ARGS, stopped (cleanly, with its
+# report) at SECONDS from now; output appended to tests.log, the report merged into tests.xml, the
+# failed and unreached tests appended to rerun.txt. Prints the verdict (totals, then the failed
+# and unreached by name); non-zero when a test failed or (unless UNREACHED_OK=1) was not reached.
+run_ctest() {
+  local label=$1 secs=$2 xml stop rc verdict gpu_flag=--no-gpu all=()
+  shift 2
+  [ $HAVE_GPU = 1 ] && gpu_flag=--gpu
+  xml=$DEV_BUILD/junit-$label.xml
+  rm -f "$xml"
+  stop=$(date -d "@$(($(date +%s) + secs))" +%H:%M:%S)
+  echo "== $(date -u +%H:%M:%S) ctest $label: $* (stop $stop)" >>"$OUT/tests.log"
+  (cd "$DEV_BUILD" && timeout -k 5 $((secs + 20)) ctest --output-on-failure --output-junit "$xml" \
+    --stop-time "$stop" "$@") >>"$OUT/tests.log" 2>&1
+  rc=$?
+  (cd "$DEV_BUILD" && ctest -N "$@" | sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p') >"$DEV_BUILD/asked-$label.txt"
+  mapfile -t gpu_tests < <(cd "$DEV_BUILD" && ctest -N -L '^gpu$' "$@" |
+    sed -nE 's/^ *Test +#[0-9]+: (.*)$/\1/p')
+  verdict=$(python3 "$REPO/scripts/ctest-junit-summary.py" $gpu_flag --all "$DEV_BUILD/asked-$label.txt" \
+    --rerun "$DEV_BUILD/rerun-$label.txt" "$xml" "${gpu_tests[@]}" 2>&1 |
+    grep -E '^([0-9]+ tests|FAILED|  (failed|not reached|FAILED|GPU tests not reached))' | tr -s ' \n' ' ')
+  cat "$DEV_BUILD/rerun-$label.txt" >>"$DEV_BUILD/rerun.txt" 2>/dev/null
+  python3 "$REPO/scripts/junit-merge.py" "$OUT/tests.xml" "$xml" >>"$OUT/tests.log" 2>&1
+  echo "${verdict:-no JUnit report (ctest exit $rc; see tests.log)}"
+  [ "${UNREACHED_OK:-0}" = 1 ] || all=(--all "$DEV_BUILD/asked-$label.txt")
+  python3 "$REPO/scripts/ctest-junit-summary.py" --ok $gpu_flag "${all[@]}" "$xml" \
+    "${gpu_tests[@]}" >/dev/null 2>&1
+}
+
+# run_bench NAME SECONDS COMMAND...: a benchmark from the build tree, its output appended to
+# bench.log, its CSVs (in $BENCH_OUT) gathered into bench-csv.txt. Prints its headline.
+run_bench() {
+  local name=$1 secs=$2 tmp rc head
+  shift 2
+  tmp=$(mktemp)
+  echo "== $(date -u +%H:%M:%S) $name: $* (limit $secs s)" >>"$OUT/bench.log"
+  (cd "$DEV_BUILD" && timeout -k 5 "$secs" "$@") 2>&1 | tee "$tmp" >>"$OUT/bench.log"
+  rc=${PIPESTATUS[0]}
+  head=$(grep -E '^(headline:|SKIP)' "$tmp" | tail -1)
+  [ -n "$head" ] || head=$(tail -1 "$tmp")
+  rm -f "$tmp"
+  for csv in "$BENCH_OUT"/*; do
+    [ -f "$csv" ] && { echo "## $(basename "$csv")" && cat "$csv" && echo; }
+  done >"$OUT/bench-csv.txt"
+  case $rc in
+    0) echo "$name: $head" ;;
+    124 | 137) echo "$name: CUT at $secs s: $head"; return 1 ;;
+    *) echo "$name: FAILED rc=$rc: $head"; return 1 ;;
+  esac
+}
+
+# ---- the items: each prints its one-line result, returns non-zero on failure; $1 = seconds ----
+item_setup() {
+  local secs=$1 pack=$REPO/.deps/prebuilt.tar.xz want have how
+  {
+    echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') $(uname -n) call $CALL"
+    uname -a
+    nvidia-smi 2>&1 || echo "(no nvidia-smi)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit \
+      --format=csv 2>&1
+    nvcc --version 2>&1 | tail -2
+    cmake --version 2>&1 | head -1
+    python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU for torch')" 2>&1 | tail -1
+    nproc
+    df -h /tmp "$REPO" 2>&1
+  } >>"$OUT/env.txt" 2>&1
+  dev_stage "$REPO" >>"$OUT/setup.log" 2>&1 || { echo "FAILED: staging .deps (setup.log)"; return 1; }
+  dev_env "$REPO"
+  want=""
+  if [ -f "$pack" ]; then
+    want=$(tar -xJOf "$pack" ./PREBUILT.txt 2>/dev/null | sed -n 's/^source_hash //p')
+    local prefix
+    prefix=$(tar -xJOf "$pack" ./PREBUILT.txt 2>/dev/null | sed -n 's/^prefix //p')
+    [ "$prefix" = "$ZS_DEV" ] || want="" # built for another prefix: its CTest paths are wrong here
+  fi
+  have=$(dev_source_hash)
+  if [ -n "$want" ] && [ "$want" = "$have" ]; then
+    if [ "$(sed -n 's/^source_hash //p' "$DEV_BUILD/PREBUILT.txt" 2>/dev/null)" = "$have" ]; then
+      how="prebuilt tree already unpacked"
+    else
+      rm -rf "$DEV_BUILD" && mkdir -p "$DEV_BUILD" &&
+        tar -C "$DEV_BUILD" -xJf "$pack" >>"$OUT/setup.log" 2>&1 ||
+        { echo "FAILED: unpacking $pack (setup.log)"; return 1; }
+      how="prebuilt tree unpacked ($(sed -n 's/^commit //p' "$DEV_BUILD/PREBUILT.txt"))"
+    fi
+    dev_nccl_first "$DEV_BUILD"
+  else
+    how="built here, arch $ARCH ($([ -f "$pack" ] && echo "the prebuilt tree is stale: sources $have, pack ${want:-for another prefix}" || echo "no prebuilt tree"))"
+    [ -f "$DEV_BUILD/PREBUILT.txt" ] && rm -rf "$DEV_BUILD" # never build over a stripped tree
+    local t=$SECONDS why
+    why=$(dev_build "$ARCH" "$JOBS" "$OUT/setup.log") || { echo "FAILED: $why"; return 1; }
+    how="$how in $((SECONDS - t)) s"
+  fi
+  : >"$DEV_BUILD/rerun.txt.new"
+  [ "$CALL" = 1 ] && mv -f "$DEV_BUILD/rerun.txt.new" "$DEV_BUILD/rerun.txt" || rm -f "$DEV_BUILD/rerun.txt.new"
+  rm -rf "$BENCH_OUT" && mkdir -p "$BENCH_OUT"
+  # Smoke: the probe sees the GPU (or says why not), and two ranks start through the carried mpirun.
+  local probe prc smoke src
+  probe=$("$DEV_BUILD/tests/zs_cuda_probe" 2>&1 | tail -1)
+  prc=$?
+  smoke=$(run_ctest smoke "$(scaled 30)" -R '^(comm_mpi_np2|engine_det_np2_stage0)$')
+  src=$?
+  echo "$how; probe (exit $prc): ${probe:-nothing printed}; smoke: $smoke"
+  return $src
+}
+
+item_correct() { run_ctest correct "$1" -L gpu-t1; }
+item_nccl() { run_ctest nccl "$1" -L gpu-t2 --stop-on-failure; }
+item_rest() { UNREACHED_OK=1 run_ctest rest "$1" -L 'gpu-t[34]' -E '^kernels_cuda_d12$'; }
+
+item_speed() { # zshard stage 0 and 3 beside torch eager; torch.compile in what is left
+  local secs=$1 t=$SECONDS a b tp=$REPO/bench/train_throughput.sh
+  a=$(run_bench speed $((secs - 10)) bash "$tp" --exe examples/train_gpt2 --steps 12 \
+    --runs d12s0,d12s3,torch --torch-modes eager --csv "$BENCH_OUT/speed_d12.csv")
+  local rc=$?
+  local rest=$((secs - (SECONDS - t)))
+  if [ $rest -ge 20 ]; then
+    b=$(run_bench compile "$rest" bash "$tp" --steps 12 --runs torch --torch-modes compile \
+      --csv "$BENCH_OUT/speed_d12_compile.csv")
+  else
+    b="compile: not run ($rest s left)"
+  fi
+  echo "$a | $b"
+  return $rc
+}
+
+item_d12() { # kernels at d12 sizes (test, then benchmark), d12 stage 3 with the optimizer offloaded
+  local secs=$1 t=$SECONDS a b c ok=0
+  a=$(run_ctest d12 $((secs / 2)) -R '^kernels_cuda_d12$') || ok=1
+  b=$(run_bench kernels $((secs / 4 > 10 ? secs / 4 : 10)) bench/bench_kernels_cuda \
+    --csv "$BENCH_OUT/bench_kernels_cuda.csv") || ok=1
+  local rest=$((secs - (SECONDS - t)))
+  c=$(run_bench offload $((rest > 10 ? rest : 10)) bash "$REPO/bench/train_throughput.sh" --steps 8 \
+    --runs d12s3off --csv "$BENCH_OUT/speed_d12_offload.csv") || ok=1
+  echo "kernels_cuda_d12: $a | $b | $c"
+  return $ok
+}
+
+item_sanitize() {
+  local secs=$1 line
+  if [ $HAVE_GPU = 0 ]; then echo "not run: no GPU"; return 0; fi
+  command -v compute-sanitizer >/dev/null || { echo "not run: compute-sanitizer not found"; return 1; }
+  line=$(timeout -k 5 "$secs" python3 "$REPO/scripts/device-sanitize.py" "$DEV_BUILD" memcheck \
+    '^(kernels_mem_cuda|test_kernels_cuda|test_kernels_cuda_llama|test_kernels_cuda_engine|engine_cuda_np1_stage0_bf16)$' \
+    $((secs - 10)) 2>&1 | tee -a "$OUT/sanitize.log" | tail -1)
+  echo "${line:-no result (sanitize.log)}"
+  case "$line" in *" 0 failed"* | *"not supported"*) return 0 ;; *) return 1 ;; esac
+}
+
+item_rerun() {
+  local secs=$1
+  if [ ! -s "$DEV_BUILD/rerun.txt" ]; then echo "nothing to run again"; return 0; fi
+  NCCL_DEBUG=WARN run_ctest rerun "$secs" -R "^($(sort -u "$DEV_BUILD/rerun.txt" | paste -sd'|'))\$"
+}
+
+item_d48() {
+  run_bench d48 "$1" bash "$REPO/bench/train_throughput.sh" --steps 6 --runs d48 \
+    --csv "$BENCH_OUT/speed_d48.csv"
+}
+
+# ---- run the items in order ----
+BANK=0 # seconds earlier items left unused
+for i in "${!ITEMS[@]}"; do
+  name=${ITEMS[i]}
+  l=$(left)
+  if [ "$l" -lt 10 ]; then
+    STATE[i]="NOT RUN: deadline ($l s left)"
+    write_summary
+    continue
+  fi
+  alloc=$((BUDGET[i] + BANK))
+  secs=$alloc
+  [ "$i" = $((${#ITEMS[@]} - 1)) ] && secs=$l # the last item takes what is left
+  [ "$name" = setup ] && secs=$l              # a fallback build may need the whole call
+  [ $secs -gt $((l - 5)) ] && secs=$((l - 5))
+  STATE[i]="RUNNING since $((SECONDS - T0)) s (limit $secs s)"
+  write_summary
+  t=$SECONDS
+  if res=$("item_$name" "$secs"); then st=DONE; else st=FAILED; OK=0; fi
+  took=$((SECONDS - t))
+  STATE[i]="$st ($took s) $(printf '%s' "$res" | tr -s '\n' ' ' | cut -c1-700)"
+  BANK=$((alloc - took > 0 ? alloc - took : 0))
+  write_summary
+  if [ "$name" = setup ] && [ $st = FAILED ] && [ ! -x "$DEV_BUILD/tests/zs_cuda_probe" ]; then
+    for j in "${!ITEMS[@]}"; do [ "$j" -gt "$i" ] && STATE[j]="NOT RUN: no build"; done
+    write_summary
+    break
+  fi
+  # The rehearsal's hard cut-off (the device killing a call at its limit): SIGKILL, no cleanup.
+  if [ "${ZS_DEVICE_FIRST_KILL_AFTER:-}" = "$name" ] && [ $((i + 1)) -lt ${#ITEMS[@]} ]; then
+    STATE[i + 1]="RUNNING since $((SECONDS - T0)) s"
+    write_summary
+    kill -KILL $$
+  fi
+done
+n_out=$(find "$OUT" -type f | wc -l)
+[ "$n_out" -le 8 ] || echo "WARNING: $n_out files in $OUT; the device returns 8" >>"$OUT/summary.txt"
+cat "$OUT/summary.txt"
+[ $OK = 1 ]
