@@ -16,17 +16,24 @@
 #include "offload/host_update.h"
 #include "offload/worker_pool.h"
 
-/* Staging for the CUDA copy pipeline: two pinned chunks each for gradients and params. */
+/* Staging for the CUDA copy pipeline: two pinned chunks each for gradients and params. The slot
+   parity runs on across calls (next), so a call returns with its last params' host->device copies
+   still queued: the next chunk that writes a param slot from the CPU waits for that slot's copy
+   first (param_busy), whichever call it belongs to. Device readers are ordered by the compute
+   stream the copies are on. */
 typedef struct {
   void *grad[2], *param[2];
   void *ev_grad[2], *ev_param[2];
   void *ev_param_in[2]; /* the params' device->host copy into param[k] (params_in) is done */
   size_t chunk;         /* elements per chunk */
   size_t bytes;         /* bytes of each staging buffer */
+  unsigned next;        /* the slot the next call's first chunk uses */
+  int param_busy[2];    /* a host->device copy from param[k] is queued, ev_param[k] not waited */
 } zs_offload_pipe;
 
 /* Allocates the staging buffers (CUDA only; a no-op on the CPU device). */
 zs_status zs_offload_pipe_init(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a, size_t chunk);
+/* Waits (bounded) for the copies still queued from the param slots, then frees the staging. */
 void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a);
 
 /* AdamW (fn, the mode's update) on n elements whose state s is in host arrays. grad: device
@@ -38,7 +45,9 @@ void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a);
    of them), the update runs on the staged copy and it goes back up. On the CPU device everything
    is host memory and the pool updates in place. On CUDA, chunks are pipelined: the copy of chunk
    k+1's gradient (and params_in, params) device->host and of chunk k-1's params host->device
-   overlap the CPU update of chunk k. */
+   overlap the CPU update of chunk k; the last chunks' params host->device copies are left queued
+   on the compute stream (see zs_offload_pipe), overlapping whatever the caller does next (the
+   NVMe tier: its next chunk's read and update). */
 zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, zs_host_update_fn fn,
                            const zs_adamw_coef *c, const zs_host_state *s, const void *grad,
                            zs_dtype gdt, void *param_out, zs_dtype pdt, int params_host,
