@@ -73,7 +73,11 @@ ZS_API zs_status zs_k_matmul_fwd(zs_kernels *k, void *out, const void *inp, cons
 ZS_API zs_status zs_k_matmul_bwd(zs_kernels *k, void *dinp, void *dw, void *dbias, const void *dout,
                                  const void *inp, const void *w, int N, int C, int OC);
 /* Causal self-attention. qkv[B,T,3C] (q | k | v, head h = channels h*C/NH ..), out[B,T,C],
-   lse[B,NH,T] (log-sum-exp of each softmax row, for backward; no T x T matrix is kept). */
+   lse[B,NH,T] (log-sum-exp of each softmax row, for backward; no T x T matrix is kept). The
+   backward adds into dqkv in a fixed order (the same bits on every run). CUDA supports head sizes
+   <= 128; in bf16 with a head size that is a multiple of 16 it runs on the tensor cores (bf16
+   products, fp32 sums and softmax statistics, the weights P and score gradients rounded to bf16
+   for their products), otherwise in fp32 arithmetic. */
 ZS_API zs_status zs_k_attention_fwd(zs_kernels *k, void *out, float *lse, const void *qkv, int B,
                                     int T, int C, int NH);
 ZS_API zs_status zs_k_attention_bwd(zs_kernels *k, void *dqkv, const void *dout, const void *qkv,
@@ -161,7 +165,7 @@ ZS_API zs_status zs_k_swiglu_bwd(zs_kernels *k, void *dgate, void *dup, const vo
    1/sqrt(D). q and out [B,T,NH*D], key and val [B,T,NKV*D] (after RoPE on q and key),
    lse[B,NH,T] fp32 (log-sum-exp of each softmax row, for backward). out must not alias q, key or
    val. NH % NKV == 0, else ZS_ERR_INVALID_ARG; CUDA supports D <= 128 (ZS_ERR_UNSUPPORTED
-   beyond). */
+   beyond) and runs as zs_k_attention_fwd does (tensor cores in bf16 with D % 16 == 0). */
 ZS_API zs_status zs_k_gqa_attention_fwd(zs_kernels *k, void *out, float *lse, const void *q,
                                         const void *key, const void *val, int B, int T, int NH,
                                         int NKV, int D);
