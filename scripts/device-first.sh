@@ -177,8 +177,7 @@ item_setup() {
     nproc
     df -h /tmp "$REPO" 2>&1
   } >>"$OUT/env.txt" 2>&1
-  dev_stage "$REPO" >>"$OUT/setup.log" 2>&1 || { echo "FAILED: staging .deps (setup.log)"; return 1; }
-  dev_env "$REPO"
+  [ "$STAGED" = 1 ] || { echo "FAILED: staging .deps (setup.log)"; return 1; }
   want=""
   if [ -f "$pack" ]; then
     want=$(tar -xJOf "$pack" ./PREBUILT.txt 2>/dev/null | sed -n 's/^source_hash //p')
@@ -196,7 +195,6 @@ item_setup() {
         { echo "FAILED: unpacking $pack (setup.log)"; return 1; }
       how="prebuilt tree unpacked ($(sed -n 's/^commit //p' "$DEV_BUILD/PREBUILT.txt"))"
     fi
-    dev_nccl_first "$DEV_BUILD"
   else
     how="built here, arch $ARCH ($([ -f "$pack" ] && echo "the prebuilt tree is stale: sources $have, pack ${want:-for another prefix}" || echo "no prebuilt tree"))"
     [ -f "$DEV_BUILD/PREBUILT.txt" ] && rm -rf "$DEV_BUILD" # never build over a stripped tree
@@ -271,7 +269,10 @@ item_d48() {
     --csv "$BENCH_OUT/speed_d48.csv"
 }
 
-# ---- run the items in order ----
+# ---- run the items in order (each in a subshell: what must outlive one is set here) ----
+STAGED=0
+dev_stage "$REPO" >>"$OUT/setup.log" 2>&1 && STAGED=1
+dev_env "$REPO"
 BANK=0 # seconds earlier items left unused
 for i in "${!ITEMS[@]}"; do
   name=${ITEMS[i]}
@@ -293,6 +294,7 @@ for i in "${!ITEMS[@]}"; do
   took=$((SECONDS - t))
   STATE[i]="$st ($took s) $(printf '%s' "$res" | tr -s '\n' ' ' | cut -c1-700)"
   BANK=$((alloc - took > 0 ? alloc - took : 0))
+  [ "$name" = setup ] && dev_nccl_first "$DEV_BUILD" # the NCCL the tree was linked with, first
   write_summary
   if [ "$name" = setup ] && [ $st = FAILED ] && [ ! -x "$DEV_BUILD/tests/zs_cuda_probe" ]; then
     for j in "${!ITEMS[@]}"; do [ "$j" -gt "$i" ] && STATE[j]="NOT RUN: no build"; done

@@ -14,6 +14,7 @@ set(ZS_GPU_T1
     test_kernels_cuda
     test_kernels_cuda_llama
     test_kernels_cuda_engine
+    device_cuda_sq_bins
     engine_cuda_det_np2_stage0
     engine_cuda_det_np2_stage3
     engine_cuda_np1_stage0_bf16
