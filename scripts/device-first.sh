@@ -17,8 +17,9 @@
 #     against the CPU's bits, the engine at stages 0 and 3 without NCCL, GPT-2 CUDA against the
 #     CPU at one rank) | speed 105 (GPT-2 d12 bf16 seq 1024: zshard stage 0 and 3, torch eager,
 #     then torch.compile with what is left) | nccl 55 (ctest gpu-t2: 2 ranks on the one GPU,
-#     stopping at the first failure) | d12 55 (the kernels at d12 sizes, their benchmark, d12 at
-#     stage 3 with the optimizer offloaded) | rest 50 (ctest gpu-t3 then gpu-t4 until the deadline)
+#     stopping at the first failure) | d12 55 (the kernels at d12 sizes, their benchmark, pinned and
+#     pageable copy rates beside the optimizer's copy pipeline, d12 at stage 3 with the optimizer
+#     offloaded) | rest 50 (ctest gpu-t3 then gpu-t4 until the deadline)
 #   call 2 (165): setup 15 | sanitize 55 (compute-sanitizer memcheck over the kernel tests)
 #     | rerun 40 (call 1's failed and unreached tests, NCCL_DEBUG=WARN) | d48 55 (GPT-2 1.5B at
 #     stage 3 with recompute, a few steps)
@@ -235,15 +236,17 @@ item_speed() { # zshard stage 0 and 3 beside torch eager; torch.compile in what 
   return $rc
 }
 
-item_d12() { # kernels at d12 sizes (test, then benchmark), d12 stage 3 with the optimizer offloaded
-  local secs=$1 t=$SECONDS a b c ok=0
-  a=$(run_ctest d12 $((secs / 2)) -R '^kernels_cuda_d12$') || ok=1
-  b=$(run_bench kernels $((secs / 4 > 10 ? secs / 4 : 10)) bench/bench_kernels_cuda \
+item_d12() { # kernels at d12 sizes (test, then benchmark), copy rates, d12 stage 3 offloaded
+  local secs=$1 t=$SECONDS a b c e ok=0
+  a=$(run_ctest d12 $((secs * 2 / 5)) -R '^kernels_cuda_d12$') || ok=1
+  b=$(run_bench kernels $((secs / 5 > 10 ? secs / 5 : 10)) bench/bench_kernels_cuda \
     --csv "$BENCH_OUT/bench_kernels_cuda.csv") || ok=1
+  c=$(run_bench copies $((secs / 6 > 10 ? secs / 6 : 10)) bench/bench_copy_rates --mib 256 \
+    --threads 8 --csv "$BENCH_OUT/copy_rates.csv") || ok=1
   local rest=$((secs - (SECONDS - t)))
-  c=$(run_bench offload $((rest > 10 ? rest : 10)) bash "$REPO/bench/train_throughput.sh" --steps 8 \
+  e=$(run_bench offload $((rest > 10 ? rest : 10)) bash "$REPO/bench/train_throughput.sh" --steps 8 \
     --runs d12s3off --csv "$BENCH_OUT/speed_d12_offload.csv") || ok=1
-  echo "kernels_cuda_d12: $a | $b | $c"
+  echo "kernels_cuda_d12: $a | $b | $c | $e"
   return $ok
 }
 
