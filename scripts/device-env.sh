@@ -88,6 +88,22 @@ dev_build() {
   return 1
 }
 
+# dev_untar PACK DEST [MEMBER]: extracts the .tar.xz PACK into DEST (or MEMBER to stdout) with
+# tar, or with Python's tarfile where tar cannot run xz (an image without xz-utils).
+dev_untar() {
+  local pack=$1 dest=$2 member=${3:-}
+  if [ -n "$member" ]; then
+    tar -xJOf "$pack" "$member" 2>/dev/null && return 0
+    python3 -c "import sys, tarfile
+t = tarfile.open(sys.argv[1], 'r:xz'); sys.stdout.write(t.extractfile(sys.argv[2]).read().decode())" \
+      "$pack" "$member"
+    return
+  fi
+  tar -C "$dest" -xJf "$pack" 2>/dev/null && return 0
+  python3 -c "import sys, tarfile
+tarfile.open(sys.argv[1], 'r:xz').extractall(sys.argv[2])" "$pack" "$dest"
+}
+
 # dev_source_hash: one hash of every file under the folders the build and the tests read, in a
 # fixed order, so that a prebuilt tree can tell whether the checkout it meets is the one it was
 # built from (no git there). Prints the hash.

@@ -181,9 +181,10 @@ item_setup() {
   [ "$STAGED" = 1 ] || { echo "FAILED: staging .deps (setup.log)"; return 1; }
   want=""
   if [ -f "$pack" ]; then
-    want=$(tar -xJOf "$pack" ./PREBUILT.txt 2>/dev/null | sed -n 's/^source_hash //p')
-    local prefix
-    prefix=$(tar -xJOf "$pack" ./PREBUILT.txt 2>/dev/null | sed -n 's/^prefix //p')
+    local info prefix
+    info=$(dev_untar "$pack" "" ./PREBUILT.txt 2>>"$OUT/setup.log")
+    want=$(sed -n 's/^source_hash //p' <<<"$info")
+    prefix=$(sed -n 's/^prefix //p' <<<"$info")
     [ "$prefix" = "$ZS_DEV" ] || want="" # built for another prefix: its CTest paths are wrong here
   fi
   have=$(dev_source_hash)
@@ -192,7 +193,7 @@ item_setup() {
       how="prebuilt tree already unpacked"
     else
       rm -rf "$DEV_BUILD" && mkdir -p "$DEV_BUILD" &&
-        tar -C "$DEV_BUILD" -xJf "$pack" >>"$OUT/setup.log" 2>&1 ||
+        dev_untar "$pack" "$DEV_BUILD" >>"$OUT/setup.log" 2>&1 ||
         { echo "FAILED: unpacking $pack (setup.log)"; return 1; }
       how="prebuilt tree unpacked ($(sed -n 's/^commit //p' "$DEV_BUILD/PREBUILT.txt"))"
     fi
