@@ -15,20 +15,7 @@
 
 #include "zshard.h"
 
-#define DIE(call)                                                                                  \
-  do {                                                                                             \
-    zs_status rc_ = (call);                                                                        \
-    if (rc_ != ZS_OK) {                                                                            \
-      fprintf(stderr, "%s: %s: %s\n", #call, zs_status_str(rc_), zs_last_error());                 \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static int evict(const char *path, const struct stat *st, int flag, struct FTW *f) {
   (void)st;
@@ -99,16 +86,16 @@ int main(int argc, char **argv) {
   double *ts = calloc((size_t)reps, sizeof *ts), *tl = calloc((size_t)reps, sizeof *tl);
   for (int r = 0; r < reps; r++) {
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
+    double t0 = bench_now();
     DIE(zs_engine_save(e, dir));
     MPI_Barrier(MPI_COMM_WORLD);
-    ts[r] = now() - t0;
+    ts[r] = bench_now() - t0;
     if (rank == 0) nftw(dir, evict, 16, FTW_PHYS);
     MPI_Barrier(MPI_COMM_WORLD);
-    t0 = now();
+    t0 = bench_now();
     DIE(zs_engine_load(e, dir));
     MPI_Barrier(MPI_COMM_WORLD);
-    tl[r] = now() - t0;
+    tl[r] = bench_now() - t0;
     if (rank == 0) nftw(dir, evict, 16, FTW_PHYS);
     if (rank == 0)
       printf("rep %d: save %.3f s (%.2f GB/s), load %.3f s (%.2f GB/s)\n", r, ts[r],

@@ -12,20 +12,7 @@
 #include "comm/comm.h"
 #include "device/device.h"
 
-#define DIE(call)                                                                                  \
-  do {                                                                                             \
-    zs_status rc_ = (call);                                                                        \
-    if (rc_ != ZS_OK) {                                                                            \
-      fprintf(stderr, "%s: %s: %s\n", #call, zs_status_str(rc_), zs_last_error());                 \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 typedef enum { OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_ALL_REDUCE, OP_ALL_TO_ALL, OP_N } op_kind;
 static const char *op_name[OP_N] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all"};
@@ -100,11 +87,11 @@ int main(int argc, char **argv) {
       DIE(run_op(c, (op_kind)op, a, b, tb, dev.comm_stream)); /* warm-up */
       DIE(zs_coll_sync(c, dev.comm_stream));
       DIE(zs_coll_barrier(c));
-      double t0 = now();
+      double t0 = bench_now();
       for (int k = 0; k < iters; k++)
         DIE(run_op(c, (op_kind)op, a, b, tb, dev.comm_stream));
       DIE(zs_coll_sync(c, dev.comm_stream));
-      double us = (now() - t0) / iters * 1e6;
+      double us = (bench_now() - t0) / iters * 1e6;
       double alg = (double)tb / (us * 1e-6) / 1e9, bus = alg * bus_factor((op_kind)op, N);
       if (bus > best_bus) {
         best_bus = bus;

@@ -26,28 +26,7 @@
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
 
-#define CU_OK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));                           \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define ZS_OK(call)                                                                                \
-  do {                                                                                             \
-    zs_status s_ = (call);                                                                         \
-    if (s_ != ZS_OK) {                                                                             \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, zs_status_str(s_), zs_last_error());           \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "bench_util.h"
 
 /* The update that does nothing: the pipeline's copies alone. */
 static void noop_update(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
@@ -63,7 +42,7 @@ static double time_copy(void *dev_a, void *dev_b, void *host_a, void *host_b, si
   double best = 1e30;
   for (int rep = 0; rep < 4; rep++) { /* rep 0: warm-up */
     CU_OK(cudaDeviceSynchronize());
-    double t = now_s();
+    double t = bench_now();
     if (dir != D2H) {
       if (async)
         CU_OK(cudaMemcpyAsync(dev_a, host_a, bytes, cudaMemcpyHostToDevice, s0));
@@ -77,7 +56,7 @@ static double time_copy(void *dev_a, void *dev_b, void *host_a, void *host_b, si
         CU_OK(cudaMemcpy(host_b, dev_b, bytes, cudaMemcpyDeviceToHost));
     }
     CU_OK(cudaDeviceSynchronize());
-    t = now_s() - t;
+    t = bench_now() - t;
     if (rep && t < best) best = t;
   }
   return best;
@@ -145,25 +124,25 @@ int main(int argc, char **argv) {
   /* The pipeline: fp32 gradients on the device (da), fp32 params out to the device (db), the
      fp32 master, m and v in the pinned arena. */
   zs_dev d;
-  ZS_OK(zs_dev_open(&d, ZS_DEVICE_CUDA, 0));
+  DIE(zs_dev_open(&d, ZS_DEVICE_CUDA, 0));
   zs_host_arena *arena;
-  ZS_OK(zs_host_arena_create(0, 0, 0, &arena));
+  DIE(zs_host_arena_create(0, 0, 0, &arena));
   zs_host_state hs;
   memset(&hs, 0, sizeof hs);
-  ZS_OK(zs_host_arena_alloc(arena, bytes, (void **)&hs.master));
-  ZS_OK(zs_host_arena_alloc(arena, bytes, &hs.m));
-  ZS_OK(zs_host_arena_alloc(arena, bytes, &hs.v));
+  DIE(zs_host_arena_alloc(arena, bytes, (void **)&hs.master));
+  DIE(zs_host_arena_alloc(arena, bytes, &hs.m));
+  DIE(zs_host_arena_alloc(arena, bytes, &hs.v));
   memset(hs.master, 0, bytes), memset(hs.m, 0, bytes), memset(hs.v, 0, bytes);
   zs_pool *pool = NULL;
-  if (threads > 1) ZS_OK(zs_pool_create(threads, ZS_POOL_UNBOUND, &pool));
+  if (threads > 1) DIE(zs_pool_create(threads, ZS_POOL_UNBOUND, &pool));
   zs_offload_pipe pipe;
   zs_config cfg, run;
   zs_config_default(&cfg);
-  ZS_OK(zs_config_resolve(&cfg, &run, NULL, 0)); /* the engine's chunk (ZS_OFFLOAD_CHUNK) */
+  DIE(zs_config_resolve(&cfg, &run, NULL, 0)); /* the engine's chunk (ZS_OFFLOAD_CHUNK) */
   size_t chunk = chunk_mib ? (chunk_mib << 20) / 4 : run.offload_chunk;
-  ZS_OK(zs_offload_pipe_init(&pipe, &d, arena, chunk));
+  DIE(zs_offload_pipe_init(&pipe, &d, arena, chunk));
   zs_host_update_fn adamw;
-  ZS_OK(zs_host_update_for(ZS_MASTER_FP32, ZS_F32, &adamw));
+  DIE(zs_host_update_for(ZS_MASTER_FP32, ZS_F32, &adamw));
   zs_adamw_coef c = {1.0f, 0.9f, 0.1f, 0.95f, 0.05f, 1.0f, 1.0f, 1e-8f, 0.0f, -1e-4f};
   const struct {
     const char *name;
@@ -173,11 +152,10 @@ int main(int argc, char **argv) {
     double best = 1e30;
     for (int rep = 0; rep < 4; rep++) {
       CU_OK(cudaDeviceSynchronize());
-      double t = now_s();
-      ZS_OK(
-          zs_offload_adamw(&d, pool, &pipe, modes[k].fn, &c, &hs, da, ZS_F32, db, ZS_F32, 0, 0, n));
+      double t = bench_now();
+      DIE(zs_offload_adamw(&d, pool, &pipe, modes[k].fn, &c, &hs, da, ZS_F32, db, ZS_F32, 0, 0, n));
       CU_OK(cudaDeviceSynchronize());
-      t = now_s() - t;
+      t = bench_now() - t;
       if (rep && t < best) best = t;
     }
     ROW(modes[k].name, best, 2 * bytes);

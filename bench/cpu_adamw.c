@@ -58,13 +58,6 @@ typedef struct {
   int npeer;
 } opts;
 
-/* Monotonic seconds. */
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Parses "a,b,c" of doubles into out; returns the count. */
 static int parse_list(const char *s, double *out) {
   int n = 0;
@@ -89,6 +82,8 @@ typedef struct {
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "bench_util.h"
 #define ZS_BENCH_AVX2 __attribute__((target("avx2")))
 #else
 #define ZS_BENCH_AVX2
@@ -197,9 +192,9 @@ static void bandwidth(zs_host_arena *ar, zs_pool *pool, int reps, double *triad,
   for (int k = 0; k < 2; k++) {
     double best = 1e30;
     for (int r = 0; r <= reps; r++) {
-      double t0 = now();
+      double t0 = bench_now();
       zs_pool_run(pool, items, fns[k], &t);
-      double dt = now() - t0;
+      double dt = bench_now() - t0;
       if (r > 0 && dt < best) best = dt;
     }
     *res[k] = bytes[k] * (double)n / best / 1e9;
@@ -277,9 +272,9 @@ static double adamw_time(zs_pool *pool, zs_adamw_isa isa, mode_fn run, arrays *a
   for (int r = 0; r <= reps; r++) {
     zs_adamw_coef c;
     zs_adamw_coef_make(&c, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, r + 1, 1.0);
-    double t0 = now();
+    double t0 = bench_now();
     run(pool, isa, &c, a);
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     if (r > 0 && dt < best) best = dt;
   }
   return best;

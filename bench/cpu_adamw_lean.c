@@ -17,11 +17,7 @@
 #include "offload/cpu_adamw_lean.h"
 #include "offload/worker_pool.h"
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "bench_util.h"
 
 /* The arrays of one run (all modes share them; values are plausible, not zeros). */
 typedef struct {
@@ -36,14 +32,14 @@ static double run(zs_pool *pool, zs_adamw_isa isa, int mode, arrays *a, size_t n
     zs_adamw_coef c;
     zs_adamw_coef_make(&c, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, r + 1, 1.0);
     const zs_lean_key k = zs_lean_key_make(0, r + 1, 3, 0);
-    const double t0 = now();
+    const double t0 = bench_now();
     if (mode == 0)
       zs_cpu_adamw_ex(pool, isa, &c, a->master, a->m, a->v, a->g, ZS_BF16, a->p, ZS_BF16, n);
     else if (mode == 1)
       zs_cpu_adamw_lean_ex(pool, isa, &c, &k, a->p, a->m, a->v, 0, a->g, n);
     else
       zs_cpu_adamw_lean_ex(pool, isa, &c, &k, a->p, a->m16, a->v16, 1, a->g, n);
-    const double dt = now() - t0;
+    const double dt = bench_now() - t0;
     if (r > 0 && dt < best) best = dt;
   }
   return best;

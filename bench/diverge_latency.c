@@ -16,11 +16,7 @@
 
 #include "zshard.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 /* Exits the benchmark with the library's message (a benchmark, not the library, may exit). */
 static void ok(zs_status rc, const char *what) {
@@ -72,10 +68,10 @@ static double round_us(zs_comm *comm, int check, int nu, int numel, int steps) {
   for (int s = 0; s < 5; s++)
     step(e, u, nu, numel, rank);
   MPI_Barrier(MPI_COMM_WORLD);
-  const double t0 = now();
+  const double t0 = bench_now();
   for (int s = 0; s < steps; s++)
     step(e, u, nu, numel, rank);
-  double us = (now() - t0) * 1e6 / steps, worst = 0;
+  double us = (bench_now() - t0) * 1e6 / steps, worst = 0;
   MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   zs_engine_destroy(e);
   free(u);

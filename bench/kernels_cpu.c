@@ -17,12 +17,7 @@
 
 #include "zshard_kernels.h"
 
-/* Wall clock in seconds. */
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 /* Every buffer the kernels need at one shape, filled with small random values. */
 typedef struct {
@@ -57,18 +52,18 @@ static double time_kernel(bench *b, bench_fn fn) {
   }
   int reps = 1;
   for (;;) {
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int r = 0; r < reps; r++)
       fn(b);
-    if (now_s() - t0 >= 0.02 || reps >= (1 << 20)) break;
+    if (bench_now() - t0 >= 0.02 || reps >= (1 << 20)) break;
     reps *= 2;
   }
   double best = 1e30;
   for (int s = 0; s < 5; s++) {
-    double t0 = now_s();
+    double t0 = bench_now();
     for (int r = 0; r < reps; r++)
       fn(b);
-    double dt = (now_s() - t0) / reps;
+    double dt = (bench_now() - t0) / reps;
     best = dt < best ? dt : best;
   }
   return best;

@@ -17,22 +17,7 @@
 #include "device/cuda/engine_cuda.h"
 #include "zshard_kernels.h"
 
-#define CU_OK(call)                                                                                \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));                           \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define ZS_OK(call)                                                                                \
-  do {                                                                                             \
-    zs_status s_ = (call);                                                                         \
-    if (s_ != ZS_OK) {                                                                             \
-      fprintf(stderr, "%s failed: %s: %s\n", #call, zs_status_str(s_), zs_last_error());           \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "bench_util.h"
 
 /* Shapes and every buffer (device). */
 typedef struct {
@@ -72,7 +57,7 @@ static void fill(void *d, zs_dtype dt, size_t n) {
   size_t es = dt == ZS_BF16 ? 2 : 4;
   for (size_t off = 0; off < n; off += CH) {
     size_t len = n - off < CH ? n - off : CH;
-    ZS_OK(zs_cuda_convert((char *)d + off * es, dt, stage, ZS_F32, len, NULL));
+    DIE(zs_cuda_convert((char *)d + off * es, dt, stage, ZS_F32, len, NULL));
   }
 }
 
@@ -86,7 +71,7 @@ static void *tensor(bench *b, size_t n) {
 static void setup(bench *b) {
   size_t N = (size_t)b->N, C = (size_t)b->C;
   b->es = b->dt == ZS_BF16 ? 2 : 4;
-  ZS_OK(zs_k_create(ZS_DEVICE_CUDA, b->dt, NULL, &b->k));
+  DIE(zs_k_create(ZS_DEVICE_CUDA, b->dt, NULL, &b->k));
   int *h = malloc(N * sizeof *h);
   for (size_t i = 0; i < N; i++)
     h[i] = rand() % b->V;
@@ -110,8 +95,8 @@ static void setup(bench *b) {
   b->logits = tensor(b, N * (size_t)b->Vp);
   b->mean = dev(N * 4), b->rstd = dev(N * 4), b->losses = dev(N * 4);
   b->lse = dev((size_t)b->B * b->NH * b->T * 4);
-  ZS_OK(zs_k_layernorm_fwd(b->k, b->act2, b->mean, b->rstd, b->act, b->lnw, b->lnb, b->N, b->C));
-  ZS_OK(zs_k_attention_fwd(b->k, b->act2, b->lse, b->qkv, b->B, b->T, b->C, b->NH));
+  DIE(zs_k_layernorm_fwd(b->k, b->act2, b->mean, b->rstd, b->act, b->lnw, b->lnb, b->N, b->C));
+  DIE(zs_k_attention_fwd(b->k, b->act2, b->lse, b->qkv, b->B, b->T, b->C, b->NH));
   b->np = 124439808; /* GPT-2 small */
   b->master = dev(b->np * 4), b->m = dev(b->np * 4), b->v = dev(b->np * 4);
   fill(b->master, ZS_F32, b->np);
@@ -207,9 +192,9 @@ static double time_ms(bench *b, bench_fn fn) {
   cudaEvent_t e0, e1;
   CU_OK(cudaEventCreate(&e0));
   CU_OK(cudaEventCreate(&e1));
-  ZS_OK(fn(b));
+  DIE(fn(b));
   CU_OK(cudaEventRecord(e0, NULL));
-  ZS_OK(fn(b));
+  DIE(fn(b));
   CU_OK(cudaEventRecord(e1, NULL));
   CU_OK(cudaEventSynchronize(e1));
   float one;
@@ -220,7 +205,7 @@ static double time_ms(bench *b, bench_fn fn) {
   for (int r = 0; r < 3; r++) {
     CU_OK(cudaEventRecord(e0, NULL));
     for (int i = 0; i < reps; i++)
-      ZS_OK(fn(b));
+      DIE(fn(b));
     CU_OK(cudaEventRecord(e1, NULL));
     CU_OK(cudaEventSynchronize(e1));
     float ms;

@@ -21,20 +21,7 @@
 
 #include "zshard.h"
 
-#define DIE(call)                                                                                  \
-  do {                                                                                             \
-    zs_status rc_ = (call);                                                                        \
-    if (rc_ != ZS_OK) {                                                                            \
-      fprintf(stderr, "nvme_engine: %s: %s: %s\n", #call, zs_status_str(rc_), zs_last_error());    \
-      exit(2);                                                                                     \
-    }                                                                                              \
-  } while (0)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 /* A fixed gradient of unit i at step s: small values of both signs, the same in both modes. */
 static void fill_grad(float *g, long n, int i, int s) {
@@ -85,7 +72,7 @@ static double run(zs_comm *comm, const char *nvme_dir, size_t host_bytes, int un
   }
   double t0 = 0;
   for (int s = 0; s <= steps; s++) {
-    if (s == 1) t0 = now();
+    if (s == 1) t0 = bench_now();
     DIE(zs_engine_begin_step(e, 1));
     for (int i = units - 1; i >= 0; i--) {
       DIE(zs_unit_gather(u[i]));
@@ -97,7 +84,7 @@ static double run(zs_comm *comm, const char *nvme_dir, size_t host_bytes, int un
     }
     DIE(zs_engine_step(e, NULL));
   }
-  const double dt = (now() - t0) / (steps > 0 ? steps : 1);
+  const double dt = (bench_now() - t0) / (steps > 0 ? steps : 1);
   snprintf(info, info_len, "%s", zs_engine_info(e));
   for (int i = 0; i < units; i++)
     DIE(zs_unit_get_param(u[i], 0, out + (size_t)i * (size_t)per_unit));

@@ -21,20 +21,7 @@
 #include "offload/nvme_stream.h"
 #include "offload/worker_pool.h"
 
-#define DIE(call)                                                                                  \
-  do {                                                                                             \
-    zs_status rc_ = (call);                                                                        \
-    if (rc_ != ZS_OK) {                                                                            \
-      fprintf(stderr, "nvme_stream: %s: %s: %s\n", #call, zs_status_str(rc_), zs_last_error());    \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 static int cmp_d(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -49,7 +36,7 @@ static double pass(zs_nvme_stream_desc *d, zs_nvme_ring *ring, zs_nvme_staging *
   zs_adamw_coef_make(&c, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, t, 1.0);
   d->mode = mode;
   zs_nvme_stream *s = NULL;
-  const double t0 = now();
+  const double t0 = bench_now();
   DIE(zs_nvme_stream_open(d, ring, st, &s));
   for (zs_nvme_chunk ck;;) {
     DIE(zs_nvme_stream_next(s, &ck));
@@ -67,7 +54,7 @@ static double pass(zs_nvme_stream_desc *d, zs_nvme_ring *ring, zs_nvme_staging *
     DIE(zs_nvme_stream_commit(s));
   }
   DIE(zs_nvme_stream_finish(s));
-  const double sec = now() - t0;
+  const double sec = bench_now() - t0;
   uint64_t rd = 0, wr = 0;
   zs_nvme_stream_bytes(s, &rd, &wr);
   *bytes = rd + wr;
@@ -140,10 +127,10 @@ int main(int argc, char **argv) {
   zs_adamw_coef c;
   zs_adamw_coef_make(&c, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 1.0);
   zs_cpu_adamw_mt(pool, &c, p, m, v, grad, ZS_F32, out, ZS_F32, chunk); /* pages touched */
-  const double c0 = now();
+  const double c0 = bench_now();
   for (int r = 0; r < 5; r++)
     zs_cpu_adamw_mt(pool, &c, p, m, v, grad, ZS_F32, out, ZS_F32, chunk);
-  const double adamw_gbs = 5.0 * (double)chunk * 12 / (now() - c0) / 1e9;
+  const double adamw_gbs = 5.0 * (double)chunk * 12 / (bench_now() - c0) / 1e9;
   printf("nvme_stream: fill %.3f GB/s, update I/O %.3f GB/s (median of %d), AdamW in memory %.2f "
          "GB/s of state\n",
          fill_gbs, rate[reps / 2], reps, adamw_gbs);

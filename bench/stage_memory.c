@@ -13,26 +13,13 @@
 #include "device/device.h" /* zs_dev_cuda_count */
 #include "zshard.h"
 
-#define DIE(call)                                                                                  \
-  do {                                                                                             \
-    zs_status rc_ = (call);                                                                        \
-    if (rc_ != ZS_OK) {                                                                            \
-      fprintf(stderr, "%s: %s: %s\n", #call, zs_status_str(rc_), zs_last_error());                 \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "bench_util.h"
 
 typedef struct {
   const char *name;
   int stage;
   unsigned offload;
 } mode;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Runs one mode; returns the mean step seconds and fills the ledger snapshot (peaks). */
 static double run_mode(zs_comm *comm, const mode *md, int units, long per_unit, int steps, int bf16,
@@ -55,7 +42,7 @@ static double run_mode(zs_comm *comm, const mode *md, int units, long per_unit, 
   DIE(zs_engine_commit(e));
   double t0 = 0;
   for (int s = 0; s <= steps; s++) {
-    if (s == 1) t0 = now(); /* step 0 warms up */
+    if (s == 1) t0 = bench_now(); /* step 0 warms up */
     DIE(zs_engine_begin_step(e, 1));
     for (int i = 0; i < units; i++) {
       DIE(zs_unit_gather(u[i]));
@@ -73,7 +60,7 @@ static double run_mode(zs_comm *comm, const mode *md, int units, long per_unit, 
     }
     DIE(zs_engine_step(e, NULL));
   }
-  double dt = (now() - t0) / (steps > 0 ? steps : 1);
+  double dt = (bench_now() - t0) / (steps > 0 ? steps : 1);
   DIE(zs_engine_memory(e, mem));
   zs_engine_destroy(e);
   free(u);

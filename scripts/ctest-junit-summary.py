@@ -13,7 +13,8 @@ were not reached (ctest's --stop-time ends a run before it starts them), and cou
 printing "SKIP: no CUDA device") is itself a failure, since its skip detection is wrong.
 
 --gpu says the machine has a GPU: then a GPU test that skipped is a failure (it did not find the
-device that is there).
+device that is there), unless it said "SKIP: no O_DIRECT filesystem" (the NVMe tier's tests on a
+machine whose folders all refuse O_DIRECT): that is reported on a line of its own.
 
 --rerun FILE writes the names of the tests to run again (failed, not reached, and with --gpu the
 GPU tests that skipped), one a line; scripts/device-first.sh --call 2 runs those again.
@@ -29,10 +30,17 @@ import sys
 import xml.etree.ElementTree as ET
 
 
-def outcomes(path):
-    """{test name: 'passed' | 'failed' | 'skipped'} from the report."""
+NODISK = "SKIP: no O_DIRECT filesystem"
+
+
+def outcomes(path, nodisk=None):
+    """{test name: 'passed' | 'failed' | 'skipped'} from the report; the names of the skipped
+    tests whose output says NODISK are added to the set nodisk."""
     res = {}
     for tc in ET.parse(path).getroot().iter("testcase"):
+        out = tc.find("system-out")
+        if nodisk is not None and out is not None and NODISK in (out.text or ""):
+            nodisk.add(tc.get("name"))
         status = (tc.get("status") or "").lower()
         if tc.find("failure") is not None or tc.find("error") is not None or status == "fail":
             res[tc.get("name")] = "failed"
@@ -71,7 +79,8 @@ def main(argv):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     try:
-        res = outcomes(argv[0])
+        nodisk = set()
+        res = outcomes(argv[0], nodisk)
     except (OSError, ET.ParseError) as e:
         if not ok_mode:
             print(f"FAILED: cannot read the JUnit report {argv[0]}: {e}")
@@ -80,7 +89,8 @@ def main(argv):
     by = {k: {n for n, v in res.items() if v == k} for k in ("passed", "failed", "skipped")}
     ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
     unreached = wanted - set(res)
-    gpu_skipped = gpu & by["skipped"] if has_gpu else set()
+    nodisk &= by["skipped"]
+    gpu_skipped = (gpu & by["skipped"]) - nodisk if has_gpu else set()
     if "--rerun" in opts:
         with open(opts["--rerun"], "w") as f:
             for n in sorted(by["failed"] | unreached | gpu_skipped):
@@ -103,8 +113,10 @@ def main(argv):
             print(f"  GPU ran: {names(ran)}")
         if gpu_skipped:
             print(f"  FAILED: skipped with a GPU present: {names(gpu_skipped)}")
-        elif gpu & by["skipped"]:
-            print(f"  GPU skipped: {names(gpu & by['skipped'])}")
+        elif gpu & by["skipped"] - nodisk:
+            print(f"  GPU skipped: {names(gpu & by['skipped'] - nodisk)}")
+        if gpu & nodisk:
+            print(f"  skipped, no O_DIRECT filesystem: {names(gpu & nodisk)}")
     if by["failed"]:
         print(f"  failed: {names(by['failed'], 30)}")
     other_skips = by["skipped"] - gpu

@@ -2,7 +2,8 @@
 """scripts/ctest-junit-summary.py against JUnit reports that ctest itself writes.
 
 A throw-away CMake project holds one test of each outcome (passes, fails, exits 77 under
-SKIP_RETURN_CODE, prints "SKIP: no CUDA device" under SKIP_REGULAR_EXPRESSION); ctest runs
+SKIP_RETURN_CODE, prints "SKIP: no CUDA device" under SKIP_REGULAR_EXPRESSION, a GPU test that
+skips for want of an O_DIRECT filesystem); ctest runs
 subsets of it with --output-junit, and the summary's verdicts (--ok, --gpu, --no-gpu, --all,
 --rerun) must follow from what each subset holds. usage: test_junit_summary.py REPO
 """
@@ -20,7 +21,9 @@ add_test(NAME cpu_skip COMMAND sh -c "exit 77")
 set_tests_properties(cpu_skip PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME gpu_ran COMMAND sh -c "echo kernel ok")
 add_test(NAME gpu_skip COMMAND sh -c "echo 'SKIP: no CUDA device'")
-set_tests_properties(gpu_ran gpu_skip PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: no CUDA device")
+add_test(NAME gpu_nodisk COMMAND sh -c "echo 'SKIP: no O_DIRECT filesystem (tmpfs)'; exit 77")
+set_tests_properties(gpu_ran gpu_skip gpu_nodisk PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: no CUDA device")
+set_tests_properties(gpu_nodisk PROPERTIES SKIP_RETURN_CODE 77)
 """
 
 
@@ -61,6 +64,8 @@ def main(repo):
             ("^gpu_ran$", ["--gpu"], gpu[:1], None, 0, [], "GPU: GPU test ran"),
             ("^(cpu_skip|gpu_ran)$", ["--gpu"], gpu[:1], None, 0, [],
              "GPU: a CPU test's skip stays a skip"),
+            ("^gpu_(ran|nodisk)$", ["--gpu"], ["gpu_ran", "gpu_nodisk"], None, 0, [],
+             "GPU: a skip for want of an O_DIRECT filesystem is not a failure"),
         ]
         for regex, opts, gpu_names, all_names, want_ok, want_rerun, what in cases:
             xml = report(regex)
