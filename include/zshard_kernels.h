@@ -74,10 +74,17 @@ ZS_API zs_status zs_k_matmul_bwd(zs_kernels *k, void *dinp, void *dw, void *dbia
                                  const void *inp, const void *w, int N, int C, int OC);
 /* Causal self-attention. qkv[B,T,3C] (q | k | v, head h = channels h*C/NH ..), out[B,T,C],
    lse[B,NH,T] (log-sum-exp of each softmax row, for backward; no T x T matrix is kept). The
-   backward adds into dqkv in a fixed order (the same bits on every run). CUDA supports head sizes
-   <= 128; in bf16 with a head size that is a multiple of 16 it runs on the tensor cores (bf16
-   products, fp32 sums and softmax statistics, the weights P and score gradients rounded to bf16
-   for their products), otherwise in fp32 arithmetic. */
+   backward adds into dqkv in a fixed order (the same bits on every run). CUDA supports head
+   sizes <= 128 (ZS_ERR_UNSUPPORTED beyond). It runs on the tensor cores (bf16 products, fp32
+   sums and softmax statistics, the weights P and score gradients rounded to bf16 for their
+   products) only when all of these hold: bf16; head size a multiple of 16; qkv (so also its +C
+   and +2C parts) and, in the backward, dout 16-byte aligned (cudaMalloc's are); a device of
+   compute capability >= 8.0 and a library built for compute_80 or later; the kernels' dynamic
+   shared memory (96768 bytes at head size 128) granted. Otherwise it runs in fp32 arithmetic
+   (SIMT). Environment ZS_CUDA_ATTN, read at zs_k_create: auto (default) as above; simt always
+   SIMT; tc fails a bf16 call with a head size multiple of 16 that the tensor cores cannot run
+   with ZS_ERR_UNSUPPORTED naming the condition instead of falling back (the tests use it); any
+   other value fails zs_k_create with ZS_ERR_INVALID_ARG. */
 ZS_API zs_status zs_k_attention_fwd(zs_kernels *k, void *out, float *lse, const void *qkv, int B,
                                     int T, int C, int NH);
 ZS_API zs_status zs_k_attention_bwd(zs_kernels *k, void *dqkv, const void *dout, const void *qkv,
@@ -165,7 +172,9 @@ ZS_API zs_status zs_k_swiglu_bwd(zs_kernels *k, void *dgate, void *dup, const vo
    1/sqrt(D). q and out [B,T,NH*D], key and val [B,T,NKV*D] (after RoPE on q and key),
    lse[B,NH,T] fp32 (log-sum-exp of each softmax row, for backward). out must not alias q, key or
    val. NH % NKV == 0, else ZS_ERR_INVALID_ARG; CUDA supports D <= 128 (ZS_ERR_UNSUPPORTED
-   beyond) and runs as zs_k_attention_fwd does (tensor cores in bf16 with D % 16 == 0). */
+   beyond) and picks its path as zs_k_attention_fwd does, by ZS_CUDA_ATTN: the tensor cores need
+   bf16, D % 16 == 0, q, key, val (and dout in the backward) 16-byte aligned, compute capability
+   >= 8.0 and the shared memory granted; anything else runs in fp32 arithmetic (SIMT). */
 ZS_API zs_status zs_k_gqa_attention_fwd(zs_kernels *k, void *out, float *lse, const void *q,
                                         const void *key, const void *val, int B, int T, int NH,
                                         int NKV, int D);

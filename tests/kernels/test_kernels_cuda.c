@@ -2,8 +2,10 @@
  * (fp32) and one CUDA (fp32, then bf16) kernel context get the same inputs (rounded to the CUDA
  * dtype), written outputs are NaN-poisoned on the device first, and accumulated gradients start
  * from the same random values on both sides. Sizes include odd ones and every head-size class
- * (hs <= 32, 64, 96, 128; attention: both of its paths and ragged tiles). Without a GPU: prints
- * "SKIP: no CUDA device" and passes. */
+ * (hs <= 32, 64, 96, 128; attention: both of its paths and ragged tiles). The process runs under
+ * ZS_CUDA_ATTN=tc, so a bf16 attention with hs % 16 == 0 that does not take the tensor cores
+ * fails instead of passing on SIMT; the bf16 attention shapes then run again under simt.
+ * Without a GPU: prints "SKIP: no CUDA device" and passes. */
 #include "test_kernels_cuda_util.h"
 
 static zs_kernels *kc, *kg; /* CPU reference, CUDA under test */
@@ -193,6 +195,52 @@ static void test_xent(zs_dtype dt, int N, int V, int Vp, int in_place) {
   free(logits), free(losses), free(dl), free(tgt);
 }
 
+/* Every head-size class of both paths (bf16 with hs % 16 == 0 runs on the tensor cores, hs 24 on
+   the SIMT kernels), T below, at and across the 64-row tiles, a d12-like launch of many blocks. */
+static void attention_shapes(zs_dtype dt) {
+  test_attention(dt, 2, 1, 64, 4);     /* T 1, hs 16 */
+  test_attention(dt, 2, 37, 48, 3);    /* hs 16 */
+  test_attention(dt, 1, 15, 64, 2);    /* hs 32 */
+  test_attention(dt, 2, 63, 72, 3);    /* hs 24: the SIMT path in bf16 too */
+  test_attention(dt, 3, 129, 192, 3);  /* hs 64 */
+  test_attention(dt, 1, 65, 160, 2);   /* hs 80 */
+  test_attention(dt, 1, 100, 96, 1);   /* hs 96 */
+  test_attention(dt, 2, 64, 256, 2);   /* hs 128 */
+  test_attention(dt, 4, 200, 768, 12); /* d12 heads: 48 (sequence, head) pairs x 4 tiles */
+}
+
+/* qkv 2 bytes past an allocation cannot take the tensor cores: under ZS_CUDA_ATTN=tc (kg) the
+   bf16 call fails naming the alignment instead of falling back; a context created under auto
+   runs it on the SIMT kernels, which match the CPU. A value other than auto/tc/simt fails
+   zs_k_create. */
+static void test_attention_modes(void) {
+  const zs_dtype dt = ZS_BF16;
+  const int B = 2, T = 20, C = 64, NH = 2;
+  const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+  float *buf = kt_rand(nq + 1, -2, 2, dt), *out = malloc(no * 4), *lse = malloc(nl * 4);
+  if (!out || !lse) exit(1);
+  void *d_buf = UP(buf, nq + 1), *d_out = kt_dev_nan(no, dt), *d_lse = kt_dev_nan(nl, ZS_F32);
+  const void *d_qkv = (const char *)d_buf + 2; /* element 1: 2-byte aligned only */
+  ZS_EXPECT_STATUS(zs_k_attention_fwd(kg, d_out, d_lse, d_qkv, B, T, C, NH), ZS_ERR_UNSUPPORTED);
+  ZS_EXPECT(strstr(zs_last_error(), "16-byte aligned") != NULL,
+            "the tc refusal does not name the alignment: %s", zs_last_error());
+  zs_kernels *ka = NULL, *kx = NULL;
+  setenv("ZS_CUDA_ATTN", "bogus", 1);
+  ZS_EXPECT_STATUS(zs_k_create(ZS_DEVICE_CUDA, dt, NULL, &kx), ZS_ERR_INVALID_ARG);
+  setenv("ZS_CUDA_ATTN", "auto", 1);
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, dt, NULL, &ka));
+  setenv("ZS_CUDA_ATTN", "tc", 1);
+  ZS_OK_OR_DIE(zs_k_attention_fwd(kc, out, lse, buf + 1, B, T, C, NH));
+  ZS_OK_OR_DIE(zs_k_attention_fwd(ka, d_out, d_lse, d_qkv, B, T, C, NH));
+  kt_compare("attention out, misaligned qkv under auto (SIMT)", d_out, dt, out, no,
+             at_tol(dt, 2e-5));
+  kt_compare("attention lse, misaligned qkv under auto (SIMT)", d_lse, ZS_F32, lse, nl, 2e-5);
+  zs_k_destroy(ka);
+  zs_k_destroy(kx); /* NULL unless the refusal failed */
+  cudaFree(d_buf), cudaFree(d_out), cudaFree(d_lse);
+  free(buf), free(out), free(lse);
+}
+
 /* Every kernel at several shapes in one dtype. */
 static void run_all(zs_dtype dt) {
   printf("dtype %s\n", dt == ZS_BF16 ? "bf16" : "f32");
@@ -205,18 +253,8 @@ static void run_all(zs_dtype dt) {
   test_matmul(dt, 37, 29, 53, 1);
   test_matmul(dt, 64, 128, 96, 0);
   test_matmul(dt, 256, 768, 2304, 1);
-  /* Every head-size class of both paths (bf16 with hs % 16 == 0 runs on the tensor cores, hs 24
-     on the SIMT kernels), T below, at and across the 64-row tiles, a d12-like launch of many
-     blocks. */
-  test_attention(dt, 2, 1, 64, 4);     /* T 1, hs 16 */
-  test_attention(dt, 2, 37, 48, 3);    /* hs 16 */
-  test_attention(dt, 1, 15, 64, 2);    /* hs 32 */
-  test_attention(dt, 2, 63, 72, 3);    /* hs 24: the SIMT path in bf16 too */
-  test_attention(dt, 3, 129, 192, 3);  /* hs 64 */
-  test_attention(dt, 1, 65, 160, 2);   /* hs 80 */
-  test_attention(dt, 1, 100, 96, 1);   /* hs 96 */
-  test_attention(dt, 2, 64, 256, 2);   /* hs 128 */
-  test_attention(dt, 4, 200, 768, 12); /* d12 heads: 48 (sequence, head) pairs x 4 tiles */
+  attention_shapes(dt);
+  if (dt == ZS_BF16) test_attention_modes();
   test_elementwise(dt, 1);
   test_elementwise(dt, 100003);
   test_xent(dt, 5, 1000, 1024, 0);
@@ -229,9 +267,19 @@ static void run_all(zs_dtype dt) {
 int main(void) {
   if (!kt_have_device()) return 0;
   kt_seed("test_kernels_cuda");
+  /* Every bf16 attention with hs % 16 == 0 must run on the tensor cores (a silent fallback to
+     SIMT would pass the same checks); fp32 and hs 24 still run SIMT. */
+  setenv("ZS_CUDA_ATTN", "tc", 1);
   ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
   run_all(ZS_F32);
   run_all(ZS_BF16);
+  /* The bf16 shapes again on the SIMT kernels (what auto falls back to), against the CPU. */
+  printf("bf16 attention, ZS_CUDA_ATTN=simt\n");
+  setenv("ZS_CUDA_ATTN", "simt", 1);
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, ZS_BF16, NULL, &kg));
+  attention_shapes(ZS_BF16);
+  zs_k_destroy(kg);
+  setenv("ZS_CUDA_ATTN", "tc", 1);
   /* The fallback GEMM (taken where cuBLASLt has no algorithm), forced. */
   setenv("ZS_CUDA_GEMM", "simt", 1);
   ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, ZS_F32, NULL, &kg));

@@ -269,6 +269,7 @@ static void run_all(zs_dtype dt) {
 int main(void) {
   if (!kt_have_device()) return 0;
   kt_seed("test_kernels_cuda_d12");
+  setenv("ZS_CUDA_ATTN", "tc", 1); /* bf16 attention (hs 64) must take the tensor cores */
   ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
   run_all(ZS_F32);
   run_all(ZS_BF16);

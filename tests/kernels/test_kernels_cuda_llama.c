@@ -4,7 +4,9 @@
  * first, accumulated gradients start from the same random values on both sides. Shapes include
  * odd sizes, every head-dim class of the attention (D 16 .. 128, both of its paths, T ragged
  * against its 64-row tiles), GQA groups of 1, 2, 4, 6 and 8 (multi-query), and a Llama-3-8B-like
- * layer (32 query / 8 kv heads of 128).
+ * layer (32 query / 8 kv heads of 128). The process runs under ZS_CUDA_ATTN=tc, so a bf16 call
+ * with D % 16 == 0 that does not take the tensor cores fails instead of passing on SIMT; the bf16
+ * shapes then run again under simt.
  *
  * Tolerances: fp32 as the GPT-2 twins (different summation orders only). bf16 (kt_tol: 1e-2 of
  * |ref| + rms(ref)): inputs are identical, so the differences are the output's rounding (2^-9
@@ -169,6 +171,21 @@ static void test_gqa(zs_dtype dt, int B, int T, int NH, int NKV, int D) {
   free(h1), free(h2);
 }
 
+/* bf16 with D % 16 == 0 runs on the tensor cores, D 24 and 40 on the SIMT kernels; T below, at
+   and across the 64-row tiles; groups of 1, 2, 4, 6 and 8. */
+static void gqa_shapes(zs_dtype dt) {
+  test_gqa(dt, 1, 1, 8, 1, 32);     /* T 1, groups of 8 */
+  test_gqa(dt, 2, 37, 4, 2, 16);    /* D 16 */
+  test_gqa(dt, 2, 15, 4, 4, 24);    /* D 24: the SIMT path in bf16 too */
+  test_gqa(dt, 2, 63, 6, 3, 40);    /* D 40 (SIMT), groups of 2 */
+  test_gqa(dt, 1, 129, 6, 1, 64);   /* multi-query, D 64 */
+  test_gqa(dt, 1, 65, 8, 1, 80);    /* groups of 8, D 80 */
+  test_gqa(dt, 2, 100, 8, 2, 96);   /* groups of 4, D 96 */
+  test_gqa(dt, 1, 200, 4, 2, 112);  /* D 112 */
+  test_gqa(dt, 1, 64, 4, 4, 128);   /* NKV = NH */
+  test_gqa(dt, 1, 256, 32, 8, 128); /* Llama-3-8B heads */
+}
+
 /* D > 128 is refused on CUDA with ZS_ERR_UNSUPPORTED (the CPU takes it). */
 static void test_gqa_unsupported(zs_dtype dt) {
   void *b = kt_dev_nan(4096, dt), *l = kt_dev_nan(64, ZS_F32);
@@ -189,18 +206,7 @@ static void run_all(zs_dtype dt) {
   test_rope(dt, 3, 5, 1, 2);
   test_swiglu(dt, 1);
   test_swiglu(dt, 100003);
-  /* bf16 with D % 16 == 0 runs on the tensor cores, D 24 and 40 on the SIMT kernels; T below,
-     at and across the 64-row tiles; groups of 1, 2, 4, 6 and 8. */
-  test_gqa(dt, 1, 1, 8, 1, 32);     /* T 1, groups of 8 */
-  test_gqa(dt, 2, 37, 4, 2, 16);    /* D 16 */
-  test_gqa(dt, 2, 15, 4, 4, 24);    /* D 24: the SIMT path in bf16 too */
-  test_gqa(dt, 2, 63, 6, 3, 40);    /* D 40 (SIMT), groups of 2 */
-  test_gqa(dt, 1, 129, 6, 1, 64);   /* multi-query, D 64 */
-  test_gqa(dt, 1, 65, 8, 1, 80);    /* groups of 8, D 80 */
-  test_gqa(dt, 2, 100, 8, 2, 96);   /* groups of 4, D 96 */
-  test_gqa(dt, 1, 200, 4, 2, 112);  /* D 112 */
-  test_gqa(dt, 1, 64, 4, 4, 128);   /* NKV = NH */
-  test_gqa(dt, 1, 256, 32, 8, 128); /* Llama-3-8B heads */
+  gqa_shapes(dt);
   test_gqa_unsupported(dt);
   zs_k_destroy(kg);
   kg = NULL;
@@ -209,9 +215,19 @@ static void run_all(zs_dtype dt) {
 int main(void) {
   if (!kt_have_device()) return 0;
   kt_seed("test_kernels_cuda_llama");
+  /* Every bf16 attention with D % 16 == 0 must run on the tensor cores (a silent fallback to SIMT
+     would pass the same checks); fp32 and D 24, 40 still run SIMT. */
+  setenv("ZS_CUDA_ATTN", "tc", 1);
   ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CPU, ZS_F32, NULL, &kc));
   run_all(ZS_F32);
   run_all(ZS_BF16);
+  /* The bf16 shapes again on the SIMT kernels (what auto falls back to), against the CPU. */
+  printf("bf16 gqa attention, ZS_CUDA_ATTN=simt\n");
+  setenv("ZS_CUDA_ATTN", "simt", 1);
+  ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, ZS_BF16, NULL, &kg));
+  gqa_shapes(ZS_BF16);
+  zs_k_destroy(kg);
+  setenv("ZS_CUDA_ATTN", "tc", 1);
   zs_k_destroy(kc);
   ZS_TEST_END("test_kernels_cuda_llama");
 }

@@ -1,8 +1,10 @@
 /* GPT-2's causal multi-head attention on CUDA: the packed qkv[B,T,3C] (q | k | v, head h at
  * channels h*hs .. h*hs+hs-1 of each) handed to the one strided attention of attention.cuh as
  * q = qkv, k = qkv + C, v = qkv + 2C with row stride 3C and groups of one head (G = 1); out,
- * dout [B,T,C], lse [B,NH,T]. hs <= 128. bf16 with hs a multiple of 16 runs on the tensor cores,
- * everything else on the SIMT kernels (attention_launch.cu picks). */
+ * dout [B,T,C], lse [B,NH,T]. hs <= 128. The tensor cores run bf16 with hs a multiple of 16 when
+ * qkv (and dout) are 16-byte aligned (C % 16 == 0 then aligns the +C, +2C parts and the 3C rows),
+ * the device is sm_80+ and grants the shared memory; everything else runs on the SIMT kernels
+ * (attention.cuh has the full list; attention_launch.cu picks, by ZS_CUDA_ATTN). */
 #include "attention.cuh"
 
 /* The packed layout as strided arguments; element size es. */

@@ -1,7 +1,7 @@
 /* The one attention entry of the CUDA kernels (attention.cuh): splits the batch into chunks that
- * fit a launch (grid.y = sequences x heads <= 65535) and the scratch (the backward's row terms),
- * computes the row terms D_t = dout_t . out_t, and runs each chunk on the tensor-core path where
- * it applies, else on the SIMT path. */
+ * fit a launch (grid.y = sequences x heads <= 65535) and, in the backward, the scratch (its row
+ * terms), computes the row terms D_t = dout_t . out_t, and runs each chunk on the path that
+ * ZS_CUDA_ATTN and zs_attn_tc_ready pick (attn_pick). */
 #include "attention.cuh"
 
 #define AL_WARPS 8 /* row-term kernel: one warp per (sequence, token, head) */
@@ -23,15 +23,39 @@ template <typename E> __global__ void attn_rowdot_kernel(zs_attn_args a) {
   if (lane == 0) a.Dv[(b * NH + h) * T + t] = s;
 }
 
-/* Sequences per chunk: grid.y = nb*NH <= 65535 and nb*NH*T row terms within the scratch. */
-static zs_status attn_chunk_size(const char *fn, const zs_attn_args *a, int *bc) {
-  const size_t per_b = (size_t)a->NH * a->T * sizeof(float);
-  const size_t fit = ZS_SCRATCH_BYTES / per_b, grid_fit = 65535 / (size_t)a->NH;
-  if (fit < 1 || grid_fit < 1)
-    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: NH = %d, T = %d is too large for one sequence", fn,
-                   a->NH, a->T);
+/* Sequences per chunk: grid.y = nb*NH <= 65535 and, in the backward (bwd), nb*NH*T row terms
+   within the scratch; the forward uses no scratch and is not limited by it. */
+static zs_status attn_chunk_size(const char *fn, const zs_attn_args *a, int bwd, int *bc) {
+  const size_t per_b = (size_t)a->NH * a->T * sizeof(float); /* > 0: the callers check dims */
+  const size_t grid_fit = 65535 / (size_t)a->NH;
+  const size_t fit = bwd ? ZS_SCRATCH_BYTES / per_b : grid_fit;
+  if (grid_fit < 1)
+    return zs_kerr(ZS_ERR_UNSUPPORTED, "%s: NH = %d heads exceed one launch's 65535 (grid.y)", fn,
+                   a->NH);
+  if (fit < 1)
+    return zs_kerr(ZS_ERR_UNSUPPORTED,
+                   "%s: NH * T = %d * %d row terms of one sequence exceed the backward's %zu-byte "
+                   "scratch",
+                   fn, a->NH, a->T, (size_t)ZS_SCRATCH_BYTES);
   const size_t c = fit < grid_fit ? fit : grid_fit;
   *bc = (int)((size_t)a->B < c ? (size_t)a->B : c);
+  return ZS_OK;
+}
+
+/* Whether a runs on the tensor cores (*tc) under k's ZS_CUDA_ATTN: simt never; auto where
+   zs_attn_tc_ready says they can; tc wherever the dtype and head size allow, and a call they
+   cannot run then fails with ZS_ERR_UNSUPPORTED naming the condition instead of falling back. */
+static zs_status attn_pick(const zs_cuda_kctx *k, const char *fn, const zs_attn_args *a, int bwd,
+                           int *tc) {
+  *tc = 0;
+  if (k->attn == ZS_ATTN_SIMT || !zs_attn_tc_applies(k->dt, a->D)) return ZS_OK;
+  char why[256] = "";
+  ZS_CHECK(zs_attn_tc_ready(fn, a, bwd, tc, why, sizeof why));
+  if (!*tc && k->attn == ZS_ATTN_TC)
+    return zs_kerr(ZS_ERR_UNSUPPORTED,
+                   "%s: ZS_CUDA_ATTN=tc, and the tensor cores cannot run this bf16 D = %d %s: %s "
+                   "(ZS_CUDA_ATTN=auto falls back to the SIMT kernels)",
+                   fn, a->D, bwd ? "backward" : "forward", why);
   return ZS_OK;
 }
 
@@ -59,10 +83,10 @@ static zs_attn_args attn_chunk(const zs_attn_args *a, int b0, int nb, size_t esi
 }
 
 zs_status zs_attn_fwd(zs_cuda_kctx *k, const char *fn, const zs_attn_args *a) {
-  int bc;
-  ZS_CHECK(attn_chunk_size(fn, a, &bc));
+  int bc, tc;
+  ZS_CHECK(attn_chunk_size(fn, a, 0, &bc));
+  ZS_CHECK(attn_pick(k, fn, a, 0, &tc));
   const size_t es = k->dt == ZS_BF16 ? 2 : 4;
-  const int tc = zs_attn_tc_ready(k, a, 0);
   for (int b0 = 0; b0 < a->B; b0 += bc) {
     const zs_attn_args c = attn_chunk(a, b0, a->B - b0 < bc ? a->B - b0 : bc, es);
     ZS_CHECK(tc ? zs_attn_tc_fwd(k, &c) : zs_attn_simt_fwd(k, &c));
@@ -72,10 +96,10 @@ zs_status zs_attn_fwd(zs_cuda_kctx *k, const char *fn, const zs_attn_args *a) {
 }
 
 zs_status zs_attn_bwd(zs_cuda_kctx *k, const char *fn, const zs_attn_args *a) {
-  int bc;
-  ZS_CHECK(attn_chunk_size(fn, a, &bc));
+  int bc, tc;
+  ZS_CHECK(attn_chunk_size(fn, a, 1, &bc));
+  ZS_CHECK(attn_pick(k, fn, a, 1, &tc));
   const size_t es = k->dt == ZS_BF16 ? 2 : 4;
-  const int tc = zs_attn_tc_ready(k, a, 1);
   for (int b0 = 0; b0 < a->B; b0 += bc) {
     zs_attn_args c = attn_chunk(a, b0, a->B - b0 < bc ? a->B - b0 : bc, es);
     c.Dv = (float *)k->scratch; /* the previous chunk's kernels precede on the stream */

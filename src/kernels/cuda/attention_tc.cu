@@ -25,6 +25,7 @@
  * (D + 8) * 2 bytes with fragments at multiples of 16 rows and 16 columns, and every array
  * size is a multiple of 128 bytes. */
 #include <mma.h>
+#include <stdio.h>
 
 #include "attention.cuh"
 
@@ -36,7 +37,7 @@ using namespace nvcuda;
 #define TC_SL (TC_ROWS + 4) /* fp32 scratch row: ldm a multiple of 4 elements */
 #define TC_FULL 0xffffffffu
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-#define TC_OK_ARCH 1 /* bf16 wmma exists from sm_80 on; older targets get empty kernels */
+#define TC_OK_ARCH 1 /* bf16 wmma exists from sm_80 on; older targets get trapping kernels */
 #else
 #define TC_OK_ARCH 0
 #endif
@@ -204,6 +205,8 @@ template <int D> __global__ void __launch_bounds__(TC_WARPS * 32, 1) tc_fwd_kern
         orow[16 * n + i] = zs_f2bf(o[n][i] * inv);
     if (half == 0) a.lse[(size_t)blockIdx.y * T + t] = m + logf(l);
   }
+#else
+  __trap(); /* never silently write nothing: zs_attn_tc_ready refuses these builds */
 #endif
 }
 
@@ -276,6 +279,8 @@ template <int D> __global__ void __launch_bounds__(TC_WARPS * 32, 1) tc_dq_kerne
   }
   tc_add_out<D>((tc_bf16 *)a.dq + qo + (size_t)(q0 + 16 * warp) * a.qs, a.qs, q0 + 16 * warp, T,
                 acc, a.scale, Ss);
+#else
+  __trap(); /* never silently write nothing: zs_attn_tc_ready refuses these builds */
 #endif
 }
 
@@ -345,6 +350,8 @@ __global__ void __launch_bounds__(TC_WARPS * 32, 1) tc_dkdv_kernel(zs_attn_args 
   const int j0 = k0 + 16 * warp;
   tc_add_out<D>((tc_bf16 *)a.dk + kvo + (size_t)j0 * a.ks, a.ks, j0, T, dk, a.scale, Ss);
   tc_add_out<D>((tc_bf16 *)a.dv + kvo + (size_t)j0 * a.ks, a.ks, j0, T, dv, 1.0f, Ss);
+#else
+  __trap(); /* never silently write nothing: zs_attn_tc_ready refuses these builds */
 #endif
 }
 
@@ -392,34 +399,81 @@ static int tc_aligned(const void *p) {
   return ((uintptr_t)p & 15u) == 0;
 }
 
-/* Grants kernel f `bytes` of dynamic shared memory; 0 (error cleared) when the device cannot.
-   Set on every call rather than once: the attribute belongs to the current device's context. */
-template <typename F> static int tc_grant(F f, size_t bytes) {
-  if (cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) ==
-      cudaSuccess)
-    return 1;
+/* 1 when kernel f (named `name`) can run with `bytes` of dynamic shared memory, else 0 with the
+   reason in why (n bytes): its PTX architecture is below compute_80 (its body would be empty: a
+   build without an 80+ architecture, JIT-compiled for this device), or the attribute calls fail.
+   zs_attn_tc_ready checked that no error was pending, so the error cleared is these calls' own.
+   The attribute is set on every call rather than once: it belongs to the current device. */
+template <typename F>
+static int tc_grant(F f, const char *name, size_t bytes, char *why, size_t n) {
+  cudaFuncAttributes fa;
+  cudaError_t e = cudaFuncGetAttributes(&fa, f);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(why, n, "cudaFuncGetAttributes of the %s kernel failed: %s", name,
+             cudaGetErrorString(e));
+    return 0;
+  }
+  if (fa.ptxVersion < 80 || fa.binaryVersion < 80) {
+    snprintf(why, n,
+             "the %s kernel was built from compute_%d PTX for sm_%d, below 8.0 (no tensor-core "
+             "body): add 80 or later to CMAKE_CUDA_ARCHITECTURES",
+             name, fa.ptxVersion, fa.binaryVersion);
+    return 0;
+  }
+  e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e == cudaSuccess) return 1;
   (void)cudaGetLastError();
+  snprintf(why, n, "the device does not grant the %s kernel %zu bytes of dynamic shared memory: %s",
+           name, bytes, cudaGetErrorString(e));
   return 0;
 }
 
-int zs_attn_tc_ready(const zs_cuda_kctx *k, const zs_attn_args *a, int bwd) {
-  if (k->dt != ZS_BF16 || a->D % 16 != 0 || a->D < 16 || a->D > 128) return 0;
-  if (a->qs % 8 || a->ks % 8 || a->os % 8) return 0; /* rows start on 16 bytes */
-  if (!tc_aligned(a->q) || !tc_aligned(a->k) || !tc_aligned(a->v)) return 0;
-  if (bwd && !tc_aligned(a->dout)) return 0;
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
+/* The conditions that need no CUDA call: row strides and pointer alignment (uint4 tile loads). */
+static int tc_layout_ok(const zs_attn_args *a, int bwd, char *why, size_t n) {
+  if (a->qs % 8 || a->ks % 8 || a->os % 8) {
+    snprintf(why, n, "row strides qs = %zu, ks = %zu, os = %zu elements are not all multiples of 8",
+             a->qs, a->ks, a->os);
     return 0;
   }
-  if (major < 8) return 0;
-  int ok = 1;
+  const void *p[4] = {a->q, a->k, a->v, bwd ? a->dout : NULL};
+  static const char *const names[4] = {"q", "k", "v", "dout"};
+  for (int i = 0; i < 4; i++)
+    if (!tc_aligned(p[i])) {
+      snprintf(why, n, "%s (%p) is not 16-byte aligned", names[i], p[i]);
+      return 0;
+    }
+  return 1;
+}
+
+zs_status zs_attn_tc_ready(const char *fn, const zs_attn_args *a, int bwd, int *ok, char *why,
+                           size_t n) {
+  *ok = 0;
+  if (!tc_layout_ok(a, bwd, why, n)) return ZS_OK;
+  /* An error of earlier work is reported, never swallowed with the queries' own below. */
+  if (cudaPeekAtLastError() != cudaSuccess) {
+    const cudaError_t e = cudaGetLastError();
+    return zs_kerr(ZS_ERR_DEVICE, "%s: a CUDA error of earlier work was pending: %s (%s)", fn,
+                   cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+  int dev = 0, major = 0, minor = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(why, n, "the device's compute capability is unknown: %s", cudaGetErrorString(e));
+    return ZS_OK;
+  }
+  if (major < 8) {
+    snprintf(why, n, "device %d has compute capability %d.%d, below 8.0", dev, major, minor);
+    return ZS_OK;
+  }
   TC_D_DISPATCH(a->D, DD,
-                ok = bwd ? tc_grant(tc_dq_kernel<DD>, tc_dq_bytes(DD)) &&
-                               tc_grant(tc_dkdv_kernel<DD>, tc_dkdv_bytes(DD))
-                         : tc_grant(tc_fwd_kernel<DD>, tc_fwd_bytes(DD)));
-  return ok;
+                *ok = bwd ? tc_grant(tc_dq_kernel<DD>, "dq", tc_dq_bytes(DD), why, n) &&
+                                tc_grant(tc_dkdv_kernel<DD>, "dk, dv", tc_dkdv_bytes(DD), why, n)
+                          : tc_grant(tc_fwd_kernel<DD>, "forward", tc_fwd_bytes(DD), why, n));
+  return ZS_OK;
 }
 
 zs_status zs_attn_tc_fwd(zs_cuda_kctx *k, const zs_attn_args *a) {

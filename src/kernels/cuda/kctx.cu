@@ -18,18 +18,35 @@ static zs_status kctx_alloc(void **p, size_t bytes, cudaStream_t s, const char *
                  bytes, cudaGetErrorString(e));
 }
 
+/* The attention path of environment variable ZS_CUDA_ATTN: unset, "" or auto, tc, simt; anything
+   else is ZS_ERR_INVALID_ARG (a typo must not silently test the wrong path). */
+static zs_status kctx_attn_mode(zs_attn_mode *m) {
+  const char *s = getenv("ZS_CUDA_ATTN");
+  *m = ZS_ATTN_AUTO;
+  if (!s || !*s || !strcmp(s, "auto")) return ZS_OK;
+  if (!strcmp(s, "tc") || !strcmp(s, "simt")) {
+    *m = s[0] == 't' ? ZS_ATTN_TC : ZS_ATTN_SIMT;
+    return ZS_OK;
+  }
+  return zs_kerr(ZS_ERR_INVALID_ARG,
+                 "zs_cuda_kctx_create: ZS_CUDA_ATTN=%s: use auto (the default), tc or simt", s);
+}
+
 extern "C" zs_status zs_cuda_kctx_create(zs_dtype dt, void *stream, zs_cuda_kctx **out) {
   if (!out) return zs_kerr(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: out is NULL");
   *out = NULL;
   if (!zs_dt_ok(dt))
     return zs_kerr(ZS_ERR_INVALID_ARG, "zs_cuda_kctx_create: dtype %d: use ZS_F32 or ZS_BF16",
                    (int)dt);
+  zs_attn_mode attn;
+  ZS_CHECK(kctx_attn_mode(&attn));
   zs_cuda_kctx *k = (zs_cuda_kctx *)calloc(1, sizeof *k);
   if (!k) return zs_kerr(ZS_ERR_OUT_OF_MEMORY, "zs_cuda_kctx_create: cannot allocate the context");
   k->dt = dt;
   k->stream = (cudaStream_t)stream;
   const char *g = getenv("ZS_CUDA_GEMM");
   k->gemm_simt = g && !strcmp(g, "simt");
+  k->attn = attn;
   zs_status rc = ZS_OK;
   cublasStatus_t bs = cublasLtCreate(&k->lt);
   if (bs != CUBLAS_STATUS_SUCCESS) {

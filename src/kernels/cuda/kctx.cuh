@@ -16,6 +16,11 @@
 #define ZS_SCRATCH_BYTES ((size_t)32 << 20)      /* partial sums, attention row terms, sorting */
 #define ZS_LT_CACHE_SIZE 32                      /* cached GEMM algorithms (distinct shapes) */
 
+/* Which attention path runs (environment ZS_CUDA_ATTN, read at zs_cuda_kctx_create): AUTO the
+   tensor cores where they can run a call, else SIMT; TC the tensor cores wherever the dtype and
+   head size allow, refusing (ZS_ERR_UNSUPPORTED) what else prevents them; SIMT always SIMT. */
+typedef enum { ZS_ATTN_AUTO = 0, ZS_ATTN_TC, ZS_ATTN_SIMT } zs_attn_mode;
+
 /* One cached cuBLASLt heuristic answer; key fields identify the problem completely. */
 typedef struct {
   int used;
@@ -31,8 +36,9 @@ struct zs_cuda_kctx {
   void *workspace; /* ZS_LT_WORKSPACE_BYTES, device */
   void *scratch;   /* ZS_SCRATCH_BYTES, device, 256-byte aligned */
   zs_lt_entry cache[ZS_LT_CACHE_SIZE];
-  int cache_next; /* round-robin replacement */
-  int gemm_simt;  /* environment ZS_CUDA_GEMM=simt: always use the fallback GEMM (tests) */
+  int cache_next;    /* round-robin replacement */
+  int gemm_simt;     /* environment ZS_CUDA_GEMM=simt: always use the fallback GEMM (tests) */
+  zs_attn_mode attn; /* environment ZS_CUDA_ATTN: auto (unset), tc or simt */
 };
 
 /* Status of a CUDA runtime call: ZS_OK, or ZS_ERR_DEVICE naming `what` (through zs_kerr). */

@@ -1,8 +1,10 @@
 /* Causal attention with grouped-query heads (Llama, Qwen2, Mistral) on CUDA: q, out, dout
  * [B,T,NH*D]; key, val [B,T,NKV*D]; lse [B,NH,T]; query head h reads kv head h / G, G = NH / NKV.
  * The separate buffers are handed to the one strided attention of attention.cuh (row strides
- * NH*D and NKV*D). D <= 128; bf16 with D a multiple of 16 runs on the tensor cores, everything
- * else on the SIMT kernels (attention_launch.cu picks). */
+ * NH*D and NKV*D). D <= 128. The tensor cores run bf16 with D a multiple of 16 when q, key, val
+ * (and dout) are 16-byte aligned, the device is sm_80+ and grants the shared memory; everything
+ * else runs on the SIMT kernels (attention.cuh has the full list; attention_launch.cu picks, by
+ * ZS_CUDA_ATTN). */
 #include "llama_cuda.h"
 
 #include "attention.cuh"
