@@ -94,7 +94,9 @@ run_torch() { # the PyTorch peer on the same model, batch and data shape
   echo "== torch peer: d12 batch $BATCH seq 1024 bf16 ($TORCH_MODES)"
   PY=$(command -v python3 || true)
   if [ -n "$PY" ]; then
-    "$PY" "$HERE/peers/torch_gpt2.py" --model d12 --batch "$BATCH" --seq 1024 --steps "$STEPS" \
+    # Without the caller's LD_LIBRARY_PATH (the GPU machine's carried libraries come first there):
+    # torch loads the libraries it was built with.
+    env -u LD_LIBRARY_PATH "$PY" "$HERE/peers/torch_gpt2.py" --model d12 --batch "$BATCH" --seq 1024 --steps "$STEPS" \
       --dtype bf16 --modes "$TORCH_MODES" --peak-tflops "$PEAK" 2>"$TMP/torch.err" | tee "$TMP/torch.out"
     tail -3 "$TMP/torch.err"
     while read -r _ name kv; do

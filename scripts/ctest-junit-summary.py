@@ -16,8 +16,12 @@ printing "SKIP: no CUDA device") is itself a failure, since its skip detection i
 device that is there), unless it said "SKIP: no O_DIRECT filesystem" (the NVMe tier's tests on a
 machine whose folders all refuse O_DIRECT): that is reported on a line of its own.
 
+--cut FILE names tests that ctest stopped at its --stop-time (it reports them as timeouts): they
+count as not reached, not as failed.
+
 --rerun FILE writes the names of the tests to run again (failed, not reached, and with --gpu the
-GPU tests that skipped), one a line; scripts/device-first.sh --call 2 runs those again.
+GPU tests that skipped), one a line; --unreached FILE the names of those not reached alone
+(scripts/device-first.sh --call 2 reruns the others first).
 
 Lines printed: the totals (passed, failed, skipped), then for the GPU tests named on the command
 line which ran, which were skipped (e.g. "SKIP: no CUDA device") and which failed, by name, so a
@@ -62,7 +66,7 @@ def main(argv):
     no_gpu = "--no-gpu" in argv
     has_gpu = "--gpu" in argv
     opts = {}
-    for opt in ("--all", "--rerun"):
+    for opt in ("--all", "--rerun", "--unreached", "--cut"):
         if opt in argv:
             i = argv.index(opt)
             if i + 1 >= len(argv):
@@ -88,16 +92,28 @@ def main(argv):
     gpu = set(argv[1:])
     by = {k: {n for n, v in res.items() if v == k} for k in ("passed", "failed", "skipped")}
     ran = {n for n in gpu if res.get(n) in ("passed", "failed")}
-    unreached = wanted - set(res)
+    cut = set()
+    if "--cut" in opts:
+        with open(opts["--cut"]) as f:
+            cut = {line.strip() for line in f if line.strip()} & by["failed"]
+    by["failed"] -= cut
+    ran -= cut
+    unreached = (wanted - set(res)) | cut
     nodisk &= by["skipped"]
     gpu_skipped = (gpu & by["skipped"]) - nodisk if has_gpu else set()
+    if "--unreached" in opts:
+        with open(opts["--unreached"], "w") as f:
+            for n in sorted(unreached):
+                f.write(n + "\n")
     if "--rerun" in opts:
         with open(opts["--rerun"], "w") as f:
             for n in sorted(by["failed"] | unreached | gpu_skipped):
                 f.write(n + "\n")
     if ok_mode:
-        return 1 if by["failed"] or unreached or (no_gpu and ran) or gpu_skipped else 0
+        late = unreached if wanted else set()
+        return 1 if by["failed"] or late or (no_gpu and ran) or gpu_skipped else 0
     more = f", {len(unreached)} not reached (budget)" if unreached else ""
+    more += f" ({len(cut)} of them stopped at the stop time)" if cut else ""
     print(f"{len(res)} tests: {len(by['passed'])} passed, {len(by['failed'])} failed, "
           f"{len(by['skipped'])} skipped{more}")
     if unreached:

@@ -88,6 +88,21 @@ dev_build() {
   return 1
 }
 
+# dev_python_here BUILD: a tree built on the other machine names that machine's python3 in its
+# CTest files (the comparisons, the test scripts); point them at this machine's python3.
+dev_python_here() {
+  local here there f
+  here=$(command -v python3) || return 0
+  for there in $(sed -nE 's/^[A-Za-z0-9_]*(PYTHON|Python)[A-Za-z0-9_]*:(FILEPATH|INTERNAL|STRING)=(\/.+)$/\3/p' \
+    "$1/CMakeCache.txt" 2>/dev/null | sort -u); do
+    [ "$there" = "$here" ] && continue
+    find "$1" -name CTestTestfile.cmake -print0 | while IFS= read -r -d '' f; do
+      sed -i "s#$there#$here#g" "$f"
+    done
+    echo "CTest files: $there -> $here"
+  done
+}
+
 # dev_untar PACK DEST [MEMBER]: extracts the .tar.xz PACK into DEST (or MEMBER to stdout) with
 # tar, or with Python's tarfile where tar cannot run xz (an image without xz-utils).
 dev_untar() {

@@ -20,9 +20,10 @@
 # Inside: device-first.sh --plan (the whole session's planned device time, at most 14 minutes),
 # device-prebuild.sh (the CUDA build with the carried dependencies only: also the device's
 # fallback build), then, from the unpacked pack as on a fresh machine, call 1 and call 2 of
-# device-first.sh, then call 1 killed with SIGKILL right after its first item (its summary.txt
-# must hold that item's result and the rest as RUNNING/PENDING) and call 1 under a deadline too
-# short for it (every item must end DONE, FAILED or NOT RUN). GPU tests skip here (no GPU; one that
+# device-first.sh, then call 1 killed with SIGKILL (its whole process group, from outside) while
+# its second item runs (its summary.txt must hold the first item's result, the second RUNNING,
+# the rest PENDING, and tests.xml must parse) and call 1 under a 25 s deadline (every item must
+# end DONE, FAILED or NOT RUN, the last one cut, within 60 s). GPU tests skip here (no GPU; one that
 # does not skip fails the rehearsal: its skip detection is broken); the smoke test's CPU ranks run
 # through the carried mpirun; the benchmarks print SKIP.
 # The last line is `device-rehearsal: PASS ...` (exit 0), `device-rehearsal: FAIL <what>` (exit 1),
@@ -135,7 +136,8 @@ done
 if [ "$(ip -o link show | grep -vc ': lo:')" != 0 ]; then echo "rehearsal: a network interface other than lo"; exit 93; fi
 exec "$@"
 INNER
-mkdir -p "$OUT"
+mkdir -p "$OUT" # no result of an earlier rehearsal may pass for this one's:
+rm -rf "$OUT/call1" "$OUT/call2" "$OUT/cut" "$OUT/short" "$OUT/plan.txt" "$OUT/prebuild.log"
 t0=$SECONDS
 # The calls as the device runs them (budgets x3: 2 loaded cores here, not 16), then the cut-offs.
 cat >"$T/calls.sh" <<'CALLS'
@@ -148,9 +150,19 @@ scripts/device-prebuild.sh --log "$OUT/prebuild.log" || exit 12
 rm -rf "${ZS_DEVICE_PREFIX:-/tmp/zshard-dev}/build" # a fresh machine: the pack must be unpacked
 OUT=$OUT/call1 scripts/device-first.sh --scale 3 "$@" || exit 10
 OUT=$OUT/call2 scripts/device-first.sh --call 2 --scale 3 "$@" || exit 11
-ZS_DEVICE_FIRST_KILL_AFTER=setup OUT=$OUT/cut scripts/device-first.sh --scale 3 "$@" >/dev/null
-[ $? = 137 ] || exit 15
-OUT=$OUT/short scripts/device-first.sh --deadline 12 "$@" >/dev/null
+# The device killing a call at its limit: SIGKILL to the whole call while item 2 is running.
+OUT=$OUT/cut setsid scripts/device-first.sh --scale 3 "$@" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 600); do # up to 60 s for item 2 to start
+  grep -qE '^2 correct +RUNNING' "$OUT/cut/summary.txt" 2>/dev/null && break
+  sleep 0.1
+done
+kill -KILL -- -"$pid" 2>/dev/null || exit 15
+wait "$pid" 2>/dev/null
+# A deadline that cuts the call in its last items (ctest's stop time, not reached tests, NOT RUN).
+t=$SECONDS
+OUT=$OUT/short scripts/device-first.sh --deadline 25 "$@" >/dev/null
+[ $((SECONDS - t)) -le 60 ] || exit 16
 exit 0
 CALLS
 # shellcheck disable=SC2016 # the single-quoted script is expanded by the inner bash
@@ -169,17 +181,20 @@ case $rc in
   12) fail "device-prebuild.sh failed under the GPU machine's constraints (log: $OUT/prebuild.log)" ;;
   10) fail "device-first.sh (call 1) failed under the GPU machine's constraints: $(first_fail "$OUT/call1/summary.txt") (logs: $OUT/call1)" ;;
   11) fail "device-first.sh --call 2 failed: $(first_fail "$OUT/call2/summary.txt") (logs: $OUT/call2)" ;;
-  15) fail "device-first.sh did not die of the planted SIGKILL (logs: $OUT/cut)" ;;
+  15) fail "device-first.sh could not be killed while its item 2 ran (logs: $OUT/cut)" ;;
+  16) fail "device-first.sh --deadline 25 took more than 60 s (logs: $OUT/short)" ;;
   *) fail "the rehearsal's calls exited $rc" ;;
 esac
-# What a cut-off call returns: the finished item, the one in flight, the rest pending.
+# What a cut-off call returns: the finished item, the one in flight, the rest pending, and a
+# tests.xml that still parses.
 grep -qE '^1 setup +DONE' "$OUT/cut/summary.txt" && grep -qE '^2 correct +RUNNING' "$OUT/cut/summary.txt" &&
-  grep -qE '^6 rest +PENDING' "$OUT/cut/summary.txt" ||
-  fail "summary.txt of the call killed after setup does not say setup DONE, correct RUNNING, rest PENDING: $(tr '\n' ';' <"$OUT/cut/summary.txt")"
-# A deadline too short for the call: every item ends in a final state, the late ones NOT RUN.
+  grep -qE '^6 rest +PENDING' "$OUT/cut/summary.txt" &&
+  python3 -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" "$OUT/cut/tests.xml" ||
+  fail "the call killed during item 2 did not leave setup DONE, correct RUNNING, rest PENDING and a readable tests.xml: $(tr '\n' ';' <"$OUT/cut/summary.txt")"
+# A deadline too short for the call: every item ends in a final state, the last cut or not run.
 if grep -qE '^[0-9]+ [a-z0-9]+ +(PENDING|RUNNING)' "$OUT/short/summary.txt" ||
-  ! grep -qE '^6 rest +NOT RUN: deadline' "$OUT/short/summary.txt"; then
-  fail "summary.txt of the call with a 12 s deadline left items unfinished: $(tr '\n' ';' <"$OUT/short/summary.txt")"
+  ! grep -qE '^6 rest +(NOT RUN: deadline|DONE .*not reached|FAILED .*(not reached|not run))' "$OUT/short/summary.txt"; then
+  fail "summary.txt of the call with a 25 s deadline left items unfinished or its last item uncut: $(tr '\n' ';' <"$OUT/short/summary.txt")"
 fi
 echo "== call 1 as the device would report it:"
 cat "$OUT/call1/summary.txt"

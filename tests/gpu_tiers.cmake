@@ -2,14 +2,17 @@
 # tier by tier; a plain `ctest -L gpu` runs them in the same order through COST). Every GPU test
 # gets exactly one label gpu-t1 .. gpu-t4 (ctest gpu_tests_marked checks it); one not listed here
 # is tier 4. Within a tier the listed order is the run order.
-#   gpu-t1  correctness without NCCL: every kernel against its CPU twin, AdamW in every master
-#           mode against the CPU's bits (engine at stages 0 and 3 over host-staged MPI), GPT-2
-#           CUDA against the CPU at one rank
+#   gpu-t1  correctness on one GPU without multi-rank NCCL: NCCL's one-rank communicator first
+#           (every one-rank CUDA engine opens one, so a broken NCCL shows here before it is blamed
+#           on a kernel), every kernel against its CPU twin, AdamW in every master mode against
+#           the CPU's bits (the engine at stages 0 and 3 over host-staged MPI), GPT-2 CUDA against
+#           the CPU at one rank
 #   gpu-t2  NCCL with 2 ranks on the one GPU: the collectives, the engine's stage 3 against one
 #           rank, GPT-2 at 2 ranks
 #   gpu-t3  d12-sized kernels, pinned memory, offload and the NVMe tier at one rank
 #   gpu-t4  the rest: 3-4 ranks, hybrid groups, checkpoints across devices, transformers
 set(ZS_GPU_T1
+    comm_nccl_np1
     kernels_mem_cuda
     test_kernels_cuda
     test_kernels_cuda_llama
@@ -26,7 +29,6 @@ set(ZS_GPU_T2
     comm_nccl_np2
     engine_cuda_nccl_np2_stage3
     gpt2_cuda_np2_bf16
-    comm_nccl_np1
     engine_cuda_nccl_np2_stage1
     engine_cuda_overlap
     engine_cuda_timeout

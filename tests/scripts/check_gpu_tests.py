@@ -50,7 +50,10 @@ def main(build):
             tiers = [x for x in labels if re.fullmatch(r"gpu-t[1-4]", x)]
             if len(tiers) != 1:
                 bad.append(f"{t['name']}: has tier labels {tiers or 'none'}, wants exactly one")
-    for n in listed_tiers(build):
+    listed = listed_tiers(build)
+    for n in sorted({n for n in listed if listed.count(n) > 1}):
+        bad.append(f"{n}: listed in more than one tier (or twice) in tests/gpu_tiers.cmake")
+    for n in listed:
         if n not in gpu_names:
             bad.append(f"{n}: listed in tests/gpu_tiers.cmake but no GPU test has that name")
     for t in tests:

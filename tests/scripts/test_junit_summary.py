@@ -66,8 +66,16 @@ def main(repo):
              "GPU: a CPU test's skip stays a skip"),
             ("^gpu_(ran|nodisk)$", ["--gpu"], ["gpu_ran", "gpu_nodisk"], None, 0, [],
              "GPU: a skip for want of an O_DIRECT filesystem is not a failure"),
+            ("^cpu_(pass|fail)$", ["--cut", "CUT"], [], None, 0, ["cpu_fail"],
+             "a test stopped at the stop time is not reached, not failed"),
+            ("^cpu_(pass|fail)$", ["--cut", "CUT"], [], ["cpu_pass", "cpu_fail"], 1, ["cpu_fail"],
+             "... and with --all it is a test not reached"),
         ]
+        cut = os.path.join(d, "cut.txt")
+        with open(cut, "w") as f:
+            f.write("cpu_fail\n")
         for regex, opts, gpu_names, all_names, want_ok, want_rerun, what in cases:
+            opts = [cut if o == "CUT" else o for o in opts]
             xml = report(regex)
             extra = []
             if all_names is not None:
