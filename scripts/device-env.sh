@@ -36,22 +36,32 @@ dev_stage() {
 }
 
 # dev_env REPO: PATH, LD_LIBRARY_PATH and the relocation variables of the staged dependencies.
-# NCCL, cuBLAS and the CUDA runtime come from the toolkit (/usr/local/cuda) or, where the toolkit
-# lacks one, from the Python wheels (nvidia-nccl-cu13, nvidia-cublas, ...) on sys.path.
-dev_env() {
-  local repo=$1 d carried="" wheels
-  wheels=$(python3 -c "import os, sys
+# Library order: the carried ones, NCCL's wheel (nvidia/nccl/lib: the toolkit may have no NCCL),
+# the toolkit's (/usr/local/cuda/lib64: cuBLAS and the runtime the tree was built against), then
+# the CUDA wheels where the toolkit lacks one (CUDA 13 wheels install into nvidia/cu13/lib).
+# dev_wheel_libs NAME...: the lib folders of the named nvidia wheels on python3's sys.path, each
+# followed by ':'.
+dev_wheel_libs() {
+  python3 -c "import os, sys
 for p in sys.path:
-    for lib in ('nccl', 'cublas', 'cuda_runtime'):
+    for lib in sys.argv[1:]:
         d = os.path.join(p or '.', 'nvidia', lib, 'lib')
-        if os.path.isdir(d): print(os.path.abspath(d))" 2>/dev/null | awk '!s[$0]++' | tr '\n' ':')
+        if os.path.isdir(d): print(os.path.abspath(d))" "$@" 2>/dev/null | awk '!s[$0]++' | tr '\n' ':'
+}
+
+dev_env() {
+  local repo=$1 d carried="" nccl cuda
+  nccl=$(dev_wheel_libs nccl)
+  cuda=$(dev_wheel_libs cu13 cublas cuda_runtime) # only where the toolkit lacks a library
   # shellcheck source=scripts/device-libdirs.sh
   . "$repo/scripts/device-libdirs.sh" # the folders fetch-device-deps.sh checked the libraries against
   for d in "${DEVICE_LIBDIRS[@]}"; do carried+="$DEV_DEPS/$d:"; done
   local A=$DEV_DEPS/usr/lib/x86_64-linux-gnu
   export PATH=$DEV_DEPS/usr/bin:/usr/local/cuda/bin:$PATH
-  # The NCCL that CMake linked goes in front after configure (dev_configure).
-  export LD_LIBRARY_PATH=${carried}${wheels}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # The NCCL that CMake linked goes in front after configure (dev_nccl_first). No empty entry:
+  # it would search the current folder.
+  d=${carried}${nccl}/usr/local/cuda/lib64:${cuda}${LD_LIBRARY_PATH:-}
+  export LD_LIBRARY_PATH=${d%:}
   export PKG_CONFIG_PATH=$A/pkgconfig:$DEV_DEPS/usr/share/pkgconfig # ${pcfiledir}-relative .pc files
   export CMAKE_PREFIX_PATH=$DEV_DEPS/usr
   export OPAL_PREFIX=$DEV_DEPS/usr # Open MPI: relocated install (wrappers, components, help)
