@@ -75,9 +75,9 @@ __device__ __forceinline__ void sq_warp_add(unsigned long long *sb, uint32_t (&b
 #pragma unroll
     for (int k = SQ_PER_LANE - 1; k >= 0; k--)
       if (bin[k]) first = bin[k];
-    const unsigned todo = __ballot_sync(SQ_FULL, first != 0);
-    if (!todo) return;
-    const uint32_t b = __shfl_sync(SQ_FULL, first, __ffs((int)todo) - 1);
+    const unsigned pending = __ballot_sync(SQ_FULL, first != 0);
+    if (!pending) return;
+    const uint32_t b = __shfl_sync(SQ_FULL, first, __ffs((int)pending) - 1);
     unsigned long long v = 0;
 #pragma unroll
     for (int k = 0; k < SQ_PER_LANE; k++)
