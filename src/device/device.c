@@ -1,6 +1,7 @@
 /* Device layer dispatch: the CPU device inline here, CUDA in device_cuda.c. */
 #include "device/device.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,8 @@ void zs_dev_close(zs_dev *d) {
   if (ZS_IS_CUDA(d)) zs_cuda_dev_close(d);
 #endif
   memset(d, 0, sizeof *d);
+  d->kind = ZS_DEV_CLOSED;
+  d->index = -1;
 }
 
 zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b) {
@@ -67,11 +70,21 @@ int zs_dev_cuda_count(void) {
 #endif
 }
 
+static atomic_long zs_dev_live; /* buffers allocated and not yet freed, every device */
+
+long zs_dev_live_buffers(void) {
+  return atomic_load(&zs_dev_live);
+}
+
 zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
   *p = NULL;
   if (bytes == 0) bytes = 1;
 #ifdef ZS_HAVE_CUDA
-  if (ZS_IS_CUDA(d)) return zs_cuda_dev_alloc(d, bytes, p, stream);
+  if (ZS_IS_CUDA(d)) {
+    const zs_status rc = zs_cuda_dev_alloc(d, bytes, p, stream);
+    if (rc == ZS_OK) atomic_fetch_add(&zs_dev_live, 1);
+    return rc;
+  }
 #endif
   (void)stream;
 #if defined(__SANITIZE_ADDRESS__)
@@ -85,11 +98,14 @@ zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
                   "host allocation of %zu bytes failed: reduce the model or "
                   "use a higher stage",
                   bytes);
+  atomic_fetch_add(&zs_dev_live, 1);
   return ZS_OK;
 }
 
 void zs_dev_free(zs_dev *d, void *p, void *stream) {
-  if (!p) return;
+  if (!p || d->kind == ZS_DEV_CLOSED) return; /* a closed device's buffer: leaked, never handed
+                                                 to the wrong allocator (LeakSanitizer names it) */
+  atomic_fetch_sub(&zs_dev_live, 1);
 #ifdef ZS_HAVE_CUDA
   if (ZS_IS_CUDA(d)) {
     zs_cuda_dev_free(d, p, stream);

@@ -565,12 +565,12 @@ void zs_engine_destroy(zs_engine *e) {
   free(e->peers);
   zs_optim_destroy(e->optim); /* its staging is in the arena */
   zs_host_arena_destroy(e->arena);
-  zs_dev_close(&e->dev);
   free(e->agree_rows);
   free(e->xchg);                                                      /* its groups are gone */
   if (e->agree_dev) zs_dev_free(&e->dev, e->agree_dev, NULL);         /* its groups are gone */
   if (e->xchg_dev) zs_dev_free(&e->dev, e->xchg_dev, NULL);           /* so are the exchange's */
   if (e->sh.status_dev) zs_dev_free(&e->dev, e->sh.status_dev, NULL); /* and the gathers' */
+  zs_dev_close(&e->dev); /* last: every device buffer is freed through it */
   free(e);
   zs_err(ZS_OK, "%s", saved);
 }

@@ -42,6 +42,7 @@
 #include "engine_model.h"
 #include "base/bf16.h"
 #include "base/round_hook.h"
+#include "device/device.h"
 #include "zs_test.h"
 
 typedef struct {
@@ -497,6 +498,10 @@ int main(int argc, char **argv) {
   free(ref.m);
   free(ref.v);
   zs_engine_destroy(e);
+  /* Every device buffer went back through an open device (on CUDA one freed after the device
+     closed crashed destroy; now it would be left here). */
+  ZS_EXPECT(zs_dev_live_buffers() == 0, "%ld device buffers outlive the engine",
+            zs_dev_live_buffers());
   zs_comm_destroy(comm);
   ZS_TEST_END("test_engine_train");
 }
