@@ -103,8 +103,9 @@ zs_status zs_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {
 }
 
 void zs_dev_free(zs_dev *d, void *p, void *stream) {
-  if (!p || d->kind == ZS_DEV_CLOSED) return; /* a closed device's buffer: leaked, never handed
-                                                 to the wrong allocator (LeakSanitizer names it) */
+  if (!p || d->kind == ZS_DEV_CLOSED)
+    return; /* a closed device's buffer: leaked, never handed
+               to the wrong allocator (LeakSanitizer names it) */
   atomic_fetch_sub(&zs_dev_live, 1);
 #ifdef ZS_HAVE_CUDA
   if (ZS_IS_CUDA(d)) {
