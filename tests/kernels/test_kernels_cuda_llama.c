@@ -186,11 +186,13 @@ static void gqa_shapes(zs_dtype dt) {
   test_gqa(dt, 1, 256, 32, 8, 128); /* Llama-3-8B heads */
 }
 
-/* D > 128 is refused on CUDA with ZS_ERR_UNSUPPORTED (the CPU takes it). */
+/* D > 128 is refused on CUDA with ZS_ERR_UNSUPPORTED (the CPU takes it); the buffers are
+   separate, so the aliasing check (ZS_ERR_INVALID_ARG) does not answer first. */
 static void test_gqa_unsupported(zs_dtype dt) {
-  void *b = kt_dev_nan(4096, dt), *l = kt_dev_nan(64, ZS_F32);
-  ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(kg, b, l, b, b, b, 1, 2, 2, 1, 160), ZS_ERR_UNSUPPORTED);
-  cudaFree(b), cudaFree(l);
+  void *o = kt_dev_nan(4096, dt), *q = kt_dev_nan(4096, dt), *k = kt_dev_nan(4096, dt);
+  void *v = kt_dev_nan(4096, dt), *l = kt_dev_nan(64, ZS_F32);
+  ZS_EXPECT_STATUS(zs_k_gqa_attention_fwd(kg, o, l, q, k, v, 1, 2, 2, 1, 160), ZS_ERR_UNSUPPORTED);
+  cudaFree(o), cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(l);
 }
 
 static void run_all(zs_dtype dt) {

@@ -107,11 +107,12 @@ static inline void kt_download(float *h, const void *d, size_t n, zs_dtype dt) {
 }
 
 /* Compares a device result with the CPU reference: every element finite where the reference is,
-   and |got - ref| <= tol * (|ref| + rms(ref)) (relative, with the array's scale as the floor so
-   sums that cancel to near zero are not held to an impossible standard). Counts one failure per
+   and |got - ref| <= tol * (|ref| + rms(ref) + scale) (relative, with the array's scale and the
+   inputs' scale as the floor, so results that cancel to near zero are held to the rounding of
+   their terms: with one element rms(ref) is |ref| and floors nothing). Counts one failure per
    array and prints the worst element. */
-static inline void kt_compare(const char *what, const void *dev, zs_dtype dt, const float *ref,
-                              size_t n, double tol) {
+static inline void kt_compare_scaled(const char *what, const void *dev, zs_dtype dt,
+                                     const float *ref, size_t n, double tol, double scale) {
   float *got = malloc((n ? n : 1) * sizeof *got);
   if (!got) exit(1);
   kt_download(got, dev, n, dt);
@@ -123,7 +124,7 @@ static inline void kt_compare(const char *what, const void *dev, zs_dtype dt, co
   double worst_r = 0.0;
   for (size_t i = 0; i < n; i++) {
     double err = fabs((double)got[i] - (double)ref[i]);
-    double lim = tol * (fabs((double)ref[i]) + rms) + 1e-30;
+    double lim = tol * (fabs((double)ref[i]) + rms + scale) + 1e-30;
     double r = isfinite(got[i]) || !isfinite(ref[i]) ? err / lim : INFINITY;
     if (isnan(r)) r = INFINITY;
     if (r > 1.0) bad++;
@@ -135,6 +136,12 @@ static inline void kt_compare(const char *what, const void *dev, zs_dtype dt, co
   ZS_EXPECT(bad == 0, "%s: %zu of %zu elements off (worst [%zu]: got %.9g, want %.9g, %.3g x tol)",
             what, bad, n, worst, n ? got[worst] : 0.0f, n ? ref[worst] : 0.0f, worst_r);
   free(got);
+}
+
+/* kt_compare_scaled with no floor but the array's own scale. */
+static inline void kt_compare(const char *what, const void *dev, zs_dtype dt, const float *ref,
+                              size_t n, double tol) {
+  kt_compare_scaled(what, dev, dt, ref, n, tol, 0.0);
 }
 
 /* Relative tolerance of a dtype: fp32 ~1e-5, bf16 ~1e-2 (its outputs are rounded to 8 bits). */
