@@ -2,8 +2,10 @@
 #include "init.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rng.h"
 #include "util.h"
@@ -13,6 +15,21 @@ static float init_std(const gpt2_config *c, int u, int t) {
   int block = u >= 1 && u <= c->layers;
   if (block && (t == BLK_PROJ_W || t == BLK_FCPROJ_W)) return 0.02f / sqrtf(2.0f * c->layers);
   return 0.02f;
+}
+
+/* Normal draws std * N(0, 1) of (seed, stream) for elements [begin, end) of h; 0 from live on. */
+typedef struct {
+  float *h;
+  size_t begin, end, live;
+  float std;
+  uint64_t seed, stream;
+} normal_fill;
+
+static void *normal_run(void *arg) {
+  const normal_fill *f = arg;
+  for (size_t i = f->begin; i < f->end; i++)
+    f->h[i] = i < f->live ? f->std * rng_normal(f->seed, f->stream, i) : 0.0f;
+  return NULL;
 }
 
 /* Values of tensor t of unit u into h (numel n, rows x cols for matrices). */
@@ -26,12 +43,30 @@ static void fill(const gpt2_config *c, int u, int t, const zs_tensor_desc *d, fl
       h[i] = is_ln_w ? 1.0f : 0.0f;
     return;
   }
-  float std = init_std(c, u, t);
-  uint64_t stream = (uint64_t)u * 64 + (uint64_t)t;
   size_t live = n;
   if (u == 0 && t == EMB_WTE) live = (size_t)c->vocab * (size_t)c->channels; /* padded rows: 0 */
-  for (size_t i = 0; i < n; i++)
-    h[i] = i < live ? std * rng_normal(seed, stream, i) : 0.0f;
+  normal_fill all = {h, 0, n, live, init_std(c, u, t), seed, (uint64_t)u * 64 + (uint64_t)t};
+  /* The draws are counter-based, so threads give the same values: at 1.5B parameters one thread
+     took about a minute (log and cos per value), longer than a measured step sequence. */
+  enum { MAX_THREADS = 16, PER_THREAD = 1 << 20 };
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nt = n / PER_THREAD;
+  if (nt > (size_t)(cores > 1 ? cores : 1)) nt = (size_t)(cores > 1 ? cores : 1);
+  if (nt > MAX_THREADS) nt = MAX_THREADS;
+  pthread_t th[MAX_THREADS];
+  normal_fill part[MAX_THREADS];
+  size_t started = 0;
+  for (size_t k = 0; nt > 1 && k < nt; k++) {
+    part[k] = all;
+    part[k].begin = n / nt * k;
+    part[k].end = k + 1 == nt ? n : n / nt * (k + 1);
+    if (pthread_create(&th[k], NULL, normal_run, &part[k]) != 0) break;
+    started++;
+  }
+  all.begin = started ? part[started - 1].end : 0; /* what no thread took: here */
+  normal_run(&all);
+  for (size_t k = 0; k < started; k++)
+    pthread_join(th[k], NULL);
 }
 
 int gpt2_init_random(const gpt2_units *m, uint64_t seed) {
