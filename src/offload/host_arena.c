@@ -97,6 +97,16 @@ zs_status zs_host_arena_create(int cuda_device, size_t capacity, unsigned flags,
   ZS_CHECK_GOTO(zs_numa_place_for_device(a->topo, cuda_device, &a->place), rc, fail);
   a->bind = a->place.nnodes > 1 || (flags & ZS_HOST_ARENA_FORCE_BIND);
   a->want_pin = cuda_device >= 0 && !(flags & ZS_HOST_ARENA_NO_PIN);
+#ifdef ZS_HAVE_CUDA
+  if (a->want_pin && (rc = zs_host_pin_prepare(cuda_device)) != ZS_OK) {
+    if (!(flags & ZS_HOST_ARENA_ALLOW_UNPINNED)) goto fail;
+    snprintf(a->fallback, sizeof a->fallback,
+             "pinning refused, memory is unpinned "
+             "(ALLOW_UNPINNED): %.120s",
+             zs_last_error());
+    a->want_pin = 0;
+  }
+#endif
   zs_host_arena_hooks_init(a);
   ZS_CHECK_GOTO(zs_host_arena_jemalloc(a), rc, fail);
   *out = a;

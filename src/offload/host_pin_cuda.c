@@ -25,6 +25,21 @@ zs_status zs_host_pin(void *p, size_t len) {
                 len, cudaGetErrorString(ce), lim);
 }
 
+zs_status zs_host_pin_prepare(int device) {
+  int cur = -1;
+  cudaError_t ce = cudaGetDevice(&cur);
+  if (ce == cudaSuccess && cur != device) ce = cudaSetDevice(device);
+  if (ce == cudaSuccess) ce = cudaFree(NULL); /* creates the primary context if it is not there */
+  if (cur >= 0 && cur != device) (void)cudaSetDevice(cur); /* the caller's device again */
+  if (ce == cudaSuccess) return ZS_OK;
+  (void)cudaGetLastError();
+  return zs_err(ZS_ERR_DEVICE,
+                "the CUDA context of device %d could not be created (%s): check the device "
+                "ordinal and CUDA_VISIBLE_DEVICES, or create the arena with "
+                "ZS_HOST_ARENA_NO_PIN",
+                device, cudaGetErrorString(ce));
+}
+
 void zs_host_unpin(void *p) {
   if (cudaHostUnregister(p) != cudaSuccess) (void)cudaGetLastError();
 }

@@ -9,15 +9,18 @@
 #include "zs_test.h"
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* a test killed at its timeout still shows how far it got */
   if (zs_test_cuda_absent(1)) return 0; /* other CUDA failures: exit 1 */
   zs_host_arena *a;
-  ZS_OK_OR_DIE(zs_host_arena_create(0, 0, 0, &a));
+  ZS_OK_OR_DIE(zs_host_arena_create(0, 0, 0, &a)); /* CUDA's context is created here */
   printf("arena: %s\n", zs_host_arena_info(a));
   ZS_EXPECT(zs_host_arena_pinned(a), "a GPU arena must pin");
   const size_t sizes[] = {64, 5000, (size_t)3 << 20, (size_t)70 << 20};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     void *h;
+    printf("size %zu: alloc\n", sizes[i]);
     ZS_OK_OR_DIE(zs_host_arena_alloc(a, sizes[i], &h));
+    printf("size %zu: copies\n", sizes[i]);
     struct cudaPointerAttributes at;
     cudaError_t ce = cudaPointerGetAttributes(&at, h);
     ZS_EXPECT(ce == cudaSuccess && at.type == cudaMemoryTypeHost,
