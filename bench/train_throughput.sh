@@ -71,13 +71,20 @@ run_zs() {
   local extra=("${@:6}")
   [ "$rec" = 1 ] && extra+=(--recompute)
   echo "== $name: $model stage $stage recompute $rec batch $b seq 1024 bf16"
-  if ! "${LAUNCH[@]}" "$EXE" --device cuda --dtype bf16 --model "$model" --vocab 50257 \
+  local rc=0 note=""
+  "${LAUNCH[@]}" "$EXE" --device cuda --dtype bf16 --model "$model" --vocab 50257 \
     --stage "$stage" --batch "$b" --seq 1024 --steps "$STEPS" --lr 1e-4 --warmup 0 \
     --val-frac 0 --sample-lines 0 --log-every 5 --peak-tflops "$PEAK" --metrics "$m" \
-    "${extra[@]}" >"$TMP/$name.log" 2>&1; then
+    "${extra[@]}" >"$TMP/$name.log" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    grep -v -e '^-*$' -e PMIx -e 'compression library' "$TMP/$name.log" | head -8
     tail -5 "$TMP/$name.log"
-    ROWS+=("$(printf '%-22s FAILED (see above)' "$name")")
-    return 1
+    # Steps measured before a failure (a crash at exit, a cut) are still figures: kept, marked.
+    if [ "$(field_mean "$m" tokens_per_s 2>/dev/null)" = nan ] || [ ! -s "$m" ]; then
+      ROWS+=("$(printf '%-22s FAILED (see above)' "$name")")
+      return 1
+    fi
+    note=" (exit $rc after its steps)"
   fi
   grep -E '^step .*(/|val)' "$TMP/$name.log" | tail -2
   local tps mfu ms pk
@@ -86,8 +93,9 @@ run_zs() {
   ms=$(field_mean "$m" ms)
   pk=$(peak_mib "$m")
   echo "$name,$model,$stage,$rec,$b,1024,$tps,$mfu,$ms,$pk" >>"$CSV"
-  ROWS+=("$(printf '%-22s %12.0f %7.1f%% %10.1f %10s' "$name" "$tps" \
-    "$(awk -v x="$mfu" 'BEGIN{print 100*x}')" "$ms" "$pk")")
+  ROWS+=("$(printf '%-22s %12.0f %7.1f%% %10.1f %10s%s' "$name" "$tps" \
+    "$(awk -v x="$mfu" 'BEGIN{print 100*x}')" "$ms" "$pk" "$note")")
+  [ -z "$note" ]
 }
 
 run_torch() { # the PyTorch peer on the same model, batch and data shape
@@ -128,5 +136,5 @@ echo "GPU: $GPU | steps $STEPS (first 3 excluded) | MFU vs $PEAK TFLOP/s"
 printf '%-22s %12s %8s %10s %10s\n' run tokens/s MFU ms/step peak_MiB
 for r in "${ROWS[@]}"; do echo "$r"; done
 echo "csv: $CSV"
-summary=$(for r in "${ROWS[@]}"; do echo "$r" | awk '{ if ($2 == "FAILED") printf "%s FAILED; ", $1; else printf "%s %s tok/s %s; ", $1, $2, $3 }'; done)
+summary=$(for r in "${ROWS[@]}"; do echo "$r" | awk '{ if ($2 == "FAILED") printf "%s FAILED; ", $1; else printf "%s %s tok/s %s%s; ", $1, $2, $3, (i = index($0, " (exit")) ? substr($0, i) : "" }'; done)
 echo "headline: ${summary%; }"
