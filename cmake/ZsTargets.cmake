@@ -11,6 +11,10 @@ set(ZS_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp OPENBLAS_NUM_THREADS=1
     ZS_COMM_CHECK=1) # the divergence check on in every test (off by default outside Debug builds)
 
+# At a test's timeout ctest (3.27 and later; older ones ignore the properties) sends SIGUSR1, on
+# which a C test prints its stack (tests/zs_test.h), and kills it 3 s later.
+set(ZS_TIMEOUT_SIGNAL TIMEOUT_SIGNAL_NAME SIGUSR1 TIMEOUT_SIGNAL_GRACE_PERIOD 3)
+
 # zs_exe(name SOURCES ... [LIBS ...] [PUBLIC_API]): a program of the tree. PUBLIC_API programs
 # (the examples) see include/ only and link libzshard as a user would; the others (tests,
 # benchmarks) may reach internal layers and link the static zshard_internal archive.
@@ -43,7 +47,8 @@ function(zs_mpi_test name exe)
   endif()
   add_test(NAME ${name} COMMAND ${ZS_MPIEXEC} --oversubscribe -np ${A_NP} $<TARGET_FILE:${exe}> ${A_ARGS})
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT ${A_TIMEOUT}
-                                          LABELS "mpi;${A_LABELS}" PROCESSORS ${A_NP})
+                                          LABELS "mpi;${A_LABELS}" PROCESSORS ${A_NP}
+                                          ${ZS_TIMEOUT_SIGNAL})
 endfunction()
 
 function(zs_unit_test name exe)
@@ -53,5 +58,5 @@ function(zs_unit_test name exe)
   endif()
   add_test(NAME ${name} COMMAND $<TARGET_FILE:${exe}> ${A_ARGS})
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT ${A_TIMEOUT}
-                                          LABELS "unit;${A_LABELS}")
+                                          LABELS "unit;${A_LABELS}" ${ZS_TIMEOUT_SIGNAL})
 endfunction()

@@ -3,10 +3,13 @@
 #ifndef ZS_TESTS_ZS_TEST_H
 #define ZS_TESTS_ZS_TEST_H
 
+#include <execinfo.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zshard_kernels.h"
 #ifdef ZS_HAVE_CUDA
@@ -14,6 +17,26 @@
 #endif
 
 static int zs_test_failures = 0;
+
+/* ctest sends SIGUSR1 to a test at its timeout (TIMEOUT_SIGNAL_NAME, cmake/ZsTargets.cmake;
+   mpirun forwards it to the ranks): the test prints its stack before the kill, so a hang on a
+   machine lent for minutes says where it hung. stdout is line-buffered for the same reason (a
+   killed test's buffered lines are lost). */
+static void zs_test_on_timeout(int sig) {
+  static const char msg[] = "zs_test: the timeout signal: stack of the test process\n";
+  void *frames[64];
+  (void)sig;
+  if (write(2, msg, sizeof msg - 1) < 0) _exit(124);
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  _exit(124);
+}
+
+__attribute__((constructor)) static void zs_test_setup(void) {
+  void *warm[1];
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  (void)backtrace(warm, 1); /* loads the unwinder now, not inside the handler */
+  signal(SIGUSR1, zs_test_on_timeout);
+}
 
 /* For an MPI test's --device cuda: 1 when no CUDA device can be used here (a build without CUDA,
    or none visible), after rank 0 printed one "SKIP: no CUDA device (why)" line; the caller then

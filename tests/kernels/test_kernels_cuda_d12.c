@@ -65,7 +65,7 @@ static void check(const char *what, const void *dev, zs_dtype dt, const float *r
 }
 
 /* A copy of n host floats (the accumulators' starting values). */
-static float *dup(const float *h, size_t n) {
+static float *fdup(const float *h, size_t n) {
   float *c = malloc(n * sizeof *c);
   if (!c) exit(1);
   memcpy(c, h, n * sizeof *c);
@@ -85,7 +85,7 @@ static void d12_encoder(zs_dtype dt) {
   tok[N_ - 1] = tok[0];
   float *wte = kt_rand(nw, -1, 1, dt), *wpe = kt_rand(np, -1, 1, dt), *out = malloc(n * 4);
   float *dout = kt_rand(n, -1, 1, dt), *dwte = kt_rand(nw, -1, 1, dt);
-  float *dwpe = kt_rand(np, -1, 1, dt), *dwte0 = dup(dwte, nw), *dwpe0 = dup(dwpe, np);
+  float *dwpe = kt_rand(np, -1, 1, dt), *dwte0 = fdup(dwte, nw), *dwpe0 = fdup(dwpe, np);
   CU_OK(cudaMalloc((void **)&dtok, N_ * sizeof *dtok));
   CU_OK(cudaMemcpy(dtok, tok, N_ * sizeof *tok, cudaMemcpyHostToDevice));
   void *d_wte = kt_upload(wte, nw, dt), *d_wpe = kt_upload(wpe, np, dt), *d_out = kt_dev_nan(n, dt);
@@ -110,7 +110,7 @@ static void d12_layernorm(zs_dtype dt) {
   float *out = malloc(n * 4), *mean = malloc(N_ * 4), *rstd = malloc(N_ * 4);
   float *dout = kt_rand(n, -1, 1, dt), *dinp = kt_rand(n, -1, 1, dt);
   float *dw = kt_rand(C_, -1, 1, dt), *db = kt_rand(C_, -1, 1, dt);
-  float *dinp0 = dup(dinp, n), *dw0 = dup(dw, C_), *db0 = dup(db, C_);
+  float *dinp0 = fdup(dinp, n), *dw0 = fdup(dw, C_), *db0 = fdup(db, C_);
   void *d_inp = kt_upload(inp, n, dt), *d_w = kt_upload(w, C_, dt), *d_b = kt_upload(b, C_, dt);
   void *d_out = kt_dev_nan(n, dt), *d_mean = kt_dev_nan(N_, ZS_F32),
        *d_rstd = kt_dev_nan(N_, ZS_F32);
@@ -144,7 +144,7 @@ static void d12_matmul(zs_dtype dt, const char *name, int C, int OC, int with_bi
         *bias = kt_rand(OC, -1, 1, dt);
   float *out = malloc(no * 4), *dout = kt_rand(no, -1, 1, dt), *dinp = kt_rand(ni, -1, 1, dt);
   float *dw = kt_rand(nw, -1, 1, dt), *dbias = kt_rand(OC, -1, 1, dt);
-  float *dinp0 = dup(dinp, ni), *dw0 = dup(dw, nw), *dbias0 = dup(dbias, OC);
+  float *dinp0 = fdup(dinp, ni), *dw0 = fdup(dw, nw), *dbias0 = fdup(dbias, OC);
   if (!out) exit(1);
   void *d_inp = kt_upload(inp, ni, dt), *d_w = kt_upload(w, nw, dt),
        *d_bias = kt_upload(bias, OC, dt);
@@ -176,7 +176,7 @@ static void d12_matmul(zs_dtype dt, const char *name, int C, int OC, int with_bi
 static void d12_attention(zs_dtype dt) {
   const size_t nq = (size_t)N_ * 3 * C_, no = (size_t)N_ * C_, nl = (size_t)B_ * NH_ * T_;
   float *qkv = kt_rand(nq, -2, 2, dt), *out = malloc(no * 4), *lse = malloc(nl * 4);
-  float *dout = kt_rand(no, -1, 1, dt), *dqkv = kt_rand(nq, -1, 1, dt), *dqkv0 = dup(dqkv, nq);
+  float *dout = kt_rand(no, -1, 1, dt), *dqkv = kt_rand(nq, -1, 1, dt), *dqkv0 = fdup(dqkv, nq);
   void *d_qkv = kt_upload(qkv, nq, dt), *d_out = kt_dev_nan(no, dt),
        *d_lse = kt_dev_nan(nl, ZS_F32);
   ZS_OK_OR_DIE(zs_k_attention_fwd(kc, out, lse, qkv, B_, T_, C_, NH_));
@@ -201,7 +201,7 @@ static void d12_attention(zs_dtype dt) {
 static void d12_elementwise(zs_dtype dt) {
   const size_t n4 = (size_t)N_ * 4 * C_, n = (size_t)N_ * C_;
   float *x = kt_rand(n4, -4, 4, dt), *dout = kt_rand(n4, -1, 1, dt), *out = malloc(n4 * 4);
-  float *dx = kt_rand(n4, -1, 1, dt), *dx0 = dup(dx, n4);
+  float *dx = kt_rand(n4, -1, 1, dt), *dx0 = fdup(dx, n4);
   void *d_x = kt_upload(x, n4, dt), *d_dout = kt_upload(dout, n4, dt), *d_out = kt_dev_nan(n4, dt);
   void *d_dx = kt_upload(dx, n4, dt);
   ZS_OK_OR_DIE(zs_k_gelu_fwd(kc, out, x, n4));
@@ -211,7 +211,7 @@ static void d12_elementwise(zs_dtype dt) {
   ZS_OK_OR_DIE(zs_k_gelu_bwd(kg, d_dx, d_x, d_dout, n4));
   check("gelu dinp", d_dx, dt, dx, dx0, n4, ftol(dt, 1e-5));
   float *a = kt_rand(n, -1, 1, dt), *b = kt_rand(n, -1, 1, dt), *da = kt_rand(n, -1, 1, dt);
-  float *db = kt_rand(n, -1, 1, dt), *da0 = dup(da, n), *db0 = dup(db, n);
+  float *db = kt_rand(n, -1, 1, dt), *da0 = fdup(da, n), *db0 = fdup(db, n);
   void *d_a = kt_upload(a, n, dt), *d_b = kt_upload(b, n, dt), *d_r = kt_dev_nan(n, dt);
   void *d_da = kt_upload(da, n, dt), *d_db = kt_upload(db, n, dt);
   ZS_OK_OR_DIE(zs_k_residual_fwd(kc, out, a, b, n));
@@ -230,7 +230,7 @@ static void d12_elementwise(zs_dtype dt) {
 /* The loss over the padded vocabulary, dlogits in place (as train_gpt2 calls it). */
 static void d12_xent(zs_dtype dt) {
   const size_t n = (size_t)N_ * VP_;
-  float *logits = kt_rand(n, -6, 6, dt), *losses = malloc(N_ * 4), *dl = dup(logits, n);
+  float *logits = kt_rand(n, -6, 6, dt), *losses = malloc(N_ * 4), *dl = fdup(logits, n);
   int *tgt = malloc(N_ * sizeof *tgt), *d_tgt;
   for (int i = 0; i < N_; i++)
     tgt[i] = (int)(kt_u01() * V_) % V_;
