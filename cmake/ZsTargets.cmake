@@ -8,8 +8,8 @@ if(NOT ZS_MPIEXEC)
 endif()
 set(ZS_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-    OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp OPENBLAS_NUM_THREADS=1
-    ZS_COMM_CHECK=1) # the divergence check on in every test (off by default outside Debug builds)
+    OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl=self,vader,tcp OPENBLAS_NUM_THREADS=1)
+# No ZS_COMM_CHECK: the divergence check is on by default in every build, and the tests run that.
 
 # At a test's timeout ctest (3.27 and later; older ones ignore the properties) sends SIGUSR1, on
 # which a C test prints its stack (tests/zs_test.h), and kills it 3 s later.

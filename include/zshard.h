@@ -30,7 +30,7 @@
  *    moves. Every backend, with or without the check, folds the same headers into a running hash
  *    per group, and zs_engine_step makes every rank agree on the step's shape (micro_steps,
  *    zs_unit_grads_ready calls, step number, the hashes) before the update (ZS_ERR_COMM "the
- *    ranks disagree on the step's shape"). So with ZS_COMM_CHECK=0 or on nccl a divergence is
+ *    ranks disagree on the step's shape"). So with the check off or on nccl a divergence is
  *    only caught at the next zs_engine_step, and only if it did not hang or fail first: until
  *    then collectives of the same size pair with each other and may have moved wrong data (a
  *    gather outside a step, a zs_unit_get_param, a save or an export are not covered), and a
@@ -42,11 +42,11 @@
  *    compared, so legal programs are never flagged: zs_unit_gather with full params,
  *    zs_unit_get_param with a full optimizer state, a zs_unit_grads_ready before the last
  *    micro-step with full gradients (not deterministic). After a divergence error
- *    destroy the engine and the comm and exit: every rank finalises MPI normally. The check
- *    costs one small all-gather per collective (one latency: within noise on a real model, up
- *    to +87% per step for tiny units on 4 ranks sharing 2 cores, bench/RESULTS.md), so it is on
- *    by default only in Debug builds of the library (no NDEBUG); ZS_COMM_CHECK=1 turns it on in
- *    any build, ZS_COMM_CHECK=0 off (the hash and the step's agreement stay). Test with it on.
+ *    destroy the engine and the comm and exit: every rank finalises MPI normally. The check is on
+ *    by default in every build type; zs_config.comm_check = 0 (or ZS_COMM_CHECK=0) turns it off
+ *    (the hash and the step's agreement stay). It costs one small all-gather per collective (one
+ *    latency: under 1% of a step on real models, up to +87% per step for tiny units on 4 ranks
+ *    sharing 2 cores, bench/RESULTS.md).
  *  - Sampling or evaluating on one rank: with sharded params zs_unit_gather is collective, so
  *    every rank runs the forward (for example all ranks sample with the same seed and rank 0
  *    prints). A rank that wants to sample alone first has every rank call zs_unit_get_param for
@@ -333,6 +333,16 @@ typedef struct {
      = 0 with a verdict naming the least cap that fits; zs_engine_info shows it after commit. The
      string is not copied: it must stay valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
   const char *nvme_path;
+  /* The rank divergence check: before each collective of the MPI backends the ranks exchange a
+     small header (the operation, its size, the engine call making it) and refuse, on every rank
+     at once with ZS_ERR_COMM naming both sides, to start one that differs. 1 (the default, every
+     build type): on from zs_engine_create; 0: off from zs_engine_commit on (a divergence is then
+     caught by the step's agreement at the next zs_engine_step, after possibly wrong data, or ends
+     in a transport error or ZS_ERR_TIMEOUT). create and commit always run with it on. NCCL groups
+     have no header (their running hash is compared at each step either way). Cost: one small
+     all-gather per collective (bench/RESULTS.md). Every rank must set the same value.
+     Environment: ZS_COMM_CHECK. */
+  int comm_check;
 } zs_config;
 
 /* The memory rule of sharded params (shard_params in effect: stage 3, or ZS_SHARD_YES; with full
@@ -566,7 +576,7 @@ ZS_API void zs_engine_destroy(zs_engine *e);
    the same tensors between the same collective calls: dropping a prefetched copy changes what
    the next zs_unit_gather of the unit communicates, so a rank that sets another unit makes that
    gather fail with ZS_ERR_COMM on every rank (with the check on; see the conventions above for
-   ZS_COMM_CHECK=0 and nccl). On CUDA it waits for the
+   comm_check 0 and nccl). On CUDA it waits for the
    engine's streams: ZS_ERR_TIMEOUT after comm_timeout_s (work stuck behind a collective) fails
    the engine. ZS_ERR_INVALID_ARG / ZS_ERR_STATE for bad arguments or call order (nothing written).
  */

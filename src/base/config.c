@@ -57,13 +57,13 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_OFFLOAD_ALLOW_UNPINNED", offload_allow_unpinned, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_KEEP", ckpt_keep, T_INT, 0, 1 << 20, 2),
     TUNW("ZS_OFFLOAD_BUDGET_BYTES", offload_budget_bytes, 0, 1e18, 0, "free"), /* ZS_BUDGET_FREE */
-    PATH("ZS_NVME_PATH", nvme_path), /* the NVMe tier's directory (placement.h) */
-    ENV("ZS_COMM"),                  /* comm/coll.c: the collective backend */
-    ENV("ZS_COMM_CHECK"),            /* comm/sig.c: the per-collective divergence header */
-    ENV("ZS_COMM_DRAIN_S"),          /* comm/backoff.c: destroy's wait for abandoned requests */
-    ENV("ZS_OFFLOAD_NUMA_NODE"),     /* offload/numa_place.c: the offload NUMA node */
-    ENV("ZS_ADAMW_ISA"),             /* device/cpu/adamw_dispatch.c: force a CPU AdamW path */
-    ENV("ZS_ADAMW_THREADS"),         /* offload/cpu_adamw.c: threads of each engine's AdamW pool */
+    PATH("ZS_NVME_PATH", nvme_path),                  /* the NVMe tier's directory (placement.h) */
+    TUN("ZS_COMM_CHECK", comm_check, T_INT, 0, 1, 1), /* also comm/sig.c, for raw groups */
+    ENV("ZS_COMM"),                                   /* comm/coll.c: the collective backend */
+    ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
+    ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
+    ENV("ZS_ADAMW_ISA"),         /* device/cpu/adamw_dispatch.c: force a CPU AdamW path */
+    ENV("ZS_ADAMW_THREADS"),     /* offload/cpu_adamw.c: threads of each engine's AdamW pool */
     /* zs_comm_init_env (comm/bootstrap_env.c): the launcher's (torchrun's) variables */
     ENV("RANK"),
     ENV("WORLD_SIZE"),

@@ -48,9 +48,10 @@ typedef struct zs_coll zs_coll;
    differ, the collective fails on every rank of the group with ZS_ERR_COMM before any data moves,
    naming what this rank called and what the first differing rank called; the group is broken,
    and no MPI request is left pending (every rank leaves through the same exchange). On the mpi
-   backends when ZS_COMM_CHECK=1, or unset in a Debug build (no NDEBUG); ZS_COMM_CHECK=0 off.
-   nccl and self do not check (no host channel per op; one rank). Every header is also built and
-   folded into the group's running hash (zs_coll_sig_hash) whether it is exchanged or not. */
+   backends from zs_coll_open on, in every build type, unless ZS_COMM_CHECK=0 (an engine then
+   applies its config's comm_check: zs_coll_set_check). nccl and self do not check (no host channel
+   per op; one rank). Every header is also built and folded into the group's running hash
+   (zs_coll_sig_hash) whether it is exchanged or not. */
 #define ZS_SIG_CTX 3
 typedef struct zs_coll_sig_src {
   /* Fills the owner's context words at the moment a header is built. */
@@ -104,12 +105,17 @@ zs_status zs_coll_check(zs_coll *c);
    waited for. reason 0: an agreement like zs_coll_check (a peer elsewhere fails both). Else the
    peers' exchange pairing with it fails at once with ZS_ERR_COMM naming the reason, and this
    rank's verdict is OK. The first failure's status and message are returned; failed groups are
-   broken. A no-op where the check is off (ZS_COMM_CHECK=0, nccl, self). */
+   broken. A no-op where the check is off (zs_coll_set_check, ZS_COMM_CHECK=0, nccl, self). */
 zs_status zs_coll_goodbye(zs_coll *const *cs, int n, int reason);
 /* The running hash of every collective header built on c (whether exchanged or not: also with
-   ZS_COMM_CHECK=0 and on nccl), equal on the ranks of a group that made the same calls; 0 for
+   the check off and on nccl), equal on the ranks of a group that made the same calls; 0 for
    NULL or a one-rank group. */
 uint64_t zs_coll_sig_hash(const zs_coll *c);
+/* Turns the header exchange of c on or off (it stays off where the backend has none or c has one
+   rank). Every rank of the group must do the same between the same two collectives. */
+void zs_coll_set_check(zs_coll *c, int on);
+/* 1 when c exchanges headers. */
+int zs_coll_check_on(const zs_coll *c);
 
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);

@@ -32,24 +32,26 @@
 
 #define SIG_MAGIC 0x7a73686172647369ull /* "zshardsi": a header, not stray data */
 
-/* ZS_COMM_CHECK: "0" turns the check off, any other value turns it on. Unset: on in debug builds
-   (no NDEBUG: CMAKE_BUILD_TYPE=Debug), off otherwise, because its cost exceeds the 1% a check that
-   is always on may take (up to +87% per step latency-bound, bench/RESULTS.md); the step's
-   agreement and the running hash stay in every build. */
+/* ZS_COMM_CHECK: "0" turns the check off for a group opened outside an engine; unset or any
+   other value, on (in every build type). An engine applies its zs_config.comm_check from commit
+   on (zs_coll_set_check). */
 static int check_wanted(void) {
   const char *s = zs_env("ZS_COMM_CHECK");
-  if (s && *s) return strcmp(s, "0") != 0;
-#ifdef NDEBUG
-  return 0;
-#else
-  return 1;
-#endif
+  return !(s && strcmp(s, "0") == 0);
 }
 
 void zs_sig_init(zs_coll *c) {
   c->sig_hash_on = c->size > 1;
   c->sig_on = c->ops->exchange_post != NULL && c->size > 1 && check_wanted();
   c->sig_hash = 0x9e3779b97f4a7c15ull;
+}
+
+void zs_coll_set_check(zs_coll *c, int on) {
+  if (c) c->sig_on = on && c->ops->exchange_post != NULL && c->size > 1;
+}
+
+int zs_coll_check_on(const zs_coll *c) {
+  return c ? c->sig_on : 0;
 }
 
 void zs_coll_set_sig_src(zs_coll *c, const zs_coll_sig_src *src) {

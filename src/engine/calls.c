@@ -96,7 +96,7 @@ void zs_engine_sig_attach(zs_engine *e) {
 /* Words of the step's shape: micro_steps, grads_ready calls of all units, completed steps, and
    the running hash of every collective header built on the engine's groups since create
    (src/comm/sig.c): the same on every rank of a legal program, so a divergence that neither hung
-   nor was caught by a header exchange (ZS_COMM_CHECK=0, nccl) is caught here, before the update. */
+   nor was caught by a header exchange (comm_check 0, nccl) is caught here, before the update. */
 enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_N };
 
 /* All-gathers n words per rank over the world into rows (world x n, host). On CUDA the words
@@ -156,7 +156,7 @@ zs_status zs_engine_agree_step(zs_engine *e) {
       return zs_err(ZS_ERR_COMM,
                     "zs_engine_step: the ranks disagree on the step's shape: rank %d (this one) "
                     "and rank %d made different collective calls since zs_engine_create (their "
-                    "running hashes of the calls differ; with ZS_COMM_CHECK=0 or on nccl the "
+                    "running hashes of the calls differ; with comm_check 0 or on nccl the "
                     "calls are not compared one by one, so data exchanged since may be wrong). "
                     "Every rank must make the same collective calls in the same order; nothing "
                     "was updated, but the engine is failed: destroy it and fix the program",
@@ -197,6 +197,7 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("master", (int64_t)c->master);
   ZS_W("moment_dtype", (int64_t)c->moment_dtype);
   ZS_W("rounding_seed", c->rounding_seed);
+  ZS_W("comm_check", (int64_t)c->comm_check);
   /* With the NVMe tier the host cap decides the placement, which must be the same everywhere. */
   ZS_W("nvme_path (set or NULL)", c->nvme_path != NULL);
   ZS_W("offload_host_bytes (with nvme_path)", c->nvme_path ? c->offload_host_bytes : 0);

@@ -523,6 +523,11 @@ zs_status zs_engine_commit(zs_engine *e) {
   }
   if (place.active) info_placement(e, &us, &place);
   if (place.nvme) info_nvme(e, &place);
+  /* The divergence check as configured, from here on (commit's agreement made every rank's
+     comm_check the same; create and commit ran with it on). */
+  zs_coll *groups[3] = {e->world, e->shard, e->replica};
+  for (int i = 0; i < 3; i++)
+    zs_coll_set_check(groups[i], e->cfg.comm_check);
   e->state = ZS_ENGINE_READY;
   return ZS_OK;
 }

@@ -279,14 +279,13 @@ foreach(n 2 3)
 endforeach()
 zs_mpi_test(engine_diverge_sample_np2 test_engine_diverge NP 2 ARGS --sample TIMEOUT 180 LABELS engine)
 # One more whole micro-step on one rank at stages 0-1 (the reductions line up): caught by the
-# header, and with the header off (ZS_COMM_CHECK=0) by the step's agreement alone.
+# header, and with the header off (the program's comm_check = 0) by the step's agreement alone.
 zs_mpi_test(engine_diverge_micro_np2 test_engine_diverge NP 2 ARGS --micro TIMEOUT 180 LABELS engine)
-zs_mpi_test(engine_diverge_micro_nocheck_np2 test_engine_diverge NP 2 ARGS --micro TIMEOUT 180 LABELS engine)
-set_property(TEST engine_diverge_micro_nocheck_np2 APPEND PROPERTY ENVIRONMENT ZS_COMM_CHECK=0)
+zs_mpi_test(engine_diverge_micro_nocheck_np2 test_engine_diverge NP 2 ARGS --micro --check-off TIMEOUT 180 LABELS engine)
 # Hand-made cases (tests/engine/test_engine_diverge_cases.c): units of equal size where one rank
 # sets another unit (the header names the unit a gather moves and whether it prefetches); gathers
 # in another order with the header off (the step's agreement compares a running hash of the
-# calls); a divergence inside one shard group of a hybrid (every destroy prompt, every rank
+# calls; the header off through ZS_COMM_CHECK=0); a divergence inside one shard group of a hybrid (every destroy prompt, every rank
 # finalises); a peer's zs_engine_abort (the healthy rank's gather and destroy fail or return at
 # once; destroy keeps the caller's last error); creates diverging after the world group opened
 # (each keeps its own message).

@@ -16,7 +16,7 @@
  *
  * --micro: rank 1 runs one more whole micro-step than rank 0 at stages 0 and 1, where the
  * reductions line up (each rank would divide by its own count): every rank must fail (run also
- * with ZS_COMM_CHECK=0: then the step's agreement alone must catch it).
+ * with --check-off (comm_check = 0): then the step's agreement alone must catch it).
  *
  * --sample: the issue's case on its own: two steps with rank 0 sampling alone in between, at
  * stage 3 (every rank fails, naming zs_unit_gather outside a step) and at stages 0-2 and stage 1
@@ -203,9 +203,12 @@ static int deviate(rng *r, call *p, int n, dkind d, const cfgd *c, int *divergen
   }
 }
 
+static int check_off; /* --check-off: zs_config.comm_check = 0 (the program's setting) */
+
 static zs_engine *make(zs_comm *comm, const cfgd *c, zs_unit **u) {
   zs_config cfg;
   zs_config_default(&cfg);
+  if (check_off) cfg.comm_check = 0;
   cfg.stage = c->stage;
   if (c->stage == 1 && c->sp) cfg.shard_params = ZS_SHARD_YES;
   cfg.prefetch_units = c->prefetch;
@@ -218,6 +221,9 @@ static zs_engine *make(zs_comm *comm, const cfgd *c, zs_unit **u) {
     ZS_OK_OR_DIE(
         zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
+  ZS_EXPECT(strstr(zs_engine_info(e), check_off ? "comm_check=0 (program)" : "comm_check=1") !=
+                NULL,
+            "engine info: %s", zs_engine_info(e));
   for (int i = 0; i < TM_NUNITS; i++)
     for (int t = 0; t < tm_units[i].ntensors; t++) {
       float *v = malloc((size_t)tm_numel(i, t) * 4);
@@ -377,12 +383,11 @@ static void sample_case(zs_comm *comm) {
 /* One more micro-step on rank 1, at stages 0 and 1 (full gradients, reduced once: the
    reductions line up and only the step's shape tells). In deterministic mode every micro-step
    is reduced, so the extra one adds collectives: caught by the header, and with the header off
-   (ZS_COMM_CHECK=0) a mismatch of sizes that the transport reports, so that case runs only with
+   (--check-off) a mismatch of sizes that the transport reports, so that case runs only with
    the header on. */
 static void micro_case(zs_comm *comm) {
   const cfgd cases[] = {{0, 0, 0, 0, 1, 0}, {1, 0, 1, 0, 1, 0}, {0, 0, 0, 0, 1, 1}};
-  const char *chk = getenv("ZS_COMM_CHECK");
-  const size_t ncases = chk && !strcmp(chk, "0") ? 2 : 3;
+  const size_t ncases = check_off ? 2 : 3;
   for (size_t k = 0; k < ncases; k++) {
     call p[MAX_CALLS];
     int n = add_step(p, 0, 2);
@@ -398,6 +403,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--sample")) sample = 1;
     if (!strcmp(argv[i], "--micro")) micro = 1;
+    if (!strcmp(argv[i], "--check-off")) check_off = 1;
     if (!strcmp(argv[i], "--seqs") && i + 1 < argc) seqs = atoi(argv[++i]);
     if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed0 = strtoull(argv[++i], NULL, 10);
   }
