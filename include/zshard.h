@@ -463,7 +463,13 @@ typedef struct zs_unit zs_unit;
    error handler is MPI_ERRORS_ARE_FATAL (MPI's default), it is replaced by MPI_ERRORS_RETURN
    until the last zs_comm_destroy puts it back: Open MPI reports failed requests of zshard's own
    communicators there, and a fatal handler would abort the job (the caller's own MPI calls on
-   MPI_COMM_WORLD return errors meanwhile). A handler the caller installed is left alone. */
+   MPI_COMM_WORLD return errors meanwhile). A handler the caller installed is left alone.
+   Start-up never hangs on a missing rank: each wait on the other ranks (the duplication of
+   MPI_COMM_WORLD, the grouping of a host's ranks) is bounded by ZS_COMM_TIMEOUT_S (else 300 s),
+   after which a rank that did not come gives ZS_ERR_TIMEOUT naming the step; MPI is then not
+   finalised (MPI_Finalize could wait for that rank), later calls return ZS_ERR_STATE, and the job
+   should end. Outside zshard's control: mpirun/srun's own launch and MPI_Init itself (called here
+   when the program has not), which can wait for every rank before any timeout of ours runs. */
 ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 /* Bootstrap from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun style). A TCP
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id. Only for CUDA engines with

@@ -9,6 +9,10 @@ foreach(np 1 2 3 4)
 endforeach()
 zs_mpi_test(comm_timeout_np3 test_comm_timeout NP 3 TIMEOUT 60 LABELS comm)
 zs_unit_test(comm_env test_comm_env TIMEOUT 60 LABELS comm)
+# zs_comm_init_mpi with a rank that does not come: ZS_ERR_TIMEOUT, never a hang (about 4 s; the
+# ctest timeout turns a hang into a failure).
+zs_exe(test_comm_boot_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_boot_timeout.c)
+zs_mpi_test(comm_boot_timeout_np2 test_comm_boot_timeout NP 2 TIMEOUT 30 LABELS comm)
 # tests/with_hostid.sh (several NCCL ranks on one GPU): a per-rank NCCL_HOSTID and NCCL's sockets
 # on the loopback interface (NCCL_SOCKET_IFNAME=lo). Not a GPU test: it only reads the environment.
 add_test(NAME comm_hostid_env COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_hostid_env.sh)
