@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/out_paths.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
@@ -476,11 +477,22 @@ static int finish(run *r) {
   return 0;
 }
 
+/* Every output path prepared (directories made) or refused before the first step. */
+static int check_outputs(const gpt2_args *a) {
+  TRY(ex_out_check_shared(&a->t));
+  if (a->t.export_path) TRY(ex_out_file("--export", a->t.export_path));
+  if (a->dump_grads) TRY(ex_out_dir("--dump-grads", a->dump_grads));
+  if (a->dump_weights) TRY(ex_out_dir("--dump-weights", a->dump_weights));
+  if (a->dump_logits) TRY(ex_out_file("--dump-logits", a->dump_logits));
+  return 0;
+}
+
 /* The whole run after MPI is up. */
 static int run_all(run *r, int argc, char **argv) {
   int pr = gpt2_args_parse(&r->a, argc, argv);
   if (pr != 0) return pr;
   const gpt2_args *a = &r->a;
+  TRY(check_outputs(a));
   ex_run *x = &r->x;
   ex_run_bind(x, &a->t, r, micro, eval);
   x->peak_tflops = a->peak_tflops;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/out_paths.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
@@ -492,6 +493,9 @@ static int run_all(run *r, int argc, char **argv) {
   int pr = llama_args_parse(&r->a, argc, argv);
   if (pr != 0) return pr;
   const llama_args *a = &r->a;
+  /* every output path prepared (directories made) or refused before the first step */
+  TRY(ex_out_check_shared(&a->t));
+  if (a->t.export_path) TRY(ex_out_dir("--export", a->t.export_path));
   ex_run *x = &r->x;
   ex_run_bind(x, &a->t, r, micro, eval);
   x->log_full_loss = 1; /* the proof against Hugging Face compares every step's loss */
