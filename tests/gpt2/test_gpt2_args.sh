@@ -2,6 +2,7 @@
 # train_gpt2's command line, each case a tiny run (or none):
 #   outputs   an --export/--metrics/--ckpt-dir path under a regular file is refused before
 #             training; missing parent directories are created (mkdir -p)
+#   demo      scripts/demo-gpt2.sh --summary keeps rank 0's memory table at the end
 # usage: test_gpt2_args.sh TRAIN_GPT2 SRC
 set -u
 EXE=$1
@@ -43,4 +44,13 @@ else
   bad "missing parent directories: $(tail -3 "$W/mk.log")"
 fi
 
+# ---- the demo's summary keeps the memory table
+"$EXE" $TINY --steps 1 --sample-chars 8 >"$W/demo.log" 2>&1 || bad "demo log run failed"
+sum=$(bash "$SRC/scripts/demo-gpt2.sh" --summary "$W/demo.log")
+table=$(sed -n '/^memory at the end of training, rank 0/,/^sampled text:/p' <<<"$sum")
+if grep -q "^  category" <<<"$table" && grep -q "^  total" <<<"$table"; then
+  ok "demo summary keeps the memory table"
+else
+  bad "demo summary lost the memory table:"; echo "$sum"
+fi
 exit $fail
