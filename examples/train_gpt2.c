@@ -453,10 +453,11 @@ static int finish(run *r) {
   const gpt2_args *a = &r->a;
   ex_run *x = &r->x;
   TRY(ex_report_end(x, "train_gpt2 loss"));
-  if (a->t.sample_lines > 0 && a->t.sample_chars > 0) {
+  const int lines = ex_sample_lines(&a->t, x->data.is_text);
+  if (lines > 0 && a->t.sample_chars > 0) {
     char text[8192];
-    TRY(gpt2_sample(&r->model, x->data.is_text, a->t.sample_lines, a->t.sample_chars,
-                    a->t.temperature, a->t.seed, text, sizeof text));
+    TRY(gpt2_sample(&r->model, x->data.is_text, lines, a->t.sample_chars, a->t.temperature,
+                    a->t.seed, text, sizeof text));
     if (x->rank == 0)
       printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->t.temperature, text);
   }

@@ -465,13 +465,13 @@ static int finish(run *r) {
   const ex_train_args *t = &a->t;
   ex_run *x = &r->x;
   TRY(ex_report_end(x, "train_llama loss"));
-  if (t->sample_lines > 0 && t->sample_chars > 0) {
+  const int is_bytes = !a->batches && x->data.is_text;
+  const int lines = ex_sample_lines(t, is_bytes);
+  if (lines > 0 && t->sample_chars > 0) {
     char text[8192];
-    const int is_bytes = !a->batches && x->data.is_text;
     const int start = is_bytes ? '\n' : (r->cfg.bos_id >= 0 ? r->cfg.bos_id : 0);
     TRY(llama_sample(forward_logits, &r->model, &r->model.dev, t->seq, r->cfg.vocab, start,
-                     is_bytes, t->sample_lines, t->sample_chars, t->temperature, t->seed, text,
-                     sizeof text));
+                     is_bytes, lines, t->sample_chars, t->temperature, t->seed, text, sizeof text));
     if (x->rank == 0)
       printf("---- sample (temperature %.2f) ----\n%s\n----\n", t->temperature, text);
   }

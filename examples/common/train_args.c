@@ -32,7 +32,7 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->val_frac = 0.1;
   t->eval_batches = 4;
   t->seed = 1337;
-  t->sample_lines = 3;
+  t->sample_lines = -1; /* 3 for text data, 0 for token files (ex_sample_lines) */
   t->sample_chars = 200;
   t->temperature = 0.8f;
   t->export_dtype = ZS_F32;
@@ -177,6 +177,10 @@ int ex_train_args_check_shape(ex_train_args *t) {
     return gpt2_fail("--batch, --seq and --micro-steps must be > 0, --steps >= 0");
   if (t->val_frac < 0 || t->val_frac >= 0.5) return gpt2_fail("--val-frac must be in [0, 0.5)");
   return 0;
+}
+
+int ex_sample_lines(const ex_train_args *t, int is_text) {
+  return t->sample_lines >= 0 ? t->sample_lines : is_text ? 3 : 0;
 }
 
 int ex_train_args_check_ckpt(const ex_train_args *t) {

@@ -23,7 +23,7 @@ typedef struct {
   int eval_every, eval_batches;
   uint64_t seed;
   const char *metrics, *plot;
-  int sample_lines, sample_chars; /* sampling at the end (0: none) */
+  int sample_lines, sample_chars; /* sampling at the end (0: none; -1: 3 for text data) */
   float temperature;
   /* Checkpoints: --save-every N into --ckpt-dir, --resume DIR, --stop-after S (steps of this
      run's schedule), --export PATH in --export-dtype (each program says what PATH is). */
@@ -55,6 +55,9 @@ int ex_train_args_parse(ex_train_args *t, int argc, char **argv, ex_opt_fn own, 
 /* After parsing: resolves --warmup (-1: steps / 20) and checks the batch shape and --val-frac.
    0 or -1 (gpt2_error()). */
 int ex_train_args_check_shape(ex_train_args *t);
+/* The lines to sample at the end: --sample-lines when given, else 3 for byte text and none for
+   token files (whose samples, printed as token ids, read as nonsense). */
+int ex_sample_lines(const ex_train_args *t, int is_text);
 /* Checks --save-every / --stop-after / --ckpt-dir. 0 or -1 (gpt2_error()). */
 int ex_train_args_check_ckpt(const ex_train_args *t);
 /* Parses an int / a number option value; -1 (gpt2_error()) when malformed. */

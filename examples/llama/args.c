@@ -32,7 +32,8 @@ void llama_usage(void) {
       "         [--freeze SPEC (embedding, blocks, head, unit indexes N or N-M; 0 = embedding,\n"
       "         1..L = layers, L+1 = head)]\n"
       " output: [--metrics FILE.jsonl] [--plot FILE.svg] [--log-every N=1 (0: last step only)]\n"
-      "         [--sample-lines N=3] [--sample-chars N=200] [--temperature F=0.8 (<= 0: greedy)]\n"
+      "         [--sample-lines N (default 3 for text data, 0 for token files and --batches)]\n"
+      "         [--sample-chars N=200] [--temperature F=0.8 (<= 0: greedy)]\n"
       " ckpt:   [--save-every N --ckpt-dir DIR] [--resume DIR] [--stop-after S]\n"
       "         [--export DIR (Hugging Face directory)] [--export-dtype fp32|bf16]\n"
       "         [--export-shard-mb N (files of at most N MiB; 0 = one file, default 4096)]\n");

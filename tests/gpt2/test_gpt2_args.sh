@@ -2,6 +2,7 @@
 # train_gpt2's command line, each case a tiny run (or none):
 #   outputs   an --export/--metrics/--ckpt-dir path under a regular file is refused before
 #             training; missing parent directories are created (mkdir -p)
+#   sample    none by default on a token file, on request (--sample-lines 1) there; text: yes
 #   demo      scripts/demo-gpt2.sh --summary keeps rank 0's memory table at the end
 # usage: test_gpt2_args.sh TRAIN_GPT2 SRC
 set -u
@@ -42,6 +43,27 @@ if "$EXE" $TINY --steps 1 --sample-lines 0 --export "$W/a/b/m.safetensors" \
   ok "missing parent directories created"
 else
   bad "missing parent directories: $(tail -3 "$W/mk.log")"
+fi
+
+# ---- sample: text by default, token files only on request
+python3 - "$W/tok.bin" <<'PY'
+import struct, sys
+n = 4000
+hdr = [20240520, 1, n] + [0] * 253
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", *hdr))
+    f.write(struct.pack("<%dH" % n, *[(i * 7 + i // 13) % 300 for i in range(n)]))
+PY
+"$EXE" $TINY --steps 0 --data "$W/tok.bin" >"$W/s1.log" 2>&1 || bad "token file run failed"
+"$EXE" $TINY --steps 0 --data "$W/tok.bin" --sample-lines 1 --sample-chars 8 >"$W/s2.log" 2>&1 ||
+  bad "token file run with --sample-lines 1 failed"
+"$EXE" $TINY --steps 0 --sample-chars 8 >"$W/s3.log" 2>&1 || bad "text run failed"
+if ! grep -q -- "---- sample" "$W/s1.log" && grep -q -- "---- sample" "$W/s2.log" &&
+  grep -q -- "---- sample" "$W/s3.log"; then
+  ok "samples: text by default, token files on request"
+else
+  bad "samples: token default $(grep -c -- '---- sample' "$W/s1.log"), token asked" \
+    "$(grep -c -- '---- sample' "$W/s2.log"), text $(grep -c -- '---- sample' "$W/s3.log")"
 fi
 
 # ---- the demo's summary keeps the memory table
