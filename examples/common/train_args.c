@@ -106,7 +106,8 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--ckpt-dir", EX_OPT_STR, &t->ckpt_dir},
                         {"--resume", EX_OPT_STR, &t->resume},
                         {"--export", EX_OPT_STR, &t->export_path},
-                        {"--freeze", EX_OPT_STR, &t->freeze}};
+                        {"--freeze", EX_OPT_STR, &t->freeze},
+                        {"--nvme-path", EX_OPT_STR, &t->nvme_path}};
   return ex_opt_table(tab, sizeof tab / sizeof tab[0], k, v, hit);
 }
 
@@ -139,6 +140,9 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
       t->offload_budget = ZS_BUDGET_FREE; /* what is free at commit, the least over the ranks */
     else
       TRY(gpt2_parse_bytes(k, v, &t->offload_budget));
+  } else if (strcmp(k, "--offload-host-bytes") == 0) {
+    TRY(gpt2_parse_bytes(k, v, &t->offload_host_bytes));
+    t->offload_host_set = 1;
   } else if (strcmp(k, "--seed") == 0) {
     t->seed = strtoull(v, NULL, 10);
   } else {

@@ -39,6 +39,12 @@ typedef struct {
   int master;
   zs_dtype moment_dtype;
   size_t offload_budget;
+  /* The NVMe tier (zs_config.nvme_path, offload_host_bytes): --nvme-path DIR and
+     --offload-host-bytes BYTES; unset (NULL, 0) leaves the fields to ZS_NVME_PATH and
+     ZS_OFFLOAD_HOST_BYTES. */
+  const char *nvme_path;
+  size_t offload_host_bytes;
+  int offload_host_set;
 } ex_train_args;
 
 /* A program's own options: when k is one of them, sets *hit and parses v into ctx. 0, or -1

@@ -3,6 +3,7 @@
 #   outputs   an --export/--metrics/--ckpt-dir path under a regular file is refused before
 #             training; missing parent directories are created (mkdir -p)
 #   sample    none by default on a token file, on request (--sample-lines 1) there; text: yes
+#   nvme      --nvme-path DIR (created) with --offload-host-bytes 5M puts state on the tier
 #   demo      scripts/demo-gpt2.sh --summary keeps rank 0's memory table at the end
 # usage: test_gpt2_args.sh TRAIN_GPT2 SRC
 set -u
@@ -64,6 +65,16 @@ if ! grep -q -- "---- sample" "$W/s1.log" && grep -q -- "---- sample" "$W/s2.log
 else
   bad "samples: token default $(grep -c -- '---- sample' "$W/s1.log"), token asked" \
     "$(grep -c -- '---- sample' "$W/s2.log"), text $(grep -c -- '---- sample' "$W/s3.log")"
+fi
+
+# ---- the NVMe tier from flags (the directory is created)
+# C=256: the block's 9 MB of optimizer state is over the 5M host cap (the arena's floor is ~4 MiB)
+if ZS_OFFLOAD_CHUNK=2048 "$EXE" $TINY --channels 256 --steps 1 --sample-lines 0 --offload opt \
+  --offload-host-bytes 5M --nvme-path "$W/nvme/x" >"$W/nv.log" 2>&1 &&
+  grep -q "nvme: 1 of 3 units" "$W/nv.log"; then
+  ok "--nvme-path and --offload-host-bytes 5M"
+else
+  bad "--nvme-path: $(grep -m1 "nvme\|error" "$W/nv.log")"
 fi
 
 # ---- the demo's summary keeps the memory table
