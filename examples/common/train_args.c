@@ -19,7 +19,9 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->lr_min_frac = 0.1f;
   t->weight_decay = 0.1f;
   t->grad_clip = 1.0f;
+  t->beta1 = 0.9f;
   t->beta2 = 0.95f;
+  t->eps = 1e-8f;
   t->warmup = -1; /* resolved to steps / 20 */
   t->stage = 3;
   t->device = ZS_DEVICE_CPU;
@@ -96,7 +98,9 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--lr-min-frac", EX_OPT_FLOAT, &t->lr_min_frac},
                         {"--weight-decay", EX_OPT_FLOAT, &t->weight_decay},
                         {"--grad-clip", EX_OPT_FLOAT, &t->grad_clip},
+                        {"--beta1", EX_OPT_FLOAT, &t->beta1},
                         {"--beta2", EX_OPT_FLOAT, &t->beta2},
+                        {"--eps", EX_OPT_FLOAT, &t->eps},
                         {"--temperature", EX_OPT_FLOAT, &t->temperature},
                         {"--val-frac", EX_OPT_DOUBLE, &t->val_frac},
                         {"--data", EX_OPT_STR, &t->data},
@@ -180,11 +184,38 @@ int ex_train_args_check_shape(ex_train_args *t) {
   if (t->batch <= 0 || t->seq <= 0 || t->micro_steps <= 0 || t->steps < 0)
     return gpt2_fail("--batch, --seq and --micro-steps must be > 0, --steps >= 0");
   if (t->val_frac < 0 || t->val_frac >= 0.5) return gpt2_fail("--val-frac must be in [0, 0.5)");
+  if (!(t->grad_clip >= 0))
+    return gpt2_fail("--grad-clip %g: the gradient-norm clip must be >= 0 (0: no clipping)",
+                     (double)t->grad_clip);
+  if (!(t->beta1 >= 0 && t->beta1 < 1) || !(t->beta2 >= 0 && t->beta2 < 1))
+    return gpt2_fail("--beta1 and --beta2 must be in [0, 1)");
+  if (!(t->eps > 0)) return gpt2_fail("--eps must be > 0");
   return 0;
+}
+
+void ex_train_args_warn(const ex_train_args *t) {
+  if (t->steps > 0 && t->warmup >= t->steps)
+    fprintf(stderr,
+            "warning: --warmup %d >= --steps %d: the warm-up fills the whole run, the peak lr is "
+            "reached %s and the decay never runs\n",
+            t->warmup, t->steps, t->warmup == t->steps ? "only at the last step" : "never");
 }
 
 int ex_sample_lines(const ex_train_args *t, int is_text) {
   return t->sample_lines >= 0 ? t->sample_lines : is_text ? 3 : 0;
+}
+
+void ex_train_args_usage(void) {
+  printf(
+      " train:  [--batch B=4] [--seq T=64] [--micro-steps M=1] [--steps S=100] [--lr F=1e-3 "
+      "(peak)]\n"
+      "         [--lr-min-frac F=0.1]\n"
+      "         [--warmup N (default S/20; N >= S is accepted with a warning)]\n"
+      "         [--weight-decay F=0.1] [--grad-clip F=1 (0: off; < 0 refused)] [--beta1 F=0.9]\n"
+      "         [--beta2 F=0.95] [--eps F=1e-8] [--seed N=1337]\n"
+      " lr:     step s < N (the warm-up) trains at lr x (s+1)/N: lr/N at step 0, the peak at step\n"
+      "         N-1 (not a warm-up from zero); then half a cosine from the peak at step N down to\n"
+      "         lr x min-frac at the last step S-1.\n");
 }
 
 int ex_train_args_check_ckpt(const ex_train_args *t) {

@@ -11,7 +11,7 @@
 
 typedef struct {
   int batch, seq, micro_steps, steps;
-  float lr, lr_min_frac, weight_decay, grad_clip, beta2;
+  float lr, lr_min_frac, weight_decay, grad_clip, beta1, beta2, eps;
   int warmup;
   int stage;
   unsigned offload;
@@ -58,12 +58,19 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text);
    0, 1 (help), or -1 for an unknown option or a bad value (gpt2_error()). */
 int ex_train_args_parse(ex_train_args *t, int argc, char **argv, ex_opt_fn own, void *ctx,
                         void (*usage)(void));
-/* After parsing: resolves --warmup (-1: steps / 20) and checks the batch shape and --val-frac.
-   0 or -1 (gpt2_error()). */
+/* After parsing: resolves --warmup (-1: steps / 20) and checks the batch shape, --val-frac and
+   the optimizer's numbers (--grad-clip >= 0, betas in [0, 1), --eps > 0). 0 or -1
+   (gpt2_error()). */
 int ex_train_args_check_shape(ex_train_args *t);
+/* The warning for a warm-up as long as the run or longer (--warmup >= --steps > 0: the peak lr
+   is never reached and the decay never runs), written to stderr; nothing otherwise. */
+void ex_train_args_warn(const ex_train_args *t);
 /* The lines to sample at the end: --sample-lines when given, else 3 for byte text and none for
    token files (whose samples, printed as token ids, read as nonsense). */
 int ex_sample_lines(const ex_train_args *t, int is_text);
+/* Prints the usage lines of the shared training options (batch, schedule, optimizer) with their
+   defaults, and how the learning rate goes. */
+void ex_train_args_usage(void);
 /* Checks --save-every / --stop-after / --ckpt-dir. 0 or -1 (gpt2_error()). */
 int ex_train_args_check_ckpt(const ex_train_args *t);
 /* Parses an int / a number option value; -1 (gpt2_error()) when malformed. */

@@ -2,6 +2,9 @@
 # train_gpt2's command line, each case a tiny run (or none):
 #   outputs   an --export/--metrics/--ckpt-dir path under a regular file is refused before
 #             training; missing parent directories are created (mkdir -p)
+#   help      every option shows its default; --beta1, --eps, --lr-schedule are listed
+#   optimizer --grad-clip < 0 refused; --warmup >= --steps warns once on stderr; --beta1/--eps
+#             reach the engine (the defaults' values give the default run's losses, others not)
 #   sample    none by default on a token file, on request (--sample-lines 1) there; text: yes
 #   nvme      --nvme-path DIR (created) with --offload-host-bytes 5M puts state on the tier
 #   demo      scripts/demo-gpt2.sh --summary keeps rank 0's memory table at the end
@@ -44,6 +47,34 @@ if "$EXE" $TINY --steps 1 --sample-lines 0 --export "$W/a/b/m.safetensors" \
   ok "missing parent directories created"
 else
   bad "missing parent directories: $(tail -3 "$W/mk.log")"
+fi
+
+# ---- help: the defaults
+help=$("$EXE" --help)
+missing=0
+for want in "--batch B=4" "--seq T=64" "--steps S=100" "--lr F=1e-3" "--stage 0..3 (default 3)" \
+  "--beta1 F=0.9" "--beta2 F=0.95" "--eps F=1e-8" "--grad-clip F=1" "--warmup N (default S/20" \
+  "--nvme-path DIR" \
+  "--offload-host-bytes BYTES"; do
+  [[ $help == *"$want"* ]] || { bad "--help lacks \"$want\""; missing=1; }
+done
+[ $missing = 0 ] && ok "--help shows the defaults"
+
+# ---- optimizer options
+refused "negative grad-clip" "--grad-clip -1" --steps 1 --grad-clip -1
+refused "beta1 of 1" "--beta1 and --beta2" --steps 1 --beta1 1
+"$EXE" $TINY --steps 2 --warmup 5 --sample-lines 0 >"$W/wu.out" 2>"$W/wu.err" ||
+  bad "warmup > steps: the run failed"
+n=$(grep -c "warning: --warmup 5 >= --steps 2" "$W/wu.err")
+[ "$n" = 1 ] && ok "warmup > steps warns once" || bad "warmup > steps: $n warnings"
+losses() { "$EXE" $TINY --steps 3 --sample-lines 0 "$@" 2>&1 | grep -o "loss [0-9.]*"; }
+base=$(losses)
+same=$(losses --beta1 0.9 --eps 1e-8)
+other=$(losses --beta1 0.5 --eps 1e-3)
+if [ -n "$base" ] && [ "$base" = "$same" ] && [ "$base" != "$other" ]; then
+  ok "--beta1/--eps reach the optimizer"
+else
+  bad "--beta1/--eps: default [$base] same [$same] other [$other]"
 fi
 
 # ---- sample: text by default, token files only on request
