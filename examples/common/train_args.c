@@ -22,6 +22,7 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->beta1 = 0.9f;
   t->beta2 = 0.95f;
   t->eps = 1e-8f;
+  t->lr_schedule = EX_LR_COSINE;
   t->warmup = -1; /* resolved to steps / 20 */
   t->stage = 3;
   t->device = ZS_DEVICE_CPU;
@@ -147,6 +148,8 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
   } else if (strcmp(k, "--offload-host-bytes") == 0) {
     TRY(gpt2_parse_bytes(k, v, &t->offload_host_bytes));
     t->offload_host_set = 1;
+  } else if (strcmp(k, "--lr-schedule") == 0) {
+    TRY(ex_lr_schedule_parse(v, &t->lr_schedule));
   } else if (strcmp(k, "--seed") == 0) {
     t->seed = strtoull(v, NULL, 10);
   } else {
@@ -209,13 +212,15 @@ void ex_train_args_usage(void) {
   printf(
       " train:  [--batch B=4] [--seq T=64] [--micro-steps M=1] [--steps S=100] [--lr F=1e-3 "
       "(peak)]\n"
-      "         [--lr-min-frac F=0.1]\n"
+      "         [--lr-schedule cosine|linear|constant|wsd (default cosine)] [--lr-min-frac F=0.1]\n"
       "         [--warmup N (default S/20; N >= S is accepted with a warning)]\n"
       "         [--weight-decay F=0.1] [--grad-clip F=1 (0: off; < 0 refused)] [--beta1 F=0.9]\n"
       "         [--beta2 F=0.95] [--eps F=1e-8] [--seed N=1337]\n"
       " lr:     step s < N (the warm-up) trains at lr x (s+1)/N: lr/N at step 0, the peak at step\n"
-      "         N-1 (not a warm-up from zero); then half a cosine from the peak at step N down to\n"
-      "         lr x min-frac at the last step S-1.\n");
+      "         N-1 (not a warm-up from zero). Then, to lr x min-frac at the last step S-1:\n"
+      "         cosine: half a cosine from the peak at step N; linear: a straight line from the\n"
+      "         peak at step N; constant: the peak; wsd: the peak until the last D = max(1, S/5)\n"
+      "         steps, then a straight line (warm-up, stable, decay).\n");
 }
 
 int ex_train_args_check_ckpt(const ex_train_args *t) {

@@ -7,12 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lr_schedule.h"
 #include "zshard.h"
 
 typedef struct {
   int batch, seq, micro_steps, steps;
   float lr, lr_min_frac, weight_decay, grad_clip, beta1, beta2, eps;
   int warmup;
+  ex_lr_schedule lr_schedule; /* --lr-schedule (common/lr_schedule.h) */
   int stage;
   unsigned offload;
   zs_device device;
@@ -69,7 +71,7 @@ void ex_train_args_warn(const ex_train_args *t);
    token files (whose samples, printed as token ids, read as nonsense). */
 int ex_sample_lines(const ex_train_args *t, int is_text);
 /* Prints the usage lines of the shared training options (batch, schedule, optimizer) with their
-   defaults, and how the learning rate goes. */
+   defaults, and how the learning-rate schedules go. */
 void ex_train_args_usage(void);
 /* Checks --save-every / --stop-after / --ckpt-dir. 0 or -1 (gpt2_error()). */
 int ex_train_args_check_ckpt(const ex_train_args *t);

@@ -47,7 +47,8 @@ if(ZS_BUILD_EXAMPLES)
          ${PROJECT_SOURCE_DIR}/examples/gpt2/data.c ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c ${PROJECT_SOURCE_DIR}/examples/gpt2/config.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/metrics.c ${PROJECT_SOURCE_DIR}/examples/gpt2/plot.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c LIBS PkgConfig::CJSON)
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c
+         ${PROJECT_SOURCE_DIR}/examples/common/lr_schedule.c LIBS PkgConfig::CJSON)
   zs_unit_test(gpt2_parts test_gpt2_parts LABELS gpt2)
 endif()
 # Stage 3 with evaluation every step and sampling: buffers peak within the memory rule.
