@@ -3,6 +3,8 @@
 #   1. resume: 6 steps straight (1 rank, 2 micro-steps) = 3 steps on 2 ranks at stage 3
 #      (--stop-after 3 --save-every 3), then --resume on 1 rank at stage 0: the same weights, bit
 #      for bit (--deterministic), the same lr schedule and data
+#      the checkpoint folder is named by step (ckpt-000000000003), and one named by save count
+#      (older versions) still resumes
 #   2. --export: transformers' GPT2LMHeadModel.from_pretrained loads model.safetensors +
 #      config.json as is, and its logits equal zshard's (--dump-logits) to 1e-5 relative
 #   3. --init-safetensors of the export (heads from its config.json): the same weights
@@ -40,6 +42,22 @@ if grep -q "resumed from .* at step 3" "$W/second.log" && diff -r "$W/straight" 
   ok "resume 2 ranks stage 3 -> 1 rank stage 0 at step 3: $(ls "$W/resumed" | wc -l) weight files bit-identical"
 else
   bad "resume: weights differ from the straight run (or no resume)"
+fi
+# Checkpoint folders are named by step (the save at step 3 is ckpt-000000000003); a folder named
+# by save count (older versions: ckpt-000000000001) still resumes, from the directory.
+if [ -f "$W/ck/ckpt-000000000003/manifest.json" ]; then
+  ok "the checkpoint of step 3 is ckpt-000000000003"
+else
+  bad "checkpoint folder not named by step: $(ls "$W/ck")"
+fi
+mkdir -p "$W/old" "$W/resumed_old"
+cp -r "$W/ck/ckpt-000000000003" "$W/old/ckpt-000000000001"
+runs second_old 1 --steps 6 --micro-steps 2 --stage 0 --deterministic --resume "$W/old" \
+  --dump-weights "$W/resumed_old" || { bad "resume from an old-style folder"; tail -5 "$W/second_old.log"; }
+if grep -q "at step 3" "$W/second_old.log" && diff -r "$W/straight" "$W/resumed_old" >/dev/null; then
+  ok "an old-style folder (numbered by save count) resumes bit-identically"
+else
+  bad "resume from an old-style folder differs"
 fi
 
 # A Python with torch + transformers (installed when missing; the GPU machine's python3).
