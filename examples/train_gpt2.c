@@ -464,7 +464,8 @@ static int finish(run *r) {
   if (a->dump_weights) TRY(gpt2_dump_weights(&r->units, a->dump_weights, x->rank));
   if (a->dump_logits) TRY(dump_logits(r));
   if (a->t.export_path) {
-    TRY(gpt2_export_hf(&r->units, a->t.export_path, a->t.export_dtype, x->rank));
+    TRY(gpt2_export_hf(&r->units, a->t.export_path, a->t.export_dtype, a->init_safetensors,
+                       x->rank));
     if (x->rank == 0)
       printf("exported %s (Hugging Face GPT-2, config.json beside it)\n", a->t.export_path);
   }

@@ -7,7 +7,8 @@
 #      (older versions) still resumes
 #   2. --export: transformers' GPT2LMHeadModel.from_pretrained loads model.safetensors +
 #      config.json as is, and its logits equal zshard's (--dump-logits) to 1e-5 relative
-#   3. --init-safetensors of the export (heads from its config.json): the same weights
+#   3. --init-safetensors of the export (heads from its config.json): the same weights, and its
+#      re-export's config.json keeps the fields the example does not read (an eos list, ...)
 #   4. refusals: no config.json and no --heads; an lm_head.weight that is not wte
 # usage: test_gpt2_ckpt.sh TRAIN_GPT2 SOURCE_DIR [MPIEXEC]
 set -u
@@ -79,9 +80,28 @@ if "$PY" "$CHK" check "$W/hf" "$W/logits.bin" >"$W/check.log" 2>&1; then
 else
   bad "export check:"; cat "$W/check.log"
 fi
-# Reload the export without --heads (config.json says n_head) and dump the weights again.
+# Reload the export without --heads (config.json says n_head) and dump the weights again; with
+# fields the example does not read added to its config.json, which the re-export carries.
+"$PY" - "$W/hf/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(eos_token_id=[50256, 7], bos_token_id=50256, my_extra={"a": [1, "x"]})
+json.dump(c, open(sys.argv[1], "w"))
+PY
 runs reload 1 --steps 0 --layers 0 --heads 0 --init-safetensors "$W/hf/model.safetensors" \
-  --dump-weights "$W/reloaded" || { bad "reload"; tail -5 "$W/reload.log"; }
+  --dump-weights "$W/reloaded" --export "$W/reexport/model.safetensors" ||
+  { bad "reload"; tail -5 "$W/reload.log"; }
+if "$PY" - "$W/reexport/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["eos_token_id"] == [50256, 7] and c["bos_token_id"] == 50256, c
+assert c["my_extra"] == {"a": [1, "x"]} and c["model_type"] == "gpt2" and c["n_head"] > 0, c
+PY
+then
+  ok "the re-export's config.json carries the source's fields (an eos list stays a list)"
+else
+  bad "the re-export's config.json lost the source's fields"
+fi
 if diff <(cd "$W/hf" && ls w.*) <(cd "$W/reloaded" && ls w.*) >/dev/null &&
   for f in "$W"/reloaded/w.*; do cmp -s "$f" "$W/hf/$(basename "$f")" || exit 1; done; then
   ok "--init-safetensors of the export (heads from config.json): the same weights"
