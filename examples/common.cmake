@@ -5,6 +5,8 @@
 set(zs_example_common_srcs
     ${CMAKE_CURRENT_LIST_DIR}/common/act_buffers.c
     ${CMAKE_CURRENT_LIST_DIR}/common/engine_setup.c
+    ${CMAKE_CURRENT_LIST_DIR}/common/lr_schedule.c
+    ${CMAKE_CURRENT_LIST_DIR}/common/out_paths.c
     ${CMAKE_CURRENT_LIST_DIR}/common/run_lifecycle.c
     ${CMAKE_CURRENT_LIST_DIR}/common/run_report.c
     ${CMAKE_CURRENT_LIST_DIR}/common/sample.c

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/out_paths.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
@@ -452,17 +453,19 @@ static int finish(run *r) {
   const gpt2_args *a = &r->a;
   ex_run *x = &r->x;
   TRY(ex_report_end(x, "train_gpt2 loss"));
-  if (a->t.sample_lines > 0 && a->t.sample_chars > 0) {
+  const int lines = ex_sample_lines(&a->t, x->data.is_text);
+  if (lines > 0 && a->t.sample_chars > 0) {
     char text[8192];
-    TRY(gpt2_sample(&r->model, x->data.is_text, a->t.sample_lines, a->t.sample_chars,
-                    a->t.temperature, a->t.seed, text, sizeof text));
+    TRY(gpt2_sample(&r->model, x->data.is_text, lines, a->t.sample_chars, a->t.temperature,
+                    a->t.seed, text, sizeof text));
     if (x->rank == 0)
       printf("---- sample (temperature %.2f) ----\n%s\n----\n", a->t.temperature, text);
   }
   if (a->dump_weights) TRY(gpt2_dump_weights(&r->units, a->dump_weights, x->rank));
   if (a->dump_logits) TRY(dump_logits(r));
   if (a->t.export_path) {
-    TRY(gpt2_export_hf(&r->units, a->t.export_path, a->t.export_dtype, x->rank));
+    TRY(gpt2_export_hf(&r->units, a->t.export_path, a->t.export_dtype, a->init_safetensors,
+                       x->rank));
     if (x->rank == 0)
       printf("exported %s (Hugging Face GPT-2, config.json beside it)\n", a->t.export_path);
   }
@@ -476,11 +479,22 @@ static int finish(run *r) {
   return 0;
 }
 
+/* Every output path prepared (directories made) or refused before the first step. */
+static int check_outputs(const gpt2_args *a) {
+  TRY(ex_out_check_shared(&a->t));
+  if (a->t.export_path) TRY(ex_out_file("--export", a->t.export_path));
+  if (a->dump_grads) TRY(ex_out_dir("--dump-grads", a->dump_grads));
+  if (a->dump_weights) TRY(ex_out_dir("--dump-weights", a->dump_weights));
+  if (a->dump_logits) TRY(ex_out_file("--dump-logits", a->dump_logits));
+  return 0;
+}
+
 /* The whole run after MPI is up. */
 static int run_all(run *r, int argc, char **argv) {
   int pr = gpt2_args_parse(&r->a, argc, argv);
   if (pr != 0) return pr;
   const gpt2_args *a = &r->a;
+  TRY(check_outputs(a));
   ex_run *x = &r->x;
   ex_run_bind(x, &a->t, r, micro, eval);
   x->peak_tflops = a->peak_tflops;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/out_paths.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
@@ -464,13 +465,13 @@ static int finish(run *r) {
   const ex_train_args *t = &a->t;
   ex_run *x = &r->x;
   TRY(ex_report_end(x, "train_llama loss"));
-  if (t->sample_lines > 0 && t->sample_chars > 0) {
+  const int is_bytes = !a->batches && x->data.is_text;
+  const int lines = ex_sample_lines(t, is_bytes);
+  if (lines > 0 && t->sample_chars > 0) {
     char text[8192];
-    const int is_bytes = !a->batches && x->data.is_text;
     const int start = is_bytes ? '\n' : (r->cfg.bos_id >= 0 ? r->cfg.bos_id : 0);
     TRY(llama_sample(forward_logits, &r->model, &r->model.dev, t->seq, r->cfg.vocab, start,
-                     is_bytes, t->sample_lines, t->sample_chars, t->temperature, t->seed, text,
-                     sizeof text));
+                     is_bytes, lines, t->sample_chars, t->temperature, t->seed, text, sizeof text));
     if (x->rank == 0)
       printf("---- sample (temperature %.2f) ----\n%s\n----\n", t->temperature, text);
   }
@@ -492,6 +493,9 @@ static int run_all(run *r, int argc, char **argv) {
   int pr = llama_args_parse(&r->a, argc, argv);
   if (pr != 0) return pr;
   const llama_args *a = &r->a;
+  /* every output path prepared (directories made) or refused before the first step */
+  TRY(ex_out_check_shared(&a->t));
+  if (a->t.export_path) TRY(ex_out_dir("--export", a->t.export_path));
   ex_run *x = &r->x;
   ex_run_bind(x, &a->t, r, micro, eval);
   x->log_full_loss = 1; /* the proof against Hugging Face compares every step's loss */

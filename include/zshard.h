@@ -849,7 +849,10 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    temporary name, fsynced and renamed; the manifest's rename is the commit point, so a crash or a
    write error at any moment leaves the previous checkpoint the latest loadable one. After the
    commit, checkpoints older than the newest cfg.ckpt_keep are deleted; what a crashed save left is
-   deleted by the next save. Layout: dir/ckpt-<12-digit seq>/{rank-<r>.zsd, manifest.json}; dir
+   deleted by the next save. Layout: dir/ckpt-<12 digits>/{rank-<r>.zsd, manifest.json}, the
+   number being the step count saved (zs_engine_steps_done), or one above the highest number
+   already in dir when that is not lower (a second save at one step, a save after loading an
+   earlier checkpoint), so the newest checkpoint is always the highest number; dir
    must be on a file system every rank sees (one directory, one saving job at a time). Collective
    over the world, between steps (ZS_ERR_STATE inside a step or before commit). Errors, the same
    status on every rank: ZS_ERR_IO (disk full, permissions, ...; nothing of the new checkpoint

@@ -4,8 +4,26 @@
 # nvidia-smi works), then shows the loss curve file, the memory table and sampled text. Exits 1
 # unless the validation loss ends below DEMO_FRAC (0.8) x the unigram entropy of the text.
 #   DEMO_STEPS=250 DEMO_NP=4 DEMO_DEVICE=cpu|cuda scripts/demo-gpt2.sh      (~3-4 min on 2 cores)
+#   scripts/demo-gpt2.sh --summary LOG    only the summary of an earlier run's log (tests use it)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+# summary LOG: the headline numbers, rank 0's memory table at the end and the sampled text. The
+# table's heading is "memory of rank 0/N (end; <precision mode>), MiB"; its rows are indented.
+summary() {
+  local log=$1
+  grep -m1 "^unigram entropy" "$log" || true
+  grep "val loss" "$log" | tail -1 || true
+  grep -m1 "^final loss" "$log" || true
+  echo "memory at the end of training, rank 0 (every rank's table is in the log):"
+  awk '/^memory of rank 0\/[0-9]+ \(end[;)]/{p=1;next} p&&/^  /{print;next} {p=0}' "$log"
+  echo "sampled text:"
+  awk '/^---- sample/{p=1;next} /^----$/{p=0} p' "$log" | sed 's/^/  | /'
+}
+if [ "${1:-}" = --summary ]; then
+  summary "$2"
+  exit 0
+fi
 BUILD=${BUILD:-$ROOT/build}
 OUT=$BUILD/demo-gpt2
 STEPS=${DEMO_STEPS:-250}
@@ -42,14 +60,8 @@ set -e
 
 echo
 echo "== summary"
-grep -m1 "^unigram entropy" "$OUT/log.txt" || true
-grep "val loss" "$OUT/log.txt" | tail -1 || true
-grep -m1 "^final loss" "$OUT/log.txt" || true
 echo "loss curve:   $OUT/loss.svg   (metrics: $OUT/metrics.jsonl, log: $OUT/log.txt)"
-echo "memory at the end of training, rank 0 (every rank's table is in the log):"
-awk '/^memory of rank 0\/.*\(end\)/{p=1} p&&/^  /{print} p&&!/^memory/&&!/^  /{p=0}' "$OUT/log.txt"
-echo "sampled text:"
-awk '/^---- sample/{p=1;next} /^----$/{p=0} p' "$OUT/log.txt" | sed 's/^/  | /'
+summary "$OUT/log.txt"
 if [ "$rc" -ne 0 ]; then
   echo "demo-gpt2: FAILED (train_gpt2 exit $rc)"
   exit 1

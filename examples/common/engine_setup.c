@@ -18,12 +18,14 @@ int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   zc.master = a->master;
   zc.moment_dtype = a->moment_dtype;
   zc.offload_budget_bytes = a->offload_budget;
+  if (a->nvme_path) zc.nvme_path = a->nvme_path; /* else ZS_NVME_PATH */
+  if (a->offload_host_set) zc.offload_host_bytes = a->offload_host_bytes;
   if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
   zc.held_units = held_units;
   zc.adamw.lr = a->lr;
-  zc.adamw.beta1 = 0.9f;
+  zc.adamw.beta1 = a->beta1;
   zc.adamw.beta2 = a->beta2;
-  zc.adamw.eps = 1e-8f;
+  zc.adamw.eps = a->eps;
   zc.adamw.weight_decay = a->weight_decay;
   zc.adamw.max_grad_norm = a->grad_clip;
   ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));

@@ -21,6 +21,7 @@ int ex_run_start(ex_run *r, int *argc, char ***argv, const char *prog) {
 
 void ex_run_bind(ex_run *r, const ex_train_args *a, void *ctx, ex_micro_fn micro, ex_eval_fn eval) {
   r->a = *a;
+  if (r->rank == 0) ex_train_args_warn(a); /* once, not once per rank */
   r->ctx = ctx;
   r->micro = micro;
   r->eval = eval;

@@ -19,7 +19,10 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->lr_min_frac = 0.1f;
   t->weight_decay = 0.1f;
   t->grad_clip = 1.0f;
+  t->beta1 = 0.9f;
   t->beta2 = 0.95f;
+  t->eps = 1e-8f;
+  t->lr_schedule = EX_LR_COSINE;
   t->warmup = -1; /* resolved to steps / 20 */
   t->stage = 3;
   t->device = ZS_DEVICE_CPU;
@@ -32,7 +35,7 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->val_frac = 0.1;
   t->eval_batches = 4;
   t->seed = 1337;
-  t->sample_lines = 3;
+  t->sample_lines = -1; /* 3 for text data, 0 for token files (ex_sample_lines) */
   t->sample_chars = 200;
   t->temperature = 0.8f;
   t->export_dtype = ZS_F32;
@@ -96,7 +99,9 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--lr-min-frac", EX_OPT_FLOAT, &t->lr_min_frac},
                         {"--weight-decay", EX_OPT_FLOAT, &t->weight_decay},
                         {"--grad-clip", EX_OPT_FLOAT, &t->grad_clip},
+                        {"--beta1", EX_OPT_FLOAT, &t->beta1},
                         {"--beta2", EX_OPT_FLOAT, &t->beta2},
+                        {"--eps", EX_OPT_FLOAT, &t->eps},
                         {"--temperature", EX_OPT_FLOAT, &t->temperature},
                         {"--val-frac", EX_OPT_DOUBLE, &t->val_frac},
                         {"--data", EX_OPT_STR, &t->data},
@@ -106,7 +111,8 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--ckpt-dir", EX_OPT_STR, &t->ckpt_dir},
                         {"--resume", EX_OPT_STR, &t->resume},
                         {"--export", EX_OPT_STR, &t->export_path},
-                        {"--freeze", EX_OPT_STR, &t->freeze}};
+                        {"--freeze", EX_OPT_STR, &t->freeze},
+                        {"--nvme-path", EX_OPT_STR, &t->nvme_path}};
   return ex_opt_table(tab, sizeof tab / sizeof tab[0], k, v, hit);
 }
 
@@ -139,6 +145,11 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
       t->offload_budget = ZS_BUDGET_FREE; /* what is free at commit, the least over the ranks */
     else
       TRY(gpt2_parse_bytes(k, v, &t->offload_budget));
+  } else if (strcmp(k, "--offload-host-bytes") == 0) {
+    TRY(gpt2_parse_bytes(k, v, &t->offload_host_bytes));
+    t->offload_host_set = 1;
+  } else if (strcmp(k, "--lr-schedule") == 0) {
+    TRY(ex_lr_schedule_parse(v, &t->lr_schedule));
   } else if (strcmp(k, "--seed") == 0) {
     t->seed = strtoull(v, NULL, 10);
   } else {
@@ -176,7 +187,40 @@ int ex_train_args_check_shape(ex_train_args *t) {
   if (t->batch <= 0 || t->seq <= 0 || t->micro_steps <= 0 || t->steps < 0)
     return gpt2_fail("--batch, --seq and --micro-steps must be > 0, --steps >= 0");
   if (t->val_frac < 0 || t->val_frac >= 0.5) return gpt2_fail("--val-frac must be in [0, 0.5)");
+  if (!(t->grad_clip >= 0))
+    return gpt2_fail("--grad-clip %g: the gradient-norm clip must be >= 0 (0: no clipping)",
+                     (double)t->grad_clip);
+  if (!(t->beta1 >= 0 && t->beta1 < 1) || !(t->beta2 >= 0 && t->beta2 < 1))
+    return gpt2_fail("--beta1 and --beta2 must be in [0, 1)");
+  if (!(t->eps > 0)) return gpt2_fail("--eps must be > 0");
   return 0;
+}
+
+void ex_train_args_warn(const ex_train_args *t) {
+  if (t->steps > 0 && t->warmup >= t->steps)
+    fprintf(stderr,
+            "warning: --warmup %d >= --steps %d: the warm-up fills the whole run, the peak lr is "
+            "reached %s and the decay never runs\n",
+            t->warmup, t->steps, t->warmup == t->steps ? "only at the last step" : "never");
+}
+
+int ex_sample_lines(const ex_train_args *t, int is_text) {
+  return t->sample_lines >= 0 ? t->sample_lines : is_text ? 3 : 0;
+}
+
+void ex_train_args_usage(void) {
+  printf(
+      " train:  [--batch B=4] [--seq T=64] [--micro-steps M=1] [--steps S=100] [--lr F=1e-3 "
+      "(peak)]\n"
+      "         [--lr-schedule cosine|linear|constant|wsd (default cosine)] [--lr-min-frac F=0.1]\n"
+      "         [--warmup N (default S/20; N >= S is accepted with a warning)]\n"
+      "         [--weight-decay F=0.1] [--grad-clip F=1 (0: off; < 0 refused)] [--beta1 F=0.9]\n"
+      "         [--beta2 F=0.95] [--eps F=1e-8] [--seed N=1337]\n"
+      " lr:     step s < N (the warm-up) trains at lr x (s+1)/N: lr/N at step 0, the peak at step\n"
+      "         N-1 (not a warm-up from zero). Then, to lr x min-frac at the last step S-1:\n"
+      "         cosine: half a cosine from the peak at step N; linear: a straight line from the\n"
+      "         peak at step N; constant: the peak; wsd: the peak until the last D = max(1, S/5)\n"
+      "         steps, then a straight line (warm-up, stable, decay).\n");
 }
 
 int ex_train_args_check_ckpt(const ex_train_args *t) {

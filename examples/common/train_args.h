@@ -7,12 +7,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lr_schedule.h"
 #include "zshard.h"
 
 typedef struct {
   int batch, seq, micro_steps, steps;
-  float lr, lr_min_frac, weight_decay, grad_clip, beta2;
+  float lr, lr_min_frac, weight_decay, grad_clip, beta1, beta2, eps;
   int warmup;
+  ex_lr_schedule lr_schedule; /* --lr-schedule (common/lr_schedule.h) */
   int stage;
   unsigned offload;
   zs_device device;
@@ -23,7 +25,7 @@ typedef struct {
   int eval_every, eval_batches;
   uint64_t seed;
   const char *metrics, *plot;
-  int sample_lines, sample_chars; /* sampling at the end (0: none) */
+  int sample_lines, sample_chars; /* sampling at the end (0: none; -1: 3 for text data) */
   float temperature;
   /* Checkpoints: --save-every N into --ckpt-dir, --resume DIR, --stop-after S (steps of this
      run's schedule), --export PATH in --export-dtype (each program says what PATH is). */
@@ -39,6 +41,12 @@ typedef struct {
   int master;
   zs_dtype moment_dtype;
   size_t offload_budget;
+  /* The NVMe tier (zs_config.nvme_path, offload_host_bytes): --nvme-path DIR and
+     --offload-host-bytes BYTES; unset (NULL, 0) leaves the fields to ZS_NVME_PATH and
+     ZS_OFFLOAD_HOST_BYTES. */
+  const char *nvme_path;
+  size_t offload_host_bytes;
+  int offload_host_set;
 } ex_train_args;
 
 /* A program's own options: when k is one of them, sets *hit and parses v into ctx. 0, or -1
@@ -52,9 +60,19 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text);
    0, 1 (help), or -1 for an unknown option or a bad value (gpt2_error()). */
 int ex_train_args_parse(ex_train_args *t, int argc, char **argv, ex_opt_fn own, void *ctx,
                         void (*usage)(void));
-/* After parsing: resolves --warmup (-1: steps / 20) and checks the batch shape and --val-frac.
-   0 or -1 (gpt2_error()). */
+/* After parsing: resolves --warmup (-1: steps / 20) and checks the batch shape, --val-frac and
+   the optimizer's numbers (--grad-clip >= 0, betas in [0, 1), --eps > 0). 0 or -1
+   (gpt2_error()). */
 int ex_train_args_check_shape(ex_train_args *t);
+/* The warning for a warm-up as long as the run or longer (--warmup >= --steps > 0: the peak lr
+   is never reached and the decay never runs), written to stderr; nothing otherwise. */
+void ex_train_args_warn(const ex_train_args *t);
+/* The lines to sample at the end: --sample-lines when given, else 3 for byte text and none for
+   token files (whose samples, printed as token ids, read as nonsense). */
+int ex_sample_lines(const ex_train_args *t, int is_text);
+/* Prints the usage lines of the shared training options (batch, schedule, optimizer) with their
+   defaults, and how the learning-rate schedules go. */
+void ex_train_args_usage(void);
 /* Checks --save-every / --stop-after / --ckpt-dir. 0 or -1 (gpt2_error()). */
 int ex_train_args_check_ckpt(const ex_train_args *t);
 /* Parses an int / a number option value; -1 (gpt2_error()) when malformed. */

@@ -26,7 +26,7 @@ int ex_evaluate(ex_run *r, float *loss) {
    loss is the mean over every rank's micro-batches (no MPI call of our own). */
 static int train_step(ex_run *r, int step, gpt2_step_log *lg) {
   const ex_train_args *a = &r->a;
-  float lr = gpt2_lr_at(step, a->steps, a->warmup, a->lr, a->lr_min_frac);
+  float lr = ex_lr_at(a->lr_schedule, step, a->steps, a->warmup, a->lr, a->lr_min_frac);
   double t0 = gpt2_now(), loss = 0.0;
   ZS_TRY(zs_engine_set_lr(r->eng, lr));
   ZS_TRY(zs_engine_begin_step(r->eng, a->micro_steps));

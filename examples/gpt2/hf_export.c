@@ -1,7 +1,9 @@
 /* Export to Hugging Face GPT-2 (see hf_export.h). */
 #include "hf_export.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "init.h"
@@ -35,30 +37,81 @@ static int hf_map(void *ctx, const char *unit, const char *tensor, int ndim, con
   return -1;
 }
 
-/* config.json for transformers' GPT2Config (GELU tanh form, layernorm eps 1e-5, tied head). */
-static int write_config(const gpt2_config *c, const char *weights, zs_dtype dt) {
-  char path[4096];
-  gpt2_path_beside(weights, "config.json", path, sizeof path);
-  FILE *f = fopen(path, "w");
-  if (!f) return gpt2_fail("cannot write %s", path);
-  fprintf(
-      f,
-      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
-      "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
-      "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"activation_function\": \"gelu_new\",\n"
-      "  \"layer_norm_epsilon\": 1e-05,\n  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n"
-      "  \"attn_pdrop\": 0.0,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
-      c->vocab, c->max_seq, c->max_seq, c->channels, c->layers, c->heads,
-      dt == ZS_BF16 ? "bfloat16" : "float32");
-  return fclose(f) == 0 ? 0 : gpt2_fail("cannot write %s", path);
+/* The object the export's config.json starts from: the fields of `source` (the config.json beside
+   the --init-safetensors file) when there is one, else an empty object. NULL (gpt2_error()) when
+   the source exists but is not a JSON object. */
+static cJSON *base_object(const char *source) {
+  FILE *f = source ? fopen(source, "rb") : NULL;
+  if (!f) return cJSON_CreateObject();
+  char *text = malloc(1 << 20);
+  size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  if (!text) return gpt2_fail("out of host memory reading %s", source), NULL;
+  text[len] = 0;
+  cJSON *o = cJSON_Parse(text);
+  free(text);
+  if (cJSON_IsObject(o)) return o;
+  cJSON_Delete(o);
+  gpt2_fail("%s is not a JSON object", source);
+  return NULL;
 }
 
-int gpt2_export_hf(const gpt2_units *m, const char *path, zs_dtype dt, int rank) {
+/* Sets o[key] = item: in place when o has the key, else appended. */
+static void put(cJSON *o, const char *key, cJSON *item) {
+  if (cJSON_HasObjectItem(o, key))
+    cJSON_ReplaceItemInObjectCaseSensitive(o, key, item);
+  else
+    cJSON_AddItemToObject(o, key, item);
+}
+
+/* config.json for transformers' GPT2Config (GELU tanh form, layernorm eps 1e-5, tied head): the
+   fields the example describes are its own; every other field of `source` (bos/eos_token_id,
+   task_specific_params, ...) is carried through as it was. */
+static int write_config(const gpt2_config *c, const char *weights, zs_dtype dt,
+                        const char *source) {
+  char path[4096];
+  gpt2_path_beside(weights, "config.json", path, sizeof path);
+  cJSON *o = base_object(source);
+  if (!o) return -1;
+  cJSON *a = cJSON_CreateArray();
+  cJSON_AddItemToArray(a, cJSON_CreateString("GPT2LMHeadModel"));
+  put(o, "architectures", a);
+  put(o, "model_type", cJSON_CreateString("gpt2"));
+  put(o, "vocab_size", cJSON_CreateNumber(c->vocab));
+  put(o, "n_positions", cJSON_CreateNumber(c->max_seq));
+  put(o, "n_ctx", cJSON_CreateNumber(c->max_seq));
+  put(o, "n_embd", cJSON_CreateNumber(c->channels));
+  put(o, "n_layer", cJSON_CreateNumber(c->layers));
+  put(o, "n_head", cJSON_CreateNumber(c->heads));
+  put(o, "activation_function", cJSON_CreateString("gelu_new"));
+  put(o, "layer_norm_epsilon", cJSON_CreateNumber(1e-5));
+  put(o, "resid_pdrop", cJSON_CreateNumber(0.0));
+  put(o, "embd_pdrop", cJSON_CreateNumber(0.0));
+  put(o, "attn_pdrop", cJSON_CreateNumber(0.0));
+  put(o, "tie_word_embeddings", cJSON_CreateBool(1));
+  const char *dts = dt == ZS_BF16 ? "bfloat16" : "float32";
+  put(o, "torch_dtype", cJSON_CreateString(dts));
+  if (cJSON_HasObjectItem(o, "dtype")) put(o, "dtype", cJSON_CreateString(dts)); /* newer name */
+  char *text = cJSON_Print(o);
+  cJSON_Delete(o);
+  if (!text) return gpt2_fail("out of host memory writing %s", path);
+  FILE *f = fopen(path, "w");
+  int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+  ok = (f && fclose(f) == 0) && ok;
+  free(text);
+  return ok ? 0 : gpt2_fail("cannot write %s", path);
+}
+
+int gpt2_export_hf(const gpt2_units *m, const char *path, zs_dtype dt, const char *init_weights,
+                   int rank) {
   zs_export_options o;
   zs_export_options_default(&o);
   o.dtype = dt;
   o.tensor_fn = hf_map;
   o.ctx = (void *)&m->cfg;
   ZS_TRY(zs_engine_export_safetensors_ex(m->eng, path, &o));
-  return rank == 0 ? write_config(&m->cfg, path, dt) : 0;
+  if (rank != 0) return 0;
+  char source[4096];
+  if (init_weights) gpt2_path_beside(init_weights, "config.json", source, sizeof source);
+  return write_config(&m->cfg, path, dt, init_weights ? source : NULL);
 }

@@ -7,7 +7,10 @@
 #include "layout.h"
 
 /* Writes path (streamed by zs_engine_export_safetensors_ex: collective, every rank calls it) and,
-   on rank 0, config.json in path's directory. dt: ZS_F32 or ZS_BF16. 0 or -1 (gpt2_error()). */
-int gpt2_export_hf(const gpt2_units *m, const char *path, zs_dtype dt, int rank);
+   on rank 0, config.json in path's directory: starting from the config.json beside init_weights
+   (the --init-safetensors file; NULL or no such file: none), whose fields the example does not
+   describe are kept. dt: ZS_F32 or ZS_BF16. 0 or -1 (gpt2_error()). */
+int gpt2_export_hf(const gpt2_units *m, const char *path, zs_dtype dt, const char *init_weights,
+                   int rank);
 
 #endif

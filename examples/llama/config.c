@@ -56,7 +56,7 @@ static int get_int(const cJSON *o, const char *key, int *out, const char *what) 
 /* Reads an optional token id field (bos_token_id / eos_token_id), which real configs give as an
    int >= 0, null, or a list of ints (Llama 3.1: "eos_token_id": [128001, 128008, 128009]).
    Absent keeps *out; null or an empty list store -1; a list stores its first id (training does
-   not use them; an export writes back the one kept). 0 ok, -1 bad. */
+   not use them; an export writes the source's field back as it was). 0 ok, -1 bad. */
 static int get_token_id(const cJSON *o, const char *key, int *out, const char *what) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!v) return 0;
@@ -210,9 +210,10 @@ out:
   return rc;
 }
 
-int llama_config_load(llama_config *c, const char *path) {
+/* The text of the file at path (malloc'd, NUL-terminated), or NULL (llama_error()). */
+static char *read_text(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f) return llama_fail("cannot open %s", path);
+  if (!f) return llama_fail("cannot open %s", path), NULL;
   char *text = NULL;
   long n = -1;
   if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (64l << 20) &&
@@ -224,9 +225,18 @@ int llama_config_load(llama_config *c, const char *path) {
     text = NULL;
   }
   fclose(f);
-  if (!text) return llama_fail("cannot read %s (or it is over 64 MiB)", path);
+  if (!text) llama_fail("cannot read %s (or it is over 64 MiB)", path);
+  return text;
+}
+
+int llama_config_load(llama_config *c, const char *path) {
+  char *text = read_text(path);
+  if (!text) return -1;
   int rc = llama_config_parse(c, text, path);
   free(text);
+  if (rc == 0 && strlen(path) >= sizeof c->source)
+    return llama_fail("%s: the path is too long", path);
+  if (rc == 0) snprintf(c->source, sizeof c->source, "%s", path);
   return rc;
 }
 
@@ -254,54 +264,80 @@ int llama_config_check(const llama_config *c, int seq) {
   return 0;
 }
 
-/* Adds key: integer, or null when v < 0. */
-static void add_int_or_null(cJSON *o, const char *key, int v) {
-  if (v < 0)
-    cJSON_AddNullToObject(o, key);
+/* Sets o[key] = item: in place when o has the key (the source's order kept), else appended. */
+static void put(cJSON *o, const char *key, cJSON *item) {
+  if (cJSON_HasObjectItem(o, key))
+    cJSON_ReplaceItemInObjectCaseSensitive(o, key, item);
   else
-    cJSON_AddNumberToObject(o, key, v);
+    cJSON_AddItemToObject(o, key, item);
+}
+
+/* A token id field: the source's value when it has the key (a list stays a list: the example
+   never changes token ids), else v, or null when v < 0. */
+static void put_token_id(cJSON *o, const char *key, int v) {
+  if (!cJSON_HasObjectItem(o, key)) put(o, key, v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v));
+}
+
+/* The object an export starts from: c->source's fields, or an empty object. NULL (llama_error())
+   when the source cannot be read back. */
+static cJSON *base_object(const llama_config *c) {
+  if (!c->source[0]) return cJSON_CreateObject();
+  char *text = read_text(c->source);
+  cJSON *o = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  if (o && cJSON_IsObject(o)) return o;
+  cJSON_Delete(o);
+  llama_fail("cannot read back %s, whose fields the export carries", c->source);
+  return NULL;
+}
+
+/* The "llama3" rope_scaling object of c, or null. */
+static cJSON *rope_scaling(const llama_config *c) {
+  if (!c->rope_llama3) return cJSON_CreateNull();
+  cJSON *rs = cJSON_CreateObject();
+  cJSON_AddStringToObject(rs, "rope_type", "llama3");
+  cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
+  cJSON_AddNumberToObject(rs, "low_freq_factor", c->rope_low_freq);
+  cJSON_AddNumberToObject(rs, "high_freq_factor", c->rope_high_freq);
+  cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_orig_max_pos);
+  return rs;
 }
 
 int llama_config_write(const llama_config *c, const char *path, const char *dtype) {
   static const char *arch_class[] = {"LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM"};
-  cJSON *o = cJSON_CreateObject();
-  cJSON *a = cJSON_AddArrayToObject(o, "architectures");
+  cJSON *o = base_object(c);
+  if (!o) return -1;
+  cJSON *a = cJSON_CreateArray();
   cJSON_AddItemToArray(a, cJSON_CreateString(arch_class[c->arch]));
-  cJSON_AddStringToObject(o, "model_type", llama_arch_name(c->arch));
-  cJSON_AddNumberToObject(o, "vocab_size", c->vocab);
-  cJSON_AddNumberToObject(o, "hidden_size", c->hidden);
-  cJSON_AddNumberToObject(o, "intermediate_size", c->intermediate);
-  cJSON_AddNumberToObject(o, "num_hidden_layers", c->layers);
-  cJSON_AddNumberToObject(o, "num_attention_heads", c->heads);
-  cJSON_AddNumberToObject(o, "num_key_value_heads", c->kv_heads);
-  if (c->arch != LLAMA_ARCH_QWEN2) cJSON_AddNumberToObject(o, "head_dim", c->head_dim);
-  cJSON_AddNumberToObject(o, "max_position_embeddings", c->max_pos);
-  cJSON_AddNumberToObject(o, "rope_theta", c->rope_theta);
-  cJSON_AddNumberToObject(o, "rms_norm_eps", c->rms_eps);
-  if (c->rope_llama3) {
-    cJSON *rs = cJSON_AddObjectToObject(o, "rope_scaling");
-    cJSON_AddStringToObject(rs, "rope_type", "llama3");
-    cJSON_AddNumberToObject(rs, "factor", c->rope_factor);
-    cJSON_AddNumberToObject(rs, "low_freq_factor", c->rope_low_freq);
-    cJSON_AddNumberToObject(rs, "high_freq_factor", c->rope_high_freq);
-    cJSON_AddNumberToObject(rs, "original_max_position_embeddings", c->rope_orig_max_pos);
-  } else {
-    cJSON_AddNullToObject(o, "rope_scaling");
-  }
-  cJSON_AddStringToObject(o, "hidden_act", "silu");
-  cJSON_AddBoolToObject(o, "tie_word_embeddings", c->tied);
-  cJSON_AddNumberToObject(o, "attention_dropout", 0.0);
+  put(o, "architectures", a);
+  put(o, "model_type", cJSON_CreateString(llama_arch_name(c->arch)));
+  put(o, "vocab_size", cJSON_CreateNumber(c->vocab));
+  put(o, "hidden_size", cJSON_CreateNumber(c->hidden));
+  put(o, "intermediate_size", cJSON_CreateNumber(c->intermediate));
+  put(o, "num_hidden_layers", cJSON_CreateNumber(c->layers));
+  put(o, "num_attention_heads", cJSON_CreateNumber(c->heads));
+  put(o, "num_key_value_heads", cJSON_CreateNumber(c->kv_heads));
+  if (c->arch != LLAMA_ARCH_QWEN2) put(o, "head_dim", cJSON_CreateNumber(c->head_dim));
+  put(o, "max_position_embeddings", cJSON_CreateNumber(c->max_pos));
+  put(o, "rope_theta", cJSON_CreateNumber(c->rope_theta));
+  put(o, "rms_norm_eps", cJSON_CreateNumber(c->rms_eps));
+  put(o, "rope_scaling", rope_scaling(c));
+  put(o, "hidden_act", cJSON_CreateString("silu"));
+  put(o, "tie_word_embeddings", cJSON_CreateBool(c->tied));
+  put(o, "attention_dropout", cJSON_CreateNumber(0.0));
   if (c->arch == LLAMA_ARCH_LLAMA) {
-    cJSON_AddBoolToObject(o, "attention_bias", 0);
-    cJSON_AddBoolToObject(o, "mlp_bias", 0);
+    put(o, "attention_bias", cJSON_CreateBool(0));
+    put(o, "mlp_bias", cJSON_CreateBool(0));
   } else if (c->arch == LLAMA_ARCH_QWEN2) {
-    cJSON_AddBoolToObject(o, "use_sliding_window", c->sliding_window > 0);
+    put(o, "use_sliding_window", cJSON_CreateBool(c->sliding_window > 0));
   }
   if (c->arch != LLAMA_ARCH_LLAMA)
-    add_int_or_null(o, "sliding_window", c->sliding_window ? c->sliding_window : -1);
-  add_int_or_null(o, "bos_token_id", c->bos_id);
-  add_int_or_null(o, "eos_token_id", c->eos_id);
-  cJSON_AddStringToObject(o, "torch_dtype", dtype);
+    put(o, "sliding_window",
+        c->sliding_window ? cJSON_CreateNumber(c->sliding_window) : cJSON_CreateNull());
+  put_token_id(o, "bos_token_id", c->bos_id);
+  put_token_id(o, "eos_token_id", c->eos_id);
+  put(o, "torch_dtype", cJSON_CreateString(dtype));
+  if (cJSON_HasObjectItem(o, "dtype")) put(o, "dtype", cJSON_CreateString(dtype)); /* newer name */
   char *text = cJSON_Print(o);
   cJSON_Delete(o);
   if (!text) return llama_fail("out of host memory writing %s", path);

@@ -32,6 +32,10 @@ typedef struct {
   int sliding_window;   /* 0: none; else the window (refused below the sequence length) */
   int bos_id, eos_id;   /* -1 when absent; kept so that an export says what the import said */
   char torch_dtype[16]; /* "float32", "bfloat16", "float16" or "" */
+  /* The config.json it was loaded from ("" when set from flags): an export starts from that
+     file's fields, so what the example does not read (a list of eos ids, pad_token_id, ...) is
+     carried through. */
+  char source[4096];
 } llama_config;
 
 /* Hugging Face's defaults of arch for every field (LlamaConfig / Qwen2Config / MistralConfig),
@@ -46,8 +50,9 @@ int llama_config_load(llama_config *c, const char *path);
    = hidden / heads) and trainable at sequence length seq (seq <= max_pos, no shorter sliding
    window); 0 or -1 with a sentence. */
 int llama_config_check(const llama_config *c, int seq);
-/* Writes c as a config.json at path, with torch_dtype = dtype ("float32", "bfloat16", ...);
-   0 or -1. */
+/* Writes c as a config.json at path, with torch_dtype = dtype ("float32", "bfloat16", ...):
+   every field of c->source (when set) that c does not describe is kept as it was, bos_token_id
+   and eos_token_id included (a list stays a list); the fields c describes are c's. 0 or -1. */
 int llama_config_write(const llama_config *c, const char *path, const char *dtype);
 /* "llama", "qwen2" or "mistral". */
 const char *llama_arch_name(llama_arch a);

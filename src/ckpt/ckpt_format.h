@@ -2,7 +2,9 @@
  * kinds of files are encoded. Pure encoding and parsing, no engine: the fuzz target drives the
  * parsers directly.
  *
- * DIR/ckpt-<seq>/          one checkpoint; committed once manifest.json exists in it
+ * DIR/ckpt-<seq>/          one checkpoint; committed once manifest.json exists in it; seq is the
+ *                          step count saved (zs_engine_steps_done), or one above the highest in
+ *                          DIR when that is not lower: the newest checkpoint has the highest
  *   rank-<r>.zsd           what world rank r wrote (every rank writes one file)
  *   manifest.json          written last by rank 0: its rename is the commit point
  *

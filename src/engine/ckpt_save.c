@@ -22,8 +22,10 @@
 enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
 
 /* Rank 0: creates dir, removes what crashed saves left (checkpoint directories without a
-   manifest), and creates the next checkpoint's directory; *seq is its number. */
-static zs_status prepare(const char *dir, uint64_t *seq) {
+   manifest), and creates the next checkpoint's directory; *seq is its number: the step count it
+   holds (`step`), or one above the highest number in dir when that is not lower (a second save
+   at the same step, a save after resuming an earlier checkpoint), so the newest is the highest. */
+static zs_status prepare(const char *dir, uint64_t step, uint64_t *seq) {
   ZS_CHECK(zs_io_mkdirs(dir));
   char parent[4096];
   snprintf(parent, sizeof parent, "%s", dir);
@@ -36,7 +38,8 @@ static zs_status prepare(const char *dir, uint64_t *seq) {
   int *com, n;
   ZS_CHECK(zs_io_scan(dir, &seqs, &com, &n));
   char p[4096];
-  *seq = n ? seqs[n - 1] + 1 : 1;
+  const uint64_t next = n ? seqs[n - 1] + 1 : 0;
+  *seq = step > next ? step : next;
   for (int i = 0; i < n; i++)
     if (!com[i]) {
       zs_io_ckpt_path(p, sizeof p, dir, seqs[i]);
@@ -432,7 +435,7 @@ static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uin
                                     "long");
   int prepared = 0;
   if (rc == ZS_OK && e->world_rank == 0) {
-    rc = prepare(dir, seq);
+    rc = prepare(dir, (uint64_t)e->steps_done, seq);
     prepared = rc == ZS_OK;
   }
   const uint64_t mine[P_NWORDS] = {*seq, rc == ZS_OK ? XXH64(dir, strlen(dir), 0) : 0,

@@ -33,13 +33,13 @@ kill -9 -- "-$pid"
 wait "$pid" 2>/dev/null || true
 pid=""
 ls -R "$ck"
-[ -f "$ck/ckpt-000000000001/manifest.json" ] || { echo "FAIL: the good checkpoint is gone"; exit 1; }
-[ ! -f "$ck/ckpt-000000000002/manifest.json" ] || { echo "FAIL: the killed save committed"; exit 1; }
-[ -f "$ck/ckpt-000000000002/rank-00001.zsd.tmp" ] || { echo "FAIL: no partial file: the crash did not happen mid-write"; exit 1; }
+[ -f "$ck/ckpt-000000000003/manifest.json" ] || { echo "FAIL: the good checkpoint (step 3) is gone"; exit 1; }
+[ ! -f "$ck/ckpt-000000000005/manifest.json" ] || { echo "FAIL: the killed save committed"; exit 1; }
+[ -f "$ck/ckpt-000000000005/rank-00001.zsd.tmp" ] || { echo "FAIL: no partial file: the crash did not happen mid-write"; exit 1; }
 # The previous checkpoint loads on 3 ranks at stage 2 and gives the straight run's bits; its save
 # removes the crashed attempt.
 "$mpiexec" --oversubscribe -np 3 "$exe" --stage 2 --micro 2 --steps 10 --load "$ck" --save "$ck" \
   --compare "$tmp/straight.bin" --tol 0
-[ ! -e "$ck/ckpt-000000000002" ] || { echo "FAIL: the crashed save's directory is still there"; exit 1; }
-[ -f "$ck/ckpt-000000000003/manifest.json" ] || { echo "FAIL: no new checkpoint"; exit 1; }
+[ ! -e "$ck/ckpt-000000000005" ] || { echo "FAIL: the crashed save's directory is still there"; exit 1; }
+[ -f "$ck/ckpt-000000000010/manifest.json" ] || { echo "FAIL: no new checkpoint (step 10)"; exit 1; }
 echo "ckpt_crash: the checkpoint before the crash loads bit-exactly; the next save cleaned up"

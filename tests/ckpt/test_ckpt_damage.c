@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   snapshot(u, later);
   memcpy(after2, later, (size_t)n * 4);
   ZS_EXPECT(memcmp(saved, later, (size_t)n * 4) != 0, "the extra step changed nothing");
-  const char *ck = "ckpt-000000000001";
+  const char *ck = "ckpt-000000000002"; /* named by the step count saved */
 
   fresh(good, dir, sizeof dir, "data");
   snprintf(p, sizeof p, "%s/%s/rank-00000.zsd", dir, ck);
@@ -228,7 +228,8 @@ int main(int argc, char **argv) {
   refused(e, u, other, ZS_ERR_INVALID_ARG, "tensor 'block.w' is [13, 3] in the engine and [12, 3]",
           -1, later, 3, "another model");
   fresh(good, dir, sizeof dir, "mixed");
-  snprintf(cmd, sizeof cmd, "cp %s/%s/manifest.json %s/%s/", other, ck, dir, ck);
+  /* eb saved before any step: its checkpoint is numbered 0 */
+  snprintf(cmd, sizeof cmd, "cp %s/ckpt-000000000000/manifest.json %s/%s/", other, dir, ck);
   sh0(cmd);
   refused(e, u, dir, ZS_ERR_INVALID_ARG, "block.w", -1, later, 3, "another model's manifest");
 

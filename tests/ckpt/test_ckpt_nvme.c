@@ -207,7 +207,8 @@ static int same_tree(const char *a, const char *b) {
   return sh0(cmd) == 0;
 }
 
-/* Checkpoint seq's directory under dir. */
+/* Checkpoint seq's directory under dir (seq: the step count saved, or the next free number when
+   dir already holds that one or a higher: after 3 steps 3, a reload of step 3 saved again 4). */
 static void ck(char *out, size_t n, const char *dir, int seq) {
   snprintf(out, n, "%s/ckpt-%012d", dir, seq);
 }
@@ -279,19 +280,19 @@ static void part_equal(const opts *o) {
   /* T moves on, then loads H's checkpoint: H's state, which it saves again as H did. */
   step(t, ut, 3);
   ZS_EXPECT(!same_weights(uh, ut), "the extra step changed nothing");
-  ck(a, sizeof a, hdir, 1);
+  ck(a, sizeof a, hdir, 3);
   ZS_OK_OR_DIE(zs_engine_load(t, a));
   ZS_EXPECT(same_weights(uh, ut), "after the load the tier engine's weights are not H's");
   ZS_OK_OR_DIE(zs_engine_save(t, tdir));
-  ck(b, sizeof b, tdir, 2);
+  ck(b, sizeof b, tdir, 4);
   ZS_EXPECT(same_rank_files(a, b), "the loaded tier state saves other bytes than its source");
   step(h, uh, 3);
   step(t, ut, 3);
   ZS_EXPECT(same_weights(uh, ut), "the step after the load differs from host offload's");
   ZS_OK_OR_DIE(zs_engine_save(h, hdir));
   ZS_OK_OR_DIE(zs_engine_save(t, tdir));
-  ck(a, sizeof a, hdir, 2);
-  ck(b, sizeof b, tdir, 3);
+  ck(a, sizeof a, hdir, 4);
+  ck(b, sizeof b, tdir, 5);
   ZS_EXPECT(same_rank_files(a, b), "the checkpoints after the load's step differ");
 
   /* A full disk under the checkpoint (the file size limit on the last rank) is the checkpoint's
@@ -313,8 +314,8 @@ static void part_equal(const opts *o) {
   ZS_EXPECT(same_tree(a, tdir), "the save over the file size limit changed the directory");
   ZS_OK_OR_DIE(zs_engine_save(h, hdir));
   ZS_OK_OR_DIE(zs_engine_save(t, tdir));
-  ck(a, sizeof a, hdir, 3);
-  ck(b, sizeof b, tdir, 4);
+  ck(a, sizeof a, hdir, 5);
+  ck(b, sizeof b, tdir, 6);
   ZS_EXPECT(same_rank_files(a, b), "the save after a full disk differs from host offload's");
 
   /* A save whose tier read fails on the last rank (a removed file): ZS_ERR_IO everywhere, the

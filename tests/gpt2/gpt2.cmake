@@ -8,6 +8,7 @@
 #                     (ranks x micro-steps) at stages 0-3.
 #   gpt2_train_np4    4 ranks, stage 3: the loss must fall below 0.9 x the text's unigram entropy.
 #   gpt2_bad_args     a bad stage is refused with a message (exit 1), not a crash.
+#   gpt2_args         output paths, --help's defaults, optimizer flags, samples, NVMe flags.
 #   gpt2_precision    --master params, --offload-budget: bit-identical to the default run;
 #                     --moment-dtype bf16 within an argued bound; optimizer bytes per mode.
 #   gpt2_ckpt         --save-every/--resume bit for bit across ranks and stages, --export loaded
@@ -33,6 +34,11 @@ if(ZS_BUILD_EXAMPLES)
   add_test(NAME gpt2_bad_args COMMAND $<TARGET_FILE:train_gpt2> --stage 7 --steps 1)
   set_tests_properties(gpt2_bad_args PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 60
                        LABELS "gpt2" PASS_REGULAR_EXPRESSION "error: .*stage")
+  # The command line's edges (test_gpt2_args.sh): output paths checked before training, --help's
+  # defaults, optimizer options, samples by data kind, NVMe flags, the demo's summary.
+  add_test(NAME gpt2_args COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_args.sh
+                                  $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(gpt2_args PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120 LABELS gpt2)
 endif()
 # Host-side parts of the example (batch schedule, token files, safetensors, schedule, sizes).
 if(ZS_BUILD_EXAMPLES)
@@ -41,7 +47,8 @@ if(ZS_BUILD_EXAMPLES)
          ${PROJECT_SOURCE_DIR}/examples/gpt2/data.c ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c ${PROJECT_SOURCE_DIR}/examples/gpt2/config.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/metrics.c ${PROJECT_SOURCE_DIR}/examples/gpt2/plot.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c LIBS PkgConfig::CJSON)
+         ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c
+         ${PROJECT_SOURCE_DIR}/examples/common/lr_schedule.c LIBS PkgConfig::CJSON)
   zs_unit_test(gpt2_parts test_gpt2_parts LABELS gpt2)
 endif()
 # Stage 3 with evaluation every step and sampling: buffers peak within the memory rule.

@@ -3,9 +3,12 @@
 #   1. resume: 6 steps straight (1 rank, 2 micro-steps) = 3 steps on 2 ranks at stage 3
 #      (--stop-after 3 --save-every 3), then --resume on 1 rank at stage 0: the same weights, bit
 #      for bit (--deterministic), the same lr schedule and data
+#      the checkpoint folder is named by step (ckpt-000000000003), and one named by save count
+#      (older versions) still resumes
 #   2. --export: transformers' GPT2LMHeadModel.from_pretrained loads model.safetensors +
 #      config.json as is, and its logits equal zshard's (--dump-logits) to 1e-5 relative
-#   3. --init-safetensors of the export (heads from its config.json): the same weights
+#   3. --init-safetensors of the export (heads from its config.json): the same weights, and its
+#      re-export's config.json keeps the fields the example does not read (an eos list, ...)
 #   4. refusals: no config.json and no --heads; an lm_head.weight that is not wte
 # usage: test_gpt2_ckpt.sh TRAIN_GPT2 SOURCE_DIR [MPIEXEC]
 set -u
@@ -41,6 +44,22 @@ if grep -q "resumed from .* at step 3" "$W/second.log" && diff -r "$W/straight" 
 else
   bad "resume: weights differ from the straight run (or no resume)"
 fi
+# Checkpoint folders are named by step (the save at step 3 is ckpt-000000000003); a folder named
+# by save count (older versions: ckpt-000000000001) still resumes, from the directory.
+if [ -f "$W/ck/ckpt-000000000003/manifest.json" ]; then
+  ok "the checkpoint of step 3 is ckpt-000000000003"
+else
+  bad "checkpoint folder not named by step: $(ls "$W/ck")"
+fi
+mkdir -p "$W/old" "$W/resumed_old"
+cp -r "$W/ck/ckpt-000000000003" "$W/old/ckpt-000000000001"
+runs second_old 1 --steps 6 --micro-steps 2 --stage 0 --deterministic --resume "$W/old" \
+  --dump-weights "$W/resumed_old" || { bad "resume from an old-style folder"; tail -5 "$W/second_old.log"; }
+if grep -q "at step 3" "$W/second_old.log" && diff -r "$W/straight" "$W/resumed_old" >/dev/null; then
+  ok "an old-style folder (numbered by save count) resumes bit-identically"
+else
+  bad "resume from an old-style folder differs"
+fi
 
 # A Python with torch + transformers (installed when missing; the GPU machine's python3).
 PY=$(bash "$SRC/scripts/ensure-transformers.sh")
@@ -61,9 +80,28 @@ if "$PY" "$CHK" check "$W/hf" "$W/logits.bin" >"$W/check.log" 2>&1; then
 else
   bad "export check:"; cat "$W/check.log"
 fi
-# Reload the export without --heads (config.json says n_head) and dump the weights again.
+# Reload the export without --heads (config.json says n_head) and dump the weights again; with
+# fields the example does not read added to its config.json, which the re-export carries.
+"$PY" - "$W/hf/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(eos_token_id=[50256, 7], bos_token_id=50256, my_extra={"a": [1, "x"]})
+json.dump(c, open(sys.argv[1], "w"))
+PY
 runs reload 1 --steps 0 --layers 0 --heads 0 --init-safetensors "$W/hf/model.safetensors" \
-  --dump-weights "$W/reloaded" || { bad "reload"; tail -5 "$W/reload.log"; }
+  --dump-weights "$W/reloaded" --export "$W/reexport/model.safetensors" ||
+  { bad "reload"; tail -5 "$W/reload.log"; }
+if "$PY" - "$W/reexport/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["eos_token_id"] == [50256, 7] and c["bos_token_id"] == 50256, c
+assert c["my_extra"] == {"a": [1, "x"]} and c["model_type"] == "gpt2" and c["n_head"] > 0, c
+PY
+then
+  ok "the re-export's config.json carries the source's fields (an eos list stays a list)"
+else
+  bad "the re-export's config.json lost the source's fields"
+fi
 if diff <(cd "$W/hf" && ls w.*) <(cd "$W/reloaded" && ls w.*) >/dev/null &&
   for f in "$W"/reloaded/w.*; do cmp -s "$f" "$W/hf/$(basename "$f")" || exit 1; done; then
   ok "--init-safetensors of the export (heads from config.json): the same weights"

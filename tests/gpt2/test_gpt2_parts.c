@@ -4,12 +4,15 @@
  *    micro-steps sees the same sequences in the same order;
  *  - llm.c token files: header checks, uint16 tokens, validation tail;
  *  - safetensors: F32 / F16 / BF16 reads, and refusal of malformed headers;
- *  - the learning-rate schedule and the GPT-2 parameter count. */
+ *  - the learning-rate schedules (--lr-schedule) against formulas written here, and the GPT-2
+ *    parameter count. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../examples/common/lr_schedule.h"
 #include "../examples/gpt2/config.h"
 #include "../examples/gpt2/data.h"
 #include "../examples/gpt2/metrics.h"
@@ -145,7 +148,44 @@ static void test_schedule_and_sizes(void) {
   ZS_EXPECT(gpt2_config_check(&c) != NULL, "heads must divide channels");
 }
 
+/* The schedule of name at step s of 100 steps, 10 of warm-up, peak 2, min-frac 0.1, by its
+   definition: warm-up 2(s+1)/10; then cosine, a line from 2 at step 10 to 0.2 at step 99,
+   constant 2, or wsd (2 until step 79, then a line to 0.2 at step 99 over 20 steps). */
+static double lr_formula(const char *name, int s) {
+  const double pi = 3.14159265358979323846;
+  if (s < 10) return 2.0 * (s + 1) / 10.0;
+  if (!strcmp(name, "cosine")) return 2.0 * (0.1 + 0.9 * 0.5 * (1.0 + cos(pi * (s - 10) / 89.0)));
+  if (!strcmp(name, "linear")) return 2.0 * (1.0 - 0.9 * (s - 10) / 89.0);
+  if (!strcmp(name, "wsd")) return s < 80 ? 2.0 : 2.0 * (1.0 - 0.9 * (s - 79) / 20.0);
+  return 2.0;
+}
+
+/* Every --lr-schedule at a few steps against lr_formula; cosine is gpt2_lr_at bit for bit (the
+   default before the flag existed); names parse and an unknown one is refused. */
+static void test_lr_schedules(void) {
+  const char *names[] = {"cosine", "linear", "constant", "wsd"};
+  const int steps[] = {0, 4, 9, 10, 11, 40, 79, 80, 90, 98, 99};
+  for (int i = 0; i < 4; i++) {
+    ex_lr_schedule sc;
+    ZS_EXPECT(ex_lr_schedule_parse(names[i], &sc) == 0, "parse %s", names[i]);
+    ZS_EXPECT(!strcmp(ex_lr_schedule_name(sc), names[i]), "name of %s", names[i]);
+    for (size_t j = 0; j < sizeof steps / sizeof steps[0]; j++) {
+      const double got = ex_lr_at(sc, steps[j], 100, 10, 2.0f, 0.1f);
+      const double want = lr_formula(names[i], steps[j]);
+      ZS_EXPECT(fabs(got - want) <= 1e-6 * want, "%s at step %d: %.9g, want %.9g", names[i],
+                steps[j], got, want);
+    }
+  }
+  for (int s = 0; s < 120; s++)
+    ZS_EXPECT(ex_lr_at(EX_LR_COSINE, s, 100, 10, 3e-4f, 0.1f) ==
+                  gpt2_lr_at(s, 100, 10, 3e-4f, 0.1f),
+              "cosine is the old schedule at step %d", s);
+  ex_lr_schedule sc;
+  ZS_EXPECT(ex_lr_schedule_parse("step", &sc) != 0, "unknown schedule refused");
+}
+
 int main(void) {
+  test_lr_schedules();
   test_schedule();
   test_token_file();
   test_safetensors();

@@ -58,7 +58,8 @@ if(ZS_BUILD_EXAMPLES)
                                                  LABELS "llama;python;mpi" SKIP_RETURN_CODE 77
                                                  PROCESSORS 2)
 endif()
-# train_llama's refusals at start: head_dim > 128 on CUDA, --export over an earlier export.
+# train_llama's refusals at start: head_dim > 128 on CUDA, --export over an earlier export, an
+# output path that cannot be created.
 if(ZS_BUILD_EXAMPLES)
   add_test(NAME train_llama_refusals COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_train_llama_refusals.sh
                                              $<TARGET_FILE:train_llama>)

@@ -10,7 +10,10 @@
  *      export into a directory holding an earlier export's weights
  *   4. crafted safetensors headers: offsets not integers inside the data, byte counts that wrap
  *      64 bits, overlapping tensors
- *   5. config.json token ids as real configs give them (lists, 0, null) */
+ *   5. config.json token ids as real configs give them (lists, 0, null)
+ *   6. an export's config.json carries the source's fields the example does not read (a list of
+ *      eos ids stays a list, pad_token_id, nested objects), with the fields it does read its own */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -530,6 +533,60 @@ static void test_refusals(const char *base) {
             "kv heads: %s", llama_error());
 }
 
+/* A Llama 3.1 style config.json loaded and written back: eos_token_id stays [2, 5, 7], fields the
+   example does not read come through unchanged, the ones it writes are its own. */
+static void test_config_carry(const char *base) {
+  char src[4200], out[4200];
+  snprintf(src, sizeof src, "%s/carry_src.json", base);
+  snprintf(out, sizeof out, "%s/carry_out.json", base);
+  FILE *f = fopen(src, "w");
+  ZS_EXPECT(f != NULL, "cannot write %s", src);
+  if (!f) return;
+  fputs("{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_attention_heads\": 4, "
+        "\"bos_token_id\": 1, \"eos_token_id\": [2, 5, 7], \"pad_token_id\": 0, "
+        "\"my_extra\": {\"a\": [1, \"x\"]}, \"transformers_version\": \"4.45.0\", "
+        "\"torch_dtype\": \"bfloat16\"}",
+        f);
+  fclose(f);
+  llama_config c;
+  ZS_EXPECT(llama_config_load(&c, src) == 0 && c.eos_id == 2, "load: %s", llama_error());
+  ZS_EXPECT(llama_config_write(&c, out, "float32") == 0, "write: %s", llama_error());
+  f = fopen(out, "rb");
+  char text[8192] = {0};
+  if (f) {
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+  }
+  cJSON *o = cJSON_Parse(text);
+  const cJSON *eos = cJSON_GetObjectItemCaseSensitive(o, "eos_token_id");
+  ZS_EXPECT(cJSON_IsArray(eos) && cJSON_GetArraySize(eos) == 3 &&
+                cJSON_GetArrayItem(eos, 0)->valueint == 2 &&
+                cJSON_GetArrayItem(eos, 1)->valueint == 5 &&
+                cJSON_GetArrayItem(eos, 2)->valueint == 7,
+            "eos_token_id [2, 5, 7] kept as a list: %s", text);
+  const cJSON *extra = cJSON_GetObjectItemCaseSensitive(o, "my_extra");
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive(extra, "a");
+  ZS_EXPECT(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2 &&
+                cJSON_IsString(cJSON_GetArrayItem(arr, 1)),
+            "unknown nested field carried: %s", text);
+  const cJSON *pad = cJSON_GetObjectItemCaseSensitive(o, "pad_token_id");
+  const cJSON *tv = cJSON_GetObjectItemCaseSensitive(o, "transformers_version");
+  ZS_EXPECT(cJSON_IsNumber(pad) && pad->valueint == 0 && cJSON_IsString(tv) &&
+                !strcmp(tv->valuestring, "4.45.0"),
+            "pad_token_id and transformers_version carried: %s", text);
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "torch_dtype");
+  const cJSON *hs = cJSON_GetObjectItemCaseSensitive(o, "hidden_size");
+  ZS_EXPECT(cJSON_IsString(dt) && !strcmp(dt->valuestring, "float32") && cJSON_IsNumber(hs) &&
+                hs->valueint == 64,
+            "the fields the example writes are its own: %s", text);
+  cJSON_Delete(o);
+  llama_config back;
+  ZS_EXPECT(llama_config_load(&back, out) == 0 && back.hidden == 64 && back.eos_id == 2 &&
+                back.bos_id == 1,
+            "the written config reads back: %s", llama_error());
+}
+
 int main(void) {
   char base[] = "/tmp/zs_llama_io_XXXXXX";
   if (!mkdtemp(base)) {
@@ -540,6 +597,7 @@ int main(void) {
   test_round_trip(base);
   test_refusals(base);
   test_bad_headers(base);
+  test_config_carry(base);
   rm_dir(base);
   ZS_TEST_END("llama_io");
 }

@@ -3,6 +3,8 @@
 #   1. --device cuda with head_dim > 128 (the CUDA attention kernels' limit; no GPU needed, the
 #      check comes before the device is touched)
 #   2. --export into a directory holding an earlier export's weights (left as it was)
+#   3. an output path (--export, --metrics, --ckpt-dir) under a regular file, before training;
+#      missing parent directories of an output are created (mkdir -p)
 # usage: test_train_llama_refusals.sh TRAIN_LLAMA
 set -u
 EXE=$1
@@ -39,5 +41,18 @@ if "$EXE" $SHAPE --hidden 32 --heads 2 --export "$W/new" >"$W/new.log" 2>&1 &&
   echo "ok   export into a new directory"
 else
   echo "FAIL export into a new directory:"; tail -5 "$W/new.log"; fail=1
+fi
+: >"$W/file"
+expect "export under a file" "refused before training" --hidden 32 --heads 2 --steps 2 \
+  --export "$W/file/hf"
+expect "metrics under a file" "refused before training" --hidden 32 --heads 2 --steps 2 \
+  --metrics "$W/file/m.jsonl"
+expect "ckpt-dir under a file" "refused before training" --hidden 32 --heads 2 --steps 2 \
+  --save-every 1 --ckpt-dir "$W/file/ck"
+if "$EXE" $SHAPE --hidden 32 --heads 2 --export "$W/a/b/hf" --metrics "$W/c/d/m.jsonl" \
+  >"$W/mk.log" 2>&1 && [ -f "$W/a/b/hf/model.safetensors" ] && [ -f "$W/c/d/m.jsonl" ]; then
+  echo "ok   missing parent directories created"
+else
+  echo "FAIL missing parent directories:"; tail -5 "$W/mk.log"; fail=1
 fi
 exit $fail
