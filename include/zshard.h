@@ -578,7 +578,9 @@ ZS_API void zs_engine_destroy(zs_engine *e);
 /* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank.
    Writes the fp32 master and the compute copy (lean mode, ZS_MASTER_LEAN: the bf16 params alone,
    the master, rounded to nearest even), and a gathered copy the caller holds; a prefetched
-   copy is dropped. Valid after commit, outside a step. Not collective, but every rank must set
+   copy is dropped. Valid after commit, outside a step. The next zs_engine_step compares a hash
+   of the values across ranks and refuses different ones (a per-rank seed): see zs_engine_step
+   and zs_engine_broadcast_params. Not collective, but every rank must set
    the same tensors between the same collective calls: dropping a prefetched copy changes what
    the next zs_unit_gather of the unit communicates, so a rank that sets another unit makes that
    gather fail with ZS_ERR_COMM on every rank (with the check on; see the conventions above for
@@ -633,6 +635,17 @@ ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void 
    between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before anything is read; ZS_ERR_COMM /
    ZS_ERR_TIMEOUT fail the engine. */
 ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
+/* Makes every unit's params equal to rank root's on every rank (FSDP's sync_module_states): the
+   fp32 master (the optimizer's copy; lean mode: the bf16 params) and the compute copy, as if
+   every rank called zs_unit_set_param with root's zs_unit_get_param values; m and v are left
+   as they are (zero before the first step). The remedy when the ranks set different values
+   (zs_engine_step's ZS_ERR_INVALID_ARG "initial values differ across ranks"), or the way to set
+   them on one rank only: the values set before it are no longer compared. Collective over the
+   world (every rank calls it, with the same root); valid after commit, between steps. Memory:
+   one unit's fp32 master at a time, on the host and on the device. ZS_ERR_INVALID_ARG (NULL, a
+   root outside 0..world-1) and ZS_ERR_STATE (call order) change nothing; a failure while moving
+   the values fails the engine (some units may be broadcast, others not). One rank: a no-op. */
+ZS_API zs_status zs_engine_broadcast_params(zs_engine *e, int root);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
 
@@ -714,8 +727,16 @@ typedef struct {
    begin_step or before every unit's micro_steps-th grads_ready (frozen units need none; nothing
    changes). Then every
    rank agrees on the step's shape (micro_steps, grads_ready calls, step number): ZS_ERR_COMM
-   naming both ranks' shapes when they differ (nothing updated, the engine failed). Any later
-   failure fails the engine (the update may be half applied). */
+   naming both ranks' shapes when they differ (nothing updated, the engine failed). The same
+   exchange compares the values zs_unit_set_param (and zs_engine_set_params) wrote since the last
+   step, by a hash of each tensor: when the ranks set different values (a per-rank seed) or
+   different tensors, ZS_ERR_INVALID_ARG on every rank naming the first such unit and tensor and
+   two ranks ("initial values differ across ranks: unit 'h1' tensor 'w' set by rank 0 differs
+   from rank 1's ..."); the step is abandoned (nothing updated, its gradients dropped, the step
+   count unchanged) and the engine stays usable: set equal values or call
+   zs_engine_broadcast_params, then run the step again. Values are compared only here: a
+   zs_engine_save or export before the first step is not checked. Any later failure fails the
+   engine (the update may be half applied). */
 ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* Sets the learning rate used from the next zs_engine_step on (schedules). Not collective, but
    every rank must set the same value. ZS_ERR_INVALID_ARG for a negative or non-finite lr. */

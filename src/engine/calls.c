@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "engine/engine_internal.h"
 #include "base/error.h"
 
@@ -29,7 +31,8 @@ static const char *call_name(uint64_t c) {
                                          "zs_engine_save",
                                          "zs_engine_load",
                                          "zs_engine_export_safetensors",
-                                         "zs_engine_destroy"};
+                                         "zs_engine_destroy",
+                                         "zs_engine_broadcast_params"};
   return c < ZS_CALL_N ? names[c] : "an unknown call";
 }
 
@@ -96,8 +99,107 @@ void zs_engine_sig_attach(zs_engine *e) {
 /* Words of the step's shape: micro_steps, grads_ready calls of all units, completed steps, and
    the running hash of every collective header built on the engine's groups since create
    (src/comm/sig.c): the same on every rank of a legal program, so a divergence that neither hung
-   nor was caught by a header exchange (comm_check 0, nccl) is caught here, before the update. */
-enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_N };
+   nor was caught by a header exchange (comm_check 0, nccl) is caught here, before the update.
+   SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement). */
+enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_SET, SHAPE_N };
+
+/* A 64-bit finaliser (splitmix64's): spreads every input bit over the word. */
+static uint64_t mix64(uint64_t z) {
+  z ^= z >> 30;
+  z *= 0xbf58476d1ce4e5b9ull;
+  z ^= z >> 27;
+  z *= 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n) {
+  const uint64_t h = XXH3_64bits(host, n * sizeof(float));
+  u->set_hash[t] = h ? h : 1; /* 0 means "not set" */
+  u->e->set_pending = 1;
+}
+
+void zs_engine_set_clear(zs_engine *e) {
+  for (int i = 0; i < e->nunits; i++)
+    memset(e->units[i]->set_hash, 0, (size_t)e->units[i]->ntensors * sizeof(uint64_t));
+  e->set_pending = 0;
+}
+
+/* One word of every record (which tensors were set, and the hash of their values), 0 when none:
+   equal on ranks that set the same tensors to the same values since the last agreement. */
+static uint64_t set_word(const zs_engine *e) {
+  if (!e->set_pending) return 0;
+  uint64_t h = 0x6a09e667f3bcc909ull;
+  for (int i = 0; i < e->nunits; i++)
+    for (int t = 0; t < e->units[i]->ntensors; t++)
+      if (e->units[i]->set_hash[t])
+        h = mix64(mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)t)) ^
+                  e->units[i]->set_hash[t]);
+  return h ? h : 1;
+}
+
+/* The records differ across ranks (every rank saw the same SHAPE_SET words): all-gathers every
+   tensor's record and returns ZS_ERR_INVALID_ARG naming the first tensor (in unit, then tensor
+   order) whose record differs and two ranks that differ on it, the same message on every rank.
+   Collective over the world. */
+static zs_status set_mismatch(zs_engine *e) {
+  size_t n = 0;
+  for (int i = 0; i < e->nunits; i++)
+    n += (size_t)e->units[i]->ntensors;
+  const size_t W = (size_t)e->world_size;
+  uint64_t *mine = malloc(n * sizeof *mine), *all = malloc(W * n * sizeof *all);
+  if (!mine || !all) {
+    free(mine);
+    free(all);
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_step: out of host memory");
+  }
+  size_t k = 0;
+  for (int i = 0; i < e->nunits; i++)
+    for (int t = 0; t < e->units[i]->ntensors; t++)
+      mine[k++] = e->units[i]->set_hash[t];
+  zs_status rc = zs_engine_allgather_u64(e, mine, n, all);
+  free(mine);
+  if (rc != ZS_OK) {
+    free(all);
+    return zs_err_wrap(rc, "zs_engine_step: comparing the values set on each rank");
+  }
+  /* With sharded params no rank keeps the whole values it set: nothing to broadcast from. */
+  const char *fix =
+      e->plan.shard_params
+          ? "set the same values on every rank (a per-rank seed?) and run the step again (with "
+            "sharded params no rank keeps the others' values, so zs_engine_broadcast_params "
+            "cannot repair it); the step was abandoned (nothing updated, its gradients dropped): "
+            "the engine stays usable"
+          : "set the same values on every rank (a per-rank seed?), or set them on one rank and "
+            "call zs_engine_broadcast_params; the step was abandoned (nothing updated, its "
+            "gradients dropped): the engine stays usable";
+  k = 0;
+  for (int i = 0; i < e->nunits; i++)
+    for (int t = 0; t < e->units[i]->ntensors; t++, k++)
+      for (size_t q = 1; q < W; q++) {
+        const uint64_t a = all[k], b = all[q * n + k];
+        if (a == b) continue;
+        const zs_unit *u = e->units[i];
+        zs_status s;
+        if (a && b)
+          s = zs_err(ZS_ERR_INVALID_ARG,
+                     "zs_engine_step: initial values differ across ranks: unit '%s' tensor '%s' "
+                     "set by rank 0 differs from rank %zu's: %s",
+                     u->name, u->tnames[t], q, fix);
+        else
+          s = zs_err(ZS_ERR_INVALID_ARG,
+                     "zs_engine_step: initial values differ across ranks: unit '%s' tensor '%s' "
+                     "was set by rank %zu but not by rank %zu since the last step: %s",
+                     u->name, u->tnames[t], a ? (size_t)0 : q, a ? q : (size_t)0, fix);
+        free(all);
+        return s;
+      }
+  free(all);
+  /* The combined words differed but no record does: cannot happen short of a hash collision. */
+  return zs_err(ZS_ERR_INVALID_ARG,
+                "zs_engine_step: initial values differ across ranks (the combined records differ, "
+                "no single tensor's does): %s",
+                fix);
+}
 
 /* All-gathers n words per rank over the world into rows (world x n, host). On CUDA the words
    travel through buf, a device buffer of world x n words the caller owns. */
@@ -125,8 +227,11 @@ static zs_status agree_gather(zs_engine *e, const uint64_t *mine, uint64_t *rows
 }
 
 zs_status zs_engine_agree_step(zs_engine *e) {
-  if (e->world_size == 1) return ZS_OK;
-  uint64_t mine[SHAPE_N] = {(uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0};
+  if (e->world_size == 1) {
+    if (e->set_pending) zs_engine_set_clear(e);
+    return ZS_OK;
+  }
+  uint64_t mine[SHAPE_N] = {(uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0, set_word(e)};
   for (int i = 0; i < e->nunits; i++)
     mine[SHAPE_READY] += (uint64_t)e->units[i]->grads_ready_count;
   mine[SHAPE_HASH] = zs_coll_sig_hash(e->world) ^ zs_coll_sig_hash(e->shard) * 3 ^
@@ -162,6 +267,10 @@ zs_status zs_engine_agree_step(zs_engine *e) {
                     "was updated, but the engine is failed: destroy it and fix the program",
                     e->world_rank, q);
   }
+  /* Every rank saw every row: all take the same branch (and all make set_mismatch's exchange). */
+  for (int q = 0; q < e->world_size; q++)
+    if (rows[(size_t)q * SHAPE_N + SHAPE_SET] != rows[SHAPE_SET]) return set_mismatch(e);
+  if (e->set_pending) zs_engine_set_clear(e);
   return ZS_OK;
 }
 

@@ -442,6 +442,7 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
     if (rc == ZS_OK) {
       e->opt_steps = m.step;
       e->steps_done = m.steps_done;
+      zs_engine_set_clear(e); /* values set before are overwritten: nothing left to compare */
     }
     if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED)
       zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_load: writing the checked checkpoint in "

@@ -277,6 +277,7 @@ static void unit_free(zs_unit *u) {
       free(u->tnames[i]);
   free(u->tnames);
   free(u->t);
+  free(u->set_hash);
   zs_layout_free(&u->lay);
   free(u);
 }
@@ -311,8 +312,9 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->ntensors = ntensors;
   u->t = calloc((size_t)ntensors, sizeof *u->t);
   u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
+  u->set_hash = calloc((size_t)ntensors, sizeof *u->set_hash);
   zs_status rc = ZS_OK;
-  if (!u->t || !u->tnames) {
+  if (!u->t || !u->tnames || !u->set_hash) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }

@@ -31,6 +31,7 @@ typedef enum {
   ZS_CALL_LOAD,
   ZS_CALL_EXPORT,
   ZS_CALL_DESTROY,
+  ZS_CALL_BROADCAST_PARAMS,
   ZS_CALL_N
 } zs_call;
 
@@ -72,6 +73,8 @@ struct zs_engine {
   int call_unit;        /* its unit's index, or -1 */
   zs_coll_sig_src sig;  /* the context of every header on the engine's groups */
   int aborted;          /* zs_engine_abort was called (destroy's goodbye says so) */
+  int set_pending;      /* a unit's set_hash holds a record (zs_unit_set_param since the last
+                           agreement on the values: calls.c) */
   uint64_t *agree_rows; /* the step agreement's rows (world_size x its words), kept */
   void *agree_dev;      /* CUDA: its device buffer, kept */
   /* zs_engine_allgather_u64's host buffer on the CPU device (xchg_words words), kept until
@@ -133,9 +136,19 @@ void zs_engine_call(zs_engine *e, zs_call call, const zs_unit *u);
 void zs_engine_sig_attach(zs_engine *e);
 /* Every rank agrees on the step's shape before the update (micro_steps, the grads_ready calls,
    the step number, the groups' running hashes of collective headers): ZS_ERR_COMM naming both
-   sides when they differ. Collective over the world, on every backend (the per-collective check
-   of comm.h is MPI's only); its buffers are kept from the first step on. */
+   sides when they differ. The same exchange carries one word combining the records of
+   zs_engine_set_record; when they differ, a second all-gather of the per-tensor records names
+   the first tensor set differently and ZS_ERR_INVALID_ARG is returned on every rank (records
+   kept; the caller abandons the step). Equal records are cleared. Collective over the world, on
+   every backend (the per-collective check of comm.h is MPI's only); its buffers are kept from the
+   first step on. */
 zs_status zs_engine_agree_step(zs_engine *e);
+/* Records a hash of the n fp32 values zs_unit_set_param wrote into tensor t of u, for the next
+   step's agreement (calls.c). Local. */
+void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n);
+/* Forgets every record of zs_engine_set_record: the values are known to be equal on every rank
+   (agreed at a step, broadcast, or loaded from a checkpoint). Local. */
+void zs_engine_set_clear(zs_engine *e);
 /* Every rank resolved the same configuration (the sharding, dtypes, precision modes with lean
    mode's rounding_seed, and the AdamW hyperparameters: cfg_words in calls.c):
    ZS_ERR_INVALID_ARG naming the first field that differs, with both values, on every rank (all

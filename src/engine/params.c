@@ -51,6 +51,8 @@ zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
   /* Its host copies wait for the streams, which may hold prefetch all-gathers: a timeout there
      fails the engine like any wait behind a collective. */
   zs_status rc = set_param(u, t, host_full);
+  /* The ranks compare what they set at the next step (calls.c): a per-rank seed is refused. */
+  if (rc == ZS_OK) zs_engine_set_record(u, t, host_full, u->lay.numel[t]);
   if (rc == ZS_ERR_IO && zs_unit_on_nvme(u)) /* the tier's file is half written: suspect */
     return zs_engine_fail_hard(u->e, rc);
   return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);

@@ -7,6 +7,7 @@
 #include "engine/engine_internal.h"
 #include "engine/nvme_tier.h"
 #include "base/error.h"
+#include "base/bf16.h"
 #include "shard/master_rem.h"
 
 /* One located tensor: its unit, index and host pointer (NULL: skipped). */
@@ -116,4 +117,82 @@ zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user) 
   }
   free(v);
   return rc == ZS_OK ? rc : zs_engine_fail(e, rc);
+}
+
+/* Root's full params of unit u widened to fp32 into host (P elements): its persistent compute
+   copy (params full). Local. */
+static zs_status read_params(zs_engine *e, zs_unit *u, float *host) {
+  const size_t P = u->lay.padded;
+  if (e->cfg.param_dtype == ZS_F32) return zs_dev_to_host(&e->dev, host, u->param_full, P * 4);
+  uint16_t *tmp = malloc(P * 2);
+  if (!tmp) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_broadcast_params: out of host memory");
+  zs_status rc = zs_dev_to_host(&e->dev, tmp, u->param_full, P * 2);
+  for (size_t i = 0; i < P && rc == ZS_OK; i++)
+    host[i] = zs_bf16_to_f32(tmp[i]);
+  free(tmp);
+  return rc;
+}
+
+/* Unit u's values from rank root on every rank: root's full fp32 master where the optimizer state
+   is full (read on every rank as zs_engine_get_params reads it), else root's full params (the
+   only full copy root has), broadcast over the world and written with zs_unit_set_param (master
+   and compute copy) on every rank. Collective over the world. */
+static zs_status broadcast_unit(zs_engine *e, zs_unit *u, int root) {
+  zs_dev *d = &e->dev;
+  void *stream = d->kind == ZS_DEVICE_CPU ? NULL : d->comm_stream;
+  const size_t P = u->lay.padded;
+  float *host = calloc(P ? P : 1, sizeof *host);
+  located *v = calloc((size_t)u->ntensors, sizeof *v);
+  void *buf = NULL;
+  zs_status rc = ZS_OK;
+  if (!host || !v)
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_broadcast_params('%s'): out of host memory",
+                u->name);
+  for (int t = 0; t < u->ntensors && rc == ZS_OK; t++) {
+    v[t].u = u;
+    v[t].t = t;
+    v[t].host = host + u->lay.off[t];
+  }
+  if (rc == ZS_OK && !e->plan.shard_optimizer) rc = get_unit(e, u, v);
+  if (rc == ZS_OK && e->plan.shard_optimizer && e->world_rank == root) rc = read_params(e, u, host);
+  if (rc == ZS_OK) rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, &buf, NULL);
+  if (rc == ZS_OK) rc = zs_dev_from_host(d, buf, host, P * 4);
+  if (rc == ZS_OK) rc = zs_coll_broadcast(e->world, buf, P, ZS_CDT_F32, root, stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(e->world, stream);
+  if (rc == ZS_OK) rc = zs_dev_to_host(d, host, buf, P * 4);
+  if (buf) zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, buf, P * 4, NULL);
+  for (int t = 0; t < u->ntensors && rc == ZS_OK; t++)
+    rc = zs_unit_set_param(u, t, v[t].host);
+  free(v);
+  free(host);
+  return rc;
+}
+
+zs_status zs_engine_broadcast_params(zs_engine *e, int root) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_broadcast_params: engine is NULL");
+  ZS_CHECK(check_engine(e, e, "zs_engine_broadcast_params"));
+  if (root < 0 || root >= e->world_size)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_broadcast_params: root %d is not a rank of the world (0..%d)", root,
+                  e->world_size - 1);
+  if (e->world_size > 1 && e->plan.shard_params)
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "zs_engine_broadcast_params: with sharded params (stage 3, or shard_params "
+                  "ZS_SHARD_YES) each rank keeps only its shard of the values it set, so rank %d "
+                  "holds no whole model to broadcast: set the same values on every rank (generate "
+                  "them from the same seed); nothing was changed",
+                  root);
+  zs_status rc = ZS_OK;
+  if (e->world_size > 1) {
+    zs_engine_call(e, ZS_CALL_BROADCAST_PARAMS, NULL);
+    for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
+      rc = broadcast_unit(e, e->units[i], root);
+    /* Some units may hold root's values and others not, on some ranks only: not retryable. */
+    if (rc != ZS_OK)
+      return zs_engine_fail_hard(
+          e, zs_err_wrap(rc, "zs_engine_broadcast_params: the params are partly broadcast; the "
+                             "engine is failed: destroy it"));
+  }
+  zs_engine_set_clear(e); /* the values are root's on every rank now */
+  return ZS_OK;
 }

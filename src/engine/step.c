@@ -106,6 +106,16 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
 
 static zs_status step_update(zs_engine *e, zs_step_stats *st);
 
+/* Ends a step refused before its update (sr, whose message is kept): its collectives are done,
+   nothing was updated and its gradients are dropped (the next zs_engine_begin_step starts them
+   afresh); the engine is between steps again, the step count unchanged. */
+static zs_status abandon_step(zs_engine *e, zs_status sr) {
+  const zs_status rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
+  if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
+  e->state = ZS_ENGINE_READY;
+  return sr;
+}
+
 zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_step: engine is NULL");
   if (e->state != ZS_ENGINE_IN_STEP)
@@ -123,7 +133,9 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   /* Every rank must have run the same step (micro_steps, grads_ready calls) before any update:
      else each would divide its gradient by its own count and all return OK. */
   zs_status sr = zs_engine_agree_step(e);
-  if (sr != ZS_OK) return zs_engine_fail_hard(e, sr);
+  /* ZS_ERR_INVALID_ARG, on every rank alike: the ranks set different values (calls.c). The step
+     is abandoned below, once its collectives are done; any other failure is a divergence. */
+  if (sr != ZS_OK && sr != ZS_ERR_INVALID_ARG) return zs_engine_fail_hard(e, sr);
   /* From here on a failure cannot be retried (reductions are consumed, updates half-applied):
      every error marks the engine failed. */
   zs_status rc = zs_coll_sync(e->world, d->comm_stream);
@@ -135,6 +147,7 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
      zs_unit_param needs a new gather). Full params are updated in place. */
   zs_shard_drop_all(&e->sh);
   e->sh.in_step = 0;
+  if (sr != ZS_OK) return abandon_step(e, sr);
   rc = step_update(e, st);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, rc);
   return ZS_OK;

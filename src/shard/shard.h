@@ -62,6 +62,9 @@ struct zs_unit {
                         a gather in the same micro-step is its backward. -1 at begin_step */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
+  /* Per tensor: a hash of the values zs_unit_set_param last wrote since the ranks last agreed on
+     them (src/engine/calls.c), 0 when none; the step's agreement compares them across ranks. */
+  uint64_t *set_hash;
 };
 
 struct zs_shard_ctx {

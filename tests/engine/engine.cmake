@@ -123,6 +123,10 @@ zs_exe(test_engine_params_bulk SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_par
 foreach(n 1 2 3 4)
   zs_mpi_test(engine_params_bulk_np${n} test_engine_params_bulk NP ${n} LABELS engine)
 endforeach()
+# Values set differently on each rank (a per-rank seed) refused at the step, naming the tensor;
+# zs_engine_broadcast_params as the remedy; no false positive (equal values, a checkpoint load).
+zs_exe(test_engine_init_agree SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_init_agree.c)
+zs_mpi_test(engine_init_agree_np2 test_engine_init_agree NP 2 TIMEOUT 60 LABELS engine)
 zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_errors.c)
 zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)
 zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_timeout.c)
