@@ -79,8 +79,11 @@ run_zs() {
   if [ "$rc" != 0 ]; then
     grep -v -e '^-*$' -e PMIx -e 'compression library' "$TMP/$name.log" | head -8
     tail -5 "$TMP/$name.log"
-    # Steps measured before a failure (a crash at exit, a cut) are still figures: kept, marked.
-    if [ "$(field_mean "$m" tokens_per_s 2>/dev/null)" = nan ] || [ ! -s "$m" ]; then
+    # Every step measured before a failure at exit (a crash in destroy) is still a figure: kept,
+    # marked; a run that died before its last step is a failure.
+    local last
+    last=$(grep -o '"step":[0-9]*' "$m" 2>/dev/null | tail -1 | cut -d: -f2)
+    if [ "${last:-0}" != "$STEPS" ] || [ "$(field_mean "$m" tokens_per_s)" = nan ]; then
       ROWS+=("$(printf '%-22s FAILED (see above)' "$name")")
       return 1
     fi

@@ -644,7 +644,11 @@ ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void 
    world (every rank calls it, with the same root); valid after commit, between steps. Memory:
    one unit's fp32 master at a time, on the host and on the device. ZS_ERR_INVALID_ARG (NULL, a
    root outside 0..world-1) and ZS_ERR_STATE (call order) change nothing; a failure while moving
-   the values fails the engine (some units may be broadcast, others not). One rank: a no-op. */
+   the values fails the engine (some units may be broadcast, others not). One rank: a no-op.
+   Sharded params (stage 3, ZS_SHARD_YES): ZS_ERR_UNSUPPORTED, nothing changed (each rank keeps
+   only its shard of what it set: set the same values everywhere). Stages 1-2 send root's full
+   compute copy: exact with fp32 params; with bf16 params every master becomes those bf16 values
+   widened (the remainder master's remainders are lost). */
 ZS_API zs_status zs_engine_broadcast_params(zs_engine *e, int root);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
@@ -716,9 +720,12 @@ typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
   double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
-  unsigned struct_version; /* 1: the fields above */
+  unsigned struct_version; /* 1: the fields above; 2: also check_seconds */
   unsigned reserved_u;
-  double reserved[6];
+  double check_seconds; /* of step_seconds, the wall time this rank spent in the divergence
+                           check's header exchanges (0 with comm_check 0 or on nccl): its cost,
+                           or less, since a wait for a late peer there is not waited again */
+  double reserved[5];
 } zs_step_stats;
 /* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs AdamW
    on this rank's share of the optimizer state, publishes the updated params where they are full,

@@ -48,6 +48,7 @@ static int train_step(ex_run *r, int step, gpt2_step_log *lg) {
   lg->grad_norm = st.grad_norm;
   lg->skipped = st.skipped_nonfinite;
   lg->ms = 1e3 * dt;
+  lg->check_ms = 1e3 * st.check_seconds;
   lg->tokens_per_s = tokens / dt;
   lg->mfu = r->flops_per_token > 0
                 ? r->flops_per_token * lg->tokens_per_s / r->world / (r->peak_tflops * 1e12)

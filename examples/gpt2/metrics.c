@@ -57,9 +57,9 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
   if (m->jsonl) {
     fprintf(m->jsonl,
             "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"ms\":%.3f,"
-            "\"tokens_per_s\":%.1f,\"mfu\":%.4f,\"skipped\":%d}\n",
+            "\"tokens_per_s\":%.1f,\"mfu\":%.4f,\"skipped\":%d,\"check_ms\":%.4f}\n",
             s->step, s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s,
-            s->mfu < 0 ? 0.0 : s->mfu, s->skipped);
+            s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms);
     fflush(m->jsonl);
   }
   if (s->step != steps && (every <= 0 || s->step % every != 0)) return 0; /* 0: last only */

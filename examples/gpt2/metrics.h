@@ -14,6 +14,7 @@ typedef struct {
   int step;
   float loss, lr, grad_norm;
   double ms, tokens_per_s, mfu; /* mfu < 0: not reported (CPU) */
+  double check_ms;              /* of ms, the divergence check's header exchanges */
   int skipped;
 } gpt2_step_log;
 

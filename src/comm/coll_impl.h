@@ -58,6 +58,7 @@ struct zs_coll {
   uint64_t sig_seq;               /* headers built so far on this group */
   uint64_t sig_hash;              /* running hash of every header built (compared by the owner) */
   uint64_t *sig_buf;              /* size * ZS_SIG_WORDS words, reused; NULL after a timeout */
+  double sig_seconds;             /* wall time spent in header exchanges so far */
   const zs_coll_sig_src *sig_src; /* the owner's call, or NULL */
 };
 

@@ -116,6 +116,8 @@ uint64_t zs_coll_sig_hash(const zs_coll *c);
 void zs_coll_set_check(zs_coll *c, int on);
 /* 1 when c exchanges headers. */
 int zs_coll_check_on(const zs_coll *c);
+/* Wall seconds c has spent in header exchanges (0 for NULL). */
+double zs_coll_check_seconds(const zs_coll *c);
 
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);

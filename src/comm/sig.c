@@ -54,6 +54,10 @@ int zs_coll_check_on(const zs_coll *c) {
   return c ? c->sig_on : 0;
 }
 
+double zs_coll_check_seconds(const zs_coll *c) {
+  return c ? c->sig_seconds : 0.0;
+}
+
 void zs_coll_set_sig_src(zs_coll *c, const zs_coll_sig_src *src) {
   if (c) c->sig_src = src;
 }
@@ -190,8 +194,11 @@ zs_status zs_sig_check(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int ro
   if (!c->sig_on) return ZS_OK;
   char what[640];
   describe(c, h, what, sizeof what);
-  ZS_CHECK(post(c, h, what));
-  return verdict(c, what);
+  const double t0 = zs_clock_now_s();
+  zs_status rc = post(c, h, what);
+  if (rc == ZS_OK) rc = verdict(c, what);
+  c->sig_seconds += zs_clock_now_s() - t0;
+  return rc;
 }
 
 zs_status zs_coll_goodbye(zs_coll *const *cs, int n, int reason) {

@@ -306,7 +306,7 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("master", (int64_t)c->master);
   ZS_W("moment_dtype", (int64_t)c->moment_dtype);
   ZS_W("rounding_seed", c->rounding_seed);
-  ZS_W("comm_check", (int64_t)c->comm_check);
+  ZS_W("comm_check (0 or on)", (int64_t)(c->comm_check != 0));
   /* With the NVMe tier the host cap decides the placement, which must be the same everywhere. */
   ZS_W("nvme_path (set or NULL)", c->nvme_path != NULL);
   ZS_W("offload_host_bytes (with nvme_path)", c->nvme_path ? c->offload_host_bytes : 0);
@@ -321,6 +321,12 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
 }
 
 enum { CFG_MAX = 32 };
+
+double zs_engine_check_seconds(const zs_engine *e) {
+  double s = zs_coll_check_seconds(e->world);
+  if (e->shard != e->world) s += zs_coll_check_seconds(e->shard);
+  return s + zs_coll_check_seconds(e->replica);
+}
 
 zs_status zs_engine_agree_config(zs_engine *e) {
   if (e->world_size == 1) return ZS_OK;

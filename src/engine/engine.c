@@ -122,6 +122,7 @@ static void shard_ctx_init(zs_engine *e) {
 /* Opens the world, shard-group and replica-group collectives. */
 static zs_status open_groups(zs_engine *e) {
   ZS_CHECK(zs_coll_open(e->comm, e->cfg.device, e->cfg.comm_timeout_s, &e->world));
+  zs_coll_set_check(e->world, 1); /* create and commit always check (comm_check applies after) */
   int g = e->shard_size;
   if (g == e->world_size) {
     e->shard = e->world;
@@ -129,7 +130,9 @@ static zs_status open_groups(zs_engine *e) {
   }
   /* Shard groups are blocks of g consecutive ranks; replicas hold the same shard index. */
   ZS_CHECK(zs_coll_split(e->world, e->world_rank / g, e->world_rank, &e->shard));
+  zs_coll_set_check(e->shard, 1);
   ZS_CHECK(zs_coll_split(e->world, e->world_rank % g, e->world_rank, &e->replica));
+  zs_coll_set_check(e->replica, 1);
   return ZS_OK;
 }
 
@@ -388,6 +391,29 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
    there, its optimizer state on the NVMe tier when that placement says so, frozen when the unit
    is: zs_placement_unit_of, as the planner counts it), lays it out on the shard group and
    allocates its persistent states in memory (those on the NVMe tier: zs_engine_nvme_open). */
+/* Commit's outcome agreed by every rank (one all-gather; a rank whose own part failed joins it
+   too): with comm_check 0 the header exchange ends at commit, so a rank failing commit alone
+   would keep it (its destroy's goodbye) while its peers go on without. rc is this rank's. */
+static zs_status agree_outcome(zs_engine *e, zs_status rc) {
+  if (e->world_size == 1) return rc;
+  char own[1024];
+  snprintf(own, sizeof own, "%s", zs_last_error()); /* a failed rank keeps its own message */
+  uint64_t mine = rc != ZS_OK, *all = calloc((size_t)e->world_size, sizeof *all);
+  if (!all)
+    return rc != ZS_OK ? rc : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of memory");
+  zs_status st = zs_engine_allgather_u64(e, &mine, 1, all);
+  if (rc != ZS_OK) zs_err(rc, "%s", own);
+  if (rc == ZS_OK && st != ZS_OK) rc = st;
+  for (int q = 0; q < e->world_size && rc == ZS_OK; q++)
+    if (all[q])
+      rc = zs_err(ZS_ERR_STATE,
+                  "zs_engine_commit: rank %d failed its part of commit (its own error says why); "
+                  "every rank's commit is undone",
+                  q);
+  free(all);
+  return rc;
+}
+
 static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i,
                             const zs_placement *place) {
   const zs_plan *pl = &e->plan;
@@ -518,6 +544,7 @@ zs_status zs_engine_commit(zs_engine *e) {
      same on every rank (place is a function of the configuration and the sizes), so every rank
      joins the tier's agreement, a rank whose allocation failed too: none waits for it. */
   rc = open_tier(e, &place, rc);
+  if (!e->cfg.comm_check) rc = agree_outcome(e, rc);
   if (rc != ZS_OK) { /* all or nothing: the engine is back to its state before commit */
     for (int k = 0; k < e->nunits; k++)
       unit_release_buffers(e, e->units[k]);

@@ -68,6 +68,7 @@ struct zs_engine {
   int64_t opt_steps;  /* completed optimizer steps (AdamW's t) */
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;
+  double check_t0;      /* the groups' header-exchange seconds at begin_step (check_seconds) */
   zs_shard_ctx sh;      /* what src/shard sees of the engine (shard/shard.h) */
   zs_call call;         /* the public call this rank is in (calls.c) */
   int call_unit;        /* its unit's index, or -1 */
@@ -154,6 +155,8 @@ void zs_engine_set_clear(zs_engine *e);
    ZS_ERR_INVALID_ARG naming the first field that differs, with both values, on every rank (all
    see every row). Collective over the world; called by zs_engine_commit before it allocates. */
 zs_status zs_engine_agree_config(zs_engine *e);
+/* Wall seconds the engine's groups spent in divergence-check header exchanges so far. */
+double zs_engine_check_seconds(const zs_engine *e);
 /* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a
    healthy engine (a peer still inside a collective call learns that this one left), a goodbye
    naming zs_engine_abort or the failure from a failed one. Errors fail e. */

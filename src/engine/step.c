@@ -23,6 +23,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   if (micro_steps < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
   e->step_t0 = zs_clock_now_s();
+  e->check_t0 = zs_engine_check_seconds(e);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     u->grads_ready_count = 0;
@@ -173,7 +174,8 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   e->steps_done++;
   e->state = ZS_ENGINE_READY;
   s.step_seconds = zs_clock_now_s() - e->step_t0;
-  s.struct_version = 1;
+  s.check_seconds = zs_engine_check_seconds(e) - e->check_t0;
+  s.struct_version = 2;
   if (st) *st = s;
   return ZS_OK;
 }

@@ -75,9 +75,11 @@ void zs_live_clear(zs_live_table *t);
 #ifdef ZS_HAVE_CUDA
 zs_status zs_host_pin(void *p, size_t len);
 void zs_host_unpin(void *p);
-/* Creates the device's CUDA context (the calling thread's current device is left as it was),
-   so that no pinning, which runs inside jemalloc's extent hook, is CUDA's first call: the first
-   GPU run's arena test, which made none before its first allocation, hung there for 60 s. */
+/* Initialises CUDA and the device's primary context (cudaInitDevice: the calling thread's current
+   device is left as it was), so that no pinning, which runs inside jemalloc's extent hook, is
+   CUDA's first call: the first GPU run's arena test, which made none before its first
+   allocation, hung there for 60 s. (A thread whose current device has no context yet still
+   creates it at its first pinning: the engine makes its device current first.) */
 zs_status zs_host_pin_prepare(int device);
 #endif
 

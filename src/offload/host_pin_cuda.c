@@ -26,11 +26,9 @@ zs_status zs_host_pin(void *p, size_t len) {
 }
 
 zs_status zs_host_pin_prepare(int device) {
-  int cur = -1;
-  cudaError_t ce = cudaGetDevice(&cur);
-  if (ce == cudaSuccess && cur != device) ce = cudaSetDevice(device);
-  if (ce == cudaSuccess) ce = cudaFree(NULL); /* creates the primary context if it is not there */
-  if (cur >= 0 && cur != device) (void)cudaSetDevice(cur); /* the caller's device again */
+  /* Initialises the runtime and the device's primary context without making it current (a switch
+     and a restore would create device 0's context where the thread never chose one). */
+  const cudaError_t ce = cudaInitDevice(device, 0, 0);
   if (ce == cudaSuccess) return ZS_OK;
   (void)cudaGetLastError();
   return zs_err(ZS_ERR_DEVICE,

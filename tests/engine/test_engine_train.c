@@ -400,6 +400,12 @@ int main(int argc, char **argv) {
     ZS_OK_OR_DIE(zs_engine_step(e, &st));
     ref_step(&ref, &o, world, first, poison_step);
     skipped += st.skipped_nonfinite;
+    /* The divergence check is on by default on the MPI backends: its time is part of the step. */
+    const int checked = world > 1 && !strstr(zs_engine_info(e), "comm nccl");
+    ZS_EXPECT(st.struct_version == 2 && (checked ? st.check_seconds > 0 : st.check_seconds == 0) &&
+                  st.check_seconds <= st.step_seconds,
+              "step %d: check_seconds %g of step_seconds %g (version %u, checked %d)", s,
+              st.check_seconds, st.step_seconds, st.struct_version, checked);
     ZS_EXPECT(st.skipped_nonfinite == poison_step, "step %d: skipped=%d, poisoned=%d", s,
               st.skipped_nonfinite, poison_step);
   }
