@@ -31,7 +31,7 @@ run_ms() {
     "${shape[@]}" --steps "$steps" --sample-lines 0 --metrics "$m" >/dev/null 2>&1
   awk 'function val(k,  i) { i = index($0, "\"" k "\":"); return substr($0, i + length(k) + 3) + 0 }
        /"step":/ && /"ms":/ { if (val("step") <= 3) next; ms += val("ms"); ck += val("check_ms"); n++ }
-       END { if (n) printf "%.3f %.4f", ms / n, ck / n; else printf "nan nan" }' "$m"
+       END { if (n) printf "%.3f %.4f\n", ms / n, ck / n; else print "nan nan" }' "$m"
   rm -f "$m"
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/json_put.h"
 #include "init.h"
 #include "util.h"
 
@@ -56,14 +57,6 @@ static cJSON *base_object(const char *source) {
   return NULL;
 }
 
-/* Sets o[key] = item: in place when o has the key, else appended. */
-static void put(cJSON *o, const char *key, cJSON *item) {
-  if (cJSON_HasObjectItem(o, key))
-    cJSON_ReplaceItemInObjectCaseSensitive(o, key, item);
-  else
-    cJSON_AddItemToObject(o, key, item);
-}
-
 /* config.json for transformers' GPT2Config (GELU tanh form, layernorm eps 1e-5, tied head): the
    fields the example describes are its own; every other field of `source` (bos/eos_token_id,
    task_specific_params, ...) is carried through as it was. */
@@ -75,23 +68,24 @@ static int write_config(const gpt2_config *c, const char *weights, zs_dtype dt,
   if (!o) return -1;
   cJSON *a = cJSON_CreateArray();
   cJSON_AddItemToArray(a, cJSON_CreateString("GPT2LMHeadModel"));
-  put(o, "architectures", a);
-  put(o, "model_type", cJSON_CreateString("gpt2"));
-  put(o, "vocab_size", cJSON_CreateNumber(c->vocab));
-  put(o, "n_positions", cJSON_CreateNumber(c->max_seq));
-  put(o, "n_ctx", cJSON_CreateNumber(c->max_seq));
-  put(o, "n_embd", cJSON_CreateNumber(c->channels));
-  put(o, "n_layer", cJSON_CreateNumber(c->layers));
-  put(o, "n_head", cJSON_CreateNumber(c->heads));
-  put(o, "activation_function", cJSON_CreateString("gelu_new"));
-  put(o, "layer_norm_epsilon", cJSON_CreateNumber(1e-5));
-  put(o, "resid_pdrop", cJSON_CreateNumber(0.0));
-  put(o, "embd_pdrop", cJSON_CreateNumber(0.0));
-  put(o, "attn_pdrop", cJSON_CreateNumber(0.0));
-  put(o, "tie_word_embeddings", cJSON_CreateBool(1));
+  ex_json_put(o, "architectures", a);
+  ex_json_put(o, "model_type", cJSON_CreateString("gpt2"));
+  ex_json_put(o, "vocab_size", cJSON_CreateNumber(c->vocab));
+  ex_json_put(o, "n_positions", cJSON_CreateNumber(c->max_seq));
+  ex_json_put(o, "n_ctx", cJSON_CreateNumber(c->max_seq));
+  ex_json_put(o, "n_embd", cJSON_CreateNumber(c->channels));
+  ex_json_put(o, "n_layer", cJSON_CreateNumber(c->layers));
+  ex_json_put(o, "n_head", cJSON_CreateNumber(c->heads));
+  ex_json_put(o, "activation_function", cJSON_CreateString("gelu_new"));
+  ex_json_put(o, "layer_norm_epsilon", cJSON_CreateNumber(1e-5));
+  ex_json_put(o, "resid_pdrop", cJSON_CreateNumber(0.0));
+  ex_json_put(o, "embd_pdrop", cJSON_CreateNumber(0.0));
+  ex_json_put(o, "attn_pdrop", cJSON_CreateNumber(0.0));
+  ex_json_put(o, "tie_word_embeddings", cJSON_CreateBool(1));
   const char *dts = dt == ZS_BF16 ? "bfloat16" : "float32";
-  put(o, "torch_dtype", cJSON_CreateString(dts));
-  if (cJSON_HasObjectItem(o, "dtype")) put(o, "dtype", cJSON_CreateString(dts)); /* newer name */
+  ex_json_put(o, "torch_dtype", cJSON_CreateString(dts));
+  if (cJSON_HasObjectItem(o, "dtype"))
+    ex_json_put(o, "dtype", cJSON_CreateString(dts)); /* newer name */
   char *text = cJSON_Print(o);
   cJSON_Delete(o);
   if (!text) return gpt2_fail("out of host memory writing %s", path);

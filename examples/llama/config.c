@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/json_put.h"
 #include "util.h"
 
 const char *llama_arch_name(llama_arch a) {
@@ -264,18 +265,11 @@ int llama_config_check(const llama_config *c, int seq) {
   return 0;
 }
 
-/* Sets o[key] = item: in place when o has the key (the source's order kept), else appended. */
-static void put(cJSON *o, const char *key, cJSON *item) {
-  if (cJSON_HasObjectItem(o, key))
-    cJSON_ReplaceItemInObjectCaseSensitive(o, key, item);
-  else
-    cJSON_AddItemToObject(o, key, item);
-}
-
 /* A token id field: the source's value when it has the key (a list stays a list: the example
    never changes token ids), else v, or null when v < 0. */
 static void put_token_id(cJSON *o, const char *key, int v) {
-  if (!cJSON_HasObjectItem(o, key)) put(o, key, v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v));
+  if (!cJSON_HasObjectItem(o, key))
+    ex_json_put(o, key, v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(v));
 }
 
 /* The object an export starts from: c->source's fields, or an empty object. NULL (llama_error())
@@ -309,35 +303,36 @@ int llama_config_write(const llama_config *c, const char *path, const char *dtyp
   if (!o) return -1;
   cJSON *a = cJSON_CreateArray();
   cJSON_AddItemToArray(a, cJSON_CreateString(arch_class[c->arch]));
-  put(o, "architectures", a);
-  put(o, "model_type", cJSON_CreateString(llama_arch_name(c->arch)));
-  put(o, "vocab_size", cJSON_CreateNumber(c->vocab));
-  put(o, "hidden_size", cJSON_CreateNumber(c->hidden));
-  put(o, "intermediate_size", cJSON_CreateNumber(c->intermediate));
-  put(o, "num_hidden_layers", cJSON_CreateNumber(c->layers));
-  put(o, "num_attention_heads", cJSON_CreateNumber(c->heads));
-  put(o, "num_key_value_heads", cJSON_CreateNumber(c->kv_heads));
-  if (c->arch != LLAMA_ARCH_QWEN2) put(o, "head_dim", cJSON_CreateNumber(c->head_dim));
-  put(o, "max_position_embeddings", cJSON_CreateNumber(c->max_pos));
-  put(o, "rope_theta", cJSON_CreateNumber(c->rope_theta));
-  put(o, "rms_norm_eps", cJSON_CreateNumber(c->rms_eps));
-  put(o, "rope_scaling", rope_scaling(c));
-  put(o, "hidden_act", cJSON_CreateString("silu"));
-  put(o, "tie_word_embeddings", cJSON_CreateBool(c->tied));
-  put(o, "attention_dropout", cJSON_CreateNumber(0.0));
+  ex_json_put(o, "architectures", a);
+  ex_json_put(o, "model_type", cJSON_CreateString(llama_arch_name(c->arch)));
+  ex_json_put(o, "vocab_size", cJSON_CreateNumber(c->vocab));
+  ex_json_put(o, "hidden_size", cJSON_CreateNumber(c->hidden));
+  ex_json_put(o, "intermediate_size", cJSON_CreateNumber(c->intermediate));
+  ex_json_put(o, "num_hidden_layers", cJSON_CreateNumber(c->layers));
+  ex_json_put(o, "num_attention_heads", cJSON_CreateNumber(c->heads));
+  ex_json_put(o, "num_key_value_heads", cJSON_CreateNumber(c->kv_heads));
+  if (c->arch != LLAMA_ARCH_QWEN2) ex_json_put(o, "head_dim", cJSON_CreateNumber(c->head_dim));
+  ex_json_put(o, "max_position_embeddings", cJSON_CreateNumber(c->max_pos));
+  ex_json_put(o, "rope_theta", cJSON_CreateNumber(c->rope_theta));
+  ex_json_put(o, "rms_norm_eps", cJSON_CreateNumber(c->rms_eps));
+  ex_json_put(o, "rope_scaling", rope_scaling(c));
+  ex_json_put(o, "hidden_act", cJSON_CreateString("silu"));
+  ex_json_put(o, "tie_word_embeddings", cJSON_CreateBool(c->tied));
+  ex_json_put(o, "attention_dropout", cJSON_CreateNumber(0.0));
   if (c->arch == LLAMA_ARCH_LLAMA) {
-    put(o, "attention_bias", cJSON_CreateBool(0));
-    put(o, "mlp_bias", cJSON_CreateBool(0));
+    ex_json_put(o, "attention_bias", cJSON_CreateBool(0));
+    ex_json_put(o, "mlp_bias", cJSON_CreateBool(0));
   } else if (c->arch == LLAMA_ARCH_QWEN2) {
-    put(o, "use_sliding_window", cJSON_CreateBool(c->sliding_window > 0));
+    ex_json_put(o, "use_sliding_window", cJSON_CreateBool(c->sliding_window > 0));
   }
   if (c->arch != LLAMA_ARCH_LLAMA)
-    put(o, "sliding_window",
-        c->sliding_window ? cJSON_CreateNumber(c->sliding_window) : cJSON_CreateNull());
+    ex_json_put(o, "sliding_window",
+                c->sliding_window ? cJSON_CreateNumber(c->sliding_window) : cJSON_CreateNull());
   put_token_id(o, "bos_token_id", c->bos_id);
   put_token_id(o, "eos_token_id", c->eos_id);
-  put(o, "torch_dtype", cJSON_CreateString(dtype));
-  if (cJSON_HasObjectItem(o, "dtype")) put(o, "dtype", cJSON_CreateString(dtype)); /* newer name */
+  ex_json_put(o, "torch_dtype", cJSON_CreateString(dtype));
+  if (cJSON_HasObjectItem(o, "dtype"))
+    ex_json_put(o, "dtype", cJSON_CreateString(dtype)); /* newer name */
   char *text = cJSON_Print(o);
   cJSON_Delete(o);
   if (!text) return llama_fail("out of host memory writing %s", path);

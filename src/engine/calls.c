@@ -16,6 +16,7 @@
 
 #include <xxhash.h>
 
+#include "device/lean.h" /* zs_lean_mix64: splitmix64's finaliser */
 #include "engine/engine_internal.h"
 #include "base/error.h"
 
@@ -103,15 +104,6 @@ void zs_engine_sig_attach(zs_engine *e) {
    SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement). */
 enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_SET, SHAPE_N };
 
-/* A 64-bit finaliser (splitmix64's): spreads every input bit over the word. */
-static uint64_t mix64(uint64_t z) {
-  z ^= z >> 30;
-  z *= 0xbf58476d1ce4e5b9ull;
-  z ^= z >> 27;
-  z *= 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n) {
   const uint64_t h = XXH3_64bits(host, n * sizeof(float));
   u->set_hash[t] = h ? h : 1; /* 0 means "not set" */
@@ -132,8 +124,8 @@ static uint64_t set_word(const zs_engine *e) {
   for (int i = 0; i < e->nunits; i++)
     for (int t = 0; t < e->units[i]->ntensors; t++)
       if (e->units[i]->set_hash[t])
-        h = mix64(mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)t)) ^
-                  e->units[i]->set_hash[t]);
+        h = zs_lean_mix64(zs_lean_mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)t)) ^
+                          e->units[i]->set_hash[t]);
   return h ? h : 1;
 }
 
