@@ -1,6 +1,6 @@
 /* A cJSON helper both examples' config.json exports use. */
-#ifndef ZS_EXAMPLES_JSON_PUT_H
-#define ZS_EXAMPLES_JSON_PUT_H
+#ifndef COMMON_JSON_PUT_H
+#define COMMON_JSON_PUT_H
 
 #include <cjson/cJSON.h>
 
