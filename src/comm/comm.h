@@ -114,8 +114,6 @@ uint64_t zs_coll_sig_hash(const zs_coll *c);
 /* Turns the header exchange of c on or off (it stays off where the backend has none or c has one
    rank). Every rank of the group must do the same between the same two collectives. */
 void zs_coll_set_check(zs_coll *c, int on);
-/* 1 when c exchanges headers. */
-int zs_coll_check_on(const zs_coll *c);
 /* Wall seconds c has spent in header exchanges (0 for NULL). */
 double zs_coll_check_seconds(const zs_coll *c);
 

@@ -50,10 +50,6 @@ void zs_coll_set_check(zs_coll *c, int on) {
   if (c) c->sig_on = on && c->ops->exchange_post != NULL && c->size > 1;
 }
 
-int zs_coll_check_on(const zs_coll *c) {
-  return c ? c->sig_on : 0;
-}
-
 double zs_coll_check_seconds(const zs_coll *c) {
   return c ? c->sig_seconds : 0.0;
 }
