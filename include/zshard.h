@@ -182,7 +182,11 @@ typedef struct {
   double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
   /* Offload (ZS_OFFLOAD_*): cap on pinned host bytes (0 = none), CPU optimizer workers (0 = this
      rank's share of its NUMA node's cores), elements per copy-pipeline chunk, and whether to go
-     on with unpinned host memory when pinning is refused (reported in zs_engine_info). */
+     on with unpinned host memory when pinning is refused (reported in zs_engine_info). The cap
+     is on host_pinned as planned (zs_plan_model: each host array in whole pages, the copy
+     pipeline's 16 x offload_chunk bytes on CUDA, the NVMe staging): over it zs_plan_model says
+     fits = 0 and zs_engine_commit refuses with the same sentence; within it commit never fails
+     for host memory it counted. */
   size_t offload_host_bytes;
   int offload_threads;
   size_t offload_chunk;
@@ -326,8 +330,7 @@ typedef struct {
      load, as in memory). Failures: an I/O error, a full disk or a file deleted or truncated under
      the tier make zs_engine_step return ZS_ERR_IO on every rank (the failing rank's message names
      the file and the offset, the others' that rank) and fail the engine (the files are partly
-     updated: restart from the last checkpoint). offload_host_bytes also caps the host arena's own
-     allocator reserve (several MiB at small sizes): leave headroom above the planned host bytes.
+     updated: restart from the last checkpoint).
      zs_plan_model reports the placement (nvme_units, disk_bytes, nvme_staging; the staging is in
      host_pinned, the disk bytes are not) and, for a cap not even every unit on the tier meets, fits
      = 0 with a verdict naming the least cap that fits; zs_engine_info shows it after commit. The

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/config.h"
+#include "base/host_charge.h"
 #include "engine/engine_internal.h"
 #include "engine/nvme_tier.h"
 #include "shard/placement.h"
@@ -42,7 +43,7 @@ static zs_status open_optimizer(zs_engine *e) {
   zs_optim_cfg oc = {&e->dev,
                      e->cfg.param_dtype,
                      e->arena,
-                     (e->cfg.offload & ZS_OFFLOAD_OPTIMIZER) || e->cfg.offload_budget_bytes,
+                     zs_placement_offload_optimizer(&e->cfg),
                      e->cfg.offload_threads,
                      0,
                      1,
@@ -51,7 +52,17 @@ static zs_status open_optimizer(zs_engine *e) {
                      e->cfg.moment_dtype,
                      e->cfg.master};
   if (oc.offload_optimizer) zs_peers_share(e, ZS_PEER_NODE, &oc.share_idx, &oc.share_cnt);
-  return zs_optim_create(&oc, &e->optim);
+  const size_t pipe = zs_placement_pipe_bytes(&e->cfg), cap = e->cfg.offload_host_bytes;
+  if (cap && cap != ZS_UNSET_SIZE && pipe > cap) /* allocated now, before commit's fit check */
+    return zs_err(ZS_ERR_OUT_OF_MEMORY,
+                  "offload_host_bytes of %zu is under the copy pipeline's pinned staging alone "
+                  "(%zu bytes: 4 chunks of offload_chunk x 4 bytes, whole pages): raise it, or "
+                  "lower offload_chunk",
+                  cap, pipe);
+  ZS_CHECK(zs_optim_create(&oc, &e->optim));
+  /* the copy pipeline's staging (CUDA) is in the arena: booked as the planner counts it */
+  zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, zs_placement_pipe_bytes(&e->cfg));
+  return ZS_OK;
 }
 
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
@@ -183,7 +194,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   /* With a budget the host tier must be there before commit decides the placement (the arena
      holds nothing until a unit is placed on it). */
   if (cfg->offload || cfg->offload_budget_bytes) ZS_CHECK_GOTO(open_arena(e), rc, fail);
-  if (e->arena) e->mem.host = (zs_mem_host){arena_alloc, arena_free, e->arena};
+  if (e->arena) e->mem.host = (zs_mem_host){arena_alloc, arena_free, e->arena, zs_host_charge};
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
   ZS_CHECK_GOTO(open_optimizer(e), rc, fail);
   char dev[32];
@@ -597,6 +608,7 @@ void zs_engine_destroy(zs_engine *e) {
   }
   free(e->units);
   free(e->peers);
+  if (e->optim) zs_ledger_sub(&e->mem.ledger, ZS_MEM_HOST_PINNED, zs_placement_pipe_bytes(&e->cfg));
   zs_optim_destroy(e->optim); /* its staging is in the arena */
   zs_host_arena_destroy(e->arena);
   free(e->agree_rows);

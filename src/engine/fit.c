@@ -53,7 +53,8 @@ static zs_status check_local(zs_engine *e) {
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_plan_need n;
   if (zs_plan_need_of(&e->cfg, e->world_size, &us, 0, &n) != ZS_OK) return ZS_OK;
-  if (n.place.active && !n.place.fits) { /* over its own budget, whatever the memory */
+  if ((n.place.active && !n.place.fits) || (n.host_cap && n.host_total > n.host_cap)) {
+    /* over its own budget or host cap, whatever the memory */
     const zs_plan_room any = {e->cfg.device, SIZE_MAX, SIZE_MAX};
     char verdict[640];
     zs_plan_verdict(&e->cfg, e->world_size, &us, 0, &any, verdict, sizeof verdict);

@@ -16,11 +16,16 @@ zs_status zs_mem_alloc(zs_mem *m, zs_mem_cat c, size_t bytes, void **p, void *st
   return ZS_OK;
 }
 
+/* What the host tier holds for an allocation of `bytes`. */
+static size_t host_charge(const zs_mem *m, size_t bytes) {
+  return m->host.charge ? m->host.charge(bytes) : bytes;
+}
+
 zs_status zs_mem_alloc_host(zs_mem *m, size_t bytes, void **p) {
   if (!m->host.alloc) return zs_err(ZS_ERR_STATE, "offloaded state: no host memory tier attached");
   zs_status rc = m->host.alloc(m->host.impl, bytes, p);
   if (rc != ZS_OK) return zs_err_wrap(rc, "offloaded state");
-  zs_ledger_add(&m->ledger, ZS_MEM_HOST_PINNED, bytes);
+  zs_ledger_add(&m->ledger, ZS_MEM_HOST_PINNED, host_charge(m, bytes));
   return ZS_OK;
 }
 
@@ -57,7 +62,7 @@ void zs_mem_free(zs_mem *m, zs_mem_cat c, void *p, size_t bytes, void *stream) {
 
 void zs_mem_free_host(zs_mem *m, void *p, size_t bytes) {
   if (!p) return;
-  const zs_mem_deferred d = {p, ZS_MEM_HOST_PINNED, bytes, 1};
+  const zs_mem_deferred d = {p, ZS_MEM_HOST_PINNED, host_charge(m, bytes), 1};
   if (m->broken)
     defer(m, d);
   else

@@ -24,11 +24,13 @@ typedef struct {
 } zs_mem_deferred;
 
 /* The host tier's allocator (the engine attaches its offload arena): alloc gives bytes of host
-   memory or fails with a message; free returns what alloc gave. */
+   memory or fails with a message; free returns what alloc gave; charge (NULL: bytes as asked) is
+   what an allocation of `bytes` holds, which the ledger books (the arena: whole pages). */
 typedef struct {
   zs_status (*alloc)(void *impl, size_t bytes, void **p);
   void (*free)(void *impl, void *p);
   void *impl;
+  size_t (*charge)(size_t bytes);
 } zs_mem_host;
 
 typedef struct {
@@ -47,7 +49,8 @@ void zs_mem_init(zs_mem *m, zs_dev *dev);
 zs_status zs_mem_alloc(zs_mem *m, zs_mem_cat c, size_t bytes, void **p, void *stream);
 /* Frees (or, broken, defers) device memory from zs_mem_alloc; p NULL is a no-op. */
 void zs_mem_free(zs_mem *m, zs_mem_cat c, void *p, size_t bytes, void *stream);
-/* bytes of host-tier memory booked as host_pinned; the host allocator's error (wrapped) when it
+/* bytes of host-tier memory booked as host_pinned at what the tier holds for it (its charge);
+   the host allocator's error (wrapped) when it
    refuses, ZS_ERR_STATE when there is no host tier. */
 zs_status zs_mem_alloc_host(zs_mem *m, size_t bytes, void **p);
 /* Frees (or, broken, defers) host-tier memory from zs_mem_alloc_host; p NULL is a no-op. */

@@ -2,9 +2,17 @@
  * CUDA (gradients device->host on the comm stream, params host->device on the compute stream). */
 #include "offload/pipeline.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/host_charge.h"
+
+size_t zs_offload_pipe_bytes(zs_device kind, size_t chunk) {
+  if (kind != ZS_DEVICE_CUDA) return 0;
+  const size_t b = chunk > SIZE_MAX / 4 ? SIZE_MAX : chunk * 4, c = zs_host_charge(b);
+  return c > SIZE_MAX / 4 ? SIZE_MAX : 4 * c;
+}
 
 zs_status zs_offload_pipe_init(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a, size_t chunk) {
   memset(p, 0, sizeof *p);

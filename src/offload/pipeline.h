@@ -31,6 +31,10 @@ typedef struct {
   int param_busy[2];    /* a host->device copy from param[k] is queued, ev_param[k] not waited */
 } zs_offload_pipe;
 
+/* The host arena bytes the staging holds on device kind `kind` with `chunk` elements per chunk:
+   four buffers of chunk x 4 bytes, each its whole pages (zs_host_charge); 0 on the CPU device.
+   The engine books it as host_pinned and the planner counts it. */
+size_t zs_offload_pipe_bytes(zs_device kind, size_t chunk);
 /* Allocates the staging buffers (CUDA only; a no-op on the CPU device). */
 zs_status zs_offload_pipe_init(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a, size_t chunk);
 /* Waits (bounded) for the copies still queued from the param slots, then frees the staging. */

@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/host_charge.h"
+#include "offload/pipeline.h"
 #include "shard/frozen.h"
 
 static size_t sat_add(size_t a, size_t b) {
@@ -56,6 +58,8 @@ size_t zs_placement_host_bytes(const zs_plan *p, const zs_plan_units *u, int i) 
   zs_plan_unit_bytes_of(p, &h, zs_plan_unit_numel(u, i), b);
   return b[ZS_MEM_HOST_PINNED];
 }
+
+static size_t nvme_sum(const zs_plan *p, const zs_plan_units *u, int i, int host, int charged);
 
 /* The weight the two placements rank units by: the budget's moved bytes, or the NVMe tier's
    bytes under the budget's placement pl. */
@@ -151,6 +155,18 @@ static void budget_make(const zs_plan *p, const zs_config *c, int world, const z
   out->fits = out->device_bytes <= out->budget;
 }
 
+int zs_placement_offload_optimizer(const zs_config *c) {
+  return (c->offload & ZS_OFFLOAD_OPTIMIZER) ||
+         (c->offload_budget_bytes && c->offload_budget_bytes != ZS_UNSET_SIZE);
+}
+
+size_t zs_placement_pipe_bytes(const zs_config *c) {
+  const int on = zs_placement_offload_optimizer(c);
+  size_t chunk = c->offload_chunk;
+  if (!chunk || chunk == ZS_UNSET_SIZE) chunk = (size_t)1 << 22; /* the default */
+  return on ? zs_offload_pipe_bytes(c->device, chunk) : 0;
+}
+
 /* The NVMe tier's placement after the budget's (out holds it). */
 static void nvme_make(const zs_plan *p, const zs_config *c, const zs_plan_units *u,
                       zs_placement *out) {
@@ -162,7 +178,7 @@ static void nvme_make(const zs_plan *p, const zs_config *c, const zs_plan_units 
     zs_placement_unit_table(p, u, i, zs_placement_host(out, p, u, i), &t);
     zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), host);
   }
-  const size_t h = host[ZS_MEM_HOST_PINNED];
+  const size_t h = sat_add(host[ZS_MEM_HOST_PINNED], zs_placement_pipe_bytes(c));
   out->host_bytes = h;
   out->host_fits = 1;
   if (h <= out->host_cap) return;
@@ -175,8 +191,9 @@ static void nvme_make(const zs_plan *p, const zs_config *c, const zs_plan_units 
     if (zs_placement_nvme(out, p, u, i)) {
       out->nnvme++;
       freed = sat_add(freed, nvme_w(out, p, u, i));
+      out->disk_bytes =
+          sat_add(out->disk_bytes, nvme_sum(p, u, i, zs_placement_host(out, p, u, i), 0));
     }
-  out->disk_bytes = freed;
   out->staging_bytes = out->nnvme ? st : 0;
   out->host_bytes = sat_add(h - (freed < h ? freed : h), out->staging_bytes);
   out->host_fits = out->host_bytes <= out->host_cap;
@@ -193,7 +210,9 @@ void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs
   if (c->nvme_path) nvme_make(p, c, u, out);
 }
 
-size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, int host) {
+/* The bytes of the arrays the NVMe tier would take from unit i: in memory (charged: each array's
+   whole pages, what moving it frees on the host) or on disk. */
+static size_t nvme_sum(const zs_plan *p, const zs_plan_units *u, int i, int host, int charged) {
   zs_state_table t;
   zs_placement_unit_table(p, u, i, host, &t);
   if (!zs_state_is(&t, ZS_ST_ADAM_M, ZS_LIFE_PERSISTENT) || t.s[ZS_ST_ADAM_M].tier != ZS_TIER_HOST)
@@ -201,9 +220,15 @@ size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, 
   const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i)), sh = P / (size_t)p->nshards;
   size_t b = 0; /* the master (or the remainders where the mode has them), m and v */
   for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++)
-    if (zs_state_is(&t, (zs_state)k, ZS_LIFE_PERSISTENT))
-      b = sat_add(b, zs_state_bytes(&t, (zs_state)k, P, sh));
+    if (zs_state_is(&t, (zs_state)k, ZS_LIFE_PERSISTENT)) {
+      const size_t a = zs_state_bytes(&t, (zs_state)k, P, sh);
+      b = sat_add(b, charged ? zs_host_charge(a) : a);
+    }
   return b;
+}
+
+size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, int host) {
+  return nvme_sum(p, u, i, host, 1);
 }
 
 void zs_placement_nvme_elems(const zs_config *c, size_t eb[3]) {

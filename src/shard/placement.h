@@ -65,10 +65,17 @@ size_t zs_placement_host_bytes(const zs_plan *p, const zs_plan_units *u, int i);
    with nvme_path, the NVMe tier's placement (the fields after tie_last). */
 void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
                        zs_placement *out);
-/* Bytes of unit i's optimizer state (master or remainders, m, v) when its table (budget host
-   flag `host`)
-   keeps it on the host tier: what moving it to the NVMe tier frees there; 0 when it is on the
-   device or the unit is frozen (no optimizer state). Saturating. */
+/* Whether c offloads the optimizer (ZS_OFFLOAD_OPTIMIZER, or an offload budget that may place any
+   unit's optimizer state on the host): the engine's optimizer then has workers and, on CUDA, the
+   copy pipeline. */
+int zs_placement_offload_optimizer(const zs_config *c);
+/* The host arena bytes of the optimizer's copy pipeline under c (zs_offload_pipe_bytes: CUDA
+   with ZS_OFFLOAD_OPTIMIZER or an offload budget; 0 otherwise), in host_pinned from create on. */
+size_t zs_placement_pipe_bytes(const zs_config *c);
+/* Host bytes of unit i's optimizer state (master or remainders, m, v; each array's whole pages,
+   zs_host_charge) when its table (budget host flag `host`) keeps it on the host tier: what moving
+   it to the NVMe tier frees there; 0 when it is on the device or the unit is frozen (no optimizer
+   state). Saturating. */
 size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, int host);
 /* Bytes per element of the NVMe tier's three arrays under c's precision mode (the master's file:
    4 for an fp32 master, 2 for ZS_MASTER_REMAINDER's remainders, 0 in lean mode, which has none;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/host_charge.h"
 #include "device/ops.h" /* zs_dtype_size, ZS_SQ_NWORDS */
 #include "shard/placement.h"
 #include "shard/shard.h"
@@ -90,7 +91,9 @@ void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
     if (!zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) continue;
     if (t->s[k].tier == ZS_TIER_NVME) continue; /* disk, not memory (zs_placement.disk_bytes) */
     const zs_mem_cat c = t->s[k].cat;
-    add[c] = add_mul(add[c], zs_state_elems(t, (zs_state)k, P, s), zs_dtype_size(t->s[k].dtype));
+    const size_t b = add_mul(0, zs_state_elems(t, (zs_state)k, P, s), zs_dtype_size(t->s[k].dtype));
+    /* a host-tier array holds its whole pages (one region each: base/host_charge.h) */
+    add[c] = add_mul(add[c], c == ZS_MEM_HOST_PINNED ? zs_host_charge(b) : b, 1);
   }
 }
 
@@ -180,5 +183,6 @@ void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_pl
     zs_placement_unit_of(&pl, p, u, i, &t);
     zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), out);
   }
-  add_staging(out, pl.staging_bytes); /* the NVMe tier's, pinned host memory */
+  add_staging(out, pl.staging_bytes);           /* the NVMe tier's, pinned host memory */
+  add_staging(out, zs_placement_pipe_bytes(c)); /* the copy pipeline's, in the host arena */
 }

@@ -30,12 +30,14 @@ zs_status zs_plan_need_of(const zs_config *c, int world, const zs_plan_units *u,
     d = sat_add(d, n->cat[k]);
   n->device_total = d;
   n->host_total = n->cat[ZS_MEM_HOST_PINNED];
+  n->host_cap = c->offload_host_bytes == ZS_UNSET_SIZE ? 0 : c->offload_host_bytes;
   return ZS_OK;
 }
 
 int zs_plan_fits(const zs_plan_need *n, const zs_plan_room *r) {
   if (n->place.active && !n->place.fits) return 0;
   if (n->place.nvme && !n->place.host_fits) return 0; /* over offload_host_bytes, all on disk */
+  if (n->host_cap && n->host_total > n->host_cap) return 0; /* the host arena's capacity */
   if (r->device == ZS_DEVICE_CPU) return sat_add(n->device_total, n->host_total) <= r->device_bytes;
   return n->device_total <= r->device_bytes && n->host_total <= r->host_bytes;
 }
@@ -186,15 +188,17 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
       snprintf(msg + h, cap - h, "%s%s", strstr(msg, "; fits") ? " or " : "; fits ", alt);
     return 0;
   }
-  if (n.place.nvme && !n.place.host_fits) { /* over the host cap with every unit on the tier */
+  if (n.host_cap && n.host_total > n.host_cap) { /* over the host cap (with the NVMe tier: with
+                                                    every offloaded unit's state on it) */
     char hb[32], cb[32];
-    zs_plan_human(n.place.host_bytes, hb, sizeof hb);
-    zs_plan_human(n.place.host_cap, cb, sizeof cb);
+    zs_plan_human(n.host_total, hb, sizeof hb);
+    zs_plan_human(n.host_cap, cb, sizeof cb);
     snprintf(msg, cap,
-             "does not fit: needs %s of host memory at stage %d with %d rank%s with every "
-             "offloaded unit's optimizer state on the NVMe tier, over offload_host_bytes of %s; "
-             "fits with offload_host_bytes of %zu bytes or more",
-             hb, c->stage, world, world == 1 ? "" : "s", cb, n.place.host_bytes);
+             "does not fit: needs %s of host memory at stage %d with %d rank%s%s, over "
+             "offload_host_bytes of %s; fits with offload_host_bytes of %zu bytes or more",
+             hb, c->stage, world, world == 1 ? "" : "s",
+             n.place.nvme ? " with every offloaded unit's optimizer state on the NVMe tier" : "",
+             cb, n.host_total);
     return 0;
   }
   /* What is short: on the CPU device the one pool; on a GPU the device, else the host. */

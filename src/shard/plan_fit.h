@@ -18,6 +18,7 @@ typedef struct {
   size_t cat[ZS_MEM_NCAT];
   size_t activations;
   size_t device_total, host_total;
+  size_t host_cap;    /* zs_config.offload_host_bytes (0: none): host_total must stay within it */
   zs_placement place; /* where an offload budget puts the units (placement.h); active 0 without */
 } zs_plan_need;
 
@@ -33,7 +34,8 @@ typedef struct {
    the world. */
 zs_status zs_plan_need_of(const zs_config *c, int world, const zs_plan_units *u, size_t act,
                           zs_plan_need *n);
-/* 1 when the need fits the room (and, with an offload budget, the budget). */
+/* 1 when the need fits the room (and, with an offload budget, the budget; with a host cap, the
+   cap). */
 int zs_plan_fits(const zs_plan_need *n, const zs_plan_room *r);
 /* The verdict sentence for c with `world` ranks into msg (cap bytes): "fits: ..." or "does not
    fit: ...; fits <alternatives>" where the alternatives are the first higher stage, the fewest

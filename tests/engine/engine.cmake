@@ -539,6 +539,10 @@ zs_mpi_test(engine_rem_m16_np2_stage1 test_engine_rem NP 2
 # under a missing one, and zs_plan_model counts the placement.
 zs_exe(test_engine_nvme_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_plan.c)
 zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS engine)
+# One memory verdict under a host cap: zs_plan_model's fits equals commit's verdict, and the
+# ledger books the planner's host bytes, for random models, tiers, modes and caps (NVMe too).
+zs_exe(test_engine_host_cap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_host_cap.c)
+zs_mpi_test(engine_host_cap test_engine_host_cap NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS engine)
 # The NVMe tier's range reads and writes and its life in the engine (src/engine/nvme_range.c,
 # nvme_tier.c): random ranges of every array against a plain float array, the files read back with
 # buffered I/O, bad ranges, set/get_param through the tier, planner = ledger, a deleted file, the

@@ -6,15 +6,30 @@
  *   stage 3: params b*psi/N, grads b*psi/N, optimizer K*psi/N
  * Unit sizes divide by 4, so there is no padding at N = 1, 2, 4. Also checks that transient
  * buffers are bounded during a stage-3 step and return to zero after it, and that offload moves
- * exactly the offloaded state to host_pinned. */
+ * exactly the offloaded state to host_pinned (each array in whole pages there). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zs_test.h"
 
 static const zs_tensor_desc unit_a[2] = {{"w", 2, {64, 8, 0, 0}, 0}, {"b", 1, {16, 0, 0, 0}, 1}};
 static const zs_tensor_desc unit_b[1] = {{"w", 1, {1024, 0, 0, 0}, 0}};
 enum { PSI_A = 64 * 8 + 16, PSI_B = 1024, PSI = PSI_A + PSI_B };
+
+/* The host tier's bytes with N ranks, b-byte params: per unit, the fp32 master, m and v shards
+   (optimizer offload, oo) and the param shard (params offload, op), each an array of whole pages
+   (the host arena maps one region per array). */
+static size_t host_want(size_t N, size_t b, int op, int oo) {
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE), psi[2] = {PSI_A, PSI_B};
+  size_t h = 0;
+  for (int u = 0; u < 2; u++) {
+    const size_t s = psi[u] / N;
+    if (oo) h += 3 * ((4 * s + pg - 1) / pg * pg);
+    if (op) h += (b * s + pg - 1) / pg * pg;
+  }
+  return h;
+}
 
 static void check_stage(zs_comm *comm, int stage, zs_dtype dt) {
   const size_t N = (size_t)zs_comm_size(comm), b = dt == ZS_BF16 ? 2 : 4, K = 12;
@@ -86,9 +101,9 @@ static void check_stage(zs_comm *comm, int stage, zs_dtype dt) {
 }
 
 /* Offload moves exactly the offloaded state from the device categories to host_pinned:
-   optimizer 12*psi/N (stages 1-3) and, at stage 3, params b*psi/N. */
+   optimizer 12*psi/N (stages 1-3) and, at stage 3, params b*psi/N (host_want: in whole pages). */
 static void check_offload(zs_comm *comm, int stage, unsigned offload, zs_dtype dt) {
-  const size_t N = (size_t)zs_comm_size(comm), b = dt == ZS_BF16 ? 2 : 4, K = 12;
+  const size_t N = (size_t)zs_comm_size(comm), b = dt == ZS_BF16 ? 2 : 4;
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = stage;
@@ -104,7 +119,7 @@ static void check_offload(zs_comm *comm, int stage, unsigned offload, zs_dtype d
   const int op = (offload & ZS_OFFLOAD_PARAMS) != 0;
   size_t want_p = op ? 0 : (stage <= 2 ? b * PSI : b * PSI / N);
   size_t want_g = stage <= 1 ? b * PSI : b * PSI / N;
-  size_t want_h = K * PSI / N + (op ? b * PSI / N : 0);
+  size_t want_h = host_want(N, b, op, 1);
   ZS_EXPECT(m.params.cur == want_p, "offload %u stage %d: params %zu, want %zu", offload, stage,
             m.params.cur, want_p);
   ZS_EXPECT(m.grads.cur == want_g, "offload %u stage %d: grads %zu, want %zu", offload, stage,
@@ -182,7 +197,7 @@ static void check_switches(zs_comm *comm, unsigned offload) {
   ZS_OK_OR_DIE(zs_engine_memory(e, &m));
   const int op = (offload & ZS_OFFLOAD_PARAMS) != 0, oo = (offload & ZS_OFFLOAD_OPTIMIZER) != 0;
   const size_t want_p = op ? 0 : b * PSI / N, want_g = b * PSI, want_o = oo ? 0 : K * PSI / N;
-  const size_t want_h = (op ? b * PSI / N : 0) + (oo ? K * PSI / N : 0);
+  const size_t want_h = host_want(N, b, op, oo);
   ZS_EXPECT(m.params.cur == want_p && m.grads.cur == want_g && m.optimizer.cur == want_o &&
                 m.host_pinned.cur == want_h,
             "offload %u: ledger %zu %zu %zu %zu, want %zu %zu %zu %zu", offload, m.params.cur,

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef ZS_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -477,8 +478,11 @@ int main(int argc, char **argv) {
   const size_t host_per =
       (size_t)(o.m16 ? 4 : 8) + master_per + (o.offload & ZS_OFFLOAD_PARAMS ? (o.bf16 ? 2 : 4) : 0);
   /* ... and no more than that over this rank's shard with its padding (at most world - 1
-     elements per unit): no state the mode does without. */
-  const size_t host_max = host_per * ((size_t)(n / world) + (size_t)TM_NUNITS * (size_t)world);
+     elements per unit), each array rounded up to whole pages in the arena: no state the mode
+     does without. */
+  const size_t narrays = 2 + (master_per > 0) + ((o.offload & ZS_OFFLOAD_PARAMS) != 0);
+  const size_t host_max = host_per * ((size_t)(n / world) + (size_t)TM_NUNITS * (size_t)world) +
+                          (size_t)TM_NUNITS * narrays * (size_t)sysconf(_SC_PAGESIZE);
   if (o.offload & ZS_OFFLOAD_OPTIMIZER)
     ZS_EXPECT(mem.optimizer.cur == 0 && mem.host_pinned.cur >= host_per * (size_t)(n / world) &&
                   mem.host_pinned.cur <= host_max,

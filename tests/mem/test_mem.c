@@ -47,7 +47,7 @@ int main(void) {
   zs_mem_init(&m, &dev);
   void *a = NULL, *b = NULL, *c = NULL, *d = NULL, *h = NULL;
   ZS_EXPECT_STATUS(zs_mem_alloc_host(&m, 16, &h), ZS_ERR_STATE); /* no host tier yet */
-  m.host = (zs_mem_host){host_alloc, host_free, NULL};
+  m.host = (zs_mem_host){host_alloc, host_free, NULL, NULL};     /* booked as asked */
   ZS_OK_OR_DIE(zs_mem_alloc(&m, ZS_MEM_BUFFERS, 100, &a, NULL));
   ZS_OK_OR_DIE(zs_mem_alloc(&m, ZS_MEM_PARAMS, 64, &b, NULL));
   ZS_OK_OR_DIE(zs_mem_alloc(&m, ZS_MEM_BUFFERS, 40, &c, NULL));

@@ -1,6 +1,7 @@
 /* Pinned NUMA host arena (CPU device here; the pinned check on a GPU is test_offload_pinned_cuda):
- * memory sits on the arena's node (get_mempolicy), stats are exact, sizes from 0 bytes to 80 MiB
- * work and freed memory is reused, only exact pointers are accepted, capacity exhaustion is
+ * memory sits on the arena's node (get_mempolicy), stats are exact (reserved: every live
+ * allocation's whole pages, one page for 0 bytes, and nothing more), sizes from 0 bytes to 80 MiB
+ * work and freeing gives the pages back, only exact pointers are accepted, capacity exhaustion is
  * ZS_ERR_OUT_OF_MEMORY with a message naming bytes, and destroy returns everything (ASan). */
 #include <linux/mempolicy.h>
 #include <pthread.h>
@@ -13,6 +14,12 @@
 #include "zs_test.h"
 
 #define MiB ((size_t)1 << 20)
+
+/* What an allocation of b bytes reserves: its whole pages (one for 0 bytes). */
+static size_t pages(size_t b) {
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  return b ? (b + pg - 1) / pg * pg : pg;
+}
 
 /* Node the page at p lives on (it is touched first), or -1. */
 static int page_node(void *p) {
@@ -67,7 +74,7 @@ static void test_sizes(unsigned flags) {
                           4097, 100000, MiB, 3 * MiB + 5, 64 * MiB, 80 * MiB};
   enum { N = sizeof sizes / sizeof sizes[0] };
   void *p[N];
-  size_t want = 0, cur, peak, reserved;
+  size_t want = 0, want_rsv = 0, cur, peak, reserved;
   for (int i = 0; i < N; i++) {
     ZS_OK_OR_DIE(zs_host_arena_alloc(a, sizes[i], &p[i]));
     ZS_EXPECT(p[i] != NULL && (uintptr_t)p[i] % ZS_HOST_ARENA_ALIGN == 0, "size %zu: %p", sizes[i],
@@ -76,10 +83,11 @@ static void test_sizes(unsigned flags) {
       ZS_EXPECT(p[i] != p[j], "size %zu: pointer reused while live", sizes[i]);
     check_on_node(p[i], sizes[i], node, bound, "alloc");
     want += sizes[i];
+    want_rsv += pages(sizes[i]);
   }
   ZS_OK_OR_DIE(zs_host_arena_stats(a, &cur, &peak, &reserved));
   ZS_EXPECT(cur == want && peak == want, "cur %zu peak %zu, want %zu", cur, peak, want);
-  ZS_EXPECT(reserved >= cur, "reserved %zu < cur %zu", reserved, cur);
+  ZS_EXPECT(reserved == want_rsv, "reserved %zu, want %zu (whole pages)", reserved, want_rsv);
   printf("  %d allocations, %zu bytes handed out, %zu reserved\n", N, cur, reserved);
 
   /* Exact pointers only: interior, foreign and double frees are refused and change nothing. */
@@ -90,10 +98,12 @@ static void test_sizes(unsigned flags) {
   ZS_EXPECT_STATUS(zs_host_arena_free(a, p[3]), ZS_ERR_INVALID_ARG);
   ZS_OK_OR_DIE(zs_host_arena_free(a, NULL));
   want -= sizes[3];
-  ZS_OK_OR_DIE(zs_host_arena_stats(a, &cur, &peak, NULL));
+  want_rsv -= pages(sizes[3]);
+  ZS_OK_OR_DIE(zs_host_arena_stats(a, &cur, &peak, &reserved));
   ZS_EXPECT(cur == want && peak == want + sizes[3], "after free: cur %zu peak %zu", cur, peak);
+  ZS_EXPECT(reserved == want_rsv, "after free: reserved %zu, want %zu", reserved, want_rsv);
 
-  /* Freed memory is reused: freeing and re-allocating the big blocks reserves nothing new. */
+  /* Freeing and re-allocating the big blocks reserves the same again. */
   ZS_OK_OR_DIE(zs_host_arena_stats(a, NULL, NULL, &reserved));
   for (int round = 0; round < 3; round++) {
     for (int i = N - 3; i < N; i++)
@@ -106,19 +116,22 @@ static void test_sizes(unsigned flags) {
   ZS_EXPECT(reserved2 == reserved, "re-allocation reserved more: %zu -> %zu", reserved, reserved2);
   ZS_EXPECT(cur == want, "cur %zu want %zu", cur, want);
 
-  /* Churn of small and medium blocks settles: the second pass reserves nothing new. */
+  /* Churn of small and medium blocks: reserved is the live blocks' pages after each pass. */
   void *q[64] = {0};
-  size_t after_first = 0;
+  size_t qs[64] = {0};
   for (int pass = 0; pass < 2; pass++) {
     for (int it = 0; it < 2000; it++) {
       int k = (it * 37) % 64;
       if (q[k]) ZS_OK_OR_DIE(zs_host_arena_free(a, q[k]));
-      ZS_OK_OR_DIE(zs_host_arena_alloc(a, (size_t)(it * 7919) % 300000 + 1, &q[k]));
+      qs[k] = (size_t)(it * 7919) % 300000 + 1;
+      ZS_OK_OR_DIE(zs_host_arena_alloc(a, qs[k], &q[k]));
     }
-    if (pass == 0) ZS_OK_OR_DIE(zs_host_arena_stats(a, NULL, NULL, &after_first));
+    size_t live = want_rsv;
+    for (int k = 0; k < 64; k++)
+      live += q[k] ? pages(qs[k]) : 0;
+    ZS_OK_OR_DIE(zs_host_arena_stats(a, NULL, NULL, &reserved2));
+    ZS_EXPECT(reserved2 == live, "churn pass %d: reserved %zu, want %zu", pass, reserved2, live);
   }
-  ZS_OK_OR_DIE(zs_host_arena_stats(a, NULL, NULL, &reserved2));
-  ZS_EXPECT(reserved2 == after_first, "churn keeps reserving: %zu -> %zu", after_first, reserved2);
   for (int k = 0; k < 64; k++)
     ZS_OK_OR_DIE(zs_host_arena_free(a, q[k]));
   for (int i = 0; i < N / 2; i++)
@@ -150,7 +163,7 @@ static void test_capacity(void) {
   ZS_OK_OR_DIE(zs_host_arena_stats(a, &cur, NULL, &reserved));
   ZS_EXPECT(cur == (size_t)n * 4 * MiB, "cur %zu after %d allocations", cur, n);
   ZS_EXPECT(reserved <= cap, "reserved %zu over capacity %zu", reserved, cap);
-  ZS_EXPECT(n >= 6, "only %d x 4 MiB fit in %zu bytes", n, cap);
+  ZS_EXPECT(n == 12, "%d x 4 MiB fit in %zu bytes, want exactly 12", n, cap);
   for (int i = 0; i < n; i++)
     ZS_OK_OR_DIE(zs_host_arena_free(a, p[i]));
   ZS_OK_OR_DIE(zs_host_arena_alloc(a, 4 * MiB, &p[0])); /* usable again after freeing */

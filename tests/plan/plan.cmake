@@ -8,7 +8,7 @@ endforeach()
 if(ZS_BUILD_EXAMPLES) # both compare with examples/train_gpt2
   add_test(NAME plan_tool COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_plan_tool.sh
                                   $<TARGET_FILE:zshard-plan> $<TARGET_FILE:train_gpt2> ${ZS_MPIEXEC})
-  set_tests_properties(plan_tool PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+  set_tests_properties(plan_tool PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" SKIP_RETURN_CODE 77 TIMEOUT 120
                                             LABELS "mpi;engine" PROCESSORS 2)
   # The stage-comparison benchmark on 2 ranks (8 configurations): it exits non-zero unless model
   # states and activations equal the plan and every total is within 1% (bench/RESULTS.md has the

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zs_test.h"
 
@@ -123,6 +124,18 @@ static const cfg_case cases[] = {
     {"stage 3 hybrid groups of 2 budget 30%, lean, bf16 moments", 3, 2, 1, 0, 0, ZS_BF16, ZS_BF16,
      0, 0, ZS_MASTER_LEAN, 1, 30},
 };
+
+/* Bytes of a host-arena array of b bytes: whole pages (one region per array). */
+static size_t pages(size_t b) {
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  return b ? (b + pg - 1) / pg * pg : pg;
+}
+
+/* A trainable unit's optimizer arrays in the host arena: a master of mb bytes per element (none
+   when 0), m and v (2 or 4 bytes), range elements each. */
+static size_t host_arrays(size_t mb, int m16, size_t range) {
+  return (mb ? pages(mb * range) : 0) + 2 * pages((m16 ? 2 : 4) * range);
+}
 
 /* One step of `micro` micro-steps: forward gathers and releases in order, backward in reverse
    writes every gradient element, grads_ready, release. */
@@ -255,13 +268,14 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
      params are the master wherever they are), except where ZS_MASTER_PARAMS's params live there
      too (they are the master), and with ZS_OFFLOAD_PARAMS every unit's param shard; the rest of
      the optimizer state is on the device (ZS_OFFLOAD_PARAMS alone: all of it, with a master of
-     its own there). */
+     its own there). In the arena each array holds whole pages. */
   if (k->offload && !k->group) {
     const int op = (k->offload & ZS_OFFLOAD_PARAMS) != 0,
               oo = (k->offload & ZS_OFFLOAD_OPTIMIZER) != 0;
     const size_t mb = k->master != ZS_MASTER_PARAMS ? master_bytes : op != oo ? 4 : 0;
     const size_t opt = (mb + (k->m16 ? 4 : 8)) * range * trainable;
-    const size_t host = (oo ? opt : 0) + (op ? NUNITS * range * (k->pd == ZS_BF16 ? 2 : 4) : 0);
+    const size_t host = (oo ? host_arrays(mb, k->m16, range) * trainable : 0) +
+                        (op ? NUNITS * pages(range * (k->pd == ZS_BF16 ? 2 : 4)) : 0);
     ZS_EXPECT(r.host_pinned == host && r.optimizer == (oo ? 0 : opt),
               "%s, %d ranks, frozen %d: plan host %zu optimizer %zu, want %zu %zu", k->name, W,
               frozen[1], r.host_pinned, r.optimizer, host, oo ? (size_t)0 : opt);
@@ -275,8 +289,8 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
     for (int i = 0; i < NUNITS; i++) {
       if (!host[i]) continue;
       const size_t mb = k->master != ZS_MASTER_PARAMS ? master_bytes : sp ? 0 : 4;
-      if (!frozen[i]) want += (mb + (k->m16 ? 4 : 8)) * range;
-      if (sp) want += range * (k->pd == ZS_BF16 ? 2 : 4);
+      if (!frozen[i]) want += host_arrays(mb, k->m16, range);
+      if (sp) want += pages(range * (k->pd == ZS_BF16 ? 2 : 4));
     }
     ZS_EXPECT(r.host_pinned == want, "%s, %d ranks, frozen %d: plan host %zu, want %zu", k->name, W,
               frozen[1], r.host_pinned, want);

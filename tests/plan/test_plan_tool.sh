@@ -19,6 +19,11 @@ check() { # name got want
     echo "ok   $1"
   fi
 }
+# The host arena's figures below are worked out for 4 KiB pages (each array whole pages).
+if [ "$(getconf PAGESIZE)" != 4096 ]; then
+  echo "skip: the page is $(getconf PAGESIZE) bytes, the figures below assume 4096"
+  exit 77
+fi
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 # 1. The ZeRO paper: bf16 params and grads (2 + 2 bytes), fp32 master + Adam m + v (12 bytes):
@@ -54,16 +59,18 @@ if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype bf16 --master params >/de
 fi
 # With offload, by hand (psi/64 = 117187500 elements per rank): stage 3, optimizer and params
 # offloaded, params the master, bf16 moments: the arena holds the fp32 param shard (the master)
-# and m, v in bf16, 8 bytes each = 937500000, the device the fp32 grad shard 468750000; stage 1
-# with the optimizer alone offloaded: the params stay on the device, so the arena keeps an fp32
-# master beside m and v: 12 bytes each = 1406250000 (the same as an fp32 master).
+# and m, v in bf16, 8 bytes each = 937500000, each array rounded up to 4 KiB pages (468750336 +
+# 2 x 234377216 = 937504768), the device the fp32 grad shard 468750000; stage 1 with the
+# optimizer alone offloaded: the params stay on the device, so the arena keeps an fp32 master
+# beside m and v: 12 bytes each = 1406250000, in pages 3 x 468750336 = 1406251008 (the same as
+# an fp32 master).
 got=$("$plan" --params 7.5e9 --world 64 --stage 3 --dtype fp32 --master params --moment-dtype bf16 \
   --offload opt+params --device cpu --model-states-only --json |
   field '"%d %d" % (d["per_rank"]["host_pinned"], d["per_rank"]["grads"])')
-check "master params + bf16 moments, opt+params offload, stage 3 host/grads" "$got" "937500000 468750000"
+check "master params + bf16 moments, opt+params offload, stage 3 host/grads" "$got" "937504768 468750000"
 got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master params --offload opt \
   --device cpu --model-states-only --json | field 'd["per_rank"]["host_pinned"]')
-check "master params, optimizer offload, stage 1 host" "$got" 1406250000
+check "master params, optimizer offload, stage 1 host" "$got" 1406251008
 # Lean mode (the bf16 params are the master): bf16 params and grads (2 + 2 bytes) and m, v: at
 # stage 0 12 psi = 90e9 (8 psi = 60e9 with bf16 moments); stage 3 on 64 ranks 12 psi / 64 =
 # 1406250000. fp32 params cannot be lean (refused).
@@ -90,16 +97,17 @@ if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --master remainder >
 fi
 # The remainder and lean modes offloaded, by hand (psi/64 = 117187500 elements per rank): lean,
 # stage 3, optimizer and params offloaded, bf16 moments: the arena holds the bf16 param shard (the
-# master) and m, v in bf16, 6 bytes each = 703125000, the device the bf16 grad shard 234375000;
-# the remainder master at stage 1 with the optimizer offloaded: the arena holds the 2-byte
-# remainder and fp32 m, v, 10 bytes each = 1171875000 (the bf16 params stay on the device).
+# master) and m, v in bf16, 6 bytes each = 703125000, in pages 3 x 234377216 = 703131648, the
+# device the bf16 grad shard 234375000; the remainder master at stage 1 with the optimizer
+# offloaded: the arena holds the 2-byte remainder and fp32 m, v, 10 bytes each = 1171875000, in
+# pages 234377216 + 2 x 468750336 = 1171877888 (the bf16 params stay on the device).
 got=$("$plan" --params 7.5e9 --world 64 --stage 3 --dtype bf16 --master lean --moment-dtype bf16 \
   --offload opt+params --device cpu --model-states-only --json |
   field '"%d %d" % (d["per_rank"]["host_pinned"], d["per_rank"]["grads"])')
-check "lean + bf16 moments, opt+params offload, stage 3 host/grads" "$got" "703125000 234375000"
+check "lean + bf16 moments, opt+params offload, stage 3 host/grads" "$got" "703131648 234375000"
 got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype bf16 --master remainder --offload opt \
   --device cpu --model-states-only --json | field 'd["per_rank"]["host_pinned"]')
-check "master remainder, optimizer offload, stage 1 host" "$got" 1171875000
+check "master remainder, optimizer offload, stage 1 host" "$got" 1171877888
 
 # 2. Refusals. 25e9 bf16 params in 1000 units, stage 3, 4 ranks: model states 16 psi / 4 =
 #    100e9; buffers (2 held + 1 prefetched) x 25e6 x 2 bytes gathered + one 50e6 full gradient +
@@ -207,7 +215,8 @@ check "safetensors = the same GPT-2 shape by flags" "$st" "$flags"
 #    device bytes; every unit moved: 16868 - 7600 = 9268 (the least budget that fits).
 #    Budget 16868: none; 14468 (2400 must go): unit 1 (ties with unit 3: the lower index);
 #    14467: units 1 and 3; 10000 (6868 must go: 2400 + 2400 + 1600 = 6400 is short, + 800):
-#    units 0-3, 7200 bytes on the host; 9268: all; 9267: refused, naming 9268, and 4 ranks (the
+#    units 0-3, their 16 arrays (master, m, v, param shard) a 4 KiB page each in the host arena
+#    (one region per array: whole pages) = 65536 bytes on the host; 9268: all; 9267: refused, naming 9268, and 4 ranks (the
 #    units pad to 100, 300, 200, 300, 52: grads 952 + the same 7368 of buffers = 8320 fit).
 budget() { "$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu \
   --device-mem 1G --host-mem 1G --json --offload-budget "$@"; }
@@ -218,16 +227,19 @@ for b in "16868 []" "14468 [1]" "14467 [1, 3]" "10000 [0, 1, 2, 3]" "9268 [0, 1,
 done
 check "budget 10000: host and device bytes" \
   "$(budget 10000 | field 'd["per_rank"]["host_pinned"], d["per_rank"]["device_total"], d["fits"]')" \
-  "7200 9668 True"
+  "65536 9668 True"
 check "budget 9267: refused with the least budget" "$(budget 9267 | field 'd["fits"], d["verdict"]')" \
   "False does not fit: needs 9.1 KiB on each rank at stage 3 with 2 ranks with every unit's optimizer state and param shard on the host, over the offload budget of 9.0 KiB; fits with an offload budget of 9.1 KiB (9268 bytes) or more or with 4 ranks"
-#    With 16000 bytes of memory even the least budget does not fit (9268 + 7600 host = 16868 on
-#    the CPU device's one pool); 4 ranks do: 952 params + 952 grads + 2856 optimizer + 7368 =
-#    12128 in all, device 8320 with every unit moved, under 9267.
+#    With 16000 bytes of memory even the least budget does not fit (9268 + the host's pages on
+#    the CPU device's one pool); at 4 and 8 ranks units still go to the host, each unit's 4 arrays
+#    a page there (16384 > 16000); 16 ranks fit: the units pad to 112, 304, 208, 304, 64, shards
+#    of 62 elements in all: params 248 + grads 248 + optimizer 744 + buffers (3 x 304 x 4 = 3648,
+#    a full gradient 1216, norm bins 2568) 7432 = 8672 device bytes, under 9267 with no unit
+#    moved.
 check "budget 9267 in 16000 bytes: the least budget does not fit either" \
   "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 16000 \
     --host-mem 1G --offload-budget 9267 | tail -1)" \
-  "does not fit: needs 9.1 KiB on each rank at stage 3 with 2 ranks with every unit's optimizer state and param shard on the host, over the offload budget of 9.0 KiB; the least budget, 9.1 KiB (9268 bytes), does not fit this memory either; fits with 4 ranks"
+  "does not fit: needs 9.1 KiB on each rank at stage 3 with 2 ranks with every unit's optimizer state and param shard on the host, over the offload budget of 9.0 KiB; the least budget, 9.1 KiB (9268 bytes), does not fit this memory either; fits with 16 ranks"
 check "budget: table names the host units" \
   "$("$plan" --unit-sizes 100,300,200,300,50 --world 2 --stage 3 --device cpu --device-mem 1G \
     --host-mem 1G --offload-budget 14467 | grep '^placement:')" \
@@ -248,15 +260,17 @@ check "--free without --offload-budget free is refused" \
   "$("$plan" --unit-sizes 100 --world 2 --free 1000 2>&1 >/dev/null | grep -c 'add that' || true)" 1
 # 8. The NVMe tier (--nvme-path, --offload-host-bytes). Units of 100M, 300M, 200M, 300M and 50M
 #    fp32 elements at stage 3 on 2 ranks with optimizer offload: host bytes 12 per element of the
-#    shard, 600M, 1800M, 1200M, 1800M, 300M = 5700M; the tier's staging is 36 x 4Mi elements =
-#    150994944. Cap 6000M: nothing on disk. 5000M (5700M + staging - 5000M = 850994944 must go):
-#    unit 1 (ties with unit 3: the lower index), host 3900M + staging. 3000M (2850994944 must go):
-#    units 1 and 3, 3600M on disk. 100M: under the staging alone, refused naming 150994944.
+#    shard, 600M, 1800M, 1200M, 1800M, 300M = 5700M, each of a unit's 3 arrays (200M, 600M, 400M,
+#    600M, 100M bytes) rounded up to 4 KiB pages in the host arena (+3584, +2560, +3072, +2560,
+#    +3840 bytes: 46848 in all); the tier's staging is 36 x 4Mi elements = 150994944. Cap 6000M:
+#    nothing on disk, host 5700046848. 5000M: unit 1 (ties with unit 3: the lower index), host
+#    5700046848 - 1800007680 + staging. 3000M: units 1 and 3, 3600M on disk (the disk holds bytes
+#    as they are), host 5700046848 - 3600015360 + staging. 100M: under the staging alone, refused naming 150994944.
 nvme() { "$plan" --unit-sizes 100000000,300000000,200000000,300000000,50000000 --world 2 \
   --stage 3 --offload opt --device cpu --device-mem 1T --host-mem 1T --json --nvme-path /mnt/t \
   --offload-host-bytes "$1"; }
-for c in "6000000000 0 0 0 5700000000" "5000000000 1 1800000000 150994944 4050994944" \
-  "3000000000 2 3600000000 150994944 2250994944"; do
+for c in "6000000000 0 0 0 5700046848" "5000000000 1 1800000000 150994944 4051034112" \
+  "3000000000 2 3600000000 150994944 2251026432"; do
   check "nvme cap ${c%% *}: units, disk, staging, host" \
     "$(nvme "${c%% *}" | field 'd["nvme"]["units"], d["nvme"]["disk_bytes"], d["nvme"]["staging_bytes"], d["per_rank"]["host_pinned"]')" \
     "${c#* }"

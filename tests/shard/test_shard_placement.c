@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shard/placement.h"
 #include "shard/plan.h"
@@ -40,12 +41,17 @@ static size_t ref_moved(const zs_plan *p, const zs_config *c, size_t n, int froz
   return (frozen ? 0 : (2 * ms + master) * s) + (p->shard_params ? ps * s : 0);
 }
 
-/* Host bytes it then holds: the same, except that ZS_MASTER_PARAMS with full params (left on the
-   device) keeps an fp32 master on the host (zshard.h, zs_config.master). */
+/* Host bytes it then holds: the same arrays, each in whole pages (the host arena maps one region
+   per array), except that ZS_MASTER_PARAMS with full params (left on the device) keeps an fp32
+   master on the host (zshard.h, zs_config.master). */
 static size_t ref_host(const zs_plan *p, const zs_config *c, size_t n, int frozen) {
-  const size_t S = (size_t)p->nshards, s = (n + S - 1) / S;
-  const size_t extra = c->master == ZS_MASTER_PARAMS && !p->shard_params && !frozen ? 4 * s : 0;
-  return ref_moved(p, c, n, frozen) + extra;
+  const size_t S = (size_t)p->nshards, s = (n + S - 1) / S, pg = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t ps = c->param_dtype == ZS_BF16 ? 2 : 4, ms = c->moment_dtype == ZS_BF16 ? 2 : 4;
+  const int master = c->master != ZS_MASTER_PARAMS || !p->shard_params; /* fp32, on the host */
+#define PAGES(b) (((b) + pg - 1) / pg * pg) /* each array whole pages in the host arena */
+  return (frozen ? 0 : 2 * PAGES(ms * s) + (master ? PAGES(4 * s) : 0)) +
+         (p->shard_params ? PAGES(ps * s) : 0);
+#undef PAGES
 }
 
 /* The greedy reference: host[i] for the budget; returns 1 when it fits. */

@@ -7,16 +7,17 @@
  * bytes per element once a unit is there) within the cap, with the bytes recomputed here from the
  * stage rule and the precision mode (per element of this rank's shard: an fp32 master 4, or the
  * remainders 2, or none in lean mode; m and v 4 or 2 each; a param shard on the host stays
- * there). Then the
- * properties: never over the cap when it fits (every host-tier unit on the tier when it does
- * not), monotone in the cap, the same answer twice, the unit tables (master, m and v on
- * ZS_TIER_NVME exactly for the tier's units), and zs_plan_memory: device categories unchanged by
- * the tier, host_pinned equal to the placement's host bytes. Last, the configurations the tier
- * refuses (zs_config_validate) and ZS_NVME_PATH (zs_config_resolve). */
+ * there; in memory each array holds whole pages, on disk its bytes). Then the properties: never
+ * over the cap when it fits (every host-tier unit on the tier when it does not), monotone in the
+ * cap, the same answer twice, the unit tables (master, m and v on ZS_TIER_NVME exactly for the
+ * tier's units), and zs_plan_memory: device categories unchanged by the tier, host_pinned equal to
+ * the placement's host bytes. Last, the configurations the tier refuses (zs_config_validate) and
+ * ZS_NVME_PATH (zs_config_resolve). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/config.h"
 #include "shard/placement.h"
@@ -33,11 +34,18 @@ static uint64_t next(void) { /* xorshift64* */
   return rng * 0x2545f4914f6cdd1dull;
 }
 
+/* A host-arena array's bytes: whole pages, each array a region of its own. */
+static size_t pages(size_t b) {
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  return b ? (b + pg - 1) / pg * pg : pg;
+}
+
 /* The reference greedy: nvme[i] for the cap; returns 1 when it fits. host_b[i]: unit i's host
-   bytes, opt[i]: its optimizer-state bytes on the host (0: not on the host tier). */
-static int ref_nvme(const size_t *host_b, const size_t *opt, int n, size_t cap, size_t staging,
-                    int *nvme, size_t *host_out, size_t *disk_out) {
-  size_t h = 0, disk = 0;
+   bytes, opt[i]: its optimizer-state bytes on the host (0: not on the host tier; in whole pages
+   per array), dsk[i]: the same state's bytes on disk (as they are). */
+static int ref_nvme(const size_t *host_b, const size_t *opt, const size_t *dsk, int n, size_t cap,
+                    size_t staging, int *nvme, size_t *host_out, size_t *disk_out) {
+  size_t h = 0, freed = 0, disk = 0;
   int order[MAXU], k = 0;
   for (int i = 0; i < n; i++) {
     h += host_b[i];
@@ -51,11 +59,12 @@ static int ref_nvme(const size_t *host_b, const size_t *opt, int n, size_t cap, 
       order[j - 1] = t;
     }
   if (h > cap)
-    for (int j = 0; j < k && h - disk + staging > cap; j++) {
+    for (int j = 0; j < k && h - freed + staging > cap; j++) {
       nvme[order[j]] = 1;
-      disk += opt[order[j]];
+      freed += opt[order[j]];
+      disk += dsk[order[j]];
     }
-  *host_out = h - disk + (disk ? staging : 0);
+  *host_out = h - freed + (freed ? staging : 0);
   *disk_out = disk;
   return *host_out <= cap;
 }
@@ -185,7 +194,7 @@ int main(void) {
     zs_placement b0;
     zs_placement_make(&p, &c, world, &us, &b0);
     const size_t S = (size_t)p.nshards, ps = c.param_dtype == ZS_BF16 ? 2 : 4;
-    size_t host_b[MAXU], opt[MAXU], total = 0;
+    size_t host_b[MAXU], opt[MAXU], dsk[MAXU], total = 0;
     int has_master[MAXU];
     for (int i = 0; i < n; i++) {
       const size_t s = ((size_t)numel[i] + S - 1) / S;
@@ -193,9 +202,11 @@ int main(void) {
       const int shard_host =
           budget ? on_host && p.shard_params : (c.offload & ZS_OFFLOAD_PARAMS) && p.shard_params;
       const size_t mbi = mode == 3 && shard_host ? 0 : mb;
-      opt[i] = on_host && !frozen[i] ? (mbi + 2 * mm) * s : 0;
+      const int has_opt = on_host && !frozen[i];
+      opt[i] = has_opt ? (mbi ? pages(mbi * s) : 0) + 2 * pages(mm * s) : 0;
+      dsk[i] = has_opt ? (mbi + 2 * mm) * s : 0;
       has_master[i] = mbi > 0;
-      host_b[i] = opt[i] + (shard_host ? ps * s : 0);
+      host_b[i] = opt[i] + (shard_host ? pages(ps * s) : 0);
       total += host_b[i];
       ZS_EXPECT(zs_placement_nvme_bytes(&p, &us, i, budget && on_host) == opt[i],
                 "unit %d: %zu NVMe bytes, want %zu", i,
@@ -225,7 +236,8 @@ int main(void) {
       ZS_EXPECT(!memcmp(&pl, &again, sizeof pl), "the same inputs placed differently");
       int want[MAXU], got[MAXU], nn = 0;
       size_t host_want, disk_want;
-      const int fits = ref_nvme(host_b, opt, n, caps[k], staging, want, &host_want, &disk_want);
+      const int fits =
+          ref_nvme(host_b, opt, dsk, n, caps[k], staging, want, &host_want, &disk_want);
       for (int i = 0; i < n; i++) {
         got[i] = zs_placement_nvme(&pl, &p, &us, i);
         nn += got[i];

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shard/frozen.h"
 #include "shard/placement.h"
@@ -27,6 +28,12 @@ static int want_switch(int sw, int from_stage) {
 static size_t sat(size_t a, size_t b, size_t c) {
   if (c && b > SIZE_MAX / c) return SIZE_MAX;
   return a > SIZE_MAX - b * c ? SIZE_MAX : a + b * c;
+}
+
+/* A host-arena array of b bytes: its whole pages (saturating). */
+static size_t pages(size_t b) {
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  return b > SIZE_MAX - (pg - 1) ? SIZE_MAX : (b + pg - 1) / pg * pg;
 }
 
 static void expect_entry(const char *what, const zs_state_table *t, zs_state s, zs_life life,
@@ -54,10 +61,16 @@ static void want_bytes(int sp, int sg, int so, int op, int oo, size_t b, int S, 
   size_t P = n > SIZE_MAX - N ? SIZE_MAX : (n + N - 1) / N * N;
   if (P < N) P = N;
   const size_t s = P / N;
-  out[sp && op ? ZS_MEM_HOST_PINNED : ZS_MEM_PARAMS] = sat(0, sp ? s : P, b);
+  const size_t params = sat(0, sp ? s : P, b), opt = sat(0, so ? s : P, 4);
+  if (sp && op)
+    out[ZS_MEM_HOST_PINNED] = pages(params);
+  else
+    out[ZS_MEM_PARAMS] = params;
   out[ZS_MEM_GRADS] = sat(0, sg ? s : P, b);
-  out[oo ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER] =
-      sat(out[oo ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER], so ? s : P, 12);
+  if (oo) /* master, m and v: three arrays of whole pages in the host arena */
+    out[ZS_MEM_HOST_PINNED] = sat(out[ZS_MEM_HOST_PINNED], pages(opt), 3);
+  else
+    out[ZS_MEM_OPTIMIZER] = sat(0, so ? s : P, 12);
 }
 
 static int check_config(int stage, int swp, int swg, int swo, int offload, int det, zs_dtype dt,
@@ -184,8 +197,9 @@ static int check_modes(int stage, int offload, int S) {
           expect_entry(what, &t, (zs_state)k, ZS_LIFE_PERSISTENT, ot, m16 ? ZS_BF16 : ZS_F32, so,
                        oc);
         const size_t n = 1001, N = so ? (size_t)S : 1, sh = (n + N - 1) / N, P = sh * N;
-        const size_t opt = (so ? sh : P) * ((master ? 4 : 0) + (m16 ? 4 : 8));
-        const size_t want_host = (oo ? opt : 0) + (ph ? 4 * sh : 0);
+        const size_t r = so ? sh : P, opt = r * ((master ? 4 : 0) + (m16 ? 4 : 8));
+        const size_t host_opt = (master ? pages(4 * r) : 0) + 2 * pages((m16 ? 2 : 4) * r);
+        const size_t want_host = (oo ? host_opt : 0) + (ph ? pages(4 * sh) : 0);
         size_t got[ZS_MEM_NCAT] = {0};
         zs_plan_unit_bytes_of(&p, &t, n, got);
         ZS_EXPECT(got[ZS_MEM_HOST_PINNED] == want_host && got[ZS_MEM_OPTIMIZER] == (oo ? 0 : opt),
