@@ -21,6 +21,7 @@
 #include "engine/ckpt.h"
 #include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
+#include "engine/state_io.h"
 #include "shard/master_rem.h"
 
 #define MANIFEST_MAX ((size_t)1 << 30)
@@ -194,8 +195,8 @@ static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, s
   return zs_dev_from_host(&e->dev, dst, from, bytes);
 }
 
-/* The part of block blk (bytes [b0, b1) of the data) that falls in array `kind` (0 master, 1 m,
-   2 v) of segment g: written into the engine. */
+/* The part of block blk (bytes [b0, b1) of the data) that falls in array `kind` (zs_arr: 0
+   master, 1 m, 2 v) of segment g: written into the engine (state_io.h). */
 static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, uint64_t b1) {
   zs_unit *u = p->e->units[g->unit];
   const uint64_t n = g->end - g->begin, a0 = g->offset + 4 * n * (uint64_t)kind;
@@ -212,39 +213,14 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
   if (x0 >= x1) return ZS_OK;
   const float *src = (const float *)(p->block + (a0 + 4 * (x0 - g->begin) - b0));
   const size_t cnt = (size_t)(x1 - x0);
-  if (kind == 0) {
+  if (kind == 0) { /* the params (their whole range), then the master over the optimizer's */
     ZS_CHECK(put_params(p, u, x0, src, cnt));
-    uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
-    if (s0 < s1 && zs_unit_has_rem(u)) /* the params above hold the ties-away compute copy */
-      ZS_CHECK(zs_rem_master_put_rem(u, src + (s0 - x0), (size_t)s0, (size_t)(s1 - s0)));
-    else if (s0 < s1 && u->nv[ZS_NVME_MASTER]) /* on the NVMe tier: into its file, this block */
-      ZS_CHECK(zs_ckpt_nvme_put(p->e, u, ZS_NVME_MASTER, (size_t)(s0 - u->opt_off),
-                                (size_t)(s1 - s0), src + (s0 - x0), "zs_engine_load"));
-    else if (s0 < s1 && !zs_unit_lean(u)) /* lean: the params written above are the master */
-      ZS_CHECK(zs_ckpt_state_from_host(p->e, u, u->master + (s0 - u->opt_off), src + (s0 - x0),
-                                       (size_t)(s1 - s0)));
-    return ZS_OK;
+    const uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
+    if (s0 >= s1) return ZS_OK;
+    return zs_state_write(p->e, u, ZS_ARR_MASTER, s0, (size_t)(s1 - s0), src + (s0 - x0),
+                          "zs_engine_load");
   }
-  const zs_state s = kind == 1 ? ZS_ST_ADAM_M : ZS_ST_ADAM_V;
-  const zs_dtype md = u->st.s[s].dtype;
-  if (zs_unit_on_nvme(u)) { /* the moments on the NVMe tier: bf16 ones rounded as below */
-    for (size_t i = 0; md == ZS_BF16 && i < cnt; i++)
-      p->conv[i] = zs_f32_to_bf16(src[i]);
-    return zs_ckpt_nvme_put(p->e, u, kind == 1 ? ZS_NVME_M : ZS_NVME_V, (size_t)(x0 - u->opt_off),
-                            cnt, md == ZS_BF16 ? (const void *)p->conv : (const void *)src,
-                            "zs_engine_load");
-  }
-  void *dst = zs_ptr_add(*zs_unit_slot(u, s), (size_t)(x0 - u->opt_off), md);
-  if (md == ZS_F32) return zs_ckpt_state_from_host(p->e, u, dst, src, cnt);
-  /* bf16 moments: the stored fp32 values rounded to nearest even (exact when they were saved
-     from bf16 moments). */
-  for (size_t i = 0; i < cnt; i++)
-    p->conv[i] = zs_f32_to_bf16(src[i]);
-  if (zs_unit_on_host(u, s) || p->e->dev.kind == ZS_DEVICE_CPU) {
-    memcpy(dst, p->conv, cnt * 2);
-    return ZS_OK;
-  }
-  return zs_dev_from_host(&p->e->dev, dst, p->conv, cnt * 2);
+  return zs_state_write(p->e, u, (zs_arr)kind, x0, cnt, src, "zs_engine_load");
 }
 
 /* Does array `kind` of segment g hold anything this rank wants? Its byte range in [*c0, *c1). */

@@ -17,7 +17,7 @@
 #include "engine/ckpt.h"
 #include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
-#include "shard/master_rem.h"
+#include "engine/state_io.h"
 
 enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
 
@@ -53,16 +53,14 @@ static zs_status prepare(const char *dir, uint64_t step, uint64_t *seq) {
 }
 
 /* Streams this rank's data: each byte goes to the file and into its block's running checksum
-   (hashed once: the header's checksum covers the block table, so it covers the whole file);
-   state in host memory is written straight from where it lives,
-   device state through one staging buffer, state on the NVMe tier through one piece buffer. */
+   (hashed once: the header's checksum covers the block table, so it covers the whole file); the
+   state comes out of the engine in canonical form (state_io.h) one piece at a time. */
 typedef struct {
   zs_engine *e;
   int fd, rank;
   const char *path;
-  unsigned char *stage; /* block bytes, for device state or the remainder master's joins */
-  float *piece;         /* ZS_CKPT_NVME_PIECE elements: the NVMe tier's state on its way out */
-  int tier_failed;      /* a read of the NVMe tier failed (not this checkpoint's file) */
+  float *piece;    /* ZS_CKPT_NVME_PIECE elements: the state on its way out */
+  int tier_failed; /* a read of the NVMe tier failed (not this checkpoint's file) */
   uint64_t block, in_block, nblk, nblk_total;
   uint64_t *table;
   XXH64_state_t *blk;
@@ -91,147 +89,30 @@ static zs_status emit(writer *w, const void *p, uint64_t n) {
   return ZS_OK;
 }
 
-static zs_status put_state(writer *w, const zs_unit *u, const float *src, uint64_t n) {
-  if (zs_unit_on_host(u, ZS_ST_MASTER) || w->e->dev.kind == ZS_DEVICE_CPU)
-    return emit(w, src, 4 * n);
-  while (n > 0) {
-    uint64_t take = w->block / 4;
-    if (take > n) take = n;
-    ZS_CHECK(zs_ckpt_state_to_host(w->e, u, (float *)w->stage, src, (size_t)take));
-    ZS_CHECK(emit(w, w->stage, 4 * take));
-    src += take;
-    n -= take;
-  }
-  return ZS_OK;
-}
-
-/* The remainder master over elements [lo, lo + n) of u's optimizer range, joined to fp32 (the
-   canonical format, exactly the master) through the staging block. */
-static zs_status put_rem_master(writer *w, zs_unit *u, uint64_t lo, uint64_t n) {
-  const uint64_t chunk = w->block / 4 > 0 ? w->block / 4 : 1;
-  for (uint64_t i = 0; i < n; i += chunk) {
-    const uint64_t take = n - i < chunk ? n - i : chunk;
-    const zs_status rc = zs_rem_master_get(u, (float *)w->stage, u->opt_off + lo + i, (size_t)take);
-    if (rc != ZS_OK && u->nv[ZS_NVME_MASTER]) { /* the remainders' file on the NVMe tier */
-      w->tier_failed = rc == ZS_ERR_IO;
-      return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' remainders from the NVMe tier",
-                         u->name);
-    }
-    ZS_CHECK(rc);
-    ZS_CHECK(emit(w, w->stage, 4 * take));
-  }
-  return ZS_OK;
-}
-
-/* One moment (ZS_ST_ADAM_M or ZS_ST_ADAM_V) over elements [lo, lo + n) of u's optimizer range,
-   written in fp32 (the canonical format): bf16 moments are widened, exactly. */
-static zs_status put_moment(writer *w, const zs_unit *u, zs_state s, uint64_t lo, uint64_t n) {
-  const zs_dtype md = u->st.s[s].dtype;
-  const void *src = zs_ptr_add(*zs_unit_slot((zs_unit *)u, s), (size_t)lo, md);
-  if (md == ZS_F32) return put_state(w, u, src, n);
-  const uint64_t chunk = w->block / 4 > 0 ? w->block / 4 : 1;
-  float *f = malloc((size_t)chunk * 4);
-  uint16_t *h = malloc((size_t)chunk * 2);
-  zs_status rc =
-      f && h ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
-  const uint16_t *from = src;
-  while (rc == ZS_OK && n > 0) {
-    const uint64_t take = n < chunk ? n : chunk;
-    const uint16_t *b = from;
-    if (!zs_unit_on_host(u, s) && w->e->dev.kind != ZS_DEVICE_CPU) {
-      rc = zs_dev_to_host(&w->e->dev, h, from, (size_t)take * 2);
-      b = h;
-    }
-    for (uint64_t i = 0; i < take && rc == ZS_OK; i++)
-      f[i] = zs_bf16_to_f32(b[i]);
-    if (rc == ZS_OK) rc = emit(w, f, 4 * take);
-    from += take;
-    n -= take;
-  }
-  free(f);
-  free(h);
-  return rc;
-}
-
-/* Array `which` (ZS_NVME_*: the fp32 master, or m or v in their dtype) of a unit on the NVMe
-   tier over elements [lo, lo + n) of its optimizer range: read from its file through the tier's
-   staging into w->piece, one piece at a time, and written out in fp32 (bf16 moments widened,
-   exactly); the unit's state is never in memory as a whole. A failed read sets w->tier_failed
-   (the error names the tier's file and offset). */
-static zs_status put_tier(writer *w, const zs_unit *u, int which, uint64_t lo, uint64_t n) {
-  const int narrow = zs_unit_nvme_elem(u, which) == 2;
-  /* bf16 read into the upper half of the piece, widened forward into it: element i's fp32
-     bytes [4i, 4i + 4) only cover bf16 elements already widened (2P + 2j < 4i + 4 => j < i). */
-  uint16_t *h = (uint16_t *)w->piece + ZS_CKPT_NVME_PIECE;
+/* Array a of u over flat elements [x, x + n), in canonical fp32, piece by piece. A failed read
+   of the NVMe tier's files sets w->tier_failed (the error names the file and the offset). */
+static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t n) {
   for (uint64_t i = 0; i < n; i += ZS_CKPT_NVME_PIECE) {
-    const uint64_t take = n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE;
-    const zs_status rc = zs_engine_nvme_read(w->e, u, which, (size_t)(lo + i), (size_t)take,
-                                             narrow ? (void *)h : (void *)w->piece);
-    if (rc != ZS_OK) {
+    const size_t take = (size_t)(n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE);
+    int tier = 0;
+    const zs_status rc = zs_state_read(w->e, u, a, x + i, take, w->piece, &tier);
+    if (rc != ZS_OK && tier) {
       w->tier_failed = 1;
       return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
-                         zs_ckpt_nvme_array_name(which));
+                         zs_arr_name(a));
     }
-    for (uint64_t k = 0; narrow && k < take; k++)
-      w->piece[k] = zs_bf16_to_f32(h[k]);
+    ZS_CHECK(rc);
     ZS_CHECK(emit(w, w->piece, 4 * take));
   }
   return ZS_OK;
 }
 
-/* The master values of a unit whose master is its params (zs_unit_master_in_params) over its
-   segment [a, a + n): the params widened to fp32 (exact), then, for a frozen unit, zeros as m and
-   v (a unit that never trained), through a staging block of its own. A lean unit's m and v follow
-   from the caller (put_moment). */
-static zs_status put_params_master(writer *w, zs_unit *u, uint64_t a, uint64_t n) {
-  const uint64_t cap = w->block / 4 ? w->block / 4 : 1;
-  float *buf = malloc((size_t)cap * 4);
-  if (!buf) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
-  zs_status rc = ZS_OK;
-  for (uint64_t i = 0; i < n && rc == ZS_OK; i += cap) {
-    const uint64_t take = n - i < cap ? n - i : cap;
-    rc = zs_ckpt_params_to_host(w->e, u, buf, a + i, (size_t)take);
-    if (rc == ZS_OK) rc = emit(w, buf, 4 * take);
-  }
-  memset(buf, 0, (size_t)cap * 4);
-  for (int moment = 0; moment < 2 && u->frozen; moment++)
-    for (uint64_t i = 0; i < n && rc == ZS_OK; i += cap)
-      rc = emit(w, buf, 4 * (n - i < cap ? n - i : cap));
-  free(buf);
-  return rc;
-}
-
-/* The data of this rank's file: its segments' master, m and v, block by block. */
+/* The data of this rank's file: each segment's arrays (master, m, v) in turn. */
 static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
-  for (int k = 0; k < ns; k++) {
-    zs_unit *u = w->e->units[segs[k].unit];
-    if (u->frozen) {
-      ZS_CHECK(put_params_master(w, u, segs[k].begin, segs[k].end - segs[k].begin));
-      continue;
-    }
-    const uint64_t lo = segs[k].begin - u->opt_off, n = segs[k].end - segs[k].begin;
-    if (zs_unit_on_nvme(u)) { /* on the NVMe tier: m and v there, the master where it is */
-      if (zs_unit_lean(u))
-        ZS_CHECK(put_params_master(w, u, segs[k].begin, n));
-      else if (zs_unit_has_rem(u)) /* the remainders' file joined with the params */
-        ZS_CHECK(put_rem_master(w, u, lo, n));
-      else if (u->nv[ZS_NVME_MASTER])
-        ZS_CHECK(put_tier(w, u, ZS_NVME_MASTER, lo, n));
-      else /* ZS_MASTER_PARAMS with host params: u->master is their alias */
-        ZS_CHECK(put_state(w, u, u->master + lo, n));
-      ZS_CHECK(put_tier(w, u, ZS_NVME_M, lo, n));
-      ZS_CHECK(put_tier(w, u, ZS_NVME_V, lo, n));
-      continue;
-    }
-    if (zs_unit_lean(u))
-      ZS_CHECK(put_params_master(w, u, segs[k].begin, n));
-    else if (zs_unit_has_rem(u))
-      ZS_CHECK(put_rem_master(w, u, lo, n));
-    else
-      ZS_CHECK(put_state(w, u, u->master + lo, n));
-    ZS_CHECK(put_moment(w, u, ZS_ST_ADAM_M, lo, n));
-    ZS_CHECK(put_moment(w, u, ZS_ST_ADAM_V, lo, n));
-  }
+  for (int k = 0; k < ns; k++)
+    for (int a = 0; a < ZS_ARR_N; a++)
+      ZS_CHECK(put_array(w, w->e->units[segs[k].unit], (zs_arr)a, segs[k].begin,
+                         segs[k].end - segs[k].begin));
   if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
   return ZS_OK;
 }
@@ -243,7 +124,7 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   const int r = e->world_rank;
   int ns;
   zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
-  writer w = {e, -1, r, NULL, NULL, NULL, 0, block, 0, 0, 0, NULL, XXH64_createState()};
+  writer w = {e, -1, r, NULL, NULL, 0, block, 0, 0, 0, NULL, XXH64_createState()};
   char final[4200], tmp[4300];
   snprintf(final, sizeof final, "%s/rank-%05d.zsd", ckdir, r);
   snprintf(tmp, sizeof tmp, "%s.tmp", final);
@@ -257,14 +138,11 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   const uint64_t nb = zs_ckpt_nblocks(data, w.block);
   w.nblk_total = nb;
   w.table = calloc((size_t)nb + 1, 8);
-  /* Device state, or a remainder master to join, goes through the staging block. */
-  const int staged = e->dev.kind != ZS_DEVICE_CPU || e->cfg.master == ZS_MASTER_REMAINDER;
-  w.stage = staged ? malloc((size_t)w.block) : NULL;
-  w.piece = e->nvme ? malloc(ZS_CKPT_NVME_PIECE * 4) : NULL;
+  w.piece = malloc(ZS_CKPT_NVME_PIECE * 4);
   unsigned char head[ZS_CKPT_HEADER_BYTES];
-  if (!w.table || (staged && !w.stage) || (e->nvme && !w.piece)) {
-    rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
-                "zs_engine_save: out of host memory for a %" PRIu64 "-byte staging block", w.block);
+  if (!w.table || !w.piece) {
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %zu-byte piece",
+                ZS_CKPT_NVME_PIECE * 4);
     goto out;
   }
   XXH64_reset(w.blk, 0);
@@ -302,7 +180,6 @@ out:
   if (rc != ZS_OK) unlink(tmp); /* no temporary file stays behind */
   XXH64_freeState(w.blk);
   free(w.table);
-  free(w.stage);
   free(w.piece);
   free(segs);
   *tier_failed = w.tier_failed;

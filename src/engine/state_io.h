@@ -1,0 +1,41 @@
+/* A unit's optimizer arrays in their canonical form, wherever and however they are kept: the one
+ * place that knows, per precision mode and tier, how to read and write the master (an fp32 array
+ * in device memory or the host arena, its file on the NVMe tier, the bf16 params joined with
+ * their remainders, or the params themselves in lean mode and for a frozen unit) and the moments
+ * (fp32 or bf16, in memory or on the tier). The canonical form is fp32 over flat elements of the
+ * unit, what checkpoints store: bf16 moments are widened on read (exact) and rounded to nearest
+ * even on write; a frozen unit's m and v read as zeros. Checkpoint save and load go through here
+ * in one loop over the arrays, never branching on the mode or the tier themselves. */
+#ifndef ZS_ENGINE_STATE_IO_H
+#define ZS_ENGINE_STATE_IO_H
+
+#include <stdint.h>
+
+#include "engine/engine_internal.h"
+
+/* The optimizer arrays, in the order a checkpoint stores them. */
+typedef enum { ZS_ARR_MASTER = 0, ZS_ARR_M = 1, ZS_ARR_V = 2, ZS_ARR_N = 3 } zs_arr;
+
+/* "master", "m" or "v". */
+const char *zs_arr_name(zs_arr a);
+
+/* n canonical values of array a of u at flat elements [x, x + n) into host memory dst (room for n
+   floats). The master's range lies in what this rank holds of it: its optimizer range, or for a
+   unit whose master is its params (lean, frozen) in its params' home; the moments' in its
+   optimizer range (a frozen unit's: anywhere, zeros). Not collective; waits for its copies; host
+   staging of at most n x 2 bytes. *tier_failed (may be NULL) is set to 1 when the failure was a
+   read of the NVMe tier's files (the engine's own state), else left as it is. */
+zs_status zs_state_read(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
+                        int *tier_failed);
+
+/* Writes n canonical values src (host) of array a of u at flat elements [x, x + n) of its
+   optimizer range. The master's write never touches the params: the caller writes them first
+   (in the remainder mode they must hold the ties-away compute copy of the same values, which the
+   remainders complete; in lean mode they are the master, so this writes nothing). A frozen unit
+   has no optimizer state: nothing is written. Not collective; at most n x 2 bytes of host
+   staging. The NVMe tier's errors are ZS_ERR_IO naming the file and the offset, prefixed with
+   `fn` and the unit. */
+zs_status zs_state_write(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, const float *src,
+                         const char *fn);
+
+#endif
