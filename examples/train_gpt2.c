@@ -11,30 +11,30 @@
  * tied to wte). Each step: zs_engine_begin_step, then per micro-step the forward gathers and
  * releases every unit in order and the backward gathers, writes zs_unit_grad, signals
  * zs_unit_grads_ready and releases in reverse (below), then zs_engine_step. Features live in
- * gpt2/: config (sizes), layout (units), init + init_hf + safetensors (weights), data (batches),
- * model (activation buffers), sample, metrics + plot (reporting), dump (weight files; gradient
- * dumps only in the test build), device (activation memory); what train_llama shares with it in
- * common/: the shared options, engine and kernels setup, the step loop with checkpoints and
- * validation, the memory and end reports, unit pointers, token I/O, the sampler. */
+ * gpt2/: config (sizes), layout (units), init + init_hf + safetensors (weights), model (activation
+ * buffers), sample, dump (weight files; gradient dumps only in the test build), hf_export; what
+ * train_llama shares with it in common/: the shared options, token data, device memory, engine
+ * and kernels setup, the step loop with checkpoints and validation, metrics and plot, the memory
+ * and end reports, unit pointers, token I/O, the sampler. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/data.h"
+#include "common/metrics.h"
 #include "common/out_paths.h"
+#include "common/precision.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
+#include "common/util.h"
 #include "gpt2/args.h"
-#include "gpt2/data.h"
 #include "gpt2/dump.h"
 #include "gpt2/hf_export.h"
 #include "gpt2/init.h"
-#include "gpt2/metrics.h"
 #include "gpt2/model.h"
-#include "gpt2/precision.h"
 #include "gpt2/sample.h"
-#include "gpt2/util.h"
 #include "zshard_kernels.h"
 
 /* ======== The model: forward ========
@@ -120,7 +120,7 @@ One micro-step on the engine. Every unit is used as: gather -> zs_unit_param -> 
  * backward needs no params, so the embedding is gathered twice per micro-step, not three times.
  *
  * Deterministic mode needs nothing here but the data order (micro-step m of rank r reads global
- * micro-batch m * ranks + r, gpt2/data.c): the engine hands out each micro-step's gradient in its
+ * micro-batch m * ranks + r, common/data.c): the engine hands out each micro-step's gradient in its
  * own zeroed buffer and folds it in once at zs_unit_grads_ready, so the kernels' many +=
  * (GEMM blocking, row-by-row layernorm sums, the two uses of wte) still give every ranks x
  * micro-steps split the bits of one rank. */

@@ -21,15 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/data.h"
+#include "common/freeze.h"
+#include "common/metrics.h"
 #include "common/out_paths.h"
+#include "common/precision.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
-#include "gpt2/data.h"
-#include "gpt2/freeze.h"
-#include "gpt2/metrics.h"
-#include "gpt2/precision.h"
-#include "gpt2/util.h"
+#include "common/util.h"
 #include "llama/activations.h"
 #include "llama/args.h"
 #include "llama/batches.h"
@@ -154,7 +154,7 @@ static int layer_backward(llama_model *m, void *const *p, void *const *g, const 
  * token ids, so the embedding is not gathered for it. In deterministic mode the engine stages each
  * micro-step's gradient, so the kernels' += give every ranks x micro-steps split the same bits. */
 
-/* The widen slot of unit u (bf16 params on the CPU device, gpt2/widen.h): a tied embedding is
+/* The widen slot of unit u (bf16 params on the CPU device, common/widen.h): a tied embedding is
    held beside the head unit, so it has its own. */
 static int wslot(const llama_model *m, int u) {
   return m->cfg.tied && u == 0 ? 1 : 0;

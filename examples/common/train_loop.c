@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../gpt2/util.h"
 #include "train_run.h"
+#include "util.h"
 
 int ex_evaluate(ex_run *r, float *loss) {
   const ex_train_args *a = &r->a;

@@ -3,15 +3,15 @@
  * kernels set up from the shared options (engine_setup.c), the step loop with validation,
  * checkpoints and resume (train_loop.c), and the reports (run_report.c). The model-specific parts
  * come in as callbacks. Every int function returns 0 or -1 with the message in gpt2_error()
- * (gpt2/util.h) unless it says otherwise. */
+ * (common/util.h) unless it says otherwise. */
 #ifndef COMMON_TRAIN_RUN_H
 #define COMMON_TRAIN_RUN_H
 
 #include <stddef.h>
 
-#include "../gpt2/data.h"
-#include "../gpt2/device.h"
-#include "../gpt2/metrics.h"
+#include "data.h"
+#include "device.h"
+#include "metrics.h"
 #include "train_args.h"
 #include "zshard_kernels.h"
 
@@ -61,8 +61,8 @@ int ex_run_end(ex_run *r, int rc, const char *prog, void (*free_model)(void *ctx
    register (and freeze) the model's units, and commits. */
 int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx));
 /* After commit: r->k on the engine's stream, computing in fp32 on the CPU device (its kernels are
-   fp32 only: bf16 params are widened, gpt2/widen.h) and in the param dtype on CUDA, bounded by the
-   engine's timeout; *dev = the activation memory of that dtype. */
+   fp32 only: bf16 params are widened, common/widen.h) and in the param dtype on CUDA, bounded by
+   the engine's timeout; *dev = the activation memory of that dtype. */
 int ex_kernels_open(ex_run *r, gpt2_dev *dev);
 /* r->tok and r->tgt for one micro-batch of B x T. */
 int ex_host_batch_alloc(ex_run *r);

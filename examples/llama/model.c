@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../common/act_buffers.h"
-#include "../gpt2/util.h"
+#include "../common/util.h"
 #include "activations.h"
 
 /* The saved set of one layer for N = B*T tokens. */

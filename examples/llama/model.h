@@ -9,8 +9,8 @@
 #ifndef LLAMA_MODEL_H
 #define LLAMA_MODEL_H
 
-#include "../gpt2/device.h"
-#include "../gpt2/widen.h"
+#include "../common/device.h"
+#include "../common/widen.h"
 #include "config.h"
 #include "layout.h"
 
@@ -41,7 +41,7 @@ typedef struct {
   void *wA, *wB;    /* backward work, N * max(Q + 2KV, 2I) each */
   float *cos, *sin; /* RoPE tables [T, hd/2] (device) */
   float *host_losses;
-  /* --dtype bf16 on the CPU device: fp32 copies of the gathered units (gpt2/widen.h); set up by
+  /* --dtype bf16 on the CPU device: fp32 copies of the gathered units (common/widen.h); set up by
      the program after llama_model_init, freed by llama_model_free. */
   gpt2_widen widen;
   void *frozen_grads; /* frozen units' gradients go here (the largest frozen unit); NULL: none */

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../gpt2/rng.h"
-#include "../gpt2/util.h"
+#include "../common/rng.h"
+#include "../common/util.h"
 #include "hf_io.h"
 #include "layout.h"
 #include "util.h"

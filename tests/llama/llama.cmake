@@ -27,8 +27,8 @@ endif()
 if(ZS_BUILD_EXAMPLES)
   zs_exe(test_llama_sample PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_llama_sample.c
          ${PROJECT_SOURCE_DIR}/examples/llama/sample.c ${PROJECT_SOURCE_DIR}/examples/common/sample.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/device.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c)
+         ${PROJECT_SOURCE_DIR}/examples/common/device.c
+         ${PROJECT_SOURCE_DIR}/examples/common/rng.c ${PROJECT_SOURCE_DIR}/examples/common/util.c)
   target_include_directories(test_llama_sample PRIVATE ${PROJECT_SOURCE_DIR}/examples
                                                        ${PROJECT_SOURCE_DIR}/tests)
   zs_unit_test(llama_sample test_llama_sample LABELS llama)

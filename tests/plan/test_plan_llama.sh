@@ -89,7 +89,7 @@ cat >"$W/llama3.1-8b.json" <<'J'
 J
 got=$("$plan" --model "$W/llama3.1-8b.json" --model-states-only --json | field 'd["psi"]')
 check "llama3.1-8b config.json (eos_token_id list) parameters" "$got" 8030261248
-# GPU runs (--device cuda): on the CPU device bf16 params compute in fp32 (examples/gpt2/widen.h).
+# GPU runs (--device cuda): on the CPU device bf16 params compute in fp32 (examples/common/widen.h).
 cfg="--device cuda --world 8 --stage 3 --dtype bf16 --device-mem 80G --host-mem 128G --batch 1 --seq 4096 --json"
 for p in llama3-8b llama3-70b mistral-7b qwen2.5-7b qwen2.5-14b qwen2.5-32b; do
   for rc in "" --recompute; do
