@@ -13,9 +13,9 @@
  * layout (units), weights (registration, init, export), model (activation buffers), batches
  * (fixed batches for the proof against Hugging Face); what it shares with train_gpt2 is in
  * common/ (the shared options, engine and kernels setup, the step loop with checkpoints and
- * validation, the memory and end reports, unit pointers, token I/O, the sampler); the
- * model-independent parts are GPT-2's: gpt2/data (llm.c token files), metrics + plot
- * (reporting), device (activation memory), rng. */
+ * validation, the memory and end reports, unit pointers, token I/O, the sampler) with the
+ * model-independent parts: data (llm.c token files), metrics + plot (reporting), device
+ * (activation memory), widen, precision, freeze, rng. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
