@@ -22,6 +22,7 @@ set(zs_example_common_srcs
     ${CMAKE_CURRENT_LIST_DIR}/common/token_io.c
     ${CMAKE_CURRENT_LIST_DIR}/common/train_args.c
     ${CMAKE_CURRENT_LIST_DIR}/common/train_loop.c
+    ${CMAKE_CURRENT_LIST_DIR}/common/train_step.c
     ${CMAKE_CURRENT_LIST_DIR}/common/unit_pointers.c
     ${CMAKE_CURRENT_LIST_DIR}/common/util.c
     ${CMAKE_CURRENT_LIST_DIR}/common/widen.c)
