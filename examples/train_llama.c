@@ -7,11 +7,11 @@
  *   mpirun -np 4 build/train_llama --init-safetensors hf_dir --stage 3 --data tokens.bin \
  *       --seq 256 --export out_dir
  *
- * Units (llama/layout.h): the embedding, one per decoder layer, and the head (final RMSNorm and
- * the untied lm_head; a tied head is the embedding, gathered again for the logits). Features live
- * in llama/: args, config (config.json), hf_read / hf_write / hf_io (Hugging Face directories),
- * layout (units), weights (registration, init, export), model (activation buffers), batches
- * (fixed batches for the proof against Hugging Face); what it shares with train_gpt2 is in
+ * Units (common/llama_layout.h): the embedding, one per decoder layer, and the head (final RMSNorm
+ * and the untied lm_head; a tied head is the embedding, gathered again for the logits). Features
+ * live in llama/: args, config (config.json), hf_read / hf_write / hf_io (Hugging Face
+ * directories), layout (units), weights (registration, init, export), model (activation buffers),
+ * batches (fixed batches for the proof against Hugging Face); what it shares with train_gpt2 is in
  * common/ (the shared options, engine and kernels setup, the step loop with checkpoints and
  * validation, the memory and end reports, unit pointers, token I/O, the sampler) with the
  * model-independent parts: data (llm.c token files), metrics + plot (reporting), device
@@ -23,6 +23,8 @@
 
 #include "common/data.h"
 #include "common/freeze.h"
+#include "common/llama_activations.h"
+#include "common/llama_util.h"
 #include "common/metrics.h"
 #include "common/out_paths.h"
 #include "common/precision.h"
@@ -30,13 +32,11 @@
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
 #include "common/util.h"
-#include "llama/activations.h"
 #include "llama/args.h"
 #include "llama/batches.h"
 #include "llama/hf_io.h"
 #include "llama/model.h"
 #include "llama/sample.h"
-#include "llama/util.h"
 #include "llama/weights.h"
 #include "zshard_kernels.h"
 

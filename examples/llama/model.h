@@ -1,7 +1,7 @@
-/* The Llama-family model on the engine: its units (layout.h) and the activation buffers of one
- * micro-batch, sized by the same formula zshard-plan uses (activations.h: llama_model_init checks
- * that what it allocates is that formula's bytes). The forward and backward are in
- * examples/train_llama.c.
+/* The Llama-family model on the engine: its units (common/llama_layout.h) and the activation
+ * buffers of one micro-batch, sized by the same formula zshard-plan uses (activations.h:
+ * llama_model_init checks that what it allocates is that formula's bytes). The forward and backward
+ * are in examples/train_llama.c.
  *
  * Memory: the residual stream keeps each layer's input (L+1 tensors of B*T*C). Without recompute
  * every layer keeps its own saved set; with recompute one set is shared and each layer's forward
@@ -10,9 +10,9 @@
 #define LLAMA_MODEL_H
 
 #include "../common/device.h"
+#include "../common/llama_config.h"
+#include "../common/llama_layout.h"
 #include "../common/widen.h"
-#include "config.h"
-#include "layout.h"
 
 /* The saved activations of one decoder layer (dt unless noted). */
 typedef struct {

@@ -6,7 +6,7 @@
 #   2. --model config.json with the published config.json text (every field, as on the hub) plans
 #      exactly as the preset, with activations, with and without recompute
 #   3. recompute saves (L - 1) layers' saved activations, worked out here from the formula in
-#      examples/llama/activations.h for Llama-3 8B at B=1, T=4096, bf16
+#      examples/common/llama_activations.h for Llama-3 8B at B=1, T=4096, bf16
 #   4. refusals: a sequence longer than Mistral's sliding window (with and without activations),
 #      an unknown preset, a MoE config; a Llama 3.1 config.json (eos_token_id list) accepted
 # Usage: test_plan_llama.sh ZSHARD_PLAN
