@@ -2,8 +2,11 @@
 # kernels setup, the step loop and its reports, activation buffers, a unit's param/gradient
 # pointers, token upload and loss download, the sampler) and the model-independent parts under
 # them (token data, metrics and plot, device memory, bf16 widening, precision flags, --freeze,
-# counter RNG, error plumbing). Nothing here includes examples/gpt2/ or examples/llama/. Included before gpt2.cmake and
-# llama.cmake (CMakeLists.txt sorts the fragments), which add these sources to their programs.
+# counter RNG, error plumbing). Nothing here includes examples/gpt2/ or examples/llama/. Included
+# before gpt2.cmake and llama.cmake (CMakeLists.txt sorts the fragments), which add these sources
+# to their programs. The llama_* files (the Llama-family config reader, units, activation formula
+# and their error plumbing) are what train_llama shares with zshard-plan instead: llama.cmake and
+# tools/CMakeLists.txt list them.
 set(zs_example_common_srcs
     ${CMAKE_CURRENT_LIST_DIR}/common/act_buffers.c
     ${CMAKE_CURRENT_LIST_DIR}/common/data.c
