@@ -46,7 +46,8 @@ if(ZS_BUILD_EXAMPLES)
   zs_exe(test_gpt2_parts SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_parts.c
          ${PROJECT_SOURCE_DIR}/examples/common/data.c ${PROJECT_SOURCE_DIR}/examples/common/rng.c
          ${PROJECT_SOURCE_DIR}/examples/common/util.c ${PROJECT_SOURCE_DIR}/examples/gpt2/config.c
-         ${PROJECT_SOURCE_DIR}/examples/common/metrics.c ${PROJECT_SOURCE_DIR}/examples/common/plot.c
+         ${PROJECT_SOURCE_DIR}/examples/common/metrics.c
+         ${PROJECT_SOURCE_DIR}/examples/common/plot.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c
          ${PROJECT_SOURCE_DIR}/examples/common/lr_schedule.c LIBS PkgConfig::CJSON)
   zs_unit_test(gpt2_parts test_gpt2_parts LABELS gpt2)
