@@ -58,7 +58,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 # name|flags. fp32 states = fp32 params + fp32 master + fp32 m, v: 20 B/param; params: 16; bf16
 # moments: 16; both: 12; lean (bf16 params and grads, bf16 m, v; on the CPU device the example
-# computes in fp32 on widened units, examples/gpt2/widen.h): 8.
+# computes in fp32 on widened units, examples/common/widen.h): 8.
 MODES=(
   "fp32_states|"
   "master_params|--master params"

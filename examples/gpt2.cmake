@@ -5,22 +5,13 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/args.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/config.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/hf_export.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/data.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/device.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/dump.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/freeze.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init_hf.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/layout.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/metrics.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/model.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/plot.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/precision.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/rng.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/safetensors.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/sample.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/util.c
-    ${CMAKE_CURRENT_LIST_DIR}/gpt2/widen.c
     ${zs_example_common_srcs})
 # Only the public headers (zshard.h, zshard_kernels.h): device buffers come from zs_k_alloc, so no CUDA runtime is linked.
 zs_exe(train_gpt2 PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_gpt2.c ${zs_gpt2_srcs}

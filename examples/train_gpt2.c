@@ -10,31 +10,33 @@
  * The model is registered as units (embedding, one per block, final layernorm; the LM head is
  * tied to wte). Each step: zs_engine_begin_step, then per micro-step the forward gathers and
  * releases every unit in order and the backward gathers, writes zs_unit_grad, signals
- * zs_unit_grads_ready and releases in reverse (below), then zs_engine_step. Features live in
- * gpt2/: config (sizes), layout (units), init + init_hf + safetensors (weights), data (batches),
- * model (activation buffers), sample, metrics + plot (reporting), dump (weight files; gradient
- * dumps only in the test build), device (activation memory); what train_llama shares with it in
- * common/: the shared options, engine and kernels setup, the step loop with checkpoints and
- * validation, the memory and end reports, unit pointers, token I/O, the sampler. */
+ * zs_unit_grads_ready and releases in reverse (below), then zs_engine_step (train(), below).
+ * Features live in gpt2/: config (sizes), layout (units), init + init_hf + safetensors (weights),
+ * model (activation buffers), sample, dump (weight files; gradient dumps only in the test build),
+ * hf_export; what train_llama shares with it in common/: the shared options, token data, device
+ * memory, engine and kernels setup, the parts of the step loop (resume, the step's log,
+ * checkpoints and validation), metrics and plot, the memory and end reports, unit pointers, token
+ * I/O, the sampler. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/data.h"
+#include "common/lr_schedule.h"
+#include "common/metrics.h"
 #include "common/out_paths.h"
+#include "common/precision.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
+#include "common/util.h"
 #include "gpt2/args.h"
-#include "gpt2/data.h"
 #include "gpt2/dump.h"
 #include "gpt2/hf_export.h"
 #include "gpt2/init.h"
-#include "gpt2/metrics.h"
 #include "gpt2/model.h"
-#include "gpt2/precision.h"
 #include "gpt2/sample.h"
-#include "gpt2/util.h"
 #include "zshard_kernels.h"
 
 /* ======== The model: forward ========
@@ -120,7 +122,7 @@ One micro-step on the engine. Every unit is used as: gather -> zs_unit_param -> 
  * backward needs no params, so the embedding is gathered twice per micro-step, not three times.
  *
  * Deterministic mode needs nothing here but the data order (micro-step m of rank r reads global
- * micro-batch m * ranks + r, gpt2/data.c): the engine hands out each micro-step's gradient in its
+ * micro-batch m * ranks + r, common/data.c): the engine hands out each micro-step's gradient in its
  * own zeroed buffer and folds it in once at zs_unit_grads_ready, so the kernels' many +=
  * (GEMM blocking, row-by-row layernorm sums, the two uses of wte) still give every ranks x
  * micro-steps split the bits of one rank. */
@@ -347,10 +349,10 @@ static int build(run *r) {
   return ex_host_batch_alloc(x);
 }
 
-/* ex_micro_fn (ctx: run): micro-step mi of step on its batch of the data's sharding rule; the
-   test build dumps the first micro-step's gradients (--dump-grads). */
-static int micro(void *ctx, int step, int mi, float *loss) {
-  run *r = ctx;
+/* Micro-step mi of step: this rank's batch under the data's sharding rule (common/data.h), then
+   forward, loss and backward (gpt2_train_micro above); the test build dumps the first
+   micro-step's gradients (--dump-grads). */
+static int micro_step(run *r, int step, int mi, float *loss) {
   const ex_train_args *t = &r->a.t;
   TRY(gpt2_data_train_batch(&r->x.data, step, r->x.rank, r->x.world, mi, t->micro_steps, t->batch,
                             t->seq, r->x.tok, r->x.tgt));
@@ -361,7 +363,36 @@ static int micro(void *ctx, int step, int mi, float *loss) {
   return 0;
 }
 
-/* ex_eval_fn (ctx: run). */
+/* The training loop. Each step: the learning rate of the schedule, zs_engine_begin_step, the
+   micro-steps (each a forward and a backward through every unit), zs_engine_step (gradients
+   reduced and the optimizer step on this rank's shard), the log line, then a checkpoint or a
+   validation pass when they are due. The shared parts live in common/train_step.c. */
+static int train(run *r) {
+  ex_run *x = &r->x;
+  const ex_train_args *t = &r->a.t;
+  int start;
+  TRY(ex_resume(x, &start)); /* --resume: the loop goes on from the checkpoint's step */
+  const int end = ex_last_step(x);
+  for (int step = start; step < end; step++) {
+    const float lr = ex_lr_at(t->lr_schedule, step, t->steps, t->warmup, t->lr, t->lr_min_frac);
+    const double t0 = gpt2_now();
+    double loss = 0.0; /* summed over this rank's micro-steps */
+    ZS_TRY(zs_engine_set_lr(x->eng, lr));
+    ZS_TRY(zs_engine_begin_step(x->eng, t->micro_steps));
+    for (int mi = 0; mi < t->micro_steps; mi++) {
+      float l = 0.0f;
+      TRY(micro_step(r, step, mi, &l));
+      loss += l;
+    }
+    zs_step_stats st;
+    ZS_TRY(zs_engine_step(x->eng, &st));
+    TRY(ex_log_step(x, step, lr, loss / t->micro_steps, &st, gpt2_now() - t0));
+    TRY(ex_after_step(x, step, end)); /* --save-every, --eval-every */
+  }
+  return 0;
+}
+
+/* ex_eval_fn (ctx: run): validation batches, for ex_evaluate. */
 static int eval(void *ctx, const int *tok, const int *tgt, int b, float *loss) {
   run *r = ctx;
   return gpt2_eval(&r->model, tok, tgt, b, loss);
@@ -496,7 +527,7 @@ static int run_all(run *r, int argc, char **argv) {
   const gpt2_args *a = &r->a;
   TRY(check_outputs(a));
   ex_run *x = &r->x;
-  ex_run_bind(x, &a->t, r, micro, eval);
+  ex_run_bind(x, &a->t, r, NULL, eval); /* no micro-step callback: train() is the loop */
   x->peak_tflops = a->peak_tflops;
   TRY(ex_load_data(x));
   TRY(resolve_config(r));
@@ -518,7 +549,7 @@ static int run_all(run *r, int argc, char **argv) {
     TRY(gpt2_dump_weights(&r->units, a->dump_grads, x->rank));
   }
   TRY(ex_report_memory(x, "start"));
-  TRY(ex_train(x));
+  TRY(train(r));
   return finish(r);
 }
 

@@ -7,36 +7,36 @@
  *   mpirun -np 4 build/train_llama --init-safetensors hf_dir --stage 3 --data tokens.bin \
  *       --seq 256 --export out_dir
  *
- * Units (llama/layout.h): the embedding, one per decoder layer, and the head (final RMSNorm and
- * the untied lm_head; a tied head is the embedding, gathered again for the logits). Features live
- * in llama/: args, config (config.json), hf_read / hf_write / hf_io (Hugging Face directories),
- * layout (units), weights (registration, init, export), model (activation buffers), batches
- * (fixed batches for the proof against Hugging Face); what it shares with train_gpt2 is in
+ * Units (common/llama_layout.h): the embedding, one per decoder layer, and the head (final RMSNorm
+ * and the untied lm_head; a tied head is the embedding, gathered again for the logits). Features
+ * live in llama/: args, config (config.json), hf_read / hf_write / hf_io (Hugging Face
+ * directories), layout (units), weights (registration, init, export), model (activation buffers),
+ * batches (fixed batches for the proof against Hugging Face); what it shares with train_gpt2 is in
  * common/ (the shared options, engine and kernels setup, the step loop with checkpoints and
- * validation, the memory and end reports, unit pointers, token I/O, the sampler); the
- * model-independent parts are GPT-2's: gpt2/data (llm.c token files), metrics + plot
- * (reporting), device (activation memory), rng. */
+ * validation, the memory and end reports, unit pointers, token I/O, the sampler) with the
+ * model-independent parts: data (llm.c token files), metrics + plot (reporting), device
+ * (activation memory), widen, precision, freeze, rng. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/data.h"
+#include "common/freeze.h"
+#include "common/llama_activations.h"
+#include "common/llama_util.h"
+#include "common/metrics.h"
 #include "common/out_paths.h"
+#include "common/precision.h"
 #include "common/token_io.h"
 #include "common/train_run.h"
 #include "common/unit_pointers.h"
-#include "gpt2/data.h"
-#include "gpt2/freeze.h"
-#include "gpt2/metrics.h"
-#include "gpt2/precision.h"
-#include "gpt2/util.h"
-#include "llama/activations.h"
+#include "common/util.h"
 #include "llama/args.h"
 #include "llama/batches.h"
 #include "llama/hf_io.h"
 #include "llama/model.h"
 #include "llama/sample.h"
-#include "llama/util.h"
 #include "llama/weights.h"
 #include "zshard_kernels.h"
 
@@ -154,7 +154,7 @@ static int layer_backward(llama_model *m, void *const *p, void *const *g, const 
  * token ids, so the embedding is not gathered for it. In deterministic mode the engine stages each
  * micro-step's gradient, so the kernels' += give every ranks x micro-steps split the same bits. */
 
-/* The widen slot of unit u (bf16 params on the CPU device, gpt2/widen.h): a tied embedding is
+/* The widen slot of unit u (bf16 params on the CPU device, common/widen.h): a tied embedding is
    held beside the head unit, so it has its own. */
 static int wslot(const llama_model *m, int u) {
   return m->cfg.tied && u == 0 ? 1 : 0;

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 
-#include "../gpt2/util.h"
 #include "unit_pointers.h"
+#include "util.h"
 
 void *ex_act_buf(ex_act_count *c, size_t bytes) {
   void *p = gpt2_dev_alloc(c->dev, bytes);

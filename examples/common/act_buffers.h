@@ -1,12 +1,12 @@
 /* The activation buffers of a training example's model on its device: allocations counted into
  * the bytes the memory table prints, the residual stream, the frozen units' throw-away gradient,
- * and their release. Errors go to gpt2_error() (gpt2/util.h). */
+ * and their release. Errors go to gpt2_error() (common/util.h). */
 #ifndef COMMON_ACT_BUFFERS_H
 #define COMMON_ACT_BUFFERS_H
 
 #include <stddef.h>
 
-#include "../gpt2/device.h"
+#include "device.h"
 #include "zshard.h"
 
 /* A model's allocations so far: bytes asked for, and whether any failed. */

@@ -2,8 +2,8 @@
  * (see train_run.h). */
 #include <stdlib.h>
 
-#include "../gpt2/util.h"
 #include "train_run.h"
+#include "util.h"
 
 int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   const ex_train_args *a = &r->a;

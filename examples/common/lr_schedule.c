@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#include "../gpt2/metrics.h"
-#include "../gpt2/util.h"
+#include "metrics.h"
+#include "util.h"
 
 static const char *const names[] = {"cosine", "linear", "constant", "wsd"};
 

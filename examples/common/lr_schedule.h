@@ -17,7 +17,7 @@ int ex_lr_schedule_parse(const char *name, ex_lr_schedule *out);
 /* The name of schedule s. */
 const char *ex_lr_schedule_name(ex_lr_schedule s);
 /* The learning rate of step (0-based) of a run of `steps` steps with `warmup` warm-up steps,
-   peak lr and final lr * min_frac; cosine is gpt2_lr_at (gpt2/metrics.h) bit for bit. */
+   peak lr and final lr * min_frac; cosine is gpt2_lr_at (common/metrics.h) bit for bit. */
 float ex_lr_at(ex_lr_schedule s, int step, int steps, int warmup, float lr, float min_frac);
 
 #endif

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../gpt2/util.h"
+#include "util.h"
 
 /* mkdir -p of the first n bytes of path (a copy is cut at each '/'). 0, or -1 with errno. */
 static int mkdir_p(const char *path, size_t n, char *buf, size_t cap) {

@@ -1,6 +1,6 @@
 /* The output paths of a training example checked before the first step: each one's directory is
  * created (mkdir -p) and must be writable, so a path that cannot be written is refused at start,
- * not discovered after training. Errors go to gpt2_error() (gpt2/util.h). */
+ * not discovered after training. Errors go to gpt2_error() (common/util.h). */
 #ifndef COMMON_OUT_PATHS_H
 #define COMMON_OUT_PATHS_H
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gpt2/util.h"
 #include "train_run.h"
+#include "util.h"
 
 int ex_run_start(ex_run *r, int *argc, char ***argv, const char *prog) {
   memset(r, 0, sizeof *r);

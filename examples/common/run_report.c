@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "../gpt2/precision.h"
-#include "../gpt2/util.h"
+#include "precision.h"
 #include "train_run.h"
+#include "util.h"
 
 int ex_report_memory(ex_run *r, const char *when) {
   const ex_train_args *a = &r->a;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gpt2/rng.h"
-#include "../gpt2/util.h"
+#include "rng.h"
+#include "util.h"
 
 /* Draws a token from softmax(logits / temperature) over V entries, u uniform in [0, 1). */
 static int draw(float *logits, int V, float temperature, float u) {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../gpt2/device.h"
+#include "device.h"
 
 /* The model's forward of one sequence of T tokens (win): leaves the logits of every position,
    [T, stride] in the device dtype (the first V of each row are the vocabulary), at *logits.

@@ -1,7 +1,7 @@
 /* Token upload and loss download of the training examples (see token_io.h). */
 #include "token_io.h"
 
-#include "../gpt2/util.h"
+#include "util.h"
 
 int ex_upload_tokens(const gpt2_dev *dev, int *dtok, int *dtgt, const int *tok, const int *tgt,
                      size_t n) {

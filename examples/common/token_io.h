@@ -1,11 +1,11 @@
 /* Moving a micro-batch's tokens to the device and its per-token losses back: what both training
- * examples do around every forward. Errors go to gpt2_error() (gpt2/util.h). */
+ * examples do around every forward. Errors go to gpt2_error() (common/util.h). */
 #ifndef COMMON_TOKEN_IO_H
 #define COMMON_TOKEN_IO_H
 
 #include <stddef.h>
 
-#include "../gpt2/device.h"
+#include "device.h"
 
 /* Copies n host token ids into dtok, and n targets into dtgt when tgt is not NULL (device int32
    buffers of at least n). 0 or -1. */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../gpt2/precision.h"
-#include "../gpt2/util.h"
+#include "precision.h"
+#include "util.h"
 
 void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   memset(t, 0, sizeof *t);

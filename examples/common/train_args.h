@@ -1,6 +1,6 @@
 /* The command-line options train_gpt2 and train_llama share (batch shape, schedule, optimizer,
  * engine, data, reporting, checkpoints) and the parse loop both run: each program parses its own
- * model options first (ex_opt_fn), then these. Errors go to gpt2_error() (gpt2/util.h). */
+ * model options first (ex_opt_fn), then these. Errors go to gpt2_error() (common/util.h). */
 #ifndef COMMON_TRAIN_ARGS_H
 #define COMMON_TRAIN_ARGS_H
 
@@ -35,7 +35,7 @@ typedef struct {
   int log_every;
   /* --freeze SPEC: frozen units (each program's unit names); NULL = none */
   const char *freeze;
-  /* Optimizer-state precision and budgeted offload (gpt2/precision.h): --master (a
+  /* Optimizer-state precision and budgeted offload (common/precision.h): --master (a
      zs_config.master value), --moment-dtype, --offload-budget BYTES (0 = none) or free
      (ZS_BUDGET_FREE). */
   int master;

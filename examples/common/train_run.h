@@ -1,22 +1,23 @@
 /* What one process of a training example (train_gpt2, train_llama) holds beside its model, and the
  * run both programs share around it: start, data and end (run_lifecycle.c), the engine and
- * kernels set up from the shared options (engine_setup.c), the step loop with validation,
- * checkpoints and resume (train_loop.c), and the reports (run_report.c). The model-specific parts
- * come in as callbacks. Every int function returns 0 or -1 with the message in gpt2_error()
- * (gpt2/util.h) unless it says otherwise. */
+ * kernels set up from the shared options (engine_setup.c), the parts of a step loop (train_step.c)
+ * and the loop made of them for a program that binds its micro-step (train_loop.c), and the
+ * reports (run_report.c). The model-specific parts come in as callbacks. Every int function
+ * returns 0 or -1 with the message in gpt2_error() (util.h) unless it says otherwise. */
 #ifndef COMMON_TRAIN_RUN_H
 #define COMMON_TRAIN_RUN_H
 
 #include <stddef.h>
 
-#include "../gpt2/data.h"
-#include "../gpt2/device.h"
-#include "../gpt2/metrics.h"
+#include "data.h"
+#include "device.h"
+#include "metrics.h"
 #include "train_args.h"
 #include "zshard_kernels.h"
 
 /* Micro-step mi of `step` (ctx: the program's): fetches its batch into the run's tok/tgt and
-   trains on it (forward, loss, backward with every unit's grads_ready); *loss = its mean loss. */
+   trains on it (forward, loss, backward with every unit's grads_ready); *loss = its mean loss.
+   Only ex_train calls it: a program with its own loop binds NULL. */
 typedef int (*ex_micro_fn)(void *ctx, int step, int mi, float *loss);
 /* Forward and loss only of b sequences of tok/tgt (ctx: the program's); *loss = the mean loss. */
 typedef int (*ex_eval_fn)(void *ctx, const int *tok, const int *tgt, int b, float *loss);
@@ -61,8 +62,8 @@ int ex_run_end(ex_run *r, int rc, const char *prog, void (*free_model)(void *ctx
    register (and freeze) the model's units, and commits. */
 int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx));
 /* After commit: r->k on the engine's stream, computing in fp32 on the CPU device (its kernels are
-   fp32 only: bf16 params are widened, gpt2/widen.h) and in the param dtype on CUDA, bounded by the
-   engine's timeout; *dev = the activation memory of that dtype. */
+   fp32 only: bf16 params are widened, common/widen.h) and in the param dtype on CUDA, bounded by
+   the engine's timeout; *dev = the activation memory of that dtype. */
 int ex_kernels_open(ex_run *r, gpt2_dev *dev);
 /* r->tok and r->tgt for one micro-batch of B x T. */
 int ex_host_batch_alloc(ex_run *r);
@@ -70,8 +71,26 @@ int ex_host_batch_alloc(ex_run *r);
 /* Mean validation loss over --eval-batches held-out batches (the same on every rank); NAN when
    there are none. */
 int ex_evaluate(ex_run *r, float *loss);
-/* --resume, then the steps up to --steps (or --stop-after): each step's micro-steps, the optimizer
-   step, its log line, checkpoints every --save-every and validation every --eval-every. */
+
+/* The parts of a step loop (train_step.c), in the order a loop calls them:
+     ex_resume, then for step in [start, ex_last_step): the lr (ex_lr_at), zs_engine_set_lr,
+     zs_engine_begin_step, the micro-steps, zs_engine_step, ex_log_step, ex_after_step.
+   train_gpt2 writes that loop itself; ex_train is it for a program that binds a micro-step. */
+/* --resume: the checkpoint's weights and optimizer state; *start = its step (the data order and
+   the lr schedule are functions of the step), 0 without --resume. */
+int ex_resume(ex_run *r, int *start);
+/* The step the loop stops before: --stop-after when it is set and below --steps, else --steps. */
+int ex_last_step(const ex_run *r);
+/* After zs_engine_step of `step` (0-based) at learning rate lr, taking `seconds`: the mean of
+   every rank's mean micro-step loss (one allreduce), the console line and JSONL record (st's
+   gradient norm, skip and check time; MFU when flops_per_token > 0), the 9-digit loss event
+   with log_full_loss; r->last_loss = that mean. */
+int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats *st,
+                double seconds);
+/* After ex_log_step: a checkpoint every --save-every steps and at `end`, and a validation pass
+   every --eval-every steps before the last. */
+int ex_after_step(ex_run *r, int step, int end);
+/* The loop above with r->micro as each micro-step (train_llama's). */
 int ex_train(ex_run *r);
 
 /* Prints and records this rank's memory table (every rank prints its own in turn). */

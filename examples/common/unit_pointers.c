@@ -1,7 +1,7 @@
 /* A unit's param and gradient pointers for the examples' kernels (see unit_pointers.h). */
 #include "unit_pointers.h"
 
-#include "../gpt2/util.h"
+#include "util.h"
 
 int ex_unit_params(zs_unit *unit, gpt2_widen *w, int slot, void **p) {
   if (w->on) return gpt2_widen_params(w, slot, unit, p);

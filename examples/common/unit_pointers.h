@@ -1,14 +1,14 @@
 /* The pointers a training example's kernels read and write for one unit: its gathered params and,
- * inside a step, its gradients (zs_unit_param / zs_unit_grad, or the fp32 scratch of gpt2/widen.h
+ * inside a step, its gradients (zs_unit_param / zs_unit_grad, or the fp32 scratch of common/widen.h
  * when bf16 params meet the fp32-only CPU kernels, or a throw-away buffer for a frozen unit).
- * Errors go to gpt2_error() (gpt2/util.h). */
+ * Errors go to gpt2_error() (common/util.h). */
 #ifndef COMMON_UNIT_POINTERS_H
 #define COMMON_UNIT_POINTERS_H
 
 #include <stddef.h>
 
-#include "../gpt2/device.h"
-#include "../gpt2/widen.h"
+#include "device.h"
+#include "widen.h"
 #include "zshard.h"
 
 /* p[t] = the gathered params of every tensor of unit (call between zs_unit_gather and

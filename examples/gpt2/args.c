@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "precision.h"
-#include "util.h"
+#include "../common/precision.h"
+#include "../common/util.h"
 
 #ifndef GPT2_DEFAULT_TEXT
 #define GPT2_DEFAULT_TEXT "examples/data/genesis_kjv.txt"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "../common/util.h"
 
 /* Writes n elements of size esz to dir/name. */
 static int write_raw(const char *dir, const char *name, const void *p, size_t esz, size_t n) {

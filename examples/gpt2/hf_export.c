@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "../common/json_put.h"
+#include "../common/util.h"
 #include "init.h"
-#include "util.h"
 
 /* The engine's unit/tensor -> HF name, transposition (Conv1D) and rows (wte without padding). */
 static int hf_map(void *ctx, const char *unit, const char *tensor, int ndim, const int64_t *shape,

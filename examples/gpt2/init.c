@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rng.h"
-#include "util.h"
+#include "../common/rng.h"
+#include "../common/util.h"
 
 /* Standard deviation of a 2-D tensor of unit u (1-D tensors are constants, see fill). */
 static float init_std(const gpt2_config *c, int u, int t) {

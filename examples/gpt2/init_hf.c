@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/util.h"
 #include "init.h"
 #include "safetensors.h"
-#include "util.h"
 
 void gpt2_hf_name(const gpt2_config *c, int u, int t, char *out, size_t n, int *conv1d) {
   static const char *const blk[BLK_NT] = {

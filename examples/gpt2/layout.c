@@ -1,8 +1,8 @@
 /* GPT-2 unit layout: tensor descriptors and registration with the engine. */
 #include "layout.h"
 
-#include "freeze.h"
-#include "util.h"
+#include "../common/freeze.h"
+#include "../common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

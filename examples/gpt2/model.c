@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../common/act_buffers.h"
-#include "util.h"
+#include "../common/util.h"
 
 /* The saved activations of one block for N = B*T tokens. */
 static void block_acts_alloc(gpt2_model *m, gpt2_block_acts *a, ex_act_count *ac) {

@@ -7,9 +7,9 @@
 #ifndef GPT2_MODEL_H
 #define GPT2_MODEL_H
 
+#include "../common/device.h"
+#include "../common/widen.h"
 #include "config.h"
-#include "device.h"
-#include "widen.h"
 #include "layout.h"
 
 /* The saved activations of one block (dt unless noted). */

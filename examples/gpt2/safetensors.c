@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../common/half.h"
-#include "util.h"
+#include "../common/util.h"
 
 #define ST_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
 

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../gpt2/precision.h"
-#include "../gpt2/util.h"
+#include "../common/precision.h"
+#include "../common/util.h"
 
 #ifndef LLAMA_DEFAULT_TEXT
 #define LLAMA_DEFAULT_TEXT "examples/data/genesis_kjv.txt"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../gpt2/util.h"
+#include "../common/util.h"
 
 int llama_batches_load(llama_batches *b, const char *path) {
   b->tok = NULL;

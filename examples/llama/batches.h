@@ -1,7 +1,7 @@
 /* Fixed training batches, for runs that must see exactly given sequences (the Hugging Face proof,
  * tests/llama): a file of int32 [steps][S][T + 1] tokens, the layout llama_ref.py writes. Step s
  * uses row block s; of its S sequences, global micro-batch g = micro * world + rank (the order of
- * gpt2/data.h) takes sequences [g * B, (g + 1) * B), inputs the first T tokens of each and
+ * common/data.h) takes sequences [g * B, (g + 1) * B), inputs the first T tokens of each and
  * targets the last T. So S = world * micro_steps * B, and any split of those S sequences into
  * ranks x micro-steps x B trains on the same tokens. */
 #ifndef LLAMA_BATCHES_H

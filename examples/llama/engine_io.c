@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/llama_layout.h"
+#include "../common/llama_util.h"
 #include "hf_io.h"
-#include "layout.h"
-#include "util.h"
 
 /* Records a failed engine call with zs_last_error() and returns -1. */
 static int fail_zs(const char *what, zs_status s) {

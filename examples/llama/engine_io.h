@@ -1,12 +1,12 @@
 /* Weights between a Hugging Face directory and a zshard engine, for the Llama example: the units
- * of layout.h added to the engine, every tensor set from the directory (read one tensor at a
- * time as fp32), and the engine's fp32 master weights written back in Hugging Face's layout
- * (hf_write.h: sharded below a size, index json), one tensor at a time. Plus the name map for
- * zs_engine_export_safetensors_ex (a single model.safetensors written by the engine itself). */
+ * of common/llama_layout.h added to the engine, every tensor set from the directory (read one
+ * tensor at a time as fp32), and the engine's fp32 master weights written back in Hugging Face's
+ * layout (hf_write.h: sharded below a size, index json), one tensor at a time. Plus the name map
+ * for zs_engine_export_safetensors_ex (a single model.safetensors written by the engine itself). */
 #ifndef LLAMA_ENGINE_IO_H
 #define LLAMA_ENGINE_IO_H
 
-#include "config.h"
+#include "../common/llama_config.h"
 #include "hf_read.h"
 #include "zshard.h"
 

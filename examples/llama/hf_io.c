@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
-#include "util.h"
+#include "../common/llama_layout.h"
+#include "../common/llama_util.h"
 
 int llama_hf_import(const char *dir, int seq, llama_config *c, lhf_dir *d) {
   char path[4096];

@@ -1,11 +1,12 @@
 /* A Llama-family model's Hugging Face directory as a whole: import (config.json read and checked,
  * the weights opened and checked against the layout) and export (config.json written, the
  * weights file(s) planned from the layout, unit by unit in forward order, then taken tensor by
- * tensor). The glue between config.h, layout.h, hf_read.h and hf_write.h. */
+ * tensor). The glue between common/llama_config.h, common/llama_layout.h, hf_read.h and hf_write.h.
+ */
 #ifndef LLAMA_HF_IO_H
 #define LLAMA_HF_IO_H
 
-#include "config.h"
+#include "../common/llama_config.h"
 #include "hf_read.h"
 #include "hf_write.h"
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
-#include "util.h"
+#include "../common/llama_layout.h"
+#include "../common/llama_util.h"
 
 #define LHF_MAX_HEADER (100u << 20) /* the format's own limit on the JSON header */
 #define LHF_CHUNK (1u << 20)        /* elements converted per read */

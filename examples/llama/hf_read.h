@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "../common/llama_config.h"
 #include "convert.h"
 
 typedef struct {
@@ -43,10 +43,10 @@ int64_t lhf_numel(const lhf_dir *d, int i);
 /* Reads tensor i into dst (lhf_numel elements of dtype `to`: LST_F32 or LST_BF16 for the engine,
    any lst_dtype accepted); 0 or -1 (unsupported dtype, read error). */
 int lhf_read(const lhf_dir *d, int i, void *dst, lst_dtype to);
-/* Checks d against c's layout (layout.h): -1 naming the first missing, mis-shaped, unsupported
-   dtype or unexpected tensor. A tied model's lm_head.weight, when stored with the embedding's
-   shape, is accepted and not read (the head is the embedding), as are the rotary inv_freq buffers
-   older Llama checkpoints carry. */
+/* Checks d against c's layout (common/llama_layout.h): -1 naming the first missing, mis-shaped,
+   unsupported dtype or unexpected tensor. A tied model's lm_head.weight, when stored with the
+   embedding's shape, is accepted and not read (the head is the embedding), as are the rotary
+   inv_freq buffers older Llama checkpoints carry. */
 int lhf_check(const lhf_dir *d, const llama_config *c);
 
 #endif

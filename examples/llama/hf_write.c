@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "../common/llama_util.h"
 
 #define LHW_CHUNK (1u << 20) /* elements converted per write */
 

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "../common/act_buffers.h"
-#include "../gpt2/util.h"
-#include "activations.h"
+#include "../common/llama_activations.h"
+#include "../common/util.h"
 
 /* The saved set of one layer for N = B*T tokens. */
 static void layer_acts_alloc(llama_model *m, llama_layer_acts *a, ex_act_count *ac) {

@@ -1,7 +1,7 @@
-/* The Llama-family model on the engine: its units (layout.h) and the activation buffers of one
- * micro-batch, sized by the same formula zshard-plan uses (activations.h: llama_model_init checks
- * that what it allocates is that formula's bytes). The forward and backward are in
- * examples/train_llama.c.
+/* The Llama-family model on the engine: its units (common/llama_layout.h) and the activation
+ * buffers of one micro-batch, sized by the same formula zshard-plan uses (activations.h:
+ * llama_model_init checks that what it allocates is that formula's bytes). The forward and backward
+ * are in examples/train_llama.c.
  *
  * Memory: the residual stream keeps each layer's input (L+1 tensors of B*T*C). Without recompute
  * every layer keeps its own saved set; with recompute one set is shared and each layer's forward
@@ -9,10 +9,10 @@
 #ifndef LLAMA_MODEL_H
 #define LLAMA_MODEL_H
 
-#include "../gpt2/device.h"
-#include "../gpt2/widen.h"
-#include "config.h"
-#include "layout.h"
+#include "../common/device.h"
+#include "../common/llama_config.h"
+#include "../common/llama_layout.h"
+#include "../common/widen.h"
 
 /* The saved activations of one decoder layer (dt unless noted). */
 typedef struct {
@@ -41,7 +41,7 @@ typedef struct {
   void *wA, *wB;    /* backward work, N * max(Q + 2KV, 2I) each */
   float *cos, *sin; /* RoPE tables [T, hd/2] (device) */
   float *host_losses;
-  /* --dtype bf16 on the CPU device: fp32 copies of the gathered units (gpt2/widen.h); set up by
+  /* --dtype bf16 on the CPU device: fp32 copies of the gathered units (common/widen.h); set up by
      the program after llama_model_init, freed by llama_model_free. */
   gpt2_widen widen;
   void *frozen_grads; /* frozen units' gradients go here (the largest frozen unit); NULL: none */

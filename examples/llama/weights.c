@@ -6,11 +6,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../gpt2/rng.h"
-#include "../gpt2/util.h"
+#include "../common/llama_layout.h"
+#include "../common/llama_util.h"
+#include "../common/rng.h"
+#include "../common/util.h"
 #include "hf_io.h"
-#include "layout.h"
-#include "util.h"
 
 /* A failure of the llama/ parts (llama_error()) as this program's error. */
 #define LTRY(call)                                                                                 \

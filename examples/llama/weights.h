@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "../common/llama_config.h"
 #include "hf_read.h"
 #include "zshard.h"
 

@@ -44,9 +44,10 @@ endif()
 if(ZS_BUILD_EXAMPLES)
   pkg_check_modules(CJSON REQUIRED IMPORTED_TARGET libcjson) # imported targets are per directory
   zs_exe(test_gpt2_parts SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_parts.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/data.c ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c ${PROJECT_SOURCE_DIR}/examples/gpt2/config.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/metrics.c ${PROJECT_SOURCE_DIR}/examples/gpt2/plot.c
+         ${PROJECT_SOURCE_DIR}/examples/common/data.c ${PROJECT_SOURCE_DIR}/examples/common/rng.c
+         ${PROJECT_SOURCE_DIR}/examples/common/util.c ${PROJECT_SOURCE_DIR}/examples/gpt2/config.c
+         ${PROJECT_SOURCE_DIR}/examples/common/metrics.c
+         ${PROJECT_SOURCE_DIR}/examples/common/plot.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c
          ${PROJECT_SOURCE_DIR}/examples/common/lr_schedule.c LIBS PkgConfig::CJSON)
   zs_unit_test(gpt2_parts test_gpt2_parts LABELS gpt2)

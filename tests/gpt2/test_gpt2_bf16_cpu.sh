@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bf16 params on the CPU device (the kernels compute in fp32 on widened copies, gpt2/widen.h):
+# bf16 params on the CPU device (the kernels compute in fp32 on widened copies, common/widen.h):
 # 1. --dtype bf16 (fp32 master) against --dtype fp32, the same 20 steps: every step's loss within
 #    0.5% relative. Why that bound: the fp32 master's updates are the same arithmetic; what
 #    differs is that the forward and backward read the master rounded to bf16 (each weight off

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../examples/common/data.h"
 #include "../examples/common/lr_schedule.h"
+#include "../examples/common/metrics.h"
+#include "../examples/common/util.h"
 #include "../examples/gpt2/config.h"
-#include "../examples/gpt2/data.h"
-#include "../examples/gpt2/metrics.h"
 #include "../examples/gpt2/safetensors.h"
-#include "../examples/gpt2/util.h"
 #include "zs_test.h"
 
 /* Writes bytes to a temporary file; returns its path (static buffer per slot). */

@@ -4,10 +4,12 @@
 # from_pretrained; skipped with 77 where no Python with transformers can be had).
 if(ZS_BUILD_EXAMPLES)
   set(zs_llama_io_srcs
-      ${PROJECT_SOURCE_DIR}/examples/llama/config.c ${PROJECT_SOURCE_DIR}/examples/llama/convert.c
+      ${PROJECT_SOURCE_DIR}/examples/common/llama_config.c
+      ${PROJECT_SOURCE_DIR}/examples/llama/convert.c
       ${PROJECT_SOURCE_DIR}/examples/llama/hf_io.c ${PROJECT_SOURCE_DIR}/examples/llama/hf_read.c
-      ${PROJECT_SOURCE_DIR}/examples/llama/hf_write.c ${PROJECT_SOURCE_DIR}/examples/llama/layout.c
-      ${PROJECT_SOURCE_DIR}/examples/llama/util.c)
+      ${PROJECT_SOURCE_DIR}/examples/llama/hf_write.c
+      ${PROJECT_SOURCE_DIR}/examples/common/llama_layout.c
+      ${PROJECT_SOURCE_DIR}/examples/common/llama_util.c)
   zs_exe(test_llama_io SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_llama_io.c ${zs_llama_io_srcs}
          LIBS PkgConfig::CJSON)
   target_include_directories(test_llama_io PRIVATE ${PROJECT_SOURCE_DIR}/examples)
@@ -27,8 +29,8 @@ endif()
 if(ZS_BUILD_EXAMPLES)
   zs_exe(test_llama_sample PUBLIC_API SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_llama_sample.c
          ${PROJECT_SOURCE_DIR}/examples/llama/sample.c ${PROJECT_SOURCE_DIR}/examples/common/sample.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/device.c
-         ${PROJECT_SOURCE_DIR}/examples/gpt2/rng.c ${PROJECT_SOURCE_DIR}/examples/gpt2/util.c)
+         ${PROJECT_SOURCE_DIR}/examples/common/device.c
+         ${PROJECT_SOURCE_DIR}/examples/common/rng.c ${PROJECT_SOURCE_DIR}/examples/common/util.c)
   target_include_directories(test_llama_sample PRIVATE ${PROJECT_SOURCE_DIR}/examples
                                                        ${PROJECT_SOURCE_DIR}/tests)
   zs_unit_test(llama_sample test_llama_sample LABELS llama)

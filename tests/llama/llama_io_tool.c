@@ -12,9 +12,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/llama_layout.h"
+#include "common/llama_util.h"
 #include "llama/hf_io.h"
-#include "llama/layout.h"
-#include "llama/util.h"
 
 static int dump(const char *dir, const char *out) {
   llama_config c;

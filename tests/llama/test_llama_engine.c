@@ -11,10 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/llama_layout.h"
+#include "common/llama_util.h"
 #include "llama/engine_io.h"
 #include "llama/hf_io.h"
-#include "llama/layout.h"
-#include "llama/util.h"
 #include "tiny_config.h"
 #include "zs_test.h"
 

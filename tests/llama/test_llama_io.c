@@ -22,11 +22,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "llama/config.h"
+#include "common/llama_config.h"
+#include "common/llama_layout.h"
+#include "common/llama_util.h"
 #include "llama/convert.h"
 #include "llama/hf_io.h"
-#include "llama/layout.h"
-#include "llama/util.h"
 #include "tiny_config.h"
 #include "zs_test.h"
 

@@ -4,7 +4,7 @@
 #ifndef ZS_TESTS_LLAMA_TINY_CONFIG_H
 #define ZS_TESTS_LLAMA_TINY_CONFIG_H
 
-#include "llama/config.h"
+#include "common/llama_config.h"
 
 /* arch's defaults with hidden 16, intermediate 24, 2 layers, 4 query heads and 2 key-value heads
    of 4, the given vocabulary and positions, and a tied head for Qwen2 (untied otherwise). */

@@ -6,7 +6,7 @@
 #   2. --model config.json with the published config.json text (every field, as on the hub) plans
 #      exactly as the preset, with activations, with and without recompute
 #   3. recompute saves (L - 1) layers' saved activations, worked out here from the formula in
-#      examples/llama/activations.h for Llama-3 8B at B=1, T=4096, bf16
+#      examples/common/llama_activations.h for Llama-3 8B at B=1, T=4096, bf16
 #   4. refusals: a sequence longer than Mistral's sliding window (with and without activations),
 #      an unknown preset, a MoE config; a Llama 3.1 config.json (eos_token_id list) accepted
 # Usage: test_plan_llama.sh ZSHARD_PLAN
@@ -89,7 +89,7 @@ cat >"$W/llama3.1-8b.json" <<'J'
 J
 got=$("$plan" --model "$W/llama3.1-8b.json" --model-states-only --json | field 'd["psi"]')
 check "llama3.1-8b config.json (eos_token_id list) parameters" "$got" 8030261248
-# GPU runs (--device cuda): on the CPU device bf16 params compute in fp32 (examples/gpt2/widen.h).
+# GPU runs (--device cuda): on the CPU device bf16 params compute in fp32 (examples/common/widen.h).
 cfg="--device cuda --world 8 --stage 3 --dtype bf16 --device-mem 80G --host-mem 128G --batch 1 --seq 4096 --json"
 for p in llama3-8b llama3-70b mistral-7b qwen2.5-7b qwen2.5-14b qwen2.5-32b; do
   for rc in "" --recompute; do

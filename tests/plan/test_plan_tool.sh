@@ -150,7 +150,7 @@ shape=(--layers 3 --channels 96 --heads 3 --vocab 256 --seq 32 --batch 3)
 #    With --freeze (issue 18): frozen units cost params only, and the example's throw-away weight
 #    gradient of the largest frozen unit is part of its activations.
 #    With bf16 params on the CPU device the example computes in fp32 on widened units: fp32
-#    activations plus 8 bytes per element of the largest unit (examples/gpt2/widen.h).
+#    activations plus 8 bytes per element of the largest unit (examples/common/widen.h).
 for extra in "--dtype fp32" "--dtype fp32 --recompute" "--dtype fp32 --freeze blocks" \
   "--dtype fp32 --freeze 0,2" "--dtype bf16" "--dtype bf16 --freeze 0,2"; do
   met=$(mktemp)

@@ -1,15 +1,16 @@
 /* Llama-family models for zshard-plan: presets (the public config.json fields of each model) and
  * any Llama / Qwen2 / Mistral config.json, parsed by the Llama example's own reader
- * (examples/llama/config.c) and cut into its units (examples/llama/layout.c); activations are the
- * example's (examples/llama/activations.c), so the plan is what the example allocates. */
+ * (examples/common/llama_config.c) and cut into its units (examples/common/llama_layout.c);
+ * activations are the example's (examples/common/llama_activations.c), so the plan is what the
+ * example allocates. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "llama/activations.h"
-#include "llama/config.h"
-#include "llama/layout.h"
-#include "llama/util.h"
+#include "common/llama_activations.h"
+#include "common/llama_config.h"
+#include "common/llama_layout.h"
+#include "common/llama_util.h"
 #include "tool.h"
 
 /* The fields of each model's published config.json that shape it (Hugging Face hub:

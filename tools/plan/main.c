@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
   size_t act = a.activations;
   /* The examples on the CPU device compute in fp32 (the kernels are fp32 only): with bf16 params
      their activations are fp32 and each held unit is widened into an fp32 scratch of params and
-     gradients (examples/gpt2/widen.h: slots x 8 bytes x the largest unit's elements). */
+     gradients (examples/common/widen.h: slots x 8 bytes x the largest unit's elements). */
   const zs_dtype cdt = a.device == ZS_DEVICE_CPU ? ZS_F32 : a.dtype;
   size_t widen = 0;
   if (cdt != a.dtype && (m.is_gpt || m.is_llama) && !a.states_only) {

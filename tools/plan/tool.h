@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "llama/config.h"
+#include "common/llama_config.h"
 #include "zshard.h"
 
 /* A GPT-2 shape as the GPT-2 example (examples/train_gpt2.c) builds it. */
@@ -82,12 +82,12 @@ int zp_gpt_pad_vocab(int vocab);
    in .json; the names of the presets, for messages. */
 int zp_llama_is_spec(const char *spec);
 const char *zp_llama_preset_names(void);
-/* The Llama example's units (examples/llama/layout.c) of a preset or config.json (parsed and
-   checked by examples/llama/config.c at the planned sequence length seq, 0 meaning none given,
-   so that a longer sequence than a sliding window is refused as train_llama refuses it, also
+/* The Llama example's units (examples/common/llama_layout.c) of a preset or config.json (parsed and
+   checked by examples/common/llama_config.c at the planned sequence length seq, 0 meaning none
+   given, so that a longer sequence than a sliding window is refused as train_llama refuses it, also
    with --model-states-only); sets m->is_llama and m->llama. 0 or -1 (printed). */
 int zp_llama_units(const char *spec, int seq, zp_model *m);
-/* The example's activation bytes (examples/llama/activations.h) at micro-batch B x T, after
+/* The example's activation bytes (examples/common/llama_activations.h) at micro-batch B x T, after
    checking that T is trainable (positions, sliding window); 0 or -1 (printed). */
 int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, size_t *out);
 /* Units (and a GPT-2 shape from config.json beside it, if any) of a safetensors file. */

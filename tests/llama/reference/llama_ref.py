@@ -19,7 +19,7 @@ Qwen2ForCausalLM / MistralForCausalLM (attn_implementation="eager").
   Step i: loss on batch i (before the update), backward, torch.nn.utils.clip_grad_norm_ (when
   --grad-clip > 0), AdamW step with constant lr; weight decay applies to every matrix and the
   embedding, not to RMSNorm weights and biases (the example's no_weight_decay flags,
-  examples/llama/layout.h). OUT/losses.json: {"init_loss", "init_loss_hf" (the same through
+  examples/common/llama_layout.h). OUT/losses.json: {"init_loss", "init_loss_hf" (the same through
   transformers' labels=input_ids path, whose logits are float32), "losses": [per step],
   "final_loss" (after the last update, on the last batch)}. The losses are computed with the
   head and cross-entropy in --compute precision (transformers' RoPE tables stay float32); OUT/final: the weights after N steps (float32);

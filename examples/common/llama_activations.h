@@ -15,12 +15,12 @@
  *     N * max(Q + 2 KV, 2 I) each (dq|dk|dv, or dgate|dup)
  *   RoPE cos and sin tables: 2 * T * head_dim / 2 fp32
  * Pure arithmetic. */
-#ifndef LLAMA_ACTIVATIONS_H
-#define LLAMA_ACTIVATIONS_H
+#ifndef COMMON_LLAMA_ACTIVATIONS_H
+#define COMMON_LLAMA_ACTIVATIONS_H
 
 #include <stddef.h>
 
-#include "config.h"
+#include "llama_config.h"
 #include "zshard.h"
 
 size_t llama_activation_bytes(const llama_config *c, int B, int T, zs_dtype dt, int recompute);

@@ -6,8 +6,8 @@
  * Sequence j of micro-batch g starts at a position drawn from the counter RNG at index g * B + j.
  * So 1 rank x 4 micro-steps and 4 ranks x 1 micro-step train on the same 4 micro-batches in the
  * same order (rank r's batch = the single rank's micro-step r). */
-#ifndef GPT2_DATA_H
-#define GPT2_DATA_H
+#ifndef COMMON_DATA_H
+#define COMMON_DATA_H
 
 #include <stdint.h>
 

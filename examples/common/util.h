@@ -1,7 +1,8 @@
-/* Error plumbing and small helpers for the GPT-2 example. Example functions return 0 on success
- * and -1 on failure, leaving a sentence in gpt2_error(); main prints it and exits non-zero. */
-#ifndef GPT2_UTIL_H
-#define GPT2_UTIL_H
+/* Error plumbing and small helpers of the training examples (train_gpt2, train_llama; the gpt2_
+ * prefix is where they began). Example functions return 0 on success and -1 on failure, leaving a
+ * sentence in gpt2_error(); main prints it and exits non-zero. */
+#ifndef COMMON_UTIL_H
+#define COMMON_UTIL_H
 
 #include <stddef.h>
 

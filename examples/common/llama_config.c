@@ -1,5 +1,5 @@
-/* config.json in and out for the Llama family (see config.h). */
-#include "config.h"
+/* config.json in and out for the Llama family (see llama_config.h). */
+#include "llama_config.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/json_put.h"
-#include "util.h"
+#include "json_put.h"
+#include "llama_util.h"
 
 const char *llama_arch_name(llama_arch a) {
   return a == LLAMA_ARCH_QWEN2 ? "qwen2" : a == LLAMA_ARCH_MISTRAL ? "mistral" : "llama";

@@ -1,7 +1,8 @@
-/* Error plumbing of the Llama example's parts (examples/llama/). Functions return 0 on success
- * and -1 on failure, leaving a sentence in llama_error(); the caller prints it and exits. */
-#ifndef LLAMA_UTIL_H
-#define LLAMA_UTIL_H
+/* Error plumbing of the Llama-family parts (examples/llama/, and the common/llama_* files that
+ * train_llama shares with zshard-plan). Functions return 0 on success and -1 on failure, leaving a
+ * sentence in llama_error(); the caller prints it and exits. */
+#ifndef COMMON_LLAMA_UTIL_H
+#define COMMON_LLAMA_UTIL_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-/* The units and tensors of a Llama-family model (see layout.h). */
-#include "layout.h"
+/* The units and tensors of a Llama-family model (see llama_layout.h). */
+#include "llama_layout.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Counter-based random numbers: value i of stream s under seed k is a pure function of (k, s, i),
  * so every rank computes identical weights and batches without sharing state. */
-#ifndef GPT2_RNG_H
-#define GPT2_RNG_H
+#ifndef COMMON_RNG_H
+#define COMMON_RNG_H
 
 #include <stdint.h>
 

@@ -1,11 +1,12 @@
-/* The shape of a Llama-family model (Llama 2/3, Qwen2, Mistral) as the Llama example trains it,
- * read from a Hugging Face config.json or set from flags, checked, and written back as a
- * config.json that transformers' from_pretrained loads. What the example cannot train is refused
- * with a sentence (llama_error()): another model_type, mixtures of experts, activations other
- * than SiLU, attention/MLP bias variants other than Qwen2's q/k/v biases, RoPE scalings other
- * than "llama3", and a sliding window shorter than the sequence. */
-#ifndef LLAMA_CONFIG_H
-#define LLAMA_CONFIG_H
+/* The shape of a Llama-family model (Llama 2/3, Qwen2, Mistral) as the Llama example trains it
+ * and zshard-plan plans it (both compile this file), read from a Hugging Face config.json or set
+ * from flags, checked, and written back as a config.json that transformers' from_pretrained
+ * loads. What the example cannot train is refused with a sentence (llama_error()): another
+ * model_type, mixtures of experts, activations other than SiLU, attention/MLP bias variants other
+ * than Qwen2's q/k/v biases, RoPE scalings other than "llama3", and a sliding window shorter than
+ * the sequence. */
+#ifndef COMMON_LLAMA_CONFIG_H
+#define COMMON_LLAMA_CONFIG_H
 
 #include <stdint.h>
 

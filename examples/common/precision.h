@@ -1,9 +1,9 @@
-/* train_gpt2's optimizer-state precision flags: --master MODE (zs_config.master),
- * --moment-dtype fp32|bf16 (zs_config.moment_dtype) and --offload-budget BYTES
- * (zs_config.offload_budget_bytes), and the one-line description of the mode the memory table
+/* The examples' optimizer-state precision flags (train_gpt2, train_llama): --master MODE
+ * (zs_config.master), --moment-dtype fp32|bf16 (zs_config.moment_dtype) and --offload-budget
+ * BYTES (zs_config.offload_budget_bytes), and the one-line description of the mode the memory table
  * prints. The --master names live in one table (precision.c): a new master mode is one row. */
-#ifndef GPT2_PRECISION_H
-#define GPT2_PRECISION_H
+#ifndef COMMON_PRECISION_H
+#define COMMON_PRECISION_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* The Llama example's activation bytes (the formula is in activations.h). */
-#include "activations.h"
+#include "llama_activations.h"
 
 #include <stdint.h>
 

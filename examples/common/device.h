@@ -1,8 +1,8 @@
 /* Memory on the device the model runs on (host memory for ZS_DEVICE_CPU, device memory ordered on
  * the engine's stream for ZS_DEVICE_CUDA): a thin wrapper over zshard's zs_k_alloc / _free /
  * _zero / _copy that records failures as the example's error (gpt2_error()). */
-#ifndef GPT2_DEVICE_H
-#define GPT2_DEVICE_H
+#ifndef COMMON_DEVICE_H
+#define COMMON_DEVICE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,8 +7,8 @@
  * scratch is bounded by the largest unit: slots x (params + grads) x 4 bytes x its elements.
  * Used by train_gpt2 and train_llama (one slot; two when a tied head holds the embedding
  * beside the head unit). */
-#ifndef GPT2_WIDEN_H
-#define GPT2_WIDEN_H
+#ifndef COMMON_WIDEN_H
+#define COMMON_WIDEN_H
 
 #include <stddef.h>
 

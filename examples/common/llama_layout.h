@@ -7,13 +7,13 @@
  * Linear weights are [out, in] as in PyTorch (zs_k_matmul's w[OC, C]); q_proj is [NH*hd, C],
  * k_proj and v_proj [NKV*hd, C], o_proj [C, NH*hd]. RMSNorm weights and biases are exempt from
  * weight decay. The vocabulary is not padded: the shapes are Hugging Face's. Pure tables, no
- * engine calls. */
-#ifndef LLAMA_LAYOUT_H
-#define LLAMA_LAYOUT_H
+ * engine calls; train_llama and zshard-plan compile it. */
+#ifndef COMMON_LLAMA_LAYOUT_H
+#define COMMON_LLAMA_LAYOUT_H
 
 #include <stddef.h>
 
-#include "config.h"
+#include "llama_config.h"
 #include "zshard.h"
 
 enum { LEMB_EMBED, LEMB_NT };

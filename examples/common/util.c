@@ -1,4 +1,4 @@
-/* The example's error message buffer, clock and path helper. */
+/* The examples' error message buffer, clock and path helper. */
 #include "util.h"
 
 #include <stdarg.h>

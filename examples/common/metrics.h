@@ -1,7 +1,7 @@
 /* What the training loop reports: the learning-rate schedule, one console line and one JSONL
  * record per step, validation points, the per-rank memory table, and the loss curve as SVG. */
-#ifndef GPT2_METRICS_H
-#define GPT2_METRICS_H
+#ifndef COMMON_METRICS_H
+#define COMMON_METRICS_H
 
 #include <stdio.h>
 

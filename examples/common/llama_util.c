@@ -1,5 +1,5 @@
-/* Error plumbing of the Llama example's parts (see util.h). */
-#include "util.h"
+/* Error plumbing of the Llama-family parts (see llama_util.h). */
+#include "llama_util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

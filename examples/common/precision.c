@@ -1,4 +1,4 @@
-/* The precision flags of train_gpt2 (see precision.h). */
+/* The examples' precision flags (see precision.h). */
 #include "precision.h"
 
 #include <stdio.h>

@@ -1,0 +1,68 @@
+/* The parts of a training step that both examples' loops use (see train_run.h): --resume, the
+ * end step, the step's log line and record, and the periodic checkpoint and validation. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "train_run.h"
+#include "util.h"
+
+int ex_resume(ex_run *r, int *start) {
+  *start = 0;
+  if (!r->a.resume) return 0;
+  ZS_TRY(zs_engine_load(r->eng, r->a.resume));
+  *start = (int)zs_engine_steps_done(r->eng);
+  if (r->rank == 0) printf("resumed from %s at step %d\n", r->a.resume, *start);
+  return 0;
+}
+
+int ex_last_step(const ex_run *r) {
+  const ex_train_args *a = &r->a;
+  return a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;
+}
+
+int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats *st,
+                double seconds) {
+  const ex_train_args *a = &r->a;
+  double tokens = (double)a->batch * a->seq * a->micro_steps * r->world;
+  gpt2_step_log lg;
+  memset(&lg, 0, sizeof lg);
+  lg.step = step + 1;
+  double mean = loss;
+  ZS_TRY(zs_comm_allreduce(r->comm, &mean, &mean, 1, ZS_HOST_F64, ZS_RED_MEAN));
+  lg.loss = (float)mean;
+  lg.lr = lr;
+  lg.grad_norm = st->grad_norm;
+  lg.skipped = st->skipped_nonfinite;
+  lg.ms = 1e3 * seconds;
+  lg.check_ms = 1e3 * st->check_seconds;
+  lg.tokens_per_s = tokens / seconds;
+  lg.mfu = r->flops_per_token > 0
+               ? r->flops_per_token * lg.tokens_per_s / r->world / (r->peak_tflops * 1e12)
+               : -1.0;
+  if (r->log_full_loss) { /* for comparisons with other implementations (the JSONL has 6 digits) */
+    char ev[160];
+    snprintf(ev, sizeof ev, "{\"event\":\"loss\",\"step\":%d,\"loss\":%.9g}", step + 1, mean);
+    gpt2_metrics_event(&r->met, ev);
+  }
+  TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
+  r->last_loss = lg.loss;
+  return 0;
+}
+
+int ex_after_step(ex_run *r, int step, int end) {
+  const ex_train_args *a = &r->a;
+  const int done = step + 1;
+  if (a->save_every > 0 && (done % a->save_every == 0 || done == end)) {
+    double t0 = gpt2_now();
+    ZS_TRY(zs_engine_save(r->eng, a->ckpt_dir));
+    if (r->rank == 0)
+      printf("checkpoint: step %d saved to %s in %.2f s\n", done, a->ckpt_dir, gpt2_now() - t0);
+  }
+  if (a->eval_every > 0 && done % a->eval_every == 0 && done < a->steps) {
+    float v;
+    TRY(ex_evaluate(r, &v));
+    if (isfinite(v)) TRY(gpt2_metrics_val(&r->met, done, v));
+  }
+  return 0;
+}
