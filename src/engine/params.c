@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "engine/engine_internal.h"
-#include "engine/nvme_tier.h"
+#include "engine/state_io.h"
 #include "base/error.h"
 #include "base/bf16.h"
 #include "shard/master_rem.h"
@@ -66,13 +66,9 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   const int ta = zs_unit_ties_away(u);
   /* The master: the fp32 copy, or (remainder master) the remainders, the params below holding
      the ties-away compute copy they complete; none apart from the params (frozen, lean). */
-  if (!zs_unit_master_in_params(u) &&
-      zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
-    ZS_CHECK(zs_unit_has_rem(u) ? zs_rem_master_put_rem(u, host_full + (a - base), a, b - a)
-             : u->nv[ZS_NVME_MASTER] /* on the NVMe tier: into its file */
-                 ? zs_engine_nvme_write(e, u, ZS_NVME_MASTER, a - u->opt_off, b - a,
-                                        host_full + (a - base))
-                 : put_range(e, u->master, u->opt_off, ZS_F32, host_full, base, a, b, 0));
+  if (zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
+    ZS_CHECK(
+        zs_state_write(e, u, ZS_ARR_MASTER, a, b - a, host_full + (a - base), "zs_unit_set_param"));
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT))
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
                      base + l->numel[t], ta);
@@ -103,15 +99,9 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_PARAM, u);
   const size_t P = u->lay.padded;
-  if (zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER_REM].sharded)
-    return zs_engine_fail(e, zs_rem_master_get(u, host_full, u->lay.off[t], u->lay.numel[t]));
-  if (u->nv[ZS_NVME_MASTER] && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded)
-    /* the whole fp32 master in its file */
-    return zs_engine_nvme_read(e, u, ZS_NVME_MASTER, u->lay.off[t] - u->opt_off, u->lay.numel[t],
-                               host_full);
-  if (!zs_unit_master_in_params(u) && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded)
+  if (zs_state_master_whole(u)) /* no gather: this rank's master array holds the tensor */
     return zs_engine_fail(
-        e, zs_dev_to_host(&e->dev, host_full, u->master + u->lay.off[t], u->lay.numel[t] * 4));
+        e, zs_state_read(e, u, ZS_ARR_MASTER, u->lay.off[t], u->lay.numel[t], host_full, NULL));
   float *full = NULL;
   ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
   zs_status rc = zs_shard_gather_master(u, full);

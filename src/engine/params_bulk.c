@@ -5,10 +5,9 @@
 #include <stdlib.h>
 
 #include "engine/engine_internal.h"
-#include "engine/nvme_tier.h"
+#include "engine/state_io.h"
 #include "base/error.h"
 #include "base/bf16.h"
-#include "shard/master_rem.h"
 
 /* One located tensor: its unit, index and host pointer (NULL: skipped). */
 typedef struct {
@@ -74,24 +73,11 @@ zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user) 
 
 /* Unit u's full fp32 master into the located tensors (one unit's master gathered at a time). */
 static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
-  if (zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER_REM].sharded) {
-    for (int t = 0; t < u->ntensors; t++)
-      if (v[t].host) ZS_CHECK(zs_rem_master_get(u, v[t].host, u->lay.off[t], u->lay.numel[t]));
-    return ZS_OK;
-  }
-  if (u->nv[ZS_NVME_MASTER] && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded) {
-    /* the fp32 master in its file */
-    for (int t = 0; t < u->ntensors; t++)
-      if (v[t].host)
-        ZS_CHECK(zs_engine_nvme_read(e, u, ZS_NVME_MASTER, u->lay.off[t] - u->opt_off,
-                                     u->lay.numel[t], v[t].host));
-    return ZS_OK;
-  }
-  if (!zs_unit_master_in_params(u) && !zs_unit_has_rem(u) && !u->st.s[ZS_ST_MASTER].sharded) {
+  if (zs_state_master_whole(u)) { /* no gather: this rank's master array holds the unit */
     for (int t = 0; t < u->ntensors; t++)
       if (v[t].host)
         ZS_CHECK(
-            zs_dev_to_host(&e->dev, v[t].host, u->master + u->lay.off[t], u->lay.numel[t] * 4));
+            zs_state_read(e, u, ZS_ARR_MASTER, u->lay.off[t], u->lay.numel[t], v[t].host, NULL));
     return ZS_OK;
   }
   const size_t P = u->lay.padded;

@@ -30,7 +30,18 @@ static master_kind master_of(const zs_unit *u) {
   return MASTER_MEMORY;
 }
 
-/* Bytes of host memory a moment of u at s may be copied to or from directly. */
+int zs_state_master_whole(const zs_unit *u) {
+  switch (master_of(u)) {
+  case MASTER_PARAMS:
+    return 0;
+  case MASTER_REM:
+    return !u->st.s[ZS_ST_MASTER_REM].sharded;
+  default:
+    return !u->st.s[ZS_ST_MASTER].sharded;
+  }
+}
+
+/* Whether moment s of u may be copied to and from host memory directly (memcpy). */
 static int moment_direct(const zs_engine *e, const zs_unit *u, zs_state s) {
   return zs_unit_on_host(u, s) || e->dev.kind == ZS_DEVICE_CPU;
 }

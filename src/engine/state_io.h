@@ -19,6 +19,11 @@ typedef enum { ZS_ARR_MASTER = 0, ZS_ARR_M = 1, ZS_ARR_V = 2, ZS_ARR_N = 3 } zs_
 /* "master", "m" or "v". */
 const char *zs_arr_name(zs_arr a);
 
+/* Whether this rank holds u's whole master in an array of its own (the master, or the
+   remainders, not sharded; not the params): zs_state_read then reads any tensor of the unit
+   without a gather. */
+int zs_state_master_whole(const zs_unit *u);
+
 /* n canonical values of array a of u at flat elements [x, x + n) into host memory dst (room for n
    floats). The master's range lies in what this rank holds of it: its optimizer range, or for a
    unit whose master is its params (lean, frozen) in its params' home; the moments' in its
