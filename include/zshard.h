@@ -117,7 +117,7 @@ enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
-   zs_engine_commit, the least over the ranks (see offload_budget_bytes). */
+   zs_engine_commit, the least over the ranks (docs/MEMORY.md §6). */
 #define ZS_BUDGET_FREE (SIZE_MAX - 1)
 /* The bytes of free GPU memory a ZS_BUDGET_FREE budget leaves to others on CUDA (per rank). */
 #define ZS_BUDGET_FREE_RESERVE ((size_t)512 << 20)
@@ -288,8 +288,7 @@ ZS_API void zs_engine_destroy(zs_engine *e);
    zs_comm_destroy). argc/argv may be NULL. Collective over MPI_COMM_WORLD, whose fatal error
    handler is replaced by MPI_ERRORS_RETURN until the last zs_comm_destroy. Each wait on the other
    ranks is bounded by ZS_COMM_TIMEOUT_S (else 300 s): a missing rank gives ZS_ERR_TIMEOUT naming
-   the step; MPI is then not finalised and later calls return ZS_ERR_STATE (docs/COLLECTIVES.md §5).
- */
+   the step; MPI is then not finalised, later calls return ZS_ERR_STATE (docs/COLLECTIVES.md §5). */
 ZS_API zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out);
 /* Bootstrap from RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun style): a TCP
    rendezvous on MASTER_ADDR:MASTER_PORT hands out the NCCL unique id, when an engine opens its
