@@ -238,7 +238,7 @@ static void run_lean(zs_pool *pool, zs_adamw_isa isa, const zs_adamw_coef *c, ar
   zs_cpu_adamw_lean_ex(pool, isa, c, &k, a->out, a->m16, a->v16, 1, a->gb, a->n);
 }
 
-/* The optimizer-state modes timed, one row each (zshard.h, "The optimizer"). bytes: moved per
+/* The optimizer-state modes timed, one row each (docs/OPTIMIZER.md §4). bytes: moved per
    element (read + write); state: optimizer-state bytes per parameter (master + m + v, the params
    themselves not counted); peer: the peer CSV kind the mode is paired with, DeepSpeed CPUAdam in
    its ZeRO-Offload setting (fp32 params and state, fp32 gradients): the same work for fp32

@@ -420,7 +420,7 @@ static void banner(run *r) {
            "val loss: every rank evaluates the same held-out batches\n");
   printf("unigram entropy of the training tokens: %.4f bits = %.4f nats per token\n",
          x->unigram / log(2.0), x->unigram);
-  /* The largest unit bounds stage 3's transient buffers (zshard.h, the memory rule). */
+  /* The largest unit bounds stage 3's transient buffers (docs/MEMORY.md §1, the memory rule). */
   size_t largest = 0;
   for (int i = 0; i < zs_engine_num_units(x->eng); i++) {
     size_t n = ex_unit_numel(zs_engine_unit(x->eng, i));

@@ -7,8 +7,8 @@
 
 #include "util.h"
 
-/* --master names -> zs_config.master. One row per mode the library has (zshard.h, "The
-   optimizer"); the usage line and the error message list the rows. */
+/* --master names -> zs_config.master. One row per mode the library has (docs/OPTIMIZER.md
+   §4); the usage line and the error message list the rows. */
 static const struct {
   const char *name;
   int master;

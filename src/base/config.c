@@ -124,7 +124,7 @@ void zs_config_default(zs_config *c) {
   c->adamw.beta2 = 0.999f;
   c->adamw.eps = 1e-8f;
   c->adamw.weight_decay = 0.01f;
-  c->adamw.max_grad_norm = 0.0f; /* no clipping, as torch.optim.AdamW (see zshard.h) */
+  c->adamw.max_grad_norm = 0.0f; /* no clipping, as torch.optim.AdamW (docs/OPTIMIZER.md §3) */
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
     if (zs_tunables[i].kind != T_TEXT && zs_tunables[i].kind != T_PATH)
       set_unset(c, &zs_tunables[i]); /* a path's unset is NULL: the memset */

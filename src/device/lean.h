@@ -4,7 +4,7 @@
  * (src/device/cpu/adamw_lean*.c) and the CUDA twin (src/device/cuda/adamw_lean.cu) alike, so every
  * path draws the same bits and rounds the same way by construction.
  *
- * The generator (zshard.h, "The optimizer", states it for users):
+ * The generator (docs/OPTIMIZER.md §6 states it for users):
  *   mix64(z)  = z ^= z >> 30; z *= 0xbf58476d1ce4e5b9; z ^= z >> 27; z *= 0x94d049bb133111eb;
  *               z ^= z >> 31                                   (64-bit wrap-around arithmetic)
  *   K         = mix64(mix64(mix64(seed ^ 0x9e3779b97f4a7c15) + t) + unit)

@@ -106,7 +106,7 @@ zs_status zs_optim_norm_add(zs_optim *o, uint64_t *bins, const void *grad, size_
 zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, double scale,
                                zs_optim_norm *out);
 /* The clipping coefficient: max_grad_norm / (norm + 1e-6) when max_grad_norm > 0 and norm is
-   above it, else 1 (zshard.h, "The optimizer"). */
+   above it, else 1 (docs/OPTIMIZER.md §3). */
 double zs_optim_clip_coef(double norm, double max_grad_norm);
 
 /* ---- The update ---- */

@@ -1,7 +1,7 @@
 /* Stage-3 parameter gathering: all-gather of shards into a full buffer on the comm stream, freed
  * on release; prefetch of the next units in the direction of traversal.
  *
- * The memory rule (zshard.h, prefetch_units / max_live_bytes): at every moment the gathered units
+ * The memory rule (docs/MEMORY.md §1): at every moment the gathered units
  * of a rank are the ones the caller holds (gathered, not yet released) plus at most
  * prefetch_units prefetched ones, and their bytes never exceed max_live_bytes when it is set.
  * Every user gather recomputes the wanted prefetch window from the traversal direction and drops

@@ -207,7 +207,7 @@ static inline void *zs_ptr_add(void *p, size_t elems, zs_dtype dt) {
 }
 /* The caller gathers u (not held yet): with sharded params it is all-gathered unless prefetched,
    makes the compute stream wait for its all-gather, and prefetches the window ahead (dropping
-   prefetched units outside it). Keeps the memory rule of zshard.h. */
+   prefetched units outside it). Keeps the memory rule (docs/MEMORY.md §1). */
 zs_status zs_shard_gather_user(zs_unit *u);
 /* The caller releases u: with sharded params its gathered copy is freed. */
 void zs_shard_release_user(zs_unit *u);

@@ -9,10 +9,10 @@
  * zs_unit_set_param / zs_unit_get_param between steps, zs_engine_save (units held or not) and
  * zs_engine_load of the last save (refused, changing nothing, while a unit is held; else the
  * saved weights come back and the ops since the save are undone). After every call it checks the
- * memory rule of zshard.h against its own model of the call sequence (held units gathered, at most
- * prefetch_units prefetched, max_live_bytes, buffers == gathered + live full gradients exactly,
- * persistent categories unchanged) and that a gathered unit shows the newest values set. At the
- * end rank 0 replays the gradient schedule of the ops still in effect on one rank, without
+ * memory rule (docs/MEMORY.md §1) against its own model of the call sequence (held units gathered,
+ * at most prefetch_units prefetched, max_live_bytes, buffers == gathered + live full gradients
+ * exactly, persistent categories unchanged) and that a gathered unit shows the newest values set.
+ * At the end rank 0 replays the gradient schedule of the ops still in effect on one rank, without
  * checkpoints with the straightforward path (stage 0, no prefetch, no offload, no buckets;
  * deterministic) and compares every weight: bit for bit when the sequence ran deterministic, within
  * 1e-4 otherwise (a third of the sequences, which also reduce parts of gradients early with

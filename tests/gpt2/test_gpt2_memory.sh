@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # train_gpt2 at stage 3 with evaluation every step and sampling: the engine's buffers peak stays
-# within the memory rule of zshard.h. The example holds one unit at a time, so gathered params
+# within the memory rule (docs/MEMORY.md §1). The example holds one unit at a time, so gathered params
 # are at most (1 + prefetch) units; one unit's full gradient lives at a time (the tied
 # embedding's head share is flushed with zs_unit_grads_flush); non-deterministic fp32
 # reductions without buckets need no scratch beyond the norm bins. Bound: (2 + prefetch) x

@@ -1,8 +1,8 @@
 /* Lean-mode AdamW (zs_config.master = ZS_MASTER_LEAN; src/device/cpu/adamw_lean.h):
  *
  *  1. Bitwise: every CPU path this machine has (scalar, AVX2, AVX-512) and the threaded split over
- *     a pool give exactly the bits of an independent reference written here from zshard.h's
- *     contract ("The optimizer": the float order, the hash, the rounding), for fp32 and bf16
+ *     a pool give exactly the bits of an independent reference written here from the contract
+ *     of docs/OPTIMIZER.md §3, §6 (the float order, the hash, the rounding), for fp32 and bf16
  *     moments, lengths around every vector width, keys whose offsets cross 2^32, and extreme
  *     values (a huge lr that saturates at bf16's largest finite or overflows to inf, NaN and inf
  *     gradients).
