@@ -15,7 +15,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
-#include "engine/nvme_tier.h"
+#include "engine/state_io.h"
 #include "ckpt/ckpt_io.h"
 
 #define CHUNK_ELEMS ((size_t)1 << 18) /* output elements per write: 1 MiB of fp32 */
@@ -167,7 +167,7 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
                              zs_status *tier_rc) {
   const int writer = e->world_rank == 0;
   const float *src_full = full;
-  if (u->nv[ZS_NVME_MASTER]) { /* the fp32 master's or the remainders' file */
+  if (zs_state_master_on_tier(u)) { /* the fp32 master's or the remainders' file */
     /* On the NVMe tier: the gather reads this rank's range from its file (its shard group agrees
        on a failed read before the all-gather, so all its ranks return the error together). A
        failed read is the tier's verdict, agreed before the file is published; the other units'
@@ -177,9 +177,8 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
     if (rc != ZS_OK && *tier_rc == ZS_OK)
       *tier_rc = zs_err_wrap(rc, "reading unit '%s' master from the NVMe tier", u->name);
     if (*tier_rc != ZS_OK) return ZS_OK; /* nothing more of it is written */
-  } else if (!zs_unit_master_in_params(u) && u->master && !u->st.s[ZS_ST_MASTER].sharded &&
-             e->dev.kind == ZS_DEVICE_CPU) {
-    src_full = u->master; /* already whole, in host memory */
+  } else if (zs_state_master_in_host(e, u)) {
+    src_full = zs_state_master_in_host(e, u); /* already whole, in host memory */
   } else {
     const zs_status rc = zs_shard_gather_master(u, full);
     if (rc != ZS_OK) return zs_engine_fail(e, rc);
@@ -278,10 +277,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   float *full = NULL;
   int need_buf = 0; /* a unit whose master is not whole in host memory is gathered */
   for (int i = 0; i < e->nunits; i++)
-    if (zs_unit_master_in_params(e->units[i]) || !e->units[i]->master ||
-        e->units[i]->st.s[ZS_ST_MASTER].sharded ||
-        e->dev.kind != ZS_DEVICE_CPU) /* no master array (remainder): joined into the buffer */
-      need_buf = 1;
+    if (!zs_state_master_in_host(e, e->units[i])) need_buf = 1;
   if (rc == ZS_OK && !ent) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (rc == ZS_OK) rc = plan_entries(e, &o, ent, &total);
   if (rc == ZS_OK) rc = header_text(e, &o, ent, total, &hdr, &hlen);

@@ -41,6 +41,15 @@ int zs_state_master_whole(const zs_unit *u) {
   }
 }
 
+const float *zs_state_master_in_host(const zs_engine *e, const zs_unit *u) {
+  const int whole = master_of(u) == MASTER_MEMORY && u->master && !u->st.s[ZS_ST_MASTER].sharded;
+  return whole && e->dev.kind == ZS_DEVICE_CPU ? u->master : NULL;
+}
+
+int zs_state_master_on_tier(const zs_unit *u) {
+  return u->nv[ZS_NVME_MASTER] != NULL;
+}
+
 /* Whether moment s of u may be copied to and from host memory directly (memcpy). */
 static int moment_direct(const zs_engine *e, const zs_unit *u, zs_state s) {
   return zs_unit_on_host(u, s) || e->dev.kind == ZS_DEVICE_CPU;

@@ -24,6 +24,14 @@ const char *zs_arr_name(zs_arr a);
    without a gather. */
 int zs_state_master_whole(const zs_unit *u);
 
+/* u's whole master as an fp32 array in host memory on the CPU device (where readers may use it in
+   place), or NULL (sharded, on the tier, joined from remainders, the params, or device memory). */
+const float *zs_state_master_in_host(const zs_engine *e, const zs_unit *u);
+
+/* Whether u's master (the fp32 array or the remainders) is in the NVMe tier's files: reading it
+   can fail with the tier's ZS_ERR_IO, which its readers report as the tier's. */
+int zs_state_master_on_tier(const zs_unit *u);
+
 /* n canonical values of array a of u at flat elements [x, x + n) into host memory dst (room for n
    floats). The master's range lies in what this rank holds of it: its optimizer range, or for a
    unit whose master is its params (lean, frozen) in its params' home; the moments' in its
