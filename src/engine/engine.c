@@ -9,6 +9,7 @@
 #include "engine/engine_internal.h"
 #include "engine/nvme_tier.h"
 #include "shard/placement.h"
+#include "shard/plan_memory.h"
 #include "base/error.h"
 
 /* The host arena as the memory owner's host tier (mem/mem.h). */
