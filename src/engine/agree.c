@@ -42,7 +42,7 @@ zs_status zs_engine_agree_words(zs_engine *e, zs_status mine, const char *msg,
   if (rows != all) free(rows);
   if (ar != ZS_OK) return exchange_failed(e, ar, own, say);
   if (first < 0) return ZS_OK;
-  if (mine != ZS_OK) return zs_err(say->theirs == ZS_OK ? fs : mine, "%s", own);
+  if (mine != ZS_OK) return zs_err(say->one_status ? fs : mine, "%s", own);
   char why[128]; /* the default phrase */
   snprintf(why, sizeof why, " failed (%s; that rank's zs_last_error says why)", zs_status_str(fs));
   return zs_err(say->theirs == ZS_OK ? fs : say->theirs, "%s: rank %d%s; %d of %d ranks failed",

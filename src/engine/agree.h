@@ -14,8 +14,9 @@ typedef struct {
   const char *what;     /* the operation, first in every message ("zs_engine_commit") */
   const char *phrase;   /* follows "rank F" in the other ranks' message ("'s tier failed ...");
                            NULL: " failed (<its status>; that rank's zs_last_error says why)" */
-  zs_status theirs;     /* the status the other ranks return; ZS_OK: the first failing rank's,
-                           which the failing ranks return too (one status everywhere) */
+  zs_status theirs;     /* the status the other ranks return; ZS_OK: the first failing rank's */
+  int one_status;       /* the failing ranks return the first failing rank's status too (each
+                           with its own message); 0: each its own status */
   int fail_on_exchange; /* a failed exchange marks the engine failed (zs_engine_fail) */
 } zs_agree_text;
 

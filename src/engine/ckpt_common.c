@@ -108,7 +108,7 @@ zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn) {
 zs_status zs_ckpt_agree_words(zs_engine *e, zs_status mine, const uint64_t *words, int n,
                               uint64_t *all, const char *what) {
   /* One status everywhere (the first failing rank's); each rank keeps its own message. */
-  const zs_agree_text say = {what, NULL, ZS_OK, 1};
+  const zs_agree_text say = {.what = what, .one_status = 1, .fail_on_exchange = 1};
   return zs_engine_agree_words(e, mine, NULL, &say, words, n, all);
 }
 

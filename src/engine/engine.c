@@ -409,10 +409,10 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
    would keep it (its destroy's goodbye) while its peers go on without. rc is this rank's. */
 static zs_status agree_outcome(zs_engine *e, zs_status rc) {
   if (e->world_size == 1) return rc;
-  const zs_agree_text say = {"zs_engine_commit",
-                             " failed its part of commit (its own error says why); every rank's "
-                             "commit is undone",
-                             ZS_ERR_STATE, 0};
+  const zs_agree_text say = {.what = "zs_engine_commit",
+                             .phrase = " failed its part of commit (its own error says why); "
+                                       "every rank's commit is undone",
+                             .theirs = ZS_ERR_STATE};
   return zs_engine_agree(e, rc, NULL, &say); /* a failed rank keeps its own message */
 }
 
@@ -481,7 +481,7 @@ static zs_status open_tier(zs_engine *e, const zs_placement *place, zs_status pr
            " could not allocate its buffers or open its NVMe tier under nvme_path '%s' (its "
            "error says why); nothing was committed",
            e->cfg.nvme_path);
-  const zs_agree_text say = {"zs_engine_commit", phrase, ZS_OK, 0};
+  const zs_agree_text say = {.what = "zs_engine_commit", .phrase = phrase};
   rc = zs_engine_agree(e, rc, NULL, &say);
   if (rc != ZS_OK) zs_engine_nvme_close(e);
   return rc;

@@ -80,9 +80,11 @@ zs_status zs_engine_check_fit(zs_engine *e) {
   const zs_status mine = check_local(e);
   /* One verdict for all: a rank that goes on while another refuses would hang in the first
      collective. */
-  const zs_agree_text say = {"zs_engine_commit",
-                             " cannot hold the model (its message says how much it needs and "
-                             "what would fit); nothing was allocated on any rank",
-                             ZS_ERR_OUT_OF_MEMORY, 1};
+  const zs_agree_text say = {.what = "zs_engine_commit",
+                             .phrase = " cannot hold the model (its message says how much it "
+                                       "needs and what would fit); nothing was allocated on any "
+                                       "rank",
+                             .theirs = ZS_ERR_OUT_OF_MEMORY,
+                             .fail_on_exchange = 1};
   return zs_engine_agree(e, mine, NULL, &say);
 }

@@ -235,11 +235,11 @@ zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc) {
   t->step_seconds += zs_clock_now_s() - t0;
   /* The update is local, the publish after it collective: every rank learns here whether one
      failed, so that all fail together instead of waiting in the publish for the failed one. */
-  const zs_agree_text say = {"NVMe tier",
-                             "'s tier failed in the step's update (its error names the file and "
-                             "the offset); the engine failed on every rank: restart from the last "
-                             "checkpoint",
-                             ZS_ERR_IO, 0};
+  const zs_agree_text say = {.what = "NVMe tier",
+                             .phrase = "'s tier failed in the step's update (its error names the "
+                                       "file and the offset); the engine failed on every rank: "
+                                       "restart from the last checkpoint",
+                             .theirs = ZS_ERR_IO};
   ZS_CHECK(zs_engine_agree(e, rc, NULL, &say)); /* a failed rank keeps its own failure */
   zs_engine_nvme_info(e);
   return ZS_OK;
