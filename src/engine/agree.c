@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 
 /* The exchange failed (st): its status and message, after the operation and this rank's own
    failure (own, or "" when it had none); the engine marked failed when say asks. */

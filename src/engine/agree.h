@@ -21,9 +21,10 @@ typedef struct {
 } zs_agree_text;
 
 /* The verdict of every rank on this rank's outcome mine (msg: its message; NULL: zs_last_error()
-   as it is now). ZS_OK when every rank is OK. Else a failing rank returns its own message, and
-   every other rank say->theirs with "<what>: rank F<phrase>; N of W ranks failed" (F the first
-   failing rank). A failure of the exchange itself (or of its buffer) is returned as it is,
+   as it is now). ZS_OK when every rank is OK. Else a failing rank returns its own message (with
+   its own status, or the first failing rank's under say->one_status), and every other rank
+   say->theirs with "<what>: rank F<phrase>; N of W ranks failed" (F the first failing rank).
+   A failure of the exchange itself (or of its buffer) is returned as it is,
    "<what>: agreeing on the outcome" before its message (and this rank's own failure, if any).
    Collective over the world: every rank calls it, whatever its outcome. */
 zs_status zs_engine_agree(zs_engine *e, zs_status mine, const char *msg, const zs_agree_text *say);

@@ -8,6 +8,7 @@
 #include "base/host_charge.h"
 #include "engine/agree.h"
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 #include "engine/nvme_tier.h"
 #include "shard/placement.h"
 #include "shard/plan_memory.h"
@@ -65,35 +66,6 @@ static zs_status open_optimizer(zs_engine *e) {
   /* the copy pipeline's staging (CUDA) is in the arena: booked as the planner counts it */
   zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, zs_placement_pipe_bytes(&e->cfg));
   return ZS_OK;
-}
-
-zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
-  if (s != ZS_OK) zs_engine_abort_comms(e);
-  return s;
-}
-
-zs_status zs_engine_fail(zs_engine *e, zs_status s) {
-  /* A collective or a wait behind one failed (timeout, transport, device): peers may be inside
-     an operation this rank left. Abort every group so that their kernels exit and destroy
-     cannot hang, and refuse further steps. */
-  if (zs_mem_may_be_written(s)) zs_engine_abort_comms(e);
-  return s;
-}
-
-zs_status zs_engine_abort(zs_engine *e) {
-  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_abort: engine is NULL");
-  e->aborted = 1; /* destroy's goodbye tells the peers that this was zs_engine_abort */
-  zs_engine_abort_comms(e);
-  return ZS_OK;
-}
-
-void zs_engine_abort_comms(zs_engine *e) {
-  e->state = ZS_ENGINE_FAILED;
-  zs_mem_break(&e->mem); /* before any free that follows: frees are deferred from now on */
-  e->sh.in_step = 0;     /* the shard layer never sees a failed engine as inside a step */
-  zs_coll_abort(e->replica);
-  if (e->shard != e->world) zs_coll_abort(e->shard);
-  zs_coll_abort(e->world);
 }
 
 /* The shard layer's failure service (shard/shard.h). */
