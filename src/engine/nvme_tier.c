@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "engine/nvme_tier.h"
-
 #include "base/clock.h"
 #include "base/error.h"
 #include "engine/agree.h"
