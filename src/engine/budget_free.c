@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/free_hook.h"
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 
 /* This rank's number: the test hook's, else what zs_engine_available says the device has,
    less ZS_BUDGET_FREE_RESERVE on CUDA (0 when that is all or nothing could be measured). */

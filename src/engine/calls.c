@@ -18,6 +18,7 @@
 
 #include "device/lean.h" /* zs_lean_mix64: splitmix64's finaliser */
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 #include "base/error.h"
 
 static const char *call_name(uint64_t c) {

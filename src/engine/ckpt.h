@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ckpt/ckpt_format.h"
+#include "engine/agree.h"
 #include "engine/engine_internal.h"
 
 /* The elements [*a, *b) of unit u that world rank r writes (empty when *a == *b): the range of
@@ -42,14 +43,17 @@ const char *zs_ckpt_nvme_array_name(int which);
    collective. */
 zs_status zs_ckpt_nvme_put(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
                            const void *src, const char *fn);
-#define ZS_CKPT_AGREE_MAX_WORDS 7
+#define ZS_CKPT_AGREE_MAX_WORDS ZS_AGREE_MAX_WORDS
 /* zs_ckpt_agree that also all-gathers n (<= ZS_CKPT_AGREE_MAX_WORDS) words of each rank: all
-   (world_size rows of 1 + n words: the status, then the words) is filled for the caller. */
+   (world_size rows of 1 + n words: the status, then the words) is filled for the caller
+   (zs_engine_agree_words). */
 zs_status zs_ckpt_agree_words(zs_engine *e, zs_status mine, const uint64_t *words, int n,
                               uint64_t *all, const char *what);
 /* The same verdict on every rank: all-gathers this rank's status; returns ZS_OK when every rank
-   succeeded, else this rank's own error (its message kept) or ZS_ERR_IO/CORRUPT naming the first
-   failing rank. `what` names the operation. Collective over the world. */
+   succeeded, else the first failing rank's status on every rank, with this rank's own message
+   where it failed, or one naming the first failing rank and the count (zs_engine_agree). A
+   failed exchange marks the engine failed. `what` names the operation. Collective over the
+   world. */
 zs_status zs_ckpt_agree(zs_engine *e, zs_status mine, const char *what);
 
 #endif

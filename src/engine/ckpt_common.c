@@ -107,30 +107,11 @@ zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn) {
 
 zs_status zs_ckpt_agree_words(zs_engine *e, zs_status mine, const uint64_t *words, int n,
                               uint64_t *all, const char *what) {
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
-  uint64_t row[1 + ZS_CKPT_AGREE_MAX_WORDS] = {(uint64_t)mine};
-  for (int i = 0; i < n; i++)
-    row[1 + i] = words[i];
-  const size_t w = (size_t)n + 1;
-  const zs_status rc = zs_engine_allgather_u64(e, row, w, all);
-  if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "%s: agreeing on the outcome", what));
-  int first = -1;
-  for (int r = 0; r < e->world_size && first < 0; r++)
-    if (all[(size_t)r * w] != ZS_OK) first = r;
-  const zs_status fs = first >= 0 ? (zs_status)all[(size_t)first * w] : ZS_OK;
   /* One status everywhere (the first failing rank's); each rank keeps its own message. */
-  if (mine != ZS_OK) return zs_err(fs, "%s", msg);
-  if (first >= 0)
-    return zs_err(fs, "%s failed on rank %d (%s; that rank's zs_last_error says why)", what, first,
-                  zs_status_str(fs));
-  return ZS_OK;
+  const zs_agree_text say = {.what = what, .one_status = 1, .fail_on_exchange = 1};
+  return zs_engine_agree_words(e, mine, NULL, &say, words, n, all);
 }
 
 zs_status zs_ckpt_agree(zs_engine *e, zs_status mine, const char *what) {
-  uint64_t *all = calloc((size_t)e->world_size, sizeof *all);
-  if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", what));
-  const zs_status rc = zs_ckpt_agree_words(e, mine, NULL, 0, all, what);
-  free(all);
-  return rc;
+  return zs_ckpt_agree_words(e, mine, NULL, 0, NULL, what);
 }

@@ -15,6 +15,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
+#include "engine/fail.h"
 #include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
 #include "engine/state_io.h"

@@ -6,9 +6,12 @@
 
 #include "base/config.h"
 #include "base/host_charge.h"
+#include "engine/agree.h"
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 #include "engine/nvme_tier.h"
 #include "shard/placement.h"
+#include "shard/plan_memory.h"
 #include "base/error.h"
 
 /* The host arena as the memory owner's host tier (mem/mem.h). */
@@ -63,35 +66,6 @@ static zs_status open_optimizer(zs_engine *e) {
   /* the copy pipeline's staging (CUDA) is in the arena: booked as the planner counts it */
   zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, zs_placement_pipe_bytes(&e->cfg));
   return ZS_OK;
-}
-
-zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
-  if (s != ZS_OK) zs_engine_abort_comms(e);
-  return s;
-}
-
-zs_status zs_engine_fail(zs_engine *e, zs_status s) {
-  /* A collective or a wait behind one failed (timeout, transport, device): peers may be inside
-     an operation this rank left. Abort every group so that their kernels exit and destroy
-     cannot hang, and refuse further steps. */
-  if (zs_mem_may_be_written(s)) zs_engine_abort_comms(e);
-  return s;
-}
-
-zs_status zs_engine_abort(zs_engine *e) {
-  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_abort: engine is NULL");
-  e->aborted = 1; /* destroy's goodbye tells the peers that this was zs_engine_abort */
-  zs_engine_abort_comms(e);
-  return ZS_OK;
-}
-
-void zs_engine_abort_comms(zs_engine *e) {
-  e->state = ZS_ENGINE_FAILED;
-  zs_mem_break(&e->mem); /* before any free that follows: frees are deferred from now on */
-  e->sh.in_step = 0;     /* the shard layer never sees a failed engine as inside a step */
-  zs_coll_abort(e->replica);
-  if (e->shard != e->world) zs_coll_abort(e->shard);
-  zs_coll_abort(e->world);
 }
 
 /* The shard layer's failure service (shard/shard.h). */
@@ -407,22 +381,11 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
    would keep it (its destroy's goodbye) while its peers go on without. rc is this rank's. */
 static zs_status agree_outcome(zs_engine *e, zs_status rc) {
   if (e->world_size == 1) return rc;
-  char own[1024];
-  snprintf(own, sizeof own, "%s", zs_last_error()); /* a failed rank keeps its own message */
-  uint64_t mine = rc != ZS_OK, *all = calloc((size_t)e->world_size, sizeof *all);
-  if (!all)
-    return rc != ZS_OK ? rc : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of memory");
-  zs_status st = zs_engine_allgather_u64(e, &mine, 1, all);
-  if (rc != ZS_OK) zs_err(rc, "%s", own);
-  if (rc == ZS_OK && st != ZS_OK) rc = st;
-  for (int q = 0; q < e->world_size && rc == ZS_OK; q++)
-    if (all[q])
-      rc = zs_err(ZS_ERR_STATE,
-                  "zs_engine_commit: rank %d failed its part of commit (its own error says why); "
-                  "every rank's commit is undone",
-                  q);
-  free(all);
-  return rc;
+  const zs_agree_text say = {.what = "zs_engine_commit",
+                             .phrase = " failed its part of commit (its own error says why); "
+                                       "every rank's commit is undone",
+                             .theirs = ZS_ERR_STATE};
+  return zs_engine_agree(e, rc, NULL, &say); /* a failed rank keeps its own message */
 }
 
 static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i,
@@ -484,32 +447,16 @@ static void info_nvme(zs_engine *e, const zs_placement *pl) {
 static zs_status open_tier(zs_engine *e, const zs_placement *place, zs_status prior) {
   if (!place->nnvme) return prior;
   zs_status rc = prior == ZS_OK ? zs_engine_nvme_open(e, place) : prior;
-  char msg[1024];
-  snprintf(msg, sizeof msg, "%s", rc == ZS_OK ? "" : zs_last_error());
-  const uint64_t mine = (uint64_t)(unsigned)rc;
-  uint64_t *all = calloc((size_t)e->world_size, sizeof *all);
-  if (!all) {
-    zs_engine_nvme_close(e);
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: no host memory for the NVMe agreement");
-  }
-  const zs_status ar = zs_engine_allgather_u64(e, &mine, 1, all);
-  int first = -1;
-  zs_status theirs = ZS_OK;
-  for (int r = 0; r < e->world_size && ar == ZS_OK && first < 0; r++)
-    if (all[r]) {
-      first = r;
-      theirs = (zs_status)all[r];
-    }
-  free(all);
-  if (rc == ZS_OK && ar == ZS_OK && first < 0) return ZS_OK;
-  zs_engine_nvme_close(e);
-  if (rc != ZS_OK) /* this rank's own failure, as it was (the allocation's names commit) */
-    return prior != ZS_OK ? zs_err(rc, "%s", msg) : zs_err(rc, "zs_engine_commit: %s", msg);
-  if (ar != ZS_OK) return zs_err_wrap(ar, "zs_engine_commit: the NVMe tier's agreement");
-  return zs_err(theirs,
-                "zs_engine_commit: rank %d could not allocate its buffers or open its NVMe tier "
-                "under nvme_path '%s' (its error says why); nothing was committed",
-                first, e->cfg.nvme_path);
+  if (prior == ZS_OK && rc != ZS_OK) zs_err_wrap(rc, "zs_engine_commit"); /* the tier's own */
+  char phrase[512];
+  snprintf(phrase, sizeof phrase,
+           " could not allocate its buffers or open its NVMe tier under nvme_path '%s' (its "
+           "error says why); nothing was committed",
+           e->cfg.nvme_path);
+  const zs_agree_text say = {.what = "zs_engine_commit", .phrase = phrase};
+  rc = zs_engine_agree(e, rc, NULL, &say);
+  if (rc != ZS_OK) zs_engine_nvme_close(e);
+  return rc;
 }
 
 zs_status zs_engine_commit(zs_engine *e) {

@@ -92,15 +92,6 @@ struct zs_engine {
   char info[2048];
 };
 
-/* Failure is marked once, where a public call learns that it failed, through these two, which
-   both end in zs_engine_abort_comms. */
-/* A failure the engine cannot undo (a half-done reduction or update, a gather its peers went on
-   with): marks the engine failed (zs_engine_abort_comms). Returns s. */
-zs_status zs_engine_fail_hard(zs_engine *e, zs_status s);
-/* A timeout, transport or device error (of a collective or a wait behind one,
-   zs_mem_may_be_written) marks the engine failed (zs_engine_abort_comms); other statuses pass
-   through. Returns s. */
-zs_status zs_engine_fail(zs_engine *e, zs_status s);
 /* Placement words of each rank in zs_engine.peers: hashes of the host name, of the cgroup
    membership and of the GPU's PCI bus id (0 on the CPU device), and the offload NUMA node (-1). */
 enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORDS };
@@ -161,11 +152,5 @@ double zs_engine_check_seconds(const zs_engine *e);
    healthy engine (a peer still inside a collective call learns that this one left), a goodbye
    naming zs_engine_abort or the failure from a failed one. Errors fail e. */
 void zs_engine_goodbye(zs_engine *e);
-/* The failure boundary, the one function that marks the engine failed: later calls return
-   ZS_ERR_STATE, its collective groups are aborted (kernels waiting for a silent peer exit,
-   destroy cannot hang), and its memory owner defers every free from now on (an abandoned
-   collective may still write into the buffers) until destroy has torn the groups down.
-   Idempotent. */
-void zs_engine_abort_comms(zs_engine *e);
 
 #endif

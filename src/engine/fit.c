@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/agree.h"
 #include "engine/engine_internal.h"
 #include "base/error.h"
 #include "mem/host_mem.h"
@@ -77,27 +78,13 @@ static zs_status check_local(zs_engine *e) {
 zs_status zs_engine_check_fit(zs_engine *e) {
   ZS_CHECK(zs_coll_barrier(e->world)); /* every rank measures before anyone allocates */
   const zs_status mine = check_local(e);
-  char msg[2048];
-  snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
   /* One verdict for all: a rank that goes on while another refuses would hang in the first
      collective. */
-  uint64_t flag = mine == ZS_OK ? 0 : 1, *all = calloc((size_t)e->world_size, sizeof *all);
-  if (!all) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
-  zs_status rc = zs_engine_allgather_u64(e, &flag, 1, all);
-  int first = -1, count = 0;
-  for (int r = 0; r < e->world_size && rc == ZS_OK; r++)
-    if (all[r]) {
-      if (first < 0) first = r;
-      count++;
-    }
-  free(all);
-  if (rc != ZS_OK)
-    return zs_engine_fail(e, zs_err_wrap(rc, "zs_engine_commit: agreeing on the fit check"));
-  if (mine != ZS_OK) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s", msg);
-  if (count)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY,
-                  "zs_engine_commit: %d rank(s) cannot hold the model (rank %d's message says "
-                  "how much it needs and what would fit); nothing was allocated on any rank",
-                  count, first);
-  return ZS_OK;
+  const zs_agree_text say = {.what = "zs_engine_commit",
+                             .phrase = " cannot hold the model (its message says how much it "
+                                       "needs and what would fit); nothing was allocated on any "
+                                       "rank",
+                             .theirs = ZS_ERR_OUT_OF_MEMORY,
+                             .fail_on_exchange = 1};
+  return zs_engine_agree(e, mine, NULL, &say);
 }

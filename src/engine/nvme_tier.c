@@ -8,6 +8,7 @@
 #include "engine/nvme_tier.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "engine/agree.h"
 #include "offload/nvme_stream.h"
 #include "optim/optim.h"
 #include "shard/master_rem.h"
@@ -233,28 +234,12 @@ zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc) {
   t->step_seconds += zs_clock_now_s() - t0;
   /* The update is local, the publish after it collective: every rank learns here whether one
      failed, so that all fail together instead of waiting in the publish for the failed one. */
-  char mine_msg[1024];
-  snprintf(mine_msg, sizeof mine_msg, "%s", rc == ZS_OK ? "" : zs_last_error());
-  const uint64_t mine = rc == ZS_OK ? 0 : (uint64_t)(unsigned)rc;
-  uint64_t *all = calloc((size_t)e->world_size, sizeof *all);
-  if (!all)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no host memory for the step's agreement");
-  const zs_status ar = zs_engine_allgather_u64(e, &mine, 1, all);
-  int first = -1;
-  for (int r = 0; r < e->world_size && ar == ZS_OK; r++)
-    if (all[r] && first < 0) first = r;
-  free(all);
-  if (ar != ZS_OK)
-    return zs_err_wrap(
-        ar, "NVMe tier: the step's agreement on the tier's I/O%s%s",
-        rc == ZS_OK ? "" : " (after this rank's own failure: ", rc == ZS_OK ? "" : mine_msg);
-  if (rc != ZS_OK) return zs_err(rc, "%s", mine_msg); /* this rank's own failure, as it was */
-  if (first >= 0)
-    return zs_err(ZS_ERR_IO,
-                  "NVMe tier: rank %d's tier failed in the step's update (its error names the file "
-                  "and the offset); the engine failed on every rank: restart from the last "
-                  "checkpoint",
-                  first);
+  const zs_agree_text say = {.what = "NVMe tier",
+                             .phrase = "'s tier failed in the step's update (its error names the "
+                                       "file and the offset); the engine failed on every rank: "
+                                       "restart from the last checkpoint",
+                             .theirs = ZS_ERR_IO};
+  ZS_CHECK(zs_engine_agree(e, rc, NULL, &say)); /* a failed rank keeps its own failure */
   zs_engine_nvme_info(e);
   return ZS_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 #include "engine/state_io.h"
 #include "base/error.h"
 #include "base/bf16.h"

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 #include "engine/nvme_tier.h"
 #include "base/clock.h"
 #include "base/error.h"

@@ -1,6 +1,7 @@
 /* Public per-unit calls of a step: gather, param/grad pointers, release, grads_ready. They check
  * the call order and hand the work to src/shard. */
 #include "engine/engine_internal.h"
+#include "engine/fail.h"
 #include "base/error.h"
 
 /* Common checks: non-NULL unit of a committed, healthy engine. */

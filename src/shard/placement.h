@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "shard/plan.h"
+#include "shard/plan_units.h"
 
 typedef struct {
   int active;          /* a budget is set: the rest says where units go */

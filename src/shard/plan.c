@@ -8,8 +8,6 @@
 #include "base/error.h"
 #include "base/host_charge.h"
 #include "device/ops.h" /* zs_dtype_size, ZS_SQ_NWORDS */
-#include "shard/placement.h"
-#include "shard/shard.h"
 
 /* A switch: ZS_SHARD_YES / ZS_SHARD_NO, or ZS_SHARD_AS_STAGE (0). */
 static int resolve(int sw, int from_stage) {
@@ -74,8 +72,8 @@ size_t zs_plan_padded(const zs_plan *p, size_t n) {
   return r < S ? S : r;
 }
 
-/* a + b*c, saturating (a model too large for size_t must read as too large, never wrap). */
-static size_t add_mul(size_t a, size_t b, size_t c) {
+/* a + b*c, saturating (plan.h). */
+size_t zs_plan_add_mul(size_t a, size_t b, size_t c) {
   if (c && b > SIZE_MAX / c) return SIZE_MAX;
   return a > SIZE_MAX - b * c ? SIZE_MAX : a + b * c;
 }
@@ -91,20 +89,11 @@ void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
     if (!zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) continue;
     if (t->s[k].tier == ZS_TIER_NVME) continue; /* disk, not memory (zs_placement.disk_bytes) */
     const zs_mem_cat c = t->s[k].cat;
-    const size_t b = add_mul(0, zs_state_elems(t, (zs_state)k, P, s), zs_dtype_size(t->s[k].dtype));
+    const size_t b =
+        zs_plan_add_mul(0, zs_state_elems(t, (zs_state)k, P, s), zs_dtype_size(t->s[k].dtype));
     /* a host-tier array holds its whole pages (one region each: base/host_charge.h) */
-    add[c] = add_mul(add[c], c == ZS_MEM_HOST_PINNED ? zs_host_charge(b) : b, 1);
+    add[c] = zs_plan_add_mul(add[c], c == ZS_MEM_HOST_PINNED ? zs_host_charge(b) : b, 1);
   }
-}
-
-size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
-  if (u->units) return u->units[i]->lay.numel_total;
-  return u->numel[i] > 0 ? (size_t)u->numel[i] : 0;
-}
-
-int zs_plan_unit_frozen(const zs_plan_units *u, int i) {
-  if (u->units) return u->units[i]->frozen;
-  return u->frozen && u->frozen[i];
 }
 
 size_t zs_plan_piece_len(const zs_config *c, int shard_size, size_t s, size_t nblocks) {
@@ -120,69 +109,19 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
   const size_t rs = zs_dtype_size(c->reduce_dtype), W = (size_t)world;
   const size_t S = (size_t)p->nshards;
   const int det = c->deterministic != 0;
-  size_t b = c->reduce_dtype != c->param_dtype ? add_mul(0, P, rs) : 0; /* conversion */
+  size_t b = c->reduce_dtype != c->param_dtype ? zs_plan_add_mul(0, P, rs) : 0; /* conversion */
   if (p->reduce == ZS_REDUCE_ALL) {
     if (W <= 1 || !det) return b; /* an in-place all-reduce, or one rank's add */
     size_t piece = P;             /* fold_all_pieces: bucket over two buffers */
     if (c->bucket_bytes && c->bucket_bytes / (rs * 2) < piece) piece = c->bucket_bytes / (rs * 2);
     if (piece < 1) piece = 1;
     const size_t ps = zs_dtype_size(c->param_dtype), blocks = W * ((piece + W - 1) / W);
-    return add_mul(b, blocks, rs + (ps > rs ? ps : rs)); /* ordered_fold_all: receive, send */
+    /* ordered_fold_all: receive, send */
+    return zs_plan_add_mul(b, blocks, rs + (ps > rs ? ps : rs));
   }
   const size_t s = P / S, nblocks = det ? W : S, n = zs_plan_piece_len(c, p->nshards, s, nblocks);
   const int pack = !(n == s && nblocks == S);
-  if (pack) b = add_mul(b, add_mul(0, nblocks, n), rs);            /* send */
-  if (det || pack) b = add_mul(b, add_mul(0, det ? W : 1, n), rs); /* receive */
+  if (pack) b = zs_plan_add_mul(b, zs_plan_add_mul(0, nblocks, n), rs);            /* send */
+  if (det || pack) b = zs_plan_add_mul(b, zs_plan_add_mul(0, det ? W : 1, n), rs); /* receive */
   return b;
-}
-
-size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u) {
-  size_t max_full = 0, max_grad = 0, scratch = 0;
-  for (int i = 0; i < u->n; i++) {
-    const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i));
-    if (P > max_full) max_full = P;
-    if (zs_plan_unit_frozen(u, i)) continue; /* params only: no gradient, no reduction */
-    const size_t r = zs_plan_reduce_scratch(p, c, world, P);
-    if (P > max_grad) max_grad = P;
-    if (r > scratch) scratch = r;
-  }
-  const size_t ps = zs_dtype_size(c->param_dtype);
-  size_t gathered = 0;
-  if (zs_state_is(&p->table, ZS_ST_PARAM_FULL, ZS_LIFE_TRANSIENT)) {
-    const size_t held = c->held_units > 0 ? (size_t)c->held_units : 2;
-    gathered = add_mul(0, add_mul(0, held + (size_t)c->prefetch_units, max_full), ps);
-    if (c->max_live_bytes && c->max_live_bytes < gathered) gathered = c->max_live_bytes;
-  }
-  /* A sharded gradient's full buffer, and the deterministic staging buffer of a full one, live
-     through its reduction (with its scratch); never both. */
-  const size_t grad = add_mul(0, max_grad, ps);
-  const int grad_buf = zs_state_is(&p->table, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) ||
-                       zs_state_is(&p->table, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
-  const size_t grad_red = grad_buf ? add_mul(grad, scratch, 1) : scratch;
-  size_t b = add_mul(gathered, grad_red, 1);
-  b = add_mul(b, ZS_SQ_NWORDS, sizeof(uint64_t)); /* gradient-norm bins (step.c) */
-  const zs_state_table *t = &p->table;
-  const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;
-  if (param_host && t->s[ZS_ST_MASTER].tier == ZS_TIER_DEVICE && c->device == ZS_DEVICE_CUDA)
-    b = add_mul(b, max_grad / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
-  return b;
-}
-
-static void add_staging(size_t out[ZS_MEM_NCAT], size_t b) {
-  out[ZS_MEM_HOST_PINNED] = add_mul(out[ZS_MEM_HOST_PINNED], b, 1);
-}
-
-void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
-                    size_t out[ZS_MEM_NCAT]) {
-  memset(out, 0, sizeof(size_t) * ZS_MEM_NCAT);
-  out[ZS_MEM_BUFFERS] = zs_plan_buffers(p, c, world, u);
-  zs_placement pl;
-  zs_placement_make(p, c, world, u, &pl);
-  for (int i = 0; i < u->n; i++) {
-    zs_state_table t; /* the table commit gives unit i: its tier, frozen or not */
-    zs_placement_unit_of(&pl, p, u, i, &t);
-    zs_plan_unit_bytes_of(p, &t, zs_plan_unit_numel(u, i), out);
-  }
-  add_staging(out, pl.staging_bytes);           /* the NVMe tier's, pinned host memory */
-  add_staging(out, zs_placement_pipe_bytes(c)); /* the copy pipeline's, in the host arena */
 }

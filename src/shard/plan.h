@@ -54,42 +54,9 @@ void zs_plan_unit_bytes(const zs_plan *p, size_t n, size_t add[ZS_MEM_NCAT]);
 void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
                            size_t add[ZS_MEM_NCAT]);
 
-struct zs_unit;
-
-/* The units a plan is computed for: the engine's registered units (units), or bare element
-   counts (numel: the planner's model descriptions, zs_plan_model). Exactly one is non-NULL. */
-typedef struct {
-  struct zs_unit *const *units;
-  const int64_t *numel;
-  int n;
-  const int *frozen; /* with numel: non-zero for a frozen unit (frozen.h); NULL: none frozen */
-} zs_plan_units;
-
-/* Whether unit i is frozen (its own table for units, the frozen array for numel). */
-int zs_plan_unit_frozen(const zs_plan_units *u, int i);
-
-/* Elements of unit i (before padding). */
-size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
-
-/* What this rank holds for the given units on `world` ranks: persistent state by category,
-   exactly as the engine allocates it, and in out[ZS_MEM_BUFFERS] a bound on the transient
-   buffers, the sum of what can be live at once: gathered params ((held_units + prefetch_units)
-   of the largest unit, or max_live_bytes), one unit's full gradient when gradients are sharded
-   plus the largest unit's reduction scratch (gradients and scratch: of trainable units only, a
-   frozen unit has neither) (zs_plan_reduce_scratch), or with full gradients
-   the scratch or (deterministic) the staging buffer, whichever is larger (never both at once), the
-   gradient-norm bins, and the device temporary of a host-resident param update (offloaded params
-   alone on CUDA). zs_unit_get_param's fp32 copy (outside steps) is not included. With an
-   offload budget, each unit's persistent state is counted where the budget places it
-   (placement.h), as commit allocates it; with nvme_path, optimizer state the placement puts on
-   the NVMe tier is disk, not counted here (zs_placement.disk_bytes), and the tier's staging is
-   host_pinned. Saturates at SIZE_MAX. */
-void zs_plan_memory(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u,
-                    size_t out[ZS_MEM_NCAT]);
-
-/* The out[ZS_MEM_BUFFERS] bound of zs_plan_memory alone (it does not depend on which units a
-   budget places on the host: those move optimizer state and param shard together). */
-size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u);
+/* a + b*c, saturating at SIZE_MAX (a model too large for size_t must read as too large, never
+   wrap): the planner's sums. */
+size_t zs_plan_add_mul(size_t a, size_t b, size_t c);
 
 /* Elements per rank-block of one reduction piece (reduce.c): the whole shard s, or fewer so that
    a piece's packed buffer of nblocks blocks stays within bucket_bytes, and never more than one

@@ -11,6 +11,7 @@
 
 #include "shard/placement.h"
 #include "shard/plan.h"
+#include "shard/plan_memory.h"
 
 /* What one rank needs. device_total: params + grads + optimizer + buffers + activations;
    host_total: the offloaded state (host_pinned). */

@@ -127,6 +127,9 @@ endforeach()
 # zs_engine_broadcast_params as the remedy; no false positive (equal values, a checkpoint load).
 zs_exe(test_engine_init_agree SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_init_agree.c)
 zs_mpi_test(engine_init_agree_np2 test_engine_init_agree NP 2 TIMEOUT 60 LABELS engine)
+# zs_engine_agree: one verdict, the failing ranks' own messages, the others naming the first.
+zs_exe(test_engine_agree SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_agree.c)
+zs_mpi_test(engine_agree_np3 test_engine_agree NP 3 TIMEOUT 60 LABELS engine)
 zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_errors.c)
 zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)
 zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_timeout.c)

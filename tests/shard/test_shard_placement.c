@@ -19,6 +19,7 @@
 
 #include "shard/placement.h"
 #include "shard/plan.h"
+#include "shard/plan_memory.h"
 #include "zs_test.h"
 
 #define MAXU 12

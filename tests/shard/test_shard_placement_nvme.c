@@ -22,6 +22,7 @@
 #include "base/config.h"
 #include "shard/placement.h"
 #include "shard/plan.h"
+#include "shard/plan_memory.h"
 #include "zs_test.h"
 
 #define MAXU 12

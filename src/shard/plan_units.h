@@ -1,0 +1,35 @@
+/* The units a plan is computed for (the engine's registered units or the planner's bare element
+ * counts) and the plan's bound on the transient buffers over them. Above shard.h (it reads a
+ * registered unit's layout and frozen flag), below the placement and zs_plan_memory. Pure
+ * arithmetic. */
+#ifndef ZS_SHARD_PLAN_UNITS_H
+#define ZS_SHARD_PLAN_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shard/plan.h"
+#include "zshard.h"
+
+struct zs_unit;
+
+/* The units a plan is computed for: the engine's registered units (units), or bare element
+   counts (numel: the planner's model descriptions, zs_plan_model). Exactly one is non-NULL. */
+typedef struct {
+  struct zs_unit *const *units;
+  const int64_t *numel;
+  int n;
+  const int *frozen; /* with numel: non-zero for a frozen unit (frozen.h); NULL: none frozen */
+} zs_plan_units;
+
+/* Whether unit i is frozen (its own table for units, the frozen array for numel). */
+int zs_plan_unit_frozen(const zs_plan_units *u, int i);
+
+/* Elements of unit i (before padding). */
+size_t zs_plan_unit_numel(const zs_plan_units *u, int i);
+
+/* The out[ZS_MEM_BUFFERS] bound of zs_plan_memory (plan_memory.h) alone (it does not depend on
+   which units a budget places on the host: those move optimizer state and param shard together). */
+size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u);
+
+#endif
