@@ -153,7 +153,9 @@ typedef struct {
      rank's share of its NUMA node's cores), elements per copy-pipeline chunk, and whether to go
      on with unpinned host memory when pinning is refused (reported in zs_engine_info). The cap
      is a fit condition on host_pinned as planned (each host array in whole pages): over it
-     zs_plan_model says fits = 0 and commit refuses with the same sentence. docs/MEMORY.md §4. */
+     zs_plan_model says fits = 0 and commit refuses with the same sentence (for the config as
+     commit resolves it, zs_engine_config; ZS_BUDGET_FREE's placement is commit's). docs/MEMORY.md
+     §4. */
   size_t offload_host_bytes;
   int offload_threads;
   size_t offload_chunk;

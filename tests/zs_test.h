@@ -7,6 +7,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,6 +89,15 @@ static inline int zs_test_cuda_skip(int rank) {
     }                                                                                              \
     return 0;                                                                                      \
   } while (0)
+
+/* The next number of a xorshift64* stream (state *s, never 0): the tests' reproducible random
+   source. */
+static inline uint64_t zs_test_rand(uint64_t *s) {
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 0x2545f4914f6cdd1dull;
+}
 
 /* Copies n bytes between host memory and the engine's memory: device memory when cuda is non-zero
    (CUDA builds), plain memcpy otherwise. cudaMemcpy from pageable memory may return before its

@@ -391,6 +391,10 @@ zs_status zs_config_validate(const zs_config *c) {
                   "offload_budget_bytes = 0, or one of those master modes",
                   c->master, c->offload);
   if (c->nvme_path) ZS_CHECK(validate_nvme(c, host_tier));
+  if (c->offload_chunk > (size_t)1e15 && c->offload_chunk != ZS_UNSET_SIZE)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "offload_chunk %zu is too large: use 1..1e15 elements (0: the default, 4Mi)",
+                  c->offload_chunk);
   if (isnan(c->adamw.max_grad_norm))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
   return ZS_OK;

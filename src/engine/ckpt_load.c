@@ -218,10 +218,11 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
     ZS_CHECK(put_params(p, u, x0, src, cnt));
     const uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
     if (s0 >= s1) return ZS_OK;
-    return zs_state_write(p->e, u, ZS_ARR_MASTER, s0, (size_t)(s1 - s0), src + (s0 - x0),
+    return zs_state_write(p->e, u, ZS_ARR_MASTER, s0, (size_t)(s1 - s0), src + (s0 - x0), p->conv,
                           "zs_engine_load");
   }
-  return zs_state_write(p->e, u, (zs_arr)kind, x0, cnt, src, "zs_engine_load");
+  /* p->conv holds a block's elements in bf16: no allocation after pass 1 agreed */
+  return zs_state_write(p->e, u, (zs_arr)kind, x0, cnt, src, p->conv, "zs_engine_load");
 }
 
 /* Does array `kind` of segment g hold anything this rank wants? Its byte range in [*c0, *c1). */

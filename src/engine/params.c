@@ -68,8 +68,8 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   /* The master: the fp32 copy, or (remainder master) the remainders, the params below holding
      the ties-away compute copy they complete; none apart from the params (frozen, lean). */
   if (zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
-    ZS_CHECK(
-        zs_state_write(e, u, ZS_ARR_MASTER, a, b - a, host_full + (a - base), "zs_unit_set_param"));
+    ZS_CHECK(zs_state_write(e, u, ZS_ARR_MASTER, a, b - a, host_full + (a - base), NULL,
+                            "zs_unit_set_param"));
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT))
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
                      base + l->numel[t], ta);

@@ -136,15 +136,15 @@ static zs_status write_master(zs_engine *e, zs_unit *u, uint64_t x, size_t n, co
 }
 
 static zs_status write_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n,
-                              const float *src, const char *fn) {
+                              const float *src, uint16_t *scratch, const char *fn) {
   if (u->frozen) return ZS_OK;
   const zs_state s = a == ZS_ARR_M ? ZS_ST_ADAM_M : ZS_ST_ADAM_V;
   const zs_dtype md = u->st.s[s].dtype;
   const size_t lo = (size_t)(x - u->opt_off);
-  uint16_t *conv = NULL;
+  uint16_t *own = NULL, *conv = scratch;
   const void *from = src;
   if (md == ZS_BF16) { /* rounded to nearest even: exact for values saved from bf16 moments */
-    if (!(conv = malloc(n * 2 + 2)))
+    if (!conv && !(conv = own = malloc(n * 2 + 2)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     for (size_t i = 0; i < n; i++)
       conv[i] = zs_f32_to_bf16(src[i]);
@@ -162,12 +162,12 @@ static zs_status write_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, si
     else
       rc = zs_dev_from_host(&e->dev, dst, from, bytes);
   }
-  free(conv);
+  free(own);
   return rc;
 }
 
 zs_status zs_state_write(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, const float *src,
-                         const char *fn) {
+                         uint16_t *scratch, const char *fn) {
   return a == ZS_ARR_MASTER ? write_master(e, u, x, n, src, fn)
-                            : write_moment(e, u, a, x, n, src, fn);
+                            : write_moment(e, u, a, x, n, src, scratch, fn);
 }

@@ -35,20 +35,21 @@ int zs_state_master_on_tier(const zs_unit *u);
 /* n canonical values of array a of u at flat elements [x, x + n) into host memory dst (room for n
    floats). The master's range lies in what this rank holds of it: its optimizer range, or for a
    unit whose master is its params (lean, frozen) in its params' home; the moments' in its
-   optimizer range (a frozen unit's: anywhere, zeros). Not collective; waits for its copies; host
-   staging of at most n x 2 bytes. *tier_failed (may be NULL) is set to 1 when the failure was a
-   read of the NVMe tier's files (the engine's own state), else left as it is. */
+   optimizer range (a frozen unit's: anywhere, zeros). Not collective; waits for its copies; the
+   remainder master stages up to 4 MiB of host memory. *tier_failed (may be NULL) is set to 1 when
+   the failure was a read of the NVMe tier's files (the engine's own state), else left as it is. */
 zs_status zs_state_read(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
                         int *tier_failed);
 
 /* Writes n canonical values src (host) of array a of u at flat elements [x, x + n) of its
-   optimizer range. The master's write never touches the params: the caller writes them first
-   (in the remainder mode they must hold the ties-away compute copy of the same values, which the
-   remainders complete; in lean mode they are the master, so this writes nothing). A frozen unit
-   has no optimizer state: nothing is written. Not collective; at most n x 2 bytes of host
-   staging. The NVMe tier's errors are ZS_ERR_IO naming the file and the offset, prefixed with
-   `fn` and the unit. */
+   optimizer range. The master's write never touches the params: the caller writes them too, with
+   the unit's rounding (in the remainder mode the remainders, computed from src alone, complete
+   the ties-away compute copy of the same values; in lean mode the params are the master, so this
+   writes nothing). A frozen unit has no optimizer state: nothing is written. scratch: room for n
+   bf16 values (the moments' rounding), or NULL to allocate it. Not collective; the remainder
+   master stages up to 2 MiB of host memory. The NVMe tier's errors are ZS_ERR_IO naming the file
+   and the offset, prefixed with `fn` and the unit. */
 zs_status zs_state_write(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, const float *src,
-                         const char *fn);
+                         uint16_t *scratch, const char *fn);
 
 #endif

@@ -53,8 +53,9 @@ static unit_def U[NU] = {{"big", 2, {4000001, 77}, {0, 1}},
                          {"small", 1, {500003, 0}, {0, 0}},
                          {"smaller", 2, {300007, 3}, {1, 0}},
                          {"tiny", 1, {33, 0}, {0, 0}}};
-/* The host arena's own bytes above the planned ones (its regions grow by up to half again what
-   it hands out, plus a few MiB of its own): the cap leaves this much above what stays in memory. */
+/* A margin the cap leaves above what stays in memory (from when the arena reserved more than it
+   handed out; it now reserves exactly the planned bytes, test_engine_host_cap): it keeps these
+   caps clear of the boundary, which engine_host_cap tests to the byte. */
 static size_t headroom(size_t in_memory) {
   return ((size_t)5 << 20) + in_memory / 4 * 3;
 }

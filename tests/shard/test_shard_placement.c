@@ -25,11 +25,8 @@
 #define MAXU 12
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void) { /* xorshift64* */
-  rng ^= rng >> 12;
-  rng ^= rng << 25;
-  rng ^= rng >> 27;
-  return rng * 0x2545f4914f6cdd1dull;
+static uint64_t next(void) {
+  return zs_test_rand(&rng);
 }
 
 /* Device bytes a unit of n elements frees on the host, from the stage rule (frozen: no optimizer

@@ -28,11 +28,8 @@
 #define MAXU 12
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static uint64_t next(void) { /* xorshift64* */
-  rng ^= rng >> 12;
-  rng ^= rng << 25;
-  rng ^= rng >> 27;
-  return rng * 0x2545f4914f6cdd1dull;
+static uint64_t next(void) {
+  return zs_test_rand(&rng);
 }
 
 /* A host-arena array's bytes: whole pages, each array a region of its own. */
