@@ -113,7 +113,7 @@ enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
    default (cfg.stage = 3 stays 3 under ZS_STAGE=0). Writing ZS_UNSET back makes a field unset
    again. zs_engine_info says where each resolved value came from; zs_engine_config returns them
    (never unset). */
-#define ZS_CONFIG_VERSION 1
+#define ZS_CONFIG_VERSION 2    /* bumped with each field appended (2: comm_check) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
