@@ -5,7 +5,7 @@
  *   pageable  cudaMemcpy from/to malloc'd (touched) memory, each direction
  *   pinned    cudaMemcpyAsync from/to cudaMallocHost memory, each direction, and both directions
  *             at once on two streams (what the pipeline overlaps: gradients down, params up)
- *   pipeline  zs_offload_adamw (src/offload/pipeline.c) on fp32 gradients and params with the
+ *   pipeline  zs_offload_stream (src/offload/pipeline.c) on fp32 gradients and params with the
  *             host state in the pinned arena: once with an update that does nothing (the copies
  *             alone) and once with the real fp32 AdamW over --threads workers. Its rate counts
  *             the bytes it must move: gradients down and params up, 8 bytes per element.
@@ -22,7 +22,7 @@
 #include "base/config.h"
 #include "device/device.h"
 #include "offload/host_arena.h"
-#include "offload/host_update.h"
+#include "optim/adamw/host_update.h"
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
 
@@ -32,6 +32,19 @@
 static void noop_update(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
                         size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
   (void)pool, (void)c, (void)s, (void)lo, (void)len, (void)grad, (void)gdt, (void)out, (void)pdt;
+}
+
+/* One pipeline call's update (zs_offload_stream's ctx): fn on the state. */
+typedef struct {
+  zs_pool *pool;
+  zs_host_update_fn fn;
+  const zs_adamw_coef *c;
+  const zs_host_state *s;
+} pipe_call;
+
+static void pipe_chunk(void *ctx, size_t lo, size_t len, const void *grad, void *out) {
+  const pipe_call *p = ctx;
+  p->fn(p->pool, p->c, p->s, lo, len, grad, ZS_F32, out, ZS_F32);
 }
 
 typedef enum { H2D, D2H, BOTH } dir_t;
@@ -153,7 +166,8 @@ int main(int argc, char **argv) {
     for (int rep = 0; rep < 4; rep++) {
       CU_OK(cudaDeviceSynchronize());
       double t = bench_now();
-      DIE(zs_offload_adamw(&d, pool, &pipe, modes[k].fn, &c, &hs, da, ZS_F32, db, ZS_F32, 0, 0, n));
+      pipe_call pc = {pool, modes[k].fn, &c, &hs};
+      DIE(zs_offload_stream(&d, &pipe, pipe_chunk, &pc, da, ZS_F32, db, ZS_F32, 0, 0, n));
       CU_OK(cudaDeviceSynchronize());
       t = bench_now() - t;
       if (rep && t < best) best = t;

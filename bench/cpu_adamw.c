@@ -35,10 +35,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "device/cpu/adamw.h"
-#include "offload/cpu_adamw.h"
-#include "offload/cpu_adamw_lean.h"
-#include "offload/cpu_adamw_rem.h"
+#include "optim/adamw/cpu/adamw.h"
+#include "optim/adamw/adamw_mt.h"
+#include "optim/adamw/adamw_lean_mt.h"
+#include "optim/adamw/adamw_rem_mt.h"
 #include "offload/host_arena.h"
 #include "offload/worker_pool.h"
 

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "device/cpu/adamw_lean.h"
-#include "offload/cpu_adamw.h"
-#include "offload/cpu_adamw_lean.h"
+#include "optim/adamw/cpu/adamw_lean.h"
+#include "optim/adamw/adamw_mt.h"
+#include "optim/adamw/adamw_lean_mt.h"
 #include "offload/worker_pool.h"
 
 #include "bench_util.h"

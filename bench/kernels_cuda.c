@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "device/cuda/engine_cuda.h"
+#include "optim/adamw/cuda/adamw_cuda.h"
 #include "zshard_kernels.h"
 
 #include "bench_util.h"

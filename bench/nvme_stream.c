@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "offload/cpu_adamw.h"
+#include "optim/adamw/adamw_mt.h"
 #include "offload/nvme_dir.h"
 #include "offload/nvme_file.h"
 #include "offload/nvme_ring.h"

@@ -62,8 +62,8 @@ static const zs_tunable zs_tunables[] = {
     ENV("ZS_COMM"),                                   /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
     ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
-    ENV("ZS_ADAMW_ISA"),         /* device/cpu/adamw_dispatch.c: force a CPU AdamW path */
-    ENV("ZS_ADAMW_THREADS"),     /* offload/cpu_adamw.c: threads of each engine's AdamW pool */
+    ENV("ZS_ADAMW_ISA"),         /* optim/adamw/cpu/adamw_dispatch.c: force a CPU AdamW path */
+    ENV("ZS_ADAMW_THREADS"),     /* optim/adamw/adamw_mt.c: threads of each engine's AdamW pool */
     /* zs_comm_init_env (comm/bootstrap_env.c): the launcher's (torchrun's) variables */
     ENV("RANK"),
     ENV("WORLD_SIZE"),
@@ -378,7 +378,7 @@ zs_status zs_config_validate(const zs_config *c) {
     return zs_err(ZS_ERR_INVALID_ARG, "moment_dtype %d is not a dtype: use ZS_F32 or ZS_BF16",
                   (int)c->moment_dtype);
   /* The host tier (offload bits, or a budget that may place any unit there) runs the modes of
-     src/offload/host_update.c: every master mode above with either moment dtype. A master mode
+     src/optim/adamw/host_update.c: every master mode above with either moment dtype. A master mode
      added above stays refused here until it has a host-tier update. */
   const int host_tier =
       c->offload || (c->offload_budget_bytes && c->offload_budget_bytes != ZS_UNSET_SIZE);

@@ -9,8 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/lean.h" /* zs_lean_key */
-#include "device/ops.h"  /* zs_dtype_size, zs_adamw_coef */
+#include "device/ops.h" /* zs_dtype_size */
 #include "zshard.h"
 
 typedef struct {
@@ -83,22 +82,5 @@ zs_status zs_dev_sum_chunks(zs_dev *d, void *dst, zs_dtype dst_dt, const void *s
 /* Adds squares of x into device bins (ZS_SQ_NWORDS uint64 words, zeroed by the caller). */
 zs_status zs_dev_sq_bins(zs_dev *d, uint64_t *bins, const void *x, zs_dtype dt, size_t n,
                          void *stream);
-zs_status zs_dev_adamw(zs_dev *d, const zs_adamw_coef *c, float *master, float *m, float *v,
-                       const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
-                       size_t n, void *stream);
-/* zs_dev_adamw with m and v in bf16 (zs_cpu_adamw_m16 / zs_cuda_adamw_m16: the same bits). */
-zs_status zs_dev_adamw_m16(zs_dev *d, const zs_adamw_coef *c, float *master, uint16_t *m,
-                           uint16_t *v, const void *grad, zs_dtype grad_dt, void *param_out,
-                           zs_dtype param_dt, size_t n, void *stream);
-/* Lean mode (zs_cpu_adamw_lean / zs_cuda_adamw_lean: the same bits): p (bf16, the master), m and
-   v (bf16 when mbf16, else fp32) updated in place from grad (bf16) under key k. */
-zs_status zs_dev_adamw_lean(zs_dev *d, const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p,
-                            void *m, void *v, int mbf16, const uint16_t *grad, size_t n,
-                            void *stream);
-/* The remainder-master update (zs_cpu_adamw_rem / zs_cuda_adamw_rem: the same bits): param and
-   rem are the master, updated in place; m and v in moment_dt; grad bf16. */
-zs_status zs_dev_adamw_rem(zs_dev *d, const zs_adamw_coef *c, uint16_t *param, uint16_t *rem,
-                           void *m, void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n,
-                           void *stream);
 
 #endif

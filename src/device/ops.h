@@ -1,7 +1,7 @@
-/* What the CPU and CUDA twins of the engine's ops share, in one place: element sizes, the AdamW
- * coefficients and the bin count of the exact sum of squares. Plain C, included by .c and .cu
- * files alike (src/device/cpu/engine_ops.h, src/device/cpu/adamw.h, src/device/cuda/engine_cuda.h)
- * and by every layer above that sizes buffers. */
+/* What the CPU and CUDA twins of the engine's ops share, in one place: element sizes and the bin
+ * count of the exact sum of squares. Plain C, included by .c and .cu files alike
+ * (src/device/cpu/engine_ops.h, src/device/cuda/engine_cuda.h) and by every layer above that sizes
+ * buffers. */
 #ifndef ZS_DEVICE_OPS_H
 #define ZS_DEVICE_OPS_H
 
@@ -23,17 +23,6 @@ static inline size_t zs_dtype_size(zs_dtype dt) {
    non-finite elements. */
 #define ZS_SQ_NBINS 320
 #define ZS_SQ_NWORDS (ZS_SQ_NBINS + 1)
-
-/* The coefficients of one AdamW step, as floats (src/device/cpu/adamw.h gives the operation
-   order every twin follows). */
-typedef struct {
-  float gscale, beta1, omb1, beta2, omb2, bc1, bc2, eps, wd, neg_lr;
-} zs_adamw_coef;
-
-/* Fills the coefficients for optimizer step t (1-based). Computed in double, rounded once
-   (adamw_scalar.c). */
-void zs_adamw_coef_make(zs_adamw_coef *c, float lr, float beta1, float beta2, float eps, float wd,
-                        long long t, double gscale);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@
 
 #include <xxhash.h>
 
-#include "device/lean.h" /* zs_lean_mix64: splitmix64's finaliser */
+#include "base/mix64.h"
 #include "engine/engine_internal.h"
 #include "engine/fail.h"
 #include "base/error.h"
@@ -125,8 +125,8 @@ static uint64_t set_word(const zs_engine *e) {
   for (int i = 0; i < e->nunits; i++)
     for (int t = 0; t < e->units[i]->ntensors; t++)
       if (e->units[i]->set_hash[t])
-        h = zs_lean_mix64(zs_lean_mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)t)) ^
-                          e->units[i]->set_hash[t]);
+        h = zs_mix64(zs_mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)t)) ^
+                     e->units[i]->set_hash[t]);
   return h ? h : 1;
 }
 

@@ -1,5 +1,6 @@
-/* Offloaded AdamW: CPU update of host-resident optimizer state, with a chunked copy pipeline on
- * CUDA (gradients device->host on the comm stream, params host->device on the compute stream). */
+/* The offload copy pipeline: CPU update of host-resident optimizer state, with a chunked copy
+ * pipeline on CUDA (gradients device->host on the comm stream, params host->device on the compute
+ * stream). */
 #include "offload/pipeline.h"
 
 #include <stdint.h>
@@ -62,13 +63,12 @@ static zs_status fetch_chunk(zs_dev *d, zs_offload_pipe *p, unsigned slot, const
   return zs_dev_event_record(d, p->ev_param_in[slot], d->compute_stream);
 }
 
-zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, zs_host_update_fn fn,
-                           const zs_adamw_coef *c, const zs_host_state *s, const void *grad,
-                           zs_dtype gdt, void *param_out, zs_dtype pdt, int params_host,
-                           int params_in, size_t n) {
+zs_status zs_offload_stream(zs_dev *d, zs_offload_pipe *pipe, zs_chunk_update_fn fn, void *ctx,
+                            const void *grad, zs_dtype gdt, void *param_out, zs_dtype pdt,
+                            int params_host, int params_in, size_t n) {
   if (n == 0) return ZS_OK;
   if (d->kind != ZS_DEVICE_CUDA) {
-    fn(pool, c, s, 0, n, grad, gdt, param_out, pdt);
+    fn(ctx, 0, n, grad, param_out);
     return ZS_OK;
   }
   const size_t nchunks = (n + pipe->chunk - 1) / pipe->chunk;
@@ -93,7 +93,7 @@ zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, zs_h
     void *out = !params_host ? pipe->param[sl]
                 : param_out  ? (char *)param_out + lo * zs_dtype_size(pdt)
                              : NULL;
-    fn(pool, c, s, lo, len, pipe->grad[sl], gdt, out, pdt);
+    fn(ctx, lo, len, pipe->grad[sl], out);
     if (!params_host) {
       ZS_CHECK(zs_dev_copy(d, (char *)param_out + lo * zs_dtype_size(pdt), out,
                            len * zs_dtype_size(pdt), d->compute_stream));

@@ -1,20 +1,17 @@
 /* The copy pipeline of the optimizer step with offloaded state (ZS_OFFLOAD_OPTIMIZER or a unit an
- * offload budget placed on the host): the master (an fp32 array, the arena's fp32 params that are
- * it, or the remainder master's remainders; none in lean mode), m and v (fp32 or bf16) live in
- * the host arena and a CPU worker pool updates them with the precision mode's function
- * (host_update.h); on CUDA the gradients come down and the params go up in pinned chunks around
- * that update (and, in the modes whose bf16 params are the master, the params come down too). Used
- * by the engine's optimizer (src/optim/optim.c), which owns the pool and the staging. */
+ * offload budget placed on the host): the optimizer's state lives in the host arena and the CPU
+ * updates it chunk by chunk with a function the optimizer hands in (its precision mode's
+ * host update); on CUDA the gradients come down and the
+ * params go up in pinned chunks around that update (and, in the modes whose bf16 params are the
+ * master, the params come down too). It knows no optimizer. Used by the engine's optimizer
+ * (src/optim/optim.c), which owns the pool and the staging. */
 #ifndef ZS_OFFLOAD_PIPELINE_H
 #define ZS_OFFLOAD_PIPELINE_H
 
 #include <stddef.h>
 
 #include "device/device.h"
-#include "offload/cpu_adamw.h"
 #include "offload/host_arena.h"
-#include "offload/host_update.h"
-#include "offload/worker_pool.h"
 
 /* Staging for the CUDA copy pipeline: two pinned chunks each for gradients and params. The slot
    parity runs on across calls (next), so a call returns with its last params' host->device copies
@@ -40,21 +37,25 @@ zs_status zs_offload_pipe_init(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a, 
 /* Waits (bounded) for the copies still queued from the param slots, then frees the staging. */
 void zs_offload_pipe_free(zs_offload_pipe *p, zs_dev *d, zs_host_arena *a);
 
-/* AdamW (fn, the mode's update) on n elements whose state s is in host arrays. grad: device
-   memory (dtype gdt). param_out: where the updated params go (dtype pdt): device memory, or host
-   memory when params_host; NULL when the master is the params (host memory, params_host).
-   params_in (zs_host_update_reads_params: the bf16 params are the master, remainder and lean
-   modes): param_out is read too, updated in place; on CUDA with device params each chunk's params
-   come down to the staging with its gradient (on the compute stream, after every earlier write
-   of them), the update runs on the staged copy and it goes back up. On the CPU device everything
-   is host memory and the pool updates in place. On CUDA, chunks are pipelined: the copy of chunk
-   k+1's gradient (and params_in, params) device->host and of chunk k-1's params host->device
-   overlap the CPU update of chunk k; the last chunks' params host->device copies are left queued
-   on the compute stream (see zs_offload_pipe), overlapping whatever the caller does next (the
-   NVMe tier: its next chunk's read and update). */
-zs_status zs_offload_adamw(zs_dev *d, zs_pool *pool, zs_offload_pipe *pipe, zs_host_update_fn fn,
-                           const zs_adamw_coef *c, const zs_host_state *s, const void *grad,
-                           zs_dtype gdt, void *param_out, zs_dtype pdt, int params_host,
-                           int params_in, size_t n);
+/* The update of elements [lo, lo + len) of a call's range: grad (host memory, the call's gdt) and
+   out (host memory, the call's pdt; NULL when the params are the master and nothing is written)
+   have their element 0 at element lo. In place on the state the optimizer's ctx names. */
+typedef void (*zs_chunk_update_fn)(void *ctx, size_t lo, size_t len, const void *grad, void *out);
+
+/* Runs fn over n elements whose state is in host arrays. grad: device memory (dtype gdt).
+   param_out: where the updated params go (dtype pdt): device memory, or host memory when
+   params_host; NULL when the master is the params (host memory, params_host).
+   params_in (the bf16 params are the master: remainder and lean modes): param_out is read too,
+   updated in place; on CUDA with device params each chunk's params come down to the staging with
+   its gradient (on the compute stream, after every earlier write of them), the update runs on the
+   staged copy and it goes back up. On the CPU device everything is host memory and fn runs once
+   over the whole range. On CUDA, chunks are pipelined: the copy of chunk k+1's gradient (and
+   params_in, params) device->host and of chunk k-1's params host->device overlap the CPU update
+   of chunk k; the last chunks' params host->device copies are left queued on the compute stream
+   (see zs_offload_pipe), overlapping whatever the caller does next (the NVMe tier: its next
+   chunk's read and update). */
+zs_status zs_offload_stream(zs_dev *d, zs_offload_pipe *pipe, zs_chunk_update_fn fn, void *ctx,
+                            const void *grad, zs_dtype gdt, void *param_out, zs_dtype pdt,
+                            int params_host, int params_in, size_t n);
 
 #endif

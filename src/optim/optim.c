@@ -8,10 +8,11 @@
 #include "device/cpu/engine_ops.h" /* zs_sq_bins_value */
 #include "base/bf16_rem.h"
 #include "base/round_hook.h"
-#include "offload/cpu_adamw.h"
-#include "offload/host_update.h"
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
+#include "optim/adamw/adamw_dev.h"
+#include "optim/adamw/adamw_mt.h"
+#include "optim/adamw/host_update.h"
 
 struct zs_optim {
   zs_optim_cfg cfg;
@@ -112,6 +113,29 @@ void zs_optim_prepare(zs_optim *o, const zs_config *c, int64_t t, double gscale)
   o->t = t;
 }
 
+/* One call of the host tier's update through the copy pipeline (zs_offload_stream's ctx). */
+typedef struct {
+  zs_pool *pool;
+  zs_host_update_fn fn;
+  const zs_adamw_coef *c;
+  const zs_host_state *s;
+  zs_dtype gdt, pdt;
+} host_call;
+
+static void host_chunk(void *ctx, size_t lo, size_t len, const void *grad, void *out) {
+  const host_call *h = ctx;
+  h->fn(h->pool, h->c, h->s, lo, len, grad, h->gdt, out, h->pdt);
+}
+
+/* The host tier's update of s's state in the arena, through the copy pipeline. */
+static zs_status offload_update(zs_optim *o, const zs_adamw_coef *c, const zs_host_state *hs,
+                                const zs_optim_seg *s, zs_dtype gdt, void *out, zs_dtype pdt,
+                                int params_in) {
+  host_call h = {o->offload_pool, o->host_update, c, hs, gdt, pdt};
+  return zs_offload_stream(o->cfg.dev, &o->pipe, host_chunk, &h, s->grad, gdt, out, pdt,
+                           s->params_host, params_in, s->n);
+}
+
 /* The state of s as the host tier's update reads it: in lean mode with the rounding's key of
    (seed, t, unit, element). */
 static zs_host_state host_state(const zs_optim *o, const zs_optim_seg *s) {
@@ -127,10 +151,10 @@ static zs_status dev_update_inplace(zs_optim *o, const zs_adamw_coef *c, const z
   zs_dev *d = o->cfg.dev;
   if (o->lean) {
     const zs_lean_key k = zs_lean_key_make(o->seed, o->t, s->unit, (uint64_t)s->elem);
-    return zs_dev_adamw_lean(d, c, &k, param, s->m, s->v, o->cfg.moment_dtype == ZS_BF16, s->grad,
+    return zs_adamw_dev_lean(d, c, &k, param, s->m, s->v, o->cfg.moment_dtype == ZS_BF16, s->grad,
                              s->n, stream);
   }
-  return zs_dev_adamw_rem(d, c, param, s->rem, s->m, s->v, o->cfg.moment_dtype, s->grad, s->n,
+  return zs_adamw_dev_rem(d, c, param, s->rem, s->m, s->v, o->cfg.moment_dtype, s->grad, s->n,
                           stream);
 }
 
@@ -146,9 +170,7 @@ static zs_status update_params_master(zs_optim *o, const zs_adamw_coef *c, const
         ZS_ERR_INVALID_ARG,
         "zs_optim_update: the remainder and lean modes need bf16 params (and remainders)");
   const zs_host_state hs = host_state(o, s);
-  if (s->state_host)
-    return zs_offload_adamw(d, o->offload_pool, &o->pipe, o->host_update, c, &hs, s->grad, ZS_BF16,
-                            s->param, ZS_BF16, s->params_host, 1, s->n);
+  if (s->state_host) return offload_update(o, c, &hs, s, ZS_BF16, s->param, ZS_BF16, 1);
   if (d->kind != ZS_DEVICE_CUDA) {
     o->host_update(o->cpu_pool, c, &hs, 0, s->n, s->grad, ZS_BF16, s->param, ZS_BF16);
     return ZS_OK;
@@ -171,8 +193,8 @@ static zs_status dev_adamw(zs_optim *o, const zs_adamw_coef *c, const zs_optim_s
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
   if (o->cfg.moment_dtype == ZS_BF16)
-    return zs_dev_adamw_m16(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, stream);
-  return zs_dev_adamw(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, stream);
+    return zs_adamw_dev_m16(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, stream);
+  return zs_adamw_dev(d, c, s->master, s->m, s->v, s->grad, pd, out, pd, s->n, stream);
 }
 
 /* Device AdamW whose params go to a host-resident shard (ZS_OFFLOAD_PARAMS alone on CUDA): the
@@ -217,9 +239,7 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   void *out = s->param == (void *)s->master ? NULL : s->param;
   if (pd == ZS_BF16 && out && zs_hook_fp32_ties_away()) return update_hooked(o, c, s);
   const zs_host_state hs = host_state(o, s);
-  if (s->state_host)
-    return zs_offload_adamw(d, o->offload_pool, &o->pipe, o->host_update, c, &hs, s->grad, pd, out,
-                            pd, s->params_host, 0, s->n);
+  if (s->state_host) return offload_update(o, c, &hs, s, pd, out, pd, 0);
   if (d->kind == ZS_DEVICE_CUDA) {
     if (s->params_host) return adamw_to_host(o, c, s);
     return dev_adamw(o, c, s, out, d->compute_stream);

@@ -9,32 +9,33 @@
  *   otherwise, the CPU device                             -> this optimizer's CPU workers
  *                                                           (ZS_ADAMW_THREADS), or the caller
  *   lean mode (ZS_MASTER_LEAN: bf16 params are the master)  -> as the rows above, in place on the
- *                                                           params (src/device/cpu/adamw_lean.h)
- *   remainder master (ZS_MASTER_REMAINDER: bf16 params   -> as the rows above, in place on the
+ *                                                           params
+ * (src/optim/adamw/cpu/adamw_lean.h) remainder master (ZS_MASTER_REMAINDER: bf16 params   -> as the
+ * rows above, in place on the
  *   + 16-bit remainders are the master)                     params and remainders
- *                                                           (src/device/cpu/adamw_rem.h)
+ *                                                           (src/optim/adamw/cpu/adamw_rem.h)
  *
  * The remainder and lean modes on the host tier: the remainders (remainder mode) and m, v live
  * where the master would (the arena, with ZS_OFFLOAD_OPTIMIZER or a budget's host unit); the
  * bf16 params where the plan puts them (the device, or the arena with ZS_OFFLOAD_PARAMS / a
  * budget's stage-3 host unit). The update reads the params, so on CUDA the copy pipeline brings
- * each chunk's params down with its gradient, the mode's host update (offload/host_update.h) runs
- * on the pinned copy and the params go back up: the state never crosses the bus, the params
- * (2 bytes per element) cross it twice, as in the other modes with the gradient, and the CPU
- * kernels give the CUDA kernels' bits (one element's arithmetic, lean.h's random bits keyed by
- * unit element, not by chunk). Running the device kernel on state copied in and out instead
- * would move the state (4 to 10 bytes per element) both ways and need device scratch as large as
- * a segment's state, which is what offloading avoids. With the state on the CUDA device and the
- * params alone on the host (ZS_OFFLOAD_PARAMS) the params come up to a scratch buffer, the
- * mode's kernel updates them in place, and they go back down.
+ * each chunk's params down with its gradient, the mode's host update (optim/adamw/host_update.h)
+ * runs on the pinned copy and the params go back up: the state never crosses the bus, the params (2
+ * bytes per element) cross it twice, as in the other modes with the gradient, and the CPU kernels
+ * give the CUDA kernels' bits (one element's arithmetic, lean.h's random bits keyed by unit
+ * element, not by chunk). Running the device kernel on state copied in and out instead would move
+ * the state (4 to 10 bytes per element) both ways and need device scratch as large as a segment's
+ * state, which is what offloading avoids. With the state on the CUDA device and the params alone on
+ * the host (ZS_OFFLOAD_PARAMS) the params come up to a scratch buffer, the mode's kernel updates
+ * them in place, and they go back down.
  *
- * Every path gives the same bits (src/device/cpu/adamw.h), in each precision mode: the CPU paths
- * run the mode's host update (offload/host_update.h), the CUDA ones its device kernel. The engine
- * creates one zs_optim at zs_engine_create and destroys it in zs_engine_destroy; the optimizer owns
- * its worker pools and the pipeline's staging, nothing of it is process-wide, so engines in one
- * process never share or stop each other's workers. It does not know units, the plan or the ledger:
- * the engine hands it segments and a scratch allocator. Not thread-safe: one engine's step at a
- * time. */
+ * Every path gives the same bits (src/optim/adamw/cpu/adamw.h), in each precision mode: the CPU
+ * paths run the mode's host update (optim/adamw/host_update.h), the CUDA ones its device kernel.
+ * The engine creates one zs_optim at zs_engine_create and destroys it in zs_engine_destroy; the
+ * optimizer owns its worker pools and the pipeline's staging, nothing of it is process-wide, so
+ * engines in one process never share or stop each other's workers. It does not know units, the plan
+ * or the ledger: the engine hands it segments and a scratch allocator. Not thread-safe: one
+ * engine's step at a time. */
 #ifndef ZS_OPTIM_OPTIM_H
 #define ZS_OPTIM_OPTIM_H
 
@@ -70,7 +71,7 @@ typedef struct {
 } zs_optim_cfg;
 
 /* Creates the optimizer and picks, once, the precision mode's update of host-resident state
-   (offload/host_update.h: the arena's, and the CPU device's). With offload_optimizer: a pool of
+   (optim/adamw/host_update.h: the arena's, and the CPU device's). With offload_optimizer: a pool of
    workers bound to the arena's NUMA node (its cores split share_cnt ways) and, on CUDA, the
    pipeline's pinned staging. On the CPU device: when ZS_ADAMW_THREADS=N (1 < N <= 4096) a pool of N
    unbound workers for the updates of device-resident state (if it cannot start, those updates run
@@ -129,7 +130,7 @@ typedef struct {
   /* Lean mode (ZS_MASTER_LEAN: master NULL, param the bf16 params updated in place, on either
      tier; m and v where state_host says): the unit's
      index and the flat offset in the unit of element 0, the key of the rounding's random bits
-     (src/device/lean.h); unused in the other modes. */
+     (src/optim/lean.h); unused in the other modes. */
   int unit;
   size_t elem;
   uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders, where m and v are (device memory, or

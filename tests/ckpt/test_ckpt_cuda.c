@@ -10,7 +10,7 @@
  *   4. SECOND trains K1 + K2 + 1 steps straight from the initial weights: the same weights as
  *      step 3's, bit for bit (--tol 0, the default). The gradients are computed on the host
  *      here (as in test_engine_train) and zshard's AdamW gives the same bits on both devices
- *      (src/device/cuda/adamw.cu, round-to-nearest intrinsics without contraction; the
+ *      (src/optim/adamw/cuda/adamw.cu, round-to-nearest intrinsics without contraction; the
  *      engine_cuda_det_* tests hold the engine to it), so a resumed run may mix devices and
  *      still equal the straight one; Adam's m and v must survive both checkpoints for that.
  * Units have awkward sizes (padding at 2 and 3 ranks) and one tensor larger than the export's

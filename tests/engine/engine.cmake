@@ -173,7 +173,7 @@ endforeach()
 # without offload.
 zs_engine_equiv(engine_budget_free_equiv_np2_stage3 2 3 det RUN_ARGS "--budget-free 1")
 
-# The precision modes on the host tier (src/offload/host_update.c): each mode with offload bits
+# The precision modes on the host tier (src/optim/adamw/host_update.c): each mode with offload bits
 # (1 = optimizer, 3 = and params, 2 = params alone) and with a budget gives the bits of the same
 # mode's run without offload (1 rank x N micro-steps). ZS_MASTER_PARAMS keeps an fp32 master in
 # the arena where its params stay on the device (and on the device where they alone are on the

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
-#include "device/cpu/adamw.h"
+#include "optim/adamw/cpu/adamw.h"
 #include "optim/optim.h"
 #include "zs_test.h"
 

@@ -3,9 +3,10 @@
  * (grad, param) dtype pair; the exact sum-of-squares bins vs a scalar reference written here from
  * the definition, for several splits of the array into calls (the partition invariance the global
  * grad norm relies on). Without a GPU: prints "SKIP: no CUDA device" and passes. */
-#include "device/cpu/adamw.h"
+#include "optim/adamw/cpu/adamw.h"
 #include "device/cpu/engine_ops.h"
 #include "device/cuda/engine_cuda.h"
+#include "optim/adamw/cuda/adamw_cuda.h"
 #include "test_kernels_cuda_util.h"
 
 /* Random raw element bits of dt: ordinary values with some zeros, denormals, NaN and Inf mixed in

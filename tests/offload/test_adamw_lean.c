@@ -1,4 +1,4 @@
-/* Lean-mode AdamW (zs_config.master = ZS_MASTER_LEAN; src/device/cpu/adamw_lean.h):
+/* Lean-mode AdamW (zs_config.master = ZS_MASTER_LEAN; src/optim/adamw/cpu/adamw_lean.h):
  *
  *  1. Bitwise: every CPU path this machine has (scalar, AVX2, AVX-512) and the threaded split over
  *     a pool give exactly the bits of an independent reference written here from the contract
@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "device/cpu/adamw_lean.h"
-#include "offload/cpu_adamw_lean.h"
-#include "offload/host_update.h"
+#include "optim/adamw/cpu/adamw_lean.h"
+#include "optim/adamw/adamw_lean_mt.h"
+#include "optim/adamw/host_update.h"
 #include "offload/worker_pool.h"
 #include "zs_test.h"
 
@@ -249,8 +249,8 @@ static void check_config(zs_pool *pool, const hyper *h, uint64_t seed, int unit,
   zs_cpu_adamw_lean_ex(pool, ZS_ADAMW_ISA_AUTO, &c, &k, got.p, mbf16 ? (void *)got.m16 : got.m32,
                        mbf16 ? (void *)got.v16 : got.v32, mbf16, got.g, n);
   ZS_EXPECT(same(&got, &want, mbf16, n, "pool"), "pool (n %zu, mbf16 %d) differs", n, mbf16);
-  /* The host tier's update (offload/host_update.h) in chunks as the CUDA copy pipeline cuts them
-     (7 elements, then 1000 at a time): the state by lo, grad and params by the chunk, the key
+  /* The host tier's update (optim/adamw/host_update.h) in chunks as the CUDA copy pipeline cuts
+     them (7 elements, then 1000 at a time): the state by lo, grad and params by the chunk, the key
      of element 0 of the segment. */
   arrays_copy(&got, &init, n);
   zs_host_update_fn fn = NULL;

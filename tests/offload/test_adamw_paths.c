@@ -5,7 +5,7 @@
  * Each configuration (length, grad dtype, param-out dtype, weight decay, grad scale) runs four
  * steps (t = 1, 2, 3, then 1000 to exercise the late bias corrections) from m = v = 0.
  * The same for bf16 moments (zs_cpu_adamw_m16: every path the scalar bits; a float64 reference of
- * that algorithm). The host tier's per-mode update (offload/host_update.h) run in chunks as the
+ * that algorithm). The host tier's per-mode update (optim/adamw/host_update.h) run in chunks as the
  * CUDA copy pipeline cuts them gives the scalar bits in both moment dtypes, and refuses a master
  * mode it does not run with the sentence.
  * Usage: test_adamw_paths [--expect-active scalar|avx2|avx512] [--quick] */
@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "device/cpu/adamw.h"
-#include "offload/cpu_adamw.h"
-#include "offload/host_update.h"
+#include "optim/adamw/cpu/adamw.h"
+#include "optim/adamw/adamw_mt.h"
+#include "optim/adamw/host_update.h"
 #include "offload/worker_pool.h"
 #include "zs_test.h"
 

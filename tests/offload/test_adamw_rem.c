@@ -1,5 +1,5 @@
 /* The remainder master (zs_config.master = ZS_MASTER_REMAINDER; src/base/bf16_rem.h and
- * src/device/cpu/adamw_rem.h):
+ * src/optim/adamw/cpu/adamw_rem.h):
  *  1. the split (bf16 compute copy, 16-bit remainder) and the join are a bijection on all 2^32
  *     fp32 patterns (exhaustive; --quick: a stride plus every edge class), and the compute copy is
  *     the bf16 value nearest to the master with ties away from zero, by an independent rounding
@@ -20,9 +20,9 @@
 
 #include "base/bf16.h"
 #include "base/bf16_rem.h"
-#include "device/cpu/adamw_rem.h"
-#include "offload/cpu_adamw_rem.h"
-#include "offload/host_update.h"
+#include "optim/adamw/cpu/adamw_rem.h"
+#include "optim/adamw/adamw_rem_mt.h"
+#include "optim/adamw/host_update.h"
 #include "offload/worker_pool.h"
 #include "zs_test.h"
 
@@ -223,7 +223,7 @@ static void run_config(zs_pool *pool, size_t n, zs_dtype mdt, float wd, const in
     zs_cpu_adamw_rem(&c, param[K_PUBLIC], rem[K_PUBLIC], m[K_PUBLIC], v[K_PUBLIC], mdt, grad, n);
     zs_cpu_adamw_rem_ex(pool, ZS_ADAMW_ISA_AUTO, &c, param[K_MT], rem[K_MT], m[K_MT], v[K_MT], mdt,
                         grad, n);
-    /* The host tier's update (offload/host_update.h) in chunks as the CUDA copy pipeline cuts
+    /* The host tier's update (optim/adamw/host_update.h) in chunks as the CUDA copy pipeline cuts
        them (7 elements, then 1000 at a time): the state by lo, grad and params by the chunk. */
     zs_host_update_fn fn = NULL;
     ZS_OK_OR_DIE(zs_host_update_for(ZS_MASTER_REMAINDER, mdt, &fn));

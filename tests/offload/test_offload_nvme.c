@@ -8,8 +8,8 @@
  * each for chunk counts that divide the length and that do not, with 1 and 3 chunks in flight,
  * and the tier directory gone after close.
  * Usage: test_offload_nvme [ROOT]   (ROOT: a directory on a real disk; default ".") */
-#include "device/cpu/adamw.h"
-#include "offload/cpu_adamw.h"
+#include "optim/adamw/cpu/adamw.h"
+#include "optim/adamw/adamw_mt.h"
 #include "offload/worker_pool.h"
 #include "nvme_test_util.h"
 

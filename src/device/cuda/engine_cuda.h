@@ -1,6 +1,6 @@
 /* Elementwise and reduction kernels the sharding engine runs on a CUDA device.
  *
- * Plain C-callable. Pointers are device pointers (master/m/v/bins too); `stream` is a
+ * Plain C-callable. Pointers are device pointers (bins too); `stream` is a
  * cudaStream_t (NULL = legacy default stream); work is only queued, never waited for. Every call
  * returns ZS_OK, ZS_ERR_INVALID_ARG (bad dtype / NULL with n > 0) or ZS_ERR_DEVICE (launch
  * failure, named in zs_last_error()). n == 0 is a no-op. bf16 is stored as __nv_bfloat16 /
@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/lean.h" /* zs_lean_key */
-#include "device/ops.h"  /* zs_adamw_coef, ZS_SQ_NBINS */
+#include "device/ops.h" /* ZS_SQ_NBINS */
 #include "zshard.h"
 
 #ifdef __cplusplus
@@ -46,29 +45,6 @@ zs_status zs_cuda_scale(void *x, zs_dtype dt, float s, size_t n, void *stream);
    and blocks gives the same integers as zs_cpu_sq_bins after that normalisation. Only atomic adds
    touch `bins`, so calls on several streams may share one bins array. */
 zs_status zs_cuda_sq_bins(uint64_t *bins, const void *x, zs_dtype dt, size_t n, void *stream);
-/* AdamW, bit-identical to zs_cpu_adamw (src/device/cpu/adamw.h): master/m/v (fp32, device)
-   updated in place from grad (grad_dt); the updated master written to param_out in param_dt
-   (NULL to skip). */
-zs_status zs_cuda_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, const void *grad,
-                        zs_dtype grad_dt, void *param_out, zs_dtype param_dt, size_t n,
-                        void *stream);
-/* The same with m and v in bf16 (device), bit-identical to zs_cpu_adamw_m16: widened on load,
-   rounded to nearest even on store. */
-zs_status zs_cuda_adamw_m16(const zs_adamw_coef *c, float *master, uint16_t *m, uint16_t *v,
-                            const void *grad, zs_dtype grad_dt, void *param_out, zs_dtype param_dt,
-                            size_t n, void *stream);
-/* Lean mode, bit-identical to zs_cpu_adamw_lean (src/device/cpu/adamw_lean.h): p (bf16 params,
-   the master), m and v (fp32, or bf16 when mbf16) updated in place from grad (bf16); the new p
-   rounded stochastically with the bits of src/device/lean.h under key k (adamw_lean.cu). */
-zs_status zs_cuda_adamw_lean(const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p, void *m,
-                             void *v, int mbf16, const uint16_t *grad, size_t n, void *stream);
-/* The remainder-master update (adamw_rem.cu), bit-identical to zs_cpu_adamw_rem: param (bf16
-   compute copy) and rem (16-bit remainders) are the fp32 master, updated in place; m and v in
-   moment_dt; grad bf16. All device memory. */
-zs_status zs_cuda_adamw_rem(const zs_adamw_coef *c, uint16_t *param, uint16_t *rem, void *m,
-                            void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n,
-                            void *stream);
-
 #ifdef __cplusplus
 }
 #endif

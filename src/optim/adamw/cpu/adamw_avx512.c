@@ -8,13 +8,13 @@
  * small zero-padded buffer (masked 16-bit loads would need AVX-512BW); bf16 moments load the same
  * way and store with masked down-converting stores. Masked-off lanes compute on zeros and are never
  * stored. */
-#include "device/cpu/adamw.h"
+#include "optim/adamw/cpu/adamw.h"
 
 #include <stdint.h>
 #include <string.h>
 
 #include "base/bf16.h"
-#include "device/cpu/prefetch.h"
+#include "optim/adamw/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

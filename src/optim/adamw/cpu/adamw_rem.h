@@ -4,14 +4,14 @@
  * as every other mode, and the new p is split back into compute copy and remainder. m and v are
  * fp32 or bf16 (zs_adamw_elem / zs_adamw_elem_m16). The gradient is bf16 (the param dtype).
  * Every path (scalar, AVX2, AVX-512, CUDA) gives the scalar path's bits. */
-#ifndef ZS_DEVICE_CPU_ADAMW_REM_H
-#define ZS_DEVICE_CPU_ADAMW_REM_H
+#ifndef ZS_OPTIM_ADAMW_CPU_ADAMW_REM_H
+#define ZS_OPTIM_ADAMW_CPU_ADAMW_REM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/bf16_rem.h"
-#include "device/cpu/adamw.h"
+#include "optim/adamw/cpu/adamw.h"
 
 /* One element: join, the reference update (m and v in moment dtype mbf16 ? bf16 : fp32), split. */
 static inline void zs_adamw_elem_rem(const zs_adamw_coef *c, uint16_t *param, uint16_t *rem,

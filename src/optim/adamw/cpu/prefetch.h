@@ -7,8 +7,8 @@
  * from 2.1 to 3.4 on two (bench/cpu_adamw_lean, 3e7 elements; 512 to 2048 elements ahead all
  * helped about as much, 4096 less). A prefetch never faults and changes no value, so the loops'
  * bits are untouched; addresses past an array's end are formed as integers, never as pointers. */
-#ifndef ZS_DEVICE_CPU_PREFETCH_H
-#define ZS_DEVICE_CPU_PREFETCH_H
+#ifndef ZS_OPTIM_ADAMW_CPU_PREFETCH_H
+#define ZS_OPTIM_ADAMW_CPU_PREFETCH_H
 
 #include <stddef.h>
 #include <stdint.h>

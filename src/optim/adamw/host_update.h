@@ -4,13 +4,13 @@
  * device's own memory) runs it, whole or chunk by chunk (the CUDA copy pipeline, pipeline.h). A
  * new mode is one more case of zs_host_update_for and, where its state differs, one more field of
  * zs_host_state. The bits never depend on the pool or the chunking: the update is elementwise. */
-#ifndef ZS_OFFLOAD_HOST_UPDATE_H
-#define ZS_OFFLOAD_HOST_UPDATE_H
+#ifndef ZS_OPTIM_ADAMW_HOST_UPDATE_H
+#define ZS_OPTIM_ADAMW_HOST_UPDATE_H
 
 #include <stddef.h>
 
-#include "device/cpu/adamw.h"
-#include "device/lean.h"
+#include "optim/adamw/cpu/adamw.h"
+#include "optim/lean.h"
 #include "offload/worker_pool.h"
 #include "zshard.h"
 
@@ -21,7 +21,7 @@ typedef struct {
                     bf16 params are (part of) the master (ZS_MASTER_REMAINDER, ZS_MASTER_LEAN) */
   void *m, *v;   /* AdamW's moments, in the mode's dtype (fp32, or bf16 rounded to nearest even) */
   uint16_t *rem; /* ZS_MASTER_REMAINDER: the 16-bit remainders (base/bf16_rem.h); else unused */
-  zs_lean_key key; /* ZS_MASTER_LEAN: the rounding's key (device/lean.h) whose elem0 is the unit
+  zs_lean_key key; /* ZS_MASTER_LEAN: the rounding's key (optim/lean.h) whose elem0 is the unit
                       element of the segment's element 0; else unused */
 } zs_host_state;
 

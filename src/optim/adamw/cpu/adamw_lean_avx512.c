@@ -21,11 +21,11 @@
  * the new p depends on both through upd and a NaN never leaves an IEEE sum, product, quotient or
  * square root. So are the tail (< 32 elements), an odd first element (pairs start at even offsets),
  * and an iteration whose 16 pair indices cross a multiple of 2^32 (the pair key changes there). */
-#include "device/cpu/adamw_lean.h"
+#include "optim/adamw/cpu/adamw_lean.h"
 
 #include <stdint.h>
 
-#include "device/cpu/prefetch.h"
+#include "optim/adamw/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -10,11 +10,11 @@
  * cross a multiple of 2^32 (the pair key changes there) and the tail (< 16 elements) run the
  * scalar loop. Compiled for AVX2 through a target attribute; called only when cpuid says so
  * (adamw_lean.c). */
-#include "device/cpu/adamw_lean.h"
+#include "optim/adamw/cpu/adamw_lean.h"
 
 #include <stdint.h>
 
-#include "device/cpu/prefetch.h"
+#include "optim/adamw/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

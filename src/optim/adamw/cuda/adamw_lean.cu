@@ -1,11 +1,12 @@
 /* Lean-mode AdamW on the device (zs_config.master = ZS_MASTER_LEAN), bit-identical to the CPU
-   paths (src/device/cpu/adamw_lean.h): the float operations of adamw.cu's adamw_elem, written with
-   the round-to-nearest intrinsics so nothing is contracted, and the random bits and the rounding
-   of src/device/lean.h, the very integer functions the CPU runs (host-and-device inline). */
+   paths (src/optim/adamw/cpu/adamw_lean.h): the float operations of adamw.cu's adamw_elem, written
+   with the round-to-nearest intrinsics so nothing is contracted, and the random bits and the
+   rounding of src/optim/lean.h, the very integer functions the CPU runs (host-and-device inline).
+ */
 #include "device/cuda/cuda_check.cuh"
 #include "device/cuda/cuda_common.cuh"
-#include "device/cuda/engine_cuda.h"
-#include "device/lean.h"
+#include "optim/adamw/cuda/adamw_cuda.h"
+#include "optim/lean.h"
 
 #define LEAN_THREADS 256
 

@@ -2,10 +2,10 @@
  * op for op as in adamw_avx2.c (same bit-identity argument: IEEE ops one for one, explicit fused
  * multiply-adds, -ffp-contract=off); the join and split of base/bf16_rem.h are integer lane ops
  * (shift, add, and), exact. The tail (< 8 elements) runs the scalar reference. */
-#include "device/cpu/adamw_rem.h"
+#include "optim/adamw/cpu/adamw_rem.h"
 
 #include <stdint.h>
-#include "device/cpu/prefetch.h"
+#include "optim/adamw/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -1,6 +1,6 @@
 /* Lean-mode AdamW, the reference loop (adamw_lean.h), and the choice of path at run time (the same
  * cpuid / ZS_ADAMW_ISA choice as zs_cpu_adamw: adamw_dispatch.c). */
-#include "device/cpu/adamw_lean.h"
+#include "optim/adamw/cpu/adamw_lean.h"
 
 /* One element at a time: zs_adamw_elem_lean(_m16) with the element's random bits. */
 void zs_cpu_adamw_lean_scalar(const zs_adamw_coef *c, const zs_lean_key *k, uint16_t *p, void *m,

@@ -1,14 +1,14 @@
-/* Lean-mode CPU AdamW (src/device/cpu/adamw_lean.h) split into tiles over a worker pool, as
+/* Lean-mode CPU AdamW (src/optim/adamw/cpu/adamw_lean.h) split into tiles over a worker pool, as
  * cpu_adamw.h does for the other modes: each tile is a call of its own whose key starts at the
  * tile's first element, so the bits depend on neither the pool, its size, the path nor the tiles.
  * The pool belongs to the caller (an engine's optimizer). */
-#ifndef ZS_OFFLOAD_CPU_ADAMW_LEAN_H
-#define ZS_OFFLOAD_CPU_ADAMW_LEAN_H
+#ifndef ZS_OPTIM_ADAMW_ADAMW_LEAN_MT_H
+#define ZS_OPTIM_ADAMW_ADAMW_LEAN_MT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/cpu/adamw_lean.h"
+#include "optim/adamw/cpu/adamw_lean.h"
 #include "offload/worker_pool.h"
 
 /* zs_cpu_adamw_lean on `pool`'s workers in tiles of ZS_ADAMW_TILE elements (NULL pool, a pool of

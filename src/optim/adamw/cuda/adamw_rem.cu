@@ -1,10 +1,10 @@
 /* The remainder-master AdamW on the device (zs_cuda_adamw_rem), bit-identical to the CPU reference
-   (src/device/cpu/adamw_rem.h): join the bf16 compute copy and the 16-bit remainder into the fp32
-   master (integer ops, exact), adamw.cu's float operations in the same order with the
+   (src/optim/adamw/cpu/adamw_rem.h): join the bf16 compute copy and the 16-bit remainder into the
+   fp32 master (integer ops, exact), adamw.cu's float operations in the same order with the
    round-to-nearest intrinsics, split back (base/bf16_rem.h). */
 #include "device/cuda/cuda_check.cuh"
 #include "device/cuda/cuda_common.cuh"
-#include "device/cuda/engine_cuda.h"
+#include "optim/adamw/cuda/adamw_cuda.h"
 
 #define ADAMW_REM_THREADS 256
 

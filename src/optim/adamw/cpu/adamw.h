@@ -12,8 +12,8 @@
  *   p'  = fmaf(neg_lr, fmaf(wd, p, upd), p)   (decoupled weight decay; wd = 0 for no-decay)
  *   out = p' in the compute dtype (bf16: round to nearest even)
  */
-#ifndef ZS_DEVICE_CPU_ADAMW_H
-#define ZS_DEVICE_CPU_ADAMW_H
+#ifndef ZS_OPTIM_ADAMW_CPU_ADAMW_H
+#define ZS_OPTIM_ADAMW_CPU_ADAMW_H
 
 #include <math.h>
 #include <stddef.h>
@@ -21,7 +21,8 @@
 
 #include "base/bf16.h"
 
-#include "device/ops.h" /* zs_adamw_coef, zs_adamw_coef_make */
+#include "device/ops.h" /* zs_dtype_size */
+#include "optim/adamw/coef.h"
 #include "zshard.h"
 
 /* One element, the reference order. */
@@ -59,7 +60,7 @@ void zs_cpu_adamw(const zs_adamw_coef *c, float *master, float *m, float *v, con
  * one named by the environment variable ZS_ADAMW_ISA=scalar|avx2|avx512 (a path the CPU lacks
  * falls back to the next narrower one), and runs on the calling thread: it is the CPU device's
  * twin of zs_cuda_adamw. The multi-threaded update over a worker pool is the offload layer's
- * (src/offload/cpu_adamw.h); each engine's optimizer owns its pools. */
+ * (src/optim/adamw/adamw_mt.h); each engine's optimizer owns its pools. */
 
 typedef enum {
   ZS_ADAMW_ISA_AUTO = -1, /* the active path (cpuid or ZS_ADAMW_ISA) */

@@ -1,7 +1,7 @@
 /* Lean-mode CPU AdamW over a worker pool (cpu_adamw_lean.h). */
-#include "offload/cpu_adamw_lean.h"
+#include "optim/adamw/adamw_lean_mt.h"
 
-#include "offload/cpu_adamw.h" /* ZS_ADAMW_TILE, ZS_ADAMW_MT_MIN */
+#include "optim/adamw/adamw_mt.h" /* ZS_ADAMW_TILE, ZS_ADAMW_MT_MIN */
 
 /* One threaded call. */
 typedef struct {

@@ -1,7 +1,7 @@
 /* Chooses an AdamW path (scalar / AVX2 / AVX-512) at run time. Every path gives the same bits:
  * the update is elementwise and each path performs adamw.h's operations in the same order (the
- * split into tiles for worker threads is src/offload/cpu_adamw.c's). */
-#include "device/cpu/adamw.h"
+ * split into tiles for worker threads is src/optim/adamw/adamw_mt.c's). */
+#include "optim/adamw/cpu/adamw.h"
 
 #include "base/config.h"
 

@@ -1,9 +1,9 @@
-/* AdamW on the device, bit-identical to the CPU reference (src/device/cpu/adamw.h): the same
+/* AdamW on the device, bit-identical to the CPU reference (src/optim/adamw/cpu/adamw.h): the same
    float operations in the same order, written with the round-to-nearest intrinsics so that no
    contraction or approximate math can change a bit. */
 #include "device/cuda/cuda_check.cuh"
 #include "device/cuda/cuda_common.cuh"
-#include "device/cuda/engine_cuda.h"
+#include "optim/adamw/cuda/adamw_cuda.h"
 
 #define ADAMW_THREADS 256
 

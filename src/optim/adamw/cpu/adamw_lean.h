@@ -3,19 +3,19 @@
  * Per element: p (bf16) widened to fp32 (exact), adamw.h's float operations in adamw.h's order on
  * p and the moments (fp32, or bf16 widened exactly and rounded to nearest even on store, as
  * zs_adamw_elem_m16), then the new p rounded to bf16 stochastically with the element's 16 random
- * bits (src/device/lean.h: the generator, the rounding). Every path (scalar, AVX2, AVX-512, and
+ * bits (src/optim/lean.h: the generator, the rounding). Every path (scalar, AVX2, AVX-512, and
  * the CUDA twin) gives the scalar path's bits: the float part is adamw.h's argument, the integer
  * part is lean.h's functions, lane for lane. Gradients are bf16 (lean mode needs bf16 params, and
  * gradients have the params' dtype). */
-#ifndef ZS_DEVICE_CPU_ADAMW_LEAN_H
-#define ZS_DEVICE_CPU_ADAMW_LEAN_H
+#ifndef ZS_OPTIM_ADAMW_CPU_ADAMW_LEAN_H
+#define ZS_OPTIM_ADAMW_CPU_ADAMW_LEAN_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "device/cpu/adamw.h"
-#include "device/lean.h"
+#include "optim/adamw/cpu/adamw.h"
+#include "optim/lean.h"
 
 /* One element with fp32 moments; r: its random bits (zs_lean_bits). */
 static inline void zs_adamw_elem_lean(const zs_adamw_coef *c, uint16_t *p, float *m, float *v,

@@ -6,12 +6,12 @@
  * conversion below is zs_f32_to_bf16 written with integer lanes. The tail (< 8 elements) runs
  * the scalar reference. The function is compiled for AVX2 through a target attribute, so the rest
  * of the library stays baseline x86-64; adamw_dispatch.c calls it only when cpuid says so. */
-#include "device/cpu/adamw.h"
+#include "optim/adamw/cpu/adamw.h"
 
 #include <stdint.h>
 
 #include "base/bf16.h"
-#include "device/cpu/prefetch.h"
+#include "optim/adamw/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

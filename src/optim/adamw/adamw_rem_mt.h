@@ -1,14 +1,14 @@
-/* The remainder-master CPU AdamW (src/device/cpu/adamw_rem.h) over a worker pool: tiles of
+/* The remainder-master CPU AdamW (src/optim/adamw/cpu/adamw_rem.h) over a worker pool: tiles of
  * ZS_ADAMW_TILE elements, as cpu_adamw.h does for the other modes. The bits never depend on the
  * pool, its size or the path: the update is elementwise. */
-#ifndef ZS_OFFLOAD_CPU_ADAMW_REM_H
-#define ZS_OFFLOAD_CPU_ADAMW_REM_H
+#ifndef ZS_OPTIM_ADAMW_ADAMW_REM_MT_H
+#define ZS_OPTIM_ADAMW_ADAMW_REM_MT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/cpu/adamw_rem.h"
-#include "offload/cpu_adamw.h" /* ZS_ADAMW_TILE, ZS_ADAMW_MT_MIN */
+#include "optim/adamw/cpu/adamw_rem.h"
+#include "optim/adamw/adamw_mt.h" /* ZS_ADAMW_TILE, ZS_ADAMW_MT_MIN */
 #include "offload/worker_pool.h"
 
 /* zs_cpu_adamw_rem on pool's workers through path isa (ZS_ADAMW_ISA_AUTO: the active one; a path

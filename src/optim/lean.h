@@ -1,8 +1,8 @@
 /* Lean mode (zs_config.master = ZS_MASTER_LEAN): the bf16 params are the master, and each update
  * rounds the new fp32 value to bf16 stochastically, with random bits from a counter-based
  * generator keyed by (seed, step, unit, element). Pure integer code, included by the CPU kernels
- * (src/device/cpu/adamw_lean*.c) and the CUDA twin (src/device/cuda/adamw_lean.cu) alike, so every
- * path draws the same bits and rounds the same way by construction.
+ * (src/optim/adamw/cpu/adamw_lean*.c) and the CUDA twin (src/optim/adamw/cuda/adamw_lean.cu) alike,
+ * so every path draws the same bits and rounds the same way by construction.
  *
  * The generator (docs/OPTIMIZER.md §6 states it for users):
  *   mix64(z)  = z ^= z >> 30; z *= 0xbf58476d1ce4e5b9; z ^= z >> 27; z *= 0x94d049bb133111eb;
@@ -30,10 +30,12 @@
  * is x exactly (bf16 values are evenly spaced between two neighbours, subnormals included). A
  * finite value never becomes infinite: one above bf16's largest finite value (0x7f7f, about
  * 3.39e38) rounds down to it. */
-#ifndef ZS_DEVICE_LEAN_H
-#define ZS_DEVICE_LEAN_H
+#ifndef ZS_OPTIM_LEAN_H
+#define ZS_OPTIM_LEAN_H
 
 #include <stdint.h>
+
+#include "base/mix64.h"
 
 #if defined(__CUDACC__)
 #define ZS_LEAN_FN __host__ __device__ static inline
@@ -48,20 +50,10 @@ typedef struct {
   uint64_t elem0;
 } zs_lean_key;
 
-/* The 64-bit mixing function of the key (splitmix64's finalizer constants). */
-ZS_LEAN_FN uint64_t zs_lean_mix64(uint64_t z) {
-  z ^= z >> 30;
-  z *= 0xbf58476d1ce4e5b9ull;
-  z ^= z >> 27;
-  z *= 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* The key of step t (1-based) of unit `unit`, for a call starting at unit element elem0. */
 ZS_LEAN_FN zs_lean_key zs_lean_key_make(uint64_t seed, int64_t t, int unit, uint64_t elem0) {
-  const uint64_t K =
-      zs_lean_mix64(zs_lean_mix64(zs_lean_mix64(seed ^ 0x9e3779b97f4a7c15ull) + (uint64_t)t) +
-                    (uint64_t)(int64_t)unit);
+  const uint64_t K = zs_mix64(zs_mix64(zs_mix64(seed ^ 0x9e3779b97f4a7c15ull) + (uint64_t)t) +
+                              (uint64_t)(int64_t)unit);
   zs_lean_key k;
   k.k0 = (uint32_t)K;
   k.k1 = (uint32_t)(K >> 32);

@@ -1,14 +1,14 @@
 /* The host tier's AdamW per precision mode (host_update.h): each mode's function, and the one
  * place that picks it. Each calls the mode's threaded CPU AdamW on elements [lo, lo + len), so the
  * bits are those of the device-resident update whatever the chunking or the pool. */
-#include "offload/host_update.h"
+#include "optim/adamw/host_update.h"
 
 #include <stdint.h>
 
 #include "base/error.h"
-#include "offload/cpu_adamw.h"
-#include "offload/cpu_adamw_lean.h"
-#include "offload/cpu_adamw_rem.h"
+#include "optim/adamw/adamw_mt.h"
+#include "optim/adamw/adamw_lean_mt.h"
+#include "optim/adamw/adamw_rem_mt.h"
 
 /* An fp32 master (its own array or the fp32 params) with fp32 moments. */
 static void master32_m32(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
@@ -44,7 +44,7 @@ static void rem_m16(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *
 }
 
 /* Lean mode: the bf16 params (out) are the master, rounded stochastically with the bits of unit
-   element key.elem0 + lo + i, whatever the chunking (device/lean.h). */
+   element key.elem0 + lo + i, whatever the chunking (optim/lean.h). */
 static void lean_update(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
                         size_t len, const void *grad, void *out, int mbf16) {
   const size_t msz = mbf16 ? 2 : 4;

@@ -1,14 +1,14 @@
 /* The offload optimizer's CPU AdamW: the device layer's vectorised kernels
- * (src/device/cpu/adamw.h) split into tiles over a worker pool. The bits never depend on the
+ * (src/optim/adamw/cpu/adamw.h) split into tiles over a worker pool. The bits never depend on the
  * pool, its size or the path: the update is elementwise. The pools belong to their callers (an
  * engine's optimizer, src/optim/optim.h); nothing here is process-wide. */
-#ifndef ZS_OFFLOAD_CPU_ADAMW_H
-#define ZS_OFFLOAD_CPU_ADAMW_H
+#ifndef ZS_OPTIM_ADAMW_ADAMW_MT_H
+#define ZS_OPTIM_ADAMW_ADAMW_MT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/cpu/adamw.h"
+#include "optim/adamw/cpu/adamw.h"
 #include "offload/worker_pool.h"
 #include "zshard.h"
 

@@ -1,5 +1,5 @@
 /* The remainder-master CPU AdamW over a worker pool (cpu_adamw_rem.h). */
-#include "offload/cpu_adamw_rem.h"
+#include "optim/adamw/adamw_rem_mt.h"
 
 /* One threaded call: the arrays and the path's kernel. */
 typedef struct {

@@ -1,6 +1,6 @@
 /* CPU AdamW over a worker pool (see cpu_adamw.h): large arrays are cut into tiles, each tile runs
  * the path's single-threaded kernel. */
-#include "offload/cpu_adamw.h"
+#include "optim/adamw/adamw_mt.h"
 
 #include "base/config.h"
 

@@ -13,12 +13,12 @@
  * 16-lane step does the rest (fp32 moments, the tail): 16-bit arrays are read through a zero-padded
  * staging buffer at the tail and written with masked down-converting stores; masked-off lanes
  * compute on zeros and are never stored. */
-#include "device/cpu/adamw_rem.h"
+#include "optim/adamw/cpu/adamw_rem.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "device/cpu/prefetch.h"
+#include "optim/adamw/cpu/prefetch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

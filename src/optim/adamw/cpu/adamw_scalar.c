@@ -1,5 +1,5 @@
 /* Portable AdamW over host arrays (the reference path; see adamw.h for the operation order). */
-#include "device/cpu/adamw.h"
+#include "optim/adamw/cpu/adamw.h"
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /* The remainder-master AdamW (adamw_rem.h): the scalar reference loop and the path choice. */
-#include "device/cpu/adamw_rem.h"
+#include "optim/adamw/cpu/adamw_rem.h"
 
 void zs_cpu_adamw_rem_scalar(const zs_adamw_coef *c, uint16_t *param, uint16_t *rem, void *m,
                              void *v, zs_dtype moment_dt, const uint16_t *grad, size_t n) {
