@@ -29,17 +29,17 @@
 #include "bench_util.h"
 
 /* The update that does nothing: the pipeline's copies alone. */
-static void noop_update(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                        size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
+static void noop_update(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                        const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
   (void)pool, (void)c, (void)s, (void)lo, (void)len, (void)grad, (void)gdt, (void)out, (void)pdt;
 }
 
 /* One pipeline call's update (zs_offload_stream's ctx): fn on the state. */
 typedef struct {
   zs_pool *pool;
-  zs_host_update_fn fn;
+  zs_opt_host_fn fn;
   const zs_adamw_coef *c;
-  const zs_host_state *s;
+  const zs_opt_state *s;
 } pipe_call;
 
 static void pipe_chunk(void *ctx, size_t lo, size_t len, const void *grad, void *out) {
@@ -140,12 +140,12 @@ int main(int argc, char **argv) {
   DIE(zs_dev_open(&d, ZS_DEVICE_CUDA, 0));
   zs_host_arena *arena;
   DIE(zs_host_arena_create(0, 0, 0, &arena));
-  zs_host_state hs;
+  zs_opt_state hs;
   memset(&hs, 0, sizeof hs);
   DIE(zs_host_arena_alloc(arena, bytes, (void **)&hs.master));
-  DIE(zs_host_arena_alloc(arena, bytes, &hs.m));
-  DIE(zs_host_arena_alloc(arena, bytes, &hs.v));
-  memset(hs.master, 0, bytes), memset(hs.m, 0, bytes), memset(hs.v, 0, bytes);
+  DIE(zs_host_arena_alloc(arena, bytes, &hs.state[0]));
+  DIE(zs_host_arena_alloc(arena, bytes, &hs.state[1]));
+  memset(hs.master, 0, bytes), memset(hs.state[0], 0, bytes), memset(hs.state[1], 0, bytes);
   zs_pool *pool = NULL;
   if (threads > 1) DIE(zs_pool_create(threads, ZS_POOL_UNBOUND, &pool));
   zs_offload_pipe pipe;
@@ -154,12 +154,12 @@ int main(int argc, char **argv) {
   DIE(zs_config_resolve(&cfg, &run, NULL, 0)); /* the engine's chunk (ZS_OFFLOAD_CHUNK) */
   size_t chunk = chunk_mib ? (chunk_mib << 20) / 4 : run.offload_chunk;
   DIE(zs_offload_pipe_init(&pipe, &d, arena, chunk));
-  zs_host_update_fn adamw;
+  zs_opt_host_fn adamw;
   DIE(zs_host_update_for(ZS_MASTER_FP32, ZS_F32, &adamw));
   zs_adamw_coef c = {1.0f, 0.9f, 0.1f, 0.95f, 0.05f, 1.0f, 1.0f, 1e-8f, 0.0f, -1e-4f};
   const struct {
     const char *name;
-    zs_host_update_fn fn;
+    zs_opt_host_fn fn;
   } modes[2] = {{"pipeline_noop", noop_update}, {"pipeline_adamw", adamw}};
   for (int k = 0; k < 2; k++) {
     double best = 1e30;

@@ -52,8 +52,8 @@ static zs_status open_optimizer(zs_engine *e) {
                      1,
                      e->cfg.offload_chunk,
                      {&e->mem, optim_scratch_alloc, optim_scratch_free},
-                     e->cfg.moment_dtype,
-                     e->cfg.master};
+                     {e->cfg.master, e->cfg.moment_dtype},
+                     zs_optimizer_for(&e->cfg)};
   if (oc.offload_optimizer) zs_peers_share(e, ZS_PEER_NODE, &oc.share_idx, &oc.share_cnt);
   const size_t pipe = zs_placement_pipe_bytes(&e->cfg), cap = e->cfg.offload_host_bytes;
   if (cap && cap != ZS_UNSET_SIZE && pipe > cap) /* allocated now, before commit's fit check */

@@ -196,18 +196,18 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
       float *master = m0 && !rem  ? (float *)m0 + j
                       : u->master ? u->master + (a - u->opt_off) /* ZS_MASTER_PARAMS' alias */
                                   : NULL;                        /* lean, remainder: none */
-      const zs_optim_seg seg = {master,
-                                zs_ptr_add(c.span[at[ZS_NVME_M]], j, md),
-                                zs_ptr_add(c.span[at[ZS_NVME_V]], j, md),
-                                zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
-                                zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
-                                b - a,
-                                u->t[k].no_weight_decay,
-                                1, /* the host tier's update: the bits of host offload */
-                                params_host,
-                                u->index,
-                                a,
-                                rem ? (uint16_t *)m0 + j : NULL};
+      const zs_optim_seg seg = {
+          master,
+          {zs_ptr_add(c.span[at[ZS_NVME_M]], j, md), zs_ptr_add(c.span[at[ZS_NVME_V]], j, md)},
+          zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
+          zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
+          b - a,
+          u->t[k].no_weight_decay,
+          1, /* the host tier's update: the bits of host offload */
+          params_host,
+          u->index,
+          a,
+          rem ? (uint16_t *)m0 + j : NULL};
       rc = zs_optim_update(e->optim, &seg);
     }
     if (rc == ZS_OK) rc = zs_nvme_stream_commit(s);

@@ -89,8 +89,7 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       const size_t lo = a - u->opt_off;
       const zs_dtype md = u->st.s[ZS_ST_ADAM_M].dtype;
       const zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
-                                zs_ptr_add(u->m, lo, md),
-                                zs_ptr_add(u->v, lo, md),
+                                {zs_ptr_add(u->m, lo, md), zs_ptr_add(u->v, lo, md)},
                                 grad_at(u, a),
                                 param_at(u, a),
                                 b - a,

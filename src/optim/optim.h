@@ -1,41 +1,33 @@
-/* The optimizer of one engine: the exact global gradient norm, the clipping coefficient and the
- * AdamW update of this rank's segments, with the choice of where each segment is updated:
+/* The optimizer driver of one engine: the exact global gradient norm, the clipping coefficient
+ * and the update of this rank's segments by the engine's optimizer module (optimizer.h), with the
+ * choice of where each segment is updated:
  *
- *   master/m/v in the host arena (ZS_OFFLOAD_OPTIMIZER,  -> the CPU workers on the arena's node
- *   or a unit a budget placed on the host)                  (on CUDA through the copy pipeline)
+ *   state in the host arena (ZS_OFFLOAD_OPTIMIZER,       -> the module's host update on the CPU
+ *   or a unit a budget placed on the host)                  workers of the arena's node (on CUDA
+ *                                                           through the copy pipeline)
  *   params host-resident alone on CUDA (ZS_OFFLOAD_PARAMS) -> the device, into a scratch buffer,
  *                                                           then one copy to the host shard
- *   otherwise, CUDA                                       -> the device (zs_dev_adamw)
- *   otherwise, the CPU device                             -> this optimizer's CPU workers
+ *   otherwise, CUDA                                       -> the module's device update
+ *   otherwise, the CPU device                             -> the module's host update on this
+ *                                                           driver's CPU workers
  *                                                           (ZS_ADAMW_THREADS), or the caller
- *   lean mode (ZS_MASTER_LEAN: bf16 params are the master)  -> as the rows above, in place on the
- *                                                           params
- * (src/optim/adamw/cpu/adamw_lean.h) remainder master (ZS_MASTER_REMAINDER: bf16 params   -> as the
- * rows above, in place on the
- *   + 16-bit remainders are the master)                     params and remainders
- *                                                           (src/optim/adamw/cpu/adamw_rem.h)
  *
- * The remainder and lean modes on the host tier: the remainders (remainder mode) and m, v live
- * where the master would (the arena, with ZS_OFFLOAD_OPTIMIZER or a budget's host unit); the
- * bf16 params where the plan puts them (the device, or the arena with ZS_OFFLOAD_PARAMS / a
- * budget's stage-3 host unit). The update reads the params, so on CUDA the copy pipeline brings
- * each chunk's params down with its gradient, the mode's host update (optim/adamw/host_update.h)
- * runs on the pinned copy and the params go back up: the state never crosses the bus, the params (2
- * bytes per element) cross it twice, as in the other modes with the gradient, and the CPU kernels
- * give the CUDA kernels' bits (one element's arithmetic, lean.h's random bits keyed by unit
- * element, not by chunk). Running the device kernel on state copied in and out instead would move
- * the state (4 to 10 bytes per element) both ways and need device scratch as large as a segment's
- * state, which is what offloading avoids. With the state on the CUDA device and the params alone on
- * the host (ZS_OFFLOAD_PARAMS) the params come up to a scratch buffer, the mode's kernel updates
- * them in place, and they go back down.
+ * In the modes whose bf16 params are the master (ZS_MASTER_REMAINDER with the remainders,
+ * ZS_MASTER_LEAN) the update runs in place on the params, on the rows above. On the host tier the
+ * remainders and the state live where the master would, the bf16 params where the plan puts them;
+ * the update reads the params, so on CUDA the copy pipeline brings each chunk's params down with
+ * its gradient, the host update runs on the pinned copy and the params go back up: the state never
+ * crosses the bus, the params (2 bytes per element) cross it twice, and the CPU kernels give the
+ * CUDA kernels' bits (one element's arithmetic, lean.h's random bits keyed by unit element, not by
+ * chunk). With the state on the CUDA device and the params alone on the host the params come up
+ * to a scratch buffer, the device update runs in place, and they go back down.
  *
- * Every path gives the same bits (src/optim/adamw/cpu/adamw.h), in each precision mode: the CPU
- * paths run the mode's host update (optim/adamw/host_update.h), the CUDA ones its device kernel.
- * The engine creates one zs_optim at zs_engine_create and destroys it in zs_engine_destroy; the
- * optimizer owns its worker pools and the pipeline's staging, nothing of it is process-wide, so
- * engines in one process never share or stop each other's workers. It does not know units, the plan
- * or the ledger: the engine hands it segments and a scratch allocator. Not thread-safe: one
- * engine's step at a time. */
+ * Every path gives the same bits in each precision mode: a module's host and device updates agree
+ * (optimizer.h). The engine creates one zs_optim at zs_engine_create and destroys it in
+ * zs_engine_destroy; it owns its worker pools and the pipeline's staging, nothing of it is
+ * process-wide, so engines in one process never share or stop each other's workers. It does not
+ * know units, the plan or the ledger: the engine hands it segments and a scratch allocator. Not
+ * thread-safe: one engine's step at a time. */
 #ifndef ZS_OPTIM_OPTIM_H
 #define ZS_OPTIM_OPTIM_H
 
@@ -45,6 +37,7 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "offload/host_arena.h"
+#include "optim/optimizer.h"
 #include "zshard.h"
 
 typedef struct zs_optim zs_optim;
@@ -60,18 +53,18 @@ typedef struct {
   zs_dev *dev;              /* the engine's device (borrowed; outlives the optimizer) */
   zs_dtype param_dtype;     /* of the gradients and the params the updates write */
   zs_host_arena *arena;     /* the offload arena (borrowed), or NULL without offload */
-  int offload_optimizer;    /* some master/m/v live in the arena: start the node's workers and the
-                               copy pipeline (needs arena) */
+  int offload_optimizer;    /* some optimizer state lives in the arena: start the node's workers and
+                               the    copy pipeline (needs arena) */
   int offload_threads;      /* zs_config.offload_threads (0: one per core of the node) */
   int share_idx, share_cnt; /* this rank among the ranks of its host on the arena's node */
   size_t offload_chunk;     /* elements per chunk of the CUDA copy pipeline */
   zs_optim_scratch scratch;
-  zs_dtype moment_dtype; /* of m and v (zs_config.moment_dtype), on either tier */
-  int master;            /* zs_config.master: with moment_dtype, picks the host tier's update */
+  zs_opt_mode mode;        /* the precision mode (zs_config.master, moment_dtype) */
+  const zs_optimizer *ops; /* the optimizer module (zs_optimizer_for) */
 } zs_optim_cfg;
 
-/* Creates the optimizer and picks, once, the precision mode's update of host-resident state
-   (optim/adamw/host_update.h: the arena's, and the CPU device's). With offload_optimizer: a pool of
+/* Creates the optimizer and picks, once, the module's update of host-resident state for the
+   precision mode (the arena's, and the CPU device's). With offload_optimizer: a pool of
    workers bound to the arena's NUMA node (its cores split share_cnt ways) and, on CUDA, the
    pipeline's pinned staging. On the CPU device: when ZS_ADAMW_THREADS=N (1 < N <= 4096) a pool of N
    unbound workers for the updates of device-resident state (if it cannot start, those updates run
@@ -111,35 +104,36 @@ zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, doub
 double zs_optim_clip_coef(double norm, double max_grad_norm);
 
 /* ---- The update ---- */
-/* The coefficients of optimizer step t (1-based) from cfg->adamw, gradients scaled by gscale
+/* The module's coefficients of optimizer step t (1-based) from cfg, gradients scaled by gscale
    (clip / (world * micro_steps)); zs_optim_update uses them until the next call, and in lean mode
    (cfg->master == ZS_MASTER_LEAN) t and cfg->rounding_seed as the rounding's key. */
 void zs_optim_prepare(zs_optim *o, const zs_config *cfg, int64_t t, double gscale);
 
 /* One tensor's piece of this rank's optimizer range. */
 typedef struct {
-  float *master;    /* fp32 master: device memory, or the host arena when state_host (with
-                       ZS_MASTER_PARAMS there: the arena's params when they live there too) */
-  void *m, *v;      /* the moments (moment_dtype), where the master is */
-  const void *grad; /* the reduced gradient (param dtype, device memory) */
-  void *param;      /* where the updated params go (param dtype): device memory, or host
-                       memory when params_host; == master when the fp32 params are the
-                       master (ZS_MASTER_PARAMS), updated in place */
-  size_t n;         /* elements */
+  float *master; /* fp32 master: device memory, or the host arena when state_host (with
+                    ZS_MASTER_PARAMS there: the arena's params when they live there too) */
+  void *state[ZS_OPT_MAX_STATE]; /* the module's state arrays (their dtype), where the master is */
+  const void *grad;              /* the reduced gradient (param dtype, device memory) */
+  void *param; /* where the updated params go (param dtype): device memory, or host
+                  memory when params_host; == master when the fp32 params are the
+                  master (ZS_MASTER_PARAMS), updated in place */
+  size_t n;    /* elements */
   int no_weight_decay, state_host, params_host;
   /* Lean mode (ZS_MASTER_LEAN: master NULL, param the bf16 params updated in place, on either
-     tier; m and v where state_host says): the unit's
+     tier; the state where state_host says): the unit's
      index and the flat offset in the unit of element 0, the key of the rounding's random bits
      (src/optim/lean.h); unused in the other modes. */
   int unit;
   size_t elem;
-  uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders, where m and v are (device memory, or
+  uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders, where the state is (device memory, or
                     the host arena when state_host); then master is NULL and param (bf16) with
                     rem is the master, updated in place. Else NULL. */
 } zs_optim_seg;
 
-/* AdamW on one segment, on the path the table above chooses. Work is queued on the engine's
-   streams (CUDA) or done on return (CPU). Errors: the device's, the scratch allocation's. */
+/* The module's update of one segment, on the path the table above chooses. Work is queued on the
+   engine's streams (CUDA) or done on return (CPU). Errors: the device's, the scratch allocation's.
+ */
 zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "optim/adamw/adamw.h"
 #include "optim/adamw/cpu/adamw.h"
 #include "optim/optim.h"
 #include "zs_test.h"
@@ -88,8 +89,17 @@ static size_t off_reference(const float *got, const double *ref, const char *wha
 static void optim_alone(void) {
   zs_dev d;
   ZS_OK_OR_DIE(zs_dev_open(&d, ZS_DEVICE_CPU, -1));
-  const zs_optim_cfg oc = {&d,     ZS_F32,        NULL, 0, 0, 0, 1, 0, {NULL, NULL, NULL},
-                           ZS_F32, ZS_MASTER_FP32};
+  const zs_optim_cfg oc = {&d,
+                           ZS_F32,
+                           NULL,
+                           0,
+                           0,
+                           0,
+                           1,
+                           0,
+                           {NULL, NULL, NULL},
+                           {ZS_MASTER_FP32, ZS_F32},
+                           zs_optimizer_adamw()};
   zs_optim *o = NULL;
   ZS_OK_OR_DIE(zs_optim_create(&oc, &o));
   enum { M = 1000 };
@@ -129,7 +139,7 @@ static void optim_alone(void) {
       g[i] = grad_of((size_t)i, 11);
     }
     zs_optim_prepare(o, &cfg, 3, 0.5);
-    const zs_optim_seg seg = {p, m, v, g, p, M, nwd, 0, 0, 0, 0, NULL};
+    const zs_optim_seg seg = {p, {m, v}, g, p, M, nwd, 0, 0, 0, 0, NULL};
     ZS_OK_OR_DIE(zs_optim_update(o, &seg));
     zs_adamw_coef c;
     zs_adamw_coef_make(&c, cfg.adamw.lr, cfg.adamw.beta1, cfg.adamw.beta2, cfg.adamw.eps,

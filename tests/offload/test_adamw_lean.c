@@ -253,10 +253,10 @@ static void check_config(zs_pool *pool, const hyper *h, uint64_t seed, int unit,
      them (7 elements, then 1000 at a time): the state by lo, grad and params by the chunk, the key
      of element 0 of the segment. */
   arrays_copy(&got, &init, n);
-  zs_host_update_fn fn = NULL;
+  zs_opt_host_fn fn = NULL;
   ZS_OK_OR_DIE(zs_host_update_for(ZS_MASTER_LEAN, mbf16 ? ZS_BF16 : ZS_F32, &fn));
-  const zs_host_state st = {NULL, mbf16 ? (void *)got.m16 : got.m32,
-                            mbf16 ? (void *)got.v16 : got.v32, NULL, k};
+  const zs_opt_state st = {
+      NULL, {mbf16 ? (void *)got.m16 : got.m32, mbf16 ? (void *)got.v16 : got.v32}, NULL, k};
   for (size_t lo = 0; lo < n;) {
     const size_t left = n - lo, len = lo == 0 ? (left < 7 ? left : 7) : (left < 1000 ? left : 1000);
     fn(pool, &c, &st, lo, len, got.g + lo, ZS_BF16, got.p + lo, ZS_BF16);

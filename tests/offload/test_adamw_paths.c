@@ -144,9 +144,9 @@ static zs_pool *pool;
    cuts them (7 elements, then 1000 at a time): the state by lo, grad and out by the chunk. */
 static void host_chunks(int master, zs_dtype md, const zs_adamw_coef *c, float *p, void *m, void *v,
                         const void *g, zs_dtype gdt, void *out, zs_dtype odt, size_t n) {
-  zs_host_update_fn fn = NULL;
+  zs_opt_host_fn fn = NULL;
   ZS_OK_OR_DIE(zs_host_update_for(master, md, &fn));
-  const zs_host_state hs = {p, m, v, NULL, {0, 0, 0}};
+  const zs_opt_state hs = {p, {m, v}, NULL, {0, 0, 0}};
   const size_t gs = zs_dtype_size(gdt), os = zs_dtype_size(odt);
   for (size_t lo = 0; lo < n;) {
     const size_t left = n - lo, len = lo == 0 ? (left < 7 ? left : 7) : (left < 1000 ? left : 1000);
@@ -390,13 +390,13 @@ int main(int argc, char **argv) {
   /* The host tier runs the four master modes (the remainder and lean ones: test_adamw_rem and
      test_adamw_lean), fp32 or bf16 moments, nothing else. */
   for (int mode = 4; mode <= 5; mode++) {
-    zs_host_update_fn fn = NULL;
+    zs_opt_host_fn fn = NULL;
     ZS_EXPECT(zs_host_update_for(mode, ZS_F32, &fn) == ZS_ERR_INVALID_ARG && fn == NULL &&
                   strstr(zs_last_error(), "use ZS_MASTER_FP32, ZS_MASTER_PARAMS"),
               "master mode %d on the host tier: %s", mode, zs_last_error());
   }
   {
-    zs_host_update_fn fn = NULL;
+    zs_opt_host_fn fn = NULL;
     ZS_EXPECT(zs_host_update_for(ZS_MASTER_FP32, (zs_dtype)7, &fn) == ZS_ERR_INVALID_ARG,
               "moment dtype 7 on the host tier");
   }

@@ -225,9 +225,9 @@ static void run_config(zs_pool *pool, size_t n, zs_dtype mdt, float wd, const in
                         grad, n);
     /* The host tier's update (optim/adamw/host_update.h) in chunks as the CUDA copy pipeline cuts
        them (7 elements, then 1000 at a time): the state by lo, grad and params by the chunk. */
-    zs_host_update_fn fn = NULL;
+    zs_opt_host_fn fn = NULL;
     ZS_OK_OR_DIE(zs_host_update_for(ZS_MASTER_REMAINDER, mdt, &fn));
-    const zs_host_state hs = {NULL, m[K_HOST], v[K_HOST], rem[K_HOST], {0, 0, 0}};
+    const zs_opt_state hs = {NULL, {m[K_HOST], v[K_HOST]}, rem[K_HOST], {0, 0, 0}};
     for (size_t lo = 0; lo < n;) {
       const size_t left = n - lo,
                    len = lo == 0 ? (left < 7 ? left : 7) : (left < 1000 ? left : 1000);

@@ -11,62 +11,62 @@
 #include "optim/adamw/adamw_rem_mt.h"
 
 /* An fp32 master (its own array or the fp32 params) with fp32 moments. */
-static void master32_m32(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                         size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
-  zs_cpu_adamw_ex(pool, ZS_ADAMW_ISA_AUTO, c, s->master + lo, (float *)s->m + lo,
-                  (float *)s->v + lo, grad, gdt, out, pdt, len);
+static void master32_m32(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                         const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
+  zs_cpu_adamw_ex(pool, ZS_ADAMW_ISA_AUTO, c, s->master + lo, (float *)s->state[0] + lo,
+                  (float *)s->state[1] + lo, grad, gdt, out, pdt, len);
 }
 
 /* An fp32 master with bf16 moments (zs_cpu_adamw_m16's kernels). */
-static void master32_m16(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                         size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
-  zs_cpu_adamw_m16_ex(pool, ZS_ADAMW_ISA_AUTO, c, s->master + lo, (uint16_t *)s->m + lo,
-                      (uint16_t *)s->v + lo, grad, gdt, out, pdt, len);
+static void master32_m16(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                         const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
+  zs_cpu_adamw_m16_ex(pool, ZS_ADAMW_ISA_AUTO, c, s->master + lo, (uint16_t *)s->state[0] + lo,
+                      (uint16_t *)s->state[1] + lo, grad, gdt, out, pdt, len);
 }
 
 /* The remainder master: bf16 params (out) and remainders, updated in place; gdt is bf16. */
-static void rem_update(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                       size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt,
+static void rem_update(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                       const void *grad, zs_dtype gdt, void *out, zs_dtype pdt,
                        zs_dtype moment_dt) {
   const size_t msz = zs_dtype_size(moment_dt);
-  zs_cpu_adamw_rem_ex(pool, ZS_ADAMW_ISA_AUTO, c, out, s->rem + lo, (char *)s->m + lo * msz,
-                      (char *)s->v + lo * msz, moment_dt, grad, len);
+  zs_cpu_adamw_rem_ex(pool, ZS_ADAMW_ISA_AUTO, c, out, s->rem + lo, (char *)s->state[0] + lo * msz,
+                      (char *)s->state[1] + lo * msz, moment_dt, grad, len);
   (void)gdt;
   (void)pdt;
 }
-static void rem_m32(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                    size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
+static void rem_m32(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                    const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
   rem_update(pool, c, s, lo, len, grad, gdt, out, pdt, ZS_F32);
 }
-static void rem_m16(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                    size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
+static void rem_m16(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                    const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
   rem_update(pool, c, s, lo, len, grad, gdt, out, pdt, ZS_BF16);
 }
 
 /* Lean mode: the bf16 params (out) are the master, rounded stochastically with the bits of unit
    element key.elem0 + lo + i, whatever the chunking (optim/lean.h). */
-static void lean_update(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                        size_t len, const void *grad, void *out, int mbf16) {
+static void lean_update(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                        const void *grad, void *out, int mbf16) {
   const size_t msz = mbf16 ? 2 : 4;
   zs_lean_key k = s->key;
   k.elem0 += lo;
-  zs_cpu_adamw_lean_ex(pool, ZS_ADAMW_ISA_AUTO, c, &k, out, (char *)s->m + lo * msz,
-                       (char *)s->v + lo * msz, mbf16, grad, len);
+  zs_cpu_adamw_lean_ex(pool, ZS_ADAMW_ISA_AUTO, c, &k, out, (char *)s->state[0] + lo * msz,
+                       (char *)s->state[1] + lo * msz, mbf16, grad, len);
 }
-static void lean_m32(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                     size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
+static void lean_m32(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                     const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
   lean_update(pool, c, s, lo, len, grad, out, 0);
   (void)gdt;
   (void)pdt;
 }
-static void lean_m16(zs_pool *pool, const zs_adamw_coef *c, const zs_host_state *s, size_t lo,
-                     size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
+static void lean_m16(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,
+                     const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {
   lean_update(pool, c, s, lo, len, grad, out, 1);
   (void)gdt;
   (void)pdt;
 }
 
-zs_status zs_host_update_for(int master, zs_dtype moment_dt, zs_host_update_fn *out) {
+zs_status zs_host_update_for(int master, zs_dtype moment_dt, zs_opt_host_fn *out) {
   if (moment_dt != ZS_F32 && moment_dt != ZS_BF16)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "moment_dtype %d has no host-tier AdamW: use ZS_F32 or ZS_BF16", (int)moment_dt);

@@ -1,0 +1,82 @@
+/* An optimizer module: what the engine's optimizer driver (optim.h) needs to know of one
+ * optimizer, and nothing else knows of it. The driver owns the paths (the device, the CPU workers,
+ * the offload copy pipeline, the NVMe tier's streamed chunks) and the precision mode's placement
+ * of the master; a module supplies the arithmetic:
+ *
+ *   prepare    the coefficients of one step (at most ZS_OPT_COEF_BYTES, opaque to the driver),
+ *              once per step and weight-decay class;
+ *   host_fn    the update of state in host memory for a precision mode, over any element range
+ *              (the CPU device's update, the offload arena's, the NVMe tier's chunks);
+ *   dev_update the update of state in CUDA device memory for a precision mode.
+ *
+ * The state a module keeps is listed in its shape (base/opt_shape.h: names, count, dtype): up to
+ * ZS_OPT_MAX_STATE arrays, each one value per element of the optimizer range, placed, sharded,
+ * offloaded, checkpointed and planned by the engine like the master. Every path of one module must
+ * give the same bits (the update is elementwise), whatever the chunking, the pool or the device. */
+#ifndef ZS_OPTIM_OPTIMIZER_H
+#define ZS_OPTIM_OPTIMIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/opt_shape.h"
+#include "device/device.h"
+#include "offload/worker_pool.h"
+#include "optim/lean.h"
+#include "zshard.h"
+
+/* The most bytes of one step's coefficients (a module's prepare writes at most this many). */
+#define ZS_OPT_COEF_BYTES 128
+
+/* A precision mode: zs_config.master and the dtype of the state arrays (zs_config.moment_dtype). */
+typedef struct {
+  int master;
+  zs_dtype state_dt;
+} zs_opt_mode;
+
+/* One range's optimizer state (host or device memory), element 0 = the range's first element. */
+typedef struct {
+  float *master;                 /* the fp32 master: its own array, or the fp32 params that are it
+                                    (ZS_MASTER_PARAMS where they live with the state); NULL in the modes whose bf16
+                                    params are (part of) the master (ZS_MASTER_REMAINDER, ZS_MASTER_LEAN) */
+  void *state[ZS_OPT_MAX_STATE]; /* the module's arrays in the mode's state_dt (unused: NULL) */
+  uint16_t *rem;                 /* ZS_MASTER_REMAINDER: the 16-bit remainders; else unused */
+  zs_lean_key key; /* ZS_MASTER_LEAN: the rounding's key whose elem0 is the unit element of the
+                      range's element 0 (optim/lean.h); else unused */
+} zs_opt_state;
+
+/* Updates elements [lo, lo + len) of s in host memory: grad (gdt) and out (pdt) are host memory
+   whose element 0 is element lo; the updated params go to out, or nowhere when out is NULL (the
+   master is the params, updated in place). In the modes whose bf16 params are the master
+   (zs_opt_reads_params) out is those params, read and written in place (never NULL) and grad is
+   bf16. Over pool's workers (NULL: the calling thread). */
+typedef void (*zs_opt_host_fn)(zs_pool *pool, const void *coef, const zs_opt_state *s, size_t lo,
+                               size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt);
+
+typedef struct {
+  const char *name; /* as in its shape (base/opt_shape.h) */
+  /* The coefficients of step t (1-based) from c, gradients scaled by gscale (clip / (world *
+     micro_steps)), with weight decay or without (a tensor's no_weight_decay). */
+  void (*prepare)(void *coef, const zs_config *c, int64_t t, double gscale, int decay);
+  /* The host update of mode m into *out; ZS_ERR_INVALID_ARG, with the sentence, for a mode the
+     module does not run. */
+  zs_status (*host_fn)(const zs_opt_mode *m, zs_opt_host_fn *out);
+  /* The update of n elements on the CUDA device d (everything device memory), queued on stream,
+     with host_fn's meaning of param (out, or the bf16 params in place). */
+  zs_status (*dev_update)(zs_dev *d, const zs_opt_mode *m, const void *coef, const zs_opt_state *s,
+                          const void *grad, zs_dtype gdt, void *param, zs_dtype pdt, size_t n,
+                          void *stream);
+} zs_optimizer;
+
+/* Whether mode m's update reads the bf16 params as (part of) its master (ZS_MASTER_REMAINDER,
+   ZS_MASTER_LEAN): then whoever stages the params must bring their current values in, not only
+   take the new ones out (the CUDA copy pipeline). */
+static inline int zs_opt_reads_params(int master) {
+  return master == ZS_MASTER_REMAINDER || master == ZS_MASTER_LEAN;
+}
+
+/* The module zs_config c selects (its shape: zs_opt_shape_of(c)). Never NULL for a config that
+   zs_config_validate accepted. */
+const zs_optimizer *zs_optimizer_for(const zs_config *c);
+
+#endif
