@@ -11,9 +11,10 @@
 #define ZS_OPT_MAX_STATE 2
 
 typedef struct {
-  const char *name;                         /* "adamw" */
-  int nstate;                               /* 0 .. ZS_OPT_MAX_STATE */
-  const char *state_name[ZS_OPT_MAX_STATE]; /* torch.optim's names: "exp_avg", "exp_avg_sq" */
+  const char *name;                          /* "adamw" */
+  int nstate;                                /* 0 .. ZS_OPT_MAX_STATE */
+  const char *state_name[ZS_OPT_MAX_STATE];  /* torch.optim's names: "exp_avg", "exp_avg_sq" */
+  const char *state_short[ZS_OPT_MAX_STATE]; /* in file names and messages: "m", "v" */
 } zs_opt_shape;
 
 /* The shape of the optimizer c selects. Never NULL. */

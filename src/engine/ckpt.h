@@ -34,8 +34,6 @@ zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn);
    most ZS_CKPT_NVME_PIECE elements, so the host memory they take is bounded whatever the unit's
    size. */
 #define ZS_CKPT_NVME_PIECE ((size_t)1 << 20)
-/* "master", "m" or "v": array `which` (ZS_NVME_*) in messages. */
-const char *zs_ckpt_nvme_array_name(int which);
 /* Writes src (host, n elements of the file's type: zs_unit_nvme_elem) over elements
    [first, first + n) of array `which` of unit u's optimizer range on the tier
    (zs_engine_nvme_write; n is the caller's bounded piece). Errors:

@@ -197,7 +197,7 @@ static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, s
 }
 
 /* The part of block blk (bytes [b0, b1) of the data) that falls in array `kind` (zs_arr: 0
-   master, 1 m, 2 v) of segment g: written into the engine (state_io.h). */
+   the master, 1 + i the optimizer's state i) of segment g: written into the engine (state_io.h). */
 static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, uint64_t b1) {
   zs_unit *u = p->e->units[g->unit];
   const uint64_t n = g->end - g->begin, a0 = g->offset + 4 * n * (uint64_t)kind;
@@ -293,7 +293,7 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
   int any = 0;
   uint64_t c0, c1;
   for (int k = 0; k < f->nsegs && !any; k++)
-    for (int kind = 0; kind < 3 && !any; kind++)
+    for (int kind = 0; kind < ZS_ARR_N && !any; kind++)
       any = wanted(p, &f->segs[k], kind, &c0, &c1);
   if (!any) return ZS_OK; /* nothing of this file is ours: not even opened */
   int fd = -1;
@@ -303,7 +303,7 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
   uint64_t have = UINT64_MAX, len = 0;
   const uint64_t B = p->m->block_bytes;
   for (int k = 0; k < f->nsegs && rc == ZS_OK; k++)
-    for (int kind = 0; kind < 3 && rc == ZS_OK; kind++) {
+    for (int kind = 0; kind < ZS_ARR_N && rc == ZS_OK; kind++) {
       if (!wanted(p, &f->segs[k], kind, &c0, &c1)) continue;
       for (uint64_t blk = c0 / B; blk <= (c1 - 1) / B && rc == ZS_OK; blk++) {
         if (blk != have) {

@@ -100,7 +100,7 @@ static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t
     if (rc != ZS_OK && tier) {
       w->tier_failed = 1;
       return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
-                         zs_arr_name(a));
+                         zs_arr_name(w->e, a));
     }
     ZS_CHECK(rc);
     ZS_CHECK(emit(w, w->piece, 4 * take));
@@ -108,7 +108,8 @@ static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t
   return ZS_OK;
 }
 
-/* The data of this rank's file: each segment's arrays (master, m, v) in turn. */
+/* The data of this rank's file: each segment's arrays (the master, the optimizer's state) in
+   turn. */
 static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   for (int k = 0; k < ns; k++)
     for (int a = 0; a < ZS_ARR_N; a++)

@@ -1,5 +1,5 @@
 /* The NVMe tier's life and its step (nvme_tier.h): open at commit (directory, ring, staging, each
- * unit's files), close at destroy, and the step's streamed AdamW over the units on it with
+ * unit's files), close at destroy, and the step's streamed update over the units on it with
  * the agreement that makes an I/O error on one rank fail every rank. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +30,12 @@ static zs_nvme_stream_desc unit_desc(const zs_nvme_tier *t, const zs_unit *u, zs
 }
 
 /* The arrays' element sizes of the mode (zs_placement_nvme_elems), those it has, in at most
-   3 entries of el; returns how many. */
-static unsigned mode_elems(const zs_config *c, size_t el[3]) {
-  size_t eb[3];
+   ZS_NVME_NARRAYS entries of el; returns how many. */
+static unsigned mode_elems(const zs_config *c, size_t el[ZS_NVME_NARRAYS]) {
+  size_t eb[ZS_NVME_NARRAYS];
   unsigned n = 0;
   zs_placement_nvme_elems(c, eb);
-  for (int w = 0; w < 3; w++)
+  for (int w = 0; w < ZS_NVME_NARRAYS; w++)
     if (eb[w]) el[n++] = eb[w];
   return n;
 }
@@ -44,7 +44,7 @@ static unsigned mode_elems(const zs_config *c, size_t el[3]) {
    (align / 4 elements with fp32 arrays only, align / 2 with a 2-byte one), at most 2^28 (the
    stream's 1 GiB per array). */
 static size_t tier_chunk(const zs_config *c, size_t align) {
-  size_t el[3];
+  size_t el[ZS_NVME_NARRAYS];
   const unsigned na = mode_elems(c, el);
   const size_t q = zs_nvme_chunk_quantum(align, el, na);
   size_t want =
@@ -54,14 +54,15 @@ static size_t tier_chunk(const zs_config *c, size_t align) {
 }
 
 /* Whether unit u's table keeps file `which` on the tier: the master (fp32, or the remainders),
-   m, v, each where its state is persistent there. */
+   the optimizer's state arrays, each where its state is persistent there. */
 static int has_file(const zs_unit *u, int which) {
   if (which == ZS_NVME_MASTER)
     return (zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_PERSISTENT) &&
             u->st.s[ZS_ST_MASTER].tier == ZS_TIER_NVME) ||
            (zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) &&
             u->st.s[ZS_ST_MASTER_REM].tier == ZS_TIER_NVME);
-  return u->st.s[which == ZS_NVME_M ? ZS_ST_ADAM_M : ZS_ST_ADAM_V].tier == ZS_TIER_NVME;
+  const zs_state st = ZS_ST_OPT(which - ZS_NVME_OPT0);
+  return zs_state_is(&u->st, st, ZS_LIFE_PERSISTENT) && u->st.s[st].tier == ZS_TIER_NVME;
 }
 
 /* Bytes of file `which` of u before alignment (its elements' size, zs_unit_nvme_elem). */
@@ -69,16 +70,15 @@ static uint64_t file_bytes(const zs_unit *u, int which) {
   return (uint64_t)u->opt_n * zs_unit_nvme_elem(u, which);
 }
 
-/* Creates the files of unit u ("u<index>.master" (or ".rem" for remainders), ".m", ".v") that
-   its table keeps on the tier, zero-filled. */
-static zs_status unit_files(zs_nvme_tier *t, zs_unit *u) {
+/* Creates the files of unit u ("u<index>.master" (or ".rem" for remainders), then one per state
+   array named by its short name, AdamW's ".m" and ".v") that its table keeps on the tier,
+   zero-filled. */
+static zs_status unit_files(zs_nvme_tier *t, const zs_opt_shape *sh, zs_unit *u) {
   for (int j = 0; j < ZS_NVME_NARRAYS; j++) {
     if (!has_file(u, j)) continue;
-    const char *what =
-        j == ZS_NVME_M ? "m"
-        : j == ZS_NVME_V
-            ? "v"
-            : (zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) ? "rem" : "master");
+    const char *what = j >= ZS_NVME_OPT0 ? sh->state_short[j - ZS_NVME_OPT0]
+                       : zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) ? "rem"
+                                                                                   : "master";
     char name[64];
     snprintf(name, sizeof name, "u%d.%s", u->index, what);
     zs_status rc = zs_nvme_file_create(t->dir, name, file_bytes(u, j), &u->nv[j]);
@@ -88,11 +88,11 @@ static zs_status unit_files(zs_nvme_tier *t, zs_unit *u) {
   return ZS_OK;
 }
 
-/* 1 when unit u's table puts its optimizer state on the tier (zs_placement_unit_of): its m,
-   which every trained unit has. */
+/* 1 when unit u's table puts optimizer state on the tier (zs_placement_unit_of). */
 static int on_tier(const zs_unit *u) {
-  return u->st.s[ZS_ST_ADAM_M].tier == ZS_TIER_NVME &&
-         zs_state_is(&u->st, ZS_ST_ADAM_M, ZS_LIFE_PERSISTENT);
+  for (int j = 0; j < ZS_NVME_NARRAYS; j++)
+    if (has_file(u, j)) return 1;
+  return 0;
 }
 
 zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
@@ -142,7 +142,7 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
      state; a later zs_unit_set_param writes the master (or remainder) range through
      zs_engine_nvme_write. */
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
-    if (on_tier(e->units[i])) rc = unit_files(t, e->units[i]);
+    if (on_tier(e->units[i])) rc = unit_files(t, zs_opt_shape_of(&e->cfg), e->units[i]);
   if (rc != ZS_OK) goto fail;
   return ZS_OK;
 fail:
@@ -166,8 +166,8 @@ void zs_engine_nvme_close(zs_engine *e) {
   e->nvme = NULL;
 }
 
-/* One UPDATE pass over unit u's files: AdamW on each chunk's spans, in place. *rd and *wr get
-   the bytes the pass moved (whatever its outcome). The master is the master file's span (fp32),
+/* One UPDATE pass over unit u's files: the optimizer on each chunk's spans, in place. *rd and *wr
+   get the bytes the pass moved (whatever its outcome). The master is the master file's span (fp32),
    or the params (u->master's alias with ZS_MASTER_PARAMS and host params; none in lean mode,
    whose update rounds the bf16 params in place), or the params with the remainders' span
    (ZS_MASTER_REMAINDER): the segment the in-memory update gets, the spans in place of the
@@ -177,7 +177,6 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
   int at[ZS_NVME_NARRAYS];
   const zs_nvme_stream_desc d = unit_desc(t, u, ZS_NVME_UPDATE, at);
   const int rem = zs_unit_has_rem(u);
-  const zs_dtype md = u->st.s[ZS_ST_ADAM_M].dtype;
   zs_nvme_stream *s = NULL;
   *rd = *wr = 0;
   zs_status rc = zs_nvme_stream_open(&d, t->ring, t->staging, &s);
@@ -196,18 +195,20 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
       float *master = m0 && !rem  ? (float *)m0 + j
                       : u->master ? u->master + (a - u->opt_off) /* ZS_MASTER_PARAMS' alias */
                                   : NULL;                        /* lean, remainder: none */
-      const zs_optim_seg seg = {
-          master,
-          {zs_ptr_add(c.span[at[ZS_NVME_M]], j, md), zs_ptr_add(c.span[at[ZS_NVME_V]], j, md)},
-          zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
-          zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
-          b - a,
-          u->t[k].no_weight_decay,
-          1, /* the host tier's update: the bits of host offload */
-          params_host,
-          u->index,
-          a,
-          rem ? (uint16_t *)m0 + j : NULL};
+      zs_optim_seg seg = {master,
+                          {NULL},
+                          zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
+                          zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
+                          b - a,
+                          u->t[k].no_weight_decay,
+                          1, /* the host tier's update: the bits of host offload */
+                          params_host,
+                          u->index,
+                          a,
+                          rem ? (uint16_t *)m0 + j : NULL};
+      for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+        if (at[ZS_NVME_OPT0 + i] >= 0)
+          seg.state[i] = zs_ptr_add(c.span[at[ZS_NVME_OPT0 + i]], j, u->st.s[ZS_ST_OPT(i)].dtype);
       rc = zs_optim_update(e->optim, &seg);
     }
     if (rc == ZS_OK) rc = zs_nvme_stream_commit(s);

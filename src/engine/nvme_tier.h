@@ -1,17 +1,18 @@
-/* The engine's NVMe tier (zs_config.nvme_path): the optimizer state (the master, Adam m and v,
- * in the precision mode's types) of the units the placement puts on disk (shard/placement.h,
- * zs_placement_nvme) lives in O_DIRECT files per unit in this rank's tier directory
- * (offload/nvme_dir.h), never in memory.
+/* The engine's NVMe tier (zs_config.nvme_path): the optimizer state (the master and the
+ * optimizer's state arrays, in the precision mode's types) of the units the placement puts on disk
+ * (shard/placement.h, zs_placement_nvme) lives in O_DIRECT files per unit in this rank's tier
+ * directory (offload/nvme_dir.h), never in memory.
  *
- * Layout (the invariant every reader and writer relies on): unit u's files nv[ZS_NVME_MASTER],
- * nv[ZS_NVME_M] and nv[ZS_NVME_V] each hold u->opt_n elements of zs_unit_nvme_elem(u, which)
- * bytes, element j (flat element u->opt_off + j of the unit) at byte j * that size; the bytes past
- * the last element up to the file's aligned size are zero and belong to no element. The master
- * file holds the fp32 master, or with ZS_MASTER_REMAINDER the 16-bit remainders (the bf16 params
- * in their home complete them); it is absent (NULL) where the params are the master (lean mode,
- * and ZS_MASTER_PARAMS with the params in the host arena: u->master is their alias). m and v are
- * fp32 or bf16 (moment_dtype). A unit not on the tier has all three NULL, and its state is in
- * memory as before; a unit on the tier (zs_unit_on_nvme) has NULL slots for the states there.
+ * Layout (the invariant every reader and writer relies on): unit u's files nv[ZS_NVME_MASTER]
+ * and nv[ZS_NVME_OPT0 + i] (the optimizer's state i) each hold u->opt_n elements of
+ * zs_unit_nvme_elem(u, which) bytes, element j (flat element u->opt_off + j of the unit) at byte j
+ * * that size; the bytes past the last element up to the file's aligned size are zero and belong to
+ * no element. The master file holds the fp32 master, or with ZS_MASTER_REMAINDER the 16-bit
+ * remainders (the bf16 params in their home complete them); it is absent (NULL) where the params
+ * are the master (lean mode, and ZS_MASTER_PARAMS with the params in the host arena: u->master is
+ * their alias). The state arrays are fp32 or bf16 (moment_dtype). A unit not on the tier has every
+ * slot NULL, and its state is in memory as before; a unit on the tier (zs_unit_on_nvme) has NULL
+ * slots for the states there.
  *
  * The tier owns one io_uring ring and one staging area of zs_placement_nvme_staging(cfg) bytes
  * (3 slots of offload_chunk elements of each array the mode keeps: a stream with ahead = 1),
@@ -34,13 +35,14 @@
 #include "offload/nvme_staging.h"
 #include "shard/placement.h"
 
-/* The three arrays of a unit on the tier, the index into zs_unit.nv. */
-enum { ZS_NVME_MASTER = 0, ZS_NVME_M = 1, ZS_NVME_V = 2, ZS_NVME_NARRAYS = 3 };
+/* The arrays of a unit on the tier, the index into zs_unit.nv: the master (or the remainders),
+   then the optimizer's state i at ZS_NVME_OPT0 + i. */
+enum { ZS_NVME_MASTER = 0, ZS_NVME_OPT0 = 1, ZS_NVME_NARRAYS = 1 + ZS_OPT_MAX_STATE };
 
 struct zs_nvme_tier {
   zs_nvme_dir *dir;         /* <nvme_path>/rank<world rank>-<pid>, made at open, removed at close */
   zs_nvme_ring *ring;       /* idle between engine calls */
-  zs_nvme_staging *staging; /* 3 slots, each chunk elements of master (or remainder), m and v */
+  zs_nvme_staging *staging; /* 3 slots, each chunk elements of every array of the mode */
   size_t chunk;             /* elements per chunk: offload_chunk rounded to the quantum */
   int nunits;               /* units on the tier */
   /* Totals since open, for zs_engine_info and bench/nvme.sh: bytes moved by the step's passes

@@ -11,8 +11,17 @@
 #include "engine/nvme_tier.h"
 #include "shard/master_rem.h"
 
-const char *zs_arr_name(zs_arr a) {
-  return a == ZS_ARR_MASTER ? "master" : a == ZS_ARR_M ? "m" : "v";
+const char *zs_arr_name(const zs_engine *e, zs_arr a) {
+  if (a == ZS_ARR_MASTER) return "master";
+  const zs_opt_shape *sh = zs_opt_shape_of(&e->cfg);
+  const int i = (int)a - ZS_ARR_OPT0;
+  return i < sh->nstate ? sh->state_short[i] : "state";
+}
+
+/* Whether u keeps state array a (a >= ZS_ARR_OPT0): trained, and a within the optimizer's count
+   (its slot persistent, in memory or on the tier). */
+static int has_state(const zs_unit *u, zs_arr a) {
+  return !u->frozen && zs_state_is(&u->st, ZS_ST_OPT((int)a - ZS_ARR_OPT0), ZS_LIFE_PERSISTENT);
 }
 
 /* How u keeps its master. */
@@ -50,8 +59,8 @@ int zs_state_master_on_tier(const zs_unit *u) {
   return u->nv[ZS_NVME_MASTER] != NULL;
 }
 
-/* Whether moment s of u may be copied to and from host memory directly (memcpy). */
-static int moment_direct(const zs_engine *e, const zs_unit *u, zs_state s) {
+/* Whether state s of u may be copied to and from host memory directly (memcpy). */
+static int state_direct(const zs_engine *e, const zs_unit *u, zs_state s) {
   return zs_unit_on_host(u, s) || e->dev.kind == ZS_DEVICE_CPU;
 }
 
@@ -83,20 +92,20 @@ static void widen(float *dst, const uint16_t *raw, size_t n) {
     dst[i] = zs_bf16_to_f32(raw[i]);
 }
 
-static zs_status read_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
-                             int *tier_failed) {
-  if (u->frozen) { /* a unit that never trained */
+static zs_status read_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
+                            int *tier_failed) {
+  if (!has_state(u, a)) { /* a unit that never trained, or an array its optimizer lacks */
     memset(dst, 0, n * 4);
     return ZS_OK;
   }
-  const zs_state s = a == ZS_ARR_M ? ZS_ST_ADAM_M : ZS_ST_ADAM_V;
+  const zs_state s = ZS_ST_OPT((int)a - ZS_ARR_OPT0);
   const zs_dtype md = u->st.s[s].dtype;
   const size_t lo = (size_t)(x - u->opt_off);
   uint16_t *raw = (uint16_t *)dst + n; /* bf16: read into the upper half, widened from the front */
   void *to = md == ZS_F32 ? (void *)dst : (void *)raw;
   if (zs_unit_on_nvme(u)) {
     const zs_status rc =
-        zs_engine_nvme_read(e, u, a == ZS_ARR_M ? ZS_NVME_M : ZS_NVME_V, lo, n, to);
+        zs_engine_nvme_read(e, u, ZS_NVME_OPT0 + ((int)a - ZS_ARR_OPT0), lo, n, to);
     if (rc != ZS_OK) {
       if (tier_failed) *tier_failed = 1;
       return rc;
@@ -104,7 +113,7 @@ static zs_status read_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, siz
   } else {
     const void *src = zs_ptr_add(*zs_unit_slot(u, s), lo, md);
     const size_t bytes = n * zs_dtype_size(md);
-    if (moment_direct(e, u, s))
+    if (state_direct(e, u, s))
       memcpy(to, src, bytes);
     else
       ZS_CHECK(zs_dev_to_host(&e->dev, to, src, bytes));
@@ -116,7 +125,7 @@ static zs_status read_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, siz
 zs_status zs_state_read(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
                         int *tier_failed) {
   return a == ZS_ARR_MASTER ? read_master(e, u, x, n, dst, tier_failed)
-                            : read_moment(e, u, a, x, n, dst, tier_failed);
+                            : read_state(e, u, a, x, n, dst, tier_failed);
 }
 
 static zs_status write_master(zs_engine *e, zs_unit *u, uint64_t x, size_t n, const float *src,
@@ -135,10 +144,10 @@ static zs_status write_master(zs_engine *e, zs_unit *u, uint64_t x, size_t n, co
   }
 }
 
-static zs_status write_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n,
-                              const float *src, uint16_t *scratch, const char *fn) {
-  if (u->frozen) return ZS_OK;
-  const zs_state s = a == ZS_ARR_M ? ZS_ST_ADAM_M : ZS_ST_ADAM_V;
+static zs_status write_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n,
+                             const float *src, uint16_t *scratch, const char *fn) {
+  if (!has_state(u, a)) return ZS_OK;
+  const zs_state s = ZS_ST_OPT((int)a - ZS_ARR_OPT0);
   const zs_dtype md = u->st.s[s].dtype;
   const size_t lo = (size_t)(x - u->opt_off);
   uint16_t *own = NULL, *conv = scratch;
@@ -152,12 +161,12 @@ static zs_status write_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, si
   }
   zs_status rc;
   if (zs_unit_on_nvme(u)) {
-    rc = zs_ckpt_nvme_put(e, u, a == ZS_ARR_M ? ZS_NVME_M : ZS_NVME_V, lo, n, from, fn);
+    rc = zs_ckpt_nvme_put(e, u, ZS_NVME_OPT0 + ((int)a - ZS_ARR_OPT0), lo, n, from, fn);
   } else {
     void *dst = zs_ptr_add(*zs_unit_slot(u, s), lo, md);
     const size_t bytes = n * zs_dtype_size(md);
     rc = ZS_OK;
-    if (moment_direct(e, u, s))
+    if (state_direct(e, u, s))
       memcpy(dst, from, bytes);
     else
       rc = zs_dev_from_host(&e->dev, dst, from, bytes);
@@ -169,5 +178,5 @@ static zs_status write_moment(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, si
 zs_status zs_state_write(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, const float *src,
                          uint16_t *scratch, const char *fn) {
   return a == ZS_ARR_MASTER ? write_master(e, u, x, n, src, fn)
-                            : write_moment(e, u, a, x, n, src, scratch, fn);
+                            : write_state(e, u, a, x, n, src, scratch, fn);
 }

@@ -46,7 +46,7 @@ static const void *grad_at(zs_unit *u, size_t a) {
   return zs_unit_home_at(u, ZS_ST_GRAD_FULL, a);
 }
 
-/* The params AdamW writes at flat element a: the persistent params state, full or shard. */
+/* The params the optimizer writes at flat element a: the persistent params state, full or shard. */
 static void *param_at(zs_unit *u, size_t a) {
   return zs_unit_home_at(u, ZS_ST_PARAM_FULL, a);
 }
@@ -73,10 +73,10 @@ out:
   return rc;
 }
 
-/* AdamW over every tensor segment of this rank's optimizer range; the optimizer picks the path.
+/* The optimizer over every tensor segment of this rank's optimizer range; it picks the path.
    The units on the NVMe tier follow, streamed from their files (zs_engine_nvme_step, which with
    the tier is collective: every rank fails when one did). */
-static zs_status run_adamw(zs_engine *e, double gscale) {
+static zs_status run_optimizer(zs_engine *e, double gscale) {
   zs_optim_prepare(e->optim, &e->cfg, e->opt_steps + 1, gscale);
   zs_status rc = ZS_OK;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
@@ -87,18 +87,19 @@ static zs_status run_adamw(zs_engine *e, double gscale) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
       const size_t lo = a - u->opt_off;
-      const zs_dtype md = u->st.s[ZS_ST_ADAM_M].dtype;
-      const zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
-                                {zs_ptr_add(u->m, lo, md), zs_ptr_add(u->v, lo, md)},
-                                grad_at(u, a),
-                                param_at(u, a),
-                                b - a,
-                                u->t[k].no_weight_decay,
-                                zs_unit_on_host(u, ZS_ST_MASTER),
-                                zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
-                                u->index,
-                                a,
-                                u->rem ? u->rem + lo : NULL};
+      zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
+                          {NULL},
+                          grad_at(u, a),
+                          param_at(u, a),
+                          b - a,
+                          u->t[k].no_weight_decay,
+                          zs_unit_on_host(u, ZS_ST_MASTER),
+                          zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
+                          u->index,
+                          a,
+                          u->rem ? u->rem + lo : NULL};
+      for (int j = 0; j < ZS_OPT_MAX_STATE; j++)
+        if (u->opt[j]) seg.state[j] = zs_ptr_add(u->opt[j], lo, u->st.s[ZS_ST_OPT(j)].dtype);
       rc = zs_optim_update(e->optim, &seg);
     }
   }
@@ -154,7 +155,7 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   return ZS_OK;
 }
 
-/* Norm, clip, AdamW, publish, statistics (the part of the step after the reductions). */
+/* Norm, clip, update, publish, statistics (the part of the step after the reductions). */
 static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   zs_dev *d = &e->dev;
   const double inv = 1.0 / ((double)e->world_size * (double)e->micro_steps);
@@ -165,7 +166,7 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   s.skipped_nonfinite = nm.nonfinite ? 1 : 0;
   if (!nm.nonfinite) {
     const double clip = zs_optim_clip_coef(nm.norm, e->cfg.adamw.max_grad_norm);
-    ZS_CHECK(run_adamw(e, inv * clip));
+    ZS_CHECK(run_optimizer(e, inv * clip));
     ZS_CHECK(zs_shard_publish(&e->sh));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
     e->opt_steps++;

@@ -8,7 +8,7 @@
 #include "shard/state_table.h"
 
 /* Turns a unit's table into a frozen unit's: the gradient states (full, shard, staging) and the
-   optimizer states (master, m, v) stop existing; the params' entries stay as they are. */
+   optimizer states (master, state arrays) stop existing; the params' entries stay as they are. */
 void zs_state_table_freeze(zs_state_table *t);
 
 /* Whether a table is a frozen unit's: it has no gradient (a trainable unit always has a full

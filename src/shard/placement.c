@@ -215,10 +215,12 @@ void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs
 static size_t nvme_sum(const zs_plan *p, const zs_plan_units *u, int i, int host, int charged) {
   zs_state_table t;
   zs_placement_unit_table(p, u, i, host, &t);
-  if (!zs_state_is(&t, ZS_ST_ADAM_M, ZS_LIFE_PERSISTENT) || t.s[ZS_ST_ADAM_M].tier != ZS_TIER_HOST)
-    return 0;
+  int any = 0; /* optimizer state on the host to move */
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++)
+    any |= zs_state_is(&t, (zs_state)k, ZS_LIFE_PERSISTENT) && t.s[k].tier == ZS_TIER_HOST;
+  if (!any) return 0;
   const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i)), sh = P / (size_t)p->nshards;
-  size_t b = 0; /* the master (or the remainders where the mode has them), m and v */
+  size_t b = 0; /* the master (or the remainders where the mode has them), the state arrays */
   for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++)
     if (zs_state_is(&t, (zs_state)k, ZS_LIFE_PERSISTENT)) {
       const size_t a = zs_state_bytes(&t, (zs_state)k, P, sh);
@@ -231,16 +233,20 @@ size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, 
   return nvme_sum(p, u, i, host, 1);
 }
 
-void zs_placement_nvme_elems(const zs_config *c, size_t eb[3]) {
+void zs_placement_nvme_elems(const zs_config *c, size_t eb[1 + ZS_OPT_MAX_STATE]) {
   eb[0] = c->master == ZS_MASTER_LEAN ? 0 : c->master == ZS_MASTER_REMAINDER ? 2 : 4;
-  eb[1] = eb[2] = c->moment_dtype == ZS_BF16 ? 2 : 4;
+  const int ns = zs_opt_shape_of(c)->nstate;
+  for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+    eb[1 + i] = i < ns ? (c->moment_dtype == ZS_BF16 ? 2 : 4) : 0;
 }
 
 size_t zs_placement_nvme_staging(const zs_config *c) {
-  size_t chunk = c->offload_chunk, eb[3];
+  size_t chunk = c->offload_chunk, eb[1 + ZS_OPT_MAX_STATE], per = 0;
   if (!chunk || chunk == ZS_UNSET_SIZE) chunk = (size_t)1 << 22; /* the default */
   zs_placement_nvme_elems(c, eb);
-  const size_t per = 3 * (eb[0] + eb[1] + eb[2]); /* 3 slots x the arrays' bytes */
+  for (int w = 0; w < 1 + ZS_OPT_MAX_STATE; w++)
+    per += 3 * eb[w]; /* 3 slots x the arrays' bytes */
+  if (!per) return 0;
   return chunk > SIZE_MAX / per ? SIZE_MAX : chunk * per;
 }
 
@@ -254,7 +260,8 @@ void zs_placement_unit_of(const zs_placement *pl, const zs_plan *p, const zs_pla
                           zs_state_table *t) {
   zs_placement_unit_table(p, u, i, zs_placement_host(pl, p, u, i), t);
   if (!zs_placement_nvme(pl, p, u, i)) return;
-  for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++) /* master or remainders, m, v */
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM;
+       k++) /* master or remainders, the state arrays */
     if (zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) t->s[k].tier = ZS_TIER_NVME;
 }
 

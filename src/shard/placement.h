@@ -73,19 +73,20 @@ int zs_placement_offload_optimizer(const zs_config *c);
 /* The host arena bytes of the optimizer's copy pipeline under c (zs_offload_pipe_bytes: CUDA
    with ZS_OFFLOAD_OPTIMIZER or an offload budget; 0 otherwise), in host_pinned from create on. */
 size_t zs_placement_pipe_bytes(const zs_config *c);
-/* Host bytes of unit i's optimizer state (master or remainders, m, v; each array's whole pages,
-   zs_host_charge) when its table (budget host flag `host`) keeps it on the host tier: what moving
-   it to the NVMe tier frees there; 0 when it is on the device or the unit is frozen (no optimizer
-   state). Saturating. */
+/* Host bytes of unit i's optimizer state (master or remainders, the state arrays; each array's
+   whole pages, zs_host_charge) when its table (budget host flag `host`) keeps it on the host tier:
+   what moving it to the NVMe tier frees there; 0 when it is on the device or the unit is frozen (no
+   optimizer state). Saturating. */
 size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, int host);
-/* Bytes per element of the NVMe tier's three arrays under c's precision mode (the master's file:
+/* Bytes per element of the NVMe tier's arrays under c's precision mode (eb[0], the master's file:
    4 for an fp32 master, 2 for ZS_MASTER_REMAINDER's remainders, 0 in lean mode, which has none;
-   m and v: moment_dtype's size). The staging is sized by these whether or not a unit's table
-   keeps a master file (ZS_MASTER_PARAMS with host params has none). */
-void zs_placement_nvme_elems(const zs_config *c, size_t eb[3]);
+   eb[1 + i], the optimizer's state i: moment_dtype's size, 0 past its count). The staging is
+   sized by these whether or not a unit's table keeps a master file (ZS_MASTER_PARAMS with host
+   params has none). */
+void zs_placement_nvme_elems(const zs_config *c, size_t eb[1 + ZS_OPT_MAX_STATE]);
 /* Host bytes of the NVMe tier's staging under c: the stream's 3 slots (look-ahead 1, see
    nvme_stream.h) of offload_chunk elements of each array (zs_placement_nvme_elems): 3 x
-   offload_chunk x (master + m + v bytes), 36 x offload_chunk with fp32 state. */
+   offload_chunk x (the arrays' bytes), 36 x offload_chunk with AdamW's fp32 state. */
 size_t zs_placement_nvme_staging(const zs_config *c);
 /* 1 when unit i's optimizer state is on the NVMe tier under pl. */
 int zs_placement_nvme(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i);

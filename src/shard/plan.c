@@ -53,7 +53,7 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
   p->nshards = p->shard_optimizer ? shard_size : 1;
   zs_state_table_make(&p->table, p->shard_params, p->shard_grads, p->shard_optimizer,
                       p->offload_params, p->offload_optimizer, c->deterministic != 0,
-                      c->param_dtype, c->master, c->moment_dtype);
+                      c->param_dtype, c->master, c->moment_dtype, zs_opt_shape_of(c)->nstate);
   p->reduce = !p->shard_optimizer ? ZS_REDUCE_ALL
               : p->shard_grads    ? ZS_REDUCE_TO_SHARD
                                   : ZS_REDUCE_OWN_SLOT;

@@ -44,16 +44,16 @@ struct zs_unit {
      rank's bits, because the micro-step's reduction folds it onto grad_full in global micro-batch
      order and frees it. */
   void *grad_stage;
-  float *master;         /* ZS_ST_MASTER */
-  void *m, *v;           /* ZS_ST_ADAM_M, ZS_ST_ADAM_V (in their entries' dtype) */
-  uint16_t *rem;         /* ZS_ST_MASTER_REM (ZS_MASTER_REMAINDER; NULL otherwise) */
-  size_t opt_off, opt_n; /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
+  float *master;               /* ZS_ST_MASTER */
+  void *opt[ZS_OPT_MAX_STATE]; /* ZS_ST_OPT(i): the optimizer's state arrays (their dtype) */
+  uint16_t *rem;               /* ZS_ST_MASTER_REM (ZS_MASTER_REMAINDER; NULL otherwise) */
+  size_t opt_off, opt_n;       /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
   /* On the NVMe tier (engine/nvme_tier.h): the files of its optimizer state over opt_n elements,
      nv[0] the fp32 master or (ZS_MASTER_REMAINDER) the 16-bit remainders, NULL where the master
-     is the params (lean mode; ZS_MASTER_PARAMS with the params in the host arena); nv[1] and
-     nv[2] m and v in their entries' dtype. The slots of the states there (master or rem, m, v)
-     are NULL. All NULL for a unit whose state is in memory. */
-  struct zs_nvme_file *nv[3];
+     is the params (lean mode; ZS_MASTER_PARAMS with the params in the host arena); nv[1 + i] the
+     optimizer's state i in its dtype. The slots of the states there (master or rem, the state
+     arrays) are NULL. All NULL for a unit whose state is in memory. */
+  struct zs_nvme_file *nv[1 + ZS_OPT_MAX_STATE];
 
   int gathered;      /* sharded params: param_full holds (or is receiving) the gathered params */
   int held;          /* gathered by the caller and not released yet (every stage) */
@@ -138,10 +138,9 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
     return &u->grad_stage;
   case ZS_ST_MASTER:
     return (void **)&u->master;
-  case ZS_ST_ADAM_M:
-    return &u->m;
-  case ZS_ST_ADAM_V:
-    return &u->v;
+  case ZS_ST_OPT0:
+  case ZS_ST_OPT1:
+    return &u->opt[s - ZS_ST_OPT0];
   case ZS_ST_MASTER_REM:
     return (void **)&u->rem;
   default:
@@ -152,15 +151,17 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
 static inline size_t zs_unit_state_bytes(const zs_unit *u, zs_state s) {
   return zs_state_bytes(&u->st, s, u->lay.padded, u->lay.shard);
 }
-/* Whether u's optimizer state lives on the NVMe tier (its m file, which every unit there has). */
+/* Whether u's optimizer state lives on the NVMe tier (it has a file there). */
 static inline int zs_unit_on_nvme(const zs_unit *u) {
-  return u->nv[1] != NULL;
+  for (int j = 0; j < 1 + ZS_OPT_MAX_STATE; j++)
+    if (u->nv[j]) return 1;
+  return 0;
 }
-/* Bytes per element of u's tier file `which` (0: the master, 4, or the remainders, 2; 1 and 2:
-   m and v in their dtype). */
+/* Bytes per element of u's tier file `which` (0: the master, 4, or the remainders, 2; 1 + i: the
+   optimizer's state i in its dtype). */
 static inline size_t zs_unit_nvme_elem(const zs_unit *u, int which) {
   if (which == 0) return zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) ? 2 : 4;
-  return zs_dtype_size(u->st.s[ZS_ST_ADAM_M].dtype);
+  return zs_dtype_size(u->st.s[ZS_ST_OPT0].dtype);
 }
 /* Whether state s of u lives in the host arena. */
 static inline int zs_unit_on_host(const zs_unit *u, zs_state s) {

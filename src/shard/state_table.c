@@ -12,7 +12,7 @@ static zs_state_entry entry(zs_life life, int sharded, zs_dtype dt, zs_mem_cat c
 
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
-                         int master, zs_dtype moment_dt) {
+                         int master, zs_dtype moment_dt, int nstate) {
   const zs_life P = ZS_LIFE_PERSISTENT, T = ZS_LIFE_TRANSIENT, N = ZS_LIFE_NONE;
   /* Params: full and persistent, or a persistent shard and a full copy while gathered. */
   t->s[ZS_ST_PARAM_FULL] =
@@ -26,14 +26,15 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
      reduction. */
   t->s[ZS_ST_GRAD_STAGE] = entry(deterministic && !shard_grads ? T : N, 0, pdt, ZS_MEM_BUFFERS, 0);
   /* Optimizer state: over the unit or this rank's shard, on the device or the host arena. */
-  for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
-    t->s[k] = entry(P, shard_optimizer, ZS_F32, ZS_MEM_OPTIMIZER, offload_optimizer);
+  t->s[ZS_ST_MASTER] = entry(P, shard_optimizer, ZS_F32, ZS_MEM_OPTIMIZER, offload_optimizer);
+  for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+    t->s[ZS_ST_OPT(i)] =
+        entry(i < nstate ? P : N, shard_optimizer, moment_dt, ZS_MEM_OPTIMIZER, offload_optimizer);
   /* The remainder master: the bf16 params plus a 16-bit remainder, placed as the master was;
      no fp32 master then. */
   t->s[ZS_ST_MASTER_REM] = entry(master == ZS_MASTER_REMAINDER ? P : N, shard_optimizer, ZS_BF16,
                                  ZS_MEM_OPTIMIZER, offload_optimizer);
   if (master == ZS_MASTER_REMAINDER) t->s[ZS_ST_MASTER].life = N;
-  t->s[ZS_ST_ADAM_M].dtype = t->s[ZS_ST_ADAM_V].dtype = moment_dt;
   /* The params are the master (fp32 params, or lean's bf16 params): placed by the tiers. */
   t->master_params = master == ZS_MASTER_PARAMS || master == ZS_MASTER_LEAN;
   t->master_lean = master == ZS_MASTER_LEAN;

@@ -1,14 +1,15 @@
-/* The state table: for one unit, every state it can hold (params, gradients, fp32 master, Adam m
- * and v, and the gathered and reduction buffers) with where it lives and how much of the unit it
- * covers. It is the one place that says which buffers exist: allocation, freeing, the ledger, the
- * planner, checkpoint ranges and the step iterate it. The plan (plan.h) holds the table every
- * unit starts from; a unit keeps its own copy, so per-unit placement is an entry, not a flag.
- * Pure data and arithmetic. */
+/* The state table: for one unit, every state it can hold (params, gradients, fp32 master, the
+ * optimizer's state arrays, and the gathered and reduction buffers) with where it lives and how
+ * much of the unit it covers. It is the one place that says which buffers exist: allocation,
+ * freeing, the ledger, the planner, checkpoint ranges and the step iterate it. The plan (plan.h)
+ * holds the table every unit starts from; a unit keeps its own copy, so per-unit placement is an
+ * entry, not a flag. Pure data and arithmetic. */
 #ifndef ZS_SHARD_STATE_TABLE_H
 #define ZS_SHARD_STATE_TABLE_H
 
 #include <stddef.h>
 
+#include "base/opt_shape.h"
 #include "mem/ledger.h"
 #include "shard/layout.h"
 #include "zshard.h"
@@ -36,9 +37,10 @@ typedef enum {
      optimizer is sharded; on the device (optimizer) or in the host arena with
      ZS_OFFLOAD_OPTIMIZER (host_pinned). */
   ZS_ST_MASTER, /* life NONE when the params are the master (ZS_MASTER_PARAMS, ZS_MASTER_LEAN) */
-  ZS_ST_ADAM_M, /* AdamW's first moment (fp32, or bf16 by zs_config.moment_dtype): placed and
-                   sized as the master */
-  ZS_ST_ADAM_V, /* AdamW's second moment: as the first */
+  /* The optimizer's state arrays (base/opt_shape.h: slot i is its state i, in
+     zs_config.moment_dtype), placed and sized as the master; life NONE past its count. */
+  ZS_ST_OPT0,
+  ZS_ST_OPT1,
   /* ZS_MASTER_REMAINDER: the 16-bit remainder that completes the bf16 params' home to the fp32
      master over the optimizer range (base/bf16_rem.h; 2 bytes per element, dtype ZS_BF16 for
      its size only: bits, not a bf16 value); placed and sized as the master. Life NONE in the
@@ -46,6 +48,9 @@ typedef enum {
   ZS_ST_MASTER_REM,
   ZS_ST_N
 } zs_state;
+/* The state table slot of the optimizer's state i (0 <= i < ZS_OPT_MAX_STATE). */
+#define ZS_ST_OPT(i) ((zs_state)(ZS_ST_OPT0 + (i)))
+_Static_assert(ZS_ST_OPT1 == ZS_ST_OPT0 + ZS_OPT_MAX_STATE - 1, "one slot per optimizer state");
 
 /* Where a state lives: the device, the host arena, or the NVMe tier's files (zs_config.nvme_path;
    the optimizer state only, placement.h; its bytes are disk, no ledger category: the planner
@@ -86,15 +91,15 @@ typedef struct {
    and zs_state_table_place_master gives ZS_ST_MASTER its life. Lean mode (ZS_MASTER_LEAN: bf16
    params) sets t->master_params and t->master_lean: its bf16 params are the master on any tier,
    read and written through them (zs_unit_master_in_params), with no alias and no fp32 master
-   (m and v on the optimizer state's tier). ZS_MASTER_REMAINDER (bf16 params) makes ZS_ST_MASTER's
+   (the optimizer's state on its tier). ZS_MASTER_REMAINDER (bf16 params) makes ZS_ST_MASTER's
    life NONE and ZS_ST_MASTER_REM persistent: the params' home and the remainder are the master
    (every reader and writer joins or splits them: src/shard/master_rem.h); the remainder lives on
-   the optimizer state's tier (with m and v), the params where the params' entries say. moment_dt
-   (zs_config.moment_dtype) is the dtype of ZS_ST_ADAM_M and ZS_ST_ADAM_V, on whichever tier they
-   live (the host arena's update runs the same kernels). */
+   the optimizer state's tier (with its state arrays), the params where the params' entries say.
+   nstate is the optimizer's state count (base/opt_shape.h): slots ZS_ST_OPT(0 .. nstate - 1)
+   are persistent, in moment_dt (zs_config.moment_dtype) on whichever tier they live. */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
-                         int master, zs_dtype moment_dt);
+                         int master, zs_dtype moment_dt, int nstate);
 
 /* ZS_MASTER_PARAMS (t->master_params; else a no-op): ZS_ST_MASTER's life from the tiers. Where
    the params' home (fp32, over the whole optimizer range) lives on the optimizer state's tier,

@@ -324,7 +324,7 @@ static void same_moments(zs_unit *a, zs_unit *b, const char *what) {
   if (hi > a->lay.numel_total) hi = a->lay.numel_total;
   long bad = 0;
   for (size_t i = lo; i < hi; i++) {
-    const float *ma = a->m, *mb = b->m, *va = a->v, *vb = b->v;
+    const float *ma = a->opt[0], *mb = b->opt[0], *va = a->opt[1], *vb = b->opt[1];
     bad += f2u(ma[i - a->opt_off]) != f2u(mb[i - b->opt_off]) ||
            f2u(va[i - a->opt_off]) != f2u(vb[i - b->opt_off]);
   }

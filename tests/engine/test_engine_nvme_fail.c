@@ -116,7 +116,7 @@ static void step_fails(zs_comm *comm, const char *what, void (*breaker)(zs_engin
 }
 
 static void delete_file(zs_engine *e, char *want) {
-  const zs_nvme_file *f = e->units[1]->nv[ZS_NVME_M];
+  const zs_nvme_file *f = e->units[1]->nv[ZS_NVME_OPT0];
   snprintf(want, 4352, "%s", f->path);
   ZS_EXPECT(unlink(f->path) == 0, "cannot delete %s", f->path);
 }

@@ -81,10 +81,10 @@ int main(int argc, char **argv) {
   ZS_EXPECT(mem.optimizer.cur == 0, "optimizer bytes in memory: %zu", (size_t)mem.optimizer.cur);
   for (int i = lo_unit; i < 3; i++)
     ZS_EXPECT(units[i]->nv[0] && units[i]->nv[1] && units[i]->nv[2] && !units[i]->master &&
-                  !units[i]->m && !units[i]->v,
+                  !units[i]->opt[0] && !units[i]->opt[1],
               "unit %d: files %p %p %p, memory %p %p %p", i, (void *)units[i]->nv[0],
               (void *)units[i]->nv[1], (void *)units[i]->nv[2], (void *)units[i]->master,
-              units[i]->m, units[i]->v);
+              units[i]->opt[0], units[i]->opt[1]);
   ZS_EXPECT(!units[3]->nv[0] && (lo_unit == 0 || !units[0]->nv[0]),
             "units off the tier have files");
 
@@ -180,12 +180,12 @@ int main(int argc, char **argv) {
   }
 
   /* A deleted file: ZS_ERR_IO naming it, for a read and a write. */
-  const char *victim = units[1]->nv[ZS_NVME_V]->path;
+  const char *victim = units[1]->nv[ZS_NVME_OPT0 + 1]->path;
   ZS_EXPECT(unlink(victim) == 0, "cannot delete %s", victim);
-  ZS_EXPECT_STATUS(zs_engine_nvme_read(e, units[1], ZS_NVME_V, 0, 10, buf), ZS_ERR_IO);
+  ZS_EXPECT_STATUS(zs_engine_nvme_read(e, units[1], ZS_NVME_OPT0 + 1, 0, 10, buf), ZS_ERR_IO);
   ZS_EXPECT(strstr(zs_last_error(), victim) && strstr(zs_last_error(), "deleted"),
             "'%s' does not name %s", zs_last_error(), victim);
-  ZS_EXPECT_STATUS(zs_engine_nvme_write(e, units[1], ZS_NVME_V, 5, 10, buf), ZS_ERR_IO);
+  ZS_EXPECT_STATUS(zs_engine_nvme_write(e, units[1], ZS_NVME_OPT0 + 1, 5, 10, buf), ZS_ERR_IO);
   zs_engine_destroy(e);
   struct stat st;
   ZS_EXPECT(stat(dir, &st) != 0, "the tier directory %s is still there after destroy", dir);

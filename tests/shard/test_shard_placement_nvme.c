@@ -249,7 +249,7 @@ int main(void) {
         for (int s = 0; s < ZS_ST_N; s++) {
           const int on =
               zs_state_is(&t, (zs_state)s, ZS_LIFE_PERSISTENT) && t.s[s].tier == ZS_TIER_NVME;
-          const int want_on = want[i] && (s == ZS_ST_ADAM_M || s == ZS_ST_ADAM_V ||
+          const int want_on = want[i] && (s == ZS_ST_OPT0 || s == ZS_ST_OPT1 ||
                                           (s == ZS_ST_MASTER && mb == 4 && has_master[i]) ||
                                           (s == ZS_ST_MASTER_REM && mb == 2));
           ZS_EXPECT(on == want_on, "unit %d state %d on the tier: %d, want %d", i, s, on, want_on);

@@ -112,7 +112,7 @@ static int check_config(int stage, int swp, int swg, int swo, int offload, int d
   /* The deterministic staging buffer of a full gradient. */
   expect_entry(what, t, ZS_ST_GRAD_STAGE, det && !sg ? TRA : NONE, DEV, dt, 0, ZS_MEM_BUFFERS);
   /* fp32 master, m, v: over the unit or the shard, device or host arena. */
-  for (int k = ZS_ST_MASTER; k <= ZS_ST_ADAM_V; k++)
+  for (int k = ZS_ST_MASTER; k <= ZS_ST_OPT1; k++)
     expect_entry(what, t, (zs_state)k, PER, oo ? HOST : DEV, ZS_F32, so,
                  oo ? ZS_MEM_HOST_PINNED : ZS_MEM_OPTIMIZER);
   /* The persistent state of each role. */
@@ -193,7 +193,7 @@ static int check_modes(int stage, int offload, int S) {
         const zs_tier ot = oo ? ZS_TIER_HOST : ZS_TIER_DEVICE;
         expect_entry(what, &t, ZS_ST_MASTER, master ? ZS_LIFE_PERSISTENT : ZS_LIFE_NONE, ot, ZS_F32,
                      so, oc);
-        for (int k = ZS_ST_ADAM_M; k <= ZS_ST_ADAM_V; k++)
+        for (int k = ZS_ST_OPT0; k <= ZS_ST_OPT1; k++)
           expect_entry(what, &t, (zs_state)k, ZS_LIFE_PERSISTENT, ot, m16 ? ZS_BF16 : ZS_F32, so,
                        oc);
         const size_t n = 1001, N = so ? (size_t)S : 1, sh = (n + N - 1) / N, P = sh * N;
@@ -231,7 +231,7 @@ int main(void) {
      moments is still a trainable unit's; frozen, it has no m or v either. */
   for (int so = 0; so <= 1; so++) {
     zs_state_table pt, ft;
-    zs_state_table_make(&pt, so, so, so, 0, 0, 0, ZS_F32, ZS_MASTER_PARAMS, ZS_BF16);
+    zs_state_table_make(&pt, so, so, so, 0, 0, 0, ZS_F32, ZS_MASTER_PARAMS, ZS_BF16, 2);
     ft = pt;
     zs_state_table_freeze(&ft);
     ZS_EXPECT(!zs_state_table_frozen(&pt) && zs_state_table_frozen(&ft),
@@ -243,8 +243,8 @@ int main(void) {
      (the unit or the shard, the optimizer's category); none in the other modes; frozen, none. */
   for (int so = 0; so <= 1; so++) {
     zs_state_table rt, ft, dt;
-    zs_state_table_make(&rt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_REMAINDER, ZS_F32);
-    zs_state_table_make(&dt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_FP32, ZS_F32);
+    zs_state_table_make(&rt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_REMAINDER, ZS_F32, 2);
+    zs_state_table_make(&dt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_FP32, ZS_F32, 2);
     const zs_state_entry *r = &rt.s[ZS_ST_MASTER_REM];
     ZS_EXPECT(rt.s[ZS_ST_MASTER].life == ZS_LIFE_NONE && r->life == ZS_LIFE_PERSISTENT &&
                   r->dtype == ZS_BF16 && r->sharded == so && r->tier == ZS_TIER_DEVICE &&
