@@ -5,7 +5,8 @@
  * need the kernels). Each comment states what a call does, its units, defaults and errors; the
  * rest is in docs/: COLLECTIVES.md (collectivity, divergence, failures), MEMORY.md (the memory
  * rule, the ledger, offload, the offload budget, the NVMe tier, frozen units), OPTIMIZER.md (the
- * gradient, determinism, the AdamW update, precision modes), ARCHITECTURE.md (the inside).
+ * gradient, determinism, the updates of AdamW and SGD, precision modes), ARCHITECTURE.md (the
+ * inside).
  *
  * Conventions, true of every call unless its comment says otherwise:
  *  - Errors: a call that can fail returns zs_status; on failure zs_last_error() (per thread)
@@ -30,11 +31,9 @@
  *    locks inside); different engines may live on different threads. zs_version, zs_status_str
  *    and zs_last_error are thread-safe.
  *  - Ownership: handles are opaque. The caller owns what it creates and destroys it (engines
- *    before their comm); units belong to their engine. Pointers the engine hands out
- *    (zs_unit_param, zs_unit_grad) stay valid until the call their comment names.
- *  - Lifecycle: comm init -> engine create -> add units -> commit -> set params -> steps ->
- *    destroy.
- */
+ *    before their comm); units belong to their engine. Pointers the engine hands out stay valid
+ *    until the call their comment names. Lifecycle: comm init -> engine create -> add units ->
+ *    commit -> set params -> steps -> destroy. */
 #ifndef ZSHARD_H
 #define ZSHARD_H
 
@@ -103,8 +102,16 @@ enum {
   ZS_MASTER_REMAINDER = 2,
   ZS_MASTER_LEAN = 3,
 };
+/* zs_config.optimizer: torch.optim.AdamW's update, torch.optim.SGD's, or Lion's (the paper's, with
+   decoupled weight decay; its betas are optim.beta1, beta2). docs/OPTIMIZER.md §3. */
+enum { ZS_OPT_ADAMW = 0, ZS_OPT_SGD = 1, ZS_OPT_LION = 2 };
 /* Values of the sharding switches in zs_config. */
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
+
+/* The hyperparameters every optimizer reads its own of (zs_config.optim). */
+typedef struct {
+  float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
+} zs_optim_hparams;
 
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The fields that have an environment variable start "unset" (ZS_UNSET, or ZS_UNSET_SIZE for
@@ -113,7 +120,7 @@ enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
    default (cfg.stage = 3 stays 3 under ZS_STAGE=0). Writing ZS_UNSET back makes a field unset
    again. zs_engine_info says where each resolved value came from; zs_engine_config returns them
    (never unset). */
-#define ZS_CONFIG_VERSION 2    /* bumped with each field appended (2: comm_check) */
+#define ZS_CONFIG_VERSION 3    /* bumped with each field appended (3: optimizer, sgd) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -160,12 +167,14 @@ typedef struct {
   int offload_threads;
   size_t offload_chunk;
   int offload_allow_unpinned;
-  /* AdamW hyperparameters; the exact update is docs/OPTIMIZER.md §3. Defaults (those of
-     torch.optim.AdamW): lr 1e-3, beta1 0.9, beta2 0.999, eps 1e-8, weight_decay 0.01,
-     max_grad_norm 0 (no clipping). */
-  struct {
-    float lr, beta1, beta2, eps, weight_decay, max_grad_norm; /* max_grad_norm <= 0: no clip */
-  } adamw;
+  /* The optimizer's hyperparameters (`adamw` is the same storage under its older name); the
+     exact updates are docs/OPTIMIZER.md §3. Defaults (torch.optim.AdamW's): lr 1e-3, beta1 0.9,
+     beta2 0.999, eps 1e-8, weight_decay 0.01, max_grad_norm 0 (no clipping). SGD reads lr,
+     weight_decay and max_grad_norm (and the sgd fields below); Lion all but eps. */
+  union {
+    zs_optim_hparams optim;
+    zs_optim_hparams adamw;
+  };
   /* Units the caller holds gathered at once (zs_unit_gather not yet released), for the memory
      plan's bound on gathered params (the commit fit check, zs_plan_model): 0 = 2 (default). It
      bounds nothing at run time (max_live_bytes does); a loop that gathers one unit, uses it and
@@ -219,21 +228,26 @@ typedef struct {
      differs; NCCL groups have no header. Cost: one small all-gather per collective
      (bench/RESULTS.md). Every rank must set the same value. Environment: ZS_COMM_CHECK. */
   int comm_check;
+  /* ZS_OPT_ADAMW (default), ZS_OPT_SGD or ZS_OPT_LION; sgd: torch.optim.SGD's momentum (default 0:
+     no state), dampening (0) and nesterov (0; needs momentum > 0 and dampening 0). Every rank
+     alike. */
+  int optimizer;
+  struct {
+    float momentum, dampening;
+    int nesterov;
+  } sgd; /* read by ZS_OPT_SGD only */
 } zs_config;
 
-/* Fills every field: the tunables with the "unset" sentinel (ZS_UNSET / ZS_UNSET_SIZE), the
-   others with their defaults, and struct_size/struct_version (so a library newer than the
-   program's header reads only the caller's fields). Defaults: stage 3, CPU, fp32, AdamW lr 1e-3,
-   betas 0.9/0.999, eps 1e-8, weight decay 0.01, no clipping (max_grad_norm 0), timeout 300 s,
-   prefetch 1, offload chunk 4M elements, 2 checkpoints kept, the rest 0 (sharding switches
-   ZS_SHARD_AS_STAGE). A tunable left unset takes its environment variable at zs_engine_create (an
-   empty variable counts as unset), else its default: ZS_STAGE, ZS_PREFETCH_UNITS,
-   ZS_DETERMINISTIC, ZS_COMM_TIMEOUT_S, ZS_BUCKET_BYTES, ZS_MAX_LIVE_BYTES, ZS_OFFLOAD_HOST_BYTES,
-   ZS_OFFLOAD_THREADS, ZS_OFFLOAD_CHUNK, ZS_OFFLOAD_ALLOW_UNPINNED, ZS_CKPT_KEEP,
-   ZS_OFFLOAD_BUDGET_BYTES, ZS_NVME_PATH, ZS_COMM_CHECK; one that does not parse (or is out of
-   range) makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming it. zs_plan_model gives unset
-   fields their defaults (no environment). A config zs_config_default did not fill (struct_size or
-   struct_version 0) is refused by zs_engine_create and zs_plan_model with ZS_ERR_INVALID_ARG. */
+/* Fills every field with its default (stage 3, CPU, fp32, comm_timeout_s 300, prefetch 1,
+   offload_chunk 4Mi elements, ckpt_keep 2, comm_check 1, the optimizer's as its field says, the
+   rest 0), the tunables with the "unset" sentinel, and struct_size/struct_version (so a library
+   newer than the program's header reads only the caller's fields). The tunables: stage,
+   prefetch_units, deterministic, comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes,
+   offload_threads, offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes,
+   nvme_path, comm_check; one left unset takes its environment variable, ZS_ and its name in
+   capitals (ZS_STAGE; empty counts as unset), at zs_engine_create, else its default; one that does
+   not parse or is out of range makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming it.
+   zs_plan_model reads no environment. A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 
 typedef struct zs_comm zs_comm;
@@ -564,8 +578,9 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
 /* Saves the training state into a new checkpoint dir/ckpt-<12 digits>/{rank-<r>.zsd,
    manifest.json} (dir created if missing; the number is zs_engine_steps_done, or one above the
    highest already in dir when that is not lower, so the newest is always the highest): every rank
-   writes what it owns of the fp32 master, Adam m and v (fp32 in every precision mode,
-   docs/OPTIMIZER.md §7; each element written once), rank 0 a JSON manifest with xxh64 checksums.
+   writes what it owns of the fp32 master and the optimizer's state (fp32 in every precision mode,
+   docs/OPTIMIZER.md §7; each element written once), rank 0 a JSON manifest with xxh64 checksums
+   naming the optimizer.
    Files are written to temporary names, fsynced and renamed; the manifest's rename is the commit
    point, so a crash or a write error leaves the previous checkpoint the latest loadable one. Then
    checkpoints older than the newest cfg.ckpt_keep, and what crashed saves left, are deleted. dir
@@ -577,14 +592,15 @@ ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
    this engine (committed, same units, tensor names, shapes and param_dtype). dir is a checkpoint
    (holds manifest.json) or a directory of them (the newest committed one). Each rank reads and
-   checks only the blocks it owns, never the whole model. Sets the master, Adam m and v, the
-   params (from the master) and the step counts; the configuration (hyperparameters, the lr of
+   checks only the blocks it owns, never the whole model. Sets the master, the optimizer's state,
+   the params (from the master) and the step counts; the configuration (hyperparameters, the lr of
    zs_engine_set_lr) stays the engine's. Every rank agrees before anything is written, so a
    refused load changes nothing: ZS_ERR_CORRUPT (a damaged, truncated or missing file, a checksum
-   mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another model: names the first
-   difference), ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before commit,
-   or a unit still gathered). A file that changes between the check and the read, or a failed
-   write of the NVMe tier (docs/MEMORY.md §7), fails the engine. Collective over the world. */
+   mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another model or optimizer: names
+   the first difference), ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before
+   commit, or a unit still gathered). A file that changes between the check and the read, or a
+   failed write of the NVMe tier (docs/MEMORY.md §7), fails the engine. Collective over the world.
+ */
 ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
 
 /* How zs_engine_export_safetensors_ex writes one tensor; the callback may change any field. */

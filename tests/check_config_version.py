@@ -18,6 +18,8 @@ def header_fields(header):
     m = re.search(r"typedef struct \{\n(.*?)\} zs_config;", tail, re.S)
     body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
     body = re.sub(r"struct\s*\{[^}]*\}", "struct", body)  # a nested struct counts as its field
+    # an anonymous union of aliases counts as one field, named by its last member (the older name)
+    body = re.sub(r"union\s*\{[^}]*?(\w+)\s*;\s*\}", r"union \1", body)
     fields = []
     for decl in body.split(";"):
         decl = decl.strip()

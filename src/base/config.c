@@ -2,6 +2,8 @@
  * creation) and validation. */
 #include "base/config.h"
 
+#include "base/opt_shape.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -259,6 +261,22 @@ const char *zs_env(const char *name) {
 
 /* master = ZS_MASTER_LEAN's needs: bf16 params (the master). It runs on every tier the other
    modes run on (offload bits, offload budget: m and v move, the params stay the master). */
+/* torch.optim.SGD's rules: momentum >= 0, dampening finite, nesterov only with momentum and no
+   dampening. */
+static zs_status validate_sgd(const zs_config *c) {
+  if (!(c->sgd.momentum >= 0) || !isfinite(c->sgd.momentum))
+    return zs_err(ZS_ERR_INVALID_ARG, "sgd.momentum %g must be finite and >= 0",
+                  (double)c->sgd.momentum);
+  if (!isfinite(c->sgd.dampening))
+    return zs_err(ZS_ERR_INVALID_ARG, "sgd.dampening %g must be finite", (double)c->sgd.dampening);
+  if (c->sgd.nesterov && (c->sgd.momentum <= 0 || c->sgd.dampening != 0))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "sgd.nesterov needs momentum > 0 and dampening 0 (momentum %g, dampening %g), "
+                  "as torch.optim.SGD",
+                  (double)c->sgd.momentum, (double)c->sgd.dampening);
+  return ZS_OK;
+}
+
 static zs_status zs_config_validate_lean(const zs_config *c) {
   if (c->master != ZS_MASTER_LEAN) return ZS_OK;
   if (c->param_dtype != ZS_BF16)
@@ -354,10 +372,16 @@ zs_status zs_config_validate(const zs_config *c) {
                   c->comm_timeout_s);
   if (!isfinite(c->adamw.lr) || c->adamw.lr < 0)
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.lr %g must be finite and >= 0", (double)c->adamw.lr);
-  if (!(c->adamw.beta1 >= 0 && c->adamw.beta1 < 1) || !(c->adamw.beta2 >= 0 && c->adamw.beta2 < 1))
-    return zs_err(ZS_ERR_INVALID_ARG, "adamw betas (%g, %g) must lie in [0, 1)",
-                  (double)c->adamw.beta1, (double)c->adamw.beta2);
-  if (!(c->adamw.eps > 0) || !isfinite(c->adamw.eps))
+  const zs_opt_shape *opt = zs_opt_shape_of(c);
+  if (!opt)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "optimizer %d: use ZS_OPT_ADAMW (0), ZS_OPT_SGD or ZS_OPT_LION", c->optimizer);
+  if (c->optimizer == ZS_OPT_SGD) ZS_CHECK(validate_sgd(c));
+  if (opt->betas && (!(c->optim.beta1 >= 0 && c->optim.beta1 < 1) ||
+                     !(c->optim.beta2 >= 0 && c->optim.beta2 < 1)))
+    return zs_err(ZS_ERR_INVALID_ARG, "%s betas (%g, %g) must lie in [0, 1)", opt->name,
+                  (double)c->optim.beta1, (double)c->optim.beta2);
+  if (c->optimizer == ZS_OPT_ADAMW && (!(c->adamw.eps > 0) || !isfinite(c->adamw.eps)))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.eps %g must be > 0", (double)c->adamw.eps);
   if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
     return zs_err(ZS_ERR_INVALID_ARG, "adamw.weight_decay %g must be finite and >= 0",

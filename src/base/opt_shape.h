@@ -11,13 +11,15 @@
 #define ZS_OPT_MAX_STATE 2
 
 typedef struct {
-  const char *name;                          /* "adamw" */
-  int nstate;                                /* 0 .. ZS_OPT_MAX_STATE */
+  const char *name; /* "adamw" */
+  int betas;        /* reads zs_config.optim.beta1, beta2 (validated in [0, 1)) */
+  int nstate;       /* 0 .. ZS_OPT_MAX_STATE */
   const char *state_name[ZS_OPT_MAX_STATE];  /* torch.optim's names: "exp_avg", "exp_avg_sq" */
   const char *state_short[ZS_OPT_MAX_STATE]; /* in file names and messages: "m", "v" */
 } zs_opt_shape;
 
-/* The shape of the optimizer c selects. Never NULL. */
+/* The shape of the optimizer c selects; NULL for an unknown c->optimizer (zs_config_validate
+   refuses it). */
 const zs_opt_shape *zs_opt_shape_of(const zs_config *c);
 
 #endif

@@ -76,6 +76,8 @@ typedef struct {
   unsigned offload;
   zs_dtype param_dtype, reduce_dtype;
   int deterministic;
+  char optimizer[16]; /* whose state the arrays after the master are; absent in the files before
+                         the key (read as "adamw"); "" writes no key */
   float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
   uint64_t block_bytes;
   int nunits;

@@ -108,6 +108,7 @@ static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
          cJSON_AddStringToObject(r, "param_dtype", dtype_name(m->param_dtype)) &&
          cJSON_AddStringToObject(r, "reduce_dtype", dtype_name(m->reduce_dtype)) &&
          cJSON_AddNumberToObject(r, "deterministic", m->deterministic) &&
+         (!m->optimizer[0] || cJSON_AddStringToObject(r, "optimizer", m->optimizer)) &&
          (ad = cJSON_AddObjectToObject(r, "adamw")) && cJSON_AddNumberToObject(ad, "lr", m->lr) &&
          cJSON_AddNumberToObject(ad, "beta1", m->beta1) &&
          cJSON_AddNumberToObject(ad, "beta2", m->beta2) &&
@@ -353,6 +354,10 @@ static zs_status parse_body(const cJSON *r, zs_ckpt_manifest *m) {
       !get_float(ad, "max_grad_norm", &m->max_grad_norm) ||
       !get_u64(r, "block_bytes", (uint64_t)1 << 40, &m->block_bytes) || m->block_bytes < 64)
     return bad("a header field is missing or out of range");
+  if (!cJSON_GetObjectItemCaseSensitive(r, "optimizer"))
+    strcpy(m->optimizer, "adamw");
+  else if (!get_str(r, "optimizer", m->optimizer, sizeof m->optimizer))
+    return bad("the optimizer's name is not a short string");
   m->step = (int64_t)step;
   m->steps_done = (int64_t)done;
   m->offload = (unsigned)off;

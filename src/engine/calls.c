@@ -303,12 +303,16 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   /* With the NVMe tier the host cap decides the placement, which must be the same everywhere. */
   ZS_W("nvme_path (set or NULL)", c->nvme_path != NULL);
   ZS_W("offload_host_bytes (with nvme_path)", c->nvme_path ? c->offload_host_bytes : 0);
-  ZS_W("adamw.lr", fbits(c->adamw.lr));
-  ZS_W("adamw.beta1", fbits(c->adamw.beta1));
-  ZS_W("adamw.beta2", fbits(c->adamw.beta2));
-  ZS_W("adamw.eps", fbits(c->adamw.eps));
-  ZS_W("adamw.weight_decay", fbits(c->adamw.weight_decay));
-  ZS_W("adamw.max_grad_norm", fbits(c->adamw.max_grad_norm));
+  ZS_W("optimizer", (int64_t)c->optimizer);
+  ZS_W("optim.lr", fbits(c->optim.lr));
+  ZS_W("optim.beta1", fbits(c->optim.beta1));
+  ZS_W("optim.beta2", fbits(c->optim.beta2));
+  ZS_W("optim.eps", fbits(c->optim.eps));
+  ZS_W("optim.weight_decay", fbits(c->optim.weight_decay));
+  ZS_W("optim.max_grad_norm", fbits(c->optim.max_grad_norm));
+  ZS_W("sgd.momentum", fbits(c->sgd.momentum));
+  ZS_W("sgd.dampening", fbits(c->sgd.dampening));
+  ZS_W("sgd.nesterov", (int64_t)(c->sgd.nesterov != 0));
 #undef ZS_W
   return n;
 }

@@ -29,8 +29,8 @@ zs_status zs_ckpt_params_to_host(zs_engine *e, zs_unit *u, float *dst, uint64_t 
    engine (ZS_ERR_INVALID_ARG), before commit, inside a step, after a failure (ZS_ERR_STATE). */
 zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn);
 /* The NVMe tier (engine/nvme_tier.h) as checkpoints and loads see it (ckpt_nvme.c):
-   a unit on the tier (zs_unit_on_nvme) has its m and v and, unless the master is its params, its
-   fp32 master or remainders in files only (shard.h, zs_unit.nv), and they move in pieces of at
+   a unit on the tier (zs_unit_on_nvme) has its state arrays and, unless the master is its params,
+   its fp32 master or remainders in files only (shard.h, zs_unit.nv), and they move in pieces of at
    most ZS_CKPT_NVME_PIECE elements, so the host memory they take is bounded whatever the unit's
    size. */
 #define ZS_CKPT_NVME_PIECE ((size_t)1 << 20)

@@ -4,8 +4,8 @@
  * reads and checks everything this rank needs and all ranks agree on the verdict before anything
  * is written, so a refused load leaves the engine exactly as it was; the second reads again and
  * writes the values in (a file that changes between the passes fails the engine). Units on the
- * NVMe tier get their master, m and v written into the tier's files block by block (ckpt_nvme.c);
- * an I/O error there also fails the engine. */
+ * NVMe tier get their master and state arrays written into the tier's files block by block
+ * (ckpt_nvme.c); an I/O error there also fails the engine. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -54,6 +54,12 @@ static zs_status resolve(const char *dir, char *ck, size_t cap) {
 
 /* The saved model must be this engine's: names, shapes and dtype, in order. */
 static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
+  const char *opt = zs_opt_shape_of(&e->cfg)->name;
+  if (strcmp(m->optimizer, opt) != 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_load: the checkpoint holds the state of optimizer '%s', the engine "
+                  "runs '%s': load it into an engine with the same optimizer",
+                  m->optimizer, opt);
   if (m->param_dtype != e->cfg.param_dtype)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_engine_load: the checkpoint's params are %s, the "

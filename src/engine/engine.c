@@ -627,6 +627,6 @@ zs_status zs_engine_set_lr(zs_engine *e, float lr) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_set_lr: engine is NULL");
   if (!(lr >= 0) || lr > 1e30f)
     return zs_err(ZS_ERR_INVALID_ARG, "learning rate %g must be finite and >= 0", (double)lr);
-  e->cfg.adamw.lr = lr;
+  e->cfg.optim.lr = lr;
   return ZS_OK;
 }

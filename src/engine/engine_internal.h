@@ -65,7 +65,7 @@ struct zs_engine {
   int nunits, cap_units;
 
   int micro_steps;    /* of the current step */
-  int64_t opt_steps;  /* completed optimizer steps (AdamW's t) */
+  int64_t opt_steps;  /* completed optimizer steps (the optimizer's t) */
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;
   double check_t0;      /* the groups' header-exchange seconds at begin_step (check_seconds) */
@@ -142,7 +142,7 @@ void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n);
    (agreed at a step, broadcast, or loaded from a checkpoint). Local. */
 void zs_engine_set_clear(zs_engine *e);
 /* Every rank resolved the same configuration (the sharding, dtypes, precision modes with lean
-   mode's rounding_seed, and the AdamW hyperparameters: cfg_words in calls.c):
+   mode's rounding_seed, and the optimizer and its hyperparameters: cfg_words in calls.c):
    ZS_ERR_INVALID_ARG naming the first field that differs, with both values, on every rank (all
    see every row). Collective over the world; called by zs_engine_commit before it allocates. */
 zs_status zs_engine_agree_config(zs_engine *e);

@@ -71,7 +71,7 @@ static uint64_t file_bytes(const zs_unit *u, int which) {
 }
 
 /* Creates the files of unit u ("u<index>.master" (or ".rem" for remainders), then one per state
-   array named by its short name, AdamW's ".m" and ".v") that its table keeps on the tier,
+   array named by its short name, such as ".m" and ".v") that its table keeps on the tier,
    zero-filled. */
 static zs_status unit_files(zs_nvme_tier *t, const zs_opt_shape *sh, zs_unit *u) {
   for (int j = 0; j < ZS_NVME_NARRAYS; j++) {

@@ -69,9 +69,9 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl);
    directory, the ring and the staging; clears every unit's nv. NULL tier: nothing. */
 void zs_engine_nvme_close(zs_engine *e);
 
-/* The step's update of every unit on the tier (step.c's AdamW, after the units in memory have
-   theirs; zs_optim_prepare already called): per unit one UPDATE pass of the stream (look-ahead 1,
-   chunks of e->nvme->chunk) over its files, AdamW on each chunk's spans in place through
+/* The step's update of every unit on the tier (step.c's optimizer update, after the units in memory
+   have theirs; zs_optim_prepare already called): per unit one UPDATE pass of the stream (look-ahead
+   1, chunks of e->nvme->chunk) over its files, the optimizer on each chunk's spans in place through
    zs_optim_update with state_host = 1 (the host tier's update: the bits of host offload), grads
    and params where the unit's other states are. Adds the bytes and seconds to the tier's totals.
    Then, whatever `rc` (this rank's status of the step's update so far, and ZS_OK when the tier

@@ -18,7 +18,7 @@
    state i at ZS_ARR_OPT0 + i (base/opt_shape.h). */
 typedef enum { ZS_ARR_MASTER = 0, ZS_ARR_OPT0 = 1, ZS_ARR_N = 1 + ZS_OPT_MAX_STATE } zs_arr;
 
-/* "master", or the state's short name under e's optimizer (AdamW: "m", "v"). */
+/* "master", or the state's short name under e's optimizer (e.g. "m", "v"). */
 const char *zs_arr_name(const zs_engine *e, zs_arr a);
 
 /* Whether this rank holds u's whole master in an array of its own (the master, or the

@@ -1,5 +1,5 @@
 /* A step: begin (zero gradients), and the optimizer step: the reductions' end, the global
- * gradient norm, clipping and AdamW on this rank's segments (the engine's zs_optim,
+ * gradient norm, clipping and the optimizer on this rank's segments (the engine's zs_optim,
  * src/optim/optim.h, computes and chooses; this file hands it the units' pieces), publishing the
  * updated params. */
 #include <math.h>
@@ -165,7 +165,7 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   s.grad_norm = nm.nonfinite ? NAN : (float)nm.norm;
   s.skipped_nonfinite = nm.nonfinite ? 1 : 0;
   if (!nm.nonfinite) {
-    const double clip = zs_optim_clip_coef(nm.norm, e->cfg.adamw.max_grad_norm);
+    const double clip = zs_optim_clip_coef(nm.norm, e->cfg.optim.max_grad_norm);
     ZS_CHECK(run_optimizer(e, inv * clip));
     ZS_CHECK(zs_shard_publish(&e->sh));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));

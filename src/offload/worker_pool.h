@@ -1,9 +1,9 @@
 /* A pool of worker threads bound to the cores of one NUMA node, with a parallel-for.
  *
- * The offload step runs CPU AdamW on the host copy of the optimizer state; that memory lives on
- * the NUMA node nearest the GPU (host_arena.h), so the threads that stream through it are bound
- * to that node's cores. Lifecycle: zs_pool_create -> zs_pool_run (any number of times, from any
- * thread; concurrent calls are serialised) -> zs_pool_destroy.
+ * The offload step runs the CPU optimizer on the host copy of the optimizer state; that memory
+ * lives on the NUMA node nearest the GPU (host_arena.h), so the threads that stream through it are
+ * bound to that node's cores. Lifecycle: zs_pool_create -> zs_pool_run (any number of times, from
+ * any thread; concurrent calls are serialised) -> zs_pool_destroy.
  *
  * Work split: zs_pool_run hands out item indices 0..n_items-1 from a shared atomic counter, so
  * every item runs exactly once, on some worker, in no fixed order. The caller blocks until all

@@ -62,7 +62,8 @@ typedef struct {
      module does not run. */
   zs_status (*host_fn)(const zs_opt_mode *m, zs_opt_host_fn *out);
   /* The update of n elements on the CUDA device d (everything device memory), queued on stream,
-     with host_fn's meaning of param (out, or the bf16 params in place). */
+     with host_fn's meaning of param (out, or the bf16 params in place). NULL: the module has no
+     CUDA kernels (an engine on a CUDA device refuses it at create). */
   zs_status (*dev_update)(zs_dev *d, const zs_opt_mode *m, const void *coef, const zs_opt_state *s,
                           const void *grad, zs_dtype gdt, void *param, zs_dtype pdt, size_t n,
                           void *stream);

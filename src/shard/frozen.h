@@ -1,4 +1,4 @@
-/* Frozen units: a frozen unit has params only (no gradient, no fp32 master, no Adam m and v),
+/* Frozen units: a frozen unit has params only (no gradient, no fp32 master, no optimizer state),
  * sharded and gathered like any other. What changes for it is one thing: its state table, where
  * every gradient and optimizer state is ZS_LIFE_NONE, so allocation, the ledger and the planner
  * (which all iterate the table) give it no bytes of them. Pure data. */

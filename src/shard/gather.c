@@ -27,8 +27,8 @@ static int gathers(const zs_unit *u) {
    Every rank makes the same gather decisions (they depend only on the call sequence, unit sizes
    and max_live_bytes), so every failure here fails the engine: a rank that skipped an all-gather
    its peers issued would pair later collectives out of order. The shard it sends was last written
-   by AdamW or set_param, which both end with the compute stream synchronised, or by the host
-   (offloaded params): no stream ordering is needed before the all-gather reads it. Messages
+   by the optimizer or set_param, which both end with the compute stream synchronised, or by the
+   host (offloaded params): no stream ordering is needed before the all-gather reads it. Messages
    name the caller's call (`by`, the unit passed to zs_unit_gather), and u when it is a prefetch. */
 static zs_status start_gather(zs_unit *u, const zs_unit *by) {
   zs_shard_ctx *x = u->ctx;

@@ -37,7 +37,7 @@ typedef struct {
      the host bytes (host_pinned of every unit's table, plus the tier's staging once a unit is
      there) exceed host_cap, the host-tier unit with the most optimizer-state bytes
      (zs_placement_nvme_bytes; ties: the lower index) moves its optimizer state (master or
-     remainders where it has them, m and v) to the tier. The
+     remainders where it has them, the state arrays) to the tier. The
      same prefix rule as the budget's: unit i is on the tier when its NVMe bytes are > 0 and
      exceed nvme_cut, or equal it and i <= nvme_tie_last. */
   int nvme;             /* nvme_path is set */
@@ -86,12 +86,12 @@ size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, 
 void zs_placement_nvme_elems(const zs_config *c, size_t eb[1 + ZS_OPT_MAX_STATE]);
 /* Host bytes of the NVMe tier's staging under c: the stream's 3 slots (look-ahead 1, see
    nvme_stream.h) of offload_chunk elements of each array (zs_placement_nvme_elems): 3 x
-   offload_chunk x (the arrays' bytes), 36 x offload_chunk with AdamW's fp32 state. */
+   offload_chunk x (the arrays' bytes), 36 x offload_chunk with two fp32 state arrays. */
 size_t zs_placement_nvme_staging(const zs_config *c);
 /* 1 when unit i's optimizer state is on the NVMe tier under pl. */
 int zs_placement_nvme(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i);
 /* The table commit gives unit i under pl: zs_placement_unit_table's for its budget placement,
-   with its persistent master, remainders, m and v on ZS_TIER_NVME when zs_placement_nvme. */
+   with its persistent master, remainders, state arrays on ZS_TIER_NVME when zs_placement_nvme. */
 void zs_placement_unit_of(const zs_placement *pl, const zs_plan *p, const zs_plan_units *u, int i,
                           zs_state_table *t);
 /* 1 when unit i is on the host under pl. */

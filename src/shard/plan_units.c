@@ -45,6 +45,6 @@ size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs
   const zs_state_table *t = &p->table;
   const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;
   if (param_host && t->s[ZS_ST_MASTER].tier == ZS_TIER_DEVICE && c->device == ZS_DEVICE_CUDA)
-    b = zs_plan_add_mul(b, max_grad / (size_t)p->nshards, ps); /* step.c: adamw_to_host */
+    b = zs_plan_add_mul(b, max_grad / (size_t)p->nshards, ps); /* optim.c: dev_update_host_params */
   return b;
 }

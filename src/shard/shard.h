@@ -178,7 +178,7 @@ static inline void *zs_unit_home_at(zs_unit *u, zs_state role, size_t a) {
 
 /* Whether u's master values are its params in param_dtype (read widened to fp32, written rounded
    to nearest even; u->master is NULL): a frozen unit (no master at all) or lean mode
-   (ZS_MASTER_LEAN: the bf16 params are the master, updated by the lean AdamW). */
+   (ZS_MASTER_LEAN: the bf16 params are the master, updated in place by the optimizer). */
 static inline int zs_unit_master_in_params(const zs_unit *u) {
   return u->frozen || u->ctx->cfg->master == ZS_MASTER_LEAN;
 }

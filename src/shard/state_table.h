@@ -79,8 +79,9 @@ typedef struct {
      they live on the optimizer state's tier (zs_state_table_place_master decides ZS_ST_MASTER's
      life). */
   int master_params;
-  /* ZS_MASTER_LEAN: the bf16 params are the master on whichever tier they live, beside m and v on
-     theirs (the update stages them: optim.h): ZS_ST_MASTER's life is NONE on every tier. */
+  /* ZS_MASTER_LEAN: the bf16 params are the master on whichever tier they live, beside the state
+     arrays on theirs (the update stages them: optim.h): ZS_ST_MASTER's life is NONE on every tier.
+   */
   int master_lean;
 } zs_state_table;
 

@@ -20,6 +20,9 @@ zs_ckpt_resume(ckpt_resume_offload_2to4 4 "2 --stage 3 --offload 3" "4 --stage 2
 # another (three units on the host at stage 1).
 zs_ckpt_resume(ckpt_resume_budget_2to3 6 "2 --stage 3 --budget-frac 0.2" "3 --stage 1 --budget-frac 0.1")
 zs_ckpt_resume(ckpt_resume_hybrid_2x2to3 12 "4 --stage 3 --group 2" "3 --stage 3")
+# SGD's momentum buffer and Lion's m saved and loaded on another world size and stage.
+zs_ckpt_resume(ckpt_resume_sgd_2to3 6 "2 --stage 3 --offload 3" "3 --stage 1" --sgd 0.9 --dampening 0.1)
+zs_ckpt_resume(ckpt_resume_lion_3to2 6 "3 --stage 2" "2 --stage 3 --budget-frac 0.2" --lion 1 --lr 0.01)
 zs_ckpt_resume(ckpt_resume_to_hybrid_3to2x2 12 "3 --stage 2" "4 --stage 3 --group 2")
 # bf16 params: the params come back as the master rounded to bf16; several ranks give the 1-rank
 # bits too (every partial sum of the gradient is rounded to bf16, as one rank's += is).

@@ -57,11 +57,15 @@ static zs_engine *make(int stage, unsigned offload, int other, zs_unit **u) {
   c.offload = offload;
   c.deterministic = 1;
   c.comm_timeout_s = 60;
+  if (other == 2) { /* the same model under another optimizer */
+    c.optimizer = ZS_OPT_SGD;
+    c.sgd.momentum = 0.9f;
+  }
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
   for (int i = 0; i < TM_NUNITS; i++) {
     tm_unit_def d = tm_units[i];
-    if (other && i == 2) d.t[0].shape[0] = 12; /* another model: one shape differs */
+    if (other == 1 && i == 2) d.t[0].shape[0] = 12; /* another model: one shape differs */
     ZS_OK_OR_DIE(zs_engine_add_unit(e, d.name, d.ntensors, d.t, &u[i]));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
@@ -232,6 +236,13 @@ int main(int argc, char **argv) {
   snprintf(cmd, sizeof cmd, "cp %s/ckpt-000000000000/manifest.json %s/%s/", other, dir, ck);
   sh0(cmd);
   refused(e, u, dir, ZS_ERR_INVALID_ARG, "block.w", -1, later, 3, "another model's manifest");
+  /* The same model trained by another optimizer: its state is not this one's. */
+  eb = make(stage, offload, 2, ub);
+  snprintf(other, sizeof other, "%s/other_sgd", root);
+  ZS_OK_OR_DIE(zs_engine_save(eb, other));
+  zs_engine_destroy(eb);
+  refused(e, u, other, ZS_ERR_INVALID_ARG, "optimizer 'sgd', the engine runs 'adamw'", -1, later, 3,
+          "another optimizer");
 
   /* Nothing there; wrong moments. */
   snprintf(dir, sizeof dir, "%s/empty", root);
@@ -280,7 +291,30 @@ int main(int argc, char **argv) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
 
-  /* After all that, the good checkpoint loads the saved bits and the step count. */
+  /* After all that, the good checkpoint loads the saved bits and the step count; with its
+     manifest as the format wrote it before it named the optimizer (no "optimizer" key: AdamW's). */
+  snprintf(p, sizeof p, "%s/%s/manifest.json", good, ck);
+  if (rank == 0) {
+    FILE *f = fopen(p, "rb");
+    char *buf = malloc(1 << 20);
+    size_t len = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    zs_ckpt_manifest m;
+    ZS_OK_OR_DIE(zs_ckpt_manifest_parse(buf, len, &m));
+    ZS_EXPECT(!strcmp(m.optimizer, "adamw"), "the manifest names optimizer '%s'", m.optimizer);
+    m.optimizer[0] = 0;
+    char *text = NULL;
+    ZS_OK_OR_DIE(zs_ckpt_manifest_write(&m, &text));
+    const char *k1 = strstr(text, "\"optimizer\""); /* "sharded": {"optimizer": ...} has one */
+    ZS_EXPECT(k1 && !strstr(k1 + 1, "\"optimizer\""), "the older manifest names the optimizer");
+    f = fopen(p, "wb");
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    free(buf);
+    zs_ckpt_manifest_free(&m);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
   ZS_OK_OR_DIE(zs_engine_load(e, good));
   ZS_EXPECT(same(u, saved), "the good checkpoint does not give back the saved weights");
   ZS_EXPECT(zs_engine_step_count(e) == 2 && zs_engine_steps_done(e) == 2, "step count %lld",

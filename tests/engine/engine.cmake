@@ -646,3 +646,36 @@ foreach(n 1 2)
               ARGS ${CMAKE_CURRENT_BINARY_DIR}/nvme_fail_np${n} LABELS "engine;offload")
   set_tests_properties(engine_nvme_fail_np${n} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+
+# SGD (zs_config.optimizer = ZS_OPT_SGD, src/optim/sgd): against torch.optim.SGD's update in
+# float64 (test_engine_train's reference), and the same bits across splits, stages, offload,
+# budgets, the precision modes and the NVMe tier as AdamW gets (the cases above, a few of each).
+zs_mpi_test(engine_train_np1_sgd test_engine_train NP 1 ARGS --stage 3 --micro 2 --sgd 0.9 --dampening 0.1 LABELS engine)
+zs_mpi_test(engine_train_np1_sgd_plain test_engine_train NP 1 ARGS --stage 0 --sgd 0 LABELS engine)
+zs_engine_equiv(engine_sgd_splits4_stage1 "1x4;2x2;4x1" 1 det REF_STAGE 0 --sgd 0.9 --dampening 0.1)
+zs_engine_equiv(engine_sgd_nesterov_splits4_stage3 "2x2;4x1" 3 det REF_STAGE 0 --sgd 0.9 --nesterov 1)
+zs_engine_equiv(engine_sgd_offload_splits4_stage3 "2x2;4x1" 3 det REF_STAGE 0 --sgd 0.9 RUN_ARGS "--offload 3")
+zs_engine_equiv(engine_sgd_budget_np2_stage2 2 2 det REF_STAGE 0 --sgd 0.9 RUN_ARGS "--budget-frac 0.2")
+zs_engine_equiv(engine_sgd_master_params_np2_stage2 2 2 det REF_STAGE 0 --sgd 0.9 --master 1 --moments-bf16 1 --reftol 5e-4)
+zs_engine_equiv(engine_sgd_rem_offload_np2_stage3 2 3 det REF_STAGE 0 --sgd 0.9 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--offload 1")
+zs_engine_equiv(engine_sgd_lean_np2_stage1 2 1 det REF_STAGE 0 --sgd 0.9 --bf16 1 --master 3 --reftol 3e-2)
+zs_engine_equiv(engine_sgd_nvme_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --sgd 0.9)
+zs_engine_equiv(engine_sgd_nvme_lean_np2_stage2 2 2 det ${zs_nvme_dir} ${zs_nvme_bf16} --master lean --sgd 0.5
+                --big 12000001)
+set_tests_properties(engine_sgd_nvme_np2_stage3 engine_sgd_nvme_lean_np2_stage2 PROPERTIES SKIP_RETURN_CODE 77 LABELS "mpi;engine;offload")
+# The same SGD against PyTorch's own torch.optim.SGD (check_sgd_torch.py: the synthetic model
+# rebuilt in float64 torch; momentum with dampening, nesterov, none), with whichever Python
+# scripts/ensure-torch.sh finds or installs (77, skipped, where there is none).
+add_test(NAME engine_sgd_torch
+         COMMAND bash -c "PY=$(bash ${PROJECT_SOURCE_DIR}/scripts/ensure-torch.sh) || exit 77; exec \"$PY\" \"$0\" \"$1\" \"$2\""
+                 ${CMAKE_CURRENT_LIST_DIR}/check_sgd_torch.py $<TARGET_FILE:test_engine_train> ${ZS_MPIEXEC})
+set_tests_properties(engine_sgd_torch PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" SKIP_RETURN_CODE 77
+                     TIMEOUT 600 LABELS "mpi;engine;python")
+# Lion (zs_config.optimizer = ZS_OPT_LION, src/optim/lion): against the paper's update in float64,
+# and the same bits across splits, stages, offload, budgets, the precision modes and the NVMe tier.
+zs_mpi_test(engine_train_np1_lion test_engine_train NP 1 ARGS --stage 3 --micro 2 --lion 1 --lr 0.01 LABELS engine)
+zs_engine_equiv(engine_lion_splits4_stage2 "1x4;2x2;4x1" 2 det REF_STAGE 0 --lion 1 --lr 0.01)
+zs_engine_equiv(engine_lion_offload_splits4_stage3 "2x2;4x1" 3 det REF_STAGE 0 --lion 1 --lr 0.01 RUN_ARGS "--offload 3")
+zs_engine_equiv(engine_lion_budget_np2_stage1 2 1 det REF_STAGE 0 --lion 1 --lr 0.01 RUN_ARGS "--budget-frac 0.2")
+zs_engine_equiv(engine_lion_rem_m16_np2_stage3 2 3 det REF_STAGE 0 --lion 1 --lr 0.01 --bf16 1 --master 2 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--offload 1")
+zs_engine_equiv(engine_lion_lean_np2_stage2 2 2 det REF_STAGE 0 --lion 1 --lr 0.01 --bf16 1 --master 3 --reftol 3e-2)

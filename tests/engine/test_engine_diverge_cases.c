@@ -24,7 +24,7 @@
  *   ZS_ERR_COMM and their own "ranks diverged" message (the failure path's destroy must not
  *   replace it).
  * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
- *   rounding_seed; moment_dtype; adamw.lr): zs_engine_commit must refuse on every rank with
+ *   rounding_seed; moment_dtype; optim.lr): zs_engine_commit must refuse on every rank with
  *   ZS_ERR_INVALID_ARG naming the field, and the legal twin (the same values) must commit. */
 #include <mpi.h>
 #include <stdio.h>
@@ -228,7 +228,7 @@ static void create_case(zs_comm *comm) {
 /* D5: configurations that differ between ranks are refused at commit, naming the field. */
 static void config_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  const char *field[4] = {NULL, "rounding_seed", "moment_dtype", "adamw.lr"};
+  const char *field[4] = {NULL, "rounding_seed", "moment_dtype", "optim.lr"};
   for (int k = 0; k < 4; k++) {
     zs_config cfg;
     zs_config_default(&cfg);

@@ -13,6 +13,10 @@
  *        [--load DIR] [--save DIR] [--defaults 1] [--master 0|1|3 (zs_config.master; 3 lean:
  *        the reference rounds p to bf16 stochastically with the bits zshard.h defines)]
  *        [--moments-bf16 0|1 (zs_config.moment_dtype; the reference rounds m, v to bf16)]
+ *        [--sgd MOMENTUM --dampening D --nesterov 0|1 (zs_config.optimizer = ZS_OPT_SGD; the
+ *        reference is then torch.optim.SGD's update, written here in float64)]
+ *        [--lion 1 (zs_config.optimizer = ZS_OPT_LION, betas 0.9, 0.99; the reference is the
+ *        Lion paper's update with decoupled decay, written here in float64)]
  *        [--ties-away 0|1 (the test hook: ZS_MASTER_FP32 rounds its bf16 compute copy ties away
  *        from zero, as ZS_MASTER_REMAINDER does; src/base/round_hook.h)]
  *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F] [--budget-free 1]
@@ -54,6 +58,10 @@ typedef struct {
   int defaults; /* leave zs_config_default's AdamW values; the reference uses zshard.h's */
   int master;   /* zs_config.master (ZS_MASTER_FP32 / ZS_MASTER_PARAMS / ZS_MASTER_LEAN) */
   int m16;      /* zs_config.moment_dtype = ZS_BF16 */
+  int sgd;      /* zs_config.optimizer = ZS_OPT_SGD, with momentum, dampening, nesterov */
+  float momentum, dampening;
+  int nesterov;
+  int lion; /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
   float clip, wd, lr;
   double tol, reftol;
   double budget;   /* --budget-frac; < 0: no budget */
@@ -127,6 +135,14 @@ static void parse(int argc, char **argv, opts *o) {
       o->split = atoi(v);
     else if (!strcmp(k, "--moments-bf16"))
       o->m16 = atoi(v);
+    else if (!strcmp(k, "--sgd"))
+      o->sgd = 1, o->momentum = (float)atof(v);
+    else if (!strcmp(k, "--lion"))
+      o->lion = atoi(v);
+    else if (!strcmp(k, "--dampening"))
+      o->dampening = (float)atof(v);
+    else if (!strcmp(k, "--nesterov"))
+      o->nesterov = atoi(v);
     else if (!strcmp(k, "--master"))
       o->master = atoi(v);
     else if (!strcmp(k, "--ties-away"))
@@ -210,6 +226,32 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
   }
   double norm = sqrt(sq), clip = (o->clip > 0 && norm > o->clip) ? o->clip / (norm + 1e-6) : 1.0;
   r->t++;
+  if (o->sgd) { /* torch.optim.SGD: coupled decay, the first buffer is the gradient itself */
+    for (int64_t i = 0; i < n; i++) {
+      double d = g[i] * clip + (ref_no_decay(i) ? 0.0 : o->wd) * r->p[i];
+      if (o->momentum != 0) {
+        r->m[i] = r->t == 1 ? d : o->momentum * r->m[i] + (1 - (double)o->dampening) * d;
+        if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
+        d = o->nesterov ? d + o->momentum * r->m[i] : r->m[i];
+      }
+      r->p[i] -= o->lr * d;
+      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
+    }
+    free(g);
+    return;
+  }
+  if (o->lion) { /* Lion (Chen et al. 2023): the sign of an interpolation, decoupled decay */
+    for (int64_t i = 0; i < n; i++) {
+      const double gi = g[i] * clip, c = 0.9 * r->m[i] + 0.1 * gi;
+      const double wd = ref_no_decay(i) ? 0.0 : o->wd;
+      r->p[i] = r->p[i] * (1 - o->lr * wd) - o->lr * (c > 0 ? 1.0 : c < 0 ? -1.0 : 0.0);
+      r->m[i] = 0.99 * r->m[i] + 0.01 * gi;
+      if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
+      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
+    }
+    free(g);
+    return;
+  }
   const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
   for (int64_t i = 0; i < n; i++) {
     double gi = g[i] * clip;
@@ -323,6 +365,17 @@ int main(int argc, char **argv) {
   cfg.bucket_bytes = (size_t)o.bucket;
   cfg.device = o.cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
   cfg.master = o.master;
+  if (o.lion) {
+    cfg.optimizer = ZS_OPT_LION;
+    cfg.optim.beta1 = 0.9f;
+    cfg.optim.beta2 = 0.99f;
+  }
+  if (o.sgd) {
+    cfg.optimizer = ZS_OPT_SGD;
+    cfg.sgd.momentum = o.momentum;
+    cfg.sgd.dampening = o.dampening;
+    cfg.sgd.nesterov = o.nesterov;
+  }
   cfg.moment_dtype = o.m16 ? ZS_BF16 : ZS_F32;
   int64_t numel[TM_NUNITS];
   unsigned char host[TM_NUNITS] = {0};

@@ -54,6 +54,18 @@ check "master params + bf16 moments stage 1 bytes" "$got" 60468750000
 got=$("$plan" --params 7.5e9 --world 64 --stage 0 --dtype bf16 --moment-dtype bf16 \
   --model-states-only --json | field 'd["per_rank"]["model_states"]')
 check "bf16 moments stage 0 bytes" "$got" 90000000000
+# The optimizer's state list sizes the plan: SGD with momentum keeps one buffer (stage 1, fp32:
+# 8 psi + (4 + 4) psi/64 = 60937500000), plain SGD none beside the master (8 psi + 4 psi/64 =
+# 60468750000).
+got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --optimizer sgd \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "sgd with momentum stage 1 bytes" "$got" 60937500000
+got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --optimizer sgd --momentum 0 \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "plain sgd stage 1 bytes" "$got" 60468750000
+got=$("$plan" --params 7.5e9 --world 64 --stage 1 --dtype fp32 --optimizer lion \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "lion stage 1 bytes" "$got" 60937500000
 if "$plan" --params 7.5e9 --world 64 --stage 1 --dtype bf16 --master params >/dev/null 2>&1; then
   check "master params with bf16 params refused" "accepted" "refused"
 fi

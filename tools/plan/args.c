@@ -45,7 +45,12 @@ static void usage(void) {
       "                               fp32 master copy (default), the fp32 params as the master,\n"
       "                               bf16 params + a 16-bit remainder (exact; --dtype bf16), or\n"
       "                               lean: the bf16 params as the master (stochastic rounding)\n"
-      "  --moment-dtype fp32|bf16     Adam m and v (zs_config.moment_dtype; default fp32)\n"
+      "  --moment-dtype fp32|bf16     the optimizer's state (zs_config.moment_dtype; default "
+      "fp32)\n"
+      "  --optimizer adamw|sgd|lion   zs_config.optimizer (default adamw: m and v; sgd: a "
+      "momentum\n"
+      "                               buffer with --momentum M > 0, else no state; lion: m)\n"
+      "  --momentum M                 sgd's momentum (default 0.9)\n"
       "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
       "  --device-mem BYTES --host-mem BYTES   per rank (default: this machine's, host split\n"
       "                               among the ranks); suffixes K M G T (binary) or GB (10^9)\n"
@@ -147,6 +152,22 @@ static int option(zp_args *a, const char *k, const char *v) {
     return 0;
   }
   if (!strcmp(k, "--moment-dtype")) return parse_dtype(k, v, &a->moment_dtype);
+  if (!strcmp(k, "--optimizer")) {
+    if (!strcmp(v, "adamw"))
+      a->optimizer = ZS_OPT_ADAMW;
+    else if (!strcmp(v, "sgd"))
+      a->optimizer = ZS_OPT_SGD;
+    else if (!strcmp(v, "lion"))
+      a->optimizer = ZS_OPT_LION;
+    else
+      return -1;
+    return 0;
+  }
+  if (!strcmp(k, "--momentum")) {
+    char *end = NULL;
+    a->momentum = strtof(v, &end);
+    return end && *end == 0 && a->momentum >= 0 ? 0 : -1;
+  }
   if (!strcmp(k, "--master")) {
     if (!strcmp(v, "fp32"))
       a->master = ZS_MASTER_FP32;
@@ -197,6 +218,7 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
   a->device = zp_sys_gpu_bytes() ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
   a->link_gbs = 100;
   a->pcie_gbs = 25;
+  a->momentum = 0.9f;
   for (int i = 1; i < argc; i++) {
     const char *k = argv[i];
     if (!strcmp(k, "--help") || !strcmp(k, "-h")) return usage(), 1;

@@ -79,7 +79,7 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
          a->device == ZS_DEVICE_CUDA ? "cuda" : "cpu");
   if (a->states_only) {
     printf("model states per rank (the ZeRO paper's accounting: params, grads, fp32 master + "
-           "Adam m + v):\n");
+           "the optimizer's state):\n");
     row("params", r->params, 1);
     row("grads", r->grads, 1);
     row("optimizer", r->optimizer, 1);

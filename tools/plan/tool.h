@@ -43,6 +43,8 @@ typedef struct {
      moment_dtype (--moment-dtype fp32|bf16). */
   int master;
   zs_dtype moment_dtype;
+  int optimizer;  /* zs_config.optimizer (--optimizer adamw|sgd) */
+  float momentum; /* zs_config.sgd.momentum (--momentum; default 0.9) */
   /* Output. */
   int json, states_only, recommend;
   double link_gbs, pcie_gbs; /* GB/s (10^9 bytes) */

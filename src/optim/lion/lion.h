@@ -1,0 +1,13 @@
+/* Lion (Chen et al., "Symbolic Discovery of Optimization Algorithms", 2023) as an optimizer module
+ * (docs/OPTIMIZER.md §3): the sign of an interpolation of the momentum and the gradient, decoupled
+ * weight decay. Its state: exp_avg. Every precision mode, through the master codec
+ * (optim/codec.h); the CPU only (no CUDA kernel yet: refused on a CUDA device). */
+#ifndef ZS_OPTIM_LION_LION_H
+#define ZS_OPTIM_LION_LION_H
+
+#include "optim/optimizer.h"
+
+/* The module (static; never NULL). */
+const zs_optimizer *zs_optimizer_lion(void);
+
+#endif

@@ -1,0 +1,13 @@
+/* SGD with momentum as an optimizer module, torch.optim.SGD's semantics (docs/OPTIMIZER.md §3):
+ * coupled weight decay, momentum with dampening (the first step's buffer is the gradient itself),
+ * nesterov. Its state: momentum_buffer, only with momentum > 0. Every precision mode, through the
+ * master codec (optim/codec.h); the CPU only (no CUDA kernel yet: refused on a CUDA device). */
+#ifndef ZS_OPTIM_SGD_SGD_H
+#define ZS_OPTIM_SGD_SGD_H
+
+#include "optim/optimizer.h"
+
+/* The module (static; never NULL). */
+const zs_optimizer *zs_optimizer_sgd(void);
+
+#endif
