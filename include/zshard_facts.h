@@ -31,7 +31,7 @@ typedef enum {
    that do not apply (no offload, no budget, no tier, before commit) are 0 (nvme_dir NULL). */
 typedef struct {
   size_t struct_size;      /* set by the caller: sizeof(zs_engine_facts), e.g.
-                              zs_engine_facts f = {sizeof f}; */
+                              zs_engine_facts f = {.struct_size = sizeof f}; */
   unsigned struct_version; /* set by zs_engine_facts_get: ZS_ENGINE_FACTS_VERSION of the library,
                               1: the fields below */
   int committed;           /* 1 once zs_engine_commit succeeded: the placement fields are set */

@@ -130,7 +130,7 @@ zs_status zs_engine_facts_get(const zs_engine *e, zs_engine_facts *out) {
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_engine_facts_get: out->struct_size is %zu, smaller than this library's "
                   "zs_engine_facts (%zu bytes): set it to sizeof(zs_engine_facts) "
-                  "(zs_engine_facts f = {sizeof f};)",
+                  "(zs_engine_facts f = {.struct_size = sizeof f};)",
                   out->struct_size, sizeof *out);
   const size_t size = out->struct_size;
   if (size > sizeof *out) memset((char *)out + sizeof *out, 0, size - sizeof *out);
