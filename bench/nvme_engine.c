@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "zshard.h"
+#include "zshard_facts.h"
 
 #include "bench_util.h"
 
@@ -44,7 +44,7 @@ static void fill_param(float *p, long n, int i) {
 /* Runs `steps` timed steps (after one warm-up) in one mode; returns the mean step seconds and
    leaves the final params in out (units x per_unit floats). */
 static double run(zs_comm *comm, const char *nvme_dir, size_t host_bytes, int units, long per_unit,
-                  int steps, float *out, char *info, size_t info_len) {
+                  int steps, float *out, zs_engine_facts *facts) {
   zs_config c;
   zs_config_default(&c);
   c.stage = 1; /* offload needs sharded optimizer state (one rank: the whole shard) */
@@ -85,7 +85,9 @@ static double run(zs_comm *comm, const char *nvme_dir, size_t host_bytes, int un
     DIE(zs_engine_step(e, NULL));
   }
   const double dt = (bench_now() - t0) / (steps > 0 ? steps : 1);
-  snprintf(info, info_len, "%s", zs_engine_info(e));
+  facts->struct_size = sizeof *facts;
+  DIE(zs_engine_facts_get(e, facts));
+  facts->nvme_dir = NULL; /* the engine's: gone with it */
   for (int i = 0; i < units; i++)
     DIE(zs_unit_get_param(u[i], 0, out + (size_t)i * (size_t)per_unit));
   zs_engine_destroy(e);
@@ -123,22 +125,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "nvme_engine: %zu params do not fit in this process\n", n);
     return 2;
   }
-  static char info[2048];
+  zs_engine_facts fh, fn;
   const double state_gib = (double)n * 12.0 / 1073741824.0;
   printf("nvme_engine: %d units x %ld params = %.1f M params, %.2f GiB of optimizer state, %d "
          "steps after a warm-up, dir %s\n",
          units, per_unit, (double)n / 1e6, state_gib, steps, dir);
   fflush(stdout);
-  const double th = run(comm, NULL, 0, units, per_unit, steps, a, info, sizeof info);
+  const double th = run(comm, NULL, 0, units, per_unit, steps, a, &fh);
   printf("host offload: %.3f s/step\n", th);
   fflush(stdout);
-  const double tn = run(comm, dir, host_bytes, units, per_unit, steps, b, info, sizeof info);
-  const char *nv = strstr(info, "nvme:");
-  /* Units on the tier and their bytes, from the engine's own placement line. */
-  int on = 0, of = 0;
-  size_t disk = 0;
-  if (nv)
-    sscanf(nv, "nvme: %d of %d units' optimizer state on the tier (%zu bytes)", &on, &of, &disk);
+  const double tn = run(comm, dir, host_bytes, units, per_unit, steps, b, &fn);
+  /* Units on the tier and their bytes, from the engine's own placement (zs_engine_facts_get). */
+  const int on = fn.nvme_units, of = fn.units;
+  const size_t disk = fn.nvme_disk_bytes;
   const double rate = 2.0 * (double)disk / tn / 1e9;
   printf("nvme tier: %.3f s/step, %d of %d units on the tier (%.2f GiB), step I/O %.3f GB/s\n", tn,
          on, of, (double)disk / 1073741824.0, rate);

@@ -648,12 +648,12 @@ ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
 /* The engine's effective configuration (environment variables and defaults resolved), owned by
    the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
-/* One line describing backends, stage, sharding, device, the optimizer-state precision ("optimizer
+/* One line for people (programs read the same as numbers: zshard_facts.h, zs_engine_facts_get and
+   zs_config_origin): backends, stage, sharding, device, the optimizer-state precision ("optimizer
    state: master fp32 copy|params (the fp32 params)|lean (...), moments fp32|bf16", lean adding its
-   rounding_seed), and every tunable setting with where its value came from ("prefetch_units=2
-   (ZS_PREFETCH_UNITS)", "(program)", "(default)").
-   With an offload budget it ends, after zs_engine_commit, with the placement (docs/MEMORY.md §6);
-   with the NVMe tier also the tier's placement and the step's I/O bytes and seconds. */
+   rounding_seed), each tunable and its origin ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)"
+   or "(default)"); after commit the budget's placement (docs/MEMORY.md §6), with the NVMe tier
+   the tier's placement and the step's I/O bytes and seconds. */
 ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zshard_facts.h"
 #include "zshard_kernels.h"
 #ifdef ZS_HAVE_CUDA
 #include "zs_test_cuda.h" /* zs_test_cuda_absent(): when a GPU test may skip */
@@ -89,6 +90,20 @@ static inline int zs_test_cuda_skip(int rank) {
     }                                                                                              \
     return 0;                                                                                      \
   } while (0)
+
+/* The engine's facts now (zs_engine_facts_get; exits 1 when it fails). */
+static inline zs_engine_facts zs_test_facts(const zs_engine *e) {
+  zs_engine_facts f = {.struct_size = sizeof f};
+  ZS_OK_OR_DIE(zs_engine_facts_get(e, &f));
+  return f;
+}
+
+/* Where tunable `field` of e got its value (zs_config_origin; exits 1 when it fails). */
+static inline zs_origin zs_test_origin(const zs_engine *e, const char *field) {
+  zs_origin o = ZS_ORIGIN_DEFAULT;
+  ZS_OK_OR_DIE(zs_config_origin(e, field, &o));
+  return o;
+}
 
 /* The next number of a xorshift64* stream (state *s, never 0): the tests' reproducible random
    source. */

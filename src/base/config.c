@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "zshard_facts.h"
 
 /* Every environment variable libzshard reads is in this one table (README, "Configuration
    knobs", lists exactly these; the rest of src/ reads them through zs_env()). Two kinds of
@@ -75,6 +76,7 @@ static const zs_tunable zs_tunables[] = {
     ENV("MASTER_PORT"),
 };
 #define ZS_NTUNABLES (sizeof zs_tunables / sizeof zs_tunables[0])
+_Static_assert(ZS_NTUNABLES <= ZS_CONFIG_NORIGINS, "raise ZS_CONFIG_NORIGINS (base/config.h)");
 
 static double get_field(const zs_config *c, const zs_tunable *t) {
   const char *p = (const char *)c + t->offset;
@@ -191,24 +193,39 @@ zs_status zs_config_complete(const zs_config *in, zs_config *out) {
 
 /* A path tunable: the program's string, else the variable's (s, NULL when unset), else NULL;
    appends "field=value (from)" to sources. */
-static void resolve_path(zs_config *c, const zs_tunable *t, const char *s, char *sources, size_t n,
-                         size_t *used) {
+static zs_origin resolve_path(zs_config *c, const zs_tunable *t, const char *s, char *sources,
+                              size_t n, size_t *used) {
   const char **f = (const char **)(void *)((char *)c + t->offset);
   const char *from = "program";
+  zs_origin o = ZS_ORIGIN_PROGRAM;
   if (!*f) {
     *f = s;
     from = s ? t->env : "default";
+    o = s ? ZS_ORIGIN_ENV : ZS_ORIGIN_DEFAULT;
   }
   if (sources && *used < n) {
     int k = snprintf(sources + *used, n - *used, "%s%s=%s (%s)", *used ? ", " : "", t->field,
                      *f ? *f : "none", from);
     *used = k > 0 ? *used + (size_t)k : *used;
   }
+  return o;
 }
 
 zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n) {
+  return zs_config_resolve_origins(in, out, sources, n, NULL);
+}
+
+int zs_config_field_index(const char *field) {
+  for (size_t i = 0; field && i < ZS_NTUNABLES; i++)
+    if (zs_tunables[i].field && !strcmp(zs_tunables[i].field, field)) return (int)i;
+  return -1;
+}
+
+zs_status zs_config_resolve_origins(const zs_config *in, zs_config *out, char *sources, size_t n,
+                                    unsigned char origins[ZS_CONFIG_NORIGINS]) {
   zs_config c;
   ZS_CHECK(complete_raw(in, &c));
+  if (origins) memset(origins, ZS_ORIGIN_DEFAULT, ZS_CONFIG_NORIGINS);
   size_t used = 0;
   if (sources && n) sources[0] = '\0';
   for (size_t i = 0; i < ZS_NTUNABLES; i++) {
@@ -217,24 +234,30 @@ zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, 
     const char *s = getenv(t->env);
     if (s && !*s) s = NULL; /* set but empty: unset */
     if (t->kind == T_PATH) {
-      resolve_path(&c, t, s, sources, n, &used);
+      const zs_origin o = resolve_path(&c, t, s, sources, n, &used);
+      if (origins) origins[i] = (unsigned char)o;
       continue;
     }
     const char *from = "program";
+    zs_origin o = ZS_ORIGIN_PROGRAM;
     if (is_unset(&c, t)) {
       double v = t->dflt;
       from = "default";
+      o = ZS_ORIGIN_DEFAULT;
       if (s && t->word && strcmp(s, t->word) == 0) {
         *(size_t *)(void *)((char *)&c + t->offset) = ZS_BUDGET_FREE;
         from = t->env;
+        o = ZS_ORIGIN_ENV;
       } else {
         if (s) {
           ZS_CHECK(parse_env(t, s, &v));
           from = t->env;
+          o = ZS_ORIGIN_ENV;
         }
         set_field(&c, t, v);
       }
     }
+    if (origins) origins[i] = (unsigned char)o;
     if (sources && used < n) {
       const double v = get_field(&c, t);
       int k =

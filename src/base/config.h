@@ -18,6 +18,15 @@ zs_status zs_config_complete(const zs_config *in, zs_config *out);
    sources (n bytes, may be NULL) receives "field=value (origin), ..." for zs_engine_info.
    ZS_ERR_INVALID_ARG names a variable that does not parse or is out of range. */
 zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n);
+/* Room for the origins of every tunable field (a static assertion in config.c keeps it so). */
+#define ZS_CONFIG_NORIGINS 32
+/* zs_config_resolve that also records, when origins is not NULL, each tunable field's origin (a
+   zs_origin of zshard_facts.h) at origins[zs_config_field_index(field)]. */
+zs_status zs_config_resolve_origins(const zs_config *in, zs_config *out, char *sources, size_t n,
+                                    unsigned char origins[ZS_CONFIG_NORIGINS]);
+/* The index of tunable field `field` (a zs_config field an environment variable may set) in the
+   origins of zs_config_resolve_origins; -1 for NULL or any other name. */
+int zs_config_field_index(const char *field);
 /* The value of environment variable `name` (getenv's: NULL when unset, possibly ""), for a
    variable of the tunables table in config.c only: every variable the library reads is listed
    there, and this is the only way the rest of src/ reads one. A name missing from the table

@@ -8,6 +8,7 @@
 #include "base/host_charge.h"
 #include "engine/agree.h"
 #include "engine/engine_internal.h"
+#include "engine/facts.h"
 #include "engine/fail.h"
 #include "engine/nvme_tier.h"
 #include "shard/placement.h"
@@ -129,7 +130,8 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   /* Environment variables for fields left at their default, then validation of the result. */
   zs_config resolved;
   char sources[900];
-  ZS_CHECK(zs_config_resolve(user_cfg, &resolved, sources, sizeof sources));
+  unsigned char origins[ZS_CONFIG_NORIGINS];
+  ZS_CHECK(zs_config_resolve_origins(user_cfg, &resolved, sources, sizeof sources, origins));
   const zs_config *cfg = &resolved;
   ZS_CHECK(zs_config_validate(cfg));
   if (!comm)
@@ -148,6 +150,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
   e->plan = plan;
   e->cfg = *cfg;
+  memcpy(e->origins, origins, sizeof origins);
   e->comm = comm;
   e->world_rank = zs_comm_rank(comm);
   e->world_size = world;
@@ -171,43 +174,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   if (e->arena) e->mem.host = (zs_mem_host){arena_alloc, arena_free, e->arena, zs_host_charge};
   ZS_CHECK_GOTO(zs_peers_gather(e, e->arena ? zs_host_arena_node(e->arena) : -1), rc, fail);
   ZS_CHECK_GOTO(open_optimizer(e), rc, fail);
-  char dev[32];
-  if (cfg->device == ZS_DEVICE_CUDA)
-    snprintf(dev, sizeof dev, "cuda:%d", e->cfg.device_index);
-  else
-    snprintf(dev, sizeof dev, "cpu");
-  snprintf(e->info, sizeof e->info,
-           "zshard %s: stage %d (sharded:%s%s%s%s), %s, comm %s, world %d, shard group %d, %s "
-           "params, %s reduce%s",
-           zs_version(), cfg->stage, plan.shard_params ? " params" : "",
-           plan.shard_grads ? " grads" : "", plan.shard_optimizer ? " optimizer" : "",
-           plan.shard_optimizer ? "" : " none", dev, zs_coll_backend(e->world), world, g,
-           cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
-           cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
-           cfg->deterministic ? ", deterministic" : "");
-  size_t len = strlen(e->info);
-  snprintf(e->info + len, sizeof e->info - len, "; optimizer state: %s, moments %s",
-           cfg->master == ZS_MASTER_LEAN ? "master lean (the bf16 params, stochastic rounding)"
-           : cfg->master == ZS_MASTER_REMAINDER
-               ? "remainder master (bf16 params + 16-bit remainder)"
-           : cfg->master == ZS_MASTER_PARAMS ? "master params (the fp32 params)"
-                                             : "master fp32 copy",
-           cfg->moment_dtype == ZS_BF16 ? "bf16" : "fp32");
-  if (cfg->master == ZS_MASTER_LEAN) {
-    len = strlen(e->info);
-    snprintf(e->info + len, sizeof e->info - len, ", rounding_seed %llu",
-             (unsigned long long)cfg->rounding_seed);
-  }
-  len = strlen(e->info);
-  snprintf(e->info + len, sizeof e->info - len, "; settings: %s", sources);
-  if (e->arena) {
-    size_t n = strlen(e->info);
-    snprintf(e->info + n, sizeof e->info - n, "; offload%s%s%s: %s%s%s",
-             (cfg->offload & ZS_OFFLOAD_OPTIMIZER) ? " optimizer" : "",
-             (cfg->offload & ZS_OFFLOAD_PARAMS) ? " params" : "",
-             cfg->offload_budget_bytes ? " by budget" : "", zs_host_arena_info(e->arena),
-             *zs_optim_info(e->optim) ? "; " : "", zs_optim_info(e->optim));
-  }
+  zs_engine_facts_create(e, sources); /* and zs_engine_info's line, written from them */
   *out = e;
   return ZS_OK;
 fail:
@@ -405,40 +372,6 @@ static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i,
   return ZS_OK;
 }
 
-/* Appends the budget's placement to zs_engine_info: "; placement: budget B bytes, device D
-   bytes, 2 of 5 units on the host: u3 u1" (unit names, as many as the line holds); a budget
-   measured at commit (ZS_BUDGET_FREE) says so after its number. */
-static void info_placement(zs_engine *e, const zs_plan_units *us, const zs_placement *pl) {
-  char free_at_commit[64] = ""; /* ZS_BUDGET_FREE: where the number came from */
-  if (e->budget_free_ranks)
-    snprintf(free_at_commit, sizeof free_at_commit, " (free at commit, the least over %d ranks)",
-             e->budget_free_ranks);
-  size_t n = strlen(e->info);
-  int w = snprintf(
-      e->info + n, sizeof e->info - n,
-      "; placement: budget %zu bytes%s, device %zu bytes, %d of %d units on the host%s", pl->budget,
-      free_at_commit, pl->device_bytes, pl->nhost, e->nunits, pl->nhost ? ":" : "");
-  for (int i = 0; i < e->nunits && w > 0; i++) {
-    n = strlen(e->info);
-    if (zs_placement_host(pl, &e->plan, us, i))
-      w = snprintf(e->info + n, sizeof e->info - n, " %s", e->units[i]->name);
-  }
-}
-
-/* Appends the NVMe tier's placement to zs_engine_info: "; nvme: D of N units' optimizer state on
-   the tier (B bytes), host H of cap C bytes", and with units on the tier its directory and the
-   step's I/O totals (zs_engine_nvme_info, rewritten after each step). */
-static void info_nvme(zs_engine *e, const zs_placement *pl) {
-  const size_t n = strlen(e->info);
-  snprintf(e->info + n, sizeof e->info - n,
-           "; nvme: %d of %d units' optimizer state on the tier (%zu bytes), host %zu of cap %zu "
-           "bytes",
-           pl->nnvme, e->nunits, pl->disk_bytes, pl->host_bytes, pl->host_cap);
-  if (!e->nvme) return;
-  e->nvme->info_at = strlen(e->info);
-  zs_engine_nvme_info(e);
-}
-
 /* Opens the NVMe tier (zs_engine_nvme_open) when the placement puts units there and this rank's
    buffers were allocated (prior: their status, with its message); then, since a rank's disk or
    memory may refuse what another's takes, every rank all-gathers its outcome and all fail when
@@ -508,8 +441,7 @@ zs_status zs_engine_commit(zs_engine *e) {
       unit_release_buffers(e, e->units[k]);
     return rc;
   }
-  if (place.active) info_placement(e, &us, &place);
-  if (place.nvme) info_nvme(e, &place);
+  zs_engine_facts_commit(e, &us, &place); /* and zs_engine_info's placement, written from them */
   /* The divergence check as configured, from here on (commit's agreement made every rank's
      comm_check the same; create and commit ran with it on). */
   zs_coll *groups[3] = {e->world, e->shard, e->replica};

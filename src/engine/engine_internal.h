@@ -14,7 +14,9 @@
 #include "shard/layout.h"
 #include "shard/plan.h"
 #include "shard/shard.h"
+#include "base/config.h"
 #include "zshard.h"
+#include "zshard_facts.h"
 
 /* The public call a rank is in, carried in every collective's header (comm.h, divergence check):
    set at the entry of each public call that can communicate. */
@@ -89,6 +91,10 @@ struct zs_engine {
   size_t xchg_dev_words;
   int budget_free_ranks; /* offload_budget_bytes was ZS_BUDGET_FREE: the ranks whose least free
                             memory it became at commit (0: a budget the caller gave) */
+  /* zs_engine_facts_get's numbers (facts.c): create fills the engine's, commit the placement's,
+     the NVMe tier's step its I/O; zs_engine_info's text is written from them. */
+  zs_engine_facts facts;
+  unsigned char origins[ZS_CONFIG_NORIGINS]; /* zs_config_origin's, by zs_config_field_index */
   char info[2048];
 };
 

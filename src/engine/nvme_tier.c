@@ -164,6 +164,7 @@ void zs_engine_nvme_close(zs_engine *e) {
   zs_nvme_dir_close(t->dir);
   free(t);
   e->nvme = NULL;
+  e->facts.nvme_dir = NULL; /* the directory is gone */
 }
 
 /* One UPDATE pass over unit u's files: the optimizer on each chunk's spans, in place. *rd and *wr
@@ -247,12 +248,20 @@ zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc) {
 
 void zs_engine_nvme_info(zs_engine *e) {
   const zs_nvme_tier *t = e->nvme;
-  if (!t || t->info_at >= sizeof e->info) return;
-  const double gb = (double)(t->step_read + t->step_written) / 1e9;
+  if (!t) return;
+  zs_engine_facts *f = &e->facts; /* the numbers first, the text from them */
+  f->nvme_dir = zs_nvme_dir_path(t->dir);
+  f->nvme_file_bytes = t->file_bytes;
+  f->nvme_chunk = t->chunk;
+  f->nvme_read_bytes = t->step_read;
+  f->nvme_written_bytes = t->step_written;
+  f->nvme_io_seconds = t->step_seconds;
+  if (t->info_at >= sizeof e->info) return;
+  const double gb = (double)(f->nvme_read_bytes + f->nvme_written_bytes) / 1e9;
   snprintf(e->info + t->info_at, sizeof e->info - t->info_at,
            ", dir %s (%d units, %llu file bytes, chunk %zu elements); step I/O %llu bytes read, "
            "%llu written in %.3f s (%.3f GB/s)",
-           zs_nvme_dir_path(t->dir), t->nunits, (unsigned long long)t->file_bytes, t->chunk,
-           (unsigned long long)t->step_read, (unsigned long long)t->step_written, t->step_seconds,
-           t->step_seconds > 0 ? gb / t->step_seconds : 0.0);
+           f->nvme_dir, t->nunits, (unsigned long long)f->nvme_file_bytes, f->nvme_chunk,
+           (unsigned long long)f->nvme_read_bytes, (unsigned long long)f->nvme_written_bytes,
+           f->nvme_io_seconds, f->nvme_io_seconds > 0 ? gb / f->nvme_io_seconds : 0.0);
 }

@@ -82,8 +82,9 @@ void zs_engine_nvme_close(zs_engine *e);
    without it returns rc at once. */
 zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc);
 
-/* Rewrites the "; nvme:" part at the end of zs_engine_info from the placement counts and the
-   tier's totals (after commit and after each step). No-op without the tier. */
+/* Copies the tier's directory and totals into the engine's facts (zs_engine_facts_get) and
+   rewrites the "; nvme:" part at the end of zs_engine_info from them (after commit and after each
+   step). No-op without the tier. */
 void zs_engine_nvme_info(zs_engine *e);
 
 /* Reads elements [first, first + n) (relative to u->opt_off) of array `which` (ZS_NVME_*) of a

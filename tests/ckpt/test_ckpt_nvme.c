@@ -105,10 +105,11 @@ static int sh0(const char *cmd) {
   return rc;
 }
 
-/* The number D of "nvme: D of" in zs_engine_info (-1 when absent). */
+/* The units whose optimizer state is on the NVMe tier (zs_engine_facts_get; -1 without the
+   tier's placement). */
 static int units_on_tier(zs_engine *e) {
-  const char *s = strstr(zs_engine_info(e), "nvme: ");
-  return s ? atoi(s + 6) : -1;
+  const zs_engine_facts f = zs_test_facts(e);
+  return f.nvme ? f.nvme_units : -1;
 }
 
 /* The model's engine: host offload of the optimizer state, and with `tier` the NVMe tier under
@@ -139,6 +140,12 @@ static zs_engine *make_in(const opts *o, int tier, const char *tier_dir, zs_unit
   if (tier) {
     const int d = units_on_tier(e);
     ZS_EXPECT(d == 2, "%d units on the tier, not embed and head: %s", d, zs_engine_info(e));
+    for (int i = 0; i < NU; i++) {
+      int on = -1;
+      ZS_OK_OR_DIE(zs_unit_placed(u[i], NULL, &on));
+      const int want = !strcmp(units[i].name, "embed") || !strcmp(units[i].name, "head");
+      ZS_EXPECT(on == want, "unit %s: on the tier %d, want %d", units[i].name, on, want);
+    }
   }
   for (int i = 0; i < NU; i++)
     for (int k = 0; k < units[i].ntensors; k++) {

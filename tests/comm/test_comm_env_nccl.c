@@ -130,7 +130,10 @@ static int child(int stage, int steps) {
   const double t0 = now();
   zs_engine *e = make(comm, 1, stage, u); /* the first CUDA group: the TCP rendezvous */
   const char *info = zs_engine_info(e);
-  ZS_EXPECT(strstr(info, "comm nccl") && strstr(info, "cuda:"), "rank %d: engine %s", rank, info);
+  const zs_engine_facts f = zs_test_facts(e);
+  ZS_EXPECT(!strcmp(f.comm, "nccl") && zs_engine_config(e)->device == ZS_DEVICE_CUDA &&
+                f.world_size == world && f.world_rank == rank,
+            "rank %d: engine %s", rank, info);
   if (rank == 0) printf("rank 0 engine (%.1f s to create): %.120s\n", now() - t0, info);
   for (int s = 0; s < steps; s++)
     step(e, u, 1, 1, (int64_t)s * world, world, rank);

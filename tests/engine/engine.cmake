@@ -132,6 +132,11 @@ zs_exe(test_engine_agree SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_agree.c)
 zs_mpi_test(engine_agree_np3 test_engine_agree NP 3 TIMEOUT 60 LABELS engine)
 zs_exe(test_engine_errors SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_errors.c)
 zs_mpi_test(engine_errors test_engine_errors NP 1 LABELS engine)
+# zshard_facts.h: zs_engine_facts_get, zs_config_origin, zs_unit_placed (refusals, origins, the
+# budget's placement unit by unit) and zs_engine_info's words, checked against the facts.
+zs_exe(test_engine_facts SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_facts.c)
+zs_mpi_test(engine_facts test_engine_facts NP 1 LABELS engine)
+zs_mpi_test(engine_facts_np2 test_engine_facts NP 2 LABELS engine)
 zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_timeout.c)
 zs_mpi_test(engine_timeout_np3 test_engine_timeout NP 3 TIMEOUT 60 LABELS engine)
 

@@ -1,10 +1,10 @@
 /* offload_budget_bytes = ZS_BUDGET_FREE on the CPU device, each rank's measurement planted by
  * the test hook (base/free_hook.h) and different on every rank:
  *  - commit makes the least planted number the budget on every rank (zs_engine_config,
- *    zs_engine_info), and places the same units on every rank;
+ *    zs_engine_facts_get), and places the same units on every rank;
  *  - that placement mixes host and device units and is the one zs_plan_placement gives for an
  *    explicit budget of that number, and the one an engine with that explicit budget makes
- *    (zs_engine_info's "device D bytes, K of N units on the host: ...");
+ *    (the facts' device bytes and units on the host, zs_unit_placed for each unit);
  *  - both engines train to the same bits (every param after 3 steps);
  *  - a rank that measures 0 makes commit refuse on every rank (ZS_ERR_OUT_OF_MEMORY naming that
  *    rank, the engine uncommitted); commit called again measures again and succeeds;
@@ -22,11 +22,18 @@
 #include "engine_model.h"
 #include "zs_test.h"
 
-/* The text of zs_engine_info from "device " on (the placement without the budget's words). */
-static const char *placement_tail(const zs_engine *e) {
-  const char *p = strstr(zs_engine_info(e), "; placement: budget ");
-  const char *d = p ? strstr(p, ", device ") : NULL;
-  return d ? d : "";
+/* The placement of committed engine e without the budget's number, from its facts and
+   zs_unit_placed: "device D bytes, K of N units on the host: u3 u1" (in buf, n bytes). */
+static const char *placement_of(zs_engine *e, char *buf, size_t n) {
+  const zs_engine_facts f = zs_test_facts(e);
+  int w = snprintf(buf, n, "device %zu bytes, %d of %d units on the host%s", f.device_bytes,
+                   f.units_on_host, f.units, f.budget_active ? ":" : " (no budget)");
+  for (int u = 0; u < zs_engine_num_units(e) && w > 0 && (size_t)w < n; u++) {
+    int h = 0;
+    ZS_OK_OR_DIE(zs_unit_placed(zs_engine_unit(e, u), &h, NULL));
+    if (h) w += snprintf(buf + w, n - (size_t)w, " %s", zs_unit_name(zs_engine_unit(e, u)));
+  }
+  return buf;
 }
 
 /* 1 when every rank holds the same string s (compared through a hash and the length). */
@@ -147,41 +154,37 @@ int main(int argc, char **argv) {
   const size_t got = zs_engine_config(a)->offload_budget_bytes;
   ZS_EXPECT(got == least, "rank %d: the free budget is %zu bytes, want the least planted, %zu",
             rank, got, least);
-  char want[160];
-  snprintf(want, sizeof want,
-           "; placement: budget %zu bytes (free at commit, the least over %d ranks), device ",
-           least, world);
-  ZS_EXPECT(strstr(zs_engine_info(a), want) != NULL, "rank %d: zs_engine_info lacks '%s': %s", rank,
-            want, zs_engine_info(a));
-  ZS_EXPECT(same_on_all_ranks(placement_tail(a)), "rank %d: placement differs across ranks: %s",
-            rank, placement_tail(a));
+  const zs_engine_facts fa = zs_test_facts(a);
+  ZS_EXPECT(fa.budget_active && fa.budget_bytes == least && fa.budget_free_ranks == world,
+            "rank %d: not a budget of %zu bytes, the least free over %d ranks: %s", rank, least,
+            world, zs_engine_info(a));
+  char pla[512], plb[512];
+  ZS_EXPECT(same_on_all_ranks(placement_of(a, pla, sizeof pla)),
+            "rank %d: placement differs across ranks: %s", rank, pla);
   /* The planner's placement for an explicit budget of that number: mixed, and the engine's. */
   zs_config ex = cfg;
   ex.offload_budget_bytes = least;
   unsigned char host[TM_NUNITS];
   ZS_OK_OR_DIE(zs_plan_placement(&ex, world, numel, TM_NUNITS, host));
   int nhost = 0;
-  char names[256] = "";
-  for (int u = 0; u < TM_NUNITS; u++)
-    if (host[u]) {
-      nhost++;
-      strcat(names, " ");
-      strcat(names, tm_units[u].name);
-    }
+  for (int u = 0; u < TM_NUNITS; u++) {
+    nhost += host[u] != 0;
+    int h = -1;
+    ZS_OK_OR_DIE(zs_unit_placed(ua[u], &h, NULL));
+    ZS_EXPECT(h == (host[u] != 0), "rank %d: unit %s on the host %d, the planner says %d (%s)",
+              rank, tm_units[u].name, h, host[u], pla);
+  }
   ZS_EXPECT(nhost > 0 && nhost < TM_NUNITS, "budget %zu: %d of %d units on the host, not mixed",
             least, nhost, TM_NUNITS);
-  char units_part[320];
-  snprintf(units_part, sizeof units_part, " bytes, %d of %d units on the host:%s", nhost, TM_NUNITS,
-           names);
-  ZS_EXPECT(strstr(placement_tail(a), units_part) != NULL,
-            "rank %d: the engine's placement '%s' is not the planner's '%s'", rank,
-            placement_tail(a), units_part);
+  ZS_EXPECT(fa.units_on_host == nhost && fa.units == TM_NUNITS,
+            "rank %d: the engine's placement '%s' is not the planner's %d of %d", rank, pla, nhost,
+            TM_NUNITS);
 
   /* An explicit budget of the same number: the same placement, the same bits. */
   zs_engine *b = make_engine(&ex, comm, ub, 1);
-  ZS_EXPECT(strcmp(placement_tail(a), placement_tail(b)) == 0,
-            "rank %d: free placement '%s', explicit '%s'", rank, placement_tail(a),
-            placement_tail(b));
+  ZS_EXPECT(strcmp(placement_of(a, pla, sizeof pla), placement_of(b, plb, sizeof plb)) == 0 &&
+                zs_test_facts(b).budget_free_ranks == 0,
+            "rank %d: free placement '%s', explicit '%s'", rank, pla, plb);
   float *pa = train(a, ua, rank, world, 3), *pb = train(b, ub, rank, world, 3);
   const int64_t n = tm_total();
   int64_t diff = 0;
@@ -219,9 +222,8 @@ int main(int argc, char **argv) {
   const size_t real = zs_engine_config(d)->offload_budget_bytes, avail = mem_available();
   ZS_EXPECT(real > 0 && real != ZS_BUDGET_FREE && real <= avail,
             "rank %d: the measured budget %zu is not in (0, MemAvailable %zu]", rank, real, avail);
-  ZS_EXPECT(strstr(zs_engine_info(d), "(free at commit, the least over") != NULL,
-            "rank %d: zs_engine_info does not say the budget was measured: %s", rank,
-            zs_engine_info(d));
+  ZS_EXPECT(zs_test_facts(d).budget_free_ranks == world && zs_test_facts(d).budget_bytes == real,
+            "rank %d: the facts do not say the budget was measured: %s", rank, zs_engine_info(d));
   zs_engine_destroy(d);
   zs_comm_destroy(comm);
   ZS_TEST_END("engine_budget_free");

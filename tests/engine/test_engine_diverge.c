@@ -221,8 +221,9 @@ static zs_engine *make(zs_comm *comm, const cfgd *c, zs_unit **u) {
     ZS_OK_OR_DIE(
         zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
-  ZS_EXPECT(strstr(zs_engine_info(e), check_off ? "comm_check=0 (program)" : "comm_check=1") !=
-                NULL,
+  ZS_EXPECT(check_off ? zs_engine_config(e)->comm_check == 0 &&
+                            zs_test_origin(e, "comm_check") == ZS_ORIGIN_PROGRAM
+                      : zs_engine_config(e)->comm_check == 1,
             "engine info: %s", zs_engine_info(e));
   for (int i = 0; i < TM_NUNITS; i++)
     for (int t = 0; t < tm_units[i].ntensors; t++) {

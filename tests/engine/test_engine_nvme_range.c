@@ -62,13 +62,13 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_engine_commit(e));
   ZS_EXPECT(e->nvme != NULL, "no tier: %s", zs_engine_info(e));
   const int ntier = 3, lo_unit = 0; /* units lo_unit..2 on the tier */
-  char want[128];
-  snprintf(want, sizeof want, "nvme: %d of 4 units' optimizer state on the tier", ntier);
-  ZS_EXPECT(strstr(zs_engine_info(e), want) != NULL, "info lacks '%s': %s", want,
-            zs_engine_info(e));
+  const zs_engine_facts f = zs_test_facts(e);
+  ZS_EXPECT(f.nvme && f.nvme_units == ntier && f.units == 4, "not %d of 4 units on the tier: %s",
+            ntier, zs_engine_info(e));
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", zs_nvme_dir_path(e->nvme->dir));
-  ZS_EXPECT(strstr(zs_engine_info(e), dir) != NULL, "info lacks the directory %s", dir);
+  ZS_EXPECT(f.nvme_dir && strcmp(f.nvme_dir, dir) == 0, "the facts' directory %s is not %s",
+            f.nvme_dir ? f.nvme_dir : "NULL", dir);
   /* Planner = ledger, to the byte (the staging booked as 36 x offload_chunk). */
   zs_memory mem, plan;
   ZS_OK_OR_DIE(zs_engine_memory(e, &mem));

@@ -5,7 +5,7 @@
  * is over the arena's headroom). The final weights must be bit-identical (deterministic mode) or
  * within --tol (otherwise: the reductions may regroup between the two runs); the tier must hold
  * the units zs_plan_model says, the ledger's host bytes equal the planner's, the step's I/O show in
- * zs_engine_info, and the tier's directory be gone after destroy. --write F / --compare F with
+ * zs_engine_facts_get, and the tier's directory be gone after destroy. --write F / --compare F with
  * --tol write and compare the weights across runs (tests/engine/engine_equiv.sh: world sizes and
  * splits of the global batch); rank r's micro-step m of step s trains on batch
  * s * world * micro + m * world + r, so every split sees the same batches.
@@ -242,23 +242,23 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
   free(hp);
   free(hg);
   *on_tier = 0;
-  const char *info = zs_engine_info(e), *at = strstr(info, "; nvme: ");
+  const char *info = zs_engine_info(e);
+  const zs_engine_facts f = zs_test_facts(e);
   if (nvme) {
-    ZS_EXPECT(at && sscanf(at, "; nvme: %d of", on_tier) == 1, "info: %s", info);
+    ZS_EXPECT(f.nvme && f.committed, "no tier placement in the facts: %s", info);
+    *on_tier = f.nvme_units;
     zs_memory mem, plan;
     ZS_OK_OR_DIE(zs_engine_memory(e, &mem));
     ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan));
     ZS_EXPECT(mem.host_pinned.cur == plan.host_pinned.cur, "host_pinned: ledger %zu, planner %zu",
               (size_t)mem.host_pinned.cur, (size_t)plan.host_pinned.cur);
-    unsigned long long rd = 0, wr = 0;
-    const char *io = strstr(info, "step I/O ");
-    ZS_EXPECT(io && sscanf(io, "step I/O %llu bytes read, %llu written", &rd, &wr) == 2 && rd > 0 &&
-                  wr == rd,
-              "step I/O in info: %s", info);
+    ZS_EXPECT(
+        f.nvme_read_bytes > 0 && f.nvme_written_bytes == f.nvme_read_bytes && f.nvme_io_seconds > 0,
+        "step I/O %llu bytes read, %llu written in %g s: %s", (unsigned long long)f.nvme_read_bytes,
+        (unsigned long long)f.nvme_written_bytes, f.nvme_io_seconds, info);
     char dir[4096] = "";
-    const char *d = strstr(info, ", dir ");
-    if (d) sscanf(d, ", dir %4095s", dir);
-    if (rank == 0) printf("nvme run: %s\n", at);
+    if (f.nvme_dir) snprintf(dir, sizeof dir, "%s", f.nvme_dir);
+    if (rank == 0) printf("nvme run: %s\n", info);
     zs_engine_destroy(e); /* info is the engine's: not read after this */
     struct stat sb;
     ZS_EXPECT(*dir && stat(dir, &sb) != 0, "the tier directory '%s' is still there", dir);

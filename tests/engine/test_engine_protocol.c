@@ -599,10 +599,10 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   s.e = make_engine(comm, &s.c, s.u, NULL);
   ZS_OK_OR_DIE(zs_engine_memory(s.e, &s.base));
   if (s.c.nvme) { /* the head on the tier unless frozen (no optimizer state) */
-    char want[64];
-    snprintf(want, sizeof want, "nvme: %d of %d units", !s.c.frozen[3], TM_NUNITS);
-    ZS_EXPECT(strstr(zs_engine_info(s.e), want) != NULL, "seed %llu: info lacks '%s': %s",
-              (unsigned long long)seed, want, zs_engine_info(s.e));
+    const zs_engine_facts f = zs_test_facts(s.e);
+    ZS_EXPECT(f.nvme && f.nvme_units == !s.c.frozen[3] && f.units == TM_NUNITS,
+              "seed %llu: not %d of %d units on the tier: %s", (unsigned long long)seed,
+              !s.c.frozen[3], TM_NUNITS, zs_engine_info(s.e));
     n_nvme++;
     n_nvme_units += !s.c.frozen[3];
   }

@@ -311,14 +311,8 @@ static void worker_share(zs_comm *comm) {
     zs_engine_destroy(e);
     return; /* the count is the user's */
   }
-  const char *info = zs_engine_info(e), *w = strstr(info, " workers");
-  int n = 0;
-  if (w) {
-    const char *p = w;
-    while (p > info && p[-1] >= '0' && p[-1] <= '9')
-      p--;
-    n = atoi(p);
-  }
+  const char *info = zs_engine_info(e);
+  const int n = zs_test_facts(e).offload_workers;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   const long ranks = zs_comm_size(comm); /* all on this host in the test */
   const long want = cores / ranks > 0 ? cores / ranks : 1;

@@ -410,9 +410,10 @@ int main(int argc, char **argv) {
         zs_engine_add_unit(e, tm_units[u].name, tm_units[u].ntensors, tm_units[u].t, &units[u]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (o.budget_free) {
-    char want[96];
-    snprintf(want, sizeof want, "(free at commit, the least over %d ranks)", world);
-    ZS_EXPECT(strstr(zs_engine_info(e), want) != NULL, "engine info lacks \"%s\": %s", want,
+    const zs_engine_facts f = zs_test_facts(e);
+    ZS_EXPECT(f.budget_active && f.budget_free_ranks == world &&
+                  f.budget_bytes == zs_engine_config(e)->offload_budget_bytes,
+              "the budget is not the least free memory over %d ranks: %s", world,
               zs_engine_info(e));
   }
 
@@ -455,7 +456,7 @@ int main(int argc, char **argv) {
     ref_step(&ref, &o, world, first, poison_step);
     skipped += st.skipped_nonfinite;
     /* The divergence check is on by default on the MPI backends: its time is part of the step. */
-    const int checked = world > 1 && !strstr(zs_engine_info(e), "comm nccl");
+    const int checked = world > 1 && strcmp(zs_test_facts(e).comm, "nccl") != 0;
     ZS_EXPECT(st.struct_version == 2 && (checked ? st.check_seconds > 0 : st.check_seconds == 0) &&
                   st.check_seconds <= st.step_seconds,
               "step %d: check_seconds %g of step_seconds %g (version %u, checked %d)", s,
@@ -544,10 +545,17 @@ int main(int argc, char **argv) {
   if (o.offload & ZS_OFFLOAD_PARAMS)
     ZS_EXPECT(mem.params.cur == 0, "offloaded params: device params %zu", mem.params.cur);
   if (o.budget >= 0) { /* the engine placed what the planner said, and the ledger agrees */
-    char want[64];
-    snprintf(want, sizeof want, "%d of %d units on the host", nhost, TM_NUNITS);
-    ZS_EXPECT(strstr(zs_engine_info(e), want) != NULL, "engine info lacks \"%s\": %s", want,
-              zs_engine_info(e));
+    const zs_engine_facts f = zs_test_facts(e);
+    int placed = 0; /* zs_unit_placed's count agrees with the facts' */
+    for (int u = 0; u < TM_NUNITS; u++) {
+      int h = -1;
+      ZS_OK_OR_DIE(zs_unit_placed(units[u], &h, NULL));
+      placed += h;
+    }
+    ZS_EXPECT(f.budget_active && f.units_on_host == nhost && f.units == TM_NUNITS &&
+                  placed == nhost,
+              "not %d of %d units on the host (facts %d of %d, zs_unit_placed %d): %s", nhost,
+              TM_NUNITS, f.units_on_host, f.units, placed, zs_engine_info(e));
     ZS_EXPECT((nhost > 0) == (mem.host_pinned.cur > 0) &&
                   (nhost < TM_NUNITS) == (mem.optimizer.cur > 0),
               "%d units on the host: device optimizer %zu, host %zu bytes", nhost,

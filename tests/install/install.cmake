@@ -8,14 +8,15 @@ set_tests_properties(install_consumer PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TI
                                                  LABELS "install" PROCESSORS 1)
 
 # exports: libzshard.so and libzshard_kernels.so export their header's API and nothing else
-# (hidden visibility + ZS_API), contain no test hook, and need one way: the kernels only
-# zshard.h's API, libzshard no zs_ symbol from outside.
+# (hidden visibility + ZS_API; libzshard's API is zshard.h with zshard_facts.h), contain no test
+# hook, and need one way: the kernels only libzshard's API, libzshard no zs_ symbol from outside.
 get_target_property(zs_lib_type zshard TYPE)
 if(zs_lib_type STREQUAL "SHARED_LIBRARY")
   add_test(NAME exports COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_exports.sh $<TARGET_FILE:zshard>
-                                ${PROJECT_SOURCE_DIR}/include/zshard.h)
+                                ${PROJECT_SOURCE_DIR}/include/zshard.h:${PROJECT_SOURCE_DIR}/include/zshard_facts.h)
   add_test(NAME exports_kernels
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_exports.sh $<TARGET_FILE:zshard_kernels>
-                   ${PROJECT_SOURCE_DIR}/include/zshard_kernels.h ${PROJECT_SOURCE_DIR}/include/zshard.h)
+                   ${PROJECT_SOURCE_DIR}/include/zshard_kernels.h
+                   ${PROJECT_SOURCE_DIR}/include/zshard.h:${PROJECT_SOURCE_DIR}/include/zshard_facts.h)
   set_tests_properties(exports exports_kernels PROPERTIES LABELS "install" TIMEOUT 60)
 endif()

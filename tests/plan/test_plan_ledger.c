@@ -222,13 +222,18 @@ static void check(zs_comm *comm, const cfg_case *k, const int *frozen) {
       for (int j = 0; j < NUNITS; j++)
         ZS_EXPECT(!(frozen[i] && host[i] && !frozen[j] && !host[j]),
                   "%s: frozen unit %d on the host before trainable unit %d", k->name, i, j);
-    char want[48];
-    snprintf(want, sizeof want, "%d of %d units on the host", nh, NUNITS);
-    ZS_EXPECT(nh > 0 && nh < NUNITS && (size_t)nh == r.host_units &&
-                  strstr(zs_engine_info(e), want) != NULL &&
-                  (r.optimizer > 0) == trainable_on_device && r.host_pinned > 0,
-              "%s, %d ranks: %d units on the host (plan %zu), not mixed or not \"%s\" in %s",
-              k->name, W, nh, r.host_units, want, zs_engine_info(e));
+    const zs_engine_facts f = zs_test_facts(e);
+    ZS_EXPECT(nh > 0 && nh < NUNITS && (size_t)nh == r.host_units && f.units_on_host == nh &&
+                  f.units == NUNITS && (r.optimizer > 0) == trainable_on_device &&
+                  r.host_pinned > 0,
+              "%s, %d ranks: %d units on the host (plan %zu, engine %d of %d), not mixed: %s",
+              k->name, W, nh, r.host_units, f.units_on_host, f.units, zs_engine_info(e));
+    for (int i = 0; i < NUNITS; i++) { /* the engine placed the units zs_plan_placement says */
+      int h = -1;
+      ZS_OK_OR_DIE(zs_unit_placed(u[i], &h, NULL));
+      ZS_EXPECT(h == host[i], "%s: unit %d: on the host %d, zs_plan_placement says %d", k->name, i,
+                h, host[i]);
+    }
   }
   for (int s = 0; s < 2; s++)
     step(e, u, 2, frozen);
@@ -362,11 +367,10 @@ static void budget_refusals(zs_comm *comm) {
   unsetenv("ZS_OFFLOAD_BUDGET_BYTES");
   add_units(e, numel);
   ZS_OK_OR_DIE(zs_engine_commit(e));
-  snprintf(want, sizeof want, "%d of %d units on the host", NUNITS, NUNITS);
+  const zs_engine_facts f = zs_test_facts(e);
   ZS_EXPECT(zs_engine_config(e)->offload_budget_bytes == r.budget_floor &&
-                strstr(zs_engine_info(e), want) &&
-                strstr(zs_engine_info(e), "offload_budget_bytes=") &&
-                strstr(zs_engine_info(e), "(ZS_OFFLOAD_BUDGET_BYTES)"),
+                f.units_on_host == NUNITS && f.units == NUNITS &&
+                zs_test_origin(e, "offload_budget_bytes") == ZS_ORIGIN_ENV,
             "ZS_OFFLOAD_BUDGET_BYTES=%s: %s", env, zs_engine_info(e));
   zs_engine_destroy(e);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <zshard_facts.h>
 #include <zshard_kernels.h>
 
 /* Reports a failed expectation and counts it. */
@@ -36,6 +37,11 @@ int main(int argc, char **argv) {
   if (check(zs_engine_create(&cfg, comm, &e) == ZS_OK && e, "zs_engine_create", &failures)) {
     const zs_config *r = zs_engine_config(e);
     check(r && r->stage >= 0 && r->stage <= 3, "the engine resolved the stage to 0..3", &failures);
+    zs_engine_facts f = {.struct_size = sizeof f};
+    check(zs_engine_facts_get(e, &f) == ZS_OK && f.struct_version >= 1 &&
+              f.world_size == zs_comm_size(comm) && strstr(zs_engine_info(e), f.comm),
+          "zs_engine_facts_get (the installed zshard_facts.h) agrees with zs_engine_info",
+          &failures);
     zs_engine_destroy(e);
   }
 
