@@ -193,9 +193,10 @@ typedef struct {
      ZS_BF16. A mode without its param_dtype is ZS_ERR_INVALID_ARG. Every mode works with offload
      (bits or a budget), with the bits of the mode without offload. */
   int master;
-  /* ZS_F32 (the default) or ZS_BF16: the dtype Adam's m and v are stored in (4 bytes per
-     parameter fewer with bf16: computed in fp32, rounded to nearest even when stored), on every
-     tier, with the bits of the mode without offload. docs/OPTIMIZER.md §5. */
+  /* ZS_F32 (the default) or ZS_BF16: the dtype of the optimizer's state (AdamW's m and v,
+     SGD's buffer, Lion's m; 2 bytes per element fewer with bf16: computed in fp32, rounded to
+     nearest even when stored), on every tier, with the bits of the mode without offload.
+     docs/OPTIMIZER.md §5. */
   zs_dtype moment_dtype;
   /* Budgeted partial offload (docs/MEMORY.md §6): the device bytes this rank's engine may hold
      for params + grads + optimizer + the buffers bound (not the caller's activations); 0 = no
@@ -214,7 +215,7 @@ typedef struct {
   /* The NVMe tier (docs/MEMORY.md §7): a directory on a local disk's file system that takes
      O_DIRECT (not tmpfs), or NULL (the default: none). The optimizer state of host-tier units
      that does not fit offload_host_bytes goes to files there, largest first (deterministic,
-     monotone, never over the cap), and each zs_engine_step streams it through the host AdamW
+     monotone, never over the cap), and each zs_engine_step streams it through the host update
      (the bits of host offload), on either device, in every precision mode. Needs a host tier
      (ZS_OFFLOAD_* bits or a budget) and offload_host_bytes > 0, else ZS_ERR_INVALID_ARG. Commit
      fails on every rank with ZS_ERR_UNSUPPORTED (tmpfs), ZS_ERR_INVALID_ARG (no directory) or
@@ -257,7 +258,7 @@ typedef struct zs_unit zs_unit;
 /* ======== Engine lifecycle ======== */
 
 /* One tensor of a unit: a name (non-empty, unique in its unit, < 64 characters), up to 4 dims,
-   all > 0. no_weight_decay exempts it from AdamW decay. */
+   all > 0. no_weight_decay exempts it from weight decay. */
 typedef struct {
   const char *name;
   int ndim;
@@ -282,9 +283,9 @@ ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors
    allocated, the engine uncommitted (docs/MEMORY.md §3). Collective over the world: all refuse
    when one does. Every rank must resolve the same configuration: the sharding switches, dtypes,
    offload bits and budget, bucket_bytes, shard_group_size, deterministic, master, moment_dtype,
-   rounding_seed and AdamW hyperparameters that differ are ZS_ERR_INVALID_ARG on every rank naming
-   the first field and both values. With an offload budget or the NVMe tier the units are placed
-   first, the same on every rank (docs/MEMORY.md §6-§7). */
+   rounding_seed, the optimizer and its hyperparameters that differ are ZS_ERR_INVALID_ARG on every
+   rank naming the first field and both values. With an offload budget or the NVMe tier the units
+   are placed first, the same on every rank (docs/MEMORY.md §6-§7). */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls
@@ -395,12 +396,12 @@ ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void 
 ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* Makes every unit's params equal to rank root's on every rank (FSDP's sync_module_states): the
    fp32 master (lean mode: the bf16 params) and the compute copy, as if every rank called
-   zs_unit_set_param with root's zs_unit_get_param values; m and v are left as they are (zero
-   before the first step). The values set before it are no longer compared (docs/COLLECTIVES.md
-   §7). Collective over the world, same root; valid after commit, between steps. Memory: one
-   unit's fp32 master at a time, host and device. ZS_ERR_INVALID_ARG (NULL, root outside
-   0..world-1) and ZS_ERR_STATE change nothing; a failure while moving fails the engine (some
-   units may be broadcast, others not). One rank: a no-op. Sharded params: ZS_ERR_UNSUPPORTED
+   zs_unit_set_param with root's zs_unit_get_param values; the optimizer's state is left as it is
+   (zero before the first step). The values set before it are no longer compared
+   (docs/COLLECTIVES.md §7). Collective over the world, same root; valid after commit, between
+   steps. Memory: one unit's fp32 master at a time, host and device. ZS_ERR_INVALID_ARG (NULL, root
+   outside 0..world-1) and ZS_ERR_STATE change nothing; a failure while moving fails the engine
+   (some units may be broadcast, others not). One rank: a no-op. Sharded params: ZS_ERR_UNSUPPORTED
    (each rank keeps only its shard: set the same values everywhere). Stages 1-2 send root's full
    compute copy: exact with fp32 params; with bf16 params every master becomes those bf16 values
    widened (the remainder master's remainders are lost). */
@@ -553,7 +554,7 @@ ZS_API zs_status zs_plan_placement(const zs_config *cfg, int world_size, const i
 /* ======== Frozen units ======== */
 
 /* Freezes (frozen != 0) or unfreezes u. A frozen unit has params only: no gradient, no fp32
-   master, no Adam m and v (on any tier); its params never change in a step (docs/MEMORY.md §8).
+   master, no optimizer state (on any tier); its params never change in a step (docs/MEMORY.md §8).
    Before zs_engine_commit only (ZS_ERR_STATE after); every rank must freeze the same units.
    ZS_ERR_INVALID_ARG for NULL. Not collective. */
 ZS_API zs_status zs_unit_freeze(zs_unit *u, int frozen);

@@ -47,7 +47,7 @@ typedef struct {
   int host_pinned;     /* 1: its memory is page-locked; 0: unpinned (offload_allow_unpinned) */
   int host_numa_node;  /* the arena's NUMA node, -1 without one or when not NUMA-bound */
   int offload_workers; /* threads of the offload optimizer's pool (0: none) */
-  int cpu_workers;     /* threads of the CPU device's AdamW pool (ZS_ADAMW_THREADS; 0: none) */
+  int cpu_workers;     /* threads of the CPU device's optimizer pool (ZS_ADAMW_THREADS; 0: none) */
   /* The offload budget's placement (docs/MEMORY.md §6), after commit; 0 without a budget. */
   int budget_active;     /* 1: an offload budget placed the units */
   int budget_free_ranks; /* ZS_BUDGET_FREE: the budget is the least free memory over this many
@@ -69,7 +69,7 @@ typedef struct {
   size_t nvme_chunk;        /* elements per chunk of the tier's stream */
   uint64_t nvme_read_bytes, nvme_written_bytes; /* the steps' tier I/O since commit: bytes read and
                                                    bytes written */
-  double nvme_io_seconds; /* wall seconds of the steps' tier passes (I/O and AdamW overlapped) */
+  double nvme_io_seconds; /* wall seconds of the steps' tier passes (I/O and updates overlapped) */
   uint64_t reserved[16];  /* room for later fields; written as 0 */
 } zs_engine_facts;
 

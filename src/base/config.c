@@ -158,6 +158,15 @@ static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
 /* The caller's struct as this library's: refused unless zs_config_default filled it (its size and
    version tell how much of it exists; nothing past it is read); fields beyond an older, smaller
    struct take zs_config_default's values. Tunables stay as the caller left them (set or unset). */
+/* The bytes of zs_config's fields in version v's struct: a program built with that header passes
+   a struct_size that may include tail padding where a later version put a field (version 2's
+   ended in 4 bytes of padding where `optimizer` now is), so only these bytes are its own. */
+static size_t version_bytes(unsigned v) {
+  if (v < 2) return offsetof(zs_config, comm_check);
+  if (v < 3) return offsetof(zs_config, optimizer);
+  return sizeof(zs_config);
+}
+
 static zs_status complete_raw(const zs_config *in, zs_config *out) {
   if (in->struct_size == 0 || in->struct_version == 0)
     return zs_err(ZS_ERR_INVALID_ARG,
@@ -172,7 +181,8 @@ static zs_status complete_raw(const zs_config *in, zs_config *out) {
                   in->struct_size);
   zs_config c;
   zs_config_default(&c);
-  memcpy(&c, in, in->struct_size < sizeof c ? in->struct_size : sizeof c);
+  const size_t own = version_bytes(in->struct_version);
+  memcpy(&c, in, in->struct_size < own ? in->struct_size : own);
   c.struct_size = sizeof c;
   c.struct_version = ZS_CONFIG_VERSION;
   *out = c;
@@ -400,6 +410,10 @@ zs_status zs_config_validate(const zs_config *c) {
     return zs_err(ZS_ERR_INVALID_ARG,
                   "optimizer %d: use ZS_OPT_ADAMW (0), ZS_OPT_SGD or ZS_OPT_LION", c->optimizer);
   if (c->optimizer == ZS_OPT_SGD) ZS_CHECK(validate_sgd(c));
+  if (c->device == ZS_DEVICE_CUDA && !opt->cuda)
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "optimizer '%s' has no CUDA kernels yet: use it on the CPU device, or AdamW",
+                  opt->name);
   if (opt->betas && (!(c->optim.beta1 >= 0 && c->optim.beta1 < 1) ||
                      !(c->optim.beta2 >= 0 && c->optim.beta2 < 1)))
     return zs_err(ZS_ERR_INVALID_ARG, "%s betas (%g, %g) must lie in [0, 1)", opt->name,

@@ -13,6 +13,7 @@
 typedef struct {
   const char *name; /* "adamw" */
   int betas;        /* reads zs_config.optim.beta1, beta2 (validated in [0, 1)) */
+  int cuda;         /* runs on the CUDA device (its module has CUDA kernels) */
   int nstate;       /* 0 .. ZS_OPT_MAX_STATE */
   const char *state_name[ZS_OPT_MAX_STATE];  /* torch.optim's names: "exp_avg", "exp_avg_sq" */
   const char *state_short[ZS_OPT_MAX_STATE]; /* in file names and messages: "m", "v" */

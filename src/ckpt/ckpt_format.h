@@ -1,6 +1,6 @@
-/* The checkpoint format (format version 1): what a checkpoint directory holds and how its two
- * kinds of files are encoded. Pure encoding and parsing, no engine: the fuzz target drives the
- * parsers directly.
+/* The checkpoint format (format version 2; version 1 is read too): what a checkpoint directory
+ * holds and how its two kinds of files are encoded. Pure encoding and parsing, no engine: the fuzz
+ * target drives the parsers directly.
  *
  * DIR/ckpt-<seq>/          one checkpoint; committed once manifest.json exists in it; seq is the
  *                          step count saved (zs_engine_steps_done), or one above the highest in
@@ -10,7 +10,10 @@
  *
  * Optimizer state is saved in the unit's canonical flat order (tensors back to back, no padding),
  * so it does not depend on the world size, shard group or stage that saved it: a segment is
- * elements [begin, end) of one unit's fp32 master, then Adam m over the same range, then v.
+ * elements [begin, end) of one unit's fp32 master, then each of the optimizer's state arrays over
+ * the same range, in the order the manifest's "arrays" lists them ("master" first, then the
+ * optimizer's state names). Version 1 had no list: its arrays are AdamW's master, exp_avg (m),
+ * exp_avg_sq (v), and its data files' headers say version 1; nothing else differs.
  * Ranks that hold the same range (replicated optimizer state, hybrid replicas) split it, so
  * every element is written once and all ranks write about the same amount.
  *
@@ -26,16 +29,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/opt_shape.h"
 #include "zshard.h"
 
-#define ZS_CKPT_FORMAT_VERSION 1
+#define ZS_CKPT_FORMAT_VERSION 2
+#define ZS_CKPT_FORMAT_OLDEST 1 /* the oldest version this library reads */
+/* The most arrays a segment holds: the master and the optimizer's state arrays. */
+#define ZS_CKPT_MAX_ARRAYS (1 + ZS_OPT_MAX_STATE)
 #define ZS_CKPT_MAGIC "ZSHARDCK"
 #define ZS_CKPT_HEADER_BYTES 64
 #define ZS_CKPT_MANIFEST "manifest.json"
 #define ZS_CKPT_MAX_NAME 64
 
-/* One run of a unit's state in a data file: elements [begin, end) of master at byte `offset` of
-   the data, m right after it, then v (each (end - begin) fp32 values). */
+/* One run of a unit's state in a data file: elements [begin, end) of the master at byte `offset`
+   of the data, then each other array of the manifest in turn (each (end - begin) fp32 values). */
 typedef struct {
   int unit;
   uint64_t begin, end, offset;
@@ -78,6 +85,8 @@ typedef struct {
   int deterministic;
   char optimizer[16]; /* whose state the arrays after the master are; absent in the files before
                          the key (read as "adamw"); "" writes no key */
+  int narrays;        /* arrays per segment: the master, then the optimizer's (version 1: 3) */
+  char arrays[ZS_CKPT_MAX_ARRAYS][32]; /* their names ("master", "exp_avg", ...) */
   float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
   uint64_t block_bytes;
   int nunits;

@@ -75,10 +75,11 @@ zs_status zs_ckpt_header_parse(const unsigned char *buf, size_t len, zs_ckpt_hea
   h->block_bytes = get_u64(buf + 32);
   h->nblocks = get_u64(buf + 40);
   h->self_xxh64 = get_u64(buf + 56);
-  if (h->version != ZS_CKPT_FORMAT_VERSION)
+  if (h->version < ZS_CKPT_FORMAT_OLDEST || h->version > ZS_CKPT_FORMAT_VERSION)
     return zs_err(ZS_ERR_CORRUPT,
-                  "checkpoint file: unknown format version %" PRIu32 " (this library reads %d)",
-                  h->version, ZS_CKPT_FORMAT_VERSION);
+                  "checkpoint file: unknown format version %" PRIu32
+                  " (this library reads %d to %d)",
+                  h->version, ZS_CKPT_FORMAT_OLDEST, ZS_CKPT_FORMAT_VERSION);
   if (h->block_bytes == 0 || h->nblocks != zs_ckpt_nblocks(h->data_bytes, h->block_bytes) ||
       h->nblocks > (len - ZS_CKPT_HEADER_BYTES) / 8 ||
       h->data_offset != ZS_CKPT_HEADER_BYTES + 8 * h->nblocks)

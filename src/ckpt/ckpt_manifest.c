@@ -90,6 +90,17 @@ static int write_files(cJSON *root, const zs_ckpt_manifest *m) {
   return 1;
 }
 
+/* "arrays": the segments' array names (format version 2 on). */
+static int add_arrays(cJSON *r, const zs_ckpt_manifest *m) {
+  cJSON *as = cJSON_AddArrayToObject(r, "arrays");
+  if (!as) return 0;
+  for (int i = 0; i < m->narrays; i++) {
+    cJSON *s = cJSON_CreateString(m->arrays[i]);
+    if (!s || !cJSON_AddItemToArray(as, s)) return 0;
+  }
+  return 1;
+}
+
 static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
   cJSON *sh, *ad;
   return cJSON_AddStringToObject(r, "format", "zshard-checkpoint") &&
@@ -109,6 +120,7 @@ static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
          cJSON_AddStringToObject(r, "reduce_dtype", dtype_name(m->reduce_dtype)) &&
          cJSON_AddNumberToObject(r, "deterministic", m->deterministic) &&
          (!m->optimizer[0] || cJSON_AddStringToObject(r, "optimizer", m->optimizer)) &&
+         (m->format_version < 2 || add_arrays(r, m)) &&
          (ad = cJSON_AddObjectToObject(r, "adamw")) && cJSON_AddNumberToObject(ad, "lr", m->lr) &&
          cJSON_AddNumberToObject(ad, "beta1", m->beta1) &&
          cJSON_AddNumberToObject(ad, "beta2", m->beta2) &&
@@ -300,7 +312,7 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
         !get_u64(s, "begin", UINT64_MAX, &g->begin) || !get_u64(s, "end", UINT64_MAX, &g->end) ||
         !get_u64(s, "offset", UINT64_MAX, &g->offset) || g->begin >= g->end ||
         g->end > m->units[g->unit].numel || g->offset > f->data_bytes ||
-        (g->end - g->begin) * 12 > f->data_bytes - g->offset)
+        (g->end - g->begin) * 4 * (uint64_t)m->narrays > f->data_bytes - g->offset)
       return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file '%s' segment %d is out of range",
                     f->name, k - 1);
   }
@@ -322,17 +334,40 @@ static zs_status parse_files(const cJSON *root, zs_ckpt_manifest *m) {
   return ZS_OK;
 }
 
+/* The segments' arrays: version 1's AdamW three, or the "arrays" list ("master" first). */
+static zs_status parse_arrays(const cJSON *r, zs_ckpt_manifest *m) {
+  if (m->format_version == 1) {
+    static const char *v1[3] = {"master", "exp_avg", "exp_avg_sq"};
+    m->narrays = 3;
+    for (int i = 0; i < 3; i++)
+      snprintf(m->arrays[i], sizeof m->arrays[i], "%s", v1[i]);
+    return ZS_OK;
+  }
+  const cJSON *as = cJSON_GetObjectItemCaseSensitive(r, "arrays"), *a;
+  const int n = cJSON_IsArray(as) ? cJSON_GetArraySize(as) : 0;
+  if (n < 1 || n > ZS_CKPT_MAX_ARRAYS) return bad("\"arrays\" is not a list of 1 to 3 names");
+  m->narrays = 0;
+  cJSON_ArrayForEach(a, as) {
+    if (!cJSON_IsString(a) || strlen(a->valuestring) >= sizeof m->arrays[0] || !a->valuestring[0])
+      return bad("an array's name in \"arrays\" is not a short string");
+    snprintf(m->arrays[m->narrays++], sizeof m->arrays[0], "%s", a->valuestring);
+  }
+  if (strcmp(m->arrays[0], "master") != 0) return bad("\"arrays\" does not begin with \"master\"");
+  return ZS_OK;
+}
+
 static zs_status parse_body(const cJSON *r, zs_ckpt_manifest *m) {
   char fmt[32];
   if (!get_str(r, "format", fmt, sizeof fmt) || strcmp(fmt, "zshard-checkpoint") != 0)
     return bad("not a zshard checkpoint (\"format\" is not \"zshard-checkpoint\")");
   if (!get_int(r, "format_version", 1 << 30, &m->format_version))
     return bad("\"format_version\" is missing");
-  if (m->format_version != ZS_CKPT_FORMAT_VERSION)
+  if (m->format_version < ZS_CKPT_FORMAT_OLDEST || m->format_version > ZS_CKPT_FORMAT_VERSION)
     return zs_err(ZS_ERR_CORRUPT,
-                  "checkpoint manifest: unknown format version %d (this library reads version "
-                  "%d): it was written by another zshard version; load it with that version",
-                  m->format_version, ZS_CKPT_FORMAT_VERSION);
+                  "checkpoint manifest: unknown format version %d (this library reads versions "
+                  "%d to %d): it was written by another zshard version; load it with that version",
+                  m->format_version, ZS_CKPT_FORMAT_OLDEST, ZS_CKPT_FORMAT_VERSION);
+  ZS_CHECK(parse_arrays(r, m));
   const cJSON *sh = cJSON_GetObjectItemCaseSensitive(r, "sharded");
   const cJSON *ad = cJSON_GetObjectItemCaseSensitive(r, "adamw");
   uint64_t step, done, off;

@@ -275,6 +275,7 @@ typedef struct {
   const char *name;
   uint64_t v;
 } cfg_word;
+enum { CFG_MAX = 40 };
 
 static uint64_t fbits(float f) {
   uint32_t u;
@@ -284,7 +285,8 @@ static uint64_t fbits(float f) {
 
 static int cfg_words(const zs_config *c, cfg_word *w) {
   int n = 0;
-#define ZS_W(nm, val) (w[n].name = (nm), w[n].v = (uint64_t)(val), n++)
+/* at most CFG_MAX words (cfg_agree's arrays): one past it is dropped, and the count then says so */
+#define ZS_W(nm, val) (n < CFG_MAX ? (w[n].name = (nm), w[n].v = (uint64_t)(val)) : 0, n++)
   ZS_W("stage", (int64_t)c->stage);
   ZS_W("shard_params", (int64_t)c->shard_params);
   ZS_W("shard_grads", (int64_t)c->shard_grads);
@@ -317,8 +319,6 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   return n;
 }
 
-enum { CFG_MAX = 32 };
-
 double zs_engine_check_seconds(const zs_engine *e) {
   double s = zs_coll_check_seconds(e->world);
   if (e->shard != e->world) s += zs_coll_check_seconds(e->shard);
@@ -329,6 +329,11 @@ zs_status zs_engine_agree_config(zs_engine *e) {
   if (e->world_size == 1) return ZS_OK;
   cfg_word w[CFG_MAX];
   const int n = cfg_words(&e->cfg, w);
+  if (n > CFG_MAX) /* a field added to cfg_words without room: every commit says so, in tests */
+    return zs_err(ZS_ERR_STATE,
+                  "zs_engine_commit: %d configuration words, room for %d (raise "
+                  "CFG_MAX in src/engine/calls.c)",
+                  n, CFG_MAX);
   uint64_t mine[CFG_MAX];
   for (int i = 0; i < n; i++)
     mine[i] = w[i].v;

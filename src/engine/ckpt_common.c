@@ -6,6 +6,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
+#include "engine/state_io.h"
 
 void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b) {
   const int g = e->shard_size;
@@ -42,7 +43,7 @@ uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int
     if (a == b) continue;
     if (segs) segs[n] = (zs_ckpt_seg){i, a, b, off};
     n++;
-    off += 12 * (b - a);
+    off += 4 * (uint64_t)zs_state_narrays(e) * (b - a);
   }
   *nsegs = n;
   return off;

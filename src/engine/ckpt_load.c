@@ -60,6 +60,15 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
                   "zs_engine_load: the checkpoint holds the state of optimizer '%s', the engine "
                   "runs '%s': load it into an engine with the same optimizer",
                   m->optimizer, opt);
+  const int na = zs_state_narrays(e);
+  for (int a = 0; a < na || a < m->narrays; a++)
+    if (a >= na || a >= m->narrays || strcmp(m->arrays[a], zs_arr_ckpt_name(e, (zs_arr)a)) != 0)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_load: the checkpoint's optimizer state has array %d '%s', the "
+                    "engine's '%s' (optimizer '%s' keeps other state, e.g. SGD with and without "
+                    "momentum): configure the engine as the run that saved it",
+                    a, a < m->narrays ? m->arrays[a] : "(none)",
+                    a < na ? zs_arr_ckpt_name(e, (zs_arr)a) : "(none)", opt);
   if (m->param_dtype != e->cfg.param_dtype)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_engine_load: the checkpoint's params are %s, the "
@@ -299,7 +308,7 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
   int any = 0;
   uint64_t c0, c1;
   for (int k = 0; k < f->nsegs && !any; k++)
-    for (int kind = 0; kind < ZS_ARR_N && !any; kind++)
+    for (int kind = 0; kind < p->m->narrays && !any; kind++)
       any = wanted(p, &f->segs[k], kind, &c0, &c1);
   if (!any) return ZS_OK; /* nothing of this file is ours: not even opened */
   int fd = -1;
@@ -309,7 +318,7 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
   uint64_t have = UINT64_MAX, len = 0;
   const uint64_t B = p->m->block_bytes;
   for (int k = 0; k < f->nsegs && rc == ZS_OK; k++)
-    for (int kind = 0; kind < ZS_ARR_N && rc == ZS_OK; kind++) {
+    for (int kind = 0; kind < p->m->narrays && rc == ZS_OK; kind++) {
       if (!wanted(p, &f->segs[k], kind, &c0, &c1)) continue;
       for (uint64_t blk = c0 / B; blk <= (c1 - 1) / B && rc == ZS_OK; blk++) {
         if (blk != have) {

@@ -112,7 +112,7 @@ static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t
    turn. */
 static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   for (int k = 0; k < ns; k++)
-    for (int a = 0; a < ZS_ARR_N; a++)
+    for (int a = 0; a < zs_state_narrays(w->e); a++)
       ZS_CHECK(put_array(w, w->e->units[segs[k].unit], (zs_arr)a, segs[k].begin,
                          segs[k].end - segs[k].begin));
   if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
@@ -208,6 +208,9 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->reduce_dtype = e->cfg.reduce_dtype;
   m->deterministic = e->cfg.deterministic;
   snprintf(m->optimizer, sizeof m->optimizer, "%s", zs_opt_shape_of(&e->cfg)->name);
+  m->narrays = zs_state_narrays(e);
+  for (int a = 0; a < m->narrays; a++)
+    snprintf(m->arrays[a], sizeof m->arrays[a], "%s", zs_arr_ckpt_name(e, (zs_arr)a));
   m->lr = e->cfg.optim.lr;
   m->beta1 = e->cfg.optim.beta1;
   m->beta2 = e->cfg.optim.beta2;

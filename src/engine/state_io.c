@@ -18,6 +18,14 @@ const char *zs_arr_name(const zs_engine *e, zs_arr a) {
   return i < sh->nstate ? sh->state_short[i] : "state";
 }
 
+int zs_state_narrays(const zs_engine *e) {
+  return 1 + zs_opt_shape_of(&e->cfg)->nstate;
+}
+
+const char *zs_arr_ckpt_name(const zs_engine *e, zs_arr a) {
+  return a == ZS_ARR_MASTER ? "master" : zs_opt_shape_of(&e->cfg)->state_name[a - ZS_ARR_OPT0];
+}
+
 /* Whether u keeps state array a (a >= ZS_ARR_OPT0): trained, and a within the optimizer's count
    (its slot persistent, in memory or on the tier). */
 static int has_state(const zs_unit *u, zs_arr a) {

@@ -20,6 +20,10 @@ typedef enum { ZS_ARR_MASTER = 0, ZS_ARR_OPT0 = 1, ZS_ARR_N = 1 + ZS_OPT_MAX_STA
 
 /* "master", or the state's short name under e's optimizer (e.g. "m", "v"). */
 const char *zs_arr_name(const zs_engine *e, zs_arr a);
+/* The arrays e's optimizer keeps: the master, then its state arrays (1 + its state count), and
+   array a's name in checkpoints ("master", then the optimizer's state names: "exp_avg", ...). */
+int zs_state_narrays(const zs_engine *e);
+const char *zs_arr_ckpt_name(const zs_engine *e, zs_arr a);
 
 /* Whether this rank holds u's whole master in an array of its own (the master, or the
    remainders, not sharded; not the params): zs_state_read then reads any tensor of the unit

@@ -5,6 +5,7 @@
 
 #include "base/bf16.h"
 #include "base/bf16_rem.h"
+#include "base/error.h"
 
 /* Elements per tile: the decoded master and gradient (2 x 16 KiB) stay in L1/L2. */
 #define TILE ((size_t)4096)
@@ -72,14 +73,48 @@ static void tile_item(void *ctx, size_t item, int worker) {
   (void)worker;
 }
 
-void zs_codec_host_update(zs_pool *pool, zs_codec_kernel k, const zs_opt_mode *m, const void *coef,
-                          const zs_opt_state *s, size_t lo, size_t len, const void *grad,
-                          zs_dtype gdt, void *out, zs_dtype pdt) {
-  const job j = {k, m, coef, s, lo, len, grad, gdt, out, pdt};
+/* Elements [lo, lo + len) of s in mode m, the kernel of coef's zs_codec_coef. */
+static void host_update(zs_pool *pool, const zs_opt_mode *m, const void *coef,
+                        const zs_opt_state *s, size_t lo, size_t len, const void *grad,
+                        zs_dtype gdt, void *out, zs_dtype pdt) {
+  const zs_codec_coef *head = coef;
+  const job j = {head->kernel, m, coef, s, lo, len, grad, gdt, out, pdt};
   const size_t items = (len + TILE - 1) / TILE;
   if (pool && zs_pool_size(pool) >= 2 && items >= 4 &&
       zs_pool_run(pool, items, tile_item, (void *)&j) == ZS_OK)
     return;
   for (size_t i = 0; i < items; i++) /* elementwise: the same bits as the workers */
     tile_item((void *)&j, i, 0);
+}
+
+/* One zs_opt_host_fn per mode (the signature has no room for the mode). */
+static const zs_opt_mode modes[] = {{ZS_MASTER_FP32, ZS_F32},      {ZS_MASTER_FP32, ZS_BF16},
+                                    {ZS_MASTER_PARAMS, ZS_F32},    {ZS_MASTER_PARAMS, ZS_BF16},
+                                    {ZS_MASTER_REMAINDER, ZS_F32}, {ZS_MASTER_REMAINDER, ZS_BF16},
+                                    {ZS_MASTER_LEAN, ZS_F32},      {ZS_MASTER_LEAN, ZS_BF16}};
+#define MODE_FN(i)                                                                                 \
+  static void mode##i(zs_pool *pool, const void *c, const zs_opt_state *s, size_t lo, size_t len,  \
+                      const void *grad, zs_dtype gdt, void *out, zs_dtype pdt) {                   \
+    host_update(pool, &modes[i], c, s, lo, len, grad, gdt, out, pdt);                              \
+  }
+MODE_FN(0)
+MODE_FN(1)
+MODE_FN(2)
+MODE_FN(3)
+MODE_FN(4)
+MODE_FN(5)
+MODE_FN(6)
+MODE_FN(7)
+
+zs_status zs_codec_host_fn(const zs_opt_mode *m, zs_opt_host_fn *out) {
+  static const zs_opt_host_fn fns[] = {mode0, mode1, mode2, mode3, mode4, mode5, mode6, mode7};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
+    if (modes[i].master == m->master && modes[i].state_dt == m->state_dt) {
+      *out = fns[i];
+      return ZS_OK;
+    }
+  return zs_err(ZS_ERR_INVALID_ARG,
+                "master mode %d with state dtype %d has no update: use ZS_MASTER_FP32, "
+                "ZS_MASTER_PARAMS, ZS_MASTER_REMAINDER or ZS_MASTER_LEAN with ZS_F32 or ZS_BF16",
+                m->master, (int)m->state_dt);
 }

@@ -18,10 +18,11 @@ struct zs_optim {
   zs_pool *cpu_pool;          /* CPU device: workers of the device-resident updates, or NULL */
   zs_offload_pipe pipe;       /* CUDA with offloaded state: the copy pipeline's staging */
   zs_opt_host_fn host_update; /* the module's update of host-resident state (chosen at create) */
-  _Alignas(16) unsigned char decay[ZS_OPT_COEF_BYTES], nodecay[ZS_OPT_COEF_BYTES];
-  int lean;      /* the mode is ZS_MASTER_LEAN */
-  uint64_t seed; /* zs_optim_prepare's config: its rounding_seed */
-  int64_t t;     /* ... and the step */
+  void *decay, *nodecay; /* the module's coefficients (ZS_OPT_COEF_BYTES each, heap: no declared
+                            type, so the module's struct may live there) */
+  int lean;              /* the mode is ZS_MASTER_LEAN */
+  uint64_t seed;         /* zs_optim_prepare's config: its rounding_seed */
+  int64_t t;             /* ... and the step */
 };
 
 zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
@@ -39,6 +40,12 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (!o) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
   o->cfg = *cfg;
   o->host_update = hu;
+  o->decay = calloc(1, ZS_OPT_COEF_BYTES);
+  o->nodecay = calloc(1, ZS_OPT_COEF_BYTES);
+  if (!o->decay || !o->nodecay) {
+    zs_optim_destroy(o);
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
+  }
   zs_status rc = ZS_OK;
   if (cfg->offload_optimizer) {
     ZS_CHECK_GOTO(zs_pool_create_shared(cfg->offload_threads, zs_host_arena_node(cfg->arena),
@@ -64,6 +71,8 @@ void zs_optim_destroy(zs_optim *o) {
   if (o->cfg.arena) zs_offload_pipe_free(&o->pipe, o->cfg.dev, o->cfg.arena);
   zs_pool_destroy(o->offload_pool);
   zs_pool_destroy(o->cpu_pool);
+  free(o->decay);
+  free(o->nodecay);
   free(o);
 }
 
@@ -117,7 +126,9 @@ void zs_optim_prepare(zs_optim *o, const zs_config *c, int64_t t, double gscale)
 /* The state of s as the module's updates read it: in lean mode with the rounding's key of
    (seed, t, unit, element). */
 static zs_opt_state seg_state(const zs_optim *o, const zs_optim_seg *s) {
-  zs_opt_state st = {s->master, {s->state[0], s->state[1]}, s->rem, {0, 0, 0}};
+  zs_opt_state st = {s->master, {NULL}, s->rem, {0, 0, 0}};
+  for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+    st.state[i] = s->state[i];
   if (o->lean) st.key = zs_lean_key_make(o->seed, o->t, s->unit, (uint64_t)s->elem);
   return st;
 }

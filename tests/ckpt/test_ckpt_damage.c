@@ -48,6 +48,41 @@ static void flip(const char *path, long off) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Rewrites the manifest at path through edit (rank 0; its checksum recomputed), then a barrier. */
+static void rewrite_manifest(const char *path, void (*edit)(zs_ckpt_manifest *m)) {
+  if (rank == 0) {
+    FILE *f = fopen(path, "rb");
+    char *buf = malloc(1 << 20);
+    size_t len = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    zs_ckpt_manifest m;
+    ZS_OK_OR_DIE(zs_ckpt_manifest_parse(buf, len, &m));
+    edit(&m);
+    char *text = NULL;
+    ZS_OK_OR_DIE(zs_ckpt_manifest_write(&m, &text));
+    f = fopen(path, "wb");
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    free(buf);
+    zs_ckpt_manifest_free(&m);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+static void set_version_99(zs_ckpt_manifest *m) {
+  m->format_version = 99;
+}
+/* The manifest as the format wrote it before it named the optimizer (AdamW's, implied). */
+static void drop_optimizer(zs_ckpt_manifest *m) {
+  ZS_EXPECT(!strcmp(m->optimizer, "adamw"), "the manifest names optimizer '%s'", m->optimizer);
+  m->optimizer[0] = 0;
+  char *text = NULL;
+  ZS_OK_OR_DIE(zs_ckpt_manifest_write(m, &text));
+  const char *k1 = strstr(text, "\"optimizer\""); /* "sharded": {"optimizer": ...} has one */
+  ZS_EXPECT(k1 && !strstr(k1 + 1, "\"optimizer\""), "the older manifest names the optimizer");
+  free(text);
+}
+
 static zs_comm *g_comm;
 
 static zs_engine *make(int stage, unsigned offload, int other, zs_unit **u) {
@@ -203,24 +238,7 @@ int main(int argc, char **argv) {
   /* A newer format: a manifest with a valid checksum and version 99. */
   fresh(good, dir, sizeof dir, "version");
   snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
-  if (rank == 0) {
-    FILE *f = fopen(p, "rb");
-    char *buf = malloc(1 << 20);
-    size_t len = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    zs_ckpt_manifest m;
-    ZS_OK_OR_DIE(zs_ckpt_manifest_parse(buf, len, &m));
-    m.format_version = 99;
-    char *text = NULL;
-    ZS_OK_OR_DIE(zs_ckpt_manifest_write(&m, &text));
-    f = fopen(p, "wb");
-    fputs(text, f);
-    fclose(f);
-    free(text);
-    free(buf);
-    zs_ckpt_manifest_free(&m);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  rewrite_manifest(p, set_version_99);
   refused(e, u, dir, ZS_ERR_CORRUPT, "unknown format version 99", -1, later, 3, "version 99");
 
   /* Another model's checkpoint, and another model's manifest beside our files. */
@@ -294,27 +312,7 @@ int main(int argc, char **argv) {
   /* After all that, the good checkpoint loads the saved bits and the step count; with its
      manifest as the format wrote it before it named the optimizer (no "optimizer" key: AdamW's). */
   snprintf(p, sizeof p, "%s/%s/manifest.json", good, ck);
-  if (rank == 0) {
-    FILE *f = fopen(p, "rb");
-    char *buf = malloc(1 << 20);
-    size_t len = fread(buf, 1, 1 << 20, f);
-    fclose(f);
-    zs_ckpt_manifest m;
-    ZS_OK_OR_DIE(zs_ckpt_manifest_parse(buf, len, &m));
-    ZS_EXPECT(!strcmp(m.optimizer, "adamw"), "the manifest names optimizer '%s'", m.optimizer);
-    m.optimizer[0] = 0;
-    char *text = NULL;
-    ZS_OK_OR_DIE(zs_ckpt_manifest_write(&m, &text));
-    const char *k1 = strstr(text, "\"optimizer\""); /* "sharded": {"optimizer": ...} has one */
-    ZS_EXPECT(k1 && !strstr(k1 + 1, "\"optimizer\""), "the older manifest names the optimizer");
-    f = fopen(p, "wb");
-    fputs(text, f);
-    fclose(f);
-    free(text);
-    free(buf);
-    zs_ckpt_manifest_free(&m);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  rewrite_manifest(p, drop_optimizer);
   ZS_OK_OR_DIE(zs_engine_load(e, good));
   ZS_EXPECT(same(u, saved), "the good checkpoint does not give back the saved weights");
   ZS_EXPECT(zs_engine_step_count(e) == 2 && zs_engine_steps_done(e) == 2, "step count %lld",

@@ -665,9 +665,14 @@ zs_engine_equiv(engine_sgd_master_params_np2_stage2 2 2 det REF_STAGE 0 --sgd 0.
 zs_engine_equiv(engine_sgd_rem_offload_np2_stage3 2 3 det REF_STAGE 0 --sgd 0.9 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--offload 1")
 zs_engine_equiv(engine_sgd_lean_np2_stage1 2 1 det REF_STAGE 0 --sgd 0.9 --bf16 1 --master 3 --reftol 3e-2)
 zs_engine_equiv(engine_sgd_nvme_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --sgd 0.9)
+zs_engine_equiv(engine_sgd_plain_offload_np2_stage3 2 3 det REF_STAGE 0 --sgd 0 RUN_ARGS "--offload 3")
+zs_engine_equiv(engine_sgd_plain_nvme_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --sgd 0
+                --big 12000001)
+zs_engine_equiv(engine_lion_nvme_m16_np2_stage3 2 3 det ${zs_nvme_dir} --mode some --lion 1 --moments-bf16 1)
 zs_engine_equiv(engine_sgd_nvme_lean_np2_stage2 2 2 det ${zs_nvme_dir} ${zs_nvme_bf16} --master lean --sgd 0.5
                 --big 12000001)
-set_tests_properties(engine_sgd_nvme_np2_stage3 engine_sgd_nvme_lean_np2_stage2 PROPERTIES SKIP_RETURN_CODE 77 LABELS "mpi;engine;offload")
+set_tests_properties(engine_sgd_nvme_np2_stage3 engine_sgd_nvme_lean_np2_stage2
+                     engine_sgd_plain_nvme_np2_stage2 engine_lion_nvme_m16_np2_stage3 PROPERTIES SKIP_RETURN_CODE 77 LABELS "mpi;engine;offload")
 # The same SGD against PyTorch's own torch.optim.SGD (check_sgd_torch.py: the synthetic model
 # rebuilt in float64 torch; momentum with dampening, nesterov, none), with whichever Python
 # scripts/ensure-torch.sh finds or installs (77, skipped, where there is none).

@@ -311,6 +311,16 @@ static void env_cases(zs_comm *comm) {
             "fields beyond an older struct take their defaults (%zu)",
             zs_engine_config(e)->offload_chunk);
   zs_engine_destroy(e);
+  /* A version-2 program: its struct ended in padding where version 3 put `optimizer`; whatever
+     those bytes hold, the fields it did not know take their defaults. */
+  zs_config_default(&c);
+  c.struct_version = 2;
+  c.struct_size = offsetof(zs_config, optimizer) + sizeof(int);
+  c.optimizer = ZS_OPT_SGD; /* the old struct's padding */
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_EXPECT(zs_engine_config(e)->optimizer == ZS_OPT_ADAMW,
+            "a version-2 struct's padding became optimizer %d", zs_engine_config(e)->optimizer);
+  zs_engine_destroy(e);
 }
 
 int main(int argc, char **argv) {

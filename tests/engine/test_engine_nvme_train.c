@@ -19,9 +19,10 @@
  * 0: the host tier by the least offload budget, as stage 0 needs)] [--write F] [--compare F] [--tol
  * X] [--device cpu|cuda] [--bf16 0|1 (bf16 params and gradients)] [--master
  * fp32|params|remainder|lean] [--moments-bf16 0|1] [--sgd M (SGD, momentum M, dampening 0.1)]
- * The precision modes put their own arrays on the tier (the remainders 2 bytes, bf16 moments, no
- * master file in lean mode or where ZS_MASTER_PARAMS's params live on the host): the same bits as
- * host offload in that mode, and as the mode's 1-rank in-memory run (engine_equiv.sh). */
+ * [--lion 1] The precision modes put their own arrays on the tier (the remainders 2 bytes, bf16
+ * moments, no master file in lean mode or where ZS_MASTER_PARAMS's params live on the host): the
+ * same bits as host offload in that mode, and as the mode's 1-rank in-memory run (engine_equiv.sh).
+ */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@ typedef struct {
   int bf16, master, moments_bf16; /* params' dtype, zs_config.master, moment_dtype */
   float sgd;                      /* --sgd M: zs_config.optimizer = ZS_OPT_SGD, momentum M (>= 0);
                                      < 0: AdamW */
+  int lion;                       /* --lion 1: zs_config.optimizer = ZS_OPT_LION */
   size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
   int all;
   double tol;
@@ -119,6 +121,10 @@ static void base_config(const opts *o, zs_config *c) {
   c->param_dtype = c->reduce_dtype = o->bf16 ? ZS_BF16 : ZS_F32;
   c->master = o->master;
   c->moment_dtype = o->moments_bf16 ? ZS_BF16 : ZS_F32;
+  if (o->lion) {
+    c->optimizer = ZS_OPT_LION;
+    c->optim.beta2 = 0.99f;
+  }
   if (o->sgd >= 0) {
     c->optimizer = ZS_OPT_SGD;
     c->sgd.momentum = o->sgd;
@@ -373,7 +379,7 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, -1.0f, 0, 0, 0.0, NULL, NULL, NULL};
+  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, -1.0f, 0, 0, 0, 0.0, NULL, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -406,6 +412,8 @@ int main(int argc, char **argv) {
       o.moments_bf16 = atoi(v);
     else if (!strcmp(k, "--sgd"))
       o.sgd = (float)atof(v);
+    else if (!strcmp(k, "--lion"))
+      o.lion = atoi(v);
     else if (!strcmp(k, "--master"))
       o.master = !strcmp(v, "params")      ? ZS_MASTER_PARAMS
                  : !strcmp(v, "remainder") ? ZS_MASTER_REMAINDER
