@@ -22,6 +22,8 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->beta1 = 0.9f;
   t->beta2 = 0.95f;
   t->eps = 1e-8f;
+  t->optimizer = ZS_OPT_ADAMW;
+  t->momentum = 0.9f;
   t->lr_schedule = EX_LR_COSINE;
   t->warmup = -1; /* resolved to steps / 20 */
   t->stage = 3;
@@ -102,6 +104,7 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--beta1", EX_OPT_FLOAT, &t->beta1},
                         {"--beta2", EX_OPT_FLOAT, &t->beta2},
                         {"--eps", EX_OPT_FLOAT, &t->eps},
+                        {"--momentum", EX_OPT_FLOAT, &t->momentum},
                         {"--temperature", EX_OPT_FLOAT, &t->temperature},
                         {"--val-frac", EX_OPT_DOUBLE, &t->val_frac},
                         {"--data", EX_OPT_STR, &t->data},
@@ -136,6 +139,15 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
       t->offload = ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS;
     else
       return gpt2_fail("--offload is none, opt or opt+params");
+  } else if (strcmp(k, "--optimizer") == 0) {
+    if (strcmp(v, "adamw") == 0)
+      t->optimizer = ZS_OPT_ADAMW;
+    else if (strcmp(v, "sgd") == 0)
+      t->optimizer = ZS_OPT_SGD;
+    else if (strcmp(v, "lion") == 0)
+      t->optimizer = ZS_OPT_LION;
+    else
+      return gpt2_fail("--optimizer is adamw, sgd or lion");
   } else if (strcmp(k, "--master") == 0) {
     TRY(gpt2_parse_master(v, &t->master));
   } else if (strcmp(k, "--moment-dtype") == 0) {
@@ -193,6 +205,7 @@ int ex_train_args_check_shape(ex_train_args *t) {
   if (!(t->beta1 >= 0 && t->beta1 < 1) || !(t->beta2 >= 0 && t->beta2 < 1))
     return gpt2_fail("--beta1 and --beta2 must be in [0, 1)");
   if (!(t->eps > 0)) return gpt2_fail("--eps must be > 0");
+  if (!(t->momentum >= 0)) return gpt2_fail("--momentum must be >= 0");
   return 0;
 }
 
@@ -216,6 +229,8 @@ void ex_train_args_usage(void) {
       "         [--warmup N (default S/20; N >= S is accepted with a warning)]\n"
       "         [--weight-decay F=0.1] [--grad-clip F=1 (0: off; < 0 refused)] [--beta1 F=0.9]\n"
       "         [--beta2 F=0.95] [--eps F=1e-8] [--seed N=1337]\n"
+      "         [--optimizer adamw|sgd|lion (default adamw; sgd and lion on the CPU device)]\n"
+      "         [--momentum F=0.9 (sgd's; lion takes --beta1/--beta2, its paper's 0.9/0.99)]\n"
       " lr:     step s < N (the warm-up) trains at lr x (s+1)/N: lr/N at step 0, the peak at step\n"
       "         N-1 (not a warm-up from zero). Then, to lr x min-frac at the last step S-1:\n"
       "         cosine: half a cosine from the peak at step N; linear: a straight line from the\n"

@@ -13,6 +13,8 @@
 typedef struct {
   int batch, seq, micro_steps, steps;
   float lr, lr_min_frac, weight_decay, grad_clip, beta1, beta2, eps;
+  int optimizer;  /* --optimizer adamw|sgd|lion: zs_config.optimizer */
+  float momentum; /* --momentum: SGD's (zs_config.sgd.momentum) */
   int warmup;
   ex_lr_schedule lr_schedule; /* --lr-schedule (common/lr_schedule.h) */
   int stage;

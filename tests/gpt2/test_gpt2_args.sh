@@ -4,7 +4,8 @@
 #             training; missing parent directories are created (mkdir -p)
 #   help      every option shows its default; --beta1, --eps, --lr-schedule are listed
 #   optimizer --grad-clip < 0 refused; --warmup >= --steps warns once on stderr; --beta1/--eps
-#             reach the engine (the defaults' values give the default run's losses, others not)
+#             reach the engine (the defaults' values give the default run's losses, others not);
+#             --optimizer sgd|lion and --momentum reach it, an unknown optimizer is refused
 #   sample    none by default on a token file, on request (--sample-lines 1) there; text: yes
 #   nvme      --nvme-path DIR (created) with --offload-host-bytes 5M puts state on the tier
 #   demo      scripts/demo-gpt2.sh --summary keeps rank 0's memory table at the end
@@ -55,7 +56,7 @@ missing=0
 for want in "--batch B=4" "--seq T=64" "--steps S=100" "--lr F=1e-3" "--stage 0..3 (default 3)" \
   "--beta1 F=0.9" "--beta2 F=0.95" "--eps F=1e-8" "--grad-clip F=1" "--warmup N (default S/20" \
   "--lr-schedule cosine|linear|constant|wsd (default cosine)" "--nvme-path DIR" \
-  "--offload-host-bytes BYTES"; do
+  "--offload-host-bytes BYTES" "--optimizer adamw|sgd|lion (default adamw" "--momentum F=0.9"; do
   [[ $help == *"$want"* ]] || { bad "--help lacks \"$want\""; missing=1; }
 done
 [ $missing = 0 ] && ok "--help shows the defaults"
@@ -75,6 +76,16 @@ if [ -n "$base" ] && [ "$base" = "$same" ] && [ "$base" != "$other" ]; then
   ok "--beta1/--eps reach the optimizer"
 else
   bad "--beta1/--eps: default [$base] same [$same] other [$other]"
+fi
+refused "unknown optimizer" "--optimizer is adamw, sgd or lion" --steps 1 --optimizer adam
+sgd=$(losses --optimizer sgd --lr 0.1)
+sgd2=$(losses --optimizer sgd --lr 0.1 --momentum 0.5)
+lion=$(losses --optimizer lion --lr 1e-4)
+if [ -n "$sgd" ] && [ -n "$lion" ] && [ "$sgd" != "$base" ] && [ "$sgd" != "$sgd2" ] &&
+  [ "$lion" != "$base" ] && [ "$lion" != "$sgd" ]; then
+  ok "--optimizer sgd|lion and --momentum reach the engine"
+else
+  bad "--optimizer: adamw [$base] sgd [$sgd] sgd m0.5 [$sgd2] lion [$lion]"
 fi
 
 # ---- sample: text by default, token files only on request
