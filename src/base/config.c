@@ -404,7 +404,7 @@ zs_status zs_config_validate(const zs_config *c) {
     return zs_err(ZS_ERR_INVALID_ARG, "comm_timeout_s %g must be a positive number of seconds",
                   c->comm_timeout_s);
   if (!isfinite(c->adamw.lr) || c->adamw.lr < 0)
-    return zs_err(ZS_ERR_INVALID_ARG, "adamw.lr %g must be finite and >= 0", (double)c->adamw.lr);
+    return zs_err(ZS_ERR_INVALID_ARG, "optim.lr %g must be finite and >= 0", (double)c->optim.lr);
   const zs_opt_shape *opt = zs_opt_shape_of(c);
   if (!opt)
     return zs_err(ZS_ERR_INVALID_ARG,
@@ -419,9 +419,9 @@ zs_status zs_config_validate(const zs_config *c) {
     return zs_err(ZS_ERR_INVALID_ARG, "%s betas (%g, %g) must lie in [0, 1)", opt->name,
                   (double)c->optim.beta1, (double)c->optim.beta2);
   if (c->optimizer == ZS_OPT_ADAMW && (!(c->adamw.eps > 0) || !isfinite(c->adamw.eps)))
-    return zs_err(ZS_ERR_INVALID_ARG, "adamw.eps %g must be > 0", (double)c->adamw.eps);
+    return zs_err(ZS_ERR_INVALID_ARG, "optim.eps %g must be > 0", (double)c->optim.eps);
   if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
-    return zs_err(ZS_ERR_INVALID_ARG, "adamw.weight_decay %g must be finite and >= 0",
+    return zs_err(ZS_ERR_INVALID_ARG, "optim.weight_decay %g must be finite and >= 0",
                   (double)c->adamw.weight_decay);
   if (c->master != ZS_MASTER_FP32 && c->master != ZS_MASTER_PARAMS &&
       c->master != ZS_MASTER_REMAINDER && c->master != ZS_MASTER_LEAN)
@@ -457,6 +457,6 @@ zs_status zs_config_validate(const zs_config *c) {
                   "offload_chunk %zu is too large: use 1..1e15 elements (0: the default, 4Mi)",
                   c->offload_chunk);
   if (isnan(c->adamw.max_grad_norm))
-    return zs_err(ZS_ERR_INVALID_ARG, "adamw.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
+    return zs_err(ZS_ERR_INVALID_ARG, "optim.max_grad_norm is NaN: use > 0 to clip, <= 0 for none");
   return ZS_OK;
 }
