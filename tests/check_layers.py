@@ -2,7 +2,7 @@
 """Include-direction check: every file under src/ belongs to a layer, and may include only its own
 layer and the layers below it (docs/ARCHITECTURE.md):
 
-    base < ckpt < device < comm < mem < offload < shard < optim < engine < kernels
+    base < ckpt < device < comm < mem < offload < shard < optim < tier < engine < kernels
 
 Includes that still point upward are listed in tests/layers_allow.txt (the debt the folder split
 removes); anything else upward fails, and so does an allowed include that no longer exists (the
@@ -13,7 +13,8 @@ import os
 import re
 import sys
 
-ORDER = ["base", "ckpt", "device", "comm", "mem", "offload", "shard", "optim", "engine", "kernels"]
+ORDER = ["base", "ckpt", "device", "comm", "mem", "offload", "shard", "optim", "tier", "engine",
+         "kernels"]
 
 # (path regex relative to src/, layer), first match wins: a layer is a folder.
 MAP = [
@@ -25,6 +26,7 @@ MAP = [
     (r"^mem/", "mem"),
     (r"^shard/", "shard"),
     (r"^optim/", "optim"),
+    (r"^tier/", "tier"),
     (r"^engine/", "engine"),
     (r"^kernels/", "kernels"),
 ]

@@ -16,31 +16,12 @@ void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t 
 /* The segments rank r writes, with their offsets in its data section; returns the data bytes.
    segs (room for e->nunits) may be NULL to count only; *nsegs gets the count. */
 uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int *nsegs);
-/* Copies n fp32 values between the engine's optimizer state (device or host arena) and host
-   memory. */
-zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
-                                size_t n);
-zs_status zs_ckpt_state_from_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
-                                  size_t n);
-/* A frozen unit's params at flat elements [a, a + n) (inside its params' home range) widened to
-   fp32 into host memory dst: what its checkpoint stores as master values (it has no master). */
-zs_status zs_ckpt_params_to_host(zs_engine *e, zs_unit *u, float *dst, uint64_t a, size_t n);
 /* Refusals every rank makes alike (the engine's state follows the collective calls): NULL
    engine (ZS_ERR_INVALID_ARG), before commit, inside a step, after a failure (ZS_ERR_STATE). */
 zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn);
-/* The NVMe tier (engine/nvme_tier.h) as checkpoints and loads see it (ckpt_nvme.c):
-   a unit on the tier (zs_unit_on_nvme) has its state arrays and, unless the master is its params,
-   its fp32 master or remainders in files only (shard.h, zs_unit.nv), and they move in pieces of at
-   most ZS_CKPT_NVME_PIECE elements, so the host memory they take is bounded whatever the unit's
-   size. */
+/* Units on the NVMe tier keep their state in files only: checkpoints move it in pieces of at most
+   ZS_CKPT_NVME_PIECE elements, so the host memory they take is bounded whatever the unit's size. */
 #define ZS_CKPT_NVME_PIECE ((size_t)1 << 20)
-/* Writes src (host, n elements of the file's type: zs_unit_nvme_elem) over elements
-   [first, first + n) of array `which` of unit u's optimizer range on the tier
-   (zs_engine_nvme_write; n is the caller's bounded piece). Errors:
-   the tier's ZS_ERR_IO naming the file and the offset, prefixed with `fn` and the unit. Not
-   collective. */
-zs_status zs_ckpt_nvme_put(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
-                           const void *src, const char *fn);
 #define ZS_CKPT_AGREE_MAX_WORDS ZS_AGREE_MAX_WORDS
 /* zs_ckpt_agree that also all-gathers n (<= ZS_CKPT_AGREE_MAX_WORDS) words of each rank: all
    (world_size rows of 1 + n words: the status, then the words) is filled for the caller

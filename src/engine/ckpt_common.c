@@ -3,10 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
-#include "engine/state_io.h"
+#include "tier/master_io.h"
 
 void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b) {
   const int g = e->shard_size;
@@ -43,53 +42,10 @@ uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int
     if (a == b) continue;
     if (segs) segs[n] = (zs_ckpt_seg){i, a, b, off};
     n++;
-    off += 4 * (uint64_t)zs_state_narrays(e) * (b - a);
+    off += 4 * (uint64_t)zs_state_narrays(&e->cfg) * (b - a);
   }
   *nsegs = n;
   return off;
-}
-
-zs_status zs_ckpt_state_to_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
-                                size_t n) {
-  if (zs_unit_on_host(u, ZS_ST_MASTER) || e->dev.kind == ZS_DEVICE_CPU) {
-    memcpy(dst, src, n * 4);
-    return ZS_OK;
-  }
-  return zs_dev_to_host(&e->dev, dst, src, n * 4);
-}
-
-zs_status zs_ckpt_state_from_host(zs_engine *e, const zs_unit *u, float *dst, const float *src,
-                                  size_t n) {
-  if (zs_unit_on_host(u, ZS_ST_MASTER) || e->dev.kind == ZS_DEVICE_CPU) {
-    memcpy(dst, src, n * 4);
-    return ZS_OK;
-  }
-  return zs_dev_from_host(&e->dev, dst, src, n * 4);
-}
-
-zs_status zs_ckpt_params_to_host(zs_engine *e, zs_unit *u, float *dst, uint64_t a, size_t n) {
-  const zs_dtype pd = e->cfg.param_dtype;
-  const void *src = zs_unit_home_at(u, ZS_ST_PARAM_FULL, (size_t)a);
-  const int direct =
-      zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)) || e->dev.kind == ZS_DEVICE_CPU;
-  if (pd == ZS_F32) {
-    if (direct) {
-      memcpy(dst, src, n * 4);
-      return ZS_OK;
-    }
-    return zs_dev_to_host(&e->dev, dst, src, n * 4);
-  }
-  /* bf16: the raw values in the upper half of dst's bytes, widened from the front (value i is
-     read at byte 2n + 2i before value i is written at byte 4i, which only ever lies at or below
-     it). */
-  uint16_t *raw = (uint16_t *)dst + n;
-  if (direct)
-    memcpy(raw, src, n * 2);
-  else
-    ZS_CHECK(zs_dev_to_host(&e->dev, raw, src, n * 2));
-  for (size_t i = 0; i < n; i++)
-    dst[i] = zs_bf16_to_f32(raw[i]);
-  return ZS_OK;
 }
 
 zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn) {

@@ -5,7 +5,7 @@
  * is written, so a refused load leaves the engine exactly as it was; the second reads again and
  * writes the values in (a file that changes between the passes fails the engine). Units on the
  * NVMe tier get their master and state arrays written into the tier's files block by block
- * (ckpt_nvme.c); an I/O error there also fails the engine. */
+ * (through their tier, tier/tier.h); an I/O error there also fails the engine. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,10 +20,9 @@
 #include "base/error.h"
 #include "engine/ckpt.h"
 #include "engine/fail.h"
-#include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
-#include "engine/state_io.h"
-#include "shard/master_rem.h"
+#include "tier/master_io.h"
+#include "base/bf16_rem.h"
 
 #define MANIFEST_MAX ((size_t)1 << 30)
 
@@ -60,15 +59,16 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
                   "zs_engine_load: the checkpoint holds the state of optimizer '%s', the engine "
                   "runs '%s': load it into an engine with the same optimizer",
                   m->optimizer, opt);
-  const int na = zs_state_narrays(e);
+  const int na = zs_state_narrays(&e->cfg);
   for (int a = 0; a < na || a < m->narrays; a++)
-    if (a >= na || a >= m->narrays || strcmp(m->arrays[a], zs_arr_ckpt_name(e, (zs_arr)a)) != 0)
+    if (a >= na || a >= m->narrays ||
+        strcmp(m->arrays[a], zs_arr_ckpt_name(&e->cfg, (zs_arr)a)) != 0)
       return zs_err(ZS_ERR_INVALID_ARG,
                     "zs_engine_load: the checkpoint's optimizer state has array %d '%s', the "
                     "engine's '%s' (optimizer '%s' keeps other state, e.g. SGD with and without "
                     "momentum): configure the engine as the run that saved it",
                     a, a < m->narrays ? m->arrays[a] : "(none)",
-                    a < na ? zs_arr_ckpt_name(e, (zs_arr)a) : "(none)", opt);
+                    a < na ? zs_arr_ckpt_name(&e->cfg, (zs_arr)a) : "(none)", opt);
   if (m->param_dtype != e->cfg.param_dtype)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_engine_load: the checkpoint's params are %s, the "
@@ -233,11 +233,11 @@ static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, u
     ZS_CHECK(put_params(p, u, x0, src, cnt));
     const uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
     if (s0 >= s1) return ZS_OK;
-    return zs_state_write(p->e, u, ZS_ARR_MASTER, s0, (size_t)(s1 - s0), src + (s0 - x0), p->conv,
-                          "zs_engine_load");
+    return zs_state_write(&p->e->tiers, u, ZS_ARR_MASTER, s0, (size_t)(s1 - s0), src + (s0 - x0),
+                          p->conv, "zs_engine_load");
   }
   /* p->conv holds a block's elements in bf16: no allocation after pass 1 agreed */
-  return zs_state_write(p->e, u, (zs_arr)kind, x0, cnt, src, p->conv, "zs_engine_load");
+  return zs_state_write(&p->e->tiers, u, (zs_arr)kind, x0, cnt, src, p->conv, "zs_engine_load");
 }
 
 /* Does array `kind` of segment g hold anything this rank wants? Its byte range in [*c0, *c1). */

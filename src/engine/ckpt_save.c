@@ -16,9 +16,8 @@
 #include "base/error.h"
 #include "engine/ckpt.h"
 #include "engine/fail.h"
-#include "engine/nvme_tier.h"
 #include "ckpt/ckpt_io.h"
-#include "engine/state_io.h"
+#include "tier/master_io.h"
 
 enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
 
@@ -96,11 +95,11 @@ static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t
   for (uint64_t i = 0; i < n; i += ZS_CKPT_NVME_PIECE) {
     const size_t take = (size_t)(n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE);
     int tier = 0;
-    const zs_status rc = zs_state_read(w->e, u, a, x + i, take, w->piece, &tier);
+    const zs_status rc = zs_state_read(&w->e->tiers, u, a, x + i, take, w->piece, &tier);
     if (rc != ZS_OK && tier) {
       w->tier_failed = 1;
       return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
-                         zs_arr_name(w->e, a));
+                         zs_arr_name(&w->e->cfg, a));
     }
     ZS_CHECK(rc);
     ZS_CHECK(emit(w, w->piece, 4 * take));
@@ -112,7 +111,7 @@ static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t
    turn. */
 static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   for (int k = 0; k < ns; k++)
-    for (int a = 0; a < zs_state_narrays(w->e); a++)
+    for (int a = 0; a < zs_state_narrays(&w->e->cfg); a++)
       ZS_CHECK(put_array(w, w->e->units[segs[k].unit], (zs_arr)a, segs[k].begin,
                          segs[k].end - segs[k].begin));
   if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
@@ -208,9 +207,9 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->reduce_dtype = e->cfg.reduce_dtype;
   m->deterministic = e->cfg.deterministic;
   snprintf(m->optimizer, sizeof m->optimizer, "%s", zs_opt_shape_of(&e->cfg)->name);
-  m->narrays = zs_state_narrays(e);
+  m->narrays = zs_state_narrays(&e->cfg);
   for (int a = 0; a < m->narrays; a++)
-    snprintf(m->arrays[a], sizeof m->arrays[a], "%s", zs_arr_ckpt_name(e, (zs_arr)a));
+    snprintf(m->arrays[a], sizeof m->arrays[a], "%s", zs_arr_ckpt_name(&e->cfg, (zs_arr)a));
   m->lr = e->cfg.optim.lr;
   m->beta1 = e->cfg.optim.beta1;
   m->beta2 = e->cfg.optim.beta2;

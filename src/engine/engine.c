@@ -10,9 +10,10 @@
 #include "engine/engine_internal.h"
 #include "engine/facts.h"
 #include "engine/fail.h"
-#include "engine/nvme_tier.h"
 #include "shard/placement.h"
 #include "shard/plan_memory.h"
+#include "tier/master_io.h"
+#include "tier/nvme_tier.h"
 #include "base/error.h"
 
 /* The host arena as the memory owner's host tier (mem/mem.h). */
@@ -64,6 +65,7 @@ static zs_status open_optimizer(zs_engine *e) {
                   "lower offload_chunk",
                   cap, pipe);
   ZS_CHECK(zs_optim_create(&oc, &e->optim));
+  e->tiers.optim = e->optim;
   /* the copy pipeline's staging (CUDA) is in the arena: booked as the planner counts it */
   zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, zs_placement_pipe_bytes(&e->cfg));
   return ZS_OK;
@@ -72,16 +74,6 @@ static zs_status open_optimizer(zs_engine *e) {
 /* The shard layer's failure service (shard/shard.h). */
 static zs_status sh_fail_hard(void *o, zs_status s) {
   return zs_engine_fail_hard(o, s);
-}
-
-/* The shard layer's reader and writer of the NVMe tier's files (shard/shard.h). */
-static zs_status sh_nvme_read(void *o, const zs_unit *u, int which, size_t first, size_t n,
-                              void *dst) {
-  return zs_engine_nvme_read(o, u, which, first, n, dst);
-}
-static zs_status sh_nvme_write(void *o, const zs_unit *u, int which, size_t first, size_t n,
-                               const void *src) {
-  return zs_engine_nvme_write(o, u, which, first, n, src);
 }
 
 /* What src/shard sees of e: filled once the groups are open; units follow add_unit. */
@@ -99,10 +91,9 @@ static void shard_ctx_init(zs_engine *e) {
   x->shard_size = e->shard_size;
   x->mem = &e->mem;
   x->fail_hard = sh_fail_hard;
-  x->nvme_read = sh_nvme_read;
-  x->nvme_write = sh_nvme_write;
   x->owner = e;
   x->sig_unit = -1;
+  e->tiers.sh = x;
 }
 
 /* Opens the world, shard-group and replica-group collectives. */
@@ -306,43 +297,26 @@ fail:
 
 static void unit_release_buffers(zs_engine *e, zs_unit *u);
 
-/* Allocates one state of u as its table entry says (ledger-booked, on the device or in the host
-   arena) and zeroes it. A state on the NVMe tier has no memory: its file is made by
-   zs_engine_nvme_open, and its slot stays NULL. */
+/* Allocates one state of u on its tier as its table entry says (tier/tier.h), zeroed. */
 static zs_status state_alloc(zs_engine *e, zs_unit *u, zs_state k) {
-  const zs_state_entry *t = &u->st.s[k];
-  const size_t bytes = zs_unit_state_bytes(u, k);
-  void **p = zs_unit_slot(u, k);
-  if (t->tier == ZS_TIER_NVME) return ZS_OK;
-  if (t->tier == ZS_TIER_HOST) {
-    ZS_CHECK(zs_mem_alloc_host(&e->mem, bytes, p));
-    memset(*p, 0, bytes);
-    return ZS_OK;
-  }
-  ZS_CHECK(zs_mem_alloc(&e->mem, t->cat, bytes, p, NULL));
-  return zs_dev_zero(&e->dev, *p, bytes, e->dev.compute_stream);
+  return zs_tier_ops_at(u->st.s[k].tier)->alloc(&e->tiers, u, k);
 }
 
-/* Frees one state of u, if allocated, where its table entry says. */
+/* Frees one state of u, if it has one of its own (not an alias or NULL), where its table entry
+   says. */
 static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
   void **p = zs_unit_slot(u, k);
-  const size_t bytes = zs_unit_state_bytes(u, k);
-  if (zs_state_is(&u->st, k, ZS_LIFE_NONE) || u->st.s[k].tier == ZS_TIER_NVME) {
-    /* nothing of its own (an alias, NULL, or a file of the NVMe tier: zs_engine_nvme_close) */
+  if (zs_state_is(&u->st, k, ZS_LIFE_NONE) || !*p) {
     *p = NULL;
     return;
   }
-  if (u->st.s[k].tier == ZS_TIER_HOST)
-    zs_mem_free_host(&e->mem, *p, bytes);
-  else
-    zs_mem_free(&e->mem, u->st.s[k].cat, *p, bytes, NULL);
-  *p = NULL;
+  zs_tier_ops_at(u->st.s[k].tier)->free(&e->tiers, u, k);
 }
 
 /* Gives unit i of us its copy of the plan's table (on the host tier when the budget places it
    there, its optimizer state on the NVMe tier when that placement says so, frozen when the unit
    is: zs_placement_unit_of, as the planner counts it), lays it out on the shard group and
-   allocates its persistent states in memory (those on the NVMe tier: zs_engine_nvme_open). */
+   allocates its persistent states in memory (those on the NVMe tier: zs_nvme_tier_open). */
 /* Commit's outcome agreed by every rank (one all-gather; a rank whose own part failed joins it
    too): with comm_check 0 the header exchange ends at commit, so a rank failing commit alone
    would keep it (its destroy's goodbye) while its peers go on without. rc is this rank's. */
@@ -372,14 +346,14 @@ static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i,
   return ZS_OK;
 }
 
-/* Opens the NVMe tier (zs_engine_nvme_open) when the placement puts units there and this rank's
+/* Opens the NVMe tier (zs_nvme_tier_open) when the placement puts units there and this rank's
    buffers were allocated (prior: their status, with its message); then, since a rank's disk or
    memory may refuse what another's takes, every rank all-gathers its outcome and all fail when
    one did (the others naming it), each closing its own tier. Collective over the world when
    place->nnvme > 0 (the same on every rank), whatever prior is; else it returns prior. */
 static zs_status open_tier(zs_engine *e, const zs_placement *place, zs_status prior) {
   if (!place->nnvme) return prior;
-  zs_status rc = prior == ZS_OK ? zs_engine_nvme_open(e, place) : prior;
+  zs_status rc = prior == ZS_OK ? zs_nvme_tier_open(&e->tiers, place) : prior;
   if (prior == ZS_OK && rc != ZS_OK) zs_err_wrap(rc, "zs_engine_commit"); /* the tier's own */
   char phrase[512];
   snprintf(phrase, sizeof phrase,

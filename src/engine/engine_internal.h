@@ -14,6 +14,7 @@
 #include "shard/layout.h"
 #include "shard/plan.h"
 #include "shard/shard.h"
+#include "tier/tier.h"
 #include "base/config.h"
 #include "zshard.h"
 #include "zshard_facts.h"
@@ -57,9 +58,9 @@ struct zs_engine {
   zs_plan
       plan;   /* what exists and what runs, from the config (shard/plan.h): never branch on stage */
   zs_mem mem; /* every buffer of the engine, its ledger and its deferred frees (mem/mem.h) */
-  zs_host_arena *arena;      /* offload: pinned NUMA-local host memory */
-  struct zs_nvme_tier *nvme; /* the NVMe tier (engine/nvme_tier.h), or NULL: no unit on disk */
-  zs_optim *optim;           /* the optimizer: its CPU workers, the offload copy pipeline */
+  zs_host_arena *arena; /* offload: pinned NUMA-local host memory */
+  zs_optim *optim;      /* the optimizer: its CPU workers, the offload copy pipeline */
+  zs_tiers tiers;       /* the tiers' context (tier/tier.h): sh, optim, and the NVMe tier or NULL */
 
   uint64_t *peers; /* world_size rows of ZS_PEER_WORDS: each rank's placement (peers.c) */
 

@@ -16,7 +16,7 @@
 #include "base/error.h"
 #include "engine/ckpt.h"
 #include "engine/fail.h"
-#include "engine/state_io.h"
+#include "tier/master_io.h"
 #include "ckpt/ckpt_io.h"
 
 #define CHUNK_ELEMS ((size_t)1 << 18) /* output elements per write: 1 MiB of fp32 */
@@ -173,15 +173,15 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
        on a failed read before the all-gather, so all its ranks return the error together). A
        failed read is the tier's verdict, agreed before the file is published; the other units'
        gathers go on. */
-    const zs_status rc = zs_shard_gather_master(u, full);
+    const zs_status rc = zs_master_gather(&e->tiers, u, full);
     if (rc != ZS_OK && zs_mem_may_be_written(rc)) return zs_engine_fail(e, rc);
     if (rc != ZS_OK && *tier_rc == ZS_OK)
       *tier_rc = zs_err_wrap(rc, "reading unit '%s' master from the NVMe tier", u->name);
     if (*tier_rc != ZS_OK) return ZS_OK; /* nothing more of it is written */
-  } else if (zs_state_master_in_host(e, u)) {
-    src_full = zs_state_master_in_host(e, u); /* already whole, in host memory */
+  } else if (zs_state_master_in_host(u)) {
+    src_full = zs_state_master_in_host(u); /* already whole, in host memory */
   } else {
-    const zs_status rc = zs_shard_gather_master(u, full);
+    const zs_status rc = zs_master_gather(&e->tiers, u, full);
     if (rc != ZS_OK) return zs_engine_fail(e, rc);
   }
   for (int k = 0; k < u->ntensors && writer && w->rc == ZS_OK; k++) {
@@ -278,7 +278,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   float *full = NULL;
   int need_buf = 0; /* a unit whose master is not whole in host memory is gathered */
   for (int i = 0; i < e->nunits; i++)
-    if (!zs_state_master_in_host(e, e->units[i])) need_buf = 1;
+    if (!zs_state_master_in_host(e->units[i])) need_buf = 1;
   if (rc == ZS_OK && !ent) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   if (rc == ZS_OK) rc = plan_entries(e, &o, ent, &total);
   if (rc == ZS_OK) rc = header_text(e, &o, ent, total, &hdr, &hlen);
@@ -304,7 +304,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
     rc = export_unit(e, e->units[i], ent + t0, &w, full, &tier_rc);
   if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
   int tier_failed = 0;
-  if (rc == ZS_OK && e->nvme) {
+  if (rc == ZS_OK && e->tiers.nvme) {
     /* Every rank's tier verdict before rank 0 publishes the file (the same units are on the
        tier on every rank, so every rank is here). */
     rc = zs_ckpt_agree(e, tier_rc, fn);

@@ -7,8 +7,9 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/master_mode.h"
 #include "base/error.h"
-#include "engine/nvme_tier.h"
+#include "tier/nvme_tier.h"
 
 /* printf-appends to zs_engine_info; returns vsnprintf's count (<= 0: nothing more fits). */
 ZS_PRINTF(2, 3) static int info_add(zs_engine *e, const char *fmt, ...);
@@ -20,13 +21,6 @@ static int info_add(zs_engine *e, const char *fmt, ...) {
   const int w = vsnprintf(e->info + n, sizeof e->info - n, fmt, ap);
   va_end(ap);
   return w;
-}
-
-static const char *master_words(int master) {
-  return master == ZS_MASTER_LEAN        ? "master lean (the bf16 params, stochastic rounding)"
-         : master == ZS_MASTER_REMAINDER ? "remainder master (bf16 params + 16-bit remainder)"
-         : master == ZS_MASTER_PARAMS    ? "master params (the fp32 params)"
-                                         : "master fp32 copy";
 }
 
 void zs_engine_facts_create(zs_engine *e, const char *sources) {
@@ -64,10 +58,10 @@ void zs_engine_facts_create(zs_engine *e, const char *sources) {
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->deterministic ? ", deterministic" : "");
   info_add(e, "; optimizer %s", zs_opt_shape_of(cfg)->name);
-  info_add(e, "; optimizer state: %s, moments %s", master_words(cfg->master),
-           cfg->moment_dtype == ZS_BF16 ? "bf16" : "fp32");
-  if (cfg->master == ZS_MASTER_LEAN)
-    info_add(e, ", rounding_seed %llu", (unsigned long long)cfg->rounding_seed);
+  const zs_master_mode *mm = zs_master_mode_of(cfg->master);
+  info_add(e, "; optimizer state: %s, moments %s", mm->words,
+           zs_dtype_size(cfg->moment_dtype) == 2 ? "bf16" : "fp32");
+  if (mm->lean) info_add(e, ", rounding_seed %llu", (unsigned long long)cfg->rounding_seed);
   info_add(e, "; settings: %s", sources);
   if (f->host_arena)
     info_add(e, "; offload%s%s%s: %s%s%s",
@@ -119,8 +113,8 @@ void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_plac
            "; nvme: %d of %d units' optimizer state on the tier (%zu bytes), host %zu of cap %zu "
            "bytes",
            f->nvme_units, f->units, f->nvme_disk_bytes, f->nvme_host_bytes, f->nvme_host_cap);
-  if (!e->nvme) return;
-  e->nvme->info_at = strlen(e->info);
+  if (!e->tiers.nvme) return;
+  e->tiers.nvme->info_at = strlen(e->info);
   zs_engine_nvme_info(e);
 }
 
@@ -173,4 +167,30 @@ zs_status zs_unit_placed(const zs_unit *u, int *on_host, int *on_nvme) {
   if (on_host) *on_host = zs_placement_host(&pl, &e->plan, &us, u->index);
   if (on_nvme) *on_nvme = zs_placement_nvme(&pl, &e->plan, &us, u->index);
   return ZS_OK;
+}
+
+void zs_engine_nvme_info(zs_engine *e) {
+  const zs_nvme_tier *t = e->tiers.nvme;
+  if (!t) return;
+  zs_engine_facts *f = &e->facts; /* the numbers first, the text from them */
+  f->nvme_dir = zs_nvme_dir_path(t->dir);
+  f->nvme_file_bytes = t->file_bytes;
+  f->nvme_chunk = t->chunk;
+  f->nvme_read_bytes = t->step_read;
+  f->nvme_written_bytes = t->step_written;
+  f->nvme_io_seconds = t->step_seconds;
+  if (t->info_at >= sizeof e->info) return;
+  const double gb = (double)(f->nvme_read_bytes + f->nvme_written_bytes) / 1e9;
+  snprintf(e->info + t->info_at, sizeof e->info - t->info_at,
+           ", dir %s (%d units, %llu file bytes, chunk %zu elements); step I/O %llu bytes read, "
+           "%llu written in %.3f s (%.3f GB/s)",
+           f->nvme_dir, t->nunits, (unsigned long long)f->nvme_file_bytes, f->nvme_chunk,
+           (unsigned long long)f->nvme_read_bytes, (unsigned long long)f->nvme_written_bytes,
+           f->nvme_io_seconds, f->nvme_io_seconds > 0 ? gb / f->nvme_io_seconds : 0.0);
+}
+
+void zs_engine_nvme_close(zs_engine *e) {
+  if (!e || !e->tiers.nvme) return;
+  zs_nvme_tier_close(&e->tiers);
+  e->facts.nvme_dir = NULL; /* the directory is gone */
 }

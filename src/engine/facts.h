@@ -15,4 +15,12 @@ void zs_engine_facts_create(zs_engine *e, const char *sources);
    (with a budget) and its "; nvme:" part (with nvme_path) appended to zs_engine_info. */
 void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_placement *pl);
 
+/* Copies the NVMe tier's directory and totals into the facts and rewrites the "; nvme:" part at
+   the end of zs_engine_info from them (after commit and after each step). No-op without it. */
+void zs_engine_nvme_info(zs_engine *e);
+
+/* Closes the NVMe tier (zs_nvme_tier_close: its files and directory are removed) and forgets its
+   directory in the facts. No tier: nothing. */
+void zs_engine_nvme_close(zs_engine *e);
+
 #endif

@@ -4,10 +4,10 @@
 
 #include "engine/engine_internal.h"
 #include "engine/fail.h"
-#include "engine/state_io.h"
+#include "tier/master_io.h"
 #include "base/error.h"
 #include "base/bf16.h"
-#include "shard/master_rem.h"
+#include "base/bf16_rem.h"
 
 /* Checks that u/t/host are usable and the engine is committed and between steps. */
 static zs_status check_param_call(const zs_unit *u, int t, const void *host, const char *fn) {
@@ -54,7 +54,7 @@ zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
   zs_status rc = set_param(u, t, host_full);
   /* The ranks compare what they set at the next step (calls.c): a per-rank seed is refused. */
   if (rc == ZS_OK) zs_engine_set_record(u, t, host_full, u->lay.numel[t]);
-  if (rc == ZS_ERR_IO && zs_unit_on_nvme(u)) /* the tier's file is half written: suspect */
+  if (rc == ZS_ERR_IO && zs_state_master_on_tier(u)) /* the tier's file is half written */
     return zs_engine_fail_hard(u->e, rc);
   return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);
 }
@@ -68,7 +68,7 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
   /* The master: the fp32 copy, or (remainder master) the remainders, the params below holding
      the ties-away compute copy they complete; none apart from the params (frozen, lean). */
   if (zs_layout_overlap(l, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
-    ZS_CHECK(zs_state_write(e, u, ZS_ARR_MASTER, a, b - a, host_full + (a - base), NULL,
+    ZS_CHECK(zs_state_write(&e->tiers, u, ZS_ARR_MASTER, a, b - a, host_full + (a - base), NULL,
                             "zs_unit_set_param"));
   if (zs_state_is(&u->st, ZS_ST_PARAM_FULL, ZS_LIFE_PERSISTENT))
     return put_range(e, u->param_full, 0, e->cfg.param_dtype, host_full, base, base,
@@ -101,11 +101,11 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
   zs_engine_call(e, ZS_CALL_GET_PARAM, u);
   const size_t P = u->lay.padded;
   if (zs_state_master_whole(u)) /* no gather: this rank's master array holds the tensor */
-    return zs_engine_fail(
-        e, zs_state_read(e, u, ZS_ARR_MASTER, u->lay.off[t], u->lay.numel[t], host_full, NULL));
+    return zs_engine_fail(e, zs_state_read(&e->tiers, u, ZS_ARR_MASTER, u->lay.off[t],
+                                           u->lay.numel[t], host_full, NULL));
   float *full = NULL;
   ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
-  zs_status rc = zs_shard_gather_master(u, full);
+  zs_status rc = zs_master_gather(&e->tiers, u, full);
   if (rc == ZS_OK)
     rc = zs_dev_to_host(&e->dev, host_full, full + u->lay.off[t], u->lay.numel[t] * 4);
   zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);

@@ -6,7 +6,7 @@
 
 #include "engine/engine_internal.h"
 #include "engine/fail.h"
-#include "engine/state_io.h"
+#include "tier/master_io.h"
 #include "base/error.h"
 #include "base/bf16.h"
 
@@ -77,14 +77,15 @@ static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
   if (zs_state_master_whole(u)) { /* no gather: this rank's master array holds the unit */
     for (int t = 0; t < u->ntensors; t++)
       if (v[t].host)
-        ZS_CHECK(
-            zs_state_read(e, u, ZS_ARR_MASTER, u->lay.off[t], u->lay.numel[t], v[t].host, NULL));
+        ZS_CHECK(zs_state_read(&e->tiers, u, ZS_ARR_MASTER, u->lay.off[t], u->lay.numel[t],
+                               v[t].host, NULL));
     return ZS_OK;
   }
   const size_t P = u->lay.padded;
   float *full = NULL;
   ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
-  zs_status rc = zs_shard_gather_master(u, full); /* every rank gathers, skipped tensors or not */
+  zs_status rc =
+      zs_master_gather(&e->tiers, u, full); /* every rank gathers, skipped tensors or not */
   for (int t = 0; t < u->ntensors && rc == ZS_OK; t++)
     if (v[t].host)
       rc = zs_dev_to_host(&e->dev, v[t].host, full + u->lay.off[t], u->lay.numel[t] * 4);

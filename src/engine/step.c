@@ -7,7 +7,8 @@
 
 #include "engine/engine_internal.h"
 #include "engine/fail.h"
-#include "engine/nvme_tier.h"
+#include "engine/agree.h"
+#include "engine/facts.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "optim/optim.h"
@@ -46,11 +47,6 @@ static const void *grad_at(zs_unit *u, size_t a) {
   return zs_unit_home_at(u, ZS_ST_GRAD_FULL, a);
 }
 
-/* The params the optimizer writes at flat element a: the persistent params state, full or shard. */
-static void *param_at(zs_unit *u, size_t a) {
-  return zs_unit_home_at(u, ZS_ST_PARAM_FULL, a);
-}
-
 /* The global gradient norm of the summed gradients (before the division by world * micro_steps,
    which `scale` applies) and the count of non-finite values (src/optim/optim.h). */
 static zs_status grad_norm(zs_engine *e, double scale, zs_optim_norm *nm) {
@@ -73,37 +69,28 @@ out:
   return rc;
 }
 
-/* The optimizer over every tensor segment of this rank's optimizer range; it picks the path.
-   The units on the NVMe tier follow, streamed from their files (zs_engine_nvme_step, which with
-   the tier is collective: every rank fails when one did). */
+/* The optimizer over every trained unit, each through the tier that holds its state
+   (tier/tier.h: in memory in place, on the NVMe tier streamed from its files); the optimizer picks
+   its path. With the NVMe tier open (the same on every rank) the ranks then agree on the outcome,
+   so that an I/O error on one fails every rank instead of leaving its peers waiting in the
+   publish: collective over the world then. */
 static zs_status run_optimizer(zs_engine *e, double gscale) {
   zs_optim_prepare(e->optim, &e->cfg, e->opt_steps + 1, gscale);
   zs_status rc = ZS_OK;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     zs_unit *u = e->units[i];
-    if (u->frozen) continue;          /* no optimizer state: its params stay as they are */
-    if (zs_unit_on_nvme(u)) continue; /* on the NVMe tier: below */
-    for (int k = 0; k < u->ntensors && rc == ZS_OK; k++) {
-      size_t a, b;
-      if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
-      const size_t lo = a - u->opt_off;
-      zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
-                          {NULL},
-                          grad_at(u, a),
-                          param_at(u, a),
-                          b - a,
-                          u->t[k].no_weight_decay,
-                          zs_unit_on_host(u, ZS_ST_MASTER),
-                          zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
-                          u->index,
-                          a,
-                          u->rem ? u->rem + lo : NULL};
-      for (int j = 0; j < ZS_OPT_MAX_STATE; j++)
-        if (u->opt[j]) seg.state[j] = zs_ptr_add(u->opt[j], lo, u->st.s[ZS_ST_OPT(j)].dtype);
-      rc = zs_optim_update(e->optim, &seg);
-    }
+    if (u->frozen) continue; /* no optimizer state: its params stay as they are */
+    rc = zs_tier_of_unit(u)->update(&e->tiers, u);
   }
-  return zs_engine_nvme_step(e, rc);
+  if (!e->tiers.nvme) return rc;
+  const zs_agree_text say = {.what = "NVMe tier",
+                             .phrase = "'s tier failed in the step's update (its error names the "
+                                       "file and the offset); the engine failed on every rank: "
+                                       "restart from the last checkpoint",
+                             .theirs = ZS_ERR_IO};
+  ZS_CHECK(zs_engine_agree(e, rc, NULL, &say)); /* a failed rank keeps its own failure */
+  zs_engine_nvme_info(e);
+  return ZS_OK;
 }
 
 static zs_status step_update(zs_engine *e, zs_step_stats *st);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/host_charge.h"
+#include "base/master_mode.h"
 #include "offload/pipeline.h"
 #include "shard/frozen.h"
 
@@ -234,10 +235,10 @@ size_t zs_placement_nvme_bytes(const zs_plan *p, const zs_plan_units *u, int i, 
 }
 
 void zs_placement_nvme_elems(const zs_config *c, size_t eb[1 + ZS_OPT_MAX_STATE]) {
-  eb[0] = c->master == ZS_MASTER_LEAN ? 0 : c->master == ZS_MASTER_REMAINDER ? 2 : 4;
+  eb[0] = (size_t)zs_master_mode_of(c->master)->master_bytes;
   const int ns = zs_opt_shape_of(c)->nstate;
   for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
-    eb[1 + i] = i < ns ? (c->moment_dtype == ZS_BF16 ? 2 : 4) : 0;
+    eb[1 + i] = i < ns ? zs_dtype_size(c->moment_dtype) : 0;
 }
 
 size_t zs_placement_nvme_staging(const zs_config *c) {

@@ -48,7 +48,7 @@ struct zs_unit {
   void *opt[ZS_OPT_MAX_STATE]; /* ZS_ST_OPT(i): the optimizer's state arrays (their dtype) */
   uint16_t *rem;               /* ZS_ST_MASTER_REM (ZS_MASTER_REMAINDER; NULL otherwise) */
   size_t opt_off, opt_n;       /* the optimizer states' range (zs_state_range of ZS_ST_MASTER) */
-  /* On the NVMe tier (engine/nvme_tier.h): the files of its optimizer state over opt_n elements,
+  /* On the NVMe tier (tier/nvme_tier.h): the files of its optimizer state over opt_n elements,
      nv[0] the fp32 master or (ZS_MASTER_REMAINDER) the 16-bit remainders, NULL where the master
      is the params (lean mode; ZS_MASTER_PARAMS with the params in the host arena); nv[1 + i] the
      optimizer's state i in its dtype. The slots of the states there (master or rem, the state
@@ -95,14 +95,6 @@ struct zs_shard_ctx {
      went on with failed on this rank, so the owner is failed whatever the status (returns s).
      Every other failure is returned, and the owner's public call marks it once. */
   zs_status (*fail_hard)(void *owner, zs_status s);
-  /* The owner's reader and writer of a unit's state on the NVMe tier (engine/nvme_tier.h):
-     elements [first, first + n) of file u->nv[which] (relative to u->opt_off, zs_unit_nvme_elem
-     bytes each) from or into host memory. Not collective; their errors (ZS_ERR_IO naming the file
-     and the offset) are returned. */
-  zs_status (*nvme_read)(void *owner, const zs_unit *u, int which, size_t first, size_t n,
-                         void *dst);
-  zs_status (*nvme_write)(void *owner, const zs_unit *u, int which, size_t first, size_t n,
-                          const void *src);
   void *owner;
 };
 
@@ -151,18 +143,6 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
 static inline size_t zs_unit_state_bytes(const zs_unit *u, zs_state s) {
   return zs_state_bytes(&u->st, s, u->lay.padded, u->lay.shard);
 }
-/* Whether u's optimizer state lives on the NVMe tier (it has a file there). */
-static inline int zs_unit_on_nvme(const zs_unit *u) {
-  for (int j = 0; j < 1 + ZS_OPT_MAX_STATE; j++)
-    if (u->nv[j]) return 1;
-  return 0;
-}
-/* Bytes per element of u's tier file `which` (0: the master, 4, or the remainders, 2; 1 + i: the
-   optimizer's state i in its dtype). */
-static inline size_t zs_unit_nvme_elem(const zs_unit *u, int which) {
-  if (which == 0) return zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) ? 2 : 4;
-  return zs_dtype_size(u->st.s[ZS_ST_OPT0].dtype);
-}
 /* Whether state s of u lives in the host arena. */
 static inline int zs_unit_on_host(const zs_unit *u, zs_state s) {
   return u->st.s[s].tier == ZS_TIER_HOST;
@@ -174,30 +154,6 @@ static inline void *zs_unit_home_at(zs_unit *u, zs_state role, size_t a) {
   size_t off, n;
   zs_state_range(&u->st, h, &u->lay, &off, &n);
   return (char *)*zs_unit_slot(u, h) + (a - off) * zs_dtype_size(u->st.s[h].dtype);
-}
-
-/* Whether u's master values are its params in param_dtype (read widened to fp32, written rounded
-   to nearest even; u->master is NULL): a frozen unit (no master at all) or lean mode
-   (ZS_MASTER_LEAN: the bf16 params are the master, updated in place by the optimizer). */
-static inline int zs_unit_master_in_params(const zs_unit *u) {
-  return u->frozen || u->ctx->cfg->master == ZS_MASTER_LEAN;
-}
-/* Whether u is trained in lean mode (its bf16 params are the master it updates). */
-static inline int zs_unit_lean(const zs_unit *u) {
-  return !u->frozen && u->ctx->cfg->master == ZS_MASTER_LEAN;
-}
-
-/* ZS_MASTER_PARAMS (ZS_ST_MASTER's life NONE): points u->master at the params' home over the
-   optimizer range, which the home covers whole and holds in fp32 (zs_config_validate), so every
-   reader and writer of the master (the update, set/get params, checkpoints, export) uses the
-   params in place. Call after the params are allocated; the alias is never freed. A frozen unit
-   (whose table has no master either, zs_state_table_freeze) gets no alias: u->master stays NULL,
-   nothing reads or writes its master, and the update never runs on its params. Lean mode
-   (ZS_MASTER_LEAN: no fp32 master either, the params are bf16) gets no alias as well. */
-static inline void zs_unit_alias_master(zs_unit *u) {
-  if (!zs_unit_master_in_params(u) && zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_NONE) &&
-      !zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT)) /* remainder: no fp32 alias */
-    u->master = (float *)zs_unit_home_at(u, ZS_ST_PARAM_FULL, u->opt_off);
 }
 
 static inline zs_cdt zs_cdt_of(zs_dtype dt) {
@@ -227,11 +183,5 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro);
 /* All-gathers every unit's updated params (plan.publish). A failure is returned (the caller
    marks it). */
 zs_status zs_shard_publish(zs_shard_ctx *x);
-/* u's whole fp32 master into the device buffer full (collective over the shard group when the
-   master is sharded; a frozen unit's params converted to fp32, collective when they are sharded; a
-   master on the NVMe tier read through the owner's nvme_read, the group agreeing on the
-   reads before the all-gather). A failure is returned (the caller marks it and frees full with
-   zs_mem_free_after). */
-zs_status zs_shard_gather_master(zs_unit *u, float *full);
 
 #endif

@@ -1,6 +1,7 @@
 /* The state table (state_table.h): the switches turned into one entry per state. */
 #include "shard/state_table.h"
 
+#include "base/master_mode.h"
 #include "device/device.h"
 
 /* An entry on the device, or in the host arena (booked host_pinned) when host is set. */
@@ -32,12 +33,13 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
         entry(i < nstate ? P : N, shard_optimizer, moment_dt, ZS_MEM_OPTIMIZER, offload_optimizer);
   /* The remainder master: the bf16 params plus a 16-bit remainder, placed as the master was;
      no fp32 master then. */
-  t->s[ZS_ST_MASTER_REM] = entry(master == ZS_MASTER_REMAINDER ? P : N, shard_optimizer, ZS_BF16,
-                                 ZS_MEM_OPTIMIZER, offload_optimizer);
-  if (master == ZS_MASTER_REMAINDER) t->s[ZS_ST_MASTER].life = N;
+  const zs_master_mode *mm = zs_master_mode_of(master);
+  t->s[ZS_ST_MASTER_REM] =
+      entry(mm->remainder ? P : N, shard_optimizer, ZS_BF16, ZS_MEM_OPTIMIZER, offload_optimizer);
+  if (mm->remainder) t->s[ZS_ST_MASTER].life = N;
   /* The params are the master (fp32 params, or lean's bf16 params): placed by the tiers. */
-  t->master_params = master == ZS_MASTER_PARAMS || master == ZS_MASTER_LEAN;
-  t->master_lean = master == ZS_MASTER_LEAN;
+  t->master_params = mm->params_master;
+  t->master_lean = mm->lean;
   zs_state_table_place_master(t);
 }
 

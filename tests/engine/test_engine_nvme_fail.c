@@ -20,7 +20,8 @@
 #include <mpi.h>
 #include <unistd.h>
 
-#include "engine/nvme_tier.h"
+#include "engine/engine_internal.h"
+#include "tier/nvme_tier.h"
 #include "offload/nvme_hooks.h"
 #include "offload/nvme_test_util.h"
 #include "zs_test.h"
@@ -89,8 +90,8 @@ static void step_fails(zs_comm *comm, const char *what, void (*breaker)(zs_engin
                        const char *want_extra) {
   zs_engine *e = NULL;
   ZS_EXPECT(build(comm, &e) == ZS_OK, "%s: commit: %s", what, zs_last_error());
-  ZS_EXPECT(e->nvme && e->nvme->nunits == NU, "%s: not every unit on the tier: %s", what,
-            zs_engine_info(e));
+  ZS_EXPECT(e->tiers.nvme && e->tiers.nvme->nunits == NU, "%s: not every unit on the tier: %s",
+            what, zs_engine_info(e));
   ZS_EXPECT(step(e) == ZS_OK, "%s: the first step: %s", what, zs_last_error());
   char want[4352] = "";
   if (rank == world - 1) breaker(e, want);
@@ -116,7 +117,7 @@ static void step_fails(zs_comm *comm, const char *what, void (*breaker)(zs_engin
 }
 
 static void delete_file(zs_engine *e, char *want) {
-  const zs_nvme_file *f = e->units[1]->nv[ZS_NVME_OPT0];
+  const zs_nvme_file *f = e->units[1]->nv[ZS_ARR_OPT0];
   snprintf(want, 4352, "%s", f->path);
   ZS_EXPECT(unlink(f->path) == 0, "cannot delete %s", f->path);
 }
@@ -175,7 +176,7 @@ int main(int argc, char **argv) {
              world - 1);
     ZS_EXPECT(strstr(m, r) != NULL, "rank %d: '%s' does not name rank %d", rank, m, world - 1);
   }
-  ZS_EXPECT(e && !e->nvme, "rank %d: the tier is still open after the failed commit", rank);
+  ZS_EXPECT(e && !e->tiers.nvme, "rank %d: the tier is still open after the failed commit", rank);
   MPI_Barrier(MPI_COMM_WORLD);
   ZS_EXPECT(leftovers() == 0, "rank directories left under %s after the failed commit", root);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -14,7 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/nvme_tier.h"
+#include "engine/engine_internal.h"
+#include "tier/nvme_tier.h"
 #include "offload/nvme_test_util.h"
 #include "zs_test.h"
 
@@ -60,13 +61,13 @@ int main(int argc, char **argv) {
   }
   ZS_OK_OR_DIE(zs_unit_freeze(units[3], 1));
   ZS_OK_OR_DIE(zs_engine_commit(e));
-  ZS_EXPECT(e->nvme != NULL, "no tier: %s", zs_engine_info(e));
+  ZS_EXPECT(e->tiers.nvme != NULL, "no tier: %s", zs_engine_info(e));
   const int ntier = 3, lo_unit = 0; /* units lo_unit..2 on the tier */
   const zs_engine_facts f = zs_test_facts(e);
   ZS_EXPECT(f.nvme && f.nvme_units == ntier && f.units == 4, "not %d of 4 units on the tier: %s",
             ntier, zs_engine_info(e));
   char dir[4096];
-  snprintf(dir, sizeof dir, "%s", zs_nvme_dir_path(e->nvme->dir));
+  snprintf(dir, sizeof dir, "%s", zs_nvme_dir_path(e->tiers.nvme->dir));
   ZS_EXPECT(f.nvme_dir && strcmp(f.nvme_dir, dir) == 0, "the facts' directory %s is not %s",
             f.nvme_dir ? f.nvme_dir : "NULL", dir);
   /* Planner = ledger, to the byte (the staging booked as 36 x offload_chunk). */
@@ -111,7 +112,7 @@ int main(int argc, char **argv) {
     if (nvt_rng(&seed) % 2) { /* write */
       for (size_t k = 0; k < n; k++)
         buf[k] = (float)(nvt_rng(&seed) % 2000001) / 1000.0f - 1000.0f;
-      ZS_OK_OR_DIE(zs_engine_nvme_write(e, units[i], j, first, n, buf));
+      ZS_OK_OR_DIE(zs_tier_nvme_ops.write(&e->tiers, units[i], j, first, n, buf));
       memcpy(ref[i][j] + first, buf, n * 4);
       nwrite++;
       float *f = file_floats(units[i]->nv[j]->path, N);
@@ -121,7 +122,7 @@ int main(int argc, char **argv) {
       free(f);
     } else {
       memset(buf, 0xff, (n + 1) * 4);
-      ZS_OK_OR_DIE(zs_engine_nvme_read(e, units[i], j, first, n, buf));
+      ZS_OK_OR_DIE(zs_tier_nvme_ops.read(&e->tiers, units[i], j, first, n, buf));
       if (memcmp(buf, ref[i][j] + first, n * 4) != 0) bad = 1;
       ZS_EXPECT(!bad, "op %d: unit %d array %d: read [%zu, +%zu) differs", op, i, j, first, n);
       uint32_t past;
@@ -144,12 +145,12 @@ int main(int argc, char **argv) {
       free(b);
     }
   /* Bad calls. */
-  ZS_EXPECT_STATUS(zs_engine_nvme_read(e, units[2], 0, units[2]->opt_n, 1, buf),
+  ZS_EXPECT_STATUS(zs_tier_nvme_ops.read(&e->tiers, units[2], 0, units[2]->opt_n, 1, buf),
                    ZS_ERR_INVALID_ARG);
-  ZS_EXPECT_STATUS(zs_engine_nvme_write(e, units[2], 0, 1, units[2]->opt_n, buf),
+  ZS_EXPECT_STATUS(zs_tier_nvme_ops.write(&e->tiers, units[2], 0, 1, units[2]->opt_n, buf),
                    ZS_ERR_INVALID_ARG);
-  ZS_EXPECT_STATUS(zs_engine_nvme_read(e, units[2], 3, 0, 1, buf), ZS_ERR_INVALID_ARG);
-  ZS_EXPECT_STATUS(zs_engine_nvme_read(e, units[3], 0, 0, 1, buf), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_tier_nvme_ops.read(&e->tiers, units[2], 3, 0, 1, buf), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_tier_nvme_ops.read(&e->tiers, units[3], 0, 0, 1, buf), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "'u3'") != NULL, "'%s' does not name the unit",
             zs_last_error());
 
@@ -180,12 +181,14 @@ int main(int argc, char **argv) {
   }
 
   /* A deleted file: ZS_ERR_IO naming it, for a read and a write. */
-  const char *victim = units[1]->nv[ZS_NVME_OPT0 + 1]->path;
+  const char *victim = units[1]->nv[ZS_ARR_OPT0 + 1]->path;
   ZS_EXPECT(unlink(victim) == 0, "cannot delete %s", victim);
-  ZS_EXPECT_STATUS(zs_engine_nvme_read(e, units[1], ZS_NVME_OPT0 + 1, 0, 10, buf), ZS_ERR_IO);
+  ZS_EXPECT_STATUS(zs_tier_nvme_ops.read(&e->tiers, units[1], ZS_ARR_OPT0 + 1, 0, 10, buf),
+                   ZS_ERR_IO);
   ZS_EXPECT(strstr(zs_last_error(), victim) && strstr(zs_last_error(), "deleted"),
             "'%s' does not name %s", zs_last_error(), victim);
-  ZS_EXPECT_STATUS(zs_engine_nvme_write(e, units[1], ZS_NVME_OPT0 + 1, 5, 10, buf), ZS_ERR_IO);
+  ZS_EXPECT_STATUS(zs_tier_nvme_ops.write(&e->tiers, units[1], ZS_ARR_OPT0 + 1, 5, 10, buf),
+                   ZS_ERR_IO);
   zs_engine_destroy(e);
   struct stat st;
   ZS_EXPECT(stat(dir, &st) != 0, "the tier directory %s is still there after destroy", dir);

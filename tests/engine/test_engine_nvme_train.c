@@ -35,7 +35,8 @@
 #endif
 
 #include "base/bf16.h"
-#include "engine/nvme_tier.h"       /* check_staging: the tier's staging as the engine opened it */
+#include "engine/engine_internal.h"
+#include "tier/nvme_tier.h"         /* check_staging: the tier's staging as the engine opened it */
 #include "offload/nvme_test_util.h" /* nvt_find_root */
 #include "zs_test.h"
 
@@ -148,7 +149,7 @@ static void add(void *p, int bf16, int64_t i, float x) {
    (zs_placement_nvme_staging), pinned on CUDA (registered host memory for the CUDA runtime) and
    not on the CPU device; the step then runs through these very slots. */
 static void check_staging(zs_engine *e, const zs_config *c) {
-  const zs_nvme_tier *t = e->nvme;
+  const zs_nvme_tier *t = e->tiers.nvme;
   ZS_EXPECT(t && t->staging, "the tier has no staging after commit");
   if (!t || !t->staging) return;
   ZS_EXPECT(t->booked == zs_placement_nvme_staging(c), "staging booked %zu, planner %zu", t->booked,

@@ -1,41 +1,38 @@
-/* The NVMe tier's life and its step (nvme_tier.h): open at commit (directory, ring, staging, each
- * unit's files), close at destroy, and the step's streamed update over the units on it with
- * the agreement that makes an I/O error on one rank fail every rank. */
+/* The NVMe tier's life and its update (nvme_tier.h): open at commit (directory, ring, staging,
+ * each unit's files), close at destroy, and the step's streamed update of a unit on it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/nvme_tier.h"
+#include "tier/nvme_tier.h"
 #include "base/clock.h"
 #include "base/error.h"
-#include "engine/agree.h"
 #include "offload/nvme_stream.h"
 #include "optim/optim.h"
-#include "shard/master_rem.h"
 
 /* The stream of one unit's update pass over the files it has (look-ahead 1, 3 staging slots):
    array at[w] of the stream is file nv[w], or at[w] = -1 where the unit has no such file (its
    master is its params). */
 static zs_nvme_stream_desc unit_desc(const zs_nvme_tier *t, const zs_unit *u, zs_nvme_mode mode,
-                                     int at[ZS_NVME_NARRAYS]) {
+                                     int at[ZS_ARR_N]) {
   zs_nvme_stream_desc d = {mode, 0, {NULL}, {0}, u->opt_n, t->chunk, 1};
-  for (int w = 0; w < ZS_NVME_NARRAYS; w++) {
+  for (int w = 0; w < ZS_ARR_N; w++) {
     at[w] = -1;
     if (!u->nv[w]) continue;
     at[w] = (int)d.narrays;
     d.files[d.narrays] = u->nv[w];
-    d.elem_bytes[d.narrays++] = zs_unit_nvme_elem(u, w);
+    d.elem_bytes[d.narrays++] = zs_tier_elem(u, (zs_arr)w);
   }
   return d;
 }
 
 /* The arrays' element sizes of the mode (zs_placement_nvme_elems), those it has, in at most
-   ZS_NVME_NARRAYS entries of el; returns how many. */
-static unsigned mode_elems(const zs_config *c, size_t el[ZS_NVME_NARRAYS]) {
-  size_t eb[ZS_NVME_NARRAYS];
+   ZS_ARR_N entries of el; returns how many. */
+static unsigned mode_elems(const zs_config *c, size_t el[ZS_ARR_N]) {
+  size_t eb[ZS_ARR_N];
   unsigned n = 0;
   zs_placement_nvme_elems(c, eb);
-  for (int w = 0; w < ZS_NVME_NARRAYS; w++)
+  for (int w = 0; w < ZS_ARR_N; w++)
     if (eb[w]) el[n++] = eb[w];
   return n;
 }
@@ -44,7 +41,7 @@ static unsigned mode_elems(const zs_config *c, size_t el[ZS_NVME_NARRAYS]) {
    (align / 4 elements with fp32 arrays only, align / 2 with a 2-byte one), at most 2^28 (the
    stream's 1 GiB per array). */
 static size_t tier_chunk(const zs_config *c, size_t align) {
-  size_t el[ZS_NVME_NARRAYS];
+  size_t el[ZS_ARR_N];
   const unsigned na = mode_elems(c, el);
   const size_t q = zs_nvme_chunk_quantum(align, el, na);
   size_t want =
@@ -56,27 +53,27 @@ static size_t tier_chunk(const zs_config *c, size_t align) {
 /* Whether unit u's table keeps file `which` on the tier: the master (fp32, or the remainders),
    the optimizer's state arrays, each where its state is persistent there. */
 static int has_file(const zs_unit *u, int which) {
-  if (which == ZS_NVME_MASTER)
+  if (which == ZS_ARR_MASTER)
     return (zs_state_is(&u->st, ZS_ST_MASTER, ZS_LIFE_PERSISTENT) &&
             u->st.s[ZS_ST_MASTER].tier == ZS_TIER_NVME) ||
            (zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) &&
             u->st.s[ZS_ST_MASTER_REM].tier == ZS_TIER_NVME);
-  const zs_state st = ZS_ST_OPT(which - ZS_NVME_OPT0);
+  const zs_state st = ZS_ST_OPT(which - ZS_ARR_OPT0);
   return zs_state_is(&u->st, st, ZS_LIFE_PERSISTENT) && u->st.s[st].tier == ZS_TIER_NVME;
 }
 
 /* Bytes of file `which` of u before alignment (its elements' size, zs_unit_nvme_elem). */
 static uint64_t file_bytes(const zs_unit *u, int which) {
-  return (uint64_t)u->opt_n * zs_unit_nvme_elem(u, which);
+  return (uint64_t)u->opt_n * zs_tier_elem(u, (zs_arr)which);
 }
 
 /* Creates the files of unit u ("u<index>.master" (or ".rem" for remainders), then one per state
    array named by its short name, such as ".m" and ".v") that its table keeps on the tier,
    zero-filled. */
 static zs_status unit_files(zs_nvme_tier *t, const zs_opt_shape *sh, zs_unit *u) {
-  for (int j = 0; j < ZS_NVME_NARRAYS; j++) {
+  for (int j = 0; j < ZS_ARR_N; j++) {
     if (!has_file(u, j)) continue;
-    const char *what = j >= ZS_NVME_OPT0 ? sh->state_short[j - ZS_NVME_OPT0]
+    const char *what = j >= ZS_ARR_OPT0 ? sh->state_short[j - ZS_ARR_OPT0]
                        : zs_state_is(&u->st, ZS_ST_MASTER_REM, ZS_LIFE_PERSISTENT) ? "rem"
                                                                                    : "master";
     char name[64];
@@ -90,27 +87,29 @@ static zs_status unit_files(zs_nvme_tier *t, const zs_opt_shape *sh, zs_unit *u)
 
 /* 1 when unit u's table puts optimizer state on the tier (zs_placement_unit_of). */
 static int on_tier(const zs_unit *u) {
-  for (int j = 0; j < ZS_NVME_NARRAYS; j++)
+  for (int j = 0; j < ZS_ARR_N; j++)
     if (has_file(u, j)) return 1;
   return 0;
 }
 
-zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
-  e->nvme = NULL;
+zs_status zs_nvme_tier_open(zs_tiers *tiers, const zs_placement *pl) {
+  const zs_shard_ctx *x = tiers->sh;
+  const zs_config *cfg = x->cfg;
+  tiers->nvme = NULL;
   if (!pl->nnvme) return ZS_OK;
   zs_nvme_tier *t = calloc(1, sizeof *t);
   if (!t) return zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no host memory for its handle");
-  e->nvme = t;
-  zs_status rc = zs_nvme_dir_open(e->cfg.nvme_path, e->world_rank, &t->dir);
+  tiers->nvme = t;
+  zs_status rc = zs_nvme_dir_open(cfg->nvme_path, x->world_rank, &t->dir);
   if (rc != ZS_OK) goto fail;
   const size_t al = zs_nvme_dir_align(t->dir);
-  t->chunk = tier_chunk(&e->cfg, al);
+  t->chunk = tier_chunk(cfg, al);
   /* The files' bytes on disk: each array rounded up to the alignment. */
-  for (int i = 0; i < e->nunits; i++) {
-    const zs_unit *u = e->units[i];
+  for (int i = 0; i < x->nunits; i++) {
+    const zs_unit *u = x->units[i];
     if (!on_tier(u)) continue;
     t->nunits++;
-    for (int j = 0; j < ZS_NVME_NARRAYS; j++)
+    for (int j = 0; j < ZS_ARR_N; j++)
       if (has_file(u, j)) t->file_bytes += (file_bytes(u, j) + al - 1) / al * al;
   }
   rc = zs_nvme_dir_check_space(t->dir, t->file_bytes);
@@ -118,16 +117,16 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
   /* The largest pass: every array of the mode (zs_placement_nvme_elems, as the planner sizes the
      staging). */
   zs_nvme_stream_desc d = {ZS_NVME_UPDATE, 0, {NULL}, {0}, 1, t->chunk, 1};
-  d.narrays = mode_elems(&e->cfg, d.elem_bytes);
+  d.narrays = mode_elems(cfg, d.elem_bytes);
   rc = zs_nvme_ring_create(zs_nvme_stream_ring_entries(&d), &t->ring);
   if (rc != ZS_OK) goto fail;
   /* Pinned on CUDA (cudaHostRegister), so that host_pinned, where the ledger books it, is what
      it is (unpinned only where pinning fails and offload_allow_unpinned allows it, as for the
      arena); unpinned on the CPU device, as the host arena there (zs_nvme_staging_flags_for). */
-  const unsigned sf = zs_nvme_staging_flags_for(e->dev.kind);
+  const unsigned sf = zs_nvme_staging_flags_for(x->dev->kind);
   rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, sf,
                               &t->staging);
-  if (rc == ZS_ERR_DEVICE && sf && e->cfg.offload_allow_unpinned) /* as the arena does */
+  if (rc == ZS_ERR_DEVICE && sf && cfg->offload_allow_unpinned) /* as the arena does */
     rc = zs_nvme_staging_create(zs_nvme_stream_slot_bytes(&d), zs_nvme_stream_slots(1), al, 0,
                                 &t->staging);
   if (rc != ZS_OK) goto fail;
@@ -135,36 +134,36 @@ zs_status zs_engine_nvme_open(zs_engine *e, const zs_placement *pl) {
      bytes). The slots round the chunk up to the O_DIRECT quantum (1024 elements at 4 KiB with
      fp32 arrays, 2048 with a 2-byte one), so for an offload_chunk that is not a multiple of it
      they hold up to that many elements' bytes more than booked (zshard.h, nvme_path, says so). */
-  t->booked = zs_placement_nvme_staging(&e->cfg);
-  zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, t->booked);
+  t->booked = zs_placement_nvme_staging(cfg);
+  zs_ledger_add(&x->mem->ledger, ZS_MEM_HOST_PINNED, t->booked);
   /* Initial state: master = the params at commit widened to fp32 (remainders 0), m = v = 0.
      Commit zeroes every state it allocates (params included), so the files' zero fill is that
      state; a later zs_unit_set_param writes the master (or remainder) range through
-     zs_engine_nvme_write. */
-  for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
-    if (on_tier(e->units[i])) rc = unit_files(t, zs_opt_shape_of(&e->cfg), e->units[i]);
+     the tier's write. */
+  for (int i = 0; i < x->nunits && rc == ZS_OK; i++)
+    if (on_tier(x->units[i])) rc = unit_files(t, zs_opt_shape_of(cfg), x->units[i]);
   if (rc != ZS_OK) goto fail;
   return ZS_OK;
 fail:
-  zs_engine_nvme_close(e);
+  zs_nvme_tier_close(tiers);
   return rc;
 }
 
-void zs_engine_nvme_close(zs_engine *e) {
-  zs_nvme_tier *t = e ? e->nvme : NULL;
+void zs_nvme_tier_close(zs_tiers *tiers) {
+  zs_nvme_tier *t = tiers ? tiers->nvme : NULL;
   if (!t) return;
+  const zs_shard_ctx *x = tiers->sh;
   zs_nvme_ring_destroy(t->ring); /* drains: no I/O targets the staging after this */
-  for (int i = 0; i < e->nunits; i++)
-    for (int j = 0; j < ZS_NVME_NARRAYS; j++) {
-      zs_nvme_file_close(e->units[i]->nv[j]);
-      e->units[i]->nv[j] = NULL;
+  for (int i = 0; i < x->nunits; i++)
+    for (int j = 0; j < ZS_ARR_N; j++) {
+      zs_nvme_file_close(x->units[i]->nv[j]);
+      x->units[i]->nv[j] = NULL;
     }
   zs_nvme_staging_destroy(t->staging);
-  if (t->booked) zs_ledger_sub(&e->mem.ledger, ZS_MEM_HOST_PINNED, t->booked);
+  if (t->booked) zs_ledger_sub(&x->mem->ledger, ZS_MEM_HOST_PINNED, t->booked);
   zs_nvme_dir_close(t->dir);
   free(t);
-  e->nvme = NULL;
-  e->facts.nvme_dir = NULL; /* the directory is gone */
+  tiers->nvme = NULL;
 }
 
 /* One UPDATE pass over unit u's files: the optimizer on each chunk's spans, in place. *rd and *wr
@@ -173,11 +172,11 @@ void zs_engine_nvme_close(zs_engine *e) {
    whose update rounds the bf16 params in place), or the params with the remainders' span
    (ZS_MASTER_REMAINDER): the segment the in-memory update gets, the spans in place of the
    arrays. */
-static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr) {
-  zs_nvme_tier *t = e->nvme;
-  int at[ZS_NVME_NARRAYS];
+static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, uint64_t *rd, uint64_t *wr) {
+  zs_nvme_tier *t = tiers->nvme;
+  int at[ZS_ARR_N];
   const zs_nvme_stream_desc d = unit_desc(t, u, ZS_NVME_UPDATE, at);
-  const int rem = zs_unit_has_rem(u);
+  const int rem = zs_arr_state(u, ZS_ARR_MASTER) == ZS_ST_MASTER_REM;
   zs_nvme_stream *s = NULL;
   *rd = *wr = 0;
   zs_status rc = zs_nvme_stream_open(&d, t->ring, t->staging, &s);
@@ -192,7 +191,7 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, lo, hi, &a, &b)) continue;
       const size_t j = a - lo;
-      void *m0 = at[ZS_NVME_MASTER] >= 0 ? c.span[at[ZS_NVME_MASTER]] : NULL;
+      void *m0 = at[ZS_ARR_MASTER] >= 0 ? c.span[at[ZS_ARR_MASTER]] : NULL;
       float *master = m0 && !rem  ? (float *)m0 + j
                       : u->master ? u->master + (a - u->opt_off) /* ZS_MASTER_PARAMS' alias */
                                   : NULL;                        /* lean, remainder: none */
@@ -208,9 +207,9 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
                           a,
                           rem ? (uint16_t *)m0 + j : NULL};
       for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
-        if (at[ZS_NVME_OPT0 + i] >= 0)
-          seg.state[i] = zs_ptr_add(c.span[at[ZS_NVME_OPT0 + i]], j, u->st.s[ZS_ST_OPT(i)].dtype);
-      rc = zs_optim_update(e->optim, &seg);
+        if (at[ZS_ARR_OPT0 + i] >= 0)
+          seg.state[i] = zs_ptr_add(c.span[at[ZS_ARR_OPT0 + i]], j, u->st.s[ZS_ST_OPT(i)].dtype);
+      rc = zs_optim_update(tiers->optim, &seg);
     }
     if (rc == ZS_OK) rc = zs_nvme_stream_commit(s);
     if (rc != ZS_OK) break;
@@ -221,47 +220,32 @@ static zs_status unit_pass(zs_engine *e, zs_unit *u, uint64_t *rd, uint64_t *wr)
   return rc == ZS_OK ? rc : zs_err_wrap(rc, "NVMe tier: the step's update of unit '%s'", u->name);
 }
 
-zs_status zs_engine_nvme_step(zs_engine *e, zs_status rc) {
-  zs_nvme_tier *t = e->nvme;
-  if (!t) return rc;
+static zs_status nvme_update(zs_tiers *tiers, zs_unit *u) {
+  zs_nvme_tier *t = tiers->nvme;
   const double t0 = zs_clock_now_s();
-  for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
-    zs_unit *u = e->units[i];
-    if (!zs_unit_on_nvme(u)) continue;
-    uint64_t rd = 0, wr = 0;
-    rc = unit_pass(e, u, &rd, &wr);
-    t->step_read += rd;
-    t->step_written += wr;
-  }
+  uint64_t rd = 0, wr = 0;
+  const zs_status rc = unit_pass(tiers, u, &rd, &wr);
+  t->step_read += rd;
+  t->step_written += wr;
   t->step_seconds += zs_clock_now_s() - t0;
-  /* The update is local, the publish after it collective: every rank learns here whether one
-     failed, so that all fail together instead of waiting in the publish for the failed one. */
-  const zs_agree_text say = {.what = "NVMe tier",
-                             .phrase = "'s tier failed in the step's update (its error names the "
-                                       "file and the offset); the engine failed on every rank: "
-                                       "restart from the last checkpoint",
-                             .theirs = ZS_ERR_IO};
-  ZS_CHECK(zs_engine_agree(e, rc, NULL, &say)); /* a failed rank keeps its own failure */
-  zs_engine_nvme_info(e);
-  return ZS_OK;
+  return rc;
 }
 
-void zs_engine_nvme_info(zs_engine *e) {
-  const zs_nvme_tier *t = e->nvme;
-  if (!t) return;
-  zs_engine_facts *f = &e->facts; /* the numbers first, the text from them */
-  f->nvme_dir = zs_nvme_dir_path(t->dir);
-  f->nvme_file_bytes = t->file_bytes;
-  f->nvme_chunk = t->chunk;
-  f->nvme_read_bytes = t->step_read;
-  f->nvme_written_bytes = t->step_written;
-  f->nvme_io_seconds = t->step_seconds;
-  if (t->info_at >= sizeof e->info) return;
-  const double gb = (double)(f->nvme_read_bytes + f->nvme_written_bytes) / 1e9;
-  snprintf(e->info + t->info_at, sizeof e->info - t->info_at,
-           ", dir %s (%d units, %llu file bytes, chunk %zu elements); step I/O %llu bytes read, "
-           "%llu written in %.3f s (%.3f GB/s)",
-           f->nvme_dir, t->nunits, (unsigned long long)f->nvme_file_bytes, f->nvme_chunk,
-           (unsigned long long)f->nvme_read_bytes, (unsigned long long)f->nvme_written_bytes,
-           f->nvme_io_seconds, f->nvme_io_seconds > 0 ? gb / f->nvme_io_seconds : 0.0);
+/* The files are made at open (zs_nvme_tier_open) and closed there: a state's slot stays NULL. */
+static zs_status nvme_alloc(zs_tiers *t, zs_unit *u, zs_state s) {
+  (void)t;
+  *zs_unit_slot(u, s) = NULL;
+  return ZS_OK;
 }
+static void nvme_free(zs_tiers *t, zs_unit *u, zs_state s) {
+  (void)t;
+  *zs_unit_slot(u, s) = NULL;
+}
+
+zs_status zs_nvme_tier_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
+                            void *dst);
+zs_status zs_nvme_tier_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
+                             const void *src);
+
+const zs_tier_ops zs_tier_nvme_ops = {
+    "nvme", nvme_alloc, nvme_free, zs_nvme_tier_read, zs_nvme_tier_write, nvme_update};

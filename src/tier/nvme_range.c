@@ -1,5 +1,5 @@
-/* The NVMe tier's range reads and writes (nvme_tier.h: zs_engine_nvme_read/write): any range of
- * elements of one array of a unit on the tier, copied through the tier's first staging slot in
+/* The NVMe tier's range reads and writes (nvme_tier.h: zs_tier_nvme_ops' read and write): any range
+ * of elements of one array of a unit on the tier, copied through the tier's first staging slot in
  * windows of at most one slot, with plain pread/pwrite on the O_DIRECT descriptor (aligned offsets,
  * lengths and buffer). A write reads back the aligned blocks at its unaligned ends first
  * (read-modify-write), so the elements around the range keep their values. Bounded host memory:
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/nvme_tier.h"
+#include "tier/nvme_tier.h"
 #include "base/error.h"
 
 /* Reads len bytes of f at off into buf (aligned), resuming short reads. ZS_ERR_IO naming the file
@@ -50,10 +50,10 @@ static zs_status pwrite_all(const zs_nvme_file *f, const void *buf, size_t len, 
 
 /* The checks shared by read and write: the tier, a unit on it, the array, the range; then the
    file still being there whole (zs_nvme_file_check). *f is the array's file. */
-static zs_status check_range(const zs_engine *e, const zs_unit *u, int which, size_t first,
+static zs_status check_range(const zs_tiers *t, const zs_unit *u, zs_arr which, size_t first,
                              size_t n, const void *buf, const char *fn, const zs_nvme_file **f) {
-  if (!e || !u || !buf) return zs_err(ZS_ERR_INVALID_ARG, "%s: NULL engine, unit or buffer", fn);
-  if (!e->nvme || which < 0 || which >= ZS_NVME_NARRAYS || !u->nv[which])
+  if (!t || !u || !buf) return zs_err(ZS_ERR_INVALID_ARG, "%s: NULL tiers, unit or buffer", fn);
+  if (!t->nvme || (int)which < 0 || which >= ZS_ARR_N || !u->nv[which])
     return zs_err(ZS_ERR_INVALID_ARG, "%s: unit '%s' has no array %d on the NVMe tier", fn, u->name,
                   which);
   if (first > u->opt_n || n > u->opt_n - first)
@@ -70,15 +70,15 @@ static void aligned_span(uint64_t a, uint64_t b, uint64_t al, uint64_t *lo, uint
   *hi = (b + al - 1) / al * al;
 }
 
-zs_status zs_engine_nvme_read(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
-                              void *dst) {
+zs_status zs_nvme_tier_read(zs_tiers *t, const zs_unit *u, zs_arr which, size_t first, size_t n,
+                            void *dst) {
   const zs_nvme_file *f = NULL;
-  ZS_CHECK(check_range(e, u, which, first, n, dst, "zs_engine_nvme_read", &f));
+  ZS_CHECK(check_range(t, u, which, first, n, dst, "NVMe tier read", &f));
   if (n == 0) return ZS_OK;
-  char *slot = zs_nvme_staging_slot(e->nvme->staging, 0);
-  const uint64_t al = zs_nvme_staging_align(e->nvme->staging);
-  const uint64_t win = zs_nvme_staging_slot_bytes(e->nvme->staging) / al * al;
-  const uint64_t eb = zs_unit_nvme_elem(u, which);
+  char *slot = zs_nvme_staging_slot(t->nvme->staging, 0);
+  const uint64_t al = zs_nvme_staging_align(t->nvme->staging);
+  const uint64_t win = zs_nvme_staging_slot_bytes(t->nvme->staging) / al * al;
+  const uint64_t eb = zs_tier_elem(u, which);
   const uint64_t a = (uint64_t)first * eb, b = (uint64_t)(first + n) * eb;
   uint64_t lo, hi;
   aligned_span(a, b, al, &lo, &hi);
@@ -92,15 +92,15 @@ zs_status zs_engine_nvme_read(zs_engine *e, const zs_unit *u, int which, size_t 
   return ZS_OK;
 }
 
-zs_status zs_engine_nvme_write(zs_engine *e, const zs_unit *u, int which, size_t first, size_t n,
-                               const void *src) {
+zs_status zs_nvme_tier_write(zs_tiers *t, const zs_unit *u, zs_arr which, size_t first, size_t n,
+                             const void *src) {
   const zs_nvme_file *f = NULL;
-  ZS_CHECK(check_range(e, u, which, first, n, src, "zs_engine_nvme_write", &f));
+  ZS_CHECK(check_range(t, u, which, first, n, src, "NVMe tier write", &f));
   if (n == 0) return ZS_OK;
-  char *slot = zs_nvme_staging_slot(e->nvme->staging, 0);
-  const uint64_t al = zs_nvme_staging_align(e->nvme->staging);
-  const uint64_t win = zs_nvme_staging_slot_bytes(e->nvme->staging) / al * al;
-  const uint64_t eb = zs_unit_nvme_elem(u, which);
+  char *slot = zs_nvme_staging_slot(t->nvme->staging, 0);
+  const uint64_t al = zs_nvme_staging_align(t->nvme->staging);
+  const uint64_t win = zs_nvme_staging_slot_bytes(t->nvme->staging) / al * al;
+  const uint64_t eb = zs_tier_elem(u, which);
   const uint64_t a = (uint64_t)first * eb, b = (uint64_t)(first + n) * eb;
   uint64_t lo, hi;
   aligned_span(a, b, al, &lo, &hi);

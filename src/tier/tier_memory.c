@@ -1,0 +1,103 @@
+/* The memory tiers (tier.h): device memory and the host arena. Both are addressed by pointer and
+ * share their code; they differ in where a state is allocated and in how its bytes reach host
+ * memory (a plain copy from the arena, or on the CPU device; a device copy otherwise). The update
+ * hands each tensor's segment to the optimizer in place, which picks its path from where the
+ * master and the params are (optim.h). */
+#include <string.h>
+
+#include "base/error.h"
+#include "tier/tier.h"
+
+static zs_status device_alloc(zs_tiers *t, zs_unit *u, zs_state s) {
+  const size_t bytes = zs_unit_state_bytes(u, s);
+  void **p = zs_unit_slot(u, s);
+  zs_dev *d = t->sh->dev;
+  ZS_CHECK(zs_mem_alloc(t->sh->mem, u->st.s[s].cat, bytes, p, NULL));
+  return zs_dev_zero(d, *p, bytes, d->compute_stream);
+}
+
+static void device_free(zs_tiers *t, zs_unit *u, zs_state s) {
+  void **p = zs_unit_slot(u, s);
+  zs_mem_free(t->sh->mem, u->st.s[s].cat, *p, zs_unit_state_bytes(u, s), NULL);
+  *p = NULL;
+}
+
+static zs_status host_alloc(zs_tiers *t, zs_unit *u, zs_state s) {
+  const size_t bytes = zs_unit_state_bytes(u, s);
+  void **p = zs_unit_slot(u, s);
+  ZS_CHECK(zs_mem_alloc_host(t->sh->mem, bytes, p));
+  memset(*p, 0, bytes);
+  return ZS_OK;
+}
+
+static void host_free(zs_tiers *t, zs_unit *u, zs_state s) {
+  void **p = zs_unit_slot(u, s);
+  zs_mem_free_host(t->sh->mem, *p, zs_unit_state_bytes(u, s));
+  *p = NULL;
+}
+
+/* The address of element `first` of array a of u's optimizer range: the remainders, u->master
+   (the fp32 master, or the alias of the params' home), or the optimizer's state. */
+static void *arr_at(const zs_unit *u, zs_arr a, size_t first) {
+  const zs_state s = zs_arr_state(u, a);
+  void *base = a != ZS_ARR_MASTER      ? u->opt[a - ZS_ARR_OPT0]
+               : s == ZS_ST_MASTER_REM ? (void *)u->rem
+                                       : (void *)u->master;
+  return zs_ptr_add(base, first, u->st.s[s].dtype);
+}
+
+/* Whether array a's bytes may be copied with memcpy: in the host arena, or on the CPU device. */
+static int direct(const zs_tiers *t, const zs_unit *u, zs_arr a) {
+  return zs_unit_on_host(u, zs_arr_state(u, a)) || t->sh->dev->kind == ZS_DEVICE_CPU;
+}
+
+static zs_status mem_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
+                          void *dst) {
+  const void *src = arr_at(u, a, first);
+  const size_t bytes = n * zs_tier_elem(u, a);
+  if (direct(t, u, a)) {
+    memcpy(dst, src, bytes);
+    return ZS_OK;
+  }
+  return zs_dev_to_host(t->sh->dev, dst, src, bytes);
+}
+
+static zs_status mem_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
+                           const void *src) {
+  void *dst = arr_at(u, a, first);
+  const size_t bytes = n * zs_tier_elem(u, a);
+  if (direct(t, u, a)) {
+    memcpy(dst, src, bytes);
+    return ZS_OK;
+  }
+  return zs_dev_from_host(t->sh->dev, dst, src, bytes);
+}
+
+static zs_status mem_update(zs_tiers *t, zs_unit *u) {
+  zs_status rc = ZS_OK;
+  for (int k = 0; k < u->ntensors && rc == ZS_OK; k++) {
+    size_t a, b;
+    if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
+    const size_t lo = a - u->opt_off;
+    zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
+                        {NULL},
+                        zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
+                        zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
+                        b - a,
+                        u->t[k].no_weight_decay,
+                        zs_unit_on_host(u, ZS_ST_MASTER),
+                        zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
+                        u->index,
+                        a,
+                        u->rem ? u->rem + lo : NULL};
+    for (int j = 0; j < ZS_OPT_MAX_STATE; j++)
+      if (u->opt[j]) seg.state[j] = zs_ptr_add(u->opt[j], lo, u->st.s[ZS_ST_OPT(j)].dtype);
+    rc = zs_optim_update(t->optim, &seg);
+  }
+  return rc;
+}
+
+const zs_tier_ops zs_tier_device_ops = {"device", device_alloc, device_free,
+                                        mem_read, mem_write,    mem_update};
+const zs_tier_ops zs_tier_host_ops = {"host",   host_alloc, host_free,
+                                      mem_read, mem_write,  mem_update};
