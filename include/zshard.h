@@ -1,29 +1,25 @@
 /* zshard — a memory-sharding training engine (ZeRO / FSDP style) for C training loops.
  *
- * This header is the engine's public API; the GPT-2 training kernels are in zshard_kernels.h
- * (their own library, libzshard_kernels, which uses this API; this header and libzshard never
- * need the kernels). Each comment states what a call does, its units, defaults and errors; the
- * rest is in docs/: COLLECTIVES.md (collectivity, divergence, failures), MEMORY.md (the memory
- * rule, the ledger, offload, the offload budget, the NVMe tier, frozen units), OPTIMIZER.md (the
- * gradient, determinism, the updates of AdamW and SGD, precision modes), ARCHITECTURE.md (the
- * inside).
+ * The engine's public API; the GPT-2 training kernels are in zshard_kernels.h (libzshard_kernels,
+ * which uses this API; this header and libzshard never need the kernels). Each comment states
+ * what a call does, its units, defaults and errors; the rest is in docs/: COLLECTIVES.md
+ * (collectivity, divergence, failures), MEMORY.md (memory rule, ledger, offload, budget, NVMe
+ * tier, frozen units), OPTIMIZER.md (gradient, determinism, updates, precision modes),
+ * ARCHITECTURE.md (the inside).
  *
  * Conventions, true of every call unless its comment says otherwise:
  *  - Errors: a call that can fail returns zs_status; on failure zs_last_error() (per thread)
  *    holds a sentence naming the cause and the fix. The library never prints, exits or aborts. A
  *    refused call (ZS_ERR_INVALID_ARG, ZS_ERR_STATE) changes nothing.
- *  - Collectivity follows the sharding switches (zs_config: shard_params, shard_grads,
- *    shard_optimizer), not the stage number: "sharded params" means shard_params in effect:
- *    stage 3, or ZS_SHARD_YES at any stage. Collective calls say so, and over which group: every
- *    rank of it must make them, in the same order, with the same units. Calls not marked
- *    collective are local to the rank.
- *  - Ranks that diverge (another collective call, unit, order or micro_steps, a save where the
- *    others step, an extra or missing zs_unit_grads_ready) get a non-OK status on every rank: on
- *    the mpi backends with the divergence check on (comm_check, the default) ZS_ERR_COMM naming
- *    both sides before any data moves, else at the next zs_engine_step at the latest (data may
- *    have moved wrong), or ZS_ERR_TIMEOUT. Legal programs are never flagged. Then destroy the
- *    engine and the comm and exit. Sampling on one rank with sharded params: every rank runs the
- *    forward, or all call zs_unit_get_param first. docs/COLLECTIVES.md §2-§3.
+ *  - Collectivity follows the sharding switches (shard_params, shard_grads, shard_optimizer),
+ *    not the stage: "sharded params" means shard_params in effect (stage 3, or ZS_SHARD_YES).
+ *    Collective calls say so, and over which group: every rank of it must make them, in the same
+ *    order, with the same units. Calls not marked collective are local to the rank.
+ *  - Ranks that diverge (call, unit, order, micro_steps, grads_ready count) get a non-OK status on
+ *    every rank: ZS_ERR_COMM naming both sides before any data moves with the divergence check
+ *    (comm_check; mpi backends), else at the next zs_engine_step at the latest (data may have
+ *    moved wrong), or ZS_ERR_TIMEOUT. Legal programs are never flagged. Then destroy the engine
+ *    and the comm and exit. docs/COLLECTIVES.md §2; sampling on one rank: §3.
  *  - Failure: ZS_ERR_COMM, ZS_ERR_TIMEOUT or ZS_ERR_DEVICE from a collective, or from a wait
  *    behind one, fails the engine: its groups are aborted, later calls return ZS_ERR_STATE, and
  *    the only thing left to do is zs_engine_destroy (restart from a checkpoint).
@@ -114,12 +110,8 @@ typedef struct {
 } zs_optim_hparams;
 
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
-   The fields that have an environment variable start "unset" (ZS_UNSET, or ZS_UNSET_SIZE for
-   size_t fields; NULL for nvme_path): at zs_engine_create a field still unset takes its variable
-   when that is set, else its default; any value the program writes wins, even one equal to the
-   default (cfg.stage = 3 stays 3 under ZS_STAGE=0). Writing ZS_UNSET back makes a field unset
-   again. zs_engine_info says where each resolved value came from; zs_engine_config returns them
-   (never unset). */
+   The tunables (listed there) start unset and take their environment variable or default at
+   zs_engine_create; any value the program writes wins, even one equal to the default. */
 #define ZS_CONFIG_VERSION 3    /* bumped with each field appended (3: optimizer, sgd) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
@@ -156,13 +148,10 @@ typedef struct {
                             0 = none. docs/MEMORY.md §1. */
   int shard_group_size;  /* hybrid sharding: shard inside groups of this size; 0 = world */
   double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
-  /* Offload (ZS_OFFLOAD_*): cap on pinned host bytes (0 = none), CPU optimizer workers (0 = this
-     rank's share of its NUMA node's cores), elements per copy-pipeline chunk, and whether to go
-     on with unpinned host memory when pinning is refused (reported in zs_engine_info). The cap
-     is a fit condition on host_pinned as planned (each host array in whole pages): over it
-     zs_plan_model says fits = 0 and commit refuses with the same sentence (for the config as
-     commit resolves it, zs_engine_config; ZS_BUDGET_FREE's placement is commit's). docs/MEMORY.md
-     §4. */
+  /* Offload (ZS_OFFLOAD_*; docs/MEMORY.md §4): cap on pinned host bytes (0 = none; host_pinned
+     over it: zs_plan_model's fits = 0, commit refuses with the same sentence), CPU optimizer
+     workers (0 = this rank's share of its NUMA node's cores), elements per copy-pipeline chunk,
+     and whether to go on with unpinned host memory when pinning is refused (zs_engine_info). */
   size_t offload_host_bytes;
   int offload_threads;
   size_t offload_chunk;
@@ -183,51 +172,39 @@ typedef struct {
   /* zs_engine_save: committed checkpoints kept in the directory after a save (the newest ones;
      older ones are deleted only once the new one is committed). 0 = keep all; default 2. */
   int ckpt_keep;
-  /* Optimizer-state precision (docs/OPTIMIZER.md §4; where each mode's state lives with offload:
-     docs/MEMORY.md §5). ZS_MASTER_FP32 (0, the default): an fp32 master copy beside the params.
-     ZS_MASTER_PARAMS: the fp32 params are the master (4 bytes per parameter fewer, the same bits
-     as ZS_MASTER_FP32); needs param_dtype ZS_F32. ZS_MASTER_REMAINDER: the bf16 params plus a
-     16-bit remainder per element are the master, exactly (2 bytes instead of 4; the compute copy
-     rounds ties away from zero); needs param_dtype ZS_BF16. ZS_MASTER_LEAN: the bf16 params are
-     the master (no fp32 copy), each update rounded to bf16 stochastically; needs param_dtype
-     ZS_BF16. A mode without its param_dtype is ZS_ERR_INVALID_ARG. Every mode works with offload
-     (bits or a budget), with the bits of the mode without offload. */
+  /* Optimizer-state precision (docs/OPTIMIZER.md §4; with offload, same bits: docs/MEMORY.md §5).
+     ZS_MASTER_FP32 (0, default): an fp32 master beside the params. ZS_MASTER_PARAMS (param_dtype
+     ZS_F32): the params are the master (4 bytes per parameter fewer, FP32's bits).
+     ZS_MASTER_REMAINDER (ZS_BF16): bf16 params plus a 16-bit remainder, exact (2 bytes instead of
+     4; the compute copy rounds ties away from zero). ZS_MASTER_LEAN (ZS_BF16): the bf16 params
+     (no fp32 copy), updates rounded stochastically. A mode without its param_dtype (in
+     parentheses) is ZS_ERR_INVALID_ARG. */
   int master;
-  /* ZS_F32 (the default) or ZS_BF16: the dtype of the optimizer's state (AdamW's m and v,
-     SGD's buffer, Lion's m; 2 bytes per element fewer with bf16: computed in fp32, rounded to
-     nearest even when stored), on every tier, with the bits of the mode without offload.
-     docs/OPTIMIZER.md §5. */
+  /* ZS_F32 (default) or ZS_BF16: the dtype of the optimizer's state (AdamW's m and v, SGD's
+     buffer, Lion's m) on every tier; bf16 is computed in fp32, stored rounded to nearest even
+     (2 bytes per element fewer). docs/OPTIMIZER.md §5. */
   zs_dtype moment_dtype;
   /* Budgeted partial offload (docs/MEMORY.md §6): the device bytes this rank's engine may hold
-     for params + grads + optimizer + the buffers bound (not the caller's activations); 0 = no
-     budget (the ZS_OFFLOAD_* bits decide). zs_engine_commit moves units to the host arena, the
-     one that frees the most device bytes first (ties: the lower unit index), until the rest
-     fits: deterministic, monotone, never over the budget, the same bits as all on the device; a
-     model over it with every unit on the host is refused with the least budget that fits. Needs
-     sharded optimizer state and offload = 0; every precision mode. ZS_BUDGET_FREE: what is free
-     at commit, the least over the ranks. Environment: ZS_OFFLOAD_BUDGET_BYTES (a number, or
-     "free"). */
+     for params + grads + optimizer + the buffers bound (not the caller's activations); 0 = none
+     (default: the ZS_OFFLOAD_* bits decide). Commit moves units to the host arena, largest saving
+     first, until the rest fits: deterministic, monotone, never over, the same bits; a model over
+     it with every unit on the host is refused with the least budget that fits. Needs sharded
+     optimizer state and offload = 0. Environment: ZS_OFFLOAD_BUDGET_BYTES (a number, or "free"). */
   size_t offload_budget_bytes;
-  /* master = ZS_MASTER_LEAN: the seed of the stochastic rounding's random bits (default 0; any
-     value; not stored in checkpoints: keep it when resuming). Unused in the other modes.
-     docs/OPTIMIZER.md §6. */
+  /* master = ZS_MASTER_LEAN only: the stochastic rounding's seed (default 0; not stored in
+     checkpoints: keep it when resuming). docs/OPTIMIZER.md §6. */
   uint64_t rounding_seed;
-  /* The NVMe tier (docs/MEMORY.md §7): a directory on a local disk's file system that takes
-     O_DIRECT (not tmpfs), or NULL (the default: none). The optimizer state of host-tier units
-     that does not fit offload_host_bytes goes to files there, largest first (deterministic,
-     monotone, never over the cap), and each zs_engine_step streams it through the host update
-     (the bits of host offload), on either device, in every precision mode. Needs a host tier
-     (ZS_OFFLOAD_* bits or a budget) and offload_host_bytes > 0, else ZS_ERR_INVALID_ARG. Commit
-     fails on every rank with ZS_ERR_UNSUPPORTED (tmpfs), ZS_ERR_INVALID_ARG (no directory) or
-     ZS_ERR_IO (no space); an I/O error in a step is ZS_ERR_IO on every rank and fails the
-     engine. Not copied: must stay valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
+  /* The NVMe tier (docs/MEMORY.md §7): a local directory that takes O_DIRECT, or NULL (default:
+     none). Host-tier optimizer state over offload_host_bytes goes to files there and each step
+     streams it through the host update (host offload's bits). Needs a host tier (ZS_OFFLOAD_*
+     bits or a budget) and offload_host_bytes > 0, else ZS_ERR_INVALID_ARG. Commit fails on every
+     rank with ZS_ERR_UNSUPPORTED (tmpfs), ZS_ERR_INVALID_ARG (no directory) or ZS_ERR_IO (no
+     space); an I/O error in a step is ZS_ERR_IO on every rank and fails the engine. Not copied:
+     valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
   const char *nvme_path;
-  /* The rank divergence check (docs/COLLECTIVES.md §2): 1 (the default, every build type): on
-     from zs_engine_create; 0: off from zs_engine_commit on (create and commit always run with it
-     on). Before each collective of the MPI backends the ranks exchange a small header and
-     refuse, on every rank at once with ZS_ERR_COMM naming both sides, to start one that
-     differs; NCCL groups have no header. Cost: one small all-gather per collective
-     (bench/RESULTS.md). Every rank must set the same value. Environment: ZS_COMM_CHECK. */
+  /* The rank divergence check of the MPI backends (docs/COLLECTIVES.md §2; NCCL has none): 1
+     (default, every build type): on from zs_engine_create; 0: off from zs_engine_commit on. Costs
+     one small all-gather per collective. Every rank alike. Environment: ZS_COMM_CHECK. */
   int comm_check;
   /* ZS_OPT_ADAMW (default), ZS_OPT_SGD or ZS_OPT_LION; sgd: torch.optim.SGD's momentum (default 0:
      no state), dampening (0) and nesterov (0; needs momentum > 0 and dampening 0). Every rank
@@ -241,14 +218,16 @@ typedef struct {
 
 /* Fills every field with its default (stage 3, CPU, fp32, comm_timeout_s 300, prefetch 1,
    offload_chunk 4Mi elements, ckpt_keep 2, comm_check 1, the optimizer's as its field says, the
-   rest 0), the tunables with the "unset" sentinel, and struct_size/struct_version (so a library
-   newer than the program's header reads only the caller's fields). The tunables: stage,
-   prefetch_units, deterministic, comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes,
-   offload_threads, offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes,
-   nvme_path, comm_check; one left unset takes its environment variable, ZS_ and its name in
-   capitals (ZS_STAGE; empty counts as unset), at zs_engine_create, else its default; one that does
-   not parse or is out of range makes zs_engine_create fail with ZS_ERR_INVALID_ARG naming it.
-   zs_plan_model reads no environment. A config zs_config_default did not fill is refused. */
+   rest 0) and struct_size/struct_version (a newer library reads only the caller's fields). The
+   tunables stage, prefetch_units, deterministic, comm_timeout_s, bucket_bytes, max_live_bytes,
+   offload_host_bytes, offload_threads, offload_chunk, offload_allow_unpinned, ckpt_keep,
+   offload_budget_bytes, nvme_path and comm_check are left unset (ZS_UNSET, ZS_UNSET_SIZE, NULL):
+   at zs_engine_create one still unset takes its environment variable, ZS_ and its name in
+   capitals (ZS_STAGE; empty counts as unset), else its default; a value that does not parse or is
+   out of range fails zs_engine_create (ZS_ERR_INVALID_ARG naming it). A value the program writes
+   wins (cfg.stage = 3 stays 3 under ZS_STAGE=0); writing ZS_UNSET back unsets it. zs_engine_info
+   says each value's origin, zs_engine_config returns them resolved (zs_plan_model reads no
+   environment). A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 
 typedef struct zs_comm zs_comm;
@@ -277,27 +256,24 @@ ZS_API zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine
    and nothing is added. */
 ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors,
                                     const zs_tensor_desc *t, zs_unit **out);
-/* Fixes the layout and allocates every shard; no unit may be added after it. Before allocating
-   anything it checks that this rank's state and transient buffers fit the memory it may use:
+/* Fixes the layout, places units (budget, NVMe tier: docs/MEMORY.md §6-§7, the same on every
+   rank) and allocates every shard; no unit may be added after it. Collective over the world: all
+   refuse when one does. First checks that this rank's state and transient buffers fit its memory:
    ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what would fit, nothing
-   allocated, the engine uncommitted (docs/MEMORY.md §3). Collective over the world: all refuse
-   when one does. Every rank must resolve the same configuration: the sharding switches, dtypes,
-   offload bits and budget, bucket_bytes, shard_group_size, deterministic, master, moment_dtype,
-   rounding_seed, the optimizer and its hyperparameters that differ are ZS_ERR_INVALID_ARG on every
-   rank naming the first field and both values. With an offload budget or the NVMe tier the units
-   are placed first, the same on every rank (docs/MEMORY.md §6-§7). */
+   allocated, the engine uncommitted (docs/MEMORY.md §3). The sharding switches, dtypes, offload
+   bits and budget, bucket_bytes, shard_group_size, deterministic, master, moment_dtype,
+   rounding_seed, the optimizer and its hyperparameters must resolve alike on every rank, else
+   ZS_ERR_INVALID_ARG on every rank naming the first field and both values. */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls
    return ZS_ERR_STATE, destroy still works. Not collective: the peers learn of it at the
    destroy that follows (docs/COLLECTIVES.md §4). ZS_ERR_INVALID_ARG for NULL. */
 ZS_API zs_status zs_engine_abort(zs_engine *e);
-/* Releases everything the engine holds: tears down its groups, then frees its memory. With the
-   check on (mpi backends) every group still in step first takes part in one last exchange
-   (bounded by comm_timeout_s), so that peers fail or return at once naming this call or the
-   abort instead of waiting out their timeout (docs/COLLECTIVES.md §4). Destroy engines that share
-   a comm in the same order on every rank. zs_last_error() is left as it was before the call.
-   NULL is a no-op. */
+/* Releases everything the engine holds (its groups, then its memory); with the check on, one
+   last exchange (bounded by comm_timeout_s) lets peers fail or return at once naming this call
+   or the abort (docs/COLLECTIVES.md §4). Destroy engines that share a comm in the same order on
+   every rank. zs_last_error() is left as it was before the call. NULL is a no-op. */
 ZS_API void zs_engine_destroy(zs_engine *e);
 
 /* ======== Communicators ======== */
@@ -319,15 +295,14 @@ ZS_API int zs_comm_size(const zs_comm *c); /* -1 for NULL */
 /* Element types and reductions of zs_comm_allreduce (the caller's own host values). */
 typedef enum { ZS_HOST_F32 = 0, ZS_HOST_F64, ZS_HOST_I64 } zs_host_dtype;
 typedef enum { ZS_RED_SUM = 0, ZS_RED_MEAN, ZS_RED_MAX, ZS_RED_MIN } zs_reduce_op;
-/* Reduces count values of host memory across every rank of c into recv on every rank (a logged
-   loss, token counts, a slowest rank's time), on either bootstrap; the same bits on every rank,
-   backend and run (rank order, sums in double: docs/COLLECTIVES.md §6). ZS_RED_MEAN: f32 and f64
-   only. send == recv is allowed; other overlaps, a NULL buffer with count > 0, an unknown dtype
-   or op, or an i64 mean are ZS_ERR_INVALID_ARG (on every rank, before any message). count 0 is a
-   no-op that still counts as a call. Collective over the world: same count, dtype and op, in the
-   same order relative to the other collective calls on c. A silent peer gives ZS_ERR_TIMEOUT
-   after zs_comm_set_timeout's bound; after a timeout or ZS_ERR_COMM every later call on c returns
-   ZS_ERR_COMM at once: destroy c. Not thread-safe: one thread per comm. */
+/* Reduces count host values across every rank of c into recv on every rank (a logged loss, token
+   counts), on either bootstrap; the same bits on every rank, backend and run (rank order:
+   docs/COLLECTIVES.md §6). Collective over the world: same count, dtype and op, in the same order
+   relative to the other collective calls on c. send == recv is allowed; other overlaps, a NULL
+   buffer with count > 0, an unknown dtype or op, or an i64 mean are ZS_ERR_INVALID_ARG (on every
+   rank, before any message). count 0 is a no-op that still counts as a call. A silent peer gives
+   ZS_ERR_TIMEOUT after zs_comm_set_timeout's bound; after it or ZS_ERR_COMM every later call on c
+   returns ZS_ERR_COMM at once: destroy c. Not thread-safe: one thread per comm. */
 ZS_API zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t count,
                                    zs_host_dtype dt, zs_reduce_op op);
 /* Sets the bound on the communicator's own waits (zs_comm_allreduce; the env rendezvous when an
@@ -341,23 +316,21 @@ ZS_API void zs_comm_destroy(zs_comm *c);
 
 /* ======== Parameters ======== */
 
-/* Sets tensor t of u from host fp32 values (numel of the tensor), identical on every rank (the
-   next zs_engine_step refuses values that differ: docs/COLLECTIVES.md §7). Writes the fp32 master
-   and the compute copy (lean mode: the bf16 params alone, the master, rounded to nearest even),
-   and a gathered copy the caller holds; a prefetched copy is dropped. Valid after commit, outside
-   a step. Not collective, but every rank must set the same tensors between the same collective
-   calls (else the next gather of the unit fails with ZS_ERR_COMM on every rank). On CUDA it waits
-   for the engine's streams: ZS_ERR_TIMEOUT after comm_timeout_s fails the engine.
-   ZS_ERR_INVALID_ARG / ZS_ERR_STATE for bad arguments or call order (nothing written). */
+/* Sets tensor t of u from host fp32 values (numel of the tensor): the fp32 master and the compute
+   copy (lean mode: the bf16 params alone, rounded to nearest even) and a gathered copy the caller
+   holds; a prefetched copy is dropped. Valid after commit, outside a step. Not collective, but
+   every rank must set the same values (else the next step refuses them) and the same tensors
+   between the same collective calls (else ZS_ERR_COMM at the unit's next gather), see
+   docs/COLLECTIVES.md §7. On CUDA it waits for the engine's streams: ZS_ERR_TIMEOUT after
+   comm_timeout_s fails the engine. ZS_ERR_INVALID_ARG / ZS_ERR_STATE: nothing written. */
 ZS_API zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
 /* zs_unit_set_param with the element count of host_full, checked against the tensor's:
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
 ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
 /* Reads the full fp32 master values of tensor t into host memory (lean mode: the bf16 params,
-   widened). The master is optimizer state: collective within the shard group when the optimizer
-   state is sharded (shard_optimizer: stages 1-3, and whenever grads or params are sharded; every
-   rank of the group must call), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the
-   engine. */
+   widened). Collective within the shard group when the optimizer state is sharded (shard_optimizer,
+   on whenever grads or params are sharded), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT
+   fail the engine. */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
@@ -375,36 +348,30 @@ ZS_API int zs_unit_num_tensors(const zs_unit *u);
    the caller's host memory: set *host to its first fp32 value (numel contiguous values, row-major
    as the tensor's shape), or to NULL to leave the tensor out. Return 0, or non-zero to refuse
    the whole call (ZS_ERR_INVALID_ARG naming the unit and tensor; nothing was written or read).
-   For a model kept as one array per parameter type across layers (llm.c's qkvw [L, 3C, C]):
-   *host = qkvw + layer * 3 * C * C. Called once per tensor, units in order, tensors in order,
-   before any value moves. */
+   Called once per tensor, units and tensors in order, before any value moves. For one array per
+   parameter type across layers (llm.c's qkvw [L, 3C, C]): *host = qkvw + layer * 3 * C * C. */
 typedef int (*zs_param_locate_fn)(void *user, const zs_unit *u, int unit_index, int t,
                                   const char *tensor_name, int64_t numel, float **host);
 /* Sets every tensor the callback locates, from the caller's arrays: zs_unit_set_param for each,
-   with its rules (every rank passes the same values; writes the fp32 master and the compute
-   copy; not collective; valid after commit, between steps). ZS_ERR_INVALID_ARG (a NULL argument,
-   a refusal by the callback) and ZS_ERR_STATE (call order) write nothing; a failure while writing
-   fails the engine like zs_unit_set_param. */
+   with its rules (not collective; after commit, between steps). ZS_ERR_INVALID_ARG (NULL, a
+   refusal by the callback) and ZS_ERR_STATE write nothing; a failure while writing fails the
+   engine like zs_unit_set_param. */
 ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user);
-/* Reads the full fp32 master values of every tensor the callback locates into the caller's
-   arrays, unit by unit: zs_unit_get_param's values, gathering each unit's master once for all its
-   tensors. Collective within the shard group when the optimizer state is sharded, as
-   zs_unit_get_param (every unit is gathered even where the callback skips all its tensors).
-   Memory: one unit's fp32 master at a time (freed before the next unit); no param copy is
-   gathered. Valid after commit, between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before anything
-   is read; ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
+/* Reads zs_unit_get_param's values of every tensor the callback locates into the caller's
+   arrays, gathering each unit's master once (one unit's fp32 master at a time; no param copy).
+   Collective within the shard group when the optimizer state is sharded, as zs_unit_get_param
+   (every unit, even where the callback skips all its tensors). After commit, between steps.
+   ZS_ERR_INVALID_ARG / ZS_ERR_STATE before anything is read; ZS_ERR_COMM / ZS_ERR_TIMEOUT fail
+   the engine. */
 ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
-/* Makes every unit's params equal to rank root's on every rank (FSDP's sync_module_states): the
-   fp32 master (lean mode: the bf16 params) and the compute copy, as if every rank called
-   zs_unit_set_param with root's zs_unit_get_param values; the optimizer's state is left as it is
-   (zero before the first step). The values set before it are no longer compared
-   (docs/COLLECTIVES.md §7). Collective over the world, same root; valid after commit, between
-   steps. Memory: one unit's fp32 master at a time, host and device. ZS_ERR_INVALID_ARG (NULL, root
-   outside 0..world-1) and ZS_ERR_STATE change nothing; a failure while moving fails the engine
-   (some units may be broadcast, others not). One rank: a no-op. Sharded params: ZS_ERR_UNSUPPORTED
-   (each rank keeps only its shard: set the same values everywhere). Stages 1-2 send root's full
-   compute copy: exact with fp32 params; with bf16 params every master becomes those bf16 values
-   widened (the remainder master's remainders are lost). */
+/* Makes every unit's params (master and compute copy) equal to rank root's on every rank (FSDP's
+   sync_module_states), as if every rank set root's zs_unit_get_param values; the optimizer state
+   stays. Values set before it are no longer compared (docs/COLLECTIVES.md §7). Collective over
+   the world, same root; after commit, between steps. Memory: one unit's fp32 master at a time.
+   ZS_ERR_INVALID_ARG (NULL, root outside 0..world-1) and ZS_ERR_STATE change nothing; a failure
+   while moving fails the engine (some units broadcast). One rank: a no-op. Sharded params:
+   ZS_ERR_UNSUPPORTED (set the same values everywhere). It sends root's compute copy: with bf16
+   params every master becomes those values widened (remainders are lost). */
 ZS_API zs_status zs_engine_broadcast_params(zs_engine *e, int root);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
@@ -422,7 +389,7 @@ ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
    zs_engine_step ends every hold (gather again before using zs_unit_param). Errors:
    ZS_ERR_OUT_OF_MEMORY when max_live_bytes leaves no room (nothing changed); ZS_ERR_COMM /
    ZS_ERR_TIMEOUT / ZS_ERR_DEVICE, or ZS_ERR_OUT_OF_MEMORY from the device, fail the engine;
-   ZS_ERR_STATE before commit or after a failure. Not thread-safe (one thread per engine). */
+   ZS_ERR_STATE before commit or after a failure. */
 ZS_API zs_status zs_unit_gather(zs_unit *u);
 /* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
    (also for NULL, and before commit). With full params (shard_params off) they are always
@@ -442,53 +409,45 @@ ZS_API void *zs_unit_grad(zs_unit *u, int t);
    collective. ZS_ERR_STATE without a matching gather. */
 ZS_API zs_status zs_unit_release(zs_unit *u);
 /* Backward of this unit finished for this micro-step: its gradient may be reduced. Collective
-   (every rank, same units, same order) when it reduces: with sharded gradients (shard_grads in
-   effect: stages 2-3, or ZS_SHARD_YES) and in deterministic mode every micro-step reduces; with
-   full gradients the last micro-step does (the earlier calls are local). ZS_ERR_STATE outside a
-   step or past micro_steps calls; a failed reduction fails the engine (ZS_ERR_COMM /
-   ZS_ERR_TIMEOUT / ZS_ERR_DEVICE). */
+   (every rank, same units, same order) when it reduces: every micro-step with sharded gradients
+   (shard_grads) and in deterministic mode, else the last one (the earlier calls are local).
+   ZS_ERR_STATE outside a step or past micro_steps calls; a failed reduction fails the engine
+   (ZS_ERR_COMM / ZS_ERR_TIMEOUT / ZS_ERR_DEVICE). */
 ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
-
-/* Reduces what has been added into u's zs_unit_grad so far in this micro-step into the gradient
-   shard and frees the full gradient; a later zs_unit_grad of this micro-step hands out a fresh
-   zeroed buffer (docs/MEMORY.md §1). For a unit whose gradient arrives in parts far apart in the
-   backward (a tied embedding); costs one more reduction. Collective over the shard group with
-   sharded gradients; a no-op with full gradients and in deterministic mode. Errors: ZS_ERR_STATE
-   outside a step or after the unit's last grads_ready, ZS_ERR_INVALID_ARG for NULL; a failed
-   reduction fails the engine like zs_unit_grads_ready. */
+/* Reduces what u's zs_unit_grad holds so far in this micro-step into the gradient shard and frees
+   the full gradient (a later zs_unit_grad hands out a fresh zeroed one): for a gradient arriving
+   in parts far apart, a tied embedding (docs/MEMORY.md §1). Collective over the shard group with
+   sharded gradients; a no-op with full gradients and in deterministic mode. ZS_ERR_STATE outside
+   a step or after the unit's last grads_ready, ZS_ERR_INVALID_ARG for NULL; a failed reduction
+   fails the engine like zs_unit_grads_ready. */
 ZS_API zs_status zs_unit_grads_flush(zs_unit *u);
 
-/* Output structs (zs_step_stats, zs_memory) keep reserved space at their end: a later minor
-   version adds fields there, so their size never changes within a major version, and sets
-   struct_version to say which fields it filled. */
+/* Output structs (zs_step_stats, zs_memory, zs_plan_report) keep their size within a major
+   version: new fields take reserved space, and struct_version says which fields are filled. */
 typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
   double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
   unsigned struct_version; /* 1: the fields above; 2: also check_seconds */
   unsigned reserved_u;
-  double check_seconds; /* of step_seconds, the wall time this rank spent in the divergence
-                           check's header exchanges (0 with comm_check 0 or on nccl): its cost,
-                           or less, since a wait for a late peer there is not waited again */
+  double check_seconds; /* of step_seconds, this rank's wall time in the divergence check's
+                           exchanges (0 with comm_check 0 or on nccl; docs/COLLECTIVES.md §2) */
   double reserved[5];
 } zs_step_stats;
-/* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs AdamW
-   (docs/OPTIMIZER.md) on this rank's share of the optimizer state, publishes the updated params
-   where they are full, and ends every hold (gathered copies are freed). A non-finite gradient
-   skips the update (st->skipped_nonfinite). st may be NULL. Collective over the world.
-   ZS_ERR_STATE without begin_step or before every unit's micro_steps-th grads_ready (frozen units
-   need none; nothing changes). Every rank then agrees on the step's shape (micro_steps,
-   grads_ready calls, step number): ZS_ERR_COMM naming both ranks' shapes when they differ
-   (nothing updated, the engine failed). Values set by zs_unit_set_param that differ across ranks
-   are ZS_ERR_INVALID_ARG on every rank naming the tensor; the step is abandoned (nothing
-   updated) and the engine stays usable (docs/COLLECTIVES.md §7). Any later failure fails the
-   engine (the update may be half applied). */
+/* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs the
+   optimizer on this rank's share of its state (docs/OPTIMIZER.md §1-§3: the gradient, the
+   deterministic order, the update), publishes updated full params, and ends every hold. A
+   non-finite gradient skips the update (st->skipped_nonfinite). st may be NULL. Collective over
+   the world. ZS_ERR_STATE without begin_step or before every unit's micro_steps-th grads_ready
+   (frozen units need none; nothing changes). Ranks whose step shapes (micro_steps, grads_ready
+   calls, step number) differ: ZS_ERR_COMM naming both, nothing updated, the engine failed. Set
+   values that differ across ranks: ZS_ERR_INVALID_ARG on every rank naming the tensor, the step
+   abandoned, the engine usable (docs/COLLECTIVES.md §7). Any later failure fails the engine (the
+   update may be half applied). */
 ZS_API zs_status zs_engine_step(zs_engine *e, zs_step_stats *st);
 /* Sets the learning rate used from the next zs_engine_step on (schedules). Not collective, but
    every rank must set the same value. ZS_ERR_INVALID_ARG for a negative or non-finite lr. */
 ZS_API zs_status zs_engine_set_lr(zs_engine *e, float lr);
-
-/* The gradient AdamW sees, and the order deterministic mode sums it in: docs/OPTIMIZER.md §1-§2. */
 
 /* ======== Memory planning ======== */
 
@@ -517,9 +476,8 @@ typedef struct {
   size_t device_total, host_total;
   int fits;          /* 1 when it fits the memory given (see zs_plan_model) */
   char verdict[512]; /* "fits: needs 1.2 GiB on each GPU at stage 3 with 4 ranks", or "does not
-                        fit: needs 93.4 GiB on each GPU at stage 3 with 4 ranks; fits with 8
-                        ranks or with optimizer offload": zs_engine_commit refuses with the same
-                        sentence */
+                        fit: needs 93.4 GiB ...; fits with 8 ranks or with optimizer offload":
+                        zs_engine_commit refuses with the same sentence */
   unsigned struct_version; /* 1: the fields above; 2: also the placement below; 3: the NVMe
                               tier's too */
   unsigned reserved_u;
@@ -567,41 +525,37 @@ ZS_API zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size,
                                       size_t activation_bytes, size_t device_bytes,
                                       size_t host_bytes, zs_plan_report *out);
 /* zs_plan_placement for a model with frozen units (unit_frozen as zs_plan_model_frozen's; NULL:
-   exactly zs_plan_placement). A frozen unit moves only what it has: its param shard with sharded
-   params, else nothing (then it stays on the device unless the model is over its budget). Same
-   errors, not collective, allocates nothing. */
+   exactly zs_plan_placement; what a frozen unit moves: docs/MEMORY.md §6). Same errors, not
+   collective, allocates nothing. */
 ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
                                           const int64_t *unit_numel, const int *unit_frozen,
                                           int nunits, unsigned char *host);
 
 /* ======== Checkpoints and export ======== */
 
-/* Saves the training state into a new checkpoint dir/ckpt-<12 digits>/{rank-<r>.zsd,
-   manifest.json} (dir created if missing; the number is zs_engine_steps_done, or one above the
-   highest already in dir when that is not lower, so the newest is always the highest): every rank
-   writes what it owns of the fp32 master and the optimizer's state (fp32 in every precision mode,
-   docs/OPTIMIZER.md §7; each element written once), rank 0 a JSON manifest with xxh64 checksums
-   naming the optimizer.
-   Files are written to temporary names, fsynced and renamed; the manifest's rename is the commit
-   point, so a crash or a write error leaves the previous checkpoint the latest loadable one. Then
-   checkpoints older than the newest cfg.ckpt_keep, and what crashed saves left, are deleted. dir
-   must be on a file system every rank sees (one saving job at a time). Collective over the world,
-   between steps (ZS_ERR_STATE inside a step or before commit). Errors, the same on every rank:
-   ZS_ERR_IO (disk full, permissions, ...; nothing of the new checkpoint stays, no temporary
-   file), ZS_ERR_INVALID_ARG (NULL, or ranks naming different paths). NVMe: docs/MEMORY.md §7. */
+/* Saves the training state into a new checkpoint dir/ckpt-<12 digits>/ (dir created if missing;
+   the number is zs_engine_steps_done, or one above the highest in dir when that is not lower, so
+   the newest is the highest): each rank's share of the fp32 master and optimizer state (fp32 in
+   every mode, each element once: docs/OPTIMIZER.md §7), rank 0 a manifest with checksums naming
+   the optimizer. Atomic (docs/ARCHITECTURE.md, "Checkpoints"): after a crash or an error the
+   previous checkpoint is the latest loadable one. Then checkpoints older than the newest
+   ckpt_keep, and what crashed saves left, are deleted. dir must be on a file system every rank
+   sees (one saving job at a time). Collective over the world, between steps (ZS_ERR_STATE inside
+   a step or before commit). Errors, the same on every rank: ZS_ERR_IO (disk full, permissions;
+   nothing of the new checkpoint stays), ZS_ERR_INVALID_ARG (NULL, or ranks naming different
+   paths). NVMe: docs/MEMORY.md §7. */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
-   this engine (committed, same units, tensor names, shapes and param_dtype). dir is a checkpoint
+   this committed engine (same units, tensor names, shapes and param_dtype). dir is a checkpoint
    (holds manifest.json) or a directory of them (the newest committed one). Each rank reads and
-   checks only the blocks it owns, never the whole model. Sets the master, the optimizer's state,
-   the params (from the master) and the step counts; the configuration (hyperparameters, the lr of
-   zs_engine_set_lr) stays the engine's. Every rank agrees before anything is written, so a
-   refused load changes nothing: ZS_ERR_CORRUPT (a damaged, truncated or missing file, a checksum
-   mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another model or optimizer: names
-   the first difference), ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before
-   commit, or a unit still gathered). A file that changes between the check and the read, or a
-   failed write of the NVMe tier (docs/MEMORY.md §7), fails the engine. Collective over the world.
- */
+   checks only the blocks it owns. Sets the master, optimizer state, params and step counts; the
+   configuration (hyperparameters, zs_engine_set_lr's lr) stays the engine's. Collective over the
+   world. The ranks agree before anything is written, so a refused load changes nothing:
+   ZS_ERR_CORRUPT (a damaged, truncated or missing file, a checksum mismatch, an unknown format
+   version), ZS_ERR_INVALID_ARG (another model or optimizer: names the first difference),
+   ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before commit, or a unit
+   still gathered). A file that changes between check and read, or a failed NVMe tier write
+   (docs/MEMORY.md §7), fails the engine. */
 ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
 
 /* How zs_engine_export_safetensors_ex writes one tensor; the callback may change any field. */
@@ -629,8 +583,8 @@ ZS_API void zs_export_options_default(zs_export_options *o);
    it in 1 MiB chunks. Written to path.tmp, fsynced and renamed: path is either the old file or the
    whole new one. o NULL: the defaults. Collective over the world, between steps. Errors (same on
    every rank): ZS_ERR_INVALID_ARG (a bad name, duplicate names, a refused tensor, bad dtype),
-   ZS_ERR_IO (no file left behind); a failed gather, or a failed read of the NVMe tier
-   (docs/MEMORY.md §7), fails the engine (no file is left). */
+   ZS_ERR_IO; a failed gather, or a failed read of the NVMe tier (docs/MEMORY.md §7), fails the
+   engine. No file is left behind on failure. */
 ZS_API zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                                  const zs_export_options *o);
 /* zs_engine_export_safetensors_ex with the defaults: fp32, "<unit>.<tensor>" names. */
