@@ -54,7 +54,7 @@ static zs_status prepare(const char *dir, uint64_t step, uint64_t *seq) {
 
 /* Streams this rank's data: each byte goes to the file and into its block's running checksum
    (hashed once: the header's checksum covers the block table, so it covers the whole file); the
-   state comes out of the engine in canonical form (state_io.h) one piece at a time. */
+   state comes out of the engine in canonical form (tier/master_io.h) one piece at a time. */
 typedef struct {
   zs_engine *e;
   int fd, rank;

@@ -19,7 +19,7 @@ enum {
 };
 
 /* The flags a tier on a device of this kind opens its staging with (the engine's tier,
-   engine/nvme_tier.c, and the tests that stand for it): pinned on CUDA, where the ledger books
+   tier/nvme_tier.c, and the tests that stand for it): pinned on CUDA, where the ledger books
    the staging as host_pinned and the slots are what device copies of a chunk read and write;
    unpinned on the CPU device, where pinning would only cost locked memory (host_pinned means
    the host tier there, as for the unpinned arena). */

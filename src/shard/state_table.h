@@ -94,7 +94,7 @@ typedef struct {
    read and written through them (zs_unit_master_in_params), with no alias and no fp32 master
    (the optimizer's state on its tier). ZS_MASTER_REMAINDER (bf16 params) makes ZS_ST_MASTER's
    life NONE and ZS_ST_MASTER_REM persistent: the params' home and the remainder are the master
-   (every reader and writer joins or splits them: src/shard/master_rem.h); the remainder lives on
+   (every reader and writer joins or splits them: src/tier/master_rem.h); the remainder lives on
    the optimizer state's tier (with its state arrays), the params where the params' entries say.
    nstate is the optimizer's state count (base/opt_shape.h): slots ZS_ST_OPT(0 .. nstate - 1)
    are persistent, in moment_dt (zs_config.moment_dtype) on whichever tier they live. */

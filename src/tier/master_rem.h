@@ -5,7 +5,8 @@
  * splits run on the host, through copies of the arrays (memcpy on the CPU device); either may
  * live on the device or in the host arena (offload: the copies take either kind of address), and
  * the remainders also in the NVMe tier's file (read and written through their tier's operations,
- * tier.h). */
+ * tier.h: a device array by a device copy that waits for the streams, an arena array directly,
+ * as the fp32 master's). */
 #ifndef ZS_TIER_MASTER_REM_H
 #define ZS_TIER_MASTER_REM_H
 

@@ -62,7 +62,7 @@ static int has_file(const zs_unit *u, int which) {
   return zs_state_is(&u->st, st, ZS_LIFE_PERSISTENT) && u->st.s[st].tier == ZS_TIER_NVME;
 }
 
-/* Bytes of file `which` of u before alignment (its elements' size, zs_unit_nvme_elem). */
+/* Bytes of file `which` of u before alignment (its elements' size, zs_tier_elem). */
 static uint64_t file_bytes(const zs_unit *u, int which) {
   return (uint64_t)u->opt_n * zs_tier_elem(u, (zs_arr)which);
 }
@@ -203,6 +203,7 @@ static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, uint64_t *rd, uint64_t *
                           u->t[k].no_weight_decay,
                           1, /* the host tier's update: the bits of host offload */
                           params_host,
+                          u->group[k],
                           u->index,
                           a,
                           rem ? (uint16_t *)m0 + j : NULL};
@@ -241,11 +242,6 @@ static void nvme_free(zs_tiers *t, zs_unit *u, zs_state s) {
   (void)t;
   *zs_unit_slot(u, s) = NULL;
 }
-
-zs_status zs_nvme_tier_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
-                            void *dst);
-zs_status zs_nvme_tier_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
-                             const void *src);
 
 const zs_tier_ops zs_tier_nvme_ops = {
     "nvme", nvme_alloc, nvme_free, zs_nvme_tier_read, zs_nvme_tier_write, nvme_update};

@@ -61,6 +61,12 @@ typedef struct zs_nvme_tier zs_nvme_tier;
    collective (the owner agrees on the outcome; the placement is the same on every rank). */
 zs_status zs_nvme_tier_open(zs_tiers *t, const zs_placement *pl);
 
+/* The tier's range read and write (zs_tier_nvme_ops.read / .write; nvme_range.c). */
+zs_status zs_nvme_tier_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
+                            void *dst);
+zs_status zs_nvme_tier_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
+                             const void *src);
+
 /* Closes and removes every file of the tier, the rank's directory, the ring and the staging;
    clears every unit's nv. No tier: nothing. */
 void zs_nvme_tier_close(zs_tiers *t);

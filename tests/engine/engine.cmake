@@ -551,7 +551,7 @@ zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 ARGS ${CMAKE_CURRENT_BIN
 # ledger books the planner's host bytes, for random models, tiers, modes and caps (NVMe too).
 zs_exe(test_engine_host_cap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_host_cap.c)
 zs_mpi_test(engine_host_cap test_engine_host_cap NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS engine)
-# The NVMe tier's range reads and writes and its life in the engine (src/engine/nvme_range.c,
+# The NVMe tier's range reads and writes and its life in the engine (src/tier/nvme_range.c,
 # nvme_tier.c): random ranges of every array against a plain float array, the files read back with
 # buffered I/O, bad ranges, set/get_param through the tier, planner = ledger, a deleted file, the
 # directory removed at destroy; 1 and 2 ranks. Files under the build folder (a real disk).
@@ -561,7 +561,7 @@ foreach(n 1 2)
               ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS "engine;offload")
   set_tests_properties(engine_nvme_range_np${n} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
-# The NVMe tier's step (src/engine/nvme_tier.c) against host offload: in each run the same
+# The NVMe tier's step (src/tier/nvme_tier.c) against host offload: in each run the same
 # training with the optimizer state in the host arena and then with the largest units on the tier
 # (--mode some: the fewest the arena's headroom allows; all: every unit over it), bit for bit in
 # deterministic mode; and through engine_equiv.sh against one rank's plain run at stage 0 (which has

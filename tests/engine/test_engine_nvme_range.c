@@ -1,4 +1,4 @@
-/* The NVMe tier's range reads and writes (src/engine/nvme_range.c) and its life in the engine
+/* The NVMe tier's range reads and writes (src/tier/nvme_range.c) and its life in the engine
  * (nvme_tier.c): an engine whose trainable units all have their optimizer state on the tier (a
  * frozen unit has none), random ranges of every array written and read against a plain float
  * array kept here (the reference), and the files read back with buffered I/O (not the code under
