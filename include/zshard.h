@@ -616,6 +616,28 @@ ZS_API int64_t zs_engine_step_count(const zs_engine *e);
    run's data and schedule continue (restored by zs_engine_load); -1 for NULL. */
 ZS_API int64_t zs_engine_steps_done(const zs_engine *e);
 
+/* ======== Parameter groups ======== */
+
+/* A parameter group's hyperparameters, in place of the configuration's for its tensors (the
+   engine's optimizer runs every group; docs/OPTIMIZER.md §8). */
+typedef struct {
+  float lr_scale;          /* the group's lr: the engine's (zs_engine_set_lr's too) times this */
+  float weight_decay;      /* a tensor's no_weight_decay still exempts it */
+  float beta1, beta2, eps; /* optim.beta1, beta2 (AdamW, Lion), eps (AdamW) */
+  float momentum;          /* sgd.momentum (SGD; dampening and nesterov stay the config's) */
+} zs_param_group;
+#define ZS_MAX_PARAM_GROUPS 64 /* group 0, the configuration's, included */
+
+/* The configuration's values as a group (lr_scale 1): a starting point. */
+ZS_API zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g);
+/* Adds a group, checked as the configuration's values are (ZS_ERR_INVALID_ARG names the field;
+   nothing added); *id gets its number (1, 2, ...). Before commit. Every tensor starts in group 0,
+   the configuration's. */
+ZS_API zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id);
+/* Puts tensor t of u (t = -1: every tensor of u) in group id. Before commit; every rank must make
+   the same groups and memberships (commit's agreement compares them). */
+ZS_API zs_status zs_unit_set_group(zs_unit *u, int t, int id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,6 +63,7 @@ typedef struct {
   int ndim;
   int64_t shape[4];
   int no_weight_decay;
+  int group; /* its parameter group (0: the configuration's; key "group", written when not 0) */
 } zs_ckpt_tensor;
 
 typedef struct {
@@ -88,6 +89,10 @@ typedef struct {
   int narrays;        /* arrays per segment: the master, then the optimizer's (version 1: 3) */
   char arrays[ZS_CKPT_MAX_ARRAYS][32]; /* their names ("master", "exp_avg", ...) */
   float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
+  /* The parameter groups after group 0 (key "groups", written when there are any): each one's
+     lr_scale, weight_decay, beta1, beta2, eps, momentum, as zs_param_group. */
+  int ngroups; /* 1 + the groups listed */
+  zs_param_group groups[ZS_MAX_PARAM_GROUPS];
   uint64_t block_bytes;
   int nunits;
   zs_ckpt_unit *units;

@@ -55,7 +55,8 @@ static int write_units(cJSON *root, const zs_ckpt_manifest *m) {
       if (!t || !cJSON_AddItemToArray(ts, t)) return 0;
       if (!cJSON_AddStringToObject(t, "name", u->t[k].name) ||
           !(sh = cJSON_AddArrayToObject(t, "shape")) ||
-          !cJSON_AddNumberToObject(t, "no_weight_decay", u->t[k].no_weight_decay))
+          !cJSON_AddNumberToObject(t, "no_weight_decay", u->t[k].no_weight_decay) ||
+          (u->t[k].group && !cJSON_AddNumberToObject(t, "group", u->t[k].group)))
         return 0;
       for (int d = 0; d < u->t[k].ndim; d++) {
         cJSON *n = cJSON_CreateNumber((double)u->t[k].shape[d]);
@@ -101,6 +102,29 @@ static int add_arrays(cJSON *r, const zs_ckpt_manifest *m) {
   return 1;
 }
 
+/* The names of zs_param_group's fields, in its order. */
+static const char *const group_keys[6] = {"lr_scale", "weight_decay", "beta1",
+                                          "beta2",    "eps",          "momentum"};
+static void group_values(const zs_param_group *g, float v[6]) {
+  v[0] = g->lr_scale, v[1] = g->weight_decay, v[2] = g->beta1, v[3] = g->beta2, v[4] = g->eps,
+  v[5] = g->momentum;
+}
+
+static int write_groups(cJSON *r, const zs_ckpt_manifest *m) {
+  if (m->ngroups <= 1) return 1;
+  cJSON *gs = cJSON_AddArrayToObject(r, "groups");
+  if (!gs) return 0;
+  for (int i = 1; i < m->ngroups; i++) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(gs, o)) return 0;
+    float v[6];
+    group_values(&m->groups[i], v);
+    for (int k = 0; k < 6; k++)
+      if (!cJSON_AddNumberToObject(o, group_keys[k], v[k])) return 0;
+  }
+  return 1;
+}
+
 static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
   cJSON *sh, *ad;
   return cJSON_AddStringToObject(r, "format", "zshard-checkpoint") &&
@@ -126,7 +150,7 @@ static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
          cJSON_AddNumberToObject(ad, "beta2", m->beta2) &&
          cJSON_AddNumberToObject(ad, "eps", m->eps) &&
          cJSON_AddNumberToObject(ad, "weight_decay", m->weight_decay) &&
-         cJSON_AddNumberToObject(ad, "max_grad_norm", m->max_grad_norm) &&
+         cJSON_AddNumberToObject(ad, "max_grad_norm", m->max_grad_norm) && write_groups(r, m) &&
          add_u64(r, "block_bytes", m->block_bytes) && write_units(r, m) && write_files(r, m) &&
          add_hex(r, "manifest_xxh64", 0);
 }
@@ -229,6 +253,24 @@ static int get_dtype(const cJSON *o, const char *k, zs_dtype *out) {
   return 1;
 }
 
+/* The parameter groups after group 0 (optional: a manifest without them has group 0 only). */
+static zs_status parse_groups(const cJSON *root, zs_ckpt_manifest *m) {
+  m->ngroups = 1;
+  const cJSON *gs = cJSON_GetObjectItemCaseSensitive(root, "groups"), *o;
+  if (!gs) return ZS_OK;
+  if (!cJSON_IsArray(gs) || cJSON_GetArraySize(gs) < 1 ||
+      cJSON_GetArraySize(gs) >= ZS_MAX_PARAM_GROUPS)
+    return bad("the parameter groups are not a list of 1 to 63 groups");
+  cJSON_ArrayForEach(o, gs) {
+    float v[6];
+    for (int k = 0; k < 6; k++)
+      if (!cJSON_IsObject(o) || !get_float(o, group_keys[k], &v[k]))
+        return bad("a parameter group has a missing or non-finite value");
+    m->groups[m->ngroups++] = (zs_param_group){v[0], v[1], v[2], v[3], v[4], v[5]};
+  }
+  return ZS_OK;
+}
+
 static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
   const cJSON *us = cJSON_GetObjectItemCaseSensitive(root, "units");
   const int n = cJSON_GetArraySize(us);
@@ -260,7 +302,9 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
       const cJSON *sh = cJSON_GetObjectItemCaseSensitive(t, "shape"), *x;
       d->ndim = cJSON_GetArraySize(sh);
       if (!get_str(t, "name", d->name, sizeof d->name) || !cJSON_IsArray(sh) || d->ndim < 1 ||
-          d->ndim > 4 || !get_int(t, "no_weight_decay", 1, &d->no_weight_decay))
+          d->ndim > 4 || !get_int(t, "no_weight_decay", 1, &d->no_weight_decay) ||
+          (cJSON_GetObjectItemCaseSensitive(t, "group") &&
+           !get_int(t, "group", m->ngroups - 1, &d->group)))
         return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: unit '%s' tensor %d is malformed",
                       u->name, k - 1);
       uint64_t numel = 1;
@@ -396,6 +440,7 @@ static zs_status parse_body(const cJSON *r, zs_ckpt_manifest *m) {
   m->step = (int64_t)step;
   m->steps_done = (int64_t)done;
   m->offload = (unsigned)off;
+  ZS_CHECK(parse_groups(r, m));
   ZS_CHECK(parse_units(r, m));
   return parse_files(r, m);
 }

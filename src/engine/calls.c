@@ -328,7 +328,11 @@ double zs_engine_check_seconds(const zs_engine *e) {
 zs_status zs_engine_agree_config(zs_engine *e) {
   if (e->world_size == 1) return ZS_OK;
   cfg_word w[CFG_MAX];
-  const int n = cfg_words(&e->cfg, w);
+  int n = cfg_words(&e->cfg, w);
+  if (n < CFG_MAX) /* the parameter groups: their values and every tensor's membership */
+    w[n].name = "param groups (zs_engine_add_group, zs_unit_set_group)",
+    w[n].v = zs_engine_groups_hash(e);
+  n++;
   if (n > CFG_MAX) /* a field added to cfg_words without room: every commit says so, in tests */
     return zs_err(ZS_ERR_STATE,
                   "zs_engine_commit: %d configuration words, room for %d (raise "

@@ -212,7 +212,8 @@ static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, s
 }
 
 /* The part of block blk (bytes [b0, b1) of the data) that falls in array `kind` (zs_arr: 0
-   the master, 1 + i the optimizer's state i) of segment g: written into the engine (tier/master_io.h). */
+   the master, 1 + i the optimizer's state i) of segment g: written into the engine
+   (tier/master_io.h). */
 static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, uint64_t b1) {
   zs_unit *u = p->e->units[g->unit];
   const uint64_t n = g->end - g->begin, a0 = g->offset + 4 * n * (uint64_t)kind;

@@ -216,6 +216,8 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->eps = e->cfg.optim.eps;
   m->weight_decay = e->cfg.optim.weight_decay;
   m->max_grad_norm = e->cfg.optim.max_grad_norm;
+  m->ngroups = e->ngroups;
+  memcpy(m->groups, e->groups, sizeof m->groups);
   m->block_bytes = block;
   m->units = calloc((size_t)e->nunits, sizeof *m->units);
   m->files = calloc((size_t)e->world_size, sizeof *m->files);
@@ -234,6 +236,7 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
       cu->t[k].ndim = u->t[k].ndim;
       memcpy(cu->t[k].shape, u->t[k].shape, sizeof cu->t[k].shape);
       cu->t[k].no_weight_decay = u->t[k].no_weight_decay != 0;
+      cu->t[k].group = u->group[k];
     }
   }
   m->nfiles = e->world_size;

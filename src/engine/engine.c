@@ -141,6 +141,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
   e->plan = plan;
   e->cfg = *cfg;
+  e->ngroups = 1; /* group 0: the configuration's */
   memcpy(e->origins, origins, sizeof origins);
   e->comm = comm;
   e->world_rank = zs_comm_rank(comm);
@@ -224,6 +225,7 @@ static void unit_free(zs_unit *u) {
   free(u->tnames);
   free(u->t);
   free(u->set_hash);
+  free(u->group);
   zs_layout_free(&u->lay);
   free(u);
 }
@@ -259,8 +261,9 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->t = calloc((size_t)ntensors, sizeof *u->t);
   u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
   u->set_hash = calloc((size_t)ntensors, sizeof *u->set_hash);
+  u->group = calloc((size_t)ntensors, sizeof *u->group);
   zs_status rc = ZS_OK;
-  if (!u->t || !u->tnames || !u->set_hash) {
+  if (!u->t || !u->tnames || !u->set_hash || !u->group) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }

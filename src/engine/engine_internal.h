@@ -66,6 +66,10 @@ struct zs_engine {
 
   zs_unit **units;
   int nunits, cap_units;
+  /* Parameter groups (groups.c): groups[1 .. ngroups - 1] as zs_engine_add_group took them;
+     group 0 is the configuration's (ngroups >= 1). */
+  zs_param_group groups[ZS_MAX_PARAM_GROUPS];
+  int ngroups;
 
   int micro_steps;    /* of the current step */
   int64_t opt_steps;  /* completed optimizer steps (the optimizer's t) */
@@ -153,6 +157,13 @@ void zs_engine_set_clear(zs_engine *e);
    ZS_ERR_INVALID_ARG naming the first field that differs, with both values, on every rank (all
    see every row). Collective over the world; called by zs_engine_commit before it allocates. */
 zs_status zs_engine_agree_config(zs_engine *e);
+/* Group id's configuration (groups.c): the engine's, with the group's hyperparameters in place
+   of optim's lr (times lr_scale), weight_decay, betas, eps and sgd.momentum; group 0 (and an id
+   out of range) the engine's own. */
+void zs_engine_group_config(const zs_engine *e, int id, zs_config *out);
+/* A hash of every group's values (by their bits) and every tensor's group, for the agreement at
+   commit. */
+uint64_t zs_engine_groups_hash(const zs_engine *e);
 /* Wall seconds the engine's groups spent in divergence-check header exchanges so far. */
 double zs_engine_check_seconds(const zs_engine *e);
 /* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a

@@ -92,6 +92,8 @@ void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_plac
   zs_engine_facts *f = &e->facts;
   f->committed = 1;
   f->units = e->nunits;
+  if (e->ngroups > 1)
+    info_add(e, "; %d parameter groups besides the configuration's", e->ngroups - 1);
   if (pl->active) {
     f->budget_active = 1;
     f->budget_free_ranks = e->budget_free_ranks;

@@ -55,8 +55,7 @@ zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
   /* The ranks compare what they set at the next step (calls.c): a per-rank seed is refused. */
   if (rc == ZS_OK) zs_engine_set_record(u, t, host_full, u->lay.numel[t]);
   /* set_param writes the master and the params: an I/O error is the master's file, half written */
-  if (rc == ZS_ERR_IO && zs_state_master_on_tier(u))
-    return zs_engine_fail_hard(u->e, rc);
+  if (rc == ZS_ERR_IO && zs_state_master_on_tier(u)) return zs_engine_fail_hard(u->e, rc);
   return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);
 }
 

@@ -75,7 +75,10 @@ out:
    so that an I/O error on one fails every rank instead of leaving its peers waiting in the
    publish: collective over the world then. */
 static zs_status run_optimizer(zs_engine *e, double gscale) {
-  zs_optim_prepare(e->optim, &e->cfg, e->opt_steps + 1, gscale);
+  zs_config cfgs[ZS_MAX_PARAM_GROUPS]; /* each group's hyperparameters, this step's lr */
+  for (int g = 0; g < e->ngroups; g++)
+    zs_engine_group_config(e, g, &cfgs[g]);
+  zs_optim_prepare(e->optim, cfgs, e->ngroups, e->opt_steps + 1, gscale);
   zs_status rc = ZS_OK;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     zs_unit *u = e->units[i];

@@ -18,11 +18,12 @@ struct zs_optim {
   zs_pool *cpu_pool;          /* CPU device: workers of the device-resident updates, or NULL */
   zs_offload_pipe pipe;       /* CUDA with offloaded state: the copy pipeline's staging */
   zs_opt_host_fn host_update; /* the module's update of host-resident state (chosen at create) */
-  void *decay, *nodecay; /* the module's coefficients (ZS_OPT_COEF_BYTES each, heap: no declared
-                            type, so the module's struct may live there) */
-  int lean;              /* the mode is ZS_MASTER_LEAN */
-  uint64_t seed;         /* zs_optim_prepare's config: its rounding_seed */
-  int64_t t;             /* ... and the step */
+  /* The module's coefficients, ZS_OPT_COEF_BYTES each: per parameter group with decay, then
+     without (heap: no declared type, so the module's struct may live there). */
+  unsigned char *coef;
+  int lean;      /* the mode is ZS_MASTER_LEAN */
+  uint64_t seed; /* zs_optim_prepare's config: its rounding_seed */
+  int64_t t;     /* ... and the step */
 };
 
 zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
@@ -40,9 +41,8 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (!o) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
   o->cfg = *cfg;
   o->host_update = hu;
-  o->decay = calloc(1, ZS_OPT_COEF_BYTES);
-  o->nodecay = calloc(1, ZS_OPT_COEF_BYTES);
-  if (!o->decay || !o->nodecay) {
+  o->coef = calloc(2 * ZS_MAX_PARAM_GROUPS, ZS_OPT_COEF_BYTES);
+  if (!o->coef) {
     zs_optim_destroy(o);
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
   }
@@ -71,8 +71,7 @@ void zs_optim_destroy(zs_optim *o) {
   if (o->cfg.arena) zs_offload_pipe_free(&o->pipe, o->cfg.dev, o->cfg.arena);
   zs_pool_destroy(o->offload_pool);
   zs_pool_destroy(o->cpu_pool);
-  free(o->decay);
-  free(o->nodecay);
+  free(o->coef);
   free(o);
 }
 
@@ -115,11 +114,18 @@ double zs_optim_clip_coef(double norm, double max_grad_norm) {
   return (max_grad_norm > 0 && norm > max_grad_norm) ? max_grad_norm / (norm + 1e-6) : 1.0;
 }
 
-void zs_optim_prepare(zs_optim *o, const zs_config *c, int64_t t, double gscale) {
-  o->cfg.ops->prepare(o->decay, c, t, gscale, 1);
-  o->cfg.ops->prepare(o->nodecay, c, t, gscale, 0);
+/* Coefficients of group g, with weight decay (decay 1) or without. */
+static void *coef_of(const zs_optim *o, int g, int decay) {
+  return o->coef + (size_t)(2 * g + !decay) * ZS_OPT_COEF_BYTES;
+}
+
+void zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int64_t t, double gscale) {
+  for (int g = 0; g < ngroups && g < ZS_MAX_PARAM_GROUPS; g++) {
+    o->cfg.ops->prepare(coef_of(o, g, 1), &cfgs[g], t, gscale, 1);
+    o->cfg.ops->prepare(coef_of(o, g, 0), &cfgs[g], t, gscale, 0);
+  }
   o->lean = o->cfg.mode.master == ZS_MASTER_LEAN;
-  o->seed = c->rounding_seed;
+  o->seed = cfgs[0].rounding_seed;
   o->t = t;
 }
 
@@ -199,7 +205,9 @@ static zs_status update_hooked(zs_optim *o, const void *c, const zs_opt_state *s
 zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   zs_dev *d = o->cfg.dev;
   const zs_dtype pd = o->cfg.param_dtype;
-  const void *c = s->no_weight_decay ? o->nodecay : o->decay;
+  if (s->group < 0 || s->group >= ZS_MAX_PARAM_GROUPS)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_update: parameter group %d", s->group);
+  const void *c = coef_of(o, s->group, !s->no_weight_decay);
   const int in_place = zs_opt_reads_params(o->cfg.mode.master);
   if (in_place && (pd != ZS_BF16 || (!o->lean && !s->rem)))
     return zs_err(

@@ -104,10 +104,12 @@ zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, doub
 double zs_optim_clip_coef(double norm, double max_grad_norm);
 
 /* ---- The update ---- */
-/* The module's coefficients of optimizer step t (1-based) from cfg, gradients scaled by gscale
-   (clip / (world * micro_steps)); zs_optim_update uses them until the next call, and in lean mode
-   (cfg->master == ZS_MASTER_LEAN) t and cfg->rounding_seed as the rounding's key. */
-void zs_optim_prepare(zs_optim *o, const zs_config *cfg, int64_t t, double gscale);
+/* The module's coefficients of optimizer step t (1-based) for each of the ngroups parameter
+   groups (1 <= ngroups <= ZS_MAX_PARAM_GROUPS) from cfgs[g], the group's configuration (the
+   engine's with the group's hyperparameters), gradients scaled by gscale (clip / (world *
+   micro_steps)); zs_optim_update uses them until the next call, and in lean mode t and
+   cfgs[0].rounding_seed as the rounding's key. */
+void zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int64_t t, double gscale);
 
 /* One tensor's piece of this rank's optimizer range. */
 typedef struct {
@@ -120,6 +122,7 @@ typedef struct {
                   master (ZS_MASTER_PARAMS), updated in place */
   size_t n;    /* elements */
   int no_weight_decay, state_host, params_host;
+  int group; /* the tensor's parameter group: whose coefficients (zs_optim_prepare) */
   /* Lean mode (ZS_MASTER_LEAN: master NULL, param the bf16 params updated in place, on either
      tier; the state where state_host says): the unit's
      index and the flat offset in the unit of element 0, the key of the rounding's random bits

@@ -65,6 +65,8 @@ struct zs_unit {
   /* Per tensor: a hash of the values zs_unit_set_param last wrote since the ranks last agreed on
      them (src/engine/calls.c), 0 when none; the step's agreement compares them across ranks. */
   uint64_t *set_hash;
+  /* Per tensor: its parameter group (zs_unit_set_group; 0, the configuration's, by default). */
+  int *group;
 };
 
 struct zs_shard_ctx {
@@ -85,11 +87,11 @@ struct zs_shard_ctx {
      frees defer by themselves once the owner failed, and zs_mem_free_after defers the free of a
      buffer a failed collective used). */
   zs_mem *mem;
-  /* The one exception, on CUDA: the device words of a gather's status agreement (gather.c,
-     shard_size + 1 of them), allocated at its first use outside the ledger (as the engine's own
-     agreement buffers) and kept, so that no NVMe-tier gather allocates or frees device memory
-     (cudaFree waits for the whole device); the owner frees it (zs_dev_free) at destroy, once its
-     groups are gone. NULL until then. */
+  /* The one exception, on CUDA: the device words of a master gather's status agreement
+     (tier/master_gather.c, shard_size + 1 of them), allocated at its first use outside the ledger
+     (as the engine's own agreement buffers) and kept, so that no NVMe-tier gather allocates or
+     frees device memory (cudaFree waits for the whole device); the owner frees it (zs_dev_free) at
+     destroy, once its groups are gone. NULL until then. */
   uint64_t *status_dev;
   /* The owner's failure service, for the one decision only src/shard can make: a gather its peers
      went on with failed on this rank, so the owner is failed whatever the status (returns s).

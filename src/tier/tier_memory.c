@@ -87,6 +87,7 @@ static zs_status mem_update(zs_tiers *t, zs_unit *u) {
                         u->t[k].no_weight_decay,
                         zs_unit_on_host(u, ZS_ST_MASTER),
                         zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
+                        u->group[k],
                         u->index,
                         a,
                         u->rem ? u->rem + lo : NULL};

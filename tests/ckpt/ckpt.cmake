@@ -11,7 +11,7 @@ endfunction()
 # Each pair keeps the engine's determinism promise on both sides (any split of the global batch
 # into ranks x micro-steps gives 1 rank's bits at every stage), so the straight run on 1 rank is
 # the reference for both halves.
-zs_ckpt_resume(ckpt_resume_1to4_stage0to3 4 "1 --stage 0" "4 --stage 3")
+zs_ckpt_resume(ckpt_resume_1to4_stage0to3 4 "1 --stage 0" "4 --stage 3" --groups 1)
 zs_ckpt_resume(ckpt_resume_4to3_stage3to2 12 "4 --stage 3" "3 --stage 2")
 zs_ckpt_resume(ckpt_resume_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1")
 zs_ckpt_resume(ckpt_resume_2to1_stage2to0 2 "2 --stage 2" "1 --stage 0")
@@ -21,7 +21,7 @@ zs_ckpt_resume(ckpt_resume_offload_2to4 4 "2 --stage 3 --offload 3" "4 --stage 2
 zs_ckpt_resume(ckpt_resume_budget_2to3 6 "2 --stage 3 --budget-frac 0.2" "3 --stage 1 --budget-frac 0.1")
 zs_ckpt_resume(ckpt_resume_hybrid_2x2to3 12 "4 --stage 3 --group 2" "3 --stage 3")
 # SGD's momentum buffer and Lion's m saved and loaded on another world size and stage.
-zs_ckpt_resume(ckpt_resume_sgd_2to3 6 "2 --stage 3 --offload 3" "3 --stage 1" --sgd 0.9 --dampening 0.1)
+zs_ckpt_resume(ckpt_resume_sgd_2to3 6 "2 --stage 3 --offload 3" "3 --stage 1" --sgd 0.9 --dampening 0.1 --groups 1)
 zs_ckpt_resume(ckpt_resume_sgd_plain_2to1 2 "2 --stage 3" "1 --stage 0" --sgd 0)
 # Format version 1 (before the manifest listed the optimizer's arrays), as 8ce144c saved it with
 # `ZS_TEST_CKPT_BLOCK_BYTES=200 mpirun -np 2 test_engine_train --micro 2 --steps 5 --stage 3
@@ -29,7 +29,7 @@ zs_ckpt_resume(ckpt_resume_sgd_plain_2to1 2 "2 --stage 3" "1 --stage 0" --sgd 0)
 zs_ckpt_resume(ckpt_resume_v1_fixture 4 "2 --stage 3" "4 --stage 2")
 set_property(TEST ckpt_resume_v1_fixture APPEND PROPERTY ENVIRONMENT
              "CKPT_FIXTURE=${CMAKE_CURRENT_LIST_DIR}/fixtures/v1_adamw_np2_stage3")
-zs_ckpt_resume(ckpt_resume_lion_3to2 6 "3 --stage 2" "2 --stage 3 --budget-frac 0.2" --lion 1 --lr 0.01)
+zs_ckpt_resume(ckpt_resume_lion_3to2 6 "3 --stage 2" "2 --stage 3 --budget-frac 0.2" --lion 1 --lr 0.01 --groups 1)
 zs_ckpt_resume(ckpt_resume_to_hybrid_3to2x2 12 "3 --stage 2" "4 --stage 3 --group 2")
 # bf16 params: the params come back as the master rounded to bf16; several ranks give the 1-rank
 # bits too (every partial sum of the gradient is rounded to bf16, as one rank's += is).

@@ -225,11 +225,13 @@ static void create_case(zs_comm *comm) {
   if (e) zs_engine_destroy(e);
 }
 
-/* D5: configurations that differ between ranks are refused at commit, naming the field. */
+/* D5: configurations that differ between ranks are refused at commit, naming the field; so are
+   parameter groups (rank 1 alone adds one, or alone puts the tensor in a group all added). */
 static void config_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  const char *field[4] = {NULL, "rounding_seed", "moment_dtype", "optim.lr"};
-  for (int k = 0; k < 4; k++) {
+  const char *field[6] = {NULL,       "rounding_seed", "moment_dtype",
+                          "optim.lr", "param groups",  "param groups"};
+  for (int k = 0; k < 6; k++) {
     zs_config cfg;
     zs_config_default(&cfg);
     cfg.stage = 0; /* every rank updates its replica itself: the seed decides its bits */
@@ -244,6 +246,14 @@ static void config_case(zs_comm *comm) {
     const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
     zs_unit *u = NULL;
     ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
+    if ((k == 4 && rank == 1) || k == 5) {
+      zs_param_group g;
+      int id = 0;
+      ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+      g.lr_scale = 0.5f;
+      ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+      if (k == 4 || rank == 1) ZS_OK_OR_DIE(zs_unit_set_group(u, 0, id));
+    }
     const zs_status rc = zs_engine_commit(e);
     const char *msg = rc == ZS_OK ? "" : zs_last_error();
     printf("config rank %d case %d: commit %s: %s\n", rank, k, zs_status_str(rc), msg);

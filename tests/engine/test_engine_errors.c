@@ -202,6 +202,51 @@ static void unit_cases(zs_engine *e) {
             zs_engine_num_units(e));
 }
 
+/* Parameter groups: refused values name the field and add nothing; ids and tensors are checked;
+   an SGD group may not change the optimizer's state (a momentum where the config has none). */
+static void group_cases(zs_engine *e, zs_unit *u, zs_comm *comm) {
+  zs_param_group g;
+  int id = 7;
+  ZS_EXPECT_STATUS(zs_engine_group_default(NULL, &g), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+  ZS_EXPECT(g.lr_scale == 1.0f && g.beta1 == zs_engine_config(e)->optim.beta1,
+            "the default group is not the configuration's");
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, NULL, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(id == -1, "a refused group's id is -1 (%d)", id);
+  g.beta1 = 1.5f;
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &g, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "betas") && strstr(zs_last_error(), "group 1"),
+            "names the betas and the group: %s", zs_last_error());
+  g.beta1 = 0.9f;
+  g.lr_scale = -1;
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &g, &id), ZS_ERR_INVALID_ARG);
+  g.lr_scale = 0.5f;
+  ZS_EXPECT_STATUS(zs_unit_set_group(u, 0, 1), ZS_ERR_INVALID_ARG); /* refused: no group 1 */
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+  ZS_EXPECT(id == 1, "the first group is 1 (%d)", id);
+  ZS_EXPECT_STATUS(zs_unit_set_group(u, 2, id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_group(u, -2, id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_group(NULL, 0, id), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_unit_set_group(u, 1, id));
+  /* Plain SGD keeps no buffer: a group with a momentum is refused, one without is not. */
+  zs_config c;
+  zs_config_default(&c);
+  c.optimizer = ZS_OPT_SGD;
+  c.sgd.momentum = 0;
+  zs_engine *s = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &s));
+  ZS_OK_OR_DIE(zs_engine_group_default(s, &g));
+  g.momentum = 0.9f;
+  ZS_EXPECT_STATUS(zs_engine_add_group(s, &g, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "state"), "says the state would change: %s", zs_last_error());
+  g.momentum = 0;
+  ZS_OK_OR_DIE(zs_engine_add_group(s, &g, &id));
+  for (int i = 2; i < ZS_MAX_PARAM_GROUPS; i++)
+    ZS_OK_OR_DIE(zs_engine_add_group(s, &g, &id));
+  ZS_EXPECT_STATUS(zs_engine_add_group(s, &g, &id), ZS_ERR_INVALID_ARG); /* 65th */
+  zs_engine_destroy(s);
+}
+
 /* Environment variables are resolved at create for fields left unset; a value the program sets
    wins, even one equal to the default; garbage is refused naming the variable; a config
    zs_config_default did not fill is refused; an older (smaller) config struct is completed with
@@ -350,8 +395,14 @@ int main(int argc, char **argv) {
   ZS_EXPECT_STATUS(zs_unit_gather(u), ZS_ERR_STATE);             /* before commit */
   ZS_EXPECT_STATUS(zs_unit_set_param(u, 0, vals), ZS_ERR_STATE); /* before commit */
   ZS_EXPECT_STATUS(zs_engine_begin_step(e, 1), ZS_ERR_STATE);    /* before commit */
+  group_cases(e, u, comm);
   ZS_OK_OR_DIE(zs_engine_commit(e));
   ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_STATE);
+  zs_param_group g0;
+  int gid = 0;
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g0));
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &g0, &gid), ZS_ERR_STATE); /* after commit */
+  ZS_EXPECT_STATUS(zs_unit_set_group(u, 0, 0), ZS_ERR_STATE);
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "late", 2, good, NULL), ZS_ERR_STATE);
 
   /* Params: wrong sizes and indices are refused and write nothing. */

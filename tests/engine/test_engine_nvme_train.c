@@ -19,7 +19,8 @@
  * 0: the host tier by the least offload budget, as stage 0 needs)] [--write F] [--compare F] [--tol
  * X] [--device cpu|cuda] [--bf16 0|1 (bf16 params and gradients)] [--master
  * fp32|params|remainder|lean] [--moments-bf16 0|1] [--sgd M (SGD, momentum M, dampening 0.1)]
- * [--lion 1] The precision modes put their own arrays on the tier (the remainders 2 bytes, bf16
+ * [--lion 1] [--groups 1 (two parameter groups: unit big's first tensor, the last unit)] The
+ * precision modes put their own arrays on the tier (the remainders 2 bytes, bf16
  * moments, no master file in lean mode or where ZS_MASTER_PARAMS's params live on the host): the
  * same bits as host offload in that mode, and as the mode's 1-rank in-memory run (engine_equiv.sh).
  */
@@ -68,6 +69,7 @@ typedef struct {
   float sgd;                      /* --sgd M: zs_config.optimizer = ZS_OPT_SGD, momentum M (>= 0);
                                      < 0: AdamW */
   int lion;                       /* --lion 1: zs_config.optimizer = ZS_OPT_LION */
+  int groups;    /* --groups 1: two parameter groups (train's), the same in both runs */
   size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
   int all;
   double tol;
@@ -192,6 +194,18 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     for (int k = 0; k < U[i].nt; k++)
       t[k] = (zs_tensor_desc){tn[k], 1, {U[i].n[k], 0, 0, 0}, U[i].nowd[k]};
     ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
+  }
+  if (o->groups) { /* the tier's update takes each segment's group, as the arena's does */
+    static const zs_param_group gs[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f},
+                                         {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f}};
+    int id[2];
+    for (int i = 0; i < 2; i++) {
+      zs_param_group g = gs[i];
+      if (o->sgd == 0) g.momentum = 0; /* plain SGD keeps no buffer in any group */
+      ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id[i]));
+    }
+    ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, id[0]));
+    ZS_OK_OR_DIE(zs_unit_set_group(units[NU - 1], -1, id[1]));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (nvme) check_staging(e, &c);
@@ -380,7 +394,7 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, -1.0f, 0, 0, 0, 0.0, NULL, NULL, NULL};
+  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, -1.0f, 0, 0, 0, 0, 0.0, NULL, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -415,6 +429,8 @@ int main(int argc, char **argv) {
       o.sgd = (float)atof(v);
     else if (!strcmp(k, "--lion"))
       o.lion = atoi(v);
+    else if (!strcmp(k, "--groups"))
+      o.groups = atoi(v);
     else if (!strcmp(k, "--master"))
       o.master = !strcmp(v, "params")      ? ZS_MASTER_PARAMS
                  : !strcmp(v, "remainder") ? ZS_MASTER_REMAINDER

@@ -17,6 +17,8 @@
  *        reference is then torch.optim.SGD's update, written here in float64)]
  *        [--lion 1 (zs_config.optimizer = ZS_OPT_LION, betas 0.9, 0.99; the reference is the
  *        Lion paper's update with decoupled decay, written here in float64)]
+ *        [--groups 1 (two parameter groups besides the configuration's, test_groups below, on
+ *        some tensors and units; the reference takes each tensor's group's hyperparameters)]
  *        [--ties-away 0|1 (the test hook: ZS_MASTER_FP32 rounds its bf16 compute copy ties away
  *        from zero, as ZS_MASTER_REMAINDER does; src/base/round_hook.h)]
  *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F] [--budget-free 1]
@@ -38,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glob.h>
 #include <unistd.h>
 
 #ifdef ZS_HAVE_CUDA
@@ -61,7 +64,8 @@ typedef struct {
   int sgd;      /* zs_config.optimizer = ZS_OPT_SGD, with momentum, dampening, nesterov */
   float momentum, dampening;
   int nesterov;
-  int lion; /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
+  int lion;   /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
+  int groups; /* --groups: test_groups on the tensors test_group_of says */
   float clip, wd, lr;
   double tol, reftol;
   double budget;   /* --budget-frac; < 0: no budget */
@@ -139,6 +143,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->sgd = 1, o->momentum = (float)atof(v);
     else if (!strcmp(k, "--lion"))
       o->lion = atoi(v);
+    else if (!strcmp(k, "--groups"))
+      o->groups = atoi(v);
     else if (!strcmp(k, "--dampening"))
       o->dampening = (float)atof(v);
     else if (!strcmp(k, "--nesterov"))
@@ -168,13 +174,43 @@ typedef struct {
   int64_t t;
 } ref_state;
 
-static int ref_no_decay(int64_t gi) {
-  for (int u = 0; u < TM_NUNITS; u++)
-    for (int k = 0; k < tm_units[u].ntensors; k++) {
-      int64_t b = tm_base(u, k);
-      if (gi >= b && gi < b + tm_numel(u, k)) return tm_units[u].t[k].no_weight_decay;
+/* The tensor (*u, *k) that global element gi belongs to. */
+static void ref_tensor(int64_t gi, int *u, int *k) {
+  for (*u = 0; *u < TM_NUNITS; (*u)++)
+    for (*k = 0; *k < tm_units[*u].ntensors; (*k)++) {
+      int64_t b = tm_base(*u, *k);
+      if (gi >= b && gi < b + tm_numel(*u, *k)) return;
     }
+}
+
+/* --groups: two groups besides the configuration's (their momentum is used only with SGD, and
+   is 0 there when the configuration's is: a plain SGD keeps no buffer), and each tensor's group:
+   embed.w and the whole head in group 1, block.w and block.ln in group 2 (the unit put there
+   whole, then block.c back in group 0), the rest in group 0. */
+static const zs_param_group test_groups[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f},
+                                              {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f}};
+static int test_group_of(int u, int k) {
+  if ((u == 0 && k == 0) || u == 3) return 1;
+  if (u == 2 && k < 2) return 2;
   return 0;
+}
+
+/* Element gi's hyperparameters: the configuration's, or with --groups its tensor's group's. */
+typedef struct {
+  double lr, wd, b1, b2, eps, mom;
+} ref_hp;
+static ref_hp ref_hp_of(const opts *o, int64_t gi) {
+  ref_hp h = {o->lr, o->wd, 0.9, o->lion ? 0.99 : 0.999, 1e-8, o->momentum};
+  int u, k;
+  ref_tensor(gi, &u, &k);
+  const int g = o->groups ? test_group_of(u, k) : 0;
+  if (g > 0) {
+    const zs_param_group *t = &test_groups[g - 1];
+    h = (ref_hp){(float)(o->lr * t->lr_scale),         t->weight_decay, t->beta1, t->beta2, t->eps,
+                 o->momentum != 0 ? t->momentum : 0.0f};
+  }
+  if (tm_units[u].t[k].no_weight_decay) h.wd = 0;
+  return h;
 }
 
 /* Lean mode's rounding, from zshard.h's text: the 16 random bits of element `off` of unit `unit`
@@ -228,13 +264,14 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
   r->t++;
   if (o->sgd) { /* torch.optim.SGD: coupled decay, the first buffer is the gradient itself */
     for (int64_t i = 0; i < n; i++) {
-      double d = g[i] * clip + (ref_no_decay(i) ? 0.0 : o->wd) * r->p[i];
-      if (o->momentum != 0) {
-        r->m[i] = r->t == 1 ? d : o->momentum * r->m[i] + (1 - (double)o->dampening) * d;
+      const ref_hp h = ref_hp_of(o, i);
+      double d = g[i] * clip + h.wd * r->p[i];
+      if (h.mom != 0) {
+        r->m[i] = r->t == 1 ? d : h.mom * r->m[i] + (1 - (double)o->dampening) * d;
         if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
-        d = o->nesterov ? d + o->momentum * r->m[i] : r->m[i];
+        d = o->nesterov ? d + h.mom * r->m[i] : r->m[i];
       }
-      r->p[i] -= o->lr * d;
+      r->p[i] -= h.lr * d;
       if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
     }
     free(g);
@@ -242,18 +279,19 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
   }
   if (o->lion) { /* Lion (Chen et al. 2023): the sign of an interpolation, decoupled decay */
     for (int64_t i = 0; i < n; i++) {
-      const double gi = g[i] * clip, c = 0.9 * r->m[i] + 0.1 * gi;
-      const double wd = ref_no_decay(i) ? 0.0 : o->wd;
-      r->p[i] = r->p[i] * (1 - o->lr * wd) - o->lr * (c > 0 ? 1.0 : c < 0 ? -1.0 : 0.0);
-      r->m[i] = 0.99 * r->m[i] + 0.01 * gi;
+      const ref_hp h = ref_hp_of(o, i);
+      const double gi = g[i] * clip, c = h.b1 * r->m[i] + (1 - h.b1) * gi;
+      r->p[i] = r->p[i] * (1 - h.lr * h.wd) - h.lr * (c > 0 ? 1.0 : c < 0 ? -1.0 : 0.0);
+      r->m[i] = h.b2 * r->m[i] + (1 - h.b2) * gi;
       if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
       if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
     }
     free(g);
     return;
   }
-  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
   for (int64_t i = 0; i < n; i++) {
+    const ref_hp h = ref_hp_of(o, i);
+    const double b1 = h.b1, b2 = h.b2, eps = h.eps;
     double gi = g[i] * clip;
     r->m[i] = b1 * r->m[i] + (1 - b1) * gi;
     r->v[i] = b2 * r->v[i] + (1 - b2) * gi * gi;
@@ -263,11 +301,29 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
       r->v[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->v[i]));
     }
     double mh = mn / (1 - pow(b1, (double)r->t)), vh = vn / (1 - pow(b2, (double)r->t));
-    double wd = ref_no_decay(i) ? 0.0 : o->wd;
-    r->p[i] -= o->lr * (mh / (sqrt(vh) + eps) + wd * r->p[i]);
+    r->p[i] -= h.lr * (mh / (sqrt(vh) + eps) + h.wd * r->p[i]);
     if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
   }
   free(g);
+}
+
+/* With --groups and --save: the checkpoint's manifest lists the groups (their values) and each
+   grouped tensor's group. */
+static void check_manifest_groups(const char *dir) {
+  char pat[4200];
+  snprintf(pat, sizeof pat, "%s/ckpt-*/manifest.json", dir);
+  glob_t gl;
+  ZS_EXPECT(glob(pat, 0, NULL, &gl) == 0 && gl.gl_pathc >= 1, "no manifest under %s", dir);
+  if (gl.gl_pathc < 1) return;
+  FILE *f = fopen(gl.gl_pathv[gl.gl_pathc - 1], "rb");
+  char *text = calloc(1, 1 << 20);
+  const size_t n = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  ZS_EXPECT(n > 0 && strstr(text, "\"groups\"") && strstr(text, "\"lr_scale\"") &&
+                strstr(text, "\"group\""),
+            "the manifest %s lists no parameter groups", gl.gl_pathv[gl.gl_pathc - 1]);
+  if (f) fclose(f);
+  free(text);
+  globfree(&gl);
 }
 
 /* ---- the engine run ---- */
@@ -408,6 +464,19 @@ int main(int argc, char **argv) {
   for (int u = 0; u < TM_NUNITS; u++)
     ZS_OK_OR_DIE(
         zs_engine_add_unit(e, tm_units[u].name, tm_units[u].ntensors, tm_units[u].t, &units[u]));
+  if (o.groups) { /* test_groups, put where test_group_of says (a whole unit, then one back) */
+    for (int i = 0; i < 2; i++) {
+      zs_param_group g = test_groups[i];
+      if (o.sgd && o.momentum == 0) g.momentum = 0;
+      int id = -1;
+      ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+      ZS_EXPECT(id == i + 1, "group %d got id %d", i + 1, id);
+    }
+    ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, 1));
+    ZS_OK_OR_DIE(zs_unit_set_group(units[3], -1, 1));
+    ZS_OK_OR_DIE(zs_unit_set_group(units[2], -1, 2));
+    ZS_OK_OR_DIE(zs_unit_set_group(units[2], 2, 0));
+  }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (o.budget_free) {
     const zs_engine_facts f = zs_test_facts(e);
@@ -467,6 +536,7 @@ int main(int argc, char **argv) {
   ZS_EXPECT(zs_engine_step_count(e) == o.steps - skipped, "step count %lld",
             (long long)zs_engine_step_count(e));
   if (o.save) ZS_OK_OR_DIE(zs_engine_save(e, o.save));
+  if (o.save && o.groups && rank == 0) check_manifest_groups(o.save);
 
   /* Read back every tensor (collective) and compare. */
   float *all = malloc((size_t)n * sizeof *all);

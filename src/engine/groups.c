@@ -1,0 +1,98 @@
+/* Parameter groups (zshard.h): the hyperparameters each group replaces, the tensors' membership,
+ * and what the step and the agreement at commit read of them. Group 0 is the configuration's and
+ * is never stored: its values are the engine's config at the moment they are read (so
+ * zs_engine_set_lr reaches it, and every other group through its lr_scale). */
+#include <math.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/opt_shape.h"
+#include "engine/engine_internal.h"
+
+zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g) {
+  if (!e || !g) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_group_default: NULL engine or group");
+  const zs_config *c = &e->cfg;
+  *g = (zs_param_group){1.0f,           c->optim.weight_decay, c->optim.beta1,
+                        c->optim.beta2, c->optim.eps,          c->sgd.momentum};
+  return ZS_OK;
+}
+
+void zs_engine_group_config(const zs_engine *e, int id, zs_config *out) {
+  *out = e->cfg;
+  if (id <= 0 || id >= e->ngroups) return;
+  const zs_param_group *g = &e->groups[id];
+  out->optim.lr = e->cfg.optim.lr * g->lr_scale;
+  out->optim.weight_decay = g->weight_decay;
+  out->optim.beta1 = g->beta1;
+  out->optim.beta2 = g->beta2;
+  out->optim.eps = g->eps;
+  out->sgd.momentum = g->momentum;
+}
+
+zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
+  if (id) *id = -1;
+  if (!e || !g || !id)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_group: NULL engine, group or id");
+  if (e->state != ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_engine_add_group after zs_engine_commit: add groups first");
+  if (e->ngroups >= ZS_MAX_PARAM_GROUPS)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_group: at most %d groups (group 0 included)",
+                  ZS_MAX_PARAM_GROUPS);
+  if (!(g->lr_scale >= 0) || !isfinite(g->lr_scale))
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_group: lr_scale %g must be finite and >= 0",
+                  (double)g->lr_scale);
+  /* The group's values are checked as the configuration's own (the same sentences). */
+  const int n = e->ngroups;
+  e->groups[n] = *g;
+  e->ngroups = n + 1;
+  zs_config c;
+  zs_engine_group_config(e, n, &c);
+  zs_status rc = zs_config_validate(&c);
+  if (rc == ZS_OK && zs_opt_shape_of(&c)->nstate != zs_opt_shape_of(&e->cfg)->nstate)
+    rc = zs_err(ZS_ERR_INVALID_ARG,
+                "momentum %g keeps %d state arrays where the configuration's optimizer keeps %d "
+                "(SGD keeps a momentum buffer only with momentum > 0): every group keeps the "
+                "configuration's state",
+                (double)g->momentum, zs_opt_shape_of(&c)->nstate, zs_opt_shape_of(&e->cfg)->nstate);
+  if (rc != ZS_OK) {
+    e->ngroups = n; /* refused: nothing added */
+    return zs_err_wrap(rc, "zs_engine_add_group (group %d)", n);
+  }
+  *id = n;
+  return ZS_OK;
+}
+
+zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
+  if (!u) return zs_err(ZS_ERR_INVALID_ARG, "zs_unit_set_group: unit is NULL");
+  const zs_engine *e = u->e;
+  if (e->state != ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_unit_set_group('%s') after zs_engine_commit: set groups first",
+                  u->name);
+  if (t < -1 || t >= u->ntensors)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_unit_set_group: unit '%s' has no tensor %d (0..%d, or -1)", u->name, t,
+                  u->ntensors - 1);
+  if (id < 0 || id >= e->ngroups)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_unit_set_group: no group %d (0 and those zs_engine_add_group returned)", id);
+  for (int k = 0; k < u->ntensors; k++)
+    if (t < 0 || k == t) u->group[k] = id;
+  return ZS_OK;
+}
+
+uint64_t zs_engine_groups_hash(const zs_engine *e) {
+  XXH64_state_t *s = XXH64_createState();
+  if (!s) return 0;
+  XXH64_reset(s, 0x67726f7570ull);
+  const int n = e->ngroups;
+  XXH64_update(s, &n, sizeof n);
+  for (int i = 1; i < e->ngroups; i++) /* the floats by their bits */
+    XXH64_update(s, &e->groups[i], sizeof e->groups[i]);
+  for (int i = 0; i < e->nunits; i++)
+    XXH64_update(s, e->units[i]->group, (size_t)e->units[i]->ntensors * sizeof(int));
+  const uint64_t h = XXH64_digest(s);
+  XXH64_freeState(s);
+  return h;
+}
