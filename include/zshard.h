@@ -237,7 +237,8 @@ typedef struct zs_unit zs_unit;
 /* ======== Engine lifecycle ======== */
 
 /* One tensor of a unit: a name (non-empty, unique in its unit, < 64 characters), up to 4 dims,
-   all > 0. no_weight_decay exempts it from weight decay. */
+   all >= 0 (a zero-element tensor holds and updates nothing). no_weight_decay exempts it from
+   weight decay. */
 typedef struct {
   const char *name;
   int ndim;
@@ -328,10 +329,15 @@ ZS_API zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full);
    a mismatch is ZS_ERR_INVALID_ARG and nothing is written. */
 ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n);
 /* Reads the full fp32 master values of tensor t into host memory (lean mode: the bf16 params,
-   widened). Collective within the shard group when the optimizer state is sharded (shard_optimizer,
-   on whenever grads or params are sharded), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT
-   fail the engine. */
+   widened). After commit, between steps or inside one (the values before its update). Collective
+   within the shard group when the optimizer state is sharded (shard_optimizer, on whenever grads
+   or params are sharded), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
+/* Tensor t's optimizer state by its checkpoint name ("exp_avg", "exp_avg_sq", "momentum_buffer";
+   "master": zs_unit_get_param) in fp32 (a frozen unit's: zeros), as zs_unit_get_param reads. */
+ZS_API zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full);
+/* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes; not "master" or frozen. */
+ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
    ZS_ERR_INVALID_ARG naming the unit and the name, and listing the unit's tensors, when it has
@@ -491,7 +497,7 @@ typedef struct {
   size_t nvme_units, disk_bytes, nvme_staging;
   size_t reserved[3];
 } zs_plan_report;
-/* Plans a model of nunits units (unit_numel[i] elements each, forward order, every one > 0) under
+/* Plans a model of nunits units (unit_numel[i] elements each, forward order, every one >= 0) under
    cfg (used as given: no environment variables) on world_size ranks (shard groups of
    cfg->shard_group_size, 0 = all), with activation_bytes more of the caller's own device memory
    per rank, against device_bytes and host_bytes available per rank (SIZE_MAX: unlimited; on the
@@ -548,15 +554,21 @@ ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
    this committed engine (same units, tensor names, shapes and param_dtype). dir is a checkpoint
    (holds manifest.json) or a directory of them (the newest committed one). Each rank reads and
-   checks only the blocks it owns. Sets the master, optimizer state, params and step counts; the
-   configuration (hyperparameters, zs_engine_set_lr's lr) stays the engine's. Collective over the
-   world. The ranks agree before anything is written, so a refused load changes nothing:
-   ZS_ERR_CORRUPT (a damaged, truncated or missing file, a checksum mismatch, an unknown format
-   version), ZS_ERR_INVALID_ARG (another model or optimizer: names the first difference),
+   checks only the blocks it owns. Sets the master, optimizer state, params and step counts (the
+   configuration and groups stay the engine's). Collective over the world. The ranks agree before
+   anything is written, so a refused load changes nothing: ZS_ERR_CORRUPT (a damaged, truncated
+   or missing file, a checksum mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another
+   model or optimizer: names the first difference),
    ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before commit, or a unit
    still gathered). A file that changes between check and read, or a failed NVMe tier write
    (docs/MEMORY.md §7), fails the engine. */
 ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
+/* Program bytes (a schedule's state, a data position; at most ZS_USER_META_MAX) that each later
+   zs_engine_save stores (rank 0's copy) and zs_engine_load restores; NULL, 0 clears. Local. */
+#define ZS_USER_META_MAX 65536
+ZS_API zs_status zs_engine_set_user_meta(zs_engine *e, const void *data, size_t bytes);
+/* Those bytes (the last set's or load's; NULL, 0: none), valid until either call or destroy. */
+ZS_API zs_status zs_engine_user_meta(const zs_engine *e, const void **data, size_t *bytes);
 
 /* How zs_engine_export_safetensors_ex writes one tensor; the callback may change any field. */
 typedef struct {
@@ -603,12 +615,10 @@ ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
 /* The engine's effective configuration (environment variables and defaults resolved), owned by
    the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);
-/* One line for people (programs read the same as numbers: zshard_facts.h, zs_engine_facts_get and
-   zs_config_origin): backends, stage, sharding, device, the optimizer-state precision ("optimizer
-   state: master fp32 copy|params (the fp32 params)|lean (...), moments fp32|bf16", lean adding its
-   rounding_seed), each tunable and its origin ("prefetch_units=2 (ZS_PREFETCH_UNITS)", "(program)"
-   or "(default)"); after commit the budget's placement (docs/MEMORY.md §6), with the NVMe tier
-   the tier's placement and the step's I/O bytes and seconds. */
+/* One line for people (programs read the same facts from zshard_facts.h): backends, stage,
+   sharding, device, optimizer and its state's precision, each tunable and its origin
+   ("prefetch_units=2 (ZS_PREFETCH_UNITS)"); after commit the groups, the budget's placement and
+   the NVMe tier's placement and I/O. */
 ZS_API const char *zs_engine_info(const zs_engine *e);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);
@@ -618,8 +628,7 @@ ZS_API int64_t zs_engine_steps_done(const zs_engine *e);
 
 /* ======== Parameter groups ======== */
 
-/* A parameter group's hyperparameters, in place of the configuration's for its tensors (the
-   engine's optimizer runs every group; docs/OPTIMIZER.md §8). */
+/* A group's hyperparameters, for its tensors in place of the configuration's (OPTIMIZER.md §8). */
 typedef struct {
   float lr_scale;          /* the group's lr: the engine's (zs_engine_set_lr's too) times this */
   float weight_decay;      /* a tensor's no_weight_decay still exempts it */
@@ -630,12 +639,10 @@ typedef struct {
 
 /* The configuration's values as a group (lr_scale 1): a starting point. */
 ZS_API zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g);
-/* Adds a group, checked as the configuration's values are (ZS_ERR_INVALID_ARG names the field;
-   nothing added); *id gets its number (1, 2, ...). Before commit. Every tensor starts in group 0,
-   the configuration's. */
+/* Adds a group, checked as the configuration is (nothing added on error); *id gets its number
+   (1, 2, ...; every tensor starts in group 0, the configuration's). Before commit. */
 ZS_API zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id);
-/* Puts tensor t of u (t = -1: every tensor of u) in group id. Before commit; every rank must make
-   the same groups and memberships (commit's agreement compares them). */
+/* Puts tensor t of u (-1: all of u's) in group id. Before commit, the same on every rank. */
 ZS_API zs_status zs_unit_set_group(zs_unit *u, int t, int id);
 
 #ifdef __cplusplus

@@ -93,6 +93,10 @@ typedef struct {
      lr_scale, weight_decay, beta1, beta2, eps, momentum, as zs_param_group. */
   int ngroups; /* 1 + the groups listed */
   zs_param_group groups[ZS_MAX_PARAM_GROUPS];
+  /* The program's own blob (zs_engine_set_user_meta; key "user_meta", hex, written when any):
+     owned by the manifest (malloc'd; zs_ckpt_manifest_free frees it). */
+  unsigned char *user_meta;
+  size_t user_meta_bytes;
   uint64_t block_bytes;
   int nunits;
   zs_ckpt_unit *units;

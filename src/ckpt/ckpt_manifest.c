@@ -22,6 +22,7 @@ void zs_ckpt_manifest_free(zs_ckpt_manifest *m) {
     free(m->files[i].segs);
   free(m->units);
   free(m->files);
+  free(m->user_meta);
   memset(m, 0, sizeof *m);
 }
 
@@ -125,6 +126,18 @@ static int write_groups(cJSON *r, const zs_ckpt_manifest *m) {
   return 1;
 }
 
+/* The program's blob as lowercase hex (key "user_meta"), when there is one. */
+static int write_user_meta(cJSON *r, const zs_ckpt_manifest *m) {
+  if (!m->user_meta_bytes) return 1;
+  char *hex = malloc(2 * m->user_meta_bytes + 1);
+  if (!hex) return 0;
+  for (size_t i = 0; i < m->user_meta_bytes; i++)
+    snprintf(hex + 2 * i, 3, "%02x", m->user_meta[i]);
+  const int ok = cJSON_AddStringToObject(r, "user_meta", hex) != NULL;
+  free(hex);
+  return ok;
+}
+
 static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
   cJSON *sh, *ad;
   return cJSON_AddStringToObject(r, "format", "zshard-checkpoint") &&
@@ -151,8 +164,8 @@ static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
          cJSON_AddNumberToObject(ad, "eps", m->eps) &&
          cJSON_AddNumberToObject(ad, "weight_decay", m->weight_decay) &&
          cJSON_AddNumberToObject(ad, "max_grad_norm", m->max_grad_norm) && write_groups(r, m) &&
-         add_u64(r, "block_bytes", m->block_bytes) && write_units(r, m) && write_files(r, m) &&
-         add_hex(r, "manifest_xxh64", 0);
+         write_user_meta(r, m) && add_u64(r, "block_bytes", m->block_bytes) && write_units(r, m) &&
+         write_files(r, m) && add_hex(r, "manifest_xxh64", 0);
 }
 
 /* The 16 hex digits of the checksum field in text (the last occurrence of its key), or NULL. */
@@ -253,6 +266,29 @@ static int get_dtype(const cJSON *o, const char *k, zs_dtype *out) {
   return 1;
 }
 
+/* The program's blob (optional): hex digits, at most ZS_USER_META_MAX bytes. */
+static zs_status parse_user_meta(const cJSON *root, zs_ckpt_manifest *m) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "user_meta");
+  if (!v) return ZS_OK;
+  const size_t len = cJSON_IsString(v) ? strlen(v->valuestring) : 1;
+  if (len % 2 || len == 0 || len / 2 > ZS_USER_META_MAX)
+    return bad("\"user_meta\" is not 1 to 65536 bytes of hex");
+  if (!(m->user_meta = malloc(len / 2)))
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory reading the manifest");
+  for (size_t i = 0; i < len / 2; i++) {
+    unsigned b = 0;
+    for (int k = 0; k < 2; k++) {
+      const char c = v->valuestring[2 * i + (size_t)k];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return bad("\"user_meta\" holds a character that is not a hex digit");
+      b = b * 16 + (unsigned)d;
+    }
+    m->user_meta[i] = (unsigned char)b;
+  }
+  m->user_meta_bytes = len / 2;
+  return ZS_OK;
+}
+
 /* The parameter groups after group 0 (optional: a manifest without them has group 0 only). */
 static zs_status parse_groups(const cJSON *root, zs_ckpt_manifest *m) {
   m->ngroups = 1;
@@ -311,8 +347,8 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
       int dd = 0;
       cJSON_ArrayForEach(x, sh) {
         const double v = cJSON_IsNumber(x) ? x->valuedouble : -1;
-        if (!(v >= 1) || v > MAX_EXACT || floor(v) != v ||
-            numel > (uint64_t)MAX_EXACT / (uint64_t)v)
+        if (!(v >= 0) || v > MAX_EXACT || floor(v) != v ||
+            (v >= 1 && numel > (uint64_t)MAX_EXACT / (uint64_t)v))
           return zs_err(ZS_ERR_CORRUPT,
                         "checkpoint manifest: unit '%s' tensor '%s' has a bad shape", u->name,
                         d->name);
@@ -441,6 +477,7 @@ static zs_status parse_body(const cJSON *r, zs_ckpt_manifest *m) {
   m->steps_done = (int64_t)done;
   m->offload = (unsigned)off;
   ZS_CHECK(parse_groups(r, m));
+  ZS_CHECK(parse_user_meta(r, m));
   ZS_CHECK(parse_units(r, m));
   return parse_files(r, m);
 }

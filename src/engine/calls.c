@@ -34,7 +34,8 @@ static const char *call_name(uint64_t c) {
                                          "zs_engine_load",
                                          "zs_engine_export_safetensors",
                                          "zs_engine_destroy",
-                                         "zs_engine_broadcast_params"};
+                                         "zs_engine_broadcast_params",
+                                         "zs_unit_get_state"};
   return c < ZS_CALL_N ? names[c] : "an unknown call";
 }
 
@@ -108,6 +109,12 @@ enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_SET, SHAPE_N };
 void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n) {
   const uint64_t h = XXH3_64bits(host, n * sizeof(float));
   u->set_hash[t] = h ? h : 1; /* 0 means "not set" */
+  u->e->set_pending = 1;
+}
+
+void zs_engine_set_record_more(zs_unit *u, int t, uint64_t salt, const float *host, size_t n) {
+  const uint64_t h = XXH3_64bits_withSeed(host, n * sizeof(float), salt ^ u->set_hash[t]);
+  u->set_hash[t] = h ? h : 1;
   u->e->set_pending = 1;
 }
 

@@ -72,3 +72,32 @@ zs_status zs_ckpt_agree_words(zs_engine *e, zs_status mine, const uint64_t *word
 zs_status zs_ckpt_agree(zs_engine *e, zs_status mine, const char *what) {
   return zs_ckpt_agree_words(e, mine, NULL, 0, NULL, what);
 }
+
+zs_status zs_engine_set_user_meta(zs_engine *e, const void *data, size_t bytes) {
+  if (!e || (!data && bytes))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_set_user_meta: NULL engine, or NULL data of %zu "
+                  "bytes",
+                  bytes);
+  if (bytes > ZS_USER_META_MAX)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_set_user_meta: %zu bytes, at most %d (ZS_USER_META_MAX): keep large "
+                  "state in a file of your own and its name here",
+                  bytes, ZS_USER_META_MAX);
+  unsigned char *copy = NULL;
+  if (bytes && !(copy = malloc(bytes)))
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_set_user_meta: out of host memory");
+  if (bytes) memcpy(copy, data, bytes);
+  free(e->user_meta);
+  e->user_meta = copy;
+  e->user_meta_bytes = bytes;
+  return ZS_OK;
+}
+
+zs_status zs_engine_user_meta(const zs_engine *e, const void **data, size_t *bytes) {
+  if (!e || !data || !bytes)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_user_meta: NULL engine, data or bytes");
+  *data = e->user_meta;
+  *bytes = e->user_meta_bytes;
+  return ZS_OK;
+}

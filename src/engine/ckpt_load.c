@@ -436,6 +436,10 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
     if (rc == ZS_OK) {
       e->opt_steps = m.step;
       e->steps_done = m.steps_done;
+      free(e->user_meta); /* the checkpoint's bytes (or none) are the program's now */
+      e->user_meta = m.user_meta;
+      e->user_meta_bytes = m.user_meta_bytes;
+      m.user_meta = NULL;
       zs_engine_set_clear(e); /* values set before are overwritten: nothing left to compare */
     }
     if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED)

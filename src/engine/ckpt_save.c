@@ -218,6 +218,12 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->max_grad_norm = e->cfg.optim.max_grad_norm;
   m->ngroups = e->ngroups;
   memcpy(m->groups, e->groups, sizeof m->groups);
+  if (e->user_meta_bytes) { /* a copy: the manifest owns its blob */
+    if (!(m->user_meta = malloc(e->user_meta_bytes)))
+      return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
+    memcpy(m->user_meta, e->user_meta, e->user_meta_bytes);
+    m->user_meta_bytes = e->user_meta_bytes;
+  }
   m->block_bytes = block;
   m->units = calloc((size_t)e->nunits, sizeof *m->units);
   m->files = calloc((size_t)e->world_size, sizeof *m->files);

@@ -210,10 +210,11 @@ static zs_status check_tensor(const char *unit, int i, const zs_tensor_desc *t) 
     return zs_err(ZS_ERR_INVALID_ARG, "unit '%s' tensor %d ('%s'): ndim %d must be 1..4", unit, i,
                   t->name ? t->name : "?", t->ndim);
   for (int d = 0; d < t->ndim; d++)
-    if (t->shape[d] <= 0)
-      return zs_err(ZS_ERR_INVALID_ARG,
-                    "unit '%s' tensor %d ('%s'): dimension %d is %lld; every dimension must be > 0",
-                    unit, i, t->name ? t->name : "?", d, (long long)t->shape[d]);
+    if (t->shape[d] < 0)
+      return zs_err(
+          ZS_ERR_INVALID_ARG,
+          "unit '%s' tensor %d ('%s'): dimension %d is %lld; every dimension must be >= 0", unit, i,
+          t->name ? t->name : "?", d, (long long)t->shape[d]);
   return ZS_OK;
 }
 
@@ -464,6 +465,7 @@ void zs_engine_destroy(zs_engine *e) {
   }
   free(e->units);
   free(e->peers);
+  free(e->user_meta);
   if (e->optim) zs_ledger_sub(&e->mem.ledger, ZS_MEM_HOST_PINNED, zs_placement_pipe_bytes(&e->cfg));
   zs_optim_destroy(e->optim); /* its staging is in the arena */
   zs_host_arena_destroy(e->arena);

@@ -35,6 +35,7 @@ typedef enum {
   ZS_CALL_EXPORT,
   ZS_CALL_DESTROY,
   ZS_CALL_BROADCAST_PARAMS,
+  ZS_CALL_GET_STATE,
   ZS_CALL_N
 } zs_call;
 
@@ -70,6 +71,8 @@ struct zs_engine {
      group 0 is the configuration's (ngroups >= 1). */
   zs_param_group groups[ZS_MAX_PARAM_GROUPS];
   int ngroups;
+  unsigned char *user_meta; /* zs_engine_set_user_meta's bytes, or the last load's; NULL: none */
+  size_t user_meta_bytes;
 
   int micro_steps;    /* of the current step */
   int64_t opt_steps;  /* completed optimizer steps (the optimizer's t) */
@@ -149,6 +152,9 @@ zs_status zs_engine_agree_step(zs_engine *e);
 /* Records a hash of the n fp32 values zs_unit_set_param wrote into tensor t of u, for the next
    step's agreement (calls.c). Local. */
 void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n);
+/* The same for another array of the tensor (salt: which), folded into its record so that one
+   tensor's writes of params and state are compared together. Local. */
+void zs_engine_set_record_more(zs_unit *u, int t, uint64_t salt, const float *host, size_t n);
 /* Forgets every record of zs_engine_set_record: the values are known to be equal on every rank
    (agreed at a step, broadcast, or loaded from a checkpoint). Local. */
 void zs_engine_set_clear(zs_engine *e);

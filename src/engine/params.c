@@ -10,7 +10,9 @@
 #include "base/bf16_rem.h"
 
 /* Checks that u/t/host are usable and the engine is committed and between steps. */
-static zs_status check_param_call(const zs_unit *u, int t, const void *host, const char *fn) {
+/* The refusals of the param calls; in_step: the call is also legal inside a step (a read). */
+static zs_status check_param_call(const zs_unit *u, int t, const void *host, const char *fn,
+                                  int in_step) {
   if (!u) return zs_err(ZS_ERR_INVALID_ARG, "%s: unit is NULL", fn);
   if (t < 0 || t >= u->ntensors)
     return zs_err(ZS_ERR_INVALID_ARG, "%s('%s', %d): tensor index out of range 0..%d", fn, u->name,
@@ -19,7 +21,7 @@ static zs_status check_param_call(const zs_unit *u, int t, const void *host, con
   const zs_engine *e = u->e;
   if (e->state == ZS_ENGINE_BUILDING)
     return zs_err(ZS_ERR_STATE, "%s('%s') before zs_engine_commit: commit first", fn, u->name);
-  if (e->state == ZS_ENGINE_IN_STEP)
+  if (e->state == ZS_ENGINE_IN_STEP && !in_step)
     return zs_err(ZS_ERR_STATE,
                   "%s('%s') inside a step: call it before zs_engine_begin_step or "
                   "after zs_engine_step",
@@ -34,6 +36,7 @@ static zs_status check_param_call(const zs_unit *u, int t, const void *host, con
    or ties away from zero when ta (the unit's compute copy: zs_unit_ties_away). */
 static zs_status put_range(zs_engine *e, void *dst, size_t dst0, zs_dtype dt, const float *src,
                            size_t base, size_t a, size_t b, int ta) {
+  if (b <= a) return ZS_OK; /* a zero-element tensor */
   void *d = zs_ptr_add(dst, a - dst0, dt);
   if (dt == ZS_F32) return zs_dev_from_host(&e->dev, d, src + (a - base), (b - a) * 4);
   uint16_t *tmp = malloc((b - a) * 2);
@@ -48,7 +51,7 @@ static zs_status put_range(zs_engine *e, void *dst, size_t dst0, zs_dtype dt, co
 static zs_status set_param(zs_unit *u, int t, const float *host_full);
 
 zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
-  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_set_param"));
+  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_set_param", 0));
   /* Its host copies wait for the streams, which may hold prefetch all-gathers: a timeout there
      fails the engine like any wait behind a collective. */
   zs_status rc = set_param(u, t, host_full);
@@ -87,7 +90,7 @@ static zs_status set_param(zs_unit *u, int t, const float *host_full) {
 }
 
 zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t n) {
-  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_set_param_n"));
+  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_set_param_n", 0));
   if (n != (int64_t)u->lay.numel[t])
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_unit_set_param_n('%s', %d): %lld values given, the tensor has %zu elements",
@@ -96,7 +99,7 @@ zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, int64_t
 }
 
 zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
-  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_get_param"));
+  ZS_CHECK(check_param_call(u, t, host_full, "zs_unit_get_param", 1));
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_PARAM, u);
   const size_t P = u->lay.padded;

@@ -16,8 +16,8 @@ static zs_status check_args(const char *fn, const zs_config *cfg, int world_size
     return zs_err(ZS_ERR_INVALID_ARG, "%s: %d units on %d ranks: both must be at least 1", fn,
                   nunits, world_size);
   for (int i = 0; i < nunits; i++)
-    if (unit_numel[i] <= 0)
-      return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %lld elements: must be > 0", fn, i,
+    if (unit_numel[i] < 0)
+      return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %lld elements: must be >= 0", fn, i,
                     (long long)unit_numel[i]);
   ZS_CHECK(zs_config_complete(cfg, c));
   return zs_config_validate(c);

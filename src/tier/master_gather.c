@@ -1,6 +1,6 @@
 /* The whole master of a unit, gathered (master_io.h: zs_master_gather): from the params (lean,
  * frozen), the remainders joined with the params, the NVMe tier's file, or the fp32 array, each in
- * its way. */
+ * its way; and any other optimizer array, in canonical fp32 (zs_array_gather). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -113,32 +113,68 @@ static zs_status agree_status(zs_unit *u, zs_status mine, int *bad, zs_status *t
   return rc;
 }
 
-/* A master on the NVMe tier (the fp32 master's or the remainders' file): this rank's range into
-   its own place in full (read_nvme_range), then (sharded) the all-gather in place. */
-static zs_status gather_nvme(zs_tiers *t, zs_unit *u, float *full) {
+/* After this rank read its range into full + opt_off (status mine): with a sharded optimizer
+   range the group learns first whether a rank's read failed (each rank's status word), so that
+   all return an error together rather than gather what one rank could not read; then the
+   all-gather in place. `what` names the array in messages. */
+static zs_status gather_agreed(zs_unit *u, zs_status mine, float *full, int sharded,
+                               const char *what) {
   zs_shard_ctx *x = u->ctx;
   zs_dev *d = x->dev;
-  const zs_status mine = read_nvme_range(t, u, full);
-  if (!u->st.s[zs_unit_has_rem(u) ? ZS_ST_MASTER_REM : ZS_ST_MASTER].sharded) return mine;
-  /* The group learns first whether a rank's read failed (each rank's status word), so that all
-     return an error together rather than gather what one rank could not read. */
+  if (!sharded) return mine;
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", mine == ZS_OK ? "" : zs_last_error());
   int bad = -1;
   zs_status theirs = ZS_OK;
   zs_status rc = agree_status(u, mine, &bad, &theirs);
-  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' %s", u->name, what);
   if (mine != ZS_OK) return zs_err(mine, "%s", msg);
   if (bad >= 0)
     return zs_err(theirs,
-                  "gather of unit '%s' master: rank %d of its shard group could not read its part "
-                  "from the NVMe tier (its error names the file and the offset)",
-                  u->name, bad);
+                  "gather of unit '%s' %s: rank %d of its shard group could not read its part "
+                  "(its error names the file and the offset)",
+                  u->name, what, bad);
   rc = zs_coll_all_gather(x->shard, full + u->lay.shard_off, full, u->lay.shard, ZS_CDT_F32,
                           d->comm_stream);
   if (rc == ZS_OK) rc = zs_coll_sync(x->shard, d->comm_stream);
-  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' master", u->name);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "gather of unit '%s' %s", u->name, what);
   return zs_dev_sync(d, d->comm_stream);
+}
+
+/* A master on the NVMe tier (the fp32 master's or the remainders' file): this rank's range into
+   its own place in full (read_nvme_range), then (sharded) the agreed all-gather in place. */
+static zs_status gather_nvme(zs_tiers *t, zs_unit *u, float *full) {
+  const zs_status mine = read_nvme_range(t, u, full);
+  return gather_agreed(u, mine, full,
+                       u->st.s[zs_unit_has_rem(u) ? ZS_ST_MASTER_REM : ZS_ST_MASTER].sharded,
+                       "master");
+}
+
+/* This rank's canonical values of array a over its optimizer range into full + opt_off (device
+   memory), ZS_NVME_GATHER_PIECE elements at a time: straight into full on the CPU device, through
+   a host buffer on CUDA (after the compute stream's earlier work). */
+static zs_status read_own_range(zs_tiers *t, zs_unit *u, zs_arr a, float *full) {
+  zs_dev *d = u->ctx->dev;
+  const int cuda = d->kind == ZS_DEVICE_CUDA;
+  const size_t cap = u->opt_n < ZS_NVME_GATHER_PIECE ? u->opt_n : ZS_NVME_GATHER_PIECE;
+  float *h = cuda ? malloc(cap * 4 + 4) : NULL;
+  if (cuda && !h)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' state: no host memory", u->name);
+  zs_status rc = cuda ? zs_dev_sync(d, d->compute_stream) : ZS_OK;
+  for (size_t i = 0; i < u->opt_n && rc == ZS_OK; i += cap) {
+    const size_t n = u->opt_n - i < cap ? u->opt_n - i : cap;
+    float *to = cuda ? h : full + u->opt_off + i;
+    rc = zs_state_read(t, u, a, u->opt_off + i, n, to, NULL);
+    if (rc == ZS_OK && cuda) rc = zs_dev_from_host(d, full + u->opt_off + i, h, n * 4);
+  }
+  free(h);
+  return rc;
+}
+
+zs_status zs_array_gather(zs_tiers *t, zs_unit *u, zs_arr a, float *full) {
+  if (a == ZS_ARR_MASTER) return zs_master_gather(t, u, full);
+  const zs_status mine = read_own_range(t, u, a, full);
+  return gather_agreed(u, mine, full, u->st.s[ZS_ST_MASTER].sharded, zs_arr_name(u->ctx->cfg, a));
 }
 
 zs_status zs_master_gather(zs_tiers *t, zs_unit *u, float *full) {

@@ -78,4 +78,11 @@ zs_status zs_state_write(zs_tiers *t, zs_unit *u, zs_arr a, uint64_t x, size_t n
    zs_mem_free_after). */
 zs_status zs_master_gather(zs_tiers *t, zs_unit *u, float *full);
 
+/* Array a of u whole, in canonical fp32, into the device buffer full (padded elements): the
+   master as zs_master_gather; a state array from each rank's optimizer range (zeros where the unit
+   has none), all-gathered over the shard group when the optimizer state is sharded (collective
+   then, the group agreeing on the reads first). Host memory: at most 4 MiB of staging. A failure
+   is returned (the caller marks it and frees full with zs_mem_free_after). */
+zs_status zs_array_gather(zs_tiers *t, zs_unit *u, zs_arr a, float *full);
+
 #endif

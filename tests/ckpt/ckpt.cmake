@@ -12,10 +12,10 @@ endfunction()
 # into ranks x micro-steps gives 1 rank's bits at every stage), so the straight run on 1 rank is
 # the reference for both halves.
 zs_ckpt_resume(ckpt_resume_1to4_stage0to3 4 "1 --stage 0" "4 --stage 3" --groups 1)
-zs_ckpt_resume(ckpt_resume_4to3_stage3to2 12 "4 --stage 3" "3 --stage 2")
-zs_ckpt_resume(ckpt_resume_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1")
-zs_ckpt_resume(ckpt_resume_2to1_stage2to0 2 "2 --stage 2" "1 --stage 0")
-zs_ckpt_resume(ckpt_resume_offload_2to4 4 "2 --stage 3 --offload 3" "4 --stage 2 --offload 1")
+zs_ckpt_resume(ckpt_resume_4to3_stage3to2 12 "4 --stage 3" "3 --stage 2" --empty 1)
+zs_ckpt_resume(ckpt_resume_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1" --meta 1)
+zs_ckpt_resume(ckpt_resume_2to1_stage2to0 2 "2 --stage 2" "1 --stage 0" --empty 1)
+zs_ckpt_resume(ckpt_resume_offload_2to4 4 "2 --stage 3 --offload 3" "4 --stage 2 --offload 1" --meta 1)
 # An offload budget's mixed placement (two units on the host at stage 3) saved, and loaded into
 # another (three units on the host at stage 1).
 zs_ckpt_resume(ckpt_resume_budget_2to3 6 "2 --stage 3 --budget-frac 0.2" "3 --stage 1 --budget-frac 0.1")

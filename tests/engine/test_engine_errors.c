@@ -174,9 +174,9 @@ static void unit_cases(zs_engine *e) {
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "", 2, good, &u), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 0, good, &u), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 2, NULL, &u), ZS_ERR_INVALID_ARG);
-  zs_tensor_desc bad[1] = {{"t", 2, {4, 0, 0, 0}, 0}};
+  zs_tensor_desc bad[1] = {{"t", 2, {4, -1, 0, 0}, 0}}; /* 0 is a dimension (an empty tensor) */
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
-  bad[0].shape[1] = -3;
+  bad[0].shape[0] = -3;
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
   bad[0].ndim = 0;
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "x", 1, bad, &u), ZS_ERR_INVALID_ARG);
@@ -402,6 +402,22 @@ int main(int argc, char **argv) {
   int gid = 0;
   ZS_OK_OR_DIE(zs_engine_group_default(e, &g0));
   ZS_EXPECT_STATUS(zs_engine_add_group(e, &g0, &gid), ZS_ERR_STATE); /* after commit */
+  /* The user blob: copied, bounded, cleared by NULL, 0; refused calls keep the old one. */
+  const void *meta = (void *)1;
+  size_t meta_n = 9;
+  ZS_OK_OR_DIE(zs_engine_user_meta(e, &meta, &meta_n));
+  ZS_EXPECT(!meta && !meta_n, "a new engine has no user meta");
+  char blob[8] = "abcdefg";
+  ZS_OK_OR_DIE(zs_engine_set_user_meta(e, blob, 8));
+  blob[0] = 'X';
+  ZS_EXPECT_STATUS(zs_engine_set_user_meta(e, NULL, 3), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_set_user_meta(e, blob, ZS_USER_META_MAX + 1), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_user_meta(e, NULL, &meta_n), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_engine_user_meta(e, &meta, &meta_n));
+  ZS_EXPECT(meta_n == 8 && !memcmp(meta, "abcdefg", 8), "the user meta is not the copy set");
+  ZS_OK_OR_DIE(zs_engine_set_user_meta(e, NULL, 0));
+  ZS_OK_OR_DIE(zs_engine_user_meta(e, &meta, &meta_n));
+  ZS_EXPECT(!meta && !meta_n, "NULL, 0 clears the user meta");
   ZS_EXPECT_STATUS(zs_unit_set_group(u, 0, 0), ZS_ERR_STATE);
   ZS_EXPECT_STATUS(zs_engine_add_unit(e, "late", 2, good, NULL), ZS_ERR_STATE);
 

@@ -17,6 +17,15 @@
  *        reference is then torch.optim.SGD's update, written here in float64)]
  *        [--lion 1 (zs_config.optimizer = ZS_OPT_LION, betas 0.9, 0.99; the reference is the
  *        Lion paper's update with decoupled decay, written here in float64)]
+ *        [--state 1 (after the last step every tensor's optimizer state by name,
+ *        zs_unit_get_state, against the reference's m and v; then zs_unit_set_state of twice the
+ *        values reads back exactly)]
+ *        [--peek 1 (each step reads every tensor with zs_unit_get_param between the backward
+ *        and zs_engine_step: the values before the update, checked against the reference)]
+ *        [--meta 1 (--save stores a blob naming its step, zs_engine_set_user_meta; --load checks
+ *        that zs_engine_user_meta gives it back)]
+ *        [--empty 1 (unit tiny gets a zero-element tensor of shape 0 x 4 before its own: the
+ *        same training, the empty tensor set, read and checkpointed as any other)]
  *        [--groups 1 (two parameter groups besides the configuration's, test_groups below, on
  *        some tensors and units; the reference takes each tensor's group's hyperparameters)]
  *        [--ties-away 0|1 (the test hook: ZS_MASTER_FP32 rounds its bf16 compute copy ties away
@@ -66,6 +75,10 @@ typedef struct {
   int nesterov;
   int lion;   /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
   int groups; /* --groups: test_groups on the tensors test_group_of says */
+  int empty;  /* --empty: a zero-element tensor first in unit tiny */
+  int meta;   /* --meta: a user blob saved with the checkpoint and checked after a load */
+  int peek;   /* --peek: zs_unit_get_param inside each step, before the update */
+  int state;  /* --state: zs_unit_get_state / zs_unit_set_state after the last step */
   float clip, wd, lr;
   double tol, reftol;
   double budget;   /* --budget-frac; < 0: no budget */
@@ -145,6 +158,14 @@ static void parse(int argc, char **argv, opts *o) {
       o->lion = atoi(v);
     else if (!strcmp(k, "--groups"))
       o->groups = atoi(v);
+    else if (!strcmp(k, "--empty"))
+      o->empty = atoi(v);
+    else if (!strcmp(k, "--meta"))
+      o->meta = atoi(v);
+    else if (!strcmp(k, "--peek"))
+      o->peek = atoi(v);
+    else if (!strcmp(k, "--state"))
+      o->state = atoi(v);
     else if (!strcmp(k, "--dampening"))
       o->dampening = (float)atof(v);
     else if (!strcmp(k, "--nesterov"))
@@ -326,6 +347,50 @@ static void check_manifest_groups(const char *dir) {
   globfree(&gl);
 }
 
+/* --state: each tensor's optimizer state by name against the reference (AdamW's m and v, SGD's
+   buffer, Lion's m: the names checkpoints use); then twice the values written back read back
+   exactly (doubling is exact in fp32 and bf16 alike). Collective where the state is sharded. */
+static void check_state(zs_unit **units, const opts *o, const ref_state *r) {
+  const char *names[2] = {o->sgd ? "momentum_buffer" : "exp_avg",
+                          o->sgd || o->lion ? NULL : "exp_avg_sq"};
+  if (o->sgd && o->momentum == 0) names[0] = NULL; /* plain SGD keeps no state */
+  const int64_t n = tm_total();
+  float *v = malloc((size_t)n * sizeof *v + 4), *w = malloc((size_t)n * sizeof *w + 4);
+  for (int j = 0; j < 2; j++) {
+    if (!names[j]) continue;
+    const double *want = j == 0 ? r->m : r->v;
+    for (int u = 0; u < TM_NUNITS; u++)
+      for (int k = 0; k < tm_units[u].ntensors; k++)
+        ZS_OK_OR_DIE(zs_unit_get_state(units[u], k, names[j], v + tm_base(u, k)));
+    for (int64_t i = 0; i < n; i++)
+      ZS_EXPECT(fabs((double)v[i] - want[i]) <= o->reftol * (1.0 + fabs(want[i])) + 1e-12,
+                "%s at %lld: %.9g, the reference %.9g", names[j], (long long)i, (double)v[i],
+                want[i]);
+    for (int64_t i = 0; i < n; i++)
+      w[i] = 2 * v[i];
+    for (int u = 0; u < TM_NUNITS; u++)
+      for (int k = 0; k < tm_units[u].ntensors; k++)
+        ZS_OK_OR_DIE(zs_unit_set_state(units[u], k, names[j], w + tm_base(u, k)));
+    for (int u = 0; u < TM_NUNITS; u++)
+      for (int k = 0; k < tm_units[u].ntensors; k++)
+        ZS_OK_OR_DIE(zs_unit_get_state(units[u], k, names[j], v + tm_base(u, k)));
+    ZS_EXPECT(!memcmp(v, w, (size_t)n * sizeof *v),
+              "%s: zs_unit_set_state's values do not read back", names[j]);
+  }
+  ZS_EXPECT_STATUS(zs_unit_get_state(units[0], 0, "nonesuch", v), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_set_state(units[0], 0, "master", v), ZS_ERR_INVALID_ARG);
+  free(v);
+  free(w);
+}
+
+/* --meta: the blob a run saves at step s: text, a zero byte, all 256 byte values. */
+static size_t meta_blob(int s, unsigned char *b) {
+  size_t n = (size_t)snprintf((char *)b, 64, "zshard test meta, step %d", s) + 1;
+  for (int i = 0; i < 256; i++)
+    b[n++] = (unsigned char)(255 - i);
+  return n;
+}
+
 /* ---- the engine run ---- */
 static float load(const void *p, int bf16, int64_t i) {
   return bf16 ? zs_bf16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
@@ -354,7 +419,7 @@ static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison
       }
       int64_t base = tm_base(u, k);
       const size_t bytes = (size_t)tm_numel(u, k) * (o->bf16 ? 2 : 4);
-      void *p = malloc(bytes), *g = malloc(bytes);
+      void *p = malloc(bytes + 4), *g = malloc(bytes + 4); /* an empty tensor's too */
 #ifdef ZS_HAVE_CUDA
       if (o->cuda) cudaStreamSynchronize((cudaStream_t)stream);
 #endif
@@ -387,6 +452,8 @@ static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison
 int main(int argc, char **argv) {
   opts o;
   parse(argc, argv, &o);
+  if (o.empty) /* unit tiny: a 0 x 4 tensor, then its own; the global indices stay the same */
+    tm_units[1] = (tm_unit_def){"tiny", 2, {{"e", 2, {0, 4, 0, 0}, 0}, {"s", 1, {1, 0, 0, 0}, 0}}};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   if (o.cuda) {
@@ -495,7 +562,7 @@ int main(int argc, char **argv) {
   for (int u = 0; u < TM_NUNITS; u++)
     for (int k = 0; k < tm_units[u].ntensors; k++) {
       int64_t nk = tm_numel(u, k), b = tm_base(u, k);
-      float *h = malloc((size_t)nk * sizeof *h);
+      float *h = malloc((size_t)nk * sizeof *h + 4); /* not NULL for an empty tensor */
       for (int64_t i = 0; i < nk; i++)
         h[i] = tm_init(b + i);
       ZS_OK_OR_DIE(zs_unit_set_param(units[u], k, h));
@@ -504,8 +571,18 @@ int main(int argc, char **argv) {
 
   int skipped = 0, start = 0;
   if (o.load) {
+    if (o.meta) ZS_OK_OR_DIE(zs_engine_set_user_meta(e, "junk", 4)); /* the load replaces it */
     ZS_OK_OR_DIE(zs_engine_load(e, o.load));
     start = (int)zs_engine_steps_done(e);
+    if (o.meta) { /* the saving run's blob, whatever this rank set before */
+      unsigned char want[512];
+      const size_t wn = meta_blob(start, want);
+      const void *got = NULL;
+      size_t gn = 0;
+      ZS_OK_OR_DIE(zs_engine_user_meta(e, &got, &gn));
+      ZS_EXPECT(gn == wn && got && !memcmp(got, want, wn),
+                "the loaded user meta is not the saved one (%zu bytes, want %zu)", gn, wn);
+    }
     ZS_EXPECT(start >= 0 && start <= o.steps, "the checkpoint is at step %d of %d", start, o.steps);
     skipped = start - (int)zs_engine_step_count(e);
     /* The reference replays what the checkpoint's run did, with the batches of that step: the
@@ -520,6 +597,18 @@ int main(int argc, char **argv) {
     for (int m = 0; m < o.micro; m++)
       micro_step(units, &o, first + (int64_t)m * world + rank,
                  poison_step && rank == world - 1 && m == 0, zs_engine_stream(e));
+    if (o.peek) { /* inside the step, after the backward: the values before its update */
+      float *v = malloc((size_t)tm_total() * sizeof *v + 4);
+      for (int u = 0; u < TM_NUNITS; u++)
+        for (int k = 0; k < tm_units[u].ntensors; k++)
+          ZS_OK_OR_DIE(zs_unit_get_param(units[u], k, v + tm_base(u, k)));
+      for (int64_t i = 0; i < tm_total(); i++)
+        ZS_EXPECT(fabs((double)v[i] - ref.p[i]) <= o.reftol * (1.0 + fabs(ref.p[i])),
+                  "step %d: zs_unit_get_param inside the step gives %.9g at %lld, the reference "
+                  "before the update %.9g",
+                  s, (double)v[i], (long long)i, ref.p[i]);
+      free(v);
+    }
     zs_step_stats st;
     ZS_OK_OR_DIE(zs_engine_step(e, &st));
     ref_step(&ref, &o, world, first, poison_step);
@@ -535,9 +624,14 @@ int main(int argc, char **argv) {
   }
   ZS_EXPECT(zs_engine_step_count(e) == o.steps - skipped, "step count %lld",
             (long long)zs_engine_step_count(e));
+  if (o.save && o.meta) {
+    unsigned char b[512];
+    ZS_OK_OR_DIE(zs_engine_set_user_meta(e, b, meta_blob(o.steps, b)));
+  }
   if (o.save) ZS_OK_OR_DIE(zs_engine_save(e, o.save));
   if (o.save && o.groups && rank == 0) check_manifest_groups(o.save);
 
+  if (o.state) check_state(units, &o, &ref);
   /* Read back every tensor (collective) and compare. */
   float *all = malloc((size_t)n * sizeof *all);
   for (int u = 0; u < TM_NUNITS; u++)
