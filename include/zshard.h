@@ -331,7 +331,8 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
 /* Reads the full fp32 master values of tensor t into host memory (lean mode: the bf16 params,
    widened). After commit, between steps or inside one (the values before its update). Collective
    within the shard group when the optimizer state is sharded (shard_optimizer, on whenever grads
-   or params are sharded), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
+   or params are sharded), local when it is full. ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine, and
+   so does no memory for the gather's buffer (its peers are in the gather). */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Tensor t's optimizer state by its checkpoint name ("exp_avg", "exp_avg_sq", "momentum_buffer";
    "master": zs_unit_get_param) in fp32 (a frozen unit's: zeros), as zs_unit_get_param reads. */

@@ -2,6 +2,7 @@
  * in (it comes from disk: anything may be wrong with it), with its own xxh64. */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +230,8 @@ static int get_int(const cJSON *o, const char *k, int max, int *out) {
 }
 static int get_float(const cJSON *o, const char *k, float *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) return 0;
+  /* Finite as a float too: a value past FLT_MAX would be written back as null. */
+  if (!cJSON_IsNumber(v) || !(fabs(v->valuedouble) <= FLT_MAX)) return 0;
   *out = (float)v->valuedouble;
   return 1;
 }

@@ -106,22 +106,21 @@ void zs_engine_sig_attach(zs_engine *e) {
    SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement). */
 enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_SET, SHAPE_N };
 
-void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n) {
+void zs_engine_set_record(zs_unit *u, int t, int slot, const float *host, size_t n) {
   const uint64_t h = XXH3_64bits(host, n * sizeof(float));
-  u->set_hash[t] = h ? h : 1; /* 0 means "not set" */
+  u->set_hash[(size_t)t * ZS_SET_SLOTS + (size_t)slot] = h ? h : 1; /* 0 means "not set" */
   u->e->set_pending = 1;
 }
 
-void zs_engine_set_record_more(zs_unit *u, int t, uint64_t salt, const float *host, size_t n) {
-  const uint64_t h = XXH3_64bits_withSeed(host, n * sizeof(float), salt ^ u->set_hash[t]);
-  u->set_hash[t] = h ? h : 1;
-  u->e->set_pending = 1;
-}
-
-void zs_engine_set_clear(zs_engine *e) {
-  for (int i = 0; i < e->nunits; i++)
-    memset(e->units[i]->set_hash, 0, (size_t)e->units[i]->ntensors * sizeof(uint64_t));
+void zs_engine_set_clear(zs_engine *e, int params_only) {
   e->set_pending = 0;
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    for (size_t r = 0; r < (size_t)u->ntensors * ZS_SET_SLOTS; r++) {
+      if (!params_only || r % ZS_SET_SLOTS == 0) u->set_hash[r] = 0;
+      if (u->set_hash[r]) e->set_pending = 1;
+    }
+  }
 }
 
 /* One word of every record (which tensors were set, and the hash of their values), 0 when none:
@@ -130,10 +129,10 @@ static uint64_t set_word(const zs_engine *e) {
   if (!e->set_pending) return 0;
   uint64_t h = 0x6a09e667f3bcc909ull;
   for (int i = 0; i < e->nunits; i++)
-    for (int t = 0; t < e->units[i]->ntensors; t++)
-      if (e->units[i]->set_hash[t])
-        h = zs_mix64(zs_mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)t)) ^
-                     e->units[i]->set_hash[t]);
+    for (size_t r = 0; r < (size_t)e->units[i]->ntensors * ZS_SET_SLOTS; r++)
+      if (e->units[i]->set_hash[r])
+        h = zs_mix64(zs_mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)r)) ^
+                     e->units[i]->set_hash[r]);
   return h ? h : 1;
 }
 
@@ -144,7 +143,7 @@ static uint64_t set_word(const zs_engine *e) {
 static zs_status set_mismatch(zs_engine *e) {
   size_t n = 0;
   for (int i = 0; i < e->nunits; i++)
-    n += (size_t)e->units[i]->ntensors;
+    n += (size_t)e->units[i]->ntensors * ZS_SET_SLOTS;
   const size_t W = (size_t)e->world_size;
   uint64_t *mine = malloc(n * sizeof *mine), *all = malloc(W * n * sizeof *all);
   if (!mine || !all) {
@@ -154,8 +153,8 @@ static zs_status set_mismatch(zs_engine *e) {
   }
   size_t k = 0;
   for (int i = 0; i < e->nunits; i++)
-    for (int t = 0; t < e->units[i]->ntensors; t++)
-      mine[k++] = e->units[i]->set_hash[t];
+    for (size_t r = 0; r < (size_t)e->units[i]->ntensors * ZS_SET_SLOTS; r++)
+      mine[k++] = e->units[i]->set_hash[r];
   zs_status rc = zs_engine_allgather_u64(e, mine, n, all);
   free(mine);
   if (rc != ZS_OK) {
@@ -172,24 +171,36 @@ static zs_status set_mismatch(zs_engine *e) {
           : "set the same values on every rank (a per-rank seed?), or set them on one rank and "
             "call zs_engine_broadcast_params; the step was abandoned (nothing updated, its "
             "gradients dropped): the engine stays usable";
+  /* A state's values live only where they were written: no broadcast repairs them. */
+  const char *state_fix = "write the same values on every rank and run the step again; the step "
+                          "was abandoned (nothing updated, its gradients dropped): the engine "
+                          "stays usable";
   k = 0;
   for (int i = 0; i < e->nunits; i++)
-    for (int t = 0; t < e->units[i]->ntensors; t++, k++)
+    for (size_t r = 0; r < (size_t)e->units[i]->ntensors * ZS_SET_SLOTS; r++, k++)
       for (size_t q = 1; q < W; q++) {
         const uint64_t a = all[k], b = all[q * n + k];
         if (a == b) continue;
         const zs_unit *u = e->units[i];
+        const int t = (int)(r / ZS_SET_SLOTS), slot = (int)(r % ZS_SET_SLOTS);
+        char what[160];
+        if (slot)
+          snprintf(what, sizeof what, "optimizer state '%s' of ",
+                   zs_opt_shape_of(&e->cfg)->state_name[slot - 1]);
+        else
+          what[0] = 0;
         zs_status s;
         if (a && b)
           s = zs_err(ZS_ERR_INVALID_ARG,
-                     "zs_engine_step: initial values differ across ranks: unit '%s' tensor '%s' "
+                     "zs_engine_step: initial values differ across ranks: %sunit '%s' tensor '%s' "
                      "set by rank 0 differs from rank %zu's: %s",
-                     u->name, u->tnames[t], q, fix);
+                     what, u->name, u->tnames[t], q, slot ? state_fix : fix);
         else
           s = zs_err(ZS_ERR_INVALID_ARG,
-                     "zs_engine_step: initial values differ across ranks: unit '%s' tensor '%s' "
+                     "zs_engine_step: initial values differ across ranks: %sunit '%s' tensor '%s' "
                      "was set by rank %zu but not by rank %zu since the last step: %s",
-                     u->name, u->tnames[t], a ? (size_t)0 : q, a ? q : (size_t)0, fix);
+                     what, u->name, u->tnames[t], a ? (size_t)0 : q, a ? q : (size_t)0,
+                     slot ? state_fix : fix);
         free(all);
         return s;
       }
@@ -228,7 +239,7 @@ static zs_status agree_gather(zs_engine *e, const uint64_t *mine, uint64_t *rows
 
 zs_status zs_engine_agree_step(zs_engine *e) {
   if (e->world_size == 1) {
-    if (e->set_pending) zs_engine_set_clear(e);
+    if (e->set_pending) zs_engine_set_clear(e, 0);
     return ZS_OK;
   }
   uint64_t mine[SHAPE_N] = {(uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0, set_word(e)};
@@ -270,7 +281,7 @@ zs_status zs_engine_agree_step(zs_engine *e) {
   /* Every rank saw every row: all take the same branch (and all make set_mismatch's exchange). */
   for (int q = 0; q < e->world_size; q++)
     if (rows[(size_t)q * SHAPE_N + SHAPE_SET] != rows[SHAPE_SET]) return set_mismatch(e);
-  if (e->set_pending) zs_engine_set_clear(e);
+  if (e->set_pending) zs_engine_set_clear(e, 0);
   return ZS_OK;
 }
 

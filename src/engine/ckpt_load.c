@@ -440,7 +440,7 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
       e->user_meta = m.user_meta;
       e->user_meta_bytes = m.user_meta_bytes;
       m.user_meta = NULL;
-      zs_engine_set_clear(e); /* values set before are overwritten: nothing left to compare */
+      zs_engine_set_clear(e, 0); /* values set before are overwritten: nothing left to compare */
     }
     if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED)
       zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_load: writing the checked checkpoint in "

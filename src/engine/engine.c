@@ -261,7 +261,7 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->ntensors = ntensors;
   u->t = calloc((size_t)ntensors, sizeof *u->t);
   u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
-  u->set_hash = calloc((size_t)ntensors, sizeof *u->set_hash);
+  u->set_hash = calloc((size_t)ntensors * ZS_SET_SLOTS, sizeof *u->set_hash);
   u->group = calloc((size_t)ntensors, sizeof *u->group);
   zs_status rc = ZS_OK;
   if (!u->t || !u->tnames || !u->set_hash || !u->group) {

@@ -149,15 +149,13 @@ void zs_engine_sig_attach(zs_engine *e);
    every backend (the per-collective check of comm.h is MPI's only); its buffers are kept from the
    first step on. */
 zs_status zs_engine_agree_step(zs_engine *e);
-/* Records a hash of the n fp32 values zs_unit_set_param wrote into tensor t of u, for the next
-   step's agreement (calls.c). Local. */
-void zs_engine_set_record(zs_unit *u, int t, const float *host, size_t n);
-/* The same for another array of the tensor (salt: which), folded into its record so that one
-   tensor's writes of params and state are compared together. Local. */
-void zs_engine_set_record_more(zs_unit *u, int t, uint64_t salt, const float *host, size_t n);
-/* Forgets every record of zs_engine_set_record: the values are known to be equal on every rank
-   (agreed at a step, broadcast, or loaded from a checkpoint). Local. */
-void zs_engine_set_clear(zs_engine *e);
+/* Records a hash of the n fp32 values written into tensor t of u, in record slot `slot` (0: the
+   params, zs_unit_set_param; 1 + i: the optimizer's state i, zs_unit_set_state), replacing the
+   slot's last record, for the next step's agreement (calls.c). Local. */
+void zs_engine_set_record(zs_unit *u, int t, int slot, const float *host, size_t n);
+/* Forgets the records (every slot; params_only: slot 0's): those values are known to be equal on
+   every rank (agreed at a step, loaded from a checkpoint; broadcast params). Local. */
+void zs_engine_set_clear(zs_engine *e, int params_only);
 /* Every rank resolved the same configuration (the sharding, dtypes, precision modes with lean
    mode's rounding_seed, and the optimizer and its hyperparameters: cfg_words in calls.c):
    ZS_ERR_INVALID_ARG naming the first field that differs, with both values, on every rank (all

@@ -43,9 +43,21 @@ zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
   if (!(g->lr_scale >= 0) || !isfinite(g->lr_scale))
     return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_group: lr_scale %g must be finite and >= 0",
                   (double)g->lr_scale);
+  /* Every field finite, even those the optimizer does not read: checkpoints record them all. */
+  const float f[5] = {g->weight_decay, g->beta1, g->beta2, g->eps, g->momentum};
+  for (int i = 0; i < 5; i++)
+    if (!isfinite(f[i]))
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_add_group: a value is not finite (weight_decay %g, betas %g %g, "
+                    "eps %g, momentum %g): give every field a number, also those the optimizer "
+                    "does not read",
+                    (double)g->weight_decay, (double)g->beta1, (double)g->beta2, (double)g->eps,
+                    (double)g->momentum);
   /* The group's values are checked as the configuration's own (the same sentences). */
   const int n = e->ngroups;
-  e->groups[n] = *g;
+  e->groups[n] = (zs_param_group){g->lr_scale + 0.0f, g->weight_decay + 0.0f, g->beta1 + 0.0f,
+                                  g->beta2 + 0.0f,    g->eps + 0.0f,          g->momentum + 0.0f};
+  /* (+ 0.0f: -0 is 0, so the agreement's bits of equal groups are equal) */
   e->ngroups = n + 1;
   zs_config c;
   zs_engine_group_config(e, n, &c);
@@ -83,16 +95,11 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
 }
 
 uint64_t zs_engine_groups_hash(const zs_engine *e) {
-  XXH64_state_t *s = XXH64_createState();
-  if (!s) return 0;
-  XXH64_reset(s, 0x67726f7570ull);
   const int n = e->ngroups;
-  XXH64_update(s, &n, sizeof n);
+  uint64_t h = XXH64(&n, sizeof n, 0x67726f7570ull);
   for (int i = 1; i < e->ngroups; i++) /* the floats by their bits */
-    XXH64_update(s, &e->groups[i], sizeof e->groups[i]);
+    h = XXH64(&e->groups[i], sizeof e->groups[i], h);
   for (int i = 0; i < e->nunits; i++)
-    XXH64_update(s, e->units[i]->group, (size_t)e->units[i]->ntensors * sizeof(int));
-  const uint64_t h = XXH64_digest(s);
-  XXH64_freeState(s);
+    h = XXH64(e->units[i]->group, (size_t)e->units[i]->ntensors * sizeof(int), h);
   return h;
 }

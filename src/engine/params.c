@@ -56,7 +56,7 @@ zs_status zs_unit_set_param(zs_unit *u, int t, const float *host_full) {
      fails the engine like any wait behind a collective. */
   zs_status rc = set_param(u, t, host_full);
   /* The ranks compare what they set at the next step (calls.c): a per-rank seed is refused. */
-  if (rc == ZS_OK) zs_engine_set_record(u, t, host_full, u->lay.numel[t]);
+  if (rc == ZS_OK) zs_engine_set_record(u, t, 0, host_full, u->lay.numel[t]);
   /* set_param writes the master and the params: an I/O error is the master's file, half written */
   if (rc == ZS_ERR_IO && zs_state_master_on_tier(u)) return zs_engine_fail_hard(u->e, rc);
   return rc == ZS_OK ? rc : zs_engine_fail(u->e, rc);
@@ -107,8 +107,10 @@ zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full) {
     return zs_engine_fail(e, zs_state_read(&e->tiers, u, ZS_ARR_MASTER, u->lay.off[t],
                                            u->lay.numel[t], host_full, NULL));
   float *full = NULL;
-  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
-  zs_status rc = zs_master_gather(&e->tiers, u, full);
+  zs_status rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
+  if (rc != ZS_OK) /* its shard group is entering the gather: failing here fails them too */
+    return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_unit_get_param: the gather's buffer"));
+  rc = zs_master_gather(&e->tiers, u, full);
   if (rc == ZS_OK)
     rc = zs_dev_to_host(&e->dev, host_full, full + u->lay.off[t], u->lay.numel[t] * 4);
   zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);

@@ -181,6 +181,6 @@ zs_status zs_engine_broadcast_params(zs_engine *e, int root) {
           e, zs_err_wrap(rc, "zs_engine_broadcast_params: the params are partly broadcast; the "
                              "engine is failed: destroy it"));
   }
-  zs_engine_set_clear(e); /* the values are root's on every rank now */
+  zs_engine_set_clear(e, 1); /* the params are root's on every rank now (not the state) */
   return ZS_OK;
 }

@@ -50,8 +50,10 @@ zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_ful
   if (!u->st.s[ZS_ST_MASTER].sharded) /* this rank holds the whole range: no gather */
     return zs_engine_fail(e, zs_state_read(&e->tiers, u, a, off, n, host_full, NULL));
   float *full = NULL;
-  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
-  zs_status rc = zs_array_gather(&e->tiers, u, a, full);
+  zs_status rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
+  if (rc != ZS_OK) /* its shard group is entering the gather: failing here fails them too */
+    return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_unit_get_state: the gather's buffer"));
+  rc = zs_array_gather(&e->tiers, u, a, full);
   if (rc == ZS_OK) rc = zs_dev_to_host(&e->dev, host_full, full + off, n * 4);
   zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);
   return rc == ZS_OK ? rc : zs_engine_fail(e, rc);
@@ -77,7 +79,7 @@ zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *ho
     rc =
         zs_state_write(&e->tiers, u, a, x, y - x, host_full + (x - off), NULL, "zs_unit_set_state");
   /* The ranks compare what they wrote at the next step, as for zs_unit_set_param. */
-  if (rc == ZS_OK) zs_engine_set_record_more(u, t, 0x5374617465ull + (uint64_t)a, host_full, n);
+  if (rc == ZS_OK) zs_engine_set_record(u, t, (int)a, host_full, n); /* slot 1 + i: state i */
   if (rc == ZS_ERR_IO && zs_unit_on_nvme(u)) return zs_engine_fail_hard(e, rc); /* half written */
   return rc == ZS_OK ? rc : zs_engine_fail(e, rc);
 }

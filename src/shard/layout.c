@@ -17,7 +17,7 @@ zs_status zs_layout_build(zs_layout *l, int ntensors, const zs_tensor_desc *t) {
   for (int i = 0; i < ntensors; i++) {
     size_t n = 1;
     for (int d = 0; d < t[i].ndim; d++) {
-      if ((uint64_t)t[i].shape[d] > SIZE_MAX / n) {
+      if (n && (uint64_t)t[i].shape[d] > SIZE_MAX / n) { /* n is 0 after a zero dimension */
         zs_layout_free(l);
         return zs_err(ZS_ERR_INVALID_ARG, "tensor %d ('%s') has too many elements", i,
                       t[i].name ? t[i].name : "?");

@@ -22,6 +22,9 @@
 
 typedef struct zs_shard_ctx zs_shard_ctx;
 
+/* Records per tensor of the values written since the last agreement: params, then each state. */
+#define ZS_SET_SLOTS (1 + ZS_OPT_MAX_STATE)
+
 struct zs_unit {
   zs_engine *e;      /* the owner (opaque here) */
   zs_shard_ctx *ctx; /* what src/shard works with */
@@ -62,8 +65,9 @@ struct zs_unit {
                         a gather in the same micro-step is its backward. -1 at begin_step */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
-  /* Per tensor: a hash of the values zs_unit_set_param last wrote since the ranks last agreed on
-     them (src/engine/calls.c), 0 when none; the step's agreement compares them across ranks. */
+  /* Per tensor, ZS_SET_SLOTS records each (slot 0 the params, 1 + i the optimizer's state i): a
+     hash of the values zs_unit_set_param / zs_unit_set_state last wrote since the ranks last
+     agreed on them (src/engine/calls.c), 0 when none; the step's agreement compares them. */
   uint64_t *set_hash;
   /* Per tensor: its parameter group (zs_unit_set_group; 0, the configuration's, by default). */
   int *group;

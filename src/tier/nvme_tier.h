@@ -19,9 +19,9 @@
  * booked in the ledger's host_pinned as the planner counts it: pinned on CUDA, unpinned on the
  * CPU device (zs_nvme_staging_flags_for), whose host tier is host memory like the arena there. The
  * update (nvme_tier.c) streams a unit on the tier through it; the range reads and writes
- * (nvme_range.c: checkpoints, export, zs_unit_param) borrow the same staging between steps, so
- * the tier's host memory stays bounded whatever the model's size. Not thread-safe: one engine call
- * at a time, as the engine. */
+ * (nvme_range.c: checkpoints, export, zs_unit_param) borrow the same staging outside the step's
+ * update, so the tier's host memory stays bounded whatever the model's size. Not thread-safe: one
+ * engine call at a time, as the engine. */
 #ifndef ZS_TIER_NVME_TIER_H
 #define ZS_TIER_NVME_TIER_H
 

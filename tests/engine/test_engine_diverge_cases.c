@@ -270,6 +270,47 @@ static void config_case(zs_comm *comm) {
   }
 }
 
+/* D6: optimizer state written differently per rank (zs_unit_set_state) is refused at the next
+   step, naming the state, also when the same params are set after it (a record per array) or
+   params are broadcast (which repairs params, not state); the same values on every rank pass. */
+static void state_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  for (int k = 0; k < 4; k++) {
+    zs_config cfg;
+    zs_config_default(&cfg);
+    cfg.stage = 0; /* every rank holds the whole state: its own writes stay its own */
+    cfg.comm_timeout_s = TIMEOUT_S;
+    zs_engine *e = NULL;
+    ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+    const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
+    zs_unit *u = NULL;
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
+    ZS_OK_OR_DIE(zs_engine_commit(e));
+    float v[NEL];
+    for (int i = 0; i < NEL; i++)
+      v[i] = 0.25f * (float)(i + (k > 0 ? rank : 0)); /* case 0: the same on every rank */
+    ZS_OK_OR_DIE(zs_unit_set_state(u, 0, "exp_avg", v));
+    for (int i = 0; i < NEL; i++)
+      v[i] = 0.5f;
+    if (k == 2) ZS_OK_OR_DIE(zs_unit_set_param(u, 0, v)); /* the same params after it */
+    if (k == 3) ZS_OK_OR_DIE(zs_engine_broadcast_params(e, 0));
+    ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+    ZS_OK_OR_DIE(zs_unit_gather(u));
+    ZS_OK_OR_DIE(zs_unit_grads_ready(u));
+    ZS_OK_OR_DIE(zs_unit_release(u));
+    const zs_status rc = zs_engine_step(e, NULL);
+    const char *msg = rc == ZS_OK ? "" : zs_last_error();
+    printf("state rank %d case %d: step %s: %s\n", rank, k, zs_status_str(rc), msg);
+    if (k == 0)
+      ZS_EXPECT(rc == ZS_OK, "rank %d: the same state on every rank is refused: %s", rank, msg);
+    else
+      ZS_EXPECT(rc == ZS_ERR_INVALID_ARG && strstr(msg, "optimizer state 'exp_avg'"),
+                "rank %d case %d: per-rank state passed the step: %s %s", rank, k,
+                zs_status_str(rc), msg);
+    zs_engine_destroy(e);
+  }
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -288,6 +329,7 @@ int main(int argc, char **argv) {
     create_case(comm);
   } else if (!strcmp(mode, "--config")) {
     config_case(comm);
+    state_case(comm);
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

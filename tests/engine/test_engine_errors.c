@@ -218,6 +218,9 @@ static void group_cases(zs_engine *e, zs_unit *u, zs_comm *comm) {
   ZS_EXPECT(strstr(zs_last_error(), "betas") && strstr(zs_last_error(), "group 1"),
             "names the betas and the group: %s", zs_last_error());
   g.beta1 = 0.9f;
+  g.momentum = NAN; /* a field AdamW does not read: still a number, checkpoints record it */
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &g, &id), ZS_ERR_INVALID_ARG);
+  g.momentum = 0;
   g.lr_scale = -1;
   ZS_EXPECT_STATUS(zs_engine_add_group(e, &g, &id), ZS_ERR_INVALID_ARG);
   g.lr_scale = 0.5f;
