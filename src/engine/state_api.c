@@ -79,7 +79,7 @@ zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *ho
     rc =
         zs_state_write(&e->tiers, u, a, x, y - x, host_full + (x - off), NULL, "zs_unit_set_state");
   /* The ranks compare what they wrote at the next step, as for zs_unit_set_param. */
-  if (rc == ZS_OK) zs_engine_set_record(u, t, (int)a, host_full, n); /* slot 1 + i: state i */
+  if (rc == ZS_OK) zs_engine_set_record(u, t, (int)a, host_full, n);  /* slot 1 + i: state i */
   if (rc == ZS_ERR_IO && u->nv[a]) return zs_engine_fail_hard(e, rc); /* its file half written */
   return rc == ZS_OK ? rc : zs_engine_fail(e, rc);
 }

@@ -56,26 +56,27 @@ static zs_status gather_rem(zs_tiers *t, zs_unit *u, float *full) {
   return zs_dev_sync(d, d->comm_stream);
 }
 
-/* This rank's master range of a unit on the NVMe tier into its place in full (full + opt_off),
-   ZS_NVME_GATHER_PIECE elements at a time: the fp32 master read from its file, or (remainder
-   master) the params joined with the remainders read from theirs (zs_rem_master_get). Straight
-   into full on the CPU device (host memory); on CUDA through a host buffer, each piece copied up
-   after the compute stream's earlier work. Bounded host memory whatever the unit's size. */
-#define ZS_NVME_GATHER_PIECE ((size_t)1 << 20)
-static zs_status read_nvme_range(zs_tiers *t, zs_unit *u, float *full) {
-  zs_shard_ctx *x = u->ctx;
-  zs_dev *d = x->dev;
-  const int cuda = d->kind == ZS_DEVICE_CUDA, rem = zs_unit_has_rem(u);
-  const size_t cap = u->opt_n < ZS_NVME_GATHER_PIECE ? u->opt_n : ZS_NVME_GATHER_PIECE;
+/* Elements of a range read per piece: the host staging stays bounded whatever the unit's size. */
+#define ZS_GATHER_PIECE ((size_t)1 << 20)
+
+/* This rank's canonical values of array a over its optimizer range into full + opt_off (device
+   memory), ZS_GATHER_PIECE elements at a time through the codec (zs_state_read: a master on the
+   NVMe tier from its file, or the params joined with the remainders read from theirs): straight
+   into full on the CPU device, through a host buffer on CUDA (after the compute stream's earlier
+   work). */
+static zs_status read_own_range(zs_tiers *t, zs_unit *u, zs_arr a, float *full) {
+  zs_dev *d = u->ctx->dev;
+  const int cuda = d->kind == ZS_DEVICE_CUDA;
+  const size_t cap = u->opt_n < ZS_GATHER_PIECE ? u->opt_n : ZS_GATHER_PIECE;
   float *h = cuda ? malloc(cap * 4 + 4) : NULL;
   if (cuda && !h)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' master: no host memory", u->name);
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' %s: no host memory", u->name,
+                  zs_arr_name(u->ctx->cfg, a));
   zs_status rc = cuda ? zs_dev_sync(d, d->compute_stream) : ZS_OK;
   for (size_t i = 0; i < u->opt_n && rc == ZS_OK; i += cap) {
     const size_t n = u->opt_n - i < cap ? u->opt_n - i : cap;
     float *to = cuda ? h : full + u->opt_off + i;
-    rc = rem ? zs_rem_master_get(t, u, to, u->opt_off + i, n)
-             : zs_tier_of(u, ZS_ARR_MASTER)->read(t, u, ZS_ARR_MASTER, i, n, to);
+    rc = zs_state_read(t, u, a, u->opt_off + i, n, to, NULL);
     if (rc == ZS_OK && cuda) rc = zs_dev_from_host(d, full + u->opt_off + i, h, n * 4);
   }
   free(h);
@@ -142,33 +143,12 @@ static zs_status gather_agreed(zs_unit *u, zs_status mine, float *full, int shar
 }
 
 /* A master on the NVMe tier (the fp32 master's or the remainders' file): this rank's range into
-   its own place in full (read_nvme_range), then (sharded) the agreed all-gather in place. */
+   its own place in full (read_own_range), then (sharded) the agreed all-gather in place. */
 static zs_status gather_nvme(zs_tiers *t, zs_unit *u, float *full) {
-  const zs_status mine = read_nvme_range(t, u, full);
+  const zs_status mine = read_own_range(t, u, ZS_ARR_MASTER, full);
   return gather_agreed(u, mine, full,
                        u->st.s[zs_unit_has_rem(u) ? ZS_ST_MASTER_REM : ZS_ST_MASTER].sharded,
                        "master");
-}
-
-/* This rank's canonical values of array a over its optimizer range into full + opt_off (device
-   memory), ZS_NVME_GATHER_PIECE elements at a time: straight into full on the CPU device, through
-   a host buffer on CUDA (after the compute stream's earlier work). */
-static zs_status read_own_range(zs_tiers *t, zs_unit *u, zs_arr a, float *full) {
-  zs_dev *d = u->ctx->dev;
-  const int cuda = d->kind == ZS_DEVICE_CUDA;
-  const size_t cap = u->opt_n < ZS_NVME_GATHER_PIECE ? u->opt_n : ZS_NVME_GATHER_PIECE;
-  float *h = cuda ? malloc(cap * 4 + 4) : NULL;
-  if (cuda && !h)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "gather of unit '%s' state: no host memory", u->name);
-  zs_status rc = cuda ? zs_dev_sync(d, d->compute_stream) : ZS_OK;
-  for (size_t i = 0; i < u->opt_n && rc == ZS_OK; i += cap) {
-    const size_t n = u->opt_n - i < cap ? u->opt_n - i : cap;
-    float *to = cuda ? h : full + u->opt_off + i;
-    rc = zs_state_read(t, u, a, u->opt_off + i, n, to, NULL);
-    if (rc == ZS_OK && cuda) rc = zs_dev_from_host(d, full + u->opt_off + i, h, n * 4);
-  }
-  free(h);
-  return rc;
 }
 
 zs_status zs_array_gather(zs_tiers *t, zs_unit *u, zs_arr a, float *full) {

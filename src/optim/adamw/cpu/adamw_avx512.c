@@ -86,11 +86,13 @@ ZS_AVX512_INLINE void zs_adamw_avx512_body(const zs_coef16 *k, float *master, vo
   size_t i = 0;
   const size_t gsz = gbf16 ? 2 : 4, msz = mbf16 ? 2 : 4, osz = out_kind == 2 ? 2 : 4;
   for (; i + 16 <= n; i += 16) {
-    zs_prefetch_ahead(master, i, 4);
-    zs_prefetch_ahead(m, i, msz);
-    zs_prefetch_ahead(v, i, msz);
-    zs_prefetch_ahead(grad, i, gsz);
-    if (out_kind) zs_prefetch_ahead(out, i, osz);
+    if (mbf16) { /* fp32 moments: the hardware prefetchers do better alone (prefetch.h) */
+      zs_prefetch_ahead(master, i, 4);
+      zs_prefetch_ahead(m, i, msz);
+      zs_prefetch_ahead(v, i, msz);
+      zs_prefetch_ahead(grad, i, gsz);
+      if (out_kind) zs_prefetch_ahead(out, i, osz);
+    }
     zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, mbf16, i, (__mmask16)0xffff,
                          16);
   }
