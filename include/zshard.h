@@ -98,8 +98,7 @@ enum {
   ZS_MASTER_REMAINDER = 2,
   ZS_MASTER_LEAN = 3,
 };
-/* zs_config.optimizer: torch.optim.AdamW's update, torch.optim.SGD's, or Lion's (the paper's, with
-   decoupled weight decay; its betas are optim.beta1, beta2). docs/OPTIMIZER.md §3. */
+/* zs_config.optimizer (each update: docs/OPTIMIZER.md §3; by name: zs_optimizer_id). */
 enum { ZS_OPT_ADAMW = 0, ZS_OPT_SGD = 1, ZS_OPT_LION = 2 };
 /* Values of the sharding switches in zs_config. */
 enum { ZS_SHARD_AS_STAGE = 0, ZS_SHARD_YES = 1, ZS_SHARD_NO = 2 };
@@ -112,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 3    /* bumped with each field appended (3: optimizer, sgd) */
+#define ZS_CONFIG_VERSION 4    /* bumped with each field appended (4: grad_accum_fp32) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -127,11 +126,9 @@ typedef struct {
   unsigned struct_version; /* ZS_CONFIG_VERSION of the caller's header */
   int stage; /* 0..3: what is sharded; default 3. The shorthand of the three switches below:
                 1 shards the optimizer state, 2 also the gradients, 3 also the params */
-  /* Independent sharding switches: ZS_SHARD_AS_STAGE (0, the default), ZS_SHARD_YES (sharded
-     over the shard group) or ZS_SHARD_NO (full on every rank). The optimizer state must be
-     sharded whenever the gradients or the params are (each rank updates what it owns); for
-     example shard_params = ZS_SHARD_YES with stage 1 keeps full gradients but gathers params
-     just in time. */
+  /* Sharding switches: ZS_SHARD_AS_STAGE (0, default), ZS_SHARD_YES (over the shard group) or
+     ZS_SHARD_NO (full everywhere). The optimizer state must be sharded whenever the gradients or
+     the params are (e.g. stage 1 with shard_params = ZS_SHARD_YES: full grads, gathered params). */
   int shard_params, shard_grads, shard_optimizer;
   zs_device device;
   int device_index;      /* GPU ordinal; -1 = pick by local rank (default) */
@@ -206,14 +203,18 @@ typedef struct {
      (default, every build type): on from zs_engine_create; 0: off from zs_engine_commit on. Costs
      one small all-gather per collective. Every rank alike. Environment: ZS_COMM_CHECK. */
   int comm_check;
-  /* ZS_OPT_ADAMW (default), ZS_OPT_SGD or ZS_OPT_LION; sgd: torch.optim.SGD's momentum (default 0:
-     no state), dampening (0) and nesterov (0; needs momentum > 0 and dampening 0). Every rank
-     alike. */
+  /* ZS_OPT_ADAMW (default), ZS_OPT_SGD, ZS_OPT_LION or any id zs_optimizer_id gives; sgd: SGD's
+     momentum (default 0: no state), dampening (0), nesterov (0; needs momentum > 0, dampening 0).
+     Every rank alike. */
   int optimizer;
   struct {
     float momentum, dampening;
     int nesterov;
   } sgd; /* read by ZS_OPT_SGD only */
+  /* 1: bf16 params' gradient summed over micro-steps in fp32 (2 more bytes per gradient element;
+     docs/OPTIMIZER.md §1); 0 (default): in param_dtype. Not with AdamW in the remainder and lean
+     modes. Every rank alike. */
+  int grad_accum_fp32;
 } zs_config;
 
 /* Fills every field with its default (stage 3, CPU, fp32, comm_timeout_s 300, prefetch 1,
@@ -229,6 +230,11 @@ typedef struct {
    says each value's origin, zs_engine_config returns them resolved (zs_plan_model reads no
    environment). A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
+/* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion"); an unknown name
+   is ZS_ERR_INVALID_ARG, the message listing the names. */
+ZS_API zs_status zs_optimizer_id(const char *name, int *id);
+/* The name of optimizer id; NULL for an id no optimizer has (so 0, 1, ... until NULL lists all). */
+ZS_API const char *zs_optimizer_name(int id);
 
 typedef struct zs_comm zs_comm;
 typedef struct zs_engine zs_engine;
@@ -337,6 +343,11 @@ ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Tensor t's optimizer state by its checkpoint name ("exp_avg", "exp_avg_sq", "momentum_buffer";
    "master": zs_unit_get_param) in fp32 (a frozen unit's: zeros), as zs_unit_get_param reads. */
 ZS_API zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full);
+/* Tensor t's gradient of this step as the optimizer reads it before clipping (the sum over every
+   micro-step of every rank / (world * micro_steps)), in fp32. Inside a step, after the unit's last
+   zs_unit_grads_ready (ZS_ERR_STATE otherwise, and for a frozen or zs_unit_no_grad unit).
+   Collective as zs_unit_get_param; a failed gather fails the engine. */
+ZS_API zs_status zs_unit_get_grad(zs_unit *u, int t, float *host_full);
 /* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes; not "master" or frozen. */
 ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
@@ -406,11 +417,11 @@ ZS_API int zs_unit_is_gathered(const zs_unit *u);
    (or the step); NULL (zs_last_error says why) if not gathered or a bad t. Not collective. */
 ZS_API void *zs_unit_param(zs_unit *u, int t);
 /* Device pointer the user's backward accumulates (+=) into, in param_dtype, zeroed by the engine:
-   at the start of each step, or (sharded gradients, and in deterministic mode, where a full
-   gradient is staged) for each micro-step, so the backward may += into it as often as it likes.
+   at the start of each step, or (sharded gradients, and where a full gradient is staged:
+   deterministic mode, grad_accum_fp32) for each micro-step, so the backward may += into it.
    Valid until the unit's next zs_unit_grads_ready (or zs_unit_grads_flush): call it again in every
-   micro-step. NULL outside a step, after the unit's last grads_ready, for a frozen unit
-   (ZS_ERR_INVALID_ARG), or for a bad t. Not collective. */
+   micro-step. NULL outside a step, after the unit's last grads_ready or zs_unit_no_grad, for a
+   frozen unit (ZS_ERR_INVALID_ARG), or for a bad t. Not collective. */
 ZS_API void *zs_unit_grad(zs_unit *u, int t);
 /* Done with the params for now (forward); with sharded params the gathered copy is freed. Not
    collective. ZS_ERR_STATE without a matching gather. */
@@ -428,6 +439,12 @@ ZS_API zs_status zs_unit_grads_ready(zs_unit *u);
    a step or after the unit's last grads_ready, ZS_ERR_INVALID_ARG for NULL; a failed reduction
    fails the engine like zs_unit_grads_ready. */
 ZS_API zs_status zs_unit_grads_flush(zs_unit *u);
+/* Unit u gets no gradient in this step (torch's grad None, not a zero gradient): the step leaves
+   its params, optimizer state and step count t as they are and its gradient out of the norm
+   (docs/OPTIMIZER.md §3). Inside a step, before the unit's first grads_ready (ZS_ERR_STATE
+   otherwise); then zs_unit_grad refuses it and grads_ready / grads_flush are no-ops, as for a
+   frozen unit. Every rank alike (zs_engine_step checks). Local. */
+ZS_API zs_status zs_unit_no_grad(zs_unit *u);
 
 /* Output structs (zs_step_stats, zs_memory, zs_plan_report) keep their size within a major
    version: new fields take reserved space, and struct_version says which fields are filled. */
@@ -467,10 +484,9 @@ typedef struct {
   unsigned reserved_u;
   zs_bytes reserved[6];
 } zs_memory;
-/* What the plan will allocate on this rank, by category, from the units added so far (before
-   or after commit; not collective): params, grads, optimizer and host_pinned exactly as commit
-   allocates them, buffers a bound on the transient buffers (docs/MEMORY.md §2), total their
-   sum; cur and peak are both set to it. ZS_ERR_INVALID_ARG for NULL. */
+/* What the plan will allocate on this rank by category, from the units added so far (not
+   collective): zs_plan_model's figures (below) for this engine; total their sum, cur = peak;
+   ZS_ERR_INVALID_ARG for NULL. */
 ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
 
 /* What one rank needs for a model under a configuration, without an engine and without
@@ -559,10 +575,9 @@ ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
    configuration and groups stay the engine's). Collective over the world. The ranks agree before
    anything is written, so a refused load changes nothing: ZS_ERR_CORRUPT (a damaged, truncated
    or missing file, a checksum mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another
-   model or optimizer: names the first difference),
-   ZS_ERR_IO (no checkpoint, unreadable), ZS_ERR_STATE (inside a step, before commit, or a unit
-   still gathered). A file that changes between check and read, or a failed NVMe tier write
-   (docs/MEMORY.md §7), fails the engine. */
+   model or optimizer: names the first difference), ZS_ERR_IO (no checkpoint, unreadable),
+   ZS_ERR_STATE (inside a step, before commit, or a unit still gathered). A file that changes
+   between check and read, or a failed NVMe tier write (docs/MEMORY.md §7), fails the engine. */
 ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
 /* Program bytes (a schedule's state, a data position; at most ZS_USER_META_MAX) that each later
    zs_engine_save stores (rank 0's copy) and zs_engine_load restores; NULL, 0 clears. Local. */

@@ -13,6 +13,7 @@ int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   zc.device = a->device;
   zc.param_dtype = a->dtype;
   zc.reduce_dtype = a->reduce_dtype;
+  zc.grad_accum_fp32 = a->grad_accum_fp32 && a->dtype == ZS_BF16; /* fp32 params: fp32 already */
   zc.offload = a->offload;
   zc.deterministic = a->deterministic;
   zc.master = a->master;

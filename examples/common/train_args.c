@@ -130,6 +130,9 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
     if (strcmp(v, "fp32") && strcmp(v, "bf16")) return gpt2_fail("%s is fp32 or bf16", k);
     zs_dtype *d = k[2] == 'd' ? &t->dtype : k[2] == 'r' ? &t->reduce_dtype : &t->export_dtype;
     *d = strcmp(v, "fp32") ? ZS_BF16 : ZS_F32;
+  } else if (strcmp(k, "--grad-accum-dtype") == 0) {
+    if (strcmp(v, "fp32") && strcmp(v, "bf16")) return gpt2_fail("%s is fp32 or bf16", k);
+    t->grad_accum_fp32 = strcmp(v, "fp32") == 0;
   } else if (strcmp(k, "--offload") == 0) {
     if (strcmp(v, "none") == 0)
       t->offload = 0;
@@ -140,14 +143,8 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
     else
       return gpt2_fail("--offload is none, opt or opt+params");
   } else if (strcmp(k, "--optimizer") == 0) {
-    if (strcmp(v, "adamw") == 0)
-      t->optimizer = ZS_OPT_ADAMW;
-    else if (strcmp(v, "sgd") == 0)
-      t->optimizer = ZS_OPT_SGD;
-    else if (strcmp(v, "lion") == 0)
-      t->optimizer = ZS_OPT_LION;
-    else
-      return gpt2_fail("--optimizer is adamw, sgd or lion");
+    if (zs_optimizer_id(v, &t->optimizer) != ZS_OK)
+      return gpt2_fail("--optimizer: %s", zs_last_error());
   } else if (strcmp(k, "--master") == 0) {
     TRY(gpt2_parse_master(v, &t->master));
   } else if (strcmp(k, "--moment-dtype") == 0) {
@@ -222,6 +219,10 @@ int ex_sample_lines(const ex_train_args *t, int is_text) {
 }
 
 void ex_train_args_usage(void) {
+  char names[256] = "";
+  for (int i = 0; zs_optimizer_name(i); i++) /* the library's optimizers, a|b|c */
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? "|" : "",
+             zs_optimizer_name(i));
   printf(
       " train:  [--batch B=4] [--seq T=64] [--micro-steps M=1] [--steps S=100] [--lr F=1e-3 "
       "(peak)]\n"
@@ -229,13 +230,14 @@ void ex_train_args_usage(void) {
       "         [--warmup N (default S/20; N >= S is accepted with a warning)]\n"
       "         [--weight-decay F=0.1] [--grad-clip F=1 (0: off; < 0 refused)] [--beta1 F=0.9]\n"
       "         [--beta2 F=0.95] [--eps F=1e-8] [--seed N=1337]\n"
-      "         [--optimizer adamw|sgd|lion (default adamw; sgd and lion on the CPU device)]\n"
+      "         [--optimizer %s (default adamw; all but adamw on the CPU device only)]\n"
       "         [--momentum F=0.9 (sgd's; lion takes --beta1/--beta2, its paper's 0.9/0.99)]\n"
       " lr:     step s < N (the warm-up) trains at lr x (s+1)/N: lr/N at step 0, the peak at step\n"
       "         N-1 (not a warm-up from zero). Then, to lr x min-frac at the last step S-1:\n"
       "         cosine: half a cosine from the peak at step N; linear: a straight line from the\n"
       "         peak at step N; constant: the peak; wsd: the peak until the last D = max(1, S/5)\n"
-      "         steps, then a straight line (warm-up, stable, decay).\n");
+      "         steps, then a straight line (warm-up, stable, decay).\n",
+      names);
 }
 
 int ex_train_args_check_ckpt(const ex_train_args *t) {

@@ -13,7 +13,7 @@
 typedef struct {
   int batch, seq, micro_steps, steps;
   float lr, lr_min_frac, weight_decay, grad_clip, beta1, beta2, eps;
-  int optimizer;  /* --optimizer adamw|sgd|lion: zs_config.optimizer */
+  int optimizer;  /* --optimizer NAME: zs_config.optimizer (zs_optimizer_id) */
   float momentum; /* --momentum: SGD's (zs_config.sgd.momentum) */
   int warmup;
   ex_lr_schedule lr_schedule; /* --lr-schedule (common/lr_schedule.h) */
@@ -21,6 +21,7 @@ typedef struct {
   unsigned offload;
   zs_device device;
   zs_dtype dtype, reduce_dtype;
+  int grad_accum_fp32; /* --grad-accum-dtype fp32: zs_config.grad_accum_fp32 */
   int deterministic, recompute, prefetch;
   const char *data, *text; /* llm.c token file / byte text */
   double val_frac;

@@ -25,6 +25,8 @@ void gpt2_usage(void) {
   printf(
       " engine: [--stage 0..3 (default 3)] [--device cpu|cuda (cpu)] [--dtype fp32|bf16 (fp32)]\n"
       "         [--reduce-dtype fp32|bf16 (fp32)] [--offload none|opt|opt+params (none)]\n"
+      "         [--grad-accum-dtype fp32|bf16 (default: --dtype's; fp32: micro-steps summed in\n"
+      "         fp32, zs_config.grad_accum_fp32)]\n"
       "         [--deterministic] [--recompute] [--prefetch N (default: the engine's)]\n"
       "         [--freeze SPEC (none; frozen units: embedding, blocks, ln_f, unit indexes N or\n"
       "         N-M; 0 = embedding, 1..L = blocks, L+1 = ln_f; comma-separated)]\n"

@@ -28,6 +28,8 @@ void llama_usage(void) {
   printf(
       " engine: [--stage 0..3 (default 3)] [--device cpu|cuda (cpu)] [--dtype fp32|bf16 (fp32)]\n"
       "         [--reduce-dtype fp32|bf16 (fp32)] [--offload none|opt|opt+params (none)]\n"
+      "         [--grad-accum-dtype fp32|bf16 (default: --dtype's; fp32: micro-steps summed in\n"
+      "         fp32, zs_config.grad_accum_fp32)]\n"
       "         [--deterministic] [--recompute] [--prefetch N (default: the engine's)]\n"
       "         [--master fp32|params|remainder|lean (fp32)] [--moment-dtype fp32|bf16 (fp32)]\n"
       "         [--offload-budget BYTES|free (default 0: none; K/M/G/T suffixes)]\n"

@@ -164,6 +164,7 @@ static zs_status parse_env(const zs_tunable *t, const char *s, double *v) {
 static size_t version_bytes(unsigned v) {
   if (v < 2) return offsetof(zs_config, comm_check);
   if (v < 3) return offsetof(zs_config, optimizer);
+  if (v < 4) return offsetof(zs_config, grad_accum_fp32);
   return sizeof(zs_config);
 }
 
@@ -294,22 +295,6 @@ const char *zs_env(const char *name) {
 
 /* master = ZS_MASTER_LEAN's needs: bf16 params (the master). It runs on every tier the other
    modes run on (offload bits, offload budget: m and v move, the params stay the master). */
-/* torch.optim.SGD's rules: momentum >= 0, dampening finite, nesterov only with momentum and no
-   dampening. */
-static zs_status validate_sgd(const zs_config *c) {
-  if (!(c->sgd.momentum >= 0) || !isfinite(c->sgd.momentum))
-    return zs_err(ZS_ERR_INVALID_ARG, "sgd.momentum %g must be finite and >= 0",
-                  (double)c->sgd.momentum);
-  if (!isfinite(c->sgd.dampening))
-    return zs_err(ZS_ERR_INVALID_ARG, "sgd.dampening %g must be finite", (double)c->sgd.dampening);
-  if (c->sgd.nesterov && (c->sgd.momentum <= 0 || c->sgd.dampening != 0))
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "sgd.nesterov needs momentum > 0 and dampening 0 (momentum %g, dampening %g), "
-                  "as torch.optim.SGD",
-                  (double)c->sgd.momentum, (double)c->sgd.dampening);
-  return ZS_OK;
-}
-
 static zs_status zs_config_validate_lean(const zs_config *c) {
   if (c->master != ZS_MASTER_LEAN) return ZS_OK;
   if (c->param_dtype != ZS_BF16)
@@ -405,21 +390,27 @@ zs_status zs_config_validate(const zs_config *c) {
                   c->comm_timeout_s);
   if (!isfinite(c->adamw.lr) || c->adamw.lr < 0)
     return zs_err(ZS_ERR_INVALID_ARG, "optim.lr %g must be finite and >= 0", (double)c->optim.lr);
-  const zs_opt_shape *opt = zs_opt_shape_of(c);
-  if (!opt)
+  if (c->grad_accum_fp32 != 0 && c->grad_accum_fp32 != 1)
+    return zs_err(ZS_ERR_INVALID_ARG, "grad_accum_fp32 %d: use 0 or 1", c->grad_accum_fp32);
+  const zs_opt_entry *oe = zs_opt_entry_of(c);
+  if (!oe) {
+    char names[256];
+    zs_opt_names(names, sizeof names);
     return zs_err(ZS_ERR_INVALID_ARG,
-                  "optimizer %d: use ZS_OPT_ADAMW (0), ZS_OPT_SGD or ZS_OPT_LION", c->optimizer);
-  if (c->optimizer == ZS_OPT_SGD) ZS_CHECK(validate_sgd(c));
+                  "optimizer %d: no optimizer has this id; zs_optimizer_id gives the id of a name "
+                  "(%s)",
+                  c->optimizer, names);
+  }
+  if (oe->check) ZS_CHECK(oe->check(c));
+  const zs_opt_shape *opt = oe->shape(c);
   if (c->device == ZS_DEVICE_CUDA && !opt->cuda)
     return zs_err(ZS_ERR_UNSUPPORTED,
                   "optimizer '%s' has no CUDA kernels yet: use it on the CPU device, or AdamW",
-                  opt->name);
+                  oe->name);
   if (opt->betas && (!(c->optim.beta1 >= 0 && c->optim.beta1 < 1) ||
                      !(c->optim.beta2 >= 0 && c->optim.beta2 < 1)))
-    return zs_err(ZS_ERR_INVALID_ARG, "%s betas (%g, %g) must lie in [0, 1)", opt->name,
+    return zs_err(ZS_ERR_INVALID_ARG, "%s betas (%g, %g) must lie in [0, 1)", oe->name,
                   (double)c->optim.beta1, (double)c->optim.beta2);
-  if (c->optimizer == ZS_OPT_ADAMW && (!(c->adamw.eps > 0) || !isfinite(c->adamw.eps)))
-    return zs_err(ZS_ERR_INVALID_ARG, "optim.eps %g must be > 0", (double)c->optim.eps);
   if (!(c->adamw.weight_decay >= 0) || !isfinite(c->adamw.weight_decay))
     return zs_err(ZS_ERR_INVALID_ARG, "optim.weight_decay %g must be finite and >= 0",
                   (double)c->adamw.weight_decay);

@@ -33,4 +33,10 @@ int zs_config_field_index(const char *field);
    gives NULL, as if unset. Not thread-safe against setenv. */
 const char *zs_env(const char *name);
 
+/* The dtype of the gradient accumulated over micro-steps and read by the optimizer: fp32 with
+   grad_accum_fp32, else param_dtype (the dtype of the buffers the backward writes). */
+static inline zs_dtype zs_grad_accum_dtype(const zs_config *c) {
+  return c->grad_accum_fp32 ? ZS_F32 : c->param_dtype;
+}
+
 #endif

@@ -32,8 +32,12 @@
 #include "base/opt_shape.h"
 #include "zshard.h"
 
-#define ZS_CKPT_FORMAT_VERSION 2
+/* The newest manifest version: 3 adds units' own step counts (units[i].steps, after
+   zs_unit_no_grad), written only by a save that has one, so that other checkpoints stay readable
+   by libraries that read version 2 and a library that would ignore the key refuses them. */
+#define ZS_CKPT_FORMAT_VERSION 3
 #define ZS_CKPT_FORMAT_OLDEST 1 /* the oldest version this library reads */
+#define ZS_CKPT_DATA_VERSION 2  /* the version in the data files' headers (1 reads too) */
 /* The most arrays a segment holds: the master and the optimizer's state arrays. */
 #define ZS_CKPT_MAX_ARRAYS (1 + ZS_OPT_MAX_STATE)
 #define ZS_CKPT_MAGIC "ZSHARDCK"
@@ -69,6 +73,8 @@ typedef struct {
 typedef struct {
   char name[ZS_CKPT_MAX_NAME];
   uint64_t numel; /* unpadded */
+  int64_t steps;  /* its optimizer steps where they are not the manifest's step (key "steps", after
+                     zs_unit_no_grad); -1: the step */
   int ntensors;
   zs_ckpt_tensor *t;
 } zs_ckpt_unit;

@@ -45,7 +45,7 @@ uint64_t zs_ckpt_header_encode(unsigned char *out, uint32_t rank, uint64_t data_
                                uint64_t block_bytes, const uint64_t *table, uint64_t nblocks) {
   memset(out, 0, ZS_CKPT_HEADER_BYTES);
   memcpy(out, ZS_CKPT_MAGIC, 8);
-  put_u32(out + 8, ZS_CKPT_FORMAT_VERSION);
+  put_u32(out + 8, ZS_CKPT_DATA_VERSION);
   put_u32(out + 12, rank);
   put_u64(out + 16, ZS_CKPT_HEADER_BYTES + 8 * nblocks);
   put_u64(out + 24, data_bytes);
@@ -75,11 +75,11 @@ zs_status zs_ckpt_header_parse(const unsigned char *buf, size_t len, zs_ckpt_hea
   h->block_bytes = get_u64(buf + 32);
   h->nblocks = get_u64(buf + 40);
   h->self_xxh64 = get_u64(buf + 56);
-  if (h->version < ZS_CKPT_FORMAT_OLDEST || h->version > ZS_CKPT_FORMAT_VERSION)
+  if (h->version < ZS_CKPT_FORMAT_OLDEST || h->version > ZS_CKPT_DATA_VERSION)
     return zs_err(ZS_ERR_CORRUPT,
                   "checkpoint file: unknown format version %" PRIu32
                   " (this library reads %d to %d)",
-                  h->version, ZS_CKPT_FORMAT_OLDEST, ZS_CKPT_FORMAT_VERSION);
+                  h->version, ZS_CKPT_FORMAT_OLDEST, ZS_CKPT_DATA_VERSION);
   if (h->block_bytes == 0 || h->nblocks != zs_ckpt_nblocks(h->data_bytes, h->block_bytes) ||
       h->nblocks > (len - ZS_CKPT_HEADER_BYTES) / 8 ||
       h->data_offset != ZS_CKPT_HEADER_BYTES + 8 * h->nblocks)

@@ -50,6 +50,7 @@ static int write_units(cJSON *root, const zs_ckpt_manifest *m) {
     cJSON *o = cJSON_CreateObject(), *ts;
     if (!o || !cJSON_AddItemToArray(us, o)) return 0;
     if (!cJSON_AddStringToObject(o, "name", u->name) || !add_u64(o, "numel", u->numel) ||
+        (u->steps >= 0 && !cJSON_AddNumberToObject(o, "steps", (double)u->steps)) ||
         !(ts = cJSON_AddArrayToObject(o, "tensors")))
       return 0;
     for (int k = 0; k < u->ntensors; k++) {
@@ -329,6 +330,14 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
                     "checkpoint manifest: unit %d has a bad name, numel or tensor "
                     "list",
                     i - 1);
+    uint64_t steps = 0;
+    u->steps = -1;
+    if (cJSON_GetObjectItemCaseSensitive(o, "steps")) {
+      if (m->format_version < 3 || !get_u64(o, "steps", (uint64_t)m->step, &steps))
+        return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: unit '%s' has a bad step count",
+                      u->name);
+      u->steps = (int64_t)steps;
+    }
     if (!(u->t = calloc((size_t)nt, sizeof *u->t)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory reading the manifest");
     u->ntensors = nt;

@@ -35,7 +35,8 @@ static const char *call_name(uint64_t c) {
                                          "zs_engine_export_safetensors",
                                          "zs_engine_destroy",
                                          "zs_engine_broadcast_params",
-                                         "zs_unit_get_state"};
+                                         "zs_unit_get_state",
+                                         "zs_unit_get_grad"};
   return c < ZS_CALL_N ? names[c] : "an unknown call";
 }
 
@@ -103,8 +104,9 @@ void zs_engine_sig_attach(zs_engine *e) {
    the running hash of every collective header built on the engine's groups since create
    (src/comm/sig.c): the same on every rank of a legal program, so a divergence that neither hung
    nor was caught by a header exchange (comm_check 0, nccl) is caught here, before the update.
-   SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement). */
-enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_SET, SHAPE_N };
+   SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement);
+   SHAPE_NO_GRAD the units that said zs_unit_no_grad (a hash of their indexes; 0: none). */
+enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_SET, SHAPE_NO_GRAD, SHAPE_N };
 
 void zs_engine_set_record(zs_unit *u, int t, int slot, const float *host, size_t n) {
   const uint64_t h = XXH3_64bits(host, n * sizeof(float));
@@ -242,9 +244,12 @@ zs_status zs_engine_agree_step(zs_engine *e) {
     if (e->set_pending) zs_engine_set_clear(e, 0);
     return ZS_OK;
   }
-  uint64_t mine[SHAPE_N] = {(uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0, set_word(e)};
-  for (int i = 0; i < e->nunits; i++)
+  uint64_t mine[SHAPE_N] = {
+      (uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0, set_word(e), 0};
+  for (int i = 0; i < e->nunits; i++) {
     mine[SHAPE_READY] += (uint64_t)e->units[i]->grads_ready_count;
+    if (e->units[i]->no_grad) mine[SHAPE_NO_GRAD] += XXH3_64bits(&i, sizeof i) | 1;
+  }
   mine[SHAPE_HASH] = zs_coll_sig_hash(e->world) ^ zs_coll_sig_hash(e->shard) * 3 ^
                      zs_coll_sig_hash(e->replica) * 5;
   if (!e->agree_rows) {
@@ -256,6 +261,12 @@ zs_status zs_engine_agree_step(zs_engine *e) {
   if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_step: agreeing on the step's shape");
   for (int q = 0; q < e->world_size; q++) {
     const uint64_t *o = rows + (size_t)q * SHAPE_N;
+    if (o[SHAPE_NO_GRAD] != mine[SHAPE_NO_GRAD])
+      return zs_err(ZS_ERR_COMM,
+                    "zs_engine_step: rank %d (this one) and rank %d declared zs_unit_no_grad on "
+                    "different units in this step; every rank must declare the same ones. Nothing "
+                    "was updated, but the engine is failed: destroy it and fix the program",
+                    e->world_rank, q);
     if (o[SHAPE_MICRO] != mine[SHAPE_MICRO] || o[SHAPE_READY] != mine[SHAPE_READY] ||
         o[SHAPE_STEP] != mine[SHAPE_STEP])
       return zs_err(ZS_ERR_COMM,
@@ -333,6 +344,7 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("sgd.momentum", fbits(c->sgd.momentum));
   ZS_W("sgd.dampening", fbits(c->sgd.dampening));
   ZS_W("sgd.nesterov", (int64_t)(c->sgd.nesterov != 0));
+  ZS_W("grad_accum_fp32", (int64_t)c->grad_accum_fp32);
 #undef ZS_W
   return n;
 }

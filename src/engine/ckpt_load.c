@@ -53,7 +53,7 @@ static zs_status resolve(const char *dir, char *ck, size_t cap) {
 
 /* The saved model must be this engine's: names, shapes and dtype, in order. */
 static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
-  const char *opt = zs_opt_shape_of(&e->cfg)->name;
+  const char *opt = zs_opt_name_of(&e->cfg);
   if (strcmp(m->optimizer, opt) != 0)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_engine_load: the checkpoint holds the state of optimizer '%s', the engine "
@@ -436,6 +436,8 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
     if (rc == ZS_OK) {
       e->opt_steps = m.step;
       e->steps_done = m.steps_done;
+      for (int i = 0; i < e->nunits; i++)
+        e->units[i]->opt_steps = m.units[i].steps >= 0 ? m.units[i].steps : m.step;
       free(e->user_meta); /* the checkpoint's bytes (or none) are the program's now */
       e->user_meta = m.user_meta;
       e->user_meta_bytes = m.user_meta_bytes;

@@ -191,7 +191,7 @@ out:
 static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, const uint64_t *words,
                                 zs_ckpt_manifest *m) {
   memset(m, 0, sizeof *m);
-  m->format_version = ZS_CKPT_FORMAT_VERSION;
+  m->format_version = ZS_CKPT_FORMAT_VERSION - 1; /* 3 with a unit's own step count, below */
   snprintf(m->zshard_version, sizeof m->zshard_version, "%s", zs_version());
   m->seq = seq;
   m->step = e->opt_steps;
@@ -206,7 +206,7 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->param_dtype = e->cfg.param_dtype;
   m->reduce_dtype = e->cfg.reduce_dtype;
   m->deterministic = e->cfg.deterministic;
-  snprintf(m->optimizer, sizeof m->optimizer, "%s", zs_opt_shape_of(&e->cfg)->name);
+  snprintf(m->optimizer, sizeof m->optimizer, "%s", zs_opt_name_of(&e->cfg));
   m->narrays = zs_state_narrays(&e->cfg);
   for (int a = 0; a < m->narrays; a++)
     snprintf(m->arrays[a], sizeof m->arrays[a], "%s", zs_arr_ckpt_name(&e->cfg, (zs_arr)a));
@@ -234,6 +234,8 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
     zs_ckpt_unit *cu = &m->units[i];
     snprintf(cu->name, sizeof cu->name, "%s", u->name);
     cu->numel = u->lay.numel_total;
+    cu->steps = u->opt_steps != e->opt_steps ? u->opt_steps : -1; /* zs_unit_no_grad's */
+    if (cu->steps >= 0) m->format_version = ZS_CKPT_FORMAT_VERSION;
     if (!(cu->t = calloc((size_t)u->ntensors, sizeof *cu->t)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
     cu->ntensors = u->ntensors;

@@ -47,6 +47,7 @@ static void optim_scratch_free(void *ctx, void *p, size_t bytes, void *stream) {
 static zs_status open_optimizer(zs_engine *e) {
   zs_optim_cfg oc = {&e->dev,
                      e->cfg.param_dtype,
+                     zs_grad_accum_dtype(&e->cfg),
                      e->arena,
                      zs_placement_offload_optimizer(&e->cfg),
                      e->cfg.offload_threads,

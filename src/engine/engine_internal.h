@@ -36,6 +36,7 @@ typedef enum {
   ZS_CALL_DESTROY,
   ZS_CALL_BROADCAST_PARAMS,
   ZS_CALL_GET_STATE,
+  ZS_CALL_GET_GRAD,
   ZS_CALL_N
 } zs_call;
 

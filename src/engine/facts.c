@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/check.h"
+#include "base/config.h"
 #include "base/master_mode.h"
 #include "base/error.h"
 #include "tier/nvme_tier.h"
@@ -50,14 +51,15 @@ void zs_engine_facts_create(zs_engine *e, const char *sources) {
   e->info[0] = '\0';
   info_add(e,
            "zshard %s: stage %d (sharded:%s%s%s%s), %s, comm %s, world %d, shard group %d, %s "
-           "params, %s reduce%s",
+           "params, %s reduce%s%s",
            zs_version(), cfg->stage, f->sharded_params ? " params" : "",
            f->sharded_grads ? " grads" : "", f->sharded_optimizer ? " optimizer" : "",
            f->sharded_optimizer ? "" : " none", dev, f->comm, f->world_size, f->shard_group_size,
            cfg->param_dtype == ZS_BF16 ? "bf16" : "fp32",
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
+           zs_grad_accum_dtype(cfg) != cfg->param_dtype ? ", fp32 gradient accumulation" : "",
            cfg->deterministic ? ", deterministic" : "");
-  info_add(e, "; optimizer %s", zs_opt_shape_of(cfg)->name);
+  info_add(e, "; optimizer %s", zs_opt_name_of(cfg));
   const zs_master_mode *mm = zs_master_mode_of(cfg->master);
   info_add(e, "; optimizer state: %s, moments %s", mm->words,
            zs_dtype_size(cfg->moment_dtype) == 2 ? "bf16" : "fp32");

@@ -37,7 +37,7 @@ static zs_status check_state_call(zs_unit *u, int t, const char *name, const voi
   return zs_err(ZS_ERR_INVALID_ARG,
                 "%s('%s', %d): no state '%s' under optimizer %s: its arrays "
                 "are %s",
-                fn, u->name, t, name, zs_opt_shape_of(&e->cfg)->name, names);
+                fn, u->name, t, name, zs_opt_name_of(&e->cfg), names);
 }
 
 zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full) {

@@ -30,6 +30,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     zs_unit *u = e->units[i];
     u->grads_ready_count = 0;
     u->grad_shard_valid = 0;
+    u->no_grad = 0;
     u->fwd_micro = -1;
     if (zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_PERSISTENT))
       ZS_CHECK(zs_dev_zero(&e->dev, u->grad_full, zs_unit_state_bytes(u, ZS_ST_GRAD_FULL),
@@ -58,7 +59,7 @@ static zs_status grad_norm(zs_engine *e, double scale, zs_optim_norm *nm) {
   ZS_CHECK_GOTO(zs_optim_norm_start(e->optim, bins), rc, out);
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
-    if (u->frozen) continue; /* no gradient: not in the norm */
+    if (u->frozen || u->no_grad) continue; /* no gradient: not in the norm */
     ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(u, u->opt_off), u->opt_n), rc, out);
   }
   rc = zs_optim_norm_finish(e->optim, bins, e->plan.norm_partial ? e->shard : NULL, scale, nm);
@@ -78,11 +79,16 @@ static zs_status run_optimizer(zs_engine *e, double gscale) {
   zs_config cfgs[ZS_MAX_PARAM_GROUPS]; /* each group's hyperparameters, this step's lr */
   for (int g = 0; g < e->ngroups; g++)
     zs_engine_group_config(e, g, &cfgs[g]);
-  zs_optim_prepare(e->optim, cfgs, e->ngroups, e->opt_steps + 1, gscale);
   zs_status rc = ZS_OK;
+  int64_t prepared = -1; /* the step the coefficients are of: each unit's own (zs_unit_no_grad) */
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     zs_unit *u = e->units[i];
-    if (u->frozen) continue; /* no optimizer state: its params stay as they are */
+    if (u->frozen || u->no_grad) continue; /* its params and state stay as they are */
+    const int64_t t = u->opt_steps + 1;
+    if (t != prepared) {
+      zs_optim_prepare(e->optim, cfgs, e->ngroups, t, gscale);
+      prepared = t;
+    }
     rc = zs_tier_of_unit(u)->update(&e->tiers, u);
   }
   if (!e->tiers.nvme) return rc;
@@ -115,10 +121,11 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
                                     ? "zs_engine_step: the engine failed earlier; destroy it"
                                     : "zs_engine_step without zs_engine_begin_step");
   for (int i = 0; i < e->nunits; i++)
-    if (!e->units[i]->frozen && e->units[i]->grads_ready_count != e->micro_steps)
+    if (!e->units[i]->frozen && !e->units[i]->no_grad &&
+        e->units[i]->grads_ready_count != e->micro_steps)
       return zs_err(ZS_ERR_STATE,
                     "zs_engine_step: unit '%s' has %d of %d zs_unit_grads_ready calls; every unit "
-                    "needs one per micro-step before the step",
+                    "needs one per micro-step before the step (or zs_unit_no_grad)",
                     e->units[i]->name, e->units[i]->grads_ready_count, e->micro_steps);
   zs_dev *d = &e->dev;
   zs_engine_call(e, ZS_CALL_STEP, NULL);
@@ -160,6 +167,8 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
     ZS_CHECK(zs_shard_publish(&e->sh));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
     e->opt_steps++;
+    for (int i = 0; i < e->nunits; i++)
+      if (!e->units[i]->no_grad) e->units[i]->opt_steps++;
   }
   ZS_CHECK(zs_dev_sync(d, d->compute_stream));
   e->steps_done++;

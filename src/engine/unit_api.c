@@ -72,15 +72,20 @@ void *zs_unit_grad(zs_unit *u, int t) {
            u->name, e->micro_steps);
     return NULL;
   }
+  if (u->no_grad) {
+    zs_err(ZS_ERR_STATE, "zs_unit_grad('%s'): zs_unit_no_grad said it gets no gradient this step",
+           u->name);
+    return NULL;
+  }
   if (zs_state_is(&u->st, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT)) {
     /* A full gradient spans the micro-steps: hand out this micro-step's own zeroed buffer, which
        its reduction folds in (global micro-batch order). */
     if (zs_shard_grad_stage(u) != ZS_OK) return NULL;
-    return zs_ptr_add(u->grad_stage, u->lay.off[t], e->cfg.param_dtype);
+    return zs_ptr_add(u->grad_stage, u->lay.off[t], u->st.s[ZS_ST_GRAD_STAGE].dtype);
   }
   if (zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) && zs_shard_grad_buffer(u) != ZS_OK)
     return NULL;
-  return zs_ptr_add(u->grad_full, u->lay.off[t], e->cfg.param_dtype);
+  return zs_ptr_add(u->grad_full, u->lay.off[t], u->st.s[ZS_ST_GRAD_FULL].dtype);
 }
 
 zs_status zs_unit_release(zs_unit *u) {
@@ -106,10 +111,24 @@ static zs_status check_reducible(const zs_unit *u, const char *fn) {
   return ZS_OK;
 }
 
+zs_status zs_unit_no_grad(zs_unit *u) {
+  ZS_CHECK(check_reducible(u, "zs_unit_no_grad"));
+  if (u->no_grad) return ZS_OK; /* said already */
+  if (u->grads_ready_count > 0)
+    return zs_err(ZS_ERR_STATE,
+                  "zs_unit_no_grad('%s') after %d zs_unit_grads_ready calls in this step: declare "
+                  "it before the unit's first one",
+                  u->name, u->grads_ready_count);
+  if (u->frozen) return ZS_OK; /* never has a gradient */
+  zs_shard_grad_drop(u);       /* a zs_unit_grad buffer handed out already is not reduced */
+  u->no_grad = 1;
+  return ZS_OK;
+}
+
 zs_status zs_unit_grads_ready(zs_unit *u) {
   ZS_CHECK(check_reducible(u, "zs_unit_grads_ready"));
   zs_engine *e = u->e;
-  if (u->frozen) return ZS_OK; /* nothing to reduce; local, counted by no one */
+  if (u->frozen || u->no_grad) return ZS_OK; /* nothing to reduce; local, counted by no one */
   zs_engine_call(e, ZS_CALL_GRADS_READY, u);
   zs_status rc = zs_shard_reduce(u, u->grads_ready_count + 1 == e->micro_steps);
   /* A reduction that failed half-way (the collective ran on some ranks, the shard is partly
@@ -125,7 +144,7 @@ zs_status zs_unit_grads_flush(zs_unit *u) {
   zs_engine_call(e, ZS_CALL_GRADS_FLUSH, u);
   /* A full gradient is persistent anyway; deterministic mode keeps one reduction per
      micro-step (two would regroup the sums); no zs_unit_grad yet: nothing to reduce. */
-  if (u->frozen || !zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) ||
+  if (u->frozen || u->no_grad || !zs_state_is(&u->st, ZS_ST_GRAD_FULL, ZS_LIFE_TRANSIENT) ||
       e->cfg.deterministic || !u->grad_full)
     return ZS_OK;
   zs_status rc = zs_shard_reduce(u, 0);

@@ -32,9 +32,8 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
     return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: offloaded optimizer without an arena");
   if (!cfg->ops) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: no optimizer module");
   if (cfg->dev->kind == ZS_DEVICE_CUDA && !cfg->ops->dev_update)
-    return zs_err(ZS_ERR_UNSUPPORTED,
-                  "optimizer '%s' has no CUDA kernels yet: use it on the CPU device, or AdamW",
-                  cfg->ops->name);
+    return zs_err(ZS_ERR_UNSUPPORTED, "zs_optim_create: the optimizer has no CUDA kernels yet: "
+                                      "use it on the CPU device, or AdamW");
   zs_opt_host_fn hu = NULL; /* the module's update of host-resident state in this mode */
   ZS_CHECK(cfg->ops->host_fn(&cfg->mode, &hu));
   zs_optim *o = calloc(1, sizeof *o);
@@ -91,7 +90,7 @@ zs_status zs_optim_norm_start(zs_optim *o, uint64_t *bins) {
 
 zs_status zs_optim_norm_add(zs_optim *o, uint64_t *bins, const void *grad, size_t n) {
   zs_dev *d = o->cfg.dev;
-  return zs_dev_sq_bins(d, bins, grad, o->cfg.param_dtype, n, d->compute_stream);
+  return zs_dev_sq_bins(d, bins, grad, o->cfg.grad_dtype, n, d->compute_stream);
 }
 
 zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, double scale,
@@ -156,8 +155,9 @@ static void host_chunk(void *ctx, size_t lo, size_t len, const void *grad, void 
 /* The host update of s's state in the arena, through the copy pipeline. */
 static zs_status offload_update(zs_optim *o, const void *c, const zs_opt_state *st,
                                 const zs_optim_seg *s, zs_dtype pd, void *out) {
-  host_call h = {o->offload_pool, o->host_update, c, st, pd, pd};
-  return zs_offload_stream(o->cfg.dev, &o->pipe, host_chunk, &h, s->grad, pd, out, pd,
+  const zs_dtype gd = o->cfg.grad_dtype;
+  host_call h = {o->offload_pool, o->host_update, c, st, gd, pd};
+  return zs_offload_stream(o->cfg.dev, &o->pipe, host_chunk, &h, s->grad, gd, out, pd,
                            s->params_host, zs_opt_reads_params(o->cfg.mode.master), s->n);
 }
 
@@ -165,8 +165,8 @@ static zs_status offload_update(zs_optim *o, const void *c, const zs_opt_state *
 static zs_status dev_update(zs_optim *o, const void *c, const zs_opt_state *st,
                             const zs_optim_seg *s, void *param, void *stream) {
   const zs_dtype pd = o->cfg.param_dtype;
-  return o->cfg.ops->dev_update(o->cfg.dev, &o->cfg.mode, c, st, s->grad, pd, param, pd, s->n,
-                                stream);
+  return o->cfg.ops->dev_update(o->cfg.dev, &o->cfg.mode, c, st, s->grad, o->cfg.grad_dtype, param,
+                                pd, s->n, stream);
 }
 
 /* State on the CUDA device with the params host-resident (ZS_OFFLOAD_PARAMS alone): the params
@@ -195,7 +195,7 @@ static zs_status update_hooked(zs_optim *o, const void *c, const zs_opt_state *s
     return zs_err(
         ZS_ERR_INVALID_ARG,
         "zs_optim_update: the ties-away test hook runs on the CPU device without offload");
-  o->host_update(o->cpu_pool, c, st, 0, s->n, s->grad, ZS_BF16, NULL, ZS_BF16);
+  o->host_update(o->cpu_pool, c, st, 0, s->n, s->grad, o->cfg.grad_dtype, NULL, ZS_BF16);
   uint16_t *out = s->param;
   for (size_t i = 0; i < s->n; i++)
     out[i] = zs_f32_to_bf16_ta(s->master[i]);
@@ -224,6 +224,6 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
     if (s->params_host) return dev_update_host_params(o, c, &st, s);
     return dev_update(o, c, &st, s, out, d->compute_stream);
   }
-  o->host_update(o->cpu_pool, c, &st, 0, s->n, s->grad, pd, out, pd);
+  o->host_update(o->cpu_pool, c, &st, 0, s->n, s->grad, o->cfg.grad_dtype, out, pd);
   return ZS_OK;
 }

@@ -51,7 +51,8 @@ typedef struct {
 
 typedef struct {
   zs_dev *dev;              /* the engine's device (borrowed; outlives the optimizer) */
-  zs_dtype param_dtype;     /* of the gradients and the params the updates write */
+  zs_dtype param_dtype;     /* of the params the updates write */
+  zs_dtype grad_dtype;      /* of the gradients they read (zs_grad_accum_dtype) */
   zs_host_arena *arena;     /* the offload arena (borrowed), or NULL without offload */
   int offload_optimizer;    /* some optimizer state lives in the arena: start the node's workers and
                                the    copy pipeline (needs arena) */

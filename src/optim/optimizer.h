@@ -53,8 +53,7 @@ typedef struct {
 typedef void (*zs_opt_host_fn)(zs_pool *pool, const void *coef, const zs_opt_state *s, size_t lo,
                                size_t len, const void *grad, zs_dtype gdt, void *out, zs_dtype pdt);
 
-typedef struct {
-  const char *name; /* as in its shape (base/opt_shape.h) */
+struct zs_optimizer {
   /* The coefficients of step t (1-based) from c, gradients scaled by gscale (clip / (world *
      micro_steps)), with weight decay or without (a tensor's no_weight_decay). */
   void (*prepare)(void *coef, const zs_config *c, int64_t t, double gscale, int decay);
@@ -67,7 +66,7 @@ typedef struct {
   zs_status (*dev_update)(zs_dev *d, const zs_opt_mode *m, const void *coef, const zs_opt_state *s,
                           const void *grad, zs_dtype gdt, void *param, zs_dtype pdt, size_t n,
                           void *stream);
-} zs_optimizer;
+};
 
 /* Whether mode m's update reads the bf16 params as (part of) its master (ZS_MASTER_REMAINDER,
    ZS_MASTER_LEAN): then whoever stages the params must bring their current values in, not only
@@ -78,6 +77,8 @@ static inline int zs_opt_reads_params(int master) {
 
 /* The module zs_config c selects (its shape: zs_opt_shape_of(c)). Never NULL for a config that
    zs_config_validate accepted. */
-const zs_optimizer *zs_optimizer_for(const zs_config *c);
+static inline const zs_optimizer *zs_optimizer_for(const zs_config *c) {
+  return zs_opt_entry_of(c)->module;
+}
 
 #endif

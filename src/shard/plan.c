@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/host_charge.h"
 #include "device/ops.h" /* zs_dtype_size, ZS_SQ_NWORDS */
@@ -53,13 +54,15 @@ zs_status zs_plan_make(const zs_config *c, int shard_size, zs_plan *p) {
   p->nshards = p->shard_optimizer ? shard_size : 1;
   zs_state_table_make(&p->table, p->shard_params, p->shard_grads, p->shard_optimizer,
                       p->offload_params, p->offload_optimizer, c->deterministic != 0,
-                      c->param_dtype, c->master, c->moment_dtype, zs_opt_shape_of(c)->nstate);
+                      c->param_dtype, zs_grad_accum_dtype(c), c->master, c->moment_dtype,
+                      zs_opt_shape_of(c)->nstate);
   p->reduce = !p->shard_optimizer ? ZS_REDUCE_ALL
               : p->shard_grads    ? ZS_REDUCE_TO_SHARD
                                   : ZS_REDUCE_OWN_SLOT;
   /* deterministic: the global order interleaves ranks within a micro-step, so every micro-step
      is folded in on its own (full gradients too) */
-  p->reduce_every_micro = p->shard_grads || c->deterministic;
+  p->reduce_every_micro =
+      p->shard_grads || zs_state_is(&p->table, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
   p->norm_partial = p->shard_optimizer && shard_size > 1;
   p->publish = !p->shard_params && p->shard_optimizer;
   return ZS_OK;
@@ -115,7 +118,7 @@ size_t zs_plan_reduce_scratch(const zs_plan *p, const zs_config *c, int world, s
     size_t piece = P;             /* fold_all_pieces: bucket over two buffers */
     if (c->bucket_bytes && c->bucket_bytes / (rs * 2) < piece) piece = c->bucket_bytes / (rs * 2);
     if (piece < 1) piece = 1;
-    const size_t ps = zs_dtype_size(c->param_dtype), blocks = W * ((piece + W - 1) / W);
+    const size_t ps = zs_dtype_size(zs_grad_accum_dtype(c)), blocks = W * ((piece + W - 1) / W);
     /* ordered_fold_all: receive, send */
     return zs_plan_add_mul(b, blocks, rs + (ps > rs ? ps : rs));
   }

@@ -34,8 +34,8 @@ typedef struct {
   /* Decisions, not buffers: they follow from the switches and run the same on every unit. */
   zs_reduce_kind reduce;
   int reduce_every_micro; /* a sharded gradient is reduced at every micro-step (accumulating in
-                             the shard); a full one only at the last micro-step, except in
-                             deterministic mode (every micro-step, from its staging buffer) */
+                             the shard); a full one only at the last micro-step, except when
+                             staged (every micro-step, from ZS_ST_GRAD_STAGE) */
   int norm_partial;       /* each rank's gradient-norm bins cover its shard only: all-reduce */
   int publish;            /* full params with sharded optimizer: all-gather after the update */
 } zs_plan;

@@ -96,12 +96,14 @@ out:
   return rc;
 }
 
-/* Ordered fold over the world (deterministic, stage 0): acc (P elements in param_dtype, equal on
-   every rank) += every rank's src (P elements in rd) in world-rank order, on every rank. An
-   all-to-all of W chunks, this rank's chunk of acc folded with the W received ones, all-gather.
-   Scratch: a (send, then the folded chunks in param_dtype) and b (receive), W * ceil(P/W) each. */
-static zs_status ordered_fold_all(zs_shard_ctx *x, void *acc, const void *src, size_t P) {
-  const zs_dtype rd = x->cfg->reduce_dtype, pd = x->cfg->param_dtype;
+/* Ordered fold over the world (deterministic, stage 0): acc (P elements in pd, the accumulator's
+   dtype, equal on every rank) += every rank's src (P elements in rd) in world-rank order, on every
+   rank. An all-to-all of W chunks, this rank's chunk of acc folded with the W received ones,
+   all-gather. Scratch: a (send, then the folded chunks in pd) and b (receive), W * ceil(P/W)
+   each. */
+static zs_status ordered_fold_all(zs_shard_ctx *x, void *acc, zs_dtype pd, const void *src,
+                                  size_t P) {
+  const zs_dtype rd = x->cfg->reduce_dtype;
   const size_t es = zs_dtype_size(rd), ps = zs_dtype_size(pd);
   const int W = x->world_size, r = x->world_rank;
   const size_t c = (P + (size_t)W - 1) / (size_t)W, lo = (size_t)r * c;
@@ -114,7 +116,7 @@ static zs_status ordered_fold_all(zs_shard_ctx *x, void *acc, const void *src, s
   ZS_CHECK_GOTO(zs_dev_zero(x->dev, a.p, (size_t)W * c * es, cs), rc, out);
   ZS_CHECK_GOTO(zs_dev_copy(x->dev, a.p, src, P * es, cs), rc, out);
   ZS_CHECK_GOTO(zs_coll_all_to_all(x->world, a.p, b.p, c, zs_cdt_of(rd), cs), rc, out);
-  /* a was sent (stream order): it now holds the folded chunks, in param_dtype. */
+  /* a was sent (stream order): it now holds the folded chunks, in the accumulator's pd. */
   void *mine = (char *)a.p + lo * ps;
   ZS_CHECK_GOTO(zs_dev_zero(x->dev, mine, c * ps, cs), rc, out);
   if (mine_n)
@@ -128,18 +130,19 @@ out:
   return rc;
 }
 
-/* Stage 0, deterministic: red (this micro-step's gradient, P elements in rd) folded onto
-   grad_full in world-rank order, in pieces whose scratch is about twice bucket_bytes. One rank:
-   the same fold of one chunk (a rounded add). */
-static zs_status fold_all_pieces(zs_shard_ctx *x, void *acc, const void *red, size_t P) {
-  const zs_dtype rd = x->cfg->reduce_dtype, pd = x->cfg->param_dtype;
+/* Stage 0, deterministic: red (this micro-step's gradient, P elements in rd) folded onto acc (in
+   pd) in world-rank order, in pieces whose scratch is about twice bucket_bytes. One rank: the same
+   fold of one chunk (a rounded add). */
+static zs_status fold_all_pieces(zs_shard_ctx *x, void *acc, zs_dtype pd, const void *red,
+                                 size_t P) {
+  const zs_dtype rd = x->cfg->reduce_dtype;
   if (x->world_size == 1) return zs_dev_add_into(x->dev, acc, pd, red, rd, P, x->dev->comm_stream);
   size_t c = P;
   if (x->cfg->bucket_bytes) c = x->cfg->bucket_bytes / (zs_dtype_size(rd) * 2);
   if (c < 1) c = 1;
   for (size_t j = 0; j < P; j += c) {
     const size_t len = P - j < c ? P - j : c;
-    ZS_CHECK(ordered_fold_all(x, zs_ptr_add(acc, j, pd), zs_ptr_add((void *)red, j, rd), len));
+    ZS_CHECK(ordered_fold_all(x, zs_ptr_add(acc, j, pd), pd, zs_ptr_add((void *)red, j, rd), len));
   }
   return ZS_OK;
 }
@@ -184,26 +187,59 @@ zs_status zs_shard_grad_stage(zs_unit *u) {
   return zeroed_state(u, ZS_ST_GRAD_STAGE);
 }
 
-/* The reduction itself; `red` holds the local gradient in reduce_dtype. */
-static zs_status reduce_unit(zs_unit *u, void *red) {
+void zs_shard_grad_drop(zs_unit *u) {
+  static const zs_state transient[] = {ZS_ST_GRAD_FULL, ZS_ST_GRAD_STAGE};
+  for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++) {
+    const zs_state k = transient[i];
+    void **buf = zs_unit_slot(u, k);
+    if (!zs_state_is(&u->st, k, ZS_LIFE_TRANSIENT) || !*buf) continue;
+    zs_sh_free(u->ctx, u->st.s[k].cat, *buf, zs_unit_state_bytes(u, k),
+               u->ctx->dev->compute_stream);
+    *buf = NULL;
+  }
+}
+
+/* The reduction itself; `red` holds the local gradient in reduce_dtype, the micro-step's own when
+   staged (ZS_ST_GRAD_STAGE: folded onto the persistent gradient), else the accumulated one. */
+static zs_status reduce_unit(zs_unit *u, void *red, int staged) {
   zs_shard_ctx *x = u->ctx;
-  const zs_dtype pd = x->cfg->param_dtype, rd = x->cfg->reduce_dtype;
+  const zs_dtype rd = x->cfg->reduce_dtype;
+  const zs_dtype ad = u->st.s[zs_state_home(&u->st, ZS_ST_GRAD_FULL)].dtype; /* accumulator's */
   const size_t P = u->lay.padded;
   const zs_reduce_kind kind = x->plan->reduce;
-  const int det = x->cfg->deterministic;
   if (kind == ZS_REDUCE_ALL) {
-    if (det) return fold_all_pieces(x, u->grad_full, red, P); /* red is the staged micro-step */
+    if (x->cfg->deterministic) return fold_all_pieces(x, u->grad_full, ad, red, P);
     if (x->world_size > 1) ZS_CHECK(all_reduce_pieces(x, red, P));
+    if (staged) return zs_dev_add_into(x->dev, u->grad_full, ad, red, rd, P, x->dev->comm_stream);
     return red == u->grad_full
                ? ZS_OK
-               : zs_dev_convert(x->dev, u->grad_full, pd, red, rd, P, x->dev->comm_stream);
+               : zs_dev_convert(x->dev, u->grad_full, ad, red, rd, P, x->dev->comm_stream);
   }
-  /* Destination: this rank's slot of the full gradient (deterministic: accumulating over
-     micro-steps from the zeros of begin_step; else written once, at the last micro-step), or the
-     gradient shard (accumulating over micro-steps). */
+  /* Destination: this rank's slot of the full gradient (staged: accumulating over micro-steps
+     from the zeros of begin_step; else written once, at the last micro-step), or the gradient
+     shard (accumulating over micro-steps). */
   const int to_shard = kind == ZS_REDUCE_TO_SHARD;
-  void *dst = to_shard ? u->grad_shard : zs_ptr_add(u->grad_full, u->lay.shard_off, pd);
-  return reduce_scatter_into(x, red, u->lay.shard, dst, pd, to_shard ? u->grad_shard_valid : det);
+  void *dst = to_shard ? u->grad_shard : zs_ptr_add(u->grad_full, u->lay.shard_off, ad);
+  return reduce_scatter_into(x, red, u->lay.shard, dst, ad,
+                             to_shard ? u->grad_shard_valid : staged);
+}
+
+/* A staged full gradient outside deterministic mode (grad_accum_fp32): the micro-step's buffer is
+   added to the persistent gradient (its dtype) here, with no communication, and freed; the sum is
+   reduced once, at the last micro-step, as an unstaged full gradient is. */
+static zs_status fold_local(zs_unit *u) {
+  zs_shard_ctx *x = u->ctx;
+  zs_dev *d = x->dev;
+  const zs_state sk = ZS_ST_GRAD_STAGE;
+  if (!u->grad_stage) return ZS_OK; /* no backward wrote it this micro-step: zeros add nothing */
+  ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream)); /* the user's backward is done */
+  const zs_status rc =
+      zs_dev_add_into(d, u->grad_full, u->st.s[ZS_ST_GRAD_FULL].dtype, u->grad_stage,
+                      u->st.s[sk].dtype, u->lay.padded, d->comm_stream);
+  if (rc != ZS_OK) return rc;
+  zs_sh_free(x, u->st.s[sk].cat, u->grad_stage, zs_unit_state_bytes(u, sk), d->comm_stream);
+  u->grad_stage = NULL;
+  return ZS_OK;
 }
 
 zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
@@ -211,11 +247,17 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
   if (!x->plan->reduce_every_micro && !last_micro) return ZS_OK; /* still accumulating */
   /* The local gradient: the full one, or (deterministic, full gradients) the micro-step's staging
      buffer. Transient buffers live only until this reduction. */
-  const int staged = zs_state_is(&u->st, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
+  int staged = zs_state_is(&u->st, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
+  if (staged && !x->cfg->deterministic) {
+    const zs_status fr = fold_local(u);
+    if (fr != ZS_OK) return zs_err_wrap(fr, "gradient accumulation of unit '%s'", u->name);
+    if (!last_micro) return ZS_OK;
+    staged = 0; /* the sum, in the persistent full gradient, is reduced as it stands */
+  }
   const zs_state lk = staged ? ZS_ST_GRAD_STAGE : ZS_ST_GRAD_FULL;
   const int transient = zs_state_is(&u->st, lk, ZS_LIFE_TRANSIENT);
   void **local = zs_unit_slot(u, lk);
-  const zs_dtype pd = x->cfg->param_dtype, rd = x->cfg->reduce_dtype;
+  const zs_dtype pd = u->st.s[lk].dtype, rd = x->cfg->reduce_dtype; /* the backward's buffer */
   const size_t P = u->lay.padded;
   zs_dev *d = x->dev;
   zs_status rc = ZS_OK;
@@ -228,7 +270,7 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
     ZS_CHECK_GOTO(zs_dev_convert(d, conv.p, rd, *local, pd, P, d->comm_stream), rc, out);
     red = conv.p;
   }
-  rc = reduce_unit(u, red);
+  rc = reduce_unit(u, red, staged);
   if (rc != ZS_OK) goto out; /* the caller's public call marks the failure */
   if (transient) {
     zs_sh_free(x, u->st.s[lk].cat, *local, zs_unit_state_bytes(u, lk), d->comm_stream);
@@ -248,7 +290,7 @@ zs_status zs_shard_publish(zs_shard_ctx *x) {
   const zs_dtype pd = x->cfg->param_dtype;
   for (int i = 0; i < x->nunits; i++) {
     zs_unit *u = x->units[i];
-    if (u->frozen) continue; /* not updated: every rank holds the same full params already */
+    if (u->frozen || u->no_grad) continue; /* not updated: every rank holds them already */
     void *mine = zs_ptr_add(u->param_full, u->lay.shard_off, pd);
     zs_status rc = zs_coll_all_gather(x->shard, mine, u->param_full, u->lay.shard, zs_cdt_of(pd),
                                       d->comm_stream);

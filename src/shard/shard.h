@@ -43,9 +43,9 @@ struct zs_unit {
   zs_state_table st;
   void *param_full, *param_shard; /* ZS_ST_PARAM_FULL, ZS_ST_PARAM_SHARD */
   void *grad_full, *grad_shard;   /* ZS_ST_GRAD_FULL, ZS_ST_GRAD_SHARD */
-  /* ZS_ST_GRAD_STAGE: any number of += per micro-step and any split of the global batch keep one
-     rank's bits, because the micro-step's reduction folds it onto grad_full in global micro-batch
-     order and frees it. */
+  /* ZS_ST_GRAD_STAGE: the micro-step's own buffer, folded onto grad_full by its reduction and
+     freed: in deterministic mode in global micro-batch order (any number of += per micro-step and
+     any split of the global batch keep one rank's bits), else locally (grad_accum_fp32). */
   void *grad_stage;
   float *master;               /* ZS_ST_MASTER */
   void *opt[ZS_OPT_MAX_STATE]; /* ZS_ST_OPT(i): the optimizer's state arrays (their dtype) */
@@ -64,6 +64,8 @@ struct zs_unit {
   int fwd_micro;     /* in a step: the micro-step (grads_ready_count) of its last forward gather;
                         a gather in the same micro-step is its backward. -1 at begin_step */
   int grads_ready_count; /* calls of zs_unit_grads_ready in this step */
+  int no_grad;           /* zs_unit_no_grad in this step: no reduction, norm or update */
+  int64_t opt_steps;     /* the optimizer steps this unit took (its t; frozen units count too) */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
   /* Per tensor, ZS_SET_SLOTS records each (slot 0 the params, 1 + i the optimizer's state i): a
      hash of the values zs_unit_set_param / zs_unit_set_state last wrote since the ranks last
@@ -181,8 +183,11 @@ void zs_shard_drop_all(zs_shard_ctx *x);
 int zs_shard_invalidate(zs_unit *u);
 /* The zeroed full gradient a sharded gradient's backward writes (buffers), unless it exists. */
 zs_status zs_shard_grad_buffer(zs_unit *u);
-/* The zeroed staging buffer of a deterministic full gradient (buffers), unless it exists. */
+/* The zeroed staging buffer of a staged full gradient (buffers), unless it exists. */
 zs_status zs_shard_grad_stage(zs_unit *u);
+/* Frees u's transient gradient buffers (the full buffer of a sharded gradient, the staging
+   buffer) without reducing them: the unit gets no gradient this step (zs_unit_no_grad). */
+void zs_shard_grad_drop(zs_unit *u);
 /* Reduces u's gradient after a micro-step (plan.reduce_every_micro), or after the last. A failure
    is returned (the caller marks it: a half-done reduction cannot be retried). */
 zs_status zs_shard_reduce(zs_unit *u, int last_micro);

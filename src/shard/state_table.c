@@ -13,19 +13,21 @@ static zs_state_entry entry(zs_life life, int sharded, zs_dtype dt, zs_mem_cat c
 
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
-                         int master, zs_dtype moment_dt, int nstate) {
+                         zs_dtype gdt, int master, zs_dtype moment_dt, int nstate) {
   const zs_life P = ZS_LIFE_PERSISTENT, T = ZS_LIFE_TRANSIENT, N = ZS_LIFE_NONE;
   /* Params: full and persistent, or a persistent shard and a full copy while gathered. */
   t->s[ZS_ST_PARAM_FULL] =
       entry(shard_params ? T : P, 0, pdt, shard_params ? ZS_MEM_BUFFERS : ZS_MEM_PARAMS, 0);
   t->s[ZS_ST_PARAM_SHARD] = entry(shard_params ? P : N, 1, pdt, ZS_MEM_PARAMS, offload_params);
-  /* Gradients: full and persistent, or a persistent shard and a full buffer until reduced. */
-  t->s[ZS_ST_GRAD_FULL] =
-      entry(shard_grads ? T : P, 0, pdt, shard_grads ? ZS_MEM_BUFFERS : ZS_MEM_GRADS, 0);
-  t->s[ZS_ST_GRAD_SHARD] = entry(shard_grads ? P : N, 1, pdt, ZS_MEM_GRADS, 0);
-  /* Deterministic full gradients: one staging buffer per micro-step, folded in by its
-     reduction. */
-  t->s[ZS_ST_GRAD_STAGE] = entry(deterministic && !shard_grads ? T : N, 0, pdt, ZS_MEM_BUFFERS, 0);
+  /* Gradients: full and persistent (the accumulator, gdt), or a persistent shard (gdt) and a full
+     buffer the backward writes (pdt) until reduced. */
+  t->s[ZS_ST_GRAD_FULL] = entry(shard_grads ? T : P, 0, shard_grads ? pdt : gdt,
+                                shard_grads ? ZS_MEM_BUFFERS : ZS_MEM_GRADS, 0);
+  t->s[ZS_ST_GRAD_SHARD] = entry(shard_grads ? P : N, 1, gdt, ZS_MEM_GRADS, 0);
+  /* Full gradients accumulated per micro-step (deterministic, or in another dtype than the
+     backward's): one staging buffer per micro-step, folded in by its reduction. */
+  const int staged = (deterministic || gdt != pdt) && !shard_grads;
+  t->s[ZS_ST_GRAD_STAGE] = entry(staged ? T : N, 0, pdt, ZS_MEM_BUFFERS, 0);
   /* Optimizer state: over the unit or this rank's shard, on the device or the host arena. */
   t->s[ZS_ST_MASTER] = entry(P, shard_optimizer, ZS_F32, ZS_MEM_OPTIMIZER, offload_optimizer);
   for (int i = 0; i < ZS_OPT_MAX_STATE; i++)

@@ -23,15 +23,17 @@ typedef enum {
   /* Compute params of this rank's shard (param_dtype): persistent when params are sharded, on the
      device (params) or in the host arena with ZS_OFFLOAD_PARAMS (host_pinned). */
   ZS_ST_PARAM_SHARD,
-  /* The gradient over the whole padded unit (param_dtype): persistent when gradients are not
-     sharded (grads; with ZS_REDUCE_OWN_SLOT this rank's reduced shard lands in its own slot),
-     else the buffer the backward writes, from zs_unit_grad to the reduction (buffers). */
+  /* The gradient over the whole padded unit (the accumulator's dtype when persistent, else
+     param_dtype): persistent when gradients are not sharded (grads; with ZS_REDUCE_OWN_SLOT this
+     rank's reduced shard lands in its own slot), else the buffer the backward writes, from
+     zs_unit_grad to the reduction (buffers). */
   ZS_ST_GRAD_FULL,
-  /* The reduced gradient of this rank's shard (param_dtype): persistent when gradients are
-     sharded (grads). */
+  /* The reduced gradient of this rank's shard (the accumulator's dtype, zs_grad_accum_dtype):
+     persistent when gradients are sharded (grads). */
   ZS_ST_GRAD_SHARD,
-  /* Deterministic mode with full gradients: the zeroed per-micro-step buffer zs_unit_grad hands
-     out, from zs_unit_grad to its micro-step's reduction (buffers). */
+  /* Full gradients accumulated per micro-step (deterministic mode, or grad_accum_fp32 with bf16
+     params): the zeroed per-micro-step buffer zs_unit_grad hands out (param_dtype), from
+     zs_unit_grad to its micro-step's reduction (buffers). */
   ZS_ST_GRAD_STAGE,
   /* The fp32 master copy over the optimizer range: the whole unit, or this rank's shard when the
      optimizer is sharded; on the device (optimizer) or in the host arena with
@@ -97,10 +99,12 @@ typedef struct {
    (every reader and writer joins or splits them: src/tier/master_rem.h); the remainder lives on
    the optimizer state's tier (with its state arrays), the params where the params' entries say.
    nstate is the optimizer's state count (base/opt_shape.h): slots ZS_ST_OPT(0 .. nstate - 1)
-   are persistent, in moment_dt (zs_config.moment_dtype) on whichever tier they live. */
+   are persistent, in moment_dt (zs_config.moment_dtype) on whichever tier they live. gdt is the
+   accumulated gradient's dtype (zs_grad_accum_dtype): the persistent gradient's; full gradients
+   in another dtype than pdt are staged per micro-step (ZS_ST_GRAD_STAGE), as deterministic ones. */
 void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, int shard_optimizer,
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
-                         int master, zs_dtype moment_dt, int nstate);
+                         zs_dtype gdt, int master, zs_dtype moment_dt, int nstate);
 
 /* ZS_MASTER_PARAMS (t->master_params; else a no-op): ZS_ST_MASTER's life from the tiers. Where
    the params' home (fp32, over the whole optimizer range) lives on the optimizer state's tier,

@@ -13,7 +13,7 @@ endfunction()
 # the reference for both halves.
 zs_ckpt_resume(ckpt_resume_1to4_stage0to3 4 "1 --stage 0" "4 --stage 3" --groups 1)
 zs_ckpt_resume(ckpt_resume_4to3_stage3to2 12 "4 --stage 3" "3 --stage 2" --empty 1)
-zs_ckpt_resume(ckpt_resume_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1" --meta 1)
+zs_ckpt_resume(ckpt_resume_2to4_stage3to1 4 "2 --stage 3" "4 --stage 1" --meta 1 --nograd 1)
 zs_ckpt_resume(ckpt_resume_2to1_stage2to0 2 "2 --stage 2" "1 --stage 0" --empty 1)
 zs_ckpt_resume(ckpt_resume_offload_2to4 4 "2 --stage 3 --offload 3" "4 --stage 2 --offload 1" --meta 1)
 # An offload budget's mixed placement (two units on the host at stage 3) saved, and loaded into

@@ -20,7 +20,9 @@ if ! clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all 
   exit 1
 fi
 # Seeds: a real checkpoint's manifest (prefixed 1) and data file (prefixed 0).
-ZS_TEST_CKPT_BLOCK_BYTES=200 "$mpiexec" --oversubscribe -np 2 "$exe" --stage 3 --steps 1 --save "$tmp/ck" >/dev/null
+# (two steps, the second without a gradient for one unit: a version-3 manifest with units' steps)
+ZS_TEST_CKPT_BLOCK_BYTES=200 "$mpiexec" --oversubscribe -np 2 "$exe" --stage 3 --steps 2 --nograd 1 \
+  --save "$tmp/ck" >/dev/null
 mkdir "$tmp/corpus"
 { printf '\001'; cat "$tmp"/ck/ckpt-*/manifest.json; } >"$tmp/corpus/manifest"
 { printf '\000'; cat "$tmp"/ck/ckpt-*/rank-00000.zsd; } >"$tmp/corpus/header"

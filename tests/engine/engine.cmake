@@ -29,11 +29,11 @@ function(zs_engine_equiv name splits stage mode)
 endfunction()
 
 foreach(stage 0 1 2 3)
-  zs_mpi_test(engine_train_np1_stage${stage} test_engine_train NP 1 ARGS --stage ${stage} --micro 2 --groups 1 --empty 1 --state 1 LABELS engine)
+  zs_mpi_test(engine_train_np1_stage${stage} test_engine_train NP 1 ARGS --stage ${stage} --micro 2 --groups 1 --empty 1 --state 1 --nograd 1 LABELS engine)
   foreach(n 2 3 4)
     zs_engine_equiv(engine_det_np${n}_stage${stage} ${n} ${stage} det)
   endforeach()
-  zs_engine_equiv(engine_nondet_np3_stage${stage} 3 ${stage} nondet)
+  zs_engine_equiv(engine_nondet_np3_stage${stage} 3 ${stage} nondet --peek 1)
 endforeach()
 # Any split of a global batch (ranks x micro-steps, micro-step m of rank r = global micro-batch
 # m * ranks + r) gives the bits of 1 rank fed the micro-batches in that order, at stage 0 (so
@@ -43,7 +43,21 @@ foreach(stage 0 1 2 3)
   zs_engine_equiv(engine_splits6_stage${stage} "1x6;2x3;3x2" ${stage} det REF_STAGE 0 --empty 1)
   zs_engine_equiv(engine_splits4_stage${stage}_bf16 "2x2;4x1" ${stage} det REF_STAGE 0 --bf16 1 --reftol 3e-2)
 endforeach()
-zs_engine_equiv(engine_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3" --groups 1 --peek 1 --state 1)
+zs_engine_equiv(engine_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3" --groups 1 --peek 1 --state 1 --nograd 1)
+# fp32 accumulation of bf16 gradients (zs_config.grad_accum_fp32): after one step of 4 micro-steps,
+# m and v are those of the float64 sum of the backward's bf16 micro-batch gradients to 1e-7 (with
+# bf16 accumulation 120 elements miss by up to 1e-4); every stage, offload, SGD, Lion in lean mode;
+# any split gives the bits of the 1-rank run.
+foreach(stage 0 1 2 3)
+  zs_mpi_test(engine_accum_fp32_np2_stage${stage} test_engine_train NP 2 ARGS --stage ${stage} --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine)
+endforeach()
+# Full gradients outside deterministic mode: summed locally in fp32, reduced once (fp32).
+foreach(stage 0 1)
+  zs_mpi_test(engine_accum_fp32_np3_stage${stage}_nondet test_engine_train NP 3 ARGS --stage ${stage} --det 0 --reduce-bf16 0 --bf16 1 --micro 4 --steps 1 --state 1 --peek 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine)
+endforeach()
+zs_mpi_test(engine_accum_fp32_np2_stage3_offload_sgd test_engine_train NP 2 ARGS --stage 3 --offload 3 --det 0 --reduce-bf16 0 --sgd 0.9 --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine offload)
+zs_mpi_test(engine_accum_fp32_np2_stage1_lion_lean test_engine_train NP 2 ARGS --stage 1 --lion 1 --master 3 --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine)
+zs_engine_equiv(engine_accum_fp32_splits4_stage2 "1x4;2x2;4x1" 2 det REF_STAGE 0 --bf16 1 --accum-fp32 1 --reftol 3e-2)
 zs_engine_equiv(engine_splits6_stage1_offload_opt "2x3;3x2" 1 det REF_STAGE 0 RUN_ARGS "--offload 1")
 foreach(stage 1 3)
   zs_engine_equiv(engine_splits8_stage${stage}_hybrid2 "4x2" ${stage} det REF_STAGE 0 --group 2)
@@ -76,7 +90,7 @@ zs_engine_equiv(engine_splits6_stage2_master_params_bucket "2x3;3x2" 2 det REF_S
 # gradients leave it a hair apart: 5e-4 relative is well under one bf16 ulp, 2^-8), and bit for bit
 # across world sizes 1, 2, 4, stages 0-3, splits, hybrid groups, buckets and bf16 moments (the
 # rounding's bits do not depend on sharding).
-zs_mpi_test(engine_train_np1_adamw_defaults_lean test_engine_train NP 1 ARGS --stage 3 --bf16 1 --master 3 --defaults 1 --steps 12 --reftol 5e-4 LABELS engine)
+zs_mpi_test(engine_train_np1_adamw_defaults_lean test_engine_train NP 1 ARGS --stage 3 --bf16 1 --master 3 --defaults 1 --steps 12 --reftol 5e-4 --nograd 1 LABELS engine)
 foreach(stage 0 1 2 3)
   zs_engine_equiv(engine_splits4_stage${stage}_lean "1x4;2x2;4x1" ${stage} det REF_STAGE 0 --bf16 1 --master 3 --reftol 3e-2)
 endforeach()
@@ -107,8 +121,8 @@ zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
 zs_engine_equiv(engine_det_np2_stage2_noclip 2 2 det --clip 0)
 zs_engine_equiv(engine_det_np4_stage3_hybrid2 4 3 det --group 2)
-zs_engine_equiv(engine_det_np4_stage1_hybrid2 4 1 det --group 2)
-zs_mpi_test(engine_train_np4_stage3_hybrid_nondet test_engine_train NP 4 ARGS --stage 3 --det 0 --group 2 LABELS engine)
+zs_engine_equiv(engine_det_np4_stage1_hybrid2 4 1 det --group 2 --peek 1)
+zs_mpi_test(engine_train_np4_stage3_hybrid_nondet test_engine_train NP 4 ARGS --stage 3 --det 0 --group 2 --peek 1 LABELS engine)
 zs_mpi_test(engine_train_np2_stage3_bf16 test_engine_train NP 2 ARGS --stage 3 --bf16 1 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_train_np2_stage0_bf16 test_engine_train NP 2 ARGS --stage 0 --bf16 1 --det 0 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_train_np3_stage2_nonfinite test_engine_train NP 3 ARGS --stage 2 --skip-nonfinite-at 2 LABELS engine)
@@ -234,16 +248,21 @@ if(ZS_HAVE_CUDA)
     zs_engine_equiv(engine_cuda_det_np2_stage${stage} 2 ${stage} det RUN_ARGS "--device cuda")
   endforeach()
   zs_engine_equiv(engine_cuda_offload_np2_stage3 2 3 det RUN_ARGS "--device cuda --offload 3")
+  # fp32 accumulation of bf16 gradients on CUDA (the fold, the norm and AdamW on fp32 gradients):
+  # the CPU 1-rank run's bits.
+  zs_engine_equiv(engine_cuda_accum_fp32_np2_stage2 "2x2" 2 det REF_STAGE 0 RUN_ARGS "--device cuda"
+                  --bf16 1 --accum-fp32 1 --reftol 3e-2)
   zs_mpi_test(engine_cuda_np2_stage3_bf16 test_engine_train NP 2 ARGS --device cuda --stage 3 --bf16 1 --reftol 3e-2 LABELS engine gpu)
   zs_mpi_test(engine_cuda_np1_stage0_bf16 test_engine_train NP 1 ARGS --device cuda --stage 0 --bf16 1 --reftol 3e-2 LABELS engine gpu)
   set_tests_properties(engine_cuda_det_np2_stage0 engine_cuda_det_np2_stage1 engine_cuda_det_np2_stage2
-                       engine_cuda_det_np2_stage3 engine_cuda_offload_np2_stage3 PROPERTIES LABELS "mpi;engine;gpu")
+                       engine_cuda_det_np2_stage3 engine_cuda_offload_np2_stage3
+                       engine_cuda_accum_fp32_np2_stage2 PROPERTIES LABELS "mpi;engine;gpu")
 endif()
 if(ZS_HAVE_CUDA)
   # NCCL refuses two ranks on one GPU: the multi-rank GPU tests use the host-staged MPI backend.
   set_property(TEST engine_cuda_det_np2_stage0 engine_cuda_det_np2_stage1 engine_cuda_det_np2_stage2
                engine_cuda_det_np2_stage3 engine_cuda_offload_np2_stage3 engine_cuda_np2_stage3_bf16
-               APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
+               engine_cuda_accum_fp32_np2_stage2 APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
 endif()
 
 if(ZS_HAVE_CUDA)
@@ -600,7 +619,10 @@ zs_engine_equiv(engine_nvme_lean_m16_params_host_np2_stage3 2 3 det ${zs_nvme_di
                 --master lean --moments-bf16 1 --offload 3 --big 12000001)
 zs_engine_equiv(engine_nvme_lean_budget_np2_stage1 2 1 det ${zs_nvme_dir} ${zs_nvme_bf16}
                 --master lean --offload 0)
-list(APPEND zs_nvme_tests engine_nvme_m16_np2_stage3 engine_nvme_params_np2_stage2
+# fp32 accumulation of bf16 gradients: the tier's update reads fp32 gradients as host offload does.
+zs_engine_equiv(engine_nvme_accum_fp32_np2_stage2 "2x2" 2 det ${zs_nvme_dir} ${zs_nvme_bf16}
+                --accum-fp32 1)
+list(APPEND zs_nvme_tests engine_nvme_accum_fp32_np2_stage2 engine_nvme_m16_np2_stage3 engine_nvme_params_np2_stage2
      engine_nvme_params_host_master_np2_stage3 engine_nvme_rem_np2_stage3
      engine_nvme_rem_m16_splits4_stage3 engine_nvme_lean_np4_stage2
      engine_nvme_lean_m16_params_host_np2_stage3 engine_nvme_lean_budget_np2_stage1)
@@ -655,7 +677,7 @@ endforeach()
 # SGD (zs_config.optimizer = ZS_OPT_SGD, src/optim/sgd): against torch.optim.SGD's update in
 # float64 (test_engine_train's reference), and the same bits across splits, stages, offload,
 # budgets, the precision modes and the NVMe tier as AdamW gets (the cases above, a few of each).
-zs_mpi_test(engine_train_np1_sgd test_engine_train NP 1 ARGS --stage 3 --micro 2 --sgd 0.9 --dampening 0.1 LABELS engine)
+zs_mpi_test(engine_train_np1_sgd test_engine_train NP 1 ARGS --stage 3 --micro 2 --sgd 0.9 --dampening 0.1 --nograd 1 LABELS engine)
 zs_mpi_test(engine_train_np1_sgd_plain test_engine_train NP 1 ARGS --stage 0 --sgd 0 LABELS engine)
 zs_engine_equiv(engine_sgd_splits4_stage1 "1x4;2x2;4x1" 1 det REF_STAGE 0 --sgd 0.9 --dampening 0.1 --groups 1)
 zs_engine_equiv(engine_sgd_nesterov_splits4_stage3 "2x2;4x1" 3 det REF_STAGE 0 --sgd 0.9 --nesterov 1)

@@ -10,7 +10,8 @@
  * --order (np 2, prefetch 0): one step whose forward gathers u0 and u1 in the other order on
  *   rank 1. With the header (default) the first gather fails on every rank; with
  *   ZS_COMM_CHECK=0 the all-gathers pair silently (same sizes) and zs_engine_step's agreement
- *   (the running hash of the collective calls) must fail on every rank before the update.
+ *   (the running hash of the collective calls) must fail on every rank before the update. Then
+ *   rank r says zs_unit_no_grad for unit r: caught the same ways (the agreement: its no-grad word).
  * --hybrid (np 4, 2 shard groups x 2 replicas): ranks 0 and 1 gather different units (their
  *   shard group fails), ranks 2 and 3 gather the same one (OK). Then every rank destroys: each
  *   destroy must return well within comm_timeout_s, and every rank must then reach a barrier on
@@ -24,8 +25,9 @@
  *   ZS_ERR_COMM and their own "ranks diverged" message (the failure path's destroy must not
  *   replace it).
  * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
- *   rounding_seed; moment_dtype; optim.lr): zs_engine_commit must refuse on every rank with
- *   ZS_ERR_INVALID_ARG naming the field, and the legal twin (the same values) must commit. */
+ *   rounding_seed; moment_dtype; optim.lr; grad_accum_fp32): zs_engine_commit must refuse on every
+ * rank with ZS_ERR_INVALID_ARG naming the field, and the legal twin (the same values) must commit.
+ */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +152,36 @@ static void order_case(zs_comm *comm) {
   zs_engine_destroy(e);
 }
 
+/* D7: rank r says zs_unit_no_grad for unit r (same sizes, as many reductions on every rank): the
+   header catches the reduction of another unit; without it (ZS_COMM_CHECK=0) zs_engine_step's
+   agreement does, on every rank, before any update. */
+static void nograd_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  zs_unit *u[NU];
+  zs_engine *e = make(comm, 0, 0, u);
+  zs_status rc = zs_engine_begin_step(e, 1);
+  for (int i = NU - 1; i >= 0 && rc == ZS_OK; i--) {
+    if (i == rank) {
+      rc = zs_unit_no_grad(u[i]);
+      continue;
+    }
+    rc = zs_unit_gather(u[i]);
+    float *g = rc == ZS_OK ? zs_unit_grad(u[i], 0) : NULL;
+    if (rc == ZS_OK && !g) rc = ZS_ERR_STATE;
+    for (int k = 0; g && k < NEL; k++)
+      g[k] = 0.01f;
+    if (rc == ZS_OK) rc = zs_unit_grads_ready(u[i]);
+    if (rc == ZS_OK) rc = zs_unit_release(u[i]);
+  }
+  if (rc == ZS_OK) rc = zs_engine_step(e, NULL);
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  printf("nograd rank %d: %s: %s\n", rank, zs_status_str(rc), msg);
+  ZS_EXPECT(rc == ZS_ERR_COMM && (strstr(msg, "ranks diverged") || strstr(msg, "zs_unit_no_grad")),
+            "rank %d: zs_unit_no_grad on different units gave %s: %s", rank, zs_status_str(rc),
+            msg);
+  zs_engine_destroy(e);
+}
+
 /* D2: a divergence inside one shard group of a hybrid; every destroy returns promptly. */
 static void hybrid_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
@@ -229,9 +261,9 @@ static void create_case(zs_comm *comm) {
    parameter groups (rank 1 alone adds one, or alone puts the tensor in a group all added). */
 static void config_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  const char *field[6] = {NULL,       "rounding_seed", "moment_dtype",
-                          "optim.lr", "param groups",  "param groups"};
-  for (int k = 0; k < 6; k++) {
+  const char *field[7] = {NULL,           "rounding_seed", "moment_dtype",   "optim.lr",
+                          "param groups", "param groups",  "grad_accum_fp32"};
+  for (int k = 0; k < 7; k++) {
     zs_config cfg;
     zs_config_default(&cfg);
     cfg.stage = 0; /* every rank updates its replica itself: the seed decides its bits */
@@ -241,6 +273,8 @@ static void config_case(zs_comm *comm) {
     if (rank == 1 && k == 1) cfg.rounding_seed = 7;
     if (rank == 1 && k == 2) cfg.moment_dtype = ZS_BF16;
     if (rank == 1 && k == 3) cfg.adamw.lr = 2e-3f;
+    if (k == 6) cfg.master = ZS_MASTER_FP32; /* lean's AdamW refuses fp32 gradients */
+    if (rank == 1 && k == 6) cfg.grad_accum_fp32 = 1;
     zs_engine *e = NULL;
     ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
     const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
@@ -320,6 +354,7 @@ int main(int argc, char **argv) {
     units_case(comm, 1);
   } else if (!strcmp(mode, "--order")) {
     order_case(comm);
+    nograd_case(comm);
   } else if (!strcmp(mode, "--hybrid")) {
     hybrid_case(comm);
   } else if (!strcmp(mode, "--abort")) {

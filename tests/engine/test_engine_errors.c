@@ -250,6 +250,60 @@ static void group_cases(zs_engine *e, zs_unit *u, zs_comm *comm) {
   zs_engine_destroy(s);
 }
 
+/* The optimizers by name: each name gives the id whose name it is, the public ids are the names
+   the header gives them, an unknown name or id is refused naming the known ones, and an unknown id
+   in a config is refused at create. */
+static void optimizer_name_cases(zs_comm *comm) {
+  static const struct {
+    const char *name;
+    int id;
+  } known[] = {{"adamw", ZS_OPT_ADAMW}, {"sgd", ZS_OPT_SGD}, {"lion", ZS_OPT_LION}};
+  int n = 0, id = -7;
+  for (; zs_optimizer_name(n); n++) {
+    ZS_OK_OR_DIE(zs_optimizer_id(zs_optimizer_name(n), &id));
+    ZS_EXPECT(id == n, "'%s' gives id %d, not %d", zs_optimizer_name(n), id, n);
+  }
+  ZS_EXPECT(n >= 3, "%d optimizers listed", n);
+  for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+    ZS_OK_OR_DIE(zs_optimizer_id(known[k].name, &id));
+    ZS_EXPECT(id == known[k].id, "%s: id %d, header %d", known[k].name, id, known[k].id);
+  }
+  id = 5;
+  ZS_EXPECT_STATUS(zs_optimizer_id("adam", &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(id == 5 && strstr(zs_last_error(), "'adam'") && strstr(zs_last_error(), "lion"),
+            "an unknown name leaves id and lists the names: %s", zs_last_error());
+  ZS_EXPECT_STATUS(zs_optimizer_id(NULL, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_optimizer_id("sgd", NULL), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(!zs_optimizer_name(-1) && !zs_optimizer_name(n), "ids out of range have no name");
+  zs_config c;
+  zs_config_default(&c);
+  c.optimizer = n;
+  zs_engine *e = NULL;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(!e && strstr(zs_last_error(), "adamw, sgd"), "names the optimizers: %s",
+            zs_last_error());
+  c.optimizer = ZS_OPT_SGD;
+  c.sgd.nesterov = 1; /* without momentum: the module's own check */
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "nesterov"), "SGD's check ran: %s", zs_last_error());
+  /* fp32 gradient accumulation: 0 or 1; AdamW's fused remainder and lean kernels read bf16
+     gradients (refused), SGD's through the codec read either. */
+  zs_config_default(&c);
+  c.param_dtype = c.reduce_dtype = ZS_BF16;
+  c.grad_accum_fp32 = 2;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  c.grad_accum_fp32 = 1;
+  c.master = ZS_MASTER_LEAN;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_UNSUPPORTED);
+  ZS_EXPECT(strstr(zs_last_error(), "grad_accum_fp32") && strstr(zs_last_error(), "lean"),
+            "names the field and the mode: %s", zs_last_error());
+  c.master = ZS_MASTER_REMAINDER;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_UNSUPPORTED);
+  c.optimizer = ZS_OPT_SGD;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  zs_engine_destroy(e);
+}
+
 /* Environment variables are resolved at create for fields left unset; a value the program sets
    wins, even one equal to the default; garbage is refused naming the variable; a config
    zs_config_default did not fill is refused; an older (smaller) config struct is completed with
@@ -379,6 +433,7 @@ int main(int argc, char **argv) {
     ZS_EXPECT(zs_status_str((zs_status)s) && zs_status_str((zs_status)s)[0] == 'Z', "name of %d",
               s);
   config_cases(comm);
+  optimizer_name_cases(comm);
   precision_cases(comm);
   remainder_cases(comm);
   env_cases(comm);
@@ -462,7 +517,14 @@ int main(int argc, char **argv) {
   float *g = zs_unit_grad(u, 0);
   ZS_EXPECT(g != NULL, "grad pointer in a step");
   if (g) g[0] += 1.0f;
+  float gg[15];
+  ZS_EXPECT_STATUS(zs_unit_get_grad(u, 0, gg), ZS_ERR_STATE); /* before the last grads_ready */
   ZS_OK_OR_DIE(zs_unit_grads_ready(u));
+  ZS_EXPECT_STATUS(zs_unit_get_grad(u, 0, NULL), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_unit_get_grad(u, 9, gg), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_unit_get_grad(u, 0, gg));
+  ZS_EXPECT(gg[0] == 1.0f && gg[1] == 0.0f, "the reduced gradient: %g %g", (double)gg[0],
+            (double)gg[1]);
   ZS_EXPECT_STATUS(zs_unit_grads_ready(u), ZS_ERR_STATE); /* more than micro_steps */
   ZS_EXPECT_STATUS(zs_unit_grads_flush(u), ZS_ERR_STATE); /* after the last grads_ready */
   ZS_EXPECT_STATUS(zs_unit_grads_flush(NULL), ZS_ERR_INVALID_ARG);
@@ -472,6 +534,36 @@ int main(int argc, char **argv) {
   ZS_EXPECT(st.grad_norm > 0.99f && st.grad_norm < 1.01f, "grad norm %g", (double)st.grad_norm);
   ZS_EXPECT_STATUS(zs_engine_memory(NULL, NULL), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_engine_set_lr(e, -1.0f), ZS_ERR_INVALID_ARG);
+  /* zs_unit_no_grad: inside a step, before the unit's first grads_ready; then no zs_unit_grad, its
+     grads_ready a no-op; said twice is a no-op; the step leaves the unit exactly as it was. */
+  ZS_EXPECT_STATUS(zs_unit_no_grad(u), ZS_ERR_STATE); /* outside a step */
+  ZS_EXPECT_STATUS(zs_unit_get_grad(u, 0, gg), ZS_ERR_STATE);
+  ZS_EXPECT_STATUS(zs_unit_no_grad(NULL), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_unit_get_param(u, 0, back));
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 2));
+  g = zs_unit_grad(u, 0); /* handed out, written, then taken back by zs_unit_no_grad */
+  if (g) g[1] += 5.0f;
+  ZS_OK_OR_DIE(zs_unit_no_grad(u));
+  ZS_OK_OR_DIE(zs_unit_no_grad(u));
+  ZS_EXPECT(zs_unit_grad(u, 0) == NULL && strstr(zs_last_error(), "zs_unit_no_grad"),
+            "grad after no_grad: %s", zs_last_error());
+  ZS_OK_OR_DIE(zs_unit_grads_ready(u)); /* a no-op, as for a frozen unit */
+  ZS_OK_OR_DIE(zs_unit_grads_flush(u));
+  ZS_OK_OR_DIE(zs_engine_step(e, &st));
+  ZS_EXPECT(st.grad_norm == 0.0f, "a step without gradients has norm 0, not %g",
+            (double)st.grad_norm);
+  float same[15];
+  ZS_OK_OR_DIE(zs_unit_get_param(u, 0, same));
+  ZS_EXPECT(!memcmp(same, back, sizeof same), "a unit without a gradient moved");
+  ZS_OK_OR_DIE(
+      zs_engine_begin_step(e, 2)); /* the next step: gradients again, not zs_unit_no_grad */
+  g = zs_unit_grad(u, 0);
+  ZS_EXPECT(g != NULL, "no_grad lasts one step");
+  if (g) ZS_EXPECT(g[1] == 0.0f, "the dropped buffer's 5 came back: %g", (double)g[1]);
+  ZS_OK_OR_DIE(zs_unit_grads_ready(u));
+  ZS_EXPECT_STATUS(zs_unit_no_grad(u), ZS_ERR_STATE); /* after a grads_ready */
+  ZS_OK_OR_DIE(zs_unit_grads_ready(u));
+  ZS_OK_OR_DIE(zs_engine_step(e, &st));
   zs_engine_destroy(e);
   zs_engine_destroy(NULL);
 

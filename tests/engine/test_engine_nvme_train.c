@@ -19,7 +19,8 @@
  * 0: the host tier by the least offload budget, as stage 0 needs)] [--write F] [--compare F] [--tol
  * X] [--device cpu|cuda] [--bf16 0|1 (bf16 params and gradients)] [--master
  * fp32|params|remainder|lean] [--moments-bf16 0|1] [--sgd M (SGD, momentum M, dampening 0.1)]
- * [--lion 1] [--groups 1 (two parameter groups: unit big's first tensor, the last unit)] The
+ * [--lion 1] [--groups 1 (two parameter groups: unit big's first tensor, the last unit)]
+ * [--accum-fp32 1 (zs_config.grad_accum_fp32: fp32 gradients with --bf16 1)] The
  * precision modes put their own arrays on the tier (the remainders 2 bytes, bf16
  * moments, no master file in lean mode or where ZS_MASTER_PARAMS's params live on the host): the
  * same bits as host offload in that mode, and as the mode's 1-rank in-memory run (engine_equiv.sh).
@@ -70,6 +71,7 @@ typedef struct {
                                      < 0: AdamW */
   int lion;                       /* --lion 1: zs_config.optimizer = ZS_OPT_LION */
   int groups;    /* --groups 1: two parameter groups (train's), the same in both runs */
+  int accum;     /* --accum-fp32 1: zs_config.grad_accum_fp32 (with --bf16 1) */
   size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
   int all;
   double tol;
@@ -122,6 +124,7 @@ static void base_config(const opts *o, zs_config *c) {
   c->comm_timeout_s = 120;
   c->device = o->cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
   c->param_dtype = c->reduce_dtype = o->bf16 ? ZS_BF16 : ZS_F32;
+  c->grad_accum_fp32 = o->accum;
   c->master = o->master;
   c->moment_dtype = o->moments_bf16 ? ZS_BF16 : ZS_F32;
   if (o->lion) {
@@ -394,7 +397,7 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, -1.0f, 0, 0, 0, 0, 0.0, NULL, NULL, NULL};
+  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, -1.0f, 0, 0, 0, 0, 0, 0.0, NULL, NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -431,6 +434,8 @@ int main(int argc, char **argv) {
       o.lion = atoi(v);
     else if (!strcmp(k, "--groups"))
       o.groups = atoi(v);
+    else if (!strcmp(k, "--accum-fp32"))
+      o.accum = atoi(v);
     else if (!strcmp(k, "--master"))
       o.master = !strcmp(v, "params")      ? ZS_MASTER_PARAMS
                  : !strcmp(v, "remainder") ? ZS_MASTER_REMAINDER

@@ -91,6 +91,7 @@ static void optim_alone(void) {
   ZS_OK_OR_DIE(zs_dev_open(&d, ZS_DEVICE_CPU, -1));
   const zs_optim_cfg oc = {&d,
                            ZS_F32,
+                           ZS_F32,
                            NULL,
                            0,
                            0,
@@ -99,7 +100,7 @@ static void optim_alone(void) {
                            0,
                            {NULL, NULL, NULL},
                            {ZS_MASTER_FP32, ZS_F32},
-                           zs_optimizer_adamw()};
+                           zs_opt_adamw.module};
   zs_optim *o = NULL;
   ZS_OK_OR_DIE(zs_optim_create(&oc, &o));
   enum { M = 1000 };

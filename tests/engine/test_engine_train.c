@@ -20,14 +20,18 @@
  *        [--state 1 (after the last step every tensor's optimizer state by name,
  *        zs_unit_get_state, against the reference's m and v; then zs_unit_set_state of twice the
  *        values reads back exactly)]
- *        [--peek 1 (each step reads every tensor with zs_unit_get_param between the backward
- *        and zs_engine_step: the values before the update, checked against the reference)]
+ *        [--peek 1 (each step reads every tensor with zs_unit_get_param and zs_unit_get_grad
+ *        between the backward and zs_engine_step: the values before the update and the mean
+ *        gradient, checked against the reference)]
  *        [--meta 1 (--save stores a blob naming its step, zs_engine_set_user_meta; --load checks
  *        that zs_engine_user_meta gives it back)]
  *        [--empty 1 (unit tiny gets a zero-element tensor of shape 0 x 4 before its own: the
  *        same training, the empty tensor set, read and checkpointed as any other)]
  *        [--groups 1 (two parameter groups besides the configuration's, test_groups below, on
  *        some tensors and units; the reference takes each tensor's group's hyperparameters)]
+ *        [--accum-fp32 1 (zs_config.grad_accum_fp32 with --bf16 1: the reference sums the
+ *        backward's bf16 gradients of each micro-batch in float64) --statetol X (--state's
+ *        tolerance; default --reftol)]
  *        [--ties-away 0|1 (the test hook: ZS_MASTER_FP32 rounds its bf16 compute copy ties away
  *        from zero, as ZS_MASTER_REMAINDER does; src/base/round_hook.h)]
  *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F] [--budget-free 1]
@@ -79,10 +83,13 @@ typedef struct {
   int meta;   /* --meta: a user blob saved with the checkpoint and checked after a load */
   int peek;   /* --peek: zs_unit_get_param inside each step, before the update */
   int state;  /* --state: zs_unit_get_state / zs_unit_set_state after the last step */
+  int nograd; /* --nograd: zs_unit_no_grad on the units nograd_unit says */
+  int accum;  /* --accum-fp32: zs_config.grad_accum_fp32; the reference's gradient is the sum of
+                 the backward's bf16 micro-batch gradients (from the bf16 compute copy) */
   float clip, wd, lr;
-  double tol, reftol;
-  double budget;   /* --budget-frac; < 0: no budget */
-  int budget_free; /* --budget-free: offload_budget_bytes = ZS_BUDGET_FREE */
+  double tol, reftol, statetol; /* statetol: --state's (default reftol) */
+  double budget;                /* --budget-frac; < 0: no budget */
+  int budget_free;              /* --budget-free: offload_budget_bytes = ZS_BUDGET_FREE */
   const char *write, *compare, *load, *save;
 } opts;
 
@@ -99,6 +106,7 @@ static void parse(int argc, char **argv, opts *o) {
               .wd = 0.1f,
               .lr = 0.05f,
               .reftol = 2e-5,
+              .statetol = -1,
               .budget = -1};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
@@ -138,6 +146,12 @@ static void parse(int argc, char **argv, opts *o) {
       o->tol = atof(v);
     else if (!strcmp(k, "--reftol"))
       o->reftol = atof(v);
+    else if (!strcmp(k, "--statetol"))
+      o->statetol = atof(v);
+    else if (!strcmp(k, "--accum-fp32"))
+      o->accum = atoi(v);
+    else if (!strcmp(k, "--nograd"))
+      o->nograd = atoi(v);
     else if (!strcmp(k, "--write"))
       o->write = v;
     else if (!strcmp(k, "--load"))
@@ -192,7 +206,9 @@ static void parse(int argc, char **argv, opts *o) {
 /* ---- float64 reference: textbook AdamW with decoupled decay and global-norm clipping ---- */
 typedef struct {
   double *p, *m, *v;
-  int64_t t;
+  double *g;             /* the last step's mean gradient (before clipping) */
+  int64_t t;             /* completed steps */
+  int64_t ut[TM_NUNITS]; /* each unit's own (--nograd: a unit without a gradient stays behind) */
 } ref_state;
 
 /* The tensor (*u, *k) that global element gi belongs to. */
@@ -266,51 +282,85 @@ static double lean_round(double p, int64_t t, int64_t gi) {
   return zs_bf16_to_f32((uint16_t)(((u >> 16) & 0x8000u) | mag));
 }
 
-static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch, int nonfinite) {
+/* --nograd: the unit that gets no gradient in step s (zs_unit_no_grad), or -1: in steps 1, 4, 7,
+   ... unit s mod TM_NUNITS. */
+static int nograd_unit(const opts *o, int s) {
+  return o->nograd && s % 3 == 1 ? s % TM_NUNITS : -1;
+}
+
+/* One step of the reference; unit `skip` (-1: none) gets no gradient: it is out of the norm and
+   keeps its values, state and step count, as torch.optim does with a parameter whose grad is None.
+ */
+static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch, int nonfinite,
+                     int skip) {
   const int64_t n = tm_total(), nb = (int64_t)world * o->micro;
   double *g = calloc((size_t)n, sizeof *g);
+  int *unit_of = malloc((size_t)n * sizeof *unit_of + 4);
+  for (int64_t i = 0; i < n; i++) {
+    int k;
+    ref_tensor(i, &unit_of[i], &k);
+  }
   for (int64_t b = 0; b < nb; b++)
-    for (int64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++) {
+      if (o->accum) { /* the backward's gradient: float, from bf16 params, stored in bf16 */
+        const float pv = zs_bf16_to_f32(zs_f32_to_bf16((float)r->p[i]));
+        const float gi = tm_a(first_batch + b, i) * (pv - tm_t(first_batch + b, i));
+        g[i] += (double)zs_bf16_to_f32(zs_f32_to_bf16(gi));
+        continue;
+      }
       g[i] += (double)tm_a(first_batch + b, i) * (r->p[i] - (double)tm_t(first_batch + b, i));
+    }
   double sq = 0;
   for (int64_t i = 0; i < n; i++) {
     g[i] /= (double)nb;
-    sq += g[i] * g[i];
+    if (unit_of[i] != skip) sq += g[i] * g[i];
+    r->g[i] = g[i];
   }
   if (nonfinite) {
     free(g);
+    free(unit_of);
     return; /* the engine must skip the step entirely */
   }
   double norm = sqrt(sq), clip = (o->clip > 0 && norm > o->clip) ? o->clip / (norm + 1e-6) : 1.0;
   r->t++;
+  for (int u = 0; u < TM_NUNITS; u++)
+    if (u != skip) r->ut[u]++;
   if (o->sgd) { /* torch.optim.SGD: coupled decay, the first buffer is the gradient itself */
     for (int64_t i = 0; i < n; i++) {
+      if (unit_of[i] == skip) continue;
+      const int64_t t = r->ut[unit_of[i]];
       const ref_hp h = ref_hp_of(o, i);
       double d = g[i] * clip + h.wd * r->p[i];
       if (h.mom != 0) {
-        r->m[i] = r->t == 1 ? d : h.mom * r->m[i] + (1 - (double)o->dampening) * d;
+        r->m[i] = t == 1 ? d : h.mom * r->m[i] + (1 - (double)o->dampening) * d;
         if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
         d = o->nesterov ? d + h.mom * r->m[i] : r->m[i];
       }
       r->p[i] -= h.lr * d;
-      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
+      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], t, i);
     }
     free(g);
+    free(unit_of);
     return;
   }
   if (o->lion) { /* Lion (Chen et al. 2023): the sign of an interpolation, decoupled decay */
     for (int64_t i = 0; i < n; i++) {
+      if (unit_of[i] == skip) continue;
+      const int64_t t = r->ut[unit_of[i]];
       const ref_hp h = ref_hp_of(o, i);
       const double gi = g[i] * clip, c = h.b1 * r->m[i] + (1 - h.b1) * gi;
       r->p[i] = r->p[i] * (1 - h.lr * h.wd) - h.lr * (c > 0 ? 1.0 : c < 0 ? -1.0 : 0.0);
       r->m[i] = h.b2 * r->m[i] + (1 - h.b2) * gi;
       if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
-      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
+      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], t, i);
     }
     free(g);
+    free(unit_of);
     return;
   }
   for (int64_t i = 0; i < n; i++) {
+    if (unit_of[i] == skip) continue;
+    const int64_t t = r->ut[unit_of[i]];
     const ref_hp h = ref_hp_of(o, i);
     const double b1 = h.b1, b2 = h.b2, eps = h.eps;
     double gi = g[i] * clip;
@@ -321,11 +371,12 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
       r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
       r->v[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->v[i]));
     }
-    double mh = mn / (1 - pow(b1, (double)r->t)), vh = vn / (1 - pow(b2, (double)r->t));
+    double mh = mn / (1 - pow(b1, (double)t)), vh = vn / (1 - pow(b2, (double)t));
     r->p[i] -= h.lr * (mh / (sqrt(vh) + eps) + h.wd * r->p[i]);
-    if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], r->t, i);
+    if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], t, i);
   }
   free(g);
+  free(unit_of);
 }
 
 /* With --groups and --save: the checkpoint's manifest lists the groups (their values) and each
@@ -347,13 +398,18 @@ static void check_manifest_groups(const char *dir) {
   globfree(&gl);
 }
 
+/* The optimizer state names --state reads: AdamW's, SGD's buffer (with momentum), Lion's m. */
+static void state_names(const opts *o, const char *names[2]) {
+  names[0] = o->sgd ? (o->momentum == 0 ? NULL : "momentum_buffer") : "exp_avg";
+  names[1] = o->sgd || o->lion ? NULL : "exp_avg_sq";
+}
+
 /* --state: each tensor's optimizer state by name against the reference (AdamW's m and v, SGD's
    buffer, Lion's m: the names checkpoints use); then twice the values written back read back
    exactly (doubling is exact in fp32 and bf16 alike). Collective where the state is sharded. */
 static void check_state(zs_unit **units, const opts *o, const ref_state *r) {
-  const char *names[2] = {o->sgd ? "momentum_buffer" : "exp_avg",
-                          o->sgd || o->lion ? NULL : "exp_avg_sq"};
-  if (o->sgd && o->momentum == 0) names[0] = NULL; /* plain SGD keeps no state */
+  const char *names[2];
+  state_names(o, names);
   const int64_t n = tm_total();
   float *v = malloc((size_t)n * sizeof *v + 4), *w = malloc((size_t)n * sizeof *w + 4);
   for (int j = 0; j < 2; j++) {
@@ -363,7 +419,8 @@ static void check_state(zs_unit **units, const opts *o, const ref_state *r) {
       for (int k = 0; k < tm_units[u].ntensors; k++)
         ZS_OK_OR_DIE(zs_unit_get_state(units[u], k, names[j], v + tm_base(u, k)));
     for (int64_t i = 0; i < n; i++)
-      ZS_EXPECT(fabs((double)v[i] - want[i]) <= o->reftol * (1.0 + fabs(want[i])) + 1e-12,
+      ZS_EXPECT(fabs((double)v[i] - want[i]) <=
+                    (o->statetol >= 0 ? o->statetol : o->reftol) * (1.0 + fabs(want[i])) + 1e-12,
                 "%s at %lld: %.9g, the reference %.9g", names[j], (long long)i, (double)v[i],
                 want[i]);
     for (int64_t i = 0; i < n; i++)
@@ -402,13 +459,46 @@ static void add(void *p, int bf16, int64_t i, float v) {
     ((float *)p)[i] += v;
 }
 
-/* One micro-step of "forward + backward": gather every unit, read params, write grads. */
-static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison, void *stream) {
+/* --nograd: unit u's params and optimizer state (every tensor, then each state array), read
+   back through the public calls (collective where sharded). */
+static size_t unit_values_bytes(int u, const opts *o) {
+  int64_t n = 0;
+  for (int k = 0; k < tm_units[u].ntensors; k++)
+    n += tm_numel(u, k);
+  const char *names[2];
+  state_names(o, names);
+  return (size_t)n * sizeof(float) * (1 + (names[0] != NULL) + (names[1] != NULL));
+}
+static float *unit_values(zs_unit *unit, int u, const opts *o) {
+  float *v = malloc(unit_values_bytes(u, o) + 4), *at = v;
+  const char *names[2];
+  state_names(o, names);
+  for (int j = -1; j < 2; j++) {
+    if (j >= 0 && !names[j]) continue;
+    for (int k = 0; k < tm_units[u].ntensors; k++) {
+      ZS_OK_OR_DIE(j < 0 ? zs_unit_get_param(unit, k, at)
+                         : zs_unit_get_state(unit, k, names[j], at));
+      at += tm_numel(u, k);
+    }
+  }
+  return v;
+}
+
+/* One micro-step of "forward + backward": gather every unit, read params, write grads; unit skip
+   (-1: none) gets no gradient (zs_unit_no_grad: no zs_unit_grad, its grads_ready a no-op). */
+static void micro_step(zs_unit **units, const opts *o, int64_t batch, int poison, void *stream,
+                       int skip) {
   for (int u = 0; u < TM_NUNITS; u++)
     ZS_OK_OR_DIE(zs_unit_gather(units[u]));
   for (int u = 0; u < TM_NUNITS; u++)
     ZS_OK_OR_DIE(zs_unit_release(units[u]));
   for (int u = TM_NUNITS - 1; u >= 0; u--) {
+    if (u == skip) {
+      ZS_OK_OR_DIE(zs_unit_no_grad(units[u])); /* every micro-step: said again is a no-op */
+      ZS_EXPECT(!zs_unit_grad(units[u], 0), "zs_unit_grad after zs_unit_no_grad");
+      ZS_OK_OR_DIE(zs_unit_grads_ready(units[u])); /* a no-op, as for a frozen unit */
+      continue;
+    }
     ZS_OK_OR_DIE(zs_unit_gather(units[u]));
     for (int k = 0; k < tm_units[u].ntensors; k++) {
       const void *dp = zs_unit_param(units[u], k);
@@ -474,6 +564,7 @@ int main(int argc, char **argv) {
   cfg.shard_group_size = world > 1 ? o.group : 0; /* the 1-rank reference has no groups */
   cfg.param_dtype = cfg.reduce_dtype = o.bf16 ? ZS_BF16 : ZS_F32;
   if (o.reduce >= 0) cfg.reduce_dtype = o.reduce ? ZS_BF16 : ZS_F32;
+  cfg.grad_accum_fp32 = o.accum;
   if (o.defaults) { /* the engine keeps its defaults; the reference takes the header's */
     o.lr = 1e-3f;
     o.wd = 0.01f;
@@ -554,7 +645,12 @@ int main(int argc, char **argv) {
   }
 
   const int64_t n = tm_total();
-  ref_state ref = {calloc((size_t)n, 8), calloc((size_t)n, 8), calloc((size_t)n, 8), 0};
+  ref_state ref = {calloc((size_t)n, 8),
+                   calloc((size_t)n, 8),
+                   calloc((size_t)n, 8),
+                   calloc((size_t)n, 8),
+                   0,
+                   {0}};
   for (int64_t i = 0; i < n; i++)
     ref.p[i] = o.master == ZS_MASTER_LEAN
                    ? zs_bf16_to_f32(zs_f32_to_bf16(tm_init(i))) /* the master */
@@ -588,20 +684,30 @@ int main(int argc, char **argv) {
     /* The reference replays what the checkpoint's run did, with the batches of that step: the
        global batch of a step (world x micro) is the same in both runs. */
     for (int s = 0; s < start; s++)
-      ref_step(&ref, &o, world, (int64_t)s * world * o.micro, s == o.nonfinite_at);
+      ref_step(&ref, &o, world, (int64_t)s * world * o.micro, s == o.nonfinite_at,
+               nograd_unit(&o, s));
   }
   for (int s = start; s < o.steps; s++) {
     const int64_t first = (int64_t)s * world * o.micro;
     const int poison_step = s == o.nonfinite_at;
+    const int skip = nograd_unit(&o, s);
+    float *before = skip >= 0 ? unit_values(units[skip], skip, &o) : NULL;
     ZS_OK_OR_DIE(zs_engine_begin_step(e, o.micro));
     for (int m = 0; m < o.micro; m++)
       micro_step(units, &o, first + (int64_t)m * world + rank,
-                 poison_step && rank == world - 1 && m == 0, zs_engine_stream(e));
+                 poison_step && rank == world - 1 && m == 0, zs_engine_stream(e), skip);
+    float *grads = NULL;
     if (o.peek) { /* inside the step, after the backward: the values before its update */
       float *v = malloc((size_t)tm_total() * sizeof *v + 4);
+      grads = malloc((size_t)tm_total() * sizeof *grads + 4); /* checked after ref_step */
       for (int u = 0; u < TM_NUNITS; u++)
-        for (int k = 0; k < tm_units[u].ntensors; k++)
+        for (int k = 0; k < tm_units[u].ntensors; k++) {
           ZS_OK_OR_DIE(zs_unit_get_param(units[u], k, v + tm_base(u, k)));
+          if (u == skip)
+            ZS_EXPECT_STATUS(zs_unit_get_grad(units[u], k, grads + tm_base(u, k)), ZS_ERR_STATE);
+          else
+            ZS_OK_OR_DIE(zs_unit_get_grad(units[u], k, grads + tm_base(u, k)));
+        }
       for (int64_t i = 0; i < tm_total(); i++)
         ZS_EXPECT(fabs((double)v[i] - ref.p[i]) <= o.reftol * (1.0 + fabs(ref.p[i])),
                   "step %d: zs_unit_get_param inside the step gives %.9g at %lld, the reference "
@@ -611,7 +717,23 @@ int main(int argc, char **argv) {
     }
     zs_step_stats st;
     ZS_OK_OR_DIE(zs_engine_step(e, &st));
-    ref_step(&ref, &o, world, first, poison_step);
+    ref_step(&ref, &o, world, first, poison_step, skip);
+    for (int64_t i = 0; grads && !poison_step && i < tm_total(); i++) {
+      int u, k;
+      ref_tensor(i, &u, &k);
+      const double tol = o.statetol >= 0 ? o.statetol : o.reftol;
+      ZS_EXPECT(u == skip || fabs((double)grads[i] - ref.g[i]) <= tol * (1.0 + fabs(ref.g[i])),
+                "step %d: zs_unit_get_grad gives %.9g at %lld, the reference %.9g", s,
+                (double)grads[i], (long long)i, ref.g[i]);
+    }
+    free(grads);
+    if (before) { /* no gradient: the unit's params and state are exactly as before the step */
+      float *after = unit_values(units[skip], skip, &o);
+      ZS_EXPECT(!memcmp(before, after, unit_values_bytes(skip, &o)),
+                "step %d: unit %d changed without a gradient (zs_unit_no_grad)", s, skip);
+      free(after);
+      free(before);
+    }
     skipped += st.skipped_nonfinite;
     /* The divergence check is on by default on the MPI backends: its time is part of the step. */
     const int checked = world > 1 && strcmp(zs_test_facts(e).comm, "nccl") != 0;
@@ -731,6 +853,7 @@ int main(int argc, char **argv) {
   free(all);
   free(ref.p);
   free(ref.m);
+  free(ref.g);
   free(ref.v);
   zs_engine_destroy(e);
   /* Every device buffer went back through an open device (on CUDA one freed after the device

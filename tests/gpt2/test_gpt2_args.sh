@@ -5,7 +5,8 @@
 #   help      every option shows its default; --beta1, --eps, --lr-schedule are listed
 #   optimizer --grad-clip < 0 refused; --warmup >= --steps warns once on stderr; --beta1/--eps
 #             reach the engine (the defaults' values give the default run's losses, others not);
-#             --optimizer sgd|lion and --momentum reach it, an unknown optimizer is refused
+#             --optimizer sgd|lion and --momentum reach it, an unknown optimizer is refused;
+#             --grad-accum-dtype fp32 changes a bf16 run with micro-steps
 #   sample    none by default on a token file, on request (--sample-lines 1) there; text: yes
 #   nvme      --nvme-path DIR (created) with --offload-host-bytes 5M puts state on the tier
 #   demo      scripts/demo-gpt2.sh --summary keeps rank 0's memory table at the end
@@ -77,7 +78,15 @@ if [ -n "$base" ] && [ "$base" = "$same" ] && [ "$base" != "$other" ]; then
 else
   bad "--beta1/--eps: default [$base] same [$same] other [$other]"
 fi
-refused "unknown optimizer" "--optimizer is adamw, sgd or lion" --steps 1 --optimizer adam
+# fp32 accumulation of bf16 gradients reaches the engine: the same run, other losses from step 2 on
+acc_b=$(losses --dtype bf16 --micro-steps 4 --lr 3e-2)
+acc_f=$(losses --dtype bf16 --micro-steps 4 --lr 3e-2 --grad-accum-dtype fp32)
+if [ -n "$acc_b" ] && [ -n "$acc_f" ] && [ "$acc_b" != "$acc_f" ]; then
+  ok "--grad-accum-dtype fp32 reaches the engine"
+else
+  bad "--grad-accum-dtype: bf16 [$acc_b] fp32 [$acc_f]"
+fi
+refused "unknown optimizer" "--optimizer: no optimizer is named 'adam': use one of adamw, sgd, lion" --steps 1 --optimizer adam
 sgd=$(losses --optimizer sgd --lr 0.1)
 sgd2=$(losses --optimizer sgd --lr 0.1 --momentum 0.5)
 lion=$(losses --optimizer lion --lr 1e-4)

@@ -54,6 +54,14 @@ check "master params + bf16 moments stage 1 bytes" "$got" 60468750000
 got=$("$plan" --params 7.5e9 --world 64 --stage 0 --dtype bf16 --moment-dtype bf16 \
   --model-states-only --json | field 'd["per_rank"]["model_states"]')
 check "bf16 moments stage 0 bytes" "$got" 90000000000
+# fp32 accumulation of bf16 gradients: the persistent gradient is fp32 (stage 2: 2 psi + 4 psi/64 +
+# 12 psi/64 = 16875000000; stage 0: 2 + 4 + 12 psi = 135e9).
+got=$("$plan" --params 7.5e9 --world 64 --stage 2 --dtype bf16 --grad-accum-dtype fp32 \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "fp32 grad accumulation stage 2 bytes" "$got" 16875000000
+got=$("$plan" --params 7.5e9 --world 64 --stage 0 --dtype bf16 --grad-accum-dtype fp32 \
+  --model-states-only --json | field 'd["per_rank"]["model_states"]')
+check "fp32 grad accumulation stage 0 bytes" "$got" 135000000000
 # The optimizer's state list sizes the plan: SGD with momentum keeps one buffer (stage 1, fp32:
 # 8 psi + (4 + 4) psi/64 = 60937500000), plain SGD none beside the master (8 psi + 4 psi/64 =
 # 60468750000).

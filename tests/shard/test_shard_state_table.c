@@ -231,7 +231,7 @@ int main(void) {
      moments is still a trainable unit's; frozen, it has no m or v either. */
   for (int so = 0; so <= 1; so++) {
     zs_state_table pt, ft;
-    zs_state_table_make(&pt, so, so, so, 0, 0, 0, ZS_F32, ZS_MASTER_PARAMS, ZS_BF16, 2);
+    zs_state_table_make(&pt, so, so, so, 0, 0, 0, ZS_F32, ZS_F32, ZS_MASTER_PARAMS, ZS_BF16, 2);
     ft = pt;
     zs_state_table_freeze(&ft);
     ZS_EXPECT(!zs_state_table_frozen(&pt) && zs_state_table_frozen(&ft),
@@ -239,12 +239,30 @@ int main(void) {
     for (int k = ZS_ST_GRAD_FULL; k < ZS_ST_N; k++)
       ZS_EXPECT(ft.s[k].life == ZS_LIFE_NONE, "frozen params-as-master table: state %d exists", k);
   }
+  /* fp32 accumulation of bf16 gradients: the persistent gradient (full, or the shard) is fp32;
+     the buffer the backward writes stays bf16: a transient full buffer when sharded, else a
+     per-micro-step staging buffer. */
+  for (int sg = 0; sg <= 1; sg++) {
+    zs_state_table at;
+    zs_state_table_make(&at, sg, sg, sg, 0, 0, 0, ZS_BF16, ZS_F32, ZS_MASTER_FP32, ZS_F32, 2);
+    const zs_state_entry *full = &at.s[ZS_ST_GRAD_FULL], *sh = &at.s[ZS_ST_GRAD_SHARD],
+                         *st = &at.s[ZS_ST_GRAD_STAGE];
+    ZS_EXPECT(
+        sg ? full->life == ZS_LIFE_TRANSIENT && full->dtype == ZS_BF16 &&
+                 sh->life == ZS_LIFE_PERSISTENT && sh->dtype == ZS_F32 && st->life == ZS_LIFE_NONE
+           : full->life == ZS_LIFE_PERSISTENT && full->dtype == ZS_F32 &&
+                 sh->life == ZS_LIFE_NONE && st->life == ZS_LIFE_TRANSIENT && st->dtype == ZS_BF16,
+        "fp32 accumulation (sharded grads %d): full %d/%d shard %d/%d stage %d/%d", sg, full->life,
+        (int)full->dtype, sh->life, (int)sh->dtype, st->life, (int)st->dtype);
+    ZS_EXPECT(zs_state_bytes(&at, zs_state_home(&at, ZS_ST_GRAD_FULL), 12, 4) == (sg ? 16u : 48u),
+              "fp32 accumulator bytes (sharded grads %d)", sg);
+  }
   /* The remainder master: no fp32 master, a 2-byte remainder placed and sized as the master was
      (the unit or the shard, the optimizer's category); none in the other modes; frozen, none. */
   for (int so = 0; so <= 1; so++) {
     zs_state_table rt, ft, dt;
-    zs_state_table_make(&rt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_REMAINDER, ZS_F32, 2);
-    zs_state_table_make(&dt, so, so, so, 0, 0, 1, ZS_BF16, ZS_MASTER_FP32, ZS_F32, 2);
+    zs_state_table_make(&rt, so, so, so, 0, 0, 1, ZS_BF16, ZS_BF16, ZS_MASTER_REMAINDER, ZS_F32, 2);
+    zs_state_table_make(&dt, so, so, so, 0, 0, 1, ZS_BF16, ZS_BF16, ZS_MASTER_FP32, ZS_F32, 2);
     const zs_state_entry *r = &rt.s[ZS_ST_MASTER_REM];
     ZS_EXPECT(rt.s[ZS_ST_MASTER].life == ZS_LIFE_NONE && r->life == ZS_LIFE_PERSISTENT &&
                   r->dtype == ZS_BF16 && r->sharded == so && r->tier == ZS_TIER_DEVICE &&

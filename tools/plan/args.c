@@ -47,9 +47,15 @@ static void usage(void) {
       "                               lean: the bf16 params as the master (stochastic rounding)\n"
       "  --moment-dtype fp32|bf16     the optimizer's state (zs_config.moment_dtype; default "
       "fp32)\n"
-      "  --optimizer adamw|sgd|lion   zs_config.optimizer (default adamw: m and v; sgd: a "
-      "momentum\n"
-      "                               buffer with --momentum M > 0, else no state; lion: m)\n"
+      "  --grad-accum-dtype fp32|bf16 gradients summed over micro-steps in fp32 (with --dtype "
+      "bf16;\n"
+      "                               zs_config.grad_accum_fp32; default: --dtype's)\n"
+      "  --optimizer NAME             zs_config.optimizer (default adamw), one of the library's:\n"
+      "                               ");
+  for (int i = 0; zs_optimizer_name(i); i++) /* its state: the optimizer's own list */
+    printf("%s%s", i ? ", " : "", zs_optimizer_name(i));
+  printf(
+      "\n"
       "  --momentum M                 sgd's momentum (default 0.9)\n"
       "  --device cpu|cuda (default: cuda when a GPU is visible)\n"
       "  --device-mem BYTES --host-mem BYTES   per rank (default: this machine's, host split\n"
@@ -152,16 +158,16 @@ static int option(zp_args *a, const char *k, const char *v) {
     return 0;
   }
   if (!strcmp(k, "--moment-dtype")) return parse_dtype(k, v, &a->moment_dtype);
-  if (!strcmp(k, "--optimizer")) {
-    if (!strcmp(v, "adamw"))
-      a->optimizer = ZS_OPT_ADAMW;
-    else if (!strcmp(v, "sgd"))
-      a->optimizer = ZS_OPT_SGD;
-    else if (!strcmp(v, "lion"))
-      a->optimizer = ZS_OPT_LION;
-    else
-      return -1;
+  if (!strcmp(k, "--grad-accum-dtype")) {
+    zs_dtype d;
+    if (parse_dtype(k, v, &d)) return -1;
+    a->grad_accum_fp32 = d == ZS_F32;
     return 0;
+  }
+  if (!strcmp(k, "--optimizer")) {
+    if (zs_optimizer_id(v, &a->optimizer) == ZS_OK) return 0;
+    fprintf(stderr, "zshard-plan: --optimizer: %s\n", zs_last_error());
+    return -1;
   }
   if (!strcmp(k, "--momentum")) {
     char *end = NULL;

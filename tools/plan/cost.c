@@ -34,6 +34,7 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
   c->held_units = a->held_units;
   c->master = a->master;
   c->moment_dtype = a->moment_dtype;
+  c->grad_accum_fp32 = a->grad_accum_fp32 && a->dtype == ZS_BF16; /* fp32 params: fp32 already */
   c->optimizer = a->optimizer;
   c->sgd.momentum = a->momentum;
   /* "free" is decided at commit: --free BYTES plans with that number, else ZS_BUDGET_FREE itself

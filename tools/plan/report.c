@@ -73,9 +73,10 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
     return;
   }
   printf("zshard-plan: %lld params in %d unit(s); stage %d, offload %s, %d rank(s), shard group "
-         "%d, %s params and grads, %s device\n",
+         "%d, %s params, %s grads, %s device\n",
          (long long)m->total, m->n, a->stage, zp_offload_name(a->offload), a->world,
          a->group ? a->group : a->world, a->dtype == ZS_BF16 ? "bf16" : "fp32",
+         a->dtype == ZS_BF16 && !a->grad_accum_fp32 ? "bf16" : "fp32",
          a->device == ZS_DEVICE_CUDA ? "cuda" : "cpu");
   if (a->states_only) {
     printf("model states per rank (the ZeRO paper's accounting: params, grads, fp32 master + "

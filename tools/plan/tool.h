@@ -43,8 +43,9 @@ typedef struct {
      moment_dtype (--moment-dtype fp32|bf16). */
   int master;
   zs_dtype moment_dtype;
-  int optimizer;  /* zs_config.optimizer (--optimizer adamw|sgd) */
-  float momentum; /* zs_config.sgd.momentum (--momentum; default 0.9) */
+  int grad_accum_fp32; /* zs_config.grad_accum_fp32 (--grad-accum-dtype fp32) */
+  int optimizer;       /* zs_config.optimizer (--optimizer NAME: zs_optimizer_id) */
+  float momentum;      /* zs_config.sgd.momentum (--momentum; default 0.9) */
   /* Output. */
   int json, states_only, recommend;
   double link_gbs, pcie_gbs; /* GB/s (10^9 bytes) */

@@ -2,6 +2,8 @@
  * mode, with fused kernels per mode (cpu/, cuda/; the exact operation order is cpu/adamw.h). */
 #include "optim/adamw/adamw.h"
 
+#include <math.h>
+
 #include "base/error.h"
 #include "optim/adamw/adamw_dev.h"
 #include "optim/adamw/host_update.h"
@@ -33,8 +35,26 @@ static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
   return zs_adamw_dev(d, c, s->master, s->state[0], s->state[1], grad, gdt, param, pdt, n, stream);
 }
 
-static const zs_optimizer adamw = {"adamw", prepare, host_fn, dev_update};
+static const zs_optimizer adamw = {prepare, host_fn, dev_update};
 
-const zs_optimizer *zs_optimizer_adamw(void) {
-  return &adamw;
+static const zs_opt_shape adamw_shape = {1, 1, 2, {"exp_avg", "exp_avg_sq"}, {"m", "v"}};
+
+static const zs_opt_shape *shape(const zs_config *c) {
+  (void)c;
+  return &adamw_shape;
 }
+
+/* eps > 0; fp32 gradients only where the fused kernels read them (not the lean and remainder
+   modes, whose kernels take the bf16 gradients beside the bf16 params). */
+static zs_status check(const zs_config *c) {
+  if (!(c->optim.eps > 0) || !isfinite(c->optim.eps))
+    return zs_err(ZS_ERR_INVALID_ARG, "optim.eps %g must be > 0", (double)c->optim.eps);
+  if (c->grad_accum_fp32 && (c->master == ZS_MASTER_REMAINDER || c->master == ZS_MASTER_LEAN))
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "grad_accum_fp32 with AdamW in the %s mode: its fused kernels read bf16 "
+                  "gradients; use master = ZS_MASTER_FP32, or grad_accum_fp32 = 0",
+                  c->master == ZS_MASTER_LEAN ? "lean" : "remainder");
+  return ZS_OK;
+}
+
+const zs_opt_entry zs_opt_adamw = {"adamw", shape, check, &adamw};

@@ -5,7 +5,7 @@
 
 #include "optim/optimizer.h"
 
-/* The module (static; never NULL). */
-const zs_optimizer *zs_optimizer_adamw(void);
+/* Its registry entry (base/opt_shape.h). */
+extern const zs_opt_entry zs_opt_adamw;
 
 #endif

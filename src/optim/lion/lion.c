@@ -57,8 +57,13 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 _Static_assert(sizeof(lion_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
 /* The host updates: the codec around the kernel, in every precision mode. */
-static const zs_optimizer lion = {"lion", prepare, zs_codec_host_fn, NULL};
+static const zs_optimizer lion = {prepare, zs_codec_host_fn, NULL};
 
-const zs_optimizer *zs_optimizer_lion(void) {
-  return &lion;
+static const zs_opt_shape lion_shape = {1, 0, 1, {"exp_avg"}, {"m"}};
+
+static const zs_opt_shape *shape(const zs_config *c) {
+  (void)c;
+  return &lion_shape;
 }
+
+const zs_opt_entry zs_opt_lion = {"lion", shape, NULL, &lion};

@@ -7,7 +7,7 @@
 
 #include "optim/optimizer.h"
 
-/* The module (static; never NULL). */
-const zs_optimizer *zs_optimizer_lion(void);
+/* Its registry entry (base/opt_shape.h). */
+extern const zs_opt_entry zs_opt_lion;
 
 #endif

@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "base/bf16.h"
+#include "base/error.h"
 #include "optim/codec.h"
 
 typedef struct {
@@ -62,8 +63,30 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 _Static_assert(sizeof(sgd_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
 /* The host updates: the codec around the kernel, in every precision mode. */
-static const zs_optimizer sgd = {"sgd", prepare, zs_codec_host_fn, NULL};
+static const zs_optimizer sgd = {prepare, zs_codec_host_fn, NULL};
 
-const zs_optimizer *zs_optimizer_sgd(void) {
-  return &sgd;
+/* torch keeps the momentum_buffer only with momentum. */
+static const zs_opt_shape with_momentum = {0, 0, 1, {"momentum_buffer"}, {"buf"}};
+static const zs_opt_shape plain = {0, 0, 0, {NULL}, {NULL}};
+
+static const zs_opt_shape *shape(const zs_config *c) {
+  return c->sgd.momentum != 0 ? &with_momentum : &plain;
 }
+
+/* torch.optim.SGD's rules: momentum >= 0, dampening finite, nesterov only with momentum and no
+   dampening. */
+static zs_status check(const zs_config *c) {
+  if (!(c->sgd.momentum >= 0) || !isfinite(c->sgd.momentum))
+    return zs_err(ZS_ERR_INVALID_ARG, "sgd.momentum %g must be finite and >= 0",
+                  (double)c->sgd.momentum);
+  if (!isfinite(c->sgd.dampening))
+    return zs_err(ZS_ERR_INVALID_ARG, "sgd.dampening %g must be finite", (double)c->sgd.dampening);
+  if (c->sgd.nesterov && (c->sgd.momentum <= 0 || c->sgd.dampening != 0))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "sgd.nesterov needs momentum > 0 and dampening 0 (momentum %g, dampening %g), "
+                  "as torch.optim.SGD",
+                  (double)c->sgd.momentum, (double)c->sgd.dampening);
+  return ZS_OK;
+}
+
+const zs_opt_entry zs_opt_sgd = {"sgd", shape, check, &sgd};
