@@ -154,6 +154,9 @@ zs_status zs_engine_agree_step(zs_engine *e);
    params, zs_unit_set_param; 1 + i: the optimizer's state i, zs_unit_set_state), replacing the
    slot's last record, for the next step's agreement (calls.c). Local. */
 void zs_engine_set_record(zs_unit *u, int t, int slot, const float *host, size_t n);
+/* The refusals every call on tensor t of u with a host buffer shares (params.c): u NULL, t out of
+   range, host NULL (ZS_ERR_INVALID_ARG, the sentence naming fn). */
+zs_status zs_engine_check_tensor(const zs_unit *u, int t, const void *host, const char *fn);
 /* Forgets the records (every slot; params_only: slot 0's): those values are known to be equal on
    every rank (agreed at a step, loaded from a checkpoint; broadcast params). Local. */
 void zs_engine_set_clear(zs_engine *e, int params_only);

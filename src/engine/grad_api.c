@@ -10,11 +10,7 @@
    grads_ready; a unit that has a gradient this step. */
 static zs_status check_grad_call(const zs_unit *u, int t, const float *host) {
   static const char *fn = "zs_unit_get_grad";
-  if (!u) return zs_err(ZS_ERR_INVALID_ARG, "%s: unit is NULL", fn);
-  if (t < 0 || t >= u->ntensors)
-    return zs_err(ZS_ERR_INVALID_ARG, "%s('%s', %d): tensor index out of range 0..%d", fn, u->name,
-                  t, u->ntensors - 1);
-  if (!host) return zs_err(ZS_ERR_INVALID_ARG, "%s('%s', %d): host buffer is NULL", fn, u->name, t);
+  ZS_CHECK(zs_engine_check_tensor(u, t, host, fn));
   const zs_engine *e = u->e;
   if (e->state == ZS_ENGINE_FAILED)
     return zs_err(ZS_ERR_STATE, "%s('%s'): the engine failed earlier; destroy it", fn, u->name);

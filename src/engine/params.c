@@ -9,15 +9,19 @@
 #include "base/bf16.h"
 #include "base/bf16_rem.h"
 
-/* Checks that u/t/host are usable and the engine is committed and between steps. */
-/* The refusals of the param calls; in_step: the call is also legal inside a step (a read). */
-static zs_status check_param_call(const zs_unit *u, int t, const void *host, const char *fn,
-                                  int in_step) {
+zs_status zs_engine_check_tensor(const zs_unit *u, int t, const void *host, const char *fn) {
   if (!u) return zs_err(ZS_ERR_INVALID_ARG, "%s: unit is NULL", fn);
   if (t < 0 || t >= u->ntensors)
     return zs_err(ZS_ERR_INVALID_ARG, "%s('%s', %d): tensor index out of range 0..%d", fn, u->name,
                   t, u->ntensors - 1);
   if (!host) return zs_err(ZS_ERR_INVALID_ARG, "%s('%s', %d): host buffer is NULL", fn, u->name, t);
+  return ZS_OK;
+}
+
+/* The refusals of the param calls; in_step: the call is also legal inside a step (a read). */
+static zs_status check_param_call(const zs_unit *u, int t, const void *host, const char *fn,
+                                  int in_step) {
+  ZS_CHECK(zs_engine_check_tensor(u, t, host, fn));
   const zs_engine *e = u->e;
   if (e->state == ZS_ENGINE_BUILDING)
     return zs_err(ZS_ERR_STATE, "%s('%s') before zs_engine_commit: commit first", fn, u->name);
