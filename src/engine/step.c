@@ -38,6 +38,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   }
   e->micro_steps = micro_steps;
   e->sh.in_step = 1;
+  e->sh.last_gather = -1;
   e->state = ZS_ENGINE_IN_STEP;
   return ZS_OK;
 }

@@ -88,9 +88,19 @@ static void drop(zs_unit *u, int used) {
 /* Direction of traversal of the caller's gather of u: backward (-1) inside a step when u was
    already gathered for this micro-step's forward (its grads_ready for the micro-step not seen
    yet), else forward (+1). Outside a step every pass is a forward (evaluation, sampling). A unit
-   gathered twice in one forward (a tied embedding used again by the head) counts as the turn. */
+   gathered twice in one forward (a tied embedding used again by the head) counts as the turn.
+   A unit without a gradient (frozen, zs_unit_no_grad) has no grads_ready count to tell: the
+   order of the caller's gathers does (toward the higher index: forward), and a gather of the unit
+   gathered last (the turn between passes) goes toward the units that are there. */
 static int traversal_dir(zs_shard_ctx *x, zs_unit *u) {
   if (!x->in_step) return 1;
+  const int last = x->last_gather;
+  x->last_gather = u->index;
+  if (u->frozen || u->no_grad) {
+    if (last < 0) return 1;
+    if (u->index != last) return u->index > last ? 1 : -1;
+    return u->index == x->nunits - 1 && x->nunits > 1 ? -1 : 1;
+  }
   if (u->fwd_micro == u->grads_ready_count) return -1;
   u->fwd_micro = u->grads_ready_count;
   return 1;

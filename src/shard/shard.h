@@ -86,6 +86,7 @@ struct zs_shard_ctx {
   zs_unit **units; /* in forward order */
   int nunits;
   int in_step;                /* between begin_step and step: gathers know forward from backward */
+  int last_gather;            /* in a step: the unit of the caller's last gather (-1: none yet) */
   int sig_unit;               /* the unit an all-gather of params moves now, or -1 (its header) */
   int sig_prefetch;           /* ... and whether that all-gather is a prefetch */
   size_t live_gathered_bytes; /* bytes of every gathered unit (held or prefetched) */

@@ -103,6 +103,11 @@ static float step(zs_engine *e, zs_unit **units, const run_cfg *rc, int s, doubl
   for (int m = 0; m < MICRO; m++) {
     for (int u = 0; u < TM_NUNITS; u++) { /* forward: read the params */
       ZS_OK_OR_DIE(zs_unit_gather(units[u]));
+      /* The forward of every micro-step prefetches the next unit, frozen or not (a frozen unit's
+         grads_ready count never moves: its gathers must not look like the backward's). */
+      ZS_EXPECT(u + 1 == TM_NUNITS || zs_unit_is_gathered(units[u + 1]),
+                "micro-step %d: the gather of %s did not prefetch the next unit", m,
+                tm_units[u].name);
       for (int k = 0; k < tm_units[u].ntensors; k++) {
         const void *p = zs_unit_param(units[u], k);
         for (int64_t i = 0; i < tm_numel(u, k); i++)
