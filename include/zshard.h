@@ -343,13 +343,13 @@ ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Tensor t's optimizer state by its checkpoint name ("exp_avg", "exp_avg_sq", "momentum_buffer";
    "master": zs_unit_get_param) in fp32 (a frozen unit's: zeros), as zs_unit_get_param reads. */
 ZS_API zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full);
+/* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes; not "master" or frozen. */
+ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *host_full);
 /* Tensor t's gradient of this step as the optimizer reads it before clipping (the sum over every
    micro-step of every rank / (world * micro_steps)), in fp32. Inside a step, after the unit's last
    zs_unit_grads_ready (ZS_ERR_STATE otherwise, and for a frozen or zs_unit_no_grad unit).
    Collective as zs_unit_get_param; a failed gather fails the engine. */
 ZS_API zs_status zs_unit_get_grad(zs_unit *u, int t, float *host_full);
-/* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes; not "master" or frozen. */
-ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
    ZS_ERR_INVALID_ARG naming the unit and the name, and listing the unit's tensors, when it has
