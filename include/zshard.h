@@ -650,6 +650,7 @@ typedef struct {
   float weight_decay;      /* a tensor's no_weight_decay still exempts it */
   float beta1, beta2, eps; /* optim.beta1, beta2 (AdamW, Lion), eps (AdamW) */
   float momentum;          /* sgd.momentum (SGD; dampening and nesterov stay the config's) */
+  int optimizer; /* its optimizer (zs_optimizer_id): at most as many state arrays as the config's */
 } zs_param_group;
 #define ZS_MAX_PARAM_GROUPS 64 /* group 0, the configuration's, included */
 

@@ -96,7 +96,8 @@ typedef struct {
   char arrays[ZS_CKPT_MAX_ARRAYS][32]; /* their names ("master", "exp_avg", ...) */
   float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
   /* The parameter groups after group 0 (key "groups", written when there are any): each one's
-     lr_scale, weight_decay, beta1, beta2, eps, momentum, as zs_param_group. */
+     lr_scale, weight_decay, beta1, beta2, eps, momentum and optimizer (its name), as
+     zs_param_group. */
   int ngroups; /* 1 + the groups listed */
   zs_param_group groups[ZS_MAX_PARAM_GROUPS];
   /* The program's own blob (zs_engine_set_user_meta; key "user_meta", hex, written when any):

@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "base/error.h"
+#include "base/opt_shape.h"
 #include "ckpt/ckpt_format.h"
 
 #define CK_KEY "\"manifest_xxh64\""
@@ -124,6 +125,8 @@ static int write_groups(cJSON *r, const zs_ckpt_manifest *m) {
     group_values(&m->groups[i], v);
     for (int k = 0; k < 6; k++)
       if (!cJSON_AddNumberToObject(o, group_keys[k], v[k])) return 0;
+    const char *opt = zs_optimizer_name(m->groups[i].optimizer);
+    if (!opt || !cJSON_AddStringToObject(o, "optimizer", opt)) return 0;
   }
   return 1;
 }
@@ -305,7 +308,16 @@ static zs_status parse_groups(const cJSON *root, zs_ckpt_manifest *m) {
     for (int k = 0; k < 6; k++)
       if (!cJSON_IsObject(o) || !get_float(o, group_keys[k], &v[k]))
         return bad("a parameter group has a missing or non-finite value");
-    m->groups[m->ngroups++] = (zs_param_group){v[0], v[1], v[2], v[3], v[4], v[5]};
+    /* Its optimizer's name (absent before groups had their own: the checkpoint's). */
+    char name[16];
+    int id = -1;
+    if (!cJSON_GetObjectItemCaseSensitive(o, "optimizer"))
+      strcpy(name, m->optimizer);
+    else if (!get_str(o, "optimizer", name, sizeof name))
+      return bad("a parameter group's optimizer is not a short name");
+    if (zs_optimizer_id(name, &id) != ZS_OK)
+      return bad("a parameter group's optimizer is unknown to this zshard");
+    m->groups[m->ngroups++] = (zs_param_group){v[0], v[1], v[2], v[3], v[4], v[5], id};
   }
   return ZS_OK;
 }

@@ -9,13 +9,14 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/opt_shape.h"
+#include "optim/optimizer.h"
 #include "engine/engine_internal.h"
 
 zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g) {
   if (!e || !g) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_group_default: NULL engine or group");
   const zs_config *c = &e->cfg;
-  *g = (zs_param_group){1.0f,           c->optim.weight_decay, c->optim.beta1,
-                        c->optim.beta2, c->optim.eps,          c->sgd.momentum};
+  *g = (zs_param_group){1.0f,         c->optim.weight_decay, c->optim.beta1, c->optim.beta2,
+                        c->optim.eps, c->sgd.momentum,       c->optimizer};
   return ZS_OK;
 }
 
@@ -29,6 +30,7 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out) {
   out->optim.beta2 = g->beta2;
   out->optim.eps = g->eps;
   out->sgd.momentum = g->momentum;
+  out->optimizer = g->optimizer;
 }
 
 zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
@@ -55,19 +57,29 @@ zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
                     (double)g->momentum);
   /* The group's values are checked as the configuration's own (the same sentences). */
   const int n = e->ngroups;
-  e->groups[n] = (zs_param_group){g->lr_scale + 0.0f, g->weight_decay + 0.0f, g->beta1 + 0.0f,
-                                  g->beta2 + 0.0f,    g->eps + 0.0f,          g->momentum + 0.0f};
+  e->groups[n] =
+      (zs_param_group){g->lr_scale + 0.0f, g->weight_decay + 0.0f, g->beta1 + 0.0f, g->beta2 + 0.0f,
+                       g->eps + 0.0f,      g->momentum + 0.0f,     g->optimizer};
   /* (+ 0.0f: -0 is 0, so the agreement's bits of equal groups are equal) */
   e->ngroups = n + 1;
   zs_config c;
   zs_engine_group_config(e, n, &c);
   zs_status rc = zs_config_validate(&c);
-  if (rc == ZS_OK && zs_opt_shape_of(&c)->nstate != zs_opt_shape_of(&e->cfg)->nstate)
+  /* The engine keeps the configuration's optimizer's state arrays for every tensor; a group's
+     optimizer uses the first of them (OPTIMIZER.md §8). */
+  if (rc == ZS_OK && zs_opt_shape_of(&c)->nstate > zs_opt_shape_of(&e->cfg)->nstate)
     rc = zs_err(ZS_ERR_INVALID_ARG,
-                "momentum %g keeps %d state arrays where the configuration's optimizer keeps %d "
-                "(SGD keeps a momentum buffer only with momentum > 0): every group keeps the "
-                "configuration's state",
-                (double)g->momentum, zs_opt_shape_of(&c)->nstate, zs_opt_shape_of(&e->cfg)->nstate);
+                "optimizer '%s' (momentum %g) keeps %d state arrays where the configuration's "
+                "optimizer '%s' keeps %d (SGD keeps a momentum buffer only with momentum > 0): "
+                "a group's optimizer keeps at most the configuration's state; make the one with "
+                "the most state the configuration's",
+                zs_opt_name_of(&c), (double)g->momentum, zs_opt_shape_of(&c)->nstate,
+                zs_opt_name_of(&e->cfg), zs_opt_shape_of(&e->cfg)->nstate);
+  if (rc == ZS_OK) { /* the precision mode: a module runs it or says why not */
+    const zs_opt_mode mode = {c.master, c.moment_dtype};
+    zs_opt_host_fn fn = NULL;
+    rc = zs_optimizer_for(&c)->host_fn(&mode, &fn);
+  }
   if (rc != ZS_OK) {
     e->ngroups = n; /* refused: nothing added */
     return zs_err_wrap(rc, "zs_engine_add_group (group %d)", n);

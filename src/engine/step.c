@@ -87,7 +87,8 @@ static zs_status run_optimizer(zs_engine *e, double gscale) {
     if (u->frozen || u->no_grad) continue; /* its params and state stay as they are */
     const int64_t t = u->opt_steps + 1;
     if (t != prepared) {
-      zs_optim_prepare(e->optim, cfgs, e->ngroups, t, gscale);
+      rc = zs_optim_prepare(e->optim, cfgs, e->ngroups, t, gscale);
+      if (rc != ZS_OK) break;
       prepared = t;
     }
     rc = zs_tier_of_unit(u)->update(&e->tiers, u);

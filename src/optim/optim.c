@@ -14,10 +14,13 @@
 
 struct zs_optim {
   zs_optim_cfg cfg;
-  zs_pool *offload_pool;      /* workers bound to the arena's node: offloaded updates */
-  zs_pool *cpu_pool;          /* CPU device: workers of the device-resident updates, or NULL */
-  zs_offload_pipe pipe;       /* CUDA with offloaded state: the copy pipeline's staging */
-  zs_opt_host_fn host_update; /* the module's update of host-resident state (chosen at create) */
+  zs_pool *offload_pool; /* workers bound to the arena's node: offloaded updates */
+  zs_pool *cpu_pool;     /* CPU device: workers of the device-resident updates, or NULL */
+  zs_offload_pipe pipe;  /* CUDA with offloaded state: the copy pipeline's staging */
+  /* Per parameter group (zs_optim_prepare): its optimizer module and that module's update of
+     host-resident state in the engine's precision mode. */
+  const zs_optimizer *mod[ZS_MAX_PARAM_GROUPS];
+  zs_opt_host_fn fn[ZS_MAX_PARAM_GROUPS];
   /* The module's coefficients, ZS_OPT_COEF_BYTES each: per parameter group with decay, then
      without (heap: no declared type, so the module's struct may live there). */
   unsigned char *coef;
@@ -39,7 +42,8 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   zs_optim *o = calloc(1, sizeof *o);
   if (!o) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the optimizer");
   o->cfg = *cfg;
-  o->host_update = hu;
+  for (int g = 0; g < ZS_MAX_PARAM_GROUPS; g++)
+    o->mod[g] = cfg->ops, o->fn[g] = hu;
   o->coef = calloc(2 * ZS_MAX_PARAM_GROUPS, ZS_OPT_COEF_BYTES);
   if (!o->coef) {
     zs_optim_destroy(o);
@@ -118,14 +122,26 @@ static void *coef_of(const zs_optim *o, int g, int decay) {
   return o->coef + (size_t)(2 * g + !decay) * ZS_OPT_COEF_BYTES;
 }
 
-void zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int64_t t, double gscale) {
+zs_status zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int64_t t,
+                           double gscale) {
   for (int g = 0; g < ngroups && g < ZS_MAX_PARAM_GROUPS; g++) {
-    o->cfg.ops->prepare(coef_of(o, g, 1), &cfgs[g], t, gscale, 1);
-    o->cfg.ops->prepare(coef_of(o, g, 0), &cfgs[g], t, gscale, 0);
+    const zs_optimizer *m = zs_optimizer_for(&cfgs[g]);
+    if (m != o->mod[g]) {
+      if (o->cfg.dev->kind == ZS_DEVICE_CUDA && !m->dev_update)
+        return zs_err(ZS_ERR_UNSUPPORTED,
+                      "zs_optim_prepare: group %d's optimizer '%s' has no "
+                      "CUDA kernels yet",
+                      g, zs_opt_name_of(&cfgs[g]));
+      ZS_CHECK(m->host_fn(&o->cfg.mode, &o->fn[g]));
+      o->mod[g] = m;
+    }
+    m->prepare(coef_of(o, g, 1), &cfgs[g], t, gscale, 1);
+    m->prepare(coef_of(o, g, 0), &cfgs[g], t, gscale, 0);
   }
   o->lean = o->cfg.mode.master == ZS_MASTER_LEAN;
   o->seed = cfgs[0].rounding_seed;
   o->t = t;
+  return ZS_OK;
 }
 
 /* The state of s as the module's updates read it: in lean mode with the rounding's key of
@@ -156,7 +172,7 @@ static void host_chunk(void *ctx, size_t lo, size_t len, const void *grad, void 
 static zs_status offload_update(zs_optim *o, const void *c, const zs_opt_state *st,
                                 const zs_optim_seg *s, zs_dtype pd, void *out) {
   const zs_dtype gd = o->cfg.grad_dtype;
-  host_call h = {o->offload_pool, o->host_update, c, st, gd, pd};
+  host_call h = {o->offload_pool, o->fn[s->group], c, st, gd, pd};
   return zs_offload_stream(o->cfg.dev, &o->pipe, host_chunk, &h, s->grad, gd, out, pd,
                            s->params_host, zs_opt_reads_params(o->cfg.mode.master), s->n);
 }
@@ -165,8 +181,8 @@ static zs_status offload_update(zs_optim *o, const void *c, const zs_opt_state *
 static zs_status dev_update(zs_optim *o, const void *c, const zs_opt_state *st,
                             const zs_optim_seg *s, void *param, void *stream) {
   const zs_dtype pd = o->cfg.param_dtype;
-  return o->cfg.ops->dev_update(o->cfg.dev, &o->cfg.mode, c, st, s->grad, o->cfg.grad_dtype, param,
-                                pd, s->n, stream);
+  return o->mod[s->group]->dev_update(o->cfg.dev, &o->cfg.mode, c, st, s->grad, o->cfg.grad_dtype,
+                                      param, pd, s->n, stream);
 }
 
 /* State on the CUDA device with the params host-resident (ZS_OFFLOAD_PARAMS alone): the params
@@ -195,7 +211,7 @@ static zs_status update_hooked(zs_optim *o, const void *c, const zs_opt_state *s
     return zs_err(
         ZS_ERR_INVALID_ARG,
         "zs_optim_update: the ties-away test hook runs on the CPU device without offload");
-  o->host_update(o->cpu_pool, c, st, 0, s->n, s->grad, o->cfg.grad_dtype, NULL, ZS_BF16);
+  o->fn[s->group](o->cpu_pool, c, st, 0, s->n, s->grad, o->cfg.grad_dtype, NULL, ZS_BF16);
   uint16_t *out = s->param;
   for (size_t i = 0; i < s->n; i++)
     out[i] = zs_f32_to_bf16_ta(s->master[i]);
@@ -224,6 +240,6 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
     if (s->params_host) return dev_update_host_params(o, c, &st, s);
     return dev_update(o, c, &st, s, out, d->compute_stream);
   }
-  o->host_update(o->cpu_pool, c, &st, 0, s->n, s->grad, o->cfg.grad_dtype, out, pd);
+  o->fn[s->group](o->cpu_pool, c, &st, 0, s->n, s->grad, o->cfg.grad_dtype, out, pd);
   return ZS_OK;
 }

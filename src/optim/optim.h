@@ -109,8 +109,11 @@ double zs_optim_clip_coef(double norm, double max_grad_norm);
    groups (1 <= ngroups <= ZS_MAX_PARAM_GROUPS) from cfgs[g], the group's configuration (the
    engine's with the group's hyperparameters), gradients scaled by gscale (clip / (world *
    micro_steps)); zs_optim_update uses them until the next call, and in lean mode t and
-   cfgs[0].rounding_seed as the rounding's key. */
-void zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int64_t t, double gscale);
+   cfgs[0].rounding_seed as the rounding's key. Each group's optimizer is its cfgs[g]'s
+   (zs_optimizer_for); one the precision mode or the device does not run is refused
+   (ZS_ERR_INVALID_ARG, ZS_ERR_UNSUPPORTED: zs_engine_add_group checks both first). */
+zs_status zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int64_t t,
+                           double gscale);
 
 /* One tensor's piece of this rank's optimizer range. */
 typedef struct {

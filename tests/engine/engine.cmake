@@ -56,6 +56,10 @@ foreach(stage 0 1)
   zs_mpi_test(engine_accum_fp32_np3_stage${stage}_nondet test_engine_train NP 3 ARGS --stage ${stage} --det 0 --reduce-bf16 0 --bf16 1 --micro 4 --steps 1 --state 1 --peek 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine)
 endforeach()
 zs_mpi_test(engine_accum_fp32_np2_stage3_offload_sgd test_engine_train NP 2 ARGS --stage 3 --offload 3 --det 0 --reduce-bf16 0 --sgd 0.9 --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine offload)
+# Each group its own optimizer (--groups 2: Lion and SGD beside AdamW), with offload and in lean
+# mode.
+zs_mpi_test(engine_group_opts_np2_stage3_offload test_engine_train NP 2 ARGS --stage 3 --offload 3 --micro 2 --groups 2 --state 1 LABELS engine offload)
+zs_mpi_test(engine_group_opts_np2_stage1_lean test_engine_train NP 2 ARGS --stage 1 --master 3 --bf16 1 --groups 2 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_accum_fp32_np2_stage1_lion_lean test_engine_train NP 2 ARGS --stage 1 --lion 1 --master 3 --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine)
 zs_engine_equiv(engine_accum_fp32_splits4_stage2 "1x4;2x2;4x1" 2 det REF_STAGE 0 --bf16 1 --accum-fp32 1 --reftol 3e-2)
 zs_engine_equiv(engine_splits6_stage1_offload_opt "2x3;3x2" 1 det REF_STAGE 0 RUN_ARGS "--offload 1")

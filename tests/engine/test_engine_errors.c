@@ -243,6 +243,15 @@ static void group_cases(zs_engine *e, zs_unit *u, zs_comm *comm) {
   ZS_EXPECT_STATUS(zs_engine_add_group(s, &g, &id), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "state"), "says the state would change: %s", zs_last_error());
   g.momentum = 0;
+  /* A group's own optimizer: not one with more state than the configuration's, nor an unknown
+     one. */
+  g.optimizer = ZS_OPT_ADAMW;
+  ZS_EXPECT_STATUS(zs_engine_add_group(s, &g, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "'adamw'") && strstr(zs_last_error(), "'sgd'"),
+            "names both optimizers: %s", zs_last_error());
+  g.optimizer = 99;
+  ZS_EXPECT_STATUS(zs_engine_add_group(s, &g, &id), ZS_ERR_INVALID_ARG);
+  g.optimizer = ZS_OPT_SGD;
   ZS_OK_OR_DIE(zs_engine_add_group(s, &g, &id));
   for (int i = 2; i < ZS_MAX_PARAM_GROUPS; i++)
     ZS_OK_OR_DIE(zs_engine_add_group(s, &g, &id));

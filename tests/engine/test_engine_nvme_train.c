@@ -199,11 +199,12 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
   }
   if (o->groups) { /* the tier's update takes each segment's group, as the arena's does */
-    static const zs_param_group gs[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f},
-                                         {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f}};
+    static const zs_param_group gs[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f, 0},
+                                         {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f, 0}};
     int id[2];
     for (int i = 0; i < 2; i++) {
       zs_param_group g = gs[i];
+      g.optimizer = c.optimizer;
       if (o->sgd == 0) g.momentum = 0; /* plain SGD keeps no buffer in any group */
       ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id[i]));
     }

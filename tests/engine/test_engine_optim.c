@@ -139,7 +139,7 @@ static void optim_alone(void) {
       v[i] = v2[i] = fabsf(grad_of((size_t)i, 10));
       g[i] = grad_of((size_t)i, 11);
     }
-    zs_optim_prepare(o, &cfg, 1, 3, 0.5);
+    ZS_OK_OR_DIE(zs_optim_prepare(o, &cfg, 1, 3, 0.5));
     const zs_optim_seg seg = {p, {m, v}, g, p, M, nwd, 0, 0, 0, 0, 0, NULL};
     ZS_OK_OR_DIE(zs_optim_update(o, &seg));
     zs_adamw_coef c;

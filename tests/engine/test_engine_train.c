@@ -28,7 +28,9 @@
  *        [--empty 1 (unit tiny gets a zero-element tensor of shape 0 x 4 before its own: the
  *        same training, the empty tensor set, read and checkpointed as any other)]
  *        [--groups 1 (two parameter groups besides the configuration's, test_groups below, on
- *        some tensors and units; the reference takes each tensor's group's hyperparameters)]
+ *        some tensors and units; the reference takes each tensor's group's hyperparameters);
+ *        --groups 2: the same with group 1 on Lion and group 2 on SGD (momentum 0.8), each
+ *        group's optimizer its own (zs_param_group.optimizer)]
  *        [--accum-fp32 1 (zs_config.grad_accum_fp32 with --bf16 1: the reference sums the
  *        backward's bf16 gradients of each micro-batch in float64) --statetol X (--state's
  *        tolerance; default --reftol)]
@@ -224,12 +226,23 @@ static void ref_tensor(int64_t gi, int *u, int *k) {
    is 0 there when the configuration's is: a plain SGD keeps no buffer), and each tensor's group:
    embed.w and the whole head in group 1, block.w and block.ln in group 2 (the unit put there
    whole, then block.c back in group 0), the rest in group 0. */
-static const zs_param_group test_groups[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f},
-                                              {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f}};
+static const zs_param_group test_groups[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f, 0},
+                                              {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f, 0}};
 static int test_group_of(int u, int k) {
   if ((u == 0 && k == 0) || u == 3) return 1;
   if (u == 2 && k < 2) return 2;
   return 0;
+}
+
+/* Element gi's optimizer: the configuration's; with --groups 2 group 1's is Lion and group 2's
+   SGD (their momentum 0.8), beside the configuration's AdamW. */
+static int ref_opt_of(const opts *o, int64_t gi) {
+  const int cfg = o->sgd ? ZS_OPT_SGD : o->lion ? ZS_OPT_LION : ZS_OPT_ADAMW;
+  if (o->groups != 2) return cfg;
+  int u, k;
+  ref_tensor(gi, &u, &k);
+  const int g = test_group_of(u, k);
+  return g == 1 ? ZS_OPT_LION : g == 2 ? ZS_OPT_SGD : cfg;
 }
 
 /* Element gi's hyperparameters: the configuration's, or with --groups its tensor's group's. */
@@ -243,8 +256,12 @@ static ref_hp ref_hp_of(const opts *o, int64_t gi) {
   const int g = o->groups ? test_group_of(u, k) : 0;
   if (g > 0) {
     const zs_param_group *t = &test_groups[g - 1];
-    h = (ref_hp){(float)(o->lr * t->lr_scale),         t->weight_decay, t->beta1, t->beta2, t->eps,
-                 o->momentum != 0 ? t->momentum : 0.0f};
+    h = (ref_hp){(float)(o->lr * t->lr_scale),
+                 t->weight_decay,
+                 t->beta1,
+                 t->beta2,
+                 t->eps,
+                 o->momentum != 0 || o->groups == 2 ? t->momentum : 0.0f};
   }
   if (tm_units[u].t[k].no_weight_decay) h.wd = 0;
   return h;
@@ -325,54 +342,41 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
   r->t++;
   for (int u = 0; u < TM_NUNITS; u++)
     if (u != skip) r->ut[u]++;
-  if (o->sgd) { /* torch.optim.SGD: coupled decay, the first buffer is the gradient itself */
-    for (int64_t i = 0; i < n; i++) {
-      if (unit_of[i] == skip) continue;
-      const int64_t t = r->ut[unit_of[i]];
-      const ref_hp h = ref_hp_of(o, i);
-      double d = g[i] * clip + h.wd * r->p[i];
+  for (int64_t i = 0; i < n; i++) {
+    if (unit_of[i] == skip) continue;
+    const int64_t t = r->ut[unit_of[i]];
+    const ref_hp h = ref_hp_of(o, i);
+    const double gi = g[i] * clip;
+    switch (ref_opt_of(o, i)) {
+    case ZS_OPT_SGD: { /* torch.optim.SGD: coupled decay, the first buffer is the gradient */
+      double d = gi + h.wd * r->p[i];
       if (h.mom != 0) {
         r->m[i] = t == 1 ? d : h.mom * r->m[i] + (1 - (double)o->dampening) * d;
         if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
         d = o->nesterov ? d + h.mom * r->m[i] : r->m[i];
       }
       r->p[i] -= h.lr * d;
-      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], t, i);
+      break;
     }
-    free(g);
-    free(unit_of);
-    return;
-  }
-  if (o->lion) { /* Lion (Chen et al. 2023): the sign of an interpolation, decoupled decay */
-    for (int64_t i = 0; i < n; i++) {
-      if (unit_of[i] == skip) continue;
-      const int64_t t = r->ut[unit_of[i]];
-      const ref_hp h = ref_hp_of(o, i);
-      const double gi = g[i] * clip, c = h.b1 * r->m[i] + (1 - h.b1) * gi;
+    case ZS_OPT_LION: { /* Lion (Chen et al. 2023): the sign of an interpolation, decoupled decay */
+      const double c = h.b1 * r->m[i] + (1 - h.b1) * gi;
       r->p[i] = r->p[i] * (1 - h.lr * h.wd) - h.lr * (c > 0 ? 1.0 : c < 0 ? -1.0 : 0.0);
       r->m[i] = h.b2 * r->m[i] + (1 - h.b2) * gi;
       if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
-      if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], t, i);
+      break;
     }
-    free(g);
-    free(unit_of);
-    return;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    if (unit_of[i] == skip) continue;
-    const int64_t t = r->ut[unit_of[i]];
-    const ref_hp h = ref_hp_of(o, i);
-    const double b1 = h.b1, b2 = h.b2, eps = h.eps;
-    double gi = g[i] * clip;
-    r->m[i] = b1 * r->m[i] + (1 - b1) * gi;
-    r->v[i] = b2 * r->v[i] + (1 - b2) * gi * gi;
-    const double mn = r->m[i], vn = r->v[i];
-    if (o->m16) { /* bf16 moments: stored rounded, the update uses this step's unrounded ones */
-      r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
-      r->v[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->v[i]));
+    default: { /* AdamW (Loshchilov & Hutter) */
+      r->m[i] = h.b1 * r->m[i] + (1 - h.b1) * gi;
+      r->v[i] = h.b2 * r->v[i] + (1 - h.b2) * gi * gi;
+      const double mn = r->m[i], vn = r->v[i];
+      if (o->m16) { /* bf16 moments: stored rounded, the update uses this step's unrounded ones */
+        r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
+        r->v[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->v[i]));
+      }
+      double mh = mn / (1 - pow(h.b1, (double)t)), vh = vn / (1 - pow(h.b2, (double)t));
+      r->p[i] -= h.lr * (mh / (sqrt(vh) + h.eps) + h.wd * r->p[i]);
     }
-    double mh = mn / (1 - pow(b1, (double)t)), vh = vn / (1 - pow(b2, (double)t));
-    r->p[i] -= h.lr * (mh / (sqrt(vh) + eps) + h.wd * r->p[i]);
+    }
     if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], t, i);
   }
   free(g);
@@ -625,7 +629,9 @@ int main(int argc, char **argv) {
   if (o.groups) { /* test_groups, put where test_group_of says (a whole unit, then one back) */
     for (int i = 0; i < 2; i++) {
       zs_param_group g = test_groups[i];
+      g.optimizer = cfg.optimizer;
       if (o.sgd && o.momentum == 0) g.momentum = 0;
+      if (o.groups == 2) g.optimizer = i == 0 ? ZS_OPT_LION : ZS_OPT_SGD;
       int id = -1;
       ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
       ZS_EXPECT(id == i + 1, "group %d got id %d", i + 1, id);
