@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 4    /* bumped with each field appended (4: grad_accum_fp32) */
+#define ZS_CONFIG_VERSION 5    /* bumped with each field appended (5: muon) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -215,11 +215,20 @@ typedef struct {
      docs/OPTIMIZER.md §1); 0 (default): in param_dtype. Not with AdamW in the remainder and lean
      modes. Every rank alike. */
   int grad_accum_fp32;
+  /* Muon (docs/OPTIMIZER.md §3), for every group on it: momentum (default 0.95), nesterov (1),
+     ns_steps (5: Newton-Schulz iterations, 1..100), adjust_lr (ZS_MUON_LR_ORIGINAL, default: lr
+     times sqrt(max(1, rows / cols)); ZS_MUON_LR_MATCH_ADAMW: lr times 0.2 sqrt(max(rows, cols)),
+     for AdamW's lr and decay). Every rank alike. */
+  struct {
+    float momentum;
+    int nesterov, ns_steps, adjust_lr;
+  } muon;
 } zs_config;
+enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
 /* Fills every field with its default (stage 3, CPU, fp32, comm_timeout_s 300, prefetch 1,
-   offload_chunk 4Mi elements, ckpt_keep 2, comm_check 1, the optimizer's as its field says, the
-   rest 0) and struct_size/struct_version (a newer library reads only the caller's fields). The
+   offload_chunk 4Mi elements, ckpt_keep 2, comm_check 1, the optimizers' as their fields say,
+   the rest 0) and struct_size/struct_version (a newer library reads only the caller's fields). The
    tunables stage, prefetch_units, deterministic, comm_timeout_s, bucket_bytes, max_live_bytes,
    offload_host_bytes, offload_threads, offload_chunk, offload_allow_unpinned, ckpt_keep,
    offload_budget_bytes, nvme_path and comm_check are left unset (ZS_UNSET, ZS_UNSET_SIZE, NULL):
@@ -230,8 +239,8 @@ typedef struct {
    says each value's origin, zs_engine_config returns them resolved (zs_plan_model reads no
    environment). A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
-/* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion"); an unknown name
-   is ZS_ERR_INVALID_ARG, the message listing the names. */
+/* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon"); an
+   unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */
 ZS_API zs_status zs_optimizer_id(const char *name, int *id);
 /* The name of optimizer id; NULL for an id no optimizer has (so 0, 1, ... until NULL lists all). */
 ZS_API const char *zs_optimizer_name(int id);

@@ -129,6 +129,9 @@ void zs_config_default(zs_config *c) {
   c->adamw.eps = 1e-8f;
   c->adamw.weight_decay = 0.01f;
   c->adamw.max_grad_norm = 0.0f; /* no clipping, as torch.optim.AdamW (docs/OPTIMIZER.md §3) */
+  c->muon.momentum = 0.95f;      /* torch.optim.Muon's */
+  c->muon.nesterov = 1;
+  c->muon.ns_steps = 5;
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
     if (zs_tunables[i].kind != T_TEXT && zs_tunables[i].kind != T_PATH)
       set_unset(c, &zs_tunables[i]); /* a path's unset is NULL: the memset */
@@ -165,6 +168,7 @@ static size_t version_bytes(unsigned v) {
   if (v < 2) return offsetof(zs_config, comm_check);
   if (v < 3) return offsetof(zs_config, optimizer);
   if (v < 4) return offsetof(zs_config, grad_accum_fp32);
+  if (v < 5) return offsetof(zs_config, muon);
   return sizeof(zs_config);
 }
 

@@ -304,7 +304,7 @@ typedef struct {
   const char *name;
   uint64_t v;
 } cfg_word;
-enum { CFG_MAX = 40 };
+enum { CFG_MAX = 48 };
 
 static uint64_t fbits(float f) {
   uint32_t u;
@@ -345,6 +345,10 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("sgd.dampening", fbits(c->sgd.dampening));
   ZS_W("sgd.nesterov", (int64_t)(c->sgd.nesterov != 0));
   ZS_W("grad_accum_fp32", (int64_t)c->grad_accum_fp32);
+  ZS_W("muon.momentum", fbits(c->muon.momentum));
+  ZS_W("muon.nesterov", (int64_t)(c->muon.nesterov != 0));
+  ZS_W("muon.ns_steps", (int64_t)c->muon.ns_steps);
+  ZS_W("muon.adjust_lr", (int64_t)c->muon.adjust_lr);
 #undef ZS_W
   return n;
 }

@@ -228,6 +228,7 @@ static void unit_free(zs_unit *u) {
   free(u->t);
   free(u->set_hash);
   free(u->group);
+  free(u->whole_owner);
   zs_layout_free(&u->lay);
   free(u);
 }
@@ -264,8 +265,9 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
   u->set_hash = calloc((size_t)ntensors * ZS_SET_SLOTS, sizeof *u->set_hash);
   u->group = calloc((size_t)ntensors, sizeof *u->group);
+  u->whole_owner = calloc((size_t)ntensors, sizeof *u->whole_owner);
   zs_status rc = ZS_OK;
-  if (!u->t || !u->tnames || !u->set_hash || !u->group) {
+  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->whole_owner) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }
@@ -393,12 +395,14 @@ zs_status zs_engine_commit(zs_engine *e) {
   zs_engine_call(e, ZS_CALL_COMMIT, NULL);
   ZS_CHECK(zs_engine_agree_config(e));
   ZS_CHECK(zs_engine_budget_free(e)); /* ZS_BUDGET_FREE: the least free memory is the budget */
+  ZS_CHECK(zs_engine_whole_plan(e));  /* before the fit check, which counts its buffers */
   ZS_CHECK(zs_engine_check_fit(e));
   /* The budget's placement: a function of the configuration and the unit sizes only, so every
      rank places the same units (the fit check above refused a model over its budget). */
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
+  ZS_CHECK(zs_engine_whole_tier(e, &place)); /* the same verdict on every rank */
   zs_status rc = ZS_OK;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     rc = unit_alloc(e, &us, i, &place);

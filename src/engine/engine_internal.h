@@ -13,6 +13,7 @@
 #include "optim/optim.h"
 #include "shard/layout.h"
 #include "shard/plan.h"
+#include "shard/placement.h"
 #include "shard/shard.h"
 #include "tier/tier.h"
 #include "base/config.h"
@@ -172,6 +173,15 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out);
 /* A hash of every group's values (by their bits) and every tensor's group, for the agreement at
    commit. */
 uint64_t zs_engine_groups_hash(const zs_engine *e);
+/* Which shard rank runs each tensor's whole step (zs_unit.whole_owner) and each unit's
+   whole_floats, for the groups whose optimizer needs whole tensors; ZS_ERR_INVALID_ARG naming a
+   tensor with fewer than 2 dims there. Local, the same on every rank; commit calls it before its
+   fit check. */
+/* Owners are spread over the first this many ranks of a shard group. */
+#define ZS_WHOLE_MAX_RANKS 4096
+zs_status zs_engine_whole_plan(zs_engine *e);
+/* ZS_ERR_INVALID_ARG when place puts units on the NVMe tier and a unit has whole steps. */
+zs_status zs_engine_whole_tier(const zs_engine *e, const zs_placement *place);
 /* Wall seconds the engine's groups spent in divergence-check header exchanges so far. */
 double zs_engine_check_seconds(const zs_engine *e);
 /* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a

@@ -115,3 +115,55 @@ uint64_t zs_engine_groups_hash(const zs_engine *e) {
     h = XXH64(e->units[i]->group, (size_t)e->units[i]->ntensors * sizeof(int), h);
   return h;
 }
+
+/* Tensors whose group's optimizer needs them whole (Muon) are each orthogonalised by one rank of
+   the shard group: greedily, in model order, the least loaded rank so far (ties: the lowest),
+   a tensor's load its rows * cols * min(rows, cols) (the Newton-Schulz GEMMs). A function of the
+   layout and the groups only, so every rank makes the same plan; which rank it is never changes
+   the bits (tier/whole.h). */
+zs_status zs_engine_whole_plan(zs_engine *e) {
+  double load[ZS_WHOLE_MAX_RANKS] = {0};
+  const int S = e->shard_size < ZS_WHOLE_MAX_RANKS ? e->shard_size : ZS_WHOLE_MAX_RANKS;
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    size_t work = 0;
+    u->whole_floats = 0;
+    for (int k = 0; k < u->ntensors; k++) {
+      zs_config c;
+      zs_engine_group_config(e, u->group[k], &c);
+      u->whole_owner[k] = -1;
+      const zs_optimizer *m = zs_optimizer_for(&c);
+      if (!m->whole) continue;
+      const zs_tensor_desc *t = &u->t[k];
+      if (t->ndim < 2)
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_commit: tensor '%s.%s' has %d dimension(s) but its group's "
+                      "optimizer '%s' updates matrices: put it in a group on another optimizer "
+                      "(AdamW for embeddings, norms and biases)",
+                      u->name, t->name, t->ndim, zs_opt_name_of(&c));
+      const int64_t n = zs_unit_numel(u, k), rows = t->shape[0];
+      if (n == 0) continue;
+      const double cols = (double)(n / rows), cost = (double)rows * cols * fmin((double)rows, cols);
+      int best = 0;
+      for (int r = 1; r < S; r++)
+        if (load[r] < load[best]) best = r;
+      load[best] += cost;
+      u->whole_owner[k] = best;
+      const size_t w = m->work_floats(rows, n / rows);
+      if (w > work) work = w;
+    }
+    if (work) u->whole_floats = zs_plan_padded(&e->plan, u->lay.numel_total) + work;
+  }
+  return ZS_OK;
+}
+
+zs_status zs_engine_whole_tier(const zs_engine *e, const zs_placement *place) {
+  for (int i = 0; i < e->nunits && place->nnvme > 0; i++)
+    if (e->units[i]->whole_floats)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_commit: unit '%s' has tensors whose group's optimizer needs them "
+                    "whole (Muon), which the NVMe tier cannot stream: train without nvme_path, "
+                    "or keep those tensors on an elementwise optimizer",
+                    e->units[i]->name);
+  return ZS_OK;
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "tier/whole.h"
 #include "engine/fail.h"
 #include "engine/agree.h"
 #include "engine/facts.h"
@@ -91,7 +92,9 @@ static zs_status run_optimizer(zs_engine *e, double gscale) {
       if (rc != ZS_OK) break;
       prepared = t;
     }
-    rc = zs_tier_of_unit(u)->update(&e->tiers, u);
+    rc = zs_tier_whole_begin(&e->tiers, u); /* Muon's orthogonalisation: collective */
+    if (rc == ZS_OK) rc = zs_tier_of_unit(u)->update(&e->tiers, u);
+    zs_tier_whole_end(&e->tiers, u, rc);
   }
   if (!e->tiers.nvme) return rc;
   const zs_agree_text say = {.what = "NVMe tier",

@@ -168,12 +168,21 @@ static void host_chunk(void *ctx, size_t lo, size_t len, const void *grad, void 
   h->fn(h->pool, h->c, h->s, lo, len, grad, h->gdt, out, h->pdt);
 }
 
+/* What the update of s reads as its gradient: the whole step's result (fp32) where its group's
+   optimizer needs whole tensors, else the reduced gradient. */
+static const void *seg_grad(const zs_optim_seg *s) {
+  return s->dir ? (const void *)s->dir : s->grad;
+}
+static zs_dtype seg_gdt(const zs_optim *o, const zs_optim_seg *s) {
+  return s->dir ? ZS_F32 : o->cfg.grad_dtype;
+}
+
 /* The host update of s's state in the arena, through the copy pipeline. */
 static zs_status offload_update(zs_optim *o, const void *c, const zs_opt_state *st,
                                 const zs_optim_seg *s, zs_dtype pd, void *out) {
-  const zs_dtype gd = o->cfg.grad_dtype;
+  const zs_dtype gd = seg_gdt(o, s);
   host_call h = {o->offload_pool, o->fn[s->group], c, st, gd, pd};
-  return zs_offload_stream(o->cfg.dev, &o->pipe, host_chunk, &h, s->grad, gd, out, pd,
+  return zs_offload_stream(o->cfg.dev, &o->pipe, host_chunk, &h, seg_grad(s), gd, out, pd,
                            s->params_host, zs_opt_reads_params(o->cfg.mode.master), s->n);
 }
 
@@ -181,7 +190,7 @@ static zs_status offload_update(zs_optim *o, const void *c, const zs_opt_state *
 static zs_status dev_update(zs_optim *o, const void *c, const zs_opt_state *st,
                             const zs_optim_seg *s, void *param, void *stream) {
   const zs_dtype pd = o->cfg.param_dtype;
-  return o->mod[s->group]->dev_update(o->cfg.dev, &o->cfg.mode, c, st, s->grad, o->cfg.grad_dtype,
+  return o->mod[s->group]->dev_update(o->cfg.dev, &o->cfg.mode, c, st, seg_grad(s), seg_gdt(o, s),
                                       param, pd, s->n, stream);
 }
 
@@ -211,7 +220,7 @@ static zs_status update_hooked(zs_optim *o, const void *c, const zs_opt_state *s
     return zs_err(
         ZS_ERR_INVALID_ARG,
         "zs_optim_update: the ties-away test hook runs on the CPU device without offload");
-  o->fn[s->group](o->cpu_pool, c, st, 0, s->n, s->grad, o->cfg.grad_dtype, NULL, ZS_BF16);
+  o->fn[s->group](o->cpu_pool, c, st, 0, s->n, seg_grad(s), seg_gdt(o, s), NULL, ZS_BF16);
   uint16_t *out = s->param;
   for (size_t i = 0; i < s->n; i++)
     out[i] = zs_f32_to_bf16_ta(s->master[i]);
@@ -240,6 +249,24 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
     if (s->params_host) return dev_update_host_params(o, c, &st, s);
     return dev_update(o, c, &st, s, out, d->compute_stream);
   }
-  o->fn[s->group](o->cpu_pool, c, &st, 0, s->n, s->grad, o->cfg.grad_dtype, out, pd);
+  o->fn[s->group](o->cpu_pool, c, &st, 0, s->n, seg_grad(s), seg_gdt(o, s), out, pd);
   return ZS_OK;
+}
+
+int zs_optim_needs_whole(const zs_optim *o, int g) {
+  return g >= 0 && g < ZS_MAX_PARAM_GROUPS && o->mod[g]->whole != NULL;
+}
+
+void zs_optim_direction(const zs_optim *o, const zs_optim_seg *s, float *dir) {
+  o->mod[s->group]->direction(coef_of(o, s->group, !s->no_weight_decay), s->state,
+                              o->cfg.mode.state_dt, s->grad, o->cfg.grad_dtype, dir, s->n);
+}
+
+size_t zs_optim_whole_work(const zs_optim *o, int g, int64_t rows, int64_t cols) {
+  return o->mod[g]->work_floats(rows, cols);
+}
+
+void zs_optim_whole(const zs_optim *o, int g, int decay, float *x, int64_t rows, int64_t cols,
+                    float *work) {
+  o->mod[g]->whole(coef_of(o, g, decay), x, rows, cols, work);
 }

@@ -136,11 +136,26 @@ typedef struct {
   uint16_t *rem; /* ZS_MASTER_REMAINDER: the remainders, where the state is (device memory, or
                     the host arena when state_host); then master is NULL and param (bf16) with
                     rem is the master, updated in place. Else NULL. */
+  /* A group whose optimizer needs whole tensors: its whole step's result (fp32, host memory),
+     which the update reads in place of grad (zs_optim_whole). Else NULL. */
+  const float *dir;
 } zs_optim_seg;
 
 /* The module's update of one segment, on the path the table above chooses. Work is queued on the
    engine's streams (CUDA) or done on return (CPU). Errors: the device's, the scratch allocation's.
  */
 zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s);
+
+/* ---- Optimizers that need whole tensors (optimizer.h: direction, whole; tier/whole.h) ---- */
+/* Whether group g's optimizer, as prepared, needs each tensor whole. */
+int zs_optim_needs_whole(const zs_optim *o, int g);
+/* The direction of s's group over s (its state and grad, host memory) into dir (s->n floats). */
+void zs_optim_direction(const zs_optim *o, const zs_optim_seg *s, float *dir);
+/* The scratch floats zs_optim_whole needs for a rows x cols tensor of group g. */
+size_t zs_optim_whole_work(const zs_optim *o, int g, int64_t rows, int64_t cols);
+/* Group g's whole step on the direction x of one tensor (rows x cols, in place), work holding
+   zs_optim_whole_work floats. decay: the tensor's weight decay class (!no_weight_decay). */
+void zs_optim_whole(const zs_optim *o, int g, int decay, float *x, int64_t rows, int64_t cols,
+                    float *work);
 
 #endif

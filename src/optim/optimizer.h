@@ -12,7 +12,9 @@
  * The state a module keeps is listed in its shape (base/opt_shape.h: names, count, dtype): up to
  * ZS_OPT_MAX_STATE arrays, each one value per element of the optimizer range, placed, sharded,
  * offloaded, checkpointed and planned by the engine like the master. Every path of one module must
- * give the same bits (the update is elementwise), whatever the chunking, the pool or the device. */
+ * give the same bits (the update is elementwise), whatever the chunking, the pool or the device;
+ * a module that needs whole tensors (direction, whole) gets them from the engine, and its bits
+ * do not depend on which rank computes a tensor's whole step either. */
 #ifndef ZS_OPTIM_OPTIMIZER_H
 #define ZS_OPTIM_OPTIMIZER_H
 
@@ -66,6 +68,17 @@ struct zs_optimizer {
   zs_status (*dev_update)(zs_dev *d, const zs_opt_mode *m, const void *coef, const zs_opt_state *s,
                           const void *grad, zs_dtype gdt, void *param, zs_dtype pdt, size_t n,
                           void *stream);
+  /* An optimizer whose update needs each tensor whole (Muon; both NULL for an elementwise one).
+     Per tensor of a group on it the step runs: direction over each of this rank's pieces (its
+     state and gradient in, the tensor's update direction out: n fp32 values, host memory), then,
+     on one rank, whole on the tensor's gathered direction (rows x cols, row-major, in place),
+     then host_fn with whole's result as its fp32 gradient (tier/whole.h). Deterministic: the
+     same direction gives the same bits on every rank. */
+  void (*direction)(const void *coef, void *const *state, zs_dtype sdt, const void *grad,
+                    zs_dtype gdt, float *dir, size_t n);
+  /* whole's scratch: work_floats(rows, cols) floats of host memory the caller lends. */
+  size_t (*work_floats)(int64_t rows, int64_t cols);
+  void (*whole)(const void *coef, float *x, int64_t rows, int64_t cols, float *work);
 };
 
 /* Whether mode m's update reads the bf16 params as (part of) its master (ZS_MASTER_REMAINDER,

@@ -4,8 +4,11 @@
  * layers below read the list through base/opt_shape.h (a link-time reference, not an include). */
 #include "optim/adamw/adamw.h"
 #include "optim/lion/lion.h"
+#include "optim/muon/muon.h"
 #include "optim/sgd/sgd.h"
 
-const zs_opt_entry *const zs_opt_registry[] = {
-    [ZS_OPT_ADAMW] = &zs_opt_adamw, [ZS_OPT_SGD] = &zs_opt_sgd, [ZS_OPT_LION] = &zs_opt_lion};
+const zs_opt_entry *const zs_opt_registry[] = {[ZS_OPT_ADAMW] = &zs_opt_adamw,
+                                               [ZS_OPT_SGD] = &zs_opt_sgd,
+                                               [ZS_OPT_LION] = &zs_opt_lion,
+                                               [3] = &zs_opt_muon};
 const int zs_opt_registry_n = (int)(sizeof zs_opt_registry / sizeof zs_opt_registry[0]);

@@ -41,6 +41,11 @@ size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs
                        zs_state_is(&p->table, ZS_ST_GRAD_STAGE, ZS_LIFE_TRANSIENT);
   const size_t grad_red = grad_buf ? zs_plan_add_mul(grad, scratch, 1) : scratch;
   size_t b = zs_plan_add_mul(gathered, grad_red, 1);
+  /* The step's whole-tensor buffers (tier/whole.h), one unit at a time, after the gathers and
+     the reductions are freed: the larger of the two phases. */
+  for (int i = 0; u->units && i < u->n; i++)
+    if (!zs_plan_unit_frozen(u, i) && u->units[i]->whole_floats * sizeof(float) > b)
+      b = u->units[i]->whole_floats * sizeof(float);
   b = zs_plan_add_mul(b, ZS_SQ_NWORDS, sizeof(uint64_t)); /* gradient-norm bins (step.c) */
   const zs_state_table *t = &p->table;
   const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;

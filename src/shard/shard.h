@@ -73,6 +73,16 @@ struct zs_unit {
   uint64_t *set_hash;
   /* Per tensor: its parameter group (zs_unit_set_group; 0, the configuration's, by default). */
   int *group;
+  /* Per tensor: the shard rank that runs its group optimizer's whole step (tier/whole.h), -1 for
+     an elementwise optimizer or a tensor without elements; set at commit, the same on every rank.
+   */
+  int *whole_owner;
+  /* In a step, from zs_tier_whole_begin to zs_tier_whole_end: the whole steps' results over the
+     padded unit (fp32, ZS_MEM_BUFFERS; element a of the flat unit at whole_dir[a]); else NULL. */
+  float *whole_dir;
+  /* The floats of its whole steps' buffers (whole_dir, then the largest such tensor's scratch),
+     for the planner; 0 without whole steps. Set at commit. */
+  size_t whole_floats;
 };
 
 struct zs_shard_ctx {

@@ -206,7 +206,8 @@ static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, uint64_t *rd, uint64_t *
                           u->group[k],
                           u->index,
                           a,
-                          rem ? (uint16_t *)m0 + j : NULL};
+                          rem ? (uint16_t *)m0 + j : NULL,
+                          NULL}; /* no whole steps on this tier (zs_engine_whole_plan) */
       for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
         if (at[ZS_ARR_OPT0 + i] >= 0)
           seg.state[i] = zs_ptr_add(c.span[at[ZS_ARR_OPT0 + i]], j, u->st.s[ZS_ST_OPT(i)].dtype);

@@ -73,26 +73,32 @@ static zs_status mem_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first
   return zs_dev_from_host(t->sh->dev, dst, src, bytes);
 }
 
+zs_optim_seg zs_tier_mem_seg(zs_unit *u, int k, size_t a, size_t b) {
+  const size_t lo = a - u->opt_off;
+  zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
+                      {NULL},
+                      zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
+                      zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
+                      b - a,
+                      u->t[k].no_weight_decay,
+                      zs_unit_on_host(u, ZS_ST_MASTER),
+                      zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
+                      u->group[k],
+                      u->index,
+                      a,
+                      u->rem ? u->rem + lo : NULL,
+                      u->whole_dir && u->whole_owner[k] >= 0 ? u->whole_dir + a : NULL};
+  for (int j = 0; j < ZS_OPT_MAX_STATE; j++)
+    if (u->opt[j]) seg.state[j] = zs_ptr_add(u->opt[j], lo, u->st.s[ZS_ST_OPT(j)].dtype);
+  return seg;
+}
+
 static zs_status mem_update(zs_tiers *t, zs_unit *u) {
   zs_status rc = ZS_OK;
   for (int k = 0; k < u->ntensors && rc == ZS_OK; k++) {
     size_t a, b;
     if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) continue;
-    const size_t lo = a - u->opt_off;
-    zs_optim_seg seg = {u->master ? u->master + lo : NULL, /* lean, remainder: none */
-                        {NULL},
-                        zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
-                        zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
-                        b - a,
-                        u->t[k].no_weight_decay,
-                        zs_unit_on_host(u, ZS_ST_MASTER),
-                        zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
-                        u->group[k],
-                        u->index,
-                        a,
-                        u->rem ? u->rem + lo : NULL};
-    for (int j = 0; j < ZS_OPT_MAX_STATE; j++)
-      if (u->opt[j]) seg.state[j] = zs_ptr_add(u->opt[j], lo, u->st.s[ZS_ST_OPT(j)].dtype);
+    const zs_optim_seg seg = zs_tier_mem_seg(u, k, a, b);
     rc = zs_optim_update(t->optim, &seg);
   }
   return rc;

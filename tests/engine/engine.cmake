@@ -56,6 +56,14 @@ foreach(stage 0 1)
   zs_mpi_test(engine_accum_fp32_np3_stage${stage}_nondet test_engine_train NP 3 ARGS --stage ${stage} --det 0 --reduce-bf16 0 --bf16 1 --micro 4 --steps 1 --state 1 --peek 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine)
 endforeach()
 zs_mpi_test(engine_accum_fp32_np2_stage3_offload_sgd test_engine_train NP 2 ARGS --stage 3 --offload 3 --det 0 --reduce-bf16 0 --sgd 0.9 --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine offload)
+# Muon (--muon: the matrices in a group on it beside AdamW): against the float64 reference at one
+# rank, and bit for bit across splits, stages, world sizes (whichever rank orthogonalises a
+# matrix), offloaded, hybrid, with bf16 moments and in lean mode.
+zs_mpi_test(engine_train_np1_muon test_engine_train NP 1 ARGS --stage 3 --micro 2 --muon 1 --state 1 --nograd 1 LABELS engine)
+zs_engine_equiv(engine_muon_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3" --muon 1 --state 1)
+zs_engine_equiv(engine_muon_splits4_stage1_m16 "2x2;4x1" 1 det REF_STAGE 0 --muon 2 --moments-bf16 1 --reftol 5e-4)
+zs_engine_equiv(engine_muon_det_np4_stage2_hybrid2 4 2 det --muon 1 --group 2)
+zs_engine_equiv(engine_muon_lean_np2_stage3 2 3 det REF_STAGE 0 --muon 1 --bf16 1 --master 3 --reftol 3e-2)
 # Each group its own optimizer (--groups 2: Lion and SGD beside AdamW), with offload and in lean
 # mode.
 zs_mpi_test(engine_group_opts_np2_stage3_offload test_engine_train NP 2 ARGS --stage 3 --offload 3 --micro 2 --groups 2 --state 1 LABELS engine offload)

@@ -259,6 +259,38 @@ static void group_cases(zs_engine *e, zs_unit *u, zs_comm *comm) {
   zs_engine_destroy(s);
 }
 
+/* Muon in a group: its own configuration fields are checked when a group takes it (the engine's
+   AdamW never reads them), and commit refuses a tensor that is not a matrix, naming it, with
+   nothing allocated (the engine then commits once the tensor leaves the group). */
+static void muon_cases(zs_comm *comm) {
+  zs_config c;
+  zs_config_default(&c);
+  c.muon.ns_steps = 0;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  const zs_tensor_desc t[2] = {{"w", 2, {4, 3, 0, 0}, 0}, {"b", 1, {4, 0, 0, 0}, 1}};
+  zs_unit *u = NULL;
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "lin", 2, t, &u));
+  zs_param_group g;
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+  ZS_OK_OR_DIE(zs_optimizer_id("muon", &g.optimizer));
+  int id = -1;
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &g, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "muon.ns_steps"), "Muon's check ran: %s", zs_last_error());
+  zs_engine_destroy(e);
+  c.muon.ns_steps = 5;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "lin", 2, t, &u));
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+  ZS_OK_OR_DIE(zs_unit_set_group(u, -1, id));
+  ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "'lin.b'") && strstr(zs_last_error(), "matrices"),
+            "names the vector: %s", zs_last_error());
+  ZS_OK_OR_DIE(zs_unit_set_group(u, 1, 0));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  zs_engine_destroy(e);
+}
+
 /* The optimizers by name: each name gives the id whose name it is, the public ids are the names
    the header gives them, an unknown name or id is refused naming the known ones, and an unknown id
    in a config is refused at create. */
@@ -266,7 +298,7 @@ static void optimizer_name_cases(zs_comm *comm) {
   static const struct {
     const char *name;
     int id;
-  } known[] = {{"adamw", ZS_OPT_ADAMW}, {"sgd", ZS_OPT_SGD}, {"lion", ZS_OPT_LION}};
+  } known[] = {{"adamw", ZS_OPT_ADAMW}, {"sgd", ZS_OPT_SGD}, {"lion", ZS_OPT_LION}, {"muon", 3}};
   int n = 0, id = -7;
   for (; zs_optimizer_name(n); n++) {
     ZS_OK_OR_DIE(zs_optimizer_id(zs_optimizer_name(n), &id));
@@ -443,6 +475,7 @@ int main(int argc, char **argv) {
               s);
   config_cases(comm);
   optimizer_name_cases(comm);
+  muon_cases(comm);
   precision_cases(comm);
   remainder_cases(comm);
   env_cases(comm);

@@ -140,7 +140,7 @@ static void optim_alone(void) {
       g[i] = grad_of((size_t)i, 11);
     }
     ZS_OK_OR_DIE(zs_optim_prepare(o, &cfg, 1, 3, 0.5));
-    const zs_optim_seg seg = {p, {m, v}, g, p, M, nwd, 0, 0, 0, 0, 0, NULL};
+    const zs_optim_seg seg = {p, {m, v}, g, p, M, nwd, 0, 0, 0, 0, 0, NULL, NULL};
     ZS_OK_OR_DIE(zs_optim_update(o, &seg));
     zs_adamw_coef c;
     zs_adamw_coef_make(&c, cfg.adamw.lr, cfg.adamw.beta1, cfg.adamw.beta2, cfg.adamw.eps,

@@ -31,6 +31,9 @@
  *        some tensors and units; the reference takes each tensor's group's hyperparameters);
  *        --groups 2: the same with group 1 on Lion and group 2 on SGD (momentum 0.8), each
  *        group's optimizer its own (zs_param_group.optimizer)]
+ *        [--muon 1|2 (the matrices embed.w and block.w in a group on Muon beside AdamW, against
+ *        a float64 Muon written from the algorithm; 1: zshard.h's defaults, 2: momentum 0.9
+ *        without nesterov, 3 Newton-Schulz steps, ZS_MUON_LR_MATCH_ADAMW)]
  *        [--accum-fp32 1 (zs_config.grad_accum_fp32 with --bf16 1: the reference sums the
  *        backward's bf16 gradients of each micro-batch in float64) --statetol X (--state's
  *        tolerance; default --reftol)]
@@ -81,6 +84,7 @@ typedef struct {
   int nesterov;
   int lion;   /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
   int groups; /* --groups: test_groups on the tensors test_group_of says */
+  int muon;   /* --muon: the matrices embed.w and block.w in a group on Muon (muon_group) */
   int empty;  /* --empty: a zero-element tensor first in unit tiny */
   int meta;   /* --meta: a user blob saved with the checkpoint and checked after a load */
   int peek;   /* --peek: zs_unit_get_param inside each step, before the update */
@@ -174,6 +178,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->lion = atoi(v);
     else if (!strcmp(k, "--groups"))
       o->groups = atoi(v);
+    else if (!strcmp(k, "--muon"))
+      o->muon = atoi(v);
     else if (!strcmp(k, "--empty"))
       o->empty = atoi(v);
     else if (!strcmp(k, "--meta"))
@@ -234,13 +240,25 @@ static int test_group_of(int u, int k) {
   return 0;
 }
 
+/* --muon: Muon's id, its group (lr 4 times the engine's, weight decay 0.05) and its tensors. */
+static int muon_id(void) {
+  int id = -1;
+  ZS_OK_OR_DIE(zs_optimizer_id("muon", &id));
+  return id;
+}
+static const float muon_lr_scale = 4.0f, muon_wd = 0.05f;
+static int is_muon_tensor(int u, int k) {
+  return (u == 0 || u == 2) && k == 0;
+}
+
 /* Element gi's optimizer: the configuration's; with --groups 2 group 1's is Lion and group 2's
    SGD (their momentum 0.8), beside the configuration's AdamW. */
 static int ref_opt_of(const opts *o, int64_t gi) {
   const int cfg = o->sgd ? ZS_OPT_SGD : o->lion ? ZS_OPT_LION : ZS_OPT_ADAMW;
-  if (o->groups != 2) return cfg;
   int u, k;
   ref_tensor(gi, &u, &k);
+  if (o->muon) return is_muon_tensor(u, k) ? muon_id() : cfg;
+  if (o->groups != 2) return cfg;
   const int g = test_group_of(u, k);
   return g == 1 ? ZS_OPT_LION : g == 2 ? ZS_OPT_SGD : cfg;
 }
@@ -253,6 +271,10 @@ static ref_hp ref_hp_of(const opts *o, int64_t gi) {
   ref_hp h = {o->lr, o->wd, 0.9, o->lion ? 0.99 : 0.999, 1e-8, o->momentum};
   int u, k;
   ref_tensor(gi, &u, &k);
+  if (o->muon && is_muon_tensor(u, k)) {
+    h.lr = (float)(o->lr * muon_lr_scale);
+    h.wd = muon_wd;
+  }
   const int g = o->groups ? test_group_of(u, k) : 0;
   if (g > 0) {
     const zs_param_group *t = &test_groups[g - 1];
@@ -299,6 +321,74 @@ static double lean_round(double p, int64_t t, int64_t gi) {
   return zs_bf16_to_f32((uint16_t)(((u >> 16) & 0x8000u) | mag));
 }
 
+/* Muon's orthogonalisation in float64, from the algorithm (Newton-Schulz quintic,
+   torch.optim.Muon's coefficients and norm floor): x (rows x cols, row-major) in place, times the
+   lr adjustment. */
+static void ref_newton_schulz(double *x, int64_t rows, int64_t cols, int steps, int match_adamw) {
+  const int tr = rows > cols;
+  const int64_t s = tr ? cols : rows, l = tr ? rows : cols;
+  double *X = malloc((size_t)(s * l) * sizeof *X), *Y = malloc((size_t)(s * l) * sizeof *Y);
+  double *A = malloc((size_t)(s * s) * sizeof *A), *B = malloc((size_t)(s * s) * sizeof *B);
+  double nrm = 0;
+  for (int64_t i = 0; i < s; i++)
+    for (int64_t j = 0; j < l; j++) {
+      X[i * l + j] = tr ? x[j * s + i] : x[i * l + j];
+      nrm += X[i * l + j] * X[i * l + j];
+    }
+  nrm = fmax(sqrt(nrm), 1e-7);
+  for (int64_t i = 0; i < s * l; i++)
+    X[i] /= nrm;
+  for (int it = 0; it < steps; it++) {
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < s; j++) {
+        double a = 0;
+        for (int64_t q = 0; q < l; q++)
+          a += X[i * l + q] * X[j * l + q];
+        A[i * s + j] = a;
+      }
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < s; j++) {
+        double aa = 0;
+        for (int64_t q = 0; q < s; q++)
+          aa += A[i * s + q] * A[q * s + j];
+        B[i * s + j] = -4.7750 * A[i * s + j] + 2.0315 * aa;
+      }
+    for (int64_t i = 0; i < s; i++)
+      for (int64_t j = 0; j < l; j++) {
+        double bx = 0;
+        for (int64_t q = 0; q < s; q++)
+          bx += B[i * s + q] * X[q * l + j];
+        Y[i * l + j] = 3.4445 * X[i * l + j] + bx;
+      }
+    memcpy(X, Y, (size_t)(s * l) * sizeof *X);
+  }
+  const double adj = match_adamw ? 0.2 * sqrt(fmax((double)rows, (double)cols))
+                                 : sqrt(fmax(1.0, (double)rows / (double)cols));
+  for (int64_t i = 0; i < s; i++)
+    for (int64_t j = 0; j < l; j++)
+      *(tr ? &x[j * s + i] : &x[i * l + j]) = X[i * l + j] * adj;
+  free(X), free(Y), free(A), free(B);
+}
+
+/* --muon: Muon's momentum and each matrix's orthogonalised direction, into o_out (per element;
+   the parameter update itself is the per-element loop's). */
+static void ref_muon_dirs(ref_state *r, const opts *o, const double *g, double clip, int skip,
+                          double *o_out) {
+  const double mu = o->muon == 2 ? 0.9 : 0.95;
+  for (int u = 0; u < TM_NUNITS; u++)
+    for (int k = 0; k < tm_units[u].ntensors; k++) {
+      if (!is_muon_tensor(u, k) || u == skip) continue;
+      const int64_t b = tm_base(u, k), n = tm_numel(u, k), rows = tm_units[u].t[k].shape[0];
+      for (int64_t i = b; i < b + n; i++) {
+        const double gi = g[i] * clip;
+        r->m[i] = mu * r->m[i] + (1 - mu) * gi;
+        if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
+        o_out[i] = o->muon == 2 ? r->m[i] : (1 - mu) * gi + mu * r->m[i];
+      }
+      ref_newton_schulz(o_out + b, rows, n / rows, o->muon == 2 ? 3 : 5, o->muon == 2);
+    }
+}
+
 /* --nograd: the unit that gets no gradient in step s (zs_unit_no_grad), or -1: in steps 1, 4, 7,
    ... unit s mod TM_NUNITS. */
 static int nograd_unit(const opts *o, int s) {
@@ -342,6 +432,8 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
   r->t++;
   for (int u = 0; u < TM_NUNITS; u++)
     if (u != skip) r->ut[u]++;
+  double *mo = calloc((size_t)n, sizeof *mo); /* --muon: the orthogonalised directions */
+  if (o->muon) ref_muon_dirs(r, o, g, clip, skip, mo);
   for (int64_t i = 0; i < n; i++) {
     if (unit_of[i] == skip) continue;
     const int64_t t = r->ut[unit_of[i]];
@@ -365,6 +457,9 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
       if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
       break;
     }
+    case 3: /* Muon (muon_id()): decoupled decay with the unadjusted lr */
+      r->p[i] = r->p[i] * (1 - h.lr * h.wd) - h.lr * mo[i];
+      break;
     default: { /* AdamW (Loshchilov & Hutter) */
       r->m[i] = h.b1 * r->m[i] + (1 - h.b1) * gi;
       r->v[i] = h.b2 * r->v[i] + (1 - h.b2) * gi * gi;
@@ -379,6 +474,7 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
     }
     if (o->master == ZS_MASTER_LEAN) r->p[i] = lean_round(r->p[i], t, i);
   }
+  free(mo);
   free(g);
   free(unit_of);
 }
@@ -583,6 +679,12 @@ int main(int argc, char **argv) {
   cfg.bucket_bytes = (size_t)o.bucket;
   cfg.device = o.cuda ? ZS_DEVICE_CUDA : ZS_DEVICE_CPU;
   cfg.master = o.master;
+  if (o.muon == 2) { /* zshard.h's defaults with --muon 1 */
+    cfg.muon.momentum = 0.9f;
+    cfg.muon.nesterov = 0;
+    cfg.muon.ns_steps = 3;
+    cfg.muon.adjust_lr = ZS_MUON_LR_MATCH_ADAMW;
+  }
   if (o.lion) {
     cfg.optimizer = ZS_OPT_LION;
     cfg.optim.beta1 = 0.9f;
@@ -640,6 +742,16 @@ int main(int argc, char **argv) {
     ZS_OK_OR_DIE(zs_unit_set_group(units[3], -1, 1));
     ZS_OK_OR_DIE(zs_unit_set_group(units[2], -1, 2));
     ZS_OK_OR_DIE(zs_unit_set_group(units[2], 2, 0));
+  }
+  if (o.muon) { /* the matrices on Muon, the rest on the configuration's AdamW */
+    zs_param_group g;
+    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+    g.optimizer = muon_id(), g.lr_scale = muon_lr_scale, g.weight_decay = muon_wd;
+    int id = -1;
+    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+    for (int u = 0; u < TM_NUNITS; u++)
+      for (int k = 0; k < tm_units[u].ntensors; k++)
+        if (is_muon_tensor(u, k)) ZS_OK_OR_DIE(zs_unit_set_group(units[u], k, id));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (o.budget_free) {
