@@ -359,6 +359,10 @@ ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const fl
    zs_unit_grads_ready (ZS_ERR_STATE otherwise, and for a frozen or zs_unit_no_grad unit).
    Collective as zs_unit_get_param; a failed gather fails the engine. */
 ZS_API zs_status zs_unit_get_grad(zs_unit *u, int t, float *host_full);
+/* Replaces it (bf16 gradients rounded to nearest even) for this step's norm, clipping and update.
+   When zs_unit_get_grad may read; local, with the same values on every rank: zs_engine_step
+   refuses ranks that differ (ZS_ERR_INVALID_ARG on every rank, the step abandoned). */
+ZS_API zs_status zs_unit_set_grad(zs_unit *u, int t, const float *host_full);
 /* Names instead of indices, for programs that keep their own parameter layout.
    zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
    ZS_ERR_INVALID_ARG naming the unit and the name, and listing the unit's tensors, when it has
@@ -637,6 +641,8 @@ ZS_API int zs_engine_num_units(const zs_engine *e);
 ZS_API zs_unit *zs_engine_unit(zs_engine *e, int i);
 ZS_API const char *zs_unit_name(const zs_unit *u);
 ZS_API int64_t zs_unit_numel(const zs_unit *u, int t);
+/* Tensor t of u as added (its name owned by the engine); ZS_ERR_INVALID_ARG out of range. */
+ZS_API zs_status zs_unit_tensor(const zs_unit *u, int t, zs_tensor_desc *out);
 /* The engine's effective configuration (environment variables and defaults resolved), owned by
    the engine; NULL for NULL. */
 ZS_API const zs_config *zs_engine_config(const zs_engine *e);

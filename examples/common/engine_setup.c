@@ -5,6 +5,27 @@
 #include "train_run.h"
 #include "util.h"
 
+/* --optimizer muon: the usual grouping. The engine's optimizer is AdamW; a group on Muon at
+   --muon-lr (its lr_scale against --lr, so the schedule moves both) takes every matrix of the
+   hidden units (all but the first, the embeddings, and the last, the head and final norm). */
+static int muon_groups(ex_run *r) {
+  const ex_train_args *a = &r->a;
+  zs_param_group g;
+  int id = -1;
+  ZS_TRY(zs_engine_group_default(r->eng, &g));
+  ZS_TRY(zs_optimizer_id("muon", &g.optimizer));
+  g.lr_scale = a->muon_lr / a->lr;
+  ZS_TRY(zs_engine_add_group(r->eng, &g, &id));
+  const int n = zs_engine_num_units(r->eng);
+  for (int i = 1; i + 1 < n; i++) {
+    zs_unit *u = zs_engine_unit(r->eng, i);
+    zs_tensor_desc d;
+    for (int t = 0; zs_unit_tensor(u, t, &d) == ZS_OK; t++)
+      if (d.ndim == 2) ZS_TRY(zs_unit_set_group(u, t, id));
+  }
+  return 0;
+}
+
 int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   const ex_train_args *a = &r->a;
   zs_config zc;
@@ -23,7 +44,9 @@ int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   if (a->offload_host_set) zc.offload_host_bytes = a->offload_host_bytes;
   if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
   zc.held_units = held_units;
-  zc.optimizer = a->optimizer;
+  int muon = -1;
+  zs_optimizer_id("muon", &muon);
+  zc.optimizer = a->optimizer == muon ? ZS_OPT_ADAMW : a->optimizer; /* muon: a group of it */
   zc.sgd.momentum = a->momentum;
   zc.optim.lr = a->lr;
   zc.optim.beta1 = a->beta1;
@@ -33,6 +56,7 @@ int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   zc.optim.max_grad_norm = a->grad_clip;
   ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
   TRY(add_units(r->ctx));
+  if (a->optimizer == muon) TRY(muon_groups(r));
   ZS_TRY(zs_engine_commit(r->eng));
   return 0;
 }

@@ -24,6 +24,7 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->eps = 1e-8f;
   t->optimizer = ZS_OPT_ADAMW;
   t->momentum = 0.9f;
+  t->muon_lr = 0.02f;
   t->lr_schedule = EX_LR_COSINE;
   t->warmup = -1; /* resolved to steps / 20 */
   t->stage = 3;
@@ -105,6 +106,7 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--beta2", EX_OPT_FLOAT, &t->beta2},
                         {"--eps", EX_OPT_FLOAT, &t->eps},
                         {"--momentum", EX_OPT_FLOAT, &t->momentum},
+                        {"--muon-lr", EX_OPT_FLOAT, &t->muon_lr},
                         {"--temperature", EX_OPT_FLOAT, &t->temperature},
                         {"--val-frac", EX_OPT_DOUBLE, &t->val_frac},
                         {"--data", EX_OPT_STR, &t->data},
@@ -203,6 +205,8 @@ int ex_train_args_check_shape(ex_train_args *t) {
     return gpt2_fail("--beta1 and --beta2 must be in [0, 1)");
   if (!(t->eps > 0)) return gpt2_fail("--eps must be > 0");
   if (!(t->momentum >= 0)) return gpt2_fail("--momentum must be >= 0");
+  if (!(t->muon_lr > 0) || !(t->lr > 0))
+    return gpt2_fail("--lr and --muon-lr must be > 0 (--muon-lr is a multiple of --lr's schedule)");
   return 0;
 }
 
@@ -232,6 +236,8 @@ void ex_train_args_usage(void) {
       "         [--beta2 F=0.95] [--eps F=1e-8] [--seed N=1337]\n"
       "         [--optimizer %s (default adamw; all but adamw on the CPU device only)]\n"
       "         [--momentum F=0.9 (sgd's; lion takes --beta1/--beta2, its paper's 0.9/0.99)]\n"
+      "         [--muon-lr F=0.02 (muon: the hidden blocks' matrices on Muon at this peak lr,\n"
+      "         on --lr's schedule; embeddings, head, norms and biases on AdamW at --lr)]\n"
       " lr:     step s < N (the warm-up) trains at lr x (s+1)/N: lr/N at step 0, the peak at step\n"
       "         N-1 (not a warm-up from zero). Then, to lr x min-frac at the last step S-1:\n"
       "         cosine: half a cosine from the peak at step N; linear: a straight line from the\n"

@@ -15,6 +15,7 @@ typedef struct {
   float lr, lr_min_frac, weight_decay, grad_clip, beta1, beta2, eps;
   int optimizer;  /* --optimizer NAME: zs_config.optimizer (zs_optimizer_id) */
   float momentum; /* --momentum: SGD's (zs_config.sgd.momentum) */
+  float muon_lr;  /* --muon-lr: with --optimizer muon, the hidden matrices' peak lr */
   int warmup;
   ex_lr_schedule lr_schedule; /* --lr-schedule (common/lr_schedule.h) */
   int stage;

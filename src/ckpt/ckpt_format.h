@@ -96,10 +96,11 @@ typedef struct {
   char arrays[ZS_CKPT_MAX_ARRAYS][32]; /* their names ("master", "exp_avg", ...) */
   float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
   /* The parameter groups after group 0 (key "groups", written when there are any): each one's
-     lr_scale, weight_decay, beta1, beta2, eps, momentum and optimizer (its name), as
-     zs_param_group. */
-  int ngroups; /* 1 + the groups listed */
-  zs_param_group groups[ZS_MAX_PARAM_GROUPS];
+     lr_scale, weight_decay, beta1, beta2, eps and momentum, as zs_param_group. */
+  int ngroups;                                /* 1 + the groups listed */
+  zs_param_group groups[ZS_MAX_PARAM_GROUPS]; /* (their optimizer field unused here) */
+  /* Each group's optimizer's name (key "optimizer"; "" when absent: the checkpoint's). */
+  char group_optimizer[ZS_MAX_PARAM_GROUPS][16];
   /* The program's own blob (zs_engine_set_user_meta; key "user_meta", hex, written when any):
      owned by the manifest (malloc'd; zs_ckpt_manifest_free frees it). */
   unsigned char *user_meta;

@@ -10,7 +10,6 @@
 #include <xxhash.h>
 
 #include "base/error.h"
-#include "base/opt_shape.h"
 #include "ckpt/ckpt_format.h"
 
 #define CK_KEY "\"manifest_xxh64\""
@@ -125,8 +124,8 @@ static int write_groups(cJSON *r, const zs_ckpt_manifest *m) {
     group_values(&m->groups[i], v);
     for (int k = 0; k < 6; k++)
       if (!cJSON_AddNumberToObject(o, group_keys[k], v[k])) return 0;
-    const char *opt = zs_optimizer_name(m->groups[i].optimizer);
-    if (!opt || !cJSON_AddStringToObject(o, "optimizer", opt)) return 0;
+    if (m->group_optimizer[i][0] && !cJSON_AddStringToObject(o, "optimizer", m->group_optimizer[i]))
+      return 0;
   }
   return 1;
 }
@@ -309,15 +308,12 @@ static zs_status parse_groups(const cJSON *root, zs_ckpt_manifest *m) {
       if (!cJSON_IsObject(o) || !get_float(o, group_keys[k], &v[k]))
         return bad("a parameter group has a missing or non-finite value");
     /* Its optimizer's name (absent before groups had their own: the checkpoint's). */
-    char name[16];
-    int id = -1;
-    if (!cJSON_GetObjectItemCaseSensitive(o, "optimizer"))
-      strcpy(name, m->optimizer);
-    else if (!get_str(o, "optimizer", name, sizeof name))
+    char *name = m->group_optimizer[m->ngroups];
+    name[0] = '\0';
+    if (cJSON_GetObjectItemCaseSensitive(o, "optimizer") &&
+        !get_str(o, "optimizer", name, sizeof m->group_optimizer[0]))
       return bad("a parameter group's optimizer is not a short name");
-    if (zs_optimizer_id(name, &id) != ZS_OK)
-      return bad("a parameter group's optimizer is unknown to this zshard");
-    m->groups[m->ngroups++] = (zs_param_group){v[0], v[1], v[2], v[3], v[4], v[5], id};
+    m->groups[m->ngroups++] = (zs_param_group){v[0], v[1], v[2], v[3], v[4], v[5], -1};
   }
   return ZS_OK;
 }

@@ -125,6 +125,17 @@ void zs_engine_set_clear(zs_engine *e, int params_only) {
   }
 }
 
+void zs_engine_set_clear_grads(zs_engine *e) {
+  e->set_pending = 0;
+  for (int i = 0; i < e->nunits; i++) {
+    zs_unit *u = e->units[i];
+    for (size_t r = 0; r < (size_t)u->ntensors * ZS_SET_SLOTS; r++) {
+      if (r % ZS_SET_SLOTS == ZS_SET_GRAD_SLOT) u->set_hash[r] = 0;
+      if (u->set_hash[r]) e->set_pending = 1;
+    }
+  }
+}
+
 /* One word of every record (which tensors were set, and the hash of their values), 0 when none:
    equal on ranks that set the same tensors to the same values since the last agreement. */
 static uint64_t set_word(const zs_engine *e) {
@@ -186,7 +197,9 @@ static zs_status set_mismatch(zs_engine *e) {
         const zs_unit *u = e->units[i];
         const int t = (int)(r / ZS_SET_SLOTS), slot = (int)(r % ZS_SET_SLOTS);
         char what[160];
-        if (slot)
+        if (slot == ZS_SET_GRAD_SLOT)
+          snprintf(what, sizeof what, "the gradient (zs_unit_set_grad) of ");
+        else if (slot)
           snprintf(what, sizeof what, "optimizer state '%s' of ",
                    zs_opt_shape_of(&e->cfg)->state_name[slot - 1]);
         else

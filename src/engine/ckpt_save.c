@@ -218,6 +218,9 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->max_grad_norm = e->cfg.optim.max_grad_norm;
   m->ngroups = e->ngroups;
   memcpy(m->groups, e->groups, sizeof m->groups);
+  for (int g = 1; g < e->ngroups; g++)
+    snprintf(m->group_optimizer[g], sizeof m->group_optimizer[g], "%s",
+             zs_optimizer_name(e->groups[g].optimizer));
   if (e->user_meta_bytes) { /* a copy: the manifest owns its blob */
     if (!(m->user_meta = malloc(e->user_meta_bytes)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");

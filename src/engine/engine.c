@@ -526,6 +526,13 @@ const char *zs_unit_name(const zs_unit *u) {
 int64_t zs_unit_numel(const zs_unit *u, int t) {
   return (u && t >= 0 && t < u->ntensors) ? (int64_t)u->lay.numel[t] : -1;
 }
+zs_status zs_unit_tensor(const zs_unit *u, int t, zs_tensor_desc *out) {
+  if (!u || !out || t < 0 || t >= u->ntensors)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_unit_tensor: NULL unit or out, or no tensor %d (0..%d)",
+                  t, u ? u->ntensors - 1 : -1);
+  *out = u->t[t];
+  return ZS_OK;
+}
 const zs_config *zs_engine_config(const zs_engine *e) {
   return e ? &e->cfg : NULL;
 }

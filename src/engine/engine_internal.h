@@ -161,6 +161,8 @@ zs_status zs_engine_check_tensor(const zs_unit *u, int t, const void *host, cons
 /* Forgets the records (every slot; params_only: slot 0's): those values are known to be equal on
    every rank (agreed at a step, loaded from a checkpoint; broadcast params). Local. */
 void zs_engine_set_clear(zs_engine *e, int params_only);
+/* Forgets the gradients' records (zs_unit_set_grad): a new step's gradients replace them. */
+void zs_engine_set_clear_grads(zs_engine *e);
 /* Every rank resolved the same configuration (the sharding, dtypes, precision modes with lean
    mode's rounding_seed, and the optimizer and its hyperparameters: cfg_words in calls.c):
    ZS_ERR_INVALID_ARG naming the first field that differs, with both values, on every rank (all

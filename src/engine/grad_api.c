@@ -1,4 +1,5 @@
-/* Reading a tensor's reduced gradient inside a step (zs_unit_get_grad). */
+/* Reading and writing a tensor's reduced gradient inside a step (zs_unit_get_grad,
+ * zs_unit_set_grad). */
 #include <stdlib.h>
 
 #include "base/bf16.h"
@@ -8,8 +9,7 @@
 
 /* The refusals: a usable unit, tensor and buffer; inside a step, after the unit's last
    grads_ready; a unit that has a gradient this step. */
-static zs_status check_grad_call(const zs_unit *u, int t, const float *host) {
-  static const char *fn = "zs_unit_get_grad";
+static zs_status check_grad_call(const zs_unit *u, int t, const float *host, const char *fn) {
   ZS_CHECK(zs_engine_check_tensor(u, t, host, fn));
   const zs_engine *e = u->e;
   if (e->state == ZS_ENGINE_FAILED)
@@ -56,7 +56,7 @@ static zs_status whole_grad(zs_engine *e, zs_unit *u, zs_dtype gd, void *buf, co
 }
 
 zs_status zs_unit_get_grad(zs_unit *u, int t, float *host_full) {
-  ZS_CHECK(check_grad_call(u, t, host_full));
+  ZS_CHECK(check_grad_call(u, t, host_full, "zs_unit_get_grad"));
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_GRAD, u);
   const zs_dtype gd = u->st.s[zs_state_home(&u->st, ZS_ST_GRAD_FULL)].dtype;
@@ -81,4 +81,39 @@ zs_status zs_unit_get_grad(zs_unit *u, int t, float *host_full) {
   free(tmp);
   if (gather) zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, buf, P * es, NULL);
   return rc == ZS_OK ? rc : zs_engine_fail(e, rc);
+}
+
+zs_status zs_unit_set_grad(zs_unit *u, int t, const float *host_full) {
+  ZS_CHECK(check_grad_call(u, t, host_full, "zs_unit_set_grad"));
+  zs_engine *e = u->e;
+  zs_dev *d = &e->dev;
+  /* The reductions that write this rank's part are done before it is overwritten. */
+  zs_status rc = zs_coll_sync(e->world, d->comm_stream);
+  if (rc == ZS_OK && e->shard != e->world) rc = zs_coll_sync(e->shard, d->comm_stream);
+  if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_dev_sync(d, d->comm_stream);
+  if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "zs_unit_set_grad"));
+  /* What the optimizer reads: the tensor's piece of this rank's optimizer range, the sum
+     (the mean times world * micro_steps) in the accumulator's dtype. */
+  size_t a, b;
+  const size_t n = u->lay.numel[t];
+  if (zs_layout_overlap(&u->lay, t, u->opt_off, u->opt_off + u->opt_n, &a, &b)) {
+    const zs_dtype gd = u->st.s[zs_state_home(&u->st, ZS_ST_GRAD_FULL)].dtype;
+    const size_t m = b - a, es = zs_dtype_size(gd), first = a - u->lay.off[t];
+    const float scale = (float)((double)e->world_size * (double)e->micro_steps);
+    void *tmp = malloc(m * es);
+    if (!tmp) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_set_grad: out of host memory");
+    for (size_t i = 0; i < m; i++) {
+      const float v = host_full[first + i] * scale;
+      if (gd == ZS_BF16)
+        ((uint16_t *)tmp)[i] = zs_f32_to_bf16(v);
+      else
+        ((float *)tmp)[i] = v;
+    }
+    rc = zs_dev_from_host(d, zs_unit_home_at(u, ZS_ST_GRAD_FULL, a), tmp, m * es);
+    free(tmp);
+    if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "zs_unit_set_grad"));
+  }
+  zs_engine_set_record(u, t, ZS_SET_GRAD_SLOT, host_full, n);
+  return ZS_OK;
 }

@@ -27,6 +27,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
   e->step_t0 = zs_clock_now_s();
   e->check_t0 = zs_engine_check_seconds(e);
+  if (e->set_pending) zs_engine_set_clear_grads(e); /* an abandoned step's */
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     u->grads_ready_count = 0;

@@ -22,8 +22,10 @@
 
 typedef struct zs_shard_ctx zs_shard_ctx;
 
-/* Records per tensor of the values written since the last agreement: params, then each state. */
-#define ZS_SET_SLOTS (1 + ZS_OPT_MAX_STATE)
+/* Records per tensor of the values written since the last agreement: params, then each state,
+   then the gradient (ZS_SET_GRAD_SLOT: zs_unit_set_grad). */
+#define ZS_SET_SLOTS (2 + ZS_OPT_MAX_STATE)
+#define ZS_SET_GRAD_SLOT (1 + ZS_OPT_MAX_STATE)
 
 struct zs_unit {
   zs_engine *e;      /* the owner (opaque here) */
@@ -67,7 +69,8 @@ struct zs_unit {
   int no_grad;           /* zs_unit_no_grad in this step: no reduction, norm or update */
   int64_t opt_steps;     /* the optimizer steps this unit took (its t; frozen units count too) */
   int grad_shard_valid;  /* stage 2-3: grad_shard holds a reduced value this step */
-  /* Per tensor, ZS_SET_SLOTS records each (slot 0 the params, 1 + i the optimizer's state i): a
+  /* Per tensor, ZS_SET_SLOTS records each (slot 0 the params, 1 + i the optimizer's state i, then
+     the gradient): a
      hash of the values zs_unit_set_param / zs_unit_set_state last wrote since the ranks last
      agreed on them (src/engine/calls.c), 0 when none; the step's agreement compares them. */
   uint64_t *set_hash;

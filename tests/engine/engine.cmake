@@ -43,7 +43,7 @@ foreach(stage 0 1 2 3)
   zs_engine_equiv(engine_splits6_stage${stage} "1x6;2x3;3x2" ${stage} det REF_STAGE 0 --empty 1)
   zs_engine_equiv(engine_splits4_stage${stage}_bf16 "2x2;4x1" ${stage} det REF_STAGE 0 --bf16 1 --reftol 3e-2)
 endforeach()
-zs_engine_equiv(engine_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3" --groups 1 --peek 1 --state 1 --nograd 1)
+zs_engine_equiv(engine_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3" --groups 1 --peek 1 --set-grad 1 --state 1 --nograd 1)
 # fp32 accumulation of bf16 gradients (zs_config.grad_accum_fp32): after one step of 4 micro-steps,
 # m and v are those of the float64 sum of the backward's bf16 micro-batch gradients to 1e-7 (with
 # bf16 accumulation 120 elements miss by up to 1e-4); every stage, offload, SGD, Lion in lean mode;
@@ -133,7 +133,7 @@ zs_engine_equiv(engine_det_np4_stage3_noprefetch 4 3 det --prefetch 0)
 zs_engine_equiv(engine_det_np4_stage3_prefetch3 4 3 det --prefetch 3)
 zs_engine_equiv(engine_det_np2_stage2_noclip 2 2 det --clip 0)
 zs_engine_equiv(engine_det_np4_stage3_hybrid2 4 3 det --group 2)
-zs_engine_equiv(engine_det_np4_stage1_hybrid2 4 1 det --group 2 --peek 1)
+zs_engine_equiv(engine_det_np4_stage1_hybrid2 4 1 det --group 2 --peek 1 --set-grad 1)
 zs_mpi_test(engine_train_np4_stage3_hybrid_nondet test_engine_train NP 4 ARGS --stage 3 --det 0 --group 2 --peek 1 LABELS engine)
 zs_mpi_test(engine_train_np2_stage3_bf16 test_engine_train NP 2 ARGS --stage 3 --bf16 1 --reftol 3e-2 LABELS engine)
 zs_mpi_test(engine_train_np2_stage0_bf16 test_engine_train NP 2 ARGS --stage 0 --bf16 1 --det 0 --reftol 3e-2 LABELS engine)

@@ -306,10 +306,13 @@ static void config_case(zs_comm *comm) {
 
 /* D6: optimizer state written differently per rank (zs_unit_set_state) is refused at the next
    step, naming the state, also when the same params are set after it (a record per array) or
-   params are broadcast (which repairs params, not state); the same values on every rank pass. */
+   params are broadcast (which repairs params, not state); the same values on every rank pass.
+   The same for a gradient written inside the step (zs_unit_set_grad; cases 4 and 5: the same
+   values, then per-rank values), which is refused at that step's update and leaves the engine
+   usable (the next step passes). */
 static void state_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 6; k++) {
     zs_config cfg;
     zs_config_default(&cfg);
     cfg.stage = 0; /* every rank holds the whole state: its own writes stay its own */
@@ -322,7 +325,7 @@ static void state_case(zs_comm *comm) {
     ZS_OK_OR_DIE(zs_engine_commit(e));
     float v[NEL];
     for (int i = 0; i < NEL; i++)
-      v[i] = 0.25f * (float)(i + (k > 0 ? rank : 0)); /* case 0: the same on every rank */
+      v[i] = 0.25f * (float)(i + (k > 0 && k < 4 ? rank : 0)); /* 0, 4, 5: the same */
     ZS_OK_OR_DIE(zs_unit_set_state(u, 0, "exp_avg", v));
     for (int i = 0; i < NEL; i++)
       v[i] = 0.5f;
@@ -332,12 +335,25 @@ static void state_case(zs_comm *comm) {
     ZS_OK_OR_DIE(zs_unit_gather(u));
     ZS_OK_OR_DIE(zs_unit_grads_ready(u));
     ZS_OK_OR_DIE(zs_unit_release(u));
+    if (k >= 4) {
+      for (int i = 0; i < NEL; i++)
+        v[i] = 0.125f * (float)(i + (k == 5 ? rank : 0));
+      ZS_OK_OR_DIE(zs_unit_set_grad(u, 0, v));
+    }
     const zs_status rc = zs_engine_step(e, NULL);
     const char *msg = rc == ZS_OK ? "" : zs_last_error();
     printf("state rank %d case %d: step %s: %s\n", rank, k, zs_status_str(rc), msg);
-    if (k == 0)
-      ZS_EXPECT(rc == ZS_OK, "rank %d: the same state on every rank is refused: %s", rank, msg);
-    else
+    if (k == 0 || k == 4)
+      ZS_EXPECT(rc == ZS_OK, "rank %d: the same values on every rank are refused: %s", rank, msg);
+    else if (k == 5) {
+      ZS_EXPECT(rc == ZS_ERR_INVALID_ARG && strstr(msg, "gradient (zs_unit_set_grad)"),
+                "rank %d: per-rank gradients passed the step: %s %s", rank, zs_status_str(rc), msg);
+      ZS_OK_OR_DIE(zs_engine_begin_step(e, 1)); /* the engine stays usable */
+      ZS_OK_OR_DIE(zs_unit_gather(u));
+      ZS_OK_OR_DIE(zs_unit_grads_ready(u));
+      ZS_OK_OR_DIE(zs_unit_release(u));
+      ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+    } else
       ZS_EXPECT(rc == ZS_ERR_INVALID_ARG && strstr(msg, "optimizer state 'exp_avg'"),
                 "rank %d case %d: per-rank state passed the step: %s %s", rank, k,
                 zs_status_str(rc), msg);

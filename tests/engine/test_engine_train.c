@@ -23,6 +23,8 @@
  *        [--peek 1 (each step reads every tensor with zs_unit_get_param and zs_unit_get_grad
  *        between the backward and zs_engine_step: the values before the update and the mean
  *        gradient, checked against the reference)]
+ *        [--set-grad 1 (with --peek: zs_unit_set_grad writes half of head.w's gradient, which
+ *        zs_unit_get_grad then reads back, and the reference halves it before the norm)]
  *        [--meta 1 (--save stores a blob naming its step, zs_engine_set_user_meta; --load checks
  *        that zs_engine_user_meta gives it back)]
  *        [--empty 1 (unit tiny gets a zero-element tensor of shape 0 x 4 before its own: the
@@ -82,16 +84,17 @@ typedef struct {
   int sgd;      /* zs_config.optimizer = ZS_OPT_SGD, with momentum, dampening, nesterov */
   float momentum, dampening;
   int nesterov;
-  int lion;   /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
-  int groups; /* --groups: test_groups on the tensors test_group_of says */
-  int muon;   /* --muon: the matrices embed.w and block.w in a group on Muon (muon_group) */
-  int empty;  /* --empty: a zero-element tensor first in unit tiny */
-  int meta;   /* --meta: a user blob saved with the checkpoint and checked after a load */
-  int peek;   /* --peek: zs_unit_get_param inside each step, before the update */
-  int state;  /* --state: zs_unit_get_state / zs_unit_set_state after the last step */
-  int nograd; /* --nograd: zs_unit_no_grad on the units nograd_unit says */
-  int accum;  /* --accum-fp32: zs_config.grad_accum_fp32; the reference's gradient is the sum of
-                 the backward's bf16 micro-batch gradients (from the bf16 compute copy) */
+  int lion;    /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
+  int groups;  /* --groups: test_groups on the tensors test_group_of says */
+  int muon;    /* --muon: the matrices embed.w and block.w in a group on Muon (muon_group) */
+  int empty;   /* --empty: a zero-element tensor first in unit tiny */
+  int meta;    /* --meta: a user blob saved with the checkpoint and checked after a load */
+  int peek;    /* --peek: zs_unit_get_param inside each step, before the update */
+  int setgrad; /* --set-grad: zs_unit_set_grad halves head.w's gradient in every step */
+  int state;   /* --state: zs_unit_get_state / zs_unit_set_state after the last step */
+  int nograd;  /* --nograd: zs_unit_no_grad on the units nograd_unit says */
+  int accum;   /* --accum-fp32: zs_config.grad_accum_fp32; the reference's gradient is the sum of
+                  the backward's bf16 micro-batch gradients (from the bf16 compute copy) */
   float clip, wd, lr;
   double tol, reftol, statetol; /* statetol: --state's (default reftol) */
   double budget;                /* --budget-frac; < 0: no budget */
@@ -186,6 +189,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->meta = atoi(v);
     else if (!strcmp(k, "--peek"))
       o->peek = atoi(v);
+    else if (!strcmp(k, "--set-grad"))
+      o->setgrad = atoi(v);
     else if (!strcmp(k, "--state"))
       o->state = atoi(v);
     else if (!strcmp(k, "--dampening"))
@@ -420,8 +425,9 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
   double sq = 0;
   for (int64_t i = 0; i < n; i++) {
     g[i] /= (double)nb;
+    r->g[i] = g[i];                                             /* zs_unit_get_grad's */
+    if (o->setgrad && unit_of[i] == TM_NUNITS - 1) g[i] *= 0.5; /* zs_unit_set_grad's */
     if (unit_of[i] != skip) sq += g[i] * g[i];
-    r->g[i] = g[i];
   }
   if (nonfinite) {
     free(g);
@@ -826,6 +832,21 @@ int main(int argc, char **argv) {
           else
             ZS_OK_OR_DIE(zs_unit_get_grad(units[u], k, grads + tm_base(u, k)));
         }
+      if (o.setgrad && skip != TM_NUNITS - 1) { /* head.w's gradient halved, read back */
+        const int64_t b = tm_base(TM_NUNITS - 1, 0), hn = tm_numel(TM_NUNITS - 1, 0);
+        float *half = malloc((size_t)hn * sizeof *half), *back = malloc((size_t)hn * sizeof *back);
+        for (int64_t i = 0; i < hn; i++)
+          half[i] = 0.5f * grads[b + i];
+        ZS_OK_OR_DIE(zs_unit_set_grad(units[TM_NUNITS - 1], 0, half));
+        ZS_OK_OR_DIE(zs_unit_get_grad(units[TM_NUNITS - 1], 0, back));
+        for (int64_t i = 0; i < hn; i++)
+          ZS_EXPECT(fabsf(back[i] - half[i]) <= (o.bf16 ? 4e-3f : 1e-6f) * fabsf(half[i]) + 1e-30f,
+                    "step %d: zs_unit_get_grad after zs_unit_set_grad gives %.9g at %lld, set "
+                    "%.9g",
+                    s, (double)back[i], (long long)i, (double)half[i]);
+        free(half);
+        free(back);
+      }
       for (int64_t i = 0; i < tm_total(); i++)
         ZS_EXPECT(fabs((double)v[i] - ref.p[i]) <= o.reftol * (1.0 + fabs(ref.p[i])),
                   "step %d: zs_unit_get_param inside the step gives %.9g at %lld, the reference "

@@ -6,6 +6,7 @@
 #   optimizer --grad-clip < 0 refused; --warmup >= --steps warns once on stderr; --beta1/--eps
 #             reach the engine (the defaults' values give the default run's losses, others not);
 #             --optimizer sgd|lion and --momentum reach it, an unknown optimizer is refused;
+#             --optimizer muon puts the block's matrices in a Muon group at --muon-lr;
 #             --grad-accum-dtype fp32 changes a bf16 run with micro-steps
 #   sample    none by default on a token file, on request (--sample-lines 1) there; text: yes
 #   nvme      --nvme-path DIR (created) with --offload-host-bytes 5M puts state on the tier
@@ -57,7 +58,7 @@ missing=0
 for want in "--batch B=4" "--seq T=64" "--steps S=100" "--lr F=1e-3" "--stage 0..3 (default 3)" \
   "--beta1 F=0.9" "--beta2 F=0.95" "--eps F=1e-8" "--grad-clip F=1" "--warmup N (default S/20" \
   "--lr-schedule cosine|linear|constant|wsd (default cosine)" "--nvme-path DIR" \
-  "--offload-host-bytes BYTES" "--optimizer adamw|sgd|lion (default adamw" "--momentum F=0.9"; do
+  "--offload-host-bytes BYTES" "--optimizer adamw|sgd|lion|muon (default adamw" "--muon-lr F=0.02" "--momentum F=0.9"; do
   [[ $help == *"$want"* ]] || { bad "--help lacks \"$want\""; missing=1; }
 done
 [ $missing = 0 ] && ok "--help shows the defaults"
@@ -95,6 +96,15 @@ if [ -n "$sgd" ] && [ -n "$lion" ] && [ "$sgd" != "$base" ] && [ "$sgd" != "$sgd
   ok "--optimizer sgd|lion and --momentum reach the engine"
 else
   bad "--optimizer: adamw [$base] sgd [$sgd] sgd m0.5 [$sgd2] lion [$lion]"
+fi
+
+muon=$(losses --optimizer muon)
+muon2=$(losses --optimizer muon --muon-lr 0.05)
+groups=$("$EXE" $TINY --steps 1 --sample-lines 0 --optimizer muon 2>&1 | grep -c "group 1 on muon")
+if [ -n "$muon" ] && [ "$muon" != "$base" ] && [ "$muon" != "$muon2" ] && [ "$groups" -ge 1 ]; then
+  ok "--optimizer muon and --muon-lr reach the engine (a Muon group)"
+else
+  bad "--optimizer muon: adamw [$base] muon [$muon] muon-lr 0.05 [$muon2] info lines [$groups]"
 fi
 
 # ---- sample: text by default, token files only on request
