@@ -127,6 +127,7 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     size_t work = 0;
+    int chans = 0;
     u->whole_floats = 0;
     for (int k = 0; k < u->ntensors; k++) {
       zs_config c;
@@ -151,8 +152,9 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       u->whole_owner[k] = best;
       const size_t w = m->work_floats(rows, n / rows);
       if (w > work) work = w;
+      if (m->whole_in > chans) chans = m->whole_in;
     }
-    if (work) u->whole_floats = zs_plan_padded(&e->plan, u->lay.numel_total) + work;
+    if (work) u->whole_floats = zs_plan_padded(&e->plan, u->lay.numel_total) * (size_t)chans + work;
   }
   return ZS_OK;
 }

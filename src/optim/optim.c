@@ -253,20 +253,29 @@ zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s) {
   return ZS_OK;
 }
 
-int zs_optim_needs_whole(const zs_optim *o, int g) {
-  return g >= 0 && g < ZS_MAX_PARAM_GROUPS && o->mod[g]->whole != NULL;
+void zs_optim_whole_channels(const zs_optim *o, int g, int *in, int *out) {
+  const zs_optimizer *m = g >= 0 && g < ZS_MAX_PARAM_GROUPS ? o->mod[g] : NULL;
+  *in = m && m->whole ? m->whole_in : 0;
+  *out = m && m->whole ? m->whole_out : 0;
 }
 
-void zs_optim_direction(const zs_optim *o, const zs_optim_seg *s, float *dir) {
-  o->mod[s->group]->direction(coef_of(o, s->group, !s->no_weight_decay), s->state,
-                              o->cfg.mode.state_dt, s->grad, o->cfg.grad_dtype, dir, s->n);
+void zs_optim_gather(const zs_optim *o, const zs_optim_seg *s, float *const *in) {
+  const zs_opt_state st = seg_state(o, s);
+  o->mod[s->group]->gather(coef_of(o, s->group, !s->no_weight_decay), &st, o->cfg.mode.state_dt,
+                           s->grad, o->cfg.grad_dtype, in, s->n);
 }
 
 size_t zs_optim_whole_work(const zs_optim *o, int g, int64_t rows, int64_t cols) {
   return o->mod[g]->work_floats(rows, cols);
 }
 
-void zs_optim_whole(const zs_optim *o, int g, int decay, float *x, int64_t rows, int64_t cols,
-                    float *work) {
-  o->mod[g]->whole(coef_of(o, g, decay), x, rows, cols, work);
+void zs_optim_whole(const zs_optim *o, int g, int decay, float *const *ch, int64_t rows,
+                    int64_t cols, float *work) {
+  o->mod[g]->whole(coef_of(o, g, decay), ch, rows, cols, work);
+}
+
+void zs_optim_store(const zs_optim *o, const zs_optim_seg *s, const float *const *out) {
+  const zs_optimizer *m = o->mod[s->group];
+  if (m->store)
+    m->store(coef_of(o, s->group, !s->no_weight_decay), s->state, o->cfg.mode.state_dt, out, s->n);
 }

@@ -146,16 +146,19 @@ typedef struct {
  */
 zs_status zs_optim_update(zs_optim *o, const zs_optim_seg *s);
 
-/* ---- Optimizers that need whole tensors (optimizer.h: direction, whole; tier/whole.h) ---- */
-/* Whether group g's optimizer, as prepared, needs each tensor whole. */
-int zs_optim_needs_whole(const zs_optim *o, int g);
-/* The direction of s's group over s (its state and grad, host memory) into dir (s->n floats). */
-void zs_optim_direction(const zs_optim *o, const zs_optim_seg *s, float *dir);
+/* ---- Optimizers that need whole tensors (optimizer.h: gather, whole, store; tier/whole.h) ---- */
+/* The channels group g's optimizer, as prepared, gathers per element and returns from its whole
+   step (*in, *out); both 0 for an elementwise one. */
+void zs_optim_whole_channels(const zs_optim *o, int g, int *in, int *out);
+/* s's gather into the channels in (each s->n floats). */
+void zs_optim_gather(const zs_optim *o, const zs_optim_seg *s, float *const *in);
 /* The scratch floats zs_optim_whole needs for a rows x cols tensor of group g. */
 size_t zs_optim_whole_work(const zs_optim *o, int g, int64_t rows, int64_t cols);
-/* Group g's whole step on the direction x of one tensor (rows x cols, in place), work holding
+/* Group g's whole step on the channels ch of one tensor (rows x cols), work holding
    zs_optim_whole_work floats. decay: the tensor's weight decay class (!no_weight_decay). */
-void zs_optim_whole(const zs_optim *o, int g, int decay, float *x, int64_t rows, int64_t cols,
-                    float *work);
+void zs_optim_whole(const zs_optim *o, int g, int decay, float *const *ch, int64_t rows,
+                    int64_t cols, float *work);
+/* s's store from the whole step's channels out (each s->n floats; a no-op without one). */
+void zs_optim_store(const zs_optim *o, const zs_optim_seg *s, const float *const *out);
 
 #endif

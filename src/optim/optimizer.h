@@ -13,7 +13,7 @@
  * ZS_OPT_MAX_STATE arrays, each one value per element of the optimizer range, placed, sharded,
  * offloaded, checkpointed and planned by the engine like the master. Every path of one module must
  * give the same bits (the update is elementwise), whatever the chunking, the pool or the device;
- * a module that needs whole tensors (direction, whole) gets them from the engine, and its bits
+ * a module that needs whole tensors (gather, whole, store) gets them from the engine, and its bits
  * do not depend on which rank computes a tensor's whole step either. */
 #ifndef ZS_OPTIM_OPTIMIZER_H
 #define ZS_OPTIM_OPTIMIZER_H
@@ -26,6 +26,9 @@
 #include "offload/worker_pool.h"
 #include "optim/lean.h"
 #include "zshard.h"
+
+/* The most channels a whole-tensor optimizer gathers per element (zs_optimizer.whole_in). */
+#define ZS_OPT_MAX_CHANNELS 4
 
 /* The most bytes of one step's coefficients (a module's prepare writes at most this many). */
 #define ZS_OPT_COEF_BYTES 128
@@ -68,17 +71,23 @@ struct zs_optimizer {
   zs_status (*dev_update)(zs_dev *d, const zs_opt_mode *m, const void *coef, const zs_opt_state *s,
                           const void *grad, zs_dtype gdt, void *param, zs_dtype pdt, size_t n,
                           void *stream);
-  /* An optimizer whose update needs each tensor whole (Muon; both NULL for an elementwise one).
-     Per tensor of a group on it the step runs: direction over each of this rank's pieces (its
-     state and gradient in, the tensor's update direction out: n fp32 values, host memory), then,
-     on one rank, whole on the tensor's gathered direction (rows x cols, row-major, in place),
-     then host_fn with whole's result as its fp32 gradient (tier/whole.h). Deterministic: the
-     same direction gives the same bits on every rank. */
-  void (*direction)(const void *coef, void *const *state, zs_dtype sdt, const void *grad,
-                    zs_dtype gdt, float *dir, size_t n);
-  /* whole's scratch: work_floats(rows, cols) floats of host memory the caller lends. */
+  /* An optimizer whose update needs each tensor whole (Muon, Adafactor; all 0 and NULL for an
+     elementwise one). Per tensor of a group on it the step runs (tier/whole.h): gather on each of
+     this rank's pieces, its state, gradient and fp32 master in (s->master: NULL in the modes
+     without one), whole_in fp32 values per element out (channel c at in[c]); then, on one rank,
+     whole on the tensor's gathered channels (rows x cols, row-major), which writes whole_out <=
+     whole_in channels in place of the first ones (it reads its inputs before it writes them):
+     channel 0 is what host_fn then reads as its fp32 gradient, the others store's; then store
+     (NULL: none) on each piece, its state from those channels. Deterministic: the same inputs
+     give the same bits on every rank. work_floats(rows, cols): whole's scratch, host memory the
+     caller lends. */
+  int whole_in, whole_out;
+  void (*gather)(const void *coef, const zs_opt_state *s, zs_dtype sdt, const void *grad,
+                 zs_dtype gdt, float *const *in, size_t n);
   size_t (*work_floats)(int64_t rows, int64_t cols);
-  void (*whole)(const void *coef, float *x, int64_t rows, int64_t cols, float *work);
+  void (*whole)(const void *coef, float *const *ch, int64_t rows, int64_t cols, float *work);
+  void (*store)(const void *coef, void *const *state, zs_dtype sdt, const float *const *out,
+                size_t n);
 };
 
 /* Whether mode m's update reads the bf16 params as (part of) its master (ZS_MASTER_REMAINDER,

@@ -80,9 +80,11 @@ struct zs_unit {
      an elementwise optimizer or a tensor without elements; set at commit, the same on every rank.
    */
   int *whole_owner;
-  /* In a step, from zs_tier_whole_begin to zs_tier_whole_end: the whole steps' results over the
-     padded unit (fp32, ZS_MEM_BUFFERS; element a of the flat unit at whole_dir[a]); else NULL. */
+  /* In a step, from zs_tier_whole_begin to zs_tier_whole_end: the whole steps' channels, each
+     over the padded unit (fp32, ZS_MEM_BUFFERS; channel 0 at element a of the flat unit,
+     whole_dir[a], is what the update reads as its gradient); else NULL. */
   float *whole_dir;
+  int whole_channels;
   /* The floats of its whole steps' buffers (whole_dir, then the largest such tensor's scratch),
      for the planner; 0 without whole steps. Set at commit. */
   size_t whole_floats;

@@ -5,15 +5,27 @@
 
 #include "base/error.h"
 
-/* Whether any tensor of u has a whole step (the plan's answer, the same on every rank). */
-static int has_whole(const zs_unit *u) {
-  for (int k = 0; k < u->ntensors; k++)
-    if (u->whole_owner[k] >= 0) return 1;
-  return 0;
+/* The most channels u's whole tensors gather and return (the plan's tensors: every rank alike);
+   in 0 without whole steps. */
+static void unit_channels(const zs_tiers *t, const zs_unit *u, int *in, int *out) {
+  *in = *out = 0;
+  for (int k = 0; k < u->ntensors; k++) {
+    if (u->whole_owner[k] < 0) continue;
+    int ci, co;
+    zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
+    if (ci > *in) *in = ci;
+    if (co > *out) *out = co;
+  }
 }
 
-/* The whole steps of the tensors this rank owns, in place in D; the others' zeroed. */
-static zs_status run_owned(zs_tiers *t, zs_unit *u, float *D) {
+/* Channel c of the buffer over the padded unit, at flat element a. */
+static float *chan(const zs_unit *u, int c, size_t a) {
+  return u->whole_dir + (size_t)c * u->lay.padded + a;
+}
+
+/* The whole steps of the tensors this rank owns, in place in the channels; the first cout
+   channels of the others' zeroed (an owner's past its own count too). */
+static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout) {
   zs_shard_ctx *x = t->sh;
   size_t work_n = 0;
   for (int k = 0; k < u->ntensors; k++)
@@ -25,58 +37,79 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, float *D) {
   float *work = NULL;
   if (work_n) ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, work_n * sizeof *work, (void **)&work, NULL));
   for (int k = 0; k < u->ntensors; k++) {
-    const int owner = u->whole_owner[k];
-    float *d = D + u->lay.off[k];
-    const size_t n = u->lay.numel[k];
-    if (owner < 0) continue;
-    if (owner != x->shard_rank) {
-      memset(d, 0, n * sizeof *d);
-      continue;
+    if (u->whole_owner[k] < 0) continue;
+    const size_t off = u->lay.off[k], n = u->lay.numel[k];
+    int ci, co = 0;
+    if (u->whole_owner[k] == x->shard_rank) {
+      float *ch[ZS_OPT_MAX_CHANNELS];
+      zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
+      for (int c = 0; c < ci; c++)
+        ch[c] = chan(u, c, off);
+      const int64_t rows = u->t[k].shape[0], cols = (int64_t)n / rows;
+      zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, work);
+      for (int c = 0; c < co; c++)
+        for (size_t i = 0; i < n; i++)
+          ch[c][i] += 0.0f; /* -0 -> +0: the sum below then gives it exactly */
     }
-    const int64_t rows = u->t[k].shape[0], cols = (int64_t)n / rows;
-    zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, d, rows, cols, work);
-    for (size_t i = 0; i < n; i++)
-      d[i] += 0.0f; /* -0 -> +0: the sum below then gives d exactly */
+    for (int c = co; c < cout; c++)
+      memset(chan(u, c, off), 0, n * sizeof(float));
   }
   if (work) zs_sh_free(x, ZS_MEM_BUFFERS, work, work_n * sizeof *work, NULL);
   return ZS_OK;
 }
 
-zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
-  u->whole_dir = NULL;
-  if (!has_whole(u)) return ZS_OK;
-  zs_shard_ctx *x = t->sh;
-  if (x->dev->kind != ZS_DEVICE_CPU)
-    return zs_err(ZS_ERR_UNSUPPORTED, "whole-tensor optimizers run on the CPU device only");
-  const size_t P = u->lay.padded, sh = u->lay.shard;
-  const int sharded = u->opt_n != P; /* the optimizer range is this rank's shard */
-  if (sharded && (u->opt_off != u->lay.shard_off || u->opt_n != sh))
-    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': its optimizer range is not its shard", u->name);
-  float *D = NULL;
-  ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, P * sizeof *D, (void **)&D, NULL));
-  memset(D, 0, P * sizeof *D);
-  u->whole_dir = D; /* zs_tier_whole_end frees it whatever happens next */
+/* Each piece's gather into the channels (the overlap of its whole tensors with this rank's
+   optimizer range), or each piece's store from them. */
+static void pieces(zs_tiers *t, zs_unit *u, int store) {
   for (int k = 0; k < u->ntensors; k++) {
     size_t a, b;
     if (u->whole_owner[k] < 0 ||
         !zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b))
       continue;
     const zs_optim_seg seg = zs_tier_mem_seg(u, k, a, b);
-    zs_optim_direction(t->optim, &seg, D + a);
+    float *ch[ZS_OPT_MAX_CHANNELS] = {NULL};
+    for (int c = 0; c < u->whole_channels; c++)
+      ch[c] = chan(u, c, a);
+    if (store)
+      zs_optim_store(t->optim, &seg, (const float *const *)ch);
+    else
+      zs_optim_gather(t->optim, &seg, ch);
   }
-  if (x->shard_size == 1) return run_owned(t, u, D);
+}
+
+zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
+  u->whole_dir = NULL;
+  int cin, cout;
+  unit_channels(t, u, &cin, &cout);
+  if (!cin) return ZS_OK;
+  zs_shard_ctx *x = t->sh;
+  if (x->dev->kind != ZS_DEVICE_CPU)
+    return zs_err(ZS_ERR_UNSUPPORTED, "whole-tensor optimizers run on the CPU device only");
+  const size_t P = u->lay.padded, sh = u->lay.shard, bytes = (size_t)cin * P * sizeof(float);
+  const int sharded = u->opt_n != P; /* the optimizer range is this rank's shard */
+  if (sharded && (u->opt_off != u->lay.shard_off || u->opt_n != sh))
+    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': its optimizer range is not its shard", u->name);
+  ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&u->whole_dir, NULL));
+  u->whole_channels = cin; /* zs_tier_whole_end frees it whatever happens next */
+  memset(u->whole_dir, 0, bytes);
+  pieces(t, u, 0);
   zs_status rc = ZS_OK;
-  if (sharded) rc = zs_coll_all_gather(x->shard, D + u->lay.shard_off, D, sh, ZS_CDT_F32, NULL);
-  if (rc == ZS_OK) rc = run_owned(t, u, D);
-  if (rc == ZS_OK)
-    rc = sharded ? zs_coll_reduce_scatter(x->shard, D, D + u->lay.shard_off, sh, ZS_CDT_F32, NULL)
-                 : zs_coll_all_reduce(x->shard, D, D, P, ZS_CDT_F32, NULL);
+  for (int c = 0; sharded && x->shard_size > 1 && c < cin && rc == ZS_OK; c++)
+    rc = zs_coll_all_gather(x->shard, chan(u, c, u->lay.shard_off), chan(u, c, 0), sh, ZS_CDT_F32,
+                            NULL);
+  if (rc == ZS_OK) rc = run_owned(t, u, cout);
+  for (int c = 0; x->shard_size > 1 && c < cout && rc == ZS_OK; c++)
+    rc = sharded ? zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,
+                                          ZS_CDT_F32, NULL)
+                 : zs_coll_all_reduce(x->shard, chan(u, c, 0), chan(u, c, 0), P, ZS_CDT_F32, NULL);
   if (rc != ZS_OK) return zs_err_wrap(rc, "the whole-tensor step of unit '%s'", u->name);
+  pieces(t, u, 1);
   return ZS_OK;
 }
 
 void zs_tier_whole_end(zs_tiers *t, zs_unit *u, zs_status rc) {
   if (!u->whole_dir) return;
-  zs_sh_free_after(t->sh, rc, ZS_MEM_BUFFERS, u->whole_dir, u->lay.padded * sizeof(float), NULL);
+  const size_t bytes = (size_t)u->whole_channels * u->lay.padded * sizeof(float);
+  zs_sh_free_after(t->sh, rc, ZS_MEM_BUFFERS, u->whole_dir, bytes, NULL);
   u->whole_dir = NULL;
 }

@@ -35,7 +35,8 @@ static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
   return zs_adamw_dev(d, c, s->master, s->state[0], s->state[1], grad, gdt, param, pdt, n, stream);
 }
 
-static const zs_optimizer adamw = {prepare, host_fn, dev_update, NULL, NULL, NULL};
+static const zs_optimizer adamw = {
+    .prepare = prepare, .host_fn = host_fn, .dev_update = dev_update};
 
 static const zs_opt_shape adamw_shape = {1, 1, 2, {"exp_avg", "exp_avg_sq"}, {"m", "v"}};
 

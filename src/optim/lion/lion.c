@@ -57,7 +57,7 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 _Static_assert(sizeof(lion_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
 /* The host updates: the codec around the kernel, in every precision mode. */
-static const zs_optimizer lion = {prepare, zs_codec_host_fn, NULL, NULL, NULL, NULL};
+static const zs_optimizer lion = {.prepare = prepare, .host_fn = zs_codec_host_fn};
 
 static const zs_opt_shape lion_shape = {1, 0, 1, {"exp_avg"}, {"m"}};
 

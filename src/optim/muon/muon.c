@@ -1,7 +1,7 @@
 /* Muon (muon.h). One step of a tensor viewed as rows x cols (its first dim by the rest), in this
  * float order (fmaf: one rounding):
  *
- *   g  = grad * gscale                                   (each element: direction)
+ *   g  = grad * gscale                                   (each element: gather)
  *   m' = fmaf(mu, m, omm * g)                            (omm = 1 - momentum)
  *   d  = nesterov ? fmaf(mu, m', omm * g) : m'
  *   O  = NS(D) * adjust                                  (the whole tensor D of d: whole)
@@ -48,11 +48,12 @@ static void prepare(void *coef, const zs_config *c, int64_t t, double gscale, in
   (void)t;
 }
 
-static void direction(const void *coef, void *const *state, zs_dtype sdt, const void *grad,
-                      zs_dtype gdt, float *dir, size_t n) {
+/* The direction (channel 0), the momentum updated on the way. */
+static void gather(const void *coef, const zs_opt_state *st, zs_dtype sdt, const void *grad,
+                   zs_dtype gdt, float *const *in, size_t n) {
   const muon_coef *k = coef;
-  float *m32 = state[0];
-  uint16_t *m16 = state[0];
+  float *m32 = st->state[0], *dir = in[0];
+  uint16_t *m16 = st->state[0];
   const float *g32 = grad;
   const uint16_t *g16 = grad;
   for (size_t i = 0; i < n; i++) {
@@ -73,8 +74,9 @@ static size_t work_floats(int64_t rows, int64_t cols) {
   return 2 * s * l + 2 * s * s; /* X, Y (s x l), A, B (s x s) */
 }
 
-static void whole(const void *coef, float *x, int64_t rows, int64_t cols, float *work) {
+static void whole(const void *coef, float *const *ch, int64_t rows, int64_t cols, float *work) {
   const muon_coef *k = coef;
+  float *x = ch[0];
   const int tr = rows > cols;
   const size_t s = (size_t)(tr ? cols : rows), l = (size_t)(tr ? rows : cols), n = s * l;
   float *X = work, *Y = X + n, *A = Y + n, *B = A + s * s;
@@ -126,7 +128,13 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 _Static_assert(sizeof(muon_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
 /* The host updates: the codec around the kernel, in every precision mode. */
-static const zs_optimizer muon = {prepare, zs_codec_host_fn, NULL, direction, work_floats, whole};
+static const zs_optimizer muon = {.prepare = prepare,
+                                  .host_fn = zs_codec_host_fn,
+                                  .whole_in = 1,
+                                  .whole_out = 1,
+                                  .gather = gather,
+                                  .work_floats = work_floats,
+                                  .whole = whole};
 
 static const zs_opt_shape muon_shape = {0, 0, 1, {"momentum_buffer"}, {"m"}};
 

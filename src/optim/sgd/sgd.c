@@ -63,7 +63,7 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 _Static_assert(sizeof(sgd_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
 /* The host updates: the codec around the kernel, in every precision mode. */
-static const zs_optimizer sgd = {prepare, zs_codec_host_fn, NULL, NULL, NULL, NULL};
+static const zs_optimizer sgd = {.prepare = prepare, .host_fn = zs_codec_host_fn};
 
 /* torch keeps the momentum_buffer only with momentum. */
 static const zs_opt_shape with_momentum = {0, 0, 1, {"momentum_buffer"}, {"buf"}};
