@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 5    /* bumped with each field appended (5: muon) */
+#define ZS_CONFIG_VERSION 5    /* bumped with each field appended (5: muon, adafactor) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -223,6 +223,11 @@ typedef struct {
     float momentum;
     int nesterov, ns_steps, adjust_lr;
   } muon;
+  /* Adafactor (docs/OPTIMIZER.md §3), torch.optim.Adafactor's: beta2_decay (default -0.8, <= 0),
+     eps1 (1.1920929e-7), eps2 (1e-3), d (1, the update clipping threshold). Every rank alike. */
+  struct {
+    float beta2_decay, eps1, eps2, d;
+  } adafactor;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
@@ -239,8 +244,8 @@ enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
    says each value's origin, zs_engine_config returns them resolved (zs_plan_model reads no
    environment). A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
-/* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon"); an
-   unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */
+/* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon",
+   "adafactor"); an unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */
 ZS_API zs_status zs_optimizer_id(const char *name, int *id);
 /* The name of optimizer id; NULL for an id no optimizer has (so 0, 1, ... until NULL lists all). */
 ZS_API const char *zs_optimizer_name(int id);

@@ -132,6 +132,10 @@ void zs_config_default(zs_config *c) {
   c->muon.momentum = 0.95f;      /* torch.optim.Muon's */
   c->muon.nesterov = 1;
   c->muon.ns_steps = 5;
+  c->adafactor.beta2_decay = -0.8f; /* torch.optim.Adafactor's, eps1 its float32 default */
+  c->adafactor.eps1 = 1.1920929e-07f;
+  c->adafactor.eps2 = 1e-3f;
+  c->adafactor.d = 1.0f;
   for (size_t i = 0; i < ZS_NTUNABLES; i++)
     if (zs_tunables[i].kind != T_TEXT && zs_tunables[i].kind != T_PATH)
       set_unset(c, &zs_tunables[i]); /* a path's unset is NULL: the memset */

@@ -362,6 +362,10 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("muon.nesterov", (int64_t)(c->muon.nesterov != 0));
   ZS_W("muon.ns_steps", (int64_t)c->muon.ns_steps);
   ZS_W("muon.adjust_lr", (int64_t)c->muon.adjust_lr);
+  ZS_W("adafactor.beta2_decay", fbits(c->adafactor.beta2_decay));
+  ZS_W("adafactor.eps1", fbits(c->adafactor.eps1));
+  ZS_W("adafactor.eps2", fbits(c->adafactor.eps2));
+  ZS_W("adafactor.d", fbits(c->adafactor.d));
 #undef ZS_W
   return n;
 }

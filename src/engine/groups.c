@@ -136,7 +136,7 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       const zs_optimizer *m = zs_optimizer_for(&c);
       if (!m->whole) continue;
       const zs_tensor_desc *t = &u->t[k];
-      if (t->ndim < 2)
+      if (t->ndim < 2 && !m->whole_vectors)
         return zs_err(ZS_ERR_INVALID_ARG,
                       "zs_engine_commit: tensor '%s.%s' has %d dimension(s) but its group's "
                       "optimizer '%s' updates matrices: put it in a group on another optimizer "

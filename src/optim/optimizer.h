@@ -80,8 +80,9 @@ struct zs_optimizer {
      channel 0 is what host_fn then reads as its fp32 gradient, the others store's; then store
      (NULL: none) on each piece, its state from those channels. Deterministic: the same inputs
      give the same bits on every rank. work_floats(rows, cols): whole's scratch, host memory the
-     caller lends. */
+     caller lends. A tensor is rows = its first dimension by cols = the rest (a vector: n x 1). */
   int whole_in, whole_out;
+  int whole_vectors; /* takes tensors of one dimension too (else commit refuses them) */
   void (*gather)(const void *coef, const zs_opt_state *s, zs_dtype sdt, const void *grad,
                  zs_dtype gdt, float *const *in, size_t n);
   size_t (*work_floats)(int64_t rows, int64_t cols);

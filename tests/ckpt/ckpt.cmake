@@ -24,6 +24,7 @@ zs_ckpt_resume(ckpt_resume_hybrid_2x2to3 12 "4 --stage 3 --group 2" "3 --stage 3
 zs_ckpt_resume(ckpt_resume_sgd_2to3 6 "2 --stage 3 --offload 3" "3 --stage 1" --sgd 0.9 --dampening 0.1 --groups 1)
 zs_ckpt_resume(ckpt_resume_sgd_plain_2to1 2 "2 --stage 3" "1 --stage 0" --sgd 0)
 zs_ckpt_resume(ckpt_resume_muon_4to2 4 "4 --stage 3" "2 --stage 1" --muon 1)
+zs_ckpt_resume(ckpt_resume_adafactor_2to3 6 "2 --stage 3" "3 --stage 2" --adafactor 1)
 # Format version 1 (before the manifest listed the optimizer's arrays), as 8ce144c saved it with
 # `ZS_TEST_CKPT_BLOCK_BYTES=200 mpirun -np 2 test_engine_train --micro 2 --steps 5 --stage 3
 # --save DIR`: it loads on 4 ranks at stage 2 and trains on bit for bit.

@@ -64,6 +64,12 @@ zs_engine_equiv(engine_muon_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE
 zs_engine_equiv(engine_muon_splits4_stage1_m16 "2x2;4x1" 1 det REF_STAGE 0 --muon 2 --moments-bf16 1 --reftol 5e-4)
 zs_engine_equiv(engine_muon_det_np4_stage2_hybrid2 4 2 det --muon 1 --group 2)
 zs_engine_equiv(engine_muon_lean_np2_stage3 2 3 det REF_STAGE 0 --muon 1 --bf16 1 --master 3 --reftol 3e-2)
+# Adafactor (--adafactor: two matrices and two vectors in a group on it beside AdamW): against the
+# float64 reference, and bit for bit across splits, stages and world sizes, offloaded, hybrid and
+# with bf16 state.
+zs_mpi_test(engine_train_np1_adafactor test_engine_train NP 1 ARGS --stage 3 --micro 2 --adafactor 1 --state 1 --nograd 1 LABELS engine)
+zs_engine_equiv(engine_adafactor_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3" --adafactor 1 --state 1)
+zs_engine_equiv(engine_adafactor_det_np4_stage1_hybrid2_m16 4 1 det --adafactor 1 --group 2 --moments-bf16 1 --reftol 5e-4)
 # Each group its own optimizer (--groups 2: Lion and SGD beside AdamW), with offload and in lean
 # mode.
 zs_mpi_test(engine_group_opts_np2_stage3_offload test_engine_train NP 2 ARGS --stage 3 --offload 3 --micro 2 --groups 2 --state 1 LABELS engine offload)

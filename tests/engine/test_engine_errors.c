@@ -289,6 +289,15 @@ static void muon_cases(zs_comm *comm) {
   ZS_OK_OR_DIE(zs_unit_set_group(u, 1, 0));
   ZS_OK_OR_DIE(zs_engine_commit(e));
   zs_engine_destroy(e);
+  /* Adafactor's relative step reads an fp32 master: a group on it in lean mode is refused. */
+  c.param_dtype = c.reduce_dtype = ZS_BF16;
+  c.master = ZS_MASTER_LEAN;
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &g.optimizer));
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &g, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "fp32 master"), "says why: %s", zs_last_error());
+  zs_engine_destroy(e);
 }
 
 /* The optimizers by name: each name gives the id whose name it is, the public ids are the names
@@ -298,7 +307,11 @@ static void optimizer_name_cases(zs_comm *comm) {
   static const struct {
     const char *name;
     int id;
-  } known[] = {{"adamw", ZS_OPT_ADAMW}, {"sgd", ZS_OPT_SGD}, {"lion", ZS_OPT_LION}, {"muon", 3}};
+  } known[] = {{"adamw", ZS_OPT_ADAMW},
+               {"sgd", ZS_OPT_SGD},
+               {"lion", ZS_OPT_LION},
+               {"muon", 3},
+               {"adafactor", 4}};
   int n = 0, id = -7;
   for (; zs_optimizer_name(n); n++) {
     ZS_OK_OR_DIE(zs_optimizer_id(zs_optimizer_name(n), &id));

@@ -36,6 +36,8 @@
  *        [--muon 1|2 (the matrices embed.w and block.w in a group on Muon beside AdamW, against
  *        a float64 Muon written from the algorithm; 1: zshard.h's defaults, 2: momentum 0.9
  *        without nesterov, 3 Newton-Schulz steps, ZS_MUON_LR_MATCH_ADAMW)]
+ *        [--adafactor 1 (two matrices and two vectors in a group on Adafactor beside AdamW,
+ *        against a float64 Adafactor written from torch.optim.Adafactor's algorithm)]
  *        [--accum-fp32 1 (zs_config.grad_accum_fp32 with --bf16 1: the reference sums the
  *        backward's bf16 gradients of each micro-batch in float64) --statetol X (--state's
  *        tolerance; default --reftol)]
@@ -84,17 +86,18 @@ typedef struct {
   int sgd;      /* zs_config.optimizer = ZS_OPT_SGD, with momentum, dampening, nesterov */
   float momentum, dampening;
   int nesterov;
-  int lion;    /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
-  int groups;  /* --groups: test_groups on the tensors test_group_of says */
-  int muon;    /* --muon: the matrices embed.w and block.w in a group on Muon (muon_group) */
-  int empty;   /* --empty: a zero-element tensor first in unit tiny */
-  int meta;    /* --meta: a user blob saved with the checkpoint and checked after a load */
-  int peek;    /* --peek: zs_unit_get_param inside each step, before the update */
-  int setgrad; /* --set-grad: zs_unit_set_grad halves head.w's gradient in every step */
-  int state;   /* --state: zs_unit_get_state / zs_unit_set_state after the last step */
-  int nograd;  /* --nograd: zs_unit_no_grad on the units nograd_unit says */
-  int accum;   /* --accum-fp32: zs_config.grad_accum_fp32; the reference's gradient is the sum of
-                  the backward's bf16 micro-batch gradients (from the bf16 compute copy) */
+  int lion;      /* zs_config.optimizer = ZS_OPT_LION (betas 0.9, 0.99) */
+  int groups;    /* --groups: test_groups on the tensors test_group_of says */
+  int muon;      /* --muon: the matrices embed.w and block.w in a group on Muon (muon_group) */
+  int adafactor; /* --adafactor: embed.w, block.w, block.c and head.w in a group on Adafactor */
+  int empty;     /* --empty: a zero-element tensor first in unit tiny */
+  int meta;      /* --meta: a user blob saved with the checkpoint and checked after a load */
+  int peek;      /* --peek: zs_unit_get_param inside each step, before the update */
+  int setgrad;   /* --set-grad: zs_unit_set_grad halves head.w's gradient in every step */
+  int state;     /* --state: zs_unit_get_state / zs_unit_set_state after the last step */
+  int nograd;    /* --nograd: zs_unit_no_grad on the units nograd_unit says */
+  int accum;     /* --accum-fp32: zs_config.grad_accum_fp32; the reference's gradient is the sum of
+                    the backward's bf16 micro-batch gradients (from the bf16 compute copy) */
   float clip, wd, lr;
   double tol, reftol, statetol; /* statetol: --state's (default reftol) */
   double budget;                /* --budget-frac; < 0: no budget */
@@ -183,6 +186,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->groups = atoi(v);
     else if (!strcmp(k, "--muon"))
       o->muon = atoi(v);
+    else if (!strcmp(k, "--adafactor"))
+      o->adafactor = atoi(v);
     else if (!strcmp(k, "--empty"))
       o->empty = atoi(v);
     else if (!strcmp(k, "--meta"))
@@ -255,6 +260,17 @@ static const float muon_lr_scale = 4.0f, muon_wd = 0.05f;
 static int is_muon_tensor(int u, int k) {
   return (u == 0 || u == 2) && k == 0;
 }
+/* --adafactor: its id, its group (lr 0.2 times the engine's: 0.01, torch's default; decay 0.02)
+   and its tensors (embed.w 7 x 5, block.w 13 x 3 factored; block.c and head.w vectors). */
+static int adafactor_id(void) {
+  int id = -1;
+  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &id));
+  return id;
+}
+static const float af_lr_scale = 0.2f, af_wd = 0.02f;
+static int is_af_tensor(int u, int k) {
+  return ((u == 0 || u == 2) && k == 0) || (u == 2 && k == 2) || u == 3;
+}
 
 /* Element gi's optimizer: the configuration's; with --groups 2 group 1's is Lion and group 2's
    SGD (their momentum 0.8), beside the configuration's AdamW. */
@@ -263,6 +279,7 @@ static int ref_opt_of(const opts *o, int64_t gi) {
   int u, k;
   ref_tensor(gi, &u, &k);
   if (o->muon) return is_muon_tensor(u, k) ? muon_id() : cfg;
+  if (o->adafactor) return is_af_tensor(u, k) ? adafactor_id() : cfg;
   if (o->groups != 2) return cfg;
   const int g = test_group_of(u, k);
   return g == 1 ? ZS_OPT_LION : g == 2 ? ZS_OPT_SGD : cfg;
@@ -279,6 +296,10 @@ static ref_hp ref_hp_of(const opts *o, int64_t gi) {
   if (o->muon && is_muon_tensor(u, k)) {
     h.lr = (float)(o->lr * muon_lr_scale);
     h.wd = muon_wd;
+  }
+  if (o->adafactor && is_af_tensor(u, k)) {
+    h.lr = (float)(o->lr * af_lr_scale);
+    h.wd = af_wd;
   }
   const int g = o->groups ? test_group_of(u, k) : 0;
   if (g > 0) {
@@ -394,6 +415,66 @@ static void ref_muon_dirs(ref_state *r, const opts *o, const double *g, double c
     }
 }
 
+/* --adafactor: each tensor's update O (torch.optim.Adafactor's algorithm in float64: the relative
+   step from the params before the step, factored second moments for a matrix with both
+   dimensions above 1, the exact one otherwise, update clipping at d = 1) into o_out, the state
+   (R then C, or V) kept in r->m over the tensor's elements. */
+static void ref_adafactor(ref_state *r, const opts *o, const double *g, double clip, int skip,
+                          double *o_out) {
+  const double eps1 = 1.1920929e-07, eps2 = 1e-3;
+  for (int u = 0; u < TM_NUNITS; u++)
+    for (int k = 0; k < tm_units[u].ntensors; k++) {
+      if (!is_af_tensor(u, k) || u == skip) continue;
+      const int64_t b = tm_base(u, k), n = tm_numel(u, k), rows = tm_units[u].t[k].shape[0];
+      const int64_t cols = n / rows;
+      const double t = (double)r->ut[u], w = pow(t, -0.8);
+      const double rho = fmin(o->lr * af_lr_scale, 1 / sqrt(t));
+      double sq = 0, us = 0;
+      for (int64_t i = 0; i < n; i++)
+        sq += r->p[b + i] * r->p[b + i];
+      const double alpha = fmax(eps2, sqrt(sq / (double)n)) * rho;
+      double *G = malloc((size_t)n * sizeof *G), *V = malloc((size_t)n * sizeof *V);
+      for (int64_t i = 0; i < n; i++)
+        G[i] = g[b + i] * clip;
+      double *st = r->m + b;
+      if (rows > 1 && cols > 1) {
+        double *R = st, *C = st + rows, mr = 0;
+        for (int64_t i = 0; i < rows; i++) {
+          double s = 0;
+          for (int64_t j = 0; j < cols; j++)
+            s += G[i * cols + j] * G[i * cols + j];
+          R[i] += w * (s / (double)cols - R[i]);
+        }
+        for (int64_t j = 0; j < cols; j++) {
+          double s = 0;
+          for (int64_t i = 0; i < rows; i++)
+            s += G[i * cols + j] * G[i * cols + j];
+          C[j] += w * (s / (double)rows - C[j]);
+        }
+        for (int64_t i = 0; i < rows; i++)
+          mr += R[i] / (double)rows;
+        for (int64_t i = 0; i < rows; i++)
+          for (int64_t j = 0; j < cols; j++)
+            V[i * cols + j] = R[i] * C[j] / fmax(mr, eps1);
+      } else {
+        for (int64_t i = 0; i < n; i++)
+          V[i] = st[i] += w * (G[i] * G[i] - st[i]);
+      }
+      for (int64_t i = 0; i < n; i++) {
+        o_out[b + i] = G[i] / sqrt(fmax(V[i], eps1 * eps1));
+        us += o_out[b + i] * o_out[b + i];
+      }
+      const double den = fmax(1.0, sqrt(us / (double)n));
+      for (int64_t i = 0; i < n; i++)
+        o_out[b + i] *= alpha / den;
+      if (o->m16)
+        for (int64_t i = 0; i < n; i++)
+          st[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)st[i]));
+      free(G);
+      free(V);
+    }
+}
+
 /* --nograd: the unit that gets no gradient in step s (zs_unit_no_grad), or -1: in steps 1, 4, 7,
    ... unit s mod TM_NUNITS. */
 static int nograd_unit(const opts *o, int s) {
@@ -440,6 +521,7 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
     if (u != skip) r->ut[u]++;
   double *mo = calloc((size_t)n, sizeof *mo); /* --muon: the orthogonalised directions */
   if (o->muon) ref_muon_dirs(r, o, g, clip, skip, mo);
+  if (o->adafactor) ref_adafactor(r, o, g, clip, skip, mo);
   for (int64_t i = 0; i < n; i++) {
     if (unit_of[i] == skip) continue;
     const int64_t t = r->ut[unit_of[i]];
@@ -465,6 +547,9 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
     }
     case 3: /* Muon (muon_id()): decoupled decay with the unadjusted lr */
       r->p[i] = r->p[i] * (1 - h.lr * h.wd) - h.lr * mo[i];
+      break;
+    case 4: /* Adafactor (adafactor_id()): decoupled decay with lr, then the relative step */
+      r->p[i] = r->p[i] * (1 - h.lr * h.wd) - mo[i];
       break;
     default: { /* AdamW (Loshchilov & Hutter) */
       r->m[i] = h.b1 * r->m[i] + (1 - h.b1) * gi;
@@ -748,6 +833,16 @@ int main(int argc, char **argv) {
     ZS_OK_OR_DIE(zs_unit_set_group(units[3], -1, 1));
     ZS_OK_OR_DIE(zs_unit_set_group(units[2], -1, 2));
     ZS_OK_OR_DIE(zs_unit_set_group(units[2], 2, 0));
+  }
+  if (o.adafactor) { /* two matrices and two vectors on Adafactor, the rest on AdamW */
+    zs_param_group g;
+    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+    g.optimizer = adafactor_id(), g.lr_scale = af_lr_scale, g.weight_decay = af_wd;
+    int id = -1;
+    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+    for (int u = 0; u < TM_NUNITS; u++)
+      for (int k = 0; k < tm_units[u].ntensors; k++)
+        if (is_af_tensor(u, k)) ZS_OK_OR_DIE(zs_unit_set_group(units[u], k, id));
   }
   if (o.muon) { /* the matrices on Muon, the rest on the configuration's AdamW */
     zs_param_group g;

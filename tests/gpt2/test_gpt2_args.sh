@@ -58,7 +58,7 @@ missing=0
 for want in "--batch B=4" "--seq T=64" "--steps S=100" "--lr F=1e-3" "--stage 0..3 (default 3)" \
   "--beta1 F=0.9" "--beta2 F=0.95" "--eps F=1e-8" "--grad-clip F=1" "--warmup N (default S/20" \
   "--lr-schedule cosine|linear|constant|wsd (default cosine)" "--nvme-path DIR" \
-  "--offload-host-bytes BYTES" "--optimizer adamw|sgd|lion|muon (default adamw" "--muon-lr F=0.02" "--momentum F=0.9"; do
+  "--offload-host-bytes BYTES" "--optimizer adamw|sgd|lion|muon|adafactor (default adamw" "--muon-lr F=0.02" "--momentum F=0.9"; do
   [[ $help == *"$want"* ]] || { bad "--help lacks \"$want\""; missing=1; }
 done
 [ $missing = 0 ] && ok "--help shows the defaults"
