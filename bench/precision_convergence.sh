@@ -7,8 +7,11 @@
 # prints each mode's final validation loss relative to fp32 states (goal: within 1%).
 #
 #   bench/precision_convergence.sh [--steps 250] [--np 4] [--eval-every 25] [--modes a,b,...]
+#                                  [--example gpt2|llama]
 #
-# Modes (name | train_gpt2 flags): the table MODES below, one line each; a mode whose flags
+# Modes (name | train_gpt2 flags): the table MODES below, one line each (the last ones are other
+# optimizers: muon, the hidden matrices on Muon at --muon-lr 0.02 beside AdamW; adafactor, every
+# tensor on Adafactor, --lr its relative step's cap); a mode whose flags
 # train_gpt2 refuses ("--master is one of ...") prints "not built" and is left out. The first
 # mode is the reference. bf16_params (bf16 params, fp32 master and moments; on the CPU device the
 # kernels compute in fp32 on widened units) is lean's fair baseline: the same bf16 forward and
@@ -27,25 +30,29 @@ MODES=(
   "remainder|--dtype bf16 --master remainder --moment-dtype bf16"
   "bf16_params|--dtype bf16"
   "lean|--dtype bf16 --master lean --moment-dtype bf16"
+  "muon|--optimizer muon"
+  "adafactor|--optimizer adafactor --lr 1e-2"
 )
 
 steps=250
 np=4
 eval_every=25
 only=""
+example=gpt2
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=$2; shift ;;
     --np) np=$2; shift ;;
     --eval-every) eval_every=$2; shift ;;
     --modes) only=",$2,"; shift ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --example) example=$2; shift ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "precision_convergence: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 build=${BUILD_DIR:-$root/build}
-exe=$build/examples/train_gpt2
+exe=$build/examples/train_$example
 [ -x "$exe" ] || { echo "precision_convergence: $exe is not built" >&2; exit 2; }
 out=${OUT_DIR:-$build/precision-convergence}
 mkdir -p "$out"
@@ -56,7 +63,10 @@ export OMPI_MCA_mpi_yield_when_idle=1 OPENBLAS_NUM_THREADS=1
 
 # The demo's schedule (scripts/demo-gpt2.sh), --deterministic, evaluation every $eval_every.
 warmup=$((steps / 10))
-args=(--stage 3 --layers 4 --channels 128 --heads 4 --seq 64 --batch 8 --micro-steps 1
+# --example llama: train_llama's default shape (4 layers, C = 128, 4 heads, 2 KV heads) instead.
+model=(--layers 4 --channels 128 --heads 4)
+[ "$example" = llama ] && model=(--layers 4 --hidden 128 --heads 4 --kv-heads 2)
+args=(--stage 3 "${model[@]}" --seq 64 --batch 8 --micro-steps 1
   --steps "$steps" --lr 2e-3 --warmup "$warmup" --eval-every "$eval_every" --eval-batches 8
   --log-every 50 --sample-lines 0 --deterministic)
 echo "== precision convergence: $np ranks, stage 3, $steps steps (warmup $warmup), eval every" \
@@ -86,4 +96,4 @@ done
 [ "${#ran[@]}" -gt 0 ] || { echo "precision_convergence: no mode ran" >&2; exit 1; }
 modes=$(IFS=,; echo "${ran[*]}")
 python3 "$root/bench/precision_convergence.py" --dir "$out" --modes "$modes" \
-  --title "GPT-2 demo ($np ranks, stage 3, $steps steps): validation loss per mode"
+  --title "${TITLE:-GPT-2 demo ($np ranks, stage 3, $steps steps): validation loss per mode}"

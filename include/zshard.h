@@ -664,13 +664,16 @@ ZS_API int64_t zs_engine_steps_done(const zs_engine *e);
 
 /* ======== Parameter groups ======== */
 
-/* A group's hyperparameters, for its tensors in place of the configuration's (OPTIMIZER.md §8). */
+/* A group's optimizer and hyperparameters, for its tensors in place of the configuration's
+   (OPTIMIZER.md §8). Start from zs_engine_group_default (a later zshard may add fields). */
 typedef struct {
   float lr_scale;          /* the group's lr: the engine's (zs_engine_set_lr's too) times this */
   float weight_decay;      /* a tensor's no_weight_decay still exempts it */
   float beta1, beta2, eps; /* optim.beta1, beta2 (AdamW, Lion), eps (AdamW) */
   float momentum;          /* sgd.momentum (SGD; dampening and nesterov stay the config's) */
-  int optimizer; /* its optimizer (zs_optimizer_id): at most as many state arrays as the config's */
+  /* Its optimizer by name ("muon"; zs_optimizer_id's names), keeping at most as many state
+     arrays as the configuration's; NULL (zs_engine_group_default's): the configuration's. */
+  const char *optimizer;
 } zs_param_group;
 #define ZS_MAX_PARAM_GROUPS 64 /* group 0, the configuration's, included */
 

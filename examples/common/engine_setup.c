@@ -13,7 +13,7 @@ static int muon_groups(ex_run *r) {
   zs_param_group g;
   int id = -1;
   ZS_TRY(zs_engine_group_default(r->eng, &g));
-  ZS_TRY(zs_optimizer_id("muon", &g.optimizer));
+  g.optimizer = "muon";
   g.lr_scale = a->muon_lr / a->lr;
   ZS_TRY(zs_engine_add_group(r->eng, &g, &id));
   const int n = zs_engine_num_units(r->eng);

@@ -122,6 +122,18 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
                       "and [%s] in the checkpoint",
                       u->name, t->name, a, b);
       }
+      /* Its state is its group's optimizer's: the same one must read it. */
+      const int g = ct->group;
+      const char *saved = g > 0 && g < m->ngroups && m->group_optimizer[g][0]
+                              ? m->group_optimizer[g]
+                              : m->optimizer,
+                 *mine = zs_optimizer_name(e->group_opt[u->group[k]]);
+      if (strcmp(saved, mine) != 0)
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "zs_engine_load: tensor '%s.%s' holds the state of optimizer '%s' (its "
+                      "group %d in the checkpoint), the engine updates it with '%s': put it in "
+                      "a group on the same optimizer before commit",
+                      u->name, t->name, saved, g, mine);
     }
   }
   return ZS_OK;

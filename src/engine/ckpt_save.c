@@ -220,7 +220,7 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   memcpy(m->groups, e->groups, sizeof m->groups);
   for (int g = 1; g < e->ngroups; g++)
     snprintf(m->group_optimizer[g], sizeof m->group_optimizer[g], "%s",
-             zs_optimizer_name(e->groups[g].optimizer));
+             zs_optimizer_name(e->group_opt[g]));
   if (e->user_meta_bytes) { /* a copy: the manifest owns its blob */
     if (!(m->user_meta = malloc(e->user_meta_bytes)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");

@@ -143,6 +143,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   e->plan = plan;
   e->cfg = *cfg;
   e->ngroups = 1; /* group 0: the configuration's */
+  e->group_opt[0] = cfg->optimizer;
   memcpy(e->origins, origins, sizeof origins);
   e->comm = comm;
   e->world_rank = zs_comm_rank(comm);

@@ -71,7 +71,8 @@ struct zs_engine {
   int nunits, cap_units;
   /* Parameter groups (groups.c): groups[1 .. ngroups - 1] as zs_engine_add_group took them;
      group 0 is the configuration's (ngroups >= 1). */
-  zs_param_group groups[ZS_MAX_PARAM_GROUPS];
+  zs_param_group groups[ZS_MAX_PARAM_GROUPS]; /* (their optimizer NULL: group_opt says) */
+  int group_opt[ZS_MAX_PARAM_GROUPS];         /* each group's optimizer id (zs_config.optimizer) */
   int ngroups;
   unsigned char *user_meta; /* zs_engine_set_user_meta's bytes, or the last load's; NULL: none */
   size_t user_meta_bytes;

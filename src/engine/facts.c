@@ -97,8 +97,8 @@ void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_plac
   if (e->ngroups > 1)
     info_add(e, "; %d parameter groups besides the configuration's", e->ngroups - 1);
   for (int g = 1; g < e->ngroups; g++) /* those on another optimizer than the configuration's */
-    if (e->groups[g].optimizer != e->cfg.optimizer)
-      info_add(e, ", group %d on %s", g, zs_optimizer_name(e->groups[g].optimizer));
+    if (e->group_opt[g] != e->cfg.optimizer)
+      info_add(e, ", group %d on %s", g, zs_optimizer_name(e->group_opt[g]));
   if (pl->active) {
     f->budget_active = 1;
     f->budget_free_ranks = e->budget_free_ranks;

@@ -16,7 +16,7 @@ zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g) {
   if (!e || !g) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_group_default: NULL engine or group");
   const zs_config *c = &e->cfg;
   *g = (zs_param_group){1.0f,         c->optim.weight_decay, c->optim.beta1, c->optim.beta2,
-                        c->optim.eps, c->sgd.momentum,       c->optimizer};
+                        c->optim.eps, c->sgd.momentum,       NULL};
   return ZS_OK;
 }
 
@@ -30,7 +30,7 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out) {
   out->optim.beta2 = g->beta2;
   out->optim.eps = g->eps;
   out->sgd.momentum = g->momentum;
-  out->optimizer = g->optimizer;
+  out->optimizer = e->group_opt[id];
 }
 
 zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
@@ -55,11 +55,15 @@ zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
                     "does not read",
                     (double)g->weight_decay, (double)g->beta1, (double)g->beta2, (double)g->eps,
                     (double)g->momentum);
+  int opt = e->cfg.optimizer;
+  if (g->optimizer && zs_optimizer_id(g->optimizer, &opt) != ZS_OK)
+    return zs_err_wrap(ZS_ERR_INVALID_ARG, "zs_engine_add_group");
   /* The group's values are checked as the configuration's own (the same sentences). */
   const int n = e->ngroups;
+  e->group_opt[n] = opt;
   e->groups[n] =
       (zs_param_group){g->lr_scale + 0.0f, g->weight_decay + 0.0f, g->beta1 + 0.0f, g->beta2 + 0.0f,
-                       g->eps + 0.0f,      g->momentum + 0.0f,     g->optimizer};
+                       g->eps + 0.0f,      g->momentum + 0.0f,     NULL};
   /* (+ 0.0f: -0 is 0, so the agreement's bits of equal groups are equal) */
   e->ngroups = n + 1;
   zs_config c;
@@ -109,8 +113,12 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
 uint64_t zs_engine_groups_hash(const zs_engine *e) {
   const int n = e->ngroups;
   uint64_t h = XXH64(&n, sizeof n, 0x67726f7570ull);
-  for (int i = 1; i < e->ngroups; i++) /* the floats by their bits */
-    h = XXH64(&e->groups[i], sizeof e->groups[i], h);
+  for (int i = 1; i < e->ngroups; i++) { /* the floats by their bits, and the optimizer */
+    const float f[6] = {e->groups[i].lr_scale, e->groups[i].weight_decay, e->groups[i].beta1,
+                        e->groups[i].beta2,    e->groups[i].eps,          e->groups[i].momentum};
+    h = XXH64(f, sizeof f, h);
+    h = XXH64(&e->group_opt[i], sizeof e->group_opt[i], h);
+  }
   for (int i = 0; i < e->nunits; i++)
     h = XXH64(e->units[i]->group, (size_t)e->units[i]->ntensors * sizeof(int), h);
   return h;

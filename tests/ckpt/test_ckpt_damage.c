@@ -103,6 +103,14 @@ static zs_engine *make(int stage, unsigned offload, int other, zs_unit **u) {
     if (other == 1 && i == 2) d.t[0].shape[0] = 12; /* another model: one shape differs */
     ZS_OK_OR_DIE(zs_engine_add_unit(e, d.name, d.ntensors, d.t, &u[i]));
   }
+  if (other == 3) { /* the same model with block.w in a group on Muon */
+    zs_param_group g;
+    int id = -1;
+    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+    g.optimizer = "muon";
+    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+    ZS_OK_OR_DIE(zs_unit_set_group(u[2], 0, id));
+  }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   for (int i = 0; i < TM_NUNITS; i++)
     for (int k = 0; k < tm_units[i].ntensors; k++) {
@@ -261,6 +269,13 @@ int main(int argc, char **argv) {
   zs_engine_destroy(eb);
   refused(e, u, other, ZS_ERR_INVALID_ARG, "optimizer 'sgd', the engine runs 'adamw'", -1, later, 3,
           "another optimizer");
+  /* ... or by a group on another optimizer: its tensor's state is that optimizer's. */
+  eb = make(stage, offload, 3, ub);
+  snprintf(other, sizeof other, "%s/other_muon", root);
+  ZS_OK_OR_DIE(zs_engine_save(eb, other));
+  zs_engine_destroy(eb);
+  refused(e, u, other, ZS_ERR_INVALID_ARG, "'block.w' holds the state of optimizer 'muon'", -1,
+          later, 3, "a group's optimizer");
 
   /* Nothing there; wrong moments. */
   snprintf(dir, sizeof dir, "%s/empty", root);

@@ -235,7 +235,7 @@ static void check_muon(zs_comm *comm) {
   zs_param_group g;
   int id = -1;
   ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
-  ZS_OK_OR_DIE(zs_optimizer_id("muon", &g.optimizer));
+  g.optimizer = "muon";
   ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
   ZS_OK_OR_DIE(zs_unit_set_group(u, 0, id));
   ZS_OK_OR_DIE(zs_engine_commit(e));

@@ -204,7 +204,6 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     int id[2];
     for (int i = 0; i < 2; i++) {
       zs_param_group g = gs[i];
-      g.optimizer = c.optimizer;
       if (o->sgd == 0) g.momentum = 0; /* plain SGD keeps no buffer in any group */
       ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id[i]));
     }

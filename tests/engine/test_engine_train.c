@@ -822,9 +822,8 @@ int main(int argc, char **argv) {
   if (o.groups) { /* test_groups, put where test_group_of says (a whole unit, then one back) */
     for (int i = 0; i < 2; i++) {
       zs_param_group g = test_groups[i];
-      g.optimizer = cfg.optimizer;
       if (o.sgd && o.momentum == 0) g.momentum = 0;
-      if (o.groups == 2) g.optimizer = i == 0 ? ZS_OPT_LION : ZS_OPT_SGD;
+      if (o.groups == 2) g.optimizer = i == 0 ? "lion" : "sgd";
       int id = -1;
       ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
       ZS_EXPECT(id == i + 1, "group %d got id %d", i + 1, id);
@@ -837,7 +836,7 @@ int main(int argc, char **argv) {
   if (o.adafactor) { /* two matrices and two vectors on Adafactor, the rest on AdamW */
     zs_param_group g;
     ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
-    g.optimizer = adafactor_id(), g.lr_scale = af_lr_scale, g.weight_decay = af_wd;
+    g.optimizer = "adafactor", g.lr_scale = af_lr_scale, g.weight_decay = af_wd;
     int id = -1;
     ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
     for (int u = 0; u < TM_NUNITS; u++)
@@ -847,7 +846,7 @@ int main(int argc, char **argv) {
   if (o.muon) { /* the matrices on Muon, the rest on the configuration's AdamW */
     zs_param_group g;
     ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
-    g.optimizer = muon_id(), g.lr_scale = muon_lr_scale, g.weight_decay = muon_wd;
+    g.optimizer = "muon", g.lr_scale = muon_lr_scale, g.weight_decay = muon_wd;
     int id = -1;
     ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
     for (int u = 0; u < TM_NUNITS; u++)
