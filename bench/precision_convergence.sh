@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
     --eval-every) eval_every=$2; shift ;;
     --modes) only=",$2,"; shift ;;
     --example) example=$2; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "precision_convergence: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
   shift

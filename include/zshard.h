@@ -364,7 +364,9 @@ ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const fl
    zs_unit_grads_ready (ZS_ERR_STATE otherwise, and for a frozen or zs_unit_no_grad unit).
    Collective as zs_unit_get_param; a failed gather fails the engine. */
 ZS_API zs_status zs_unit_get_grad(zs_unit *u, int t, float *host_full);
-/* Replaces it (bf16 gradients rounded to nearest even) for this step's norm, clipping and update.
+/* Replaces it for this step's norm, clipping and update (stored as the sum the reductions leave,
+   host_full times world * micro_steps, so zs_unit_get_grad may read it one rounding off; bf16
+   rounded to nearest even).
    When zs_unit_get_grad may read; local, with the same values on every rank: zs_engine_step
    refuses ranks that differ (ZS_ERR_INVALID_ARG on every rank, the step abandoned). */
 ZS_API zs_status zs_unit_set_grad(zs_unit *u, int t, const float *host_full);

@@ -114,26 +114,24 @@ void zs_engine_set_record(zs_unit *u, int t, int slot, const float *host, size_t
   u->e->set_pending = 1;
 }
 
-void zs_engine_set_clear(zs_engine *e, int params_only) {
+/* Forgets the records of the slots in mask (bit s: slot s). */
+static void clear_slots(zs_engine *e, unsigned mask) {
   e->set_pending = 0;
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     for (size_t r = 0; r < (size_t)u->ntensors * ZS_SET_SLOTS; r++) {
-      if (!params_only || r % ZS_SET_SLOTS == 0) u->set_hash[r] = 0;
+      if (mask >> (r % ZS_SET_SLOTS) & 1u) u->set_hash[r] = 0;
       if (u->set_hash[r]) e->set_pending = 1;
     }
   }
 }
 
+void zs_engine_set_clear(zs_engine *e, int params_only) {
+  clear_slots(e, params_only ? 1u : ~0u);
+}
+
 void zs_engine_set_clear_grads(zs_engine *e) {
-  e->set_pending = 0;
-  for (int i = 0; i < e->nunits; i++) {
-    zs_unit *u = e->units[i];
-    for (size_t r = 0; r < (size_t)u->ntensors * ZS_SET_SLOTS; r++) {
-      if (r % ZS_SET_SLOTS == ZS_SET_GRAD_SLOT) u->set_hash[r] = 0;
-      if (u->set_hash[r]) e->set_pending = 1;
-    }
-  }
+  clear_slots(e, 1u << ZS_SET_GRAD_SLOT);
 }
 
 /* One word of every record (which tensors were set, and the hash of their values), 0 when none:
@@ -207,12 +205,12 @@ static zs_status set_mismatch(zs_engine *e) {
         zs_status s;
         if (a && b)
           s = zs_err(ZS_ERR_INVALID_ARG,
-                     "zs_engine_step: initial values differ across ranks: %sunit '%s' tensor '%s' "
+                     "zs_engine_step: values set differ across ranks: %sunit '%s' tensor '%s' "
                      "set by rank 0 differs from rank %zu's: %s",
                      what, u->name, u->tnames[t], q, slot ? state_fix : fix);
         else
           s = zs_err(ZS_ERR_INVALID_ARG,
-                     "zs_engine_step: initial values differ across ranks: %sunit '%s' tensor '%s' "
+                     "zs_engine_step: values set differ across ranks: %sunit '%s' tensor '%s' "
                      "was set by rank %zu but not by rank %zu since the last step: %s",
                      what, u->name, u->tnames[t], a ? (size_t)0 : q, a ? q : (size_t)0,
                      slot ? state_fix : fix);
@@ -222,7 +220,7 @@ static zs_status set_mismatch(zs_engine *e) {
   free(all);
   /* The combined words differed but no record does: cannot happen short of a hash collision. */
   return zs_err(ZS_ERR_INVALID_ARG,
-                "zs_engine_step: initial values differ across ranks (the combined records differ, "
+                "zs_engine_step: values set differ across ranks (the combined records differ, "
                 "no single tensor's does): %s",
                 fix);
 }

@@ -162,6 +162,9 @@ zs_status zs_engine_check_tensor(const zs_unit *u, int t, const void *host, cons
 /* Forgets the records (every slot; params_only: slot 0's): those values are known to be equal on
    every rank (agreed at a step, loaded from a checkpoint; broadcast params). Local. */
 void zs_engine_set_clear(zs_engine *e, int params_only);
+/* Waits (with the timeout) for every collective queued on the engine's groups: world, shard,
+   replica. */
+zs_status zs_engine_sync_groups(zs_engine *e);
 /* Forgets the gradients' records (zs_unit_set_grad): a new step's gradients replace them. */
 void zs_engine_set_clear_grads(zs_engine *e);
 /* Every rank resolved the same configuration (the sharding, dtypes, precision modes with lean

@@ -88,9 +88,7 @@ zs_status zs_unit_set_grad(zs_unit *u, int t, const float *host_full) {
   zs_engine *e = u->e;
   zs_dev *d = &e->dev;
   /* The reductions that write this rank's part are done before it is overwritten. */
-  zs_status rc = zs_coll_sync(e->world, d->comm_stream);
-  if (rc == ZS_OK && e->shard != e->world) rc = zs_coll_sync(e->shard, d->comm_stream);
-  if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, d->comm_stream);
+  zs_status rc = zs_engine_sync_groups(e);
   if (rc == ZS_OK) rc = zs_dev_sync(d, d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail(e, zs_err_wrap(rc, "zs_unit_set_grad"));
   /* What the optimizer reads: the tensor's piece of this rank's optimizer range, the sum

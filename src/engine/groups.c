@@ -15,8 +15,9 @@
 zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g) {
   if (!e || !g) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_group_default: NULL engine or group");
   const zs_config *c = &e->cfg;
-  *g = (zs_param_group){1.0f,         c->optim.weight_decay, c->optim.beta1, c->optim.beta2,
-                        c->optim.eps, c->sgd.momentum,       NULL};
+  *g = (zs_param_group){
+      1.0f, c->optim.weight_decay, c->optim.beta1, c->optim.beta2, c->optim.eps, c->sgd.momentum,
+      NULL};
   return ZS_OK;
 }
 
@@ -61,9 +62,13 @@ zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
   /* The group's values are checked as the configuration's own (the same sentences). */
   const int n = e->ngroups;
   e->group_opt[n] = opt;
-  e->groups[n] =
-      (zs_param_group){g->lr_scale + 0.0f, g->weight_decay + 0.0f, g->beta1 + 0.0f, g->beta2 + 0.0f,
-                       g->eps + 0.0f,      g->momentum + 0.0f,     NULL};
+  e->groups[n] = (zs_param_group){g->lr_scale + 0.0f,
+                                  g->weight_decay + 0.0f,
+                                  g->beta1 + 0.0f,
+                                  g->beta2 + 0.0f,
+                                  g->eps + 0.0f,
+                                  g->momentum + 0.0f,
+                                  NULL};
   /* (+ 0.0f: -0 is 0, so the agreement's bits of equal groups are equal) */
   e->ngroups = n + 1;
   zs_config c;
@@ -124,19 +129,23 @@ uint64_t zs_engine_groups_hash(const zs_engine *e) {
   return h;
 }
 
-/* Tensors whose group's optimizer needs them whole (Muon) are each orthogonalised by one rank of
-   the shard group: greedily, in model order, the least loaded rank so far (ties: the lowest),
-   a tensor's load its rows * cols * min(rows, cols) (the Newton-Schulz GEMMs). A function of the
-   layout and the groups only, so every rank makes the same plan; which rank it is never changes
-   the bits (tier/whole.h). */
+/* Tensors whose group's optimizer needs them whole (Muon, Adafactor) get their whole step from one
+   rank of the shard group where the optimizer state is sharded (every rank computes its own where
+   it is not): per unit (each unit's whole step waits for its slowest rank), greedily in tensor
+   order, the rank with the least load in this unit so far, ties to the least load over the
+   model, then the lowest rank; a tensor's load is rows * cols * min(rows, cols) (Muon's GEMMs).
+   A function of the layout and the groups only, so every rank makes the same plan; which rank it
+   is never changes the bits (tier/whole.h). */
 zs_status zs_engine_whole_plan(zs_engine *e) {
-  double load[ZS_WHOLE_MAX_RANKS] = {0};
+  double total[ZS_WHOLE_MAX_RANKS] = {0}, unit[ZS_WHOLE_MAX_RANKS];
   const int S = e->shard_size < ZS_WHOLE_MAX_RANKS ? e->shard_size : ZS_WHOLE_MAX_RANKS;
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     size_t work = 0;
     int chans = 0;
     u->whole_floats = 0;
+    for (int r = 0; r < S; r++)
+      unit[r] = 0;
     for (int k = 0; k < u->ntensors; k++) {
       zs_config c;
       zs_engine_group_config(e, u->group[k], &c);
@@ -151,12 +160,13 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
                       "(AdamW for embeddings, norms and biases)",
                       u->name, t->name, t->ndim, zs_opt_name_of(&c));
       const int64_t n = zs_unit_numel(u, k), rows = t->shape[0];
-      if (n == 0) continue;
+      if (n == 0 || u->frozen) continue;
       const double cols = (double)(n / rows), cost = (double)rows * cols * fmin((double)rows, cols);
       int best = 0;
       for (int r = 1; r < S; r++)
-        if (load[r] < load[best]) best = r;
-      load[best] += cost;
+        if (unit[r] < unit[best] || (unit[r] == unit[best] && total[r] < total[best])) best = r;
+      unit[best] += cost;
+      total[best] += cost;
       u->whole_owner[k] = best;
       const size_t w = m->work_floats(rows, n / rows);
       if (w > work) work = w;
@@ -168,12 +178,14 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
 }
 
 zs_status zs_engine_whole_tier(const zs_engine *e, const zs_placement *place) {
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
   for (int i = 0; i < e->nunits && place->nnvme > 0; i++)
-    if (e->units[i]->whole_floats)
+    if (e->units[i]->whole_floats && zs_placement_nvme(place, &e->plan, &us, i))
       return zs_err(ZS_ERR_INVALID_ARG,
                     "zs_engine_commit: unit '%s' has tensors whose group's optimizer needs them "
-                    "whole (Muon), which the NVMe tier cannot stream: train without nvme_path, "
-                    "or keep those tensors on an elementwise optimizer",
+                    "whole (Muon, Adafactor), which the NVMe tier cannot stream, and the "
+                    "placement puts its state there: raise offload_host_bytes so that it stays "
+                    "in memory, or keep those tensors on an elementwise optimizer",
                     e->units[i]->name);
   return ZS_OK;
 }

@@ -110,6 +110,14 @@ static zs_status run_optimizer(zs_engine *e, double gscale) {
 
 static zs_status step_update(zs_engine *e, zs_step_stats *st);
 
+zs_status zs_engine_sync_groups(zs_engine *e) {
+  void *cs = e->dev.comm_stream;
+  zs_status rc = zs_coll_sync(e->world, cs);
+  if (rc == ZS_OK && e->shard != e->world) rc = zs_coll_sync(e->shard, cs);
+  if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, cs);
+  return rc;
+}
+
 /* Ends a step refused before its update (sr, whose message is kept): its collectives are done,
    nothing was updated and its gradients are dropped (the next zs_engine_begin_step starts them
    afresh); the engine is between steps again, the step count unchanged. */
@@ -143,9 +151,7 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (sr != ZS_OK && sr != ZS_ERR_INVALID_ARG) return zs_engine_fail_hard(e, sr);
   /* From here on a failure cannot be retried (reductions are consumed, updates half-applied):
      every error marks the engine failed. */
-  zs_status rc = zs_coll_sync(e->world, d->comm_stream);
-  if (rc == ZS_OK && e->shard != e->world) rc = zs_coll_sync(e->shard, d->comm_stream);
-  if (rc == ZS_OK && e->replica) rc = zs_coll_sync(e->replica, d->comm_stream);
+  zs_status rc = zs_engine_sync_groups(e);
   if (rc == ZS_OK) rc = zs_dev_order(d, d->compute_stream, d->comm_stream);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
   /* Gathered copies of sharded params would be stale after the update: all are freed (a later

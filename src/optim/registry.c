@@ -11,6 +11,6 @@
 const zs_opt_entry *const zs_opt_registry[] = {[ZS_OPT_ADAMW] = &zs_opt_adamw,
                                                [ZS_OPT_SGD] = &zs_opt_sgd,
                                                [ZS_OPT_LION] = &zs_opt_lion,
-                                               [3] = &zs_opt_muon,
-                                               [4] = &zs_opt_adafactor};
+                                               &zs_opt_muon, /* the next ids, in order */
+                                               &zs_opt_adafactor};
 const int zs_opt_registry_n = (int)(sizeof zs_opt_registry / sizeof zs_opt_registry[0]);

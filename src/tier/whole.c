@@ -23,29 +23,27 @@ static float *chan(const zs_unit *u, int c, size_t a) {
   return u->whole_dir + (size_t)c * u->lay.padded + a;
 }
 
-/* The whole steps of the tensors this rank owns, in place in the channels; the first cout
-   channels of the others' zeroed (an owner's past its own count too). */
-static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout) {
-  zs_shard_ctx *x = t->sh;
-  size_t work_n = 0;
-  for (int k = 0; k < u->ntensors; k++)
-    if (u->whole_owner[k] == x->shard_rank) {
-      const int64_t rows = u->t[k].shape[0], cols = (int64_t)u->lay.numel[k] / rows;
-      const size_t w = zs_optim_whole_work(t->optim, u->group[k], rows, cols);
-      if (w > work_n) work_n = w;
-    }
-  float *work = NULL;
-  if (work_n) ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, work_n * sizeof *work, (void **)&work, NULL));
+/* rows x cols of tensor k (the first dimension by the rest). */
+static void dims(const zs_unit *u, int k, int64_t *rows, int64_t *cols) {
+  *rows = u->t[k].shape[0];
+  *cols = (int64_t)u->lay.numel[k] / *rows;
+}
+
+/* The whole steps of the tensors this rank computes (its own where the state is sharded, all of
+   them where not: every = 1), in place in the channels; the first cout channels of the others'
+   zeroed (a computed one's past its own count too). */
+static void run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work) {
   for (int k = 0; k < u->ntensors; k++) {
     if (u->whole_owner[k] < 0) continue;
     const size_t off = u->lay.off[k], n = u->lay.numel[k];
     int ci, co = 0;
-    if (u->whole_owner[k] == x->shard_rank) {
+    if (every || u->whole_owner[k] == t->sh->shard_rank) {
       float *ch[ZS_OPT_MAX_CHANNELS];
       zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
       for (int c = 0; c < ci; c++)
         ch[c] = chan(u, c, off);
-      const int64_t rows = u->t[k].shape[0], cols = (int64_t)n / rows;
+      int64_t rows, cols;
+      dims(u, k, &rows, &cols);
       zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, work);
       for (int c = 0; c < co; c++)
         for (size_t i = 0; i < n; i++)
@@ -54,8 +52,20 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout) {
     for (int c = co; c < cout; c++)
       memset(chan(u, c, off), 0, n * sizeof(float));
   }
-  if (work) zs_sh_free(x, ZS_MEM_BUFFERS, work, work_n * sizeof *work, NULL);
-  return ZS_OK;
+}
+
+/* The scratch floats of u's largest whole step (every rank allocates it, owner or not, before
+   the first collective: an allocation fails on no rank inside the exchange). */
+static size_t work_floats(const zs_tiers *t, const zs_unit *u) {
+  size_t w = 0;
+  for (int k = 0; k < u->ntensors; k++)
+    if (u->whole_owner[k] >= 0) {
+      int64_t rows, cols;
+      dims(u, k, &rows, &cols);
+      const size_t f = zs_optim_whole_work(t->optim, u->group[k], rows, cols);
+      if (f > w) w = f;
+    }
+  return w;
 }
 
 /* Each piece's gather into the channels (the overlap of its whole tensors with this rank's
@@ -86,22 +96,30 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
   if (x->dev->kind != ZS_DEVICE_CPU)
     return zs_err(ZS_ERR_UNSUPPORTED, "whole-tensor optimizers run on the CPU device only");
   const size_t P = u->lay.padded, sh = u->lay.shard, bytes = (size_t)cin * P * sizeof(float);
-  const int sharded = u->opt_n != P; /* the optimizer range is this rank's shard */
-  if (sharded && (u->opt_off != u->lay.shard_off || u->opt_n != sh))
-    return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': its optimizer range is not its shard", u->name);
-  ZS_CHECK(zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&u->whole_dir, NULL));
-  u->whole_channels = cin; /* zs_tier_whole_end frees it whatever happens next */
+  const size_t wn = work_floats(t, u);
+  /* Sharded state: gather, one rank per tensor, scatter back; else every rank holds every piece
+     and computes every tensor itself (no exchange). */
+  const int sharded = u->opt_n != P && x->shard_size > 1;
+  float *work = NULL;
+  zs_status rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&u->whole_dir, NULL);
+  if (rc == ZS_OK) {
+    u->whole_channels = cin; /* zs_tier_whole_end frees it whatever happens next */
+    rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, wn * sizeof *work, (void **)&work, NULL);
+  }
+  if (rc != ZS_OK) { /* its shard group is entering the exchange: failing here fails them too */
+    rc = zs_err_wrap(rc, "the whole-tensor step of unit '%s': its buffers", u->name);
+    return sharded ? zs_sh_fail_hard(x, rc) : rc;
+  }
   memset(u->whole_dir, 0, bytes);
   pieces(t, u, 0);
-  zs_status rc = ZS_OK;
-  for (int c = 0; sharded && x->shard_size > 1 && c < cin && rc == ZS_OK; c++)
+  for (int c = 0; sharded && c < cin && rc == ZS_OK; c++)
     rc = zs_coll_all_gather(x->shard, chan(u, c, u->lay.shard_off), chan(u, c, 0), sh, ZS_CDT_F32,
                             NULL);
-  if (rc == ZS_OK) rc = run_owned(t, u, cout);
-  for (int c = 0; x->shard_size > 1 && c < cout && rc == ZS_OK; c++)
-    rc = sharded ? zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,
-                                          ZS_CDT_F32, NULL)
-                 : zs_coll_all_reduce(x->shard, chan(u, c, 0), chan(u, c, 0), P, ZS_CDT_F32, NULL);
+  if (rc == ZS_OK) run_owned(t, u, cout, !sharded, work);
+  zs_sh_free(x, ZS_MEM_BUFFERS, work, wn * sizeof *work, NULL);
+  for (int c = 0; sharded && c < cout && rc == ZS_OK; c++)
+    rc = zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,
+                                ZS_CDT_F32, NULL);
   if (rc != ZS_OK) return zs_err_wrap(rc, "the whole-tensor step of unit '%s'", u->name);
   pieces(t, u, 1);
   return ZS_OK;

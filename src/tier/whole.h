@@ -1,16 +1,18 @@
 /* The whole step of the optimizers that need each tensor whole (optim/optimizer.h: gather, whole,
  * store; Muon, Adafactor), for one unit, on the memory tiers. Each rank gathers its pieces'
  * channels (fp32 values per element: Muon's direction; Adafactor's gradient, master and state)
- * into a zeroed buffer of channels over the padded unit; where the optimizer state is sharded the
- * shard group all-gathers each channel, so every rank holds each tensor whole. Each tensor's
- * owner (zs_unit.whole_owner) runs the whole step on it, the others zero its output channels, and
- * a sum over the shard group (a reduce-scatter onto the shards, or an all-reduce where the state
- * is not sharded) hands every rank the results of its pieces, which store writes into the state
- * and the update reads in place of the gradient. Each sum has one nonzero term (the owner's, -0
- * made +0 first), so it is exact in any order: the bits are those of the one-rank run whatever the
- * owner, the world size, the stage or the split. Costs per unit with whole tensors: one all-gather
- * per input channel and one reduce-scatter (or all-reduce) per output channel of its fp32 values,
- * the channels' buffer, and the largest owned tensor's scratch. */
+ * into a zeroed buffer of channels over the padded unit. Where the optimizer state is sharded the
+ * shard group all-gathers each input channel, each tensor's owner (zs_unit.whole_owner) runs its
+ * whole step, the others zero its output channels, and a reduce-scatter of each output channel
+ * hands every rank the results of its pieces; each sum has one nonzero term (the owner's, -0
+ * made +0 first), so it is exact in any order. Where the state is not sharded (every rank holds
+ * the whole unit: stage 0) every rank runs every whole step itself, with no exchange. Store then
+ * writes the results into the state, and the update reads channel 0 in place of the gradient.
+ * The bits are the one-rank run's whatever the owner, the world size, the stage or the split,
+ * given the same BLAS build and CPU type on every rank (Muon's GEMMs: OpenBLAS picks its kernel
+ * per CPU at run time). Costs per unit with whole tensors: the channels' buffer and the largest
+ * whole step's scratch on every rank (allocated before the exchange), and where sharded one
+ * all-gather per input channel and one reduce-scatter per output channel of fp32 values. */
 #ifndef ZS_TIER_WHOLE_H
 #define ZS_TIER_WHOLE_H
 

@@ -615,7 +615,7 @@ foreach(stage 1 2 3)
 endforeach()
 zs_mpi_test(engine_nvme_np1_stage3 test_engine_nvme_train NP 1 LABELS engine
             ARGS --dir ${CMAKE_CURRENT_BINARY_DIR} --stage 3 --micro 2 --mode some)
-zs_engine_equiv(engine_nvme_splits4_stage3 "1x4;2x2;4x1" 3 det ${zs_nvme_dir} --mode all)
+zs_engine_equiv(engine_nvme_splits4_stage3 "1x4;2x2;4x1" 3 det ${zs_nvme_dir} --mode all --groups 2)
 zs_engine_equiv(engine_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --offload 3
                 --big 12000001)
 zs_engine_equiv(engine_nvme_budget_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --offload 0)

@@ -138,7 +138,7 @@ static void run_stage(zs_comm *comm, int stage, const char *dir) {
   read_all(u, before);
   ZS_EXPECT_STATUS(step(e, u), ZS_ERR_INVALID_ARG);
   const char *msg = zs_last_error();
-  ZS_EXPECT(strstr(msg, "initial values differ across ranks") && strstr(msg, "unit 'h1'") &&
+  ZS_EXPECT(strstr(msg, "values set differ across ranks") && strstr(msg, "unit 'h1'") &&
                 strstr(msg, "tensor 'w'") && strstr(msg, "rank 0") && strstr(msg, "rank 1") &&
                 strstr(msg, "a per-rank seed"),
             "stage %d: the message names the unit, the tensor, the ranks and the fix: %s", stage,

@@ -70,7 +70,8 @@ typedef struct {
   float sgd;                      /* --sgd M: zs_config.optimizer = ZS_OPT_SGD, momentum M (>= 0);
                                      < 0: AdamW */
   int lion;                       /* --lion 1: zs_config.optimizer = ZS_OPT_LION */
-  int groups;    /* --groups 1: two parameter groups (train's), the same in both runs */
+  int groups;    /* --groups 1: two parameter groups (train's), the same in both runs; --groups 2
+                    with --mode all: a group on Adafactor first refused on the tier */
   int accum;     /* --accum-fp32 1: zs_config.grad_accum_fp32 (with --bf16 1) */
   size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
   int all;
@@ -198,7 +199,7 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
       t[k] = (zs_tensor_desc){tn[k], 1, {U[i].n[k], 0, 0, 0}, U[i].nowd[k]};
     ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
   }
-  if (o->groups) { /* the tier's update takes each segment's group, as the arena's does */
+  if (o->groups == 1) { /* the tier's update takes each segment's group, as the arena's does */
     static const zs_param_group gs[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f, 0},
                                          {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f, 0}};
     int id[2];
@@ -209,6 +210,18 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     }
     ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, id[0]));
     ZS_OK_OR_DIE(zs_unit_set_group(units[NU - 1], -1, id[1]));
+  }
+  if (o->groups == 2 && nvme && o->all) { /* a whole-tensor optimizer's unit on the tier: refused,
+                                             then committed once its tensor left the group */
+    zs_param_group g;
+    int id = -1;
+    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+    g.optimizer = "adafactor";
+    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+    ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, id));
+    ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_INVALID_ARG);
+    ZS_EXPECT(strstr(zs_last_error(), "NVMe tier cannot stream"), "says why: %s", zs_last_error());
+    ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, 0));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (nvme) check_staging(e, &c);

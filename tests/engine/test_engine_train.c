@@ -250,23 +250,16 @@ static int test_group_of(int u, int k) {
   return 0;
 }
 
-/* --muon: Muon's id, its group (lr 4 times the engine's, weight decay 0.05) and its tensors. */
-static int muon_id(void) {
-  int id = -1;
-  ZS_OK_OR_DIE(zs_optimizer_id("muon", &id));
-  return id;
-}
+/* The reference's optimizers (ref_opt_of). */
+enum { REF_ADAMW, REF_SGD, REF_LION, REF_MUON, REF_ADAFACTOR };
+
+/* --muon: its group (lr 4 times the engine's, weight decay 0.05) and its tensors. */
 static const float muon_lr_scale = 4.0f, muon_wd = 0.05f;
 static int is_muon_tensor(int u, int k) {
   return (u == 0 || u == 2) && k == 0;
 }
-/* --adafactor: its id, its group (lr 0.2 times the engine's: 0.01, torch's default; decay 0.02)
-   and its tensors (embed.w 7 x 5, block.w 13 x 3 factored; block.c and head.w vectors). */
-static int adafactor_id(void) {
-  int id = -1;
-  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &id));
-  return id;
-}
+/* --adafactor: its group (lr 0.2 times the engine's: 0.01, torch's default; decay 0.02) and its
+   tensors (embed.w 7 x 5, block.w 13 x 3 factored; block.c and head.w vectors). */
 static const float af_lr_scale = 0.2f, af_wd = 0.02f;
 static int is_af_tensor(int u, int k) {
   return ((u == 0 || u == 2) && k == 0) || (u == 2 && k == 2) || u == 3;
@@ -275,14 +268,14 @@ static int is_af_tensor(int u, int k) {
 /* Element gi's optimizer: the configuration's; with --groups 2 group 1's is Lion and group 2's
    SGD (their momentum 0.8), beside the configuration's AdamW. */
 static int ref_opt_of(const opts *o, int64_t gi) {
-  const int cfg = o->sgd ? ZS_OPT_SGD : o->lion ? ZS_OPT_LION : ZS_OPT_ADAMW;
+  const int cfg = o->sgd ? REF_SGD : o->lion ? REF_LION : REF_ADAMW;
   int u, k;
   ref_tensor(gi, &u, &k);
-  if (o->muon) return is_muon_tensor(u, k) ? muon_id() : cfg;
-  if (o->adafactor) return is_af_tensor(u, k) ? adafactor_id() : cfg;
+  if (o->muon) return is_muon_tensor(u, k) ? REF_MUON : cfg;
+  if (o->adafactor) return is_af_tensor(u, k) ? REF_ADAFACTOR : cfg;
   if (o->groups != 2) return cfg;
   const int g = test_group_of(u, k);
-  return g == 1 ? ZS_OPT_LION : g == 2 ? ZS_OPT_SGD : cfg;
+  return g == 1 ? REF_LION : g == 2 ? REF_SGD : cfg;
 }
 
 /* Element gi's hyperparameters: the configuration's, or with --groups its tensor's group's. */
@@ -528,7 +521,7 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
     const ref_hp h = ref_hp_of(o, i);
     const double gi = g[i] * clip;
     switch (ref_opt_of(o, i)) {
-    case ZS_OPT_SGD: { /* torch.optim.SGD: coupled decay, the first buffer is the gradient */
+    case REF_SGD: { /* torch.optim.SGD: coupled decay, the first buffer is the gradient */
       double d = gi + h.wd * r->p[i];
       if (h.mom != 0) {
         r->m[i] = t == 1 ? d : h.mom * r->m[i] + (1 - (double)o->dampening) * d;
@@ -538,17 +531,17 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
       r->p[i] -= h.lr * d;
       break;
     }
-    case ZS_OPT_LION: { /* Lion (Chen et al. 2023): the sign of an interpolation, decoupled decay */
+    case REF_LION: { /* Lion (Chen et al. 2023): the sign of an interpolation, decoupled decay */
       const double c = h.b1 * r->m[i] + (1 - h.b1) * gi;
       r->p[i] = r->p[i] * (1 - h.lr * h.wd) - h.lr * (c > 0 ? 1.0 : c < 0 ? -1.0 : 0.0);
       r->m[i] = h.b2 * r->m[i] + (1 - h.b2) * gi;
       if (o->m16) r->m[i] = zs_bf16_to_f32(zs_f32_to_bf16((float)r->m[i]));
       break;
     }
-    case 3: /* Muon (muon_id()): decoupled decay with the unadjusted lr */
+    case REF_MUON: /* decoupled decay with the unadjusted lr */
       r->p[i] = r->p[i] * (1 - h.lr * h.wd) - h.lr * mo[i];
       break;
-    case 4: /* Adafactor (adafactor_id()): decoupled decay with lr, then the relative step */
+    case REF_ADAFACTOR: /* decoupled decay with lr, then the relative step */
       r->p[i] = r->p[i] * (1 - h.lr * h.wd) - mo[i];
       break;
     default: { /* AdamW (Loshchilov & Hutter) */
