@@ -145,86 +145,62 @@ typedef struct {
                             0 = none. docs/MEMORY.md §1. */
   int shard_group_size;  /* hybrid sharding: shard inside groups of this size; 0 = world */
   double comm_timeout_s; /* a peer silent this long becomes ZS_ERR_TIMEOUT, never a hang */
-  /* Offload (ZS_OFFLOAD_*; docs/MEMORY.md §4): cap on pinned host bytes (0 = none; host_pinned
-     over it: zs_plan_model's fits = 0, commit refuses with the same sentence), CPU optimizer
-     workers (0 = this rank's share of its NUMA node's cores), elements per copy-pipeline chunk,
-     and whether to go on with unpinned host memory when pinning is refused (zs_engine_info). */
+  /* Offload (docs/MEMORY.md §4): cap on pinned host bytes (0 = none), CPU optimizer workers (0 =
+     this rank's share of its NUMA node's cores), elements per copy chunk, and whether to go on
+     with unpinned host memory when pinning is refused. */
   size_t offload_host_bytes;
   int offload_threads;
   size_t offload_chunk;
   int offload_allow_unpinned;
-  /* The optimizer's hyperparameters (`adamw` is the same storage under its older name); the
-     exact updates are docs/OPTIMIZER.md §3. Defaults (torch.optim.AdamW's): lr 1e-3, beta1 0.9,
-     beta2 0.999, eps 1e-8, weight_decay 0.01, max_grad_norm 0 (no clipping). SGD reads lr,
-     weight_decay and max_grad_norm (and the sgd fields below); Lion all but eps. */
+  /* The optimizer's hyperparameters (`adamw`: the same storage, its older name; what each
+     optimizer reads: docs/OPTIMIZER.md §3). Defaults, torch.optim.AdamW's: lr 1e-3, betas 0.9 and
+     0.999, eps 1e-8, weight_decay 0.01, max_grad_norm 0 (no clipping). */
   union {
     zs_optim_hparams optim;
     zs_optim_hparams adamw;
   };
-  /* Units the caller holds gathered at once (zs_unit_gather not yet released), for the memory
-     plan's bound on gathered params (the commit fit check, zs_plan_model): 0 = 2 (default). It
-     bounds nothing at run time (max_live_bytes does); a loop that gathers one unit, uses it and
-     releases it (the GPT-2 example) may say 1. docs/MEMORY.md §2. */
+  /* Units the caller holds gathered at once, for the memory plan's bound (0 = 2, default; a loop
+     that releases each unit before the next gather may say 1). Bounds nothing at run time. */
   int held_units;
-  /* zs_engine_save: committed checkpoints kept in the directory after a save (the newest ones;
-     older ones are deleted only once the new one is committed). 0 = keep all; default 2. */
+  /* Committed checkpoints zs_engine_save keeps (the newest; 0 = all; default 2). */
   int ckpt_keep;
-  /* Optimizer-state precision (docs/OPTIMIZER.md §4; with offload, same bits: docs/MEMORY.md §5).
-     ZS_MASTER_FP32 (0, default): an fp32 master beside the params. ZS_MASTER_PARAMS (param_dtype
-     ZS_F32): the params are the master (4 bytes per parameter fewer, FP32's bits).
-     ZS_MASTER_REMAINDER (ZS_BF16): bf16 params plus a 16-bit remainder, exact (2 bytes instead of
-     4; the compute copy rounds ties away from zero). ZS_MASTER_LEAN (ZS_BF16): the bf16 params
-     (no fp32 copy), updates rounded stochastically. A mode without its param_dtype (in
-     parentheses) is ZS_ERR_INVALID_ARG. */
+  /* The master's precision mode (docs/OPTIMIZER.md §4): ZS_MASTER_FP32 (default), PARAMS (fp32
+     params are the master), REMAINDER (bf16 params + a 16-bit remainder, exact), LEAN (bf16
+     params, stochastic rounding); the last two need bf16 params. */
   int master;
-  /* ZS_F32 (default) or ZS_BF16: the dtype of the optimizer's state (AdamW's m and v, SGD's
-     buffer, Lion's m) on every tier; bf16 is computed in fp32, stored rounded to nearest even
-     (2 bytes per element fewer). docs/OPTIMIZER.md §5. */
+  /* The optimizer state's dtype, ZS_F32 (default) or ZS_BF16 (stored rounded to nearest even;
+     docs/OPTIMIZER.md §5). */
   zs_dtype moment_dtype;
   /* Budgeted partial offload (docs/MEMORY.md §6): the device bytes this rank's engine may hold
-     for params + grads + optimizer + the buffers bound (not the caller's activations); 0 = none
-     (default: the ZS_OFFLOAD_* bits decide). Commit moves units to the host arena, largest saving
-     first, until the rest fits: deterministic, monotone, never over, the same bits; a model over
-     it with every unit on the host is refused with the least budget that fits. Needs sharded
-     optimizer state and offload = 0. Environment: ZS_OFFLOAD_BUDGET_BYTES (a number, or "free"). */
+     (model state and buffers); commit moves units to the host, largest saving first, until the
+     rest fits. 0 = none (default). Needs sharded optimizer state and offload = 0. */
   size_t offload_budget_bytes;
-  /* master = ZS_MASTER_LEAN only: the stochastic rounding's seed (default 0; not stored in
-     checkpoints: keep it when resuming). docs/OPTIMIZER.md §6. */
+  /* ZS_MASTER_LEAN's rounding seed (default 0; not in checkpoints: keep it when resuming). */
   uint64_t rounding_seed;
-  /* The NVMe tier (docs/MEMORY.md §7): a local directory that takes O_DIRECT, or NULL (default:
-     none). Host-tier optimizer state over offload_host_bytes goes to files there and each step
-     streams it through the host update (host offload's bits). Needs a host tier (ZS_OFFLOAD_*
-     bits or a budget) and offload_host_bytes > 0, else ZS_ERR_INVALID_ARG. Commit fails on every
-     rank with ZS_ERR_UNSUPPORTED (tmpfs), ZS_ERR_INVALID_ARG (no directory) or ZS_ERR_IO (no
-     space); an I/O error in a step is ZS_ERR_IO on every rank and fails the engine. Not copied:
-     valid until zs_engine_destroy. Environment: ZS_NVME_PATH. */
+  /* The NVMe tier (docs/MEMORY.md §7): a local O_DIRECT directory for host-tier optimizer state
+     over offload_host_bytes (> 0, with a host tier), streamed through each step; NULL (default):
+     none. Not copied: valid until zs_engine_destroy. */
   const char *nvme_path;
-  /* The rank divergence check of the MPI backends (docs/COLLECTIVES.md §2; NCCL has none): 1
-     (default, every build type): on from zs_engine_create; 0: off from zs_engine_commit on. Costs
-     one small all-gather per collective. Every rank alike. Environment: ZS_COMM_CHECK. */
+  /* The MPI backends' rank divergence check (docs/COLLECTIVES.md §2): 1 (default) on; 0 off from
+     zs_engine_commit on. One small all-gather per collective. */
   int comm_check;
-  /* ZS_OPT_ADAMW (default), ZS_OPT_SGD, ZS_OPT_LION or any id zs_optimizer_id gives; sgd: SGD's
-     momentum (default 0: no state), dampening (0), nesterov (0; needs momentum > 0, dampening 0).
-     Every rank alike. */
+  /* The optimizer (zs_optimizer_id; default AdamW); sgd: SGD's momentum (0: no state), dampening,
+     nesterov (needs momentum > 0, dampening 0), all 0 by default. */
   int optimizer;
   struct {
     float momentum, dampening;
     int nesterov;
   } sgd; /* read by ZS_OPT_SGD only */
-  /* 1: bf16 params' gradient summed over micro-steps in fp32 (2 more bytes per gradient element;
-     docs/OPTIMIZER.md §1); 0 (default): in param_dtype. Not with AdamW in the remainder and lean
-     modes. Every rank alike. */
+  /* 1: bf16 params' gradients summed over micro-steps in fp32 (docs/OPTIMIZER.md §1); 0
+     (default): in param_dtype. Not with AdamW in the remainder and lean modes. */
   int grad_accum_fp32;
-  /* Muon (docs/OPTIMIZER.md §3), for every group on it: momentum (default 0.95), nesterov (1),
-     ns_steps (5: Newton-Schulz iterations, 1..100), adjust_lr (ZS_MUON_LR_ORIGINAL, default: lr
-     times sqrt(max(1, rows / cols)); ZS_MUON_LR_MATCH_ADAMW: lr times 0.2 sqrt(max(rows, cols)),
-     for AdamW's lr and decay). Every rank alike. */
+  /* Muon's (docs/OPTIMIZER.md §3): momentum 0.95, nesterov 1, ns_steps 5 (1..100), adjust_lr
+     ZS_MUON_LR_ORIGINAL (or ZS_MUON_LR_MATCH_ADAMW) by default. */
   struct {
     float momentum;
     int nesterov, ns_steps, adjust_lr;
   } muon;
-  /* Adafactor (docs/OPTIMIZER.md §3), torch.optim.Adafactor's: beta2_decay (default -0.8, <= 0),
-     eps1 (1.1920929e-7), eps2 (1e-3), d (1, the update clipping threshold). Every rank alike. */
+  /* Adafactor's (docs/OPTIMIZER.md §3): beta2_decay -0.8, eps1 1.1920929e-7, eps2 1e-3, d 1. */
   struct {
     float beta2_decay, eps1, eps2, d;
   } adafactor;
@@ -277,14 +253,12 @@ ZS_API zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine
    and nothing is added. */
 ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors,
                                     const zs_tensor_desc *t, zs_unit **out);
-/* Fixes the layout, places units (budget, NVMe tier: docs/MEMORY.md §6-§7, the same on every
-   rank) and allocates every shard; no unit may be added after it. Collective over the world: all
-   refuse when one does. First checks that this rank's state and transient buffers fit its memory:
-   ZS_ERR_OUT_OF_MEMORY naming the bytes needed and available and what would fit, nothing
-   allocated, the engine uncommitted (docs/MEMORY.md §3). The sharding switches, dtypes, offload
-   bits and budget, bucket_bytes, shard_group_size, deterministic, master, moment_dtype,
-   rounding_seed, the optimizer and its hyperparameters must resolve alike on every rank, else
-   ZS_ERR_INVALID_ARG on every rank naming the first field and both values. */
+/* Fixes the layout, places units (budget, NVMe tier: docs/MEMORY.md §6-§7) and allocates every
+   shard. Collective over the world: all refuse when one does. ZS_ERR_OUT_OF_MEMORY when this
+   rank's state and buffers would not fit, naming the bytes and what would fit, nothing allocated
+   (docs/MEMORY.md §3). Every configuration field that shapes or updates the state (all but the
+   local tunables) and the groups must resolve alike on every rank, else ZS_ERR_INVALID_ARG on every
+   rank naming the first field and both values. */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls
@@ -317,13 +291,11 @@ ZS_API int zs_comm_size(const zs_comm *c); /* -1 for NULL */
 typedef enum { ZS_HOST_F32 = 0, ZS_HOST_F64, ZS_HOST_I64 } zs_host_dtype;
 typedef enum { ZS_RED_SUM = 0, ZS_RED_MEAN, ZS_RED_MAX, ZS_RED_MIN } zs_reduce_op;
 /* Reduces count host values across every rank of c into recv on every rank (a logged loss, token
-   counts), on either bootstrap; the same bits on every rank, backend and run (rank order:
-   docs/COLLECTIVES.md §6). Collective over the world: same count, dtype and op, in the same order
-   relative to the other collective calls on c. send == recv is allowed; other overlaps, a NULL
-   buffer with count > 0, an unknown dtype or op, or an i64 mean are ZS_ERR_INVALID_ARG (on every
-   rank, before any message). count 0 is a no-op that still counts as a call. A silent peer gives
-   ZS_ERR_TIMEOUT after zs_comm_set_timeout's bound; after it or ZS_ERR_COMM every later call on c
-   returns ZS_ERR_COMM at once: destroy c. Not thread-safe: one thread per comm. */
+   counts), on either bootstrap, with the same bits on every rank, backend and run
+   (docs/COLLECTIVES.md §6). Collective over the world (same count, dtype and op). send == recv is
+   allowed; other overlaps, NULL with count > 0, an unknown dtype or op, or an i64 mean are
+   ZS_ERR_INVALID_ARG on every rank. A silent peer gives ZS_ERR_TIMEOUT (zs_comm_set_timeout); after
+   it or ZS_ERR_COMM every later call on c returns ZS_ERR_COMM: destroy c. One thread per comm. */
 ZS_API zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t count,
                                    zs_host_dtype dt, zs_reduce_op op);
 /* Sets the bound on the communicator's own waits (zs_comm_allreduce; the env rendezvous when an

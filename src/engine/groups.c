@@ -154,11 +154,12 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       if (!m->whole) continue;
       const zs_tensor_desc *t = &u->t[k];
       if (t->ndim < 2 && !m->whole_vectors)
-        return zs_err(ZS_ERR_INVALID_ARG,
-                      "zs_engine_commit: tensor '%s.%s' has %d dimension(s) but its group's "
-                      "optimizer '%s' updates matrices: put it in a group on another optimizer "
-                      "(AdamW for embeddings, norms and biases)",
-                      u->name, t->name, t->ndim, zs_opt_name_of(&c));
+        return zs_err(
+            ZS_ERR_INVALID_ARG,
+            "zs_engine_commit: tensor '%s.%s' has %d dimension(s) but its group's "
+            "optimizer '%s' updates matrices: put it in a group on an elementwise "
+            "optimizer (the configuration's, as embeddings, norms and biases usually are)",
+            u->name, t->name, t->ndim, zs_opt_name_of(&c));
       const int64_t n = zs_unit_numel(u, k), rows = t->shape[0];
       if (n == 0 || u->frozen) continue;
       const double cols = (double)(n / rows), cost = (double)rows * cols * fmin((double)rows, cols);

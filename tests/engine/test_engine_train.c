@@ -468,6 +468,19 @@ static void ref_adafactor(ref_state *r, const opts *o, const double *g, double c
     }
 }
 
+/* A group on optimizer `name` (lr_scale, weight decay wd) holding the tensors `in` says. */
+static void group_on(zs_engine *e, zs_unit **units, const char *name, float lr_scale, float wd,
+                     int (*in)(int u, int k)) {
+  zs_param_group g;
+  int id = -1;
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+  g.optimizer = name, g.lr_scale = lr_scale, g.weight_decay = wd;
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+  for (int u = 0; u < TM_NUNITS; u++)
+    for (int k = 0; k < tm_units[u].ntensors; k++)
+      if (in(u, k)) ZS_OK_OR_DIE(zs_unit_set_group(units[u], k, id));
+}
+
 /* --nograd: the unit that gets no gradient in step s (zs_unit_no_grad), or -1: in steps 1, 4, 7,
    ... unit s mod TM_NUNITS. */
 static int nograd_unit(const opts *o, int s) {
@@ -826,26 +839,10 @@ int main(int argc, char **argv) {
     ZS_OK_OR_DIE(zs_unit_set_group(units[2], -1, 2));
     ZS_OK_OR_DIE(zs_unit_set_group(units[2], 2, 0));
   }
-  if (o.adafactor) { /* two matrices and two vectors on Adafactor, the rest on AdamW */
-    zs_param_group g;
-    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
-    g.optimizer = "adafactor", g.lr_scale = af_lr_scale, g.weight_decay = af_wd;
-    int id = -1;
-    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
-    for (int u = 0; u < TM_NUNITS; u++)
-      for (int k = 0; k < tm_units[u].ntensors; k++)
-        if (is_af_tensor(u, k)) ZS_OK_OR_DIE(zs_unit_set_group(units[u], k, id));
-  }
-  if (o.muon) { /* the matrices on Muon, the rest on the configuration's AdamW */
-    zs_param_group g;
-    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
-    g.optimizer = "muon", g.lr_scale = muon_lr_scale, g.weight_decay = muon_wd;
-    int id = -1;
-    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
-    for (int u = 0; u < TM_NUNITS; u++)
-      for (int k = 0; k < tm_units[u].ntensors; k++)
-        if (is_muon_tensor(u, k)) ZS_OK_OR_DIE(zs_unit_set_group(units[u], k, id));
-  }
+  if (o.adafactor) /* two matrices and two vectors on Adafactor, the rest on AdamW */
+    group_on(e, units, "adafactor", af_lr_scale, af_wd, is_af_tensor);
+  if (o.muon) /* the matrices on Muon, the rest on the configuration's AdamW */
+    group_on(e, units, "muon", muon_lr_scale, muon_wd, is_muon_tensor);
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (o.budget_free) {
     const zs_engine_facts f = zs_test_facts(e);
