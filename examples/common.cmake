@@ -15,6 +15,7 @@ set(zs_example_common_srcs
     ${CMAKE_CURRENT_LIST_DIR}/common/freeze.c
     ${CMAKE_CURRENT_LIST_DIR}/common/lr_schedule.c
     ${CMAKE_CURRENT_LIST_DIR}/common/metrics.c
+    ${CMAKE_CURRENT_LIST_DIR}/common/tb_events.c
     ${CMAKE_CURRENT_LIST_DIR}/common/out_paths.c
     ${CMAKE_CURRENT_LIST_DIR}/common/plot.c
     ${CMAKE_CURRENT_LIST_DIR}/common/precision.c

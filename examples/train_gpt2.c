@@ -534,6 +534,7 @@ static int run_all(run *r, int argc, char **argv) {
   if (a->t.device == ZS_DEVICE_CUDA) /* MFU on GPUs only */
     x->flops_per_token = gpt2_flops_per_token(&r->cfg, a->t.seq);
   TRY(gpt2_metrics_open(&x->met, a->t.metrics, x->rank, x->world));
+  if (a->t.tensorboard) TRY(gpt2_metrics_tensorboard(&x->met, a->t.tensorboard));
   TRY(build(r));
   banner(r);
   r->dump.dir = a->dump_grads;

@@ -506,6 +506,7 @@ static int run_all(run *r, int argc, char **argv) {
     TRY(ex_load_data(x));
   TRY(resolve_config(r));
   TRY(gpt2_metrics_open(&x->met, a->t.metrics, x->rank, x->world));
+  if (a->t.tensorboard) TRY(gpt2_metrics_tensorboard(&x->met, a->t.tensorboard));
   TRY(build(r));
   banner(r);
   TRY(ex_report_memory(x, "start"));

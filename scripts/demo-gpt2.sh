@@ -51,7 +51,7 @@ mkdir -p "$OUT"
 echo "== train: $NP ranks, stage 3, $DEVICE, $STEPS steps"
 ARGS=(--stage 3 --device "$DEVICE" --layers 4 --channels 128 --heads 4 --seq 64 --batch 8
       --micro-steps 1 --steps "$STEPS" --lr 2e-3 --warmup 25 --eval-every 50 --eval-batches 8
-      --log-every 10 --metrics "$OUT/metrics.jsonl" --plot "$OUT/loss.svg"
+      --log-every 10 --metrics "$OUT/metrics.jsonl" --plot "$OUT/loss.svg" --tensorboard "$OUT/tb"
       --sample-lines 4 --sample-chars 400 --temperature 0.7 --check-frac "$FRAC")
 set +e
 mpirun --oversubscribe -np "$NP" "$BUILD/examples/train_gpt2" "${ARGS[@]}" 2>&1 | tee "$OUT/log.txt"
@@ -61,6 +61,7 @@ set -e
 echo
 echo "== summary"
 echo "loss curve:   $OUT/loss.svg   (metrics: $OUT/metrics.jsonl, log: $OUT/log.txt)"
+echo "tensorboard:  tensorboard --logdir $OUT/tb"
 summary "$OUT/log.txt"
 if [ "$rc" -ne 0 ]; then
   echo "demo-gpt2: FAILED (train_gpt2 exit $rc)"

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tb_events.h"
 #include "util.h"
 
 float gpt2_lr_at(int step, int steps, int warmup, float lr, float min_frac) {
@@ -29,8 +30,16 @@ int gpt2_metrics_open(gpt2_metrics *m, const char *path, int rank, int world) {
   return 0;
 }
 
+int gpt2_metrics_tensorboard(gpt2_metrics *m, const char *dir) {
+  if (m->rank != 0) return 0;
+  TRY(ex_tb_open(dir, &m->tb));
+  printf("tensorboard: %s (view: tensorboard --logdir %s)\n", ex_tb_path(m->tb), dir);
+  return 0;
+}
+
 void gpt2_metrics_close(gpt2_metrics *m) {
   if (m->jsonl) fclose(m->jsonl);
+  ex_tb_close(m->tb);
   free(m->loss);
   free(m->val_step);
   free(m->val_loss);
@@ -56,11 +65,23 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
   if (m->rank != 0) return 0;
   if (m->jsonl) {
     fprintf(m->jsonl,
-            "{\"step\":%d,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,\"ms\":%.3f,"
-            "\"tokens_per_s\":%.1f,\"mfu\":%.4f,\"skipped\":%d,\"check_ms\":%.4f}\n",
+            "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"ms\":%.17g,"
+            "\"tokens_per_s\":%.17g,\"mfu\":%.17g,\"skipped\":%d,\"check_ms\":%.17g}\n",
             s->step, s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s,
             s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms);
     fflush(m->jsonl);
+  }
+  if (m->tb) {
+    const struct {
+      const char *tag;
+      double v;
+    } sc[] = {{"train/loss", s->loss},           {"train/lr", s->lr},
+              {"train/grad_norm", s->grad_norm}, {"train/skipped_nonfinite", s->skipped},
+              {"perf/step_ms", s->ms},           {"perf/tokens_per_s", s->tokens_per_s},
+              {"perf/check_ms", s->check_ms},    {"perf/mfu", s->mfu}};
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++)
+      if (sc[i].v >= 0 || i < 4) TRY(ex_tb_scalar(m->tb, sc[i].tag, s->step, sc[i].v));
+    TRY(ex_tb_flush(m->tb));
   }
   if (s->step != steps && (every <= 0 || s->step % every != 0)) return 0; /* 0: last only */
   double elapsed = gpt2_now() - m->t0, eta = elapsed / s->step * (steps - s->step);
@@ -83,8 +104,12 @@ int gpt2_metrics_val(gpt2_metrics *m, int step, float loss) {
   if (m->rank != 0) return 0;
   printf("step %5d | val loss %.4f\n", step, loss);
   if (m->jsonl) {
-    fprintf(m->jsonl, "{\"step\":%d,\"val_loss\":%.6f}\n", step, loss);
+    fprintf(m->jsonl, "{\"step\":%d,\"val_loss\":%.9g}\n", step, loss); /* float's bits */
     fflush(m->jsonl);
+  }
+  if (m->tb) {
+    TRY(ex_tb_scalar(m->tb, "val/loss", step, loss));
+    TRY(ex_tb_flush(m->tb));
   }
   return 0;
 }

@@ -27,11 +27,15 @@ typedef struct {
   int *val_step;
   float *val_loss;
   double t0;
+  struct ex_tb *tb; /* rank 0 with --tensorboard (tb_events.h), else NULL */
 } gpt2_metrics;
 
 /* Opens the JSONL file (rank 0, when path != NULL). 0 or -1. */
 int gpt2_metrics_open(gpt2_metrics *m, const char *path, int rank, int world);
 void gpt2_metrics_close(gpt2_metrics *m);
+/* Rank 0 also writes every step's and validation's scalars as TensorBoard events in dir (which
+   exists) and prints the command that shows them. 0 or -1. */
+int gpt2_metrics_tensorboard(gpt2_metrics *m, const char *dir);
 /* Records a step; rank 0 prints a line every `every` steps (0: only the last) with an ETA. */
 int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int every);
 /* Records a validation loss after `step` steps. */

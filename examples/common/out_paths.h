@@ -12,8 +12,8 @@ int ex_out_dir(const char *flag, const char *dir);
 /* Creates the parents of the file `path` (mkdir -p) and checks that the file can be written
    there: not a directory, and writable when it already exists. Creates no file. 0, or -1. */
 int ex_out_file(const char *flag, const char *path);
-/* The shared output options: --metrics and --plot (files), --ckpt-dir (a directory, with
-   --save-every), --nvme-path (a directory). NULL ones are skipped. 0, or -1. */
+/* The shared output options: --metrics and --plot (files), --tensorboard and --ckpt-dir (with
+   --save-every) and --nvme-path (directories). NULL ones are skipped. 0, or -1. */
 int ex_out_check_shared(const ex_train_args *t);
 
 #endif

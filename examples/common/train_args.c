@@ -113,6 +113,7 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--text", EX_OPT_STR, &t->text},
                         {"--metrics", EX_OPT_STR, &t->metrics},
                         {"--plot", EX_OPT_STR, &t->plot},
+                        {"--tensorboard", EX_OPT_STR, &t->tensorboard},
                         {"--ckpt-dir", EX_OPT_STR, &t->ckpt_dir},
                         {"--resume", EX_OPT_STR, &t->resume},
                         {"--export", EX_OPT_STR, &t->export_path},

@@ -29,6 +29,7 @@ typedef struct {
   int eval_every, eval_batches;
   uint64_t seed;
   const char *metrics, *plot;
+  const char *tensorboard;        /* --tensorboard DIR: TensorBoard event files there (rank 0) */
   int sample_lines, sample_chars; /* sampling at the end (0: none; -1: 3 for text data) */
   float temperature;
   /* Checkpoints: --save-every N into --ckpt-dir, --resume DIR, --stop-after S (steps of this

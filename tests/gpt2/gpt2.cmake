@@ -36,6 +36,14 @@ if(ZS_BUILD_EXAMPLES)
                        LABELS "gpt2" PASS_REGULAR_EXPRESSION "error: .*stage")
   # The command line's edges (test_gpt2_args.sh): output paths checked before training, --help's
   # defaults, optimizer options, samples by data kind, NVMe flags, the demo's summary.
+  # --tensorboard: the event files read back by TensorBoard's own reader equal the JSONL metrics
+  # bit for bit, a resumed run adding a second file (test_gpt2_tensorboard.sh; skips, 77, where
+  # the reader cannot be installed).
+  add_test(NAME gpt2_tensorboard COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_tensorboard.sh
+                                         $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_tensorboard PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 300
+                                                   LABELS "gpt2;mpi;python" PROCESSORS 2
+                                                   SKIP_RETURN_CODE 77)
   add_test(NAME gpt2_args COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_args.sh
                                   $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR})
   set_tests_properties(gpt2_args PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120 LABELS gpt2)
@@ -47,6 +55,7 @@ if(ZS_BUILD_EXAMPLES)
          ${PROJECT_SOURCE_DIR}/examples/common/data.c ${PROJECT_SOURCE_DIR}/examples/common/rng.c
          ${PROJECT_SOURCE_DIR}/examples/common/util.c ${PROJECT_SOURCE_DIR}/examples/gpt2/config.c
          ${PROJECT_SOURCE_DIR}/examples/common/metrics.c
+         ${PROJECT_SOURCE_DIR}/examples/common/tb_events.c
          ${PROJECT_SOURCE_DIR}/examples/common/plot.c
          ${PROJECT_SOURCE_DIR}/examples/gpt2/safetensors.c
          ${PROJECT_SOURCE_DIR}/examples/common/lr_schedule.c LIBS PkgConfig::CJSON)
