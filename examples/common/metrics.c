@@ -93,6 +93,42 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
   return 0;
 }
 
+int gpt2_metrics_memory(gpt2_metrics *m, int step, const zs_memory *max) {
+  if (m->rank != 0 || !m->tb) return 0;
+  const struct {
+    const char *name;
+    zs_bytes b;
+  } c[] = {{"params", max->params},           {"grads", max->grads},
+           {"optimizer", max->optimizer},     {"buffers", max->buffers},
+           {"host_pinned", max->host_pinned}, {"total", max->total}};
+  char tag[64];
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    snprintf(tag, sizeof tag, "memory/%s", c[i].name);
+    TRY(ex_tb_scalar(m->tb, tag, step, (double)c[i].b.cur));
+    snprintf(tag, sizeof tag, "memory/%s_peak", c[i].name);
+    TRY(ex_tb_scalar(m->tb, tag, step, (double)c[i].b.peak));
+  }
+  TRY(ex_tb_flush(m->tb));
+  if (m->jsonl) {
+    char js[512];
+    gpt2_memory_json(max, js, sizeof js);
+    fprintf(m->jsonl, "{\"step\":%d,\"memory_max\":%s}\n", step, js);
+    fflush(m->jsonl);
+  }
+  return 0;
+}
+
+int gpt2_metrics_ckpt(gpt2_metrics *m, int step, double seconds) {
+  if (m->rank != 0 || !m->tb) return 0;
+  TRY(ex_tb_scalar(m->tb, "ckpt/blocking_s", step, seconds));
+  TRY(ex_tb_flush(m->tb));
+  if (m->jsonl) {
+    fprintf(m->jsonl, "{\"step\":%d,\"ckpt_s\":%.17g}\n", step, seconds);
+    fflush(m->jsonl);
+  }
+  return 0;
+}
+
 int gpt2_metrics_val(gpt2_metrics *m, int step, float loss) {
   int cap = m->capval;
   TRY(grow((void **)&m->val_step, &cap, m->nval, sizeof(int)));

@@ -38,6 +38,12 @@ void gpt2_metrics_close(gpt2_metrics *m);
 int gpt2_metrics_tensorboard(gpt2_metrics *m, const char *dir);
 /* Records a step; rank 0 prints a line every `every` steps (0: only the last) with an ETA. */
 int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int every);
+/* With --tensorboard: every rank's largest ledger bytes per category after `step` steps (current
+   and peak; the same on every rank), and a checkpoint's blocking seconds on rank 0, as JSONL
+   records ({"step":N,"memory_max":{...}}, {"step":N,"ckpt_s":x}) and TensorBoard scalars
+   (memory/<category>, memory/<category>_peak, ckpt/blocking_s). Rank 0 writes; 0 or -1. */
+int gpt2_metrics_memory(gpt2_metrics *m, int step, const zs_memory *max);
+int gpt2_metrics_ckpt(gpt2_metrics *m, int step, double seconds);
 /* Records a validation loss after `step` steps. */
 int gpt2_metrics_val(gpt2_metrics *m, int step, float loss);
 /* Writes any JSON object line ({"event": ...}) to the metrics file (rank 0). */

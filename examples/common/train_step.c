@@ -21,6 +21,21 @@ int ex_last_step(const ex_run *r) {
   return a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;
 }
 
+/* --tensorboard: every rank's largest ledger bytes per category (one all-reduce of 12 numbers). */
+static int log_memory(ex_run *r, int step) {
+  zs_memory mem;
+  ZS_TRY(zs_engine_memory(r->eng, &mem));
+  zs_bytes *c[6] = {&mem.params,  &mem.grads,       &mem.optimizer,
+                    &mem.buffers, &mem.host_pinned, &mem.total};
+  double v[12];
+  for (int i = 0; i < 6; i++)
+    v[2 * i] = (double)c[i]->cur, v[2 * i + 1] = (double)c[i]->peak;
+  ZS_TRY(zs_comm_allreduce(r->comm, v, v, 12, ZS_HOST_F64, ZS_RED_MAX));
+  for (int i = 0; i < 6; i++)
+    c[i]->cur = (size_t)v[2 * i], c[i]->peak = (size_t)v[2 * i + 1];
+  return gpt2_metrics_memory(&r->met, step, &mem);
+}
+
 int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats *st,
                 double seconds) {
   const ex_train_args *a = &r->a;
@@ -47,6 +62,7 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   }
   TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
   r->last_loss = lg.loss;
+  if (a->tensorboard) TRY(log_memory(r, step + 1));
   return 0;
 }
 
@@ -56,8 +72,9 @@ int ex_after_step(ex_run *r, int step, int end) {
   if (a->save_every > 0 && (done % a->save_every == 0 || done == end)) {
     double t0 = gpt2_now();
     ZS_TRY(zs_engine_save(r->eng, a->ckpt_dir));
-    if (r->rank == 0)
-      printf("checkpoint: step %d saved to %s in %.2f s\n", done, a->ckpt_dir, gpt2_now() - t0);
+    const double s = gpt2_now() - t0;
+    if (r->rank == 0) printf("checkpoint: step %d saved to %s in %.2f s\n", done, a->ckpt_dir, s);
+    TRY(gpt2_metrics_ckpt(&r->met, done, s));
   }
   if (a->eval_every > 0 && done % a->eval_every == 0 && done < a->steps) {
     float v;

@@ -44,8 +44,16 @@ def expected(path):
     with open(path) as f:
         for line in f:
             r = json.loads(line)
+            if "event" in r:  # the run's description, not a step's values
+                continue
             if "val_loss" in r:
                 want.append((r["step"], "val/loss", f32(r["val_loss"])))
+            elif "memory_max" in r:
+                for cat, (cur, peak) in r["memory_max"].items():
+                    want.append((r["step"], "memory/" + cat, f32(cur)))
+                    want.append((r["step"], "memory/%s_peak" % cat, f32(peak)))
+            elif "ckpt_s" in r:
+                want.append((r["step"], "ckpt/blocking_s", f32(r["ckpt_s"])))
             elif "loss" in r and "step" in r:
                 for k, tag in TAGS.items():
                     want.append((r["step"], tag, f32(r[k])))

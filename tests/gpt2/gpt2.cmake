@@ -40,7 +40,8 @@ if(ZS_BUILD_EXAMPLES)
   # bit for bit, a resumed run adding a second file (test_gpt2_tensorboard.sh; skips, 77, where
   # the reader cannot be installed).
   add_test(NAME gpt2_tensorboard COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_tensorboard.sh
-                                         $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+                                         $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC}
+                                         $<TARGET_FILE:train_llama>)
   set_tests_properties(gpt2_tensorboard PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 300
                                                    LABELS "gpt2;mpi;python" PROCESSORS 2
                                                    SKIP_RETURN_CODE 77)

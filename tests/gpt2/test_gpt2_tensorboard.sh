@@ -2,12 +2,15 @@
 # --tensorboard DIR: 3 steps on 2 ranks with a checkpoint, then a resumed run to step 6 in the
 # same directory (a second event file); TensorBoard's own reader (scripts/ensure-tensorboard.sh:
 # the tensorboard wheel, no TensorFlow) reads both, and every scalar equals the JSONL metrics of
-# its run bit for bit (tests/gpt2/check_tensorboard.py).
-# usage: test_gpt2_tensorboard.sh TRAIN_GPT2 SRC MPIEXEC
+# its run bit for bit (tests/gpt2/check_tensorboard.py): the step's, the validation's, every
+# rank's largest memory per category, the checkpoint's blocking seconds.
+# Then the same check on a train_llama run.
+# usage: test_gpt2_tensorboard.sh TRAIN_GPT2 SRC MPIEXEC TRAIN_LLAMA
 set -u
 EXE=$1
 SRC=$2
 MPIEXEC=$3
+LLAMA=$4
 out=$(bash "$SRC/scripts/ensure-tensorboard.sh")
 rc=$?
 [ $rc -eq 0 ] || exit $rc
@@ -25,4 +28,10 @@ sleep 1 # the second file's name carries a later second
 "$MPIEXEC" --oversubscribe -np 2 "$EXE" "${TINY[@]}" --steps 6 --resume "$W/ck" \
   --metrics "$W/m2.jsonl" >"$W/second.log" 2>&1 ||
   { echo "FAIL resumed run"; tail -5 "$W/second.log"; exit 1; }
-PYTHONPATH=$SITE "$PY" "$SRC/tests/gpt2/check_tensorboard.py" "$W/tb" "$W/m1.jsonl" "$W/m2.jsonl"
+PYTHONPATH=$SITE "$PY" "$SRC/tests/gpt2/check_tensorboard.py" "$W/tb" "$W/m1.jsonl" "$W/m2.jsonl" ||
+  exit 1
+"$MPIEXEC" --oversubscribe -np 2 "$LLAMA" --layers 1 --hidden 32 --heads 2 --kv-heads 1 \
+  --intermediate 64 --seq 16 --batch 2 --steps 4 --eval-every 2 --sample-lines 0 \
+  --tensorboard "$W/tbl" --metrics "$W/l.jsonl" >"$W/llama.log" 2>&1 ||
+  { echo "FAIL train_llama run"; tail -5 "$W/llama.log"; exit 1; }
+PYTHONPATH=$SITE "$PY" "$SRC/tests/gpt2/check_tensorboard.py" "$W/tbl" "$W/l.jsonl"
