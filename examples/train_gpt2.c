@@ -354,8 +354,10 @@ static int build(run *r) {
    micro-step's gradients (--dump-grads). */
 static int micro_step(run *r, int step, int mi, float *loss) {
   const ex_train_args *t = &r->a.t;
+  const double t0 = gpt2_now();
   TRY(gpt2_data_train_batch(&r->x.data, step, r->x.rank, r->x.world, mi, t->micro_steps, t->batch,
                             t->seq, r->x.tok, r->x.tgt));
+  r->x.data_s += gpt2_now() - t0;
   r->dump.active = r->a.dump_grads && step == 0 && mi == 0;
   TRY(gpt2_train_micro(&r->model, r->x.tok, r->x.tgt, loss));
   if (r->dump.active) TRY(gpt2_dump_batch(&r->dump, &r->model, r->x.tok, r->x.tgt));

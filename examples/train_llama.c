@@ -413,12 +413,14 @@ static int micro(void *ctx, int step, int mi, float *loss) {
   run *r = ctx;
   const ex_train_args *t = &r->a.t;
   ex_run *x = &r->x;
+  const double t0 = gpt2_now();
   if (r->a.batches)
     TRY(llama_batches_get(&r->fixed, step, x->rank, x->world, mi, t->micro_steps, t->batch, t->seq,
                           r->cfg.vocab, x->tok, x->tgt));
   else
     TRY(gpt2_data_train_batch(&x->data, step, x->rank, x->world, mi, t->micro_steps, t->batch,
                               t->seq, x->tok, x->tgt));
+  x->data_s += gpt2_now() - t0;
   return train_micro(&r->model, x->tok, x->tgt, loss);
 }
 

@@ -444,11 +444,15 @@ typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
   double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
-  unsigned struct_version; /* 1: the fields above; 2: also check_seconds */
+  unsigned struct_version; /* 1: the fields above; 2: also check_seconds; 3: also the two below */
   unsigned reserved_u;
   double check_seconds; /* of step_seconds, this rank's wall time in the divergence check's
                            exchanges (0 with comm_check 0 or on nccl; docs/COLLECTIVES.md §2) */
-  double reserved[5];
+  /* Of step_seconds, this rank's wall time waiting in the engine's collectives (gathers,
+     reductions, syncs; not the exchanges above), and in the optimizer update (its own waits not
+     included; 0 for a skipped step): the rest is the caller's forward, backward and data. */
+  double comm_seconds, update_seconds;
+  double reserved[3];
 } zs_step_stats;
 /* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs the
    optimizer on this rank's share of its state (docs/OPTIMIZER.md §1-§3: the gradient, the

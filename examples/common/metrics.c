@@ -66,21 +66,35 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
   if (m->jsonl) {
     fprintf(m->jsonl,
             "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"ms\":%.17g,"
-            "\"tokens_per_s\":%.17g,\"mfu\":%.17g,\"skipped\":%d,\"check_ms\":%.17g}\n",
+            "\"tokens_per_s\":%.17g,\"mfu\":%.17g,\"skipped\":%d,\"check_ms\":%.17g,"
+            "\"comm_ms\":%.17g,\"update_ms\":%.17g,\"data_ms\":%.17g,\"compute_ms\":%.17g,"
+            "\"max_ms\":%.17g,\"slowest_rank\":%d}\n",
             s->step, s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s,
-            s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms);
+            s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms, s->comm_ms, s->update_ms,
+            s->data_ms, s->compute_ms, s->max_ms, s->slowest);
     fflush(m->jsonl);
   }
   if (m->tb) {
     const struct {
       const char *tag;
       double v;
-    } sc[] = {{"train/loss", s->loss},           {"train/lr", s->lr},
-              {"train/grad_norm", s->grad_norm}, {"train/skipped_nonfinite", s->skipped},
-              {"perf/step_ms", s->ms},           {"perf/tokens_per_s", s->tokens_per_s},
-              {"perf/check_ms", s->check_ms},    {"perf/mfu", s->mfu}};
+    } sc[] = {{"train/loss", s->loss},
+              {"train/lr", s->lr},
+              {"train/grad_norm", s->grad_norm},
+              {"train/skipped_nonfinite", s->skipped},
+              {"perf/step_ms", s->ms},
+              {"perf/tokens_per_s", s->tokens_per_s},
+              {"perf/check_ms", s->check_ms},
+              {"time/comm_ms", s->comm_ms},
+              {"time/update_ms", s->update_ms},
+              {"time/data_ms", s->data_ms},
+              {"time/compute_ms", s->compute_ms},
+              {"time/max_ms", s->max_ms},
+              {"time/slowest_rank", s->slowest},
+              {"perf/mfu", s->mfu}};
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++)
-      if (sc[i].v >= 0 || i < 4) TRY(ex_tb_scalar(m->tb, sc[i].tag, s->step, sc[i].v));
+      if (sc[i].v >= 0 || strcmp(sc[i].tag, "perf/mfu") != 0) /* MFU only where there is one */
+        TRY(ex_tb_scalar(m->tb, sc[i].tag, s->step, sc[i].v));
     TRY(ex_tb_flush(m->tb));
   }
   if (s->step != steps && (every <= 0 || s->step % every != 0)) return 0; /* 0: last only */
@@ -88,6 +102,7 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
   printf("step %5d/%d | loss %.4f | lr %.2e | norm %6.3f | %8.1f ms | %9.0f tok/s", s->step, steps,
          s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s);
   if (s->mfu >= 0) printf(" | MFU %5.1f%%", 100.0 * s->mfu);
+  if (m->world > 1) printf(" | slowest r%d %.1f ms", s->slowest, s->max_ms);
   printf(" | eta %.0fs%s\n", eta, s->skipped ? " | SKIPPED (non-finite grads)" : "");
   fflush(stdout);
   return 0;

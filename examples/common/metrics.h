@@ -15,6 +15,11 @@ typedef struct {
   float loss, lr, grad_norm;
   double ms, tokens_per_s, mfu; /* mfu < 0: not reported (CPU) */
   double check_ms;              /* of ms, the divergence check's header exchanges */
+  /* Of ms, this rank's waits in the engine's collectives, its optimizer update and its batch
+     reading; compute_ms is the rest (forward, backward, the loop's own work). The slowest rank's
+     ms (every rank's maximum) and which rank it is. */
+  double comm_ms, update_ms, data_ms, compute_ms, max_ms;
+  int slowest;
   int skipped;
 } gpt2_step_log;
 

@@ -41,6 +41,7 @@ typedef struct {
   double flops_per_token; /* > 0: MFU is logged against peak_tflops; else not reported */
   double peak_tflops;
   int log_full_loss; /* each step also writes {"event":"loss"} with 9 digits to the metrics */
+  double data_s;     /* this step's seconds reading batches (the micro functions add them) */
 } ex_run;
 
 /* Zeroes r, starts MPI (zs_comm_init_mpi) and fills comm, rank and world. 0, or -1 after

@@ -2,6 +2,7 @@
  * end step, the step's log line and record, and the periodic checkpoint and validation. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "train_run.h"
@@ -19,6 +20,21 @@ int ex_resume(ex_run *r, int *start) {
 int ex_last_step(const ex_run *r) {
   const ex_train_args *a = &r->a;
   return a->stop_after > 0 && a->stop_after < a->steps ? a->stop_after : a->steps;
+}
+
+/* Every rank's step time (one all-reduce of world numbers): the largest and its rank. */
+static int slowest_rank(ex_run *r, double ms, double *max_ms, int *rank) {
+  double *t = calloc((size_t)r->world, sizeof *t);
+  if (!t) return gpt2_fail("out of host memory for the step times");
+  t[r->rank] = ms;
+  const zs_status rc = zs_comm_allreduce(r->comm, t, t, (size_t)r->world, ZS_HOST_F64, ZS_RED_MAX);
+  *rank = 0;
+  for (int i = 1; i < r->world; i++)
+    if (t[i] > t[*rank]) *rank = i;
+  *max_ms = t[*rank];
+  free(t);
+  if (rc != ZS_OK) return gpt2_fail_zs("zs_comm_allreduce (step times)", rc);
+  return 0;
 }
 
 /* --tensorboard: every rank's largest ledger bytes per category (one all-reduce of 12 numbers). */
@@ -51,6 +67,13 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   lg.skipped = st->skipped_nonfinite;
   lg.ms = 1e3 * seconds;
   lg.check_ms = 1e3 * st->check_seconds;
+  lg.comm_ms = 1e3 * st->comm_seconds;
+  lg.update_ms = 1e3 * st->update_seconds;
+  lg.data_ms = 1e3 * r->data_s;
+  r->data_s = 0;
+  lg.compute_ms = lg.ms - lg.check_ms - lg.comm_ms - lg.update_ms - lg.data_ms;
+  if (lg.compute_ms < 0) lg.compute_ms = 0;
+  TRY(slowest_rank(r, lg.ms, &lg.max_ms, &lg.slowest));
   lg.tokens_per_s = tokens / seconds;
   lg.mfu = r->flops_per_token > 0
                ? r->flops_per_token * lg.tokens_per_s / r->world / (r->peak_tflops * 1e12)

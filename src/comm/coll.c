@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/config.h"
 #include "comm/coll_backends.h"
 
@@ -168,6 +169,12 @@ static zs_status finish(zs_coll *c, zs_status rc) {
   return rc;
 }
 
+/* finish, with the wall time since t0 added to the coll's operation seconds. */
+static zs_status timed(zs_coll *c, double t0, zs_status rc) {
+  c->op_seconds += zs_clock_now_s() - t0;
+  return finish(c, rc);
+}
+
 /* The divergence check before op's data moves (a failure breaks the group like any other). */
 static zs_status sig(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root) {
   return finish(c, zs_sig_check(c, op, count, dt, root));
@@ -197,7 +204,8 @@ zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t co
                                       "(recv + rank*count): pass disjoint buffers or exactly that "
                                       "block");
   ZS_CHECK(sig(c, ZS_SIG_ALL_GATHER, count, dt, -1));
-  return finish(c, c->ops->all_gather(c, send, recv, count, dt, stream));
+  const double t0 = zs_clock_now_s();
+  return timed(c, t0, c->ops->all_gather(c, send, recv, count, dt, stream));
 }
 
 /* Sums blocks; in place iff recv == send + rank*count (other blocks of send become unspecified). */
@@ -218,7 +226,8 @@ zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_
                                       "rank's block (send + rank*count): pass disjoint buffers "
                                       "or exactly that block");
   ZS_CHECK(sig(c, ZS_SIG_REDUCE_SCATTER, count, dt, -1));
-  return finish(c, c->ops->reduce_scatter(c, send, recv, count, dt, stream));
+  const double t0 = zs_clock_now_s();
+  return timed(c, t0, c->ops->reduce_scatter(c, send, recv, count, dt, stream));
 }
 
 /* Sums count elements across ranks; in place iff send == recv. */
@@ -236,7 +245,8 @@ zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t co
     return zs_err(ZS_ERR_INVALID_ARG, "all_reduce: send and recv partly overlap: pass the same "
                                       "pointer (in place) or disjoint buffers");
   ZS_CHECK(sig(c, ZS_SIG_ALL_REDUCE, count, dt, -1));
-  return finish(c, c->ops->all_reduce(c, send, recv, count, dt, stream));
+  const double t0 = zs_clock_now_s();
+  return timed(c, t0, c->ops->all_reduce(c, send, recv, count, dt, stream));
 }
 
 /* Exchanges blocks (never in place). */
@@ -254,7 +264,8 @@ zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t co
     return zs_err(ZS_ERR_INVALID_ARG, "all_to_all cannot run in place: pass disjoint send and "
                                       "recv buffers");
   ZS_CHECK(sig(c, ZS_SIG_ALL_TO_ALL, count, dt, -1));
-  return finish(c, c->ops->all_to_all(c, send, recv, count, dt, stream));
+  const double t0 = zs_clock_now_s();
+  return timed(c, t0, c->ops->all_to_all(c, send, recv, count, dt, stream));
 }
 
 /* Copies root's buffer to every rank. */
@@ -273,7 +284,8 @@ zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int 
     return zs_err(ZS_ERR_INVALID_ARG, "broadcast: buf must not be NULL for count %zu", count);
   ZS_CHECK(span(op, count, 1, es, &all));
   ZS_CHECK(sig(c, ZS_SIG_BROADCAST, count, dt, root));
-  return finish(c, c->ops->broadcast(c, buf, count, dt, root, stream));
+  const double t0 = zs_clock_now_s();
+  return timed(c, t0, c->ops->broadcast(c, buf, count, dt, root, stream));
 }
 
 /* Waits until every rank of c arrived. */
@@ -281,12 +293,14 @@ zs_status zs_coll_barrier(zs_coll *c) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "barrier", ZS_CDT_BYTE, 0, &es));
   ZS_CHECK(sig(c, ZS_SIG_BARRIER, 0, ZS_CDT_BYTE, -1));
-  return finish(c, c->ops->barrier(c));
+  const double t0 = zs_clock_now_s();
+  return timed(c, t0, c->ops->barrier(c));
 }
 
 /* Waits for the stream's enqueued collectives (nccl); no-op for host backends. */
 zs_status zs_coll_sync(zs_coll *c, void *stream) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "sync", ZS_CDT_BYTE, 0, &es));
-  return finish(c, c->ops->sync(c, stream));
+  const double t0 = zs_clock_now_s();
+  return timed(c, t0, c->ops->sync(c, stream));
 }

@@ -59,6 +59,7 @@ struct zs_coll {
   uint64_t sig_hash;              /* running hash of every header built (compared by the owner) */
   uint64_t *sig_buf;              /* size * ZS_SIG_WORDS words, reused; NULL after a timeout */
   double sig_seconds;             /* wall time spent in header exchanges so far */
+  double op_seconds;              /* ... and in the operations and syncs (zs_coll_op_seconds) */
   const zs_coll_sig_src *sig_src; /* the owner's call, or NULL */
 };
 

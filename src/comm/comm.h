@@ -116,6 +116,10 @@ uint64_t zs_coll_sig_hash(const zs_coll *c);
 void zs_coll_set_check(zs_coll *c, int on);
 /* Wall seconds c has spent in header exchanges (0 for NULL). */
 double zs_coll_check_seconds(const zs_coll *c);
+/* Wall seconds the calling thread has spent inside c's operations and syncs, header exchanges
+   not included (0 for NULL): the communication it waited for (a host backend's operations block;
+   nccl's enqueue at once and are waited for in zs_coll_sync). */
+double zs_coll_op_seconds(const zs_coll *c);
 
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);

@@ -368,6 +368,12 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   return n;
 }
 
+double zs_engine_comm_seconds(const zs_engine *e) {
+  double s = zs_coll_op_seconds(e->world);
+  if (e->shard != e->world) s += zs_coll_op_seconds(e->shard);
+  return s + zs_coll_op_seconds(e->replica);
+}
+
 double zs_engine_check_seconds(const zs_engine *e) {
   double s = zs_coll_check_seconds(e->world);
   if (e->shard != e->world) s += zs_coll_check_seconds(e->shard);

@@ -82,6 +82,7 @@ struct zs_engine {
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;
   double check_t0;      /* the groups' header-exchange seconds at begin_step (check_seconds) */
+  double comm_t0;       /* ... and their operation seconds (comm_seconds) */
   zs_shard_ctx sh;      /* what src/shard sees of the engine (shard/shard.h) */
   zs_call call;         /* the public call this rank is in (calls.c) */
   int call_unit;        /* its unit's index, or -1 */
@@ -190,6 +191,9 @@ zs_status zs_engine_whole_plan(zs_engine *e);
 zs_status zs_engine_whole_tier(const zs_engine *e, const zs_placement *place);
 /* Wall seconds the engine's groups spent in divergence-check header exchanges so far. */
 double zs_engine_check_seconds(const zs_engine *e);
+/* Wall seconds the engine's groups have spent in their operations and syncs (zs_coll_op_seconds).
+ */
+double zs_engine_comm_seconds(const zs_engine *e);
 /* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a
    healthy engine (a peer still inside a collective call learns that this one left), a goodbye
    naming zs_engine_abort or the failure from a failed one. Errors fail e. */

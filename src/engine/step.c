@@ -27,6 +27,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
   e->step_t0 = zs_clock_now_s();
   e->check_t0 = zs_engine_check_seconds(e);
+  e->comm_t0 = zs_engine_comm_seconds(e);
   if (e->set_pending) zs_engine_set_clear_grads(e); /* an abandoned step's */
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
@@ -175,7 +176,11 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   s.skipped_nonfinite = nm.nonfinite ? 1 : 0;
   if (!nm.nonfinite) {
     const double clip = zs_optim_clip_coef(nm.norm, e->cfg.optim.max_grad_norm);
-    ZS_CHECK(run_optimizer(e, inv * clip));
+    const double u0 = zs_clock_now_s();
+    const double w0 = zs_engine_comm_seconds(e) + zs_engine_check_seconds(e);
+    ZS_CHECK(run_optimizer(e, inv * clip)); /* its own waits (Muon's exchange) are comm's */
+    s.update_seconds =
+        zs_clock_now_s() - u0 - (zs_engine_comm_seconds(e) + zs_engine_check_seconds(e) - w0);
     ZS_CHECK(zs_shard_publish(&e->sh));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
     e->opt_steps++;
@@ -187,7 +192,8 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   e->state = ZS_ENGINE_READY;
   s.step_seconds = zs_clock_now_s() - e->step_t0;
   s.check_seconds = zs_engine_check_seconds(e) - e->check_t0;
-  s.struct_version = 2;
+  s.comm_seconds = zs_engine_comm_seconds(e) - e->comm_t0;
+  s.struct_version = 3;
   if (st) *st = s;
   return ZS_OK;
 }
