@@ -208,17 +208,14 @@ typedef struct {
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
 /* Fills every field with its default (stage 3, CPU, fp32, comm_timeout_s 300, prefetch 1,
-   offload_chunk 4Mi elements, ckpt_keep 2, comm_check 1, the optimizers' as their fields say,
-   the rest 0) and struct_size/struct_version (a newer library reads only the caller's fields). The
-   tunables stage, prefetch_units, deterministic, comm_timeout_s, bucket_bytes, max_live_bytes,
-   offload_host_bytes, offload_threads, offload_chunk, offload_allow_unpinned, ckpt_keep,
-   offload_budget_bytes, nvme_path and comm_check are left unset (ZS_UNSET, ZS_UNSET_SIZE, NULL):
-   at zs_engine_create one still unset takes its environment variable, ZS_ and its name in
-   capitals (ZS_STAGE; empty counts as unset), else its default; a value that does not parse or is
-   out of range fails zs_engine_create (ZS_ERR_INVALID_ARG naming it). A value the program writes
-   wins (cfg.stage = 3 stays 3 under ZS_STAGE=0); writing ZS_UNSET back unsets it. zs_engine_info
-   says each value's origin, zs_engine_config returns them resolved (zs_plan_model reads no
-   environment). A config zs_config_default did not fill is refused. */
+   offload_chunk 4Mi elements, ckpt_keep 2, comm_check 1, the optimizers' as their fields say, the
+   rest 0) and struct_size/struct_version. The tunables stage, prefetch_units, deterministic,
+   comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes, offload_threads,
+   offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path and comm_check
+   are left unset: at zs_engine_create one still unset takes its environment variable (ZS_STAGE;
+   empty is unset), else its default; a bad value fails zs_engine_create naming it. A value the
+   program writes wins, even under the variable; writing ZS_UNSET back unsets it. zs_engine_info
+   says each value's origin. A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 /* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon",
    "adafactor"); an unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */
@@ -342,46 +339,36 @@ ZS_API zs_status zs_unit_get_grad(zs_unit *u, int t, float *host_full);
    When zs_unit_get_grad may read; local, with the same values on every rank: zs_engine_step
    refuses ranks that differ (ZS_ERR_INVALID_ARG on every rank, the step abandoned). */
 ZS_API zs_status zs_unit_set_grad(zs_unit *u, int t, const float *host_full);
-/* Names instead of indices, for programs that keep their own parameter layout.
-   zs_unit_tensor_index: index of u's tensor named `name` (the zs_tensor_desc name) in *idx;
-   ZS_ERR_INVALID_ARG naming the unit and the name, and listing the unit's tensors, when it has
-   none (so a wrong name is never another tensor). zs_engine_find_unit: the unit added under
-   `name`; ZS_ERR_INVALID_ARG naming it when there is none. zs_unit_tensor_name: tensor t's name
-   (NULL when out of range), owned by the engine; zs_unit_num_tensors: u's tensor count (-1 for
-   NULL). Any time after the unit was added; not collective. */
+/* Names instead of indices (any time after the unit was added; local): u's tensor named `name`,
+   the unit added as `name` (an unknown name is ZS_ERR_INVALID_ARG, listing the names there are),
+   tensor t's name (NULL out of range; the engine's) and u's tensor count (-1 for NULL). */
 ZS_API zs_status zs_unit_tensor_index(const zs_unit *u, const char *name, int *idx);
 ZS_API zs_status zs_engine_find_unit(zs_engine *e, const char *name, zs_unit **out);
 ZS_API const char *zs_unit_tensor_name(const zs_unit *u, int t);
 ZS_API int zs_unit_num_tensors(const zs_unit *u);
 
-/* Where tensor t of unit u (the unit_index-th added, named tensor_name, numel elements) lives in
-   the caller's host memory: set *host to its first fp32 value (numel contiguous values, row-major
-   as the tensor's shape), or to NULL to leave the tensor out. Return 0, or non-zero to refuse
-   the whole call (ZS_ERR_INVALID_ARG naming the unit and tensor; nothing was written or read).
-   Called once per tensor, units and tensors in order, before any value moves. For one array per
-   parameter type across layers (llm.c's qkvw [L, 3C, C]): *host = qkvw + layer * 3 * C * C. */
+/* Where tensor t of unit u (the unit_index-th added) lives in the caller's host memory: set *host
+   to its first of numel row-major fp32 values, or NULL to leave it out; return non-zero to refuse
+   the call (ZS_ERR_INVALID_ARG naming it, nothing moved). Called once per tensor, in order, before
+   any value moves. Per-type arrays across layers: *host = qkvw + layer * 3 * C * C. */
 typedef int (*zs_param_locate_fn)(void *user, const zs_unit *u, int unit_index, int t,
                                   const char *tensor_name, int64_t numel, float **host);
 /* Sets every tensor the callback locates, from the caller's arrays: zs_unit_set_param for each,
-   with its rules (not collective; after commit, between steps). ZS_ERR_INVALID_ARG (NULL, a
-   refusal by the callback) and ZS_ERR_STATE write nothing; a failure while writing fails the
-   engine like zs_unit_set_param. */
+   with its rules (local; after commit, between steps). ZS_ERR_INVALID_ARG and ZS_ERR_STATE write
+   nothing; a failure while writing fails the engine. */
 ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* Reads zs_unit_get_param's values of every tensor the callback locates into the caller's
-   arrays, gathering each unit's master once (one unit's fp32 master at a time; no param copy).
-   Collective within the shard group when the optimizer state is sharded, as zs_unit_get_param
-   (every unit, even where the callback skips all its tensors). After commit, between steps.
-   ZS_ERR_INVALID_ARG / ZS_ERR_STATE before anything is read; ZS_ERR_COMM / ZS_ERR_TIMEOUT fail
-   the engine. */
+   arrays, one unit's fp32 master at a time. Collective as zs_unit_get_param (every unit, even one
+   the callback skips); after commit, between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before
+   anything is read; ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
 ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* Makes every unit's params (master and compute copy) equal to rank root's on every rank (FSDP's
    sync_module_states), as if every rank set root's zs_unit_get_param values; the optimizer state
    stays. Values set before it are no longer compared (docs/COLLECTIVES.md §7). Collective over
-   the world, same root; after commit, between steps. Memory: one unit's fp32 master at a time.
-   ZS_ERR_INVALID_ARG (NULL, root outside 0..world-1) and ZS_ERR_STATE change nothing; a failure
-   while moving fails the engine (some units broadcast). One rank: a no-op. Sharded params:
-   ZS_ERR_UNSUPPORTED (set the same values everywhere). It sends root's compute copy: with bf16
-   params every master becomes those values widened (remainders are lost). */
+   the world, same root; after commit, between steps; one unit's fp32 master at a time.
+   ZS_ERR_INVALID_ARG and ZS_ERR_STATE change nothing; a failure while moving fails the engine.
+   Sharded params: ZS_ERR_UNSUPPORTED. It sends root's compute copy: with bf16 params every master
+   becomes those values widened (remainders are lost). */
 ZS_API zs_status zs_engine_broadcast_params(zs_engine *e, int root);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
@@ -438,8 +425,7 @@ ZS_API zs_status zs_unit_grads_flush(zs_unit *u);
    frozen unit. Every rank alike (zs_engine_step checks). Local. */
 ZS_API zs_status zs_unit_no_grad(zs_unit *u);
 
-/* Output structs (zs_step_stats, zs_memory, zs_plan_report) keep their size within a major
-   version: new fields take reserved space, and struct_version says which fields are filled. */
+/* Output structs keep their size within a major version: struct_version says what is filled. */
 typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
@@ -553,16 +539,14 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
 /* ======== Checkpoints and export ======== */
 
 /* Saves the training state into a new checkpoint dir/ckpt-<12 digits>/ (dir created if missing;
-   the number is zs_engine_steps_done, or one above the highest in dir when that is not lower, so
-   the newest is the highest): each rank's share of the fp32 master and optimizer state (fp32 in
-   every mode, each element once: docs/OPTIMIZER.md §7), rank 0 a manifest with checksums naming
-   the optimizer. Atomic (docs/ARCHITECTURE.md, "Checkpoints"): after a crash or an error the
-   previous checkpoint is the latest loadable one. Then checkpoints older than the newest
-   ckpt_keep, and what crashed saves left, are deleted. dir must be on a file system every rank
-   sees (one saving job at a time). Collective over the world, between steps (ZS_ERR_STATE inside
-   a step or before commit). Errors, the same on every rank: ZS_ERR_IO (disk full, permissions;
-   nothing of the new checkpoint stays), ZS_ERR_INVALID_ARG (NULL, or ranks naming different
-   paths). NVMe: docs/MEMORY.md §7. */
+   numbered zs_engine_steps_done, or above the highest in dir, so the newest is the highest): each
+   rank's share of the master and optimizer state in fp32 (docs/OPTIMIZER.md §7), rank 0 a
+   manifest with checksums. Atomic: after a crash or an error the previous checkpoint is the latest
+   loadable one. Then checkpoints beyond the newest ckpt_keep, and crashed saves' leftovers, are
+   deleted. dir: on a file system every rank sees. Collective over the world, between steps
+   (ZS_ERR_STATE otherwise); one saving job per dir. Errors, alike on every rank: ZS_ERR_IO (disk
+   full, permissions; nothing of it stays), ZS_ERR_INVALID_ARG (NULL, ranks naming different
+   paths). */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
    this committed engine (same units, tensor names, shapes and param_dtype). dir is a checkpoint

@@ -15,7 +15,11 @@
 # DeepSpeed's own builder does; bench/peers/torch_adamw.py) and then bench/cpu_adamw, and writes
 # the CSVs to $OUT_DIR (default $BUILD_DIR/bench-out). When DeepSpeed's op cannot be had, it says
 # why and the rows are paired with torch alone. --big adds n = 1e9 (about 16 GB of host memory
-# for the C run alone); --bw-n sets the triad's elements (default 1e8: 1.6 GB).
+# for the C run alone); --bw-n sets the triad's elements (default 1e8: 1.6 GB). --ab N: instead,
+# N rounds that alternate DeepSpeed's CPUAdam and zshard (no torch), then the median per-round
+# ratio of each same-bytes pair (fp32_states/ds_fp32, lean_m16/ds_bf16) per thread count: on a
+# shared VM whose speed drifts between runs minutes apart, the pairs a few seconds apart are the
+# ratio to quote.
 # Per mode: cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x ds_fp32 params/s;
 #   best thread counts: <G> vs <Gpeer> Gparam/s, <B>x   (each side at its fastest thread count)
 # The last line printed is cpu_adamw's summary:
@@ -31,6 +35,7 @@ threads=""
 reps=5
 bw_n=1e8
 deepspeed=1
+ab=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --big) sizes="$sizes,1e9" ;;
@@ -39,6 +44,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift ;;
     --bw-n) bw_n=$2; shift ;;
     --no-deepspeed) deepspeed=0 ;;
+    --ab) ab=$2; shift ;;
     *) echo "bench-cpu-adamw: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -80,6 +86,38 @@ cmake --build "$build" --target cpu_adamw -j"$(nproc)"
 bench="$build/bench/cpu_adamw"
 mkdir -p "$out"
 [ -n "$threads" ] || threads=$("$bench" --list-threads)
+
+if [ "$ab" -gt 0 ]; then
+  [ -n "$ds_src" ] || { echo "bench-cpu-adamw: --ab needs DeepSpeed's CPUAdam" >&2; exit 1; }
+  echo "== A/B: $ab rounds of DeepSpeed CPUAdam then zshard, sizes $sizes, threads $threads"
+  for r in $(seq "$ab"); do
+    "$py" "$root/bench/peers/deepspeed_cpu_adam.py" --ds-src "$ds_src" \
+      --build-dir "$out/deepspeed/build" --sizes "$sizes" --threads "$threads" --reps "$reps" \
+      --csv "$out/ab_ds_$r.csv" >"$out/ab_ds_$r.log" 2>&1
+    "$bench" --sizes "$sizes" --threads "$threads" --reps "$reps" --bw-n "$bw_n" \
+      --csv "$out/ab_zs_$r.csv" >/dev/null
+    echo "round $r done $(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg)"
+  done
+  exec "$py" - "$out" "$ab" <<'PY'
+import csv, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def rows(path):
+    return {(r["kind"], int(r["n"]), int(r["threads"])): float(r["params_per_s"])
+            for r in csv.DictReader(open(path))}
+ratios = {}
+for r in range(1, rounds + 1):
+    ds, zs = rows(f"{out}/ab_ds_{r}.csv"), rows(f"{out}/ab_zs_{r}.csv")
+    for mine, peer in (("fp32_states", "ds_fp32"), ("lean_m16", "ds_bf16")):
+        for (kind, n, t), v in zs.items():
+            if kind == mine and (peer, n, t) in ds:
+                ratios.setdefault((mine, peer, n, t), []).append((v, ds[(peer, n, t)]))
+for (mine, peer, n, t), pairs in sorted(ratios.items()):
+    med = statistics.median(a / b for a, b in pairs)
+    print(f"cpu_adamw ab {mine}/{peer} n={n:.0e} threads={t}: median ratio {med:.3f} over "
+          f"{len(pairs)} rounds (Gparam/s medians {statistics.median(a for a, _ in pairs) / 1e9:.3f}"
+          f" vs {statistics.median(b for _, b in pairs) / 1e9:.3f})")
+PY
+fi
 
 echo "== machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "== torch.optim.AdamW(foreach=True): sizes $sizes, threads $threads"

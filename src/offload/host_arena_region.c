@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "offload/host_arena_impl.h"
 
 /* Maps `len` bytes into *out: bound to the arena's node, or plain when binding is off or refused
@@ -37,6 +38,7 @@ static zs_status region_map(zs_host_arena *a, size_t len, void **out) {
   if (!p)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "the OS refused %zu more bytes on NUMA node %d (%s)", len,
                   a->place.node, strerror(errno));
+  zs_advise_huge_pages(p, len);
   *out = p;
   return ZS_OK;
 }

@@ -9,6 +9,8 @@
 
 #include <jemalloc/jemalloc.h>
 
+#include "base/huge_pages.h"
+
 #define ZS_CPU_HDR ((size_t)256) /* the header's bytes: the device's alignment */
 
 typedef struct {
@@ -27,6 +29,7 @@ void *zs_cpu_alloc(size_t bytes) {
     len = (bytes + ZS_CPU_HDR + page - 1) / page * page;
     m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
+    zs_advise_huge_pages(m, len);
   }
   ((zs_cpu_hdr *)m)->len = len;
   return (char *)m + ZS_CPU_HDR;
