@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 5    /* bumped with each field appended (5: muon, adafactor) */
+#define ZS_CONFIG_VERSION 6    /* bumped with each field appended (6: flight_dir, flight_entries) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -204,6 +204,12 @@ typedef struct {
   struct {
     float beta2_decay, eps1, eps2, d;
   } adafactor;
+  /* The flight recorder (docs/COLLECTIVES.md §8): each rank keeps its last flight_entries
+     collectives (default 256; 0: none) and, when the engine fails, writes them to
+     flight_dir/flight-rank<R>.json, naming the file in the error (NULL, default: nothing written;
+     not copied: valid until zs_engine_destroy). tools/zshard-flight reads the ranks' files. */
+  const char *flight_dir;
+  int flight_entries;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
@@ -211,11 +217,12 @@ enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
    offload_chunk 4Mi elements, ckpt_keep 2, comm_check 1, the optimizers' as their fields say, the
    rest 0) and struct_size/struct_version. The tunables stage, prefetch_units, deterministic,
    comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes, offload_threads,
-   offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path and comm_check
-   are left unset: at zs_engine_create one still unset takes its environment variable (ZS_STAGE;
-   empty is unset), else its default; a bad value fails zs_engine_create naming it. A value the
-   program writes wins, even under the variable; writing ZS_UNSET back unsets it. zs_engine_info
-   says each value's origin. A config zs_config_default did not fill is refused. */
+   offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path, comm_check,
+   flight_dir and flight_entries are left unset: at zs_engine_create one still unset takes its
+   environment variable (ZS_STAGE; empty is unset), else its default; a bad value fails
+   zs_engine_create naming it. A value the program writes wins, even under the variable; writing
+   ZS_UNSET back unsets it. zs_engine_info says each value's origin. A config zs_config_default did
+   not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 /* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon",
    "adafactor"); an unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */

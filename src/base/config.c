@@ -62,7 +62,9 @@ static const zs_tunable zs_tunables[] = {
     TUNW("ZS_OFFLOAD_BUDGET_BYTES", offload_budget_bytes, 0, 1e18, 0, "free"), /* ZS_BUDGET_FREE */
     PATH("ZS_NVME_PATH", nvme_path),                  /* the NVMe tier's directory (placement.h) */
     TUN("ZS_COMM_CHECK", comm_check, T_INT, 0, 1, 1), /* also comm/sig.c, for raw groups */
-    ENV("ZS_COMM"),                                   /* comm/coll.c: the collective backend */
+    PATH("ZS_FLIGHT_DIR", flight_dir),                /* engine/flight_dump.c */
+    TUN("ZS_FLIGHT_ENTRIES", flight_entries, T_INT, 0, 1 << 20, 256),
+    ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
     ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
     ENV("ZS_ADAMW_ISA"),         /* optim/adamw/cpu/adamw_dispatch.c: force a CPU AdamW path */
@@ -173,6 +175,7 @@ static size_t version_bytes(unsigned v) {
   if (v < 3) return offsetof(zs_config, optimizer);
   if (v < 4) return offsetof(zs_config, grad_accum_fp32);
   if (v < 5) return offsetof(zs_config, muon);
+  if (v < 6) return offsetof(zs_config, flight_dir);
   return sizeof(zs_config);
 }
 
@@ -347,6 +350,9 @@ static zs_status validate_nvme(const zs_config *c, int host_tier) {
 
 zs_status zs_config_validate(const zs_config *c) {
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
+  if (c->flight_dir && !*c->flight_dir)
+    return zs_err(ZS_ERR_INVALID_ARG, "flight_dir is empty: use NULL (no flight record) or a "
+                                      "directory");
   if (c->stage < 0 || c->stage > 3)
     return zs_err(ZS_ERR_INVALID_ARG, "stage %d is not a stage: use 0..3", c->stage);
   if (c->device != ZS_DEVICE_CPU && c->device != ZS_DEVICE_CUDA)

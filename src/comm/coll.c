@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/config.h"
 #include "comm/coll_backends.h"
+#include "comm/flight.h"
 
 /* Backend requested by ZS_COMM: 0 none, 1 mpi, 2 nccl, 3 self, -1 garbage. */
 static int env_backend(void) {
@@ -175,15 +176,66 @@ static zs_status timed(zs_coll *c, double t0, zs_status rc) {
   return finish(c, rc);
 }
 
-/* The divergence check before op's data moves (a failure breaks the group like any other). */
-static zs_status sig(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root) {
-  return finish(c, zs_sig_check(c, op, count, dt, root));
+/* The flight recorder's entry for the collective being called on c (NULL when c has none). */
+static zs_flight_entry *fl_call(zs_coll *c, zs_sig_op op, size_t count, size_t bytes) {
+  zs_flight *f = c->flight;
+  if (!f) return NULL;
+  zs_flight_entry *x = &f->ring[f->n++ % f->cap];
+  memset(x, 0, sizeof *x);
+  x->seq = ++c->flight_seq;
+  x->op = (int)op;
+  x->group = c->flight_group;
+  x->state = ZS_FLIGHT_CHECKING;
+  x->count = count;
+  x->bytes = bytes;
+  if (c->sig_src && c->sig_src->context) c->sig_src->context(c->sig_src->owner, x->ctx);
+  x->called_us = zs_clock_wall_us();
+  return x;
+}
+
+/* Ends entry x with rc: done or failed, or enqueued when an OK op was only put on a stream. */
+static void fl_end(zs_flight_entry *x, zs_status rc, int enqueued) {
+  if (!x) return;
+  if (rc == ZS_OK && enqueued) {
+    x->state = ZS_FLIGHT_ENQUEUED;
+    return;
+  }
+  x->state = rc == ZS_OK ? ZS_FLIGHT_DONE : ZS_FLIGHT_FAILED;
+  x->status = (int)rc;
+  x->ended_us = zs_clock_wall_us();
+}
+
+/* The divergence check before op's data moves (a failure breaks the group like any other), then
+   entry x marked running. */
+static zs_status sig(zs_coll *c, zs_flight_entry *x, zs_sig_op op, size_t count, zs_cdt dt,
+                     int root) {
+  const zs_status rc = finish(c, zs_sig_check(c, op, count, dt, root));
+  if (rc != ZS_OK) {
+    fl_end(x, rc, 0);
+    return rc;
+  }
+  if (x) {
+    x->state = ZS_FLIGHT_RUNNING;
+    x->started_us = zs_clock_wall_us();
+  }
+  return ZS_OK;
+}
+
+/* timed, with entry x ended (a device op of the nccl backend returns once enqueued: its end is
+   the zs_coll_sync that waits for it). */
+static zs_status op_end(zs_coll *c, zs_flight_entry *x, double t0, zs_status rc, void *stream) {
+  rc = timed(c, t0, rc);
+  fl_end(x, rc, stream != NULL && !strcmp(c->backend, "nccl"));
+  return rc;
 }
 
 zs_status zs_coll_check(zs_coll *c) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "check", ZS_CDT_BYTE, 0, &es));
-  return sig(c, ZS_SIG_CHECK, 0, ZS_CDT_BYTE, -1);
+  zs_flight_entry *x = fl_call(c, ZS_SIG_CHECK, 0, 0);
+  const zs_status rc = sig(c, x, ZS_SIG_CHECK, 0, ZS_CDT_BYTE, -1);
+  if (rc == ZS_OK) fl_end(x, rc, 0);
+  return rc;
 }
 
 /* Gathers equal blocks of count elements; in place iff send == recv + rank*count. */
@@ -203,9 +255,10 @@ zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t co
     return zs_err(ZS_ERR_INVALID_ARG, "all_gather: send overlaps recv without being its own block "
                                       "(recv + rank*count): pass disjoint buffers or exactly that "
                                       "block");
-  ZS_CHECK(sig(c, ZS_SIG_ALL_GATHER, count, dt, -1));
+  zs_flight_entry *x = fl_call(c, ZS_SIG_ALL_GATHER, count, all);
+  ZS_CHECK(sig(c, x, ZS_SIG_ALL_GATHER, count, dt, -1));
   const double t0 = zs_clock_now_s();
-  return timed(c, t0, c->ops->all_gather(c, send, recv, count, dt, stream));
+  return op_end(c, x, t0, c->ops->all_gather(c, send, recv, count, dt, stream), stream);
 }
 
 /* Sums blocks; in place iff recv == send + rank*count (other blocks of send become unspecified). */
@@ -225,9 +278,10 @@ zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_
     return zs_err(ZS_ERR_INVALID_ARG, "reduce_scatter: recv overlaps send without being this "
                                       "rank's block (send + rank*count): pass disjoint buffers "
                                       "or exactly that block");
-  ZS_CHECK(sig(c, ZS_SIG_REDUCE_SCATTER, count, dt, -1));
+  zs_flight_entry *x = fl_call(c, ZS_SIG_REDUCE_SCATTER, count, all);
+  ZS_CHECK(sig(c, x, ZS_SIG_REDUCE_SCATTER, count, dt, -1));
   const double t0 = zs_clock_now_s();
-  return timed(c, t0, c->ops->reduce_scatter(c, send, recv, count, dt, stream));
+  return op_end(c, x, t0, c->ops->reduce_scatter(c, send, recv, count, dt, stream), stream);
 }
 
 /* Sums count elements across ranks; in place iff send == recv. */
@@ -244,9 +298,10 @@ zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t co
   if (send != recv && overlaps(send, all, recv, all))
     return zs_err(ZS_ERR_INVALID_ARG, "all_reduce: send and recv partly overlap: pass the same "
                                       "pointer (in place) or disjoint buffers");
-  ZS_CHECK(sig(c, ZS_SIG_ALL_REDUCE, count, dt, -1));
+  zs_flight_entry *x = fl_call(c, ZS_SIG_ALL_REDUCE, count, all);
+  ZS_CHECK(sig(c, x, ZS_SIG_ALL_REDUCE, count, dt, -1));
   const double t0 = zs_clock_now_s();
-  return timed(c, t0, c->ops->all_reduce(c, send, recv, count, dt, stream));
+  return op_end(c, x, t0, c->ops->all_reduce(c, send, recv, count, dt, stream), stream);
 }
 
 /* Exchanges blocks (never in place). */
@@ -263,9 +318,10 @@ zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t co
   if (overlaps(send, all, recv, all))
     return zs_err(ZS_ERR_INVALID_ARG, "all_to_all cannot run in place: pass disjoint send and "
                                       "recv buffers");
-  ZS_CHECK(sig(c, ZS_SIG_ALL_TO_ALL, count, dt, -1));
+  zs_flight_entry *x = fl_call(c, ZS_SIG_ALL_TO_ALL, count, all);
+  ZS_CHECK(sig(c, x, ZS_SIG_ALL_TO_ALL, count, dt, -1));
   const double t0 = zs_clock_now_s();
-  return timed(c, t0, c->ops->all_to_all(c, send, recv, count, dt, stream));
+  return op_end(c, x, t0, c->ops->all_to_all(c, send, recv, count, dt, stream), stream);
 }
 
 /* Copies root's buffer to every rank. */
@@ -283,18 +339,20 @@ zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int 
   if (!buf)
     return zs_err(ZS_ERR_INVALID_ARG, "broadcast: buf must not be NULL for count %zu", count);
   ZS_CHECK(span(op, count, 1, es, &all));
-  ZS_CHECK(sig(c, ZS_SIG_BROADCAST, count, dt, root));
+  zs_flight_entry *x = fl_call(c, ZS_SIG_BROADCAST, count, all);
+  ZS_CHECK(sig(c, x, ZS_SIG_BROADCAST, count, dt, root));
   const double t0 = zs_clock_now_s();
-  return timed(c, t0, c->ops->broadcast(c, buf, count, dt, root, stream));
+  return op_end(c, x, t0, c->ops->broadcast(c, buf, count, dt, root, stream), stream);
 }
 
 /* Waits until every rank of c arrived. */
 zs_status zs_coll_barrier(zs_coll *c) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "barrier", ZS_CDT_BYTE, 0, &es));
-  ZS_CHECK(sig(c, ZS_SIG_BARRIER, 0, ZS_CDT_BYTE, -1));
+  zs_flight_entry *x = fl_call(c, ZS_SIG_BARRIER, 0, 0);
+  ZS_CHECK(sig(c, x, ZS_SIG_BARRIER, 0, ZS_CDT_BYTE, -1));
   const double t0 = zs_clock_now_s();
-  return timed(c, t0, c->ops->barrier(c));
+  return op_end(c, x, t0, c->ops->barrier(c), NULL);
 }
 
 /* Waits for the stream's enqueued collectives (nccl); no-op for host backends. */
@@ -302,5 +360,11 @@ zs_status zs_coll_sync(zs_coll *c, void *stream) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "sync", ZS_CDT_BYTE, 0, &es));
   const double t0 = zs_clock_now_s();
-  return timed(c, t0, c->ops->sync(c, stream));
+  const zs_status rc = timed(c, t0, c->ops->sync(c, stream));
+  zs_flight *f = c->flight;
+  for (size_t i = 0; f && i < zs_flight_held(f); i++) { /* what the sync waited for has ended */
+    zs_flight_entry *x = (zs_flight_entry *)zs_flight_at(f, i);
+    if (x->group == c->flight_group && x->state == ZS_FLIGHT_ENQUEUED) fl_end(x, rc, 0);
+  }
+  return rc;
 }

@@ -10,6 +10,7 @@
 #include "engine/engine_internal.h"
 #include "engine/facts.h"
 #include "engine/fail.h"
+#include "engine/flight_dump.h"
 #include "shard/placement.h"
 #include "shard/plan_memory.h"
 #include "tier/master_io.h"
@@ -161,6 +162,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   zs_engine_call(e, ZS_CALL_CREATE, NULL);
   ZS_CHECK_GOTO(open_groups(e), rc, fail);
   zs_engine_sig_attach(e);
+  ZS_CHECK_GOTO(zs_engine_flight_open(e), rc, fail);
   shard_ctx_init(e);
   /* With a budget the host tier must be there before commit decides the placement (the arena
      holds nothing until a unit is placed on it). */
@@ -459,6 +461,7 @@ void zs_engine_destroy(zs_engine *e) {
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
   if (e->world) zs_coll_destroy(e->world);
   e->replica = e->shard = e->world = NULL;
+  zs_engine_flight_close(e);
   zs_mem_drain(&e->mem); /* nothing writes into the engine's buffers any more */
   if (e->state != ZS_ENGINE_FAILED) {
     if (e->dev.compute_stream) zs_dev_sync(&e->dev, e->dev.compute_stream);

@@ -81,17 +81,19 @@ struct zs_engine {
   int64_t opt_steps;  /* completed optimizer steps (the optimizer's t) */
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included (checkpoints) */
   double step_t0;
-  double check_t0;      /* the groups' header-exchange seconds at begin_step (check_seconds) */
-  double comm_t0;       /* ... and their operation seconds (comm_seconds) */
-  zs_shard_ctx sh;      /* what src/shard sees of the engine (shard/shard.h) */
-  zs_call call;         /* the public call this rank is in (calls.c) */
-  int call_unit;        /* its unit's index, or -1 */
-  zs_coll_sig_src sig;  /* the context of every header on the engine's groups */
-  int aborted;          /* zs_engine_abort was called (destroy's goodbye says so) */
-  int set_pending;      /* a unit's set_hash holds a record (zs_unit_set_param since the last
-                           agreement on the values: calls.c) */
-  uint64_t *agree_rows; /* the step agreement's rows (world_size x its words), kept */
-  void *agree_dev;      /* CUDA: its device buffer, kept */
+  double check_t0;          /* the groups' header-exchange seconds at begin_step (check_seconds) */
+  double comm_t0;           /* ... and their operation seconds (comm_seconds) */
+  zs_shard_ctx sh;          /* what src/shard sees of the engine (shard/shard.h) */
+  zs_call call;             /* the public call this rank is in (calls.c) */
+  int call_unit;            /* its unit's index, or -1 */
+  zs_coll_sig_src sig;      /* the context of every header on the engine's groups */
+  int aborted;              /* zs_engine_abort was called (destroy's goodbye says so) */
+  struct zs_flight *flight; /* the flight recorder's ring (flight_dump.h), or NULL */
+  int flight_written;       /* the record was written (or tried): once per engine */
+  int set_pending;          /* a unit's set_hash holds a record (zs_unit_set_param since the last
+                               agreement on the values: calls.c) */
+  uint64_t *agree_rows;     /* the step agreement's rows (world_size x its words), kept */
+  void *agree_dev;          /* CUDA: its device buffer, kept */
   /* zs_engine_allgather_u64's host buffer on the CPU device (xchg_words words), kept until
      destroy has torn the groups down: an all-gather abandoned by a timeout may still write it. */
   uint64_t *xchg;

@@ -3,6 +3,7 @@
 
 #include "base/error.h"
 #include "engine/engine_internal.h"
+#include "engine/flight_dump.h"
 
 zs_status zs_engine_fail_hard(zs_engine *e, zs_status s) {
   if (s != ZS_OK) zs_engine_abort_comms(e);
@@ -25,6 +26,7 @@ zs_status zs_engine_abort(zs_engine *e) {
 }
 
 void zs_engine_abort_comms(zs_engine *e) {
+  zs_engine_flight_dump(e); /* first: the ring as the failure left it */
   e->state = ZS_ENGINE_FAILED;
   zs_mem_break(&e->mem); /* before any free that follows: frees are deferred from now on */
   e->sh.in_step = 0;     /* the shard layer never sees a failed engine as inside a step */

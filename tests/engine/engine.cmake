@@ -170,7 +170,15 @@ zs_exe(test_engine_facts SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_facts.c)
 zs_mpi_test(engine_facts test_engine_facts NP 1 LABELS engine)
 zs_mpi_test(engine_facts_np2 test_engine_facts NP 2 LABELS engine)
 zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_timeout.c)
-zs_mpi_test(engine_timeout_np3 test_engine_timeout NP 3 TIMEOUT 60 LABELS engine)
+# With the flight recorder on (ZS_FLIGHT_DIR), and tools/flight/zshard-flight reading the records
+# of that stuck peer, of a divergence, and of made-up records (flight_test.sh).
+find_program(ZS_FLIGHT_PYTHON3 NAMES python3)
+add_test(NAME engine_timeout_np3 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/flight_test.sh ${ZS_MPIEXEC}
+                                         $<TARGET_FILE:test_engine_timeout>
+                                         ${PROJECT_SOURCE_DIR}/tools/flight/zshard-flight
+                                         ${ZS_FLIGHT_PYTHON3})
+set_tests_properties(engine_timeout_np3 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                                   LABELS "mpi;engine" PROCESSORS 3)
 
 # Offload: deterministic runs with offload on (N ranks) and off (1 rank x N micro-steps) give
 # identical bits. 1 = optimizer, 2 = params, 3 = both.

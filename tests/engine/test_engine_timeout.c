@@ -3,8 +3,11 @@
  * the operation, and the engine then refuses further steps with ZS_ERR_STATE. Rank 1 later makes
  * the gather: it completes the header exchange the others abandoned, learns that they gave up and
  * fails at once (ZS_ERR_TIMEOUT) without starting an all-gather nobody joins, so that every rank
- * shuts MPI down cleanly. */
+ * shuts MPI down cleanly.
+ * --diverge: rank 1 gathers u0 where the others gather u1; every rank gets ZS_ERR_COMM.
+ * With ZS_FLIGHT_DIR set (flight_test.sh), every rank's message must name its flight record. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +40,19 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
   ZS_OK_OR_DIE(zs_unit_gather(u0)); /* everyone takes part in the first gather */
   ZS_OK_OR_DIE(zs_unit_release(u0));
+  const char *flight = getenv("ZS_FLIGHT_DIR");
+  char want[600] = "";
+  if (flight) snprintf(want, sizeof want, "flight record: %s/flight-rank%d.json", flight, rank);
+  if (argc > 1 && !strcmp(argv[1], "--diverge")) {
+    zs_status rc = zs_unit_gather(rank == 1 ? u0 : u1);
+    ZS_EXPECT(rc == ZS_ERR_COMM, "rank %d: got %s (%s), want ZS_ERR_COMM", rank, zs_status_str(rc),
+              zs_last_error());
+    ZS_EXPECT(strstr(zs_last_error(), want) != NULL, "rank %d: no '%s' in: %s", rank, want,
+              zs_last_error());
+    zs_engine_destroy(e);
+    zs_comm_destroy(comm);
+    ZS_TEST_END("test_engine_timeout --diverge");
+  }
   if (rank == 1) {
     sleep((unsigned)timeout + 1); /* stuck: the others time out meanwhile */
     double t0 = now();
@@ -45,6 +61,8 @@ int main(int argc, char **argv) {
               zs_status_str(rc), zs_last_error());
     ZS_EXPECT(now() - t0 < 5.0, "late gather answered after %.2f s", now() - t0);
     ZS_EXPECT(strstr(zs_last_error(), "gave up") != NULL, "late gather: %s", zs_last_error());
+    ZS_EXPECT(strstr(zs_last_error(), want) != NULL, "late gather: no '%s' in: %s", want,
+              zs_last_error());
     ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE);
   } else {
     double t0 = now();
@@ -58,6 +76,7 @@ int main(int argc, char **argv) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", zs_last_error());
     ZS_EXPECT(strstr(msg, "gather") != NULL, "message names the op: %s", msg);
+    ZS_EXPECT(strstr(msg, want) != NULL, "rank %d: no '%s' in: %s", rank, want, msg);
     ZS_EXPECT_STATUS(zs_engine_step(e, NULL), ZS_ERR_STATE);
     ZS_EXPECT_STATUS(zs_engine_begin_step(e, 1), ZS_ERR_STATE);
     if (rank == 0) printf("test_engine_timeout: ZS_ERR_TIMEOUT after %.2f s: %s\n", dt, msg);
