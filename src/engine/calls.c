@@ -225,31 +225,6 @@ static zs_status set_mismatch(zs_engine *e) {
                 fix);
 }
 
-/* All-gathers n words per rank over the world into rows (world x n, host). On CUDA the words
-   travel through buf, a device buffer of world x n words the caller owns. */
-static zs_status gather_words(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *rows,
-                              uint64_t *buf) {
-  zs_dev *d = &e->dev;
-  const size_t me = (size_t)e->world_rank * n;
-  if (d->kind == ZS_DEVICE_CPU) {
-    memcpy(rows + me, mine, n * sizeof(uint64_t));
-    return zs_coll_all_gather(e->world, rows + me, rows, n, ZS_CDT_U64, NULL);
-  }
-  zs_status rc = zs_dev_from_host(d, buf + me, mine, n * sizeof(uint64_t));
-  if (rc == ZS_OK) rc = zs_coll_all_gather(e->world, buf + me, buf, n, ZS_CDT_U64, d->comm_stream);
-  if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
-  if (rc == ZS_OK) rc = zs_dev_to_host(d, rows, buf, (size_t)e->world_size * n * sizeof(uint64_t));
-  return rc;
-}
-
-/* The step agreement's all-gather into kept buffers (no allocation after the first step). */
-static zs_status agree_gather(zs_engine *e, const uint64_t *mine, uint64_t *rows) {
-  const size_t bytes = (size_t)e->world_size * SHAPE_N * sizeof(uint64_t);
-  if (e->dev.kind != ZS_DEVICE_CPU && !e->agree_dev)
-    ZS_CHECK(zs_dev_alloc(&e->dev, bytes, &e->agree_dev, NULL));
-  return gather_words(e, mine, SHAPE_N, rows, e->agree_dev);
-}
-
 zs_status zs_engine_agree_step(zs_engine *e) {
   if (e->world_size == 1) {
     if (e->set_pending) zs_engine_set_clear(e, 0);
@@ -268,7 +243,7 @@ zs_status zs_engine_agree_step(zs_engine *e) {
     if (!e->agree_rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_step: out of host memory");
   }
   const uint64_t *rows = e->agree_rows;
-  zs_status rc = agree_gather(e, mine, e->agree_rows);
+  zs_status rc = zs_engine_allgather_u64(e, mine, SHAPE_N, e->agree_rows);
   if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_step: agreeing on the step's shape");
   for (int q = 0; q < e->world_size; q++) {
     const uint64_t *o = rows + (size_t)q * SHAPE_N;
@@ -399,13 +374,7 @@ zs_status zs_engine_agree_config(zs_engine *e) {
   const size_t W = (size_t)e->world_size, bytes = W * (size_t)n * sizeof(uint64_t);
   uint64_t *rows = malloc(bytes);
   if (!rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
-  zs_dev *d = &e->dev;
-  void *buf = NULL;
-  zs_status rc = d->kind == ZS_DEVICE_CPU ? ZS_OK : zs_dev_alloc(d, bytes, &buf, NULL);
-  if (rc == ZS_OK) rc = gather_words(e, mine, (size_t)n, rows, buf);
-  /* After a failed exchange an abandoned collective may still write into buf: it is left to the
-     process (a few hundred bytes, once) rather than freed under it. */
-  if (buf && rc == ZS_OK) zs_dev_free(d, buf, NULL);
+  const zs_status rc = zs_engine_allgather_u64(e, mine, (size_t)n, rows);
   if (rc != ZS_OK) {
     free(rows);
     return zs_err_wrap(rc, "zs_engine_commit: agreeing on the configuration");

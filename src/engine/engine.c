@@ -480,7 +480,6 @@ void zs_engine_destroy(zs_engine *e) {
   zs_host_arena_destroy(e->arena);
   free(e->agree_rows);
   free(e->xchg);                                                      /* its groups are gone */
-  if (e->agree_dev) zs_dev_free(&e->dev, e->agree_dev, NULL);         /* its groups are gone */
   if (e->xchg_dev) zs_dev_free(&e->dev, e->xchg_dev, NULL);           /* so are the exchange's */
   if (e->sh.status_dev) zs_dev_free(&e->dev, e->sh.status_dev, NULL); /* and the gathers' */
   zs_dev_close(&e->dev); /* last: every device buffer is freed through it */

@@ -93,7 +93,6 @@ struct zs_engine {
   int set_pending;          /* a unit's set_hash holds a record (zs_unit_set_param since the last
                                agreement on the values: calls.c) */
   uint64_t *agree_rows;     /* the step agreement's rows (world_size x its words), kept */
-  void *agree_dev;          /* CUDA: its device buffer, kept */
   /* zs_engine_allgather_u64's host buffer on the CPU device (xchg_words words), kept until
      destroy has torn the groups down: an all-gather abandoned by a timeout may still write it. */
   uint64_t *xchg;
