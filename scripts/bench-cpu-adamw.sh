@@ -17,9 +17,9 @@
 # why and the rows are paired with torch alone. --big adds n = 1e9 (about 16 GB of host memory
 # for the C run alone); --bw-n sets the triad's elements (default 1e8: 1.6 GB). --ab N: instead,
 # N rounds that alternate DeepSpeed's CPUAdam and zshard (no torch), then the median per-round
-# ratio of each same-bytes pair (fp32_states/ds_fp32, lean_m16/ds_bf16) per thread count: on a
-# shared VM whose speed drifts between runs minutes apart, the pairs a few seconds apart are the
-# ratio to quote.
+# ratio of each same-bytes pair (fp32_states and fp32_mixed / ds_fp32, lean_m16 / ds_bf16) per
+# thread count: on a shared VM whose speed drifts between runs minutes apart, the pairs a few
+# seconds apart are the ratio to quote.
 # Per mode: cpu_adamw mode <name>: <GB/s> GB/s, <G> Gparam/s, <P>% of triad, <S>x ds_fp32 params/s;
 #   best thread counts: <G> vs <Gpeer> Gparam/s, <B>x   (each side at its fastest thread count)
 # The last line printed is cpu_adamw's summary:
@@ -107,7 +107,7 @@ def rows(path):
 ratios = {}
 for r in range(1, rounds + 1):
     ds, zs = rows(f"{out}/ab_ds_{r}.csv"), rows(f"{out}/ab_zs_{r}.csv")
-    for mine, peer in (("fp32_states", "ds_fp32"), ("lean_m16", "ds_bf16")):
+    for mine, peer in [(m, "ds_fp32") for m in ("fp32_states", "fp32_mixed")] + [("lean_m16", "ds_bf16")]:
         for (kind, n, t), v in zs.items():
             if kind == mine and (peer, n, t) in ds:
                 ratios.setdefault((mine, peer, n, t), []).append((v, ds[(peer, n, t)]))
