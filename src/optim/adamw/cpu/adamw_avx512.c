@@ -6,8 +6,8 @@
  * them), so a CPU with AVX-512F alone (Xeon Phi) runs the AVX2 path. The tail (< 16 elements) is
  * done with masked loads and stores of the fp32 arrays; a bf16 gradient tail is staged through a
  * small zero-padded buffer (masked 16-bit loads would need AVX-512BW); bf16 moments load the same
- * way and store with masked down-converting stores. Masked-off lanes compute on zeros and are never
- * stored. */
+ * way and store narrowed (zs_store_words16; the bf16 param copy of a whole vector non-temporally).
+ * Masked-off lanes compute on zeros and are never stored. */
 #include "optim/adamw/cpu/adamw.h"
 
 #include <stdint.h>
@@ -86,7 +86,7 @@ ZS_AVX512_INLINE void zs_adamw_avx512_step(const zs_coef16 *k, float *master, vo
     _mm512_mask_storeu_ps((float *)v + i, mask, vn);
   }
   if (out_kind == 1) _mm512_mask_storeu_ps((float *)out + i, mask, p);
-  if (out_kind == 2) {
+  if (out_kind == 2) { /* written once, read next by a copy or the next forward: bypass the cache */
     if (mask == (__mmask16)0xffff && !((uintptr_t)((uint16_t *)out + i) & 31))
       _mm256_stream_si256((__m256i *)(void *)((uint16_t *)out + i),
                           _mm512_cvtepi32_epi16(zs_to_bf16x16(p)));
