@@ -4,9 +4,11 @@
  * created alternately with ZS_COMM_CHECK=0 (headers off; the step's agreement and its hash stay)
  * and ZS_COMM_CHECK=1 (a header exchange before every collective): each round times --steps steps
  * after 5 warm-up steps (the slowest rank's time); prints every round, the medians and the
- * difference per step and per collective.
+ * difference per step and per collective. --knob flight: the same with the check on and the
+ * flight recorder off (ZS_FLIGHT_ENTRIES=0) and on (256 entries, the default).
  *
  * Usage: mpirun -np 4 build/bench/diverge_latency [--units N] [--numel N] [--steps N] [--rounds N]
+ *                                                  [--knob check|flight]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -44,9 +46,12 @@ static void step(zs_engine *e, zs_unit **u, int nu, int numel, int rank) {
   ok(zs_engine_step(e, NULL), "step");
 }
 
-/* Microseconds per step of one engine made with ZS_COMM_CHECK=check (slowest rank). */
-static double round_us(zs_comm *comm, int check, int nu, int numel, int steps) {
-  setenv("ZS_COMM_CHECK", check ? "1" : "0", 1);
+/* The variable the rounds switch and its off and on values (--knob). */
+static const char *knob_var = "ZS_COMM_CHECK", *knob_off = "0", *knob_on = "1";
+
+/* Microseconds per step of one engine made with the knob on or off (slowest rank). */
+static double round_us(zs_comm *comm, int on_, int nu, int numel, int steps) {
+  setenv(knob_var, on_ ? knob_on : knob_off, 1);
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.stage = 3;
@@ -96,6 +101,11 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--numel")) numel = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--knob") && !strcmp(argv[i + 1], "flight")) {
+      knob_var = "ZS_FLIGHT_ENTRIES";
+      knob_off = "0";
+      knob_on = "256";
+    }
   }
   if (nu < 1 || numel < 1 || steps < 1 || rounds < 1 || rounds > 64) {
     fprintf(stderr,
@@ -116,9 +126,9 @@ int main(int argc, char **argv) {
      agreement (its all-gather). */
   const int colls = 3 * nu + 1;
   if (rank == 0)
-    printf("headline: diverge_latency: world %d, %d units of %d floats, %d steps x %d rounds: "
+    printf("headline: diverge_latency %s: world %d, %d units of %d floats, %d steps x %d rounds: "
            "median %.1f us/step off, %.1f on: %+.1f%% (%+.2f us per collective, %d per step)\n",
-           zs_comm_size(comm), nu, numel, steps, rounds, m0, m1, 100 * (m1 - m0) / m0,
+           knob_var, zs_comm_size(comm), nu, numel, steps, rounds, m0, m1, 100 * (m1 - m0) / m0,
            (m1 - m0) / colls, colls);
   zs_comm_destroy(comm);
   return 0;
