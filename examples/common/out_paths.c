@@ -65,6 +65,7 @@ int ex_out_check_shared(const ex_train_args *t) {
   if (t->metrics) TRY(ex_out_file("--metrics", t->metrics));
   if (t->plot) TRY(ex_out_file("--plot", t->plot));
   if (t->tensorboard) TRY(ex_out_dir("--tensorboard", t->tensorboard));
+  if (t->flight_dir) TRY(ex_out_dir("--flight-dir", t->flight_dir));
   if (t->ckpt_dir && t->save_every > 0) TRY(ex_out_dir("--ckpt-dir", t->ckpt_dir));
   if (t->nvme_path) TRY(ex_out_dir("--nvme-path", t->nvme_path));
   return 0;

@@ -13,7 +13,7 @@ int ex_out_dir(const char *flag, const char *dir);
    there: not a directory, and writable when it already exists. Creates no file. 0, or -1. */
 int ex_out_file(const char *flag, const char *path);
 /* The shared output options: --metrics and --plot (files), --tensorboard and --ckpt-dir (with
-   --save-every) and --nvme-path (directories). NULL ones are skipped. 0, or -1. */
+   --save-every), --nvme-path and --flight-dir (directories). NULL ones are skipped. 0, or -1. */
 int ex_out_check_shared(const ex_train_args *t);
 
 #endif

@@ -118,7 +118,8 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--resume", EX_OPT_STR, &t->resume},
                         {"--export", EX_OPT_STR, &t->export_path},
                         {"--freeze", EX_OPT_STR, &t->freeze},
-                        {"--nvme-path", EX_OPT_STR, &t->nvme_path}};
+                        {"--nvme-path", EX_OPT_STR, &t->nvme_path},
+                        {"--flight-dir", EX_OPT_STR, &t->flight_dir}};
   return ex_opt_table(tab, sizeof tab / sizeof tab[0], k, v, hit);
 }
 

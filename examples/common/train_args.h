@@ -30,6 +30,7 @@ typedef struct {
   uint64_t seed;
   const char *metrics, *plot;
   const char *tensorboard;        /* --tensorboard DIR: TensorBoard event files there (rank 0) */
+  const char *flight_dir;         /* --flight-dir DIR: zs_config.flight_dir (else ZS_FLIGHT_DIR) */
   int sample_lines, sample_chars; /* sampling at the end (0: none; -1: 3 for text data) */
   float temperature;
   /* Checkpoints: --save-every N into --ckpt-dir, --resume DIR, --stop-after S (steps of this

@@ -48,6 +48,7 @@ void gpt2_usage(void) {
       "         [--log-every N=1 (0: last step only)]\n"
       "         [--peak-tflops F=989 (MFU; H100/H200 bf16 dense)]\n"
       "         [--tensorboard DIR (TensorBoard event files: tensorboard --logdir DIR)]\n"
+      "         [--flight-dir DIR (each rank's last collectives when the engine fails)]\n"
       " ckpt:   [--save-every N=0 (0: none) --ckpt-dir DIR] [--resume DIR (a checkpoint or a\n"
       "         directory of them: continues step, lr schedule and data)] [--stop-after S=0 (end\n"
       "         after step S of the --steps schedule; 0: run them all)] [--export "

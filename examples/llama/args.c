@@ -42,6 +42,7 @@ void llama_usage(void) {
       "         [--sample-lines N (default 3 for text data, 0 for token files and --batches)]\n"
       "         [--sample-chars N=200] [--temperature F=0.8 (<= 0: greedy)]\n"
       "         [--tensorboard DIR (TensorBoard event files: tensorboard --logdir DIR)]\n"
+      "         [--flight-dir DIR (each rank's last collectives when the engine fails)]\n"
       " ckpt:   [--save-every N=0 (0: none) --ckpt-dir DIR] [--resume DIR]\n"
       "         [--stop-after S=0 (0: run every step)]\n"
       "         [--export DIR (Hugging Face directory)] [--export-dtype fp32|bf16 (fp32)]\n"

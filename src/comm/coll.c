@@ -182,7 +182,9 @@ static zs_flight_entry *fl_call(zs_coll *c, zs_sig_op op, size_t count, size_t b
   if (!f) return NULL;
   zs_flight_entry *x = &f->ring[f->n++ % f->cap];
   memset(x, 0, sizeof *x);
-  x->seq = ++c->flight_seq;
+  /* The number the divergence header gives it (its messages say "collective #N"), where there
+     is one; a one-rank group counts its own. */
+  x->seq = c->sig_hash_on ? c->sig_seq : c->flight_seq++;
   x->op = (int)op;
   x->group = c->flight_group;
   x->state = ZS_FLIGHT_CHECKING;

@@ -63,7 +63,7 @@ struct zs_coll {
   const zs_coll_sig_src *sig_src; /* the owner's call, or NULL */
   struct zs_flight *flight;       /* the flight recorder (flight.h), or NULL */
   int flight_group;               /* this group's index in it */
-  uint64_t flight_seq;            /* collectives recorded on this group so far */
+  uint64_t flight_seq;            /* one-rank group: collectives recorded so far */
 };
 
 /* Header words: magic, sequence, op|dtype|root, count, the owner's ZS_SIG_CTX words, and last

@@ -21,8 +21,9 @@ typedef enum {
 } zs_flight_state;
 
 typedef struct {
-  uint64_t seq;             /* 1, 2, ... per group: the same collective has the same seq on
-                               every rank of a group that made the same calls */
+  uint64_t seq;             /* per group, the divergence header's sequence number (the
+                               check's "collective #N"): the same collective has the same seq
+                               on every rank of a group that made the same calls */
   int op;                   /* the header's operation (coll_impl.h's zs_sig_op) */
   int group;                /* index of the group in its zs_flight */
   int state;                /* zs_flight_state */

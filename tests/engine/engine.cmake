@@ -172,7 +172,6 @@ zs_mpi_test(engine_facts_np2 test_engine_facts NP 2 LABELS engine)
 zs_exe(test_engine_timeout SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_timeout.c)
 # With the flight recorder on (ZS_FLIGHT_DIR), and tools/flight/zshard-flight reading the records
 # of that stuck peer, of a divergence, and of made-up records (flight_test.sh).
-find_program(ZS_FLIGHT_PYTHON3 NAMES python3)
 add_test(NAME engine_timeout_np3 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/flight_test.sh ${ZS_MPIEXEC}
                                          $<TARGET_FILE:test_engine_timeout>
                                          ${PROJECT_SOURCE_DIR}/tools/flight/zshard-flight

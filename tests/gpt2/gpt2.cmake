@@ -45,6 +45,13 @@ if(ZS_BUILD_EXAMPLES)
   set_tests_properties(gpt2_tensorboard PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 300
                                                    LABELS "gpt2;mpi;python" PROCESSORS 2
                                                    SKIP_RETURN_CODE 77)
+  # --flight-dir: two ranks that diverge write their flight records, named in their messages,
+  # and tools/flight/zshard-flight names the divergence (test_gpt2_flight.sh).
+  add_test(NAME gpt2_flight_np2 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_flight.sh
+                                        $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC}
+                                        ${ZS_FLIGHT_PYTHON3})
+  set_tests_properties(gpt2_flight_np2 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                                                  LABELS "gpt2;mpi" PROCESSORS 2)
   add_test(NAME gpt2_args COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_args.sh
                                   $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR})
   set_tests_properties(gpt2_args PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120 LABELS gpt2)
