@@ -437,7 +437,8 @@ typedef struct {
   float grad_norm;       /* global L2 norm of the mean gradient, before clipping */
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
   double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
-  unsigned struct_version; /* 1: the fields above; 2: also check_seconds; 3: also the two below */
+  unsigned struct_version; /* 1: the fields above; 2: also check_seconds; 3: also comm_seconds
+                              and update_seconds; 4: also io_seconds */
   unsigned reserved_u;
   double check_seconds; /* of step_seconds, this rank's wall time in the divergence check's
                            exchanges (0 with comm_check 0 or on nccl; docs/COLLECTIVES.md §2) */
@@ -445,7 +446,10 @@ typedef struct {
      reductions, syncs; not the exchanges above), and in the optimizer update (its own waits not
      included; 0 for a skipped step): the rest is the caller's forward, backward and data. */
   double comm_seconds, update_seconds;
-  double reserved[3];
+  /* Of step_seconds, this rank's wall time waiting for the NVMe tier's disk (0 without one; not
+     in update_seconds). */
+  double io_seconds;
+  double reserved[2];
 } zs_step_stats;
 /* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs the
    optimizer on this rank's share of its state (docs/OPTIMIZER.md §1-§3: the gradient, the
@@ -625,6 +629,19 @@ ZS_API const zs_config *zs_engine_config(const zs_engine *e);
    ("prefetch_units=2 (ZS_PREFETCH_UNITS)"); after commit the groups, the budget's placement and
    the NVMe tier's placement and I/O. */
 ZS_API const char *zs_engine_info(const zs_engine *e);
+/* The GPU's own counters (CUDA), read through NVML at the call, beside the ledger's bytes: the
+   whole device's memory, every process's, and its utilisation over the driver's last sample. */
+typedef struct {
+  size_t used_bytes, total_bytes;
+  unsigned util_gpu_pct, util_mem_pct; /* time a kernel ran; time memory was read or written */
+  unsigned struct_version;             /* 1: the fields above */
+  unsigned reserved_u;
+  size_t reserved[4];
+} zs_device_usage;
+/* Fills out for e's GPU. NVML (the driver's libnvidia-ml.so.1) is loaded at the first call, so
+   builds and CPU runs need no driver. ZS_ERR_UNSUPPORTED on the CPU device or without NVML (the
+   message says why; later calls answer the same at once). Local; any time after create. */
+ZS_API zs_status zs_engine_device_usage(zs_engine *e, zs_device_usage *out);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);
 /* Number of completed zs_engine_step calls, skipped (non-finite) ones included: where a resumed

@@ -67,10 +67,10 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
     fprintf(m->jsonl,
             "{\"step\":%d,\"loss\":%.9g,\"lr\":%.9g,\"grad_norm\":%.9g,\"ms\":%.17g,"
             "\"tokens_per_s\":%.17g,\"mfu\":%.17g,\"skipped\":%d,\"check_ms\":%.17g,"
-            "\"comm_ms\":%.17g,\"update_ms\":%.17g,\"data_ms\":%.17g,\"compute_ms\":%.17g,"
-            "\"max_ms\":%.17g,\"slowest_rank\":%d}\n",
+            "\"comm_ms\":%.17g,\"update_ms\":%.17g,\"io_ms\":%.17g,\"data_ms\":%.17g,"
+            "\"compute_ms\":%.17g,\"max_ms\":%.17g,\"slowest_rank\":%d}\n",
             s->step, s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s,
-            s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms, s->comm_ms, s->update_ms,
+            s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms, s->comm_ms, s->update_ms, s->io_ms,
             s->data_ms, s->compute_ms, s->max_ms, s->slowest);
     fflush(m->jsonl);
   }
@@ -87,6 +87,7 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
               {"perf/check_ms", s->check_ms},
               {"time/comm_ms", s->comm_ms},
               {"time/update_ms", s->update_ms},
+              {"time/io_ms", s->io_ms},
               {"time/data_ms", s->data_ms},
               {"time/compute_ms", s->compute_ms},
               {"time/max_ms", s->max_ms},
@@ -128,6 +129,20 @@ int gpt2_metrics_memory(gpt2_metrics *m, int step, const zs_memory *max) {
     char js[512];
     gpt2_memory_json(max, js, sizeof js);
     fprintf(m->jsonl, "{\"step\":%d,\"memory_max\":%s}\n", step, js);
+    fflush(m->jsonl);
+  }
+  return 0;
+}
+
+int gpt2_metrics_gpu(gpt2_metrics *m, int step, const double v[3]) {
+  if (m->rank != 0 || !m->tb) return 0;
+  TRY(ex_tb_scalar(m->tb, "gpu/used_bytes", step, v[0]));
+  TRY(ex_tb_scalar(m->tb, "gpu/total_bytes", step, v[1]));
+  TRY(ex_tb_scalar(m->tb, "gpu/util_pct", step, v[2]));
+  TRY(ex_tb_flush(m->tb));
+  if (m->jsonl) {
+    fprintf(m->jsonl, "{\"step\":%d,\"gpu_max\":{\"used\":%.17g,\"total\":%.17g,\"util\":%.17g}}\n",
+            step, v[0], v[1], v[2]);
     fflush(m->jsonl);
   }
   return 0;

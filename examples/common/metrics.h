@@ -18,7 +18,7 @@ typedef struct {
   /* Of ms, this rank's waits in the engine's collectives, its optimizer update and its batch
      reading; compute_ms is the rest (forward, backward, the loop's own work). The slowest rank's
      ms (every rank's maximum) and which rank it is. */
-  double comm_ms, update_ms, data_ms, compute_ms, max_ms;
+  double comm_ms, update_ms, io_ms, data_ms, compute_ms, max_ms;
   int slowest;
   int skipped;
 } gpt2_step_log;
@@ -49,6 +49,11 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
    (memory/<category>, memory/<category>_peak, ckpt/blocking_s). Rank 0 writes; 0 or -1. */
 int gpt2_metrics_memory(gpt2_metrics *m, int step, const zs_memory *max);
 int gpt2_metrics_ckpt(gpt2_metrics *m, int step, double seconds);
+/* With --tensorboard on CUDA: every rank's largest GPU counters after `step` steps (NVML through
+   zs_engine_device_usage: used and total bytes of the whole device, busy percent; zeros where a
+   rank has none) as the scalars gpu/used_bytes, gpu/total_bytes and gpu/util_pct, and a
+   {"step", "gpu_max"} JSONL line. Rank 0 writes. */
+int gpt2_metrics_gpu(gpt2_metrics *m, int step, const double used_total_util[3]);
 /* Records a validation loss after `step` steps. */
 int gpt2_metrics_val(gpt2_metrics *m, int step, float loss);
 /* Writes any JSON object line ({"event": ...}) to the metrics file (rank 0). */

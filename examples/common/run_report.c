@@ -16,6 +16,17 @@ int ex_report_memory(ex_run *r, const char *when) {
   const size_t budget = zs_engine_config(r->eng)->offload_budget_bytes;
   gpt2_precision_describe(a->master, a->moment_dtype, budget, mode, sizeof mode);
   gpt2_print_memory(&mem, r->rank, r->world, when, mode, *r->act_bytes);
+  if (a->device == ZS_DEVICE_CUDA) { /* the device's own view beside the ledger (NVML) */
+    zs_device_usage u;
+    if (zs_engine_device_usage(r->eng, &u) == ZS_OK)
+      printf("rank %d GPU (%s, NVML): %.2f of %.2f GiB used by every process (the engine's "
+             "ledger: %.2f GiB), %u%% busy\n",
+             r->rank, when, (double)u.used_bytes / 1073741824.0,
+             (double)u.total_bytes / 1073741824.0, (double)mem.total.cur / 1073741824.0,
+             u.util_gpu_pct);
+    else if (r->rank == 0)
+      printf("GPU counters: %s\n", zs_last_error());
+  }
   char js[768], ev[1280];
   gpt2_memory_json(&mem, js, sizeof js);
   snprintf(ev, sizeof ev,

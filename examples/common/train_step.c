@@ -52,6 +52,17 @@ static int log_memory(ex_run *r, int step) {
   return gpt2_metrics_memory(&r->met, step, &mem);
 }
 
+/* --tensorboard on CUDA: every rank's largest GPU counters (one all-reduce of 3 numbers on every
+   rank, zeros where NVML is missing, so the ranks always agree on the call). */
+static int log_gpu(ex_run *r, int step) {
+  zs_device_usage u;
+  double v[3] = {0, 0, 0};
+  if (zs_engine_device_usage(r->eng, &u) == ZS_OK)
+    v[0] = (double)u.used_bytes, v[1] = (double)u.total_bytes, v[2] = u.util_gpu_pct;
+  ZS_TRY(zs_comm_allreduce(r->comm, v, v, 3, ZS_HOST_F64, ZS_RED_MAX));
+  return gpt2_metrics_gpu(&r->met, step, v);
+}
+
 int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats *st,
                 double seconds) {
   const ex_train_args *a = &r->a;
@@ -69,9 +80,10 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   lg.check_ms = 1e3 * st->check_seconds;
   lg.comm_ms = 1e3 * st->comm_seconds;
   lg.update_ms = 1e3 * st->update_seconds;
+  lg.io_ms = 1e3 * st->io_seconds;
   lg.data_ms = 1e3 * r->data_s;
   r->data_s = 0;
-  lg.compute_ms = lg.ms - lg.check_ms - lg.comm_ms - lg.update_ms - lg.data_ms;
+  lg.compute_ms = lg.ms - lg.check_ms - lg.comm_ms - lg.update_ms - lg.io_ms - lg.data_ms;
   if (lg.compute_ms < 0) lg.compute_ms = 0;
   TRY(slowest_rank(r, lg.ms, &lg.max_ms, &lg.slowest));
   lg.tokens_per_s = tokens / seconds;
@@ -86,6 +98,7 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
   r->last_loss = lg.loss;
   if (a->tensorboard) TRY(log_memory(r, step + 1));
+  if (a->tensorboard && a->device == ZS_DEVICE_CUDA) TRY(log_gpu(r, step + 1));
   return 0;
 }
 

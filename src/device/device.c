@@ -51,6 +51,15 @@ zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b) {
   return zs_err(ZS_ERR_UNSUPPORTED, "zs_dev_mem_info: the CPU device has no device memory");
 }
 
+zs_status zs_dev_pci_bus_id(zs_dev *d, char *buf, size_t len) {
+  if (len) buf[0] = '\0';
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_dev_pci_bus_id(d, buf, len);
+#endif
+  (void)d;
+  return zs_err(ZS_ERR_UNSUPPORTED, "the CPU device has no GPU counters");
+}
+
 uint64_t zs_dev_id_hash(zs_dev *d) {
 #ifdef ZS_HAVE_CUDA
   if (ZS_IS_CUDA(d)) return zs_cuda_dev_id_hash(d);

@@ -35,6 +35,8 @@ void zs_dev_close(zs_dev *d);
 /* Free and total bytes of the device (CUDA: cudaMemGetInfo). ZS_ERR_UNSUPPORTED on the CPU
    device (see host_mem.h for host memory). */
 zs_status zs_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b);
+/* The CUDA device's PCI bus id ("0000:3b:00.0"); ZS_ERR_UNSUPPORTED on the CPU device. */
+zs_status zs_dev_pci_bus_id(zs_dev *d, char *buf, size_t len);
 /* A hash of the device's identity that is the same in every process using it (CUDA: its PCI
    bus id, whatever CUDA_VISIBLE_DEVICES says); 0 on the CPU device. */
 uint64_t zs_dev_id_hash(zs_dev *d);

@@ -53,6 +53,11 @@ zs_status zs_cuda_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b) {
   return ZS_OK;
 }
 
+zs_status zs_cuda_dev_pci_bus_id(zs_dev *d, char *buf, size_t len) {
+  CUDA_TRY(cudaDeviceGetPCIBusId(buf, (int)len, d->index));
+  return ZS_OK;
+}
+
 zs_status zs_cuda_dev_open(zs_dev *d, int index) {
   int n = zs_cuda_dev_count();
   if (n <= 0)

@@ -10,6 +10,7 @@ void zs_cuda_dev_close(zs_dev *d);
 int zs_cuda_dev_count(void);
 uint64_t zs_cuda_dev_id_hash(zs_dev *d);
 zs_status zs_cuda_dev_mem_info(zs_dev *d, size_t *free_b, size_t *total_b);
+zs_status zs_cuda_dev_pci_bus_id(zs_dev *d, char *buf, size_t len);
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
 void zs_cuda_dev_free(zs_dev *d, void *p, void *stream);
 zs_status zs_cuda_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);

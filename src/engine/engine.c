@@ -9,6 +9,7 @@
 #include "engine/agree.h"
 #include "engine/engine_internal.h"
 #include "engine/facts.h"
+#include "device/nvml.h"
 #include "engine/fail.h"
 #include "engine/flight_dump.h"
 #include "shard/placement.h"
@@ -468,6 +469,7 @@ void zs_engine_destroy(zs_engine *e) {
     if (e->dev.comm_stream) zs_dev_sync(&e->dev, e->dev.comm_stream);
   }
   zs_engine_nvme_close(e); /* its files and directory are removed, whatever the state */
+  zs_nvml_close(e->nvml);
   for (int i = 0; i < e->nunits; i++) {
     unit_release_buffers(e, e->units[i]);
     unit_free(e->units[i]);

@@ -83,6 +83,7 @@ struct zs_engine {
   double step_t0;
   double check_t0;          /* the groups' header-exchange seconds at begin_step (check_seconds) */
   double comm_t0;           /* ... and their operation seconds (comm_seconds) */
+  double io_t0;             /* ... and the NVMe tier's waits for the disk (io_seconds) */
   zs_shard_ctx sh;          /* what src/shard sees of the engine (shard/shard.h) */
   zs_call call;             /* the public call this rank is in (calls.c) */
   int call_unit;            /* its unit's index, or -1 */
@@ -90,6 +91,8 @@ struct zs_engine {
   int aborted;              /* zs_engine_abort was called (destroy's goodbye says so) */
   struct zs_flight *flight; /* the flight recorder's ring (flight_dump.h), or NULL */
   int flight_written;       /* the record was written (or tried): once per engine */
+  struct zs_nvml *nvml;     /* zs_engine_device_usage's NVML handle, opened at its first call */
+  char nvml_why[512];       /* why it could not be opened ("" before the first try) */
   int set_pending;          /* a unit's set_hash holds a record (zs_unit_set_param since the last
                                agreement on the values: calls.c) */
   uint64_t *agree_rows;     /* the step agreement's rows (world_size x its words), kept */
@@ -195,6 +198,8 @@ double zs_engine_check_seconds(const zs_engine *e);
 /* Wall seconds the engine's groups have spent in their operations and syncs (zs_coll_op_seconds).
  */
 double zs_engine_comm_seconds(const zs_engine *e);
+/* Seconds the engine's NVMe tier has waited for the disk since it opened (0 without one). */
+double zs_engine_io_seconds(const zs_engine *e);
 /* Destroy's last exchange on every group still in step (zs_coll_goodbye): an agreement from a
    healthy engine (a peer still inside a collective call learns that this one left), a goodbye
    naming zs_engine_abort or the failure from a failed one. Errors fail e. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine_internal.h"
+#include "tier/nvme_tier.h"
 #include "tier/whole.h"
 #include "engine/fail.h"
 #include "engine/agree.h"
@@ -13,6 +14,10 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "optim/optim.h"
+
+double zs_engine_io_seconds(const zs_engine *e) {
+  return e->tiers.nvme ? e->tiers.nvme->step_wait : 0.0;
+}
 
 zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_begin_step: engine is NULL");
@@ -28,6 +33,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
   e->step_t0 = zs_clock_now_s();
   e->check_t0 = zs_engine_check_seconds(e);
   e->comm_t0 = zs_engine_comm_seconds(e);
+  e->io_t0 = zs_engine_io_seconds(e);
   if (e->set_pending) zs_engine_set_clear_grads(e); /* an abandoned step's */
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
@@ -177,10 +183,12 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   if (!nm.nonfinite) {
     const double clip = zs_optim_clip_coef(nm.norm, e->cfg.optim.max_grad_norm);
     const double u0 = zs_clock_now_s();
-    const double w0 = zs_engine_comm_seconds(e) + zs_engine_check_seconds(e);
-    ZS_CHECK(run_optimizer(e, inv * clip)); /* its own waits (Muon's exchange) are comm's */
+    const double w0 =
+        zs_engine_comm_seconds(e) + zs_engine_check_seconds(e) + zs_engine_io_seconds(e);
+    ZS_CHECK(run_optimizer(e, inv * clip)); /* its own waits (Muon's exchange, the disk) are not */
     s.update_seconds =
-        zs_clock_now_s() - u0 - (zs_engine_comm_seconds(e) + zs_engine_check_seconds(e) - w0);
+        zs_clock_now_s() - u0 -
+        (zs_engine_comm_seconds(e) + zs_engine_check_seconds(e) + zs_engine_io_seconds(e) - w0);
     ZS_CHECK(zs_shard_publish(&e->sh));
     ZS_CHECK(zs_coll_sync(e->shard, d->comm_stream));
     e->opt_steps++;
@@ -193,7 +201,8 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   s.step_seconds = zs_clock_now_s() - e->step_t0;
   s.check_seconds = zs_engine_check_seconds(e) - e->check_t0;
   s.comm_seconds = zs_engine_comm_seconds(e) - e->comm_t0;
-  s.struct_version = 3;
+  s.io_seconds = zs_engine_io_seconds(e) - e->io_t0;
+  s.struct_version = 4;
   if (st) *st = s;
   return ZS_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "offload/nvme_hooks.h"
 
@@ -29,8 +30,13 @@ struct zs_nvme_ring {
   int broken;    /* a submit or wait failed: queued entries may be stale, the ring takes no more */
   char why[512]; /* when broken: the first failure's message, reported by every later call */
   zs_nvme_req *reqs;
-  unsigned *free_ids; /* stack of free request indices: free_ids[0 .. capacity - inflight) */
+  unsigned *free_ids;  /* stack of free request indices: free_ids[0 .. capacity - inflight) */
+  double wait_seconds; /* zs_nvme_ring_wait_seconds */
 };
+
+double zs_nvme_ring_wait_seconds(const zs_nvme_ring *r) {
+  return r ? r->wait_seconds : 0.0;
+}
 
 zs_status zs_nvme_ring_create(unsigned capacity, zs_nvme_ring **out) {
   if (!out || capacity < 1 || capacity > 4096)
@@ -193,9 +199,11 @@ zs_status zs_nvme_ring_reap(zs_nvme_ring *r, uint64_t *tag) {
   for (;;) {
     struct io_uring_cqe *cqe = NULL;
     int rc;
+    const double t0 = zs_clock_now_s();
     do
       rc = io_uring_wait_cqe(&r->ring, &cqe);
     while (rc == -EINTR || rc == -EAGAIN);
+    r->wait_seconds += zs_clock_now_s() - t0;
     if (rc < 0) {
       zs_err(ZS_ERR_IO, "NVMe tier: io_uring_wait_cqe failed: %s", strerror(-rc));
       return zs_ring_break(r);

@@ -47,6 +47,9 @@ zs_status zs_nvme_ring_submit(zs_nvme_ring *r);
    or a broken ring holds only I/Os it never handed to the kernel): account for nothing then. */
 zs_status zs_nvme_ring_reap(zs_nvme_ring *r, uint64_t *tag);
 
+/* Wall seconds zs_nvme_ring_reap has spent blocked in the kernel's wait since create. */
+double zs_nvme_ring_wait_seconds(const zs_nvme_ring *r);
+
 /* Waits for every I/O in flight and retires it, ignoring results (a failure path's cleanup:
    after it no buffer is in the kernel's hands). */
 void zs_nvme_ring_drain(zs_nvme_ring *r);

@@ -224,12 +224,13 @@ static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, uint64_t *rd, uint64_t *
 
 static zs_status nvme_update(zs_tiers *tiers, zs_unit *u) {
   zs_nvme_tier *t = tiers->nvme;
-  const double t0 = zs_clock_now_s();
+  const double t0 = zs_clock_now_s(), w0 = zs_nvme_ring_wait_seconds(t->ring);
   uint64_t rd = 0, wr = 0;
   const zs_status rc = unit_pass(tiers, u, &rd, &wr);
   t->step_read += rd;
   t->step_written += wr;
   t->step_seconds += zs_clock_now_s() - t0;
+  t->step_wait += zs_nvme_ring_wait_seconds(t->ring) - w0;
   return rc;
 }
 

@@ -45,6 +45,7 @@ struct zs_nvme_tier {
      and the seconds those passes took (I/O and compute overlapped). */
   uint64_t step_read, step_written;
   double step_seconds;
+  double step_wait;    /* of step_seconds, the time the passes waited for the disk (the ring's) */
   uint64_t file_bytes; /* the bytes the units' files reserve on disk (aligned sizes) */
   size_t booked;       /* host_pinned bytes booked in the ledger for the staging */
   size_t info_at;      /* the owner's: where its info text's "; nvme:" part starts */

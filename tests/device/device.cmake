@@ -18,3 +18,10 @@ if(ZS_HAVE_CUDA)
          LIBS CUDA::cudart)
   zs_unit_test(device_cuda_sq_bins test_device_cuda_sq_bins LABELS "device;gpu")
 endif()
+# The GPU counters' loader (src/device/nvml.c) against a stand-in libnvidia-ml with fixed
+# answers, and zs_engine_device_usage's refusal on the CPU device.
+add_library(zs_fake_nvml SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_nvml.c)
+set_target_properties(zs_fake_nvml PROPERTIES C_VISIBILITY_PRESET default)
+zs_exe(test_nvml SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_nvml.c LIBS ${CMAKE_DL_LIBS})
+add_dependencies(test_nvml zs_fake_nvml)
+zs_mpi_test(device_nvml test_nvml NP 1 ARGS $<TARGET_FILE:zs_fake_nvml> LABELS device)

@@ -22,7 +22,17 @@ expect "$tmp/stuck.txt" "verdict: group world (ranks 0, 1, 2): rank 1 called col
 expect "$tmp/stuck.txt" "after rank(s) 0, 2, which had given up waiting"
 expect "$tmp/stuck.txt" "all_gather in zs_unit_gather('u1')"
 
-ZS_FLIGHT_DIR=$tmp/diverge "$mpiexec" --oversubscribe -np 3 "$exe" --diverge
+# The divergence with a ring of 4 entries: each record holds the last 4, the newest last.
+ZS_FLIGHT_ENTRIES=4 ZS_FLIGHT_DIR=$tmp/diverge "$mpiexec" --oversubscribe -np 3 "$exe" --diverge
+"$py" - "$tmp/diverge" <<'PY' || fail "the 4-entry rings are wrong"
+import json, sys
+for r in range(3):
+    rec = json.load(open(f"{sys.argv[1]}/flight-rank{r}.json"))
+    seqs = [e["seq"] for e in rec["entries"]]
+    assert rec["recorded"] > 4 and len(seqs) == 4, (r, rec["recorded"], seqs)
+    assert seqs == list(range(seqs[0], seqs[0] + 4)), (r, seqs)
+    assert rec["entries"][-1]["state"] == "failed", (r, rec["entries"][-1])
+PY
 "$py" "$tool" "$tmp/diverge" >"$tmp/diverge.txt"
 expect "$tmp/diverge.txt" "the ranks diverged at collective #"
 expect "$tmp/diverge.txt" "rank(s) 0, 2 called all_gather in zs_unit_gather('u1')"

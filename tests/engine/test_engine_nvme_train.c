@@ -234,6 +234,7 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
   for (int u = 0; u < NU; u++)
     for (int k = 0; k < U[u].nt; k++)
       ZS_OK_OR_DIE(zs_unit_set_param(units[u], k, h + base_of(u, k)));
+  double io_total = 0; /* the steps' io_seconds */
   for (int s = 0; s < o->steps; s++) {
     ZS_OK_OR_DIE(zs_engine_begin_step(e, o->micro));
     for (int m = 0; m < o->micro; m++) {
@@ -265,6 +266,13 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     }
     zs_step_stats st;
     ZS_OK_OR_DIE(zs_engine_step(e, &st));
+    /* The disk's waits are a disjoint part of the step (zs_step_stats 4). */
+    ZS_EXPECT(st.struct_version == 4 && st.io_seconds >= 0 &&
+                  st.check_seconds + st.comm_seconds + st.update_seconds + st.io_seconds <=
+                      st.step_seconds,
+              "check %g + comm %g + update %g + io %g s of a %g s step", st.check_seconds,
+              st.comm_seconds, st.update_seconds, st.io_seconds, st.step_seconds);
+    io_total += st.io_seconds;
   }
   ZS_OK_OR_DIE(zs_engine_get_params(e, locate, w));
   /* zs_unit_get_param agrees with the bulk read (the tier's two read paths). */
@@ -284,6 +292,9 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
   if (nvme) {
     ZS_EXPECT(f.nvme && f.committed, "no tier placement in the facts: %s", info);
     *on_tier = f.nvme_units;
+    ZS_EXPECT(f.nvme_units == 0 || (io_total > 0 && io_total <= f.nvme_io_seconds),
+              "the steps' io_seconds %g with %d units on the tier (their passes: %g s)", io_total,
+              f.nvme_units, f.nvme_io_seconds);
     zs_memory mem, plan;
     ZS_OK_OR_DIE(zs_engine_memory(e, &mem));
     ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan));

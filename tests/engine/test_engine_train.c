@@ -960,17 +960,17 @@ int main(int argc, char **argv) {
     skipped += st.skipped_nonfinite;
     /* The divergence check is on by default on the MPI backends: its time is part of the step. */
     const int checked = world > 1 && strcmp(zs_test_facts(e).comm, "nccl") != 0;
-    ZS_EXPECT(st.struct_version == 3 && (checked ? st.check_seconds > 0 : st.check_seconds == 0) &&
+    ZS_EXPECT(st.struct_version == 4 && (checked ? st.check_seconds > 0 : st.check_seconds == 0) &&
                   st.check_seconds <= st.step_seconds,
               "step %d: check_seconds %g of step_seconds %g (version %u, checked %d)", s,
               st.check_seconds, st.step_seconds, st.struct_version, checked);
     /* Where the step's time went: disjoint parts of it (several ranks: some waiting). */
-    ZS_EXPECT(st.comm_seconds >= 0 && st.update_seconds >= 0 &&
+    ZS_EXPECT(st.comm_seconds >= 0 && st.update_seconds >= 0 && st.io_seconds == 0 &&
                   (world == 1 || st.comm_seconds > 0) &&
                   (st.skipped_nonfinite || st.update_seconds > 0) &&
                   st.check_seconds + st.comm_seconds + st.update_seconds <= st.step_seconds,
-              "step %d: check %g + comm %g + update %g s of a %g s step", s, st.check_seconds,
-              st.comm_seconds, st.update_seconds, st.step_seconds);
+              "step %d: check %g + comm %g + update %g s (io %g, no NVMe tier) of a %g s step", s,
+              st.check_seconds, st.comm_seconds, st.update_seconds, st.io_seconds, st.step_seconds);
     ZS_EXPECT(st.skipped_nonfinite == poison_step, "step %d: skipped=%d, poisoned=%d", s,
               st.skipped_nonfinite, poison_step);
   }

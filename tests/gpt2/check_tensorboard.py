@@ -20,7 +20,8 @@ from tensorboard.util import tensor_util
 TAGS = {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
         "skipped": "train/skipped_nonfinite", "ms": "perf/step_ms",
         "tokens_per_s": "perf/tokens_per_s", "check_ms": "perf/check_ms",
-        "comm_ms": "time/comm_ms", "update_ms": "time/update_ms", "data_ms": "time/data_ms",
+        "comm_ms": "time/comm_ms", "update_ms": "time/update_ms", "io_ms": "time/io_ms",
+        "data_ms": "time/data_ms",
         "compute_ms": "time/compute_ms", "max_ms": "time/max_ms",
         "slowest_rank": "time/slowest_rank"}
 
