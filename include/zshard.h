@@ -204,10 +204,8 @@ typedef struct {
   struct {
     float beta2_decay, eps1, eps2, d;
   } adafactor;
-  /* The flight recorder (docs/COLLECTIVES.md §8): each rank keeps its last flight_entries
-     collectives (default 256; 0: none) and, when the engine fails, writes them to
-     flight_dir/flight-rank<R>.json, naming the file in the error (NULL, default: nothing written;
-     not copied: valid until zs_engine_destroy). tools/zshard-flight reads the ranks' files. */
+  /* The flight recorder (docs/COLLECTIVES.md §8): the last flight_entries collectives (256; 0:
+     none), written to flight_dir/flight-rank<R>.json when the engine fails (NULL: never). */
   const char *flight_dir;
   int flight_entries;
 } zs_config;
@@ -386,14 +384,12 @@ ZS_API void *zs_engine_stream(zs_engine *e);
    gradients. Not collective. ZS_ERR_STATE before commit, inside a step or after a failure. */
 ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
 /* Makes the full params of u usable on the engine stream. With sharded params it all-gathers
-   them, unless they were prefetched, and prefetches the next units (docs/MEMORY.md §1): collective
-   over the shard group, every rank gathering the same units in the same order, in training,
-   evaluation and sampling alike (docs/COLLECTIVES.md §3). With full params it is local. Gathering
-   a unit the caller holds is a no-op. Release it after its forward and again after its backward;
-   zs_engine_step ends every hold (gather again before using zs_unit_param). Errors:
-   ZS_ERR_OUT_OF_MEMORY when max_live_bytes leaves no room (nothing changed); ZS_ERR_COMM /
-   ZS_ERR_TIMEOUT / ZS_ERR_DEVICE, or ZS_ERR_OUT_OF_MEMORY from the device, fail the engine;
-   ZS_ERR_STATE before commit or after a failure. */
+   them unless prefetched, and prefetches the next units (docs/MEMORY.md §1): collective over the
+   shard group, the same units in the same order on every rank, in training, evaluation and
+   sampling alike (COLLECTIVES.md §3); else local. A held unit: a no-op. Release it after its
+   forward and its backward; zs_engine_step ends every hold. ZS_ERR_OUT_OF_MEMORY when
+   max_live_bytes leaves no room (nothing changed); ZS_ERR_COMM / TIMEOUT / DEVICE, or the
+   device's OUT_OF_MEMORY, fail the engine; ZS_ERR_STATE before commit or after a failure. */
 ZS_API zs_status zs_unit_gather(zs_unit *u);
 /* 1 when this rank holds u's full params now (gathered by the caller, or prefetched), else 0
    (also for NULL, and before commit). With full params (shard_params off) they are always
@@ -442,18 +438,15 @@ typedef struct {
   unsigned reserved_u;
   double check_seconds; /* of step_seconds, this rank's wall time in the divergence check's
                            exchanges (0 with comm_check 0 or on nccl; docs/COLLECTIVES.md §2) */
-  /* Of step_seconds, this rank's wall time waiting in the engine's collectives (gathers,
-     reductions, syncs; not the exchanges above), and in the optimizer update (its own waits not
-     included; 0 for a skipped step): the rest is the caller's forward, backward and data. */
-  double comm_seconds, update_seconds;
-  /* Of step_seconds, this rank's wall time waiting for the NVMe tier's disk (0 without one; not
-     in update_seconds). */
-  double io_seconds;
+  /* Of step_seconds, this rank's wall time in the engine's collectives (gathers, reductions,
+     syncs; not the exchanges above), in the optimizer update (0 when skipped) and waiting for the
+     NVMe tier's disk, each without the others: the rest is the caller's forward, backward, data. */
+  double comm_seconds, update_seconds, io_seconds;
   double reserved[2];
 } zs_step_stats;
 /* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs the
-   optimizer on this rank's share of its state (docs/OPTIMIZER.md §1-§3: the gradient, the
-   deterministic order, the update), publishes updated full params, and ends every hold. A
+   optimizer on this rank's share of its state (docs/OPTIMIZER.md §1-§3), publishes updated full
+   params, and ends every hold. A
    non-finite gradient skips the update (st->skipped_nonfinite). st may be NULL. Collective over
    the world. ZS_ERR_STATE without begin_step or before every unit's micro_steps-th grads_ready
    (frozen units need none; nothing changes). Ranks whose step shapes (micro_steps, grads_ready
@@ -507,13 +500,11 @@ typedef struct {
   size_t nvme_units, disk_bytes, nvme_staging;
   size_t reserved[3];
 } zs_plan_report;
-/* Plans a model of nunits units (unit_numel[i] elements each, forward order, every one >= 0) under
-   cfg (used as given: no environment variables) on world_size ranks (shard groups of
-   cfg->shard_group_size, 0 = all), with activation_bytes more of the caller's own device memory
-   per rank, against device_bytes and host_bytes available per rank (SIZE_MAX: unlimited; on the
-   CPU device everything draws on device_bytes). ZS_ERR_INVALID_ARG for NULL, a bad count, a
-   config the engine would refuse, or a shard group that does not divide the world (out
-   untouched). Not collective; allocates nothing. */
+/* Plans nunits units (unit_numel[i] >= 0 elements each, forward order) under cfg (as given: no
+   environment) on world_size ranks, with activation_bytes more of the caller's device memory per
+   rank, against device_bytes and host_bytes per rank (SIZE_MAX: unlimited; the CPU device draws
+   on device_bytes). ZS_ERR_INVALID_ARG for NULL, a bad count, a config the engine would refuse or
+   a shard group that does not divide the world (out untouched). Local; allocates nothing. */
 ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel,
                                int nunits, size_t activation_bytes, size_t device_bytes,
                                size_t host_bytes, zs_plan_report *out);
@@ -560,15 +551,13 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    paths). */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
-   this committed engine (same units, tensor names, shapes and param_dtype). dir is a checkpoint
-   (holds manifest.json) or a directory of them (the newest committed one). Each rank reads and
-   checks only the blocks it owns. Sets the master, optimizer state, params and step counts (the
-   configuration and groups stay the engine's). Collective over the world. The ranks agree before
-   anything is written, so a refused load changes nothing: ZS_ERR_CORRUPT (a damaged, truncated
-   or missing file, a checksum mismatch, an unknown format version), ZS_ERR_INVALID_ARG (another
-   model or optimizer: names the first difference), ZS_ERR_IO (no checkpoint, unreadable),
-   ZS_ERR_STATE (inside a step, before commit, or a unit still gathered). A file that changes
-   between check and read, or a failed NVMe tier write (docs/MEMORY.md §7), fails the engine. */
+   this committed engine (same units, tensor names, shapes and param_dtype): dir is a checkpoint
+   or a directory of them (the newest). Sets the master, optimizer state, params and step counts.
+   Collective over the world; the ranks agree before anything is written, so a refused load
+   changes nothing: ZS_ERR_CORRUPT (damaged, truncated or missing file, checksum, format),
+   ZS_ERR_INVALID_ARG (another model or optimizer: the first difference), ZS_ERR_IO, ZS_ERR_STATE
+   (inside a step, before commit, a unit gathered). A file changed between check and read, or a
+   failed NVMe tier write, fails the engine. */
 ZS_API zs_status zs_engine_load(zs_engine *e, const char *dir);
 /* Program bytes (a schedule's state, a data position; at most ZS_USER_META_MAX) that each later
    zs_engine_save stores (rank 0's copy) and zs_engine_load restores; NULL, 0 clears. Local. */
@@ -597,13 +586,11 @@ typedef struct {
 /* Defaults: fp32, default names, struct_size set. */
 ZS_API void zs_export_options_default(zs_export_options *o);
 /* Writes the consolidated master weights to a safetensors file at path (metadata: format "pt",
-   zshard_version, step), streamed: unit by unit, the unit's full master is gathered (one unit's
-   fp32 values per rank at a time, plus one tensor on the host on CUDA), rank 0 converts and writes
-   it in 1 MiB chunks. Written to path.tmp, fsynced and renamed: path is either the old file or the
-   whole new one. o NULL: the defaults. Collective over the world, between steps. Errors (same on
-   every rank): ZS_ERR_INVALID_ARG (a bad name, duplicate names, a refused tensor, bad dtype),
-   ZS_ERR_IO; a failed gather, or a failed read of the NVMe tier (docs/MEMORY.md §7), fails the
-   engine. No file is left behind on failure. */
+   zshard_version, step), one unit's gathered fp32 master at a time, through path.tmp, fsync and
+   a rename (path is the old file or the whole new one; nothing is left behind on failure). o
+   NULL: the defaults. Collective over the world, between steps. Errors, alike on every rank:
+   ZS_ERR_INVALID_ARG (bad or duplicate names, a refused tensor, bad dtype), ZS_ERR_IO; a failed
+   gather or NVMe read fails the engine. */
 ZS_API zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                                  const zs_export_options *o);
 /* zs_engine_export_safetensors_ex with the defaults: fp32, "<unit>.<tensor>" names. */
@@ -629,18 +616,15 @@ ZS_API const zs_config *zs_engine_config(const zs_engine *e);
    ("prefetch_units=2 (ZS_PREFETCH_UNITS)"); after commit the groups, the budget's placement and
    the NVMe tier's placement and I/O. */
 ZS_API const char *zs_engine_info(const zs_engine *e);
-/* The GPU's own counters (CUDA), read through NVML at the call, beside the ledger's bytes: the
-   whole device's memory, every process's, and its utilisation over the driver's last sample. */
+/* The GPU's own counters beside the ledger: the whole device's bytes (every process's) and the
+   percent of the driver's last sample period a kernel ran / memory was busy. */
 typedef struct {
   size_t used_bytes, total_bytes;
-  unsigned util_gpu_pct, util_mem_pct; /* time a kernel ran; time memory was read or written */
-  unsigned struct_version;             /* 1: the fields above */
-  unsigned reserved_u;
+  unsigned util_gpu_pct, util_mem_pct, struct_version /* 1 */, reserved_u;
   size_t reserved[4];
 } zs_device_usage;
-/* Fills out for e's GPU. NVML (the driver's libnvidia-ml.so.1) is loaded at the first call, so
-   builds and CPU runs need no driver. ZS_ERR_UNSUPPORTED on the CPU device or without NVML (the
-   message says why; later calls answer the same at once). Local; any time after create. */
+/* Reads them through NVML, loaded at the first call (builds and CPU runs need no driver).
+   ZS_ERR_UNSUPPORTED, saying why, on the CPU device or without NVML. Local. */
 ZS_API zs_status zs_engine_device_usage(zs_engine *e, zs_device_usage *out);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);
