@@ -204,8 +204,8 @@ typedef struct {
   struct {
     float beta2_decay, eps1, eps2, d;
   } adafactor;
-  /* The flight recorder (docs/COLLECTIVES.md §8): the last flight_entries collectives (256; 0:
-     none), written to flight_dir/flight-rank<R>.json when the engine fails (NULL: never). */
+  /* The flight recorder (docs/COLLECTIVES.md §8): with flight_dir set, the last flight_entries
+     collectives (256; 0: none), written to flight_dir/flight-rank<R>.json when the engine fails. */
   const char *flight_dir;
   int flight_entries;
 } zs_config;
@@ -624,7 +624,8 @@ typedef struct {
   size_t reserved[4];
 } zs_device_usage;
 /* Reads them through NVML, loaded at the first call (builds and CPU runs need no driver).
-   ZS_ERR_UNSUPPORTED, saying why, on the CPU device or without NVML. Local. */
+   ZS_ERR_UNSUPPORTED, saying why, on the CPU device or without NVML; ZS_ERR_DEVICE when NVML
+   refuses a read. Local. */
 ZS_API zs_status zs_engine_device_usage(zs_engine *e, zs_device_usage *out);
 /* Number of completed (not skipped) optimizer steps; -1 for NULL. */
 ZS_API int64_t zs_engine_step_count(const zs_engine *e);

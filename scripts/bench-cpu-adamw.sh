@@ -4,7 +4,7 @@
 # bandwidth.
 #
 #   scripts/bench-cpu-adamw.sh [--big] [--reps N] [--sizes 1e6,1e7,1e8] [--threads 1,2]
-#                              [--bw-n N] [--no-deepspeed]
+#                              [--bw-n N] [--no-deepspeed] [--ab N]
 #
 # Installs Debian's python3-torch with apt-get when /usr/bin/python3 cannot import torch, and
 # for the DeepSpeed peer Debian's libtorch-dev and pybind11-dev (torch's C++ headers) and

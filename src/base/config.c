@@ -350,6 +350,9 @@ static zs_status validate_nvme(const zs_config *c, int host_tier) {
 
 zs_status zs_config_validate(const zs_config *c) {
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
+  if (c->flight_entries != ZS_UNSET && (c->flight_entries < 0 || c->flight_entries > (1 << 20)))
+    return zs_err(ZS_ERR_INVALID_ARG, "flight_entries %d is not in 0..%d", c->flight_entries,
+                  1 << 20);
   if (c->flight_dir && !*c->flight_dir)
     return zs_err(ZS_ERR_INVALID_ARG, "flight_dir is empty: use NULL (no flight record) or a "
                                       "directory");

@@ -364,6 +364,7 @@ zs_status zs_coll_sync(zs_coll *c, void *stream) {
   const double t0 = zs_clock_now_s();
   const zs_status rc = timed(c, t0, c->ops->sync(c, stream));
   zs_flight *f = c->flight;
+  if (f && strcmp(c->backend, "nccl") != 0) f = NULL;   /* host backends enqueue nothing */
   for (size_t i = 0; f && i < zs_flight_held(f); i++) { /* what the sync waited for has ended */
     zs_flight_entry *x = (zs_flight_entry *)zs_flight_at(f, i);
     if (x->group == c->flight_group && x->state == ZS_FLIGHT_ENQUEUED) fl_end(x, rc, 0);

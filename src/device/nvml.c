@@ -104,7 +104,9 @@ zs_status zs_nvml_read(zs_nvml *n, zs_nvml_usage *out) {
   if (r != 0)
     return zs_err(ZS_ERR_DEVICE, "nvmlDeviceGetMemoryInfo: %s", why(n, r, buf, sizeof buf));
   r = n->util(n->dev, &u);
-  if (r != 0)
+  if (r == 3) /* NVML_ERROR_NOT_SUPPORTED (a MIG slice): the memory figures still stand */
+    u.gpu = u.memory = 0;
+  else if (r != 0)
     return zs_err(ZS_ERR_DEVICE, "nvmlDeviceGetUtilizationRates: %s", why(n, r, buf, sizeof buf));
   out->used = m.used;
   out->total = m.total;

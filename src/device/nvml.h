@@ -12,7 +12,8 @@ typedef struct zs_nvml zs_nvml;
 
 typedef struct {
   uint64_t used, total; /* bytes of device memory, the whole device's */
-  unsigned util_gpu;    /* percent of the last sample period in which a kernel ran */
+  unsigned util_gpu;    /* percent of the last sample period in which a kernel ran (0 where
+                           NVML has no utilisation, as on a MIG slice) */
   unsigned util_mem;    /* percent of it in which device memory was read or written */
 } zs_nvml_usage;
 

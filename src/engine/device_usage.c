@@ -13,13 +13,14 @@ zs_status zs_engine_device_usage(zs_engine *e, zs_device_usage *out) {
   memset(out, 0, sizeof *out);
   out->struct_version = 1;
   if (!e->nvml) {
-    if (e->nvml_why[0]) return zs_err(ZS_ERR_UNSUPPORTED, "%s", e->nvml_why);
+    if (e->nvml_why[0]) return zs_err(e->nvml_rc, "%s", e->nvml_why);
     char bus[64];
     zs_status rc = zs_dev_pci_bus_id(&e->dev, bus, sizeof bus);
     if (rc == ZS_OK) rc = zs_nvml_open("libnvidia-ml.so.1", bus, &e->nvml);
     if (rc != ZS_OK) {
       snprintf(e->nvml_why, sizeof e->nvml_why, "zs_engine_device_usage: %s", zs_last_error());
-      return zs_err(rc == ZS_ERR_DEVICE ? ZS_ERR_DEVICE : ZS_ERR_UNSUPPORTED, "%s", e->nvml_why);
+      e->nvml_rc = rc;
+      return zs_err(rc, "%s", e->nvml_why);
     }
   }
   zs_nvml_usage u;

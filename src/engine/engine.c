@@ -377,7 +377,18 @@ static zs_status open_tier(zs_engine *e, const zs_placement *place, zs_status pr
   return rc;
 }
 
+static zs_status commit_steps(zs_engine *e);
+
 zs_status zs_engine_commit(zs_engine *e) {
+  const zs_status rc = commit_steps(e);
+  /* commit's agreements fail without failing the engine (nothing is allocated yet): a peer lost
+     there still leaves a flight record. */
+  if (e && (rc == ZS_ERR_COMM || rc == ZS_ERR_TIMEOUT || rc == ZS_ERR_DEVICE))
+    zs_engine_flight_dump(e);
+  return rc;
+}
+
+static zs_status commit_steps(zs_engine *e) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_commit: engine is NULL");
   if (e->state != ZS_ENGINE_BUILDING)
     return zs_err(ZS_ERR_STATE, "zs_engine_commit called twice: the layout is already fixed");

@@ -93,6 +93,7 @@ struct zs_engine {
   int flight_written;       /* the record was written (or tried): once per engine */
   struct zs_nvml *nvml;     /* zs_engine_device_usage's NVML handle, opened at its first call */
   char nvml_why[512];       /* why it could not be opened ("" before the first try) */
+  zs_status nvml_rc;        /* ... and the status that said so */
   int set_pending;          /* a unit's set_hash holds a record (zs_unit_set_param since the last
                                agreement on the values: calls.c) */
   uint64_t *agree_rows;     /* the step agreement's rows (world_size x its words), kept */
@@ -118,9 +119,9 @@ struct zs_engine {
    membership and of the GPU's PCI bus id (0 on the CPU device), and the offload NUMA node (-1). */
 enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORDS };
 /* Words per rank the device buffer of zs_engine_allgather_u64 is first sized for: the largest
-   exchange's (a checkpoint agreement, 1 + ZS_CKPT_AGREE_MAX_WORDS of ckpt.h), so that it is
-   allocated once, at creation. */
-#define ZS_XCHG_WORDS 8
+   exchange's (commit's configuration agreement, calls.c's CFG_MAX words), so that it is allocated
+   once, at creation. */
+#define ZS_XCHG_WORDS 64
 /* All-gathers n words per rank over the world into all (world_size * n, rank-major), whatever
    the device (on CUDA through the kept device buffer xchg_dev: no allocation per call).
    Collective over the world. A failure is returned: the caller marks it. */

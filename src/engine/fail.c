@@ -26,11 +26,12 @@ zs_status zs_engine_abort(zs_engine *e) {
 }
 
 void zs_engine_abort_comms(zs_engine *e) {
-  zs_engine_flight_dump(e); /* first: the ring as the failure left it */
   e->state = ZS_ENGINE_FAILED;
   zs_mem_break(&e->mem); /* before any free that follows: frees are deferred from now on */
   e->sh.in_step = 0;     /* the shard layer never sees a failed engine as inside a step */
   zs_coll_abort(e->replica);
   if (e->shard != e->world) zs_coll_abort(e->shard);
   zs_coll_abort(e->world);
+  zs_engine_flight_dump(e); /* after the aborts (a slow disk cannot hold the peers); the ring is
+                               as the failure left it */
 }

@@ -16,7 +16,7 @@
 #include "comm/flight.h"
 
 zs_status zs_engine_flight_open(zs_engine *e) {
-  if (e->cfg.flight_entries <= 0) return ZS_OK;
+  if (e->cfg.flight_entries <= 0 || !e->cfg.flight_dir) return ZS_OK; /* nobody would read it */
   ZS_CHECK(zs_flight_create((size_t)e->cfg.flight_entries, &e->flight));
   const int g = e->shard_size;
   zs_coll_set_flight(e->world, e->flight, "world", 0, 1);
@@ -110,20 +110,23 @@ void zs_engine_flight_dump(zs_engine *e) {
   if (!e || !e->flight || !e->cfg.flight_dir || e->flight_written) return;
   e->flight_written = 1;
   char reason[1024];
-  snprintf(reason, sizeof reason, "%s", zs_last_error());
+  snprintf(reason, sizeof reason, "%s",
+           e->aborted ? "zs_engine_abort was called" : zs_last_error());
   char path[4096], why[4400] = "";
-  snprintf(path, sizeof path, "%s/flight-rank%d.json", e->cfg.flight_dir, e->world_rank);
-  if (mkdir(e->cfg.flight_dir, 0777) != 0 && errno != EEXIST)
+  if (snprintf(path, sizeof path, "%s/flight-rank%d.json", e->cfg.flight_dir, e->world_rank) >=
+      (int)sizeof path)
+    snprintf(why, sizeof why, "flight_dir is longer than %zu characters", sizeof path - 32);
+  else if (mkdir(e->cfg.flight_dir, 0777) != 0 && errno != EEXIST)
     snprintf(why, sizeof why, "cannot create %s (%s)", e->cfg.flight_dir, strerror(errno));
   char *text = why[0] ? NULL : render(e, reason);
   if (!why[0] && !text) snprintf(why, sizeof why, "no memory for it");
   const int ok = text && write_file(path, text, why, sizeof why);
   free(text);
-  /* The reason stays first; the file (or why there is none) goes at its end, space permitting. */
+  if (e->aborted) return; /* zs_engine_abort returns ZS_OK: no error to add to */
+  /* The reason stays first (at least 600 characters of it); the file, or why there is none, goes
+     at its end. */
   const char *tail = ok ? path : why;
-  const size_t room = 1000 > strlen(tail) + 40 ? 1000 - strlen(tail) - 40 : 0;
-  if (ok)
-    (void)zs_err(ZS_OK, "%.*s; flight record: %s", (int)room, reason, tail);
-  else
-    (void)zs_err(ZS_OK, "%.*s; no flight record: %s", (int)room, reason, tail);
+  const size_t tl = strlen(tail), room = tl + 40 < 400 ? 1000 - tl - 40 : 600;
+  (void)zs_err(ZS_OK, "%.*s; %s: %.*s", (int)room, reason,
+               ok ? "flight record" : "no flight record", 380, tail);
 }

@@ -25,17 +25,23 @@ int nvmlDeviceGetHandleByPciBusId_v2(const char *bus, void **dev) {
   *dev = &device;
   return 0;
 }
-int nvmlDeviceGetMemoryInfo(void *dev, unsigned long long *m) {
-  if (dev != &device) return 2;        /* NVML_ERROR_INVALID_ARGUMENT */
-  m[0] = 80000000000ull;               /* total */
-  m[1] = 80000000000ull - 12345678ull; /* free */
-  m[2] = 12345678ull;                  /* used */
+typedef struct { /* nvmlMemory_t's layout */
+  unsigned long long total, free, used;
+} fake_memory;
+typedef struct { /* nvmlUtilization_t's */
+  unsigned int gpu, memory;
+} fake_util;
+int nvmlDeviceGetMemoryInfo(void *dev, fake_memory *m) {
+  if (dev != &device) return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+  m->total = 80000000000ull;
+  m->free = 80000000000ull - 12345678ull;
+  m->used = 12345678ull;
   return 0;
 }
-int nvmlDeviceGetUtilizationRates(void *dev, unsigned int *u) {
+int nvmlDeviceGetUtilizationRates(void *dev, fake_util *u) {
   if (dev != &device) return 2;
-  u[0] = 55;
-  u[1] = 21;
+  u->gpu = 55;
+  u->memory = 21;
   return 0;
 }
 const char *nvmlErrorString(int r) {

@@ -35,8 +35,8 @@ for r in range(3):
 PY
 "$py" "$tool" "$tmp/diverge" >"$tmp/diverge.txt"
 expect "$tmp/diverge.txt" "the ranks diverged at collective #"
-expect "$tmp/diverge.txt" "rank(s) 0, 2 called all_gather in zs_unit_gather('u1')"
-expect "$tmp/diverge.txt" "rank(s) 1 called all_gather in zs_unit_gather('u0')"
+expect "$tmp/diverge.txt" "rank(s) 0, 2 called all_gather of 334 elements in zs_unit_gather('u1')"
+expect "$tmp/diverge.txt" "rank(s) 1 called all_gather of 334 elements in zs_unit_gather('u0')"
 
 # Made-up records: rank 2 of 3 wrote nothing; then rank 1's last collective is #4 of 5.
 "$py" - "$tmp/made" <<'PY'

@@ -107,7 +107,7 @@ ZS_AVX512_INLINE void zs_adamw_avx512_body(const zs_coef16 *k, float *master, vo
       zs_prefetch_ahead(m, i, msz);
       zs_prefetch_ahead(v, i, msz);
       zs_prefetch_ahead(grad, i, gsz);
-      if (out_kind) zs_prefetch_ahead(out, i, osz);
+      if (out_kind == 1) zs_prefetch_ahead(out, i, osz); /* bf16: stored non-temporally */
     }
     zs_adamw_avx512_step(k, master, m, v, grad, gbf16, out, out_kind, mbf16, i, (__mmask16)0xffff,
                          16);
