@@ -5,7 +5,8 @@
  * and ZS_COMM_CHECK=1 (a header exchange before every collective): each round times --steps steps
  * after 5 warm-up steps (the slowest rank's time); prints every round, the medians and the
  * difference per step and per collective. --knob flight: the same with the check on and the
- * flight recorder off (ZS_FLIGHT_ENTRIES=0) and on (256 entries, the default).
+ * flight recorder off (ZS_FLIGHT_ENTRIES=0) and on (256 entries, the default), ZS_FLIGHT_DIR set
+ * (to /tmp unless it is; nothing is written there unless an engine fails).
  *
  * Usage: mpirun -np 4 build/bench/diverge_latency [--units N] [--numel N] [--steps N] [--rounds N]
  *                                                  [--knob check|flight]
@@ -102,6 +103,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--knob") && !strcmp(argv[i + 1], "flight")) {
+      setenv("ZS_FLIGHT_DIR", "/tmp", 0); /* the ring exists only with a directory to write to */
       knob_var = "ZS_FLIGHT_ENTRIES";
       knob_off = "0";
       knob_on = "256";
