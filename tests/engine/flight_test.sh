@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The flight recorder end to end: a stuck peer (test_engine_timeout) and a divergence
-# (test_engine_timeout --diverge) on 3 ranks with ZS_FLIGHT_DIR set; every rank must write its
+# The flight recorder end to end: a stuck peer (test_engine_timeout), a rank late to commit
+# (--commit) and a divergence (--diverge) on 3 ranks with ZS_FLIGHT_DIR set; every rank must write its
 # record and name it in its error (the program checks), and tools/flight/zshard-flight must name
 # the late rank and the collective, or the ranks' different calls. Then records made up here for
 # what a live run cannot stage cheaply: a rank that wrote nothing (killed, frozen) and a rank that
@@ -21,6 +21,13 @@ for r in 0 1 2; do [ -s "$tmp/stuck/flight-rank$r.json" ] || fail "rank $r wrote
 expect "$tmp/stuck.txt" "verdict: group world (ranks 0, 1, 2): rank 1 called collective #"
 expect "$tmp/stuck.txt" "after rank(s) 0, 2" # ", which had given up waiting" unless loaded
 expect "$tmp/stuck.txt" "all_gather in zs_unit_gather('u1')"
+
+# A rank late to zs_engine_commit: the others' agreement times out before anything is allocated,
+# and still every rank writes its record.
+ZS_FLIGHT_DIR=$tmp/commit "$mpiexec" --oversubscribe -np 3 "$exe" --commit
+"$py" "$tool" "$tmp/commit" >"$tmp/commit.txt"
+expect "$tmp/commit.txt" "rank 1 called collective #"
+expect "$tmp/commit.txt" "in zs_engine_commit outside a step (after 0 steps) (failed: ZS_ERR_TIMEOUT)"
 
 # The divergence with a ring of 4 entries: each record holds the last 4, the newest last.
 ZS_FLIGHT_ENTRIES=4 ZS_FLIGHT_DIR=$tmp/diverge "$mpiexec" --oversubscribe -np 3 "$exe" --diverge

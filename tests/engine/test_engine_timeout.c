@@ -5,6 +5,7 @@
  * fails at once (ZS_ERR_TIMEOUT) without starting an all-gather nobody joins, so that every rank
  * shuts MPI down cleanly.
  * --diverge: rank 1 gathers u0 where the others gather u1; every rank gets ZS_ERR_COMM.
+ * --commit: rank 1 comes to zs_engine_commit late; the others' commit times out, rank 1's fails.
  * With ZS_FLIGHT_DIR set (flight_test.sh), every rank's message must name its flight record. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +37,24 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
   ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, t, &u0));
   ZS_OK_OR_DIE(zs_engine_add_unit(e, "u1", 1, t, &u1));
+  const char *flight = getenv("ZS_FLIGHT_DIR");
+  char want[600] = "";
+  if (flight) snprintf(want, sizeof want, "flight record: %s/flight-rank%d.json", flight, rank);
+  if (argc > 1 && !strcmp(argv[1], "--commit")) {
+    if (rank == 1) sleep((unsigned)timeout + 1);
+    zs_status rc = zs_engine_commit(e);
+    ZS_EXPECT(rc == ZS_ERR_TIMEOUT, "rank %d: commit got %s (%s), want ZS_ERR_TIMEOUT", rank,
+              zs_status_str(rc), zs_last_error());
+    ZS_EXPECT(strstr(zs_last_error(), want) != NULL, "rank %d: no '%s' in: %s", rank, want,
+              zs_last_error());
+    zs_engine_destroy(e);
+    zs_comm_destroy(comm);
+    ZS_TEST_END("test_engine_timeout --commit");
+  }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
   ZS_OK_OR_DIE(zs_unit_gather(u0)); /* everyone takes part in the first gather */
   ZS_OK_OR_DIE(zs_unit_release(u0));
-  const char *flight = getenv("ZS_FLIGHT_DIR");
-  char want[600] = "";
-  if (flight) snprintf(want, sizeof want, "flight record: %s/flight-rank%d.json", flight, rank);
   if (argc > 1 && !strcmp(argv[1], "--diverge")) {
     zs_status rc = zs_unit_gather(rank == 1 ? u0 : u1);
     ZS_EXPECT(rc == ZS_ERR_COMM, "rank %d: got %s (%s), want ZS_ERR_COMM", rank, zs_status_str(rc),
