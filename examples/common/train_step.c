@@ -37,30 +37,25 @@ static int slowest_rank(ex_run *r, double ms, double *max_ms, int *rank) {
   return 0;
 }
 
-/* --tensorboard: every rank's largest ledger bytes per category (one all-reduce of 12 numbers). */
+/* --tensorboard: every rank's largest ledger bytes per category and, on CUDA, GPU counters (zeros
+   where NVML is missing), in one all-reduce of 12 or 15 numbers (the device is every rank's). */
 static int log_memory(ex_run *r, int step) {
   zs_memory mem;
   ZS_TRY(zs_engine_memory(r->eng, &mem));
   zs_bytes *c[6] = {&mem.params,  &mem.grads,       &mem.optimizer,
                     &mem.buffers, &mem.host_pinned, &mem.total};
-  double v[12];
+  double v[15] = {0};
   for (int i = 0; i < 6; i++)
     v[2 * i] = (double)c[i]->cur, v[2 * i + 1] = (double)c[i]->peak;
-  ZS_TRY(zs_comm_allreduce(r->comm, v, v, 12, ZS_HOST_F64, ZS_RED_MAX));
+  const int gpu = r->a.device == ZS_DEVICE_CUDA;
+  zs_device_usage u;
+  if (gpu && zs_engine_device_usage(r->eng, &u) == ZS_OK)
+    v[12] = (double)u.used_bytes, v[13] = (double)u.total_bytes, v[14] = u.util_gpu_pct;
+  ZS_TRY(zs_comm_allreduce(r->comm, v, v, gpu ? 15 : 12, ZS_HOST_F64, ZS_RED_MAX));
   for (int i = 0; i < 6; i++)
     c[i]->cur = (size_t)v[2 * i], c[i]->peak = (size_t)v[2 * i + 1];
-  return gpt2_metrics_memory(&r->met, step, &mem);
-}
-
-/* --tensorboard on CUDA: every rank's largest GPU counters (one all-reduce of 3 numbers on every
-   rank, zeros where NVML is missing, so the ranks always agree on the call). */
-static int log_gpu(ex_run *r, int step) {
-  zs_device_usage u;
-  double v[3] = {0, 0, 0};
-  if (zs_engine_device_usage(r->eng, &u) == ZS_OK)
-    v[0] = (double)u.used_bytes, v[1] = (double)u.total_bytes, v[2] = u.util_gpu_pct;
-  ZS_TRY(zs_comm_allreduce(r->comm, v, v, 3, ZS_HOST_F64, ZS_RED_MAX));
-  return gpt2_metrics_gpu(&r->met, step, v);
+  TRY(gpt2_metrics_memory(&r->met, step, &mem));
+  return gpu ? gpt2_metrics_gpu(&r->met, step, v + 12) : 0;
 }
 
 int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats *st,
@@ -98,7 +93,6 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   TRY(gpt2_metrics_step(&r->met, &lg, a->steps, a->log_every));
   r->last_loss = lg.loss;
   if (a->tensorboard) TRY(log_memory(r, step + 1));
-  if (a->tensorboard && a->device == ZS_DEVICE_CUDA) TRY(log_gpu(r, step + 1));
   return 0;
 }
 

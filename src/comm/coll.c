@@ -227,7 +227,7 @@ static zs_status sig(zs_coll *c, zs_flight_entry *x, zs_sig_op op, size_t count,
    the zs_coll_sync that waits for it). */
 static zs_status op_end(zs_coll *c, zs_flight_entry *x, double t0, zs_status rc, void *stream) {
   rc = timed(c, t0, rc);
-  fl_end(x, rc, stream != NULL && !strcmp(c->backend, "nccl"));
+  if (x) fl_end(x, rc, stream != NULL && !strcmp(c->backend, "nccl"));
   return rc;
 }
 
