@@ -414,7 +414,7 @@ static zs_status commit_steps(zs_engine *e) {
   ZS_CHECK(zs_engine_check_fit(e));
   /* The budget's placement: a function of the configuration and the unit sizes only, so every
      rank places the same units (the fit check above refused a model over its budget). */
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
   ZS_CHECK(zs_engine_whole_tier(e, &place)); /* the same verdict on every rank */
@@ -513,7 +513,7 @@ zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
 zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
   size_t b[ZS_MEM_NCAT];
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL};
   zs_plan_memory(&e->plan, &e->cfg, e->world_size, &us, b);
   zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
                                 &out->host_pinned};

@@ -179,7 +179,7 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
 }
 
 zs_status zs_engine_whole_tier(const zs_engine *e, const zs_placement *place) {
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL};
   for (int i = 0; i < e->nunits && place->nnvme > 0; i++)
     if (e->units[i]->whole_floats && zs_placement_nvme(place, &e->plan, &us, i))
       return zs_err(ZS_ERR_INVALID_ARG,

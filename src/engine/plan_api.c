@@ -5,6 +5,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "optim/optimizer.h"
 #include "shard/plan_fit.h"
 
 /* The checks zs_plan_model and zs_plan_placement share, and the completed config into c. */
@@ -23,13 +24,30 @@ static zs_status check_args(const char *fn, const zs_config *cfg, int world_size
   return zs_config_validate(c);
 }
 
+/* The planner's whole-tensor buffers of a unit (plan_units.h) when the configuration's optimizer
+   needs tensors whole: the unit as one tensor, every input channel over the padded unit, and the
+   largest scratch of any shape of its size. Exact for a unit of one square matrix (the engine's
+   zs_engine_whole_plan), a bound otherwise. */
+static size_t whole_bound(const void *arg, size_t numel, size_t padded) {
+  const zs_optimizer *m = arg;
+  return numel ? padded * (size_t)m->whole_in + zs_optimizer_work_bound(m, numel) : 0;
+}
+
+/* The units of the planner's calls: bare counts, with the whole-step bound where it applies. */
+static zs_plan_units bare_units(const zs_config *c, const int64_t *numel, int n,
+                                const int *frozen) {
+  const zs_optimizer *m = zs_optimizer_for(c);
+  const zs_plan_units us = {NULL, numel, n, frozen, m->whole ? whole_bound : NULL, m};
+  return us;
+}
+
 /* zs_plan_placement with unit_frozen (NULL: none frozen); fn names the public call in errors. */
 static zs_status plan_placement(const char *fn, const zs_config *cfg, int world_size,
                                 const int64_t *unit_numel, const int *unit_frozen, int nunits,
                                 unsigned char *host) {
   zs_config c;
   ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, host, &c));
-  const zs_plan_units us = {NULL, unit_numel, nunits, unit_frozen};
+  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
   zs_plan_need n;
   ZS_CHECK(zs_plan_need_of(&c, world_size, &us, 0, &n));
   zs_plan p;
@@ -57,7 +75,7 @@ static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size
                             zs_plan_report *out) {
   zs_config c;
   ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, out, &c));
-  const zs_plan_units us = {NULL, unit_numel, nunits, unit_frozen};
+  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
   zs_plan_need n;
   ZS_CHECK(zs_plan_need_of(&c, world_size, &us, activation_bytes, &n));
   const zs_plan_room room = {c.device, device_bytes, host_bytes};

@@ -18,6 +18,7 @@
 #ifndef ZS_OPTIM_OPTIMIZER_H
 #define ZS_OPTIM_OPTIMIZER_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +103,24 @@ static inline int zs_opt_reads_params(int master) {
    zs_config_validate accepted. */
 static inline const zs_optimizer *zs_optimizer_for(const zs_config *c) {
   return zs_opt_entry_of(c)->module;
+}
+
+/* The most floats the whole step of one tensor of n elements can lend on top of its channels, for
+   a planner that knows unit sizes but no shapes: work_floats at the vector shapes and the squarest
+   one (isqrt(n) rows, its columns rounded up). Every module's work grows with rows and cols and,
+   at a fixed product, with the smaller side (Muon's Gram matrices) or the sum (Adafactor's
+   factors), so no rows x cols = n exceeds it. 0 for n = 0 (such a tensor has no step). */
+static inline size_t zs_optimizer_work_bound(const zs_optimizer *m, size_t n) {
+  if (!n) return 0;
+  int64_t r = (int64_t)sqrt((double)n);
+  while (r > 1 && r * r > (int64_t)n)
+    r--;
+  while ((r + 1) * (r + 1) <= (int64_t)n)
+    r++;
+  size_t w = m->work_floats(1, (int64_t)n), v = m->work_floats((int64_t)n, 1);
+  if (v > w) w = v;
+  v = m->work_floats(r, ((int64_t)n + r - 1) / r);
+  return v > w ? v : w;
 }
 
 #endif

@@ -11,6 +11,12 @@ size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
   return u->numel[i] > 0 ? (size_t)u->numel[i] : 0;
 }
 
+size_t zs_plan_unit_whole(const zs_plan *p, const zs_plan_units *u, int i) {
+  if (u->units) return u->units[i]->whole_floats;
+  const size_t n = zs_plan_unit_numel(u, i);
+  return u->whole ? u->whole(u->whole_arg, n, zs_plan_padded(p, n)) : 0;
+}
+
 int zs_plan_unit_frozen(const zs_plan_units *u, int i) {
   if (u->units) return u->units[i]->frozen;
   return u->frozen && u->frozen[i];
@@ -43,9 +49,10 @@ size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs
   size_t b = zs_plan_add_mul(gathered, grad_red, 1);
   /* The step's whole-tensor buffers (tier/whole.h), one unit at a time, after the gathers and
      the reductions are freed: the larger of the two phases. */
-  for (int i = 0; u->units && i < u->n; i++)
-    if (!zs_plan_unit_frozen(u, i) && u->units[i]->whole_floats * sizeof(float) > b)
-      b = u->units[i]->whole_floats * sizeof(float);
+  for (int i = 0; i < u->n; i++) {
+    const size_t w = zs_plan_unit_frozen(u, i) ? 0 : zs_plan_unit_whole(p, u, i);
+    if (w * sizeof(float) > b) b = w * sizeof(float);
+  }
   b = zs_plan_add_mul(b, ZS_SQ_NWORDS, sizeof(uint64_t)); /* gradient-norm bins (step.c) */
   const zs_state_table *t = &p->table;
   const int param_host = t->s[zs_state_home(t, ZS_ST_PARAM_FULL)].tier == ZS_TIER_HOST;

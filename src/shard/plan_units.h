@@ -20,10 +20,18 @@ typedef struct {
   const int64_t *numel;
   int n;
   const int *frozen; /* with numel: non-zero for a frozen unit (frozen.h); NULL: none frozen */
+  /* With numel: the floats of the whole-tensor step buffers (tier/whole.h) of a unit of numel
+     elements, padded to padded (the planner's bound: it knows no shapes); NULL: none. */
+  size_t (*whole)(const void *arg, size_t numel, size_t padded);
+  const void *whole_arg;
 } zs_plan_units;
 
 /* Whether unit i is frozen (its own table for units, the frozen array for numel). */
 int zs_plan_unit_frozen(const zs_plan_units *u, int i);
+
+/* Floats of unit i's whole-tensor step buffers under plan p (tier/whole.h; 0 without whole
+   steps): the unit's own (zs_unit.whole_floats) or the whole callback's. */
+size_t zs_plan_unit_whole(const zs_plan *p, const zs_plan_units *u, int i);
 
 /* Elements of unit i (before padding). */
 size_t zs_plan_unit_numel(const zs_plan_units *u, int i);

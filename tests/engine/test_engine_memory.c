@@ -257,6 +257,36 @@ static void check_muon(zs_comm *comm) {
   zs_engine_destroy(e);
 }
 
+/* zs_plan_model (no engine, no shapes) with a whole-tensor optimizer as the configuration's:
+   its buffers bound the engine's plan for one rows x cols matrix, and equal it (exact) for the
+   shape whose scratch is largest (Muon: a square; Adafactor: a vector). */
+static void check_planner_whole(zs_comm *comm, const char *opt, int64_t rows, int64_t cols,
+                                int exact) {
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.prefetch_units = 0;
+  cfg.stage = 3;
+  ZS_OK_OR_DIE(zs_optimizer_id(opt, &cfg.optimizer));
+  zs_engine *e = NULL;
+  zs_unit *u = NULL;
+  const zs_tensor_desc w = {"w", 2, {rows, cols, 0, 0}, 0};
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "m", 1, &w, &u));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  zs_memory engine;
+  ZS_OK_OR_DIE(zs_engine_plan_memory(e, &engine));
+  zs_engine_destroy(e);
+  const int64_t numel = rows * cols;
+  zs_plan_report r;
+  ZS_OK_OR_DIE(zs_plan_model(&cfg, zs_comm_size(comm), &numel, 1, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_EXPECT(exact ? r.buffers == engine.buffers.cur : r.buffers >= engine.buffers.cur,
+            "%s %lld x %lld: zs_plan_model's buffers %zu %s the engine's plan %zu", opt,
+            (long long)rows, (long long)cols, r.buffers, exact ? "equal" : "bound",
+            engine.buffers.cur);
+  ZS_EXPECT(r.optimizer == engine.optimizer.cur, "%s: optimizer %zu vs the engine's %zu", opt,
+            r.optimizer, engine.optimizer.cur);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -272,6 +302,10 @@ int main(int argc, char **argv) {
   check_switches(comm, 0);
   check_switches(comm, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS);
   check_muon(comm);
+  check_planner_whole(comm, "muon", 64, 64, 1);
+  check_planner_whole(comm, "muon", 24, 160, 0);
+  check_planner_whole(comm, "adafactor", 48, 48, 0);
+  check_planner_whole(comm, "adafactor", 1, 2000, 1);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_memory: world %d, ledger matches the ZeRO formulas for stages 0-3\n",
            zs_comm_size(comm));
