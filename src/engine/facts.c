@@ -120,6 +120,9 @@ void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_plac
            "; nvme: %d of %d units' optimizer state on the tier (%zu bytes), host %zu of cap %zu "
            "bytes",
            f->nvme_units, f->units, f->nvme_disk_bytes, f->nvme_host_bytes, f->nvme_host_cap);
+  if (e->nvme_reclaimed.dirs)
+    info_add(e, ", %d dead runs' tier directories reclaimed under nvme_path (%llu bytes)",
+             e->nvme_reclaimed.dirs, (unsigned long long)e->nvme_reclaimed.bytes);
   if (!e->tiers.nvme) return;
   e->tiers.nvme->info_at = strlen(e->info);
   zs_engine_nvme_info(e);

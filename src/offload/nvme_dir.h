@@ -1,7 +1,10 @@
 /* The NVMe tier's per-rank directory: <root>/rank<R>-<pid>-<n>, created on open and removed, with
- * every file in it, on close. Opening it also proves that its file system takes O_DIRECT reads
- * and writes (tmpfs refuses them) and finds the alignment they need. Not collective: each rank
- * opens its own. Part of the offload layer (docs/ARCHITECTURE.md, "The NVMe tier"). */
+ * every file in it, on close. Its owner holds an flock on <dir>/.lock for the directory's life,
+ * so the kernel releases it when the owner dies, however it dies: a later run reclaims the
+ * directories whose lock is free (zs_nvme_reclaim) and never a live run's. Opening it also
+ * proves that its file system takes O_DIRECT reads and writes (tmpfs refuses them) and finds
+ * the alignment they need. Not collective: each rank opens its own. Part of the offload layer
+ * (docs/ARCHITECTURE.md, "The NVMe tier"). */
 #ifndef ZS_OFFLOAD_NVME_DIR_H
 #define ZS_OFFLOAD_NVME_DIR_H
 
@@ -29,10 +32,33 @@ const char *zs_nvme_dir_path(const zs_nvme_dir *d);
    a power of two, at least 4096 (any disk's logical block), raised to the file system's
    preferred block size (st_blksize) when that is a larger power of two up to 64 KiB. */
 size_t zs_nvme_dir_align(const zs_nvme_dir *d);
+/* The alignment a directory under root would get, from root itself (4096 when it cannot be
+   read): for sizing the files before the directory exists. */
+size_t zs_nvme_root_align(const char *root);
 
 /* ZS_OK when the directory's file system has at least `bytes` free for this user (statvfs
-   f_bavail); else ZS_ERR_IO naming the path, the bytes needed and the bytes free. */
+   f_bavail); else ZS_ERR_IO naming the path, the bytes needed and the bytes free
+   (zs_nvme_space_check for this directory alone). */
 zs_status zs_nvme_dir_check_space(const zs_nvme_dir *d, uint64_t bytes);
+
+/* ZS_OK when root's file system has at least total bytes free (statvfs f_bavail), total being
+   what nranks ranks of this host with a tier there need together (mine of them this rank's);
+   else ZS_ERR_IO saying so, with the other runs' tier directories under root (not self, this
+   rank's own, NULL: none) and their bytes: a live run's, or one without a lock. */
+zs_status zs_nvme_space_check(const char *root, const char *self, uint64_t total, uint64_t mine,
+                              int nranks);
+
+/* What zs_nvme_reclaim removed. */
+typedef struct {
+  int dirs;       /* dead runs' tier directories */
+  uint64_t bytes; /* the bytes their files held */
+} zs_nvme_reclaimed;
+
+/* Removes the tier directories under root (rank<R>-<pid>-<n>) whose owner has died: those whose
+   lock file exists and is not locked. A live run's (locked) and one without a lock file (being
+   created, or an older zshard's) stay. Safe against concurrent reclaims and opens on any
+   host sharing root. Never fails (an unreadable root reclaims nothing: ZS_OK). */
+zs_status zs_nvme_reclaim(const char *root, zs_nvme_reclaimed *out);
 
 /* Removes every file in the directory, then the directory itself, and frees d (NULL: nothing).
    Files still open elsewhere lose their names only. Never fails: a file that cannot be removed

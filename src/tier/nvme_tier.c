@@ -92,6 +92,15 @@ static int on_tier(const zs_unit *u) {
   return 0;
 }
 
+uint64_t zs_nvme_tier_disk_bytes(const zs_tiers *tiers, size_t align) {
+  const zs_shard_ctx *x = tiers->sh;
+  uint64_t b = 0;
+  for (int i = 0; i < x->nunits; i++)
+    for (int j = 0; j < ZS_ARR_N; j++)
+      if (has_file(x->units[i], j)) b += (file_bytes(x->units[i], j) + align - 1) / align * align;
+  return b;
+}
+
 zs_status zs_nvme_tier_open(zs_tiers *tiers, const zs_placement *pl) {
   const zs_shard_ctx *x = tiers->sh;
   const zs_config *cfg = x->cfg;
@@ -104,14 +113,9 @@ zs_status zs_nvme_tier_open(zs_tiers *tiers, const zs_placement *pl) {
   if (rc != ZS_OK) goto fail;
   const size_t al = zs_nvme_dir_align(t->dir);
   t->chunk = tier_chunk(cfg, al);
-  /* The files' bytes on disk: each array rounded up to the alignment. */
-  for (int i = 0; i < x->nunits; i++) {
-    const zs_unit *u = x->units[i];
-    if (!on_tier(u)) continue;
-    t->nunits++;
-    for (int j = 0; j < ZS_ARR_N; j++)
-      if (has_file(u, j)) t->file_bytes += (file_bytes(u, j) + al - 1) / al * al;
-  }
+  for (int i = 0; i < x->nunits; i++)
+    t->nunits += on_tier(x->units[i]);
+  t->file_bytes = zs_nvme_tier_disk_bytes(tiers, al);
   rc = zs_nvme_dir_check_space(t->dir, t->file_bytes);
   if (rc != ZS_OK) goto fail;
   /* The largest pass: every array of the mode (zs_placement_nvme_elems, as the planner sizes the

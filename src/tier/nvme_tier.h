@@ -61,6 +61,9 @@ typedef struct zs_nvme_tier zs_nvme_tier;
    nothing there. On failure everything it made is removed again and t->nvme is NULL. Not
    collective (the owner agrees on the outcome; the placement is the same on every rank). */
 zs_status zs_nvme_tier_open(zs_tiers *t, const zs_placement *pl);
+/* The disk bytes this rank's tier files take (each array rounded up to align, the directory's
+   O_DIRECT alignment), from the units' table: what zs_nvme_tier_open reserves. */
+uint64_t zs_nvme_tier_disk_bytes(const zs_tiers *t, size_t align);
 
 /* The tier's range read and write (zs_tier_nvme_ops.read / .write; nvme_range.c). */
 zs_status zs_nvme_tier_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
