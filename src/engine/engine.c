@@ -359,9 +359,9 @@ static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i,
 
 /* Opens the NVMe tier (zs_nvme_tier_open) when the placement puts units there and this rank's
    buffers were allocated (prior: their status, with its message), after the disk step
-   (zs_engine_nvme_disk: dead runs' tiers reclaimed, room checked per disk); then, since a rank's disk or
-   memory may refuse what another's takes, every rank all-gathers its outcome and all fail when
-   one did (the others naming it), each closing its own tier. Collective over the world when
+   (zs_engine_nvme_disk: dead runs' tiers reclaimed, room checked per disk); then, since a rank's
+   disk or memory may refuse what another's takes, every rank all-gathers its outcome and all fail
+   when one did (the others naming it), each closing its own tier. Collective over the world when
    place->nnvme > 0 (the same on every rank), whatever prior is; else it returns prior. */
 static zs_status open_tier(zs_engine *e, const zs_placement *place, zs_status prior) {
   if (!place->nnvme) return prior;

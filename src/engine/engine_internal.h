@@ -112,7 +112,7 @@ struct zs_engine {
   /* zs_engine_facts_get's numbers (facts.c): create fills the engine's, commit the placement's,
      the NVMe tier's step its I/O; zs_engine_info's text is written from them. */
   zs_engine_facts facts;
-  zs_nvme_reclaimed nvme_reclaimed; /* dead runs' tier directories commit removed */
+  zs_nvme_reclaimed nvme_reclaimed; /* dead runs' tier directories commit removed (all ranks) */
   unsigned char origins[ZS_CONFIG_NORIGINS]; /* zs_config_origin's, by zs_config_field_index */
   char info[2048];
 };
@@ -129,10 +129,11 @@ enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORD
    Collective over the world. A failure is returned: the caller marks it. */
 zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all);
 /* Commit's disk step before the NVMe tier opens (nvme_disk.c), with prior this rank's outcome so
-   far: each rank reclaims dead runs' tier directories under nvme_path (zs_nvme_reclaim, into
-   e->nvme_reclaimed); then the ranks whose nvme_path is on one disk of one host check its free
-   space against their files' bytes together, before any rank reserves them. Collective over the
-   world, whatever prior is; every rank gets the same verdict (zs_engine_agree). */
+   far: each rank reclaims dead runs' tier directories under nvme_path (zs_nvme_reclaim; every
+   rank's sum into e->nvme_reclaimed); then the ranks whose nvme_path is on one disk of one host
+   check its free space against their files' bytes together, before any rank reserves them.
+   Collective over the world, whatever prior is; every rank gets the same verdict (zs_engine_agree).
+ */
 zs_status zs_engine_nvme_disk(zs_engine *e, zs_status prior);
 /* Fills e->peers (collective over the world); node: this rank's offload node or -1. */
 zs_status zs_peers_gather(zs_engine *e, int node);

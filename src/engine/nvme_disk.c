@@ -28,12 +28,14 @@ static uint64_t disk_key(const char *root) {
 
 zs_status zs_engine_nvme_disk(zs_engine *e, zs_status prior) {
   const char *root = e->cfg.nvme_path;
-  memset(&e->nvme_reclaimed, 0, sizeof e->nvme_reclaimed);
-  uint64_t mine[2] = {0, 0}; /* the disk's key, this rank's bytes on it */
+  zs_nvme_reclaimed got = {0, 0};
+  uint64_t mine[4] = {0, 0, 0, 0}; /* the disk's key, this rank's bytes on it, what it reclaimed */
   if (prior == ZS_OK) {
-    zs_nvme_reclaim(root, &e->nvme_reclaimed);
+    zs_nvme_reclaim(root, &got);
     mine[0] = disk_key(root);
     mine[1] = zs_nvme_tier_disk_bytes(&e->tiers, zs_nvme_root_align(root));
+    mine[2] = (uint64_t)got.dirs;
+    mine[3] = got.bytes;
   }
   /* Every rank's reclaim is over once the words are gathered, so the space seen below is what
      is left of dead runs' too. */
@@ -43,20 +45,26 @@ zs_status zs_engine_nvme_disk(zs_engine *e, zs_status prior) {
            "error says why); nothing was committed",
            root);
   const zs_agree_text say = {.what = "zs_engine_commit", .phrase = phrase};
-  uint64_t *all = calloc((size_t)e->world_size * 3, sizeof *all);
+  const size_t W = 5; /* a rank's row: its status, then mine */
+  uint64_t *all = calloc((size_t)e->world_size * W, sizeof *all);
   zs_status rc = all ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
-  rc = zs_engine_agree_words(e, rc != ZS_OK ? rc : prior, NULL, &say, mine, 2, all);
+  rc = zs_engine_agree_words(e, rc != ZS_OK ? rc : prior, NULL, &say, mine, 4, all);
   if (rc != ZS_OK || !all) {
     free(all);
     return rc;
   }
   uint64_t total = 0;
   int nranks = 0;
-  for (int r = 0; r < e->world_size; r++)
-    if (all[(size_t)r * 3 + 1] == mine[0]) {
-      total += all[(size_t)r * 3 + 2];
+  memset(&e->nvme_reclaimed, 0, sizeof e->nvme_reclaimed); /* every rank's, for the info */
+  for (int r = 0; r < e->world_size; r++) {
+    const uint64_t *row = all + (size_t)r * W;
+    e->nvme_reclaimed.dirs += (int)row[3];
+    e->nvme_reclaimed.bytes += row[4];
+    if (row[1] == mine[0]) {
+      total += row[2];
       nranks++;
     }
+  }
   free(all);
   rc = mine[0] ? zs_nvme_space_check(root, NULL, total, mine[1], nranks) : ZS_OK;
   if (rc != ZS_OK) zs_err_wrap(rc, "zs_engine_commit");

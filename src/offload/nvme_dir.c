@@ -126,21 +126,21 @@ static void lock_path(const char *dir, char *buf, size_t len) {
 
 /* Creates d->path (or takes it over when empty) and its lock file, locked (d->lock_fd): ZS_OK;
    *again = 1 with an error when a reclaimer removed the lock before we held it (the caller
-   tries the next name); else the error, nothing left behind. The lock is held from before anything else is
-   written into the directory, and checked to be the file at the path, so no reclaimer can take
-   a live directory. */
+   tries the next name); else the error, nothing left behind. The lock is held from before anything
+   else is written into the directory, and checked to be the file at the path, so no reclaimer can
+   take a live directory. */
 static zs_status zs_dir_make_locked(zs_nvme_dir *d, int *again) {
   *again = 0;
   if (mkdir(d->path, 0700) != 0) {
     const int e = errno;
     const int empty = e == EEXIST ? zs_dir_is_empty(d->path) : -1;
     if (empty != 1)
-      return e == EEXIST ? zs_err(ZS_ERR_INVALID_ARG,
-                                  "NVMe tier: %s exists and is not an empty directory (another "
-                                  "run's tier?): remove it or name another directory",
-                                  d->path)
-                         : zs_err(ZS_ERR_IO, "NVMe tier: cannot create %s: %s", d->path,
-                                  strerror(e));
+      return e == EEXIST
+                 ? zs_err(ZS_ERR_INVALID_ARG,
+                          "NVMe tier: %s exists and is not an empty directory (another "
+                          "run's tier?): remove it or name another directory",
+                          d->path)
+                 : zs_err(ZS_ERR_IO, "NVMe tier: cannot create %s: %s", d->path, strerror(e));
   }
   char lp[ZS_NVME_PATH_MAX + 16];
   lock_path(d->path, lp, sizeof lp);
@@ -155,8 +155,9 @@ static zs_status zs_dir_make_locked(zs_nvme_dir *d, int *again) {
       a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
     close(fd); /* a reclaimer holds it or has removed it: its directory is going */
     *again = 1;
-    return zs_err(ZS_ERR_IO, "NVMe tier: %s was taken by a concurrent reclaim of dead runs' "
-                             "tiers 8 times in a row",
+    return zs_err(ZS_ERR_IO,
+                  "NVMe tier: %s was taken by a concurrent reclaim of dead runs' "
+                  "tiers 8 times in a row",
                   d->path);
   }
   d->lock_fd = fd;
@@ -219,9 +220,9 @@ zs_status zs_nvme_dir_check_space(const zs_nvme_dir *d, uint64_t bytes) {
 }
 
 /* Removes every file of the directory at path, the lock file last (its holder's lock keeps it
-   ours to the end), then the directory; the bytes the files held (st_blocks) into *freed when
-   not NULL. */
-static void remove_dir(const char *path, uint64_t *freed) {
+   ours to the end), then the directory; the bytes the files held (st_blocks) added to *freed
+   when not NULL. 1 when the directory is gone by our hand (0: another reclaim's was first). */
+static int remove_dir(const char *path, uint64_t *freed) {
   DIR *dir = opendir(path);
   if (dir) {
     const int dfd = dirfd(dir);
@@ -236,7 +237,7 @@ static void remove_dir(const char *path, uint64_t *freed) {
     unlinkat(dfd, ZS_NVME_LOCK, 0);
     closedir(dir);
   }
-  rmdir(path);
+  return rmdir(path) == 0;
 }
 
 void zs_nvme_dir_close(zs_nvme_dir *d) {
@@ -292,8 +293,9 @@ zs_status zs_nvme_reclaim(const char *root, zs_nvme_reclaimed *out) {
     if (!tier_name(e->d_name) || tier_owner(root, e->d_name, &fd) != 0) continue;
     char path[2 * ZS_NVME_PATH_MAX];
     const int n = snprintf(path, sizeof path, "%s/%s", root, e->d_name);
-    if (n > 0 && (size_t)n < sizeof path) {
-      remove_dir(path, &out->bytes);
+    uint64_t freed = 0;
+    if (n > 0 && (size_t)n < sizeof path && remove_dir(path, &freed)) {
+      out->bytes += freed;
       out->dirs++;
     }
     close(fd);

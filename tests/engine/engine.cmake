@@ -591,6 +591,15 @@ zs_mpi_test(engine_rem_m16_np2_stage1 test_engine_rem NP 2
 # under a missing one, and zs_plan_model counts the placement.
 zs_exe(test_engine_nvme_plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_plan.c)
 zs_mpi_test(engine_nvme_plan test_engine_nvme_plan NP 1 ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS engine)
+# The NVMe tier's disk at commit, two ranks on one small loop-mounted ext4 (tests/offload/
+# nvme_full_fs.sh; skipped where no loop mount can be made): a dead run's tier reclaimed, a live
+# one's kept, free space checked for the ranks of the disk together.
+zs_exe(test_engine_nvme_disk SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_nvme_disk.c)
+add_test(NAME engine_nvme_disk_np2
+         COMMAND bash ${PROJECT_SOURCE_DIR}/tests/offload/nvme_full_fs.sh ${CMAKE_CURRENT_BINARY_DIR}
+                 ${ZS_MPIEXEC} --oversubscribe -np 2 $<TARGET_FILE:test_engine_nvme_disk>)
+set_tests_properties(engine_nvme_disk_np2 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
+                     LABELS "mpi;engine" PROCESSORS 2 SKIP_RETURN_CODE 77 ${ZS_TIMEOUT_SIGNAL})
 # One memory verdict under a host cap: zs_plan_model's fits equals commit's verdict, and the
 # ledger books the planner's host bytes, for random models, tiers, modes and caps (NVMe too).
 zs_exe(test_engine_host_cap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_host_cap.c)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# A really full disk for the NVMe tier: a 24 MiB ext4 image loop-mounted in a private mount
-# namespace (gone with this script, whatever happens), then `test_offload_nvme_fail --full-fs`
-# on it. Exit 77 (skip) where this machine cannot: not root, no mkfs.ext4/unshare, no loop device.
-# Usage: nvme_full_fs.sh TEST_EXE SCRATCH_DIR
+# A small disk of its own for the NVMe tier: a 24 MiB ext4 image loop-mounted in a private mount
+# namespace (gone with this script, whatever happens), then CMD ARGS... MOUNT_DIR on it (e.g.
+# `test_offload_nvme_fail --full-fs`, or mpirun of several ranks sharing it). Exit 77 (skip) where
+# this machine cannot: not root, no mkfs.ext4/unshare, no loop device.
+# Usage: nvme_full_fs.sh SCRATCH_DIR CMD [ARGS...]
 set -uo pipefail
-exe=${1:?usage: nvme_full_fs.sh TEST_EXE SCRATCH_DIR}
-scratch=${2:?usage: nvme_full_fs.sh TEST_EXE SCRATCH_DIR}
+scratch=${1:?usage: nvme_full_fs.sh SCRATCH_DIR CMD [ARGS...]}
+shift
+[ $# -gt 0 ] || { echo "usage: nvme_full_fs.sh SCRATCH_DIR CMD [ARGS...]" >&2; exit 2; }
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "not root: a loop mount needs root"
 for t in mkfs.ext4 unshare mount; do command -v "$t" >/dev/null || skip "$t not found"; done
@@ -16,5 +18,7 @@ trap 'rm -rf "$img" "$mnt"' EXIT
 mkdir -p "$mnt"
 # shellcheck disable=SC2016 # expanded by the inner shell
 unshare -m --propagation private sh -c '
-  mount -o loop "$1" "$2" 2>/dev/null || { echo "SKIP: cannot loop-mount an image here"; exit 77; }
-  "$3" --full-fs "$2"' _ "$img" "$mnt" "$exe"
+  img=$1 mnt=$2
+  shift 2
+  mount -o loop "$img" "$mnt" 2>/dev/null || { echo "SKIP: cannot loop-mount an image here"; exit 77; }
+  "$@" "$mnt"' _ "$img" "$mnt" "$@"

@@ -31,7 +31,7 @@ zs_unit_test(offload_nvme_fail test_offload_nvme_fail ARGS ${CMAKE_CURRENT_BINAR
 set_tests_properties(offload_nvme_fail PROPERTIES SKIP_RETURN_CODE 77)
 # The same on a really full disk: a small loop-mounted ext4 (skipped where no loop mount can be made).
 add_test(NAME offload_nvme_full_fs COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/nvme_full_fs.sh
-                                           $<TARGET_FILE:test_offload_nvme_fail> ${CMAKE_CURRENT_BINARY_DIR})
+                                           ${CMAKE_CURRENT_BINARY_DIR} $<TARGET_FILE:test_offload_nvme_fail> --full-fs)
 set_tests_properties(offload_nvme_full_fs PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 60
                                                      LABELS "unit;offload" SKIP_RETURN_CODE 77)
 if(ZS_HAVE_CUDA) # the tier's pinned staging slots feeding device copies
