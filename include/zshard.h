@@ -178,8 +178,9 @@ typedef struct {
   /* ZS_MASTER_LEAN's rounding seed (default 0; not in checkpoints: keep it when resuming). */
   uint64_t rounding_seed;
   /* The NVMe tier (docs/MEMORY.md §7): a local O_DIRECT directory for host-tier optimizer state
-     over offload_host_bytes (> 0, with a host tier), streamed through each step; NULL (default):
-     none. Not copied: valid until zs_engine_destroy. */
+     over offload_host_bytes (> 0, with a host tier), streamed through each step; commit
+     reclaims dead runs' tier directories there. NULL (default): none. Not copied: valid until
+     zs_engine_destroy. */
   const char *nvme_path;
   /* The MPI backends' rank divergence check (docs/COLLECTIVES.md §2): 1 (default) on; 0 off from
      zs_engine_commit on. One small all-gather per collective. */
