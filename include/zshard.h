@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 6    /* bumped with each field appended (6: flight_dir, flight_entries) */
+#define ZS_CONFIG_VERSION 7    /* bumped with each field appended (7: the ckpt_async pair) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -209,6 +209,12 @@ typedef struct {
      collectives (256; 0: none), written to flight_dir/flight-rank<R>.json when the engine fails. */
   const char *flight_dir;
   int flight_entries;
+  /* Asynchronous checkpoints (zs_engine_save_wait says how): 1 makes zs_engine_save return once
+     each rank's share is staged and commit it later; 0 (default): it returns committed.
+     ckpt_staging_bytes bounds the staging per rank (0: the whole share); the part of a larger
+     share beyond it is written before zs_engine_save returns. */
+  int ckpt_async;
+  size_t ckpt_staging_bytes;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
@@ -217,11 +223,11 @@ enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
    rest 0) and struct_size/struct_version. The tunables stage, prefetch_units, deterministic,
    comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes, offload_threads,
    offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path, comm_check,
-   flight_dir and flight_entries are left unset: at zs_engine_create one still unset takes its
-   environment variable (ZS_STAGE; empty is unset), else its default; a bad value fails
-   zs_engine_create naming it. A value the program writes wins, even under the variable; writing
-   ZS_UNSET back unsets it. zs_engine_info says each value's origin. A config zs_config_default did
-   not fill is refused. */
+   flight_dir, flight_entries, ckpt_async and ckpt_staging_bytes are left unset: at zs_engine_create
+   one still unset takes its environment variable (ZS_STAGE; empty is unset), else its default; a
+   bad value fails zs_engine_create naming it. A value the program writes wins, even under the
+   variable; writing ZS_UNSET back unsets it. zs_engine_info says each value's origin. A config
+   zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 /* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon",
    "adafactor"); an unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */
@@ -551,6 +557,19 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    full, permissions; nothing of it stays), ZS_ERR_INVALID_ARG (NULL, ranks naming different
    paths). */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
+/* With ckpt_async, zs_engine_save returns once every rank's share is staged (a copy in host
+   memory: later steps do not change it, and the ledger's host_pinned counts it) and a thread per
+   rank writes it; the previous checkpoint stays the latest until the manifest is committed, at
+   the first zs_engine_begin_step that finds every rank's writer done, or at zs_engine_save_wait,
+   the next save, a load or destroy (between steps), whichever comes first. One save at a time: a
+   save or load waits for a staged one. A failed background write leaves nothing of it and the
+   engine usable; zs_engine_save_wait, or else the next zs_engine_save (which then does not
+   save: call it again), returns it. zs_engine_save_wait waits for a staged save, commits it and
+   returns its outcome or that of one a later call ended (ZS_OK: none). Collective over the world,
+   between steps; zs_engine_save's errors. zs_engine_save_pending: 1 while a save is staged and
+   not committed, else 0 (also for NULL); local. */
+ZS_API zs_status zs_engine_save_wait(zs_engine *e);
+ZS_API int zs_engine_save_pending(const zs_engine *e);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
    this committed engine (same units, tensor names, shapes and param_dtype): dir is a checkpoint
    or a directory of them (the newest). Sets the master, optimizer state, params and step counts.

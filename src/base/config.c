@@ -64,6 +64,8 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_COMM_CHECK", comm_check, T_INT, 0, 1, 1), /* also comm/sig.c, for raw groups */
     PATH("ZS_FLIGHT_DIR", flight_dir),                /* engine/flight_dump.c */
     TUN("ZS_FLIGHT_ENTRIES", flight_entries, T_INT, 0, 1 << 20, 256),
+    TUN("ZS_CKPT_ASYNC", ckpt_async, T_INT, 0, 1, 0),
+    TUN("ZS_CKPT_STAGING_BYTES", ckpt_staging_bytes, T_SIZE, 0, 1e18, 0),
     ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
     ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
@@ -176,6 +178,7 @@ static size_t version_bytes(unsigned v) {
   if (v < 4) return offsetof(zs_config, grad_accum_fp32);
   if (v < 5) return offsetof(zs_config, muon);
   if (v < 6) return offsetof(zs_config, flight_dir);
+  if (v < 7) return offsetof(zs_config, ckpt_async);
   return sizeof(zs_config);
 }
 
@@ -350,6 +353,11 @@ static zs_status validate_nvme(const zs_config *c, int host_tier) {
 
 zs_status zs_config_validate(const zs_config *c) {
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
+  if (c->ckpt_async != ZS_UNSET && c->ckpt_async != 0 && c->ckpt_async != 1)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "ckpt_async %d: use 0 (zs_engine_save returns committed) "
+                  "or 1 (it returns once staged)",
+                  c->ckpt_async);
   if (c->flight_entries != ZS_UNSET && (c->flight_entries < 0 || c->flight_entries > (1 << 20)))
     return zs_err(ZS_ERR_INVALID_ARG, "flight_entries %d is not in 0..%d", c->flight_entries,
                   1 << 20);

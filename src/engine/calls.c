@@ -36,7 +36,9 @@ static const char *call_name(uint64_t c) {
                                          "zs_engine_destroy",
                                          "zs_engine_broadcast_params",
                                          "zs_unit_get_state",
-                                         "zs_unit_get_grad"};
+                                         "zs_unit_get_grad",
+                                         "zs_engine_begin_step",
+                                         "zs_engine_save_wait"};
   return c < ZS_CALL_N ? names[c] : "an unknown call";
 }
 
@@ -317,6 +319,7 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("moment_dtype", (int64_t)c->moment_dtype);
   ZS_W("rounding_seed", c->rounding_seed);
   ZS_W("comm_check (0 or on)", (int64_t)(c->comm_check != 0));
+  ZS_W("ckpt_async", (int64_t)c->ckpt_async); /* whether a save's commit waits for a later call */
   /* With the NVMe tier the host cap decides the placement, which must be the same everywhere. */
   ZS_W("nvme_path (set or NULL)", c->nvme_path != NULL);
   ZS_W("offload_host_bytes (with nvme_path)", c->nvme_path ? c->offload_host_bytes : 0);

@@ -19,6 +19,7 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
+#include "engine/ckpt_save.h"
 #include "engine/fail.h"
 #include "ckpt/ckpt_io.h"
 #include "tier/master_io.h"
@@ -424,6 +425,8 @@ static zs_status agree_start(zs_engine *e, zs_status mine, const zs_ckpt_manifes
 zs_status zs_engine_load(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_load"));
   zs_engine_call(e, ZS_CALL_LOAD, NULL);
+  zs_ckpt_save_settle(e); /* a save still staged commits first (its outcome: zs_engine_save_wait) */
+  if (e->state == ZS_ENGINE_FAILED) return zs_err_wrap(ZS_ERR_STATE, "zs_engine_load");
   zs_ckpt_manifest m;
   memset(&m, 0, sizeof m);
   unsigned char *block = NULL;

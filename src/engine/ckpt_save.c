@@ -15,11 +15,10 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
+#include "engine/ckpt_save.h"
 #include "engine/fail.h"
 #include "ckpt/ckpt_io.h"
 #include "tier/master_io.h"
-
-enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
 
 /* Rank 0: creates dir, removes what crashed saves left (checkpoint directories without a
    manifest), and creates the next checkpoint's directory; *seq is its number: the step count it
@@ -52,21 +51,12 @@ static zs_status prepare(const char *dir, uint64_t step, uint64_t *seq) {
   return zs_io_fsync_dir(dir);
 }
 
-/* Streams this rank's data: each byte goes to the file and into its block's running checksum
-   (hashed once: the header's checksum covers the block table, so it covers the whole file); the
-   state comes out of the engine in canonical form (tier/master_io.h) one piece at a time. */
-typedef struct {
-  zs_engine *e;
-  int fd, rank;
-  const char *path;
-  float *piece;    /* ZS_CKPT_NVME_PIECE elements: the state on its way out */
-  int tier_failed; /* a read of the NVMe tier failed (not this checkpoint's file) */
-  uint64_t block, in_block, nblk, nblk_total;
-  uint64_t *table;
-  XXH64_state_t *blk;
-} writer;
+/* Streams this rank's data (ckpt_save.h): each byte goes to the file and into its block's
+   running checksum (hashed once: the header's checksum covers the block table, so it covers the
+   whole file). */
+typedef zs_ckpt_writer writer;
 
-static zs_status emit(writer *w, const void *p, uint64_t n) {
+zs_status zs_ckpt_emit(zs_ckpt_writer *w, const void *p, uint64_t n) {
   const unsigned char *c = p;
   while (n > 0) {
     uint64_t take = w->block - w->in_block;
@@ -89,20 +79,24 @@ static zs_status emit(writer *w, const void *p, uint64_t n) {
   return ZS_OK;
 }
 
-/* Array a of u over flat elements [x, x + n), in canonical fp32, piece by piece. A failed read
-   of the NVMe tier's files sets w->tier_failed (the error names the file and the offset). */
+zs_status zs_ckpt_read_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
+                             int *tier_failed) {
+  int tier = 0;
+  const zs_status rc = zs_state_read(&e->tiers, u, a, x, n, dst, &tier);
+  if (rc != ZS_OK && tier) {
+    *tier_failed = 1;
+    return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
+                       zs_arr_name(&e->cfg, a));
+  }
+  return rc;
+}
+
+/* Array a of u over flat elements [x, x + n), in canonical fp32, piece by piece. */
 static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t n) {
   for (uint64_t i = 0; i < n; i += ZS_CKPT_NVME_PIECE) {
     const size_t take = (size_t)(n - i < ZS_CKPT_NVME_PIECE ? n - i : ZS_CKPT_NVME_PIECE);
-    int tier = 0;
-    const zs_status rc = zs_state_read(&w->e->tiers, u, a, x + i, take, w->piece, &tier);
-    if (rc != ZS_OK && tier) {
-      w->tier_failed = 1;
-      return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
-                         zs_arr_name(&w->e->cfg, a));
-    }
-    ZS_CHECK(rc);
-    ZS_CHECK(emit(w, w->piece, 4 * take));
+    ZS_CHECK(zs_ckpt_read_state(w->e, u, a, x + i, take, w->piece, &w->tier_failed));
+    ZS_CHECK(zs_ckpt_emit(w, w->piece, 4 * take));
   }
   return ZS_OK;
 }
@@ -114,82 +108,95 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
     for (int a = 0; a < zs_state_narrays(&w->e->cfg); a++)
       ZS_CHECK(put_array(w, w->e->units[segs[k].unit], (zs_arr)a, segs[k].begin,
                          segs[k].end - segs[k].begin));
-  if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
   return ZS_OK;
+}
+
+zs_status zs_ckpt_writer_open(zs_ckpt_writer *w, zs_engine *e, const char *ckdir, int rank,
+                              uint64_t data, uint64_t block) {
+  memset(w, 0, sizeof *w);
+  w->e = e;
+  w->fd = -1;
+  w->rank = rank;
+  w->block = block;
+  w->data = data;
+  snprintf(w->final, sizeof w->final, "%s/rank-%05d.zsd", ckdir, rank);
+  snprintf(w->tmp, sizeof w->tmp, "%s.tmp", w->final);
+  snprintf(w->dir, sizeof w->dir, "%s", ckdir);
+  w->path = w->tmp;
+  w->nblk_total = zs_ckpt_nblocks(data, block);
+  w->blk = XXH64_createState();
+  w->table = calloc((size_t)w->nblk_total + 1, 8);
+  w->piece = malloc(ZS_CKPT_NVME_PIECE * 4);
+  if (!w->blk || !w->table || !w->piece)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %zu-byte piece",
+                  ZS_CKPT_NVME_PIECE * 4);
+  XXH64_reset(w->blk, 0);
+  w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd < 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_save: creating %s: %s", w->tmp, strerror(errno));
+  w->opened = 1;
+  const uint64_t data_off = ZS_CKPT_HEADER_BYTES + 8 * w->nblk_total;
+  if (lseek(w->fd, (off_t)data_off, SEEK_SET) < 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_save: seeking in %s: %s", w->tmp, strerror(errno));
+  return ZS_OK;
+}
+
+zs_status zs_ckpt_writer_finish(zs_ckpt_writer *w, uint64_t out[W_NWORDS]) {
+  if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
+  unsigned char head[ZS_CKPT_HEADER_BYTES];
+  const uint64_t nb = w->nblk_total;
+  const uint64_t hh =
+      zs_ckpt_header_encode(head, (uint32_t)w->rank, w->data, w->block, w->table, nb);
+  ZS_CHECK(zs_io_pwrite(w->fd, head, sizeof head, 0, w->tmp));
+  ZS_CHECK(zs_io_pwrite(w->fd, w->table, (size_t)(8 * nb), ZS_CKPT_HEADER_BYTES, w->tmp));
+  ZS_CHECK(zs_io_fsync(w->fd, w->tmp));
+  const int cr = close(w->fd);
+  w->fd = -1;
+  if (cr != 0) return zs_err(ZS_ERR_IO, "zs_engine_save: closing %s: %s", w->tmp, strerror(errno));
+  if (rename(w->tmp, w->final) != 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_save: renaming %s: %s", w->tmp, strerror(errno));
+  w->renamed = 1;
+  ZS_CHECK(zs_io_fsync_dir(w->dir));
+  out[W_BYTES] = ZS_CKPT_HEADER_BYTES + 8 * nb + w->data;
+  out[W_DATA] = w->data;
+  out[W_HEADER_HASH] = hh;
+  return ZS_OK;
+}
+
+void zs_ckpt_writer_close(zs_ckpt_writer *w, zs_status rc) {
+  if (w->fd >= 0) close(w->fd);
+  w->fd = -1;
+  if (rc != ZS_OK && w->opened && !w->renamed) unlink(w->tmp); /* no temporary file stays */
+  if (w->blk) XXH64_freeState(w->blk);
+  free(w->table);
+  free(w->piece);
+  w->blk = NULL;
+  w->table = NULL;
+  w->piece = NULL;
 }
 
 /* Writes this rank's file into ckdir; out[W_*] describes it for the manifest. *tier_failed: the
    failure was a read of the NVMe tier's files (the engine's own state), not the checkpoint's. */
 static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block,
                                  uint64_t out[W_NWORDS], int *tier_failed) {
-  const int r = e->world_rank;
   int ns;
   zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
-  writer w = {e, -1, r, NULL, NULL, 0, block, 0, 0, 0, NULL, XXH64_createState()};
-  char final[4200], tmp[4300];
-  snprintf(final, sizeof final, "%s/rank-%05d.zsd", ckdir, r);
-  snprintf(tmp, sizeof tmp, "%s.tmp", final);
-  w.path = tmp;
-  zs_status rc = ZS_OK;
-  if (!segs || !w.blk) {
-    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
-    goto out;
-  }
-  const uint64_t data = zs_ckpt_rank_segments(e, r, segs, &ns);
-  const uint64_t nb = zs_ckpt_nblocks(data, w.block);
-  w.nblk_total = nb;
-  w.table = calloc((size_t)nb + 1, 8);
-  w.piece = malloc(ZS_CKPT_NVME_PIECE * 4);
-  unsigned char head[ZS_CKPT_HEADER_BYTES];
-  if (!w.table || !w.piece) {
-    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %zu-byte piece",
-                ZS_CKPT_NVME_PIECE * 4);
-    goto out;
-  }
-  XXH64_reset(w.blk, 0);
-  w.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (w.fd < 0) {
-    rc = zs_err(ZS_ERR_IO, "zs_engine_save: creating %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  const uint64_t data_off = ZS_CKPT_HEADER_BYTES + 8 * nb;
-  if (lseek(w.fd, (off_t)data_off, SEEK_SET) < 0) {
-    rc = zs_err(ZS_ERR_IO, "zs_engine_save: seeking in %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  ZS_CHECK_GOTO(write_data(&w, segs, ns), rc, out);
-  const uint64_t hh = zs_ckpt_header_encode(head, (uint32_t)r, data, w.block, w.table, nb);
-  ZS_CHECK_GOTO(zs_io_pwrite(w.fd, head, sizeof head, 0, tmp), rc, out);
-  ZS_CHECK_GOTO(zs_io_pwrite(w.fd, w.table, (size_t)(8 * nb), ZS_CKPT_HEADER_BYTES, tmp), rc, out);
-  ZS_CHECK_GOTO(zs_io_fsync(w.fd, tmp), rc, out);
-  if (close(w.fd) != 0) {
-    w.fd = -1;
-    rc = zs_err(ZS_ERR_IO, "zs_engine_save: closing %s: %s", tmp, strerror(errno));
-    goto out;
-  }
+  writer w;
+  memset(&w, 0, sizeof w);
   w.fd = -1;
-  if (rename(tmp, final) != 0) {
-    rc = zs_err(ZS_ERR_IO, "zs_engine_save: renaming %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  ZS_CHECK_GOTO(zs_io_fsync_dir(ckdir), rc, out);
-  out[W_BYTES] = data_off + data;
-  out[W_DATA] = data;
-  out[W_HEADER_HASH] = hh;
-out:
-  if (w.fd >= 0) close(w.fd);
-  if (rc != ZS_OK) unlink(tmp); /* no temporary file stays behind */
-  XXH64_freeState(w.blk);
-  free(w.table);
-  free(w.piece);
+  zs_status rc = segs ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
+  const uint64_t data = segs ? zs_ckpt_rank_segments(e, e->world_rank, segs, &ns) : 0;
+  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&w, e, ckdir, e->world_rank, data, block);
+  if (rc == ZS_OK) rc = write_data(&w, segs, ns);
+  if (rc == ZS_OK) rc = zs_ckpt_writer_finish(&w, out);
+  zs_ckpt_writer_close(&w, rc);
   free(segs);
   *tier_failed = w.tier_failed;
   return rc;
 }
 
-/* Describes the engine and every rank's file (words: all ranks' W_* rows). */
-static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, const uint64_t *words,
-                                zs_ckpt_manifest *m) {
+zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, const uint64_t *words,
+                                 zs_ckpt_manifest *m) {
   memset(m, 0, sizeof *m);
   m->format_version = ZS_CKPT_FORMAT_VERSION - 1; /* 3 with a unit's own step count, below */
   snprintf(m->zshard_version, sizeof m->zshard_version, "%s", zs_version());
@@ -253,17 +260,24 @@ static zs_status build_manifest(zs_engine *e, uint64_t seq, uint64_t block, cons
   m->nfiles = e->world_size;
   for (int r = 0; r < e->world_size; r++) {
     zs_ckpt_file *f = &m->files[r];
-    const uint64_t *w = words + (size_t)r * W_NWORDS;
     snprintf(f->name, sizeof f->name, "rank-%05d.zsd", r);
-    f->bytes = w[W_BYTES];
-    f->data_bytes = w[W_DATA];
-    f->nblocks = zs_ckpt_nblocks(f->data_bytes, m->block_bytes);
-    f->header_xxh64 = w[W_HEADER_HASH];
     if (!(f->segs = calloc((size_t)e->nunits, sizeof *f->segs)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
     zs_ckpt_rank_segments(e, r, f->segs, &f->nsegs);
   }
+  if (words) zs_ckpt_manifest_files(m, words);
   return ZS_OK;
+}
+
+void zs_ckpt_manifest_files(zs_ckpt_manifest *m, const uint64_t *words) {
+  for (int r = 0; r < m->nfiles; r++) {
+    zs_ckpt_file *f = &m->files[r];
+    const uint64_t *w = words + (size_t)r * W_NWORDS;
+    f->bytes = w[W_BYTES];
+    f->data_bytes = w[W_DATA];
+    f->nblocks = zs_ckpt_nblocks(f->data_bytes, m->block_bytes);
+    f->header_xxh64 = w[W_HEADER_HASH];
+  }
 }
 
 /* Deletes committed checkpoints older than the newest `keep` (best effort: a failure here
@@ -284,16 +298,10 @@ static void prune(const char *dir, int keep) {
   free(com);
 }
 
-/* Rank 0: the manifest (temporary name, fsync, rename = commit, fsync of the directory). */
-static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t block,
-                        const uint64_t *words) {
-  zs_ckpt_manifest m;
+zs_status zs_ckpt_commit_manifest(const zs_ckpt_manifest *m, const char *dir, int keep) {
   char *text = NULL, ck[4096], tmp[4200], fin[4200];
-  zs_status rc = build_manifest(e, seq, block, words, &m);
-  if (rc == ZS_OK) rc = zs_ckpt_manifest_write(&m, &text);
-  zs_ckpt_manifest_free(&m);
-  if (rc != ZS_OK) return rc;
-  zs_io_ckpt_path(ck, sizeof ck, dir, seq);
+  ZS_CHECK(zs_ckpt_manifest_write(m, &text));
+  zs_io_ckpt_path(ck, sizeof ck, dir, m->seq);
   snprintf(tmp, sizeof tmp, "%s/%s.tmp", ck, ZS_CKPT_MANIFEST);
   snprintf(fin, sizeof fin, "%s/%s", ck, ZS_CKPT_MANIFEST);
   const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -301,7 +309,7 @@ static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t bl
     free(text);
     return zs_err(ZS_ERR_IO, "zs_engine_save: creating %s: %s", tmp, strerror(errno));
   }
-  rc = zs_io_write(fd, text, strlen(text), tmp, 0, 0);
+  zs_status rc = zs_io_write(fd, text, strlen(text), tmp, 0, 0);
   if (rc == ZS_OK) rc = zs_io_fsync(fd, tmp);
   if (close(fd) != 0 && rc == ZS_OK)
     rc = zs_err(ZS_ERR_IO, "zs_engine_save: closing %s: %s", tmp, strerror(errno));
@@ -313,16 +321,23 @@ static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t bl
     return rc;
   }
   ZS_CHECK(zs_io_fsync_dir(ck)); /* the commit point is durable */
-  prune(dir, e->cfg.ckpt_keep);
+  prune(dir, keep);
   return ZS_OK;
+}
+
+/* Rank 0: the manifest (temporary name, fsync, rename = commit, fsync of the directory). */
+static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t block,
+                        const uint64_t *words) {
+  zs_ckpt_manifest m;
+  zs_status rc = zs_ckpt_build_manifest(e, seq, block, words, &m);
+  if (rc == ZS_OK) rc = zs_ckpt_commit_manifest(&m, dir, e->cfg.ckpt_keep);
+  zs_ckpt_manifest_free(&m);
+  return rc;
 }
 
 enum { P_SEQ, P_PATH, P_BLOCK, P_NWORDS };
 
-/* Phase 1, collective: rank 0 prepares the directory; every rank's verdict on its path goes into
-   one all-gather, so all refuse together (a bad path on one rank, different paths, a directory
-   rank 0 cannot create). On success *seq and *block are rank 0's. */
-static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uint64_t *block,
+zs_status zs_ckpt_save_prepare(zs_engine *e, const char *dir, uint64_t *seq, uint64_t *block,
                                char *ck, size_t cap) {
   enum { W = P_NWORDS + 1 };
   zs_status rc = ZS_OK;
@@ -355,9 +370,7 @@ static zs_status phase_prepare(zs_engine *e, const char *dir, uint64_t *seq, uin
   return rc;
 }
 
-/* The verdict on the rank files (collective over the world), with each rank's tier_failed:
- *tier_rank gets the first rank whose NVMe tier failed, or -1. */
-static zs_status agree_written(zs_engine *e, zs_status mine, int tier_failed, int *tier_rank) {
+zs_status zs_ckpt_agree_written(zs_engine *e, zs_status mine, int tier_failed, int *tier_rank) {
   uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   const uint64_t word = (uint64_t)tier_failed;
@@ -369,18 +382,55 @@ static zs_status agree_written(zs_engine *e, zs_status mine, int tier_failed, in
   return rc;
 }
 
+void zs_ckpt_save_settle(zs_engine *e) {
+  if (!e->save_job) return;
+  if (e->state != ZS_ENGINE_READY) {
+    zs_ckpt_save_drop(e);
+    return;
+  }
+  const zs_status rc = zs_ckpt_save_finish(e, 1, NULL);
+  if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED) {
+    e->save_rc = rc;
+    snprintf(e->save_msg, sizeof e->save_msg, "%s", zs_last_error());
+  }
+}
+
+/* The outcome of the asynchronous save a later call ended (kept in e->save_rc), or of the one
+   still staged, which this waits for (collective); cleared once returned. */
+static zs_status pending_outcome(zs_engine *e) {
+  zs_status rc = zs_ckpt_save_finish(e, 1, NULL);
+  if (rc == ZS_OK && e->save_rc != ZS_OK) rc = zs_err(e->save_rc, "%s", e->save_msg);
+  e->save_rc = ZS_OK;
+  e->save_msg[0] = '\0';
+  return rc;
+}
+
+zs_status zs_engine_save_wait(zs_engine *e) {
+  ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_save_wait"));
+  zs_engine_call(e, ZS_CALL_SAVE_WAIT, NULL);
+  return pending_outcome(e);
+}
+
+int zs_engine_save_pending(const zs_engine *e) {
+  return e && e->save_job != NULL;
+}
+
 zs_status zs_engine_save(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_save"));
   zs_engine_call(e, ZS_CALL_SAVE, NULL);
+  /* One save at a time: an asynchronous one still staged ends first, and its failure is
+     returned here instead of starting this one (the program calls again to save). */
+  ZS_CHECK(pending_outcome(e));
+  if (e->cfg.ckpt_async) return zs_ckpt_save_async(e, dir);
   uint64_t seq = 0, block = 0, mine[W_NWORDS] = {0};
   char ck[4096];
-  ZS_CHECK(phase_prepare(e, dir, &seq, &block, ck, sizeof ck));
+  ZS_CHECK(zs_ckpt_save_prepare(e, dir, &seq, &block, ck, sizeof ck));
   uint64_t *all = calloc((size_t)e->world_size * W_NWORDS, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   /* 2. Every rank writes its file; the verdict carries whether the NVMe tier failed. */
   int tier_failed = 0, tier_rank = -1;
   zs_status rc = write_rank_file(e, ck, block, mine, &tier_failed);
-  rc = agree_written(e, rc, tier_failed, &tier_rank);
+  rc = zs_ckpt_agree_written(e, rc, tier_failed, &tier_rank);
   if (rc == ZS_OK) {
     mine[W_STATUS] = ZS_OK;
     const zs_status crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);

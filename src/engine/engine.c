@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "base/host_charge.h"
 #include "engine/agree.h"
+#include "engine/ckpt_save.h"
 #include "engine/engine_internal.h"
 #include "engine/facts.h"
 #include "device/nvml.h"
@@ -470,7 +471,9 @@ void zs_engine_destroy(zs_engine *e) {
   /* Collectives first: destroying them completes (bounded) or aborts any op that still writes
      into engine buffers or holds a stream; only then are the streams drained (never after a
      failure: a stream may wait on an aborted collective) and the memory returned. */
-  zs_engine_goodbye(e); /* a healthy engine: a peer still in a collective call learns we left */
+  if (e->save_job) zs_engine_call(e, ZS_CALL_DESTROY, NULL);
+  zs_ckpt_save_settle(e); /* a staged save commits (healthy, between steps) or is dropped */
+  zs_engine_goodbye(e);   /* a healthy engine: a peer still in a collective call learns we left */
   if (e->state == ZS_ENGINE_FAILED) zs_engine_abort_comms(e); /* all groups before any teardown */
   if (e->replica) zs_coll_destroy(e->replica);
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);

@@ -39,6 +39,8 @@ typedef enum {
   ZS_CALL_BROADCAST_PARAMS,
   ZS_CALL_GET_STATE,
   ZS_CALL_GET_GRAD,
+  ZS_CALL_BEGIN_STEP,
+  ZS_CALL_SAVE_WAIT,
   ZS_CALL_N
 } zs_call;
 
@@ -112,6 +114,11 @@ struct zs_engine {
   /* zs_engine_facts_get's numbers (facts.c): create fills the engine's, commit the placement's,
      the NVMe tier's step its I/O; zs_engine_info's text is written from them. */
   zs_engine_facts facts;
+  /* An asynchronous save staged and not yet committed (ckpt_async.c), and the outcome of one
+     that a later call committed or dropped, kept for zs_engine_save_wait (ZS_OK: none). */
+  struct zs_ckpt_job *save_job;
+  zs_status save_rc;
+  char save_msg[1024];
   zs_nvme_reclaimed nvme_reclaimed; /* dead runs' tier directories commit removed (all ranks) */
   unsigned char origins[ZS_CONFIG_NORIGINS]; /* zs_config_origin's, by zs_config_field_index */
   char info[2048];

@@ -3,8 +3,10 @@
  * src/optim/optim.h, computes and chooses; this file hands it the units' pieces), publishing the
  * updated params. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "engine/ckpt_save.h"
 #include "engine/engine_internal.h"
 #include "tier/nvme_tier.h"
 #include "tier/whole.h"
@@ -30,6 +32,18 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
                                 "zs_engine_step first");
   if (micro_steps < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
+  if (e->save_job) { /* an asynchronous save commits once every rank's writer is done */
+    zs_engine_call(e, ZS_CALL_BEGIN_STEP, NULL);
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", zs_last_error());
+    const zs_status rc = zs_ckpt_save_finish(e, 0, NULL);
+    if (e->state == ZS_ENGINE_FAILED) return rc; /* the exchange failed: so has the engine */
+    if (rc != ZS_OK) { /* the save's failure, for zs_engine_save_wait or the next save */
+      e->save_rc = rc;
+      snprintf(e->save_msg, sizeof e->save_msg, "%s", zs_last_error());
+    }
+    zs_err(ZS_OK, "%s", saved);
+  }
   e->step_t0 = zs_clock_now_s();
   e->check_t0 = zs_engine_check_seconds(e);
   e->comm_t0 = zs_engine_comm_seconds(e);

@@ -63,6 +63,18 @@ add_test(NAME ckpt_crash COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/ckpt_crash.sh ${
 set_tests_properties(ckpt_crash PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                                            LABELS "mpi;ckpt" PROCESSORS 3)
 
+# Asynchronous saves (ckpt_async): staged, committed later, byte for byte the synchronous save's,
+# a failed background write survivable; and checkpoint tests of the other kinds re-run with
+# ZS_CKPT_ASYNC=1 (resume bits, a kill mid-write, a full disk, the NVMe tier, a staging budget).
+zs_exe(test_ckpt_async SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_async.c)
+zs_mpi_test(ckpt_async_np2_stage3 test_ckpt_async NP 2 ARGS --stage 3 LABELS ckpt)
+zs_mpi_test(ckpt_async_np3_stage2_offload test_ckpt_async NP 3 ARGS --stage 2 --offload 1 LABELS ckpt)
+function(zs_ckpt_async_variant test)
+  add_test(NAME ${test}_async COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${PROJECT_BINARY_DIR}
+                                      -R "^${test}$" --output-on-failure)
+  set_tests_properties(${test}_async PROPERTIES ENVIRONMENT "ZS_CKPT_ASYNC=1;${ARGN}" TIMEOUT 150
+                                                LABELS "mpi;ckpt" PROCESSORS 4)
+endfunction()
 zs_exe(test_ckpt_damage SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_damage.c)
 zs_mpi_test(ckpt_damage_np1 test_ckpt_damage NP 1 ARGS --stage 0 LABELS ckpt)
 zs_mpi_test(ckpt_damage_np2_stage3 test_ckpt_damage NP 2 ARGS --stage 3 LABELS ckpt)
@@ -173,3 +185,8 @@ if(ZS_HAVE_CUDA)
   zs_ckpt_cuda(ckpt_cuda_cross_np1_bf16_cuda3_cpu0 1 "${zs_nccl}, world 1, .*bf16 params"
                --first cuda:3 --second cpu:0 --bf16 1)
 endif()
+zs_ckpt_async_variant(ckpt_resume_offload_2to4)
+zs_ckpt_async_variant(ckpt_crash)
+zs_ckpt_async_variant(ckpt_damage_np2_stage3)
+zs_ckpt_async_variant(ckpt_nvme_np2_stage3)
+zs_ckpt_async_variant(ckpt_nvme_memory ZS_CKPT_STAGING_BYTES=2097152)

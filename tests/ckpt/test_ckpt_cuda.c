@@ -381,7 +381,7 @@ int main(int argc, char **argv) {
   init_params(&g);
   for (int s = 0; s < o.k1; s++)
     train_step(&g, s);
-  ZS_OK_OR_DIE(zs_engine_save(g.e, ck1));
+  ZS_OK_OR_DIE(zs_test_save(g.e, ck1));
   ZS_OK_OR_DIE(zs_engine_export_safetensors(g.e, xa));
   float *p1 = get_all(&g);
   zs_engine_destroy(g.e);
@@ -414,7 +414,7 @@ int main(int argc, char **argv) {
   check_export(xc, p1, 1);
   for (int s = o.k1; s < o.k1 + o.k2; s++)
     train_step(&g, s);
-  ZS_OK_OR_DIE(zs_engine_save(g.e, ck2));
+  ZS_OK_OR_DIE(zs_test_save(g.e, ck2));
   float *p2 = get_all(&g);
   zs_engine_destroy(g.e);
 

@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
   step(e, u, 1);
   char good[512], dir[512], p[700];
   snprintf(good, sizeof good, "%s/good", root);
-  ZS_OK_OR_DIE(zs_engine_save(e, good));
+  ZS_OK_OR_DIE(zs_test_save(e, good));
   snapshot(u, saved);
   step(e, u, 2); /* the engine now differs from the checkpoint */
   snapshot(u, later);
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
   zs_engine *eb = make(stage, offload, 1, ub);
   char other[512];
   snprintf(other, sizeof other, "%s/other", root);
-  ZS_OK_OR_DIE(zs_engine_save(eb, other));
+  ZS_OK_OR_DIE(zs_test_save(eb, other));
   zs_engine_destroy(eb);
   refused(e, u, other, ZS_ERR_INVALID_ARG, "tensor 'block.w' is [13, 3] in the engine and [12, 3]",
           -1, later, 3, "another model");
@@ -265,14 +265,14 @@ int main(int argc, char **argv) {
   /* The same model trained by another optimizer: its state is not this one's. */
   eb = make(stage, offload, 2, ub);
   snprintf(other, sizeof other, "%s/other_sgd", root);
-  ZS_OK_OR_DIE(zs_engine_save(eb, other));
+  ZS_OK_OR_DIE(zs_test_save(eb, other));
   zs_engine_destroy(eb);
   refused(e, u, other, ZS_ERR_INVALID_ARG, "optimizer 'sgd', the engine runs 'adamw'", -1, later, 3,
           "another optimizer");
   /* ... or by a group on another optimizer: its tensor's state is that optimizer's. */
   eb = make(stage, offload, 3, ub);
   snprintf(other, sizeof other, "%s/other_muon", root);
-  ZS_OK_OR_DIE(zs_engine_save(eb, other));
+  ZS_OK_OR_DIE(zs_test_save(eb, other));
   zs_engine_destroy(eb);
   refused(e, u, other, ZS_ERR_INVALID_ARG, "'block.w' holds the state of optimizer 'muon'", -1,
           later, 3, "a group's optimizer");
@@ -286,7 +286,7 @@ int main(int argc, char **argv) {
   if (world > 1) {
     refused(e, u, rank == world - 1 ? "" : good, ZS_ERR_INVALID_ARG, NULL, -1, later, 3,
             "an empty path on the last rank");
-    ZS_EXPECT_STATUS(zs_engine_save(e, rank == world - 1 ? NULL : good), ZS_ERR_INVALID_ARG);
+    ZS_EXPECT_STATUS(zs_test_save(e, rank == world - 1 ? NULL : good), ZS_ERR_INVALID_ARG);
   }
   if (rank == 0) {
     snprintf(cmd, sizeof cmd, "test \"$(ls %s)\" = %s", good, ck);
@@ -297,7 +297,7 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_unit_release(u[1]));
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
   ZS_EXPECT_STATUS(zs_engine_load(e, good), ZS_ERR_STATE);
-  ZS_EXPECT_STATUS(zs_engine_save(e, good), ZS_ERR_STATE);
+  ZS_EXPECT_STATUS(zs_test_save(e, good), ZS_ERR_STATE);
   for (int i = TM_NUNITS - 1; i >= 0; i--) {
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
     ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
@@ -313,7 +313,7 @@ int main(int argc, char **argv) {
   lim = old;
   lim.rlim_cur = 1000;
   setrlimit(RLIMIT_FSIZE, &lim);
-  const zs_status rc = zs_engine_save(e, good);
+  const zs_status rc = zs_test_save(e, good);
   setrlimit(RLIMIT_FSIZE, &old);
   ZS_EXPECT(rc == ZS_ERR_IO, "a save over the file size limit returned %s (%s)", zs_status_str(rc),
             zs_last_error());

@@ -259,7 +259,7 @@ static void failed_everywhere(zs_engine *e, zs_status rc, const opts *o, const c
   }
   char never[700];
   snprintf(never, sizeof never, "%s/never", o->root);
-  ZS_EXPECT(zs_engine_save(e, never) == ZS_ERR_STATE, "%s: the engine did not fail", what);
+  ZS_EXPECT(zs_test_save(e, never) == ZS_ERR_STATE, "%s: the engine did not fail", what);
 }
 
 static void part_equal(const opts *o) {
@@ -273,8 +273,8 @@ static void part_equal(const opts *o) {
     step(t, ut, s);
   }
   ZS_EXPECT(same_weights(uh, ut), "the tier's weights differ from host offload's after 3 steps");
-  ZS_OK_OR_DIE(zs_engine_save(h, hdir));
-  ZS_OK_OR_DIE(zs_engine_save(t, tdir));
+  ZS_OK_OR_DIE(zs_test_save(h, hdir));
+  ZS_OK_OR_DIE(zs_test_save(t, tdir));
   ZS_EXPECT(same_tree(hdir, tdir), "the tier's checkpoint differs from host offload's");
   snprintf(a, sizeof a, "%s/host.safetensors", o->root);
   snprintf(b, sizeof b, "%s/tier.safetensors", o->root);
@@ -290,14 +290,14 @@ static void part_equal(const opts *o) {
   ck(a, sizeof a, hdir, 3);
   ZS_OK_OR_DIE(zs_engine_load(t, a));
   ZS_EXPECT(same_weights(uh, ut), "after the load the tier engine's weights are not H's");
-  ZS_OK_OR_DIE(zs_engine_save(t, tdir));
+  ZS_OK_OR_DIE(zs_test_save(t, tdir));
   ck(b, sizeof b, tdir, 4);
   ZS_EXPECT(same_rank_files(a, b), "the loaded tier state saves other bytes than its source");
   step(h, uh, 3);
   step(t, ut, 3);
   ZS_EXPECT(same_weights(uh, ut), "the step after the load differs from host offload's");
-  ZS_OK_OR_DIE(zs_engine_save(h, hdir));
-  ZS_OK_OR_DIE(zs_engine_save(t, tdir));
+  ZS_OK_OR_DIE(zs_test_save(h, hdir));
+  ZS_OK_OR_DIE(zs_test_save(t, tdir));
   ck(a, sizeof a, hdir, 4);
   ck(b, sizeof b, tdir, 5);
   ZS_EXPECT(same_rank_files(a, b), "the checkpoints after the load's step differ");
@@ -313,14 +313,14 @@ static void part_equal(const opts *o) {
   lim = old;
   lim.rlim_cur = 1000;
   if (rank == world - 1) setrlimit(RLIMIT_FSIZE, &lim);
-  zs_status rc = zs_engine_save(t, tdir);
+  zs_status rc = zs_test_save(t, tdir);
   setrlimit(RLIMIT_FSIZE, &old);
   ZS_EXPECT(rc == ZS_ERR_IO, "a save over the file size limit: %s (%s)", zs_status_str(rc),
             zs_last_error());
   snprintf(a, sizeof a, "%s/tier_before", o->root);
   ZS_EXPECT(same_tree(a, tdir), "the save over the file size limit changed the directory");
-  ZS_OK_OR_DIE(zs_engine_save(h, hdir));
-  ZS_OK_OR_DIE(zs_engine_save(t, tdir));
+  ZS_OK_OR_DIE(zs_test_save(h, hdir));
+  ZS_OK_OR_DIE(zs_test_save(t, tdir));
   ck(a, sizeof a, hdir, 5);
   ck(b, sizeof b, tdir, 6);
   ZS_EXPECT(same_rank_files(a, b), "the save after a full disk differs from host offload's");
@@ -331,7 +331,7 @@ static void part_equal(const opts *o) {
            o->root);
   ZS_EXPECT(sh0(cmd) == 0, "%s", cmd);
   on_last_tier(o->tier_dir, "rm %s/u3.m"); /* head's m: read after its master */
-  rc = zs_engine_save(t, tdir);
+  rc = zs_test_save(t, tdir);
   failed_everywhere(t, rc, o, o->tier_dir, "save");
   snprintf(a, sizeof a, "%s/tier_before", o->root);
   ZS_EXPECT(same_tree(a, tdir), "the failed save changed the checkpoint directory");
@@ -423,7 +423,7 @@ static void part_memory(const opts *o) {
   const size_t limit = 8u << 20; /* a quarter of one array of the unit */
   ZS_EXPECT(reset_peak(), "cannot reset VmHWM (/proc/self/clear_refs)");
   size_t before = vm("VmRSS:");
-  ZS_OK_OR_DIE(zs_engine_save(t, tdir));
+  ZS_OK_OR_DIE(zs_test_save(t, tdir));
   size_t grew = vm("VmHWM:") - before;
   printf("rank %d: the save of %lld elements' state raised the peak by %zu KiB\n", rank,
          (long long)BIG, grew >> 10);
@@ -436,7 +436,7 @@ static void part_memory(const opts *o) {
   ZS_EXPECT(grew < limit, "the load raised the peak by %zu bytes (bound %zu)", grew, limit);
   zs_engine_destroy(t);
   zs_engine *h = make_big(o, 0, &uh);
-  ZS_OK_OR_DIE(zs_engine_save(h, hdir));
+  ZS_OK_OR_DIE(zs_test_save(h, hdir));
   zs_engine_destroy(h);
   ZS_EXPECT(same_tree(hdir, tdir), "the tier's checkpoint differs from host offload's");
 }
@@ -500,12 +500,12 @@ int main(int argc, char **argv) {
     zs_engine *e = make(&o, o.tier, u);
     for (int s = 0; s < o.steps; s++)
       step(e, u, s);
-    ZS_OK_OR_DIE(zs_engine_save(e, o.out));
+    ZS_OK_OR_DIE(zs_test_save(e, o.out));
     zs_engine_destroy(e);
   } else if (!strcmp(part, "reload") && o.in && o.out) {
     zs_engine *e = make(&o, o.tier, u);
     ZS_OK_OR_DIE(zs_engine_load(e, o.in));
-    ZS_OK_OR_DIE(zs_engine_save(e, o.out));
+    ZS_OK_OR_DIE(zs_test_save(e, o.out));
     zs_engine_destroy(e);
   } else {
     ZS_EXPECT(0, "unknown part '%s' or missing --in/--out", part);

@@ -332,7 +332,7 @@ int main(int argc, char **argv) {
         double r, ra;
         step(e, u, &rc, s, &r, &ra);
       }
-      ZS_OK_OR_DIE(zs_engine_save(e, save));
+      ZS_OK_OR_DIE(zs_test_save(e, save));
       float *v = read_all(u);
       if (rank == 0 && dump) {
         FILE *f = fopen(dump, "wb");

@@ -353,7 +353,7 @@ static void check_ckpt(zs_comm *comm, int stage, int lstage, const char *dir) {
     for (int s = 1; s <= 3; s++)
       step_fixed(es, us, s);
     snprintf(path, sizeof path, "%s/%s", dir, from_lean ? "lean" : "fp32");
-    ZS_OK_OR_DIE(zs_engine_save(es, path));
+    ZS_OK_OR_DIE(zs_test_save(es, path));
     zs_engine *el =
         make(comm, lstage, from_lean ? ZS_MASTER_FP32 : ZS_MASTER_LEAN, LR, WD, ul, t, nt, 2);
     ZS_OK_OR_DIE(zs_engine_load(el, path));

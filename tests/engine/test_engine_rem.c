@@ -146,7 +146,7 @@ static void run(int master, int hook, const char *dir, result *r) {
   if (dir) {
     char path[4300];
     snprintf(path, sizeof path, "%s.safetensors", dir);
-    ZS_OK_OR_DIE(zs_engine_save(e, dir));
+    ZS_OK_OR_DIE(zs_test_save(e, dir));
     ZS_OK_OR_DIE(zs_engine_export_safetensors(e, path));
   }
   zs_engine_destroy(e);

@@ -980,7 +980,7 @@ int main(int argc, char **argv) {
     unsigned char b[512];
     ZS_OK_OR_DIE(zs_engine_set_user_meta(e, b, meta_blob(o.steps, b)));
   }
-  if (o.save) ZS_OK_OR_DIE(zs_engine_save(e, o.save));
+  if (o.save) ZS_OK_OR_DIE(zs_test_save(e, o.save));
   if (o.save && o.groups && rank == 0) check_manifest_groups(o.save);
 
   if (o.state) check_state(units, &o, &ref);

@@ -1,0 +1,216 @@
+/* Asynchronous saves (ckpt_async = 1), against the synchronous save of the same run:
+ *  - zs_engine_save returns staged, not committed (no manifest yet, zs_engine_save_pending); two
+ *    more steps change every weight; the commit comes at a later call; the rank files are byte
+ *    for byte the synchronous save's at the same step, and a load gives the weights of the save
+ *    moment, not of the later steps;
+ *  - a staging budget far under each rank's share (the rest written before the call returns)
+ *    gives the same bytes, and the ledger's host_pinned counts the staging while it lives;
+ *  - a background write that fails (the file size limit, as a full disk, on the last rank only)
+ *    is reported by zs_engine_save_wait on every rank, leaves nothing of it on disk, keeps the
+ *    engine training, and the previous checkpoint is still the latest; the next save succeeds;
+ *  - a save while one is staged commits the first; destroy commits a staged one.
+ * Usage (under mpirun, any number of ranks): test_ckpt_async [--stage S] [--offload BITS] */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "engine/engine_model.h"
+#include "zs_test.h"
+
+static int rank, world, stage = 3;
+static unsigned offload;
+static char root[256];
+static zs_comm *g_comm;
+
+static zs_engine *make(int async, size_t staging, zs_unit **u) {
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = stage;
+  c.offload = offload;
+  c.deterministic = 1;
+  c.comm_timeout_s = 120;
+  c.ckpt_async = async;
+  c.ckpt_staging_bytes = staging;
+  c.ckpt_keep = 0; /* keep every checkpoint: the test compares them */
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
+  for (int i = 0; i < TM_NUNITS; i++)
+    ZS_OK_OR_DIE(
+        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  for (int i = 0; i < TM_NUNITS; i++)
+    for (int k = 0; k < tm_units[i].ntensors; k++) {
+      const int64_t n = zs_unit_numel(u[i], k);
+      float *h = malloc((size_t)n * 4);
+      for (int64_t j = 0; j < n; j++)
+        h[j] = tm_init(tm_base(i, k) + j);
+      ZS_OK_OR_DIE(zs_unit_set_param(u[i], k, h));
+      free(h);
+    }
+  return e;
+}
+
+/* One step with gradient a * (p - t) of batch s. */
+static void step(zs_engine *e, zs_unit **u, int s) {
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  for (int i = TM_NUNITS - 1; i >= 0; i--) {
+    ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+    for (int k = 0; k < tm_units[i].ntensors; k++) {
+      const float *p = zs_unit_param(u[i], k);
+      float *g = zs_unit_grad(u[i], k);
+      for (int64_t j = 0; j < zs_unit_numel(u[i], k); j++)
+        g[j] += tm_a(s, tm_base(i, k) + j) * (p[j] - tm_t(s, tm_base(i, k) + j));
+    }
+    ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+    ZS_OK_OR_DIE(zs_unit_release(u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+}
+
+static void snapshot(zs_unit **u, float *out) {
+  for (int i = 0; i < TM_NUNITS; i++)
+    for (int k = 0; k < tm_units[i].ntensors; k++)
+      ZS_OK_OR_DIE(zs_unit_get_param(u[i], k, out + tm_base(i, k)));
+}
+
+/* Rank 0 runs cmd; its exit status on every rank. */
+static int sh0(const char *cmd) {
+  int rc = 0;
+  if (rank == 0) rc = system(cmd);
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return rc;
+}
+
+static int has_manifest(const char *dir, int seq) {
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "test -f %s/ckpt-%012d/manifest.json", dir, seq);
+  return sh0(cmd) == 0;
+}
+
+/* Whether the rank files of checkpoint seq are the same bytes under dirs a and b. */
+static int same_files(const char *a, const char *b, int seq) {
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd,
+           "for f in %s/ckpt-%012d/rank-*.zsd; do cmp -s \"$f\" %s/ckpt-%012d/$(basename "
+           "\"$f\") || exit 1; done",
+           a, seq, b, seq);
+  return sh0(cmd) == 0;
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--stage")) stage = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--offload")) offload = (unsigned)atoi(argv[i + 1]);
+  }
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &g_comm));
+  rank = zs_comm_rank(g_comm);
+  world = zs_comm_size(g_comm);
+  if (rank == 0) {
+    snprintf(root, sizeof root, "/tmp/zs_ckpt_async_XXXXXX");
+    if (!mkdtemp(root)) return 1;
+  }
+  MPI_Bcast(root, sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD);
+  const int64_t n = tm_total();
+  float *at2 = malloc((size_t)n * 4), *later = malloc((size_t)n * 4), *now = malloc((size_t)n * 4);
+  char sync_dir[400], async_dir[400], small_dir[400], fail_dir[400];
+  snprintf(sync_dir, sizeof sync_dir, "%s/sync", root);
+  snprintf(async_dir, sizeof async_dir, "%s/async", root);
+  snprintf(small_dir, sizeof small_dir, "%s/small", root);
+  snprintf(fail_dir, sizeof fail_dir, "%s/fail", root);
+  zs_unit *u[TM_NUNITS], *v[TM_NUNITS];
+
+  /* The reference: a synchronous save at step 2. */
+  zs_engine *r = make(0, 0, v);
+  step(r, v, 0);
+  step(r, v, 1);
+  ZS_OK_OR_DIE(zs_engine_save(r, sync_dir));
+  ZS_EXPECT(has_manifest(sync_dir, 2) && !zs_engine_save_pending(r), "the synchronous save");
+  zs_engine_destroy(r);
+
+  /* Staged, not committed; later steps do not reach the checkpoint. */
+  zs_engine *e = make(1, 0, u);
+  step(e, u, 0);
+  step(e, u, 1);
+  snapshot(u, at2);
+  zs_memory m0, m1;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m0));
+  ZS_OK_OR_DIE(zs_engine_save(e, async_dir));
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m1));
+  ZS_EXPECT(zs_engine_save_pending(e) == 1, "no save staged after zs_engine_save");
+  ZS_EXPECT(!has_manifest(async_dir, 2), "committed before a later call");
+  ZS_EXPECT(m1.host_pinned.cur > m0.host_pinned.cur, "the staging is not in host_pinned (%zu, %zu)",
+            m1.host_pinned.cur, m0.host_pinned.cur);
+  step(e, u, 2);
+  step(e, u, 3);
+  ZS_OK_OR_DIE(zs_engine_save_wait(e));
+  ZS_EXPECT(!zs_engine_save_pending(e) && has_manifest(async_dir, 2), "not committed after wait");
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m1));
+  ZS_EXPECT(m1.host_pinned.cur == m0.host_pinned.cur, "the staging is still booked");
+  ZS_EXPECT(same_files(sync_dir, async_dir, 2), "the asynchronous rank files differ");
+  snapshot(u, later);
+  ZS_EXPECT(memcmp(later, at2, (size_t)n * 4) != 0, "the later steps changed nothing");
+  ZS_OK_OR_DIE(zs_engine_load(e, async_dir));
+  snapshot(u, now);
+  ZS_EXPECT(memcmp(now, at2, (size_t)n * 4) == 0, "the load is not the save moment's weights");
+
+  /* A failed background write on the last rank: reported, nothing left, training goes on. */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old, lim;
+  getrlimit(RLIMIT_FSIZE, &old);
+  lim = old;
+  lim.rlim_cur = 100;
+  if (rank == world - 1) setrlimit(RLIMIT_FSIZE, &lim);
+  ZS_OK_OR_DIE(zs_engine_save(e, fail_dir)); /* staged: the write fails in the thread */
+  step(e, u, 2);                             /* commits or finds the writers still busy */
+  zs_status rc = zs_engine_save_wait(e);
+  setrlimit(RLIMIT_FSIZE, &old);
+  ZS_EXPECT(rc == ZS_ERR_IO, "rank %d: the failed write: %s (%s)", rank, zs_status_str(rc),
+            zs_last_error());
+  if (rank != world - 1 && world > 1) {
+    char want[64];
+    snprintf(want, sizeof want, "rank %d", world - 1);
+    ZS_EXPECT(strstr(zs_last_error(), want) != NULL, "rank %d: '%s' does not name %s", rank,
+              zs_last_error(), want);
+  }
+  ZS_EXPECT(zs_engine_save_wait(e) == ZS_OK, "the failure is returned twice");
+  char cmd[900];
+  snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\"", fail_dir);
+  ZS_EXPECT(sh0(cmd) == 0, "the failed save left files in %s", fail_dir);
+  step(e, u, 3); /* the engine is usable */
+  ZS_OK_OR_DIE(zs_engine_save(e, fail_dir));
+  ZS_OK_OR_DIE(zs_engine_save_wait(e));
+  ZS_EXPECT(has_manifest(fail_dir, 4), "the save after the failure");
+
+  /* A second save commits the first; destroy commits the second. */
+  ZS_OK_OR_DIE(zs_engine_save(e, fail_dir));
+  ZS_OK_OR_DIE(zs_engine_save(e, fail_dir));
+  ZS_EXPECT(has_manifest(fail_dir, 5), "the first of two saves was not committed by the second");
+  zs_engine_destroy(e);
+  ZS_EXPECT(has_manifest(fail_dir, 6), "destroy did not commit the staged save");
+
+  /* A staging budget of 64 bytes: the same bytes. */
+  e = make(1, 64, u);
+  step(e, u, 0);
+  step(e, u, 1);
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m0));
+  ZS_OK_OR_DIE(zs_engine_save(e, small_dir));
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m1));
+  ZS_EXPECT(m1.host_pinned.cur - m0.host_pinned.cur <= 64, "staging of %zu bytes over the budget",
+            m1.host_pinned.cur - m0.host_pinned.cur);
+  ZS_OK_OR_DIE(zs_engine_save_wait(e));
+  ZS_EXPECT(same_files(sync_dir, small_dir, 2), "the budgeted save's rank files differ");
+  zs_engine_destroy(e);
+
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  sh0(cmd);
+  free(at2);
+  free(later);
+  free(now);
+  if (rank == 0) printf("test_ckpt_async: world %d stage %d offload %u\n", world, stage, offload);
+  zs_comm_destroy(g_comm);
+  ZS_TEST_END("test_ckpt_async");
+}
