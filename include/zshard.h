@@ -558,16 +558,16 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    paths). */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* With ckpt_async, zs_engine_save returns once every rank's share is staged (a copy in host
-   memory: later steps do not change it, and the ledger's host_pinned counts it) and a thread per
-   rank writes it; the previous checkpoint stays the latest until the manifest is committed, at
-   the first zs_engine_begin_step that finds every rank's writer done, or at zs_engine_save_wait,
-   the next save, a load or destroy (between steps), whichever comes first. One save at a time: a
-   save or load waits for a staged one. A failed background write leaves nothing of it and the
-   engine usable; zs_engine_save_wait, or else the next zs_engine_save (which then does not
-   save: call it again), returns it. zs_engine_save_wait waits for a staged save, commits it and
-   returns its outcome or that of one a later call ended (ZS_OK: none). Collective over the world,
-   between steps; zs_engine_save's errors. zs_engine_save_pending: 1 while a save is staged and
-   not committed, else 0 (also for NULL); local. */
+   memory, kept for the next save: later steps do not change it, and the ledger's host_pinned
+   counts it) and a thread per rank writes it; the previous checkpoint stays the latest until the
+   manifest is committed, at the first zs_engine_begin_step that finds every rank's writer done, or
+   at zs_engine_save_wait, the next save, a load or destroy (between steps), whichever comes first.
+   One save at a time: a save or load waits for a staged one. A failed background write leaves
+   nothing of it and the engine usable; zs_engine_save_wait, or else the next zs_engine_save (which
+   then does not save: call it again), returns it. zs_engine_save_wait waits for a staged save,
+   commits it and returns its outcome or that of one a later call ended (ZS_OK: none). Collective
+   over the world, between steps; zs_engine_save's errors. zs_engine_save_pending: 1 while a save is
+   staged and not committed, else 0 (also for NULL); local. */
 ZS_API zs_status zs_engine_save_wait(zs_engine *e);
 ZS_API int zs_engine_save_pending(const zs_engine *e);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into

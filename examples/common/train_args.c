@@ -43,6 +43,7 @@ void ex_train_args_defaults(ex_train_args *t, const char *default_text) {
   t->temperature = 0.8f;
   t->export_dtype = ZS_F32;
   t->log_every = 1;
+  t->save_retries = 3;
 }
 
 int ex_parse_int(const char *opt, const char *v, int *out) {
@@ -98,6 +99,8 @@ static int value_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
                         {"--log-every", EX_OPT_INT, &t->log_every},
                         {"--save-every", EX_OPT_INT, &t->save_every},
                         {"--stop-after", EX_OPT_INT, &t->stop_after},
+                        {"--ckpt-async", EX_OPT_INT, &t->ckpt_async},
+                        {"--save-retries", EX_OPT_INT, &t->save_retries},
                         {"--lr", EX_OPT_FLOAT, &t->lr},
                         {"--lr-min-frac", EX_OPT_FLOAT, &t->lr_min_frac},
                         {"--weight-decay", EX_OPT_FLOAT, &t->weight_decay},
@@ -253,5 +256,8 @@ int ex_train_args_check_ckpt(const ex_train_args *t) {
     return gpt2_fail("--save-every and --stop-after must be >= 0");
   if (t->save_every > 0 && !t->ckpt_dir)
     return gpt2_fail("--save-every needs --ckpt-dir DIR (where the checkpoints go)");
+  if (t->ckpt_async != 0 && t->ckpt_async != 1)
+    return gpt2_fail("--ckpt-async %d: use 0 or 1", t->ckpt_async);
+  if (t->save_retries < 0) return gpt2_fail("--save-retries %d must be >= 0", t->save_retries);
   return 0;
 }

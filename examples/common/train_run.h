@@ -33,6 +33,8 @@ typedef struct {
   int *tok, *tgt; /* host batch, B*T (ex_host_batch_alloc) */
   double unigram; /* nats: the training tokens' unigram entropy (NAN: unknown) */
   float last_loss, last_val;
+  int save_failures;       /* failed saves in a row (--save-retries) */
+  int staged_step;         /* the step of the asynchronous save still staged (0: none) */
   const size_t *act_bytes; /* the model's activation bytes (memory reports) */
   /* The model, as the loop calls it. */
   void *ctx;

@@ -96,15 +96,58 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   return 0;
 }
 
+/* A save's outcome rc (what: which part; committed: whether ZS_OK means the checkpoint is
+   committed, not only staged). A failure of the disk (ZS_ERR_IO) or of host memory is survivable:
+   the run says so and the next save point tries again, until --save-retries failures in a row;
+   any other leaves the engine unusable and ends the run. */
+static int save_outcome(ex_run *r, int step, zs_status rc, const char *what, int committed) {
+  const ex_train_args *a = &r->a;
+  if (rc == ZS_OK) {
+    if (committed) r->save_failures = 0;
+    return 0;
+  }
+  if (rc != ZS_ERR_IO && rc != ZS_ERR_OUT_OF_MEMORY) return gpt2_fail_zs(what, rc);
+  r->save_failures++;
+  if (r->rank == 0)
+    fprintf(stderr,
+            "checkpoint: %s of step %d failed (%d in a row; --save-retries %d): %s; training "
+            "goes on, the last committed checkpoint stays the latest\n",
+            what, step, r->save_failures, a->save_retries, zs_last_error());
+  if (r->save_failures > a->save_retries)
+    return gpt2_fail("%d saves in a row failed (more than --save-retries %d): stopping",
+                     r->save_failures, a->save_retries);
+  return 0;
+}
+
+/* With --ckpt-async: the outcome of the save still staged (or of one a step committed). */
+static int settle_async(ex_run *r) {
+  const int step = r->staged_step;
+  const zs_status rc = zs_engine_save_wait(r->eng);
+  r->staged_step = 0;
+  if (rc == ZS_OK && step && r->rank == 0)
+    printf("checkpoint: step %d committed to %s\n", step, r->a.ckpt_dir);
+  return save_outcome(r, step, rc, "the background write", 1);
+}
+
 int ex_after_step(ex_run *r, int step, int end) {
   const ex_train_args *a = &r->a;
   const int done = step + 1;
   if (a->save_every > 0 && (done % a->save_every == 0 || done == end)) {
+    const int async = r->staged_step || zs_engine_save_pending(r->eng);
+    if (async) TRY(settle_async(r)); /* one save at a time: the last one's outcome first */
     double t0 = gpt2_now();
-    ZS_TRY(zs_engine_save(r->eng, a->ckpt_dir));
+    const zs_status rc = zs_engine_save(r->eng, a->ckpt_dir);
     const double s = gpt2_now() - t0;
-    if (r->rank == 0) printf("checkpoint: step %d saved to %s in %.2f s\n", done, a->ckpt_dir, s);
-    TRY(gpt2_metrics_ckpt(&r->met, done, s));
+    if (rc == ZS_OK && zs_engine_save_pending(r->eng)) r->staged_step = done;
+    TRY(save_outcome(r, done, rc, "the save", !r->staged_step));
+    if (rc == ZS_OK) {
+      if (r->rank == 0)
+        printf("checkpoint: step %d %s %s in %.2f s%s\n", done,
+               r->staged_step ? "staged for" : "saved to", a->ckpt_dir, s,
+               r->staged_step ? " (written in the background)" : "");
+      TRY(gpt2_metrics_ckpt(&r->met, done, s));
+    }
+    if (done == end && r->staged_step) TRY(settle_async(r)); /* the run's last checkpoint */
   }
   if (a->eval_every > 0 && done % a->eval_every == 0 && done < a->steps) {
     float v;

@@ -6,12 +6,14 @@
  * zs_engine_begin_step that finds them all done, zs_engine_save_wait, the next save or load,
  * destroy. Until then the previous checkpoint is the latest, as it is after any crash. */
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "base/huge_pages.h"
 #include "ckpt/ckpt_io.h"
 #include "engine/ckpt_save.h"
 #include "engine/fail.h"
@@ -19,10 +21,9 @@
 #include "tier/master_io.h"
 
 struct zs_ckpt_job {
-  zs_ckpt_writer w; /* open, the data before the staging already written */
-  float *staging;
+  zs_ckpt_writer w;   /* open, the data before the staging already written */
+  float *staging;     /* the engine's (e->save_staging) */
   size_t staged, cap; /* floats staged for the thread, and room */
-  size_t booked;      /* host_pinned bytes of the ledger */
   char dir[4096], ck[4096];
   zs_ckpt_manifest m; /* rank 0's, without the files' words */
   int have_m;
@@ -46,12 +47,38 @@ static void *write_job(void *arg) {
   return NULL;
 }
 
-static void job_free(zs_engine *e, struct zs_ckpt_job *j) {
+static void job_free(struct zs_ckpt_job *j) {
   if (!j) return;
   if (j->have_m) zs_ckpt_manifest_free(&j->m);
-  free(j->staging);
-  if (j->booked) zs_ledger_sub(&e->mem.ledger, ZS_MEM_HOST_PINNED, j->booked);
   free(j);
+}
+
+/* The engine's staging, kept from save to save (a fresh one would cost a page fault per 4 KiB in
+   the call, as much as the copy itself), grown to at least floats; booked in host_pinned. */
+static zs_status staging(zs_engine *e, size_t floats) {
+  if (e->save_staging_floats >= floats) return ZS_OK;
+  zs_ckpt_staging_free(e);
+  const size_t bytes = floats * sizeof(float);
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY,
+                  "zs_engine_save: no host memory for %zu bytes of asynchronous staging: set "
+                  "ckpt_staging_bytes lower (the rest is written before the call returns)",
+                  bytes);
+  zs_advise_huge_pages(p, bytes);
+  e->save_staging = p;
+  e->save_staging_floats = floats;
+  zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, bytes);
+  return ZS_OK;
+}
+
+void zs_ckpt_staging_free(zs_engine *e) {
+  if (!e->save_staging) return;
+  const size_t bytes = e->save_staging_floats * sizeof(float);
+  munmap(e->save_staging, bytes);
+  zs_ledger_sub(&e->mem.ledger, ZS_MEM_HOST_PINNED, bytes);
+  e->save_staging = NULL;
+  e->save_staging_floats = 0;
 }
 
 /* Stages this rank's segments into j: state read straight into the staging, which is written
@@ -88,17 +115,9 @@ static zs_status make_job(zs_engine *e, struct zs_ckpt_job *j, uint64_t seq, uin
   const uint64_t floats = data / 4, budget = e->cfg.ckpt_staging_bytes / 4;
   j->cap = (size_t)(budget && budget < floats ? budget : floats);
   if (!j->cap && floats) j->cap = 1; /* a budget under one element's bytes */
-  zs_status rc = ZS_OK;
-  if (j->cap && !(j->staging = malloc(j->cap * sizeof *j->staging)))
-    rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
-                "zs_engine_save: no host memory for %zu bytes of asynchronous staging: set "
-                "ckpt_staging_bytes lower (the rest is written before the call returns)",
-                j->cap * sizeof *j->staging);
-  if (rc == ZS_OK) {
-    j->booked = j->cap * sizeof *j->staging;
-    zs_ledger_add(&e->mem.ledger, ZS_MEM_HOST_PINNED, j->booked);
-    rc = zs_ckpt_writer_open(&j->w, e, j->ck, e->world_rank, data, block);
-  }
+  zs_status rc = staging(e, j->cap);
+  j->staging = e->save_staging;
+  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&j->w, e, j->ck, e->world_rank, data, block);
   if (rc == ZS_OK) rc = stage(e, j, segs, ns);
   free(segs);
   if (rc == ZS_OK && e->world_rank == 0) {
@@ -124,7 +143,7 @@ zs_status zs_ckpt_save_async(zs_engine *e, const char *dir) {
   rc = zs_ckpt_agree_written(e, rc, j->w.tier_failed, &tier_rank);
   if (rc != ZS_OK) {
     zs_ckpt_writer_close(&j->w, rc);
-    job_free(e, j);
+    job_free(j);
     if (e->state != ZS_ENGINE_FAILED && e->world_rank == 0) zs_io_rmdir_files(j->ck);
     if (tier_rank >= 0 && e->state != ZS_ENGINE_FAILED)
       return zs_engine_fail_hard(
@@ -191,7 +210,7 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending) {
                 "the asynchronous save of %s did not commit (the previous checkpoint is the "
                 "latest)",
                 j->ck);
-  job_free(e, j);
+  job_free(j);
   return rc;
 }
 
@@ -200,5 +219,5 @@ void zs_ckpt_save_drop(zs_engine *e) {
   if (!j) return;
   if (j->started) pthread_join(j->th, NULL);
   e->save_job = NULL;
-  job_free(e, j);
+  job_free(j);
 }

@@ -72,6 +72,8 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending);
 /* A staged save ended before load or destroy: committed (collective) when the engine is
    between steps, its failure kept for zs_engine_save_wait; else dropped (zs_ckpt_save_drop). */
 void zs_ckpt_save_settle(zs_engine *e);
+/* Frees the engine's kept staging (destroy). */
+void zs_ckpt_staging_free(zs_engine *e);
 /* Destroy's end of a staged save on an engine that cannot communicate: joins the writer and
    frees it (never committed; the next save clears its directory). */
 void zs_ckpt_save_drop(zs_engine *e);

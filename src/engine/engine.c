@@ -494,6 +494,7 @@ void zs_engine_destroy(zs_engine *e) {
   free(e->units);
   free(e->peers);
   free(e->user_meta);
+  zs_ckpt_staging_free(e);
   if (e->optim) zs_ledger_sub(&e->mem.ledger, ZS_MEM_HOST_PINNED, zs_placement_pipe_bytes(&e->cfg));
   zs_optim_destroy(e->optim); /* its staging is in the arena */
   zs_host_arena_destroy(e->arena);

@@ -117,6 +117,8 @@ struct zs_engine {
   /* An asynchronous save staged and not yet committed (ckpt_async.c), and the outcome of one
      that a later call committed or dropped, kept for zs_engine_save_wait (ZS_OK: none). */
   struct zs_ckpt_job *save_job;
+  float *save_staging; /* its host staging, kept from save to save (booked in host_pinned) */
+  size_t save_staging_floats;
   zs_status save_rc;
   char save_msg[1024];
   zs_nvme_reclaimed nvme_reclaimed; /* dead runs' tier directories commit removed (all ranks) */

@@ -52,6 +52,16 @@ if(ZS_BUILD_EXAMPLES)
                                         ${ZS_FLIGHT_PYTHON3})
   set_tests_properties(gpt2_flight_np2 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                                                   LABELS "gpt2;mpi" PROCESSORS 2)
+  # A disk that fills up mid-run (a small loop-mounted ext4; skipped where none can be made):
+  # asynchronous saves that fail are reported and survived, the last good checkpoint resumes,
+  # --save-retries stops the run (test_gpt2_save_fail.sh).
+  add_test(NAME gpt2_save_fail_np2
+           COMMAND bash ${PROJECT_SOURCE_DIR}/tests/offload/nvme_full_fs.sh ${CMAKE_CURRENT_BINARY_DIR}
+                   bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_save_fail.sh $<TARGET_FILE:train_gpt2>
+                   ${ZS_MPIEXEC})
+  set_tests_properties(gpt2_save_fail_np2 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 180
+                                                     LABELS "gpt2;mpi" PROCESSORS 2
+                                                     SKIP_RETURN_CODE 77)
   add_test(NAME gpt2_args COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_gpt2_args.sh
                                   $<TARGET_FILE:train_gpt2> ${PROJECT_SOURCE_DIR})
   set_tests_properties(gpt2_args PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120 LABELS gpt2)
