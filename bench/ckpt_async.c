@@ -3,10 +3,11 @@
  * stage 3, two engines of it (ckpt_async 0 and 1) taking turns. Each round: the synchronous
  * engine runs its steps and saves (blocking = the whole save); the asynchronous one runs the
  * same steps, saves (blocking = staging), and runs steps while its writers work, until the save
- * commits at a step's start. Prints per round the blocking seconds of both saves, the step time
- * without a save and while one is written, and a final "ckpt_async:" line with the medians and
- * the ratios (targets: blocking <= 0.10 of the synchronous save; steps while writing <= 1.05x).
- * Usage: mpirun -np N ckpt_async --dir DIR [--rounds 3] [--steps 4] [--layers 12] */
+ * commits at a step's start (at most 24 steps, then zs_engine_save_wait). Prints per round the
+ * blocking seconds of both saves, the step time without a save and while one is written, and a
+ * final "ckpt_async:" line with the medians and the ratios (targets: blocking <= 0.10 of the
+ * synchronous save; steps while writing <= 1.05x). Usage: mpirun -np N ckpt_async --dir DIR
+ * [--rounds 3] [--steps 4] [--layers 12] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,10 +97,19 @@ int main(int argc, char **argv) {
   double *sync_s = calloc((size_t)rounds, sizeof(double));
   double *async_s = calloc((size_t)rounds, sizeof(double));
   double *base = calloc((size_t)rounds * (size_t)steps, sizeof(double));
-  double *during = calloc((size_t)rounds * 64, sizeof(double));
+  double *during = calloc((size_t)rounds * 24, sizeof(double));
   int nbase = 0, nduring = 0;
   step(es); /* first touches */
   step(ea);
+  /* The first asynchronous save maps and touches the staging the engine keeps for the next ones:
+     reported apart, out of the medians. */
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t_first = bench_now();
+  DIE(zs_engine_save(ea, da));
+  MPI_Barrier(MPI_COMM_WORLD);
+  t_first = bench_now() - t_first;
+  DIE(zs_engine_save_wait(ea));
+  if (rank == 0) printf("first asynchronous save (maps its staging): blocking %.3f s\n", t_first);
   for (int r = 0; r < rounds; r++) {
     for (int s = 0; s < steps; s++)
       step(es);
@@ -117,24 +127,30 @@ int main(int argc, char **argv) {
     async_s[r] = bench_now() - t0;
     int n = 0;
     double written = 0;
-    while (zs_engine_save_pending(ea) && n < 64) {
+    while (zs_engine_save_pending(ea) && n < 24) {
       const double st = step(ea);
       written += st;
       if (zs_engine_save_pending(ea)) during[nduring++] = st; /* steps the write overlapped */
       n++;
     }
-    DIE(zs_engine_save_wait(ea));
+    t0 = bench_now();
+    DIE(zs_engine_save_wait(ea)); /* after 24 steps: what is left of the write */
+    const double left = bench_now() - t0;
     if (rank == 0)
-      printf("round %d: save sync %.3f s, async blocking %.3f s (%.3f); committed after %d steps "
-             "(%.3f s)\n",
-             r, sync_s[r], async_s[r], async_s[r] / sync_s[r], n, written);
+      printf("round %d: save sync %.3f s, async blocking %.3f s (%.3f); %d steps (%.3f s) "
+             "overlapped the write, then %.3f s waiting for the rest\n",
+             r, sync_s[r], async_s[r], async_s[r] / sync_s[r], n, written, left);
   }
   const double ms = median(sync_s, rounds), ma = median(async_s, rounds);
+  double sum = 0;
+  for (int i = 0; i < nduring; i++)
+    sum += during[i];
+  const double mean_d = nduring ? sum / nduring : 0;
   const double mb = median(base, nbase), md = nduring ? median(during, nduring) : mb;
   if (rank == 0)
     printf("ckpt_async: ranks %d sync_save %.3f s async_blocking %.3f s ratio %.3f step %.3f s "
-           "step_while_writing %.3f s ratio %.3f (%d steps overlapped)\n",
-           world, ms, ma, ma / ms, mb, md, md / mb, nduring);
+           "step_while_writing %.3f s ratio %.3f (mean %.3f s, %.3f; %d steps overlapped)\n",
+           world, ms, ma, ma / ms, mb, md, md / mb, mean_d, mean_d / mb, nduring);
   free(sync_s);
   free(async_s);
   free(base);

@@ -7,6 +7,9 @@
  * destroy. Until then the previous checkpoint is the latest, as it is after any crash. */
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +41,9 @@ struct zs_ckpt_job {
 /* The writer thread: the staged data, then the file's end. Touches no engine state. */
 static void *write_job(void *arg) {
   struct zs_ckpt_job *j = arg;
+  /* The lowest CPU priority for this thread alone (Linux: a thread's nice value is its own), so
+     that where the training loop keeps the cores busy the write yields to it. */
+  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
   zs_status rc = zs_ckpt_emit(&j->w, j->staging, 4 * (uint64_t)j->staged);
   if (rc == ZS_OK) rc = zs_ckpt_writer_finish(&j->w, j->words);
   if (rc != ZS_OK) snprintf(j->msg, sizeof j->msg, "%s", zs_last_error());
