@@ -8,6 +8,7 @@
  * ZS_ERR_TIMEOUT, never a hang at 100% CPU. What stays outside: MPI_Init_thread itself, and a
  * rank that dies in the instant between the guard and MPI_Comm_split_type. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "comm/comm_impl.h"
 #include "comm/mpi_ops.h"
@@ -93,6 +94,17 @@ static zs_status local_ranks(MPI_Comm world, double timeout_s, int *lrank, int *
 
 /* Initialises MPI when needed (then finalised by zs_comm_destroy) and dups the world; every wait
    on the other ranks is bounded by ZS_COMM_TIMEOUT_S (see the top of this file). */
+/* The launcher's pid: this process's parent when a launcher's variables say one started it (Open
+   MPI, PMIx, PMI/MPICH Hydra, Slurm); 0 otherwise. */
+static int launcher(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                                     "SLURM_PROCID"};
+  const pid_t p = getppid();
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    if (getenv(vars[i]) && p > 1) return (int)p;
+  return 0;
+}
+
 zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out) {
   zs_status rc = ZS_OK;
   zs_comm *c = NULL;
@@ -144,6 +156,7 @@ zs_status zs_comm_init_mpi(int *argc, char ***argv, zs_comm **out) {
   ci->boot_timeout_s = timeout_s;
   c->mpi_initialized_here = here;
   c->from_env = 0;
+  c->launcher_pid = launcher();
   c->impl = ci;
   *out = c;
   return ZS_OK;

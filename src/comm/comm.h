@@ -67,8 +67,16 @@ struct zs_comm {
   int local_rank, local_size; /* ranks on this host */
   int mpi_initialized_here;   /* zs_comm_destroy finalises MPI iff set */
   int from_env;               /* bootstrapped by zs_comm_init_env (no MPI) */
+  /* The process that started this rank (mpirun, orted/prted, slurmstepd: the parent at
+     zs_comm_init_mpi when a launcher's variables are set), whose death means the job is over;
+     0: none known (a singleton, the env bootstrap). */
+  int launcher_pid;
   void *impl;                 /* backend bootstrap state (MPI_Comm dup, rendezvous socket, ...) */
 };
+
+/* 1 when c was started by a launcher that has since died (its parent changed), else 0: a rank
+   that goes on after that trains for nobody (mpirun killed: the job is over). */
+int zs_comm_launcher_gone(const zs_comm *c);
 
 /* The communicator zs_comm_init_env makes once its variables are read, without its GPU check
    (the tests run the env paths, such as zs_comm_allreduce over the rendezvous, on machines

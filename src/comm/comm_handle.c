@@ -1,5 +1,6 @@
 /* The public zs_comm accessors and its destruction (both bootstraps). */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "comm/comm_impl.h"
 #include "comm/backoff.h"
@@ -46,4 +47,8 @@ void zs_comm_destroy(zs_comm *c) {
   /* With a request stuck on a dead peer, MPI_Finalize could wait forever: skip it (never hang). */
   if (c->mpi_initialized_here && !finalized && zs_mpi_leaked_requests() == 0) MPI_Finalize();
   free(c);
+}
+
+int zs_comm_launcher_gone(const zs_comm *c) {
+  return c && c->launcher_pid > 1 && getppid() != (pid_t)c->launcher_pid;
 }

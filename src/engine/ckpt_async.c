@@ -194,11 +194,12 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending) {
   e->save_job = NULL;
   /* The writers' verdict and their files' words; then rank 0 commits. */
   if (j->rc != ZS_OK) zs_err(j->rc, "%s", j->msg);
+  const zs_status written = zs_ckpt_launcher_check(e, j->rc);
   const size_t W = W_NWORDS;
   uint64_t *all = calloc((size_t)e->world_size * W, sizeof *all);
   zs_status rc = all ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
   if (rc == ZS_OK)
-    rc = zs_ckpt_agree_words(e, j->rc, j->words + W_BYTES, W_NWORDS - 1, all,
+    rc = zs_ckpt_agree_words(e, written, j->words + W_BYTES, W_NWORDS - 1, all,
                              "zs_engine_save: writing the rank files in the background");
   if (rc == ZS_OK) {
     zs_status mine = ZS_OK;

@@ -370,7 +370,16 @@ zs_status zs_ckpt_save_prepare(zs_engine *e, const char *dir, uint64_t *seq, uin
   return rc;
 }
 
+zs_status zs_ckpt_launcher_check(const zs_engine *e, zs_status mine) {
+  if (mine != ZS_OK || !zs_comm_launcher_gone(e->comm)) return mine;
+  return zs_err(ZS_ERR_COMM,
+                "zs_engine_save: the launcher that started this rank (pid %d) has died, so the "
+                "job is over: the checkpoint is not committed",
+                e->comm->launcher_pid);
+}
+
 zs_status zs_ckpt_agree_written(zs_engine *e, zs_status mine, int tier_failed, int *tier_rank) {
+  mine = zs_ckpt_launcher_check(e, mine);
   uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   const uint64_t word = (uint64_t)tier_failed;

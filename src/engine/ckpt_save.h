@@ -50,7 +50,10 @@ zs_status zs_ckpt_read_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, siz
    On success *seq, *block are rank 0's and ck the checkpoint's directory. */
 zs_status zs_ckpt_save_prepare(zs_engine *e, const char *dir, uint64_t *seq, uint64_t *block,
                                char *ck, size_t cap);
-/* Collective: the verdict on the rank files, with each rank's tier_failed: *tier_rank gets the
+/* mine, or when it is ZS_OK and this rank's launcher has died (zs_comm_launcher_gone), ZS_ERR_COMM
+   saying so: a job whose launcher is gone commits no checkpoint. */
+zs_status zs_ckpt_launcher_check(const zs_engine *e, zs_status mine);
+/* Collective: the verdict on the rank files (zs_ckpt_launcher_check's included), with each rank's tier_failed: *tier_rank gets the
    first rank whose NVMe tier failed (left as it was when none). */
 zs_status zs_ckpt_agree_written(zs_engine *e, zs_status mine, int tier_failed, int *tier_rank);
 /* The manifest of checkpoint seq from the engine's state now; words (all ranks' W_* rows) fill

@@ -32,6 +32,13 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
                                 "zs_engine_step first");
   if (micro_steps < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "micro_steps %d must be >= 1", micro_steps);
+  if (zs_comm_launcher_gone(e->comm))
+    return zs_engine_fail(e, zs_err(ZS_ERR_COMM,
+                                    "zs_engine_begin_step: the launcher that started this rank "
+                                    "(pid %d: mpirun or its daemon) has died, so the job is over: "
+                                    "this rank stops instead of training on (destroy the engine "
+                                    "and exit)",
+                                    e->comm->launcher_pid));
   if (e->save_job) { /* an asynchronous save commits once every rank's writer is done */
     zs_engine_call(e, ZS_CALL_BEGIN_STEP, NULL);
     char saved[1024];

@@ -600,6 +600,13 @@ add_test(NAME engine_nvme_disk_np2
                  ${ZS_MPIEXEC} --oversubscribe -np 2 $<TARGET_FILE:test_engine_nvme_disk>)
 set_tests_properties(engine_nvme_disk_np2 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 120
                      LABELS "mpi;engine" PROCESSORS 2 SKIP_RETURN_CODE 77 ${ZS_TIMEOUT_SIGNAL})
+# mpirun killed alone: its ranks notice the launcher's death at their next step or save, stop
+# with a message saying so and commit nothing more (launcher_death.sh).
+zs_exe(test_engine_launcher SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_launcher.c)
+add_test(NAME engine_launcher_death_np2 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/launcher_death.sh
+                                                ${ZS_MPIEXEC} $<TARGET_FILE:test_engine_launcher>)
+set_tests_properties(engine_launcher_death_np2 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 150
+                     LABELS "mpi;engine" PROCESSORS 2)
 # One memory verdict under a host cap: zs_plan_model's fits equals commit's verdict, and the
 # ledger books the planner's host bytes, for random models, tiers, modes and caps (NVMe too).
 zs_exe(test_engine_host_cap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_host_cap.c)
