@@ -276,8 +276,10 @@ ZS_API zs_status zs_engine_commit(zs_engine *e);
 ZS_API zs_status zs_engine_abort(zs_engine *e);
 /* Releases everything the engine holds (its groups, then its memory); with the check on, one
    last exchange (bounded by comm_timeout_s) lets peers fail or return at once naming this call
-   or the abort (docs/COLLECTIVES.md §4). Destroy engines that share a comm in the same order on
-   every rank. zs_last_error() is left as it was before the call. NULL is a no-op. */
+   or the abort (docs/COLLECTIVES.md §4). A staged asynchronous save is committed first (between
+   steps; it waits for the writers and, failing, says nothing: call zs_engine_save_wait before
+   destroy to learn the outcome). Destroy engines that share a comm in the same order on every
+   rank. zs_last_error() is left as it was before the call. NULL is a no-op. */
 ZS_API void zs_engine_destroy(zs_engine *e);
 
 /* ======== Communicators ======== */
@@ -388,7 +390,11 @@ ZS_API void *zs_engine_stream(zs_engine *e);
 /* ======== The training step ======== */
 
 /* Starts a step of micro_steps micro-batches (gradient accumulation count, >= 1): zeroes full
-   gradients. Not collective. ZS_ERR_STATE before commit, inside a step or after a failure. */
+   gradients. Not collective, except while an asynchronous save is staged
+   (zs_engine_save_pending): then every rank must call it in the same place among its
+   collectives, and it commits the save once all writers are done (ZS_ERR_COMM/TIMEOUT fail the
+   engine). ZS_ERR_STATE before commit, inside a step or after a failure; ZS_ERR_COMM (the engine
+   failed) when the launcher that started this rank (mpirun) has died. */
 ZS_API zs_status zs_engine_begin_step(zs_engine *e, int micro_steps);
 /* Makes the full params of u usable on the engine stream. With sharded params it all-gathers
    them unless prefetched, and prefetches the next units (docs/MEMORY.md §1): collective over the
@@ -518,8 +524,10 @@ ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64
 /* Which units an offload budget (cfg->offload_budget_bytes, see zs_config) places on the host:
    host[i] = 1 for unit i (its optimizer state and, with sharded params, its param shard in the
    host arena), else 0; all 0 without a budget. Exactly zs_engine_commit's placement for these
-   unit sizes; a model over its budget has every unit on the host (and zs_plan_model says it does
-   not fit). The same arguments and errors as zs_plan_model. Not collective; allocates nothing. */
+   unit sizes (with Muon or Adafactor as the configuration's optimizer the planner bounds their
+   step buffers, zs_plan_model, so it may put more units on the host than commit); a model over its
+   budget has every unit on the host (and zs_plan_model says it does not fit). The same arguments
+   and errors as zs_plan_model. Not collective; allocates nothing. */
 ZS_API zs_status zs_plan_placement(const zs_config *cfg, int world_size, const int64_t *unit_numel,
                                    int nunits, unsigned char *host);
 

@@ -91,7 +91,6 @@ static inline int zs_test_cuda_skip(int rank) {
     return 0;                                                                                      \
   } while (0)
 
-/* The engine's facts now (zs_engine_facts_get; exits 1 when it fails). */
 /* zs_engine_save to its end: with ckpt_async (ZS_CKPT_ASYNC=1 runs the checkpoint tests that
    way) it also waits for the commit, so a test that then reads the files or checks the outcome
    holds under either mode. */
@@ -100,6 +99,7 @@ static inline zs_status zs_test_save(zs_engine *e, const char *dir) {
   return rc == ZS_OK ? zs_engine_save_wait(e) : rc;
 }
 
+/* The engine's facts now (zs_engine_facts_get; exits 1 when it fails). */
 static inline zs_engine_facts zs_test_facts(const zs_engine *e) {
   zs_engine_facts f = {.struct_size = sizeof f};
   ZS_OK_OR_DIE(zs_engine_facts_get(e, &f));

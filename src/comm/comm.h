@@ -71,7 +71,7 @@ struct zs_comm {
      zs_comm_init_mpi when a launcher's variables are set), whose death means the job is over;
      0: none known (a singleton, the env bootstrap). */
   int launcher_pid;
-  void *impl;                 /* backend bootstrap state (MPI_Comm dup, rendezvous socket, ...) */
+  void *impl; /* backend bootstrap state (MPI_Comm dup, rendezvous socket, ...) */
 };
 
 /* 1 when c was started by a launcher that has since died (its parent changed), else 0: a rank

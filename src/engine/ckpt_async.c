@@ -26,6 +26,7 @@
 struct zs_ckpt_job {
   zs_ckpt_writer w;   /* open, the data before the staging already written */
   float *staging;     /* the engine's (e->save_staging) */
+  uint64_t *rows;     /* the exchanges' rows (world_size x W_NWORDS), made before any of them */
   size_t staged, cap; /* floats staged for the thread, and room */
   char dir[4096], ck[4096];
   zs_ckpt_manifest m; /* rank 0's, without the files' words */
@@ -38,12 +39,9 @@ struct zs_ckpt_job {
   uint64_t words[W_NWORDS];
 };
 
-/* The writer thread: the staged data, then the file's end. Touches no engine state. */
+/* The write: the staged data, then the file's end. Touches no engine state. */
 static void *write_job(void *arg) {
   struct zs_ckpt_job *j = arg;
-  /* The lowest CPU priority for this thread alone (Linux: a thread's nice value is its own), so
-     that where the training loop keeps the cores busy the write yields to it. */
-  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
   zs_status rc = zs_ckpt_emit(&j->w, j->staging, 4 * (uint64_t)j->staged);
   if (rc == ZS_OK) rc = zs_ckpt_writer_finish(&j->w, j->words);
   if (rc != ZS_OK) snprintf(j->msg, sizeof j->msg, "%s", zs_last_error());
@@ -53,9 +51,18 @@ static void *write_job(void *arg) {
   return NULL;
 }
 
+/* The writer thread: the write at the lowest CPU priority for this thread alone (Linux: a
+   thread's nice value is its own), so that where the training loop keeps the cores busy the
+   write yields to it. */
+static void *write_thread(void *arg) {
+  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+  return write_job(arg);
+}
+
 static void job_free(struct zs_ckpt_job *j) {
   if (!j) return;
   if (j->have_m) zs_ckpt_manifest_free(&j->m);
+  free(j->rows);
   free(j);
 }
 
@@ -123,6 +130,8 @@ static zs_status make_job(zs_engine *e, struct zs_ckpt_job *j, uint64_t seq, uin
   if (!j->cap && floats) j->cap = 1; /* a budget under one element's bytes */
   zs_status rc = staging(e, j->cap);
   j->staging = e->save_staging;
+  j->rows = calloc((size_t)e->world_size * W_NWORDS, sizeof *j->rows);
+  if (rc == ZS_OK && !j->rows) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory");
   if (rc == ZS_OK) rc = zs_ckpt_writer_open(&j->w, e, j->ck, e->world_rank, data, block);
   if (rc == ZS_OK) rc = stage(e, j, segs, ns);
   free(segs);
@@ -135,22 +144,24 @@ static zs_status make_job(zs_engine *e, struct zs_ckpt_job *j, uint64_t seq, uin
 
 zs_status zs_ckpt_save_async(zs_engine *e, const char *dir) {
   uint64_t seq = 0, block = 0;
+  char ck[4096];
   struct zs_ckpt_job *j = calloc(1, sizeof *j);
-  if (!j) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
-  j->w.fd = -1;
-  zs_status rc = zs_ckpt_save_prepare(e, dir, &seq, &block, j->ck, sizeof j->ck);
+  zs_status rc = j ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
+  rc = zs_ckpt_save_prepare(e, rc, dir, &seq, &block, ck, sizeof ck); /* every rank joins */
   if (rc != ZS_OK) {
     free(j);
     return rc;
   }
+  j->w.fd = -1;
+  snprintf(j->ck, sizeof j->ck, "%s", ck);
   snprintf(j->dir, sizeof j->dir, "%s", dir);
   rc = make_job(e, j, seq, block);
   int tier_rank = -1;
   rc = zs_ckpt_agree_written(e, rc, j->w.tier_failed, &tier_rank);
   if (rc != ZS_OK) {
     zs_ckpt_writer_close(&j->w, rc);
-    job_free(j);
     if (e->state != ZS_ENGINE_FAILED && e->world_rank == 0) zs_io_rmdir_files(j->ck);
+    job_free(j);
     if (tier_rank >= 0 && e->state != ZS_ENGINE_FAILED)
       return zs_engine_fail_hard(
           e, zs_err_wrap(rc,
@@ -160,21 +171,19 @@ zs_status zs_ckpt_save_async(zs_engine *e, const char *dir) {
     return rc;
   }
   /* Every rank staged: the rest is the thread's (or, without a thread, done here). */
-  j->started = pthread_create(&j->th, NULL, write_job, j) == 0;
+  j->started = pthread_create(&j->th, NULL, write_thread, j) == 0;
   if (!j->started) write_job(j);
   e->save_job = j;
   return ZS_OK;
 }
 
-/* Whether every rank's writer is done (collective: one word each). */
-static zs_status all_done(zs_engine *e, int mine, int *all) {
-  uint64_t w = (uint64_t)mine, *rows = calloc((size_t)e->world_size, sizeof *rows);
-  if (!rows) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory"));
-  const zs_status rc = zs_engine_allgather_u64(e, &w, 1, rows);
+/* Whether every rank's writer is done (collective: one word each, into the job's rows). */
+static zs_status all_done(zs_engine *e, struct zs_ckpt_job *j, int *all) {
+  const uint64_t w = (uint64_t)atomic_load(&j->done);
+  const zs_status rc = zs_engine_allgather_u64(e, &w, 1, j->rows);
   *all = 1;
   for (int r = 0; r < e->world_size && rc == ZS_OK; r++)
-    if (!rows[r]) *all = 0;
-  free(rows);
+    if (!j->rows[r]) *all = 0;
   return rc == ZS_OK ? ZS_OK : zs_engine_fail(e, zs_err_wrap(rc, "zs_engine_save (asynchronous)"));
 }
 
@@ -184,7 +193,7 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending) {
   if (!j) return ZS_OK;
   if (!wait) {
     int done = 0;
-    ZS_CHECK(all_done(e, atomic_load(&j->done), &done));
+    ZS_CHECK(all_done(e, j, &done));
     if (!done) {
       if (pending) *pending = 1;
       return ZS_OK;
@@ -195,12 +204,9 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending) {
   /* The writers' verdict and their files' words; then rank 0 commits. */
   if (j->rc != ZS_OK) zs_err(j->rc, "%s", j->msg);
   const zs_status written = zs_ckpt_launcher_check(e, j->rc);
-  const size_t W = W_NWORDS;
-  uint64_t *all = calloc((size_t)e->world_size * W, sizeof *all);
-  zs_status rc = all ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
-  if (rc == ZS_OK)
-    rc = zs_ckpt_agree_words(e, written, j->words + W_BYTES, W_NWORDS - 1, all,
-                             "zs_engine_save: writing the rank files in the background");
+  uint64_t *all = j->rows;
+  zs_status rc = zs_ckpt_agree_words(e, written, j->words + W_BYTES, W_NWORDS - 1, all,
+                                     "zs_engine_save: writing the rank files in the background");
   if (rc == ZS_OK) {
     zs_status mine = ZS_OK;
     if (e->world_rank == 0) {
@@ -209,7 +215,6 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending) {
     }
     rc = zs_ckpt_agree(e, mine, "zs_engine_save: committing the manifest");
   }
-  free(all);
   if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->world_rank == 0)
     zs_io_rmdir_files(j->ck); /* not committed: nothing of it stays */
   if (rc != ZS_OK)

@@ -337,11 +337,11 @@ static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t bl
 
 enum { P_SEQ, P_PATH, P_BLOCK, P_NWORDS };
 
-zs_status zs_ckpt_save_prepare(zs_engine *e, const char *dir, uint64_t *seq, uint64_t *block,
-                               char *ck, size_t cap) {
+zs_status zs_ckpt_save_prepare(zs_engine *e, zs_status mine_rc, const char *dir, uint64_t *seq,
+                               uint64_t *block, char *ck, size_t cap) {
   enum { W = P_NWORDS + 1 };
-  zs_status rc = ZS_OK;
-  if (!dir || !*dir || strlen(dir) > 3000)
+  zs_status rc = mine_rc;
+  if (rc == ZS_OK && (!dir || !*dir || strlen(dir) > 3000))
     rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_save: the directory path is NULL, empty or too "
                                     "long");
   int prepared = 0;
@@ -433,7 +433,7 @@ zs_status zs_engine_save(zs_engine *e, const char *dir) {
   if (e->cfg.ckpt_async) return zs_ckpt_save_async(e, dir);
   uint64_t seq = 0, block = 0, mine[W_NWORDS] = {0};
   char ck[4096];
-  ZS_CHECK(zs_ckpt_save_prepare(e, dir, &seq, &block, ck, sizeof ck));
+  ZS_CHECK(zs_ckpt_save_prepare(e, ZS_OK, dir, &seq, &block, ck, sizeof ck));
   uint64_t *all = calloc((size_t)e->world_size * W_NWORDS, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   /* 2. Every rank writes its file; the verdict carries whether the NVMe tier failed. */

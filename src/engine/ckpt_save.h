@@ -45,16 +45,17 @@ zs_status zs_ckpt_read_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, siz
                              int *tier_failed);
 
 /* Collective: rank 0 prepares dir (creates it, clears crashed saves' leftovers, makes the next
-   checkpoint's directory); every rank's verdict on its path goes into one all-gather, so all
-   refuse together (a bad path on one rank, different paths, a directory rank 0 cannot create).
-   On success *seq, *block are rank 0's and ck the checkpoint's directory. */
-zs_status zs_ckpt_save_prepare(zs_engine *e, const char *dir, uint64_t *seq, uint64_t *block,
-                               char *ck, size_t cap);
+   checkpoint's directory); every rank's verdict on its path (and mine_rc, its outcome before the
+   call, with its message) goes into one all-gather, so all refuse together (a bad path on one
+   rank, different paths, a directory rank 0 cannot create, a rank out of memory). On success
+   *seq, *block are rank 0's and ck the checkpoint's directory. */
+zs_status zs_ckpt_save_prepare(zs_engine *e, zs_status mine_rc, const char *dir, uint64_t *seq,
+                               uint64_t *block, char *ck, size_t cap);
 /* mine, or when it is ZS_OK and this rank's launcher has died (zs_comm_launcher_gone), ZS_ERR_COMM
    saying so: a job whose launcher is gone commits no checkpoint. */
 zs_status zs_ckpt_launcher_check(const zs_engine *e, zs_status mine);
-/* Collective: the verdict on the rank files (zs_ckpt_launcher_check's included), with each rank's tier_failed: *tier_rank gets the
-   first rank whose NVMe tier failed (left as it was when none). */
+/* Collective: the verdict on the rank files (zs_ckpt_launcher_check's included), with each rank's
+   tier_failed: *tier_rank gets the first rank whose NVMe tier failed (left as it was when none). */
 zs_status zs_ckpt_agree_written(zs_engine *e, zs_status mine, int tier_failed, int *tier_rank);
 /* The manifest of checkpoint seq from the engine's state now; words (all ranks' W_* rows) fill
    its files, or NULL to fill them later with zs_ckpt_manifest_files. */

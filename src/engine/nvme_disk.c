@@ -15,15 +15,18 @@
 #include "offload/nvme_dir.h"
 #include "tier/nvme_tier.h"
 
-/* The disk of root on this host: the host name's hash mixed with root's device number (never 0);
-   0 when root cannot be read (zs_nvme_dir_open then says why). */
+/* The disk of root on this machine: the kernel's boot id (one per booted machine, the same in
+   every container on it; the host name where it cannot be read) mixed with root's device number
+   (never 0); 0 when root cannot be read (zs_nvme_dir_open then says why). */
 static uint64_t disk_key(const char *root) {
   struct stat st;
-  char host[256] = {0};
+  char id[256] = {0};
   if (stat(root, &st) != 0) return 0;
-  gethostname(host, sizeof host - 1);
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f || !fgets(id, sizeof id, f)) gethostname(id, sizeof id - 1);
+  if (f) fclose(f);
   const uint64_t dev = (uint64_t)st.st_dev;
-  return XXH64(&dev, sizeof dev, XXH64(host, strlen(host), 0x6e766d65ull)) | 1u;
+  return XXH64(&dev, sizeof dev, XXH64(id, strlen(id), 0x6e766d65ull)) | 1u;
 }
 
 zs_status zs_engine_nvme_disk(zs_engine *e, zs_status prior) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/vfs.h>
@@ -119,6 +120,21 @@ static zs_status zs_dir_refuse_memory_fs(const char *root) {
                 root, sf.f_type == TMPFS_MAGIC ? "tmpfs" : "ramfs");
 }
 
+/* The first n of this process's directory names: 32 random bits times 2^20, so that two runs
+   with the same pid (containers restarted, pid namespaces sharing a disk) do not reuse each
+   other's names (a reclaimer that took a dead run's lock must never find a live one's
+   directory at the same path); 0 when no randomness can be read. */
+static unsigned long name_base(void) {
+  static _Atomic unsigned long base = 1; /* 1: not drawn yet */
+  unsigned long b = base;
+  if (b != 1) return b;
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = 0;
+  b = (unsigned long)r << 20;
+  base = b;
+  return b;
+}
+
 /* <dir>/.lock of d->path into buf. */
 static void lock_path(const char *dir, char *buf, size_t len) {
   snprintf(buf, len, "%s/" ZS_NVME_LOCK, dir);
@@ -134,13 +150,15 @@ static zs_status zs_dir_make_locked(zs_nvme_dir *d, int *again) {
   if (mkdir(d->path, 0700) != 0) {
     const int e = errno;
     const int empty = e == EEXIST ? zs_dir_is_empty(d->path) : -1;
-    if (empty != 1)
+    if (empty != 1) {
+      *again = e == EEXIST; /* another run's of the same name: the next name */
       return e == EEXIST
                  ? zs_err(ZS_ERR_INVALID_ARG,
                           "NVMe tier: %s exists and is not an empty directory (another "
                           "run's tier?): remove it or name another directory",
                           d->path)
                  : zs_err(ZS_ERR_IO, "NVMe tier: cannot create %s: %s", d->path, strerror(e));
+    }
   }
   char lp[ZS_NVME_PATH_MAX + 16];
   lock_path(d->path, lp, sizeof lp);
@@ -150,14 +168,18 @@ static zs_status zs_dir_make_locked(zs_nvme_dir *d, int *again) {
     rmdir(d->path);
     return zs_err(ZS_ERR_IO, "NVMe tier: cannot create %s: %s", lp, strerror(e));
   }
+  /* A file system without flock (some network and FUSE ones) gets no lock: its directories
+     look live to every reclaimer (whose flock fails alike), so none is ever reclaimed there. */
+  const int locked = flock(fd, LOCK_EX | LOCK_NB) == 0;
+  const int busy = !locked && errno == EWOULDBLOCK;
   struct stat a, b;
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &a) != 0 || stat(lp, &b) != 0 ||
-      a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+  if (busy || fstat(fd, &a) != 0 || stat(lp, &b) != 0 || a.st_ino != b.st_ino ||
+      a.st_dev != b.st_dev) {
     close(fd); /* a reclaimer holds it or has removed it: its directory is going */
     *again = 1;
     return zs_err(ZS_ERR_IO,
-                  "NVMe tier: %s was taken by a concurrent reclaim of dead runs' "
-                  "tiers 8 times in a row",
+                  "NVMe tier: %s was taken by a concurrent reclaim of dead runs' tiers, or "
+                  "exists already, 8 times in a row",
                   d->path);
   }
   d->lock_fd = fd;
@@ -184,8 +206,9 @@ zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out) {
      moment between its creation and ours (zs_nvme_reclaim) is given up for the next one. */
   static _Atomic unsigned long opened;
   zs_status rc = ZS_ERR_IO;
+  const unsigned long base = name_base();
   for (int tries = 0, again = 1; tries < 8 && again; tries++) {
-    const unsigned long seq = opened++;
+    const unsigned long seq = base + opened++;
     const int n =
         snprintf(d->path, sizeof d->path, "%s/rank%d-%ld-%lu", root, rank, (long)getpid(), seq);
     if (n < 0 || (size_t)n >= sizeof d->path - sizeof ZS_NVME_LOCK - 1) {
@@ -278,7 +301,12 @@ static int tier_owner(const char *root, const char *name, int *fd) {
   const int n = snprintf(lp, sizeof lp, "%s/%s/" ZS_NVME_LOCK, root, name);
   *fd = n > 0 && (size_t)n < sizeof lp ? open(lp, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
   if (*fd < 0) return 2;
-  if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return 0;
+  struct stat a, b;
+  /* Dead only when the file we hold locked is still the lock at that path: else another
+     reclaimer removed it meanwhile and the name may be a new run's. */
+  if (flock(*fd, LOCK_EX | LOCK_NB) == 0 && fstat(*fd, &a) == 0 && stat(lp, &b) == 0 &&
+      a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+    return 0;
   close(*fd);
   *fd = -1;
   return 1;

@@ -16,15 +16,17 @@
 typedef struct zs_nvme_dir zs_nvme_dir;
 
 /* Creates the directory <root>/rank<rank>-<pid>-<n> (root must exist; rank >= 0) and probes it with
-   an O_DIRECT write and read of one aligned block. An existing directory of that name is taken
-   over only when empty. Errors (nothing left behind, *out untouched): ZS_ERR_INVALID_ARG (NULL,
-   rank < 0, root missing or not a directory, the rank directory exists and is not empty),
+   an O_DIRECT write and read of one aligned block, its lock held. An existing directory of that
+   name is taken over when empty, else passed over for the next n. Errors (nothing left behind,
+   *out untouched): ZS_ERR_INVALID_ARG (NULL, rank < 0, root missing or not a directory, 8 names
+   in a row taken),
    ZS_ERR_UNSUPPORTED (root is on tmpfs or ramfs, memory rather than a disk, or its file system
    refuses O_DIRECT; the message names the path and the fix), ZS_ERR_IO (mkdir or the probe failed),
    ZS_ERR_OUT_OF_MEMORY. The caller owns *out and frees it with zs_nvme_dir_close. */
 zs_status zs_nvme_dir_open(const char *root, int rank, zs_nvme_dir **out);
 
-/* The directory's path ("<root>/rank<R>-<pid>-<n>", n counting the tiers this process opened);
+/* The directory's path ("<root>/rank<R>-<pid>-<n>", n a random base per process plus the count of
+   tiers it opened, so neither two engines nor two runs with one pid share a name);
  * valid until zs_nvme_dir_close. */
 const char *zs_nvme_dir_path(const zs_nvme_dir *d);
 

@@ -71,7 +71,7 @@ zs_mpi_test(ckpt_async_np2_stage3 test_ckpt_async NP 2 ARGS --stage 3 LABELS ckp
 zs_mpi_test(ckpt_async_np3_stage2_offload test_ckpt_async NP 3 ARGS --stage 2 --offload 1 LABELS ckpt)
 function(zs_ckpt_async_variant test)
   add_test(NAME ${test}_async COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${PROJECT_BINARY_DIR}
-                                      -R "^${test}$" --output-on-failure)
+                                      -R "^${test}$" --output-on-failure --no-tests=error)
   set_tests_properties(${test}_async PROPERTIES ENVIRONMENT "ZS_CKPT_ASYNC=1;${ARGN}" TIMEOUT 150
                                                 LABELS "mpi;ckpt" PROCESSORS 4)
 endfunction()

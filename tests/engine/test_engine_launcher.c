@@ -45,7 +45,8 @@ int main(int argc, char **argv) {
   zs_unit *u[TM_NUNITS];
   ZS_OK_OR_DIE(zs_engine_create(&c, comm, &e));
   for (int i = 0; i < TM_NUNITS; i++)
-    ZS_OK_OR_DIE(zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+    ZS_OK_OR_DIE(
+        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
   const time_t t0 = time(NULL);
   zs_status rc = ZS_OK;
