@@ -78,6 +78,10 @@ static const zs_tunable zs_tunables[] = {
     ENV("LOCAL_WORLD_SIZE"),
     ENV("MASTER_ADDR"),
     ENV("MASTER_PORT"),
+    ENV("OMPI_COMM_WORLD_SIZE"), /* comm/bootstrap_mpi.c: a launcher started this rank */
+    ENV("PMIX_RANK"),
+    ENV("PMI_RANK"),
+    ENV("SLURM_PROCID"),
 };
 #define ZS_NTUNABLES (sizeof zs_tunables / sizeof zs_tunables[0])
 _Static_assert(ZS_NTUNABLES <= ZS_CONFIG_NORIGINS, "raise ZS_CONFIG_NORIGINS (base/config.h)");

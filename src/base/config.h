@@ -19,7 +19,7 @@ zs_status zs_config_complete(const zs_config *in, zs_config *out);
    ZS_ERR_INVALID_ARG names a variable that does not parse or is out of range. */
 zs_status zs_config_resolve(const zs_config *in, zs_config *out, char *sources, size_t n);
 /* Room for the origins of every tunable field (a static assertion in config.c keeps it so). */
-#define ZS_CONFIG_NORIGINS 32
+#define ZS_CONFIG_NORIGINS 40
 /* zs_config_resolve that also records, when origins is not NULL, each tunable field's origin (a
    zs_origin of zshard_facts.h) at origins[zs_config_field_index(field)]. */
 zs_status zs_config_resolve_origins(const zs_config *in, zs_config *out, char *sources, size_t n,

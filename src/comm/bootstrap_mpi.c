@@ -12,6 +12,7 @@
 
 #include "comm/comm_impl.h"
 #include "comm/mpi_ops.h"
+#include "base/config.h"
 #include "base/error.h"
 
 /* Requests a timed-out zs_comm_init_mpi had to abandon (MPI forbids freeing a pending collective),
@@ -101,7 +102,7 @@ static int launcher(void) {
                                      "SLURM_PROCID"};
   const pid_t p = getppid();
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-    if (getenv(vars[i]) && p > 1) return (int)p;
+    if (zs_env(vars[i]) && p > 1) return (int)p;
   return 0;
 }
 
