@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 7    /* bumped with each field appended (7: the ckpt_async pair) */
+#define ZS_CONFIG_VERSION 8    /* bumped with each field appended (8: ckpt_keep_every) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -215,6 +215,9 @@ typedef struct {
      share beyond it is written before zs_engine_save returns. */
   int ckpt_async;
   size_t ckpt_staging_bytes;
+  /* Beyond the newest ckpt_keep, also keep every checkpoint numbered a multiple of it (0, the
+     default: none). */
+  int ckpt_keep_every;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
@@ -223,11 +226,11 @@ enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
    rest 0) and struct_size/struct_version. The tunables stage, prefetch_units, deterministic,
    comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes, offload_threads,
    offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path, comm_check,
-   flight_dir, flight_entries, ckpt_async and ckpt_staging_bytes are left unset: at zs_engine_create
-   one still unset takes its environment variable (ZS_STAGE; empty is unset), else its default; a
-   bad value fails zs_engine_create naming it. A value the program writes wins, even under the
-   variable; writing ZS_UNSET back unsets it. zs_engine_info says each value's origin. A config
-   zs_config_default did not fill is refused. */
+   flight_dir, flight_entries, ckpt_async, ckpt_staging_bytes and ckpt_keep_every are left unset: at
+   zs_engine_create one still unset takes its environment variable (ZS_STAGE; empty is unset), else
+   its default; a bad value fails zs_engine_create naming it. A value the program writes wins, even
+   under the variable; writing ZS_UNSET back unsets it. zs_engine_info says each value's origin. A
+   config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 /* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon",
    "adafactor"); an unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */
@@ -501,7 +504,7 @@ typedef struct {
                         fit: needs 93.4 GiB ...; fits with 8 ranks or with optimizer offload":
                         zs_engine_commit refuses with the same sentence */
   unsigned struct_version; /* 1: the fields above; 2: also the placement below; 3: the NVMe
-                              tier's too */
+                              tier's too; 4: ckpt_staging */
   unsigned reserved_u;
   /* With an offload budget (zs_config.offload_budget_bytes; all 0 without): the units it places
      on the host (zs_plan_placement says which), and the least budget the model fits (every unit
@@ -511,7 +514,11 @@ typedef struct {
      places on the tier, the disk bytes of that state (in the tier's files, not in host_pinned)
      and the host bytes of the tier's staging (in host_pinned). */
   size_t nvme_units, disk_bytes, nvme_staging;
-  size_t reserved[3];
+  /* With ckpt_async: a bound on the host memory an asynchronous save stages on a rank (its share
+     of a checkpoint, at most ckpt_staging_bytes), kept by the engine from the first save on and
+     not in host_pinned above; 0 without. */
+  size_t ckpt_staging;
+  size_t reserved[2];
 } zs_plan_report;
 /* Plans nunits units (unit_numel[i] >= 0 elements each, forward order) under cfg (as given: no
    environment) on world_size ranks, with activation_bytes more of the caller's device memory per

@@ -66,6 +66,7 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_FLIGHT_ENTRIES", flight_entries, T_INT, 0, 1 << 20, 256),
     TUN("ZS_CKPT_ASYNC", ckpt_async, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_STAGING_BYTES", ckpt_staging_bytes, T_SIZE, 0, 1e18, 0),
+    TUN("ZS_CKPT_KEEP_EVERY", ckpt_keep_every, T_INT, 0, 1 << 30, 0),
     ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
     ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
@@ -183,6 +184,7 @@ static size_t version_bytes(unsigned v) {
   if (v < 5) return offsetof(zs_config, muon);
   if (v < 6) return offsetof(zs_config, flight_dir);
   if (v < 7) return offsetof(zs_config, ckpt_async);
+  if (v < 8) return offsetof(zs_config, ckpt_keep_every);
   return sizeof(zs_config);
 }
 
@@ -357,6 +359,11 @@ static zs_status validate_nvme(const zs_config *c, int host_tier) {
 
 zs_status zs_config_validate(const zs_config *c) {
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
+  if (c->ckpt_keep_every != ZS_UNSET && c->ckpt_keep_every < 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "ckpt_keep_every %d: use 0 (none) or N to also keep every checkpoint numbered a "
+                  "multiple of N",
+                  c->ckpt_keep_every);
   if (c->ckpt_async != ZS_UNSET && c->ckpt_async != 0 && c->ckpt_async != 1)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "ckpt_async %d: use 0 (zs_engine_save returns committed) "

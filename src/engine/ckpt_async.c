@@ -211,7 +211,7 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending) {
     zs_status mine = ZS_OK;
     if (e->world_rank == 0) {
       zs_ckpt_manifest_files(&j->m, all);
-      mine = zs_ckpt_commit_manifest(&j->m, j->dir, e->cfg.ckpt_keep);
+      mine = zs_ckpt_commit_manifest(&j->m, j->dir, e->cfg.ckpt_keep, e->cfg.ckpt_keep_every);
     }
     rc = zs_ckpt_agree(e, mine, "zs_engine_save: committing the manifest");
   }

@@ -280,9 +280,9 @@ void zs_ckpt_manifest_files(zs_ckpt_manifest *m, const uint64_t *words) {
   }
 }
 
-/* Deletes committed checkpoints older than the newest `keep` (best effort: a failure here
-   leaves an extra checkpoint, never a broken one). */
-static void prune(const char *dir, int keep) {
+/* Deletes committed checkpoints older than the newest `keep`, except those numbered a multiple of
+   every (> 0) (best effort: a failure here leaves an extra checkpoint, never a broken one). */
+static void prune(const char *dir, int keep, int every) {
   uint64_t *seqs;
   int *com, n;
   if (keep <= 0 || zs_io_scan(dir, &seqs, &com, &n) != ZS_OK) return;
@@ -290,6 +290,7 @@ static void prune(const char *dir, int keep) {
   char p[4096];
   for (int i = n - 1; i >= 0; i--) {
     if (com[i] && ++kept <= keep) continue;
+    if (com[i] && every > 0 && seqs[i] % (uint64_t)every == 0) continue;
     if (!com[i] && i == n - 1) continue; /* (never the case right after a commit) */
     zs_io_ckpt_path(p, sizeof p, dir, seqs[i]);
     zs_io_rmdir_files(p);
@@ -298,7 +299,7 @@ static void prune(const char *dir, int keep) {
   free(com);
 }
 
-zs_status zs_ckpt_commit_manifest(const zs_ckpt_manifest *m, const char *dir, int keep) {
+zs_status zs_ckpt_commit_manifest(const zs_ckpt_manifest *m, const char *dir, int keep, int every) {
   char *text = NULL, ck[4096], tmp[4200], fin[4200];
   ZS_CHECK(zs_ckpt_manifest_write(m, &text));
   zs_io_ckpt_path(ck, sizeof ck, dir, m->seq);
@@ -321,7 +322,7 @@ zs_status zs_ckpt_commit_manifest(const zs_ckpt_manifest *m, const char *dir, in
     return rc;
   }
   ZS_CHECK(zs_io_fsync_dir(ck)); /* the commit point is durable */
-  prune(dir, keep);
+  prune(dir, keep, every);
   return ZS_OK;
 }
 
@@ -330,7 +331,7 @@ static zs_status commit(zs_engine *e, const char *dir, uint64_t seq, uint64_t bl
                         const uint64_t *words) {
   zs_ckpt_manifest m;
   zs_status rc = zs_ckpt_build_manifest(e, seq, block, words, &m);
-  if (rc == ZS_OK) rc = zs_ckpt_commit_manifest(&m, dir, e->cfg.ckpt_keep);
+  if (rc == ZS_OK) rc = zs_ckpt_commit_manifest(&m, dir, e->cfg.ckpt_keep, e->cfg.ckpt_keep_every);
   zs_ckpt_manifest_free(&m);
   return rc;
 }

@@ -63,8 +63,9 @@ zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, con
                                  zs_ckpt_manifest *m);
 void zs_ckpt_manifest_files(zs_ckpt_manifest *m, const uint64_t *words);
 /* Rank 0: writes m as dir's checkpoint m->seq (temporary name, fsync, rename = the commit point,
-   fsync of the directory), then deletes checkpoints beyond the newest keep. */
-zs_status zs_ckpt_commit_manifest(const zs_ckpt_manifest *m, const char *dir, int keep);
+   fsync of the directory), then deletes checkpoints beyond the newest keep, except those
+   numbered a multiple of every (> 0). */
+zs_status zs_ckpt_commit_manifest(const zs_ckpt_manifest *m, const char *dir, int keep, int every);
 
 /* The asynchronous save (ckpt_async.c): stages this rank's share and starts its writer thread;
    collective as zs_engine_save. */

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "optim/optimizer.h"
 #include "shard/plan_fit.h"
+#include "tier/master_io.h"
 
 /* The checks zs_plan_model and zs_plan_placement share, and the completed config into c. */
 static zs_status check_args(const char *fn, const zs_config *cfg, int world_size,
@@ -31,6 +32,27 @@ static zs_status check_args(const char *fn, const zs_config *cfg, int world_size
 static size_t whole_bound(const void *arg, size_t numel, size_t padded) {
   const zs_optimizer *m = arg;
   return numel ? padded * (size_t)m->whole_in + zs_optimizer_work_bound(m, numel) : 0;
+}
+
+/* With ckpt_async, a bound on the bytes one rank stages in a save (ckpt_common.c's writer ranges:
+   each unit's optimizer range, split among the ranks that hold it; the largest piece of each
+   unit, summed), capped by ckpt_staging_bytes. */
+static size_t staging_bound(const zs_config *c, int world, const zs_plan_units *us) {
+  if (!c->ckpt_async) return 0;
+  zs_plan p;
+  const int g = c->shard_group_size ? c->shard_group_size : world;
+  if (zs_plan_make(c, g, &p) != ZS_OK) return 0;
+  const int sharded = p.table.s[ZS_ST_MASTER].sharded;
+  const uint64_t cnt = (uint64_t)(sharded ? world / g : world);
+  uint64_t floats = 0;
+  for (int i = 0; i < us->n; i++) {
+    const uint64_t n = zs_plan_unit_numel(us, i), P = zs_plan_padded(&p, n);
+    const uint64_t len = sharded ? (P / (uint64_t)g < n ? P / (uint64_t)g : n) : n;
+    floats += (len + cnt - 1) / cnt;
+  }
+  const uint64_t bytes = floats * 4 * (uint64_t)zs_state_narrays(c);
+  return c->ckpt_staging_bytes && c->ckpt_staging_bytes < bytes ? c->ckpt_staging_bytes
+                                                                : (size_t)bytes;
 }
 
 /* The units of the planner's calls: bare counts, with the whole-step bound where it applies. */
@@ -95,7 +117,8 @@ static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size
   out->nvme_units = (size_t)n.place.nnvme;
   out->disk_bytes = n.place.disk_bytes;
   out->nvme_staging = n.place.staging_bytes;
-  out->struct_version = 3;
+  out->ckpt_staging = staging_bound(&c, world_size, &us);
+  out->struct_version = 4;
   return ZS_OK;
 }
 

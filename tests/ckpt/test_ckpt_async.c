@@ -8,7 +8,9 @@
  *  - a background write that fails (the file size limit, as a full disk, on the last rank only)
  *    is reported by zs_engine_save_wait on every rank, leaves nothing of it on disk, keeps the
  *    engine training, and the previous checkpoint is still the latest; the next save succeeds;
- *  - a save while one is staged commits the first; destroy commits a staged one.
+ *  - a save while one is staged commits the first; destroy commits a staged one;
+ *  - zs_plan_model's staging bound is the most any rank books (and the budget under one);
+ *  - ckpt_keep 1 with ckpt_keep_every 2 keeps the newest and the even-numbered checkpoints.
  * Usage (under mpirun, any number of ranks): test_ckpt_async [--stage S] [--offload BITS] */
 #include <mpi.h>
 #include <signal.h>
@@ -26,7 +28,7 @@ static unsigned offload;
 static char root[256];
 static zs_comm *g_comm;
 
-static zs_engine *make(int async, size_t staging, zs_unit **u) {
+static zs_config config(int async, size_t staging) {
   zs_config c;
   zs_config_default(&c);
   c.stage = stage;
@@ -36,6 +38,25 @@ static zs_engine *make(int async, size_t staging, zs_unit **u) {
   c.ckpt_async = async;
   c.ckpt_staging_bytes = staging;
   c.ckpt_keep = 0; /* keep every checkpoint: the test compares them */
+  return c;
+}
+
+/* zs_plan_model's bound on a rank's staging for the test model. */
+static size_t planned_staging(size_t budget) {
+  int64_t numel[TM_NUNITS];
+  for (int i = 0; i < TM_NUNITS; i++) {
+    numel[i] = 0;
+    for (int k = 0; k < tm_units[i].ntensors; k++)
+      numel[i] += tm_numel(i, k);
+  }
+  const zs_config c = config(1, budget);
+  zs_plan_report r;
+  ZS_OK_OR_DIE(zs_plan_model(&c, world, numel, TM_NUNITS, 0, SIZE_MAX, SIZE_MAX, &r));
+  return r.ckpt_staging;
+}
+
+static zs_engine *make(int async, size_t staging, zs_unit **u) {
+  zs_config c = config(async, staging);
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
   for (int i = 0; i < TM_NUNITS; i++)
@@ -144,6 +165,12 @@ int main(int argc, char **argv) {
   ZS_EXPECT(!has_manifest(async_dir, 2), "committed before a later call");
   ZS_EXPECT(m1.host_pinned.cur > m0.host_pinned.cur, "the staging is not in host_pinned (%zu, %zu)",
             m1.host_pinned.cur, m0.host_pinned.cur);
+  /* The planner's bound holds every rank's staging and is rank 0's (it holds the first shard of
+     every unit: the largest piece). */
+  unsigned long long booked = m1.host_pinned.cur - m0.host_pinned.cur, most = 0;
+  MPI_Allreduce(&booked, &most, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  ZS_EXPECT(most == planned_staging(0), "staging: the most a rank booked %llu, planned %zu", most,
+            planned_staging(0));
   step(e, u, 2);
   step(e, u, 3);
   ZS_OK_OR_DIE(zs_engine_save_wait(e));
@@ -202,8 +229,32 @@ int main(int argc, char **argv) {
   ZS_OK_OR_DIE(zs_engine_memory(e, &m1));
   ZS_EXPECT(m1.host_pinned.cur - m0.host_pinned.cur <= 64, "staging of %zu bytes over the budget",
             m1.host_pinned.cur - m0.host_pinned.cur);
+  ZS_EXPECT(planned_staging(64) == 64, "planned staging under a 64-byte budget: %zu",
+            planned_staging(64));
   ZS_OK_OR_DIE(zs_engine_save_wait(e));
   ZS_EXPECT(same_files(sync_dir, small_dir, 2), "the budgeted save's rank files differ");
+  zs_engine_destroy(e);
+
+  /* Retention: the newest one and every second, across five saves (synchronous). */
+  zs_config c = config(0, 0);
+  c.ckpt_keep = 1;
+  c.ckpt_keep_every = 2;
+  ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
+  for (int i = 0; i < TM_NUNITS; i++)
+    ZS_OK_OR_DIE(
+        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  char keep_dir[400];
+  snprintf(keep_dir, sizeof keep_dir, "%s/keep", root);
+  for (int s = 0; s < 5; s++) {
+    step(e, u, s);
+    ZS_OK_OR_DIE(zs_engine_save(e, keep_dir));
+  }
+  snprintf(cmd, sizeof cmd,
+           "test \"$(ls %s | tr '\\n' ' ')\" = 'ckpt-000000000002 ckpt-000000000004 "
+           "ckpt-000000000005 '",
+           keep_dir);
+  ZS_EXPECT(sh0(cmd) == 0, "ckpt_keep 1, ckpt_keep_every 2: not 2, 4 and 5 kept: %s", cmd);
   zs_engine_destroy(e);
 
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
