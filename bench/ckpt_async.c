@@ -35,21 +35,7 @@ static zs_engine *build(zs_comm *comm, int async, int L) {
   c.ckpt_async = async;
   zs_engine *e;
   DIE(zs_engine_create(&c, comm, &e));
-  const int64_t C = 768, V = 50304, T = 1024;
-  zs_tensor_desc emb[2] = {{"wte", 2, {V, C, 0, 0}, 0}, {"wpe", 2, {T, C, 0, 0}, 0}};
-  zs_tensor_desc blk[12] = {
-      {"ln1_w", 1, {C}, 1},     {"ln1_b", 1, {C}, 1},           {"qkv_w", 2, {3 * C, C}, 0},
-      {"qkv_b", 1, {3 * C}, 1}, {"proj_w", 2, {C, C}, 0},       {"proj_b", 1, {C}, 1},
-      {"ln2_w", 1, {C}, 1},     {"ln2_b", 1, {C}, 1},           {"fc_w", 2, {4 * C, C}, 0},
-      {"fc_b", 1, {4 * C}, 1},  {"fcproj_w", 2, {C, 4 * C}, 0}, {"fcproj_b", 1, {C}, 1}};
-  zs_tensor_desc lnf[2] = {{"lnf_w", 1, {C}, 1}, {"lnf_b", 1, {C}, 1}};
-  DIE(zs_engine_add_unit(e, "embedding", 2, emb, NULL));
-  for (int l = 0; l < L; l++) {
-    char name[32];
-    snprintf(name, sizeof name, "block.%d", l);
-    DIE(zs_engine_add_unit(e, name, 12, blk, NULL));
-  }
-  DIE(zs_engine_add_unit(e, "ln_f", 2, lnf, NULL));
+  bench_add_gpt2(e, L);
   DIE(zs_engine_commit(e));
   return e;
 }

@@ -63,39 +63,16 @@ static zs_engine *make(int async, size_t staging, zs_unit **u) {
     ZS_OK_OR_DIE(
         zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
-  for (int i = 0; i < TM_NUNITS; i++)
-    for (int k = 0; k < tm_units[i].ntensors; k++) {
-      const int64_t n = zs_unit_numel(u[i], k);
-      float *h = malloc((size_t)n * 4);
-      for (int64_t j = 0; j < n; j++)
-        h[j] = tm_init(tm_base(i, k) + j);
-      ZS_OK_OR_DIE(zs_unit_set_param(u[i], k, h));
-      free(h);
-    }
+  ZS_OK_OR_DIE(tm_set_init(u));
   return e;
 }
 
-/* One step with gradient a * (p - t) of batch s. */
 static void step(zs_engine *e, zs_unit **u, int s) {
-  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
-  for (int i = TM_NUNITS - 1; i >= 0; i--) {
-    ZS_OK_OR_DIE(zs_unit_gather(u[i]));
-    for (int k = 0; k < tm_units[i].ntensors; k++) {
-      const float *p = zs_unit_param(u[i], k);
-      float *g = zs_unit_grad(u[i], k);
-      for (int64_t j = 0; j < zs_unit_numel(u[i], k); j++)
-        g[j] += tm_a(s, tm_base(i, k) + j) * (p[j] - tm_t(s, tm_base(i, k) + j));
-    }
-    ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
-    ZS_OK_OR_DIE(zs_unit_release(u[i]));
-  }
-  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+  ZS_OK_OR_DIE(tm_step(e, u, s));
 }
 
 static void snapshot(zs_unit **u, float *out) {
-  for (int i = 0; i < TM_NUNITS; i++)
-    for (int k = 0; k < tm_units[i].ntensors; k++)
-      ZS_OK_OR_DIE(zs_unit_get_param(u[i], k, out + tm_base(i, k)));
+  ZS_OK_OR_DIE(tm_snapshot(u, out));
 }
 
 /* Rank 0 runs cmd; its exit status on every rank. */

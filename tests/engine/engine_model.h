@@ -7,6 +7,7 @@
 #define ZS_TESTS_ENGINE_ENGINE_MODEL_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "zshard.h"
 
@@ -82,6 +83,50 @@ static inline float tm_a(int64_t batch, int64_t i) {
 }
 static inline float tm_t(int64_t batch, int64_t i) {
   return (float)(tm_unif((uint64_t)batch * 2 + 101, (uint64_t)i) * 2.0 - 1.0);
+}
+
+/* Sets every tensor of the committed units u[TM_NUNITS] to tm_init (zs_unit_set_param); the first
+   failing call's status. */
+static inline zs_status tm_set_init(zs_unit **u) {
+  zs_status rc = ZS_OK;
+  for (int i = 0; i < TM_NUNITS && rc == ZS_OK; i++)
+    for (int k = 0; k < tm_units[i].ntensors && rc == ZS_OK; k++) {
+      const int64_t n = zs_unit_numel(u[i], k);
+      float *h = (float *)malloc((size_t)n * sizeof *h + 1);
+      if (!h) return ZS_ERR_OUT_OF_MEMORY;
+      for (int64_t j = 0; j < n; j++)
+        h[j] = tm_init(tm_base(i, k) + j);
+      rc = zs_unit_set_param(u[i], k, h);
+      free(h);
+    }
+  return rc;
+}
+
+/* One step of one micro-batch, every rank the same batch s: gradient a * (p - t); the first
+   failing call's status. */
+static inline zs_status tm_step(zs_engine *e, zs_unit **u, int s) {
+  zs_status rc = zs_engine_begin_step(e, 1);
+  for (int i = TM_NUNITS - 1; i >= 0 && rc == ZS_OK; i--) {
+    rc = zs_unit_gather(u[i]);
+    for (int k = 0; k < tm_units[i].ntensors && rc == ZS_OK; k++) {
+      const float *p = (const float *)zs_unit_param(u[i], k);
+      float *g = (float *)zs_unit_grad(u[i], k);
+      for (int64_t j = 0; j < zs_unit_numel(u[i], k); j++)
+        g[j] += tm_a(s, tm_base(i, k) + j) * (p[j] - tm_t(s, tm_base(i, k) + j));
+    }
+    if (rc == ZS_OK) rc = zs_unit_grads_ready(u[i]);
+    if (rc == ZS_OK) rc = zs_unit_release(u[i]);
+  }
+  return rc == ZS_OK ? zs_engine_step(e, NULL) : rc;
+}
+
+/* Every weight (collective) into out (tm_total floats); the first failing call's status. */
+static inline zs_status tm_snapshot(zs_unit **u, float *out) {
+  zs_status rc = ZS_OK;
+  for (int i = 0; i < TM_NUNITS && rc == ZS_OK; i++)
+    for (int k = 0; k < tm_units[i].ntensors && rc == ZS_OK; k++)
+      rc = zs_unit_get_param(u[i], k, out + tm_base(i, k));
+  return rc;
 }
 
 #endif

@@ -12,23 +12,6 @@
 #include "engine/engine_model.h"
 #include "zs_test.h"
 
-/* One step with gradient a * (p - t); the first failing call's status. */
-static zs_status step(zs_engine *e, zs_unit **u, int s) {
-  zs_status rc = zs_engine_begin_step(e, 1);
-  for (int i = TM_NUNITS - 1; i >= 0 && rc == ZS_OK; i--) {
-    rc = zs_unit_gather(u[i]);
-    for (int k = 0; k < tm_units[i].ntensors && rc == ZS_OK; k++) {
-      const float *p = zs_unit_param(u[i], k);
-      float *g = zs_unit_grad(u[i], k);
-      for (int64_t j = 0; j < zs_unit_numel(u[i], k); j++)
-        g[j] += tm_a(s, tm_base(i, k) + j) * (p[j] - tm_t(s, tm_base(i, k) + j));
-    }
-    if (rc == ZS_OK) rc = zs_unit_grads_ready(u[i]);
-    if (rc == ZS_OK) rc = zs_unit_release(u[i]);
-  }
-  return rc == ZS_OK ? zs_engine_step(e, NULL) : rc;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   zs_comm *comm = NULL;
@@ -51,7 +34,7 @@ int main(int argc, char **argv) {
   const time_t t0 = time(NULL);
   zs_status rc = ZS_OK;
   for (int s = 0; rc == ZS_OK && time(NULL) - t0 < 600; s++) {
-    rc = step(e, u, s % 7);
+    rc = tm_step(e, u, s % 7);
     if (rc == ZS_OK && s % 5 == 4) rc = zs_engine_save(e, ck);
   }
   if (rc == ZS_OK) return 3;
