@@ -126,10 +126,8 @@ zs_status zs_ckpt_writer_open(zs_ckpt_writer *w, zs_engine *e, const char *ckdir
   w->nblk_total = zs_ckpt_nblocks(data, block);
   w->blk = XXH64_createState();
   w->table = calloc((size_t)w->nblk_total + 1, 8);
-  w->piece = malloc(ZS_CKPT_NVME_PIECE * 4);
-  if (!w->blk || !w->table || !w->piece)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %zu-byte piece",
-                  ZS_CKPT_NVME_PIECE * 4);
+  if (!w->blk || !w->table)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a block table");
   XXH64_reset(w->blk, 0);
   w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd < 0)
@@ -187,6 +185,9 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   zs_status rc = segs ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
   const uint64_t data = segs ? zs_ckpt_rank_segments(e, e->world_rank, segs, &ns) : 0;
   if (rc == ZS_OK) rc = zs_ckpt_writer_open(&w, e, ckdir, e->world_rank, data, block);
+  if (rc == ZS_OK && !(w.piece = malloc(ZS_CKPT_NVME_PIECE * 4))) /* the state on its way out */
+    rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %zu-byte piece",
+                ZS_CKPT_NVME_PIECE * 4);
   if (rc == ZS_OK) rc = write_data(&w, segs, ns);
   if (rc == ZS_OK) rc = zs_ckpt_writer_finish(&w, out);
   zs_ckpt_writer_close(&w, rc);

@@ -21,7 +21,8 @@ typedef struct {
   int fd, rank, opened, renamed;
   const char *path; /* tmp (zs_io_write's hook names it) */
   char final[4200], tmp[4300], dir[4096];
-  float *piece;    /* ZS_CKPT_NVME_PIECE elements: state on its way out */
+  float *piece;    /* the synchronous save's ZS_CKPT_NVME_PIECE elements of state on their way
+                      out (freed by close); the asynchronous one reads into its staging */
   int tier_failed; /* a read of the NVMe tier failed (not this checkpoint's file) */
   uint64_t data, block, in_block, nblk, nblk_total;
   uint64_t *table;
