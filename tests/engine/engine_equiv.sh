@@ -8,6 +8,9 @@
 # EQUIV_REF_STAGE: the reference's stage (default STAGE: compare across stages too).
 # EQUIV_RUN_ARGS: options for the split runs only (e.g. --offload 3: compare offload vs none).
 # EQUIV_RUN_PREFIX: a command the split runs' program is started through (tests/with_hostid.sh).
+# EQUIV_ONE_SPLIT=1 (the ASan pass of scripts/test.sh): only one split runs, the first with more
+#   than one rank and more than one micro-step, else the one with the most ranks. The others take
+#   the same code paths with other counts; the normal pass runs them all.
 set -euo pipefail
 mpiexec=$1 exe=$2 splits=$3 stage=$4 mode=$5
 shift 5
@@ -24,6 +27,20 @@ for s in $splits; do
   fi
   g=$n
 done
+if [ "${EQUIV_ONE_SPLIT:-0}" = 1 ]; then
+  pick='' most=0
+  for s in $splits; do
+    case $s in *x*) ;; *) s=${s}x1 ;; esac
+    if [ "${s%x*}" -gt 1 ] && [ "${s#*x}" -gt 1 ]; then
+      pick=$s
+      break
+    fi
+    if [ "${s%x*}" -gt "$most" ]; then
+      most=${s%x*} pick=$s
+    fi
+  done
+  splits=$pick
+fi
 "$mpiexec" --oversubscribe -np 1 "$exe" --stage "${EQUIV_REF_STAGE:-$stage}" --micro "$g" --det 1 \
   --write "$tmp/ref.bin" "$@"
 for s in $splits; do
