@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 8    /* bumped with each field appended (8: ckpt_keep_every) */
+#define ZS_CONFIG_VERSION 9    /* bumped with each field appended (9: tp_size) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -218,6 +218,11 @@ typedef struct {
   /* Beyond the newest ckpt_keep, also keep every checkpoint numbered a multiple of it (0, the
      default: none). */
   int ckpt_keep_every;
+  /* Tensor parallelism (docs/PARALLEL.md): blocks of tp_size consecutive ranks hold slices of the
+     same tensors (zs_unit_set_tp); everything else above (stages, hybrid groups, deterministic
+     reductions) runs over the data-parallel ranks, those at the same place in their blocks.
+     1 (default): none. Must divide the world size. */
+  int tp_size;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
@@ -690,6 +695,46 @@ ZS_API zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g);
 ZS_API zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id);
 /* Puts tensor t of u (-1: all of u's) in group id. Before commit, the same on every rank. */
 ZS_API zs_status zs_unit_set_group(zs_unit *u, int t, int id);
+
+/* ======== Tensor parallelism (zs_config.tp_size; docs/PARALLEL.md) ======== */
+
+/* How the ranks of a tensor-parallel group hold a tensor. Each rank registers, sets and reads
+   its own slice (the shape its zs_tensor_desc gives); the engine shards each slice over the
+   data-parallel ranks as it would a whole tensor. */
+typedef enum {
+  ZS_TP_REPLICATED = 0, /* the whole tensor on every rank, with the same gradient (default) */
+  ZS_TP_SPLIT_DIM0,     /* slices along dim 0: column-parallel weights and their biases, a
+                           vocabulary-parallel embedding */
+  ZS_TP_SPLIT_DIM1,     /* slices along dim 1: row-parallel weights */
+  ZS_TP_PARTIAL_GRAD    /* the whole tensor on every rank, each rank's gradient a part of it
+                           (a sequence-parallel norm's weight): the engine sums the parts over the
+                           tp group before it reduces the gradient */
+} zs_tp_layout;
+/* Gives tensor t of u (-1: all of u's) a layout. Before commit, the same on every rank; a split
+   layout needs the dimension it splits (ZS_TP_SPLIT_DIM1: ndim >= 2). The global gradient norm
+   counts split tensors on every tp rank and the others once. */
+ZS_API zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout);
+
+/* A dimension of the engine's mesh: ZS_MESH_TP, the tensor-parallel group (tp_size consecutive
+   ranks); ZS_MESH_DP, the data-parallel ranks (the same place in every tp group). */
+typedef enum { ZS_MESH_TP = 0, ZS_MESH_DP = 1 } zs_mesh_dim;
+/* This rank's place in dimension dim and the dimension's size. ZS_ERR_INVALID_ARG for NULL
+   arguments or an unknown dim. */
+ZS_API zs_status zs_engine_mesh(const zs_engine *e, zs_mesh_dim dim, int *rank, int *size);
+/* The model's own collectives over the tp group (dim ZS_MESH_TP only), on device buffers of the
+   engine's device (host memory on the CPU) in dt (ZS_F32 or ZS_BF16), ordered on the engine's
+   compute stream and complete when they return. Sums; with zs_config.deterministic in rank order
+   (the same bits whatever the data-parallel split). After commit, in or out of a step, the same
+   calls on every rank of the group; a one-rank group copies. all_reduce: count elements of buf in
+   place. all_gather: count elements from each rank, rank r's at recv + r * count. reduce_scatter:
+   send holds size * count elements; rank r gets the sum of block r in recv. Bad arguments:
+   ZS_ERR_INVALID_ARG, nothing sent; a failed or timed-out collective fails the engine. */
+ZS_API zs_status zs_engine_all_reduce(zs_engine *e, zs_mesh_dim dim, void *buf, size_t count,
+                                      zs_dtype dt);
+ZS_API zs_status zs_engine_all_gather(zs_engine *e, zs_mesh_dim dim, const void *send, void *recv,
+                                      size_t count, zs_dtype dt);
+ZS_API zs_status zs_engine_reduce_scatter(zs_engine *e, zs_mesh_dim dim, const void *send,
+                                          void *recv, size_t count, zs_dtype dt);
 
 #ifdef __cplusplus
 }

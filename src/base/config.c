@@ -132,6 +132,7 @@ void zs_config_default(zs_config *c) {
   c->device_index = -1;
   c->param_dtype = ZS_F32;
   c->reduce_dtype = ZS_F32;
+  c->tp_size = 1;
   c->adamw.lr = 1e-3f;
   c->adamw.beta1 = 0.9f;
   c->adamw.beta2 = 0.999f;
@@ -185,6 +186,7 @@ static size_t version_bytes(unsigned v) {
   if (v < 6) return offsetof(zs_config, flight_dir);
   if (v < 7) return offsetof(zs_config, ckpt_async);
   if (v < 8) return offsetof(zs_config, ckpt_keep_every);
+  if (v < 9) return offsetof(zs_config, tp_size);
   return sizeof(zs_config);
 }
 
@@ -416,6 +418,11 @@ zs_status zs_config_validate(const zs_config *c) {
   if (c->held_units < 0 || c->held_units > 1 << 20)
     return zs_err(ZS_ERR_INVALID_ARG, "held_units %d: use 0 (the default, 2) .. 2^20",
                   c->held_units);
+  if (c->tp_size < 1 || c->tp_size > 1 << 16)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "tp_size %d: use 1 (no tensor parallelism) or the size of a tensor-parallel "
+                  "group, a divisor of the world size",
+                  c->tp_size);
   if (c->shard_group_size < 0)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "shard_group_size %d is negative: use 0 (the world) or a "

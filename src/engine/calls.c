@@ -38,7 +38,10 @@ static const char *call_name(uint64_t c) {
                                          "zs_unit_get_state",
                                          "zs_unit_get_grad",
                                          "zs_engine_begin_step",
-                                         "zs_engine_save_wait"};
+                                         "zs_engine_save_wait",
+                                         "zs_engine_all_reduce",
+                                         "zs_engine_all_gather",
+                                         "zs_engine_reduce_scatter"};
   return c < ZS_CALL_N ? names[c] : "an unknown call";
 }
 
@@ -97,6 +100,8 @@ void zs_engine_sig_attach(zs_engine *e) {
   e->sig.describe = describe;
   e->sig.owner = e;
   e->call_unit = -1;
+  zs_coll_set_sig_src(e->all, &e->sig);
+  zs_coll_set_sig_src(e->tp, &e->sig);
   zs_coll_set_sig_src(e->world, &e->sig);
   zs_coll_set_sig_src(e->shard, &e->sig);
   zs_coll_set_sig_src(e->replica, &e->sig);
@@ -314,6 +319,7 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
   ZS_W("deterministic", (int64_t)c->deterministic);
   ZS_W("bucket_bytes", c->bucket_bytes);
   ZS_W("shard_group_size", (int64_t)c->shard_group_size);
+  ZS_W("tp_size", (int64_t)c->tp_size);
   ZS_W("offload_budget_bytes", c->offload_budget_bytes);
   ZS_W("master", (int64_t)c->master);
   ZS_W("moment_dtype", (int64_t)c->moment_dtype);
@@ -359,12 +365,14 @@ double zs_engine_check_seconds(const zs_engine *e) {
 }
 
 zs_status zs_engine_agree_config(zs_engine *e) {
-  if (e->world_size == 1) return ZS_OK;
+  if (e->all_size == 1) return ZS_OK;
   cfg_word w[CFG_MAX];
   int n = cfg_words(&e->cfg, w);
   if (n < CFG_MAX) /* the parameter groups: their values and every tensor's membership */
     w[n].name = "param groups (zs_engine_add_group, zs_unit_set_group)",
     w[n].v = zs_engine_groups_hash(e);
+  n++;
+  if (n < CFG_MAX) w[n].name = "tp layouts (zs_unit_set_tp)", w[n].v = zs_engine_tp_hash(e);
   n++;
   if (n > CFG_MAX) /* a field added to cfg_words without room: every commit says so, in tests */
     return zs_err(ZS_ERR_STATE,
@@ -374,15 +382,17 @@ zs_status zs_engine_agree_config(zs_engine *e) {
   uint64_t mine[CFG_MAX];
   for (int i = 0; i < n; i++)
     mine[i] = w[i].v;
-  const size_t W = (size_t)e->world_size, bytes = W * (size_t)n * sizeof(uint64_t);
+  /* Over every rank: the tp groups' ranks must agree as the data-parallel ones do. */
+  const size_t W = (size_t)e->all_size, bytes = W * (size_t)n * sizeof(uint64_t);
   uint64_t *rows = malloc(bytes);
   if (!rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
-  const zs_status rc = zs_engine_allgather_u64(e, mine, (size_t)n, rows);
+  const zs_status rc =
+      zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, mine, (size_t)n, rows);
   if (rc != ZS_OK) {
     free(rows);
     return zs_err_wrap(rc, "zs_engine_commit: agreeing on the configuration");
   }
-  for (int q = 0; q < e->world_size; q++)
+  for (int q = 0; q < e->all_size; q++)
     for (int i = 0; i < n; i++) {
       const uint64_t theirs = rows[(size_t)q * n + i];
       if (theirs == mine[i]) continue;
@@ -392,7 +402,7 @@ zs_status zs_engine_agree_config(zs_engine *e) {
                     "rank %d: %#llx; integers, floats by their bits, after the environment "
                     "variables): every rank must resolve the same configuration (the same "
                     "program and the same ZS_* environment); nothing was allocated",
-                    w[i].name, e->world_rank, (unsigned long long)mine[i], q,
+                    w[i].name, e->all_rank, (unsigned long long)mine[i], q,
                     (unsigned long long)theirs);
     }
   free(rows);
@@ -400,12 +410,13 @@ zs_status zs_engine_agree_config(zs_engine *e) {
 }
 
 void zs_engine_goodbye(zs_engine *e) {
-  if (!e->world || e->world_size == 1) return;
+  if (!e->all || e->all_size == 1) return;
   zs_engine_call(e, ZS_CALL_DESTROY, NULL);
   const int reason = e->state != ZS_ENGINE_FAILED ? 0
                      : e->aborted                 ? ZS_GOODBYE_ABORTED
                                                   : ZS_GOODBYE_FAILED;
-  zs_coll *gs[3] = {e->world, e->shard != e->world ? e->shard : NULL, e->replica};
+  zs_coll *gs[5] = {e->world, e->shard != e->world ? e->shard : NULL, e->replica, e->tp,
+                    e->all != e->world ? e->all : NULL};
   /* A peer that left or is elsewhere: tear down as failed. */
-  if (zs_coll_goodbye(gs, 3, reason) != ZS_OK) zs_engine_abort_comms(e);
+  if (zs_coll_goodbye(gs, 5, reason) != ZS_OK) zs_engine_abort_comms(e);
 }

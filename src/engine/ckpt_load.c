@@ -424,6 +424,7 @@ static zs_status agree_start(zs_engine *e, zs_status mine, const zs_ckpt_manifes
 
 zs_status zs_engine_load(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_load"));
+  ZS_CHECK(zs_engine_tp_refuse(e, "zs_engine_load"));
   zs_engine_call(e, ZS_CALL_LOAD, NULL);
   zs_ckpt_save_settle(e); /* a save still staged commits first (its outcome: zs_engine_save_wait) */
   if (e->state == ZS_ENGINE_FAILED) return zs_err_wrap(ZS_ERR_STATE, "zs_engine_load");

@@ -428,6 +428,7 @@ int zs_engine_save_pending(const zs_engine *e) {
 
 zs_status zs_engine_save(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_save"));
+  ZS_CHECK(zs_engine_tp_refuse(e, "zs_engine_save"));
   zs_engine_call(e, ZS_CALL_SAVE, NULL);
   /* One save at a time: an asynchronous one still staged ends first, and its failure is
      returned here instead of starting this one (the program calls again to save). */

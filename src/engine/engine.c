@@ -95,15 +95,41 @@ static void shard_ctx_init(zs_engine *e) {
   x->shard_size = e->shard_size;
   x->mem = &e->mem;
   x->fail_hard = sh_fail_hard;
+  x->pre_reduce = e->tp ? zs_engine_tp_partial_sum : NULL;
   x->owner = e;
   x->sig_unit = -1;
   e->tiers.sh = x;
 }
 
-/* Opens the world, shard-group and replica-group collectives. */
+/* Opens the mesh's collectives: every rank, the tp group and the data-parallel world (tp_size >
+   1), the shard group and the replica group. */
 static zs_status open_groups(zs_engine *e) {
-  ZS_CHECK(zs_coll_open(e->comm, e->cfg.device, e->cfg.comm_timeout_s, &e->world));
-  zs_coll_set_check(e->world, 1); /* create and commit always check (comm_check applies after) */
+  ZS_CHECK(zs_coll_open(e->comm, e->cfg.device, e->cfg.comm_timeout_s, &e->all));
+  zs_coll_set_check(e->all, 1); /* create and commit always check (comm_check applies after) */
+  e->world = e->all;
+  if (e->tp_size > 1) {
+    /* The mesh's shape first: a rank that split by another shape would wait for peers that
+       never come (the timeout), not meet a clear refusal. */
+    const uint64_t mine[2] = {(uint64_t)e->tp_size, (uint64_t)e->cfg.shard_group_size};
+    uint64_t *rows = calloc((size_t)e->all_size * 2, sizeof *rows);
+    if (!rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_create: out of host memory");
+    zs_status rc = zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, mine, 2, rows);
+    for (int q = 0; q < e->all_size && rc == ZS_OK; q++)
+      if (rows[2 * q] != mine[0] || rows[2 * q + 1] != mine[1])
+        rc = zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_engine_create: the ranks disagree on the mesh (this rank %d: tp_size %d, "
+                    "shard_group_size %d; rank %d: %d, %d): every rank must set the same",
+                    e->all_rank, e->tp_size, e->cfg.shard_group_size, q, (int)rows[2 * q],
+                    (int)rows[2 * q + 1]);
+    free(rows);
+    ZS_CHECK(rc);
+    /* tp groups are blocks of tp_size consecutive ranks (one node's GPUs); the data-parallel
+       world holds the ranks at the same place in their blocks. */
+    ZS_CHECK(zs_coll_split(e->all, e->all_rank / e->tp_size, e->all_rank, &e->tp));
+    zs_coll_set_check(e->tp, 1);
+    ZS_CHECK(zs_coll_split(e->all, e->all_rank % e->tp_size, e->all_rank, &e->world));
+    zs_coll_set_check(e->world, 1);
+  }
   int g = e->shard_size;
   if (g == e->world_size) {
     e->shard = e->world;
@@ -132,13 +158,19 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   if (!comm)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: comm is NULL: create one with "
                                       "zs_comm_init_mpi or zs_comm_init_env first");
-  int world = zs_comm_size(comm);
+  const int all = zs_comm_size(comm), tp = cfg->tp_size;
+  if (tp > all || all % tp != 0)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "tp_size %d does not divide the world size %d: use a divisor of it (1: no "
+                  "tensor parallelism)",
+                  tp, all);
+  const int world = all / tp; /* the data-parallel ranks */
   int g = cfg->shard_group_size ? cfg->shard_group_size : world;
   if (g > world || world % g != 0)
     return zs_err(ZS_ERR_INVALID_ARG,
-                  "shard_group_size %d does not divide the world size %d: use a divisor of it, "
-                  "or 0 for the whole world",
-                  cfg->shard_group_size, world);
+                  "shard_group_size %d does not divide the data-parallel size %d (the world size "
+                  "%d / tp_size %d): use a divisor of it, or 0 for all of it",
+                  cfg->shard_group_size, world, all, tp);
   zs_plan plan;
   ZS_CHECK(zs_plan_make(cfg, g, &plan));
   zs_engine *e = calloc(1, sizeof *e);
@@ -149,7 +181,11 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   e->group_opt[0] = cfg->optimizer;
   memcpy(e->origins, origins, sizeof origins);
   e->comm = comm;
-  e->world_rank = zs_comm_rank(comm);
+  e->all_rank = zs_comm_rank(comm);
+  e->all_size = all;
+  e->tp_size = tp;
+  e->tp_rank = e->all_rank % tp;
+  e->world_rank = e->all_rank / tp;
   e->world_size = world;
   e->shard_size = g;
   e->shard_rank = e->world_rank % g;
@@ -178,7 +214,7 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
 fail:
   /* Peers may already be in the next collective of create: this rank leaves as failed (its
      goodbye tells them at once); destroy keeps this call's message. */
-  if (e->world) zs_engine_abort_comms(e);
+  if (e->all) zs_engine_abort_comms(e);
   zs_engine_destroy(e);
   return rc;
 }
@@ -233,6 +269,7 @@ static void unit_free(zs_unit *u) {
   free(u->t);
   free(u->set_hash);
   free(u->group);
+  free(u->tp);
   free(u->whole_owner);
   zs_layout_free(&u->lay);
   free(u);
@@ -270,9 +307,10 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
   u->set_hash = calloc((size_t)ntensors * ZS_SET_SLOTS, sizeof *u->set_hash);
   u->group = calloc((size_t)ntensors, sizeof *u->group);
+  u->tp = calloc((size_t)ntensors, sizeof *u->tp);
   u->whole_owner = calloc((size_t)ntensors, sizeof *u->whole_owner);
   zs_status rc = ZS_OK;
-  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->whole_owner) {
+  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }
@@ -446,8 +484,8 @@ static zs_status commit_steps(zs_engine *e) {
   zs_engine_facts_commit(e, &us, &place); /* and zs_engine_info's placement, written from them */
   /* The divergence check as configured, from here on (commit's agreement made every rank's
      comm_check the same; create and commit ran with it on). */
-  zs_coll *groups[3] = {e->world, e->shard, e->replica};
-  for (int i = 0; i < 3; i++)
+  zs_coll *groups[5] = {e->all, e->tp, e->world, e->shard, e->replica};
+  for (int i = 0; i < 5; i++)
     zs_coll_set_check(groups[i], e->cfg.comm_check);
   e->state = ZS_ENGINE_READY;
   return ZS_OK;
@@ -477,8 +515,10 @@ void zs_engine_destroy(zs_engine *e) {
   if (e->state == ZS_ENGINE_FAILED) zs_engine_abort_comms(e); /* all groups before any teardown */
   if (e->replica) zs_coll_destroy(e->replica);
   if (e->shard && e->shard != e->world) zs_coll_destroy(e->shard);
-  if (e->world) zs_coll_destroy(e->world);
-  e->replica = e->shard = e->world = NULL;
+  if (e->world && e->world != e->all) zs_coll_destroy(e->world);
+  if (e->tp) zs_coll_destroy(e->tp);
+  if (e->all) zs_coll_destroy(e->all);
+  e->replica = e->shard = e->world = e->tp = e->all = NULL;
   zs_engine_flight_close(e);
   zs_mem_drain(&e->mem); /* nothing writes into the engine's buffers any more */
   if (e->state != ZS_ENGINE_FAILED) {

@@ -41,6 +41,9 @@ typedef enum {
   ZS_CALL_GET_GRAD,
   ZS_CALL_BEGIN_STEP,
   ZS_CALL_SAVE_WAIT,
+  ZS_CALL_ALL_REDUCE,
+  ZS_CALL_ALL_GATHER,
+  ZS_CALL_REDUCE_SCATTER,
   ZS_CALL_N
 } zs_call;
 
@@ -55,10 +58,16 @@ struct zs_engine {
   zs_config cfg;
   zs_comm *comm;
   zs_dev dev;
-  zs_coll *world;   /* all ranks */
+  /* The mesh (engine.c's open_groups; docs/PARALLEL.md): tp_size consecutive ranks form a
+     tensor-parallel group; the data-parallel "world" every layer below works over is the ranks at
+     the same place in their tp groups, and shard and replica groups split it. */
+  zs_coll *all;     /* every rank; the same object as world when tp_size is 1 */
+  zs_coll *tp;      /* the tensor-parallel group, NULL when tp_size is 1 */
+  zs_coll *world;   /* the data-parallel ranks (every rank without tensor parallelism) */
   zs_coll *shard;   /* ranks that split a unit (shard_group_size, or world) */
   zs_coll *replica; /* ranks that hold the same shard (hybrid), NULL when world == shard group */
-  int world_rank, world_size;
+  int all_rank, all_size, tp_rank, tp_size;
+  int world_rank, world_size; /* in the data-parallel world */
   int shard_rank, shard_size; /* position in the shard group; S = shard_size */
   zs_engine_state state;
   zs_plan
@@ -68,7 +77,7 @@ struct zs_engine {
   zs_optim *optim;      /* the optimizer: its CPU workers, the offload copy pipeline */
   zs_tiers tiers;       /* the tiers' context (tier/tier.h): sh, optim, and the NVMe tier or NULL */
 
-  uint64_t *peers; /* world_size rows of ZS_PEER_WORDS: each rank's placement (peers.c) */
+  uint64_t *peers; /* all_size rows of ZS_PEER_WORDS: each rank's placement (peers.c) */
 
   zs_unit **units;
   int nunits, cap_units;
@@ -137,6 +146,21 @@ enum { ZS_PEER_HOST = 0, ZS_PEER_CGROUP, ZS_PEER_GPU, ZS_PEER_NODE, ZS_PEER_WORD
    the device (on CUDA through the kept device buffer xchg_dev: no allocation per call).
    Collective over the world. A failure is returned: the caller marks it. */
 zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all);
+/* The same over group g of size gsize in which this rank is grank (e->all: every rank). */
+zs_status zs_engine_allgather_u64_on(zs_engine *e, zs_coll *g, int grank, int gsize,
+                                     const uint64_t *mine, size_t n, uint64_t *all);
+/* The gradient of unit u's ZS_TP_PARTIAL_GRAD tensors in grad (dtype dt, the unit's flat
+   layout) summed over the tp group on stream, before the engine reduces it (mesh.c; the shard
+   layer's pre_reduce). */
+zs_status zs_engine_tp_partial_sum(void *owner, zs_unit *u, void *grad, zs_dtype dt, void *stream);
+/* A hash of every tensor's tp layout (mesh.c), for commit's agreement. */
+uint64_t zs_engine_tp_hash(const zs_engine *e);
+/* Whether tensor t of u counts in this rank's part of the global gradient norm: split tensors on
+   every tp rank, the others on tp rank 0 only. */
+int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t);
+/* ZS_ERR_UNSUPPORTED, naming fn, when tp_size > 1 (checkpoints and exports of tp slices are the
+   next step of docs/PARALLEL.md); else ZS_OK. */
+zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn);
 /* Commit's disk step before the NVMe tier opens (nvme_disk.c), with prior this rank's outcome so
    far: each rank reclaims dead runs' tier directories under nvme_path (zs_nvme_reclaim; every
    rank's sum into e->nvme_reclaimed); then the ranks whose nvme_path is on one disk of one host
@@ -144,7 +168,7 @@ zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, 
    Collective over the world, whatever prior is; every rank gets the same verdict (zs_engine_agree).
  */
 zs_status zs_engine_nvme_disk(zs_engine *e, zs_status prior);
-/* Fills e->peers (collective over the world); node: this rank's offload node or -1. */
+/* Fills e->peers (collective over every rank, e->all); node: this rank's offload node or -1. */
 zs_status zs_peers_gather(zs_engine *e, int node);
 /* Among the ranks on this host with the same word `what` (ZS_PEER_*): *cnt of them, this rank
    is number *idx (in world-rank order). */

@@ -255,6 +255,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   static const char fn[] = "zs_engine_export_safetensors";
   ZS_CHECK(zs_ckpt_check_state(e, fn));
   zs_engine_call(e, ZS_CALL_EXPORT, NULL);
+  ZS_CHECK(zs_engine_tp_refuse(e, fn));
   /* Every check below (the path, the options, the callback's names, the gather buffer) ends in
      one agreement, so every rank refuses together before the first gather. */
   zs_status rc = ZS_OK;

@@ -59,6 +59,9 @@ void zs_engine_facts_create(zs_engine *e, const char *sources) {
            cfg->reduce_dtype == ZS_BF16 ? "bf16" : "fp32",
            zs_grad_accum_dtype(cfg) != cfg->param_dtype ? ", fp32 gradient accumulation" : "",
            cfg->deterministic ? ", deterministic" : "");
+  if (e->tp_size > 1)
+    info_add(e, ", tensor parallel %d x data parallel %d (rank %d of %d)", e->tp_size,
+             e->world_size, e->all_rank, e->all_size);
   info_add(e, "; optimizer %s", zs_opt_name_of(cfg));
   const zs_master_mode *mm = zs_master_mode_of(cfg->master);
   info_add(e, "; optimizer state: %s, moments %s", mm->words,

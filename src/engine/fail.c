@@ -31,7 +31,9 @@ void zs_engine_abort_comms(zs_engine *e) {
   e->sh.in_step = 0;     /* the shard layer never sees a failed engine as inside a step */
   zs_coll_abort(e->replica);
   if (e->shard != e->world) zs_coll_abort(e->shard);
-  zs_coll_abort(e->world);
+  if (e->world != e->all) zs_coll_abort(e->world);
+  zs_coll_abort(e->tp);
+  zs_coll_abort(e->all);
   zs_engine_flight_dump(e); /* after the aborts (a slow disk cannot hold the peers); the ring is
                                as the failure left it */
 }

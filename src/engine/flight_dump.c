@@ -18,11 +18,17 @@
 zs_status zs_engine_flight_open(zs_engine *e) {
   if (e->cfg.flight_entries <= 0 || !e->cfg.flight_dir) return ZS_OK; /* nobody would read it */
   ZS_CHECK(zs_flight_create((size_t)e->cfg.flight_entries, &e->flight));
-  const int g = e->shard_size;
-  zs_coll_set_flight(e->world, e->flight, "world", 0, 1);
+  /* Each group's rank i is world rank first + i * stride (the mesh: data-parallel rank r is
+     rank r * tp_size + tp_rank). */
+  const int g = e->shard_size, T = e->tp_size, q = e->tp_rank;
+  if (e->tp) {
+    zs_coll_set_flight(e->all, e->flight, "all", 0, 1);
+    zs_coll_set_flight(e->tp, e->flight, "tp", e->all_rank / T * T, 1);
+  }
+  zs_coll_set_flight(e->world, e->flight, e->tp ? "dp" : "world", q, T);
   if (e->shard != e->world) {
-    zs_coll_set_flight(e->shard, e->flight, "shard", e->world_rank / g * g, 1);
-    zs_coll_set_flight(e->replica, e->flight, "replica", e->world_rank % g, g);
+    zs_coll_set_flight(e->shard, e->flight, "shard", e->world_rank / g * g * T + q, T);
+    zs_coll_set_flight(e->replica, e->flight, "replica", e->world_rank % g * T + q, g * T);
   }
   return ZS_OK;
 }
@@ -41,7 +47,7 @@ static char *render(const zs_engine *e, const char *reason) {
   gethostname(host, sizeof host - 1);
   cJSON_AddStringToObject(root, "format", "zshard-flight");
   cJSON_AddNumberToObject(root, "version", 1);
-  cJSON_AddNumberToObject(root, "rank", e->world_rank);
+  cJSON_AddNumberToObject(root, "rank", e->all_rank);
   cJSON_AddNumberToObject(root, "world_size", e->world_size);
   cJSON_AddStringToObject(root, "host", host);
   cJSON_AddNumberToObject(root, "pid", (double)getpid());
@@ -113,7 +119,7 @@ void zs_engine_flight_dump(zs_engine *e) {
   snprintf(reason, sizeof reason, "%s",
            e->aborted ? "zs_engine_abort was called" : zs_last_error());
   char path[4096], why[4400] = "";
-  if (snprintf(path, sizeof path, "%s/flight-rank%d.json", e->cfg.flight_dir, e->world_rank) >=
+  if (snprintf(path, sizeof path, "%s/flight-rank%d.json", e->cfg.flight_dir, e->all_rank) >=
       (int)sizeof path)
     snprintf(why, sizeof why, "flight_dir is longer than %zu characters", sizeof path - 32);
   else if (mkdir(e->cfg.flight_dir, 0777) != 0 && errno != EEXIST)

@@ -28,7 +28,12 @@ static uint64_t file_hash(const char *path) {
 }
 
 zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, uint64_t *all) {
-  const size_t W = (size_t)e->world_size, bytes = W * n * sizeof(uint64_t);
+  return zs_engine_allgather_u64_on(e, e->world, e->world_rank, e->world_size, mine, n, all);
+}
+
+zs_status zs_engine_allgather_u64_on(zs_engine *e, zs_coll *g, int grank, int gsize,
+                                     const uint64_t *mine, size_t n, uint64_t *all) {
+  const size_t W = (size_t)gsize, bytes = W * n * sizeof(uint64_t);
   zs_dev *d = &e->dev;
   if (d->kind == ZS_DEVICE_CPU) {
     /* Through the engine's kept buffer, not the caller's: the caller frees `all` when this
@@ -42,9 +47,9 @@ zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, 
       e->xchg = p;
       e->xchg_words = W * n;
     }
-    uint64_t *slot = e->xchg + (size_t)e->world_rank * n;
+    uint64_t *slot = e->xchg + (size_t)grank * n;
     memcpy(slot, mine, n * sizeof(uint64_t));
-    const zs_status rc = zs_coll_all_gather(e->world, slot, e->xchg, n, ZS_CDT_U64, NULL);
+    const zs_status rc = zs_coll_all_gather(g, slot, e->xchg, n, ZS_CDT_U64, NULL);
     if (rc == ZS_OK) memcpy(all, e->xchg, bytes);
     return rc;
   }
@@ -63,10 +68,10 @@ zs_status zs_engine_allgather_u64(zs_engine *e, const uint64_t *mine, size_t n, 
     ZS_CHECK(zs_dev_alloc(d, words * sizeof(uint64_t), (void **)&e->xchg_dev, NULL));
     e->xchg_dev_words = words;
   }
-  uint64_t *buf = e->xchg_dev, *slot = buf + (size_t)e->world_rank * n;
+  uint64_t *buf = e->xchg_dev, *slot = buf + (size_t)grank * n;
   zs_status rc = zs_dev_from_host(d, slot, mine, n * sizeof(uint64_t));
-  if (rc == ZS_OK) rc = zs_coll_all_gather(e->world, slot, buf, n, ZS_CDT_U64, d->comm_stream);
-  if (rc == ZS_OK) rc = zs_coll_sync(e->world, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_all_gather(g, slot, buf, n, ZS_CDT_U64, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(g, d->comm_stream);
   if (rc == ZS_OK) rc = zs_dev_to_host(d, all, buf, bytes);
   return rc;
 }
@@ -77,21 +82,23 @@ zs_status zs_peers_gather(zs_engine *e, int node) {
   uint64_t mine[ZS_PEER_WORDS] = {fnv1a(0xcbf29ce484222325ull, host, strlen(host)),
                                   file_hash("/proc/self/cgroup"), zs_dev_id_hash(&e->dev),
                                   (uint64_t)(int64_t)node};
-  const size_t W = (size_t)e->world_size;
+  /* Every rank, tp peers too: they share the node's cores and memory as data-parallel ones do. */
+  const size_t W = (size_t)e->all_size;
   e->peers = calloc(W * ZS_PEER_WORDS, sizeof *e->peers);
   if (!e->peers) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the peer table");
-  zs_status rc = zs_engine_allgather_u64(e, mine, ZS_PEER_WORDS, e->peers);
+  zs_status rc = zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, mine,
+                                            ZS_PEER_WORDS, e->peers);
   if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_create: exchanging the ranks' placement");
   return ZS_OK;
 }
 
 void zs_peers_share(const zs_engine *e, int what, int *idx, int *cnt) {
-  const uint64_t *me = e->peers + (size_t)e->world_rank * ZS_PEER_WORDS;
+  const uint64_t *me = e->peers + (size_t)e->all_rank * ZS_PEER_WORDS;
   int i = 0, c = 0;
-  for (int r = 0; r < e->world_size; r++) {
+  for (int r = 0; r < e->all_size; r++) {
     const uint64_t *p = e->peers + (size_t)r * ZS_PEER_WORDS;
     if (p[ZS_PEER_HOST] != me[ZS_PEER_HOST] || p[what] != me[what]) continue;
-    if (r < e->world_rank) i++;
+    if (r < e->all_rank) i++;
     c++;
   }
   *idx = i;

@@ -91,9 +91,21 @@ static zs_status grad_norm(zs_engine *e, double scale, zs_optim_norm *nm) {
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     if (u->frozen || u->no_grad) continue; /* no gradient: not in the norm */
-    ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(u, u->opt_off), u->opt_n), rc, out);
+    if (e->tp_size == 1) {
+      ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(u, u->opt_off), u->opt_n), rc, out);
+      continue;
+    }
+    /* Tensor parallelism: each tp rank's slices of split tensors, the others once. */
+    for (int t = 0; t < u->ntensors; t++) {
+      size_t a, b;
+      if (!zs_engine_tp_in_norm(e, u, t) ||
+          !zs_layout_overlap(&u->lay, t, u->opt_off, u->opt_off + u->opt_n, &a, &b))
+        continue;
+      ZS_CHECK_GOTO(zs_optim_norm_add(e->optim, bins, grad_at(u, a), b - a), rc, out);
+    }
   }
-  rc = zs_optim_norm_finish(e->optim, bins, e->plan.norm_partial ? e->shard : NULL, scale, nm);
+  rc = zs_optim_norm_finish(e->optim, bins, e->plan.norm_partial ? e->shard : NULL, e->tp, scale,
+                            nm);
 out:
   /* An abandoned all-reduce may still write the bins: zs_mem_free_after defers them then, and
      zs_engine_step marks the failure. */

@@ -97,14 +97,16 @@ zs_status zs_optim_norm_add(zs_optim *o, uint64_t *bins, const void *grad, size_
   return zs_dev_sq_bins(d, bins, grad, o->cfg.grad_dtype, n, d->compute_stream);
 }
 
-zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, double scale,
-                               zs_optim_norm *out) {
+zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, zs_coll *group2,
+                               double scale, zs_optim_norm *out) {
   zs_dev *d = o->cfg.dev;
   uint64_t host[ZS_SQ_NWORDS];
-  if (group) {
+  zs_coll *gs[2] = {group, group2};
+  for (int i = 0; i < 2; i++) { /* integer sums: exact in any order */
+    if (!gs[i]) continue;
     ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream));
-    zs_status rc = zs_coll_all_reduce(group, bins, bins, ZS_SQ_NWORDS, ZS_CDT_U64, d->comm_stream);
-    if (rc == ZS_OK) rc = zs_coll_sync(group, d->comm_stream);
+    zs_status rc = zs_coll_all_reduce(gs[i], bins, bins, ZS_SQ_NWORDS, ZS_CDT_U64, d->comm_stream);
+    if (rc == ZS_OK) rc = zs_coll_sync(gs[i], d->comm_stream);
     if (rc != ZS_OK) return zs_err_wrap(rc, "gradient-norm all-reduce");
   }
   ZS_CHECK(zs_dev_to_host(d, host, bins, ZS_OPTIM_NORM_BYTES));

@@ -95,11 +95,11 @@ typedef struct {
 zs_status zs_optim_norm_start(zs_optim *o, uint64_t *bins);
 /* Adds the squares of n gradient elements (param dtype, device memory) into the bins. */
 zs_status zs_optim_norm_add(zs_optim *o, uint64_t *bins, const void *grad, size_t n);
-/* Sums the bins over `group` (collective over it; NULL: this rank holds every gradient) and
-   converts them once: out->norm = sqrt(sum) * scale. A failed all-reduce is named "gradient-norm
-   all-reduce" in zs_last_error(). */
-zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, double scale,
-                               zs_optim_norm *out);
+/* Sums the bins over `group`, then over group2 (collective over each; NULL: none, e.g. this
+   rank holds every gradient) and converts them once: out->norm = sqrt(sum) * scale. A failed
+   all-reduce is named "gradient-norm all-reduce" in zs_last_error(). */
+zs_status zs_optim_norm_finish(zs_optim *o, uint64_t *bins, zs_coll *group, zs_coll *group2,
+                               double scale, zs_optim_norm *out);
 /* The clipping coefficient: max_grad_norm / (norm + 1e-6) when max_grad_norm > 0 and norm is
    above it, else 1 (docs/OPTIMIZER.md §3). */
 double zs_optim_clip_coef(double norm, double max_grad_norm);

@@ -263,6 +263,7 @@ zs_status zs_shard_reduce(zs_unit *u, int last_micro) {
   zs_status rc = ZS_OK;
   if (transient) ZS_CHECK(zeroed_state(u, lk)); /* no backward wrote it: zeros reduce */
   ZS_CHECK(zs_dev_order(d, d->comm_stream, d->compute_stream)); /* the user's backward is done */
+  if (x->pre_reduce) ZS_CHECK(x->pre_reduce(x->owner, u, *local, pd, d->comm_stream));
   scratch conv = {0};
   void *red = *local;
   if (rd != pd) {

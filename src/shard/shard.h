@@ -76,6 +76,8 @@ struct zs_unit {
   uint64_t *set_hash;
   /* Per tensor: its parameter group (zs_unit_set_group; 0, the configuration's, by default). */
   int *group;
+  /* Per tensor: its tensor-parallel layout (zs_tp_layout; ZS_TP_REPLICATED by default). */
+  int *tp;
   /* Per tensor: the shard rank that runs its group optimizer's whole step (tier/whole.h), -1 for
      an elementwise optimizer or a tensor without elements; set at commit, the same on every rank.
    */
@@ -94,10 +96,13 @@ struct zs_shard_ctx {
   const zs_config *cfg; /* dtypes, deterministic, prefetch_units, max_live_bytes, bucket_bytes */
   const zs_plan *plan;
   zs_dev *dev;
-  zs_coll *world;   /* all ranks */
+  zs_coll *world;   /* the data-parallel ranks (all ranks without tensor parallelism) */
   zs_coll *shard;   /* ranks that split a unit */
   zs_coll *replica; /* ranks that hold the same shard (hybrid), or NULL */
   int world_rank, world_size, shard_rank, shard_size;
+  /* Called on a unit's local gradient (grad: its flat layout in dt) once it is final, before it is
+     reduced, on stream (the engine's tp partial sums); NULL: none. */
+  zs_status (*pre_reduce)(void *owner, zs_unit *u, void *grad, zs_dtype dt, void *stream);
   zs_unit **units; /* in forward order */
   int nunits;
   int in_step;                /* between begin_step and step: gathers know forward from backward */

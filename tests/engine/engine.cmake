@@ -752,3 +752,12 @@ zs_engine_equiv(engine_lion_offload_splits4_stage3 "2x2;4x1" 3 det REF_STAGE 0 -
 zs_engine_equiv(engine_lion_budget_np2_stage1 2 1 det REF_STAGE 0 --lion 1 --lr 0.01 RUN_ARGS "--budget-frac 0.2")
 zs_engine_equiv(engine_lion_rem_m16_np2_stage3 2 3 det REF_STAGE 0 --lion 1 --lr 0.01 --bf16 1 --master 2 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--offload 1")
 zs_engine_equiv(engine_lion_lean_np2_stage2 2 2 det REF_STAGE 0 --lion 1 --lr 0.01 --bf16 1 --master 3 --reftol 3e-2 --groups 1 --peek 1 --state 1)
+# Tensor parallelism (test_engine_tp.c: a tp-split MLP with sequence parallelism, its collectives
+# through zs_engine_all_gather/reduce_scatter/all_reduce): tp 2 x dp 2 and tp 4 x dp 1 against
+# tp 1 x dp 4 at every stage, offloaded, deterministic and not; bit-identical across dp splits at
+# tp 2; the mesh's refusals (tests/engine/tp_equiv.sh).
+zs_exe(test_engine_tp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_tp.c)
+add_test(NAME engine_tp_np4 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tp_equiv.sh ${ZS_MPIEXEC}
+                                    $<TARGET_FILE:test_engine_tp>)
+set_tests_properties(engine_tp_np4 PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 300
+                                              LABELS "mpi;engine" PROCESSORS 4)

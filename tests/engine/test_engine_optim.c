@@ -115,14 +115,14 @@ static void optim_alone(void) {
   ZS_OK_OR_DIE(zs_optim_norm_add(o, bins, g, 300)); /* pieces: the sum does not depend on them */
   ZS_OK_OR_DIE(zs_optim_norm_add(o, bins, g + 300, M - 300));
   zs_optim_norm nm;
-  ZS_OK_OR_DIE(zs_optim_norm_finish(o, bins, NULL, 0.25, &nm));
+  ZS_OK_OR_DIE(zs_optim_norm_finish(o, bins, NULL, NULL, 0.25, &nm));
   ZS_EXPECT(nm.nonfinite == 0 && fabs(nm.norm - sqrt(sum) * 0.25) <= 1e-12 * nm.norm,
             "norm %.17g, float64 %.17g, non-finite %llu", nm.norm, sqrt(sum) * 0.25,
             (unsigned long long)nm.nonfinite);
   g[5] = NAN;
   ZS_OK_OR_DIE(zs_optim_norm_start(o, bins));
   ZS_OK_OR_DIE(zs_optim_norm_add(o, bins, g, M));
-  ZS_OK_OR_DIE(zs_optim_norm_finish(o, bins, NULL, 1.0, &nm));
+  ZS_OK_OR_DIE(zs_optim_norm_finish(o, bins, NULL, NULL, 1.0, &nm));
   ZS_EXPECT(nm.nonfinite == 1, "a NaN gradient counts %llu non-finite values",
             (unsigned long long)nm.nonfinite);
   ZS_EXPECT(zs_optim_clip_coef(3.0, 0.0) == 1.0 && zs_optim_clip_coef(0.5, 1.0) == 1.0 &&

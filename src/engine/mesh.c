@@ -1,0 +1,216 @@
+/* The engine's mesh beyond data parallelism (docs/PARALLEL.md): tensor-parallel layouts, the
+ * model's own collectives over the tp group, and what the engine does for tp slices: the sum of
+ * partial gradients before its own reduction and which tensors count in each rank's part of the
+ * gradient norm. The groups themselves are opened by engine.c's open_groups. */
+#include <stdint.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "base/error.h"
+#include "comm/comm.h"
+#include "device/device.h"
+#include "engine/engine_internal.h"
+#include "engine/fail.h"
+#include "mem/mem.h"
+
+zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout) {
+  if (!u) return zs_err(ZS_ERR_INVALID_ARG, "zs_unit_set_tp: unit is NULL");
+  if (u->e->state != ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "zs_unit_set_tp('%s') after zs_engine_commit: set layouts first",
+                  u->name);
+  if (t < -1 || t >= u->ntensors)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_unit_set_tp: unit '%s' has no tensor %d (0..%d, or -1)",
+                  u->name, t, u->ntensors - 1);
+  if ((int)layout < ZS_TP_REPLICATED || (int)layout > ZS_TP_PARTIAL_GRAD)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_unit_set_tp: layout %d is not a zs_tp_layout (ZS_TP_REPLICATED, "
+                  "ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM1, ZS_TP_PARTIAL_GRAD)",
+                  (int)layout);
+  const int need = layout == ZS_TP_SPLIT_DIM0 ? 1 : layout == ZS_TP_SPLIT_DIM1 ? 2 : 0;
+  for (int k = 0; k < u->ntensors; k++) /* every tensor checked before any is changed */
+    if ((t < 0 || k == t) && u->t[k].ndim < need)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_unit_set_tp: tensor '%s' of unit '%s' has %d dimension(s); %s splits "
+                    "dimension %d",
+                    u->tnames[k], u->name, u->t[k].ndim,
+                    need == 1 ? "ZS_TP_SPLIT_DIM0" : "ZS_TP_SPLIT_DIM1", need - 1);
+  for (int k = 0; k < u->ntensors; k++)
+    if (t < 0 || k == t) u->tp[k] = (int)layout;
+  return ZS_OK;
+}
+
+uint64_t zs_engine_tp_hash(const zs_engine *e) {
+  uint64_t h = XXH64(&e->tp_size, sizeof e->tp_size, 0x74706c61796f7574ull);
+  for (int i = 0; i < e->nunits; i++)
+    h = XXH64(e->units[i]->tp, (size_t)e->units[i]->ntensors * sizeof(int), h);
+  return h;
+}
+
+int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t) {
+  const int l = u->tp[t];
+  return e->tp_size == 1 || e->tp_rank == 0 || l == ZS_TP_SPLIT_DIM0 || l == ZS_TP_SPLIT_DIM1;
+}
+
+zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn) {
+  if (e->tp_size == 1) return ZS_OK;
+  return zs_err(ZS_ERR_UNSUPPORTED,
+                "%s: not yet with tensor parallelism (tp_size %d): checkpoints and exports of tp "
+                "slices are the next step (docs/PARALLEL.md); read the slices with "
+                "zs_unit_get_param meanwhile",
+                fn, e->tp_size);
+}
+
+zs_status zs_engine_mesh(const zs_engine *e, zs_mesh_dim dim, int *rank, int *size) {
+  if (!e || !rank || !size) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_mesh: a NULL argument");
+  if (dim == ZS_MESH_TP) {
+    *rank = e->tp_rank;
+    *size = e->tp_size;
+  } else if (dim == ZS_MESH_DP) {
+    *rank = e->world_rank;
+    *size = e->world_size;
+  } else {
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_mesh: dim %d is not ZS_MESH_TP or ZS_MESH_DP",
+                  (int)dim);
+  }
+  return ZS_OK;
+}
+
+/* Scratch for an ordered reduction: two buffers of bytes each, on stream. */
+typedef struct {
+  void *a, *b;
+  size_t bytes;
+} mesh_scratch;
+
+static zs_status scratch_get(zs_engine *e, mesh_scratch *s, size_t bytes, void *stream) {
+  s->bytes = bytes;
+  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &s->a, stream));
+  return zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &s->b, stream);
+}
+
+/* A collective that failed may still write the scratch: zs_mem_free_after defers it then. */
+static void scratch_put(zs_engine *e, mesh_scratch *s, zs_status rc, void *stream) {
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, s->b, s->bytes, stream);
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, s->a, s->bytes, stream);
+}
+
+/* buf (n elements of dt) summed over the tp group in place, on stream, complete on return. In
+   deterministic mode in rank order: an all-to-all of T chunks, each rank's chunk summed in rank
+   order, an all-gather. */
+static zs_status tp_all_reduce(zs_engine *e, void *buf, size_t n, zs_dtype dt, void *stream) {
+  zs_dev *d = &e->dev;
+  const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
+  if (!e->cfg.deterministic) {
+    ZS_CHECK(zs_coll_all_reduce(e->tp, buf, buf, n, cdt, stream));
+    return zs_coll_sync(e->tp, stream);
+  }
+  const size_t T = (size_t)e->tp_size, es = zs_dtype_size(dt), c = (n + T - 1) / T;
+  mesh_scratch s = {0};
+  zs_status rc = scratch_get(e, &s, T * c * es, stream);
+  void *mine = rc == ZS_OK ? (char *)s.a + (size_t)e->tp_rank * c * es : NULL;
+  if (rc == ZS_OK) rc = zs_dev_zero(d, s.a, T * c * es, stream);
+  if (rc == ZS_OK) rc = zs_dev_copy(d, s.a, buf, n * es, stream);
+  if (rc == ZS_OK) rc = zs_coll_all_to_all(e->tp, s.a, s.b, c, cdt, stream);
+  if (rc == ZS_OK) rc = zs_dev_sum_chunks(d, mine, dt, s.b, dt, (int)T, c, c, 0, stream);
+  if (rc == ZS_OK) rc = zs_coll_all_gather(e->tp, mine, s.a, c, cdt, stream);
+  if (rc == ZS_OK) rc = zs_dev_copy(d, buf, s.a, n * es, stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(e->tp, stream);
+  scratch_put(e, &s, rc, stream);
+  return rc;
+}
+
+zs_status zs_engine_tp_partial_sum(void *owner, zs_unit *u, void *grad, zs_dtype dt, void *stream) {
+  zs_engine *e = owner;
+  for (int t = 0; t < u->ntensors; t++) {
+    if (u->tp[t] != ZS_TP_PARTIAL_GRAD || !u->lay.numel[t]) continue;
+    const zs_status rc =
+        tp_all_reduce(e, zs_ptr_add(grad, u->lay.off[t], dt), u->lay.numel[t], dt, stream);
+    if (rc != ZS_OK)
+      return zs_err_wrap(rc, "summing the partial gradient of '%s' of unit '%s' over the tp group",
+                         u->tnames[t], u->name);
+  }
+  return ZS_OK;
+}
+
+/* Whether [p, p + a) and [q, q + b) share a byte. */
+static int overlaps(const void *p, size_t a, const void *q, size_t b) {
+  const uintptr_t x = (uintptr_t)p, y = (uintptr_t)q;
+  return a && b && x < y + b && y < x + a;
+}
+
+/* The checks every mesh collective makes before anything is sent. */
+static zs_status mesh_check(const zs_engine *e, const char *fn, zs_mesh_dim dim, zs_dtype dt,
+                            size_t count, const void *p, const void *q) {
+  if (!e) return zs_err(ZS_ERR_INVALID_ARG, "%s: engine is NULL", fn);
+  if (e->state == ZS_ENGINE_FAILED)
+    return zs_err(ZS_ERR_STATE, "%s: the engine failed earlier; destroy it", fn);
+  if (e->state == ZS_ENGINE_BUILDING)
+    return zs_err(ZS_ERR_STATE, "%s before zs_engine_commit: the groups are ready after it", fn);
+  if (dim != ZS_MESH_TP)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "%s: dim %d: the model's collectives run over ZS_MESH_TP (the data-parallel "
+                  "ranks are the engine's)",
+                  fn, (int)dim);
+  if (dt != ZS_F32 && dt != ZS_BF16)
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: dtype %d is not ZS_F32 or ZS_BF16", fn, (int)dt);
+  if (count && (!p || !q)) return zs_err(ZS_ERR_INVALID_ARG, "%s: a NULL buffer", fn);
+  return ZS_OK;
+}
+
+/* A collective's failure: the group is broken, so the engine is failed. */
+static zs_status mesh_done(zs_engine *e, zs_status rc, const char *fn) {
+  if (rc == ZS_OK) return ZS_OK;
+  return zs_engine_fail_hard(e, zs_err_wrap(rc, "%s over the tp group", fn));
+}
+
+zs_status zs_engine_all_reduce(zs_engine *e, zs_mesh_dim dim, void *buf, size_t count,
+                               zs_dtype dt) {
+  ZS_CHECK(mesh_check(e, "zs_engine_all_reduce", dim, dt, count, buf, buf));
+  if (!e->tp || !count) return ZS_OK;
+  zs_engine_call(e, ZS_CALL_ALL_REDUCE, NULL);
+  return mesh_done(e, tp_all_reduce(e, buf, count, dt, e->dev.compute_stream),
+                   "zs_engine_all_reduce");
+}
+
+zs_status zs_engine_all_gather(zs_engine *e, zs_mesh_dim dim, const void *send, void *recv,
+                               size_t count, zs_dtype dt) {
+  ZS_CHECK(mesh_check(e, "zs_engine_all_gather", dim, dt, count, send, recv));
+  const size_t es = zs_dtype_size(dt), T = (size_t)e->tp_size;
+  if (overlaps(send, count * es, recv, T * count * es))
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_all_gather: send and recv overlap");
+  if (!count) return ZS_OK;
+  void *cs = e->dev.compute_stream;
+  if (!e->tp) /* one rank: a copy */
+    return mesh_done(e, zs_dev_copy(&e->dev, recv, send, count * es, cs), "zs_engine_all_gather");
+  zs_engine_call(e, ZS_CALL_ALL_GATHER, NULL);
+  const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
+  zs_status rc = zs_coll_all_gather(e->tp, send, recv, count, cdt, cs);
+  if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
+  return mesh_done(e, rc, "zs_engine_all_gather");
+}
+
+zs_status zs_engine_reduce_scatter(zs_engine *e, zs_mesh_dim dim, const void *send, void *recv,
+                                   size_t count, zs_dtype dt) {
+  ZS_CHECK(mesh_check(e, "zs_engine_reduce_scatter", dim, dt, count, send, recv));
+  const size_t es = zs_dtype_size(dt), T = (size_t)e->tp_size;
+  if (overlaps(send, T * count * es, recv, count * es))
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_reduce_scatter: send and recv overlap");
+  if (!count) return ZS_OK;
+  zs_dev *d = &e->dev;
+  void *cs = d->compute_stream;
+  if (!e->tp) /* one rank: a copy */
+    return mesh_done(e, zs_dev_copy(d, recv, send, count * es, cs), "zs_engine_reduce_scatter");
+  zs_engine_call(e, ZS_CALL_REDUCE_SCATTER, NULL);
+  const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
+  zs_status rc;
+  if (!e->cfg.deterministic) {
+    rc = zs_coll_reduce_scatter(e->tp, send, recv, count, cdt, cs);
+  } else { /* every rank's block r to rank r, summed there in rank order */
+    mesh_scratch s = {0};
+    rc = scratch_get(e, &s, T * count * es, cs);
+    if (rc == ZS_OK) rc = zs_coll_all_to_all(e->tp, send, s.b, count, cdt, cs);
+    if (rc == ZS_OK) rc = zs_dev_sum_chunks(d, recv, dt, s.b, dt, (int)T, count, count, 0, cs);
+    scratch_put(e, &s, rc, cs);
+  }
+  if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
+  return mesh_done(e, rc, "zs_engine_reduce_scatter");
+}

@@ -1,0 +1,403 @@
+/* Tensor parallelism on the mesh (docs/PARALLEL.md): a Megatron-style MLP block trained on a
+ * tp x dp grid, written as a user would, with the engine's tp collectives:
+ *
+ *   x1 = x * s                    s [D]: replicated (its gradient needs the f conjugate's sum)
+ *   h  = tanh(x1 W1^T + b1)       W1 [H, D], b1 [H]: column-parallel (split along dim 0)
+ *   p  = h W2^T                   W2 [D, H]: row-parallel (split along dim 1): p is partial
+ *   y  = reduce_scatter_rows(p)   sequence parallelism: each tp rank keeps B / T rows
+ *   z  = (y + b2) * g             b2, g [D]: partial gradients (each rank sees its rows only)
+ *   L  = sum over rows 0.5 * |z - t|^2 / B
+ *
+ * Every rank writes its slices' gradients; after --steps steps every rank reads its slices, the
+ * full tensors are put together over the tp group, and rank 0 writes them (--write) or compares
+ * them with a file (--compare, --tol: the largest difference over the largest magnitude). The
+ * same global batch at any (tp, dp, micro-steps, stage) is the same training: global micro-batch
+ * m * R + r goes to micro-step m of data-parallel rank r.
+ *
+ * --bad 1 runs the refusals instead (needs 4 ranks): a tp size that does not divide the world, a
+ * split of a missing dimension, layouts that differ across ranks, a checkpoint at tp 2. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zs_test.h"
+#include "zshard.h"
+
+enum { D = 8, H = 16, B = 8, NT = 5 };
+enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "scale"'s */
+
+typedef struct {
+  int stage, tp, micro, det, steps, offload, bad;
+  const char *write, *compare;
+  double tol;
+} opts;
+
+static double hash01(uint64_t m, uint64_t i) { /* [0, 1) from (micro-batch, index) */
+  uint64_t s = m * 0x9E3779B97F4A7C15ull ^ (i + 1) * 0xD1B54A32D192ED69ull;
+  return (double)(zs_test_rand(&s) >> 11) * 0x1.0p-53;
+}
+
+/* The full initial tensors (the same on every rank). */
+static void init_full(float *s, float *w1, float *b1, float *w2, float *b2, float *g) {
+  for (int i = 0; i < D; i++) {
+    s[i] = (float)(0.75 + 0.5 * hash01(1000, (uint64_t)i));
+    b2[i] = (float)(0.2 * hash01(1001, (uint64_t)i) - 0.1);
+    g[i] = (float)(0.75 + 0.5 * hash01(1002, (uint64_t)i));
+  }
+  for (int i = 0; i < H * D; i++) {
+    w1[i] = (float)(0.6 * hash01(1003, (uint64_t)i) - 0.3);
+    w2[i] = (float)(0.6 * hash01(1004, (uint64_t)i) - 0.3);
+  }
+  for (int i = 0; i < H; i++)
+    b1[i] = (float)(0.2 * hash01(1005, (uint64_t)i) - 0.1);
+}
+
+typedef struct {
+  zs_engine *e;
+  zs_unit *scale, *mlp;
+  int T, q;   /* tp size and rank */
+  int R, r;   /* dp size and rank */
+  int Hl, Bl; /* H / T, B / T */
+} model;
+
+static int add_units(model *m, int bad_layout) {
+  const int Hl = m->Hl;
+  zs_tensor_desc sd[1] = {{"s", 1, {D, 0, 0, 0}, 1}};
+  zs_tensor_desc md[NT] = {{"w1", 2, {Hl, D, 0, 0}, 0},
+                           {"b1", 1, {Hl, 0, 0, 0}, 1},
+                           {"w2", 2, {D, Hl, 0, 0}, 0},
+                           {"b2", 1, {D, 0, 0, 0}, 1},
+                           {"g", 1, {D, 0, 0, 0}, 1}};
+  ZS_OK_OR_DIE(zs_engine_add_unit(m->e, "scale", 1, sd, &m->scale));
+  ZS_OK_OR_DIE(zs_engine_add_unit(m->e, "mlp", NT, md, &m->mlp));
+  ZS_OK_OR_DIE(zs_unit_set_tp(m->scale, 0, ZS_TP_REPLICATED));
+  ZS_OK_OR_DIE(zs_unit_set_tp(m->mlp, M_W1, ZS_TP_SPLIT_DIM0));
+  ZS_OK_OR_DIE(zs_unit_set_tp(m->mlp, M_B1, ZS_TP_SPLIT_DIM0));
+  ZS_OK_OR_DIE(zs_unit_set_tp(m->mlp, M_W2, ZS_TP_SPLIT_DIM1));
+  ZS_OK_OR_DIE(zs_unit_set_tp(m->mlp, M_B2, bad_layout ? ZS_TP_REPLICATED : ZS_TP_PARTIAL_GRAD));
+  ZS_OK_OR_DIE(zs_unit_set_tp(m->mlp, M_G, ZS_TP_PARTIAL_GRAD));
+  return 0;
+}
+
+/* This rank's slices of the full tensors, set into the engine. */
+static void set_slices(model *m) {
+  float s[D], w1[H * D], b1[H], w2[D * H], b2[D], g[D];
+  init_full(s, w1, b1, w2, b2, g);
+  const int Hl = m->Hl, o = m->q * Hl;
+  float w2l[D * H];
+  for (int i = 0; i < D; i++)
+    for (int j = 0; j < Hl; j++)
+      w2l[i * Hl + j] = w2[i * H + o + j];
+  ZS_OK_OR_DIE(zs_unit_set_param(m->scale, 0, s));
+  ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, 0, w1 + (size_t)o * D));
+  ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, 1, b1 + o));
+  ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, 2, w2l));
+  ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, 3, b2));
+  ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, 4, g));
+}
+
+/* Forward and backward of global micro-batch mb; adds this rank's gradients and returns its
+   part of the loss (its rows). */
+static double micro_step(model *m, uint64_t mb) {
+  zs_engine *e = m->e;
+  const int Hl = m->Hl, Bl = m->Bl, r0 = m->q * Bl;
+  float x[B * D], t[B * D];
+  for (int i = 0; i < B * D; i++) {
+    x[i] = (float)(2 * hash01(mb, (uint64_t)i) - 1);
+    t[i] = (float)(2 * hash01(mb + 7777, (uint64_t)i) - 1);
+  }
+  ZS_OK_OR_DIE(zs_unit_gather(m->scale));
+  ZS_OK_OR_DIE(zs_unit_gather(m->mlp));
+  const float *s = zs_unit_param(m->scale, 0);
+  const float *w1 = zs_unit_param(m->mlp, 0), *b1 = zs_unit_param(m->mlp, 1);
+  const float *w2 = zs_unit_param(m->mlp, 2), *b2 = zs_unit_param(m->mlp, 3);
+  const float *g = zs_unit_param(m->mlp, 4);
+  float *gs = zs_unit_grad(m->scale, 0);
+  float *gw1 = zs_unit_grad(m->mlp, 0), *gb1 = zs_unit_grad(m->mlp, 1);
+  float *gw2 = zs_unit_grad(m->mlp, 2), *gb2 = zs_unit_grad(m->mlp, 3);
+  float *gg = zs_unit_grad(m->mlp, 4);
+  ZS_EXPECT(s && w1 && b1 && w2 && b2 && g && gs && gw1 && gb1 && gw2 && gb2 && gg,
+            "params and grads: %s", zs_last_error());
+  static float x1[B * D], h[B * H], p[B * D], y[B * D], dz[B * D], dy[B * D], dp[B * D];
+  static float da[B * H], dx1[B * D];
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < D; i++)
+      x1[b * D + i] = x[b * D + i] * s[i];
+  for (int b = 0; b < B; b++)
+    for (int j = 0; j < Hl; j++) {
+      float a = b1[j];
+      for (int i = 0; i < D; i++)
+        a += x1[b * D + i] * w1[j * D + i];
+      h[b * Hl + j] = tanhf(a);
+    }
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < D; i++) {
+      float a = 0;
+      for (int j = 0; j < Hl; j++)
+        a += h[b * Hl + j] * w2[i * Hl + j];
+      p[b * D + i] = a;
+    }
+  ZS_OK_OR_DIE(zs_engine_reduce_scatter(e, ZS_MESH_TP, p, y, (size_t)Bl * D, ZS_F32));
+  double loss = 0;
+  for (int b = 0; b < Bl; b++)
+    for (int i = 0; i < D; i++) {
+      const float yb = y[b * D + i] + b2[i], z = yb * g[i];
+      const float d = z - t[(r0 + b) * D + i];
+      loss += 0.5 * (double)d * d / B;
+      dz[b * D + i] = d / B;
+      gg[i] += dz[b * D + i] * yb; /* partial: these rows only */
+      dy[b * D + i] = dz[b * D + i] * g[i];
+      gb2[i] += dy[b * D + i];
+    }
+  ZS_OK_OR_DIE(zs_engine_all_gather(e, ZS_MESH_TP, dy, dp, (size_t)Bl * D, ZS_F32));
+  for (int i = 0; i < D; i++)
+    for (int j = 0; j < Hl; j++) {
+      float a = 0;
+      for (int b = 0; b < B; b++)
+        a += dp[b * D + i] * h[b * Hl + j];
+      gw2[i * Hl + j] += a;
+    }
+  for (int b = 0; b < B; b++)
+    for (int j = 0; j < Hl; j++) {
+      float a = 0;
+      for (int i = 0; i < D; i++)
+        a += dp[b * D + i] * w2[i * Hl + j];
+      const float hv = h[b * Hl + j];
+      da[b * Hl + j] = a * (1 - hv * hv);
+    }
+  for (int j = 0; j < Hl; j++) {
+    float bs = 0;
+    for (int b = 0; b < B; b++)
+      bs += da[b * Hl + j];
+    gb1[j] += bs;
+    for (int i = 0; i < D; i++) {
+      float a = 0;
+      for (int b = 0; b < B; b++)
+        a += da[b * Hl + j] * x1[b * D + i];
+      gw1[j * D + i] += a;
+    }
+  }
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < D; i++) {
+      float a = 0;
+      for (int j = 0; j < Hl; j++)
+        a += da[b * Hl + j] * w1[j * D + i];
+      dx1[b * D + i] = a;
+    }
+  ZS_OK_OR_DIE(zs_engine_all_reduce(e, ZS_MESH_TP, dx1, (size_t)B * D, ZS_F32));
+  for (int i = 0; i < D; i++) {
+    float a = 0;
+    for (int b = 0; b < B; b++)
+      a += dx1[b * D + i] * x[b * D + i];
+    gs[i] += a;
+  }
+  ZS_OK_OR_DIE(zs_unit_grads_ready(m->mlp));
+  ZS_OK_OR_DIE(zs_unit_grads_ready(m->scale));
+  ZS_OK_OR_DIE(zs_unit_release(m->mlp));
+  ZS_OK_OR_DIE(zs_unit_release(m->scale));
+  return loss;
+}
+
+/* The full tensors from every tp rank's slices: s, w1, b1, w2, b2, g back to back. */
+enum { NFULL = D + H * D + H + D * H + D + D };
+static void full_params(model *m, float *out) {
+  const int Hl = m->Hl, T = m->T;
+  float sl[D], w1l[H * D], b1l[H], w2l[D * H], b2[D], g[D];
+  float w1a[H * D], b1a[H], w2a[D * H];
+  ZS_OK_OR_DIE(zs_unit_get_param(m->scale, 0, sl));
+  ZS_OK_OR_DIE(zs_unit_get_param(m->mlp, 0, w1l));
+  ZS_OK_OR_DIE(zs_unit_get_param(m->mlp, 1, b1l));
+  ZS_OK_OR_DIE(zs_unit_get_param(m->mlp, 2, w2l));
+  ZS_OK_OR_DIE(zs_unit_get_param(m->mlp, 3, b2));
+  ZS_OK_OR_DIE(zs_unit_get_param(m->mlp, 4, g));
+  ZS_OK_OR_DIE(zs_engine_all_gather(m->e, ZS_MESH_TP, w1l, w1a, (size_t)Hl * D, ZS_F32));
+  ZS_OK_OR_DIE(zs_engine_all_gather(m->e, ZS_MESH_TP, b1l, b1a, (size_t)Hl, ZS_F32));
+  ZS_OK_OR_DIE(zs_engine_all_gather(m->e, ZS_MESH_TP, w2l, w2a, (size_t)D * Hl, ZS_F32));
+  float *o = out;
+  memcpy(o, sl, sizeof sl);
+  o += D;
+  memcpy(o, w1a, sizeof w1a); /* dim-0 slices: back to back already */
+  o += H * D;
+  memcpy(o, b1a, sizeof b1a);
+  o += H;
+  for (int q = 0; q < T; q++) /* dim-1 slices: rank q's columns q * Hl .. of every row */
+    for (int i = 0; i < D; i++)
+      for (int j = 0; j < Hl; j++)
+        o[i * H + q * Hl + j] = w2a[(size_t)q * D * Hl + (size_t)i * Hl + j];
+  o += D * H;
+  memcpy(o, b2, sizeof b2);
+  o += D;
+  memcpy(o, g, sizeof g);
+}
+
+static void make_engine(model *m, zs_comm *comm, const opts *o) {
+  zs_config c;
+  zs_config_default(&c);
+  c.stage = o->stage;
+  c.tp_size = o->tp;
+  c.deterministic = o->det;
+  c.offload = o->offload ? ZS_OFFLOAD_OPTIMIZER | (o->stage == 3 ? ZS_OFFLOAD_PARAMS : 0) : 0;
+  c.optim.lr = 1e-2f;
+  c.optim.weight_decay = 0.01f;
+  c.optim.max_grad_norm = 0.05f; /* clipping every step: the norm over the tp slices decides it */
+  ZS_OK_OR_DIE(zs_engine_create(&c, comm, &m->e));
+  ZS_OK_OR_DIE(zs_engine_mesh(m->e, ZS_MESH_TP, &m->q, &m->T));
+  ZS_OK_OR_DIE(zs_engine_mesh(m->e, ZS_MESH_DP, &m->r, &m->R));
+  ZS_EXPECT(m->T == o->tp && H % m->T == 0 && B % m->T == 0, "tp %d", m->T);
+  m->Hl = H / m->T;
+  m->Bl = B / m->T;
+}
+
+static int train(zs_comm *comm, const opts *o) {
+  model m = {0};
+  make_engine(&m, comm, o);
+  add_units(&m, 0);
+  ZS_OK_OR_DIE(zs_engine_commit(m.e));
+  set_slices(&m);
+  const int rank = zs_comm_rank(comm);
+  double losses[64] = {0}, norms[64] = {0};
+  for (int st = 0; st < o->steps; st++) {
+    ZS_OK_OR_DIE(zs_engine_begin_step(m.e, o->micro));
+    double l = 0;
+    for (int k = 0; k < o->micro; k++)
+      l += micro_step(&m, (uint64_t)st * 1000 + (uint64_t)k * m.R + (uint64_t)m.r);
+    zs_step_stats ss;
+    ZS_OK_OR_DIE(zs_engine_step(m.e, &ss));
+    ZS_OK_OR_DIE(zs_comm_allreduce(comm, &l, &losses[st], 1, ZS_HOST_F64, ZS_RED_SUM));
+    losses[st] /= (double)m.R * o->micro;
+    ZS_EXPECT(isfinite(ss.grad_norm) && ss.grad_norm > 0, "grad norm %g", (double)ss.grad_norm);
+    norms[st] = ss.grad_norm;
+    if (rank == 0) printf("step %d loss %.9g grad_norm %.9g\n", st, losses[st], ss.grad_norm);
+  }
+  static float full[NFULL];
+  full_params(&m, full);
+  if (rank == 0 && o->write) {
+    FILE *f = fopen(o->write, "wb");
+    ZS_EXPECT(f && fwrite(full, sizeof full, 1, f) == 1 &&
+                  fwrite(losses, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps &&
+                  fwrite(norms, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps &&
+                  fclose(f) == 0,
+              "writing %s", o->write);
+  }
+  if (rank == 0 && o->compare) {
+    static float ref[NFULL];
+    double rl[64], rn[64];
+    FILE *f = fopen(o->compare, "rb");
+    ZS_EXPECT(f && fread(ref, sizeof ref, 1, f) == 1 &&
+                  fread(rl, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps &&
+                  fread(rn, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps,
+              "reading %s", o->compare);
+    fclose(f);
+    double big = 0, diff = 0, ldiff = 0, ndiff = 0;
+    for (int i = 0; i < NFULL; i++) {
+      big = fmax(big, fabs(ref[i]));
+      diff = fmax(diff, fabs((double)full[i] - ref[i]));
+    }
+    for (int st = 0; st < o->steps; st++) {
+      ldiff = fmax(ldiff, fabs(losses[st] - rl[st]) / fabs(rl[st]));
+      ndiff = fmax(ndiff, fabs(norms[st] - rn[st]) / fabs(rn[st]));
+    }
+    printf("tp %d x dp %d x micro %d, stage %d%s%s: params differ by %.3g of their largest "
+           "magnitude %.3g, gradient norms by %.3g, losses by %.3g (tolerance %g)\n",
+           m.T, m.R, o->micro, o->stage, o->det ? ", deterministic" : "",
+           o->offload ? ", offloaded" : "", diff / big, big, ndiff, ldiff, o->tol);
+    /* The logged loss is summed over every rank by zs_comm_allreduce: its order follows the
+       world size even where the training's bits do not. */
+    ZS_EXPECT(diff <= o->tol * big && ndiff <= o->tol && ldiff <= fmax(o->tol, 1e-12),
+              "beyond the tolerance %g", o->tol);
+    if (o->tol == 0) ZS_EXPECT(memcmp(full, ref, sizeof ref) == 0, "not bit-identical");
+  }
+  zs_engine_destroy(m.e);
+  return 0;
+}
+
+/* The refusals (4 ranks): each on every rank, nothing changed. */
+static int bad(zs_comm *comm, const opts *o) {
+  const int rank = zs_comm_rank(comm);
+  zs_config c;
+  zs_config_default(&c);
+  zs_engine *e = NULL;
+  c.tp_size = 3; /* does not divide 4 */
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(e == NULL && strstr(zs_last_error(), "tp_size 3 does not divide the world size 4"),
+            "%s", zs_last_error());
+  c.tp_size = 0;
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  c.tp_size = 2;
+  c.shard_group_size = 4; /* the data-parallel size is 2 */
+  ZS_EXPECT_STATUS(zs_engine_create(&c, comm, &e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "does not divide the data-parallel size 2"), "%s",
+            zs_last_error());
+  /* A split of a dimension the tensor lacks; then layouts that differ on rank 3. */
+  opts o2 = *o;
+  o2.tp = 2;
+  model m = {0};
+  make_engine(&m, comm, &o2);
+  zs_tensor_desc v = {"v", 1, {4, 0, 0, 0}, 0};
+  zs_unit *u;
+  ZS_OK_OR_DIE(zs_engine_add_unit(m.e, "vec", 1, &v, &u));
+  ZS_EXPECT_STATUS(zs_unit_set_tp(u, 0, ZS_TP_SPLIT_DIM1), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "has 1 dimension(s); ZS_TP_SPLIT_DIM1 splits dimension 1"),
+            "%s", zs_last_error());
+  ZS_EXPECT_STATUS(zs_unit_set_tp(u, 0, (zs_tp_layout)9), ZS_ERR_INVALID_ARG);
+  add_units(&m, rank == 3);
+  ZS_EXPECT_STATUS(zs_engine_commit(m.e), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "tp layouts (zs_unit_set_tp)"), "%s", zs_last_error());
+  zs_engine_destroy(m.e);
+  /* The same model, agreed: checkpoints and exports of tp slices are refused for now. */
+  model k = {0};
+  make_engine(&k, comm, &o2);
+  add_units(&k, 0);
+  ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_TP, &v, 0, ZS_F32), ZS_ERR_STATE);
+  ZS_OK_OR_DIE(zs_engine_commit(k.e));
+  set_slices(&k);
+  float buf[4] = {1, 2, 3, 4};
+  ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_DP, buf, 4, ZS_F32), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_engine_all_gather(k.e, ZS_MESH_TP, buf + 1, buf, 1, ZS_F32),
+                   ZS_ERR_INVALID_ARG); /* send inside recv */
+  ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_TP, buf, 4, (zs_dtype)7), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_engine_all_reduce(k.e, ZS_MESH_TP, buf, 4, ZS_F32)); /* still healthy */
+  ZS_EXPECT(buf[0] == 2 && buf[3] == 8, "all_reduce over 2 ranks: %g %g", buf[0], buf[3]);
+  ZS_EXPECT_STATUS(zs_engine_save(k.e, "/nonexistent-tp-ckpt"), ZS_ERR_UNSUPPORTED);
+  ZS_EXPECT(strstr(zs_last_error(), "tensor parallelism"), "%s", zs_last_error());
+  zs_engine_destroy(k.e);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  opts o = {3, 1, 1, 1, 6, 0, 0, NULL, NULL, 1e-5};
+  zs_comm *comm = NULL;
+  ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const char *k = argv[i], *v = argv[i + 1];
+    if (!strcmp(k, "--stage"))
+      o.stage = atoi(v);
+    else if (!strcmp(k, "--tp"))
+      o.tp = atoi(v);
+    else if (!strcmp(k, "--micro"))
+      o.micro = atoi(v);
+    else if (!strcmp(k, "--det"))
+      o.det = atoi(v);
+    else if (!strcmp(k, "--steps"))
+      o.steps = atoi(v);
+    else if (!strcmp(k, "--offload"))
+      o.offload = atoi(v);
+    else if (!strcmp(k, "--bad"))
+      o.bad = atoi(v);
+    else if (!strcmp(k, "--write"))
+      o.write = v;
+    else if (!strcmp(k, "--compare"))
+      o.compare = v;
+    else if (!strcmp(k, "--tol"))
+      o.tol = atof(v);
+    else
+      ZS_EXPECT(0, "unknown option %s", k);
+  }
+  ZS_EXPECT(o.steps >= 1 && o.steps <= 64, "--steps %d: 1..64", o.steps);
+  const int rank = zs_comm_rank(comm), rc = o.bad ? bad(comm, &o) : train(comm, &o);
+  zs_comm_destroy(comm);
+  if (rc == 0 && rank == 0 && !zs_test_failures) printf("test_engine_tp: OK\n");
+  if (rc) return rc;
+  ZS_TEST_END("test_engine_tp");
+}
