@@ -153,6 +153,13 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       const zs_optimizer *m = zs_optimizer_for(&c);
       if (!m->whole) continue;
       const zs_tensor_desc *t = &u->t[k];
+      if (e->tp_size > 1 && (u->tp[k] == ZS_TP_SPLIT_DIM0 || u->tp[k] == ZS_TP_SPLIT_DIM1))
+        return zs_err(ZS_ERR_UNSUPPORTED,
+                      "zs_engine_commit: tensor '%s.%s' is split over the tp group, and its "
+                      "group's optimizer '%s' needs each tensor whole: not yet (its step would "
+                      "see the slice, docs/PARALLEL.md §5); put it in a group on an elementwise "
+                      "optimizer",
+                      u->name, t->name, zs_opt_name_of(&c));
       if (t->ndim < 2 && !m->whole_vectors)
         return zs_err(
             ZS_ERR_INVALID_ARG,
