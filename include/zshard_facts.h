@@ -37,8 +37,8 @@ typedef struct {
   int committed;           /* 1 once zs_engine_commit succeeded: the placement fields are set */
   char comm[16];           /* the world group's collective backend: "mpi", "mpi-staged", "nccl" or
                               "self" (NUL-terminated) */
-  int world_size,
-      world_rank; /* the data-parallel ranks: the comm's, over tp_size (docs/PARALLEL.md) */
+  /* The data-parallel ranks: the comm's, over tp_size (docs/PARALLEL.md). */
+  int world_size, world_rank;
   int shard_group_size, shard_rank; /* the shard group (world_size without hybrid sharding) and
                                        this rank's place in it */
   int sharded_params, sharded_grads, sharded_optimizer; /* 1 where that state is sharded over the
