@@ -714,6 +714,13 @@ typedef enum {
    layout needs the dimension it splits (ZS_TP_SPLIT_DIM1: ndim >= 2). The global gradient norm
    counts split tensors on every tp rank and the others once. */
 ZS_API zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout);
+/* zs_unit_set_param and zs_unit_get_param by the whole tensor, across the tp group: set takes the
+   whole tensor (the same on every tp rank) and keeps this rank's slice by t's layout; get reads
+   every tp rank's slice and puts them together (collective over the tp group as well). A split
+   tensor's whole numel is tp_size times its slice's; the others' is the slice's. With tp_size 1
+   the same as set/get_param. */
+ZS_API zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole);
+ZS_API zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole);
 
 /* A dimension of the engine's mesh: ZS_MESH_TP, the tensor-parallel group (tp_size consecutive
    ranks); ZS_MESH_DP, the data-parallel ranks (the same place in every tp group). */

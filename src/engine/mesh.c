@@ -3,6 +3,7 @@
  * partial gradients before its own reduction and which tensors count in each rank's part of the
  * gradient norm. The groups themselves are opened by engine.c's open_groups. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -213,4 +214,74 @@ zs_status zs_engine_reduce_scatter(zs_engine *e, zs_mesh_dim dim, const void *se
   }
   if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
   return mesh_done(e, rc, "zs_engine_reduce_scatter");
+}
+
+/* Tensor t's slice q of T in the whole tensor w (dim 0: a block of rows; dim 1: the same
+   columns of every row) to or from the slice sl (n elements), by to_slice. */
+static void slice_copy(const zs_unit *u, int t, int q, int T, float *w, float *sl, size_t n,
+                       int to_slice) {
+  if (u->tp[t] == ZS_TP_SPLIT_DIM0) {
+    if (to_slice)
+      memcpy(sl, w + (size_t)q * n, n * sizeof *sl);
+    else
+      memcpy(w + (size_t)q * n, sl, n * sizeof *sl);
+    return;
+  }
+  const size_t rows = (size_t)u->t[t].shape[0], c = rows ? n / rows : 0;
+  for (size_t i = 0; i < rows; i++) {
+    float *wr = w + i * c * (size_t)T + (size_t)q * c, *sr = sl + i * c;
+    if (to_slice)
+      memcpy(sr, wr, c * sizeof *sr);
+    else
+      memcpy(wr, sr, c * sizeof *sr);
+  }
+}
+
+static int is_split(const zs_unit *u, int t) {
+  return u->tp[t] == ZS_TP_SPLIT_DIM0 || u->tp[t] == ZS_TP_SPLIT_DIM1;
+}
+
+zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole) {
+  if (!u || t < 0 || t >= u->ntensors || !host_whole || !is_split(u, t) || u->e->tp_size == 1)
+    return zs_unit_set_param(u, t, host_whole); /* its checks, or the whole tensor is the slice */
+  const size_t n = u->lay.numel[t];
+  float *sl = malloc((n ? n : 1) * sizeof *sl);
+  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_set_param_whole: out of host memory");
+  slice_copy(u, t, u->e->tp_rank, u->e->tp_size, (float *)host_whole, sl, n, 1);
+  const zs_status rc = zs_unit_set_param(u, t, sl);
+  free(sl);
+  return rc;
+}
+
+zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
+  if (!u || t < 0 || t >= u->ntensors || !host_whole || !is_split(u, t) || u->e->tp_size == 1)
+    return zs_unit_get_param(u, t, host_whole);
+  zs_engine *e = u->e;
+  const size_t n = u->lay.numel[t], T = (size_t)e->tp_size;
+  ZS_CHECK(mesh_check(e, "zs_unit_get_param_whole", ZS_MESH_TP, ZS_F32, n, host_whole, host_whole));
+  float *sl = malloc((n ? n : 1) * (T + 1) * sizeof *sl);
+  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_get_param_whole: out of host memory");
+  float *all = sl + n;
+  zs_status rc = zs_unit_get_param(u, t, sl); /* a failure here fails every tp rank's next call */
+  if (rc != ZS_OK || !n) {
+    free(sl);
+    return rc;
+  }
+  /* The slices meet in device memory (NCCL moves nothing else), through the engine's scratch. */
+  zs_dev *d = &e->dev;
+  void *cs = d->compute_stream, *dev = NULL;
+  const size_t bytes = (T + 1) * n * sizeof(float);
+  zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
+  rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &dev, cs);
+  float *dsl = dev, *dall = rc == ZS_OK ? dsl + n : NULL;
+  if (rc == ZS_OK) rc = zs_dev_from_host(d, dsl, sl, n * sizeof(float));
+  if (rc == ZS_OK) rc = zs_coll_all_gather(e->tp, dsl, dall, n, ZS_CDT_F32, cs);
+  if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
+  if (rc == ZS_OK) rc = zs_dev_to_host(d, all, dall, T * n * sizeof(float));
+  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, dev, bytes, cs);
+  if (rc == ZS_OK)
+    for (int q = 0; q < (int)T; q++)
+      slice_copy(u, t, q, (int)T, host_whole, all + (size_t)q * n, n, 0);
+  free(sl);
+  return mesh_done(e, rc, "zs_unit_get_param_whole");
 }

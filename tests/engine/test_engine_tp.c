@@ -9,10 +9,11 @@
  *   L  = sum over rows 0.5 * |z - t|^2 / B
  *
  * Every rank writes its slices' gradients; after --steps steps every rank reads its slices, the
- * full tensors are put together over the tp group, and rank 0 writes them (--write) or compares
- * them with a file (--compare, --tol: the largest difference over the largest magnitude). The
- * same global batch at any (tp, dp, micro-steps, stage) is the same training: global micro-batch
- * m * R + r goes to micro-step m of data-parallel rank r.
+ * full tensors are put together over the tp group (by hand, and by zs_unit_get_param_whole, which
+ * must agree; --whole 1 sets them with zs_unit_set_param_whole), and rank 0 writes them (--write)
+ * or compares them with a file (--compare, --tol: the largest difference over the largest
+ * magnitude). The same global batch at any (tp, dp, micro-steps, stage) is the same training:
+ * global micro-batch m * R + r goes to micro-step m of data-parallel rank r.
  *
  * --bad 1 runs the refusals instead (needs 4 ranks): a tp size that does not divide the world, a
  * split of a missing dimension, layouts that differ across ranks, a checkpoint at tp 2. */
@@ -28,7 +29,7 @@ enum { D = 8, H = 16, B = 8, NT = 5 };
 enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "scale"'s */
 
 typedef struct {
-  int stage, tp, micro, det, steps, offload, bad;
+  int stage, tp, micro, det, steps, offload, bad, whole;
   const char *write, *compare;
   double tol;
 } opts;
@@ -80,10 +81,18 @@ static int add_units(model *m, int bad_layout) {
   return 0;
 }
 
-/* This rank's slices of the full tensors, set into the engine. */
-static void set_slices(model *m) {
+/* The full tensors set into the engine: by the rank's slices (cut here), or by the whole
+   tensors (zs_unit_set_param_whole cuts them). */
+static void set_slices(model *m, int whole) {
   float s[D], w1[H * D], b1[H], w2[D * H], b2[D], g[D];
   init_full(s, w1, b1, w2, b2, g);
+  if (whole) {
+    const float *ts[NT] = {w1, b1, w2, b2, g};
+    ZS_OK_OR_DIE(zs_unit_set_param_whole(m->scale, 0, s));
+    for (int t = 0; t < NT; t++)
+      ZS_OK_OR_DIE(zs_unit_set_param_whole(m->mlp, t, ts[t]));
+    return;
+  }
   const int Hl = m->Hl, o = m->q * Hl;
   float w2l[D * H];
   for (int i = 0; i < D; i++)
@@ -254,7 +263,7 @@ static int train(zs_comm *comm, const opts *o) {
   make_engine(&m, comm, o);
   add_units(&m, 0);
   ZS_OK_OR_DIE(zs_engine_commit(m.e));
-  set_slices(&m);
+  set_slices(&m, o->whole);
   const int rank = zs_comm_rank(comm);
   double losses[64] = {0}, norms[64] = {0};
   for (int st = 0; st < o->steps; st++) {
@@ -270,8 +279,16 @@ static int train(zs_comm *comm, const opts *o) {
     norms[st] = ss.grad_norm;
     if (rank == 0) printf("step %d loss %.9g grad_norm %.9g\n", st, losses[st], ss.grad_norm);
   }
-  static float full[NFULL];
+  static float full[NFULL], whole[NFULL];
   full_params(&m, full);
+  /* zs_unit_get_param_whole puts the same tensors together as full_params does by hand. */
+  float *w = whole;
+  ZS_OK_OR_DIE(zs_unit_get_param_whole(m.scale, 0, w));
+  w += D;
+  const int wn[NT] = {H * D, H, D * H, D, D};
+  for (int t = 0; t < NT; t++, w += wn[t - 1])
+    ZS_OK_OR_DIE(zs_unit_get_param_whole(m.mlp, t, w));
+  ZS_EXPECT(memcmp(full, whole, sizeof full) == 0, "zs_unit_get_param_whole differs");
   if (rank == 0 && o->write) {
     FILE *f = fopen(o->write, "wb");
     ZS_EXPECT(f && fwrite(full, sizeof full, 1, f) == 1 &&
@@ -364,7 +381,7 @@ static int bad(zs_comm *comm, const opts *o) {
   add_units(&k, 0);
   ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_TP, &v, 0, ZS_F32), ZS_ERR_STATE);
   ZS_OK_OR_DIE(zs_engine_commit(k.e));
-  set_slices(&k);
+  set_slices(&k, 1);
   float buf[4] = {1, 2, 3, 4};
   ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_DP, buf, 4, ZS_F32), ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_engine_all_gather(k.e, ZS_MESH_TP, buf + 1, buf, 1, ZS_F32),
@@ -379,7 +396,7 @@ static int bad(zs_comm *comm, const opts *o) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 6, 0, 0, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1, 6, 0, 0, 0, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -398,6 +415,8 @@ int main(int argc, char **argv) {
       o.offload = atoi(v);
     else if (!strcmp(k, "--bad"))
       o.bad = atoi(v);
+    else if (!strcmp(k, "--whole"))
+      o.whole = atoi(v);
     else if (!strcmp(k, "--write"))
       o.write = v;
     else if (!strcmp(k, "--compare"))

@@ -19,9 +19,9 @@ run() { # NP ARGS...
 }
 run 4 --tp 1 --stage 3 --write "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 3 --compare "$tmp/ref.bin"
-run 4 --tp 4 --micro 4 --stage 0 --compare "$tmp/ref.bin"
+run 4 --tp 4 --micro 4 --stage 0 --whole 1 --compare "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 3 --offload 1 --det 0 --compare "$tmp/ref.bin"
-run 4 --tp 2 --micro 2 --stage 2 --det 0 --compare "$tmp/ref.bin"
+run 4 --tp 2 --micro 2 --stage 2 --det 0 --whole 1 --compare "$tmp/ref.bin"
 # Deterministic bits at tp 2: 2 data-parallel ranks x 2 micro-steps = 1 x 4.
 run 2 --tp 2 --micro 4 --stage 3 --write "$tmp/tp2.bin"
 run 4 --tp 2 --micro 2 --stage 1 --compare "$tmp/tp2.bin" --tol 0
