@@ -390,7 +390,9 @@ ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void 
    the world, same root; after commit, between steps; one unit's fp32 master at a time.
    ZS_ERR_INVALID_ARG and ZS_ERR_STATE change nothing; a failure while moving fails the engine.
    Sharded params: ZS_ERR_UNSUPPORTED. It sends root's compute copy: with bf16 params every master
-   becomes those values widened (remainders are lost). */
+   becomes those values widened (remainders are lost). With tp_size > 1 root is a data-parallel
+   rank (ZS_MESH_DP) and each tp rank's slices go to its data-parallel group: it does not make
+   replicated tensors equal across the tp group. */
 ZS_API zs_status zs_engine_broadcast_params(zs_engine *e, int root);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);
@@ -733,9 +735,11 @@ ZS_API zs_status zs_engine_mesh(const zs_engine *e, zs_mesh_dim dim, int *rank, 
    compute stream and complete when they return. Sums; with zs_config.deterministic in rank order
    (the same bits whatever the data-parallel split). After commit, in or out of a step, the same
    calls on every rank of the group; a one-rank group copies. all_reduce: count elements of buf in
-   place. all_gather: count elements from each rank, rank r's at recv + r * count. reduce_scatter:
-   send holds size * count elements; rank r gets the sum of block r in recv. Bad arguments:
-   ZS_ERR_INVALID_ARG, nothing sent; a failed or timed-out collective fails the engine. */
+   place. all_gather: count elements from each rank, rank r's at recv + r * count (in place:
+   send = recv + rank * count). reduce_scatter:
+   send holds size * count elements; rank r gets the sum of block r in recv. Arguments are
+   checked on each rank alone (ZS_ERR_INVALID_ARG, nothing sent: its peers then wait until
+   comm_timeout_s); a failed or timed-out collective fails the engine. */
 ZS_API zs_status zs_engine_all_reduce(zs_engine *e, zs_mesh_dim dim, void *buf, size_t count,
                                       zs_dtype dt);
 ZS_API zs_status zs_engine_all_gather(zs_engine *e, zs_mesh_dim dim, const void *send, void *recv,

@@ -33,7 +33,7 @@ typedef struct {
   uint64_t called_us, started_us, ended_us; /* zs_clock_wall_us; 0: not reached */
 } zs_flight_entry;
 
-#define ZS_FLIGHT_GROUPS 4
+#define ZS_FLIGHT_GROUPS 8
 typedef struct zs_flight {
   zs_flight_entry *ring;
   size_t cap; /* entries kept */

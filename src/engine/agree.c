@@ -29,12 +29,14 @@ zs_status zs_engine_agree_words(zs_engine *e, zs_status mine, const char *msg,
   uint64_t row[1 + ZS_AGREE_MAX_WORDS] = {(uint64_t)(unsigned)mine};
   for (int i = 0; i < n; i++)
     row[1 + i] = words[i];
-  uint64_t *rows = all ? all : calloc((size_t)e->world_size * w, sizeof *rows);
+  /* Over every rank (e->all): a tp peer's failure is this rank's too (its next tp collective). */
+  uint64_t *rows = all ? all : calloc((size_t)e->all_size * w, sizeof *rows);
   if (!rows)
     return exchange_failed(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory"), own, say);
-  const zs_status ar = zs_engine_allgather_u64(e, row, w, rows);
+  const zs_status ar =
+      zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, row, w, rows);
   int first = -1, count = 0;
-  for (int r = 0; r < e->world_size && ar == ZS_OK; r++)
+  for (int r = 0; r < e->all_size && ar == ZS_OK; r++)
     if (rows[(size_t)r * w] != ZS_OK) {
       if (first < 0) first = r;
       count++;
@@ -47,7 +49,7 @@ zs_status zs_engine_agree_words(zs_engine *e, zs_status mine, const char *msg,
   char why[128]; /* the default phrase */
   snprintf(why, sizeof why, " failed (%s; that rank's zs_last_error says why)", zs_status_str(fs));
   return zs_err(say->theirs == ZS_OK ? fs : say->theirs, "%s: rank %d%s; %d of %d ranks failed",
-                say->what, first, say->phrase ? say->phrase : why, count, e->world_size);
+                say->what, first, say->phrase ? say->phrase : why, count, e->all_size);
 }
 
 zs_status zs_engine_agree(zs_engine *e, zs_status mine, const char *msg, const zs_agree_text *say) {

@@ -26,10 +26,11 @@ typedef struct {
    say->theirs with "<what>: rank F<phrase>; N of W ranks failed" (F the first failing rank).
    A failure of the exchange itself (or of its buffer) is returned as it is,
    "<what>: agreeing on the outcome" before its message (and this rank's own failure, if any).
-   Collective over the world: every rank calls it, whatever its outcome. */
+   Collective over every rank (e->all, tp peers included; ranks named by their place in it):
+   every rank calls it, whatever its outcome. */
 zs_status zs_engine_agree(zs_engine *e, zs_status mine, const char *msg, const zs_agree_text *say);
 /* zs_engine_agree that also all-gathers n (<= ZS_AGREE_MAX_WORDS) words of each rank into all
-   (world_size rows of 1 + n words: the status, then the words; NULL with n = 0: none kept). */
+   (all_size rows of 1 + n words: the status, then the words; NULL with n = 0: none kept). */
 zs_status zs_engine_agree_words(zs_engine *e, zs_status mine, const char *msg,
                                 const zs_agree_text *say, const uint64_t *words, int n,
                                 uint64_t *all);

@@ -34,15 +34,15 @@ zs_status zs_engine_budget_free(zs_engine *e) {
   if (e->cfg.offload_budget_bytes != ZS_BUDGET_FREE) return ZS_OK;
   char what[256];
   uint64_t mine = (uint64_t)measure(e, what, sizeof what);
-  uint64_t *all = calloc((size_t)e->world_size, sizeof *all);
+  uint64_t *all = calloc((size_t)e->all_size, sizeof *all); /* every rank: one budget for all */
   if (!all) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
-  zs_status rc = zs_engine_allgather_u64(e, &mine, 1, all);
+  zs_status rc = zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, &mine, 1, all);
   if (rc != ZS_OK) {
     free(all);
     return zs_engine_fail(e, zs_err_wrap(rc, "zs_engine_commit: agreeing on the free memory"));
   }
   int least = 0; /* the first rank with the least */
-  for (int r = 1; r < e->world_size; r++)
+  for (int r = 1; r < e->all_size; r++)
     if (all[r] < all[least]) least = r;
   const uint64_t b = all[least];
   free(all);
@@ -51,9 +51,9 @@ zs_status zs_engine_budget_free(zs_engine *e) {
                   "zs_engine_commit: offload_budget_bytes = ZS_BUDGET_FREE, but rank %d measured "
                   "no free device memory%s%s%s: free memory on that rank's device, or give the "
                   "budget in bytes; nothing was allocated",
-                  least, least == e->world_rank ? " (" : "", least == e->world_rank ? what : "",
-                  least == e->world_rank ? ")" : "");
+                  least, least == e->all_rank ? " (" : "", least == e->all_rank ? what : "",
+                  least == e->all_rank ? ")" : "");
   e->cfg.offload_budget_bytes = (size_t)b;
-  e->budget_free_ranks = e->world_size;
+  e->budget_free_ranks = e->all_size;
   return ZS_OK;
 }

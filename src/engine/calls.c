@@ -111,9 +111,20 @@ void zs_engine_sig_attach(zs_engine *e) {
    the running hash of every collective header built on the engine's groups since create
    (src/comm/sig.c): the same on every rank of a legal program, so a divergence that neither hung
    nor was caught by a header exchange (comm_check 0, nccl) is caught here, before the update.
-   SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement);
-   SHAPE_NO_GRAD the units that said zs_unit_no_grad (a hash of their indexes; 0: none). */
-enum { SHAPE_MICRO, SHAPE_READY, SHAPE_STEP, SHAPE_HASH, SHAPE_SET, SHAPE_NO_GRAD, SHAPE_N };
+   SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement),
+   compared among the data-parallel ranks (tp ranks hold other slices); SHAPE_SET_WHOLE those of
+   the tensors every tp rank holds whole (not split), compared over every rank; SHAPE_NO_GRAD the
+   units that said zs_unit_no_grad (a hash of their indexes; 0: none). */
+enum {
+  SHAPE_MICRO,
+  SHAPE_READY,
+  SHAPE_STEP,
+  SHAPE_HASH,
+  SHAPE_SET,
+  SHAPE_NO_GRAD,
+  SHAPE_SET_WHOLE,
+  SHAPE_N
+};
 
 void zs_engine_set_record(zs_unit *u, int t, int slot, const float *host, size_t n) {
   const uint64_t h = XXH3_64bits(host, n * sizeof(float));
@@ -143,12 +154,13 @@ void zs_engine_set_clear_grads(zs_engine *e) {
 
 /* One word of every record (which tensors were set, and the hash of their values), 0 when none:
    equal on ranks that set the same tensors to the same values since the last agreement. */
-static uint64_t set_word(const zs_engine *e) {
+static uint64_t set_word(const zs_engine *e, int whole_only) {
   if (!e->set_pending) return 0;
   uint64_t h = 0x6a09e667f3bcc909ull;
   for (int i = 0; i < e->nunits; i++)
     for (size_t r = 0; r < (size_t)e->units[i]->ntensors * ZS_SET_SLOTS; r++)
-      if (e->units[i]->set_hash[r])
+      if (e->units[i]->set_hash[r] &&
+          (!whole_only || !zs_engine_tp_split(e->units[i], (int)(r / ZS_SET_SLOTS))))
         h = zs_mix64(zs_mix64(h ^ ((uint64_t)(uint32_t)i << 32 | (uint32_t)r)) ^
                      e->units[i]->set_hash[r]);
   return h ? h : 1;
@@ -156,9 +168,10 @@ static uint64_t set_word(const zs_engine *e) {
 
 /* The records differ across ranks (every rank saw the same SHAPE_SET words): all-gathers every
    tensor's record and returns ZS_ERR_INVALID_ARG naming the first tensor (in unit, then tensor
-   order) whose record differs and two ranks that differ on it, the same message on every rank.
-   Collective over the world. */
-static zs_status set_mismatch(zs_engine *e) {
+   order) whose record differs and two ranks that differ on it, the same message on every rank;
+   other (a sentence after "zs_engine_step: "; NULL: none) when no record differs in this
+   data-parallel group. Collective over the world (the data-parallel ranks). */
+static zs_status set_mismatch(zs_engine *e, const char *other) {
   size_t n = 0;
   for (int i = 0; i < e->nunits; i++)
     n += (size_t)e->units[i]->ntensors * ZS_SET_SLOTS;
@@ -213,18 +226,22 @@ static zs_status set_mismatch(zs_engine *e) {
         if (a && b)
           s = zs_err(ZS_ERR_INVALID_ARG,
                      "zs_engine_step: values set differ across ranks: %sunit '%s' tensor '%s' "
-                     "set by rank 0 differs from rank %zu's: %s",
-                     what, u->name, u->tnames[t], q, slot ? state_fix : fix);
+                     "set by rank %d differs from rank %zu's: %s",
+                     what, u->name, u->tnames[t], e->tp_rank,
+                     q * (size_t)e->tp_size + (size_t)e->tp_rank, slot ? state_fix : fix);
         else
           s = zs_err(ZS_ERR_INVALID_ARG,
                      "zs_engine_step: values set differ across ranks: %sunit '%s' tensor '%s' "
                      "was set by rank %zu but not by rank %zu since the last step: %s",
-                     what, u->name, u->tnames[t], a ? (size_t)0 : q, a ? q : (size_t)0,
+                     what, u->name, u->tnames[t],
+                     (a ? (size_t)0 : q) * (size_t)e->tp_size + (size_t)e->tp_rank,
+                     (a ? q : (size_t)0) * (size_t)e->tp_size + (size_t)e->tp_rank,
                      slot ? state_fix : fix);
         free(all);
         return s;
       }
   free(all);
+  if (other) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_step: %s", other);
   /* The combined words differed but no record does: cannot happen short of a hash collision. */
   return zs_err(ZS_ERR_INVALID_ARG,
                 "zs_engine_step: values set differ across ranks (the combined records differ, "
@@ -233,33 +250,35 @@ static zs_status set_mismatch(zs_engine *e) {
 }
 
 zs_status zs_engine_agree_step(zs_engine *e) {
-  if (e->world_size == 1) {
+  if (e->all_size == 1) {
     if (e->set_pending) zs_engine_set_clear(e, 0);
     return ZS_OK;
   }
-  uint64_t mine[SHAPE_N] = {
-      (uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0, set_word(e), 0};
+  uint64_t mine[SHAPE_N] = {(uint64_t)e->micro_steps, 0, (uint64_t)e->steps_done, 0,
+                            set_word(e, 0),           0, set_word(e, 1)};
   for (int i = 0; i < e->nunits; i++) {
     mine[SHAPE_READY] += (uint64_t)e->units[i]->grads_ready_count;
     if (e->units[i]->no_grad) mine[SHAPE_NO_GRAD] += XXH3_64bits(&i, sizeof i) | 1;
   }
   mine[SHAPE_HASH] = zs_coll_sig_hash(e->world) ^ zs_coll_sig_hash(e->shard) * 3 ^
-                     zs_coll_sig_hash(e->replica) * 5;
+                     zs_coll_sig_hash(e->replica) * 5 ^ zs_coll_sig_hash(e->tp) * 7;
+  /* Over every rank: a tp peer that diverged fails this rank's next tp collective otherwise. */
   if (!e->agree_rows) {
-    e->agree_rows = calloc((size_t)e->world_size * SHAPE_N, sizeof *e->agree_rows);
+    e->agree_rows = calloc((size_t)e->all_size * SHAPE_N, sizeof *e->agree_rows);
     if (!e->agree_rows) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_step: out of host memory");
   }
   const uint64_t *rows = e->agree_rows;
-  zs_status rc = zs_engine_allgather_u64(e, mine, SHAPE_N, e->agree_rows);
+  zs_status rc =
+      zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, mine, SHAPE_N, e->agree_rows);
   if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_step: agreeing on the step's shape");
-  for (int q = 0; q < e->world_size; q++) {
+  for (int q = 0; q < e->all_size; q++) {
     const uint64_t *o = rows + (size_t)q * SHAPE_N;
     if (o[SHAPE_NO_GRAD] != mine[SHAPE_NO_GRAD])
       return zs_err(ZS_ERR_COMM,
                     "zs_engine_step: rank %d (this one) and rank %d declared zs_unit_no_grad on "
                     "different units in this step; every rank must declare the same ones. Nothing "
                     "was updated, but the engine is failed: destroy it and fix the program",
-                    e->world_rank, q);
+                    e->all_rank, q);
     if (o[SHAPE_MICRO] != mine[SHAPE_MICRO] || o[SHAPE_READY] != mine[SHAPE_READY] ||
         o[SHAPE_STEP] != mine[SHAPE_STEP])
       return zs_err(ZS_ERR_COMM,
@@ -268,7 +287,7 @@ zs_status zs_engine_agree_step(zs_engine *e) {
                     "ends step %llu with %llu micro-steps and %llu calls. Every rank must pass "
                     "the same micro_steps to zs_engine_begin_step and make the same calls; "
                     "nothing was updated, but the engine is failed: destroy it and fix the program",
-                    e->world_rank, (unsigned long long)mine[SHAPE_STEP] + 1,
+                    e->all_rank, (unsigned long long)mine[SHAPE_STEP] + 1,
                     (unsigned long long)mine[SHAPE_MICRO], (unsigned long long)mine[SHAPE_READY], q,
                     (unsigned long long)o[SHAPE_STEP] + 1, (unsigned long long)o[SHAPE_MICRO],
                     (unsigned long long)o[SHAPE_READY]);
@@ -280,11 +299,36 @@ zs_status zs_engine_agree_step(zs_engine *e) {
                     "calls are not compared one by one, so data exchanged since may be wrong). "
                     "Every rank must make the same collective calls in the same order; nothing "
                     "was updated, but the engine is failed: destroy it and fix the program",
-                    e->world_rank, q);
+                    e->all_rank, q);
   }
-  /* Every rank saw every row: all take the same branch (and all make set_mismatch's exchange). */
-  for (int q = 0; q < e->world_size; q++)
-    if (rows[(size_t)q * SHAPE_N + SHAPE_SET] != rows[SHAPE_SET]) return set_mismatch(e);
+  /* Every rank saw every row: all take the same branch. The ranks of a data-parallel group whose
+     records differ name the tensor (set_mismatch's exchange, over that group); the others say
+     where it differs. Rank q's group: the ranks r with r % tp_size == q % tp_size. */
+  const int T = e->tp_size;
+  int bad_dp = -1, mine_bad = 0, bad_whole = 0;
+  for (int q = 0; q < e->all_size; q++) {
+    if (rows[(size_t)q * SHAPE_N + SHAPE_SET] != rows[(size_t)(q % T) * SHAPE_N + SHAPE_SET]) {
+      if (bad_dp < 0) bad_dp = q;
+      if (q % T == e->tp_rank) mine_bad = 1;
+    }
+    if (rows[(size_t)q * SHAPE_N + SHAPE_SET_WHOLE] != rows[SHAPE_SET_WHOLE]) bad_whole = 1;
+  }
+  /* Every data-parallel group makes set_mismatch's exchange, so that their groups' calls stay
+     the same (the next step compares them). */
+  char other[512];
+  if (bad_dp >= 0 && !mine_bad)
+    snprintf(other, sizeof other,
+             "values set differ across ranks %d and %d (their own zs_last_error names the "
+             "tensor): set the same values on every rank of a data-parallel group; the step was "
+             "abandoned (nothing updated, its gradients dropped): the engine stays usable",
+             bad_dp % T, bad_dp);
+  else
+    snprintf(other, sizeof other,
+             "values set differ across the tp group on a tensor every tp rank holds whole "
+             "(ZS_TP_REPLICATED or ZS_TP_PARTIAL_GRAD): set the same values on every rank; the "
+             "step was abandoned (nothing updated, its gradients dropped): the engine stays "
+             "usable");
+  if (bad_dp >= 0 || bad_whole) return set_mismatch(e, mine_bad ? NULL : other);
   if (e->set_pending) zs_engine_set_clear(e, 0);
   return ZS_OK;
 }
@@ -355,12 +399,14 @@ static int cfg_words(const zs_config *c, cfg_word *w) {
 double zs_engine_comm_seconds(const zs_engine *e) {
   double s = zs_coll_op_seconds(e->world);
   if (e->shard != e->world) s += zs_coll_op_seconds(e->shard);
+  if (e->all != e->world) s += zs_coll_op_seconds(e->all) + zs_coll_op_seconds(e->tp);
   return s + zs_coll_op_seconds(e->replica);
 }
 
 double zs_engine_check_seconds(const zs_engine *e) {
   double s = zs_coll_check_seconds(e->world);
   if (e->shard != e->world) s += zs_coll_check_seconds(e->shard);
+  if (e->all != e->world) s += zs_coll_check_seconds(e->all) + zs_coll_check_seconds(e->tp);
   return s + zs_coll_check_seconds(e->replica);
 }
 

@@ -107,7 +107,7 @@ static zs_status open_groups(zs_engine *e) {
   ZS_CHECK(zs_coll_open(e->comm, e->cfg.device, e->cfg.comm_timeout_s, &e->all));
   zs_coll_set_check(e->all, 1); /* create and commit always check (comm_check applies after) */
   e->world = e->all;
-  if (e->tp_size > 1) {
+  if (e->all_size > 1) {
     /* The mesh's shape first: a rank that split by another shape would wait for peers that
        never come (the timeout), not meet a clear refusal. */
     const uint64_t mine[2] = {(uint64_t)e->tp_size, (uint64_t)e->cfg.shard_group_size};
@@ -123,6 +123,8 @@ static zs_status open_groups(zs_engine *e) {
                     (int)rows[2 * q + 1]);
     free(rows);
     ZS_CHECK(rc);
+  }
+  if (e->tp_size > 1) {
     /* tp groups are blocks of tp_size consecutive ranks (one node's GPUs); the data-parallel
        world holds the ranks at the same place in their blocks. */
     ZS_CHECK(zs_coll_split(e->all, e->all_rank / e->tp_size, e->all_rank, &e->tp));
@@ -371,7 +373,7 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
    too): with comm_check 0 the header exchange ends at commit, so a rank failing commit alone
    would keep it (its destroy's goodbye) while its peers go on without. rc is this rank's. */
 static zs_status agree_outcome(zs_engine *e, zs_status rc) {
-  if (e->world_size == 1) return rc;
+  if (e->all_size == 1) return rc;
   const zs_agree_text say = {.what = "zs_engine_commit",
                              .phrase = " failed its part of commit (its own error says why); "
                                        "every rank's commit is undone",

@@ -153,6 +153,8 @@ zs_status zs_engine_allgather_u64_on(zs_engine *e, zs_coll *g, int grank, int gs
    layout) summed over the tp group on stream, before the engine reduces it (mesh.c; the shard
    layer's pre_reduce). */
 zs_status zs_engine_tp_partial_sum(void *owner, zs_unit *u, void *grad, zs_dtype dt, void *stream);
+/* Whether tensor t of u is split over the tp group (ZS_TP_SPLIT_DIM0/1 with tp_size > 1). */
+int zs_engine_tp_split(const zs_unit *u, int t);
 /* A hash of every tensor's tp layout (mesh.c), for commit's agreement. */
 uint64_t zs_engine_tp_hash(const zs_engine *e);
 /* Whether tensor t of u counts in this rank's part of the global gradient norm: split tensors on

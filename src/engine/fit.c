@@ -76,7 +76,7 @@ static zs_status check_local(zs_engine *e) {
 }
 
 zs_status zs_engine_check_fit(zs_engine *e) {
-  ZS_CHECK(zs_coll_barrier(e->world)); /* every rank measures before anyone allocates */
+  ZS_CHECK(zs_coll_barrier(e->all)); /* every rank measures before anyone allocates */
   const zs_status mine = check_local(e);
   /* One verdict for all: a rank that goes on while another refuses would hang in the first
      collective. */

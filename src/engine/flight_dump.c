@@ -48,7 +48,8 @@ static char *render(const zs_engine *e, const char *reason) {
   cJSON_AddStringToObject(root, "format", "zshard-flight");
   cJSON_AddNumberToObject(root, "version", 1);
   cJSON_AddNumberToObject(root, "rank", e->all_rank);
-  cJSON_AddNumberToObject(root, "world_size", e->world_size);
+  cJSON_AddNumberToObject(root, "world_size", e->all_size);
+  cJSON_AddNumberToObject(root, "tp_size", e->tp_size);
   cJSON_AddStringToObject(root, "host", host);
   cJSON_AddNumberToObject(root, "pid", (double)getpid());
   cJSON_AddNumberToObject(root, "written_us", (double)zs_clock_wall_us());

@@ -42,9 +42,19 @@ zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout) {
 
 uint64_t zs_engine_tp_hash(const zs_engine *e) {
   uint64_t h = XXH64(&e->tp_size, sizeof e->tp_size, 0x74706c61796f7574ull);
-  for (int i = 0; i < e->nunits; i++)
-    h = XXH64(e->units[i]->tp, (size_t)e->units[i]->ntensors * sizeof(int), h);
+  for (int i = 0; i < e->nunits; i++) { /* layouts and shapes: a tp peer's slices are the same */
+    const zs_unit *u = e->units[i];
+    h = XXH64(u->tp, (size_t)u->ntensors * sizeof(int), h);
+    for (int t = 0; t < u->ntensors; t++) {
+      h = XXH64(&u->t[t].ndim, sizeof u->t[t].ndim, h);
+      h = XXH64(u->t[t].shape, (size_t)u->t[t].ndim * sizeof u->t[t].shape[0], h);
+    }
+  }
   return h;
+}
+
+int zs_engine_tp_split(const zs_unit *u, int t) {
+  return u->e->tp_size > 1 && (u->tp[t] == ZS_TP_SPLIT_DIM0 || u->tp[t] == ZS_TP_SPLIT_DIM1);
 }
 
 int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t) {
@@ -157,6 +167,14 @@ static zs_status mesh_check(const zs_engine *e, const char *fn, zs_mesh_dim dim,
   return ZS_OK;
 }
 
+/* A one-rank group's collective: a copy, complete on return like the others. */
+static zs_status one_rank_copy(zs_engine *e, void *dst, const void *src, size_t bytes, int same) {
+  zs_dev *d = &e->dev;
+  if (same) return ZS_OK;
+  ZS_CHECK(zs_dev_copy(d, dst, src, bytes, d->compute_stream));
+  return zs_dev_sync(d, d->compute_stream);
+}
+
 /* A collective's failure: the group is broken, so the engine is failed. */
 static zs_status mesh_done(zs_engine *e, zs_status rc, const char *fn) {
   if (rc == ZS_OK) return ZS_OK;
@@ -176,12 +194,15 @@ zs_status zs_engine_all_gather(zs_engine *e, zs_mesh_dim dim, const void *send, 
                                size_t count, zs_dtype dt) {
   ZS_CHECK(mesh_check(e, "zs_engine_all_gather", dim, dt, count, send, recv));
   const size_t es = zs_dtype_size(dt), T = (size_t)e->tp_size;
-  if (overlaps(send, count * es, recv, T * count * es))
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_all_gather: send and recv overlap");
+  const int in_place = send == (const char *)recv + (size_t)e->tp_rank * count * es;
+  if (!in_place && overlaps(send, count * es, recv, T * count * es))
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_all_gather: send and recv overlap (in place: send = recv + tp rank "
+                  "* count)");
   if (!count) return ZS_OK;
   void *cs = e->dev.compute_stream;
   if (!e->tp) /* one rank: a copy */
-    return mesh_done(e, zs_dev_copy(&e->dev, recv, send, count * es, cs), "zs_engine_all_gather");
+    return mesh_done(e, one_rank_copy(e, recv, send, count * es, in_place), "zs_engine_all_gather");
   zs_engine_call(e, ZS_CALL_ALL_GATHER, NULL);
   const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
   zs_status rc = zs_coll_all_gather(e->tp, send, recv, count, cdt, cs);
@@ -199,18 +220,19 @@ zs_status zs_engine_reduce_scatter(zs_engine *e, zs_mesh_dim dim, const void *se
   zs_dev *d = &e->dev;
   void *cs = d->compute_stream;
   if (!e->tp) /* one rank: a copy */
-    return mesh_done(e, zs_dev_copy(d, recv, send, count * es, cs), "zs_engine_reduce_scatter");
+    return mesh_done(e, one_rank_copy(e, recv, send, count * es, 0), "zs_engine_reduce_scatter");
   zs_engine_call(e, ZS_CALL_REDUCE_SCATTER, NULL);
   const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
   zs_status rc;
   if (!e->cfg.deterministic) {
     rc = zs_coll_reduce_scatter(e->tp, send, recv, count, cdt, cs);
   } else { /* every rank's block r to rank r, summed there in rank order */
-    mesh_scratch s = {0};
-    rc = scratch_get(e, &s, T * count * es, cs);
-    if (rc == ZS_OK) rc = zs_coll_all_to_all(e->tp, send, s.b, count, cdt, cs);
-    if (rc == ZS_OK) rc = zs_dev_sum_chunks(d, recv, dt, s.b, dt, (int)T, count, count, 0, cs);
-    scratch_put(e, &s, rc, cs);
+    void *b = NULL;
+    const size_t bytes = T * count * es;
+    rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &b, cs);
+    if (rc == ZS_OK) rc = zs_coll_all_to_all(e->tp, send, b, count, cdt, cs);
+    if (rc == ZS_OK) rc = zs_dev_sum_chunks(d, recv, dt, b, dt, (int)T, count, count, 0, cs);
+    zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, b, bytes, cs);
   }
   if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
   return mesh_done(e, rc, "zs_engine_reduce_scatter");
@@ -262,7 +284,9 @@ zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
   float *sl = malloc((n ? n : 1) * (T + 1) * sizeof *sl);
   if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_get_param_whole: out of host memory");
   float *all = sl + n;
-  zs_status rc = zs_unit_get_param(u, t, sl); /* a failure here fails every tp rank's next call */
+  /* A refusal here is this rank's alone (its tp peers then wait in the all-gather below until
+     comm_timeout_s); a failed gather fails the engine, and its peers at the next agreement. */
+  zs_status rc = zs_unit_get_param(u, t, sl);
   if (rc != ZS_OK || !n) {
     free(sl);
     return rc;

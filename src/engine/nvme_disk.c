@@ -49,7 +49,8 @@ zs_status zs_engine_nvme_disk(zs_engine *e, zs_status prior) {
            root);
   const zs_agree_text say = {.what = "zs_engine_commit", .phrase = phrase};
   const size_t W = 5; /* a rank's row: its status, then mine */
-  uint64_t *all = calloc((size_t)e->world_size * W, sizeof *all);
+  uint64_t *all =
+      calloc((size_t)e->all_size * W, sizeof *all); /* every rank: tp peers share disks */
   zs_status rc = all ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
   rc = zs_engine_agree_words(e, rc != ZS_OK ? rc : prior, NULL, &say, mine, 4, all);
   if (rc != ZS_OK || !all) {
@@ -59,7 +60,7 @@ zs_status zs_engine_nvme_disk(zs_engine *e, zs_status prior) {
   uint64_t total = 0;
   int nranks = 0;
   memset(&e->nvme_reclaimed, 0, sizeof e->nvme_reclaimed); /* every rank's, for the info */
-  for (int r = 0; r < e->world_size; r++) {
+  for (int r = 0; r < e->all_size; r++) {
     const uint64_t *row = all + (size_t)r * W;
     e->nvme_reclaimed.dirs += (int)row[3];
     e->nvme_reclaimed.bytes += row[4];

@@ -20,10 +20,9 @@
  *   (b) first gathers (stage 3: collective): the gather must fail at once with ZS_ERR_COMM naming
  *   zs_engine_abort, and the destroy must return well within comm_timeout_s. A refused call's
  *   message (made just before destroy) must still be zs_last_error() after it.
- * --create (np 2): rank 1 asks for shard groups of 1, rank 0 for the whole world: rank 1 splits
- *   the world while rank 0 exchanges the ranks' placement. Both creates fail at once with
- *   ZS_ERR_COMM and their own "ranks diverged" message (the failure path's destroy must not
- *   replace it).
+ * --create (np 2): rank 1 asks for shard groups of 1, rank 0 for the whole world: the mesh's
+ *   shape, exchanged before any group is split, differs, and both creates fail at once with
+ *   ZS_ERR_INVALID_ARG naming both shapes (the failure path's destroy must not replace it).
  * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
  *   rounding_seed; moment_dtype; optim.lr; grad_accum_fp32): zs_engine_commit must refuse on every
  * rank with ZS_ERR_INVALID_ARG naming the field, and the legal twin (the same values) must commit.
@@ -236,7 +235,8 @@ static void abort_case(zs_comm *comm, int gather_first) {
             mine, zs_last_error());
 }
 
-/* D4: creates that diverge after the world group is open; each keeps its own message. */
+/* D4: creates that diverge after the world group is open (another shard group on rank 1): the
+   mesh's shape is exchanged before any split, so every rank refuses at once, naming both. */
 static void create_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
   zs_config cfg;
@@ -250,9 +250,9 @@ static void create_case(zs_comm *comm) {
   const double dt = now() - t0;
   const char *msg = rc == ZS_OK ? "" : zs_last_error();
   printf("create rank %d: %s after %.2f s: %s\n", rank, zs_status_str(rc), dt, msg);
-  ZS_EXPECT(rc == ZS_ERR_COMM && !e, "rank %d: create gave %s", rank, zs_status_str(rc));
-  ZS_EXPECT(rc == ZS_OK || (strstr(msg, "ranks diverged") && !strstr(msg, "broken")),
-            "rank %d: create's message is not its own failure: %s", rank, msg);
+  ZS_EXPECT(rc == ZS_ERR_INVALID_ARG && !e, "rank %d: create gave %s", rank, zs_status_str(rc));
+  ZS_EXPECT(rc == ZS_OK || (strstr(msg, "disagree on the mesh") && strstr(msg, "shard_group_size")),
+            "rank %d: create's message does not name the mesh: %s", rank, msg);
   ZS_EXPECT(dt < TIMEOUT_S / 2, "rank %d: create took %.1f s", rank, dt);
   if (e) zs_engine_destroy(e);
 }

@@ -29,7 +29,7 @@ enum { D = 8, H = 16, B = 8, NT = 5 };
 enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "scale"'s */
 
 typedef struct {
-  int stage, tp, micro, det, steps, offload, bad, whole;
+  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group;
   const char *write, *compare;
   double tol;
 } opts;
@@ -106,6 +106,19 @@ static void set_slices(model *m, int whole) {
   ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, 4, g));
 }
 
+/* out[i * N + j] = (acc ? out[i * N + j] : 0) + the sum over k in order of
+   a[i * ai + k * ak] * b[k * bk + j * bj], for an M x N out (every transpose by its strides). */
+static void gemm(float *out, const float *a, int ai, int ak, const float *b, int bk, int bj, int M,
+                 int N, int K, int acc) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float s = 0;
+      for (int k = 0; k < K; k++)
+        s += a[i * ai + k * ak] * b[k * bk + j * bj];
+      out[i * N + j] = acc ? out[i * N + j] + s : s;
+    }
+}
+
 /* Forward and backward of global micro-batch mb; adds this rank's gradients and returns its
    part of the loss (its rows). */
 static double micro_step(model *m, uint64_t mb) {
@@ -133,20 +146,11 @@ static double micro_step(model *m, uint64_t mb) {
   for (int b = 0; b < B; b++)
     for (int i = 0; i < D; i++)
       x1[b * D + i] = x[b * D + i] * s[i];
+  gemm(h, x1, D, 1, w1, 1, D, B, Hl, D, 0);
   for (int b = 0; b < B; b++)
-    for (int j = 0; j < Hl; j++) {
-      float a = b1[j];
-      for (int i = 0; i < D; i++)
-        a += x1[b * D + i] * w1[j * D + i];
-      h[b * Hl + j] = tanhf(a);
-    }
-  for (int b = 0; b < B; b++)
-    for (int i = 0; i < D; i++) {
-      float a = 0;
-      for (int j = 0; j < Hl; j++)
-        a += h[b * Hl + j] * w2[i * Hl + j];
-      p[b * D + i] = a;
-    }
+    for (int j = 0; j < Hl; j++)
+      h[b * Hl + j] = tanhf(h[b * Hl + j] + b1[j]);
+  gemm(p, h, Hl, 1, w2, 1, Hl, B, D, Hl, 0); /* partial: this rank's columns of W2 */
   ZS_OK_OR_DIE(zs_engine_reduce_scatter(e, ZS_MESH_TP, p, y, (size_t)Bl * D, ZS_F32));
   double loss = 0;
   for (int b = 0; b < Bl; b++)
@@ -160,40 +164,19 @@ static double micro_step(model *m, uint64_t mb) {
       gb2[i] += dy[b * D + i];
     }
   ZS_OK_OR_DIE(zs_engine_all_gather(e, ZS_MESH_TP, dy, dp, (size_t)Bl * D, ZS_F32));
-  for (int i = 0; i < D; i++)
-    for (int j = 0; j < Hl; j++) {
-      float a = 0;
-      for (int b = 0; b < B; b++)
-        a += dp[b * D + i] * h[b * Hl + j];
-      gw2[i * Hl + j] += a;
-    }
+  gemm(gw2, dp, 1, D, h, Hl, 1, D, Hl, B, 1);
+  gemm(da, dp, D, 1, w2, Hl, 1, B, Hl, D, 0);
   for (int b = 0; b < B; b++)
-    for (int j = 0; j < Hl; j++) {
-      float a = 0;
-      for (int i = 0; i < D; i++)
-        a += dp[b * D + i] * w2[i * Hl + j];
-      const float hv = h[b * Hl + j];
-      da[b * Hl + j] = a * (1 - hv * hv);
-    }
+    for (int j = 0; j < Hl; j++)
+      da[b * Hl + j] *= 1 - h[b * Hl + j] * h[b * Hl + j];
   for (int j = 0; j < Hl; j++) {
     float bs = 0;
     for (int b = 0; b < B; b++)
       bs += da[b * Hl + j];
     gb1[j] += bs;
-    for (int i = 0; i < D; i++) {
-      float a = 0;
-      for (int b = 0; b < B; b++)
-        a += da[b * Hl + j] * x1[b * D + i];
-      gw1[j * D + i] += a;
-    }
   }
-  for (int b = 0; b < B; b++)
-    for (int i = 0; i < D; i++) {
-      float a = 0;
-      for (int j = 0; j < Hl; j++)
-        a += da[b * Hl + j] * w1[j * D + i];
-      dx1[b * D + i] = a;
-    }
+  gemm(gw1, da, 1, Hl, x1, D, 1, Hl, D, B, 1);
+  gemm(dx1, da, Hl, 1, w1, D, 1, B, D, Hl, 0); /* partial: the f conjugate sums it */
   ZS_OK_OR_DIE(zs_engine_all_reduce(e, ZS_MESH_TP, dx1, (size_t)B * D, ZS_F32));
   for (int i = 0; i < D; i++) {
     float a = 0;
@@ -250,6 +233,12 @@ static void make_engine(model *m, zs_comm *comm, const opts *o) {
   c.optim.lr = 1e-2f;
   c.optim.weight_decay = 0.01f;
   c.optim.max_grad_norm = 0.05f; /* clipping every step: the norm over the tp slices decides it */
+  c.shard_group_size = o->group;
+  if (o->sgd) { /* not scale-invariant as Adam nearly is: a wrong clip shows in the weights */
+    ZS_OK_OR_DIE(zs_optimizer_id("sgd", &c.optimizer));
+    c.sgd.momentum = 0.9f;
+    c.optim.lr = 0.2f;
+  }
   ZS_OK_OR_DIE(zs_engine_create(&c, comm, &m->e));
   ZS_OK_OR_DIE(zs_engine_mesh(m->e, ZS_MESH_TP, &m->q, &m->T));
   ZS_OK_OR_DIE(zs_engine_mesh(m->e, ZS_MESH_DP, &m->r, &m->R));
@@ -289,6 +278,20 @@ static int train(zs_comm *comm, const opts *o) {
   for (int t = 0; t < NT; t++, w += wn[t - 1])
     ZS_OK_OR_DIE(zs_unit_get_param_whole(m.mlp, t, w));
   ZS_EXPECT(memcmp(full, whole, sizeof full) == 0, "zs_unit_get_param_whole differs");
+  /* Every tp rank holds the same whole tensors (s, b2, g), and every rank saw the same norms. */
+  enum { OB2 = D + H * D + H + D * H };
+  float rep[3 * D], reps[4 * 3 * D];
+  memcpy(rep, full, D * sizeof(float));
+  memcpy(rep + D, full + OB2, 2 * D * sizeof(float));
+  ZS_OK_OR_DIE(zs_engine_all_gather(m.e, ZS_MESH_TP, rep, reps, 3 * D, ZS_F32));
+  for (int q = 0; q < m.T; q++)
+    ZS_EXPECT(memcmp(reps + q * 3 * D, rep, sizeof rep) == 0, "tp rank %d's whole tensors differ",
+              q);
+  double nmax[64], nmin[64];
+  ZS_OK_OR_DIE(zs_comm_allreduce(comm, norms, nmax, (size_t)o->steps, ZS_HOST_F64, ZS_RED_MAX));
+  ZS_OK_OR_DIE(zs_comm_allreduce(comm, norms, nmin, (size_t)o->steps, ZS_HOST_F64, ZS_RED_MIN));
+  ZS_EXPECT(memcmp(nmax, nmin, (size_t)o->steps * sizeof(double)) == 0,
+            "the ranks' gradient norms differ");
   if (rank == 0 && o->write) {
     FILE *f = fopen(o->write, "wb");
     ZS_EXPECT(f && fwrite(full, sizeof full, 1, f) == 1 &&
@@ -315,10 +318,11 @@ static int train(zs_comm *comm, const opts *o) {
       ldiff = fmax(ldiff, fabs(losses[st] - rl[st]) / fabs(rl[st]));
       ndiff = fmax(ndiff, fabs(norms[st] - rn[st]) / fabs(rn[st]));
     }
-    printf("tp %d x dp %d x micro %d, stage %d%s%s: params differ by %.3g of their largest "
+    printf("tp %d x dp %d x micro %d, stage %d%s%s%s%s: params differ by %.3g of their largest "
            "magnitude %.3g, gradient norms by %.3g, losses by %.3g (tolerance %g)\n",
            m.T, m.R, o->micro, o->stage, o->det ? ", deterministic" : "",
-           o->offload ? ", offloaded" : "", diff / big, big, ndiff, ldiff, o->tol);
+           o->offload ? ", offloaded" : "", o->group ? ", hybrid" : "", o->sgd ? ", SGD" : "",
+           diff / big, big, ndiff, ldiff, o->tol);
     /* The logged loss is summed over every rank by zs_comm_allreduce: its order follows the
        world size even where the training's bits do not. */
     ZS_EXPECT(diff <= o->tol * big && ndiff <= o->tol && ldiff <= fmax(o->tol, 1e-12),
@@ -384,47 +388,57 @@ static int bad(zs_comm *comm, const opts *o) {
   set_slices(&k, 1);
   float buf[4] = {1, 2, 3, 4};
   ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_DP, buf, 4, ZS_F32), ZS_ERR_INVALID_ARG);
-  ZS_EXPECT_STATUS(zs_engine_all_gather(k.e, ZS_MESH_TP, buf + 1, buf, 1, ZS_F32),
+  ZS_EXPECT_STATUS(zs_engine_all_gather(k.e, ZS_MESH_TP, buf + 1, buf, 2, ZS_F32),
                    ZS_ERR_INVALID_ARG); /* send inside recv */
   ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_TP, buf, 4, (zs_dtype)7), ZS_ERR_INVALID_ARG);
   ZS_OK_OR_DIE(zs_engine_all_reduce(k.e, ZS_MESH_TP, buf, 4, ZS_F32)); /* still healthy */
   ZS_EXPECT(buf[0] == 2 && buf[3] == 8, "all_reduce over 2 ranks: %g %g", buf[0], buf[3]);
   ZS_EXPECT_STATUS(zs_engine_save(k.e, "/nonexistent-tp-ckpt"), ZS_ERR_UNSUPPORTED);
   ZS_EXPECT(strstr(zs_last_error(), "tensor parallelism"), "%s", zs_last_error());
+  /* A replicated tensor set on one rank only (rank 1: another dp group than rank 0's): every
+     rank's step refuses it and the engine stays usable. */
+  float s1[D], s2[D];
+  ZS_OK_OR_DIE(zs_unit_get_param(k.scale, 0, s1));
+  memcpy(s2, s1, sizeof s1);
+  s2[0] += 0.5f;
+  if (rank == 1) ZS_OK_OR_DIE(zs_unit_set_param(k.scale, 0, s2));
+  ZS_OK_OR_DIE(zs_engine_begin_step(k.e, 1));
+  micro_step(&k, 0);
+  ZS_EXPECT_STATUS(zs_engine_step(k.e, NULL), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "differ across"), "%s", zs_last_error());
+  ZS_OK_OR_DIE(zs_unit_set_param(k.scale, 0, s1));
+  ZS_OK_OR_DIE(zs_engine_begin_step(k.e, 1));
+  micro_step(&k, 0);
+  ZS_OK_OR_DIE(zs_engine_step(k.e, NULL));
   zs_engine_destroy(k.e);
   return 0;
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 6, 0, 0, 0, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1, 6, 0, 0, 0, 0, 0, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
+  const struct {
+    const char *name;
+    int *v;
+  } ints[] = {{"--stage", &o.stage}, {"--tp", &o.tp},       {"--micro", &o.micro},
+              {"--det", &o.det},     {"--steps", &o.steps}, {"--offload", &o.offload},
+              {"--bad", &o.bad},     {"--sgd", &o.sgd},     {"--group", &o.group},
+              {"--whole", &o.whole}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--stage"))
-      o.stage = atoi(v);
-    else if (!strcmp(k, "--tp"))
-      o.tp = atoi(v);
-    else if (!strcmp(k, "--micro"))
-      o.micro = atoi(v);
-    else if (!strcmp(k, "--det"))
-      o.det = atoi(v);
-    else if (!strcmp(k, "--steps"))
-      o.steps = atoi(v);
-    else if (!strcmp(k, "--offload"))
-      o.offload = atoi(v);
-    else if (!strcmp(k, "--bad"))
-      o.bad = atoi(v);
-    else if (!strcmp(k, "--whole"))
-      o.whole = atoi(v);
-    else if (!strcmp(k, "--write"))
+    int known = 1;
+    if (!strcmp(k, "--write"))
       o.write = v;
     else if (!strcmp(k, "--compare"))
       o.compare = v;
     else if (!strcmp(k, "--tol"))
       o.tol = atof(v);
     else
-      ZS_EXPECT(0, "unknown option %s", k);
+      known = 0;
+    for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+      if (!strcmp(k, ints[j].name)) *ints[j].v = atoi(v), known = 1;
+    ZS_EXPECT(known, "unknown option %s", k);
   }
   ZS_EXPECT(o.steps >= 1 && o.steps <= 64, "--steps %d: 1..64", o.steps);
   const int rank = zs_comm_rank(comm), rc = o.bad ? bad(comm, &o) : train(comm, &o);

@@ -4,7 +4,7 @@
 # losses and gradient norms to 1e-5 of their magnitude. The bound: the runs differ only in the
 # order of fp32 sums (a row-parallel product summed over tp slices, the f conjugate's all-reduce,
 # the partial gradients' sum), each off by a few ulps (~1e-7 relative) per step, which Adam's
-# normalised updates carry at most lr-sized into the weights; measured ~1e-6 (docs/PARALLEL.md).
+# normalised updates carry at most lr-sized into the weights; measured 1e-7 (docs/PARALLEL.md).
 # At a fixed tp the deterministic runs are bit-identical across data-parallel splits.
 # Usage: tp_equiv.sh MPIEXEC TEST_ENGINE_TP
 set -euo pipefail
@@ -22,6 +22,10 @@ run 4 --tp 2 --micro 2 --stage 3 --compare "$tmp/ref.bin"
 run 4 --tp 4 --micro 4 --stage 0 --whole 1 --compare "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 3 --offload 1 --det 0 --compare "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 2 --det 0 --whole 1 --compare "$tmp/ref.bin"
+run 4 --tp 2 --micro 2 --stage 3 --group 1 --compare "$tmp/ref.bin" # hybrid: replica groups of 2
+# SGD (momentum 0.9), whose step scales with the clip coefficient: the norm must be the whole's.
+run 4 --tp 1 --sgd 1 --stage 2 --write "$tmp/sgd.bin"
+run 4 --tp 2 --micro 2 --sgd 1 --stage 2 --compare "$tmp/sgd.bin"
 # Deterministic bits at tp 2: 2 data-parallel ranks x 2 micro-steps = 1 x 4.
 run 2 --tp 2 --micro 4 --stage 3 --write "$tmp/tp2.bin"
 run 4 --tp 2 --micro 2 --stage 1 --compare "$tmp/tp2.bin" --tol 0
