@@ -4,7 +4,7 @@
 # losses and gradient norms to 1e-5 of their magnitude. The bound: the runs differ only in the
 # order of fp32 sums (a row-parallel product summed over tp slices, the f conjugate's all-reduce,
 # the partial gradients' sum), each off by a few ulps (~1e-7 relative) per step, which Adam's
-# normalised updates carry at most lr-sized into the weights; measured 1e-7 (docs/PARALLEL.md).
+# normalised updates carry at most lr-sized into the weights; measured 2.5e-8 (docs/PARALLEL.md).
 # At a fixed tp the deterministic runs are bit-identical across data-parallel splits.
 # Usage: tp_equiv.sh MPIEXEC TEST_ENGINE_TP
 set -euo pipefail
