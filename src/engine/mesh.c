@@ -58,8 +58,7 @@ int zs_engine_tp_split(const zs_unit *u, int t) {
 }
 
 int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t) {
-  const int l = u->tp[t];
-  return e->tp_size == 1 || e->tp_rank == 0 || l == ZS_TP_SPLIT_DIM0 || l == ZS_TP_SPLIT_DIM1;
+  return e->tp_rank == 0 || zs_engine_tp_split(u, t);
 }
 
 zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn) {
@@ -109,7 +108,7 @@ static void scratch_put(zs_engine *e, mesh_scratch *s, zs_status rc, void *strea
    order, an all-gather. */
 static zs_status tp_all_reduce(zs_engine *e, void *buf, size_t n, zs_dtype dt, void *stream) {
   zs_dev *d = &e->dev;
-  const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
+  const zs_cdt cdt = zs_cdt_of(dt);
   if (!e->cfg.deterministic) {
     ZS_CHECK(zs_coll_all_reduce(e->tp, buf, buf, n, cdt, stream));
     return zs_coll_sync(e->tp, stream);
@@ -204,7 +203,7 @@ zs_status zs_engine_all_gather(zs_engine *e, zs_mesh_dim dim, const void *send, 
   if (!e->tp) /* one rank: a copy */
     return mesh_done(e, one_rank_copy(e, recv, send, count * es, in_place), "zs_engine_all_gather");
   zs_engine_call(e, ZS_CALL_ALL_GATHER, NULL);
-  const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
+  const zs_cdt cdt = zs_cdt_of(dt);
   zs_status rc = zs_coll_all_gather(e->tp, send, recv, count, cdt, cs);
   if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
   return mesh_done(e, rc, "zs_engine_all_gather");
@@ -222,7 +221,7 @@ zs_status zs_engine_reduce_scatter(zs_engine *e, zs_mesh_dim dim, const void *se
   if (!e->tp) /* one rank: a copy */
     return mesh_done(e, one_rank_copy(e, recv, send, count * es, 0), "zs_engine_reduce_scatter");
   zs_engine_call(e, ZS_CALL_REDUCE_SCATTER, NULL);
-  const zs_cdt cdt = dt == ZS_BF16 ? ZS_CDT_BF16 : ZS_CDT_F32;
+  const zs_cdt cdt = zs_cdt_of(dt);
   zs_status rc;
   if (!e->cfg.deterministic) {
     rc = zs_coll_reduce_scatter(e->tp, send, recv, count, cdt, cs);
@@ -259,12 +258,8 @@ static void slice_copy(const zs_unit *u, int t, int q, int T, float *w, float *s
   }
 }
 
-static int is_split(const zs_unit *u, int t) {
-  return u->tp[t] == ZS_TP_SPLIT_DIM0 || u->tp[t] == ZS_TP_SPLIT_DIM1;
-}
-
 zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole) {
-  if (!u || t < 0 || t >= u->ntensors || !host_whole || !is_split(u, t) || u->e->tp_size == 1)
+  if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
     return zs_unit_set_param(u, t, host_whole); /* its checks, or the whole tensor is the slice */
   const size_t n = u->lay.numel[t];
   float *sl = malloc((n ? n : 1) * sizeof *sl);
@@ -276,7 +271,7 @@ zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole) {
 }
 
 zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
-  if (!u || t < 0 || t >= u->ntensors || !host_whole || !is_split(u, t) || u->e->tp_size == 1)
+  if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
     return zs_unit_get_param(u, t, host_whole);
   zs_engine *e = u->e;
   const size_t n = u->lay.numel[t], T = (size_t)e->tp_size;
