@@ -574,7 +574,9 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    rank's share of the master and optimizer state in fp32 (docs/OPTIMIZER.md §7), rank 0 a
    manifest with checksums. Atomic: after a crash or an error the previous checkpoint is the latest
    loadable one. Then checkpoints beyond the newest ckpt_keep, and crashed saves' leftovers, are
-   deleted. dir: on a file system every rank sees. Collective over the world, between steps
+   deleted. With tp_size > 1 each tp rank writes its slices, and the manifest records the whole
+   shapes and layouts. dir: on a file system every rank sees. Collective over every rank, between
+   steps
    (ZS_ERR_STATE otherwise); one saving job per dir. Errors, alike on every rank: ZS_ERR_IO (disk
    full, permissions; nothing of it stays), ZS_ERR_INVALID_ARG (NULL, ranks naming different
    paths). */
@@ -592,10 +594,11 @@ ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
    staged and not committed, else 0 (also for NULL); local. */
 ZS_API zs_status zs_engine_save_wait(zs_engine *e);
 ZS_API int zs_engine_save_pending(const zs_engine *e);
-/* Loads a checkpoint saved by any world size, shard group, stage, offload or hybrid layout into
-   this committed engine (same units, tensor names, shapes and param_dtype): dir is a checkpoint
+/* Loads a checkpoint saved by any world size, shard group, stage, offload, hybrid layout or tp
+   size and layouts into this committed engine (same units, tensor names, whole shapes and
+   param_dtype; each element goes through the whole tensor to this rank's slice): dir is a checkpoint
    or a directory of them (the newest). Sets the master, optimizer state, params and step counts.
-   Collective over the world; the ranks agree before anything is written, so a refused load
+   Collective over every rank; the ranks agree before anything is written, so a refused load
    changes nothing: ZS_ERR_CORRUPT (damaged, truncated or missing file, checksum, format),
    ZS_ERR_INVALID_ARG (another model or optimizer: the first difference), ZS_ERR_IO, ZS_ERR_STATE
    (inside a step, before commit, a unit gathered). A file changed between check and read, or a

@@ -5,7 +5,8 @@
  * DIR/ckpt-<seq>/          one checkpoint; committed once manifest.json exists in it; seq is the
  *                          step count saved (zs_engine_steps_done), or one above the highest in
  *                          DIR when that is not lower: the newest checkpoint has the highest
- *   rank-<r>.zsd           what world rank r wrote (every rank writes one file)
+ *   rank-<r>.zsd           what rank r wrote (every rank writes one file; r counts every rank
+ *                          of the mesh: tp rank r % tp_size of data-parallel rank r / tp_size)
  *   manifest.json          written last by rank 0: its rename is the commit point
  *
  * Optimizer state is saved in the unit's canonical flat order (tensors back to back, no padding),
@@ -16,6 +17,11 @@
  * exp_avg_sq (v), and its data files' headers say version 1; nothing else differs.
  * Ranks that hold the same range (replicated optimizer state, hybrid replicas) split it, so
  * every element is written once and all ranks write about the same amount.
+ *
+ * With tensor parallelism (tp_size > 1, format version 4) a unit's flat order is that of one tp
+ * rank's slices (each tensor's slice shape, by its layout "tp"), every segment names the tp rank
+ * whose slices it holds, and the manifest's shapes are the whole tensors': a loader at another
+ * tp size maps each of its elements through the whole tensor to the saved slice that holds it.
  *
  * Data file: a 64-byte header (little-endian: magic "ZSHARDCK", u32 version, u32 writer rank,
  * u64 data offset, u64 data bytes, u64 block bytes, u64 block count, u64 reserved, u64 xxh64 of
@@ -35,7 +41,8 @@
 /* The newest manifest version: 3 adds units' own step counts (units[i].steps, after
    zs_unit_no_grad), written only by a save that has one, so that other checkpoints stay readable
    by libraries that read version 2 and a library that would ignore the key refuses them. */
-#define ZS_CKPT_FORMAT_VERSION 3
+/* 4 adds tensor parallelism (tp_size, layouts, segments' tp ranks), written only at tp_size > 1. */
+#define ZS_CKPT_FORMAT_VERSION 4
 #define ZS_CKPT_FORMAT_OLDEST 1 /* the oldest version this library reads */
 #define ZS_CKPT_DATA_VERSION 2  /* the version in the data files' headers (1 reads too) */
 /* The most arrays a segment holds: the master and the optimizer's state arrays. */
@@ -50,6 +57,7 @@
 typedef struct {
   int unit;
   uint64_t begin, end, offset;
+  int tp; /* the tp rank whose slices it holds (key "tp"; 0 when tp_size is 1) */
 } zs_ckpt_seg;
 
 typedef struct {
@@ -65,14 +73,15 @@ typedef struct {
 typedef struct {
   char name[ZS_CKPT_MAX_NAME];
   int ndim;
-  int64_t shape[4];
+  int64_t shape[4]; /* the whole tensor's */
+  int tp;           /* its zs_tp_layout when saved (key "tp", written when not replicated) */
   int no_weight_decay;
   int group; /* its parameter group (0: the configuration's; key "group", written when not 0) */
 } zs_ckpt_tensor;
 
 typedef struct {
   char name[ZS_CKPT_MAX_NAME];
-  uint64_t numel; /* unpadded */
+  uint64_t numel; /* unpadded; with tp_size > 1 one tp rank's slices' */
   int64_t steps;  /* its optimizer steps where they are not the manifest's step (key "steps", after
                      zs_unit_no_grad); -1: the step */
   int ntensors;
@@ -85,7 +94,8 @@ typedef struct {
   uint64_t seq;
   int64_t step;       /* completed optimizer steps (AdamW's t) */
   int64_t steps_done; /* completed zs_engine_step calls, skipped ones included */
-  int world_size, shard_group_size, stage;
+  int world_size, shard_group_size, stage; /* of the data-parallel ranks */
+  int tp_size; /* key "tp_size" (1 when absent): the files are world_size * tp_size ranks' */
   int shard_params, shard_grads, shard_optimizer; /* the plan's resolved switches */
   unsigned offload;
   zs_dtype param_dtype, reduce_dtype;
@@ -111,6 +121,9 @@ typedef struct {
   int nfiles;
   zs_ckpt_file *files;
 } zs_ckpt_manifest;
+
+/* Elements of tensor t's slice (the whole tensor's when not split) at tp size T. */
+uint64_t zs_ckpt_slice_numel(const zs_ckpt_tensor *t, int T);
 
 /* The data file header, decoded. */
 typedef struct {

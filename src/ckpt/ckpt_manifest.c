@@ -27,6 +27,13 @@ void zs_ckpt_manifest_free(zs_ckpt_manifest *m) {
   memset(m, 0, sizeof *m);
 }
 
+uint64_t zs_ckpt_slice_numel(const zs_ckpt_tensor *t, int T) {
+  uint64_t n = 1;
+  for (int d = 0; d < t->ndim; d++)
+    n *= (uint64_t)t->shape[d];
+  return (t->tp == ZS_TP_SPLIT_DIM0 || t->tp == ZS_TP_SPLIT_DIM1) && T > 1 ? n / (uint64_t)T : n;
+}
+
 static const char *dtype_name(zs_dtype d) {
   return d == ZS_BF16 ? "bf16" : "fp32";
 }
@@ -59,7 +66,8 @@ static int write_units(cJSON *root, const zs_ckpt_manifest *m) {
       if (!cJSON_AddStringToObject(t, "name", u->t[k].name) ||
           !(sh = cJSON_AddArrayToObject(t, "shape")) ||
           !cJSON_AddNumberToObject(t, "no_weight_decay", u->t[k].no_weight_decay) ||
-          (u->t[k].group && !cJSON_AddNumberToObject(t, "group", u->t[k].group)))
+          (u->t[k].group && !cJSON_AddNumberToObject(t, "group", u->t[k].group)) ||
+          (u->t[k].tp && !cJSON_AddNumberToObject(t, "tp", u->t[k].tp)))
         return 0;
       for (int d = 0; d < u->t[k].ndim; d++) {
         cJSON *n = cJSON_CreateNumber((double)u->t[k].shape[d]);
@@ -87,7 +95,8 @@ static int write_files(cJSON *root, const zs_ckpt_manifest *m) {
       if (!s || !cJSON_AddItemToArray(ss, s)) return 0;
       if (!cJSON_AddNumberToObject(s, "unit", f->segs[k].unit) ||
           !add_u64(s, "begin", f->segs[k].begin) || !add_u64(s, "end", f->segs[k].end) ||
-          !add_u64(s, "offset", f->segs[k].offset))
+          !add_u64(s, "offset", f->segs[k].offset) ||
+          (m->tp_size > 1 && !cJSON_AddNumberToObject(s, "tp", f->segs[k].tp)))
         return 0;
     }
   }
@@ -152,6 +161,7 @@ static int write_body(cJSON *r, const zs_ckpt_manifest *m) {
          cJSON_AddNumberToObject(r, "world_size", m->world_size) &&
          cJSON_AddNumberToObject(r, "shard_group_size", m->shard_group_size) &&
          cJSON_AddNumberToObject(r, "stage", m->stage) &&
+         (m->tp_size <= 1 || cJSON_AddNumberToObject(r, "tp_size", m->tp_size)) &&
          (sh = cJSON_AddObjectToObject(r, "sharded")) &&
          cJSON_AddNumberToObject(sh, "params", m->shard_params) &&
          cJSON_AddNumberToObject(sh, "grads", m->shard_grads) &&
@@ -359,7 +369,8 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
       if (!get_str(t, "name", d->name, sizeof d->name) || !cJSON_IsArray(sh) || d->ndim < 1 ||
           d->ndim > 4 || !get_int(t, "no_weight_decay", 1, &d->no_weight_decay) ||
           (cJSON_GetObjectItemCaseSensitive(t, "group") &&
-           !get_int(t, "group", m->ngroups - 1, &d->group)))
+           !get_int(t, "group", m->ngroups - 1, &d->group)) ||
+          (cJSON_GetObjectItemCaseSensitive(t, "tp") && !get_int(t, "tp", ZS_TP_PARTIAL_GRAD, &d->tp)))
         return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: unit '%s' tensor %d is malformed",
                       u->name, k - 1);
       uint64_t numel = 1;
@@ -374,7 +385,14 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
         d->shape[dd++] = (int64_t)v;
         numel *= (uint64_t)v;
       }
-      total += numel;
+      /* A split dimension holds tp_size equal slices. */
+      const int sd = d->tp == ZS_TP_SPLIT_DIM0 ? 0 : d->tp == ZS_TP_SPLIT_DIM1 ? 1 : -1;
+      if (sd >= d->ndim || (sd >= 0 && d->shape[sd] % m->tp_size != 0))
+        return zs_err(ZS_ERR_CORRUPT,
+                      "checkpoint manifest: unit '%s' tensor '%s' is split along a dimension it "
+                      "lacks or that %d tp ranks cannot share equally",
+                      u->name, d->name, m->tp_size);
+      total += zs_ckpt_slice_numel(d, m->tp_size);
       if (total > (uint64_t)MAX_EXACT) return bad("a unit's size overflows");
     }
     if (total != u->numel)
@@ -409,7 +427,9 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
     zs_ckpt_seg *g = &f->segs[k++];
     if (!get_int(s, "unit", m->nunits - 1, &g->unit) ||
         !get_u64(s, "begin", UINT64_MAX, &g->begin) || !get_u64(s, "end", UINT64_MAX, &g->end) ||
-        !get_u64(s, "offset", UINT64_MAX, &g->offset) || g->begin >= g->end ||
+        !get_u64(s, "offset", UINT64_MAX, &g->offset) ||
+        (cJSON_GetObjectItemCaseSensitive(s, "tp") && !get_int(s, "tp", m->tp_size - 1, &g->tp)) ||
+        g->begin >= g->end ||
         g->end > m->units[g->unit].numel || g->offset > f->data_bytes ||
         (g->end - g->begin) * 4 * (uint64_t)m->narrays > f->data_bytes - g->offset)
       return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file '%s' segment %d is out of range",
@@ -492,6 +512,10 @@ static zs_status parse_body(const cJSON *r, zs_ckpt_manifest *m) {
     strcpy(m->optimizer, "adamw");
   else if (!get_str(r, "optimizer", m->optimizer, sizeof m->optimizer))
     return bad("the optimizer's name is not a short string");
+  m->tp_size = 1;
+  if (cJSON_GetObjectItemCaseSensitive(r, "tp_size") &&
+      (m->format_version < 4 || !get_int(r, "tp_size", 1 << 16, &m->tp_size) || m->tp_size < 1))
+    return bad("\"tp_size\" is not a positive count (or comes before format version 4)");
   m->step = (int64_t)step;
   m->steps_done = (int64_t)done;
   m->offload = (unsigned)off;

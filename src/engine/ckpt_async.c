@@ -26,7 +26,7 @@
 struct zs_ckpt_job {
   zs_ckpt_writer w;   /* open, the data before the staging already written */
   float *staging;     /* the engine's (e->save_staging) */
-  uint64_t *rows;     /* the exchanges' rows (world_size x W_NWORDS), made before any of them */
+  uint64_t *rows;     /* the exchanges' rows (all_size x W_NWORDS), made before any of them */
   size_t staged, cap; /* floats staged for the thread, and room */
   char dir[4096], ck[4096];
   zs_ckpt_manifest m; /* rank 0's, without the files' words */
@@ -124,18 +124,18 @@ static zs_status make_job(zs_engine *e, struct zs_ckpt_job *j, uint64_t seq, uin
   int ns;
   zs_ckpt_seg *segs = calloc((size_t)e->nunits, sizeof *segs);
   if (!segs) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
-  const uint64_t data = zs_ckpt_rank_segments(e, e->world_rank, segs, &ns);
+  const uint64_t data = zs_ckpt_rank_segments(e, e->all_rank, segs, &ns);
   const uint64_t floats = data / 4, budget = e->cfg.ckpt_staging_bytes / 4;
   j->cap = (size_t)(budget && budget < floats ? budget : floats);
   if (!j->cap && floats) j->cap = 1; /* a budget under one element's bytes */
   zs_status rc = staging(e, j->cap);
   j->staging = e->save_staging;
-  j->rows = calloc((size_t)e->world_size * W_NWORDS, sizeof *j->rows);
+  j->rows = calloc((size_t)e->all_size * W_NWORDS, sizeof *j->rows);
   if (rc == ZS_OK && !j->rows) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory");
-  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&j->w, e, j->ck, e->world_rank, data, block);
+  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&j->w, e, j->ck, e->all_rank, data, block);
   if (rc == ZS_OK) rc = stage(e, j, segs, ns);
   free(segs);
-  if (rc == ZS_OK && e->world_rank == 0) {
+  if (rc == ZS_OK && e->all_rank == 0) {
     rc = zs_ckpt_build_manifest(e, seq, block, NULL, &j->m);
     j->have_m = 1; /* freed with the job, built or half-built */
   }
@@ -160,7 +160,7 @@ zs_status zs_ckpt_save_async(zs_engine *e, const char *dir) {
   rc = zs_ckpt_agree_written(e, rc, j->w.tier_failed, &tier_rank);
   if (rc != ZS_OK) {
     zs_ckpt_writer_close(&j->w, rc);
-    if (e->state != ZS_ENGINE_FAILED && e->world_rank == 0) zs_io_rmdir_files(j->ck);
+    if (e->state != ZS_ENGINE_FAILED && e->all_rank == 0) zs_io_rmdir_files(j->ck);
     job_free(j);
     if (tier_rank >= 0 && e->state != ZS_ENGINE_FAILED)
       return zs_engine_fail_hard(
@@ -180,9 +180,9 @@ zs_status zs_ckpt_save_async(zs_engine *e, const char *dir) {
 /* Whether every rank's writer is done (collective: one word each, into the job's rows). */
 static zs_status all_done(zs_engine *e, struct zs_ckpt_job *j, int *all) {
   const uint64_t w = (uint64_t)atomic_load(&j->done);
-  const zs_status rc = zs_engine_allgather_u64(e, &w, 1, j->rows);
+  const zs_status rc = zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, &w, 1, j->rows);
   *all = 1;
-  for (int r = 0; r < e->world_size && rc == ZS_OK; r++)
+  for (int r = 0; r < e->all_size && rc == ZS_OK; r++)
     if (!j->rows[r]) *all = 0;
   return rc == ZS_OK ? ZS_OK : zs_engine_fail(e, zs_err_wrap(rc, "zs_engine_save (asynchronous)"));
 }
@@ -209,13 +209,13 @@ zs_status zs_ckpt_save_finish(zs_engine *e, int wait, int *pending) {
                                      "zs_engine_save: writing the rank files in the background");
   if (rc == ZS_OK) {
     zs_status mine = ZS_OK;
-    if (e->world_rank == 0) {
+    if (e->all_rank == 0) {
       zs_ckpt_manifest_files(&j->m, all);
       mine = zs_ckpt_commit_manifest(&j->m, j->dir, e->cfg.ckpt_keep, e->cfg.ckpt_keep_every);
     }
     rc = zs_ckpt_agree(e, mine, "zs_engine_save: committing the manifest");
   }
-  if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->world_rank == 0)
+  if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->all_rank == 0)
     zs_io_rmdir_files(j->ck); /* not committed: nothing of it stays */
   if (rc != ZS_OK)
     zs_err_wrap(rc,

@@ -36,11 +36,13 @@ void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t 
 uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int *nsegs) {
   uint64_t off = 0;
   int n = 0;
+  /* Every tp rank's units have the same slice shapes (agreed at commit), so the same ranges. */
+  const int dp = r / e->tp_size, tp = r % e->tp_size;
   for (int i = 0; i < e->nunits; i++) {
     uint64_t a, b;
-    zs_ckpt_writer_range(e, e->units[i], r, &a, &b);
+    zs_ckpt_writer_range(e, e->units[i], dp, &a, &b);
     if (a == b) continue;
-    if (segs) segs[n] = (zs_ckpt_seg){i, a, b, off};
+    if (segs) segs[n] = (zs_ckpt_seg){i, a, b, off, tp};
     n++;
     off += 4 * (uint64_t)zs_state_narrays(&e->cfg) * (b - a);
   }

@@ -102,6 +102,9 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
                       u->name, u->ntensors, cu->ntensors);
       const zs_tensor_desc *t = &u->t[k];
       const zs_ckpt_tensor *ct = &cu->t[k];
+      int64_t whole[4]; /* the manifest has whole tensors' shapes */
+      memcpy(whole, t->shape, sizeof whole);
+      if (zs_engine_tp_split(u, k)) whole[u->tp[k] == ZS_TP_SPLIT_DIM0 ? 0 : 1] *= e->tp_size;
       if (strcmp(t->name, ct->name) != 0)
         return zs_err(ZS_ERR_INVALID_ARG,
                       "zs_engine_load: unit '%s' tensor %d is '%s' in the "
@@ -109,12 +112,12 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
                       u->name, k, t->name, ct->name);
       int same = t->ndim == ct->ndim;
       for (int d = 0; same && d < t->ndim; d++)
-        same = t->shape[d] == ct->shape[d];
+        same = whole[d] == ct->shape[d];
       if (!same) {
         char a[96] = "", b[96] = "";
         for (int d = 0; d < t->ndim; d++)
           snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? ", " : "",
-                   (long long)t->shape[d]);
+                   (long long)whole[d]);
         for (int d = 0; d < ct->ndim; d++)
           snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? ", " : "",
                    (long long)ct->shape[d]);
@@ -160,12 +163,42 @@ static void needed(const zs_engine *e, const zs_unit *u, uint64_t *ma, uint64_t 
 
 static int cmp_seg(const void *x, const void *y) {
   const zs_ckpt_seg *a = *(const zs_ckpt_seg *const *)x, *b = *(const zs_ckpt_seg *const *)y;
+  if (a->tp != b->tp) return a->tp < b->tp ? -1 : 1;
   return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* Each unit's runs (zs_ckpt_runs) over what this rank needs of it: [ma, mb) of needed(). */
+typedef struct {
+  zs_ckpt_run **r;
+  size_t *n;
+  int nunits;
+} unit_runs;
+
+static void runs_free(unit_runs *ur) {
+  for (int i = 0; i < ur->nunits && ur->r; i++)
+    free(ur->r[i]);
+  free(ur->r);
+  free(ur->n);
+  memset(ur, 0, sizeof *ur);
+}
+
+static zs_status runs_make(const zs_engine *e, const zs_ckpt_manifest *m, unit_runs *ur) {
+  ur->r = calloc((size_t)e->nunits, sizeof *ur->r);
+  ur->n = calloc((size_t)e->nunits, sizeof *ur->n);
+  ur->nunits = e->nunits;
+  if (!ur->r || !ur->n) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of host memory");
+  for (int i = 0; i < e->nunits; i++) {
+    uint64_t ma, mb, oa, ob;
+    needed(e, e->units[i], &ma, &mb, &oa, &ob);
+    ZS_CHECK(zs_ckpt_runs(e, m, i, ma, mb, &ur->r[i], &ur->n[i]));
+  }
+  return ZS_OK;
 }
 
 /* Every element this rank needs is in some file (a missing shard, or a manifest that does not
    cover the model, is caught here rather than loading zeros). */
-static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m) {
+static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m,
+                                const unit_runs *ur) {
   int total = 0;
   for (int f = 0; f < m->nfiles; f++)
     total += m->files[f].nsegs;
@@ -178,16 +211,18 @@ static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m) {
       for (int k = 0; k < m->files[f].nsegs; k++)
         if (m->files[f].segs[k].unit == i) list[n++] = &m->files[f].segs[k];
     qsort(list, (size_t)n, sizeof *list, cmp_seg);
-    uint64_t ma, mb, oa, ob, at;
-    needed(e, e->units[i], &ma, &mb, &oa, &ob);
-    at = ma;
-    for (int k = 0; k < n && at < mb; k++)
-      if (list[k]->begin <= at && list[k]->end > at) at = list[k]->end;
-    if (at < mb)
-      rc = zs_err(ZS_ERR_CORRUPT,
-                  "zs_engine_load: no file of the checkpoint holds element %" PRIu64
-                  " of unit '%s' (a missing or incomplete shard)",
-                  at, e->units[i]->name);
+    for (size_t j = 0; j < ur->n[i] && rc == ZS_OK; j++) {
+      const zs_ckpt_run *r = &ur->r[i][j];
+      uint64_t at = r->src;
+      for (int k = 0; k < n && at < r->src + r->n; k++)
+        if (list[k]->tp == r->src_tp && list[k]->begin <= at && list[k]->end > at)
+          at = list[k]->end;
+      if (at < r->src + r->n)
+        rc = zs_err(ZS_ERR_CORRUPT,
+                    "zs_engine_load: no file of the checkpoint holds element %" PRIu64
+                    " of unit '%s' (of tp rank %d's slices; a missing or incomplete shard)",
+                    at, e->units[i]->name, r->src_tp);
+    }
   }
   free(list);
   return rc;
@@ -198,6 +233,7 @@ static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m) {
 typedef struct {
   zs_engine *e;
   const zs_ckpt_manifest *m;
+  const unit_runs *ur;
   const char *ck;
   int apply;
   unsigned char *block;
@@ -224,46 +260,39 @@ static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, s
   return zs_dev_from_host(&e->dev, dst, from, bytes);
 }
 
-/* The part of block blk (bytes [b0, b1) of the data) that falls in array `kind` (zs_arr: 0
-   the master, 1 + i the optimizer's state i) of segment g: written into the engine
-   (tier/master_io.h). */
-static zs_status scatter(pass *p, const zs_ckpt_seg *g, int kind, uint64_t b0, uint64_t b1) {
-  zs_unit *u = p->e->units[g->unit];
-  const uint64_t n = g->end - g->begin, a0 = g->offset + 4 * n * (uint64_t)kind;
-  uint64_t ma, mb, oa, ob;
-  needed(p->e, u, &ma, &mb, &oa, &ob);
-  const uint64_t want_a = kind == 0 ? ma : oa, want_b = kind == 0 ? mb : ob;
-  /* Elements of this array inside the block, then inside what this rank wants. */
-  uint64_t x0 = b0 > a0 ? (b0 - a0) / 4 : 0, x1 = (b1 - a0) / 4;
-  if (x1 > n) x1 = n;
-  x0 += g->begin;
-  x1 += g->begin;
-  if (x0 < want_a) x0 = want_a;
-  if (x1 > want_b) x1 = want_b;
-  if (x0 >= x1) return ZS_OK;
-  const float *src = (const float *)(p->block + (a0 + 4 * (x0 - g->begin) - b0));
-  const size_t cnt = (size_t)(x1 - x0);
+/* Source elements [x0, x1) of array `kind` (zs_arr: 0 the master, 1 + i the optimizer's state
+   i), at src in p->block, written into the engine's elements from x (tier/master_io.h). */
+static zs_status scatter(pass *p, zs_unit *u, int kind, const float *src, uint64_t x,
+                         size_t cnt) {
   if (kind == 0) { /* the params (their whole range), then the master over the optimizer's */
-    ZS_CHECK(put_params(p, u, x0, src, cnt));
-    const uint64_t s0 = x0 > oa ? x0 : oa, s1 = x1 < ob ? x1 : ob;
+    uint64_t ma, mb, oa, ob;
+    needed(p->e, u, &ma, &mb, &oa, &ob);
+    ZS_CHECK(put_params(p, u, x, src, cnt));
+    const uint64_t s0 = x > oa ? x : oa, s1 = x + cnt < ob ? x + cnt : ob;
     if (s0 >= s1) return ZS_OK;
-    return zs_state_write(&p->e->tiers, u, ZS_ARR_MASTER, s0, (size_t)(s1 - s0), src + (s0 - x0),
+    return zs_state_write(&p->e->tiers, u, ZS_ARR_MASTER, s0, (size_t)(s1 - s0), src + (s0 - x),
                           p->conv, "zs_engine_load");
   }
   /* p->conv holds a block's elements in bf16: no allocation after pass 1 agreed */
-  return zs_state_write(&p->e->tiers, u, (zs_arr)kind, x0, cnt, src, p->conv, "zs_engine_load");
+  return zs_state_write(&p->e->tiers, u, (zs_arr)kind, x, cnt, src, p->conv, "zs_engine_load");
 }
 
-/* Does array `kind` of segment g hold anything this rank wants? Its byte range in [*c0, *c1). */
-static int wanted(const pass *p, const zs_ckpt_seg *g, int kind, uint64_t *c0, uint64_t *c1) {
+/* What of array `kind` of segment g run r brings this rank: saved elements [*x0, *x1) (0 when
+   nothing), which go to the engine's from *dst. */
+static int wanted(const pass *p, const zs_ckpt_seg *g, const zs_ckpt_run *r, int kind,
+                  uint64_t *x0, uint64_t *x1, uint64_t *dst) {
+  if (r->src_tp != g->tp) return 0;
   uint64_t ma, mb, oa, ob;
   needed(p->e, p->e->units[g->unit], &ma, &mb, &oa, &ob);
   const uint64_t wa = kind == 0 ? ma : oa, wb = kind == 0 ? mb : ob;
-  const uint64_t x0 = g->begin > wa ? g->begin : wa, x1 = g->end < wb ? g->end : wb;
-  if (x0 >= x1) return 0;
-  const uint64_t n = g->end - g->begin, a0 = g->offset + 4 * n * (uint64_t)kind;
-  *c0 = a0 + 4 * (x0 - g->begin);
-  *c1 = a0 + 4 * (x1 - g->begin);
+  /* The run's part this array wants (in the engine's order), then in the segment (saved order). */
+  const uint64_t d0 = r->dst > wa ? r->dst : wa, d1 = r->dst + r->n < wb ? r->dst + r->n : wb;
+  if (d0 >= d1) return 0;
+  const uint64_t s0 = r->src + (d0 - r->dst), s1 = s0 + (d1 - d0);
+  *x0 = s0 > g->begin ? s0 : g->begin;
+  *x1 = s1 < g->end ? s1 : g->end;
+  if (*x0 >= *x1) return 0;
+  *dst = r->dst + (*x0 - r->src);
   return 1;
 }
 
@@ -318,30 +347,52 @@ static zs_status read_block(pass *p, const zs_ckpt_file *f, int fd, const unsign
   return ZS_OK;
 }
 
+/* Whether file f holds anything this rank needs. */
+static int file_wanted(const pass *p, const zs_ckpt_file *f) {
+  uint64_t x0, x1, dst;
+  for (int k = 0; k < f->nsegs; k++) {
+    const zs_ckpt_seg *g = &f->segs[k];
+    for (size_t j = 0; j < p->ur->n[g->unit]; j++)
+      for (int kind = 0; kind < p->m->narrays; kind++)
+        if (wanted(p, g, &p->ur->r[g->unit][j], kind, &x0, &x1, &dst)) return 1;
+  }
+  return 0;
+}
+
 static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
-  int any = 0;
-  uint64_t c0, c1;
-  for (int k = 0; k < f->nsegs && !any; k++)
-    for (int kind = 0; kind < p->m->narrays && !any; kind++)
-      any = wanted(p, &f->segs[k], kind, &c0, &c1);
-  if (!any) return ZS_OK; /* nothing of this file is ours: not even opened */
+  if (!file_wanted(p, f)) return ZS_OK; /* nothing of this file is ours: not even opened */
   int fd = -1;
   unsigned char *table = NULL;
   char path[4200];
   zs_status rc = open_file(p, f, &fd, &table, path, sizeof path);
-  uint64_t have = UINT64_MAX, len = 0;
+  uint64_t have = UINT64_MAX, len = 0, x0, x1, dst;
   const uint64_t B = p->m->block_bytes;
-  for (int k = 0; k < f->nsegs && rc == ZS_OK; k++)
-    for (int kind = 0; kind < p->m->narrays && rc == ZS_OK; kind++) {
-      if (!wanted(p, &f->segs[k], kind, &c0, &c1)) continue;
-      for (uint64_t blk = c0 / B; blk <= (c1 - 1) / B && rc == ZS_OK; blk++) {
-        if (blk != have) {
-          rc = read_block(p, f, fd, table, blk, path, &len);
-          have = rc == ZS_OK ? blk : UINT64_MAX;
+  for (int k = 0; k < f->nsegs && rc == ZS_OK; k++) {
+    const zs_ckpt_seg *g = &f->segs[k];
+    zs_unit *u = p->e->units[g->unit];
+    const uint64_t n = g->end - g->begin;
+    /* Array by array, then run by run: the saved elements come in increasing order, so each
+       block is read once. */
+    for (int kind = 0; kind < p->m->narrays && rc == ZS_OK; kind++)
+      for (size_t j = 0; j < p->ur->n[g->unit] && rc == ZS_OK; j++) {
+        const zs_ckpt_run *r = &p->ur->r[g->unit][j];
+        if (!wanted(p, g, r, kind, &x0, &x1, &dst)) continue;
+        const uint64_t a0 = g->offset + 4 * n * (uint64_t)kind; /* the array in the data */
+        const uint64_t c0 = a0 + 4 * (x0 - g->begin), c1 = a0 + 4 * (x1 - g->begin);
+        for (uint64_t blk = c0 / B; blk <= (c1 - 1) / B && rc == ZS_OK; blk++) {
+          if (blk != have) {
+            rc = read_block(p, f, fd, table, blk, path, &len);
+            have = rc == ZS_OK ? blk : UINT64_MAX;
+          }
+          if (rc != ZS_OK || !p->apply) continue;
+          const uint64_t b0 = blk * B, e0 = c0 > b0 ? c0 : b0;
+          const uint64_t e1 = c1 < b0 + len ? c1 : b0 + len;
+          if (e0 >= e1) continue;
+          rc = scatter(p, u, kind, (const float *)(p->block + (e0 - b0)),
+                       dst + (e0 - c0) / 4, (size_t)((e1 - e0) / 4));
         }
-        if (rc == ZS_OK && p->apply) rc = scatter(p, &f->segs[k], kind, blk * B, blk * B + len);
       }
-    }
+  }
   if (fd >= 0) close(fd);
   free(table);
   return rc;
@@ -349,7 +400,7 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
 
 /* Reads the manifest and checks it against the engine (local). */
 static zs_status read_manifest(zs_engine *e, const char *dir, char *ck, size_t cap,
-                               zs_ckpt_manifest *m) {
+                               zs_ckpt_manifest *m, unit_runs *ur) {
   memset(m, 0, sizeof *m);
   ZS_CHECK(resolve(dir, ck, cap));
   char path[4200], *text;
@@ -365,15 +416,16 @@ static zs_status read_manifest(zs_engine *e, const char *dir, char *ck, size_t c
       if (m->files[f].segs[k].offset % 4 != 0)
         rc = zs_err(ZS_ERR_CORRUPT, "zs_engine_load: %s: a segment is not aligned", path);
   if (rc == ZS_OK) rc = check_model(e, m);
-  if (rc == ZS_OK) rc = check_coverage(e, m);
+  if (rc == ZS_OK) rc = runs_make(e, m, ur);
+  if (rc == ZS_OK) rc = check_coverage(e, m, ur);
   if (rc != ZS_OK) zs_ckpt_manifest_free(m);
   return rc;
 }
 
 /* One pass over the files with the caller's buffers (block_bytes, and bf16 conversion). */
-static zs_status run_pass(zs_engine *e, const zs_ckpt_manifest *m, const char *ck, int apply,
-                          unsigned char *block, uint16_t *conv) {
-  pass p = {e, m, ck, apply, block, conv};
+static zs_status run_pass(zs_engine *e, const zs_ckpt_manifest *m, const unit_runs *ur,
+                          const char *ck, int apply, unsigned char *block, uint16_t *conv) {
+  pass p = {e, m, ur, ck, apply, block, conv};
   zs_status rc = ZS_OK;
   for (int f = 0; f < m->nfiles && rc == ZS_OK; f++)
     rc = pass_file(&p, &m->files[f]);
@@ -383,7 +435,8 @@ static zs_status run_pass(zs_engine *e, const zs_ckpt_manifest *m, const char *c
 /* This rank's verdict before anything collective: the path, the units it holds, the manifest
    against the engine, the buffers of the passes. */
 static zs_status prepare_load(zs_engine *e, const char *dir, char *ck, size_t cap,
-                              zs_ckpt_manifest *m, unsigned char **block, uint16_t **conv) {
+                              zs_ckpt_manifest *m, unit_runs *ur, unsigned char **block,
+                              uint16_t **conv) {
   if (!dir || !*dir || strlen(dir) > 3000)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_load: the directory path is NULL, empty or too "
                                       "long");
@@ -393,7 +446,7 @@ static zs_status prepare_load(zs_engine *e, const char *dir, char *ck, size_t ca
                     "zs_engine_load: unit '%s' is gathered by the caller: release "
                     "it first",
                     e->units[i]->name);
-  ZS_CHECK(read_manifest(e, dir, ck, cap, m));
+  ZS_CHECK(read_manifest(e, dir, ck, cap, m, ur));
   *block = malloc((size_t)m->block_bytes);
   *conv = malloc((size_t)m->block_bytes / 4 * 2 + 2);
   if (!*block || !*conv)
@@ -407,11 +460,11 @@ static zs_status prepare_load(zs_engine *e, const char *dir, char *ck, size_t ca
 static zs_status agree_start(zs_engine *e, zs_status mine, const zs_ckpt_manifest *m,
                              const char *ck) {
   const uint64_t w[2] = {mine == ZS_OK ? m->seq : 0, mine == ZS_OK ? XXH64(ck, strlen(ck), 0) : 0};
-  uint64_t *all = calloc((size_t)e->world_size * 3, sizeof *all);
+  uint64_t *all = calloc((size_t)e->all_size * 3, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of memory"));
   zs_status rc = zs_ckpt_agree_words(e, mine, w, 2, all, "zs_engine_load");
   int other = -1;
-  for (int r = 0; r < e->world_size && rc == ZS_OK && other < 0; r++)
+  for (int r = 0; r < e->all_size && rc == ZS_OK && other < 0; r++)
     if (all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2]) other = r;
   free(all);
   if (other >= 0)
@@ -424,7 +477,6 @@ static zs_status agree_start(zs_engine *e, zs_status mine, const zs_ckpt_manifes
 
 zs_status zs_engine_load(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_load"));
-  ZS_CHECK(zs_engine_tp_refuse(e, "zs_engine_load"));
   zs_engine_call(e, ZS_CALL_LOAD, NULL);
   zs_ckpt_save_settle(e); /* a save still staged commits first (its outcome: zs_engine_save_wait) */
   if (e->state == ZS_ENGINE_FAILED) return zs_err_wrap(ZS_ERR_STATE, "zs_engine_load");
@@ -433,17 +485,18 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
   unsigned char *block = NULL;
   uint16_t *conv = NULL;
   char ck[4096] = "";
-  zs_status rc = prepare_load(e, dir, ck, sizeof ck, &m, &block, &conv);
+  unit_runs ur = {0};
+  zs_status rc = prepare_load(e, dir, ck, sizeof ck, &m, &ur, &block, &conv);
   rc = agree_start(e, rc, &m, ck);
   /* Pass 1: read and check everything this rank needs; all agree before anything is written. */
   if (rc == ZS_OK) {
-    rc = run_pass(e, &m, ck, 0, block, conv);
+    rc = run_pass(e, &m, &ur, ck, 0, block, conv);
     rc = zs_ckpt_agree(e, rc, "zs_engine_load: reading the checkpoint");
   }
   if (rc == ZS_OK) {
     /* Pass 2: write it in. Stage 3's gathered copies would keep the old values. */
     zs_shard_drop_all(&e->sh);
-    rc = run_pass(e, &m, ck, 1, block, conv);
+    rc = run_pass(e, &m, &ur, ck, 1, block, conv);
     if (rc == ZS_OK) rc = zs_dev_sync(&e->dev, e->dev.compute_stream);
     /* Every rank takes part in the verdict; a half-written engine (on any rank) fails on all. The
        step counts change only after it: the collectives' signatures carry them, so a rank whose
@@ -467,6 +520,7 @@ zs_status zs_engine_load(zs_engine *e, const char *dir) {
                                              "loaded"));
   }
   zs_ckpt_manifest_free(&m);
+  runs_free(&ur);
   free(block);
   free(conv);
   return rc;

@@ -183,8 +183,8 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   memset(&w, 0, sizeof w);
   w.fd = -1;
   zs_status rc = segs ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
-  const uint64_t data = segs ? zs_ckpt_rank_segments(e, e->world_rank, segs, &ns) : 0;
-  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&w, e, ckdir, e->world_rank, data, block);
+  const uint64_t data = segs ? zs_ckpt_rank_segments(e, e->all_rank, segs, &ns) : 0;
+  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&w, e, ckdir, e->all_rank, data, block);
   if (rc == ZS_OK && !(w.piece = malloc(ZS_CKPT_NVME_PIECE * 4))) /* the state on its way out */
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %zu-byte piece",
                 ZS_CKPT_NVME_PIECE * 4);
@@ -199,7 +199,8 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
 zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, const uint64_t *words,
                                  zs_ckpt_manifest *m) {
   memset(m, 0, sizeof *m);
-  m->format_version = ZS_CKPT_FORMAT_VERSION - 1; /* 3 with a unit's own step count, below */
+  /* 2; 3 with a unit's own step count (below); 4 with tensor parallelism */
+  m->format_version = e->tp_size > 1 ? 4 : 2;
   snprintf(m->zshard_version, sizeof m->zshard_version, "%s", zs_version());
   m->seq = seq;
   m->step = e->opt_steps;
@@ -207,6 +208,7 @@ zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, con
   m->world_size = e->world_size;
   m->shard_group_size = e->shard_size;
   m->stage = e->cfg.stage;
+  m->tp_size = e->tp_size;
   m->shard_params = e->plan.shard_params;
   m->shard_grads = e->plan.shard_grads;
   m->shard_optimizer = e->plan.shard_optimizer;
@@ -237,7 +239,7 @@ zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, con
   }
   m->block_bytes = block;
   m->units = calloc((size_t)e->nunits, sizeof *m->units);
-  m->files = calloc((size_t)e->world_size, sizeof *m->files);
+  m->files = calloc((size_t)e->all_size, sizeof *m->files);
   if (!m->units || !m->files) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
   m->nunits = e->nunits;
   for (int i = 0; i < e->nunits; i++) {
@@ -246,7 +248,7 @@ zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, con
     snprintf(cu->name, sizeof cu->name, "%s", u->name);
     cu->numel = u->lay.numel_total;
     cu->steps = u->opt_steps != e->opt_steps ? u->opt_steps : -1; /* zs_unit_no_grad's */
-    if (cu->steps >= 0) m->format_version = ZS_CKPT_FORMAT_VERSION;
+    if (cu->steps >= 0 && m->format_version < 3) m->format_version = 3;
     if (!(cu->t = calloc((size_t)u->ntensors, sizeof *cu->t)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
     cu->ntensors = u->ntensors;
@@ -254,12 +256,16 @@ zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, con
       snprintf(cu->t[k].name, sizeof cu->t[k].name, "%s", u->t[k].name);
       cu->t[k].ndim = u->t[k].ndim;
       memcpy(cu->t[k].shape, u->t[k].shape, sizeof cu->t[k].shape);
+      if (e->tp_size > 1) { /* the whole tensor's shape, and how it was cut */
+        cu->t[k].tp = u->tp[k];
+        if (zs_engine_tp_split(u, k)) cu->t[k].shape[u->tp[k] == ZS_TP_SPLIT_DIM0 ? 0 : 1] *= e->tp_size;
+      }
       cu->t[k].no_weight_decay = u->t[k].no_weight_decay != 0;
       cu->t[k].group = u->group[k];
     }
   }
-  m->nfiles = e->world_size;
-  for (int r = 0; r < e->world_size; r++) {
+  m->nfiles = e->all_size;
+  for (int r = 0; r < e->all_size; r++) {
     zs_ckpt_file *f = &m->files[r];
     snprintf(f->name, sizeof f->name, "rank-%05d.zsd", r);
     if (!(f->segs = calloc((size_t)e->nunits, sizeof *f->segs)))
@@ -347,17 +353,17 @@ zs_status zs_ckpt_save_prepare(zs_engine *e, zs_status mine_rc, const char *dir,
     rc = zs_err(ZS_ERR_INVALID_ARG, "zs_engine_save: the directory path is NULL, empty or too "
                                     "long");
   int prepared = 0;
-  if (rc == ZS_OK && e->world_rank == 0) {
+  if (rc == ZS_OK && e->all_rank == 0) {
     rc = prepare(dir, (uint64_t)e->steps_done, seq);
     prepared = rc == ZS_OK;
   }
   const uint64_t mine[P_NWORDS] = {*seq, rc == ZS_OK ? XXH64(dir, strlen(dir), 0) : 0,
                                    zs_ckpt_block_bytes()};
-  uint64_t *all = calloc((size_t)e->world_size * W, sizeof *all);
+  uint64_t *all = calloc((size_t)e->all_size * W, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   rc = zs_ckpt_agree_words(e, rc, mine, P_NWORDS, all, "zs_engine_save");
   int other_path = -1;
-  for (int r = 0; r < e->world_size && rc == ZS_OK && other_path < 0; r++)
+  for (int r = 0; r < e->all_size && rc == ZS_OK && other_path < 0; r++)
     if (all[(size_t)r * W + 1 + P_PATH] != all[1 + P_PATH]) other_path = r;
   if (other_path >= 0)
     rc = zs_err(ZS_ERR_INVALID_ARG,
@@ -382,12 +388,12 @@ zs_status zs_ckpt_launcher_check(const zs_engine *e, zs_status mine) {
 
 zs_status zs_ckpt_agree_written(zs_engine *e, zs_status mine, int tier_failed, int *tier_rank) {
   mine = zs_ckpt_launcher_check(e, mine);
-  uint64_t *all = calloc((size_t)e->world_size * 2, sizeof *all);
+  uint64_t *all = calloc((size_t)e->all_size * 2, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   const uint64_t word = (uint64_t)tier_failed;
   const zs_status rc =
       zs_ckpt_agree_words(e, mine, &word, 1, all, "zs_engine_save: writing the rank files");
-  for (int r = 0; r < e->world_size && rc != ZS_OK && *tier_rank < 0; r++)
+  for (int r = 0; r < e->all_size && rc != ZS_OK && *tier_rank < 0; r++)
     if (all[2 * (size_t)r + 1]) *tier_rank = r;
   free(all);
   return rc;
@@ -428,7 +434,6 @@ int zs_engine_save_pending(const zs_engine *e) {
 
 zs_status zs_engine_save(zs_engine *e, const char *dir) {
   ZS_CHECK(zs_ckpt_check_state(e, "zs_engine_save"));
-  ZS_CHECK(zs_engine_tp_refuse(e, "zs_engine_save"));
   zs_engine_call(e, ZS_CALL_SAVE, NULL);
   /* One save at a time: an asynchronous one still staged ends first, and its failure is
      returned here instead of starting this one (the program calls again to save). */
@@ -437,7 +442,7 @@ zs_status zs_engine_save(zs_engine *e, const char *dir) {
   uint64_t seq = 0, block = 0, mine[W_NWORDS] = {0};
   char ck[4096];
   ZS_CHECK(zs_ckpt_save_prepare(e, ZS_OK, dir, &seq, &block, ck, sizeof ck));
-  uint64_t *all = calloc((size_t)e->world_size * W_NWORDS, sizeof *all);
+  uint64_t *all = calloc((size_t)e->all_size * W_NWORDS, sizeof *all);
   if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory"));
   /* 2. Every rank writes its file; the verdict carries whether the NVMe tier failed. */
   int tier_failed = 0, tier_rank = -1;
@@ -445,16 +450,17 @@ zs_status zs_engine_save(zs_engine *e, const char *dir) {
   rc = zs_ckpt_agree_written(e, rc, tier_failed, &tier_rank);
   if (rc == ZS_OK) {
     mine[W_STATUS] = ZS_OK;
-    const zs_status crc = zs_engine_allgather_u64(e, mine, W_NWORDS, all);
+    const zs_status crc =
+        zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, mine, W_NWORDS, all);
     if (crc != ZS_OK) {
       free(all);
       return zs_engine_fail(e, zs_err_wrap(crc, "zs_engine_save"));
     }
     /* 3. Rank 0 commits. */
-    rc = zs_ckpt_agree(e, e->world_rank == 0 ? commit(e, dir, seq, block, all) : ZS_OK,
+    rc = zs_ckpt_agree(e, e->all_rank == 0 ? commit(e, dir, seq, block, all) : ZS_OK,
                        "zs_engine_save: committing the manifest");
   }
-  if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->world_rank == 0)
+  if (rc != ZS_OK && e->state != ZS_ENGINE_FAILED && e->all_rank == 0)
     zs_io_rmdir_files(ck); /* not committed: nothing of it stays */
   free(all);
   if (tier_rank >= 0 && e->state != ZS_ENGINE_FAILED)

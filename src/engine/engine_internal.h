@@ -160,8 +160,8 @@ uint64_t zs_engine_tp_hash(const zs_engine *e);
 /* Whether tensor t of u counts in this rank's part of the global gradient norm: split tensors on
    every tp rank, the others on tp rank 0 only. */
 int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t);
-/* ZS_ERR_UNSUPPORTED, naming fn, when tp_size > 1 (checkpoints and exports of tp slices are the
-   next step of docs/PARALLEL.md); else ZS_OK. */
+/* ZS_ERR_UNSUPPORTED, naming fn, when tp_size > 1 (exports of tp slices are the next step of
+   docs/PARALLEL.md); else ZS_OK. */
 zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn);
 /* Commit's disk step before the NVMe tier opens (nvme_disk.c), with prior this rank's outcome so
    far: each rank reclaims dead runs' tier directories under nvme_path (zs_nvme_reclaim; every

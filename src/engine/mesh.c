@@ -64,9 +64,9 @@ int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t) {
 zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn) {
   if (e->tp_size == 1) return ZS_OK;
   return zs_err(ZS_ERR_UNSUPPORTED,
-                "%s: not yet with tensor parallelism (tp_size %d): checkpoints and exports of tp "
-                "slices are the next step (docs/PARALLEL.md); read the slices with "
-                "zs_unit_get_param meanwhile",
+                "%s: not yet with tensor parallelism (tp_size %d): exports of tp slices are "
+                "the next step (docs/PARALLEL.md); save a checkpoint and load it at tp_size 1 "
+                "to export, or read whole tensors with zs_unit_get_param_whole",
                 fn, e->tp_size);
 }
 

@@ -15,8 +15,13 @@
  * magnitude). The same global batch at any (tp, dp, micro-steps, stage) is the same training:
  * global micro-batch m * R + r goes to micro-step m of data-parallel rank r.
  *
+ * Checkpoints: --save DIR --save-at K saves after step K and writes the full tensors beside it
+ * (DIR.params); --load DIR loads at the start (at any tp size and layout), checks the full tensors
+ * against DIR.params bit for bit, and trains the steps after the checkpoint's: its weights, losses
+ * and norms are compared as above, over those steps.
+ *
  * --bad 1 runs the refusals instead (needs 4 ranks): a tp size that does not divide the world, a
- * split of a missing dimension, layouts that differ across ranks, a checkpoint at tp 2. */
+ * split of a missing dimension, layouts that differ across ranks, an export at tp 2. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,8 +34,8 @@ enum { D = 8, H = 16, B = 8, NT = 5 };
 enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "scale"'s */
 
 typedef struct {
-  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group;
-  const char *write, *compare;
+  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at;
+  const char *write, *compare, *save, *load;
   double tol;
 } opts;
 
@@ -255,7 +260,22 @@ static int train(zs_comm *comm, const opts *o) {
   set_slices(&m, o->whole);
   const int rank = zs_comm_rank(comm);
   double losses[64] = {0}, norms[64] = {0};
-  for (int st = 0; st < o->steps; st++) {
+  static float full[NFULL], whole[NFULL];
+  char pf[4200];
+  int start = 0;
+  if (o->load) { /* the same tensors, bit for bit, at this rank's tp size and layout */
+    ZS_OK_OR_DIE(zs_engine_load(m.e, o->load));
+    start = (int)zs_engine_steps_done(m.e);
+    full_params(&m, full);
+    snprintf(pf, sizeof pf, "%s.params", o->load);
+    static float saved[NFULL];
+    FILE *f = fopen(pf, "rb");
+    ZS_EXPECT(f && fread(saved, sizeof saved, 1, f) == 1, "reading %s", pf);
+    if (f) fclose(f);
+    ZS_EXPECT(memcmp(full, saved, sizeof saved) == 0, "the loaded tensors differ from the saved");
+    ZS_EXPECT(start > 0 && start < o->steps, "loaded at step %d", start);
+  }
+  for (int st = start; st < o->steps; st++) {
     ZS_OK_OR_DIE(zs_engine_begin_step(m.e, o->micro));
     double l = 0;
     for (int k = 0; k < o->micro; k++)
@@ -267,8 +287,15 @@ static int train(zs_comm *comm, const opts *o) {
     ZS_EXPECT(isfinite(ss.grad_norm) && ss.grad_norm > 0, "grad norm %g", (double)ss.grad_norm);
     norms[st] = ss.grad_norm;
     if (rank == 0) printf("step %d loss %.9g grad_norm %.9g\n", st, losses[st], ss.grad_norm);
+    if (o->save && st + 1 == o->save_at) {
+      ZS_OK_OR_DIE(zs_engine_save(m.e, o->save));
+      full_params(&m, full);
+      snprintf(pf, sizeof pf, "%s.params", o->save);
+      FILE *f = rank == 0 ? fopen(pf, "wb") : NULL;
+      ZS_EXPECT(rank || (f && fwrite(full, sizeof full, 1, f) == 1 && fclose(f) == 0),
+                "writing %s", pf);
+    }
   }
-  static float full[NFULL], whole[NFULL];
   full_params(&m, full);
   /* zs_unit_get_param_whole puts the same tensors together as full_params does by hand. */
   float *w = whole;
@@ -314,7 +341,7 @@ static int train(zs_comm *comm, const opts *o) {
       big = fmax(big, fabs(ref[i]));
       diff = fmax(diff, fabs((double)full[i] - ref[i]));
     }
-    for (int st = 0; st < o->steps; st++) {
+    for (int st = start; st < o->steps; st++) {
       ldiff = fmax(ldiff, fabs(losses[st] - rl[st]) / fabs(rl[st]));
       ndiff = fmax(ndiff, fabs(norms[st] - rn[st]) / fabs(rn[st]));
     }
@@ -393,7 +420,8 @@ static int bad(zs_comm *comm, const opts *o) {
   ZS_EXPECT_STATUS(zs_engine_all_reduce(k.e, ZS_MESH_TP, buf, 4, (zs_dtype)7), ZS_ERR_INVALID_ARG);
   ZS_OK_OR_DIE(zs_engine_all_reduce(k.e, ZS_MESH_TP, buf, 4, ZS_F32)); /* still healthy */
   ZS_EXPECT(buf[0] == 2 && buf[3] == 8, "all_reduce over 2 ranks: %g %g", buf[0], buf[3]);
-  ZS_EXPECT_STATUS(zs_engine_save(k.e, "/nonexistent-tp-ckpt"), ZS_ERR_UNSUPPORTED);
+  ZS_EXPECT_STATUS(zs_engine_export_safetensors(k.e, "/nonexistent-tp-export"),
+                   ZS_ERR_UNSUPPORTED);
   ZS_EXPECT(strstr(zs_last_error(), "tensor parallelism"), "%s", zs_last_error());
   /* A replicated tensor set on one rank only (rank 1: another dp group than rank 0's): every
      rank's step refuses it and the engine stays usable. */
@@ -415,7 +443,7 @@ static int bad(zs_comm *comm, const opts *o) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 6, 0, 0, 0, 0, 0, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1, 6, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const struct {
@@ -424,7 +452,7 @@ int main(int argc, char **argv) {
   } ints[] = {{"--stage", &o.stage}, {"--tp", &o.tp},       {"--micro", &o.micro},
               {"--det", &o.det},     {"--steps", &o.steps}, {"--offload", &o.offload},
               {"--bad", &o.bad},     {"--sgd", &o.sgd},     {"--group", &o.group},
-              {"--whole", &o.whole}};
+              {"--whole", &o.whole}, {"--save-at", &o.save_at}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     int known = 1;
@@ -432,6 +460,10 @@ int main(int argc, char **argv) {
       o.write = v;
     else if (!strcmp(k, "--compare"))
       o.compare = v;
+    else if (!strcmp(k, "--save"))
+      o.save = v;
+    else if (!strcmp(k, "--load"))
+      o.load = v;
     else if (!strcmp(k, "--tol"))
       o.tol = atof(v);
     else

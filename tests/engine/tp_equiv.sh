@@ -18,7 +18,12 @@ run() { # NP ARGS...
   "$mpiexec" --oversubscribe -np "$np" "$exe" "$@"
 }
 run 4 --tp 1 --stage 3 --write "$tmp/ref.bin"
-run 4 --tp 2 --micro 2 --stage 3 --compare "$tmp/ref.bin"
+# Saved after step 3 at tp 2: loaded at tp 1 (dp 4), tp 4 (dp 1) and tp 2 (dp 1, offloaded), each
+# rank's slices the saved tensors' bit for bit, and trained on to the reference's weights.
+run 4 --tp 2 --micro 2 --stage 3 --compare "$tmp/ref.bin" --save "$tmp/ck2" --save-at 3
+run 4 --tp 1 --stage 2 --load "$tmp/ck2" --compare "$tmp/ref.bin"
+run 4 --tp 4 --micro 4 --stage 0 --load "$tmp/ck2" --compare "$tmp/ref.bin"
+run 2 --tp 2 --micro 4 --stage 3 --offload 1 --load "$tmp/ck2" --compare "$tmp/ref.bin"
 run 4 --tp 4 --micro 4 --stage 0 --whole 1 --compare "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 3 --offload 1 --det 0 --compare "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 2 --det 0 --whole 1 --compare "$tmp/ref.bin"
@@ -27,6 +32,11 @@ run 4 --tp 2 --micro 2 --stage 3 --group 1 --compare "$tmp/ref.bin" # hybrid: re
 run 4 --tp 1 --sgd 1 --stage 2 --write "$tmp/sgd.bin"
 run 4 --tp 2 --micro 2 --sgd 1 --stage 2 --compare "$tmp/sgd.bin"
 # Deterministic bits at tp 2: 2 data-parallel ranks x 2 micro-steps = 1 x 4.
-run 2 --tp 2 --micro 4 --stage 3 --write "$tmp/tp2.bin"
+run 2 --tp 2 --micro 4 --stage 3 --write "$tmp/tp2.bin" --save "$tmp/ck1" --save-at 2
 run 4 --tp 2 --micro 2 --stage 1 --compare "$tmp/tp2.bin" --tol 0
+# Resumed at the same tp size on another data-parallel split and stage: the same bits. Saved at
+# tp 4 and loaded at tp 2: the tensors bit for bit.
+run 4 --tp 2 --micro 2 --stage 2 --load "$tmp/ck1" --compare "$tmp/tp2.bin" --tol 0
+run 4 --tp 4 --micro 4 --stage 3 --save "$tmp/ck4" --save-at 1 --steps 2
+run 2 --tp 2 --micro 4 --stage 0 --load "$tmp/ck4" --steps 2
 run 4 --bad 1
