@@ -596,9 +596,9 @@ ZS_API zs_status zs_engine_save_wait(zs_engine *e);
 ZS_API int zs_engine_save_pending(const zs_engine *e);
 /* Loads a checkpoint saved by any world size, shard group, stage, offload, hybrid layout or tp
    size and layouts into this committed engine (same units, tensor names, whole shapes and
-   param_dtype; each element goes through the whole tensor to this rank's slice): dir is a checkpoint
-   or a directory of them (the newest). Sets the master, optimizer state, params and step counts.
-   Collective over every rank; the ranks agree before anything is written, so a refused load
+   param_dtype; each element goes through the whole tensor to this rank's slice): dir is a
+   checkpoint or a directory of them (the newest). Sets the master, optimizer state, params and step
+   counts. Collective over every rank; the ranks agree before anything is written, so a refused load
    changes nothing: ZS_ERR_CORRUPT (damaged, truncated or missing file, checksum, format),
    ZS_ERR_INVALID_ARG (another model or optimizer: the first difference), ZS_ERR_IO, ZS_ERR_STATE
    (inside a step, before commit, a unit gathered). A file changed between check and read, or a
@@ -633,9 +633,10 @@ ZS_API void zs_export_options_default(zs_export_options *o);
 /* Writes the consolidated master weights to a safetensors file at path (metadata: format "pt",
    zshard_version, step), one unit's gathered fp32 master at a time, through path.tmp, fsync and
    a rename (path is the old file or the whole new one; nothing is left behind on failure). o
-   NULL: the defaults. Collective over the world, between steps. Errors, alike on every rank:
-   ZS_ERR_INVALID_ARG (bad or duplicate names, a refused tensor, bad dtype), ZS_ERR_IO; a failed
-   gather or NVMe read fails the engine. */
+   NULL: the defaults. With tp_size > 1 the file holds whole tensors (the callback sees their
+   shapes), rank 0 writes it. Collective over every rank, between steps. Errors, alike on every
+   rank: ZS_ERR_INVALID_ARG (bad or duplicate names, a refused tensor, bad dtype), ZS_ERR_IO; a
+   failed gather or NVMe read fails the engine. */
 ZS_API zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                                  const zs_export_options *o);
 /* zs_engine_export_safetensors_ex with the defaults: fp32, "<unit>.<tensor>" names. */

@@ -370,7 +370,8 @@ static zs_status parse_units(const cJSON *root, zs_ckpt_manifest *m) {
           d->ndim > 4 || !get_int(t, "no_weight_decay", 1, &d->no_weight_decay) ||
           (cJSON_GetObjectItemCaseSensitive(t, "group") &&
            !get_int(t, "group", m->ngroups - 1, &d->group)) ||
-          (cJSON_GetObjectItemCaseSensitive(t, "tp") && !get_int(t, "tp", ZS_TP_PARTIAL_GRAD, &d->tp)))
+          (cJSON_GetObjectItemCaseSensitive(t, "tp") &&
+           !get_int(t, "tp", ZS_TP_PARTIAL_GRAD, &d->tp)))
         return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: unit '%s' tensor %d is malformed",
                       u->name, k - 1);
       uint64_t numel = 1;
@@ -429,8 +430,7 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
         !get_u64(s, "begin", UINT64_MAX, &g->begin) || !get_u64(s, "end", UINT64_MAX, &g->end) ||
         !get_u64(s, "offset", UINT64_MAX, &g->offset) ||
         (cJSON_GetObjectItemCaseSensitive(s, "tp") && !get_int(s, "tp", m->tp_size - 1, &g->tp)) ||
-        g->begin >= g->end ||
-        g->end > m->units[g->unit].numel || g->offset > f->data_bytes ||
+        g->begin >= g->end || g->end > m->units[g->unit].numel || g->offset > f->data_bytes ||
         (g->end - g->begin) * 4 * (uint64_t)m->narrays > f->data_bytes - g->offset)
       return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file '%s' segment %d is out of range",
                     f->name, k - 1);

@@ -9,9 +9,9 @@
 #include "engine/agree.h"
 #include "engine/engine_internal.h"
 
-/* The elements [*a, *b) of unit u that data-parallel rank r writes (empty when *a == *b): the range of
-   optimizer state r holds, without padding, split evenly among the ranks that hold the same range
-   (replicated state: all ranks; hybrid: the replicas), so every element is written once. */
+/* The elements [*a, *b) of unit u that data-parallel rank r writes (empty when *a == *b): the range
+   of optimizer state r holds, without padding, split evenly among the ranks that hold the same
+   range (replicated state: all ranks; hybrid: the replicas), so every element is written once. */
 void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b);
 /* The segments rank r of the mesh (e->all) writes, with their offsets in its data section and
    its tp rank; returns the data bytes.
@@ -26,10 +26,10 @@ typedef struct {
 /* The runs that bring unit i's elements [a, b) from checkpoint m, in order, adjacent ones merged:
    one when the tp size and layouts are the saver's; otherwise each element goes through the whole
    tensor to the saved slice that holds it (a dim-1 slice: a run per row and saved slice; a tensor
-   the saver did not split: its tp rank 0's copy, so every tp rank loads the same values). *runs is malloc'd (NULL when
-   a == b). m's tensors must be the engine's (ckpt_load.c's check_model). */
-zs_status zs_ckpt_runs(const zs_engine *e, const zs_ckpt_manifest *m, int i, uint64_t a,
-                       uint64_t b, zs_ckpt_run **runs, size_t *nruns);
+   the saver did not split: its tp rank 0's copy, so every tp rank loads the same values). *runs is
+   malloc'd (NULL when a == b). m's tensors must be the engine's (ckpt_load.c's check_model). */
+zs_status zs_ckpt_runs(const zs_engine *e, const zs_ckpt_manifest *m, int i, uint64_t a, uint64_t b,
+                       zs_ckpt_run **runs, size_t *nruns);
 /* Refusals every rank makes alike (the engine's state follows the collective calls): NULL
    engine (ZS_ERR_INVALID_ARG), before commit, inside a step, after a failure (ZS_ERR_STATE). */
 zs_status zs_ckpt_check_state(const zs_engine *e, const char *fn);

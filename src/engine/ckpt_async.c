@@ -180,7 +180,8 @@ zs_status zs_ckpt_save_async(zs_engine *e, const char *dir) {
 /* Whether every rank's writer is done (collective: one word each, into the job's rows). */
 static zs_status all_done(zs_engine *e, struct zs_ckpt_job *j, int *all) {
   const uint64_t w = (uint64_t)atomic_load(&j->done);
-  const zs_status rc = zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, &w, 1, j->rows);
+  const zs_status rc =
+      zs_engine_allgather_u64_on(e, e->all, e->all_rank, e->all_size, &w, 1, j->rows);
   *all = 1;
   for (int r = 0; r < e->all_size && rc == ZS_OK; r++)
     if (!j->rows[r]) *all = 0;

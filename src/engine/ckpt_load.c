@@ -262,8 +262,7 @@ static zs_status put_params(pass *p, zs_unit *u, uint64_t x, const float *src, s
 
 /* Source elements [x0, x1) of array `kind` (zs_arr: 0 the master, 1 + i the optimizer's state
    i), at src in p->block, written into the engine's elements from x (tier/master_io.h). */
-static zs_status scatter(pass *p, zs_unit *u, int kind, const float *src, uint64_t x,
-                         size_t cnt) {
+static zs_status scatter(pass *p, zs_unit *u, int kind, const float *src, uint64_t x, size_t cnt) {
   if (kind == 0) { /* the params (their whole range), then the master over the optimizer's */
     uint64_t ma, mb, oa, ob;
     needed(p->e, u, &ma, &mb, &oa, &ob);
@@ -279,8 +278,8 @@ static zs_status scatter(pass *p, zs_unit *u, int kind, const float *src, uint64
 
 /* What of array `kind` of segment g run r brings this rank: saved elements [*x0, *x1) (0 when
    nothing), which go to the engine's from *dst. */
-static int wanted(const pass *p, const zs_ckpt_seg *g, const zs_ckpt_run *r, int kind,
-                  uint64_t *x0, uint64_t *x1, uint64_t *dst) {
+static int wanted(const pass *p, const zs_ckpt_seg *g, const zs_ckpt_run *r, int kind, uint64_t *x0,
+                  uint64_t *x1, uint64_t *dst) {
   if (r->src_tp != g->tp) return 0;
   uint64_t ma, mb, oa, ob;
   needed(p->e, p->e->units[g->unit], &ma, &mb, &oa, &ob);
@@ -388,8 +387,8 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
           const uint64_t b0 = blk * B, e0 = c0 > b0 ? c0 : b0;
           const uint64_t e1 = c1 < b0 + len ? c1 : b0 + len;
           if (e0 >= e1) continue;
-          rc = scatter(p, u, kind, (const float *)(p->block + (e0 - b0)),
-                       dst + (e0 - c0) / 4, (size_t)((e1 - e0) / 4));
+          rc = scatter(p, u, kind, (const float *)(p->block + (e0 - b0)), dst + (e0 - c0) / 4,
+                       (size_t)((e1 - e0) / 4));
         }
       }
   }

@@ -52,8 +52,8 @@ static zs_status push(run_list *l, uint64_t dst, uint64_t src, uint64_t n, int t
   return ZS_OK;
 }
 
-zs_status zs_ckpt_runs(const zs_engine *e, const zs_ckpt_manifest *m, int i, uint64_t a,
-                       uint64_t b, zs_ckpt_run **runs, size_t *nruns) {
+zs_status zs_ckpt_runs(const zs_engine *e, const zs_ckpt_manifest *m, int i, uint64_t a, uint64_t b,
+                       zs_ckpt_run **runs, size_t *nruns) {
   const zs_unit *u = e->units[i];
   const zs_ckpt_unit *cu = &m->units[i];
   const int T = m->tp_size;

@@ -160,6 +160,11 @@ uint64_t zs_engine_tp_hash(const zs_engine *e);
 /* Whether tensor t of u counts in this rank's part of the global gradient norm: split tensors on
    every tp rank, the others on tp rank 0 only. */
 int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t);
+/* Tensor t of u whole (host_whole: tp_size times its slice's elements) from every tp rank's
+   slice (host_slice: this rank's), by its layout; collective over the tp group, t split. Its
+   collectives carry the engine's current call (zs_engine_call) in their divergence headers. */
+zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *host_slice,
+                            float *host_whole);
 /* ZS_ERR_UNSUPPORTED, naming fn, when tp_size > 1 (exports of tp slices are the next step of
    docs/PARALLEL.md); else ZS_OK. */
 zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn);

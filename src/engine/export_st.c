@@ -2,7 +2,9 @@
  * safetensors file, streamed: unit by unit, the full master of one unit is gathered, rank 0 writes
  * its tensors in bounded chunks, and the file appears under its name only when it is complete
  * (temporary name, fsync, rename). The gather buffer is the largest unit's fp32 size. A unit on
- * the NVMe tier has its master read from the tier's files into that buffer by the gather. */
+ * the NVMe tier has its master read from the tier's files into that buffer by the gather. With
+ * tensor parallelism the file holds whole tensors: every tp group joins each split tensor's
+ * slices (zs_engine_tp_join) and rank 0 of every rank writes them. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +36,15 @@ typedef struct {
   int ndim;
   int64_t shape[4]; /* in the file */
   uint64_t begin, end;
+  zs_tensor_desc whole; /* the engine's tensor, whole (its slices joined at tp_size > 1) */
 } entry;
+
+/* Tensor k of u as a whole tensor: its split dimension tp_size times the slice's. */
+static zs_tensor_desc whole_desc(const zs_engine *e, const zs_unit *u, int k) {
+  zs_tensor_desc t = u->t[k];
+  if (zs_engine_tp_split(u, k)) t.shape[u->tp[k] == ZS_TP_SPLIT_DIM0 ? 0 : 1] *= e->tp_size;
+  return t;
+}
 
 static zs_status plan_entries(zs_engine *e, const zs_export_options *o, entry *ent, int *count) {
   int n = 0;
@@ -43,9 +53,10 @@ static zs_status plan_entries(zs_engine *e, const zs_export_options *o, entry *e
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     for (int k = 0; k < u->ntensors; k++, n++) {
-      const zs_tensor_desc *t = &u->t[k];
       entry *x = &ent[n];
       memset(x, 0, sizeof *x);
+      x->whole = whole_desc(e, u, k);
+      const zs_tensor_desc *t = &x->whole;
       snprintf(x->x.name, sizeof x->x.name, "%s.%s", u->name, t->name);
       if (o->tensor_fn && o->tensor_fn(o->ctx, u->name, t->name, t->ndim, t->shape, &x->x) != 0)
         return zs_err(ZS_ERR_INVALID_ARG,
@@ -166,7 +177,10 @@ static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, c
    the tier's file; a failed read goes into *tier_rc (the first one) and the gathers go on. */
 static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full,
                              zs_status *tier_rc) {
-  const int writer = e->world_rank == 0;
+  const int writer = e->all_rank == 0;
+  /* Every tp group joins the slices (only rank 0's writes them): the step's agreement compares
+     every rank's collective calls. */
+  const int joins = e->tp_size > 1;
   const float *src_full = full;
   if (zs_state_master_on_tier(u)) { /* the fp32 master's or the remainders' file */
     /* On the NVMe tier: the gather reads this rank's range from its file (its shard group agrees
@@ -184,12 +198,14 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
     const zs_status rc = zs_master_gather(&e->tiers, u, full);
     if (rc != ZS_OK) return zs_engine_fail(e, rc);
   }
-  for (int k = 0; k < u->ntensors && writer && w->rc == ZS_OK; k++) {
+  for (int k = 0; k < u->ntensors && (writer || joins); k++) {
     if (ent[k].x.skip) continue;
     const size_t n = u->lay.numel[k];
+    const int split = joins && zs_engine_tp_split(u, k);
+    if (!writer && !split) continue;
     const float *src = src_full + u->lay.off[k];
-    float *host = NULL;
-    if (e->dev.kind == ZS_DEVICE_CUDA) {
+    float *host = NULL, *whole = NULL;
+    if (e->dev.kind == ZS_DEVICE_CUDA && !zs_state_master_in_host(u)) {
       /* One tensor at a time on the host. */
       host = malloc(n * 4 + 4);
       if (!host) {
@@ -206,8 +222,23 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
       }
       src = host;
     }
-    write_tensor(w, &ent[k], &u->t[k], src);
+    if (split) { /* every rank of the group takes part, whatever its own state */
+      whole = malloc(n * (size_t)e->tp_size * 4 + 4);
+      const zs_status rc = zs_engine_tp_join(e, u, k, src, whole ? whole : (float *)src);
+      if (rc != ZS_OK || !whole) {
+        free(host);
+        free(whole);
+        return zs_engine_fail(e, rc != ZS_OK ? rc
+                                             : zs_err(ZS_ERR_OUT_OF_MEMORY,
+                                                      "zs_engine_export_safetensors: out of host "
+                                                      "memory for tensor '%s.%s'",
+                                                      u->name, u->t[k].name));
+      }
+      src = whole;
+    }
+    if (writer) write_tensor(w, &ent[k], &ent[k].whole, src);
     free(host);
+    free(whole);
   }
   return ZS_OK;
 }
@@ -255,7 +286,6 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   static const char fn[] = "zs_engine_export_safetensors";
   ZS_CHECK(zs_ckpt_check_state(e, fn));
   zs_engine_call(e, ZS_CALL_EXPORT, NULL);
-  ZS_CHECK(zs_engine_tp_refuse(e, fn));
   /* Every check below (the path, the options, the callback's names, the gather buffer) ends in
      one agreement, so every rank refuses together before the first gather. */
   zs_status rc = ZS_OK;
@@ -293,7 +323,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
     return rc;
   }
   out_file w = {-1, tmp, o.dtype, NULL, ZS_OK};
-  if (e->world_rank == 0) {
+  if (e->all_rank == 0) {
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     w.chunk = malloc(CHUNK_ELEMS * 4);
     w.rc = w.chunk ? open_out(&w, tmp, hdr, hlen)
@@ -311,7 +341,7 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
     rc = zs_ckpt_agree(e, tier_rc, fn);
     tier_failed = rc != ZS_OK && e->state != ZS_ENGINE_FAILED;
   }
-  if (e->world_rank == 0) {
+  if (e->all_rank == 0) {
     if (rc != ZS_OK && w.rc == ZS_OK) w.rc = rc;
     if (w.fd >= 0) {
       const zs_status c = close_out(&w, tmp, path);

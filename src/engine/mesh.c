@@ -270,30 +270,21 @@ zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole) {
   return rc;
 }
 
-zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
-  if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
-    return zs_unit_get_param(u, t, host_whole);
-  zs_engine *e = u->e;
+zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *host_slice,
+                            float *host_whole) {
   const size_t n = u->lay.numel[t], T = (size_t)e->tp_size;
-  ZS_CHECK(mesh_check(e, "zs_unit_get_param_whole", ZS_MESH_TP, ZS_F32, n, host_whole, host_whole));
-  float *sl = malloc((n ? n : 1) * (T + 1) * sizeof *sl);
-  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_get_param_whole: out of host memory");
-  float *all = sl + n;
-  /* A refusal here is this rank's alone (its tp peers then wait in the all-gather below until
-     comm_timeout_s); a failed gather fails the engine, and its peers at the next agreement. */
-  zs_status rc = zs_unit_get_param(u, t, sl);
-  if (rc != ZS_OK || !n) {
-    free(sl);
-    return rc;
-  }
+  if (!n) return ZS_OK;
+  float *all = malloc(n * T * sizeof *all);
+  if (!all)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "joining '%s.%s': out of host memory", u->name,
+                  u->tnames[t]);
   /* The slices meet in device memory (NCCL moves nothing else), through the engine's scratch. */
   zs_dev *d = &e->dev;
   void *cs = d->compute_stream, *dev = NULL;
   const size_t bytes = (T + 1) * n * sizeof(float);
-  zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
-  rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &dev, cs);
+  zs_status rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &dev, cs);
   float *dsl = dev, *dall = rc == ZS_OK ? dsl + n : NULL;
-  if (rc == ZS_OK) rc = zs_dev_from_host(d, dsl, sl, n * sizeof(float));
+  if (rc == ZS_OK) rc = zs_dev_from_host(d, dsl, host_slice, n * sizeof(float));
   if (rc == ZS_OK) rc = zs_coll_all_gather(e->tp, dsl, dall, n, ZS_CDT_F32, cs);
   if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
   if (rc == ZS_OK) rc = zs_dev_to_host(d, all, dall, T * n * sizeof(float));
@@ -301,6 +292,24 @@ zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
   if (rc == ZS_OK)
     for (int q = 0; q < (int)T; q++)
       slice_copy(u, t, q, (int)T, host_whole, all + (size_t)q * n, n, 0);
+  free(all);
+  return rc;
+}
+
+zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
+  if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
+    return zs_unit_get_param(u, t, host_whole);
+  zs_engine *e = u->e;
+  const size_t n = u->lay.numel[t];
+  ZS_CHECK(mesh_check(e, "zs_unit_get_param_whole", ZS_MESH_TP, ZS_F32, n, host_whole, host_whole));
+  float *sl = malloc((n ? n : 1) * sizeof *sl);
+  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_get_param_whole: out of host memory");
+  /* A refusal here is this rank's alone (its tp peers then wait in the all-gather below until
+     comm_timeout_s); a failed gather fails the engine, and its peers at the next agreement. */
+  zs_status rc = zs_unit_get_param(u, t, sl);
+  zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
+  if (rc == ZS_OK && n)
+    rc = mesh_done(e, zs_engine_tp_join(e, u, t, sl, host_whole), "zs_unit_get_param_whole");
   free(sl);
-  return mesh_done(e, rc, "zs_unit_get_param_whole");
+  return rc;
 }
