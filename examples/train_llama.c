@@ -54,6 +54,13 @@
  * A pre-norm decoder layer on its unit's gathered params p[]:
  *   res2 = x + o_proj(attn(rope(q(n1)), rope(k(n1)), v(n1)))     n1 = rmsnorm(x)
  *   y = res2 + down(silu(gate(n2)) * up(n2))                      n2 = rmsnorm(res2) */
+/* With tensor parallelism: n elements of p summed over the tp group (a row-parallel product's
+   parts, or a column-parallel layer's input gradient); nothing otherwise. */
+static int tp_sum(llama_model *m, void *p, size_t n) {
+  if (m->tp > 1) ZS_TRY(zs_engine_all_reduce(m->e, ZS_MESH_TP, p, n, m->dev.dt));
+  return 0;
+}
+
 static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, const void *x,
                          void *y, int B) {
   zs_kernels *k = m->k;
@@ -70,12 +77,14 @@ static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, co
   ZS_TRY(zs_k_rope_fwd(k, a->k, a->k, m->cos, m->sin, B, T, NKV, D));
   ZS_TRY(zs_k_gqa_attention_fwd(k, a->att, a->lse, a->q, a->k, a->v, B, T, NH, NKV, D));
   ZS_TRY(zs_k_matmul_fwd(k, tmp, a->att, P(LLAY_O_W), NULL, N, Q, C));
+  TRY(tp_sum(m, tmp, (size_t)N * C));
   ZS_TRY(zs_k_residual_fwd(k, a->res2, x, tmp, (size_t)N * C));
   ZS_TRY(zs_k_rmsnorm_fwd(k, a->hn, a->rrms2, a->res2, P(LLAY_MLP_NORM), eps, N, C));
   ZS_TRY(zs_k_matmul_fwd(k, a->gate, a->hn, P(LLAY_GATE_W), NULL, N, C, I));
   ZS_TRY(zs_k_matmul_fwd(k, a->up, a->hn, P(LLAY_UP_W), NULL, N, C, I));
   ZS_TRY(zs_k_swiglu_fwd(k, a->act, a->gate, a->up, (size_t)N * I));
   ZS_TRY(zs_k_matmul_fwd(k, tmp, a->act, P(LLAY_DOWN_W), NULL, N, I, C));
+  TRY(tp_sum(m, tmp, (size_t)N * C));
   ZS_TRY(zs_k_residual_fwd(k, y, a->res2, tmp, (size_t)N * C));
   return 0;
 }
@@ -103,6 +112,7 @@ static int mlp_bwd(llama_model *m, void *const *p, void *const *g, const llama_l
   TRY(zero(m, dhn, (size_t)N * C));
   ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_GATE_W), NULL, dgate, a->hn, P(LLAY_GATE_W), N, C, I));
   ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_UP_W), NULL, dup, a->hn, P(LLAY_UP_W), N, C, I));
+  TRY(tp_sum(m, dhn, (size_t)N * C));
   ZS_TRY(zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_MLP_NORM), dhn, a->res2, P(LLAY_MLP_NORM), a->rrms2, N,
                           C));
   return 0;
@@ -133,6 +143,7 @@ static int attn_bwd(llama_model *m, void *const *p, void *const *g, const llama_
   ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_Q_W), G(LLAY_Q_B), dq0, a->xn, P(LLAY_Q_W), N, C, Q));
   ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_K_W), G(LLAY_K_B), dk0, a->xn, P(LLAY_K_W), N, C, KV));
   ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_V_W), G(LLAY_V_B), dv, a->xn, P(LLAY_V_W), N, C, KV));
+  TRY(tp_sum(m, dxn, (size_t)N * C));
   ZS_TRY(
       zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_ATTN_NORM), dxn, x, P(LLAY_ATTN_NORM), a->rrms1, N, C));
   return 0;
@@ -309,7 +320,8 @@ typedef struct {
   llama_args a;
   ex_run x;            /* x.data: token file or text (unless --batches) */
   llama_batches fixed; /* --batches */
-  llama_config cfg;
+  llama_config cfg;  /* the whole model */
+  llama_config lcfg; /* what one tp rank holds (cfg without tensor parallelism) */
   lhf_dir hf; /* --init-safetensors, open until the weights are read */
   int hf_open;
   zs_unit **units; /* [L+2] */
@@ -348,6 +360,7 @@ static int resolve_config(run *r) {
     if (a->tied >= 0) c->tied = a->tied;
   }
   LTRY(llama_config_check(c, a->t.seq));
+  LTRY(llama_tp_local(c, a->t.tp, &r->lcfg));
   if (a->t.device == ZS_DEVICE_CUDA && c->head_dim > 128) /* the CUDA attention kernel's limit */
     return gpt2_fail("head_dim %d: the CUDA attention kernels support head_dim <= 128; train "
                      "this model with --device cpu",
@@ -380,7 +393,10 @@ static int add_units(void *ctx) {
   run *r = ctx;
   r->units = calloc((size_t)llama_num_units(&r->cfg), sizeof *r->units);
   if (!r->units) return gpt2_fail("out of host memory");
-  TRY(llama_units_register(&r->cfg, r->x.eng, r->units));
+  TRY(llama_units_register(&r->lcfg, r->x.eng, r->units));
+  for (int u = 0; r->a.t.tp > 1 && u < llama_num_units(&r->cfg); u++)
+    for (int t = 0; t < zs_unit_num_tensors(r->units[u]); t++)
+      ZS_TRY(zs_unit_set_tp(r->units[u], t, llama_tp_layout(&r->cfg, u, t)));
   return freeze_units(r);
 }
 
@@ -399,8 +415,10 @@ static int build(run *r) {
   }
   gpt2_dev dev;
   TRY(ex_kernels_open(x, &dev));
-  TRY(llama_model_init(&r->model, &r->cfg, r->units, &dev, x->k, a->t.batch, a->t.seq,
+  TRY(llama_model_init(&r->model, &r->lcfg, r->units, &dev, x->k, a->t.batch, a->t.seq,
                        a->t.recompute));
+  r->model.e = x->eng;
+  r->model.tp = a->t.tp;
   TRY(gpt2_widen_init(&r->model.widen, dev.dt != a->t.dtype, r->cfg.tied ? 2 : 1, x->eng));
   r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
   x->act_bytes = &r->model.act_bytes;
@@ -415,11 +433,11 @@ static int micro(void *ctx, int step, int mi, float *loss) {
   ex_run *x = &r->x;
   const double t0 = gpt2_now();
   if (r->a.batches)
-    TRY(llama_batches_get(&r->fixed, step, x->rank, x->world, mi, t->micro_steps, t->batch, t->seq,
-                          r->cfg.vocab, x->tok, x->tgt));
+    TRY(llama_batches_get(&r->fixed, step, x->dp_rank, x->dp_world, mi, t->micro_steps, t->batch,
+                          t->seq, r->cfg.vocab, x->tok, x->tgt));
   else
-    TRY(gpt2_data_train_batch(&x->data, step, x->rank, x->world, mi, t->micro_steps, t->batch,
-                              t->seq, x->tok, x->tgt));
+    TRY(gpt2_data_train_batch(&x->data, step, x->dp_rank, x->dp_world, mi, t->micro_steps,
+                              t->batch, t->seq, x->tok, x->tgt));
   x->data_s += gpt2_now() - t0;
   return train_micro(&r->model, x->tok, x->tgt, loss);
 }

@@ -31,6 +31,7 @@ int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   zs_config zc;
   zs_config_default(&zc);
   zc.stage = a->stage;
+  zc.tp_size = a->tp > 1 ? a->tp : 1;
   zc.device = a->device;
   zc.param_dtype = a->dtype;
   zc.reduce_dtype = a->reduce_dtype;
@@ -57,6 +58,7 @@ int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   zc.optim.weight_decay = a->weight_decay;
   zc.optim.max_grad_norm = a->grad_clip;
   ZS_TRY(zs_engine_create(&zc, r->comm, &r->eng));
+  ZS_TRY(zs_engine_mesh(r->eng, ZS_MESH_DP, &r->dp_rank, &r->dp_world));
   TRY(add_units(r->ctx));
   if (a->optimizer == muon) TRY(muon_groups(r));
   ZS_TRY(zs_engine_commit(r->eng));

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "llama_util.h"
+
 int llama_num_units(const llama_config *c) {
   return c->layers + 2;
 }
@@ -121,4 +123,38 @@ int64_t llama_num_params(const llama_config *c) {
   for (int u = 0; u < llama_num_units(c); u++)
     s += llama_unit_numel(c, u);
   return s;
+}
+
+zs_tp_layout llama_tp_layout(const llama_config *c, int u, int t) {
+  if (u < 1 || u > c->layers) return ZS_TP_REPLICATED; /* embedding, head */
+  switch (layer_slot(c, t)) {
+  case LLAY_Q_W:
+  case LLAY_K_W:
+  case LLAY_V_W:
+  case LLAY_Q_B:
+  case LLAY_K_B:
+  case LLAY_V_B:
+  case LLAY_GATE_W:
+  case LLAY_UP_W:
+    return ZS_TP_SPLIT_DIM0;
+  case LLAY_O_W:
+  case LLAY_DOWN_W:
+    return ZS_TP_SPLIT_DIM1;
+  default:
+    return ZS_TP_REPLICATED;
+  }
+}
+
+int llama_tp_local(const llama_config *c, int tp, llama_config *local) {
+  *local = *c;
+  if (tp <= 1) return 0;
+  if (c->heads % tp || c->kv_heads % tp || c->intermediate % tp)
+    return llama_fail("--tp %d: tensor parallelism splits the attention heads (%d), the key-value "
+                      "heads (%d) and the MLP's intermediate size (%d) evenly: use a tp size "
+                      "that divides all three",
+                      tp, c->heads, c->kv_heads, c->intermediate);
+  local->heads /= tp;
+  local->kv_heads /= tp;
+  local->intermediate /= tp;
+  return 0;
 }

@@ -16,6 +16,8 @@ int ex_run_start(ex_run *r, int *argc, char ***argv, const char *prog) {
   }
   r->rank = zs_comm_rank(r->comm);
   r->world = zs_comm_size(r->comm);
+  r->dp_rank = r->rank;
+  r->dp_world = r->world;
   return 0;
 }
 

@@ -56,7 +56,9 @@ int ex_report_end(ex_run *r, const char *title) {
 void ex_print_batch_shape(const ex_run *r) {
   const ex_train_args *a = &r->a;
   if (r->rank != 0) return;
-  printf("batch: %d x %d tokens x %d micro-steps x %d ranks = %d tokens/step | %d steps\n",
-         a->batch, a->seq, a->micro_steps, r->world, a->batch * a->seq * a->micro_steps * r->world,
+  printf("batch: %d x %d tokens x %d micro-steps x %d data-parallel ranks = %d tokens/step | %d "
+         "steps\n",
+         a->batch, a->seq, a->micro_steps, r->dp_world,
+         a->batch * a->seq * a->micro_steps * r->dp_world,
          a->steps);
 }

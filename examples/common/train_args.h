@@ -19,6 +19,7 @@ typedef struct {
   int warmup;
   ex_lr_schedule lr_schedule; /* --lr-schedule (common/lr_schedule.h) */
   int stage;
+  int tp; /* zs_config.tp_size (train_llama's --tp; 0 or 1: none) */
   unsigned offload;
   zs_device device;
   zs_dtype dtype, reduce_dtype;

@@ -26,6 +26,9 @@ typedef struct {
   ex_train_args a; /* a copy of the program's parsed shared options */
   zs_comm *comm;
   int rank, world;
+  /* The data-parallel rank and size (ex_engine_build; rank and world before, and without tensor
+     parallelism): the batches are split over these, each tp group sharing its rank's. */
+  int dp_rank, dp_world;
   gpt2_data data; /* token file or text (empty with a program's own batches: no validation) */
   zs_engine *eng;
   zs_kernels *k;

@@ -61,7 +61,7 @@ static int log_memory(ex_run *r, int step) {
 int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats *st,
                 double seconds) {
   const ex_train_args *a = &r->a;
-  double tokens = (double)a->batch * a->seq * a->micro_steps * r->world;
+  double tokens = (double)a->batch * a->seq * a->micro_steps * r->dp_world;
   gpt2_step_log lg;
   memset(&lg, 0, sizeof lg);
   lg.step = step + 1;

@@ -27,6 +27,8 @@ void llama_usage(void) {
   ex_train_args_usage();
   printf(
       " engine: [--stage 0..3 (default 3)] [--device cpu|cuda (cpu)] [--dtype fp32|bf16 (fp32)]\n"
+      "         [--tp N=1 (tensor parallelism: groups of N consecutive ranks split the heads and\n"
+      "         the MLP; data parallelism over the rest)]\n"
       "         [--reduce-dtype fp32|bf16 (fp32)] [--offload none|opt|opt+params (none)]\n"
       "         [--grad-accum-dtype fp32|bf16 (default: --dtype's; fp32: micro-steps summed in\n"
       "         fp32, zs_config.grad_accum_fp32)]\n"
@@ -66,6 +68,7 @@ static void defaults(llama_args *a) {
   a->qkv_bias = -1;
   a->tied = -1;
   a->export_shard_mb = 4096;
+  a->t.tp = 1;
 }
 
 /* train_llama's own options (ex_opt_fn; ctx: llama_args): the model's source and shape, fixed
@@ -89,6 +92,7 @@ static int own_opt(void *ctx, const char *k, const char *v, int *hit) {
                         {"--max-pos", EX_OPT_INT, &a->max_pos},
                         {"--qkv-bias", EX_OPT_INT, &a->qkv_bias},
                         {"--tied", EX_OPT_INT, &a->tied},
+                        {"--tp", EX_OPT_INT, &a->t.tp},
                         {"--init-safetensors", EX_OPT_STR, &a->init_dir},
                         {"--config", EX_OPT_STR, &a->config},
                         {"--arch", EX_OPT_STR, &a->arch},
@@ -101,6 +105,7 @@ int llama_args_parse(llama_args *a, int argc, char **argv) {
   int rc = ex_train_args_parse(&a->t, argc, argv, own_opt, a, llama_usage);
   if (rc != 0) return rc;
   TRY(ex_train_args_check_shape(&a->t));
+  if (a->t.tp < 1) return gpt2_fail("--tp %d: at least 1", a->t.tp);
   if (gpt2_precision_check(a->t.master, a->t.dtype)) return -1;
   TRY(ex_train_args_check_ckpt(&a->t));
   if (a->init_dir && a->config)

@@ -25,6 +25,10 @@ typedef struct {
   int B, T;      /* micro-batch shape the buffers are sized for */
   int recompute; /* --recompute */
   gpt2_dev dev;
+  /* Tensor parallelism (tp > 1): cfg is one tp rank's (llama_tp_local), and the row-parallel
+     outputs and the column-parallel inputs' gradients are summed over e's tp group. */
+  zs_engine *e;
+  int tp;
   zs_kernels *k;
   zs_unit **units; /* [L+2]: embedding, layer.0 .. layer.L-1, head (not owned) */
   /* Tensor index of each LLAY_* slot in a layer unit (-1: absent, the biases without qkv_bias). */

@@ -57,8 +57,8 @@ int llama_init_random(const llama_config *c, zs_unit **units, uint64_t seed) {
       const int is_norm = strstr(d[t].name, "norm") != NULL;
       for (size_t i = 0; i < n; i++)
         h[i] = d[t].ndim == 2 ? 0.02f * rng_normal(seed, stream, i) : is_norm ? 1.0f : 0.0f;
-      zs_status st = zs_unit_set_param(units[u], t, h);
-      if (st != ZS_OK) rc = gpt2_fail_zs("zs_unit_set_param", st);
+      zs_status st = zs_unit_set_param_whole(units[u], t, h); /* a tp rank keeps its slice */
+      if (st != ZS_OK) rc = gpt2_fail_zs("zs_unit_set_param_whole", st);
     }
   }
   free(h);
@@ -84,8 +84,8 @@ int llama_init_hf(const llama_config *c, zs_unit **units, const lhf_dir *d) {
       } else if (lhf_read(d, i, h, LST_F32) != 0) {
         rc = gpt2_fail("%s", llama_error());
       } else {
-        zs_status st = zs_unit_set_param(units[u], t, h);
-        if (st != ZS_OK) rc = gpt2_fail_zs("zs_unit_set_param", st);
+        zs_status st = zs_unit_set_param_whole(units[u], t, h);
+        if (st != ZS_OK) rc = gpt2_fail_zs("zs_unit_set_param_whole", st);
       }
     }
   }
@@ -106,18 +106,21 @@ int llama_export_hf(const llama_config *c, zs_unit **units, const char *dir, zs_
       open = 1;
   }
   /* Every rank takes part in every gather (collective), even after rank 0 failed. */
-  int64_t most = 0;
-  for (int u = 0; u < llama_num_units(c); u++)
-    for (int t = 0; zs_unit_numel(units[u], t) > 0; t++)
-      if (zs_unit_numel(units[u], t) > most) most = zs_unit_numel(units[u], t);
-  float *h = malloc((size_t)most * sizeof(float));
+  size_t most = 0; /* the largest whole tensor (c is the whole model) */
+  for (int u = 0; u < llama_num_units(c); u++) {
+    zs_tensor_desc ds[LLAMA_MAX_UNIT_TENSORS];
+    const int nt = llama_unit_descs(c, u, ds);
+    for (int t = 0; t < nt; t++)
+      if (numel(&ds[t]) > most) most = numel(&ds[t]);
+  }
+  float *h = malloc(most * sizeof(float));
   if (!h) rc = gpt2_fail("out of host memory for the export");
   for (int u = 0; h && u < llama_num_units(c); u++) {
     zs_tensor_desc ds[LLAMA_MAX_UNIT_TENSORS];
     const int nt = llama_unit_descs(c, u, ds);
     for (int t = 0; t < nt; t++) {
-      zs_status st = zs_unit_get_param(units[u], t, h);
-      if (st != ZS_OK && rc == 0) rc = gpt2_fail_zs("zs_unit_get_param", st);
+      zs_status st = zs_unit_get_param_whole(units[u], t, h);
+      if (st != ZS_OK && rc == 0) rc = gpt2_fail_zs("zs_unit_get_param_whole", st);
       char name[160];
       if (open && rc == 0 && llama_hf_name(c, u, t, name, sizeof name) == 0 &&
           lhw_put(&w, name, h, LST_F32) != 0) {
