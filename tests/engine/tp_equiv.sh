@@ -32,6 +32,8 @@ run 4 --tp 4 --micro 4 --stage 0 --load "$tmp/ck2" --compare "$tmp/ref.bin" \
 cmp "$tmp/x1.safetensors" "$tmp/x2.safetensors"
 cmp "$tmp/x1.safetensors" "$tmp/x4.safetensors"
 run 2 --tp 2 --micro 4 --stage 3 --offload 1 --load "$tmp/ck2" --compare "$tmp/ref.bin"
+# At 3 data-parallel ranks (tp 1): the saved tensors bit for bit (the batches then differ).
+run 3 --tp 1 --stage 3 --load "$tmp/ck2"
 full 4 --tp 4 --micro 4 --stage 0 --whole 1 --compare "$tmp/ref.bin"
 full 4 --tp 2 --micro 2 --stage 3 --offload 1 --det 0 --compare "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 2 --det 0 --whole 1 --compare "$tmp/ref.bin"
@@ -45,6 +47,6 @@ full 4 --tp 2 --micro 2 --stage 1 --compare "$tmp/tp2.bin" --tol 0
 # Resumed at the same tp size on another data-parallel split and stage: the same bits. Saved at
 # tp 4 and loaded at tp 2: the tensors bit for bit.
 run 4 --tp 2 --micro 2 --stage 2 --load "$tmp/ck1" --compare "$tmp/tp2.bin" --tol 0
-run 4 --tp 4 --micro 4 --stage 3 --save "$tmp/ck4" --save-at 1 --steps 2
+ZS_CKPT_ASYNC=1 run 4 --tp 4 --micro 4 --stage 3 --save "$tmp/ck4" --save-at 1 --steps 2 # async
 run 2 --tp 2 --micro 4 --stage 0 --load "$tmp/ck4" --steps 2
 run 4 --bad 1
