@@ -9,6 +9,9 @@
 #      examples/common/llama_activations.h for Llama-3 8B at B=1, T=4096, bf16
 #   4. refusals: a sequence longer than Mistral's sliding window (with and without activations),
 #      an unknown preset, a MoE config; a Llama 3.1 config.json (eos_token_id list) accepted
+#   5. --tp 2: one tp rank's parameters and recompute's saving, worked out here (the heads and
+#      the MLP halved, the norms, embedding and head whole); a tp that does not divide the heads
+#      or the world, and --tp for a model train_llama does not split, refused
 # Usage: test_plan_llama.sh ZSHARD_PLAN
 set -uo pipefail
 plan=$1
@@ -125,4 +128,22 @@ out=$("$plan" --model "$W/moe.json" 2>&1)
 check "mixtral config refused (exit 2)" "$?" 2
 case $out in *'model_type "mixtral" is not supported'*) echo "ok   $out" ;;
   *) echo "FAIL mixtral: $out"; fail=1 ;; esac
+
+# 5. tensor parallelism. Llama-3 8B's 8030261248 parameters: embedding and head 2 V C + C =
+#    1050677248 and 32 layers' norms 2 C each = 262144 stay whole; the other 6979321856 halve:
+#    1050677248 + 262144 + 3489660928 = 4540600320 per tp rank.
+got=$("$plan" --model llama3-8b --world 2 --tp 2 --model-states-only --json | field 'd["psi"]')
+check "llama3-8b --tp 2: one tp rank's parameters" "$got" 4540600320
+#    recompute at tp 2: 31 layers of N (3C + 2Q/2 + 2KV/2 + 3I/2) 2 + 2 N 4 + N (NH/2) 4
+#    = 31 (4096 (12288 + 4096 + 1024 + 21504) 2 + 32768 + 262144) = 9890922496 bytes.
+a0=$("$plan" --model llama3-8b $cfg --tp 2 | field 'd["per_rank"]["activations"]')
+a1=$("$plan" --model llama3-8b $cfg --tp 2 --recompute | field 'd["per_rank"]["activations"]')
+check "llama3-8b --tp 2: recompute saves 31 layers' activations" "$((a0 - a1))" 9890922496
+for bad in "--model llama3-8b --world 3 --tp 3:splits the attention heads (32)" \
+           "--model llama3-8b --world 8 --tp 3:--tp 3 does not divide --world 8" \
+           "--model d12 --world 2 --tp 2:planned for Llama-family models"; do
+  out=$("$plan" ${bad%%:*} 2>&1)
+  check "${bad%%:*} refused (exit 2)" "$?" 2
+  case $out in *"${bad#*:}"*) echo "ok   $out" ;; *) echo "FAIL ${bad%%:*}: $out"; fail=1 ;; esac
+done
 exit $fail

@@ -26,6 +26,10 @@ static void usage(void) {
       "  --activations BYTES          activation bytes per rank for any model (default 0)\n"
       "Configuration:\n"
       "  --world N --shard-group G --stage 0..3 --offload none|opt|opt+params\n"
+      "  --tp T                       tensor parallelism (Llama models, as train_llama --tp):\n"
+      "                               each rank holds 1/T of the heads and the MLP; the\n"
+      "                               shard group and stage apply to the world / T data-\n"
+      "                               parallel ranks\n"
       "  --dtype bf16|fp32 (params and grads; default fp32) --reduce-dtype bf16|fp32\n"
       "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
       "  --offload-budget BYTES       budgeted partial offload: device bytes the model state and\n"
@@ -133,6 +137,7 @@ static int option(zp_args *a, const char *k, const char *v) {
   if (!strcmp(k, "--batch")) return parse_int(k, v, &a->batch, 1);
   if (!strcmp(k, "--seq")) return parse_int(k, v, &a->seq, 1);
   if (!strcmp(k, "--world")) return parse_int(k, v, &a->world, 1);
+  if (!strcmp(k, "--tp")) return parse_int(k, v, &a->tp, 1);
   if (!strcmp(k, "--shard-group")) return parse_int(k, v, &a->group, 0);
   if (!strcmp(k, "--stage")) return parse_int(k, v, &a->stage, 0);
   if (!strcmp(k, "--prefetch")) return parse_int(k, v, &a->prefetch, 0);
@@ -213,9 +218,14 @@ static int option(zp_args *a, const char *k, const char *v) {
   return 1;
 }
 
+int zp_dp_world(const zp_args *a) {
+  return a->world / (a->tp > 1 ? a->tp : 1);
+}
+
 int zp_args_parse(zp_args *a, int argc, char **argv) {
   memset(a, 0, sizeof *a);
   a->world = 1;
+  a->tp = 1;
   a->stage = 3;
   a->prefetch = 1;
   a->batch = 4;
@@ -264,6 +274,10 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
   if (!a->reduce_set) a->reduce_dtype = a->dtype;
   if (a->stage > 3) {
     fprintf(stderr, "zshard-plan: --stage is 0, 1, 2 or 3\n");
+    return -1;
+  }
+  if (a->world % a->tp) {
+    fprintf(stderr, "zshard-plan: --tp %d does not divide --world %d\n", a->tp, a->world);
     return -1;
   }
   if (a->free_bytes && a->budget != ZS_BUDGET_FREE) {

@@ -50,7 +50,7 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
 double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned offload) {
   const double psi = (double)m->total, pb = a->dtype == ZS_BF16 ? 2 : 4;
   const double rb = a->reduce_dtype == ZS_BF16 ? 2 : 4;
-  const double W = a->world, G = a->group ? a->group : a->world, R = W / G;
+  const double W = zp_dp_world(a), G = a->group ? a->group : W, R = W / G;
   const double link = a->link_gbs * 1e9, pcie = a->pcie_gbs * 1e9;
   double comm;
   if (stage == 0)
@@ -88,7 +88,7 @@ int zp_recommend(const zp_args *a, const zp_model *m, size_t act, size_t dev, si
       zs_config cfg;
       zp_config(a, st, offs[o], &cfg);
       cand *k = &c[n];
-      if (zs_plan_model_frozen(&cfg, a->world, m->numel, m->frozen, m->n, act, dev, host, &k->r) !=
+      if (zs_plan_model_frozen(&cfg, zp_dp_world(a), m->numel, m->frozen, m->n, act, dev, host, &k->r) !=
               ZS_OK ||
           !k->r.fits)
         continue; /* not a plan (offload needs sharding), or does not fit */

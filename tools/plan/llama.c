@@ -65,13 +65,17 @@ int zp_llama_is_spec(const char *spec) {
   return n > 5 && !strcmp(spec + n - 5, ".json");
 }
 
-int zp_llama_units(const char *spec, int seq, zp_model *m) {
-  llama_config c;
+int zp_llama_units(const char *spec, int seq, int tp, zp_model *m) {
+  llama_config c, whole;
   int rc = 1;
   for (size_t i = 0; i < sizeof presets / sizeof presets[0] && rc == 1; i++)
     if (!strcmp(spec, presets[i].name)) rc = llama_config_parse(&c, presets[i].json, spec);
   if (rc == 1) rc = llama_config_load(&c, spec);
   if (rc == 0) rc = llama_config_check(&c, seq > 0 ? seq : 1);
+  if (rc == 0) {
+    whole = c;
+    rc = llama_tp_local(&whole, tp, &c);
+  }
   if (rc) {
     fprintf(stderr, "zshard-plan: %s\n", llama_error());
     return -1;

@@ -57,7 +57,7 @@ int zp_model_build(const zp_args *a, zp_model *m) {
     return -1;
   }
   if (a->preset && zp_llama_is_spec(a->preset)) {
-    rc = zp_llama_units(a->preset, a->seq, m);
+    rc = zp_llama_units(a->preset, a->seq, a->tp, m);
   } else if (a->preset || a->have_shape) {
     zp_gpt g = a->gpt;
     if (a->preset) {
@@ -91,6 +91,12 @@ int zp_model_build(const zp_args *a, zp_model *m) {
     rc = zp_safetensors_units(a->safetensors, m);
   }
   if (rc) return -1;
+  if (a->tp > 1 && !m->is_llama) {
+    fprintf(stderr, "zshard-plan: --tp %d: tensor parallelism is planned for Llama-family models "
+                    "(--model a preset or config.json), as train_llama splits them\n",
+            a->tp);
+    return -1;
+  }
   m->total = 0;
   for (int i = 0; i < m->n; i++)
     m->total += m->numel[i];

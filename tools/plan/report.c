@@ -60,7 +60,7 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
         printf(", \"placement\": {\"budget\": %zu, \"budget_floor\": %zu, \"host_units\": [",
                a->budget, r->budget_floor);
       if (a->budget) {
-        host_units(m, cfg, a->world, 1);
+        host_units(m, cfg, zp_dp_world(a), 1);
         printf("]}");
       }
       if (cfg->nvme_path)
@@ -75,9 +75,13 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
   printf("zshard-plan: %lld params in %d unit(s); stage %d, offload %s, %d rank(s), shard group "
          "%d, %s params, %s grads, %s device\n",
          (long long)m->total, m->n, a->stage, zp_offload_name(a->offload), a->world,
-         a->group ? a->group : a->world, a->dtype == ZS_BF16 ? "bf16" : "fp32",
+         a->group ? a->group : zp_dp_world(a), a->dtype == ZS_BF16 ? "bf16" : "fp32",
          a->dtype == ZS_BF16 && !a->grad_accum_fp32 ? "bf16" : "fp32",
          a->device == ZS_DEVICE_CUDA ? "cuda" : "cpu");
+  if (a->tp > 1)
+    printf("tensor parallelism: tp %d x %d data-parallel ranks; the params above are one tp "
+           "rank's slices (heads and MLP / %d; norms, embedding and head whole)\n",
+           a->tp, zp_dp_world(a), a->tp);
   if (a->states_only) {
     printf("model states per rank (the ZeRO paper's accounting: params, grads, fp32 master + "
            "the optimizer's state):\n");
@@ -115,7 +119,7 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
            a->budget, r->budget_floor, r->host_units, m->n,
            a->stage >= 3 ? " and param shards" : "");
   if (a->budget) {
-    host_units(m, cfg, a->world, 0);
+    host_units(m, cfg, zp_dp_world(a), 0);
     printf("\n");
   }
   if (cfg->nvme_path)

@@ -28,6 +28,8 @@ typedef struct {
   size_t activations; /* --activations B for any model */
   /* The configuration. */
   int world, group, stage, prefetch, deterministic, held_units;
+  int tp; /* --tp T: tensor-parallel groups of T ranks (Llama models); the plan is per rank, over
+             world / T data-parallel ranks (zp_dp_world) */
   unsigned offload;
   zs_dtype dtype, reduce_dtype;
   int reduce_set;
@@ -65,6 +67,8 @@ typedef struct {
   int64_t largest_frozen; /* elements of the largest frozen unit, 0 when none */
 } zp_model;
 
+/* The data-parallel ranks the planner shards over: world / tp. */
+int zp_dp_world(const zp_args *a);
 /* Parses argv; 0 ok, 1 help printed, -1 error (printed). */
 int zp_args_parse(zp_args *a, int argc, char **argv);
 /* Builds the units (and the GPT shape when known); 0 or -1 (printed). */
@@ -88,8 +92,10 @@ const char *zp_llama_preset_names(void);
 /* The Llama example's units (examples/common/llama_layout.c) of a preset or config.json (parsed and
    checked by examples/common/llama_config.c at the planned sequence length seq, 0 meaning none
    given, so that a longer sequence than a sliding window is refused as train_llama refuses it, also
-   with --model-states-only); sets m->is_llama and m->llama. 0 or -1 (printed). */
-int zp_llama_units(const char *spec, int seq, zp_model *m);
+   with --model-states-only); sets m->is_llama and m->llama. With tp > 1 the units and the
+   activations are one tp rank's (examples/common/llama_layout.h: llama_tp_local). 0 or -1
+   (printed). */
+int zp_llama_units(const char *spec, int seq, int tp, zp_model *m);
 /* The example's activation bytes (examples/common/llama_activations.h) at micro-batch B x T, after
    checking that T is trainable (positions, sliding window); 0 or -1 (printed). */
 int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, size_t *out);
