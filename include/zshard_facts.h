@@ -71,7 +71,11 @@ typedef struct {
   uint64_t nvme_read_bytes, nvme_written_bytes; /* the steps' tier I/O since commit: bytes read and
                                                    bytes written */
   double nvme_io_seconds; /* wall seconds of the steps' tier passes (I/O and updates overlapped) */
-  uint64_t reserved[16];  /* room for later fields; written as 0 */
+  /* Communication since create, in bytes this rank's collectives move on a ring (nccl-tests'
+     bus bytes: an all-reduce of B bytes over n ranks 2 B (n - 1) / n): every group's, and of
+     them the tp group's (the model's zs_engine_all_reduce and the like, the partial sums). */
+  uint64_t comm_bus_bytes, comm_tp_bus_bytes;
+  uint64_t reserved[14]; /* room for later fields; written as 0 */
 } zs_engine_facts;
 
 /* Fills *out with e's facts now (the placement after commit, the tier's I/O after each step).

@@ -19,6 +19,9 @@ typedef struct {
      reading; compute_ms is the rest (forward, backward, the loop's own work). The slowest rank's
      ms (every rank's maximum) and which rank it is. */
   double comm_ms, update_ms, io_ms, data_ms, compute_ms, max_ms;
+  /* MB (10^6 bytes) this rank's collectives moved on a ring since the previous record
+     (zs_engine_facts' comm_bus_bytes), and of them the tp group's. */
+  double comm_mb, tp_comm_mb;
   int slowest;
   int skipped;
 } gpt2_step_log;

@@ -8,6 +8,7 @@
 #define COMMON_TRAIN_RUN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "data.h"
 #include "device.h"
@@ -47,6 +48,7 @@ typedef struct {
   double peak_tflops;
   int log_full_loss; /* each step also writes {"event":"loss"} with 9 digits to the metrics */
   double data_s;     /* this step's seconds reading batches (the micro functions add them) */
+  uint64_t comm_seen, tp_comm_seen; /* zs_engine_facts' bus bytes at the last step record */
 } ex_run;
 
 /* Zeroes r, starts MPI (zs_comm_init_mpi) and fills comm, rank and world. 0, or -1 after

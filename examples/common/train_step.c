@@ -7,6 +7,7 @@
 
 #include "train_run.h"
 #include "util.h"
+#include "zshard_facts.h"
 
 int ex_resume(ex_run *r, int *start) {
   *start = 0;
@@ -78,6 +79,12 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   lg.io_ms = 1e3 * st->io_seconds;
   lg.data_ms = 1e3 * r->data_s;
   r->data_s = 0;
+  zs_engine_facts f = {.struct_size = sizeof f};
+  ZS_TRY(zs_engine_facts_get(r->eng, &f));
+  lg.comm_mb = (double)(f.comm_bus_bytes - r->comm_seen) * 1e-6;
+  lg.tp_comm_mb = (double)(f.comm_tp_bus_bytes - r->tp_comm_seen) * 1e-6;
+  r->comm_seen = f.comm_bus_bytes;
+  r->tp_comm_seen = f.comm_tp_bus_bytes;
   lg.compute_ms = lg.ms - lg.check_ms - lg.comm_ms - lg.update_ms - lg.io_ms - lg.data_ms;
   if (lg.compute_ms < 0) lg.compute_ms = 0;
   TRY(slowest_rank(r, lg.ms, &lg.max_ms, &lg.slowest));

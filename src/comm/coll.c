@@ -176,8 +176,14 @@ static zs_status timed(zs_coll *c, double t0, zs_status rc) {
   return finish(c, rc);
 }
 
-/* The flight recorder's entry for the collective being called on c (NULL when c has none). */
+/* The flight recorder's entry for the collective being called on c (NULL when c has none);
+   bytes: its whole buffer (an all-gather's output, a reduce-scatter's input), counted into the
+   coll's bus bytes. */
 static zs_flight_entry *fl_call(zs_coll *c, zs_sig_op op, size_t count, size_t bytes) {
+  if (c->size > 1) {
+    const uint64_t n = (uint64_t)c->size, ring = (uint64_t)bytes / n * (n - 1);
+    c->bus_bytes += op == ZS_SIG_ALL_REDUCE ? 2 * ring : op == ZS_SIG_BROADCAST ? bytes : ring;
+  }
   zs_flight *f = c->flight;
   if (!f) return NULL;
   zs_flight_entry *x = &f->ring[f->n++ % f->cap];

@@ -60,6 +60,7 @@ struct zs_coll {
   uint64_t *sig_buf;              /* size * ZS_SIG_WORDS words, reused; NULL after a timeout */
   double sig_seconds;             /* wall time spent in header exchanges so far */
   double op_seconds;              /* ... and in the operations and syncs (zs_coll_op_seconds) */
+  uint64_t bus_bytes;             /* the operations' ring bytes per rank (zs_coll_bus_bytes) */
   const zs_coll_sig_src *sig_src; /* the owner's call, or NULL */
   struct zs_flight *flight;       /* the flight recorder (flight.h), or NULL */
   int flight_group;               /* this group's index in it */

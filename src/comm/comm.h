@@ -128,6 +128,10 @@ double zs_coll_check_seconds(const zs_coll *c);
    not included (0 for NULL): the communication it waited for (a host backend's operations block;
    nccl's enqueue at once and are waited for in zs_coll_sync). */
 double zs_coll_op_seconds(const zs_coll *c);
+/* Bytes c's operations called so far move per rank on a ring, nccl-tests' "bus" bytes (0 for
+   NULL or one rank): all-gather, reduce-scatter and all-to-all (n - 1) / n of the whole buffer,
+   all-reduce twice that, broadcast the buffer. Counted at the call, whether it then succeeds. */
+uint64_t zs_coll_bus_bytes(const zs_coll *c);
 
 zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t count, zs_cdt dt,
                              void *stream);

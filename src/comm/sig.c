@@ -58,6 +58,10 @@ double zs_coll_op_seconds(const zs_coll *c) {
   return c ? c->op_seconds : 0.0;
 }
 
+uint64_t zs_coll_bus_bytes(const zs_coll *c) {
+  return c ? c->bus_bytes : 0;
+}
+
 void zs_coll_set_sig_src(zs_coll *c, const zs_coll_sig_src *src) {
   if (c) c->sig_src = src;
 }

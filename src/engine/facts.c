@@ -145,6 +145,12 @@ zs_status zs_engine_facts_get(const zs_engine *e, zs_engine_facts *out) {
   *out = e->facts;
   out->struct_size = size;
   out->units = e->nunits;
+  const zs_coll *gs[5] = {e->world, e->shard != e->world ? e->shard : NULL, e->replica,
+                          e->all != e->world ? e->all : NULL, e->tp};
+  out->comm_bus_bytes = 0;
+  for (int i = 0; i < 5; i++)
+    out->comm_bus_bytes += zs_coll_bus_bytes(gs[i]);
+  out->comm_tp_bus_bytes = zs_coll_bus_bytes(e->tp);
   return ZS_OK;
 }
 

@@ -66,6 +66,27 @@ static void bad_args(zs_coll *c) {
   ZS_OK_OR_DIE(zs_coll_all_reduce(c, NULL, NULL, 0, ZS_CDT_F32, NULL));
 }
 
+/* zs_coll_bus_bytes on a fresh group, from its definition in comm.h: an all-reduce of 48 bytes
+   moves 2 * 48 (n - 1) / n, an all-gather and a reduce-scatter of 3 floats per rank and an
+   all-to-all of 2 per rank (n - 1) / n of their 12 n and 8 n bytes, a broadcast of 5 floats 20;
+   one rank moves nothing. */
+static void bus_bytes(zs_coll *c) {
+  const uint64_t n = (uint64_t)zs_coll_size(c);
+  float a[64] = {0}, b[64] = {0};
+  ZS_EXPECT(zs_coll_bus_bytes(c) == 0, "a fresh group moved %llu bytes",
+            (unsigned long long)zs_coll_bus_bytes(c));
+  ZS_OK_OR_DIE(zs_coll_all_reduce(c, a, a, 12, ZS_CDT_F32, NULL));
+  ZS_OK_OR_DIE(zs_coll_all_gather(c, a, b, 3, ZS_CDT_F32, NULL));
+  ZS_OK_OR_DIE(zs_coll_reduce_scatter(c, b, a, 3, ZS_CDT_F32, NULL));
+  ZS_OK_OR_DIE(zs_coll_all_to_all(c, a, b, 2, ZS_CDT_F32, NULL));
+  ZS_OK_OR_DIE(zs_coll_broadcast(c, a, 5, ZS_CDT_F32, 0, NULL));
+  const uint64_t want = n == 1 ? 0 : 96 * (n - 1) / n + 12 * (n - 1) * 2 + 8 * (n - 1) + 20;
+  ZS_EXPECT(zs_coll_bus_bytes(c) == want, "bus bytes %llu, want %llu at %llu ranks",
+            (unsigned long long)zs_coll_bus_bytes(c), (unsigned long long)want,
+            (unsigned long long)n);
+  ZS_EXPECT(zs_coll_bus_bytes(NULL) == 0, "NULL group");
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -117,6 +138,7 @@ int main(int argc, char **argv) {
   setenv("ZS_COMM", "mpi", 1);
   ZS_OK_OR_DIE(zs_coll_open(comm, ZS_DEVICE_CPU, 30.0, &x));
   ZS_OK_OR_DIE(zs_coll_barrier(x));
+  bus_bytes(x);
   zs_coll_destroy(x);
   unsetenv("ZS_COMM");
 #ifndef ZS_HAVE_CUDA

@@ -23,7 +23,8 @@ TAGS = {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
         "comm_ms": "time/comm_ms", "update_ms": "time/update_ms", "io_ms": "time/io_ms",
         "data_ms": "time/data_ms",
         "compute_ms": "time/compute_ms", "max_ms": "time/max_ms",
-        "slowest_rank": "time/slowest_rank"}
+        "slowest_rank": "time/slowest_rank", "comm_mb": "comm/bus_mb",
+        "tp_comm_mb": "comm/tp_bus_mb"}
 
 
 def f32(x):
