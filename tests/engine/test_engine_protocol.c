@@ -58,6 +58,9 @@ typedef struct {
   size_t max_live, bucket;
   int frozen[TM_NUNITS]; /* zs_unit_freeze; the reference: no gradient and no weight decay */
   int nvme;              /* the NVMe tier: the (enlarged) head's optimizer state in files */
+  int tp;                /* tp_size: 2 in a quarter of the sequences on 2 or 4 ranks (every
+                            tensor replicated: each tp pair trains its data-parallel rank's
+                            batches, as the reference's data-parallel ranks) */
 } seq_cfg;
 
 /* The NVMe sequences: the head's size then, the host cap (under the head's state on every rank
@@ -79,7 +82,8 @@ typedef struct {
 
 /* Test state on one rank. */
 typedef struct {
-  int rank, world;
+  int rank, world;       /* in the communicator: rank 0 prints and runs the reference */
+  int dp_rank, dp_world; /* the engine's data-parallel place (zs_engine_mesh): the batches */
   seq_cfg c;
   zs_engine *e;
   zs_unit *u[TM_NUNITS];
@@ -102,7 +106,7 @@ static size_t unit_bytes(const st *s, int u) {
   for (int t = 0; t < tm_units[u].ntensors; t++)
     n += (size_t)tm_numel(u, t);
   size_t S = 1;
-  if (s->c.so) S = s->c.group ? (size_t)s->c.group : (size_t)s->world;
+  if (s->c.so) S = s->c.group ? (size_t)s->c.group : (size_t)s->dp_world;
   size_t p = (n + S - 1) / S * S;
   return (p < S ? S : p) * 4;
 }
@@ -261,7 +265,7 @@ static void train_step(st *s, int m, bwd_choice ch[][TM_NUNITS], rng *r) {
       }
       s->grad_live[u] = 1;
       s->used[s->step_no][k][u] = (unsigned char)s->held[u];
-      const uint64_t b = batch_id(s->step_no, k, s->rank);
+      const uint64_t b = batch_id(s->step_no, k, s->dp_rank);
       if (!s->c.det && c->flush) {
         /* Half now, reduced early (a sharded gradient's full buffer is freed), half after. */
         add_grad_scaled(s->u[u], u, b, s->held[u], NULL, 0.5f);
@@ -328,6 +332,10 @@ static void draw_cfg(rng *r, int w, seq_cfg *c) {
   static const size_t buckets[] = {0, 0, 40, 64, 200};
   c->bucket = buckets[rnd(r, 5)];
   if (w == 4 && c->so && rnd(r, 3) == 0) c->group = 2;
+  /* Tensor parallelism from a stream of its own (the other draws stay those of the seed); a
+     hybrid group of 2 is then the whole data-parallel size 2. */
+  c->tp = w % 2 == 0 && tm_hash(r->s ^ 0x74705f73ull) % 4 == 0 ? 2 : 1;
+  if (c->tp == 2 && w == 2) c->group = 0;
   const uint32_t o = rnd(r, 4);
   if (c->so && o == 1) c->offload = ZS_OFFLOAD_OPTIMIZER;
   if (c->sp && o == 2) c->offload = ZS_OFFLOAD_PARAMS;
@@ -368,6 +376,7 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u, cons
   cfg.bucket_bytes = c->bucket;
   cfg.max_live_bytes = c->max_live;
   cfg.shard_group_size = c->group;
+  cfg.tp_size = c->tp > 1 ? c->tp : 1;
   cfg.offload = c->offload;
   cfg.deterministic = c->det;
   cfg.adamw.lr = 0.05f;
@@ -551,7 +560,7 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
   for (int i = 0; i < TM_NUNITS; i++)
     for (int t = 0; t < tm_units[i].ntensors; t++)
       ZS_OK_OR_DIE(zs_unit_set_param(u[i], t, init + tm_base(i, t)));
-  const int W = s->world;
+  const int W = s->dp_world;
   int step = 0;
   (void)n;
   for (int q = 0; q < s->neff; q++) { /* the ops in effect: a load undid those after its save */
@@ -590,13 +599,16 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   draw_cfg(&r, s.world, &s.c);
   if (s.rank == 0)
     printf("seed %llu: world %d stage %d sharded p%d g%d o%d%s offload %u prefetch %d max_live %zu "
-           "bucket %zu group %d det %d frozen %d%d%d%d%s\n",
+           "bucket %zu group %d det %d frozen %d%d%d%d%s tp %d\n",
            (unsigned long long)seed, s.world, s.c.stage, s.c.sp, s.c.sg, s.c.so,
            s.c.explicit_switches ? " (switches)" : "", s.c.offload, s.c.prefetch, s.c.max_live,
            s.c.bucket, s.c.group, s.c.det, s.c.frozen[0], s.c.frozen[1], s.c.frozen[2],
-           s.c.frozen[3], s.c.nvme ? " nvme" : "");
+           s.c.frozen[3], s.c.nvme ? " nvme" : "", s.c.tp);
   fflush(stdout);
   s.e = make_engine(comm, &s.c, s.u, NULL);
+  ZS_OK_OR_DIE(zs_engine_mesh(s.e, ZS_MESH_DP, &s.dp_rank, &s.dp_world));
+  ZS_EXPECT(s.dp_world * s.c.tp == s.world, "seed %llu: dp size %d at tp %d on %d ranks",
+            (unsigned long long)seed, s.dp_world, s.c.tp, s.world);
   ZS_OK_OR_DIE(zs_engine_memory(s.e, &s.base));
   if (s.c.nvme) { /* the head on the tier unless frozen (no optimizer state) */
     const zs_engine_facts f = zs_test_facts(s.e);
