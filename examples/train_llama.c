@@ -320,9 +320,9 @@ typedef struct {
   llama_args a;
   ex_run x;            /* x.data: token file or text (unless --batches) */
   llama_batches fixed; /* --batches */
-  llama_config cfg;  /* the whole model */
-  llama_config lcfg; /* what one tp rank holds (cfg without tensor parallelism) */
-  lhf_dir hf; /* --init-safetensors, open until the weights are read */
+  llama_config cfg;    /* the whole model */
+  llama_config lcfg;   /* what one tp rank holds (cfg without tensor parallelism) */
+  lhf_dir hf;          /* --init-safetensors, open until the weights are read */
   int hf_open;
   zs_unit **units; /* [L+2] */
   llama_model model;
@@ -436,8 +436,8 @@ static int micro(void *ctx, int step, int mi, float *loss) {
     TRY(llama_batches_get(&r->fixed, step, x->dp_rank, x->dp_world, mi, t->micro_steps, t->batch,
                           t->seq, r->cfg.vocab, x->tok, x->tgt));
   else
-    TRY(gpt2_data_train_batch(&x->data, step, x->dp_rank, x->dp_world, mi, t->micro_steps,
-                              t->batch, t->seq, x->tok, x->tgt));
+    TRY(gpt2_data_train_batch(&x->data, step, x->dp_rank, x->dp_world, mi, t->micro_steps, t->batch,
+                              t->seq, x->tok, x->tgt));
   x->data_s += gpt2_now() - t0;
   return train_micro(&r->model, x->tok, x->tgt, loss);
 }

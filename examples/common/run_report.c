@@ -59,6 +59,5 @@ void ex_print_batch_shape(const ex_run *r) {
   printf("batch: %d x %d tokens x %d micro-steps x %d data-parallel ranks = %d tokens/step | %d "
          "steps\n",
          a->batch, a->seq, a->micro_steps, r->dp_world,
-         a->batch * a->seq * a->micro_steps * r->dp_world,
-         a->steps);
+         a->batch * a->seq * a->micro_steps * r->dp_world, a->steps);
 }

@@ -22,7 +22,8 @@ int llama_init_random(const llama_config *c, zs_unit **units, uint64_t seed);
 int llama_init_hf(const llama_config *c, zs_unit **units, const lhf_dir *d);
 /* Writes dir (created if missing) as a Hugging Face directory: config.json and the weights in
    dtype (ZS_F32 or ZS_BF16), files of at most max_shard_bytes (0: one file). Collective: every
-   rank gathers each tensor (zs_unit_get_param_whole), rank 0 writes, one tensor in memory at a time. */
+   rank gathers each tensor (zs_unit_get_param_whole), rank 0 writes, one tensor in memory at a
+   time. */
 int llama_export_hf(const llama_config *c, zs_unit **units, const char *dir, zs_dtype dtype,
                     uint64_t max_shard_bytes, int rank);
 

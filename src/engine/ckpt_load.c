@@ -167,36 +167,80 @@ static int cmp_seg(const void *x, const void *y) {
   return a->begin < b->begin ? -1 : a->begin > b->begin;
 }
 
-/* Each unit's runs (zs_ckpt_runs) over what this rank needs of it: [ma, mb) of needed(). */
+/* Each unit's runs (zs_ckpt_runs) over what this rank needs of it: [ma, mb) of needed(), and
+   their order by saved tp rank, then saved position (ord): the runs of one tp rank come in
+   increasing, disjoint source ranges (the dst order keeps them so), so a segment finds its runs
+   by binary search however many rows a dim-1 split cut them into. */
 typedef struct {
   zs_ckpt_run **r;
   size_t *n;
+  size_t **ord;
   int nunits;
 } unit_runs;
 
 static void runs_free(unit_runs *ur) {
-  for (int i = 0; i < ur->nunits && ur->r; i++)
-    free(ur->r[i]);
+  for (int i = 0; i < ur->nunits; i++) {
+    if (ur->r) free(ur->r[i]);
+    if (ur->ord) free(ur->ord[i]);
+  }
   free(ur->r);
   free(ur->n);
+  free(ur->ord);
   memset(ur, 0, sizeof *ur);
+}
+
+/* ord: the n runs' indexes, by src_tp (0 .. T - 1) and then their own order; cnt has T + 1. */
+static void order_runs(const zs_ckpt_run *r, size_t n, int T, size_t *cnt, size_t *ord) {
+  memset(cnt, 0, ((size_t)T + 1) * sizeof *cnt);
+  for (size_t j = 0; j < n; j++)
+    cnt[r[j].src_tp + 1]++;
+  for (int t = 0; t < T; t++)
+    cnt[t + 1] += cnt[t];
+  for (size_t j = 0; j < n; j++)
+    ord[cnt[r[j].src_tp]++] = j;
 }
 
 static zs_status runs_make(const zs_engine *e, const zs_ckpt_manifest *m, unit_runs *ur) {
   ur->r = calloc((size_t)e->nunits, sizeof *ur->r);
   ur->n = calloc((size_t)e->nunits, sizeof *ur->n);
+  ur->ord = calloc((size_t)e->nunits, sizeof *ur->ord);
   ur->nunits = e->nunits;
-  if (!ur->r || !ur->n) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of host memory");
-  for (int i = 0; i < e->nunits; i++) {
+  size_t *cnt = calloc((size_t)m->tp_size + 1, sizeof *cnt);
+  zs_status rc = ur->r && ur->n && ur->ord && cnt
+                     ? ZS_OK
+                     : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of host memory");
+  for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     uint64_t ma, mb, oa, ob;
     needed(e, e->units[i], &ma, &mb, &oa, &ob);
-    ZS_CHECK(zs_ckpt_runs(e, m, i, ma, mb, &ur->r[i], &ur->n[i]));
+    rc = zs_ckpt_runs(e, m, i, ma, mb, &ur->r[i], &ur->n[i]);
+    if (rc == ZS_OK && ur->n[i] && !(ur->ord[i] = malloc(ur->n[i] * sizeof *ur->ord[i])))
+      rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_load: out of host memory");
+    if (rc == ZS_OK && ur->n[i]) order_runs(ur->r[i], ur->n[i], m->tp_size, cnt, ur->ord[i]);
   }
-  return ZS_OK;
+  free(cnt);
+  return rc;
+}
+
+/* The first of unit i's ordered runs of saved tp rank tp that ends after saved element x (or
+   one past them). */
+static size_t first_run(const unit_runs *ur, int i, int tp, uint64_t x) {
+  const zs_ckpt_run *r = ur->r[i];
+  const size_t *ord = ur->ord[i];
+  size_t lo = 0, hi = ur->n[i];
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    const zs_ckpt_run *q = &r[ord[mid]];
+    if (q->src_tp < tp || (q->src_tp == tp && q->src + q->n <= x))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 /* Every element this rank needs is in some file (a missing shard, or a manifest that does not
-   cover the model, is caught here rather than loading zeros). */
+   cover the model, is caught here rather than loading zeros): one sweep per unit over its
+   segments and its ordered runs, both by tp rank and position. */
 static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m,
                                 const unit_runs *ur) {
   int total = 0;
@@ -211,12 +255,23 @@ static zs_status check_coverage(const zs_engine *e, const zs_ckpt_manifest *m,
       for (int k = 0; k < m->files[f].nsegs; k++)
         if (m->files[f].segs[k].unit == i) list[n++] = &m->files[f].segs[k];
     qsort(list, (size_t)n, sizeof *list, cmp_seg);
+    int k = 0, tp = -1;
+    uint64_t reach = 0; /* the end of what the segments of tp so far cover from their start */
     for (size_t j = 0; j < ur->n[i] && rc == ZS_OK; j++) {
-      const zs_ckpt_run *r = &ur->r[i][j];
+      const zs_ckpt_run *r = &ur->r[i][ur->ord[i][j]];
+      if (r->src_tp != tp) { /* the next tp rank's segments */
+        tp = r->src_tp;
+        reach = 0;
+        while (k < n && list[k]->tp < tp)
+          k++;
+      }
       uint64_t at = r->src;
-      for (int k = 0; k < n && at < r->src + r->n; k++)
-        if (list[k]->tp == r->src_tp && list[k]->begin <= at && list[k]->end > at)
-          at = list[k]->end;
+      while (at < r->src + r->n) {
+        for (; k < n && list[k]->tp == tp && list[k]->begin <= at; k++)
+          if (list[k]->end > reach) reach = list[k]->end;
+        if (reach <= at) break;
+        at = reach;
+      }
       if (at < r->src + r->n)
         rc = zs_err(ZS_ERR_CORRUPT,
                     "zs_engine_load: no file of the checkpoint holds element %" PRIu64
@@ -351,9 +406,13 @@ static int file_wanted(const pass *p, const zs_ckpt_file *f) {
   uint64_t x0, x1, dst;
   for (int k = 0; k < f->nsegs; k++) {
     const zs_ckpt_seg *g = &f->segs[k];
-    for (size_t j = 0; j < p->ur->n[g->unit]; j++)
+    const unit_runs *ur = p->ur;
+    for (size_t j = first_run(ur, g->unit, g->tp, g->begin); j < ur->n[g->unit]; j++) {
+      const zs_ckpt_run *r = &ur->r[g->unit][ur->ord[g->unit][j]];
+      if (r->src_tp != g->tp || r->src >= g->end) break;
       for (int kind = 0; kind < p->m->narrays; kind++)
-        if (wanted(p, g, &p->ur->r[g->unit][j], kind, &x0, &x1, &dst)) return 1;
+        if (wanted(p, g, r, kind, &x0, &x1, &dst)) return 1;
+    }
   }
   return 0;
 }
@@ -370,11 +429,13 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
     const zs_ckpt_seg *g = &f->segs[k];
     zs_unit *u = p->e->units[g->unit];
     const uint64_t n = g->end - g->begin;
-    /* Array by array, then run by run: the saved elements come in increasing order, so each
-       block is read once. */
+    /* Array by array, then the segment's runs in saved order: each block is read once. */
+    const unit_runs *ur = p->ur;
+    const size_t j0 = first_run(ur, g->unit, g->tp, g->begin);
     for (int kind = 0; kind < p->m->narrays && rc == ZS_OK; kind++)
-      for (size_t j = 0; j < p->ur->n[g->unit] && rc == ZS_OK; j++) {
-        const zs_ckpt_run *r = &p->ur->r[g->unit][j];
+      for (size_t j = j0; j < ur->n[g->unit] && rc == ZS_OK; j++) {
+        const zs_ckpt_run *r = &ur->r[g->unit][ur->ord[g->unit][j]];
+        if (r->src_tp != g->tp || r->src >= g->end) break;
         if (!wanted(p, g, r, kind, &x0, &x1, &dst)) continue;
         const uint64_t a0 = g->offset + 4 * n * (uint64_t)kind; /* the array in the data */
         const uint64_t c0 = a0 + 4 * (x0 - g->begin), c1 = a0 + 4 * (x1 - g->begin);

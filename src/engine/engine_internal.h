@@ -162,12 +162,12 @@ uint64_t zs_engine_tp_hash(const zs_engine *e);
 int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t);
 /* Tensor t of u whole (host_whole: tp_size times its slice's elements) from every tp rank's
    slice (host_slice: this rank's), by its layout; collective over the tp group, t split. Its
-   collectives carry the engine's current call (zs_engine_call) in their divergence headers. */
+   collectives carry the engine's current call (zs_engine_call) in their divergence headers. A
+   rank without a slice (NULL) gives zeros; one without a whole (NULL) keeps nothing; either way
+   it takes part. ZS_ERR_OUT_OF_MEMORY: the join went through but host_whole is not filled (the
+   engine is sound); other errors: the collective failed. */
 zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *host_slice,
                             float *host_whole);
-/* ZS_ERR_UNSUPPORTED, naming fn, when tp_size > 1 (exports of tp slices are the next step of
-   docs/PARALLEL.md); else ZS_OK. */
-zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn);
 /* Commit's disk step before the NVMe tier opens (nvme_disk.c), with prior this rank's outcome so
    far: each rank reclaims dead runs' tier directories under nvme_path (zs_nvme_reclaim; every
    rank's sum into e->nvme_reclaimed); then the ranks whose nvme_path is on one disk of one host

@@ -174,14 +174,18 @@ static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, c
 /* Gathers unit u's full master into `full` (room for the largest unit; collective) and, on rank
    0, writes its tensors. A local failure on rank 0 (host memory, the file) goes into w->rc and
    the gathers go on: the other ranks are in them. A unit on the NVMe tier reads its master from
-   the tier's file; a failed read goes into *tier_rc (the first one) and the gathers go on. */
+   the tier's file; a failed read goes into *tier_rc (the first one) and the gathers go on. At
+   tp_size > 1 every tp group joins every split tensor whatever its own failures (the others are
+   in the joins), a rank that cannot give its slice giving zeros; a local failure goes into
+   *local_rc, agreed before the file is published. */
 static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full,
-                             zs_status *tier_rc) {
+                             zs_status *tier_rc, zs_status *local_rc) {
   const int writer = e->all_rank == 0;
   /* Every tp group joins the slices (only rank 0's writes them): the step's agreement compares
      every rank's collective calls. */
   const int joins = e->tp_size > 1;
   const float *src_full = full;
+  int have = 1;                     /* this rank has the unit's master */
   if (zs_state_master_on_tier(u)) { /* the fp32 master's or the remainders' file */
     /* On the NVMe tier: the gather reads this rank's range from its file (its shard group agrees
        on a failed read before the all-gather, so all its ranks return the error together). A
@@ -191,52 +195,47 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
     if (rc != ZS_OK && zs_mem_may_be_written(rc)) return zs_engine_fail(e, rc);
     if (rc != ZS_OK && *tier_rc == ZS_OK)
       *tier_rc = zs_err_wrap(rc, "reading unit '%s' master from the NVMe tier", u->name);
-    if (*tier_rc != ZS_OK) return ZS_OK; /* nothing more of it is written */
+    have = *tier_rc == ZS_OK; /* nothing more of it is written */
   } else if (zs_state_master_in_host(u)) {
     src_full = zs_state_master_in_host(u); /* already whole, in host memory */
   } else {
     const zs_status rc = zs_master_gather(&e->tiers, u, full);
     if (rc != ZS_OK) return zs_engine_fail(e, rc);
   }
-  for (int k = 0; k < u->ntensors && (writer || joins); k++) {
-    if (ent[k].x.skip) continue;
-    const size_t n = u->lay.numel[k];
+  for (int k = 0; k < u->ntensors; k++) {
     const int split = joins && zs_engine_tp_split(u, k);
-    if (!writer && !split) continue;
-    const float *src = src_full + u->lay.off[k];
+    if (ent[k].x.skip || !(split || (writer && have && w->rc == ZS_OK))) continue;
+    const size_t n = u->lay.numel[k];
+    const float *src = have ? src_full + u->lay.off[k] : NULL;
     float *host = NULL, *whole = NULL;
-    if (e->dev.kind == ZS_DEVICE_CUDA && !zs_state_master_in_host(u)) {
+    int oom = 0;
+    if (src && e->dev.kind == ZS_DEVICE_CUDA && !zs_state_master_in_host(u)) {
       /* One tensor at a time on the host. */
       host = malloc(n * 4 + 4);
-      if (!host) {
-        w->rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
-                       "zs_engine_export_safetensors: out of host memory "
-                       "for tensor '%s.%s'",
-                       u->name, u->t[k].name);
-        break;
-      }
-      const zs_status rc = zs_dev_to_host(&e->dev, host, src, n * 4);
+      const zs_status rc = host ? zs_dev_to_host(&e->dev, host, src, n * 4) : ZS_OK;
       if (rc != ZS_OK) {
         free(host);
         return zs_engine_fail(e, rc);
       }
+      oom = !host;
       src = host;
     }
-    if (split) { /* every rank of the group takes part, whatever its own state */
-      whole = malloc(n * (size_t)e->tp_size * 4 + 4);
-      const zs_status rc = zs_engine_tp_join(e, u, k, src, whole ? whole : (float *)src);
-      if (rc != ZS_OK || !whole) {
+    if (split && !(whole = malloc(n * (size_t)e->tp_size * 4 + 4))) oom = 1;
+    if (oom && *local_rc == ZS_OK)
+      *local_rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
+                         "zs_engine_export_safetensors: out of host memory for tensor '%s.%s'",
+                         u->name, u->t[k].name);
+    if (split) { /* the join moves zeros for a slice this rank cannot give, and keeps nothing */
+      const zs_status rc = zs_engine_tp_join(e, u, k, src, whole);
+      if (rc != ZS_OK && rc != ZS_ERR_OUT_OF_MEMORY) {
         free(host);
         free(whole);
-        return zs_engine_fail(e, rc != ZS_OK ? rc
-                                             : zs_err(ZS_ERR_OUT_OF_MEMORY,
-                                                      "zs_engine_export_safetensors: out of host "
-                                                      "memory for tensor '%s.%s'",
-                                                      u->name, u->t[k].name));
+        return zs_engine_fail(e, rc);
       }
-      src = whole;
+      if (rc != ZS_OK && *local_rc == ZS_OK) *local_rc = rc;
+      src = rc == ZS_OK ? whole : NULL;
     }
-    if (writer) write_tensor(w, &ent[k], &ent[k].whole, src);
+    if (writer && src && *local_rc == ZS_OK) write_tensor(w, &ent[k], &ent[k].whole, src);
     free(host);
     free(whole);
   }
@@ -330,17 +329,24 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                    : zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   }
   free(hdr);
-  zs_status tier_rc = ZS_OK; /* this rank's first failed read of the NVMe tier */
+  zs_status tier_rc = ZS_OK;  /* this rank's first failed read of the NVMe tier */
+  zs_status local_rc = ZS_OK; /* a tp join's own failure (out of host memory) */
   for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
-    rc = export_unit(e, e->units[i], ent + t0, &w, full, &tier_rc);
+    rc = export_unit(e, e->units[i], ent + t0, &w, full, &tier_rc, &local_rc);
   if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
   int tier_failed = 0;
-  if (rc == ZS_OK && e->tiers.nvme) {
-    /* Every rank's tier verdict before rank 0 publishes the file (the same units are on the
-       tier on every rank, so every rank is here). */
-    rc = zs_ckpt_agree(e, tier_rc, fn);
-    tier_failed = rc != ZS_OK && e->state != ZS_ENGINE_FAILED;
+  if (rc == ZS_OK && (e->tiers.nvme || e->tp_size > 1)) {
+    /* Every rank's tier verdict and own failures (a tp join's) before rank 0 publishes the file
+       (the same units are on the tier on every rank, so every rank is here). */
+    const uint64_t word = tier_rc != ZS_OK;
+    uint64_t *all = calloc((size_t)e->all_size * 2, sizeof *all);
+    if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
+    rc = zs_ckpt_agree_words(e, tier_rc != ZS_OK ? tier_rc : local_rc, &word, 1, all, fn);
+    for (int r = 0; r < e->all_size && rc != ZS_OK && e->state != ZS_ENGINE_FAILED; r++)
+      if (all[2 * (size_t)r + 1]) tier_failed = 1;
+    free(all);
   }
+  if (w.rc == ZS_OK && local_rc != ZS_OK) w.rc = local_rc;
   if (e->all_rank == 0) {
     if (rc != ZS_OK && w.rc == ZS_OK) w.rc = rc;
     if (w.fd >= 0) {

@@ -61,15 +61,6 @@ int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t) {
   return e->tp_rank == 0 || zs_engine_tp_split(u, t);
 }
 
-zs_status zs_engine_tp_refuse(const zs_engine *e, const char *fn) {
-  if (e->tp_size == 1) return ZS_OK;
-  return zs_err(ZS_ERR_UNSUPPORTED,
-                "%s: not yet with tensor parallelism (tp_size %d): exports of tp slices are "
-                "the next step (docs/PARALLEL.md); save a checkpoint and load it at tp_size 1 "
-                "to export, or read whole tensors with zs_unit_get_param_whole",
-                fn, e->tp_size);
-}
-
 zs_status zs_engine_mesh(const zs_engine *e, zs_mesh_dim dim, int *rank, int *size) {
   if (!e || !rank || !size) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_mesh: a NULL argument");
   if (dim == ZS_MESH_TP) {
@@ -274,25 +265,28 @@ zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *
                             float *host_whole) {
   const size_t n = u->lay.numel[t], T = (size_t)e->tp_size;
   if (!n) return ZS_OK;
-  float *all = malloc(n * T * sizeof *all);
-  if (!all)
-    return zs_err(ZS_ERR_OUT_OF_MEMORY, "joining '%s.%s': out of host memory", u->name,
-                  u->tnames[t]);
+  float *all = host_whole ? malloc(n * T * sizeof *all) : NULL;
+  const int kept = host_whole == NULL || all != NULL; /* else out of host memory */
   /* The slices meet in device memory (NCCL moves nothing else), through the engine's scratch. */
   zs_dev *d = &e->dev;
   void *cs = d->compute_stream, *dev = NULL;
   const size_t bytes = (T + 1) * n * sizeof(float);
   zs_status rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &dev, cs);
   float *dsl = dev, *dall = rc == ZS_OK ? dsl + n : NULL;
-  if (rc == ZS_OK) rc = zs_dev_from_host(d, dsl, host_slice, n * sizeof(float));
+  if (rc == ZS_OK)
+    rc = host_slice && all ? zs_dev_from_host(d, dsl, host_slice, n * sizeof(float))
+                           : zs_dev_zero(d, dsl, n * sizeof(float), cs);
   if (rc == ZS_OK) rc = zs_coll_all_gather(e->tp, dsl, dall, n, ZS_CDT_F32, cs);
   if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
-  if (rc == ZS_OK) rc = zs_dev_to_host(d, all, dall, T * n * sizeof(float));
+  if (rc == ZS_OK && all) rc = zs_dev_to_host(d, all, dall, T * n * sizeof(float));
   zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, dev, bytes, cs);
-  if (rc == ZS_OK)
+  if (rc == ZS_OK && all)
     for (int q = 0; q < (int)T; q++)
       slice_copy(u, t, q, (int)T, host_whole, all + (size_t)q * n, n, 0);
   free(all);
+  if (rc == ZS_OK && !kept)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "joining '%s.%s': out of host memory", u->name,
+                  u->tnames[t]);
   return rc;
 }
 
@@ -307,9 +301,11 @@ zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
   /* A refusal here is this rank's alone (its tp peers then wait in the all-gather below until
      comm_timeout_s); a failed gather fails the engine, and its peers at the next agreement. */
   zs_status rc = zs_unit_get_param(u, t, sl);
-  zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
-  if (rc == ZS_OK && n)
-    rc = mesh_done(e, zs_engine_tp_join(e, u, t, sl, host_whole), "zs_unit_get_param_whole");
+  if (rc == ZS_OK && n) zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
+  if (rc == ZS_OK && n) {
+    rc = zs_engine_tp_join(e, u, t, sl, host_whole);
+    if (rc != ZS_ERR_OUT_OF_MEMORY) rc = mesh_done(e, rc, "zs_unit_get_param_whole");
+  }
   free(sl);
   return rc;
 }

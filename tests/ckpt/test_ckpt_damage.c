@@ -72,6 +72,26 @@ static void rewrite_manifest(const char *path, void (*edit)(zs_ckpt_manifest *m)
 static void set_version_99(zs_ckpt_manifest *m) {
   m->format_version = 99;
 }
+/* Tensor parallelism (format version 4) claimed at tp 2 with a tensor split along a dimension
+   two ranks cannot share (an odd one). */
+static void tp_odd_split(zs_ckpt_manifest *m) {
+  m->format_version = 4;
+  m->tp_size = 2;
+  for (int i = 0; i < m->nunits; i++)
+    for (int k = 0; k < m->units[i].ntensors; k++)
+      if (m->units[i].t[k].shape[0] % 2) {
+        m->units[i].t[k].tp = ZS_TP_SPLIT_DIM0;
+        return;
+      }
+  ZS_EXPECT(0, "no tensor with an odd first dimension");
+}
+/* At tp 2 with every tensor whole, one segment moved to tp rank 1: tp rank 0's copy (the one a
+   load reads) lacks its range. */
+static void tp_missing_slice(zs_ckpt_manifest *m) {
+  m->format_version = 4;
+  m->tp_size = 2;
+  m->files[0].segs[0].tp = 1;
+}
 /* The manifest as the format wrote it before it named the optimizer (AdamW's, implied). */
 static void drop_optimizer(zs_ckpt_manifest *m) {
   ZS_EXPECT(!strcmp(m->optimizer, "adamw"), "the manifest names optimizer '%s'", m->optimizer);
@@ -226,6 +246,16 @@ int main(int argc, char **argv) {
   snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
   rewrite_manifest(p, set_version_99);
   refused(e, u, dir, ZS_ERR_CORRUPT, "unknown format version 99", -1, later, 3, "version 99");
+  fresh(good, dir, sizeof dir, "tp_split");
+  snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
+  rewrite_manifest(p, tp_odd_split);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "that 2 tp ranks cannot share equally", -1, later, 3,
+          "tp split of an odd dimension");
+  fresh(good, dir, sizeof dir, "tp_missing");
+  snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
+  rewrite_manifest(p, tp_missing_slice);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "of tp rank 0's slices", 0, later, 3,
+          "tp rank 0's slices incomplete");
 
   /* Another model's checkpoint, and another model's manifest beside our files. */
   zs_engine *eb = make(stage, offload, 1, ub);

@@ -20,7 +20,9 @@ run() { # NP ARGS...
   "$mpiexec" --oversubscribe -np "$np" "$exe" "$@"
 }
 full() { [ "${EQUIV_ONE_SPLIT:-0}" = 1 ] || run "$@"; }
-run 4 --tp 1 --stage 3 --write "$tmp/ref.bin"
+run 4 --tp 1 --stage 3 --write "$tmp/ref.bin" --save "$tmp/ck0" --save-at 3
+# The reference's own checkpoint (format version 2, no layouts) resumed at tp 2, offloaded.
+run 4 --tp 2 --micro 2 --stage 1 --offload 1 --load "$tmp/ck0" --compare "$tmp/ref.bin"
 # Saved after step 3 at tp 2: loaded at tp 1 (dp 4), tp 4 (dp 1) and tp 2 (dp 1, offloaded), each
 # rank's slices the saved tensors' bit for bit, and trained on to the reference's weights. The
 # safetensors exports of the same tensors at tp 2, 1 and 4 are the same bytes.

@@ -88,8 +88,8 @@ int zp_recommend(const zp_args *a, const zp_model *m, size_t act, size_t dev, si
       zs_config cfg;
       zp_config(a, st, offs[o], &cfg);
       cand *k = &c[n];
-      if (zs_plan_model_frozen(&cfg, zp_dp_world(a), m->numel, m->frozen, m->n, act, dev, host, &k->r) !=
-              ZS_OK ||
+      if (zs_plan_model_frozen(&cfg, zp_dp_world(a), m->numel, m->frozen, m->n, act, dev, host,
+                               &k->r) != ZS_OK ||
           !k->r.fits)
         continue; /* not a plan (offload needs sharding), or does not fit */
       k->stage = st;
@@ -110,7 +110,7 @@ int zp_recommend(const zp_args *a, const zp_model *m, size_t act, size_t dev, si
   }
   printf("configurations that fit %d rank(s) (shard group %d), fastest first (link %.0f GB/s, "
          "PCIe %.0f GB/s):\n",
-         a->world, a->group ? a->group : a->world, a->link_gbs, a->pcie_gbs);
+         a->world, a->group ? a->group : zp_dp_world(a), a->link_gbs, a->pcie_gbs);
   printf("%-6s %-11s %14s %16s %16s\n", "stage", "offload", "comm s/step", "device B/rank",
          "host B/rank");
   for (int i = 0; i < n; i++)

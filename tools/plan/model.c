@@ -92,8 +92,9 @@ int zp_model_build(const zp_args *a, zp_model *m) {
   }
   if (rc) return -1;
   if (a->tp > 1 && !m->is_llama) {
-    fprintf(stderr, "zshard-plan: --tp %d: tensor parallelism is planned for Llama-family models "
-                    "(--model a preset or config.json), as train_llama splits them\n",
+    fprintf(stderr,
+            "zshard-plan: --tp %d: tensor parallelism is planned for Llama-family models "
+            "(--model a preset or config.json), as train_llama splits them\n",
             a->tp);
     return -1;
   }

@@ -80,8 +80,9 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
          a->device == ZS_DEVICE_CUDA ? "cuda" : "cpu");
   if (a->tp > 1)
     printf("tensor parallelism: tp %d x %d data-parallel ranks; the params above are one tp "
-           "rank's slices (heads and MLP / %d; norms, embedding and head whole)\n",
-           a->tp, zp_dp_world(a), a->tp);
+           "rank's slices (heads and MLP / %d; norms, embedding and head whole); rank counts "
+           "below are data-parallel ranks (times %d for GPUs)\n",
+           a->tp, zp_dp_world(a), a->tp, a->tp);
   if (a->states_only) {
     printf("model states per rank (the ZeRO paper's accounting: params, grads, fp32 master + "
            "the optimizer's state):\n");
