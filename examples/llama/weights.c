@@ -37,7 +37,8 @@ static size_t numel(const zs_tensor_desc *d) {
   return n;
 }
 
-int llama_init_random(const llama_config *c, zs_unit **units, uint64_t seed) {
+/* Elements of c's largest tensor (whole, for the whole model's c). */
+static size_t largest(const llama_config *c) {
   size_t most = 0;
   for (int u = 0; u < llama_num_units(c); u++) {
     zs_tensor_desc d[LLAMA_MAX_UNIT_TENSORS];
@@ -45,7 +46,11 @@ int llama_init_random(const llama_config *c, zs_unit **units, uint64_t seed) {
     for (int t = 0; t < nt; t++)
       if (numel(&d[t]) > most) most = numel(&d[t]);
   }
-  float *h = malloc(most * sizeof(float));
+  return most;
+}
+
+int llama_init_random(const llama_config *c, zs_unit **units, uint64_t seed) {
+  float *h = malloc(largest(c) * sizeof(float));
   if (!h) return gpt2_fail("out of host memory for the initial weights");
   int rc = 0;
   for (int u = 0; rc == 0 && u < llama_num_units(c); u++) {
@@ -106,14 +111,7 @@ int llama_export_hf(const llama_config *c, zs_unit **units, const char *dir, zs_
       open = 1;
   }
   /* Every rank takes part in every gather (collective), even after rank 0 failed. */
-  size_t most = 0; /* the largest whole tensor (c is the whole model) */
-  for (int u = 0; u < llama_num_units(c); u++) {
-    zs_tensor_desc ds[LLAMA_MAX_UNIT_TENSORS];
-    const int nt = llama_unit_descs(c, u, ds);
-    for (int t = 0; t < nt; t++)
-      if (numel(&ds[t]) > most) most = numel(&ds[t]);
-  }
-  float *h = malloc(most * sizeof(float));
+  float *h = malloc(largest(c) * sizeof(float));
   if (!h) rc = gpt2_fail("out of host memory for the export");
   for (int u = 0; h && u < llama_num_units(c); u++) {
     zs_tensor_desc ds[LLAMA_MAX_UNIT_TENSORS];
