@@ -96,6 +96,7 @@ int zp_model_build(const zp_args *a, zp_model *m) {
             "zshard-plan: --tp %d: tensor parallelism is planned for Llama-family models "
             "(--model a preset or config.json), as train_llama splits them\n",
             a->tp);
+    zp_model_free(m);
     return -1;
   }
   m->total = 0;
