@@ -9,9 +9,10 @@
 #      examples/common/llama_activations.h for Llama-3 8B at B=1, T=4096, bf16
 #   4. refusals: a sequence longer than Mistral's sliding window (with and without activations),
 #      an unknown preset, a MoE config; a Llama 3.1 config.json (eos_token_id list) accepted
-#   5. --tp 2: one tp rank's parameters and recompute's saving, worked out here (the heads and
-#      the MLP halved, the norms, embedding and head whole); a tp that does not divide the heads
-#      or the world, and --tp for a model train_llama does not split, refused
+#   5. --tp 2: one tp rank's parameters, recompute's saving and --recommend's tp traffic, worked
+#      out here (the heads and the MLP halved, the norms, embedding and head whole); a tp that
+#      does not divide the heads or the world, and --tp for a model train_llama does not split,
+#      refused
 # Usage: test_plan_llama.sh ZSHARD_PLAN
 set -uo pipefail
 plan=$1
@@ -139,6 +140,15 @@ check "llama3-8b --tp 2: one tp rank's parameters" "$got" 4540600320
 a0=$("$plan" --model llama3-8b $cfg --tp 2 | field 'd["per_rank"]["activations"]')
 a1=$("$plan" --model llama3-8b $cfg --tp 2 --recompute | field 'd["per_rank"]["activations"]')
 check "llama3-8b --tp 2: recompute saves 31 layers' activations" "$((a0 - a1))" 9890922496
+#    --recommend at tp 2 x dp 1: no ZeRO traffic, only the tp sums: 32 layers x 4 all-reduces of
+#    4096 tokens x 4096 x 2 bytes, a ring moving 2 (2 - 1) / 2 of each, at 100 GB/s = 0.0429497 s;
+#    6 all-reduces a layer with --recompute: 0.0644245 s.
+rec="--model llama3-8b --world 2 --tp 2 --device cuda --dtype bf16 --device-mem 80G --host-mem 1T
+     --batch 1 --seq 4096 --recommend --json"
+got=$("$plan" $rec | field 'd["recommend"][0]["step_comm_seconds"]')
+check "llama3-8b --tp 2 --recommend: the tp sums' seconds" "$got" 0.0429497
+got=$("$plan" $rec --recompute | field 'd["recommend"][0]["step_comm_seconds"]')
+check "llama3-8b --tp 2 --recommend --recompute: 6 sums a layer" "$got" 0.0644245
 for bad in "--model llama3-8b --world 3 --tp 3:splits the attention heads (32)" \
            "--model llama3-8b --world 8 --tp 3:--tp 3 does not divide --world 8" \
            "--model d12 --world 2 --tp 2:planned for Llama-family models"; do

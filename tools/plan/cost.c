@@ -58,6 +58,15 @@ double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned 
   else
     comm = ((stage == 3 ? 2 : 1) * psi * pb + psi * rb) * (G - 1) / G +
            2 * (psi / G) * rb * (R - 1) / R;
+  if (a->tp > 1 && m->is_llama) {
+    /* train_llama's tp sums: 4 all-reduces of the activations (B x seq x C in the compute dtype:
+       fp32 on the CPU device) per layer, 6 when recompute runs each forward twice; a ring moves
+       2 (T - 1) / T of each. */
+    const int seq = a->seq ? a->seq : (m->llama.max_pos < 2048 ? m->llama.max_pos : 2048);
+    const double T = a->tp, cb = a->device == ZS_DEVICE_CPU ? 4 : pb;
+    const double act = (double)a->batch * seq * m->llama.hidden * cb;
+    comm += m->llama.layers * (a->recompute ? 6 : 4) * act * 2 * (T - 1) / T;
+  }
   double host = 0;
   if (offload & ZS_OFFLOAD_OPTIMIZER) host += 2 * psi / G * pb;
   if (offload & ZS_OFFLOAD_PARAMS) host += psi / G * pb; /* two gathers' uploads, not one publish */

@@ -29,7 +29,7 @@ typedef struct {
   /* The configuration. */
   int world, group, stage, prefetch, deterministic, held_units;
   int tp; /* --tp T: tensor-parallel groups of T ranks (Llama models); the plan is per rank, over
-             world / T data-parallel ranks (zp_dp_world) */
+             world / T data-parallel ranks (zp_dp_world); --recommend adds the tp all-reduces */
   unsigned offload;
   zs_dtype dtype, reduce_dtype;
   int reduce_set;
