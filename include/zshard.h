@@ -618,7 +618,8 @@ typedef struct {
   int transpose;  /* 2-D tensors only: write the [cols, rows] transpose */
   int64_t rows;   /* keep only the first rows of dimension 0 (0 = all): drops padding rows */
 } zs_export_tensor;
-/* Called for every tensor, on every rank, with the same arguments: must answer the same on all.
+/* Called for every tensor, on every rank, with the same arguments: must answer the same on all
+   (answers that differ are refused on every rank with ZS_ERR_INVALID_ARG, nothing written).
    Returns 0, or non-zero to refuse the export (ZS_ERR_INVALID_ARG). */
 typedef int (*zs_export_tensor_fn)(void *ctx, const char *unit, const char *tensor, int ndim,
                                    const int64_t *shape, zs_export_tensor *out);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "base/bf16.h"
 #include "base/error.h"
@@ -209,7 +210,8 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
     const float *src = have ? src_full + u->lay.off[k] : NULL;
     float *host = NULL, *whole = NULL;
     int oom = 0;
-    if (src && e->dev.kind == ZS_DEVICE_CUDA && !zs_state_master_in_host(u)) {
+    if (src && e->dev.kind == ZS_DEVICE_CUDA && !zs_state_master_in_host(u) &&
+        (split || *local_rc == ZS_OK)) {
       /* One tensor at a time on the host. */
       host = malloc(n * 4 + 4);
       const zs_status rc = host ? zs_dev_to_host(&e->dev, host, src, n * 4) : ZS_OK;
@@ -220,7 +222,8 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
       oom = !host;
       src = host;
     }
-    if (split && !(whole = malloc(n * (size_t)e->tp_size * 4 + 4))) oom = 1;
+    /* Only the writer keeps the whole tensor; the others give their slices. */
+    if (split && writer && !(whole = malloc(n * (size_t)e->tp_size * 4 + 4))) oom = 1;
     if (oom && *local_rc == ZS_OK)
       *local_rc = zs_err(ZS_ERR_OUT_OF_MEMORY,
                          "zs_engine_export_safetensors: out of host memory for tensor '%s.%s'",
@@ -235,7 +238,7 @@ static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_fil
       if (rc != ZS_OK && *local_rc == ZS_OK) *local_rc = rc;
       src = rc == ZS_OK ? whole : NULL;
     }
-    if (writer && src && *local_rc == ZS_OK) write_tensor(w, &ent[k], &ent[k].whole, src);
+    if (writer && have && src && *local_rc == ZS_OK) write_tensor(w, &ent[k], &ent[k].whole, src);
     free(host);
     free(whole);
   }
@@ -314,7 +317,19 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   if (rc == ZS_OK) rc = header_text(e, &o, ent, total, &hdr, &hlen);
   if (rc == ZS_OK && need_buf)
     rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL);
-  rc = zs_ckpt_agree(e, rc, fn);
+  /* The header says which tensors go out (the callback's names and skips): the same on every
+     rank, or the ranks would join and gather different tensors. */
+  const uint64_t hh = rc == ZS_OK ? XXH64(hdr, hlen, 0) : 0;
+  uint64_t *rows = calloc((size_t)e->all_size * 2, sizeof *rows);
+  if (rc == ZS_OK && !rows) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+  rc = zs_ckpt_agree_words(e, rc, &hh, 1, rows, fn);
+  for (int r = 0; rc == ZS_OK && r < e->all_size; r++)
+    if (rows[2 * (size_t)r + 1] != hh)
+      rc = zs_err(ZS_ERR_INVALID_ARG,
+                  "%s: rank %d exports other tensors than rank %d (names, shapes or skips: the "
+                  "tensor callback must decide alike on every rank)",
+                  fn, r, e->all_rank);
+  free(rows);
   if (rc != ZS_OK) {
     if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
     free(hdr);
@@ -340,9 +355,9 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
        (the same units are on the tier on every rank, so every rank is here). */
     const uint64_t word = tier_rc != ZS_OK;
     uint64_t *all = calloc((size_t)e->all_size * 2, sizeof *all);
-    if (!all) return zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
-    rc = zs_ckpt_agree_words(e, tier_rc != ZS_OK ? tier_rc : local_rc, &word, 1, all, fn);
-    for (int r = 0; r < e->all_size && rc != ZS_OK && e->state != ZS_ENGINE_FAILED; r++)
+    if (!all) rc = zs_engine_fail(e, zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of memory", fn));
+    if (all) rc = zs_ckpt_agree_words(e, tier_rc != ZS_OK ? tier_rc : local_rc, &word, 1, all, fn);
+    for (int r = 0; all && r < e->all_size && rc != ZS_OK && e->state != ZS_ENGINE_FAILED; r++)
       if (all[2 * (size_t)r + 1]) tier_failed = 1;
     free(all);
   }

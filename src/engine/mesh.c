@@ -274,8 +274,8 @@ zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *
   zs_status rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, bytes, &dev, cs);
   float *dsl = dev, *dall = rc == ZS_OK ? dsl + n : NULL;
   if (rc == ZS_OK)
-    rc = host_slice && all ? zs_dev_from_host(d, dsl, host_slice, n * sizeof(float))
-                           : zs_dev_zero(d, dsl, n * sizeof(float), cs);
+    rc = host_slice ? zs_dev_from_host(d, dsl, host_slice, n * sizeof(float))
+                    : zs_dev_zero(d, dsl, n * sizeof(float), cs);
   if (rc == ZS_OK) rc = zs_coll_all_gather(e->tp, dsl, dall, n, ZS_CDT_F32, cs);
   if (rc == ZS_OK) rc = zs_coll_sync(e->tp, cs);
   if (rc == ZS_OK && all) rc = zs_dev_to_host(d, all, dall, T * n * sizeof(float));
@@ -284,6 +284,10 @@ zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *
     for (int q = 0; q < (int)T; q++)
       slice_copy(u, t, q, (int)T, host_whole, all + (size_t)q * n, n, 0);
   free(all);
+  /* Out of memory on the way (the scratch, a staging buffer) may have left this rank out of the
+     all-gather its peers are in: a device failure then, never the "joined, nothing kept" below. */
+  if (rc == ZS_ERR_OUT_OF_MEMORY)
+    return zs_err_wrap(ZS_ERR_DEVICE, "joining '%s.%s' over the tp group", u->name, u->tnames[t]);
   if (rc == ZS_OK && !kept)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "joining '%s.%s': out of host memory", u->name,
                   u->tnames[t]);
