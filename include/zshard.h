@@ -576,9 +576,8 @@ ZS_API zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size,
    loadable one. Then checkpoints beyond the newest ckpt_keep, and crashed saves' leftovers, are
    deleted. With tp_size > 1 each tp rank writes its slices, and the manifest records the whole
    shapes and layouts. dir: on a file system every rank sees. Collective over every rank, between
-   steps
-   (ZS_ERR_STATE otherwise); one saving job per dir. Errors, alike on every rank: ZS_ERR_IO (disk
-   full, permissions; nothing of it stays), ZS_ERR_INVALID_ARG (NULL, ranks naming different
+   steps (ZS_ERR_STATE otherwise); one saving job per dir. Errors, alike on every rank: ZS_ERR_IO
+   (disk full, permissions; nothing of it stays), ZS_ERR_INVALID_ARG (NULL, ranks naming different
    paths). */
 ZS_API zs_status zs_engine_save(zs_engine *e, const char *dir);
 /* With ckpt_async, zs_engine_save returns once every rank's share is staged (a copy in host

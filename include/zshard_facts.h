@@ -24,7 +24,7 @@ typedef enum {
 } zs_origin;
 
 /* The struct_version zs_engine_facts_get writes: which fields it filled. */
-#define ZS_ENGINE_FACTS_VERSION 1
+#define ZS_ENGINE_FACTS_VERSION 2
 
 /* An engine's facts (zs_engine_facts_get). Its size never changes within a major version: a
    later minor version adds fields in the reserved room and says so in struct_version. Fields
@@ -33,7 +33,8 @@ typedef struct {
   size_t struct_size;      /* set by the caller: sizeof(zs_engine_facts), e.g.
                               zs_engine_facts f = {.struct_size = sizeof f}; */
   unsigned struct_version; /* set by zs_engine_facts_get: ZS_ENGINE_FACTS_VERSION of the library,
-                              1: the fields below */
+                              1: the fields below up to nvme_io_seconds; 2: also comm_bus_bytes
+                              and comm_tp_bus_bytes */
   int committed;           /* 1 once zs_engine_commit succeeded: the placement fields are set */
   char comm[16];           /* the world group's collective backend: "mpi", "mpi-staged", "nccl" or
                               "self" (NUL-terminated) */
