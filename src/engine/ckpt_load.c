@@ -102,9 +102,8 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
                       u->name, u->ntensors, cu->ntensors);
       const zs_tensor_desc *t = &u->t[k];
       const zs_ckpt_tensor *ct = &cu->t[k];
-      int64_t whole[4]; /* the manifest has whole tensors' shapes */
-      memcpy(whole, t->shape, sizeof whole);
-      if (zs_engine_tp_split(u, k)) whole[u->tp[k] == ZS_TP_SPLIT_DIM0 ? 0 : 1] *= e->tp_size;
+      const zs_tensor_desc wd = zs_engine_tp_whole(u, k); /* the manifest's shapes are whole */
+      const int64_t *whole = wd.shape;
       if (strcmp(t->name, ct->name) != 0)
         return zs_err(ZS_ERR_INVALID_ARG,
                       "zs_engine_load: unit '%s' tensor %d is '%s' in the "

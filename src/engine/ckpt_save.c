@@ -255,12 +255,9 @@ zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, con
     for (int k = 0; k < u->ntensors; k++) {
       snprintf(cu->t[k].name, sizeof cu->t[k].name, "%s", u->t[k].name);
       cu->t[k].ndim = u->t[k].ndim;
-      memcpy(cu->t[k].shape, u->t[k].shape, sizeof cu->t[k].shape);
-      if (e->tp_size > 1) { /* the whole tensor's shape, and how it was cut */
-        cu->t[k].tp = u->tp[k];
-        if (zs_engine_tp_split(u, k))
-          cu->t[k].shape[u->tp[k] == ZS_TP_SPLIT_DIM0 ? 0 : 1] *= e->tp_size;
-      }
+      const zs_tensor_desc whole = zs_engine_tp_whole(u, k); /* and how it was cut: */
+      memcpy(cu->t[k].shape, whole.shape, sizeof cu->t[k].shape);
+      if (e->tp_size > 1) cu->t[k].tp = u->tp[k];
       cu->t[k].no_weight_decay = u->t[k].no_weight_decay != 0;
       cu->t[k].group = u->group[k];
     }

@@ -155,6 +155,8 @@ zs_status zs_engine_allgather_u64_on(zs_engine *e, zs_coll *g, int grank, int gs
 zs_status zs_engine_tp_partial_sum(void *owner, zs_unit *u, void *grad, zs_dtype dt, void *stream);
 /* Whether tensor t of u is split over the tp group (ZS_TP_SPLIT_DIM0/1 with tp_size > 1). */
 int zs_engine_tp_split(const zs_unit *u, int t);
+/* Tensor t of u as the whole tensor: a split dimension tp_size times the slice's. */
+zs_tensor_desc zs_engine_tp_whole(const zs_unit *u, int t);
 /* A hash of every tensor's tp layout (mesh.c), for commit's agreement. */
 uint64_t zs_engine_tp_hash(const zs_engine *e);
 /* Whether tensor t of u counts in this rank's part of the global gradient norm: split tensors on

@@ -40,13 +40,6 @@ typedef struct {
   zs_tensor_desc whole; /* the engine's tensor, whole (its slices joined at tp_size > 1) */
 } entry;
 
-/* Tensor k of u as a whole tensor: its split dimension tp_size times the slice's. */
-static zs_tensor_desc whole_desc(const zs_engine *e, const zs_unit *u, int k) {
-  zs_tensor_desc t = u->t[k];
-  if (zs_engine_tp_split(u, k)) t.shape[u->tp[k] == ZS_TP_SPLIT_DIM0 ? 0 : 1] *= e->tp_size;
-  return t;
-}
-
 static zs_status plan_entries(zs_engine *e, const zs_export_options *o, entry *ent, int *count) {
   int n = 0;
   uint64_t off = 0;
@@ -56,7 +49,7 @@ static zs_status plan_entries(zs_engine *e, const zs_export_options *o, entry *e
     for (int k = 0; k < u->ntensors; k++, n++) {
       entry *x = &ent[n];
       memset(x, 0, sizeof *x);
-      x->whole = whole_desc(e, u, k);
+      x->whole = zs_engine_tp_whole(u, k);
       const zs_tensor_desc *t = &x->whole;
       snprintf(x->x.name, sizeof x->x.name, "%s.%s", u->name, t->name);
       if (o->tensor_fn && o->tensor_fn(o->ctx, u->name, t->name, t->ndim, t->shape, &x->x) != 0)

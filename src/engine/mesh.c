@@ -57,6 +57,12 @@ int zs_engine_tp_split(const zs_unit *u, int t) {
   return u->e->tp_size > 1 && (u->tp[t] == ZS_TP_SPLIT_DIM0 || u->tp[t] == ZS_TP_SPLIT_DIM1);
 }
 
+zs_tensor_desc zs_engine_tp_whole(const zs_unit *u, int t) {
+  zs_tensor_desc d = u->t[t];
+  if (zs_engine_tp_split(u, t)) d.shape[u->tp[t] == ZS_TP_SPLIT_DIM0 ? 0 : 1] *= u->e->tp_size;
+  return d;
+}
+
 int zs_engine_tp_in_norm(const zs_engine *e, const zs_unit *u, int t) {
   return e->tp_rank == 0 || zs_engine_tp_split(u, t);
 }
