@@ -461,7 +461,6 @@ static zs_status commit_steps(zs_engine *e) {
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
-  ZS_CHECK(zs_engine_whole_tier(e, &place)); /* the same verdict on every rank */
   zs_status rc = ZS_OK;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     rc = unit_alloc(e, &us, i, &place);

@@ -243,8 +243,6 @@ uint64_t zs_engine_groups_hash(const zs_engine *e);
 /* Owners are spread over the first this many ranks of a shard group. */
 #define ZS_WHOLE_MAX_RANKS 4096
 zs_status zs_engine_whole_plan(zs_engine *e);
-/* ZS_ERR_INVALID_ARG when place puts units on the NVMe tier and a unit has whole steps. */
-zs_status zs_engine_whole_tier(const zs_engine *e, const zs_placement *place);
 /* Wall seconds the engine's groups spent in divergence-check header exchanges so far. */
 double zs_engine_check_seconds(const zs_engine *e);
 /* Wall seconds the engine's groups have spent in their operations and syncs (zs_coll_op_seconds).

@@ -184,16 +184,3 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
   }
   return ZS_OK;
 }
-
-zs_status zs_engine_whole_tier(const zs_engine *e, const zs_placement *place) {
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL};
-  for (int i = 0; i < e->nunits && place->nnvme > 0; i++)
-    if (e->units[i]->whole_floats && zs_placement_nvme(place, &e->plan, &us, i))
-      return zs_err(ZS_ERR_INVALID_ARG,
-                    "zs_engine_commit: unit '%s' has tensors whose group's optimizer needs them "
-                    "whole (Muon, Adafactor), which the NVMe tier cannot stream, and the "
-                    "placement puts its state there: raise offload_host_bytes so that it stays "
-                    "in memory, or keep those tensors on an elementwise optimizer",
-                    e->units[i]->name);
-  return ZS_OK;
-}

@@ -170,22 +170,53 @@ void zs_nvme_tier_close(zs_tiers *tiers) {
   tiers->nvme = NULL;
 }
 
-/* One UPDATE pass over unit u's files: the optimizer on each chunk's spans, in place. *rd and *wr
-   get the bytes the pass moved (whatever its outcome). The master is the master file's span (fp32),
-   or the params (u->master's alias with ZS_MASTER_PARAMS and host params; none in lean mode,
-   whose update rounds the bf16 params in place), or the params with the remainders' span
-   (ZS_MASTER_REMAINDER): the segment the in-memory update gets, the spans in place of the
-   arrays. */
-static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, uint64_t *rd, uint64_t *wr) {
+/* The optimizer's segment of tensor k of u over flat elements [a, b) of chunk c (lo: the chunk's
+   first flat element). The master is the master file's span (fp32), or the params (u->master's
+   alias with ZS_MASTER_PARAMS and host params; none in lean mode, whose update rounds the bf16
+   params in place), or the params with the remainders' span (ZS_MASTER_REMAINDER): the segment the
+   in-memory update gets (zs_tier_mem_seg), the spans in place of the arrays. */
+static zs_optim_seg chunk_seg(zs_unit *u, const zs_nvme_chunk *c, const int at[ZS_ARR_N], int k,
+                              size_t lo, size_t a, size_t b) {
+  const int rem = zs_arr_state(u, ZS_ARR_MASTER) == ZS_ST_MASTER_REM;
+  const size_t j = a - lo;
+  void *m0 = at[ZS_ARR_MASTER] >= 0 ? c->span[at[ZS_ARR_MASTER]] : NULL;
+  float *master = m0 && !rem  ? (float *)m0 + j
+                  : u->master ? u->master + (a - u->opt_off) /* ZS_MASTER_PARAMS' alias */
+                              : NULL;                        /* lean, remainder: none */
+  zs_optim_seg seg = {master,
+                      {NULL},
+                      zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
+                      zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
+                      b - a,
+                      u->t[k].no_weight_decay,
+                      1, /* the host tier's update: the bits of host offload */
+                      zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL)),
+                      u->group[k],
+                      u->index,
+                      a,
+                      rem ? (uint16_t *)m0 + j : NULL,
+                      u->whole_dir && u->whole_owner[k] >= 0 ? u->whole_dir + a : NULL};
+  for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+    if (at[ZS_ARR_OPT0 + i] >= 0)
+      seg.state[i] = zs_ptr_add(c->span[at[ZS_ARR_OPT0 + i]], j, u->st.s[ZS_ST_OPT(i)].dtype);
+  return seg;
+}
+
+/* What a pass does to each segment: the step's update (with a whole tensor's results stored
+   first), or the whole tensors' gather into their channels. */
+typedef enum { PASS_UPDATE, PASS_GATHER } pass_kind;
+
+/* One UPDATE pass over unit u's files, `kind` on each chunk's segments in place. *rd and *wr get
+   the bytes the pass moved (whatever its outcome). */
+static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, pass_kind kind, uint64_t *rd,
+                           uint64_t *wr) {
   zs_nvme_tier *t = tiers->nvme;
   int at[ZS_ARR_N];
   const zs_nvme_stream_desc d = unit_desc(t, u, ZS_NVME_UPDATE, at);
-  const int rem = zs_arr_state(u, ZS_ARR_MASTER) == ZS_ST_MASTER_REM;
   zs_nvme_stream *s = NULL;
   *rd = *wr = 0;
   zs_status rc = zs_nvme_stream_open(&d, t->ring, t->staging, &s);
-  if (rc != ZS_OK) return zs_err_wrap(rc, "NVMe tier: the step's update of unit '%s'", u->name);
-  const int params_host = zs_unit_on_host(u, zs_state_home(&u->st, ZS_ST_PARAM_FULL));
+  if (rc != ZS_OK) return rc;
   for (;;) {
     zs_nvme_chunk c;
     rc = zs_nvme_stream_next(s, &c);
@@ -194,27 +225,16 @@ static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, uint64_t *rd, uint64_t *
     for (int k = 0; k < u->ntensors && rc == ZS_OK; k++) {
       size_t a, b;
       if (!zs_layout_overlap(&u->lay, k, lo, hi, &a, &b)) continue;
-      const size_t j = a - lo;
-      void *m0 = at[ZS_ARR_MASTER] >= 0 ? c.span[at[ZS_ARR_MASTER]] : NULL;
-      float *master = m0 && !rem  ? (float *)m0 + j
-                      : u->master ? u->master + (a - u->opt_off) /* ZS_MASTER_PARAMS' alias */
-                                  : NULL;                        /* lean, remainder: none */
-      zs_optim_seg seg = {master,
-                          {NULL},
-                          zs_unit_home_at(u, ZS_ST_GRAD_FULL, a),
-                          zs_unit_home_at(u, ZS_ST_PARAM_FULL, a),
-                          b - a,
-                          u->t[k].no_weight_decay,
-                          1, /* the host tier's update: the bits of host offload */
-                          params_host,
-                          u->group[k],
-                          u->index,
-                          a,
-                          rem ? (uint16_t *)m0 + j : NULL,
-                          NULL}; /* no whole steps on this tier (zs_engine_whole_plan) */
-      for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
-        if (at[ZS_ARR_OPT0 + i] >= 0)
-          seg.state[i] = zs_ptr_add(c.span[at[ZS_ARR_OPT0 + i]], j, u->st.s[ZS_ST_OPT(i)].dtype);
+      if (kind == PASS_GATHER && u->whole_owner[k] < 0) continue;
+      const zs_optim_seg seg = chunk_seg(u, &c, at, k, lo, a, b);
+      float *ch[ZS_OPT_MAX_CHANNELS] = {NULL}; /* the whole step's channels at element a */
+      for (int i = 0; seg.dir && i < u->whole_channels; i++)
+        ch[i] = u->whole_dir + (size_t)i * u->lay.padded + a;
+      if (kind == PASS_GATHER) {
+        zs_optim_gather(tiers->optim, &seg, ch);
+        continue;
+      }
+      if (seg.dir) zs_optim_store(tiers->optim, &seg, (const float *const *)ch);
       rc = zs_optim_update(tiers->optim, &seg);
     }
     if (rc == ZS_OK) rc = zs_nvme_stream_commit(s);
@@ -223,19 +243,30 @@ static zs_status unit_pass(zs_tiers *tiers, zs_unit *u, uint64_t *rd, uint64_t *
   if (rc == ZS_OK) rc = zs_nvme_stream_finish(s);
   zs_nvme_stream_bytes(s, rd, wr);
   zs_nvme_stream_close(s);
-  return rc == ZS_OK ? rc : zs_err_wrap(rc, "NVMe tier: the step's update of unit '%s'", u->name);
+  return rc;
 }
 
-static zs_status nvme_update(zs_tiers *tiers, zs_unit *u) {
+/* unit_pass, its bytes and seconds added to the tier's totals, its error naming the unit. */
+static zs_status timed_pass(zs_tiers *tiers, zs_unit *u, pass_kind kind) {
   zs_nvme_tier *t = tiers->nvme;
   const double t0 = zs_clock_now_s(), w0 = zs_nvme_ring_wait_seconds(t->ring);
   uint64_t rd = 0, wr = 0;
-  const zs_status rc = unit_pass(tiers, u, &rd, &wr);
+  const zs_status rc = unit_pass(tiers, u, kind, &rd, &wr);
   t->step_read += rd;
   t->step_written += wr;
   t->step_seconds += zs_clock_now_s() - t0;
   t->step_wait += zs_nvme_ring_wait_seconds(t->ring) - w0;
-  return rc;
+  return rc == ZS_OK ? rc
+                     : zs_err_wrap(rc, "NVMe tier: the step's %s of unit '%s'",
+                                   kind == PASS_GATHER ? "whole-tensor gather" : "update", u->name);
+}
+
+static zs_status nvme_update(zs_tiers *tiers, zs_unit *u) {
+  return timed_pass(tiers, u, PASS_UPDATE);
+}
+
+zs_status zs_nvme_tier_whole_gather(zs_tiers *tiers, zs_unit *u) {
+  return timed_pass(tiers, u, PASS_GATHER);
 }
 
 /* The files are made at open (zs_nvme_tier_open) and closed there: a state's slot stays NULL. */

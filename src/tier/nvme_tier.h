@@ -71,6 +71,14 @@ zs_status zs_nvme_tier_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t firs
 zs_status zs_nvme_tier_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
                              const void *src);
 
+/* The gather of u's whole tensors (tier/whole.h) from its files, into u->whole_dir's channels:
+   one UPDATE pass (a module's gather may update its state: Muon's momentum) calling the
+   optimizer's gather on each whole tensor's segment of each chunk. The tier's update pass then
+   stores their results (zs_optim_store) before each such segment's update: a unit with whole
+   tensors on the tier costs two passes per step. Counted in the tier's totals; ZS_ERR_IO as the
+   update's. */
+zs_status zs_nvme_tier_whole_gather(zs_tiers *t, zs_unit *u);
+
 /* Closes and removes every file of the tier, the rank's directory, the ring and the staging;
    clears every unit's nv. No tier: nothing. */
 void zs_nvme_tier_close(zs_tiers *t);

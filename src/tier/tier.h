@@ -51,8 +51,8 @@ typedef struct zs_tier_ops {
    staging (ZS_ERR_IO naming the file and the offset; ZS_ERR_INVALID_ARG for a range past opt_n or
    an array the unit has no file for; a failed write may leave the range partly written); update
    runs one pass of the stream (look-ahead 1) over the unit's files, the optimizer on each chunk's
-   spans in place with state_host = 1 (the bits of host offload), and adds the bytes and seconds to
-   the tier's totals. */
+   spans in place with state_host = 1 (the bits of host offload; a whole tensor's results stored
+   first: whole.h), and adds the bytes and seconds to the tier's totals. */
 extern const zs_tier_ops zs_tier_device_ops, zs_tier_host_ops, zs_tier_nvme_ops;
 
 /* The optimizer's segment of tensor k of u over flat elements [a, b) (inside its optimizer range)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "tier/nvme_tier.h"
 
 /* The most channels u's whole tensors gather and return (the plan's tensors: every rank alike);
    in 0 without whole steps. */
@@ -69,7 +70,8 @@ static size_t work_floats(const zs_tiers *t, const zs_unit *u) {
 }
 
 /* Each piece's gather into the channels (the overlap of its whole tensors with this rank's
-   optimizer range), or each piece's store from them. */
+   optimizer range), or each piece's store from them: the memory tiers' (the NVMe tier's pieces
+   go through its passes: zs_nvme_tier_whole_gather, and its update stores). */
 static void pieces(zs_tiers *t, zs_unit *u, int store) {
   for (int k = 0; k < u->ntensors; k++) {
     size_t a, b;
@@ -111,7 +113,13 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
     return sharded ? zs_sh_fail_hard(x, rc) : rc;
   }
   memset(u->whole_dir, 0, bytes);
-  pieces(t, u, 0);
+  const int nvme = zs_unit_on_nvme(u);
+  if (nvme) {
+    rc = zs_nvme_tier_whole_gather(t, u);
+    if (rc != ZS_OK) return sharded ? zs_sh_fail_hard(x, rc) : rc;
+  } else {
+    pieces(t, u, 0);
+  }
   for (int c = 0; sharded && c < cin && rc == ZS_OK; c++)
     rc = zs_coll_all_gather(x->shard, chan(u, c, u->lay.shard_off), chan(u, c, 0), sh, ZS_CDT_F32,
                             NULL);
@@ -121,7 +129,7 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
     rc = zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,
                                 ZS_CDT_F32, NULL);
   if (rc != ZS_OK) return zs_err_wrap(rc, "the whole-tensor step of unit '%s'", u->name);
-  pieces(t, u, 1);
+  if (!nvme) pieces(t, u, 1);
   return ZS_OK;
 }
 

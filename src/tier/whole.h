@@ -1,5 +1,5 @@
 /* The whole step of the optimizers that need each tensor whole (optim/optimizer.h: gather, whole,
- * store; Muon, Adafactor), for one unit, on the memory tiers. Each rank gathers its pieces'
+ * store; Muon, Adafactor), for one unit, on every tier. Each rank gathers its pieces'
  * channels (fp32 values per element: Muon's direction; Adafactor's gradient, master and state)
  * into a zeroed buffer of channels over the padded unit. Where the optimizer state is sharded the
  * shard group all-gathers each input channel, each tensor's owner (zs_unit.whole_owner) runs its
@@ -7,7 +7,9 @@
  * hands every rank the results of its pieces; each sum has one nonzero term (the owner's, -0
  * made +0 first), so it is exact in any order. Where the state is not sharded (every rank holds
  * the whole unit: stage 0) every rank runs every whole step itself, with no exchange. Store then
- * writes the results into the state, and the update reads channel 0 in place of the gradient.
+ * writes the results into the state, and the update reads channel 0 in place of the gradient. On
+ * the NVMe tier the gather is a pass of its own over the unit's files and the store is part of the
+ * update's pass (zs_nvme_tier_whole_gather).
  * The bits are the one-rank run's whatever the owner, the world size, the stage or the split,
  * given the same BLAS build and CPU type on every rank (Muon's GEMMs: OpenBLAS picks its kernel
  * per CPU at run time). Costs per unit with whole tensors: the channels' buffer and the largest
@@ -19,9 +21,10 @@
 #include "tier/tier.h"
 
 /* Before u's update (zs_optim_prepare'd): its whole steps into u->whole_dir, which the update then
-   reads (zs_tier_mem_seg). A no-op for a unit without whole tensors. Collective over the shard
-   group when u has any (every rank alike: the plan is the same everywhere); the CPU device only.
-   Errors: the allocations', the collectives'. */
+   reads (zs_tier_mem_seg, or the NVMe tier's chunks). A no-op for a unit without whole tensors.
+   Collective over the shard group when u has any (every rank alike: the plan is the same
+   everywhere); the CPU device only. Errors: the allocations', the collectives', the NVMe tier's
+   gather (ZS_ERR_IO). */
 zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u);
 /* After u's update (rc: the step's status so far): frees u->whole_dir (deferred after a failed
    collective). */

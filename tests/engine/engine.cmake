@@ -638,7 +638,10 @@ foreach(stage 1 2 3)
 endforeach()
 zs_mpi_test(engine_nvme_np1_stage3 test_engine_nvme_train NP 1 LABELS engine
             ARGS --dir ${CMAKE_CURRENT_BINARY_DIR} --stage 3 --micro 2 --mode some)
-zs_engine_equiv(engine_nvme_splits4_stage3 "1x4;2x2;4x1" 3 det ${zs_nvme_dir} --mode all --groups 2)
+# The whole-tensor optimizers on the tier (their gather a pass of its own, their store in the
+# update's pass): a 41 x 97561 matrix on Adafactor here, on Muon in lean mode below.
+zs_engine_equiv(engine_nvme_splits4_stage3 "1x4;2x2;4x1" 3 det ${zs_nvme_dir} --mode all
+                --whole adafactor)
 zs_engine_equiv(engine_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --offload 3
                 --big 12000001)
 zs_engine_equiv(engine_nvme_budget_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --offload 0)
@@ -647,6 +650,8 @@ zs_engine_equiv(engine_nvme_nondet_np2_stage2 2 2 nondet ${zs_nvme_dir} --mode s
 # lean mode or with ZS_MASTER_PARAMS and host params), each bit for bit against host offload in
 # that mode and against the mode's 1-rank in-memory run at stage 0.
 set(zs_nvme_bf16 --bf16 1 --mode all)
+zs_engine_equiv(engine_nvme_muon_lean_np2_stage2 2 2 det ${zs_nvme_dir} ${zs_nvme_bf16}
+                --master lean --whole muon)
 zs_engine_equiv(engine_nvme_m16_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --moments-bf16 1)
 zs_engine_equiv(engine_nvme_params_np2_stage2 2 2 det ${zs_nvme_dir} --mode some --master params)
 zs_engine_equiv(engine_nvme_params_host_master_np2_stage3 2 3 det ${zs_nvme_dir} --mode all
@@ -663,7 +668,7 @@ zs_engine_equiv(engine_nvme_lean_budget_np2_stage1 2 1 det ${zs_nvme_dir} ${zs_n
 # fp32 accumulation of bf16 gradients: the tier's update reads fp32 gradients as host offload does.
 zs_engine_equiv(engine_nvme_accum_fp32_np2_stage2 "2x2" 2 det ${zs_nvme_dir} ${zs_nvme_bf16}
                 --accum-fp32 1)
-list(APPEND zs_nvme_tests engine_nvme_accum_fp32_np2_stage2 engine_nvme_m16_np2_stage3 engine_nvme_params_np2_stage2
+list(APPEND zs_nvme_tests engine_nvme_muon_lean_np2_stage2 engine_nvme_accum_fp32_np2_stage2 engine_nvme_m16_np2_stage3 engine_nvme_params_np2_stage2
      engine_nvme_params_host_master_np2_stage3 engine_nvme_rem_np2_stage3
      engine_nvme_rem_m16_splits4_stage3 engine_nvme_lean_np4_stage2
      engine_nvme_lean_m16_params_host_np2_stage3 engine_nvme_lean_budget_np2_stage1)

@@ -20,6 +20,8 @@
  * X] [--device cpu|cuda] [--bf16 0|1 (bf16 params and gradients)] [--master
  * fp32|params|remainder|lean] [--moments-bf16 0|1] [--sgd M (SGD, momentum M, dampening 0.1)]
  * [--lion 1] [--groups 1 (two parameter groups: unit big's first tensor, the last unit)]
+ * [--whole muon|adafactor (unit big's first tensor a matrix, rows its smallest divisor from 2, in
+ * a group on that optimizer: its whole step's gather and store through the tier's passes)]
  * [--accum-fp32 1 (zs_config.grad_accum_fp32: fp32 gradients with --bf16 1)] The
  * precision modes put their own arrays on the tier (the remainders 2 bytes, bf16
  * moments, no master file in lean mode or where ZS_MASTER_PARAMS's params live on the host): the
@@ -70,9 +72,9 @@ typedef struct {
   float sgd;                      /* --sgd M: zs_config.optimizer = ZS_OPT_SGD, momentum M (>= 0);
                                      < 0: AdamW */
   int lion;                       /* --lion 1: zs_config.optimizer = ZS_OPT_LION */
-  int groups;    /* --groups 1: two parameter groups (train's), the same in both runs; --groups 2
-                    with --mode all: a group on Adafactor first refused on the tier */
-  int accum;     /* --accum-fp32 1: zs_config.grad_accum_fp32 (with --bf16 1) */
+  int groups;        /* --groups 1: two parameter groups (train's), the same in both runs */
+  const char *whole; /* --whole NAME: unit big's first tensor a matrix on that optimizer */
+  int accum;         /* --accum-fp32 1: zs_config.grad_accum_fp32 (with --bf16 1) */
   size_t budget; /* --offload 0: the host tier by an offload budget (stage 0 has no ZS_OFFLOAD_*) */
   int all;
   double tol;
@@ -197,6 +199,15 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     static const char *const tn[2] = {"w", "b"};
     for (int k = 0; k < U[i].nt; k++)
       t[k] = (zs_tensor_desc){tn[k], 1, {U[i].n[k], 0, 0, 0}, U[i].nowd[k]};
+    if (i == 0 && o->whole) { /* rows x cols: the smallest divisor from 2 (a prime: 1 row) */
+      int64_t r = 2;
+      while (r * r <= U[0].n[0] && U[0].n[0] % r)
+        r++;
+      if (U[0].n[0] % r) r = 1;
+      t[0].ndim = 2;
+      t[0].shape[0] = r;
+      t[0].shape[1] = U[0].n[0] / r;
+    }
     ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
   }
   if (o->groups == 1) { /* the tier's update takes each segment's group, as the arena's does */
@@ -211,17 +222,13 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, id[0]));
     ZS_OK_OR_DIE(zs_unit_set_group(units[NU - 1], -1, id[1]));
   }
-  if (o->groups == 2 && nvme && o->all) { /* a whole-tensor optimizer's unit on the tier: refused,
-                                             then committed once its tensor left the group */
+  if (o->whole) { /* a whole-tensor optimizer's matrix (a unit the tier holds) */
     zs_param_group g;
     int id = -1;
     ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
-    g.optimizer = "adafactor";
+    g.optimizer = o->whole;
     ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
     ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, id));
-    ZS_EXPECT_STATUS(zs_engine_commit(e), ZS_ERR_INVALID_ARG);
-    ZS_EXPECT(strstr(zs_last_error(), "NVMe tier cannot stream"), "says why: %s", zs_last_error());
-    ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, 0));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (nvme) check_staging(e, &c);
@@ -421,7 +428,8 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 3, 1, 1, 0, 0, ZS_MASTER_FP32, 0, -1.0f, 0, 0, 0, 0, 0, 0.0, NULL, NULL, NULL};
+  opts o = {3, 1, 3,    1, 1, 0, 0,   ZS_MASTER_FP32, 0,    -1.0f,
+            0, 0, NULL, 0, 0, 0, 0.0, NULL,           NULL, NULL};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     if (!strcmp(k, "--stage"))
@@ -458,6 +466,8 @@ int main(int argc, char **argv) {
       o.lion = atoi(v);
     else if (!strcmp(k, "--groups"))
       o.groups = atoi(v);
+    else if (!strcmp(k, "--whole"))
+      o.whole = v;
     else if (!strcmp(k, "--accum-fp32"))
       o.accum = atoi(v);
     else if (!strcmp(k, "--master"))
