@@ -9,6 +9,7 @@ set(zs_gpt2_srcs
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/init_hf.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/layout.c
+    ${CMAKE_CURRENT_LIST_DIR}/gpt2/unit_descs.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/model.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/safetensors.c
     ${CMAKE_CURRENT_LIST_DIR}/gpt2/sample.c

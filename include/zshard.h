@@ -560,6 +560,31 @@ ZS_API zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size,
                                       const int64_t *unit_numel, const int *unit_frozen, int nunits,
                                       size_t activation_bytes, size_t device_bytes,
                                       size_t host_bytes, zs_plan_report *out);
+/* A unit for zs_plan_model_units: its tensors as zs_engine_add_unit takes them (names unread),
+   each one's optimizer (a zs_optimizer_id; -1, or optimizer NULL: the configuration's) and whether
+   it is frozen. */
+typedef struct {
+  int ntensors;
+  const zs_tensor_desc *tensors;
+  const int *optimizer; /* per tensor: the optimizer of its parameter group */
+  int frozen;
+} zs_plan_unit;
+/* zs_plan_model for units given by their tensors and each tensor's group's optimizer: what
+   zs_engine_plan_memory says of an engine with these units and groups. Unlike zs_plan_model,
+   which knows no shapes or groups, it counts the whole-tensor step's buffers (Muon, Adafactor)
+   of every tensor on such an optimizer from its shape (docs/MEMORY.md §2). Errors:
+   zs_plan_model's, and zs_engine_add_group's and zs_engine_commit's for a tensor's optimizer
+   (more state arrays than the configuration's, a precision mode it does not run, a vector on
+   one that updates matrices), naming the unit and tensor by index. Not collective; allocates
+   nothing that outlives the call. */
+ZS_API zs_status zs_plan_model_units(const zs_config *cfg, int world_size,
+                                     const zs_plan_unit *units, int nunits, size_t activation_bytes,
+                                     size_t device_bytes, size_t host_bytes, zs_plan_report *out);
+/* zs_plan_placement for units of tensors (zs_plan_model_units' arguments and errors): which units
+   an offload budget places on the host, exactly as zs_engine_commit places them. */
+ZS_API zs_status zs_plan_placement_units(const zs_config *cfg, int world_size,
+                                         const zs_plan_unit *units, int nunits,
+                                         unsigned char *host);
 /* zs_plan_placement for a model with frozen units (unit_frozen as zs_plan_model_frozen's; NULL:
    exactly zs_plan_placement; what a frozen unit moves: docs/MEMORY.md §6). Same errors, not
    collective, allocates nothing. */

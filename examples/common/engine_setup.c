@@ -2,12 +2,12 @@
  * (see train_run.h). */
 #include <stdlib.h>
 
+#include "muon_rule.h"
 #include "train_run.h"
 #include "util.h"
 
-/* --optimizer muon: the usual grouping. The engine's optimizer is AdamW; a group on Muon at
-   --muon-lr (its lr_scale against --lr, so the schedule moves both) takes every matrix of the
-   hidden units (all but the first, the embeddings, and the last, the head and final norm). */
+/* --optimizer muon: the usual grouping (muon_rule.h), the group at --muon-lr (its lr_scale
+   against --lr, so the schedule moves both). */
 static int muon_groups(ex_run *r) {
   const ex_train_args *a = &r->a;
   zs_param_group g;
@@ -17,11 +17,11 @@ static int muon_groups(ex_run *r) {
   g.lr_scale = a->muon_lr / a->lr;
   ZS_TRY(zs_engine_add_group(r->eng, &g, &id));
   const int n = zs_engine_num_units(r->eng);
-  for (int i = 1; i + 1 < n; i++) {
+  for (int i = 0; i < n; i++) {
     zs_unit *u = zs_engine_unit(r->eng, i);
     zs_tensor_desc d;
     for (int t = 0; zs_unit_tensor(u, t, &d) == ZS_OK; t++)
-      if (d.ndim == 2) ZS_TRY(zs_unit_set_group(u, t, id));
+      if (ex_muon_takes(i, n, &d)) ZS_TRY(zs_unit_set_group(u, t, id));
   }
   return 0;
 }

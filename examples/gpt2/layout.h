@@ -1,6 +1,6 @@
 /* How GPT-2 is cut into engine units, and the tensors of each unit:
  *   unit 0        "embedding"  wte [Vp, C] (also the tied LM head), wpe [maxT, C]
- *   unit 1 + l    "block.l"    the 12 tensors of transformer block l (enum below)
+ *   unit 1 + l    "block.l"    the 12 tensors of transformer block l (unit_descs.h)
  *   unit 1 + L    "ln_f"       final layernorm weight and bias
  * Linear weights are [out, in] (zs_k_matmul's w[OC, C]). Layernorm params and biases are exempt
  * from weight decay. */
@@ -8,27 +8,8 @@
 #define GPT2_LAYOUT_H
 
 #include "config.h"
+#include "unit_descs.h"
 #include "zshard_kernels.h"
-
-enum { EMB_WTE, EMB_WPE, EMB_NT };
-enum {
-  BLK_LN1_W,
-  BLK_LN1_B,
-  BLK_QKV_W,
-  BLK_QKV_B,
-  BLK_PROJ_W,
-  BLK_PROJ_B,
-  BLK_LN2_W,
-  BLK_LN2_B,
-  BLK_FC_W,
-  BLK_FC_B,
-  BLK_FCPROJ_W,
-  BLK_FCPROJ_B,
-  BLK_NT
-};
-enum { LNF_W, LNF_B, LNF_NT };
-
-#define GPT2_MAX_UNIT_TENSORS BLK_NT
 
 /* The units of one model, in forward order. */
 typedef struct {
@@ -39,12 +20,6 @@ typedef struct {
   zs_unit *lnf;
 } gpt2_units;
 
-/* Fills descs (room for GPT2_MAX_UNIT_TENSORS) for unit index u (0 .. L+1); returns the count. */
-int gpt2_unit_descs(const gpt2_config *c, int u, zs_tensor_desc *descs);
-/* The tensor name of unit u, tensor t ("wte", "ln1_w", ...). */
-const char *gpt2_tensor_name(const gpt2_config *c, int u, int t);
-/* Number of units: L + 2. */
-int gpt2_num_units(const gpt2_config *c);
 /* The engine unit with index u (0 = embedding, 1..L = blocks, L+1 = ln_f). */
 zs_unit *gpt2_unit(const gpt2_units *m, int u);
 /* Registers every unit with the engine (before zs_engine_commit); 0 or -1 (gpt2_error() says

@@ -240,6 +240,30 @@ uint64_t zs_engine_groups_hash(const zs_engine *e);
    whole_floats, for the groups whose optimizer needs whole tensors; ZS_ERR_INVALID_ARG naming a
    tensor with fewer than 2 dims there. Local, the same on every rank; commit calls it before its
    fit check. */
+/* The planner's report and placement (plan_api.c) of the units us under c (completed and
+   validated) on world_size ranks: zs_plan_model's and zs_plan_placement's, for bare sizes
+   and for units of tensors (plan_units_api.c) alike. */
+zs_status zs_plan_report_of(const zs_config *c, int world_size, const zs_plan_units *us,
+                            size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                            zs_plan_report *out);
+zs_status zs_plan_placement_of(const zs_config *c, int world_size, const zs_plan_units *us,
+                               unsigned char *host);
+/* Whether c, a group's configuration under the engine's cfg, is one the engine runs: c checked as
+   a configuration, its optimizer keeping at most cfg's state arrays and running the precision
+   mode (ZS_ERR_INVALID_ARG with the sentence). zs_engine_add_group and zs_plan_model_units. */
+zs_status zs_engine_group_check(const zs_config *cfg, const zs_config *c);
+/* Tensor t of unit `unit` under c (its group's configuration) in a whole step: ZS_ERR_INVALID_ARG
+   with the sentence (fn: the call it names) for a vector on an optimizer that updates matrices
+   only; else raises *chans to its optimizer's input channels and *work to its scratch floats
+   (nothing for an elementwise optimizer, an empty tensor or a frozen unit). The engine's plan and
+   zs_plan_model_units share it. */
+zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tensor_desc *t,
+                                 const zs_config *c, int frozen, int *chans, size_t *work);
+/* The floats of a unit's whole-step buffers (tier/whole.h): its padded elements in the most
+   channels of its tensors, and the largest scratch; 0 without whole tensors (work 0). */
+static inline size_t zs_engine_whole_floats(int chans, size_t work, size_t padded) {
+  return work ? padded * (size_t)chans + work : 0;
+}
 /* Owners are spread over the first this many ranks of a shard group. */
 #define ZS_WHOLE_MAX_RANKS 4096
 zs_status zs_engine_whole_plan(zs_engine *e);

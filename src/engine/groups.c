@@ -34,6 +34,24 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out) {
   out->optimizer = e->group_opt[id];
 }
 
+zs_status zs_engine_group_check(const zs_config *cfg, const zs_config *c) {
+  ZS_CHECK(zs_config_validate(c));
+  /* The engine keeps the configuration's optimizer's state arrays for every tensor; a group's
+     optimizer uses the first of them (OPTIMIZER.md §8). */
+  if (zs_opt_shape_of(c)->nstate > zs_opt_shape_of(cfg)->nstate)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "optimizer '%s' (momentum %g) keeps %d state arrays where the configuration's "
+                  "optimizer '%s' keeps %d (SGD keeps a momentum buffer only with momentum > 0): "
+                  "a group's optimizer keeps at most the configuration's state; make the one with "
+                  "the most state the configuration's",
+                  zs_opt_name_of(c), (double)c->sgd.momentum, zs_opt_shape_of(c)->nstate,
+                  zs_opt_name_of(cfg), zs_opt_shape_of(cfg)->nstate);
+  /* The precision mode: a module runs it or says why not. */
+  const zs_opt_mode mode = {c->master, c->moment_dtype};
+  zs_opt_host_fn fn = NULL;
+  return zs_optimizer_for(c)->host_fn(&mode, &fn);
+}
+
 zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
   if (id) *id = -1;
   if (!e || !g || !id)
@@ -73,22 +91,7 @@ zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
   e->ngroups = n + 1;
   zs_config c;
   zs_engine_group_config(e, n, &c);
-  zs_status rc = zs_config_validate(&c);
-  /* The engine keeps the configuration's optimizer's state arrays for every tensor; a group's
-     optimizer uses the first of them (OPTIMIZER.md §8). */
-  if (rc == ZS_OK && zs_opt_shape_of(&c)->nstate > zs_opt_shape_of(&e->cfg)->nstate)
-    rc = zs_err(ZS_ERR_INVALID_ARG,
-                "optimizer '%s' (momentum %g) keeps %d state arrays where the configuration's "
-                "optimizer '%s' keeps %d (SGD keeps a momentum buffer only with momentum > 0): "
-                "a group's optimizer keeps at most the configuration's state; make the one with "
-                "the most state the configuration's",
-                zs_opt_name_of(&c), (double)g->momentum, zs_opt_shape_of(&c)->nstate,
-                zs_opt_name_of(&e->cfg), zs_opt_shape_of(&e->cfg)->nstate);
-  if (rc == ZS_OK) { /* the precision mode: a module runs it or says why not */
-    const zs_opt_mode mode = {c.master, c.moment_dtype};
-    zs_opt_host_fn fn = NULL;
-    rc = zs_optimizer_for(&c)->host_fn(&mode, &fn);
-  }
+  const zs_status rc = zs_engine_group_check(&e->cfg, &c);
   if (rc != ZS_OK) {
     e->ngroups = n; /* refused: nothing added */
     return zs_err_wrap(rc, "zs_engine_add_group (group %d)", n);
@@ -129,6 +132,26 @@ uint64_t zs_engine_groups_hash(const zs_engine *e) {
   return h;
 }
 
+zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tensor_desc *t,
+                                 const zs_config *c, int frozen, int *chans, size_t *work) {
+  const zs_optimizer *m = zs_optimizer_for(c);
+  if (!m->whole) return ZS_OK;
+  if (t->ndim < 2 && !m->whole_vectors)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "%s: tensor '%s.%s' has %d dimension(s) but its group's "
+                  "optimizer '%s' updates matrices: put it in a group on an elementwise "
+                  "optimizer (the configuration's, as embeddings, norms and biases usually are)",
+                  fn, unit, t->name, t->ndim, zs_opt_name_of(c));
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++)
+    n *= t->shape[d];
+  if (n == 0 || frozen) return ZS_OK;
+  const size_t w = m->work_floats(t->shape[0], n / t->shape[0]);
+  if (w > *work) *work = w;
+  if (m->whole_in > *chans) *chans = m->whole_in;
+  return ZS_OK;
+}
+
 /* Tensors whose group's optimizer needs them whole (Muon, Adafactor) get their whole step from one
    rank of the shard group where the optimizer state is sharded (every rank computes its own where
    it is not): per unit (each unit's whole step waits for its slowest rank), greedily in tensor
@@ -160,13 +183,8 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
                       "see the slice, docs/PARALLEL.md §5); put it in a group on an elementwise "
                       "optimizer",
                       u->name, t->name, zs_opt_name_of(&c));
-      if (t->ndim < 2 && !m->whole_vectors)
-        return zs_err(
-            ZS_ERR_INVALID_ARG,
-            "zs_engine_commit: tensor '%s.%s' has %d dimension(s) but its group's "
-            "optimizer '%s' updates matrices: put it in a group on an elementwise "
-            "optimizer (the configuration's, as embeddings, norms and biases usually are)",
-            u->name, t->name, t->ndim, zs_opt_name_of(&c));
+      ZS_CHECK(
+          zs_engine_whole_tensor("zs_engine_commit", u->name, t, &c, u->frozen, &chans, &work));
       const int64_t n = zs_unit_numel(u, k), rows = t->shape[0];
       if (n == 0 || u->frozen) continue;
       const double cols = (double)(n / rows), cost = (double)rows * cols * fmin((double)rows, cols);
@@ -176,11 +194,9 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       unit[best] += cost;
       total[best] += cost;
       u->whole_owner[k] = best;
-      const size_t w = m->work_floats(rows, n / rows);
-      if (w > work) work = w;
-      if (m->whole_in > chans) chans = m->whole_in;
     }
-    if (work) u->whole_floats = zs_plan_padded(&e->plan, u->lay.numel_total) * (size_t)chans + work;
+    u->whole_floats =
+        zs_engine_whole_floats(chans, work, zs_plan_padded(&e->plan, u->lay.numel_total));
   }
   return ZS_OK;
 }

@@ -1,10 +1,12 @@
-/* zs_plan_model: the public face of the planner (shard/plan.c, shard/plan_fit.c). */
+/* zs_plan_model and zs_plan_placement: the public face of the planner (shard/plan.c,
+ * shard/plan_fit.c) for bare unit sizes; plan_units_api.c is the one for units of tensors. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/config.h"
 #include "base/error.h"
+#include "engine/engine_internal.h"
 #include "optim/optimizer.h"
 #include "shard/plan_fit.h"
 #include "tier/master_io.h"
@@ -29,8 +31,9 @@ static zs_status check_args(const char *fn, const zs_config *cfg, int world_size
    needs tensors whole: the unit as one tensor, every input channel over the padded unit, and the
    largest scratch of any shape of its size. Exact for a unit of one square matrix (the engine's
    zs_engine_whole_plan), a bound otherwise. */
-static size_t whole_bound(const void *arg, size_t numel, size_t padded) {
+static size_t whole_bound(const void *arg, int i, size_t numel, size_t padded) {
   const zs_optimizer *m = arg;
+  (void)i;
   return numel ? padded * (size_t)m->whole_in + zs_optimizer_work_bound(m, numel) : 0;
 }
 
@@ -70,12 +73,17 @@ static zs_status plan_placement(const char *fn, const zs_config *cfg, int world_
   zs_config c;
   ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, host, &c));
   const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
+  return zs_plan_placement_of(&c, world_size, &us, host);
+}
+
+zs_status zs_plan_placement_of(const zs_config *c, int world_size, const zs_plan_units *us,
+                               unsigned char *host) {
   zs_plan_need n;
-  ZS_CHECK(zs_plan_need_of(&c, world_size, &us, 0, &n));
+  ZS_CHECK(zs_plan_need_of(c, world_size, us, 0, &n));
   zs_plan p;
-  ZS_CHECK(zs_plan_make(&c, c.shard_group_size ? c.shard_group_size : world_size, &p));
-  for (int i = 0; i < nunits; i++)
-    host[i] = (unsigned char)zs_placement_host(&n.place, &p, &us, i);
+  ZS_CHECK(zs_plan_make(c, c->shard_group_size ? c->shard_group_size : world_size, &p));
+  for (int i = 0; i < us->n; i++)
+    host[i] = (unsigned char)zs_placement_host(&n.place, &p, us, i);
   return ZS_OK;
 }
 
@@ -90,14 +98,11 @@ zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size, const i
                         nunits, host);
 }
 
-/* zs_plan_model with unit_frozen (NULL: none frozen); fn names the public call in errors. */
-static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size,
-                            const int64_t *unit_numel, const int *unit_frozen, int nunits,
+zs_status zs_plan_report_of(const zs_config *cp, int world_size, const zs_plan_units *usp,
                             size_t activation_bytes, size_t device_bytes, size_t host_bytes,
                             zs_plan_report *out) {
-  zs_config c;
-  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, out, &c));
-  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
+  const zs_config c = *cp;
+  const zs_plan_units us = *usp;
   zs_plan_need n;
   ZS_CHECK(zs_plan_need_of(&c, world_size, &us, activation_bytes, &n));
   const zs_plan_room room = {c.device, device_bytes, host_bytes};
@@ -120,6 +125,17 @@ static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size
   out->ckpt_staging = staging_bound(&c, world_size, &us);
   out->struct_version = 4;
   return ZS_OK;
+}
+
+/* zs_plan_model with unit_frozen (NULL: none frozen); fn names the public call in errors. */
+static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size,
+                            const int64_t *unit_numel, const int *unit_frozen, int nunits,
+                            size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                            zs_plan_report *out) {
+  zs_config c;
+  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, out, &c));
+  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
+  return zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
 }
 
 zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel, int nunits,

@@ -14,7 +14,7 @@ size_t zs_plan_unit_numel(const zs_plan_units *u, int i) {
 size_t zs_plan_unit_whole(const zs_plan *p, const zs_plan_units *u, int i) {
   if (u->units) return u->units[i]->whole_floats;
   const size_t n = zs_plan_unit_numel(u, i);
-  return u->whole ? u->whole(u->whole_arg, n, zs_plan_padded(p, n)) : 0;
+  return u->whole ? u->whole(u->whole_arg, i, n, zs_plan_padded(p, n)) : 0;
 }
 
 int zs_plan_unit_frozen(const zs_plan_units *u, int i) {

@@ -20,9 +20,9 @@ typedef struct {
   const int64_t *numel;
   int n;
   const int *frozen; /* with numel: non-zero for a frozen unit (frozen.h); NULL: none frozen */
-  /* With numel: the floats of the whole-tensor step buffers (tier/whole.h) of a unit of numel
-     elements, padded to padded (the planner's bound: it knows no shapes); NULL: none. */
-  size_t (*whole)(const void *arg, size_t numel, size_t padded);
+  /* With numel: the floats of the whole-tensor step buffers (tier/whole.h) of unit i of numel
+     elements, padded to padded (a bound where the planner knows no shapes); NULL: none. */
+  size_t (*whole)(const void *arg, int i, size_t numel, size_t padded);
   const void *whole_arg;
 } zs_plan_units;
 

@@ -287,6 +287,97 @@ static void check_planner_whole(zs_comm *comm, const char *opt, int64_t rows, in
             r.optimizer, engine.optimizer.cur);
 }
 
+/* zs_plan_model_units (tensors and each one's group's optimizer, no engine) against the engine's
+   own plan for the same units and groups: every category equal, the buffers including the
+   whole-tensor steps of a Muon group and an Adafactor group under an AdamW configuration (which
+   zs_plan_model, knowing no groups, leaves out), a frozen unit, with and without offload; the
+   ledger's peak over a step within it; and the refusals of a vector on Muon and of an optimizer
+   with more state than the configuration's. */
+static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.prefetch_units = 0;
+  cfg.stage = stage;
+  cfg.offload = offload;
+  cfg.offload_allow_unpinned = 1;
+  int muon = -1, ada = -1;
+  ZS_OK_OR_DIE(zs_optimizer_id("muon", &muon));
+  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &ada));
+  const zs_tensor_desc emb[1] = {{"wte", 2, {300, 40, 0, 0}, 0}};
+  const zs_tensor_desc blk[4] = {{"qkv", 2, {120, 40, 0, 0}, 0},
+                                 {"bias", 1, {120, 0, 0, 0}, 1},
+                                 {"fc", 2, {160, 40, 0, 0}, 0},
+                                 {"proj", 3, {40, 8, 20, 0}, 0}};
+  const zs_tensor_desc frz[1] = {{"w", 2, {64, 64, 0, 0}, 0}};
+  const zs_tensor_desc vec[1] = {{"v", 1, {777, 0, 0, 0}, 0}};
+  const int blk_opt[4] = {muon, -1, muon, ada}, frz_opt[1] = {muon}, vec_opt[1] = {ada};
+  const zs_plan_unit pu[4] = {
+      {1, emb, NULL, 0}, {4, blk, blk_opt, 0}, {1, frz, frz_opt, 1}, {1, vec, vec_opt, 0}};
+  zs_engine *e = NULL;
+  zs_unit *u[4];
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  zs_param_group g;
+  int gid[2];
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+  g.optimizer = "muon";
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[0]));
+  g.optimizer = "adafactor";
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[1]));
+  static const char *const names[4] = {"emb", "blk", "frz", "vec"};
+  for (int i = 0; i < 4; i++) {
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, names[i], pu[i].ntensors, pu[i].tensors, &u[i]));
+    for (int k = 0; pu[i].optimizer && k < pu[i].ntensors; k++)
+      if (pu[i].optimizer[k] >= 0)
+        ZS_OK_OR_DIE(zs_unit_set_group(u[i], k, gid[pu[i].optimizer[k] == muon ? 0 : 1]));
+  }
+  ZS_OK_OR_DIE(zs_unit_freeze(u[2], 1));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  zs_memory plan, m;
+  ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan));
+  const int world = zs_comm_size(comm);
+  zs_plan_report r, bare;
+  ZS_OK_OR_DIE(zs_plan_model_units(&cfg, world, pu, 4, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_EXPECT(r.params == plan.params.cur && r.grads == plan.grads.cur &&
+                r.optimizer == plan.optimizer.cur && r.buffers == plan.buffers.cur &&
+                r.host_pinned == plan.host_pinned.cur,
+            "stage %d offload %u: zs_plan_model_units params %zu grads %zu optimizer %zu buffers "
+            "%zu host %zu; the engine's plan %zu %zu %zu %zu %zu",
+            stage, offload, r.params, r.grads, r.optimizer, r.buffers, r.host_pinned,
+            (size_t)plan.params.cur, (size_t)plan.grads.cur, (size_t)plan.optimizer.cur,
+            (size_t)plan.buffers.cur, (size_t)plan.host_pinned.cur);
+  const int64_t numel[4] = {300 * 40, 120 * 40 + 120 + 160 * 40 + 40 * 8 * 20, 64 * 64, 777};
+  const int frozen[4] = {0, 0, 1, 0};
+  ZS_OK_OR_DIE(zs_plan_model_frozen(&cfg, world, numel, frozen, 4, 0, SIZE_MAX, SIZE_MAX, &bare));
+  ZS_EXPECT(bare.buffers < r.buffers && bare.optimizer == r.optimizer,
+            "zs_plan_model (no groups) buffers %zu below the groups' %zu, optimizer the same",
+            bare.buffers, r.buffers);
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  for (int i = 3; i >= 0; i--) {
+    ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+    if (i != 2) ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+    ZS_OK_OR_DIE(zs_unit_release(u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  ZS_EXPECT(m.buffers.peak <= plan.buffers.cur, "a step's buffers peak %zu over the plan %zu",
+            (size_t)m.buffers.peak, (size_t)plan.buffers.cur);
+  zs_engine_destroy(e);
+  /* The engine's refusals, by index. */
+  const int vec_muon[1] = {muon};
+  const zs_plan_unit bad_vec = {1, vec, vec_muon, 0};
+  ZS_EXPECT_STATUS(zs_plan_model_units(&cfg, world, &bad_vec, 1, 0, SIZE_MAX, SIZE_MAX, &r),
+                   ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "updates matrices"), "says why: %s", zs_last_error());
+  zs_config sgd = cfg;
+  sgd.optimizer = ZS_OPT_SGD;
+  sgd.sgd.momentum = 0;
+  const zs_plan_unit bad_state = {1, emb, vec_opt, 0}; /* Adafactor's 1 array under SGD's 0 */
+  ZS_EXPECT_STATUS(zs_plan_model_units(&sgd, world, &bad_state, 1, 0, SIZE_MAX, SIZE_MAX, &r),
+                   ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "unit 0 tensor 0") && strstr(zs_last_error(), "state"),
+            "says which and why: %s", zs_last_error());
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -306,6 +397,9 @@ int main(int argc, char **argv) {
   check_planner_whole(comm, "muon", 24, 160, 0);
   check_planner_whole(comm, "adafactor", 48, 48, 0);
   check_planner_whole(comm, "adafactor", 1, 2000, 1);
+  check_planner_units(comm, 3, 0);
+  check_planner_units(comm, 2, ZS_OFFLOAD_OPTIMIZER);
+  check_planner_units(comm, 0, 0);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_memory: world %d, ledger matches the ZeRO formulas for stages 0-3\n",
            zs_comm_size(comm));

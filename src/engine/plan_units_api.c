@@ -1,0 +1,125 @@
+/* zs_plan_model_units and zs_plan_placement_units: the planner for units given by their tensors
+ * and each tensor's group's optimizer (zshard.h), through plan_api.c's report and placement. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "engine/engine_internal.h"
+
+/* The units as the plan sees them: element counts, frozen flags and each unit's whole-step needs
+   (zs_engine_whole_tensor), owned. */
+typedef struct {
+  int64_t *numel;
+  int *frozen, *chans;
+  size_t *work;
+} units_figures;
+
+static void figures_free(units_figures *f) {
+  free(f->numel);
+  free(f->frozen);
+  free(f->chans);
+  free(f->work);
+}
+
+static size_t whole_of(const void *arg, int i, size_t numel, size_t padded) {
+  const units_figures *f = arg;
+  (void)numel;
+  return zs_engine_whole_floats(f->chans[i], f->work[i], padded);
+}
+
+/* Unit i's element count from its tensors into *numel, checked as zs_engine_add_unit checks them
+   (dims, sizes; no names: the planner has none to compare), each tensor's optimizer as a group
+   would run it, and its whole-step needs into *chans and *work. */
+static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_unit *u, int i,
+                           int64_t *numel, int *chans, size_t *work) {
+  if (u->ntensors < 0 || (u->ntensors > 0 && !u->tensors))
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %d tensors and tensors %s: give its tensors",
+                  fn, i, u->ntensors, u->tensors ? "set" : "NULL");
+  char uname[24], tname[24];
+  snprintf(uname, sizeof uname, "%d", i);
+  *numel = 0;
+  for (int k = 0; k < u->ntensors; k++) {
+    const zs_tensor_desc *t = &u->tensors[k];
+    if (t->ndim < 1 || t->ndim > 4)
+      return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d tensor %d has %d dims (1-4)", fn, i, k,
+                    t->ndim);
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) {
+      if (t->shape[d] < 0 || (t->shape[d] && n > INT64_MAX / t->shape[d]))
+        return zs_err(ZS_ERR_INVALID_ARG,
+                      "%s: unit %d tensor %d: dim %d is %lld (>= 0, and the "
+                      "tensor under 2^63 elements)",
+                      fn, i, k, d, (long long)t->shape[d]);
+      n *= t->shape[d];
+    }
+    if (n > INT64_MAX - *numel)
+      return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d is over 2^63 elements", fn, i);
+    *numel += n;
+    zs_config g = *c;
+    if (u->optimizer && u->optimizer[k] >= 0) {
+      g.optimizer = u->optimizer[k];
+      zs_status rc = zs_engine_group_check(c, &g);
+      if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
+    }
+    zs_tensor_desc named = *t; /* the sentences name it "unit.tensor" by index */
+    snprintf(tname, sizeof tname, "%d", k);
+    named.name = tname;
+    ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, &g, u->frozen, chans, work));
+  }
+  return ZS_OK;
+}
+
+/* The checks both calls share, the completed config into c and the units' figures into f (freed
+   by the caller, also on error); fn names the call. */
+static zs_status prepare(const char *fn, const zs_config *cfg, int world_size,
+                         const zs_plan_unit *units, int nunits, const void *out, zs_config *c,
+                         units_figures *f) {
+  if (!cfg || !units || !out)
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: cfg, units or out is NULL", fn);
+  if (nunits < 1 || world_size < 1)
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: %d units on %d ranks: both must be at least 1", fn,
+                  nunits, world_size);
+  ZS_CHECK(zs_config_complete(cfg, c));
+  ZS_CHECK(zs_config_validate(c));
+  const size_t n = (size_t)nunits;
+  f->numel = malloc(n * sizeof *f->numel);
+  f->frozen = malloc(n * sizeof *f->frozen);
+  f->chans = calloc(n, sizeof *f->chans);
+  f->work = calloc(n, sizeof *f->work);
+  if (!f->numel || !f->frozen || !f->chans || !f->work)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: no host memory for %d units' figures", fn, nunits);
+  for (int i = 0; i < nunits; i++) {
+    f->frozen[i] = units[i].frozen != 0;
+    ZS_CHECK(plan_unit(fn, c, &units[i], i, &f->numel[i], &f->chans[i], &f->work[i]));
+  }
+  return ZS_OK;
+}
+
+zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
+                              int nunits, size_t activation_bytes, size_t device_bytes,
+                              size_t host_bytes, zs_plan_report *out) {
+  zs_config c;
+  units_figures f = {NULL, NULL, NULL, NULL};
+  zs_status rc = prepare("zs_plan_model_units", cfg, world_size, units, nunits, out, &c, &f);
+  if (rc == ZS_OK) {
+    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f};
+    rc = zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
+  }
+  figures_free(&f);
+  return rc;
+}
+
+zs_status zs_plan_placement_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
+                                  int nunits, unsigned char *host) {
+  zs_config c;
+  units_figures f = {NULL, NULL, NULL, NULL};
+  zs_status rc = prepare("zs_plan_placement_units", cfg, world_size, units, nunits, host, &c, &f);
+  if (rc == ZS_OK) {
+    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f};
+    rc = zs_plan_placement_of(&c, world_size, &us, host);
+  }
+  figures_free(&f);
+  return rc;
+}
