@@ -194,6 +194,32 @@ for extra in "--dtype fp32" "--dtype fp32 --recompute" "--dtype fp32 --freeze bl
   check "GPT-2 example $extra: activations params grads optimizer" "$pred" "$meas"
 done
 
+# 4b. --optimizer muon plans the examples' grouping from the units' tensors (zs_plan_model_units):
+#    AdamW's state for every tensor (the example's ledger), and the Muon step's whole-tensor buffers,
+#    which set the example's buffer peak at stage 2: on the owner rank a block's padded 111840
+#    elements plus the Newton-Schulz scratch of its largest matrix (fc, 384 x 96: 2 * 96 * 384 +
+#    2 * 96 * 96 = 92160 floats), 816000 bytes. The plan bounds that peak within the few KiB of its
+#    other buffers; AdamW's plan (no groups) is below it.
+met=$(mktemp)
+"$mpiexec" --oversubscribe -np 2 "$train" --stage 2 "${shape[@]}" --dtype fp32 --steps 1 \
+  --optimizer muon --eval-every 0 --sample-lines 0 --metrics "$met" >/dev/null 2>&1 || {
+  echo "FAIL train_gpt2 --optimizer muon"
+  fail=1
+}
+ev=$(grep '"event":"memory","when":"end"' "$met" | head -n1)
+rm -f "$met"
+meas=$(field '"%d %d" % (d["bytes"]["optimizer"][0], d["bytes"]["buffers"][1])' <<<"$ev")
+check "GPT-2 example --optimizer muon: buffer peak of the whole step" "${meas#* }" 816000
+for o in muon adamw; do
+  pred=$("$plan" --world 2 --stage 2 --device cpu --dtype fp32 "${shape[@]}" --optimizer $o --json |
+    field '"%d %d" % (d["per_rank"]["optimizer"], d["per_rank"]["buffers"])')
+  check "zshard-plan --optimizer $o: the example's optimizer bytes" "${pred% *}" "${meas% *}"
+  want=$([ $o = muon ] && echo "within 4 KiB above" || echo below)
+  got=$(awk -v p="${pred#* }" -v m="${meas#* }" \
+    'BEGIN { print (p >= m && p - m <= 4096) ? "within 4 KiB above" : (p < m ? "below" : "over") }')
+  check "zshard-plan --optimizer $o: buffers ${pred#* } against the peak ${meas#* }" "$got" "$want"
+done
+
 # 5. A Hugging Face GPT-2 checkpoint (header only matters; vocab 256 needs no padding) plans as
 #    the same shape given by flags: the units of the file are the example's units.
 dir=$(mktemp -d)

@@ -54,7 +54,9 @@ static void usage(void) {
       "  --grad-accum-dtype fp32|bf16 gradients summed over micro-steps in fp32 (with --dtype "
       "bf16;\n"
       "                               zs_config.grad_accum_fp32; default: --dtype's)\n"
-      "  --optimizer NAME             zs_config.optimizer (default adamw), one of the library's:\n"
+      "  --optimizer NAME             zs_config.optimizer (default adamw); with a GPT-2 or Llama\n"
+      "                               shape, muon is the examples' grouping (AdamW, the hidden\n"
+      "                               units' matrices on Muon); one of the library's:\n"
       "                               ");
   for (int i = 0; zs_optimizer_name(i); i++) /* its state: the optimizer's own list */
     printf("%s%s", i ? ", " : "", zs_optimizer_name(i));

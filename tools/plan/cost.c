@@ -97,9 +97,7 @@ int zp_recommend(const zp_args *a, const zp_model *m, size_t act, size_t dev, si
       zs_config cfg;
       zp_config(a, st, offs[o], &cfg);
       cand *k = &c[n];
-      if (zs_plan_model_frozen(&cfg, zp_dp_world(a), m->numel, m->frozen, m->n, act, dev, host,
-                               &k->r) != ZS_OK ||
-          !k->r.fits)
+      if (zp_plan(a, m, &cfg, act, dev, host, &k->r) != ZS_OK || !k->r.fits)
         continue; /* not a plan (offload needs sharding), or does not fit */
       k->stage = st;
       k->offload = offs[o];

@@ -66,8 +66,7 @@ int main(int argc, char **argv) {
   zs_config cfg;
   zp_config(&a, a.stage, a.offload, &cfg);
   zs_plan_report r;
-  if (zs_plan_model_frozen(&cfg, zp_dp_world(&a), m.numel, m.frozen, m.n, act, dev, host, &r) !=
-      ZS_OK) {
+  if (zp_plan(&a, &m, &cfg, act, dev, host, &r) != ZS_OK) {
     fprintf(stderr, "zshard-plan: %s\n", zs_last_error());
     zp_model_free(&m);
     return 2;

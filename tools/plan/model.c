@@ -102,6 +102,11 @@ int zp_model_build(const zp_args *a, zp_model *m) {
   m->total = 0;
   for (int i = 0; i < m->n; i++)
     m->total += m->numel[i];
+  if (zp_model_tensors(m)) {
+    fprintf(stderr, "zshard-plan: out of host memory for the units' tensors\n");
+    zp_model_free(m);
+    return -1;
+  }
   return 0;
 }
 
@@ -157,5 +162,8 @@ int zp_model_freeze(const char *spec, zp_model *m) {
 void zp_model_free(zp_model *m) {
   free(m->numel);
   free(m->frozen);
+  free(m->units);
+  free(m->descs);
+  free(m->opt);
   memset(m, 0, sizeof *m);
 }

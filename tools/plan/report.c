@@ -24,9 +24,9 @@ static void row(const char *name, size_t b, int decimal) {
 
 /* The units an offload budget places on the host, by index ("0 3 7"), as JSON numbers when json;
    nothing without a budget or when the placement cannot be had. */
-static void host_units(const zp_model *m, const zs_config *cfg, int world, int json) {
+static void host_units(const zp_args *a, const zp_model *m, const zs_config *cfg, int json) {
   unsigned char *host = calloc((size_t)m->n, 1);
-  if (!host || zs_plan_placement_frozen(cfg, world, m->numel, m->frozen, m->n, host) != ZS_OK) {
+  if (!host || zp_placement(a, m, cfg, host) != ZS_OK) {
     free(host);
     return;
   }
@@ -60,7 +60,7 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
         printf(", \"placement\": {\"budget\": %zu, \"budget_floor\": %zu, \"host_units\": [",
                a->budget, r->budget_floor);
       if (a->budget) {
-        host_units(m, cfg, zp_dp_world(a), 1);
+        host_units(a, m, cfg, 1);
         printf("]}");
       }
       if (cfg->nvme_path)
@@ -120,7 +120,7 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
            a->budget, r->budget_floor, r->host_units, m->n,
            a->stage >= 3 ? " and param shards" : "");
   if (a->budget) {
-    host_units(m, cfg, zp_dp_world(a), 0);
+    host_units(a, m, cfg, 0);
     printf("\n");
   }
   if (cfg->nvme_path)

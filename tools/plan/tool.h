@@ -65,7 +65,15 @@ typedef struct {
   llama_config llama;
   int *frozen;            /* per unit, 1 = frozen (--freeze); NULL when none (owned) */
   int64_t largest_frozen; /* elements of the largest frozen unit, 0 when none */
+  /* The units' tensors where the shape is a GPT-2 or Llama one (the examples' own descriptors);
+     NULL otherwise. zp_plan plans them with zs_plan_model_units (owned). */
+  zs_plan_unit *units;
+  zs_tensor_desc *descs; /* the units' tensors, ZP_MAX_UNIT_TENSORS per unit */
+  int *opt;              /* each tensor's optimizer, ZP_MAX_UNIT_TENSORS per unit */
 } zp_model;
+
+/* Room per unit for the examples' tensors (GPT-2's block has 12, a Llama decoder layer fewer). */
+#define ZP_MAX_UNIT_TENSORS 16
 
 /* The data-parallel ranks the planner shards over: world / tp. */
 int zp_dp_world(const zp_args *a);
@@ -74,6 +82,19 @@ int zp_args_parse(zp_args *a, int argc, char **argv);
 /* Builds the units (and the GPT shape when known); 0 or -1 (printed). */
 int zp_model_build(const zp_args *a, zp_model *m);
 void zp_model_free(zp_model *m);
+/* Fills m's units' tensors where its shape is a GPT-2 or Llama one whose units it counted (else
+   leaves them NULL); 0 or -1 (out of memory). zp_model_build calls it. */
+int zp_model_tensors(zp_model *m);
+/* The plan of m under cfg on the data-parallel ranks (zs_plan_model_frozen; with the units'
+   tensors zs_plan_model_units, and --optimizer muon then plans the examples' grouping: AdamW, the
+   hidden units' matrices in a group on Muon, examples/common/muon_rule.h). ZS_OK or the
+   library's status (zs_last_error says why). Sets the units' frozen flags and optimizers (their
+   arrays are m's, not the struct). */
+zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, size_t act, size_t dev,
+                  size_t host, zs_plan_report *r);
+/* zs_plan_placement for m as zp_plan plans it: host[i] = 1 for a unit on the host. */
+zs_status zp_placement(const zp_args *a, const zp_model *m, const zs_config *cfg,
+                       unsigned char *host);
 /* --freeze SPEC: comma-separated unit indexes N or ranges N-M, and for a GPT-2 shape also
    "embedding", "blocks", "ln_f" (the example's units: 0, 1..L, L+1), as train_gpt2 --freeze.
    Sets m->frozen and m->largest_frozen; 0 or -1 (printed). */

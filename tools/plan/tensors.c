@@ -1,0 +1,82 @@
+/* The units' tensors of a GPT-2 or Llama shape (the examples' own descriptors), and the plan that
+ * uses them (tool.h: zp_plan, zp_placement). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/llama_layout.h"
+#include "common/muon_rule.h"
+#include "gpt2/unit_descs.h"
+#include "tool.h"
+
+_Static_assert(GPT2_MAX_UNIT_TENSORS <= ZP_MAX_UNIT_TENSORS, "room for a GPT-2 block");
+_Static_assert(LLAMA_MAX_UNIT_TENSORS <= ZP_MAX_UNIT_TENSORS, "room for a Llama layer");
+
+/* Unit u's tensors into d; their count, or -1 where the shape is not known. */
+static int unit_descs(const zp_model *m, int u, zs_tensor_desc *d) {
+  if (m->is_llama) return llama_unit_descs(&m->llama, u, d);
+  if (!m->is_gpt) return -1;
+  const gpt2_config c = {m->gpt.max_seq, m->gpt.vocab, zp_gpt_pad_vocab(m->gpt.vocab),
+                         m->gpt.layers,  m->gpt.heads, m->gpt.channels};
+  return gpt2_unit_descs(&c, u, d);
+}
+
+int zp_model_tensors(zp_model *m) {
+  const size_t n = (size_t)m->n, room = n * ZP_MAX_UNIT_TENSORS;
+  if (!m->is_gpt && !m->is_llama) return 0;
+  m->units = calloc(n, sizeof *m->units);
+  m->descs = calloc(room, sizeof *m->descs);
+  m->opt = calloc(room, sizeof *m->opt);
+  if (!m->units || !m->descs || !m->opt) return -1;
+  for (int u = 0; u < m->n; u++) {
+    zs_tensor_desc *d = m->descs + (size_t)u * ZP_MAX_UNIT_TENSORS;
+    const int nt = unit_descs(m, u, d);
+    int64_t numel = 0;
+    for (int k = 0; k < nt; k++) {
+      int64_t e = 1;
+      for (int j = 0; j < d[k].ndim; j++)
+        e *= d[k].shape[j];
+      numel += e;
+    }
+    if (nt < 0 || numel != m->numel[u]) { /* units of a file that are not the example's: sizes */
+      free(m->units), free(m->descs), free(m->opt);
+      m->units = NULL, m->descs = NULL, m->opt = NULL;
+      return 0;
+    }
+    m->units[u] = (zs_plan_unit){nt, d, m->opt + (size_t)u * ZP_MAX_UNIT_TENSORS, 0};
+  }
+  return 0;
+}
+
+/* The configuration the plan runs under (Muon as a group: AdamW), the units' frozen flags and
+   each tensor's optimizer set for it. */
+static zs_config with_groups(const zp_model *m, const zs_config *cfg) {
+  zs_config c = *cfg;
+  int muon = -1;
+  zs_optimizer_id("muon", &muon);
+  const int group = cfg->optimizer == muon;
+  if (group) c.optimizer = ZS_OPT_ADAMW;
+  for (int u = 0; u < m->n; u++) {
+    zs_plan_unit *pu = &m->units[u];
+    pu->frozen = m->frozen && m->frozen[u];
+    for (int k = 0; k < pu->ntensors; k++)
+      m->opt[(size_t)u * ZP_MAX_UNIT_TENSORS + (size_t)k] =
+          group && ex_muon_takes(u, m->n, &pu->tensors[k]) ? muon : -1;
+  }
+  return c;
+}
+
+zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, size_t act, size_t dev,
+                  size_t host, zs_plan_report *r) {
+  if (!m->units)
+    return zs_plan_model_frozen(cfg, zp_dp_world(a), m->numel, m->frozen, m->n, act, dev, host, r);
+  const zs_config c = with_groups(m, cfg);
+  return zs_plan_model_units(&c, zp_dp_world(a), m->units, m->n, act, dev, host, r);
+}
+
+zs_status zp_placement(const zp_args *a, const zp_model *m, const zs_config *cfg,
+                       unsigned char *host) {
+  if (!m->units)
+    return zs_plan_placement_frozen(cfg, zp_dp_world(a), m->numel, m->frozen, m->n, host);
+  const zs_config c = with_groups(m, cfg);
+  return zs_plan_placement_units(&c, zp_dp_world(a), m->units, m->n, host);
+}
