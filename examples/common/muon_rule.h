@@ -1,8 +1,8 @@
 /* The examples' Muon grouping (--optimizer muon), one definition for train_gpt2, train_llama and
  * zshard-plan: the engine's optimizer stays AdamW, and every matrix of the hidden units (all but
  * the first, the embeddings, and the last, the head and the final norm) goes in a group on Muon. */
-#ifndef EX_MUON_RULE_H
-#define EX_MUON_RULE_H
+#ifndef COMMON_MUON_RULE_H
+#define COMMON_MUON_RULE_H
 
 #include "zshard.h"
 
