@@ -391,8 +391,8 @@ ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void 
    ZS_ERR_INVALID_ARG and ZS_ERR_STATE change nothing; a failure while moving fails the engine.
    Sharded params: ZS_ERR_UNSUPPORTED. It sends root's compute copy: with bf16 params every master
    becomes those values widened (remainders are lost). With tp_size > 1 root is a data-parallel
-   rank (ZS_MESH_DP) and each tp rank's slices go to its data-parallel group: it does not make
-   replicated tensors equal across the tp group. */
+   rank (ZS_MESH_DP): each tp rank's slices come from root of its data-parallel group, and the
+   tensors that are not split from tp rank 0's, so that they are equal on every rank. */
 ZS_API zs_status zs_engine_broadcast_params(zs_engine *e, int root);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);

@@ -123,8 +123,11 @@ static zs_status read_params(zs_engine *e, zs_unit *u, float *host) {
 
 /* Unit u's values from rank root on every rank: root's full fp32 master where the optimizer state
    is full (read on every rank as zs_engine_get_params reads it), else root's full params (the
-   only full copy root has), broadcast over the world and written with zs_unit_set_param (master
-   and compute copy) on every rank. Collective over the world. */
+   only full copy root has), broadcast over the world (at tp_size > 1 the data-parallel group:
+   each tp rank's slices from its root) and written with zs_unit_set_param (master and compute
+   copy) on every rank. At tp_size > 1 the tensors that are not split then take tp rank 0's
+   values, broadcast over the tp group, so that they are equal on every rank of the mesh.
+   Collective over the mesh. */
 static zs_status broadcast_unit(zs_engine *e, zs_unit *u, int root) {
   zs_dev *d = &e->dev;
   void *stream = d->kind == ZS_DEVICE_CPU ? NULL : d->comm_stream;
@@ -148,6 +151,14 @@ static zs_status broadcast_unit(zs_engine *e, zs_unit *u, int root) {
   if (rc == ZS_OK) rc = zs_coll_broadcast(e->world, buf, P, ZS_CDT_F32, root, stream);
   if (rc == ZS_OK) rc = zs_coll_sync(e->world, stream);
   if (rc == ZS_OK) rc = zs_dev_to_host(d, host, buf, P * 4);
+  if (rc == ZS_OK && e->tp_size > 1) { /* the replicated tensors from tp rank 0 */
+    rc = zs_coll_broadcast(e->tp, buf, P, ZS_CDT_F32, 0, stream);
+    if (rc == ZS_OK) rc = zs_coll_sync(e->tp, stream);
+    for (int t = 0; t < u->ntensors && rc == ZS_OK; t++)
+      if (!zs_engine_tp_split(u, t))
+        rc = zs_dev_to_host(d, v[t].host, (float *)buf + u->lay.off[t],
+                            u->lay.numel[t] * sizeof(float));
+  }
   if (buf) zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, buf, P * 4, NULL);
   for (int t = 0; t < u->ntensors && rc == ZS_OK; t++)
     rc = zs_unit_set_param(u, t, v[t].host);
@@ -171,7 +182,7 @@ zs_status zs_engine_broadcast_params(zs_engine *e, int root) {
                   "them from the same seed); nothing was changed",
                   root);
   zs_status rc = ZS_OK;
-  if (e->world_size > 1) {
+  if (e->all_size > 1) {
     zs_engine_call(e, ZS_CALL_BROADCAST_PARAMS, NULL);
     for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
       rc = broadcast_unit(e, e->units[i], root);

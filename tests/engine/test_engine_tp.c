@@ -21,6 +21,9 @@
  * and norms are compared as above, over those steps. --export FILE exports safetensors right after
  * the save or the load: the same tensors make the same bytes at every tp size.
  *
+ * --broadcast 1 scrambles every rank's tensors but those of data-parallel rank 0 and tp rank 0
+ * after they are set, and zs_engine_broadcast_params(0) must restore them (stages 0-2).
+ *
  * --bad 1 runs the refusals instead (needs 4 ranks): a tp size that does not divide the world, a
  * split of a missing dimension, layouts that differ across ranks, Muon on a split matrix. */
 #include <math.h>
@@ -35,7 +38,7 @@ enum { D = 8, H = 16, B = 8, NT = 5 };
 enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "scale"'s */
 
 typedef struct {
-  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at;
+  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at, broadcast;
   const char *write, *compare, *save, *load, *export;
   double tol;
 } opts;
@@ -253,12 +256,31 @@ static void make_engine(model *m, zs_comm *comm, const opts *o) {
   m->Bl = B / m->T;
 }
 
+/* --broadcast 1: every rank but (tp 0, dp 0) overwrites what zs_engine_broadcast_params must
+   restore (the data-parallel ranks but 0 every tensor, tp ranks but 0 their replicated ones),
+   then the broadcast from data-parallel rank 0 makes every slice its dp root's and every
+   replicated tensor tp rank 0's: the training that follows is the reference's. */
+static void scramble_and_broadcast(model *m) {
+  float junk[H * D];
+  for (int i = 0; i < H * D; i++)
+    junk[i] = 3.0f + (float)(m->q * 7 + m->r * 13 + i % 5);
+  if (m->r != 0 || m->q != 0) {
+    ZS_OK_OR_DIE(zs_unit_set_param(m->scale, 0, junk));
+    for (int t = M_B2; t <= M_G; t++)
+      ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, t, junk));
+  }
+  for (int t = M_W1; m->r != 0 && t <= M_W2; t++)
+    ZS_OK_OR_DIE(zs_unit_set_param(m->mlp, t, junk));
+  ZS_OK_OR_DIE(zs_engine_broadcast_params(m->e, 0));
+}
+
 static int train(zs_comm *comm, const opts *o) {
   model m = {0};
   make_engine(&m, comm, o);
   add_units(&m, 0);
   ZS_OK_OR_DIE(zs_engine_commit(m.e));
   set_slices(&m, o->whole);
+  if (o->broadcast) scramble_and_broadcast(&m);
   const int rank = zs_comm_rank(comm);
   double losses[64] = {0}, norms[64] = {0};
   static float full[NFULL], whole[NFULL];
@@ -443,16 +465,16 @@ static int bad(zs_comm *comm, const opts *o) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 6, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1, 6, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const struct {
     const char *name;
     int *v;
-  } ints[] = {{"--stage", &o.stage}, {"--tp", &o.tp},          {"--micro", &o.micro},
-              {"--det", &o.det},     {"--steps", &o.steps},    {"--offload", &o.offload},
-              {"--bad", &o.bad},     {"--sgd", &o.sgd},        {"--group", &o.group},
-              {"--whole", &o.whole}, {"--save-at", &o.save_at}};
+  } ints[] = {{"--stage", &o.stage}, {"--tp", &o.tp},           {"--micro", &o.micro},
+              {"--det", &o.det},     {"--steps", &o.steps},     {"--offload", &o.offload},
+              {"--bad", &o.bad},     {"--sgd", &o.sgd},         {"--group", &o.group},
+              {"--whole", &o.whole}, {"--save-at", &o.save_at}, {"--broadcast", &o.broadcast}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     int known = 1;
