@@ -61,6 +61,12 @@ static int tp_sum(llama_model *m, void *p, size_t n) {
   return 0;
 }
 
+/* This tp rank's rows of a k/v projection, its bias or their gradients (width: C for a weight,
+   1 for a bias): the tensor itself, or in a whole k/v (cfg.kv_whole) its kv head's rows. */
+static void *kv_rows(const llama_model *m, void *w, size_t width) {
+  return w ? gpt2_at(&m->dev, w, m->kv_off * width) : NULL;
+}
+
 static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, const void *x,
                          void *y, int B) {
   zs_kernels *k = m->k;
@@ -71,8 +77,10 @@ static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, co
   void *tmp = m->dln; /* projection outputs live only until the residual add */
   ZS_TRY(zs_k_rmsnorm_fwd(k, a->xn, a->rrms1, x, P(LLAY_ATTN_NORM), eps, N, C));
   ZS_TRY(zs_k_matmul_fwd(k, a->q, a->xn, P(LLAY_Q_W), P(LLAY_Q_B), N, C, Q));
-  ZS_TRY(zs_k_matmul_fwd(k, a->k, a->xn, P(LLAY_K_W), P(LLAY_K_B), N, C, KV));
-  ZS_TRY(zs_k_matmul_fwd(k, a->v, a->xn, P(LLAY_V_W), P(LLAY_V_B), N, C, KV));
+  ZS_TRY(zs_k_matmul_fwd(k, a->k, a->xn, kv_rows(m, P(LLAY_K_W), C), kv_rows(m, P(LLAY_K_B), 1), N,
+                         C, KV));
+  ZS_TRY(zs_k_matmul_fwd(k, a->v, a->xn, kv_rows(m, P(LLAY_V_W), C), kv_rows(m, P(LLAY_V_B), 1), N,
+                         C, KV));
   ZS_TRY(zs_k_rope_fwd(k, a->q, a->q, m->cos, m->sin, B, T, NH, D));
   ZS_TRY(zs_k_rope_fwd(k, a->k, a->k, m->cos, m->sin, B, T, NKV, D));
   ZS_TRY(zs_k_gqa_attention_fwd(k, a->att, a->lse, a->q, a->k, a->v, B, T, NH, NKV, D));
@@ -141,8 +149,10 @@ static int attn_bwd(llama_model *m, void *const *p, void *const *g, const llama_
   ZS_TRY(zs_k_rope_bwd(k, dk0, dk, m->cos, m->sin, B, T, NKV, D));
   TRY(zero(m, dxn, (size_t)N * C));
   ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_Q_W), G(LLAY_Q_B), dq0, a->xn, P(LLAY_Q_W), N, C, Q));
-  ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_K_W), G(LLAY_K_B), dk0, a->xn, P(LLAY_K_W), N, C, KV));
-  ZS_TRY(zs_k_matmul_bwd(k, dxn, G(LLAY_V_W), G(LLAY_V_B), dv, a->xn, P(LLAY_V_W), N, C, KV));
+  ZS_TRY(zs_k_matmul_bwd(k, dxn, kv_rows(m, G(LLAY_K_W), C), kv_rows(m, G(LLAY_K_B), 1), dk0, a->xn,
+                         kv_rows(m, P(LLAY_K_W), C), N, C, KV));
+  ZS_TRY(zs_k_matmul_bwd(k, dxn, kv_rows(m, G(LLAY_V_W), C), kv_rows(m, G(LLAY_V_B), 1), dv, a->xn,
+                         kv_rows(m, P(LLAY_V_W), C), N, C, KV));
   TRY(tp_sum(m, dxn, (size_t)N * C));
   ZS_TRY(
       zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_ATTN_NORM), dxn, x, P(LLAY_ATTN_NORM), a->rrms1, N, C));
@@ -396,7 +406,7 @@ static int add_units(void *ctx) {
   TRY(llama_units_register(&r->lcfg, r->x.eng, r->units));
   for (int u = 0; r->a.t.tp > 1 && u < llama_num_units(&r->cfg); u++)
     for (int t = 0; t < zs_unit_num_tensors(r->units[u]); t++)
-      ZS_TRY(zs_unit_set_tp(r->units[u], t, llama_tp_layout(&r->cfg, u, t)));
+      ZS_TRY(zs_unit_set_tp(r->units[u], t, llama_tp_layout(&r->cfg, r->a.t.tp, u, t)));
   return freeze_units(r);
 }
 
@@ -419,6 +429,11 @@ static int build(run *r) {
                        a->t.recompute));
   r->model.e = x->eng;
   r->model.tp = a->t.tp;
+  if (r->lcfg.kv_whole) { /* ranks q * NKV / tp share a kv head */
+    int q, T;
+    ZS_TRY(zs_engine_mesh(x->eng, ZS_MESH_TP, &q, &T));
+    r->model.kv_off = (size_t)(q * r->lcfg.kv_whole / T) * (size_t)r->lcfg.head_dim;
+  }
   TRY(gpt2_widen_init(&r->model.widen, dev.dt != a->t.dtype, r->cfg.tied ? 2 : 1, x->eng));
   r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
   x->act_bytes = &r->model.act_bytes;

@@ -28,7 +28,11 @@ typedef struct {
   int rope_llama3;
   double rope_factor, rope_low_freq, rope_high_freq;
   int rope_orig_max_pos;
-  int qkv_bias;         /* q/k/v projections have biases (Qwen2) */
+  int qkv_bias; /* q/k/v projections have biases (Qwen2) */
+  /* One tp rank's config (llama_tp_local) with fewer key-value heads than tp ranks: the whole
+     model's kv heads, which its k/v projections hold (replicated; it computes with one of them,
+     kv_heads 1). 0 otherwise (config.json and flags never set it). */
+  int kv_whole;
   int tied;             /* tie_word_embeddings: the LM head is the embedding */
   int sliding_window;   /* 0: none; else the window (refused below the sequence length) */
   int bos_id, eos_id;   /* -1 when absent; kept so that an export says what the import said */

@@ -46,7 +46,8 @@ static int layer_slot(const llama_config *c, int t) {
 
 int llama_unit_descs(const llama_config *c, int u, zs_tensor_desc *d) {
   const int64_t C = c->hidden, V = c->vocab, I = c->intermediate;
-  const int64_t Q = (int64_t)c->heads * c->head_dim, KV = (int64_t)c->kv_heads * c->head_dim;
+  const int64_t Q = (int64_t)c->heads * c->head_dim;
+  const int64_t KV = (int64_t)(c->kv_whole ? c->kv_whole : c->kv_heads) * c->head_dim;
   if (u == 0) {
     d[0] = desc("embed", V, C, 0);
     return 1;
@@ -125,15 +126,16 @@ int64_t llama_num_params(const llama_config *c) {
   return s;
 }
 
-zs_tp_layout llama_tp_layout(const llama_config *c, int u, int t) {
+zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int u, int t) {
   if (u < 1 || u > c->layers) return ZS_TP_REPLICATED; /* embedding, head */
   switch (layer_slot(c, t)) {
-  case LLAY_Q_W:
   case LLAY_K_W:
   case LLAY_V_W:
-  case LLAY_Q_B:
   case LLAY_K_B:
-  case LLAY_V_B:
+  case LLAY_V_B: /* fewer kv heads than ranks: whole, each rank's gradient its own head's rows */
+    return c->kv_heads < tp ? ZS_TP_PARTIAL_GRAD : ZS_TP_SPLIT_DIM0;
+  case LLAY_Q_W:
+  case LLAY_Q_B:
   case LLAY_GATE_W:
   case LLAY_UP_W:
     return ZS_TP_SPLIT_DIM0;
@@ -148,13 +150,16 @@ zs_tp_layout llama_tp_layout(const llama_config *c, int u, int t) {
 int llama_tp_local(const llama_config *c, int tp, llama_config *local) {
   *local = *c;
   if (tp <= 1) return 0;
-  if (c->heads % tp || c->kv_heads % tp || c->intermediate % tp)
-    return llama_fail("--tp %d: tensor parallelism splits the attention heads (%d), the key-value "
-                      "heads (%d) and the MLP's intermediate size (%d) evenly: use a tp size "
-                      "that divides all three",
-                      tp, c->heads, c->kv_heads, c->intermediate);
+  const int kv_rep = c->kv_heads < tp; /* each kv head on tp / kv_heads ranks */
+  if (c->heads % tp || c->intermediate % tp || (kv_rep ? tp % c->kv_heads : c->kv_heads % tp))
+    return llama_fail("--tp %d: tensor parallelism splits the attention heads (%d) and the MLP's "
+                      "intermediate size (%d) evenly, and the key-value heads (%d) evenly or "
+                      "each over an equal number of ranks: use a tp size that divides the first "
+                      "two and divides or is a multiple of the third",
+                      tp, c->heads, c->intermediate, c->kv_heads);
   local->heads /= tp;
-  local->kv_heads /= tp;
+  local->kv_heads = kv_rep ? 1 : c->kv_heads / tp;
+  local->kv_whole = kv_rep ? c->kv_heads : 0;
   local->intermediate /= tp;
   return 0;
 }

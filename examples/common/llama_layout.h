@@ -51,11 +51,15 @@ int llama_from_hf_name(const llama_config *c, const char *name, int *u, int *t);
 /* Tensor parallelism over tp ranks (Megatron): q/k/v projections and their biases, gate and up
    split along dim 0 (column-parallel: each rank has NH/tp query and NKV/tp key-value heads and
    I/tp of the MLP), o_proj and down along dim 1 (row-parallel: their outputs are summed over the
-   tp group); norms, the embedding and the head replicated. The zs_tp_layout of unit u's tensor
-   t (the order of llama_unit_descs). */
-zs_tp_layout llama_tp_layout(const llama_config *c, int u, int t);
-/* *local = c as one tp rank sees it (heads, kv_heads and intermediate divided by tp): its
-   llama_unit_descs are the slices' shapes. 0, or -1 (llama_error) when tp does not divide them. */
+   tp group); norms, the embedding and the head replicated. With fewer key-value heads than tp
+   ranks, k/v and their biases are whole on every rank (ZS_TP_PARTIAL_GRAD): each rank computes
+   with the kv head of its query heads (ranks q * NKV / tp share one) and its gradient holds that
+   head's rows, which the engine sums over tp. The zs_tp_layout of unit u's tensor t (the order of
+   llama_unit_descs) in the whole model c. */
+zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int u, int t);
+/* *local = c as one tp rank sees it (heads and intermediate divided by tp, kv_heads too, or 1
+   with kv_whole set when there are fewer than tp): its llama_unit_descs are the shapes it
+   registers. 0, or -1 (llama_error) when tp divides neither way. */
 int llama_tp_local(const llama_config *c, int tp, llama_config *local);
 /* Elements of unit u (its tensors' sum) and of the whole model (every unit; the tied head once). */
 int64_t llama_unit_numel(const llama_config *c, int u);

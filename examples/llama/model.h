@@ -29,6 +29,9 @@ typedef struct {
      outputs and the column-parallel inputs' gradients are summed over e's tp group. */
   zs_engine *e;
   int tp;
+  /* With fewer kv heads than tp ranks (cfg.kv_whole): the first row of this rank's kv head in the
+     whole k/v it holds (its gradient's rows too); 0 otherwise. */
+  size_t kv_off;
   zs_kernels *k;
   zs_unit **units; /* [L+2]: embedding, layer.0 .. layer.L-1, head (not owned) */
   /* Tensor index of each LLAY_* slot in a layer unit (-1: absent, the biases without qkv_bias). */

@@ -5,7 +5,8 @@
 #   2. --export into a directory holding an earlier export's weights (left as it was)
 #   3. an output path (--export, --metrics, --ckpt-dir) under a regular file, before training;
 #      missing parent directories of an output are created (mkdir -p)
-#   4. --tp 2 with one key-value head (tensor parallelism splits the heads evenly)
+#   4. --tp 2 over 3 key-value heads (tensor parallelism splits them evenly, or replicates each
+#      over an equal number of ranks)
 # usage: test_train_llama_refusals.sh TRAIN_LLAMA
 set -u
 EXE=$1
@@ -29,8 +30,8 @@ expect() {
 }
 expect "head_dim 256 on cuda" "support head_dim <= 128" --device cuda --hidden 256 --heads 1 \
   --head-dim 256
-expect "tp 2 with one key-value head" "--tp 2: tensor parallelism splits" --hidden 32 --heads 2 \
-  --tp 2
+expect "tp 2 over 3 key-value heads" "--tp 2: tensor parallelism splits" --hidden 48 --heads 6 \
+  --kv-heads 3 --tp 2
 mkdir "$W/old"
 echo stale >"$W/old/model-00001-of-00002.safetensors"
 expect "export over an earlier one" "already holds model-00001-of-00002.safetensors" \
