@@ -135,6 +135,12 @@ case $out in *'model_type "mixtral" is not supported'*) echo "ok   $out" ;;
 #    1050677248 + 262144 + 3489660928 = 4540600320 per tp rank.
 got=$("$plan" --model llama3-8b --world 2 --tp 2 --model-states-only --json | field 'd["psi"]')
 check "llama3-8b --tp 2: one tp rank's parameters" "$got" 4540600320
+#    --tp 16 over 8 kv heads: k/v whole on every rank. A layer: q 2 heads (256 x 4096) and o
+#    (4096 x 256) 1048576 each, k and v 1024 x 4096 = 4194304 each, gate/up/down 896 x 4096 =
+#    3670016 each, norms 8192: 21504000; 32 layers 688128000, plus the whole embedding, head and
+#    final norm 1050677248 = 1738805248.
+got=$("$plan" --model llama3-8b --world 16 --tp 16 --model-states-only --json | field 'd["psi"]')
+check "llama3-8b --tp 16: one tp rank's parameters, k/v whole" "$got" 1738805248
 #    recompute at tp 2: 31 layers of N (3C + 2Q/2 + 2KV/2 + 3I/2) 2 + 2 N 4 + N (NH/2) 4
 #    = 31 (4096 (12288 + 4096 + 1024 + 21504) 2 + 32768 + 262144) = 9890922496 bytes.
 a0=$("$plan" --model llama3-8b $cfg --tp 2 | field 'd["per_rank"]["activations"]')
