@@ -372,7 +372,9 @@ ZS_API int zs_unit_num_tensors(const zs_unit *u);
 /* Where tensor t of unit u (the unit_index-th added) lives in the caller's host memory: set *host
    to its first of numel row-major fp32 values, or NULL to leave it out; return non-zero to refuse
    the call (ZS_ERR_INVALID_ARG naming it, nothing moved). Called once per tensor, in order, before
-   any value moves. Per-type arrays across layers: *host = qkvw + layer * 3 * C * C. */
+   any value moves. Per-type arrays across layers: *host = qkvw + layer * 3 * C * C. With
+   tp_size > 1 a split tensor is the whole tensor (numel the whole's: the bulk calls set and read
+   as zs_unit_set_param_whole and zs_unit_get_param_whole do, get collective over the mesh). */
 typedef int (*zs_param_locate_fn)(void *user, const zs_unit *u, int unit_index, int t,
                                   const char *tensor_name, int64_t numel, float **host);
 /* Sets every tensor the callback locates, from the caller's arrays: zs_unit_set_param for each,

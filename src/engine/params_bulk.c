@@ -45,7 +45,8 @@ static zs_status locate_all(zs_engine *e, zs_param_locate_fn fn, void *user, con
     for (int t = 0; t < u->ntensors; t++, k++) {
       v[k].u = u;
       v[k].t = t;
-      int r = fn(user, u, i, t, u->tnames[t], (int64_t)u->lay.numel[t], &v[k].host);
+      const size_t n = u->lay.numel[t] * (zs_engine_tp_split(u, t) ? (size_t)e->tp_size : 1);
+      int r = fn(user, u, i, t, u->tnames[t], (int64_t)n, &v[k].host);
       if (r != 0) {
         free(v);
         return zs_err(ZS_ERR_INVALID_ARG,
@@ -67,29 +68,44 @@ zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user) 
   size_t k = 0;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++)
     for (int t = 0; t < e->units[i]->ntensors && rc == ZS_OK; t++, k++)
-      if (v[k].host) rc = zs_unit_set_param(v[k].u, v[k].t, v[k].host);
+      if (v[k].host) rc = zs_unit_set_param_whole(v[k].u, v[k].t, v[k].host);
   free(v);
   return rc;
 }
 
-/* Unit u's full fp32 master into the located tensors (one unit's master gathered at a time). */
-static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v) {
-  if (zs_state_master_whole(u)) { /* no gather: this rank's master array holds the unit */
-    for (int t = 0; t < u->ntensors; t++)
-      if (v[t].host)
-        ZS_CHECK(zs_state_read(&e->tiers, u, ZS_ARR_MASTER, u->lay.off[t], u->lay.numel[t],
-                               v[t].host, NULL));
-    return ZS_OK;
-  }
+/* Tensor t of u from this rank's fp32 master: from `full` (the unit gathered, device memory) or,
+   NULL, from the master array that holds the unit whole; into host. */
+static zs_status read_slice(zs_engine *e, zs_unit *u, int t, const float *full, float *host) {
+  if (full) return zs_dev_to_host(&e->dev, host, full + u->lay.off[t], u->lay.numel[t] * 4);
+  return zs_state_read(&e->tiers, u, ZS_ARR_MASTER, u->lay.off[t], u->lay.numel[t], host, NULL);
+}
+
+/* Unit u's full fp32 master into the located tensors (one unit's master gathered at a time): this
+   rank's slices, or with whole a split tensor's slices joined over the tp group into the whole
+   tensor (every split tensor, located or not: the join is collective). */
+static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v, int whole) {
   const size_t P = u->lay.padded;
   float *full = NULL;
-  ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
-  zs_status rc =
-      zs_master_gather(&e->tiers, u, full); /* every rank gathers, skipped tensors or not */
-  for (int t = 0; t < u->ntensors && rc == ZS_OK; t++)
-    if (v[t].host)
-      rc = zs_dev_to_host(&e->dev, v[t].host, full + u->lay.off[t], u->lay.numel[t] * 4);
-  zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);
+  zs_status rc = ZS_OK;
+  if (!zs_state_master_whole(u)) { /* else this rank's master array holds the unit: no gather */
+    ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
+    rc = zs_master_gather(&e->tiers, u, full); /* every rank gathers, skipped tensors or not */
+  }
+  for (int t = 0; t < u->ntensors && rc == ZS_OK; t++) {
+    if (!whole || !zs_engine_tp_split(u, t)) {
+      if (v[t].host) rc = read_slice(e, u, t, full, v[t].host);
+      continue;
+    }
+    const size_t n = u->lay.numel[t];
+    float *sl = malloc((n ? n : 1) * sizeof *sl);
+    /* Out of host memory leaves this rank out of the join its tp peers are in: a failure. */
+    rc = sl ? read_slice(e, u, t, full, sl)
+            : zs_err(ZS_ERR_OUT_OF_MEMORY, "unit '%s' tensor '%s': out of host memory", u->name,
+                     u->tnames[t]);
+    if (rc == ZS_OK) rc = zs_engine_tp_join(e, u, t, sl, v[t].host);
+    free(sl);
+  }
+  if (full) zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);
   return rc; /* zs_engine_get_params marks a failure */
 }
 
@@ -100,7 +116,7 @@ zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user) 
   zs_status rc = ZS_OK;
   size_t k = 0;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
-    rc = get_unit(e, e->units[i], v + k);
+    rc = get_unit(e, e->units[i], v + k, 1);
     k += (size_t)e->units[i]->ntensors;
   }
   free(v);
@@ -144,7 +160,7 @@ static zs_status broadcast_unit(zs_engine *e, zs_unit *u, int root) {
     v[t].t = t;
     v[t].host = host + u->lay.off[t];
   }
-  if (rc == ZS_OK && !e->plan.shard_optimizer) rc = get_unit(e, u, v);
+  if (rc == ZS_OK && !e->plan.shard_optimizer) rc = get_unit(e, u, v, 0);
   if (rc == ZS_OK && e->plan.shard_optimizer && e->world_rank == root) rc = read_params(e, u, host);
   if (rc == ZS_OK) rc = zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, &buf, NULL);
   if (rc == ZS_OK) rc = zs_dev_from_host(d, buf, host, P * 4);

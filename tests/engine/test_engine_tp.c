@@ -10,7 +10,8 @@
  *
  * Every rank writes its slices' gradients; after --steps steps every rank reads its slices, the
  * full tensors are put together over the tp group (by hand, and by zs_unit_get_param_whole, which
- * must agree; --whole 1 sets them with zs_unit_set_param_whole), and rank 0 writes them (--write)
+ * must agree, and zs_engine_get_params; --whole 1 sets them with zs_unit_set_param_whole, --whole 2
+ * with zs_engine_set_params), and rank 0 writes them (--write)
  * or compares them with a file (--compare, --tol: the largest difference over the largest
  * magnitude). The same global batch at any (tp, dp, micro-steps, stage) is the same training:
  * global micro-batch m * R + r goes to micro-step m of data-parallel rank r.
@@ -90,11 +91,44 @@ static int add_units(model *m, int bad_layout) {
   return 0;
 }
 
-/* The full tensors set into the engine: by the rank's slices (cut here), or by the whole
-   tensors (zs_unit_set_param_whole cuts them). */
+/* The whole tensors back to back (s, w1, b1, w2, b2, g: full_params' order), and where each one
+   starts (unit scale's, then unit mlp's five). */
+enum { NFULL = D + H * D + H + D * H + D + D };
+static const int whole_off[1 + NT] = {
+    0, D, D + H *D, D + H *D + H, D + H *D + H + D *H, D + H *D + H + D *H + D};
+static const int whole_len[1 + NT] = {D, H *D, H, D *H, D, D};
+
+/* zs_engine_set_params / get_params' callback over such an array (user: {model, array}): the
+   numel it gets is the whole tensor's at every tp size. */
+typedef struct {
+  const model *m;
+  float *w;
+} whole_ctx;
+static int locate_whole(void *user, const zs_unit *u, int ui, int t, const char *name,
+                        int64_t numel, float **host) {
+  const whole_ctx *c = user;
+  const int k = u == c->m->scale ? 0 : 1 + t;
+  ZS_EXPECT(numel == whole_len[k], "tensor %s: numel %lld, the whole tensor's is %d", name,
+            (long long)numel, whole_len[k]);
+  *host = c->w + whole_off[k];
+  (void)ui;
+  return 0;
+}
+
+/* The full tensors set into the engine: by the rank's slices (cut here), by the whole tensors
+   (whole 1: zs_unit_set_param_whole cuts them; whole 2: zs_engine_set_params in one call). */
 static void set_slices(model *m, int whole) {
   float s[D], w1[H * D], b1[H], w2[D * H], b2[D], g[D];
   init_full(s, w1, b1, w2, b2, g);
+  if (whole == 2) {
+    static float all[NFULL];
+    const float *ts[1 + NT] = {s, w1, b1, w2, b2, g};
+    for (int k = 0; k < 1 + NT; k++)
+      memcpy(all + whole_off[k], ts[k], (size_t)whole_len[k] * sizeof(float));
+    whole_ctx c = {m, all};
+    ZS_OK_OR_DIE(zs_engine_set_params(m->e, locate_whole, &c));
+    return;
+  }
   if (whole) {
     const float *ts[NT] = {w1, b1, w2, b2, g};
     ZS_OK_OR_DIE(zs_unit_set_param_whole(m->scale, 0, s));
@@ -201,7 +235,6 @@ static double micro_step(model *m, uint64_t mb) {
 }
 
 /* The full tensors from every tp rank's slices: s, w1, b1, w2, b2, g back to back. */
-enum { NFULL = D + H * D + H + D * H + D + D };
 static void full_params(model *m, float *out) {
   const int Hl = m->Hl, T = m->T;
   float sl[D], w1l[H * D], b1l[H], w2l[D * H], b2[D], g[D];
@@ -330,6 +363,11 @@ static int train(zs_comm *comm, const opts *o) {
   for (int t = 0; t < NT; t++, w += wn[t - 1])
     ZS_OK_OR_DIE(zs_unit_get_param_whole(m.mlp, t, w));
   ZS_EXPECT(memcmp(full, whole, sizeof full) == 0, "zs_unit_get_param_whole differs");
+  /* So does zs_engine_get_params, in one call. */
+  memset(whole, 0, sizeof whole);
+  whole_ctx wc = {&m, whole};
+  ZS_OK_OR_DIE(zs_engine_get_params(m.e, locate_whole, &wc));
+  ZS_EXPECT(memcmp(full, whole, sizeof full) == 0, "zs_engine_get_params differs");
   /* Every tp rank holds the same whole tensors (s, b2, g), and every rank saw the same norms. */
   enum { OB2 = D + H * D + H + D * H };
   float rep[3 * D], reps[4 * 3 * D];

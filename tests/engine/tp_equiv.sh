@@ -38,7 +38,7 @@ run 2 --tp 2 --micro 4 --stage 3 --offload 1 --load "$tmp/ck2" --compare "$tmp/r
 run 3 --tp 1 --stage 3 --load "$tmp/ck2"
 full 4 --tp 4 --micro 4 --stage 0 --whole 1 --compare "$tmp/ref.bin"
 full 4 --tp 2 --micro 2 --stage 3 --offload 1 --det 0 --compare "$tmp/ref.bin"
-run 4 --tp 2 --micro 2 --stage 2 --det 0 --whole 1 --compare "$tmp/ref.bin"
+run 4 --tp 2 --micro 2 --stage 2 --det 0 --whole 2 --compare "$tmp/ref.bin"
 run 4 --tp 2 --micro 2 --stage 3 --group 1 --compare "$tmp/ref.bin" # hybrid: replica groups of 2
 # zs_engine_broadcast_params restores scrambled slices from each dp root and replicated tensors
 # from tp rank 0 (also at dp 1).
