@@ -61,6 +61,46 @@ static int tp_sum(llama_model *m, void *p, size_t n) {
   return 0;
 }
 
+/* Sequence parallelism (m->sp > 1): a tensor-parallel region's input rows gathered over the tp
+   group (each rank's rows [q Nl, (q+1) Nl) of width w, in rank order: the N rows in order), and
+   its output's partial sums reduce-scattered back to this rank's rows (Megatron's g and g-bar). */
+static int sp_gather(llama_model *m, const void *rows, void *all, size_t Nl, size_t w) {
+  ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, rows, all, Nl * w, m->dev.dt));
+  return 0;
+}
+static int sp_scatter(llama_model *m, const void *all, void *rows, size_t Nl, size_t w) {
+  ZS_TRY(zs_engine_reduce_scatter(m->e, ZS_MESH_TP, all, rows, Nl * w, m->dev.dt));
+  return 0;
+}
+
+/* A region's entry: RMSNorm of this rank's x (Nl rows) into out (N rows, every rank's gathered
+   with sequence parallelism, through m->spbuf), its rstd into rrms. */
+static int norm_in(llama_model *m, void *out, float *rrms, const void *x, const void *w, int N) {
+  const int C = m->cfg.hidden, Nl = N / m->sp;
+  const float eps = (float)m->cfg.rms_eps;
+  if (m->sp == 1) {
+    ZS_TRY(zs_k_rmsnorm_fwd(m->k, out, rrms, x, w, eps, N, C));
+    return 0;
+  }
+  ZS_TRY(zs_k_rmsnorm_fwd(m->k, m->spbuf, rrms, x, w, eps, Nl, C));
+  return sp_gather(m, m->spbuf, out, (size_t)Nl, (size_t)C);
+}
+
+/* A region's exit: y = res + the sum over the tp group of part (N rows), this rank's rows of it
+   with sequence parallelism (reduce-scattered through m->spbuf), every row without (all-reduced
+   in place). */
+static int sum_out(llama_model *m, void *y, const void *res, void *part, int N) {
+  const size_t C = (size_t)m->cfg.hidden, Nl = (size_t)N / (size_t)m->sp;
+  if (m->sp == 1) {
+    TRY(tp_sum(m, part, (size_t)N * C));
+    ZS_TRY(zs_k_residual_fwd(m->k, y, res, part, (size_t)N * C));
+    return 0;
+  }
+  TRY(sp_scatter(m, part, m->spbuf, Nl, C));
+  ZS_TRY(zs_k_residual_fwd(m->k, y, res, m->spbuf, Nl * C));
+  return 0;
+}
+
 /* This tp rank's rows of a k/v projection, its bias or their gradients (width: C for a weight,
    1 for a bias): the tensor itself, or in a whole k/v (cfg.kv_whole) its kv head's rows. */
 static void *kv_rows(const llama_model *m, void *w, size_t width) {
@@ -73,9 +113,8 @@ static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, co
   const llama_config *c = &m->cfg;
   const int T = m->T, N = B * T, C = c->hidden, I = c->intermediate, D = c->head_dim;
   const int NH = c->heads, NKV = c->kv_heads, Q = NH * D, KV = NKV * D;
-  const float eps = (float)c->rms_eps;
   void *tmp = m->dln; /* projection outputs live only until the residual add */
-  ZS_TRY(zs_k_rmsnorm_fwd(k, a->xn, a->rrms1, x, P(LLAY_ATTN_NORM), eps, N, C));
+  TRY(norm_in(m, a->xn, a->rrms1, x, P(LLAY_ATTN_NORM), N));
   ZS_TRY(zs_k_matmul_fwd(k, a->q, a->xn, P(LLAY_Q_W), P(LLAY_Q_B), N, C, Q));
   ZS_TRY(zs_k_matmul_fwd(k, a->k, a->xn, kv_rows(m, P(LLAY_K_W), C), kv_rows(m, P(LLAY_K_B), 1), N,
                          C, KV));
@@ -85,16 +124,13 @@ static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, co
   ZS_TRY(zs_k_rope_fwd(k, a->k, a->k, m->cos, m->sin, B, T, NKV, D));
   ZS_TRY(zs_k_gqa_attention_fwd(k, a->att, a->lse, a->q, a->k, a->v, B, T, NH, NKV, D));
   ZS_TRY(zs_k_matmul_fwd(k, tmp, a->att, P(LLAY_O_W), NULL, N, Q, C));
-  TRY(tp_sum(m, tmp, (size_t)N * C));
-  ZS_TRY(zs_k_residual_fwd(k, a->res2, x, tmp, (size_t)N * C));
-  ZS_TRY(zs_k_rmsnorm_fwd(k, a->hn, a->rrms2, a->res2, P(LLAY_MLP_NORM), eps, N, C));
+  TRY(sum_out(m, a->res2, x, tmp, N));
+  TRY(norm_in(m, a->hn, a->rrms2, a->res2, P(LLAY_MLP_NORM), N));
   ZS_TRY(zs_k_matmul_fwd(k, a->gate, a->hn, P(LLAY_GATE_W), NULL, N, C, I));
   ZS_TRY(zs_k_matmul_fwd(k, a->up, a->hn, P(LLAY_UP_W), NULL, N, C, I));
   ZS_TRY(zs_k_swiglu_fwd(k, a->act, a->gate, a->up, (size_t)N * I));
   ZS_TRY(zs_k_matmul_fwd(k, tmp, a->act, P(LLAY_DOWN_W), NULL, N, I, C));
-  TRY(tp_sum(m, tmp, (size_t)N * C));
-  ZS_TRY(zs_k_residual_fwd(k, y, a->res2, tmp, (size_t)N * C));
-  return 0;
+  return sum_out(m, y, a->res2, tmp, N);
 }
 
 /* ======== The model: backward ========
@@ -107,23 +143,49 @@ static int zero(llama_model *m, void *p, size_t n) {
   return gpt2_dev_zero(&m->dev, p, n * m->dev.esz);
 }
 
+/* A region's output gradient as its projections read it (N rows): m->dres, or with sequence
+   parallelism every rank's rows of it gathered into m->spbuf. */
+static int grad_in(llama_model *m, const void **dy, int N) {
+  *dy = m->dres;
+  if (m->sp == 1) return 0;
+  TRY(sp_gather(m, m->dres, m->spbuf, (size_t)(N / m->sp), (size_t)m->cfg.hidden));
+  *dy = m->spbuf;
+  return 0;
+}
+
+/* A region's input gradient: the partial sums dpart (N rows) summed over the tp group (this
+   rank's rows of the sum with sequence parallelism, through m->spbuf), then the entry RMSNorm's
+   backward, adding onto m->dres (x: the norm's input rows, rrms its rstd). */
+static int norm_bwd(llama_model *m, void *gw, void *dpart, const void *x, const void *w,
+                    const float *rrms, int N) {
+  const int C = m->cfg.hidden;
+  if (m->sp == 1) {
+    TRY(tp_sum(m, dpart, (size_t)N * C));
+    ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, gw, dpart, x, w, rrms, N, C));
+    return 0;
+  }
+  const int Nl = N / m->sp;
+  TRY(sp_scatter(m, dpart, m->spbuf, (size_t)Nl, (size_t)C));
+  ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, gw, m->spbuf, x, w, rrms, Nl, C));
+  return 0;
+}
+
 /* MLP half: y = res2 + down(silu(gate(n2)) * up(n2)). */
 static int mlp_bwd(llama_model *m, void *const *p, void *const *g, const llama_layer_acts *a) {
   zs_kernels *k = m->k;
   const int N = m->B * m->T, C = m->cfg.hidden, I = m->cfg.intermediate;
   const size_t NI = (size_t)N * I;
   void *dact = m->wA, *dgate = m->wB, *dup = gpt2_at(&m->dev, m->wB, NI), *dhn = m->dln;
+  const void *dy = NULL;
+  TRY(grad_in(m, &dy, N));
   TRY(zero(m, dact, NI));
-  ZS_TRY(zs_k_matmul_bwd(k, dact, G(LLAY_DOWN_W), NULL, m->dres, a->act, P(LLAY_DOWN_W), N, I, C));
+  ZS_TRY(zs_k_matmul_bwd(k, dact, G(LLAY_DOWN_W), NULL, dy, a->act, P(LLAY_DOWN_W), N, I, C));
   TRY(zero(m, m->wB, 2 * NI));
   ZS_TRY(zs_k_swiglu_bwd(k, dgate, dup, dact, a->gate, a->up, NI));
   TRY(zero(m, dhn, (size_t)N * C));
   ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_GATE_W), NULL, dgate, a->hn, P(LLAY_GATE_W), N, C, I));
   ZS_TRY(zs_k_matmul_bwd(k, dhn, G(LLAY_UP_W), NULL, dup, a->hn, P(LLAY_UP_W), N, C, I));
-  TRY(tp_sum(m, dhn, (size_t)N * C));
-  ZS_TRY(zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_MLP_NORM), dhn, a->res2, P(LLAY_MLP_NORM), a->rrms2, N,
-                          C));
-  return 0;
+  return norm_bwd(m, G(LLAY_MLP_NORM), dhn, a->res2, P(LLAY_MLP_NORM), a->rrms2, N);
 }
 
 /* Attention half: res2 = x + o_proj(attn(rope(q(n1)), rope(k(n1)), v(n1))). wB holds the
@@ -139,8 +201,10 @@ static int attn_bwd(llama_model *m, void *const *p, void *const *g, const llama_
   void *datt = m->wA, *dxn = m->dln;
   void *dq = m->wB, *dk = gpt2_at(&m->dev, m->wB, NQ), *dv = gpt2_at(&m->dev, m->wB, NQ + NKVe);
   void *dq0 = m->wA, *dk0 = gpt2_at(&m->dev, m->wA, NQ);
+  const void *dy = NULL;
+  TRY(grad_in(m, &dy, N));
   TRY(zero(m, datt, NQ));
-  ZS_TRY(zs_k_matmul_bwd(k, datt, G(LLAY_O_W), NULL, m->dres, a->att, P(LLAY_O_W), N, Q, C));
+  ZS_TRY(zs_k_matmul_bwd(k, datt, G(LLAY_O_W), NULL, dy, a->att, P(LLAY_O_W), N, Q, C));
   TRY(zero(m, m->wB, NQ + 2 * NKVe));
   ZS_TRY(zs_k_gqa_attention_bwd(k, dq, dk, dv, datt, a->q, a->k, a->v, a->att, a->lse, B, T, NH,
                                 NKV, D));
@@ -153,10 +217,7 @@ static int attn_bwd(llama_model *m, void *const *p, void *const *g, const llama_
                          kv_rows(m, P(LLAY_K_W), C), N, C, KV));
   ZS_TRY(zs_k_matmul_bwd(k, dxn, kv_rows(m, G(LLAY_V_W), C), kv_rows(m, G(LLAY_V_B), 1), dv, a->xn,
                          kv_rows(m, P(LLAY_V_W), C), N, C, KV));
-  TRY(tp_sum(m, dxn, (size_t)N * C));
-  ZS_TRY(
-      zs_k_rmsnorm_bwd(k, m->dres, G(LLAY_ATTN_NORM), dxn, x, P(LLAY_ATTN_NORM), a->rrms1, N, C));
-  return 0;
+  return norm_bwd(m, G(LLAY_ATTN_NORM), dxn, x, P(LLAY_ATTN_NORM), a->rrms1, N);
 }
 
 static int layer_backward(llama_model *m, void *const *p, void *const *g, const llama_layer_acts *a,
@@ -202,12 +263,12 @@ static int ready(llama_model *m, int u) {
 
 /* Embedding and decoder layers for b sequences already uploaded to m->tok. */
 static int forward_body(llama_model *m, int b) {
-  const int L = m->cfg.layers, N = b * m->T;
+  const int L = m->cfg.layers, Nl = b * m->T / m->sp;
   void *p[LLAMA_MAX_UNIT_TENSORS];
   ZS_TRY(zs_unit_gather(m->units[0]));
   TRY(params(m, 0, p));
-  ZS_TRY(
-      zs_k_embedding_fwd(m->k, m->res[0], m->tok, p[LEMB_EMBED], N, m->cfg.hidden, m->cfg.vocab));
+  ZS_TRY(zs_k_embedding_fwd(m->k, m->res[0], m->tok + (size_t)m->q * (size_t)Nl, p[LEMB_EMBED], Nl,
+                            m->cfg.hidden, m->cfg.vocab));
   ZS_TRY(zs_unit_release(m->units[0]));
   for (int l = 0; l < L; l++) {
     ZS_TRY(zs_unit_gather(m->units[l + 1]));
@@ -220,10 +281,11 @@ static int forward_body(llama_model *m, int b) {
 
 /* The head: final RMSNorm, logits, and when training the loss and the backward down to
    dL/d(last residual) in m->dres (grads_ready for the head unit). Losses of b sequences in
-   m->losses either way. */
+   m->losses either way. With sequence parallelism on this rank's rows (Nl of N): their logits
+   only, each rank's losses gathered. */
 static int head(llama_model *m, int b, int train) {
   const llama_config *c = &m->cfg;
-  const int L = c->layers, N = b * m->T, C = c->hidden, V = c->vocab;
+  const int L = c->layers, N = b * m->T, Nl = N / m->sp, C = c->hidden, V = c->vocab;
   zs_unit *hu = m->units[L + 1], *emb = m->units[0];
   void *p[LLAMA_MAX_UNIT_TENSORS], *g[LLAMA_MAX_UNIT_TENSORS], *pe[1], *ge[1];
   ZS_TRY(zs_unit_gather(hu));
@@ -234,19 +296,22 @@ static int head(llama_model *m, int b, int train) {
   }
   void *w = c->tied ? pe[0] : p[LHEAD_LM_HEAD];
   ZS_TRY(
-      zs_k_rmsnorm_fwd(m->k, m->fn, m->rrmsf, m->res[L], p[LHEAD_NORM], (float)c->rms_eps, N, C));
-  ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, N, C, V));
-  ZS_TRY(zs_k_softmax_xent(m->k, m->losses, train ? m->logits : NULL, m->logits, m->tgt,
-                           1.0f / (float)N, N, V, V));
+      zs_k_rmsnorm_fwd(m->k, m->fn, m->rrmsf, m->res[L], p[LHEAD_NORM], (float)c->rms_eps, Nl, C));
+  ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, Nl, C, V));
+  float *losses = m->sp > 1 ? m->spbuf : m->losses; /* this rank's rows', then gathered */
+  ZS_TRY(zs_k_softmax_xent(m->k, losses, train ? m->logits : NULL, m->logits,
+                           m->tgt + (size_t)m->q * (size_t)Nl, 1.0f / (float)N, Nl, V, V));
+  if (m->sp > 1)
+    ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, losses, m->losses, (size_t)Nl, ZS_F32));
   if (train) {
     TRY(grads(m, L + 1, g));
     if (c->tied) TRY(grads(m, 0, ge));
     void *gw = c->tied ? ge[0] : g[LHEAD_LM_HEAD];
-    TRY(zero(m, m->dln, (size_t)N * C));
-    ZS_TRY(zs_k_matmul_bwd(m->k, m->dln, gw, NULL, m->logits, m->fn, w, N, C, V));
-    TRY(zero(m, m->dres, (size_t)N * C));
+    TRY(zero(m, m->dln, (size_t)Nl * C));
+    ZS_TRY(zs_k_matmul_bwd(m->k, m->dln, gw, NULL, m->logits, m->fn, w, Nl, C, V));
+    TRY(zero(m, m->dres, (size_t)Nl * C));
     ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, g[LHEAD_NORM], m->dln, m->res[L], p[LHEAD_NORM],
-                            m->rrmsf, N, C));
+                            m->rrmsf, Nl, C));
     TRY(ready(m, L + 1));
     if (c->tied && !zs_unit_is_frozen(emb)) {
       TRY(gpt2_widen_fold(&m->widen, wslot(m, 0)));
@@ -260,7 +325,7 @@ static int head(llama_model *m, int b, int train) {
 
 /* Backward from dL/d(last residual) (in m->dres) down to the embedding. */
 static int backward(llama_model *m) {
-  const int L = m->cfg.layers, B = m->B, N = B * m->T;
+  const int L = m->cfg.layers, B = m->B, Nl = B * m->T / m->sp;
   void *p[LLAMA_MAX_UNIT_TENSORS], *g[LLAMA_MAX_UNIT_TENSORS];
   for (int l = L - 1; l >= 0; l--) {
     llama_layer_acts *a = &m->acts[m->recompute ? 0 : l];
@@ -274,7 +339,8 @@ static int backward(llama_model *m) {
     ZS_TRY(zs_unit_release(unit));
   }
   TRY(grads(m, 0, g)); /* a tied embedding's gradient holds the head's share already */
-  ZS_TRY(zs_k_embedding_bwd(m->k, g[LEMB_EMBED], m->dres, m->tok, N, m->cfg.hidden, m->cfg.vocab));
+  ZS_TRY(zs_k_embedding_bwd(m->k, g[LEMB_EMBED], m->dres, m->tok + (size_t)m->q * (size_t)Nl, Nl,
+                            m->cfg.hidden, m->cfg.vocab));
   TRY(ready(m, 0));
   return 0;
 }
@@ -307,9 +373,28 @@ static int eval_micro(llama_model *m, const int *tok, const int *tgt, int b, flo
   return mean_loss(m, b * m->T, loss);
 }
 
-/* ex_forward_fn for sampling: the logits of one sequence of T tokens (ctx: llama_model). The
-   targets are only read by the loss, which sampling ignores: zeros. */
-static int forward_logits(void *ctx, const int *win, const void **logits) {
+/* With sequence parallelism: row `row` of a sequence's logits, which one tp rank holds, into the
+   first row of every rank's m->logits (the holder's copy, zeros elsewhere, summed over tp). */
+static int share_row(llama_model *m, int row) {
+  const int Nl = m->T / m->sp, own = row / Nl == m->q;
+  const size_t bytes = (size_t)m->cfg.vocab * m->dev.esz;
+  if (!own) TRY(zero(m, m->logits, (size_t)m->cfg.vocab));
+  if (own && row % Nl) {
+    void *h = malloc(bytes);
+    if (!h) return gpt2_fail("out of host memory");
+    int rc = gpt2_dev_download(
+        &m->dev, h, gpt2_at(&m->dev, m->logits, (size_t)(row % Nl) * (size_t)m->cfg.vocab), bytes);
+    if (rc == 0) rc = gpt2_dev_upload(&m->dev, m->logits, h, bytes);
+    free(h);
+    TRY(rc);
+  }
+  ZS_TRY(zs_engine_all_reduce(m->e, ZS_MESH_TP, m->logits, (size_t)m->cfg.vocab, m->dev.dt));
+  return 0;
+}
+
+/* ex_forward_fn for sampling: row `row` of the logits of one sequence of T tokens (ctx:
+   llama_model). The targets are only read by the loss, which sampling ignores: zeros. */
+static int forward_logits(void *ctx, const int *win, int row, const void **logits_row) {
   llama_model *m = ctx;
   int *zeros = calloc((size_t)m->T, sizeof(int));
   if (!zeros) return gpt2_fail("out of host memory");
@@ -318,7 +403,11 @@ static int forward_logits(void *ctx, const int *win, const void **logits) {
   TRY(rc);
   TRY(forward_body(m, 1));
   TRY(head(m, 1, 0));
-  *logits = m->logits;
+  if (m->sp > 1) {
+    TRY(share_row(m, row));
+    row = 0;
+  }
+  *logits_row = gpt2_at(&m->dev, m->logits, (size_t)row * (size_t)m->cfg.vocab);
   return 0;
 }
 
@@ -406,7 +495,7 @@ static int add_units(void *ctx) {
   TRY(llama_units_register(&r->lcfg, r->x.eng, r->units));
   for (int u = 0; r->a.t.tp > 1 && u < llama_num_units(&r->cfg); u++)
     for (int t = 0; t < zs_unit_num_tensors(r->units[u]); t++)
-      ZS_TRY(zs_unit_set_tp(r->units[u], t, llama_tp_layout(&r->cfg, r->a.t.tp, u, t)));
+      ZS_TRY(zs_unit_set_tp(r->units[u], t, llama_tp_layout(&r->cfg, r->a.t.tp, r->a.sp, u, t)));
   return freeze_units(r);
 }
 
@@ -425,15 +514,14 @@ static int build(run *r) {
   }
   gpt2_dev dev;
   TRY(ex_kernels_open(x, &dev));
+  int q = 0, T = 1; /* this rank's place in its tp group */
+  ZS_TRY(zs_engine_mesh(x->eng, ZS_MESH_TP, &q, &T));
   TRY(llama_model_init(&r->model, &r->lcfg, r->units, &dev, x->k, a->t.batch, a->t.seq,
-                       a->t.recompute));
+                       a->t.recompute, a->sp ? T : 1, q));
   r->model.e = x->eng;
   r->model.tp = a->t.tp;
-  if (r->lcfg.kv_whole) { /* ranks q * NKV / tp share a kv head */
-    int q, T;
-    ZS_TRY(zs_engine_mesh(x->eng, ZS_MESH_TP, &q, &T));
+  if (r->lcfg.kv_whole) /* ranks q * NKV / tp share a kv head */
     r->model.kv_off = (size_t)(q * r->lcfg.kv_whole / T) * (size_t)r->lcfg.head_dim;
-  }
   TRY(gpt2_widen_init(&r->model.widen, dev.dt != a->t.dtype, r->cfg.tied ? 2 : 1, x->eng));
   r->model.act_bytes += gpt2_widen_bytes(&r->model.widen);
   x->act_bytes = &r->model.act_bytes;

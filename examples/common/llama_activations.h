@@ -14,6 +14,11 @@
  *   backward scratch in dt: the residual and normed gradients 2 N C, and two work buffers of
  *     N * max(Q + 2 KV, 2 I) each (dq|dk|dv, or dgate|dup)
  *   RoPE cos and sin tables: 2 * T * head_dim / 2 fp32
+ * With sequence parallelism over sp tp ranks (sp > 1) a rank keeps Nl = N / sp of the tokens
+ * between the tensor-parallel regions: the residual stream, the residual after attention, the
+ * RMSNorm rstd, the final norm, the logits and the residual gradient are Nl rows; the norm outputs
+ * the projections read stay N rows (gathered), and a staging buffer of N C e holds a region's
+ * gathered input or reduce-scattered output.
  * Pure arithmetic. */
 #ifndef COMMON_LLAMA_ACTIVATIONS_H
 #define COMMON_LLAMA_ACTIVATIONS_H
@@ -23,6 +28,7 @@
 #include "llama_config.h"
 #include "zshard.h"
 
-size_t llama_activation_bytes(const llama_config *c, int B, int T, zs_dtype dt, int recompute);
+size_t llama_activation_bytes(const llama_config *c, int B, int T, zs_dtype dt, int recompute,
+                              int sp);
 
 #endif

@@ -126,9 +126,13 @@ int64_t llama_num_params(const llama_config *c) {
   return s;
 }
 
-zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int u, int t) {
-  if (u < 1 || u > c->layers) return ZS_TP_REPLICATED; /* embedding, head */
+zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int sp, int u, int t) {
+  /* the embedding and the head; with sequence parallelism each rank's rows' part */
+  if (u < 1 || u > c->layers) return sp ? ZS_TP_PARTIAL_GRAD : ZS_TP_REPLICATED;
   switch (layer_slot(c, t)) {
+  case LLAY_ATTN_NORM:
+  case LLAY_MLP_NORM:
+    return sp ? ZS_TP_PARTIAL_GRAD : ZS_TP_REPLICATED;
   case LLAY_K_W:
   case LLAY_V_W:
   case LLAY_K_B:

@@ -54,9 +54,10 @@ int llama_from_hf_name(const llama_config *c, const char *name, int *u, int *t);
    tp group); norms, the embedding and the head replicated. With fewer key-value heads than tp
    ranks, k/v and their biases are whole on every rank (ZS_TP_PARTIAL_GRAD): each rank computes
    with the kv head of its query heads (ranks q * NKV / tp share one) and its gradient holds that
-   head's rows, which the engine sums over tp. The zs_tp_layout of unit u's tensor t (the order of
-   llama_unit_descs) in the whole model c. */
-zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int u, int t);
+   head's rows, which the engine sums over tp. With sequence parallelism (sp) each rank's norms,
+   embedding and head see its own tokens only: their gradients are parts too (ZS_TP_PARTIAL_GRAD).
+   The zs_tp_layout of unit u's tensor t (the order of llama_unit_descs) in the whole model c. */
+zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int sp, int u, int t);
 /* *local = c as one tp rank sees it (heads and intermediate divided by tp, kv_heads too, or 1
    with kv_whole set when there are fewer than tp): its llama_unit_descs are the shapes it
    registers. 0, or -1 (llama_error) when tp divides neither way. */

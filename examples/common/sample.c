@@ -62,10 +62,8 @@ int ex_sample(const ex_sampler *s, int lines, int max_tokens, float temperature,
   win[0] = s->start >= 0 && s->start < V ? s->start : 0;
   for (int i = 0; i < max_tokens && rc == 0; i++) {
     const void *logits = NULL;
-    rc = s->fwd(s->ctx, win, &logits);
-    if (rc == 0)
-      rc = gpt2_dev_read_f32(s->dev, row, gpt2_at(s->dev, (void *)logits, (size_t)(n - 1) * stride),
-                             (size_t)stride);
+    rc = s->fwd(s->ctx, win, n - 1, &logits);
+    if (rc == 0) rc = gpt2_dev_read_f32(s->dev, row, logits, (size_t)stride);
     if (rc) break;
     /* temperature <= 0: greedy (the limit of softmax(logits / t) as t -> 0) */
     const int v = temperature > 0 ? draw(row, V, temperature, rng_uniform(seed, s->stream, i))

@@ -10,10 +10,10 @@
 
 #include "device.h"
 
-/* The model's forward of one sequence of T tokens (win): leaves the logits of every position,
-   [T, stride] in the device dtype (the first V of each row are the vocabulary), at *logits.
-   0 or -1 (gpt2_error()). */
-typedef int (*ex_forward_fn)(void *ctx, const int *win, const void **logits);
+/* The model's forward of one sequence of T tokens (win): leaves the logits of position row
+   (stride values in the device dtype, the first V of them the vocabulary) at *logits_row on every
+   rank. 0 or -1 (gpt2_error()). */
+typedef int (*ex_forward_fn)(void *ctx, const int *win, int row, const void **logits_row);
 
 /* A model to sample from. */
 typedef struct {

@@ -5,11 +5,11 @@
 
 #include "../common/sample.h"
 
-/* ex_forward_fn on a gpt2_model (ctx): the logits of every position in m->logits. */
-static int forward_logits(void *ctx, const int *win, const void **logits) {
+/* ex_forward_fn on a gpt2_model (ctx): row `row` of m->logits (every position's). */
+static int forward_logits(void *ctx, const int *win, int row, const void **logits_row) {
   gpt2_model *m = ctx;
   int rc = gpt2_forward_logits(m, win);
-  *logits = m->logits;
+  *logits_row = gpt2_at(&m->dev, m->logits, (size_t)row * (size_t)m->cfg.padded_vocab);
   return rc;
 }
 

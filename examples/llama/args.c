@@ -29,6 +29,9 @@ void llama_usage(void) {
       " engine: [--stage 0..3 (default 3)] [--device cpu|cuda (cpu)] [--dtype fp32|bf16 (fp32)]\n"
       "         [--tp N=1 (tensor parallelism: groups of N consecutive ranks split the heads and\n"
       "         the MLP; data parallelism over the rest)]\n"
+      "         [--sp 1 (sequence parallelism: with --tp, each tp rank keeps 1/N of the tokens\n"
+      "         outside the heads and the MLP: the residual stream, norms and logits; --seq a\n"
+      "         multiple of N)]\n"
       "         [--reduce-dtype fp32|bf16 (fp32)] [--offload none|opt|opt+params (none)]\n"
       "         [--grad-accum-dtype fp32|bf16 (default: --dtype's; fp32: micro-steps summed in\n"
       "         fp32, zs_config.grad_accum_fp32)]\n"
@@ -93,6 +96,7 @@ static int own_opt(void *ctx, const char *k, const char *v, int *hit) {
                         {"--qkv-bias", EX_OPT_INT, &a->qkv_bias},
                         {"--tied", EX_OPT_INT, &a->tied},
                         {"--tp", EX_OPT_INT, &a->t.tp},
+                        {"--sp", EX_OPT_INT, &a->sp},
                         {"--init-safetensors", EX_OPT_STR, &a->init_dir},
                         {"--config", EX_OPT_STR, &a->config},
                         {"--arch", EX_OPT_STR, &a->arch},
@@ -106,6 +110,10 @@ int llama_args_parse(llama_args *a, int argc, char **argv) {
   if (rc != 0) return rc;
   TRY(ex_train_args_check_shape(&a->t));
   if (a->t.tp < 1) return gpt2_fail("--tp %d: at least 1", a->t.tp);
+  if (a->sp && (a->t.tp < 2 || a->t.seq % a->t.tp))
+    return gpt2_fail("--sp 1 splits each sequence's tokens over the tp group: it needs --tp 2 or "
+                     "more and --seq a multiple of it (--tp %d, --seq %d)",
+                     a->t.tp, a->t.seq);
   if (gpt2_precision_check(a->t.master, a->t.dtype)) return -1;
   TRY(ex_train_args_check_ckpt(&a->t));
   if (a->init_dir && a->config)

@@ -3,7 +3,8 @@
  * llama_model_init checks that what it allocates is that formula's bytes). The forward and backward
  * are in examples/train_llama.c.
  *
- * Memory: the residual stream keeps each layer's input (L+1 tensors of B*T*C). Without recompute
+ * Memory: the residual stream keeps each layer's input (L+1 tensors of B*T*C, or B*T/sp with
+ * sequence parallelism). Without recompute
  * every layer keeps its own saved set; with recompute one set is shared and each layer's forward
  * is run again during its backward. */
 #ifndef LLAMA_MODEL_H
@@ -22,7 +23,11 @@ typedef struct {
 
 typedef struct {
   llama_config cfg;
-  int B, T;      /* micro-batch shape the buffers are sized for */
+  int B, T; /* micro-batch shape the buffers are sized for */
+  /* Sequence parallelism (--sp): sp = tp, and this tp rank (q) keeps rows [q N/sp, (q+1) N/sp)
+     of a micro-batch's N tokens between the tensor-parallel regions (the residual stream, its
+     gradient, the norms' statistics, the logits); 1: every rank keeps every row. */
+  int sp, q;
   int recompute; /* --recompute */
   gpt2_dev dev;
   /* Tensor parallelism (tp > 1): cfg is one tp rank's (llama_tp_local), and the row-parallel
@@ -46,6 +51,7 @@ typedef struct {
   void *dres, *dln; /* backward: the residual gradient and a C-wide scratch (also the forward's
                        projection outputs before their residual add) */
   void *wA, *wB;    /* backward work, N * max(Q + 2KV, 2I) each */
+  void *spbuf;      /* with sp > 1: N * C, a region's gathered input or scattered output */
   float *cos, *sin; /* RoPE tables [T, hd/2] (device) */
   float *host_losses;
   /* --dtype bf16 on the CPU device: fp32 copies of the gathered units (common/widen.h); set up by
@@ -58,7 +64,7 @@ typedef struct {
 /* Allocates the activations for micro-batches of B x T on dev's device and fills the RoPE tables
    (units registered and committed; units[] has L+2 entries). 0, or -1 (gpt2_error()). */
 int llama_model_init(llama_model *m, const llama_config *c, zs_unit **units, const gpt2_dev *dev,
-                     zs_kernels *k, int B, int T, int recompute);
+                     zs_kernels *k, int B, int T, int recompute, int sp, int q);
 void llama_model_free(llama_model *m);
 
 #endif

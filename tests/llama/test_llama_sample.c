@@ -19,13 +19,13 @@ typedef struct {
   float *logits; /* [T, V] host buffer (CPU device) */
 } fake;
 
-/* Fills every position's logits from its own token (only the last one is read). */
-static int forward(void *ctx, const int *win, const void **logits) {
+/* Fills every position's logits from its own token and hands back row `row`'s. */
+static int forward(void *ctx, const int *win, int row, const void **logits_row) {
   fake *f = ctx;
   for (int t = 0; t < T; t++)
     memcpy(f->logits + (size_t)t * V, table[win[t] >= 0 && win[t] < V ? win[t] : 0],
            sizeof table[0]);
-  *logits = f->logits;
+  *logits_row = f->logits + (size_t)row * V;
   return 0;
 }
 

@@ -141,6 +141,16 @@ check "llama3-8b --tp 2: one tp rank's parameters" "$got" 4540600320
 #    final norm 1050677248 = 1738805248.
 got=$("$plan" --model llama3-8b --world 16 --tp 16 --model-states-only --json | field 'd["psi"]')
 check "llama3-8b --tp 16: one tp rank's parameters, k/v whole" "$got" 1738805248
+#    --sp at tp 8 (seq 4096, bf16: N = 4096 tokens, Nl = 512 a rank): 3584 fewer rows of each
+#    layer's res2 and rstd (3584 (8192 + 8) x 32 = 940441600), of the residual stream
+#    (33 x 3584 x 8192 = 968884224), the final norm (3584 x 8196 = 29374464), the logits
+#    (3584 x 128256 x 2 = 919339008) and the residual gradient (29360128), less the staging buffer
+#    (4096 x 8192 = 33554432): 2853844992 bytes.
+sp="--model llama3-8b --world 8 --tp 8 --device cuda --dtype bf16 --batch 1 --seq 4096
+    --device-mem 80G --host-mem 1T --json"
+a0=$("$plan" $sp | field 'd["per_rank"]["activations"]')
+a1=$("$plan" $sp --sp | field 'd["per_rank"]["activations"]')
+check "llama3-8b --tp 8 --sp: sequence parallelism's saving" "$((a0 - a1))" 2853844992
 #    recompute at tp 2: 31 layers of N (3C + 2Q/2 + 2KV/2 + 3I/2) 2 + 2 N 4 + N (NH/2) 4
 #    = 31 (4096 (12288 + 4096 + 1024 + 21504) 2 + 32768 + 262144) = 9890922496 bytes.
 a0=$("$plan" --model llama3-8b $cfg --tp 2 | field 'd["per_rank"]["activations"]')

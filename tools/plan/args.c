@@ -30,6 +30,8 @@ static void usage(void) {
       "                               each rank holds 1/T of the heads and the MLP; the\n"
       "                               shard group and stage apply to the world / T data-\n"
       "                               parallel ranks\n"
+      "  --sp                         with --tp: train_llama --sp 1's sequence parallelism\n"
+      "                               (1/T of the residual stream, norms and logits a rank)\n"
       "  --dtype bf16|fp32 (params and grads; default fp32) --reduce-dtype bf16|fp32\n"
       "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
       "  --offload-budget BYTES       budgeted partial offload: device bytes the model state and\n"
@@ -256,6 +258,10 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
       a->recompute = 1;
       continue;
     }
+    if (!strcmp(k, "--sp")) {
+      a->sp = 1;
+      continue;
+    }
     if (!strcmp(k, "--deterministic")) {
       a->deterministic = 1;
       continue;
@@ -276,6 +282,11 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
   if (!a->reduce_set) a->reduce_dtype = a->dtype;
   if (a->stage > 3) {
     fprintf(stderr, "zshard-plan: --stage is 0, 1, 2 or 3\n");
+    return -1;
+  }
+  if (a->sp && a->tp < 2) {
+    fprintf(stderr, "zshard-plan: --sp (sequence parallelism) splits tokens over the tp group: "
+                    "give --tp 2 or more\n");
     return -1;
   }
   if (a->world % a->tp) {

@@ -90,11 +90,19 @@ int zp_llama_units(const char *spec, int seq, int tp, zp_model *m) {
   return 0;
 }
 
-int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, size_t *out) {
+int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, int sp,
+                         size_t *out) {
+  if (sp > 1 && T % sp) {
+    fprintf(stderr,
+            "zshard-plan: --sp splits each sequence over --tp %d ranks: --seq %d is not a "
+            "multiple of it\n",
+            sp, T);
+    return -1;
+  }
   if (llama_config_check(&m->llama, T)) {
     fprintf(stderr, "zshard-plan: --seq %d: %s\n", T, llama_error());
     return -1;
   }
-  *out = llama_activation_bytes(&m->llama, B, T, dt, recompute);
+  *out = llama_activation_bytes(&m->llama, B, T, dt, recompute, sp);
   return 0;
 }

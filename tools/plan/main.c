@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     /* the Llama example's buffers at --seq (default: 2048, or the model's positions if fewer) */
     const int T = a.seq ? a.seq : (m.llama.max_pos < 2048 ? m.llama.max_pos : 2048);
     size_t la;
-    if (zp_llama_activations(&m, a.batch, T, cdt, a.recompute, &la)) {
+    if (zp_llama_activations(&m, a.batch, T, cdt, a.recompute, a.sp ? a.tp : 1, &la)) {
       zp_model_free(&m);
       return 2;
     }

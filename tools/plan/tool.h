@@ -30,6 +30,7 @@ typedef struct {
   int world, group, stage, prefetch, deterministic, held_units;
   int tp; /* --tp T: tensor-parallel groups of T ranks (Llama models); the plan is per rank, over
              world / T data-parallel ranks (zp_dp_world); --recommend adds the tp all-reduces */
+  int sp; /* --sp: with --tp, train_llama --sp 1's sequence parallelism (its activations) */
   unsigned offload;
   zs_dtype dtype, reduce_dtype;
   int reduce_set;
@@ -117,9 +118,11 @@ const char *zp_llama_preset_names(void);
    activations are one tp rank's (examples/common/llama_layout.h: llama_tp_local). 0 or -1
    (printed). */
 int zp_llama_units(const char *spec, int seq, int tp, zp_model *m);
-/* The example's activation bytes (examples/common/llama_activations.h) at micro-batch B x T, after
-   checking that T is trainable (positions, sliding window); 0 or -1 (printed). */
-int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, size_t *out);
+/* The example's activation bytes (examples/common/llama_activations.h) at micro-batch B x T, with
+   sequence parallelism over sp ranks (1: none), after checking that T is trainable (positions,
+   sliding window, a multiple of sp); 0 or -1 (printed). */
+int zp_llama_activations(const zp_model *m, int B, int T, zs_dtype dt, int recompute, int sp,
+                         size_t *out);
 /* Units (and a GPT-2 shape from config.json beside it, if any) of a safetensors file. */
 int zp_safetensors_units(const char *path, zp_model *m);
 /* Memory of this machine per rank: the first GPU's total (CUDA) and MemAvailable of the host, the
