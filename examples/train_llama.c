@@ -377,19 +377,19 @@ static int eval_micro(llama_model *m, const int *tok, const int *tgt, int b, flo
    first row of every rank's m->logits (the holder's copy, zeros elsewhere, summed over tp). */
 static int share_row(llama_model *m, int row) {
   const int Nl = m->T / m->sp, own = row / Nl == m->q;
-  const size_t bytes = (size_t)m->cfg.vocab * m->dev.esz;
-  if (!own) TRY(zero(m, m->logits, (size_t)m->cfg.vocab));
-  if (own && row % Nl) {
+  const size_t V = (size_t)m->cfg.vocab, bytes = V * m->dev.esz;
+  int rc = own ? 0 : zero(m, m->logits, V);
+  if (own && row % Nl) { /* through the host: the rows may be device memory */
     void *h = malloc(bytes);
-    if (!h) return gpt2_fail("out of host memory");
-    int rc = gpt2_dev_download(
-        &m->dev, h, gpt2_at(&m->dev, m->logits, (size_t)(row % Nl) * (size_t)m->cfg.vocab), bytes);
+    rc = h ? gpt2_dev_download(&m->dev, h, gpt2_at(&m->dev, m->logits, (size_t)(row % Nl) * V),
+                               bytes)
+           : gpt2_fail("out of host memory");
     if (rc == 0) rc = gpt2_dev_upload(&m->dev, m->logits, h, bytes);
     free(h);
-    TRY(rc);
   }
-  ZS_TRY(zs_engine_all_reduce(m->e, ZS_MESH_TP, m->logits, (size_t)m->cfg.vocab, m->dev.dt));
-  return 0;
+  /* every rank sums, whatever failed here (its peers are in the sum) */
+  ZS_TRY(zs_engine_all_reduce(m->e, ZS_MESH_TP, m->logits, V, m->dev.dt));
+  return rc;
 }
 
 /* ex_forward_fn for sampling: row `row` of the logits of one sequence of T tokens (ctx:

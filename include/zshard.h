@@ -377,24 +377,26 @@ ZS_API int zs_unit_num_tensors(const zs_unit *u);
    as zs_unit_set_param_whole and zs_unit_get_param_whole do, get collective over the mesh). */
 typedef int (*zs_param_locate_fn)(void *user, const zs_unit *u, int unit_index, int t,
                                   const char *tensor_name, int64_t numel, float **host);
-/* Sets every tensor the callback locates, from the caller's arrays: zs_unit_set_param for each,
-   with its rules (local; after commit, between steps). ZS_ERR_INVALID_ARG and ZS_ERR_STATE write
-   nothing; a failure while writing fails the engine. */
+/* Sets every tensor the callback locates, from the caller's arrays: zs_unit_set_param_whole for
+   each (zs_unit_set_param's rules; local; after commit, between steps). ZS_ERR_INVALID_ARG and
+   ZS_ERR_STATE write nothing; a failure while writing fails the engine. */
 ZS_API zs_status zs_engine_set_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* Reads zs_unit_get_param's values of every tensor the callback locates into the caller's
    arrays, one unit's fp32 master at a time. Collective as zs_unit_get_param (every unit, even one
-   the callback skips); after commit, between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before
+   the callback skips), and over the tp group as zs_unit_get_param_whole for split tensors; after
+   commit, between steps. ZS_ERR_INVALID_ARG / ZS_ERR_STATE before
    anything is read; ZS_ERR_COMM / ZS_ERR_TIMEOUT fail the engine. */
 ZS_API zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user);
 /* Makes every unit's params (master and compute copy) equal to rank root's on every rank (FSDP's
    sync_module_states), as if every rank set root's zs_unit_get_param values; the optimizer state
    stays. Values set before it are no longer compared (docs/COLLECTIVES.md §7). Collective over
-   the world, same root; after commit, between steps; one unit's fp32 master at a time.
-   ZS_ERR_INVALID_ARG and ZS_ERR_STATE change nothing; a failure while moving fails the engine.
-   Sharded params: ZS_ERR_UNSUPPORTED. It sends root's compute copy: with bf16 params every master
-   becomes those values widened (remainders are lost). With tp_size > 1 root is a data-parallel
-   rank (ZS_MESH_DP): each tp rank's slices come from root of its data-parallel group, and the
-   tensors that are not split from tp rank 0's, so that they are equal on every rank. */
+   every rank (the tp group too), same root; after commit, between steps; one unit's fp32 master at
+   a time. ZS_ERR_INVALID_ARG and ZS_ERR_STATE change nothing; a failure while moving fails the
+   engine. Sharded params on more than one rank: ZS_ERR_UNSUPPORTED. It sends root's compute copy:
+   with bf16 params every master becomes those values widened (remainders are lost). With tp_size >
+   1 root is a data-parallel rank (ZS_MESH_DP): each tp rank's slices come from root of its
+   data-parallel group, and the tensors that are not split from tp rank 0's, so that they are equal
+   on every rank. */
 ZS_API zs_status zs_engine_broadcast_params(zs_engine *e, int root);
 /* cudaStream_t the user's kernels must run on; NULL on the CPU device (and for NULL). */
 ZS_API void *zs_engine_stream(zs_engine *e);

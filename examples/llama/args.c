@@ -110,6 +110,7 @@ int llama_args_parse(llama_args *a, int argc, char **argv) {
   if (rc != 0) return rc;
   TRY(ex_train_args_check_shape(&a->t));
   if (a->t.tp < 1) return gpt2_fail("--tp %d: at least 1", a->t.tp);
+  if (a->sp != 0 && a->sp != 1) return gpt2_fail("--sp %d: 0 or 1", a->sp);
   if (a->sp && (a->t.tp < 2 || a->t.seq % a->t.tp))
     return gpt2_fail("--sp 1 splits each sequence's tokens over the tp group: it needs --tp 2 or "
                      "more and --seq a multiple of it (--tp %d, --seq %d)",

@@ -236,10 +236,6 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out);
 /* A hash of every group's values (by their bits) and every tensor's group, for the agreement at
    commit. */
 uint64_t zs_engine_groups_hash(const zs_engine *e);
-/* Which shard rank runs each tensor's whole step (zs_unit.whole_owner) and each unit's
-   whole_floats, for the groups whose optimizer needs whole tensors; ZS_ERR_INVALID_ARG naming a
-   tensor with fewer than 2 dims there. Local, the same on every rank; commit calls it before its
-   fit check. */
 /* The planner's report and placement (plan_api.c) of the units us under c (completed and
    validated) on world_size ranks: zs_plan_model's and zs_plan_placement's, for bare sizes
    and for units of tensors (plan_units_api.c) alike. */
@@ -266,6 +262,10 @@ static inline size_t zs_engine_whole_floats(int chans, size_t work, size_t padde
 }
 /* Owners are spread over the first this many ranks of a shard group. */
 #define ZS_WHOLE_MAX_RANKS 4096
+/* Which shard rank runs each tensor's whole step (zs_unit.whole_owner) and each unit's
+   whole_floats, for the groups whose optimizer needs whole tensors; ZS_ERR_INVALID_ARG naming a
+   tensor with fewer than 2 dims there. Local, the same on every rank; commit calls it before its
+   fit check. */
 zs_status zs_engine_whole_plan(zs_engine *e);
 /* Wall seconds the engine's groups spent in divergence-check header exchanges so far. */
 double zs_engine_check_seconds(const zs_engine *e);

@@ -86,27 +86,35 @@ static zs_status read_slice(zs_engine *e, zs_unit *u, int t, const float *full, 
 static zs_status get_unit(zs_engine *e, zs_unit *u, const located *v, int whole) {
   const size_t P = u->lay.padded;
   float *full = NULL;
-  zs_status rc = ZS_OK;
-  if (!zs_state_master_whole(u)) { /* else this rank's master array holds the unit: no gather */
+  zs_status rc = ZS_OK, local = ZS_OK; /* a collective's failure; this rank's own */
+  if (!zs_state_master_whole(u)) {     /* else this rank's master array holds the unit: no gather */
     ZS_CHECK(zs_mem_alloc(&e->mem, ZS_MEM_BUFFERS, P * 4, (void **)&full, NULL));
     rc = zs_master_gather(&e->tiers, u, full); /* every rank gathers, skipped tensors or not */
   }
   for (int t = 0; t < u->ntensors && rc == ZS_OK; t++) {
     if (!whole || !zs_engine_tp_split(u, t)) {
-      if (v[t].host) rc = read_slice(e, u, t, full, v[t].host);
+      if (v[t].host && local == ZS_OK) local = read_slice(e, u, t, full, v[t].host);
       continue;
     }
+    /* Every split tensor joins, whatever failed on this rank before (its peers are in the join):
+       a slice this rank could not read goes in as zeros, and nothing is kept after a failure. */
     const size_t n = u->lay.numel[t];
     float *sl = malloc((n ? n : 1) * sizeof *sl);
-    /* Out of host memory leaves this rank out of the join its tp peers are in: a failure. */
-    rc = sl ? read_slice(e, u, t, full, sl)
-            : zs_err(ZS_ERR_OUT_OF_MEMORY, "unit '%s' tensor '%s': out of host memory", u->name,
-                     u->tnames[t]);
-    if (rc == ZS_OK) rc = zs_engine_tp_join(e, u, t, sl, v[t].host);
+    zs_status r = sl ? read_slice(e, u, t, full, sl)
+                     : zs_err(ZS_ERR_OUT_OF_MEMORY, "unit '%s' tensor '%s': out of host memory",
+                              u->name, u->tnames[t]);
+    if (local == ZS_OK) local = r;
+    zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
+    r = zs_engine_tp_join(e, u, t, r == ZS_OK ? sl : NULL, local == ZS_OK ? v[t].host : NULL);
     free(sl);
+    if (r == ZS_ERR_OUT_OF_MEMORY) { /* joined, nothing kept: this rank's alone */
+      if (local == ZS_OK) local = r;
+    } else {
+      rc = r;
+    }
   }
   if (full) zs_mem_free_after(&e->mem, rc, ZS_MEM_BUFFERS, full, P * 4, NULL);
-  return rc; /* zs_engine_get_params marks a failure */
+  return rc != ZS_OK ? rc : local; /* zs_engine_get_params marks a failure */
 }
 
 zs_status zs_engine_get_params(zs_engine *e, zs_param_locate_fn fn, void *user) {
@@ -190,7 +198,7 @@ zs_status zs_engine_broadcast_params(zs_engine *e, int root) {
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_engine_broadcast_params: root %d is not a rank of the world (0..%d)", root,
                   e->world_size - 1);
-  if (e->world_size > 1 && e->plan.shard_params)
+  if (e->all_size > 1 && e->plan.shard_params)
     return zs_err(ZS_ERR_UNSUPPORTED,
                   "zs_engine_broadcast_params: with sharded params (stage 3, or shard_params "
                   "ZS_SHARD_YES) each rank keeps only its shard of the values it set, so rank %d "

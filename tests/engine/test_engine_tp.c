@@ -23,7 +23,8 @@
  * the save or the load: the same tensors make the same bytes at every tp size.
  *
  * --broadcast 1 scrambles every rank's tensors but those of data-parallel rank 0 and tp rank 0
- * after they are set, and zs_engine_broadcast_params(0) must restore them (stages 0-2).
+ * after they are set, and zs_engine_broadcast_params(0) must restore them (stages 0-2; at stage 3
+ * it must refuse).
  *
  * --bad 1 runs the refusals instead (needs 4 ranks): a tp size that does not divide the world, a
  * split of a missing dimension, layouts that differ across ranks, Muon on a split matrix. */
@@ -292,8 +293,13 @@ static void make_engine(model *m, zs_comm *comm, const opts *o) {
 /* --broadcast 1: every rank but (tp 0, dp 0) overwrites what zs_engine_broadcast_params must
    restore (the data-parallel ranks but 0 every tensor, tp ranks but 0 their replicated ones),
    then the broadcast from data-parallel rank 0 makes every slice its dp root's and every
-   replicated tensor tp rank 0's: the training that follows is the reference's. */
-static void scramble_and_broadcast(model *m) {
+   replicated tensor tp rank 0's: the training that follows is the reference's. At stage 3 (also
+   at dp 1, where the tp group is the only other ranks) it is refused, nothing changed. */
+static void scramble_and_broadcast(model *m, int stage) {
+  if (stage == 3) {
+    ZS_EXPECT_STATUS(zs_engine_broadcast_params(m->e, 0), ZS_ERR_UNSUPPORTED);
+    return;
+  }
   float junk[H * D];
   for (int i = 0; i < H * D; i++)
     junk[i] = 3.0f + (float)(m->q * 7 + m->r * 13 + i % 5);
@@ -313,7 +319,7 @@ static int train(zs_comm *comm, const opts *o) {
   add_units(&m, 0);
   ZS_OK_OR_DIE(zs_engine_commit(m.e));
   set_slices(&m, o->whole);
-  if (o->broadcast) scramble_and_broadcast(&m);
+  if (o->broadcast) scramble_and_broadcast(&m, o->stage);
   const int rank = zs_comm_rank(comm);
   double losses[64] = {0}, norms[64] = {0};
   static float full[NFULL], whole[NFULL];

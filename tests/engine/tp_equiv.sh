@@ -44,6 +44,7 @@ run 4 --tp 2 --micro 2 --stage 3 --group 1 --compare "$tmp/ref.bin" # hybrid: re
 # from tp rank 0 (also at dp 1).
 run 4 --tp 2 --micro 2 --stage 2 --broadcast 1 --compare "$tmp/ref.bin"
 full 4 --tp 4 --micro 4 --stage 0 --broadcast 1 --compare "$tmp/ref.bin"
+run 2 --tp 2 --stage 3 --broadcast 1 --steps 1 # sharded params at dp 1: refused
 # SGD (momentum 0.9), whose step scales with the clip coefficient: the norm must be the whole's.
 full 4 --tp 1 --sgd 1 --stage 2 --write "$tmp/sgd.bin"
 full 4 --tp 2 --micro 2 --sgd 1 --stage 2 --compare "$tmp/sgd.bin"

@@ -164,6 +164,5 @@ void zp_model_free(zp_model *m) {
   free(m->frozen);
   free(m->units);
   free(m->descs);
-  free(m->opt);
   memset(m, 0, sizeof *m);
 }

@@ -25,8 +25,7 @@ int zp_model_tensors(zp_model *m) {
   if (!m->is_gpt && !m->is_llama) return 0;
   m->units = calloc(n, sizeof *m->units);
   m->descs = calloc(room, sizeof *m->descs);
-  m->opt = calloc(room, sizeof *m->opt);
-  if (!m->units || !m->descs || !m->opt) return -1;
+  if (!m->units || !m->descs) return -1;
   for (int u = 0; u < m->n; u++) {
     zs_tensor_desc *d = m->descs + (size_t)u * ZP_MAX_UNIT_TENSORS;
     const int nt = unit_descs(m, u, d);
@@ -38,45 +37,68 @@ int zp_model_tensors(zp_model *m) {
       numel += e;
     }
     if (nt < 0 || numel != m->numel[u]) { /* units of a file that are not the example's: sizes */
-      free(m->units), free(m->descs), free(m->opt);
-      m->units = NULL, m->descs = NULL, m->opt = NULL;
+      free(m->units), free(m->descs);
+      m->units = NULL, m->descs = NULL;
       return 0;
     }
-    m->units[u] = (zs_plan_unit){nt, d, m->opt + (size_t)u * ZP_MAX_UNIT_TENSORS, 0};
+    m->units[u] = (zs_plan_unit){nt, d, NULL, 0};
   }
   return 0;
 }
 
-/* The configuration the plan runs under (Muon as a group: AdamW), the units' frozen flags and
-   each tensor's optimizer set for it. */
-static zs_config with_groups(const zp_model *m, const zs_config *cfg) {
-  zs_config c = *cfg;
+/* The plan's units: m's, with its frozen flags and each tensor's optimizer under cfg (--optimizer
+   muon: the examples' group, the configuration's optimizer AdamW) into *c, *us and *opt (the
+   caller frees both; NULL on ZS_ERR_OUT_OF_MEMORY). */
+static zs_status with_groups(const zp_model *m, const zs_config *cfg, zs_config *c,
+                             zs_plan_unit **us, int **opt) {
+  *c = *cfg;
   int muon = -1;
   zs_optimizer_id("muon", &muon);
   const int group = cfg->optimizer == muon;
-  if (group) c.optimizer = ZS_OPT_ADAMW;
-  for (int u = 0; u < m->n; u++) {
-    zs_plan_unit *pu = &m->units[u];
-    pu->frozen = m->frozen && m->frozen[u];
-    for (int k = 0; k < pu->ntensors; k++)
-      m->opt[(size_t)u * ZP_MAX_UNIT_TENSORS + (size_t)k] =
-          group && ex_muon_takes(u, m->n, &pu->tensors[k]) ? muon : -1;
+  if (group) c->optimizer = ZS_OPT_ADAMW;
+  *us = calloc((size_t)m->n, sizeof **us);
+  *opt = calloc((size_t)m->n * ZP_MAX_UNIT_TENSORS, sizeof **opt);
+  if (!*us || !*opt) {
+    free(*us), free(*opt);
+    *us = NULL, *opt = NULL;
+    return ZS_ERR_OUT_OF_MEMORY;
   }
-  return c;
+  for (int u = 0; u < m->n; u++) {
+    zs_plan_unit *pu = &(*us)[u];
+    *pu = m->units[u];
+    pu->frozen = m->frozen && m->frozen[u];
+    int *o = *opt + (size_t)u * ZP_MAX_UNIT_TENSORS;
+    for (int k = 0; k < pu->ntensors; k++)
+      o[k] = group && ex_muon_takes(u, m->n, &pu->tensors[k]) ? muon : -1;
+    pu->optimizer = o;
+  }
+  return ZS_OK;
 }
 
 zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, size_t act, size_t dev,
                   size_t host, zs_plan_report *r) {
   if (!m->units)
     return zs_plan_model_frozen(cfg, zp_dp_world(a), m->numel, m->frozen, m->n, act, dev, host, r);
-  const zs_config c = with_groups(m, cfg);
-  return zs_plan_model_units(&c, zp_dp_world(a), m->units, m->n, act, dev, host, r);
+  zs_config c;
+  zs_plan_unit *us = NULL;
+  int *opt = NULL;
+  zs_status rc = with_groups(m, cfg, &c, &us, &opt);
+  if (rc == ZS_OK) rc = zs_plan_model_units(&c, zp_dp_world(a), us, m->n, act, dev, host, r);
+  free(us);
+  free(opt);
+  return rc;
 }
 
 zs_status zp_placement(const zp_args *a, const zp_model *m, const zs_config *cfg,
                        unsigned char *host) {
   if (!m->units)
     return zs_plan_placement_frozen(cfg, zp_dp_world(a), m->numel, m->frozen, m->n, host);
-  const zs_config c = with_groups(m, cfg);
-  return zs_plan_placement_units(&c, zp_dp_world(a), m->units, m->n, host);
+  zs_config c;
+  zs_plan_unit *us = NULL;
+  int *opt = NULL;
+  zs_status rc = with_groups(m, cfg, &c, &us, &opt);
+  if (rc == ZS_OK) rc = zs_plan_placement_units(&c, zp_dp_world(a), us, m->n, host);
+  free(us);
+  free(opt);
+  return rc;
 }

@@ -68,9 +68,8 @@ typedef struct {
   int64_t largest_frozen; /* elements of the largest frozen unit, 0 when none */
   /* The units' tensors where the shape is a GPT-2 or Llama one (the examples' own descriptors);
      NULL otherwise. zp_plan plans them with zs_plan_model_units (owned). */
-  zs_plan_unit *units;
+  zs_plan_unit *units;   /* optimizer NULL and frozen 0 here: zp_plan sets them per plan */
   zs_tensor_desc *descs; /* the units' tensors, ZP_MAX_UNIT_TENSORS per unit */
-  int *opt;              /* each tensor's optimizer, ZP_MAX_UNIT_TENSORS per unit */
 } zp_model;
 
 /* Room per unit for the examples' tensors (GPT-2's block has 12, a Llama decoder layer fewer). */
@@ -89,8 +88,7 @@ int zp_model_tensors(zp_model *m);
 /* The plan of m under cfg on the data-parallel ranks (zs_plan_model_frozen; with the units'
    tensors zs_plan_model_units, and --optimizer muon then plans the examples' grouping: AdamW, the
    hidden units' matrices in a group on Muon, examples/common/muon_rule.h). ZS_OK or the
-   library's status (zs_last_error says why). Sets the units' frozen flags and optimizers (their
-   arrays are m's, not the struct). */
+   library's status (zs_last_error says why). */
 zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, size_t act, size_t dev,
                   size_t host, zs_plan_report *r);
 /* zs_plan_placement for m as zp_plan plans it: host[i] = 1 for a unit on the host. */

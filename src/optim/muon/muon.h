@@ -1,8 +1,8 @@
 /* Muon (K. Jordan et al., 2024; torch.optim.Muon's semantics) as an optimizer module
  * (docs/OPTIMIZER.md §3): momentum, then the Newton-Schulz orthogonalisation of each matrix's
  * update, applied with decoupled weight decay. Its state: momentum_buffer. It needs each tensor
- * whole (optimizer.h: direction, whole), which the engine gathers at every stage; the CPU only
- * (no CUDA kernel yet: refused on a CUDA device), not on the NVMe tier. */
+ * whole (optimizer.h: direction, whole), which the engine gathers at every stage and on every tier;
+ * the CPU only (no CUDA kernel yet: refused on a CUDA device). */
 #ifndef ZS_OPTIM_MUON_MUON_H
 #define ZS_OPTIM_MUON_MUON_H
 
