@@ -220,6 +220,15 @@ for o in muon adamw; do
   check "zshard-plan --optimizer $o: buffers ${pred#* } against the peak ${meas#* }" "$got" "$want"
 done
 
+# 4c. --ckpt-async: the host staging of one rank's share of an asynchronous save, by hand. 1e6
+#    fp32 params in one unit at stage 3 on 2 ranks: each rank's master, m and v shard of 500000
+#    elements, 3 x 4 x 500000 = 6000000 bytes; --ckpt-staging-bytes caps it.
+for cap in 0:6000000 1000000:1000000; do
+  got=$("$plan" --params 1e6 --world 2 --stage 3 --device cpu --dtype fp32 --ckpt-async \
+    --ckpt-staging-bytes "${cap%%:*}" --json | field 'd["ckpt_staging"]')
+  check "--ckpt-async staging, cap ${cap%%:*}" "$got" "${cap#*:}"
+done
+
 # 5. A Hugging Face GPT-2 checkpoint (header only matters; vocab 256 needs no padding) plans as
 #    the same shape given by flags: the units of the file are the example's units.
 dir=$(mktemp -d)

@@ -45,6 +45,8 @@ static void usage(void) {
       "  --nvme-path DIR              the NVMe tier (nvme_path; not opened): with offload and\n"
       "                               --offload-host-bytes, the largest units' optimizer state\n"
       "                               past the cap goes to disk\n"
+      "  --ckpt-async [--ckpt-staging-bytes BYTES]   asynchronous saves (ckpt_async): the host\n"
+      "                               staging one rank keeps for them, at most BYTES\n"
       "  --held-units N               units the loop holds gathered at once (default: 1 for\n"
       "                               GPT-2 shapes, as the example; else the engine's 2)\n"
       "  --master fp32|params|remainder|lean  optimizer-state precision (zs_config.master): an\n"
@@ -217,6 +219,7 @@ static int option(zp_args *a, const char *k, const char *v) {
               : !strcmp(k, "--offload-budget")     ? &a->budget
               : !strcmp(k, "--offload-host-bytes") ? &a->host_cap
               : !strcmp(k, "--free")               ? &a->free_bytes
+              : !strcmp(k, "--ckpt-staging-bytes") ? &a->ckpt_staging
                                                    : NULL;
   if (b) return parse_bytes(v, b);
   return 1;
@@ -260,6 +263,10 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
     }
     if (!strcmp(k, "--sp")) {
       a->sp = 1;
+      continue;
+    }
+    if (!strcmp(k, "--ckpt-async")) {
+      a->ckpt_async = 1;
       continue;
     }
     if (!strcmp(k, "--deterministic")) {

@@ -42,6 +42,8 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
   c->offload_budget_bytes =
       a->budget == ZS_BUDGET_FREE && a->free_bytes ? a->free_bytes : a->budget;
   c->offload_host_bytes = a->host_cap;
+  c->ckpt_async = a->ckpt_async;
+  c->ckpt_staging_bytes = a->ckpt_staging;
   /* The NVMe tier takes host-tier units only: configurations without one (the alternatives
      --recommend tries) plan without it. */
   c->nvme_path = offload || a->budget ? a->nvme_path : NULL;

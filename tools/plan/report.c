@@ -68,6 +68,7 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
                "%zu, \"staging_bytes\": %zu}",
                cfg->nvme_path, cfg->offload_host_bytes, r->nvme_units, r->disk_bytes,
                r->nvme_staging);
+      if (cfg->ckpt_async) printf(", \"ckpt_staging\": %zu", r->ckpt_staging);
       printf("}\n");
     }
     return;
@@ -102,6 +103,7 @@ void zp_print(const zp_args *a, const zp_model *m, const zs_config *cfg, const z
   row("host_pinned", r->host_pinned, 0);
   row("device total", r->device_total, 0);
   row("host total", r->host_total, 0);
+  if (cfg->ckpt_async) row("ckpt staging (async)", r->ckpt_staging, 0);
   printf("available per rank: device %zu, host %zu bytes%s\n", dev, host,
          a->device == ZS_DEVICE_CPU ? " (the CPU device draws on host memory for both)" : "");
   if (a->budget == ZS_BUDGET_FREE && !a->free_bytes)

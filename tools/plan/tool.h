@@ -40,6 +40,8 @@ typedef struct {
                             ZS_BUDGET_FREE) */
   size_t free_bytes;     /* --free: the number a ZS_BUDGET_FREE budget is planned with (0: none) */
   const char *nvme_path; /* --nvme-path: zs_config.nvme_path (NULL: no NVMe tier) */
+  int ckpt_async;        /* --ckpt-async: zs_config.ckpt_async (its staging is reported) */
+  size_t ckpt_staging;   /* --ckpt-staging-bytes: zs_config.ckpt_staging_bytes (0: none) */
   size_t host_cap;       /* --offload-host-bytes: zs_config.offload_host_bytes (0: none) */
   size_t dev_mem, host_mem; /* per rank; 0: what this machine has */
   /* Optimizer-state precision: zs_config.master (--master fp32|params|remainder|lean) and
