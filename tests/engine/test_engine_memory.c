@@ -362,6 +362,27 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   ZS_EXPECT(m.buffers.peak <= plan.buffers.cur, "a step's buffers peak %zu over the plan %zu",
             (size_t)m.buffers.peak, (size_t)plan.buffers.cur);
   zs_engine_destroy(e);
+  /* zs_plan_placement_units under a budget that cannot hold every unit: the bare planner's
+     placement where no tensor needs a whole step (the same sizes), and a placement, with
+     the groups, that the report's host_units counts. */
+  zs_config bud = cfg;
+  bud.offload = 0;
+  bud.offload_budget_bytes = bare.params + bare.grads + bare.optimizer / 2;
+  if (stage > 0) {
+    const zs_plan_unit adamw[4] = {
+        {1, emb, NULL, 0}, {4, blk, NULL, 0}, {1, frz, NULL, 1}, {1, vec, NULL, 0}};
+    unsigned char h1[4], h2[4];
+    ZS_OK_OR_DIE(zs_plan_placement_units(&bud, world, adamw, 4, h1));
+    ZS_OK_OR_DIE(zs_plan_placement_frozen(&bud, world, numel, frozen, 4, h2));
+    ZS_EXPECT(memcmp(h1, h2, 4) == 0, "stage %d: placement of the same sizes differs", stage);
+    ZS_OK_OR_DIE(zs_plan_placement_units(&bud, world, pu, 4, h1));
+    ZS_OK_OR_DIE(zs_plan_model_units(&bud, world, pu, 4, 0, SIZE_MAX, SIZE_MAX, &r));
+    size_t on_host = 0;
+    for (int i = 0; i < 4; i++)
+      on_host += h1[i];
+    ZS_EXPECT(on_host == r.host_units && on_host > 0, "stage %d: %zu units on the host, report %zu",
+              stage, on_host, (size_t)r.host_units);
+  }
   /* The engine's refusals, by index. */
   const int vec_muon[1] = {muon};
   const zs_plan_unit bad_vec = {1, vec, vec_muon, 0};
