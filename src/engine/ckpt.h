@@ -14,7 +14,8 @@
    range (replicated state: all ranks; hybrid: the replicas), so every element is written once. */
 void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b);
 /* The segments rank r of the mesh (e->all) writes, with their offsets in its data section and
-   its tp rank; returns the data bytes.
+   its tp rank (tp ranks but 0 leave out the units that have no split tensor: embeddings and
+   heads are saved once); returns the data bytes.
    segs (room for e->nunits) may be NULL to count only; *nsegs gets the count. */
 uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int *nsegs);
 /* A run of unit elements a load copies: this rank's [dst, dst + n) (its flat order) from the

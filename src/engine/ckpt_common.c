@@ -33,12 +33,22 @@ void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t 
   *b = lo + len * (uint64_t)(idx + 1) / (uint64_t)cnt;
 }
 
+/* Whether some tensor of u is split over the tp group. */
+static int has_split(const zs_unit *u) {
+  for (int k = 0; k < u->ntensors; k++)
+    if (zs_engine_tp_split(u, k)) return 1;
+  return 0;
+}
+
 uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int *nsegs) {
   uint64_t off = 0;
   int n = 0;
   /* Every tp rank's units have the same slice shapes (agreed at commit), so the same ranges. */
   const int dp = r / e->tp_size, tp = r % e->tp_size;
   for (int i = 0; i < e->nunits; i++) {
+    /* A unit with no split tensor is the same on every tp rank and a load reads tp rank 0's copy
+       (zs_ckpt_runs): the others do not write it. */
+    if (tp > 0 && !has_split(e->units[i])) continue;
     uint64_t a, b;
     zs_ckpt_writer_range(e, e->units[i], dp, &a, &b);
     if (a == b) continue;

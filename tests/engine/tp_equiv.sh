@@ -23,11 +23,18 @@ full() { [ "${EQUIV_ONE_SPLIT:-0}" = 1 ] || run "$@"; }
 run 4 --tp 1 --stage 3 --write "$tmp/ref.bin" --save "$tmp/ck0" --save-at 3
 # The reference's own checkpoint (format version 2, no layouts) resumed at tp 2, offloaded.
 run 4 --tp 2 --micro 2 --stage 1 --offload 1 --load "$tmp/ck0" --compare "$tmp/ref.bin"
-# Saved after step 3 at tp 2: loaded at tp 1 (dp 4), tp 4 (dp 1) and tp 2 (dp 1, offloaded), each
+# Saved after step 3 at tp 2 (units with no split tensor from tp rank 0 only): loaded at tp 1 (dp
+# 4), tp 4 (dp 1) and tp 2 (dp 1, offloaded), each
 # rank's slices the saved tensors' bit for bit, and trained on to the reference's weights. The
 # safetensors exports of the same tensors at tp 2, 1 and 4 are the same bytes.
 run 4 --tp 2 --micro 2 --stage 3 --compare "$tmp/ref.bin" --save "$tmp/ck2" --save-at 3 \
   --export "$tmp/x2.safetensors"
+# A unit with no split tensor (scale) is written by tp rank 0 only: tp rank 1's files are smaller.
+ck=$(ls -d "$tmp"/ck2/ckpt-* | tail -n1)
+for r in 0 2; do
+  s0=$(stat -c %s "$ck/rank-0000$r.zsd") s1=$(stat -c %s "$ck/rank-0000$((r + 1)).zsd")
+  [ "$s1" -lt "$s0" ] || { echo "FAIL: rank $((r + 1))'s file ($s1 bytes) not below rank $r's ($s0)"; exit 1; }
+done
 run 4 --tp 1 --stage 2 --load "$tmp/ck2" --compare "$tmp/ref.bin" --export "$tmp/x1.safetensors"
 run 4 --tp 4 --micro 4 --stage 0 --load "$tmp/ck2" --compare "$tmp/ref.bin" \
   --export "$tmp/x4.safetensors"
