@@ -239,7 +239,7 @@ static zs_status check_unit_name(const zs_engine *e, const char *name) {
 
 /* Checks one tensor descriptor: a name that is set, not empty, short enough and unique in the
    unit (checkpoints and messages name tensors by it), and a shape. */
-static zs_status check_tensor(const char *unit, int i, const zs_tensor_desc *t) {
+zs_status zs_engine_check_desc(const char *unit, int i, const zs_tensor_desc *t) {
   if (!t->name || !*t->name)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "unit '%s' tensor %d: its name is %s: give every tensor a name, unique in its "
@@ -291,7 +291,7 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
     return zs_err(ZS_ERR_INVALID_ARG, "unit '%s': needs at least one tensor (ntensors %d, t %s)",
                   name, ntensors, t ? "set" : "NULL");
   for (int i = 0; i < ntensors; i++) {
-    ZS_CHECK(check_tensor(name, i, &t[i]));
+    ZS_CHECK(zs_engine_check_desc(name, i, &t[i]));
     for (int j = 0; j < i; j++)
       if (strcmp(t[j].name, t[i].name) == 0)
         return zs_err(ZS_ERR_INVALID_ARG,

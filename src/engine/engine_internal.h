@@ -216,6 +216,10 @@ void zs_engine_set_record(zs_unit *u, int t, int slot, const float *host, size_t
 /* The refusals every call on tensor t of u with a host buffer shares (params.c): u NULL, t out of
    range, host NULL (ZS_ERR_INVALID_ARG, the sentence naming fn). */
 zs_status zs_engine_check_tensor(const zs_unit *u, int t, const void *host, const char *fn);
+/* Checks tensor i of unit `unit` as zs_engine_add_unit does: a name that is set, not empty and
+   short enough, 1-4 dims, none negative (ZS_ERR_INVALID_ARG with the sentence). Its callers check
+   names' uniqueness and the element count themselves. */
+zs_status zs_engine_check_desc(const char *unit, int i, const zs_tensor_desc *t);
 /* Forgets the records (every slot; params_only: slot 0's): those values are known to be equal on
    every rank (agreed at a step, loaded from a checkpoint; broadcast params). Local. */
 void zs_engine_set_clear(zs_engine *e, int params_only);

@@ -98,14 +98,12 @@ zs_status zs_plan_placement_frozen(const zs_config *cfg, int world_size, const i
                         nunits, host);
 }
 
-zs_status zs_plan_report_of(const zs_config *cp, int world_size, const zs_plan_units *usp,
+zs_status zs_plan_report_of(const zs_config *c, int world_size, const zs_plan_units *us,
                             size_t activation_bytes, size_t device_bytes, size_t host_bytes,
                             zs_plan_report *out) {
-  const zs_config c = *cp;
-  const zs_plan_units us = *usp;
   zs_plan_need n;
-  ZS_CHECK(zs_plan_need_of(&c, world_size, &us, activation_bytes, &n));
-  const zs_plan_room room = {c.device, device_bytes, host_bytes};
+  ZS_CHECK(zs_plan_need_of(c, world_size, us, activation_bytes, &n));
+  const zs_plan_room room = {c->device, device_bytes, host_bytes};
   memset(out, 0, sizeof *out);
   out->params = n.cat[ZS_MEM_PARAMS];
   out->grads = n.cat[ZS_MEM_GRADS];
@@ -115,14 +113,14 @@ zs_status zs_plan_report_of(const zs_config *cp, int world_size, const zs_plan_u
   out->activations = n.activations;
   out->device_total = n.device_total;
   out->host_total = n.host_total;
-  out->fits = zs_plan_verdict(&c, world_size, &us, activation_bytes, &room, out->verdict,
+  out->fits = zs_plan_verdict(c, world_size, us, activation_bytes, &room, out->verdict,
                               sizeof out->verdict) == 1;
   out->host_units = n.place.active ? (size_t)n.place.nhost : 0;
   out->budget_floor = n.place.active ? n.place.floor_bytes : 0;
   out->nvme_units = (size_t)n.place.nnvme;
   out->disk_bytes = n.place.disk_bytes;
   out->nvme_staging = n.place.staging_bytes;
-  out->ckpt_staging = staging_bound(&c, world_size, &us);
+  out->ckpt_staging = staging_bound(c, world_size, us);
   out->struct_version = 4;
   return ZS_OK;
 }

@@ -30,8 +30,9 @@ static size_t whole_of(const void *arg, int i, size_t numel, size_t padded) {
 }
 
 /* Unit i's element count from its tensors into *numel, checked as zs_engine_add_unit checks them
-   (dims, sizes; no names: the planner has none to compare), each tensor's optimizer as a group
-   would run it, and its whole-step needs into *chans and *work. */
+   (zs_engine_check_desc, named by index: the planner reads no names; and a count under 2^63),
+   each tensor's optimizer as a group would run it, and its whole-step needs into *chans and
+   *work. */
 static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_unit *u, int i,
                            int64_t *numel, int *chans, size_t *work) {
   if (u->ntensors < 0 || (u->ntensors > 0 && !u->tensors))
@@ -41,18 +42,16 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
   snprintf(uname, sizeof uname, "%d", i);
   *numel = 0;
   for (int k = 0; k < u->ntensors; k++) {
-    const zs_tensor_desc *t = &u->tensors[k];
-    if (t->ndim < 1 || t->ndim > 4)
-      return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d tensor %d has %d dims (1-4)", fn, i, k,
-                    t->ndim);
+    zs_tensor_desc named = u->tensors[k]; /* the sentences name it "unit.tensor" by index */
+    snprintf(tname, sizeof tname, "%d", k);
+    named.name = tname;
+    zs_status rc = zs_engine_check_desc(uname, k, &named);
+    if (rc != ZS_OK) return zs_err_wrap(rc, "%s", fn);
     int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++) {
-      if (t->shape[d] < 0 || (t->shape[d] && n > INT64_MAX / t->shape[d]))
-        return zs_err(ZS_ERR_INVALID_ARG,
-                      "%s: unit %d tensor %d: dim %d is %lld (>= 0, and the "
-                      "tensor under 2^63 elements)",
-                      fn, i, k, d, (long long)t->shape[d]);
-      n *= t->shape[d];
+    for (int d = 0; d < named.ndim; d++) {
+      if (named.shape[d] && n > INT64_MAX / named.shape[d])
+        return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d tensor %d is over 2^63 elements", fn, i, k);
+      n *= named.shape[d];
     }
     if (n > INT64_MAX - *numel)
       return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d is over 2^63 elements", fn, i);
@@ -60,12 +59,9 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
     zs_config g = *c;
     if (u->optimizer && u->optimizer[k] >= 0) {
       g.optimizer = u->optimizer[k];
-      zs_status rc = zs_engine_group_check(c, &g);
+      rc = zs_engine_group_check(c, &g);
       if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
     }
-    zs_tensor_desc named = *t; /* the sentences name it "unit.tensor" by index */
-    snprintf(tname, sizeof tname, "%d", k);
-    named.name = tname;
     ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, &g, u->frozen, chans, work));
   }
   return ZS_OK;

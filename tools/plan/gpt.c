@@ -3,6 +3,7 @@
  * the test tests/plan check these against what the example reports it allocated. */
 #include <stdlib.h>
 
+#include "gpt2/unit_descs.h"
 #include "tool.h"
 
 int zp_gpt_pad_vocab(int vocab) {
@@ -10,15 +11,20 @@ int zp_gpt_pad_vocab(int vocab) {
   return (vocab + m - 1) / m * m;
 }
 
+int zp_gpt_unit_descs(const zp_gpt *g, int u, zs_tensor_desc *d) {
+  const gpt2_config c = {g->max_seq, g->vocab, zp_gpt_pad_vocab(g->vocab),
+                         g->layers,  g->heads, g->channels};
+  return gpt2_unit_descs(&c, u, d);
+}
+
 int zp_gpt_units(const zp_gpt *g, zp_model *m) {
-  const int64_t C = g->channels, L = g->layers;
-  m->n = (int)L + 2;
+  m->n = g->layers + 2;
   m->numel = calloc((size_t)m->n, sizeof *m->numel);
   if (!m->numel) return -1;
-  m->numel[0] = (int64_t)zp_gpt_pad_vocab(g->vocab) * C + (int64_t)g->max_seq * C; /* wte, wpe */
-  for (int64_t l = 0; l < L; l++)
-    m->numel[1 + l] = 12 * C * C + 13 * C; /* ln1, qkv, proj, ln2, fc, fcproj (weights, biases) */
-  m->numel[L + 1] = 2 * C;                 /* ln_f */
+  for (int u = 0; u < m->n; u++) { /* the example's own tensors (gpt2/unit_descs.h) */
+    zs_tensor_desc d[GPT2_MAX_UNIT_TENSORS];
+    m->numel[u] = zp_desc_numel(d, zp_gpt_unit_descs(g, u, d));
+  }
   m->total = 0;
   for (int i = 0; i < m->n; i++)
     m->total += m->numel[i];

@@ -14,10 +14,18 @@ _Static_assert(LLAMA_MAX_UNIT_TENSORS <= ZP_MAX_UNIT_TENSORS, "room for a Llama 
 /* Unit u's tensors into d; their count, or -1 where the shape is not known. */
 static int unit_descs(const zp_model *m, int u, zs_tensor_desc *d) {
   if (m->is_llama) return llama_unit_descs(&m->llama, u, d);
-  if (!m->is_gpt) return -1;
-  const gpt2_config c = {m->gpt.max_seq, m->gpt.vocab, zp_gpt_pad_vocab(m->gpt.vocab),
-                         m->gpt.layers,  m->gpt.heads, m->gpt.channels};
-  return gpt2_unit_descs(&c, u, d);
+  return m->is_gpt ? zp_gpt_unit_descs(&m->gpt, u, d) : -1;
+}
+
+int64_t zp_desc_numel(const zs_tensor_desc *d, int nt) {
+  int64_t s = 0;
+  for (int k = 0; k < nt; k++) {
+    int64_t e = 1;
+    for (int j = 0; j < d[k].ndim; j++)
+      e *= d[k].shape[j];
+    s += e;
+  }
+  return s;
 }
 
 int zp_model_tensors(zp_model *m) {
@@ -29,14 +37,8 @@ int zp_model_tensors(zp_model *m) {
   for (int u = 0; u < m->n; u++) {
     zs_tensor_desc *d = m->descs + (size_t)u * ZP_MAX_UNIT_TENSORS;
     const int nt = unit_descs(m, u, d);
-    int64_t numel = 0;
-    for (int k = 0; k < nt; k++) {
-      int64_t e = 1;
-      for (int j = 0; j < d[k].ndim; j++)
-        e *= d[k].shape[j];
-      numel += e;
-    }
-    if (nt < 0 || numel != m->numel[u]) { /* units of a file that are not the example's: sizes */
+    if (nt < 0 || zp_desc_numel(d, nt) !=
+                      m->numel[u]) { /* units of a file that are not the example's: sizes */
       free(m->units), free(m->descs);
       m->units = NULL, m->descs = NULL;
       return 0;

@@ -84,6 +84,11 @@ int zp_args_parse(zp_args *a, int argc, char **argv);
 /* Builds the units (and the GPT shape when known); 0 or -1 (printed). */
 int zp_model_build(const zp_args *a, zp_model *m);
 void zp_model_free(zp_model *m);
+/* The elements of nt tensors. */
+int64_t zp_desc_numel(const zs_tensor_desc *d, int nt);
+/* Unit u's tensors of the GPT-2 example's shape g into d (room for GPT2_MAX_UNIT_TENSORS, at most
+   ZP_MAX_UNIT_TENSORS); their count. */
+int zp_gpt_unit_descs(const zp_gpt *g, int u, zs_tensor_desc *d);
 /* Fills m's units' tensors where its shape is a GPT-2 or Llama one whose units it counted (else
    leaves them NULL); 0 or -1 (out of memory). zp_model_build calls it. */
 int zp_model_tensors(zp_model *m);
