@@ -188,6 +188,36 @@ ZS_API zs_status zs_k_gqa_attention_bwd(zs_kernels *k, void *dq, void *dkey, voi
 /* The untied LM head is zs_k_matmul_fwd/_bwd with its own w[Vp, C] and bias NULL; the loss is
    zs_k_softmax_xent. Qwen2's q/k/v biases are the matmul bias. */
 
+/* ---- Vocabulary-parallel embedding and cross-entropy (tensor parallelism) ----
+ * P ranks split an embedding or LM head of V rows: rank r holds rows [v0, v0 + Vp) with
+ * v0 = r * Vp (V = P * Vp). No rank ever holds a whole row of logits: each computes its Vp
+ * columns (zs_k_matmul_fwd on its rows of the head) and a part of every row's loss, and the
+ * caller's collective over the P ranks completes them. Token ids and targets are whole-vocabulary
+ * ids in [0, V) (range-checked on the CPU, trusted on a device). */
+
+/* out[i] = wte[tok[i] - v0] when this rank holds tok[i], else 0: the sum of the P ranks' out
+   (all-reduce, or reduce-scatter with sequence parallelism) is zs_k_embedding_fwd's output. */
+ZS_API zs_status zs_k_vocab_embedding_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
+                                          int N, int C, int v0, int Vp, int V);
+/* dwte[tok[i] - v0] += dout[i] for the tokens this rank holds (rows in token order, deterministic);
+   dout is every rank's whole gradient of the embedding's output. */
+ZS_API zs_status zs_k_vocab_embedding_bwd(zs_kernels *k, void *dwte, const void *dout,
+                                          const int *tok, int N, int C, int v0, int Vp, int V);
+/* Cross-entropy, step 1 of 2, over this rank's logits[N, Vp]: part[3i .. 3i+2] (fp32) = the row's
+   max m, the sum s of exp(l - m), and the target's logit when this rank holds the target, else
+   0. Gather the P ranks' parts in rank order (zs_engine_all_gather over ZS_MESH_TP: 3N floats a
+   rank) for step 2. */
+ZS_API zs_status zs_k_vocab_xent_part(zs_kernels *k, float *part, const void *logits,
+                                      const int *targets, int N, int v0, int Vp, int V);
+/* Step 2: parts[P][N][3], every rank's part in rank order, merged in that order (the same bits
+   on every rank): losses[i] = M - t + log(sum_r s_r exp(m_r - M)), M the largest m_r and t the
+   target's logit, zs_k_softmax_xent's loss; when dlogits != NULL, this rank's columns of
+   (softmax - onehot(target)) * dloss (written, not added; may alias logits). */
+ZS_API zs_status zs_k_vocab_xent_finish(zs_kernels *k, float *losses, void *dlogits,
+                                        const void *logits, const float *parts, int P,
+                                        const int *targets, float dloss, int N, int v0, int Vp,
+                                        int V);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 # CPU reference kernels and the public zs_k_* dispatch (label "kernels"): backward kernels against
 # float64 finite differences, forwards against float64 references, argument validation; the
-# Llama-family kernels (llama: embedding, RMSNorm, RoPE, SwiGLU; gqa: attention; llama_args).
-foreach(t layers attention xent args llama gqa llama_args)
+# Llama-family kernels (llama: embedding, RMSNorm, RoPE, SwiGLU; gqa: attention; llama_args;
+# vocab: the vocabulary-parallel embedding and cross-entropy).
+foreach(t layers attention xent args llama gqa llama_args vocab)
   zs_exe(test_kernels_cpu_${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_cpu_${t}.c)
   zs_unit_test(kernels_cpu_${t} test_kernels_cpu_${t} LABELS kernels)
 endforeach()

@@ -4,9 +4,10 @@
  * first, accumulated gradients start from the same random values on both sides. Shapes include
  * odd sizes, every head-dim class of the attention (D 16 .. 128, both of its paths, T ragged
  * against its 64-row tiles), GQA groups of 1, 2, 4, 6 and 8 (multi-query), and a Llama-3-8B-like
- * layer (32 query / 8 kv heads of 128). The process runs under ZS_CUDA_ATTN=tc, so a bf16 call
- * with D % 16 == 0 that does not take the tensor cores fails instead of passing on SIMT; the bf16
- * shapes then run again under simt.
+ * layer (32 query / 8 kv heads of 128), and one rank's part of the vocabulary-parallel embedding
+ * and cross-entropy (the other ranks' parts from the CPU), up to Llama-3's vocabulary over 8. The
+ * process runs under ZS_CUDA_ATTN=tc, so a bf16 call with D % 16 == 0 that does not take the tensor
+ * cores fails instead of passing on SIMT; the bf16 shapes then run again under simt.
  *
  * Tolerances: fp32 as the GPT-2 twins (different summation orders only). bf16 (kt_tol: 1e-2 of
  * |ref| + rms(ref)): inputs are identical, so the differences are the output's rounding (2^-9
@@ -46,6 +47,50 @@ static void test_embedding(zs_dtype dt, int N, int C, int V) {
   kt_compare("embedding dwte", d_dwte, dt, dwte, nw, kt_tol(dt, 1e-6));
   cudaFree(dtok), cudaFree(d_wte), cudaFree(d_out), cudaFree(d_dout), cudaFree(d_dwte);
   free(tok), free(wte), free(out), free(dout), free(dwte);
+}
+
+/* One rank's part of the vocabulary-parallel embedding and cross-entropy (rank r of P, Vp rows
+   each): embedding out and dwte, the part, and with the CPU's parts of all P ranks (the gathered
+   buffer) the finish's losses and dlogits, out of place and in place. */
+static void test_vocab(zs_dtype dt, int N, int C, int P, int Vp, int r) {
+  const int V = P * Vp, v0 = r * Vp;
+  size_t n = (size_t)N * C, nw = (size_t)Vp * C, nl = (size_t)N * Vp, np = (size_t)P * N * 3;
+  int *dtok, *tok = rand_tokens(N, V, &dtok);
+  float *wte = kt_rand(nw, -1, 1, dt), *out = malloc(n * 4), *dout = kt_rand(n, -1, 1, dt);
+  float *dwte = kt_rand(nw, -1, 1, dt), *logits = kt_rand(nl, -6, 6, dt);
+  float *parts = malloc(np * 4), *losses = malloc((size_t)N * 4), *dl = malloc(nl * 4);
+  if (!out || !parts || !losses || !dl) exit(1);
+  void *d_wte = UP(wte, nw), *d_out = kt_dev_nan(n, dt), *d_dout = UP(dout, n);
+  void *d_dwte = UP(dwte, nw), *d_logits = UP(logits, nl), *d_dl = kt_dev_nan(nl, dt);
+  void *d_part = kt_dev_nan((size_t)N * 3, ZS_F32), *d_losses = kt_dev_nan(N, ZS_F32);
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_fwd(kc, out, tok, wte, N, C, v0, Vp, V));
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_fwd(kg, d_out, dtok, d_wte, N, C, v0, Vp, V));
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_bwd(kc, dwte, dout, tok, N, C, v0, Vp, V));
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_bwd(kg, d_dwte, d_dout, dtok, N, C, v0, Vp, V));
+  kt_compare("vocab embedding out", d_out, dt, out, n, kt_tol(dt, 1e-6));
+  kt_compare("vocab embedding dwte", d_dwte, dt, dwte, nw, kt_tol(dt, 1e-6));
+  /* the other ranks' parts from random logits on the CPU; this rank's on both devices */
+  for (int q = 0; q < P; q++) {
+    float *lq = q == r ? logits : kt_rand(nl, -6, 6, dt);
+    ZS_OK_OR_DIE(zs_k_vocab_xent_part(kc, parts + (size_t)q * N * 3, lq, tok, N, q * Vp, Vp, V));
+    if (lq != logits) free(lq);
+  }
+  ZS_OK_OR_DIE(zs_k_vocab_xent_part(kg, d_part, d_logits, dtok, N, v0, Vp, V));
+  kt_compare("vocab xent part", d_part, ZS_F32, parts + (size_t)r * N * 3, (size_t)N * 3, 2e-5);
+  void *d_parts = kt_upload(parts, np, ZS_F32);
+  const float dloss = 1.0f / (float)N;
+  ZS_OK_OR_DIE(zs_k_vocab_xent_finish(kc, losses, dl, logits, parts, P, tok, dloss, N, v0, Vp, V));
+  ZS_OK_OR_DIE(
+      zs_k_vocab_xent_finish(kg, d_losses, d_dl, d_logits, d_parts, P, dtok, dloss, N, v0, Vp, V));
+  kt_compare("vocab xent losses", d_losses, ZS_F32, losses, N, 2e-5);
+  kt_compare("vocab xent dlogits", d_dl, dt, dl, nl, kt_tol(dt, 2e-5));
+  ZS_OK_OR_DIE(zs_k_vocab_xent_finish(kg, d_losses, d_logits, d_logits, d_parts, P, dtok, dloss, N,
+                                      v0, Vp, V));
+  kt_compare("vocab xent dlogits (in place)", d_logits, dt, dl, nl, kt_tol(dt, 2e-5));
+  cudaFree(dtok), cudaFree(d_wte), cudaFree(d_out), cudaFree(d_dout), cudaFree(d_dwte);
+  cudaFree(d_logits), cudaFree(d_dl), cudaFree(d_part), cudaFree(d_losses), cudaFree(d_parts);
+  free(tok), free(wte), free(out), free(dout), free(dwte), free(logits), free(parts), free(losses);
+  free(dl);
 }
 
 static void test_rmsnorm(zs_dtype dt, int N, int C) {
@@ -200,6 +245,10 @@ static void run_all(zs_dtype dt) {
   ZS_OK_OR_DIE(zs_k_create(ZS_DEVICE_CUDA, dt, NULL, &kg));
   test_embedding(dt, 66, 40, 17);
   test_embedding(dt, 5000, 8, 300); /* more tokens than one sort chunk */
+  test_vocab(dt, 33, 24, 1, 50, 0);
+  test_vocab(dt, 70, 16, 4, 129, 2);
+  test_vocab(dt, 5000, 8, 2, 301, 1); /* more tokens than one sort chunk, half of them elsewhere */
+  test_vocab(dt, 8, 64, 8, 16032, 7); /* Llama-3's 128256 rows over 8 ranks */
   test_rmsnorm(dt, 1, 7);
   test_rmsnorm(dt, 37, 896); /* Qwen2-0.5B width */
   test_rmsnorm(dt, 1000, 130);
