@@ -261,14 +261,31 @@ static int ready(llama_model *m, int u) {
   return 0;
 }
 
+/* The embedding of b sequences (m->tok) into m->res[0] (this rank's rows with sequence
+   parallelism). Vocabulary-parallel: every token's row from this rank's part of the table (zero
+   for the others' tokens), summed over the tp group (reduce-scattered to this rank's rows through
+   m->dln with sequence parallelism). */
+static int embed(llama_model *m, const void *w, int b) {
+  const llama_config *c = &m->cfg;
+  const int N = b * m->T, Nl = N / m->sp, C = c->hidden;
+  if (!c->vocab_part) {
+    ZS_TRY(zs_k_embedding_fwd(m->k, m->res[0], m->tok + (size_t)m->q * (size_t)Nl, w, Nl, C,
+                              c->vocab));
+    return 0;
+  }
+  void *all = m->sp > 1 ? m->dln : m->res[0];
+  ZS_TRY(zs_k_vocab_embedding_fwd(m->k, all, m->tok, w, N, C, m->v0, c->vocab_part, c->vocab));
+  if (m->sp > 1) return sp_scatter(m, all, m->res[0], (size_t)Nl, (size_t)C);
+  return tp_sum(m, all, (size_t)N * C);
+}
+
 /* Embedding and decoder layers for b sequences already uploaded to m->tok. */
 static int forward_body(llama_model *m, int b) {
-  const int L = m->cfg.layers, Nl = b * m->T / m->sp;
+  const int L = m->cfg.layers;
   void *p[LLAMA_MAX_UNIT_TENSORS];
   ZS_TRY(zs_unit_gather(m->units[0]));
   TRY(params(m, 0, p));
-  ZS_TRY(zs_k_embedding_fwd(m->k, m->res[0], m->tok + (size_t)m->q * (size_t)Nl, p[LEMB_EMBED], Nl,
-                            m->cfg.hidden, m->cfg.vocab));
+  TRY(embed(m, p[LEMB_EMBED], b));
   ZS_TRY(zs_unit_release(m->units[0]));
   for (int l = 0; l < L; l++) {
     ZS_TRY(zs_unit_gather(m->units[l + 1]));
@@ -279,13 +296,85 @@ static int forward_body(llama_model *m, int b) {
   return 0;
 }
 
+/* The replicated head's logits and loss (the whole table on every tp rank): this rank's rows
+   (Nl of N) with sequence parallelism, each rank's losses gathered; every row otherwise. When
+   training, dlogits in place of the logits. */
+static int replicated_loss(llama_model *m, const void *norm_w, const void *w, int N, int train) {
+  const llama_config *c = &m->cfg;
+  const int Nl = N / m->sp, C = c->hidden, V = c->vocab;
+  ZS_TRY(
+      zs_k_rmsnorm_fwd(m->k, m->fn, m->rrmsf, m->res[c->layers], norm_w, (float)c->rms_eps, Nl, C));
+  ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, Nl, C, V));
+  float *losses = m->sp > 1 ? m->spbuf : m->losses; /* this rank's rows', then gathered */
+  ZS_TRY(zs_k_softmax_xent(m->k, losses, train ? m->logits : NULL, m->logits,
+                           m->tgt + (size_t)m->q * (size_t)Nl, 1.0f / (float)N, Nl, V, V));
+  if (m->sp > 1)
+    ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, losses, m->losses, (size_t)Nl, ZS_F32));
+  return 0;
+}
+
+/* The replicated head's backward down to m->dres, on this rank's rows. */
+static int replicated_head_bwd(llama_model *m, const void *norm_w, void *norm_g, const void *w,
+                               void *gw, int N) {
+  const llama_config *c = &m->cfg;
+  const int Nl = N / m->sp, C = c->hidden;
+  TRY(zero(m, m->dln, (size_t)Nl * C));
+  ZS_TRY(zs_k_matmul_bwd(m->k, m->dln, gw, NULL, m->logits, m->fn, w, Nl, C, c->vocab));
+  TRY(zero(m, m->dres, (size_t)Nl * C));
+  ZS_TRY(
+      zs_k_rmsnorm_bwd(m->k, m->dres, norm_g, m->dln, m->res[c->layers], norm_w, m->rrmsf, Nl, C));
+  return 0;
+}
+
+/* The vocabulary-parallel head's logits and loss: the final norm's output of every token (m->fn,
+   gathered with sequence parallelism), this rank's vocab_part columns of the logits, the loss's
+   parts gathered over the tp group and merged (every rank gets every token's loss); when
+   training, dlogits in place of the logits. */
+static int vocab_loss(llama_model *m, const void *norm_w, const void *w, int N, int train) {
+  const llama_config *c = &m->cfg;
+  const int Nl = N / m->sp, C = c->hidden, Vp = c->vocab_part, P = c->vocab / Vp;
+  const size_t n3 = 3 * (size_t)N;
+  void *fn_mine = m->sp > 1 ? m->spbuf : m->fn;
+  float *mine = m->xpart + (size_t)P * n3;
+  ZS_TRY(zs_k_rmsnorm_fwd(m->k, fn_mine, m->rrmsf, m->res[c->layers], norm_w, (float)c->rms_eps, Nl,
+                          C));
+  if (m->sp > 1) TRY(sp_gather(m, fn_mine, m->fn, (size_t)Nl, (size_t)C));
+  ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, N, C, Vp));
+  ZS_TRY(zs_k_vocab_xent_part(m->k, mine, m->logits, m->tgt, N, m->v0, Vp, c->vocab));
+  ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, mine, m->xpart, n3, ZS_F32));
+  ZS_TRY(zs_k_vocab_xent_finish(m->k, m->losses, train ? m->logits : NULL, m->logits, m->xpart, P,
+                                m->tgt, 1.0f / (float)N, N, m->v0, Vp, c->vocab));
+  return 0;
+}
+
+/* The vocabulary-parallel head's backward down to its input: this rank's columns' part of
+   dL/d(final norm output) for every token, summed over the tp group (this rank's rows of it with
+   sequence parallelism, through m->spbuf), then the final norm's backward into m->dres. */
+static int vocab_head_bwd(llama_model *m, const void *norm_w, void *norm_g, const void *w, void *gw,
+                          int N) {
+  const llama_config *c = &m->cfg;
+  const int Nl = N / m->sp, C = c->hidden;
+  TRY(zero(m, m->dln, (size_t)N * C));
+  ZS_TRY(zs_k_matmul_bwd(m->k, m->dln, gw, NULL, m->logits, m->fn, w, N, C, c->vocab_part));
+  void *dfn = m->dln;
+  if (m->sp > 1) {
+    TRY(sp_scatter(m, m->dln, m->spbuf, (size_t)Nl, (size_t)C));
+    dfn = m->spbuf;
+  } else {
+    TRY(tp_sum(m, m->dln, (size_t)N * C));
+  }
+  TRY(zero(m, m->dres, (size_t)Nl * C));
+  ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, norm_g, dfn, m->res[c->layers], norm_w, m->rrmsf, Nl, C));
+  return 0;
+}
+
 /* The head: final RMSNorm, logits, and when training the loss and the backward down to
    dL/d(last residual) in m->dres (grads_ready for the head unit). Losses of b sequences in
    m->losses either way. With sequence parallelism on this rank's rows (Nl of N): their logits
-   only, each rank's losses gathered. */
+   only, each rank's losses gathered (a vocabulary-parallel head: vocab_loss). */
 static int head(llama_model *m, int b, int train) {
   const llama_config *c = &m->cfg;
-  const int L = c->layers, N = b * m->T, Nl = N / m->sp, C = c->hidden, V = c->vocab;
+  const int L = c->layers, N = b * m->T;
   zs_unit *hu = m->units[L + 1], *emb = m->units[0];
   void *p[LLAMA_MAX_UNIT_TENSORS], *g[LLAMA_MAX_UNIT_TENSORS], *pe[1], *ge[1];
   ZS_TRY(zs_unit_gather(hu));
@@ -295,23 +384,14 @@ static int head(llama_model *m, int b, int train) {
     TRY(params(m, 0, pe));
   }
   void *w = c->tied ? pe[0] : p[LHEAD_LM_HEAD];
-  ZS_TRY(
-      zs_k_rmsnorm_fwd(m->k, m->fn, m->rrmsf, m->res[L], p[LHEAD_NORM], (float)c->rms_eps, Nl, C));
-  ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, Nl, C, V));
-  float *losses = m->sp > 1 ? m->spbuf : m->losses; /* this rank's rows', then gathered */
-  ZS_TRY(zs_k_softmax_xent(m->k, losses, train ? m->logits : NULL, m->logits,
-                           m->tgt + (size_t)m->q * (size_t)Nl, 1.0f / (float)N, Nl, V, V));
-  if (m->sp > 1)
-    ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, losses, m->losses, (size_t)Nl, ZS_F32));
+  TRY(c->vocab_part ? vocab_loss(m, p[LHEAD_NORM], w, N, train)
+                    : replicated_loss(m, p[LHEAD_NORM], w, N, train));
   if (train) {
     TRY(grads(m, L + 1, g));
     if (c->tied) TRY(grads(m, 0, ge));
     void *gw = c->tied ? ge[0] : g[LHEAD_LM_HEAD];
-    TRY(zero(m, m->dln, (size_t)Nl * C));
-    ZS_TRY(zs_k_matmul_bwd(m->k, m->dln, gw, NULL, m->logits, m->fn, w, Nl, C, V));
-    TRY(zero(m, m->dres, (size_t)Nl * C));
-    ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, g[LHEAD_NORM], m->dln, m->res[L], p[LHEAD_NORM],
-                            m->rrmsf, Nl, C));
+    TRY(c->vocab_part ? vocab_head_bwd(m, p[LHEAD_NORM], g[LHEAD_NORM], w, gw, N)
+                      : replicated_head_bwd(m, p[LHEAD_NORM], g[LHEAD_NORM], w, gw, N));
     TRY(ready(m, L + 1));
     if (c->tied && !zs_unit_is_frozen(emb)) {
       TRY(gpt2_widen_fold(&m->widen, wslot(m, 0)));
@@ -339,8 +419,19 @@ static int backward(llama_model *m) {
     ZS_TRY(zs_unit_release(unit));
   }
   TRY(grads(m, 0, g)); /* a tied embedding's gradient holds the head's share already */
-  ZS_TRY(zs_k_embedding_bwd(m->k, g[LEMB_EMBED], m->dres, m->tok + (size_t)m->q * (size_t)Nl, Nl,
-                            m->cfg.hidden, m->cfg.vocab));
+  const llama_config *c = &m->cfg;
+  if (!c->vocab_part) {
+    ZS_TRY(zs_k_embedding_bwd(m->k, g[LEMB_EMBED], m->dres, m->tok + (size_t)m->q * (size_t)Nl, Nl,
+                              c->hidden, c->vocab));
+  } else { /* every token's gradient (gathered with sp) into this rank's rows of the table */
+    const void *d = m->dres;
+    if (m->sp > 1) {
+      TRY(sp_gather(m, m->dres, m->dln, (size_t)Nl, (size_t)c->hidden));
+      d = m->dln;
+    }
+    ZS_TRY(zs_k_vocab_embedding_bwd(m->k, g[LEMB_EMBED], d, m->tok, B * m->T, c->hidden, m->v0,
+                                    c->vocab_part, c->vocab));
+  }
   TRY(ready(m, 0));
   return 0;
 }
@@ -403,6 +494,13 @@ static int forward_logits(void *ctx, const int *win, int row, const void **logit
   TRY(rc);
   TRY(forward_body(m, 1));
   TRY(head(m, 1, 0));
+  const size_t Vp = (size_t)m->cfg.vocab_part;
+  if (Vp) { /* every rank's columns of the row, in vocabulary order */
+    ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, gpt2_at(&m->dev, m->logits, (size_t)row * Vp),
+                                m->row, Vp, m->dev.dt));
+    *logits_row = m->row;
+    return 0;
+  }
   if (m->sp > 1) {
     TRY(share_row(m, row));
     row = 0;
@@ -459,7 +557,7 @@ static int resolve_config(run *r) {
     if (a->tied >= 0) c->tied = a->tied;
   }
   LTRY(llama_config_check(c, a->t.seq));
-  LTRY(llama_tp_local(c, a->t.tp, &r->lcfg));
+  LTRY(llama_tp_local(c, a->t.tp, a->vocab_parallel, &r->lcfg));
   if (a->t.device == ZS_DEVICE_CUDA && c->head_dim > 128) /* the CUDA attention kernel's limit */
     return gpt2_fail("head_dim %d: the CUDA attention kernels support head_dim <= 128; train "
                      "this model with --device cpu",
@@ -495,7 +593,7 @@ static int add_units(void *ctx) {
   TRY(llama_units_register(&r->lcfg, r->x.eng, r->units));
   for (int u = 0; r->a.t.tp > 1 && u < llama_num_units(&r->cfg); u++)
     for (int t = 0; t < zs_unit_num_tensors(r->units[u]); t++)
-      ZS_TRY(zs_unit_set_tp(r->units[u], t, llama_tp_layout(&r->cfg, r->a.t.tp, r->a.sp, u, t)));
+      ZS_TRY(zs_unit_set_tp(r->units[u], t, llama_tp_layout(&r->lcfg, r->a.sp, u, t)));
   return freeze_units(r);
 }
 
@@ -564,6 +662,17 @@ static void banner(run *r) {
          c->head_dim, c->vocab, c->qkv_bias ? " qkv-bias" : "", c->tied ? " tied" : "",
          llama_num_params(c) / 1e6, t->dtype == ZS_BF16 ? "bf16" : "fp32",
          t->recompute ? " | recompute" : "");
+  if (t->tp > 1) {
+    const llama_config *l = &r->lcfg;
+    printf("tensor parallel: tp %d | %d query heads and %d of the MLP a rank | embedding and head ",
+           t->tp, l->heads, l->intermediate);
+    if (l->vocab_part)
+      printf("split over the vocabulary, %d rows a rank", l->vocab_part);
+    else
+      printf("whole on every tp rank (%s)",
+             a->vocab_parallel ? "the vocabulary is not a multiple of tp" : "--vocab-parallel 0");
+    printf("%s\n", a->sp ? " | sequence parallel" : "");
+  }
   ex_print_batch_shape(x);
   if (a->batches)
     printf("data: fixed batches %s\n", a->batches);

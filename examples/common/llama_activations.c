@@ -10,13 +10,15 @@ size_t llama_activation_bytes(const llama_config *c, int B, int T, zs_dtype dt, 
   const size_t C = (size_t)c->hidden, L = (size_t)c->layers, I = (size_t)c->intermediate;
   const size_t Q = (size_t)c->heads * (size_t)c->head_dim;
   const size_t KV = (size_t)c->kv_heads * (size_t)c->head_dim, V = (size_t)c->vocab;
+  const size_t Vp = (size_t)c->vocab_part, P = Vp ? V / Vp : 0; /* vocabulary-parallel head */
   const size_t layer =
       N * (2 * C + 2 * Q + 2 * KV + 3 * I) * e + Nl * C * e + 2 * Nl * f + N * (size_t)c->heads * f;
   const size_t work = Q + 2 * KV > 2 * I ? Q + 2 * KV : 2 * I;
   size_t t = (recompute ? 1 : L) * layer;
   t += (L + 1) * Nl * C * e;                      /* residual stream */
-  t += Nl * C * e + Nl * f;                       /* final norm output, rstd */
-  t += Nl * V * e;                                /* logits */
+  t += (Vp ? N : Nl) * C * e + Nl * f;            /* final norm output, rstd */
+  t += Vp ? N * Vp * e : Nl * V * e;              /* logits */
+  t += Vp ? 3 * N * (P + 1) * f + V * e : 0;      /* the loss's parts, a sampled row */
   t += N * f + 2 * N * sizeof(int32_t);           /* losses, token and target ids */
   t += Nl * C * e + N * C * e + 2 * N * work * e; /* backward scratch */
   t += sp > 1 ? N * C * e : 0;                    /* sequence parallelism's staging */

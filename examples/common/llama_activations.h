@@ -19,6 +19,10 @@
  * RMSNorm rstd, the final norm, the logits and the residual gradient are Nl rows; the norm outputs
  * the projections read stay N rows (gathered), and a staging buffer of N C e holds a region's
  * gathered input or reduce-scattered output.
+ * With a vocabulary-parallel head (c->vocab_part = Vp, over P = V / Vp tp ranks) the head reads
+ * every token's final norm output, so it is N C e (gathered with sp), the logits are N Vp e, and
+ * the loss's parts take 3 N (P + 1) fp32 (this rank's, then every rank's gathered); sampling
+ * gathers one whole row of logits, V e.
  * Pure arithmetic. */
 #ifndef COMMON_LLAMA_ACTIVATIONS_H
 #define COMMON_LLAMA_ACTIVATIONS_H

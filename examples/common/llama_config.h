@@ -33,6 +33,10 @@ typedef struct {
      model's kv heads, which its k/v projections hold (replicated; it computes with one of them,
      kv_heads 1). 0 otherwise (config.json and flags never set it). */
   int kv_whole;
+  /* One tp rank's config with a vocabulary-parallel embedding and head (llama_tp_local): the
+     vocabulary rows it holds, vocab / tp (rank q's are [q * vocab_part, (q + 1) * vocab_part));
+     0 when they are whole (without tensor parallelism, or replicated). */
+  int vocab_part;
   int tied;             /* tie_word_embeddings: the LM head is the embedding */
   int sliding_window;   /* 0: none; else the window (refused below the sequence length) */
   int bos_id, eos_id;   /* -1 when absent; kept so that an export says what the import said */

@@ -45,7 +45,7 @@ static int layer_slot(const llama_config *c, int t) {
 }
 
 int llama_unit_descs(const llama_config *c, int u, zs_tensor_desc *d) {
-  const int64_t C = c->hidden, V = c->vocab, I = c->intermediate;
+  const int64_t C = c->hidden, V = c->vocab_part ? c->vocab_part : c->vocab, I = c->intermediate;
   const int64_t Q = (int64_t)c->heads * c->head_dim;
   const int64_t KV = (int64_t)(c->kv_whole ? c->kv_whole : c->kv_heads) * c->head_dim;
   if (u == 0) {
@@ -126,18 +126,20 @@ int64_t llama_num_params(const llama_config *c) {
   return s;
 }
 
-zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int sp, int u, int t) {
-  /* the embedding and the head; with sequence parallelism each rank's rows' part */
-  if (u < 1 || u > c->layers) return sp ? ZS_TP_PARTIAL_GRAD : ZS_TP_REPLICATED;
+zs_tp_layout llama_tp_layout(const llama_config *c, int sp, int u, int t) {
+  const zs_tp_layout rep = sp ? ZS_TP_PARTIAL_GRAD : ZS_TP_REPLICATED; /* each rank's rows' part */
+  if (u == 0 || (u == c->layers + 1 && t == 1)) /* the embedding, the untied head */
+    return c->vocab_part ? ZS_TP_SPLIT_DIM0 : rep;
+  if (u < 1 || u > c->layers) return rep; /* the final norm */
   switch (layer_slot(c, t)) {
   case LLAY_ATTN_NORM:
   case LLAY_MLP_NORM:
-    return sp ? ZS_TP_PARTIAL_GRAD : ZS_TP_REPLICATED;
+    return rep;
   case LLAY_K_W:
   case LLAY_V_W:
   case LLAY_K_B:
   case LLAY_V_B: /* fewer kv heads than ranks: whole, each rank's gradient its own head's rows */
-    return c->kv_heads < tp ? ZS_TP_PARTIAL_GRAD : ZS_TP_SPLIT_DIM0;
+    return c->kv_whole ? ZS_TP_PARTIAL_GRAD : ZS_TP_SPLIT_DIM0;
   case LLAY_Q_W:
   case LLAY_Q_B:
   case LLAY_GATE_W:
@@ -151,7 +153,7 @@ zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int sp, int u, int t
   }
 }
 
-int llama_tp_local(const llama_config *c, int tp, llama_config *local) {
+int llama_tp_local(const llama_config *c, int tp, int vocab_parallel, llama_config *local) {
   *local = *c;
   if (tp <= 1) return 0;
   const int kv_rep = c->kv_heads < tp; /* each kv head on tp / kv_heads ranks */
@@ -165,5 +167,6 @@ int llama_tp_local(const llama_config *c, int tp, llama_config *local) {
   local->kv_heads = kv_rep ? 1 : c->kv_heads / tp;
   local->kv_whole = kv_rep ? c->kv_heads : 0;
   local->intermediate /= tp;
+  local->vocab_part = vocab_parallel && c->vocab % tp == 0 ? c->vocab / tp : 0;
   return 0;
 }

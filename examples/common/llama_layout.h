@@ -51,17 +51,20 @@ int llama_from_hf_name(const llama_config *c, const char *name, int *u, int *t);
 /* Tensor parallelism over tp ranks (Megatron): q/k/v projections and their biases, gate and up
    split along dim 0 (column-parallel: each rank has NH/tp query and NKV/tp key-value heads and
    I/tp of the MLP), o_proj and down along dim 1 (row-parallel: their outputs are summed over the
-   tp group); norms, the embedding and the head replicated. With fewer key-value heads than tp
-   ranks, k/v and their biases are whole on every rank (ZS_TP_PARTIAL_GRAD): each rank computes
-   with the kv head of its query heads (ranks q * NKV / tp share one) and its gradient holds that
-   head's rows, which the engine sums over tp. With sequence parallelism (sp) each rank's norms,
-   embedding and head see its own tokens only: their gradients are parts too (ZS_TP_PARTIAL_GRAD).
-   The zs_tp_layout of unit u's tensor t (the order of llama_unit_descs) in the whole model c. */
-zs_tp_layout llama_tp_layout(const llama_config *c, int tp, int sp, int u, int t);
+   tp group); the embedding and the LM head split along the vocabulary (dim 0: vocab_part rows a
+   rank) or, when replicated, whole on every rank; norms replicated. With fewer key-value heads
+   than tp ranks, k/v and their biases are whole on every rank (ZS_TP_PARTIAL_GRAD): each rank
+   computes with the kv head of its query heads (ranks q * NKV / tp share one) and its gradient
+   holds that head's rows, which the engine sums over tp. With sequence parallelism (sp) each
+   rank's norms, and a replicated embedding and head, see its own tokens only: their gradients
+   are parts too (ZS_TP_PARTIAL_GRAD). The zs_tp_layout of unit u's tensor t (the order of
+   llama_unit_descs) for one tp rank's config `local` (llama_tp_local). */
+zs_tp_layout llama_tp_layout(const llama_config *local, int sp, int u, int t);
 /* *local = c as one tp rank sees it (heads and intermediate divided by tp, kv_heads too, or 1
-   with kv_whole set when there are fewer than tp): its llama_unit_descs are the shapes it
-   registers. 0, or -1 (llama_error) when tp divides neither way. */
-int llama_tp_local(const llama_config *c, int tp, llama_config *local);
+   with kv_whole set when there are fewer than tp; with vocab_parallel and a vocabulary tp
+   divides, vocab_part = vocab / tp): its llama_unit_descs are the shapes it registers. 0, or -1
+   (llama_error) when tp divides neither way. */
+int llama_tp_local(const llama_config *c, int tp, int vocab_parallel, llama_config *local);
 /* Elements of unit u (its tensors' sum) and of the whole model (every unit; the tied head once). */
 int64_t llama_unit_numel(const llama_config *c, int u);
 int64_t llama_num_params(const llama_config *c);

@@ -32,6 +32,8 @@ void llama_usage(void) {
       "         [--sp 1 (sequence parallelism: with --tp, each tp rank keeps 1/N of the tokens\n"
       "         outside the heads and the MLP: the residual stream, norms and logits; --seq a\n"
       "         multiple of N)]\n"
+      "         [--vocab-parallel 0|1 (1: with --tp, the embedding and the LM head split over the\n"
+      "         vocabulary when N divides it; 0: both whole on every tp rank)]\n"
       "         [--reduce-dtype fp32|bf16 (fp32)] [--offload none|opt|opt+params (none)]\n"
       "         [--grad-accum-dtype fp32|bf16 (default: --dtype's; fp32: micro-steps summed in\n"
       "         fp32, zs_config.grad_accum_fp32)]\n"
@@ -72,6 +74,7 @@ static void defaults(llama_args *a) {
   a->tied = -1;
   a->export_shard_mb = 4096;
   a->t.tp = 1;
+  a->vocab_parallel = 1;
 }
 
 /* train_llama's own options (ex_opt_fn; ctx: llama_args): the model's source and shape, fixed
@@ -97,6 +100,7 @@ static int own_opt(void *ctx, const char *k, const char *v, int *hit) {
                         {"--tied", EX_OPT_INT, &a->tied},
                         {"--tp", EX_OPT_INT, &a->t.tp},
                         {"--sp", EX_OPT_INT, &a->sp},
+                        {"--vocab-parallel", EX_OPT_INT, &a->vocab_parallel},
                         {"--init-safetensors", EX_OPT_STR, &a->init_dir},
                         {"--config", EX_OPT_STR, &a->config},
                         {"--arch", EX_OPT_STR, &a->arch},
@@ -111,6 +115,8 @@ int llama_args_parse(llama_args *a, int argc, char **argv) {
   TRY(ex_train_args_check_shape(&a->t));
   if (a->t.tp < 1) return gpt2_fail("--tp %d: at least 1", a->t.tp);
   if (a->sp != 0 && a->sp != 1) return gpt2_fail("--sp %d: 0 or 1", a->sp);
+  if (a->vocab_parallel != 0 && a->vocab_parallel != 1)
+    return gpt2_fail("--vocab-parallel %d: 0 or 1", a->vocab_parallel);
   if (a->sp && (a->t.tp < 2 || a->t.seq % a->t.tp))
     return gpt2_fail("--sp 1 splits each sequence's tokens over the tp group: it needs --tp 2 or "
                      "more and --seq a multiple of it (--tp %d, --seq %d)",

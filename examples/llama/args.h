@@ -17,6 +17,7 @@ typedef struct {
   int layers, hidden, intermediate, heads, kv_heads, head_dim, vocab, max_pos;
   int qkv_bias, tied;      /* free shapes: -1 = the arch's default */
   int sp;                  /* --sp 1: sequence parallelism over the tp group (needs --tp > 1) */
+  int vocab_parallel;      /* --vocab-parallel 0: embedding and head replicated at --tp > 1 */
   const char *batches;     /* fixed batches, int32 [steps][sequences][seq + 1] (batches.h) */
   int64_t export_shard_mb; /* export: files of at most this many MiB (0: one file) */
 } llama_args;

@@ -59,7 +59,7 @@ int llama_model_init(llama_model *m, const llama_config *c, zs_unit **units, con
   m->T = T;
   m->recompute = recompute;
   m->sp = sp > 1 ? sp : 1;
-  m->q = sp > 1 ? q : 0;
+  m->q = sp > 1 ? q : 0; /* q: this rank's place in its tp group */
   for (int s = 0, t = 0; s < LLAY_NT; s++)
     m->slot[s] = (!c->qkv_bias && s >= LLAY_Q_B && s <= LLAY_V_B) ? -1 : t++;
   int L = c->layers;
@@ -73,9 +73,16 @@ int llama_model_init(llama_model *m, const llama_config *c, zs_unit **units, con
   TRY(ex_residuals_alloc(&ac, &m->res, L, Nl * C * e));
   for (int l = 0; l < (recompute ? 1 : L); l++)
     layer_acts_alloc(m, &m->acts[l], &ac);
-  m->fn = ex_act_buf(&ac, Nl * C * e);
+  const size_t Vp = (size_t)c->vocab_part,
+               V = (size_t)c->vocab; /* Vp: a vocabulary-parallel head */
+  m->fn = ex_act_buf(&ac, (Vp ? N : Nl) * C * e);
   m->rrmsf = ex_act_buf(&ac, Nl * sizeof(float));
-  m->logits = ex_act_buf(&ac, Nl * (size_t)c->vocab * e);
+  m->logits = ex_act_buf(&ac, Vp ? N * Vp * e : Nl * V * e);
+  if (Vp) {
+    m->xpart = ex_act_buf(&ac, 3 * N * (V / Vp + 1) * sizeof(float));
+    m->row = ex_act_buf(&ac, V * e);
+    m->v0 = q * c->vocab_part;
+  }
   m->losses = ex_act_buf(&ac, N * sizeof(float));
   m->tok = ex_act_buf(&ac, N * sizeof(int));
   m->tgt = ex_act_buf(&ac, N * sizeof(int));
@@ -117,8 +124,9 @@ void llama_model_free(llama_model *m) {
   if (m->acts)
     for (int l = 0; l < (m->recompute ? 1 : L); l++)
       layer_acts_free(m, &m->acts[l]);
-  void *ps[] = {m->fn,  m->rrmsf, m->logits, m->losses, m->tok, m->tgt, m->dres,
-                m->dln, m->wA,    m->wB,     m->spbuf,  m->cos, m->sin, m->frozen_grads};
+  void *ps[] = {m->fn,    m->rrmsf, m->logits, m->xpart,       m->row, m->losses,
+                m->tok,   m->tgt,   m->dres,   m->dln,         m->wA,  m->wB,
+                m->spbuf, m->cos,   m->sin,    m->frozen_grads};
   ex_dev_free_all(&m->dev, ps, sizeof ps / sizeof ps[0]);
   free(m->acts);
   free(m->host_losses);

@@ -37,15 +37,20 @@ typedef struct {
   /* With fewer kv heads than tp ranks (cfg.kv_whole): the first row of this rank's kv head in the
      whole k/v it holds (its gradient's rows too); 0 otherwise. */
   size_t kv_off;
+  /* With a vocabulary-parallel embedding and head (cfg.vocab_part): this rank's first vocabulary
+     row, q * vocab_part. */
+  int v0;
   zs_kernels *k;
   zs_unit **units; /* [L+2]: embedding, layer.0 .. layer.L-1, head (not owned) */
   /* Tensor index of each LLAY_* slot in a layer unit (-1: absent, the biases without qkv_bias). */
   int slot[LLAY_NT];
   void **res;             /* [L+1] residual stream, B*T*C each */
   llama_layer_acts *acts; /* [L], or [1] with recompute */
-  void *fn;               /* final norm output */
+  void *fn;               /* final norm output (every token's with a vocabulary-parallel head) */
   float *rrmsf;
-  void *logits;     /* B*T*V; the head's backward reuses it for dlogits */
+  void *logits;     /* B*T*V (B*T*vocab_part); the head's backward reuses it for dlogits */
+  float *xpart;     /* vocabulary-parallel loss: 3 B*T floats per tp rank, then this rank's */
+  void *row;        /* vocabulary-parallel sampling: one whole row of logits (V) */
   float *losses;    /* B*T per-token losses (device) */
   int *tok, *tgt;   /* B*T token ids (device) */
   void *dres, *dln; /* backward: the residual gradient and a C-wide scratch (also the forward's

@@ -13,7 +13,8 @@
 # --deterministic, whose exports must be identical bit for bit. Tensor parallelism: --tp 2 on 2
 # ranks (the heads and the MLP split, one data-parallel rank), on 4 ranks at stage 3 (2 x 2), and
 # --tp 4 (1 query head a rank, the 2 kv heads replicated on 2 ranks each), and --tp 2 --sp 1
-# (sequence parallelism) on 4, against the same reference. A truncated weights file is refused with a message.
+# (sequence parallelism) on 4, against the same reference; the embedding and head split over the
+# vocabulary except in Llama's --sp run. A truncated weights file is refused with a message.
 # With CUDA_PROBE (a GPU test, tests/gpu_tests.md): the same proof with --device cuda (fp32,
 # cuBLASLt's fp32 compute, so the same bounds), 1 rank at stage 0 and 2 ranks at stage 3 sharing
 # the GPU through NCCL (tests/with_hostid.sh); "SKIP: no CUDA device" (exit 0) without one.
@@ -81,8 +82,12 @@ for model in llama qwen2 llama3 llama_clip; do
   run "$model" tp2_stage3_np4 4 --stage 3 --batch 1 --tp 2
   # tp 4 over 2 kv heads: k/v whole on every rank, each computing with its head (2 ranks a head)
   run "$model" tp4_kv_stage1_np4 4 --stage 1 --batch 2 --tp 4
-  # sequence parallelism: each tp rank keeps half of the tokens outside the heads and the MLP
-  run "$model" tp2_sp_stage3_np4 4 --stage 3 --batch 1 --tp 2 --sp 1
+  # sequence parallelism: each tp rank keeps half of the tokens outside the heads and the MLP;
+  # Llama's with the embedding and head replicated (--vocab-parallel 0), Qwen2's tied head
+  # vocabulary-parallel (every other tp run is too: the vocabulary, 128, divides)
+  vp=()
+  [ "$model" = llama ] && vp=(--vocab-parallel 0)
+  run "$model" tp2_sp_stage3_np4 4 --stage 3 --batch 1 --tp 2 --sp 1 "${vp[@]}"
   # --deterministic: 1 rank x 2 micro-steps (recomputed) and 2 ranks x 1 give the same bits.
   a=$W/$model.stage2_micro2_recompute_det.export/model.safetensors
   b=$W/$model.stage3_np2_det.export/model.safetensors

@@ -58,6 +58,10 @@ train base 1 --batch 2
 # zero (measured 1.1e-5 at most; with the attention input's tp sum left out, 3e-3 to 9e-3).
 train tp2 2 --batch 2 --tp 2 --stage 3 &&
   check "--tp 2 = default within 1e-4" $CMP "$(st base)" "$(st tp2)" close . 1e-4
+# The same with sequence parallelism and the vocabulary-parallel head (untied: the HF proof's
+# sequence-parallel runs are Llama with the head replicated and Qwen2's tied head).
+train tp2_sp 2 --batch 2 --tp 2 --sp 1 --stage 2 &&
+  check "--tp 2 --sp 1 = default within 1e-4" $CMP "$(st base)" "$(st tp2_sp)" close . 1e-4
 train params 1 --batch 2 --master params &&
   check "--master params = default, bit for bit" cmp "$(st base)" "$(st params)"
 if train budget 1 --batch 2 --offload-budget 1.6M; then

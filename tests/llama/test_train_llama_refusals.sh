@@ -5,7 +5,8 @@
 #   2. --export into a directory holding an earlier export's weights (left as it was)
 #   3. an output path (--export, --metrics, --ckpt-dir) under a regular file, before training;
 #      missing parent directories of an output are created (mkdir -p)
-#   4. --sp 1 without --tp; --tp 2 over 3 key-value heads (tensor parallelism splits them evenly, or replicates each
+#   4. --sp 1 without --tp; --vocab-parallel 2; --tp 2 over 3 key-value heads (tensor parallelism
+#      splits them evenly, or replicates each
 #      over an equal number of ranks)
 # usage: test_train_llama_refusals.sh TRAIN_LLAMA
 set -u
@@ -34,6 +35,7 @@ expect "sp without tp" "--sp 1 splits each sequence's tokens over the tp group" 
   --heads 2 --sp 1
 expect "tp 2 over 3 key-value heads" "--tp 2: tensor parallelism splits" --hidden 48 --heads 6 \
   --kv-heads 3 --tp 2
+expect "--vocab-parallel 2" "--vocab-parallel 2: 0 or 1" --hidden 32 --heads 2 --vocab-parallel 2
 mkdir "$W/old"
 echo stale >"$W/old/model-00001-of-00002.safetensors"
 expect "export over an earlier one" "already holds model-00001-of-00002.safetensors" \

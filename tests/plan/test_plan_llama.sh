@@ -10,7 +10,7 @@
 #   4. refusals: a sequence longer than Mistral's sliding window (with and without activations),
 #      an unknown preset, a MoE config; a Llama 3.1 config.json (eos_token_id list) accepted
 #   5. --tp 2: one tp rank's parameters, recompute's saving and --recommend's tp traffic, worked
-#      out here (the heads and the MLP halved, the norms, embedding and head whole); a tp that
+#      out here (the heads, the MLP, the embedding and head halved, the norms whole); a tp that
 #      does not divide the heads or the world, and --tp for a model train_llama does not split,
 #      refused
 # Usage: test_plan_llama.sh ZSHARD_PLAN
@@ -130,41 +130,45 @@ check "mixtral config refused (exit 2)" "$?" 2
 case $out in *'model_type "mixtral" is not supported'*) echo "ok   $out" ;;
   *) echo "FAIL mixtral: $out"; fail=1 ;; esac
 
-# 5. tensor parallelism. Llama-3 8B's 8030261248 parameters: embedding and head 2 V C + C =
-#    1050677248 and 32 layers' norms 2 C each = 262144 stay whole; the other 6979321856 halve:
-#    1050677248 + 262144 + 3489660928 = 4540600320 per tp rank.
+# 5. tensor parallelism. Llama-3 8B's 8030261248 parameters: embedding and head 2 V C =
+#    1050673152 split over the vocabulary (128256 rows, even at tp 2 and 16: 525336576 a rank at
+#    tp 2), the final norm C = 4096 and 32 layers' norms 2 C each = 262144 stay whole; the other
+#    6979321856 halve: 525336576 + 4096 + 262144 + 3489660928 = 4015263744 per tp rank.
 got=$("$plan" --model llama3-8b --world 2 --tp 2 --model-states-only --json | field 'd["psi"]')
-check "llama3-8b --tp 2: one tp rank's parameters" "$got" 4540600320
+check "llama3-8b --tp 2: one tp rank's parameters" "$got" 4015263744
 #    --tp 16 over 8 kv heads: k/v whole on every rank. A layer: q 2 heads (256 x 4096) and o
 #    (4096 x 256) 1048576 each, k and v 1024 x 4096 = 4194304 each, gate/up/down 896 x 4096 =
-#    3670016 each, norms 8192: 21504000; 32 layers 688128000, plus the whole embedding, head and
-#    final norm 1050677248 = 1738805248.
+#    3670016 each, norms 8192: 21504000; 32 layers 688128000, plus the embedding's and head's
+#    8016 rows (2 x 8016 x 4096 = 65667072) and the final norm 4096 = 753799168.
 got=$("$plan" --model llama3-8b --world 16 --tp 16 --model-states-only --json | field 'd["psi"]')
-check "llama3-8b --tp 16: one tp rank's parameters, k/v whole" "$got" 1738805248
+check "llama3-8b --tp 16: one tp rank's parameters, k/v whole" "$got" 753799168
 #    --sp at tp 8 (seq 4096, bf16: N = 4096 tokens, Nl = 512 a rank): 3584 fewer rows of each
 #    layer's res2 and rstd (3584 (8192 + 8) x 32 = 940441600), of the residual stream
-#    (33 x 3584 x 8192 = 968884224), the final norm (3584 x 8196 = 29374464), the logits
-#    (3584 x 128256 x 2 = 919339008) and the residual gradient (29360128), less the staging buffer
-#    (4096 x 8192 = 33554432): 2853844992 bytes.
+#    (33 x 3584 x 8192 = 968884224), the final norm's rstd (3584 x 4 = 14336; its output is every
+#    token's either way: the vocabulary-parallel head reads them all, as it does the logits,
+#    4096 x 16032 columns) and the residual gradient (29360128), less the staging buffer
+#    (4096 x 8192 = 33554432): 1905145856 bytes.
 sp="--model llama3-8b --world 8 --tp 8 --device cuda --dtype bf16 --batch 1 --seq 4096
     --device-mem 80G --host-mem 1T --json"
 a0=$("$plan" $sp | field 'd["per_rank"]["activations"]')
 a1=$("$plan" $sp --sp | field 'd["per_rank"]["activations"]')
-check "llama3-8b --tp 8 --sp: sequence parallelism's saving" "$((a0 - a1))" 2853844992
+check "llama3-8b --tp 8 --sp: sequence parallelism's saving" "$((a0 - a1))" 1905145856
 #    recompute at tp 2: 31 layers of N (3C + 2Q/2 + 2KV/2 + 3I/2) 2 + 2 N 4 + N (NH/2) 4
 #    = 31 (4096 (12288 + 4096 + 1024 + 21504) 2 + 32768 + 262144) = 9890922496 bytes.
 a0=$("$plan" --model llama3-8b $cfg --tp 2 | field 'd["per_rank"]["activations"]')
 a1=$("$plan" --model llama3-8b $cfg --tp 2 --recompute | field 'd["per_rank"]["activations"]')
 check "llama3-8b --tp 2: recompute saves 31 layers' activations" "$((a0 - a1))" 9890922496
 #    --recommend at tp 2 x dp 1: no ZeRO traffic, only the tp sums: 32 layers x 4 all-reduces of
-#    4096 tokens x 4096 x 2 bytes, a ring moving 2 (2 - 1) / 2 of each, at 100 GB/s = 0.0429497 s;
-#    6 all-reduces a layer with --recompute: 0.0644245 s.
+#    4096 tokens x 4096 x 2 bytes and 2 for the vocabulary-parallel embedding and head, a ring
+#    moving 2 (2 - 1) / 2 of each (130 x 33554432 bytes), and the loss parts' all-gather (3 x 4096
+#    x 4 bytes from the other rank: 49152), at 100 GB/s = 0.0436213 s; 6 all-reduces a layer with
+#    --recompute (194 x 33554432 + 49152 bytes): 0.0650961 s.
 rec="--model llama3-8b --world 2 --tp 2 --device cuda --dtype bf16 --device-mem 80G --host-mem 1T
      --batch 1 --seq 4096 --recommend --json"
 got=$("$plan" $rec | field 'd["recommend"][0]["step_comm_seconds"]')
-check "llama3-8b --tp 2 --recommend: the tp sums' seconds" "$got" 0.0429497
+check "llama3-8b --tp 2 --recommend: the tp sums' seconds" "$got" 0.0436213
 got=$("$plan" $rec --recompute | field 'd["recommend"][0]["step_comm_seconds"]')
-check "llama3-8b --tp 2 --recommend --recompute: 6 sums a layer" "$got" 0.0644245
+check "llama3-8b --tp 2 --recommend --recompute: 6 sums a layer" "$got" 0.0650961
 for bad in "--model llama3-8b --world 3 --tp 3:splits the attention heads (32)" \
            "--model llama3-8b --world 8 --tp 3:--tp 3 does not divide --world 8" \
            "--model d12 --world 2 --tp 2:planned for Llama-family models" \

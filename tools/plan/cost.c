@@ -62,12 +62,16 @@ double zp_step_seconds(const zp_args *a, const zp_model *m, int stage, unsigned 
            2 * (psi / G) * rb * (R - 1) / R;
   if (a->tp > 1 && m->is_llama) {
     /* train_llama's tp sums: 4 all-reduces of the activations (B x seq x C in the compute dtype:
-       fp32 on the CPU device) per layer, 6 when recompute runs each forward twice; a ring moves
-       2 (T - 1) / T of each. */
+       fp32 on the CPU device) per layer, 6 when recompute runs each forward twice, and with a
+       vocabulary-parallel head 2 more (the embedding's output, the head's input gradient) and
+       the all-gather of the loss's parts (3 fp32 a token from each rank); a ring moves
+       2 (T - 1) / T of an all-reduce and (T - 1) / T of an all-gather's output. */
     const int seq = a->seq ? a->seq : (m->llama.max_pos < 2048 ? m->llama.max_pos : 2048);
     const double T = a->tp, cb = a->device == ZS_DEVICE_CPU ? 4 : pb;
-    const double act = (double)a->batch * seq * m->llama.hidden * cb;
-    comm += m->llama.layers * (a->recompute ? 6 : 4) * act * 2 * (T - 1) / T;
+    const double tokens = (double)a->batch * seq, act = tokens * m->llama.hidden * cb;
+    const int vp = m->llama.vocab_part > 0;
+    comm += (m->llama.layers * (a->recompute ? 6 : 4) + 2 * vp) * act * 2 * (T - 1) / T;
+    comm += vp * 3 * tokens * 4 * (T - 1);
   }
   double host = 0;
   if (offload & ZS_OFFLOAD_OPTIMIZER) host += 2 * psi / G * pb;

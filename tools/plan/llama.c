@@ -74,7 +74,7 @@ int zp_llama_units(const char *spec, int seq, int tp, zp_model *m) {
   if (rc == 0) rc = llama_config_check(&c, seq > 0 ? seq : 1);
   if (rc == 0) {
     whole = c;
-    rc = llama_tp_local(&whole, tp, &c);
+    rc = llama_tp_local(&whole, tp, 1, &c); /* train_llama's default split */
   }
   if (rc) {
     fprintf(stderr, "zshard-plan: %s\n", llama_error());
