@@ -54,50 +54,30 @@
  * A pre-norm decoder layer on its unit's gathered params p[]:
  *   res2 = x + o_proj(attn(rope(q(n1)), rope(k(n1)), v(n1)))     n1 = rmsnorm(x)
  *   y = res2 + down(silu(gate(n2)) * up(n2))                      n2 = rmsnorm(res2) */
-/* With tensor parallelism: n elements of p summed over the tp group (a row-parallel product's
-   parts, or a column-parallel layer's input gradient); nothing otherwise. */
-static int tp_sum(llama_model *m, void *p, size_t n) {
-  if (m->tp > 1) ZS_TRY(zs_engine_all_reduce(m->e, ZS_MESH_TP, p, n, m->dev.dt));
+/* Tensor parallelism goes through the kernels library's layers (zs_k_tp_*, over the engine's tp
+   group; a one-rank group makes each the plain kernel). SPF: their sequence-parallel flag. */
+#define SPF(m) ((m)->sp > 1)
+
+/* A region's entry norm: RMSNorm of this rank's x (Nl rows), its rstd into rrms, into *rows:
+   m->spbuf with sequence parallelism (the first column-parallel layer gathers every rank's rows
+   into the saved set's `all`), else `all` itself. */
+static int norm_in(llama_model *m, void *all, float *rrms, const void *x, const void *w, int N,
+                   const void **rows) {
+  void *out = SPF(m) ? m->spbuf : all;
+  ZS_TRY(zs_k_rmsnorm_fwd(m->k, out, rrms, x, w, (float)m->cfg.rms_eps, N / m->sp, m->cfg.hidden));
+  *rows = out;
   return 0;
 }
 
-/* Sequence parallelism (m->sp > 1): a tensor-parallel region's input rows gathered over the tp
-   group (each rank's rows [q Nl, (q+1) Nl) of width w, in rank order: the N rows in order), and
-   its output's partial sums reduce-scattered back to this rank's rows (Megatron's g and g-bar). */
-static int sp_gather(llama_model *m, const void *rows, void *all, size_t Nl, size_t w) {
-  ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, rows, all, Nl * w, m->dev.dt));
-  return 0;
-}
-static int sp_scatter(llama_model *m, const void *all, void *rows, size_t Nl, size_t w) {
-  ZS_TRY(zs_engine_reduce_scatter(m->e, ZS_MESH_TP, all, rows, Nl * w, m->dev.dt));
-  return 0;
-}
-
-/* A region's entry: RMSNorm of this rank's x (Nl rows) into out (N rows, every rank's gathered
-   with sequence parallelism, through m->spbuf), its rstd into rrms. */
-static int norm_in(llama_model *m, void *out, float *rrms, const void *x, const void *w, int N) {
-  const int C = m->cfg.hidden, Nl = N / m->sp;
-  const float eps = (float)m->cfg.rms_eps;
-  if (m->sp == 1) {
-    ZS_TRY(zs_k_rmsnorm_fwd(m->k, out, rrms, x, w, eps, N, C));
-    return 0;
-  }
-  ZS_TRY(zs_k_rmsnorm_fwd(m->k, m->spbuf, rrms, x, w, eps, Nl, C));
-  return sp_gather(m, m->spbuf, out, (size_t)Nl, (size_t)C);
-}
-
-/* A region's exit: y = res + the sum over the tp group of part (N rows), this rank's rows of it
-   with sequence parallelism (reduce-scattered through m->spbuf), every row without (all-reduced
-   in place). */
-static int sum_out(llama_model *m, void *y, const void *res, void *part, int N) {
-  const size_t C = (size_t)m->cfg.hidden, Nl = (size_t)N / (size_t)m->sp;
-  if (m->sp == 1) {
-    TRY(tp_sum(m, part, (size_t)N * C));
-    ZS_TRY(zs_k_residual_fwd(m->k, y, res, part, (size_t)N * C));
-    return 0;
-  }
-  TRY(sp_scatter(m, part, m->spbuf, Nl, C));
-  ZS_TRY(zs_k_residual_fwd(m->k, y, res, m->spbuf, Nl * C));
+/* A region's exit: y = res + the row-parallel projection of inp (N rows of width Cl) by w, summed
+   over the tp group (this rank's rows with sequence parallelism, through m->spbuf; m->dln holds
+   the parts). */
+static int region_out(llama_model *m, void *y, const void *res, const void *inp, const void *w,
+                      int N, int Cl) {
+  const int C = m->cfg.hidden;
+  void *out = SPF(m) ? m->spbuf : m->dln;
+  ZS_TRY(zs_k_tp_row_fwd(m->k, m->e, SPF(m), out, m->dln, inp, w, NULL, N, Cl, C));
+  ZS_TRY(zs_k_residual_fwd(m->k, y, res, out, (size_t)(N / m->sp) * (size_t)C));
   return 0;
 }
 
@@ -113,24 +93,23 @@ static int layer_forward(llama_model *m, void *const *p, llama_layer_acts *a, co
   const llama_config *c = &m->cfg;
   const int T = m->T, N = B * T, C = c->hidden, I = c->intermediate, D = c->head_dim;
   const int NH = c->heads, NKV = c->kv_heads, Q = NH * D, KV = NKV * D;
-  void *tmp = m->dln; /* projection outputs live only until the residual add */
-  TRY(norm_in(m, a->xn, a->rrms1, x, P(LLAY_ATTN_NORM), N));
-  ZS_TRY(zs_k_matmul_fwd(k, a->q, a->xn, P(LLAY_Q_W), P(LLAY_Q_B), N, C, Q));
-  ZS_TRY(zs_k_matmul_fwd(k, a->k, a->xn, kv_rows(m, P(LLAY_K_W), C), kv_rows(m, P(LLAY_K_B), 1), N,
-                         C, KV));
-  ZS_TRY(zs_k_matmul_fwd(k, a->v, a->xn, kv_rows(m, P(LLAY_V_W), C), kv_rows(m, P(LLAY_V_B), 1), N,
-                         C, KV));
+  const int sp = SPF(m);
+  const void *n1 = NULL, *n2 = NULL; /* this rank's normed rows */
+  TRY(norm_in(m, a->xn, a->rrms1, x, P(LLAY_ATTN_NORM), N, &n1));
+  ZS_TRY(zs_k_tp_col_fwd(k, m->e, sp, a->q, a->xn, n1, P(LLAY_Q_W), P(LLAY_Q_B), N, C, Q));
+  ZS_TRY(zs_k_tp_col_fwd(k, m->e, sp, a->k, a->xn, a->xn, kv_rows(m, P(LLAY_K_W), C),
+                         kv_rows(m, P(LLAY_K_B), 1), N, C, KV));
+  ZS_TRY(zs_k_tp_col_fwd(k, m->e, sp, a->v, a->xn, a->xn, kv_rows(m, P(LLAY_V_W), C),
+                         kv_rows(m, P(LLAY_V_B), 1), N, C, KV));
   ZS_TRY(zs_k_rope_fwd(k, a->q, a->q, m->cos, m->sin, B, T, NH, D));
   ZS_TRY(zs_k_rope_fwd(k, a->k, a->k, m->cos, m->sin, B, T, NKV, D));
   ZS_TRY(zs_k_gqa_attention_fwd(k, a->att, a->lse, a->q, a->k, a->v, B, T, NH, NKV, D));
-  ZS_TRY(zs_k_matmul_fwd(k, tmp, a->att, P(LLAY_O_W), NULL, N, Q, C));
-  TRY(sum_out(m, a->res2, x, tmp, N));
-  TRY(norm_in(m, a->hn, a->rrms2, a->res2, P(LLAY_MLP_NORM), N));
-  ZS_TRY(zs_k_matmul_fwd(k, a->gate, a->hn, P(LLAY_GATE_W), NULL, N, C, I));
-  ZS_TRY(zs_k_matmul_fwd(k, a->up, a->hn, P(LLAY_UP_W), NULL, N, C, I));
+  TRY(region_out(m, a->res2, x, a->att, P(LLAY_O_W), N, Q));
+  TRY(norm_in(m, a->hn, a->rrms2, a->res2, P(LLAY_MLP_NORM), N, &n2));
+  ZS_TRY(zs_k_tp_col_fwd(k, m->e, sp, a->gate, a->hn, n2, P(LLAY_GATE_W), NULL, N, C, I));
+  ZS_TRY(zs_k_tp_col_fwd(k, m->e, sp, a->up, a->hn, a->hn, P(LLAY_UP_W), NULL, N, C, I));
   ZS_TRY(zs_k_swiglu_fwd(k, a->act, a->gate, a->up, (size_t)N * I));
-  ZS_TRY(zs_k_matmul_fwd(k, tmp, a->act, P(LLAY_DOWN_W), NULL, N, I, C));
-  return sum_out(m, y, a->res2, tmp, N);
+  return region_out(m, y, a->res2, a->act, P(LLAY_DOWN_W), N, I);
 }
 
 /* ======== The model: backward ========
@@ -143,30 +122,16 @@ static int zero(llama_model *m, void *p, size_t n) {
   return gpt2_dev_zero(&m->dev, p, n * m->dev.esz);
 }
 
-/* A region's output gradient as its projections read it (N rows): m->dres, or with sequence
-   parallelism every rank's rows of it gathered into m->spbuf. */
-static int grad_in(llama_model *m, const void **dy, int N) {
-  *dy = m->dres;
-  if (m->sp == 1) return 0;
-  TRY(sp_gather(m, m->dres, m->spbuf, (size_t)(N / m->sp), (size_t)m->cfg.hidden));
-  *dy = m->spbuf;
-  return 0;
-}
-
-/* A region's input gradient: the partial sums dpart (N rows) summed over the tp group (this
-   rank's rows of the sum with sequence parallelism, through m->spbuf), then the entry RMSNorm's
-   backward, adding onto m->dres (x: the norm's input rows, rrms its rstd). */
+/* A region's input gradient: the column-parallel layers' partial sums dpart (N rows) summed
+   over the tp group (this rank's rows of the sum with sequence parallelism, through m->spbuf),
+   then the entry RMSNorm's backward, adding onto m->dres (x: the norm's input rows, rrms its
+   rstd). */
 static int norm_bwd(llama_model *m, void *gw, void *dpart, const void *x, const void *w,
                     const float *rrms, int N) {
   const int C = m->cfg.hidden;
-  if (m->sp == 1) {
-    TRY(tp_sum(m, dpart, (size_t)N * C));
-    ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, gw, dpart, x, w, rrms, N, C));
-    return 0;
-  }
-  const int Nl = N / m->sp;
-  TRY(sp_scatter(m, dpart, m->spbuf, (size_t)Nl, (size_t)C));
-  ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, gw, m->spbuf, x, w, rrms, Nl, C));
+  void *d = SPF(m) ? m->spbuf : dpart;
+  ZS_TRY(zs_k_tp_sum(m->k, m->e, SPF(m), d, dpart, N, C));
+  ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, gw, d, x, w, rrms, N / m->sp, C));
   return 0;
 }
 
@@ -176,10 +141,9 @@ static int mlp_bwd(llama_model *m, void *const *p, void *const *g, const llama_l
   const int N = m->B * m->T, C = m->cfg.hidden, I = m->cfg.intermediate;
   const size_t NI = (size_t)N * I;
   void *dact = m->wA, *dgate = m->wB, *dup = gpt2_at(&m->dev, m->wB, NI), *dhn = m->dln;
-  const void *dy = NULL;
-  TRY(grad_in(m, &dy, N));
-  TRY(zero(m, dact, NI));
-  ZS_TRY(zs_k_matmul_bwd(k, dact, G(LLAY_DOWN_W), NULL, dy, a->act, P(LLAY_DOWN_W), N, I, C));
+  TRY(zero(m, dact, NI)); /* down's output gradient: m->dres (gathered into m->spbuf with sp) */
+  ZS_TRY(zs_k_tp_row_bwd(k, m->e, SPF(m), dact, G(LLAY_DOWN_W), NULL, m->spbuf, m->dres, a->act,
+                         P(LLAY_DOWN_W), N, I, C));
   TRY(zero(m, m->wB, 2 * NI));
   ZS_TRY(zs_k_swiglu_bwd(k, dgate, dup, dact, a->gate, a->up, NI));
   TRY(zero(m, dhn, (size_t)N * C));
@@ -201,10 +165,9 @@ static int attn_bwd(llama_model *m, void *const *p, void *const *g, const llama_
   void *datt = m->wA, *dxn = m->dln;
   void *dq = m->wB, *dk = gpt2_at(&m->dev, m->wB, NQ), *dv = gpt2_at(&m->dev, m->wB, NQ + NKVe);
   void *dq0 = m->wA, *dk0 = gpt2_at(&m->dev, m->wA, NQ);
-  const void *dy = NULL;
-  TRY(grad_in(m, &dy, N));
   TRY(zero(m, datt, NQ));
-  ZS_TRY(zs_k_matmul_bwd(k, datt, G(LLAY_O_W), NULL, dy, a->att, P(LLAY_O_W), N, Q, C));
+  ZS_TRY(zs_k_tp_row_bwd(k, m->e, SPF(m), datt, G(LLAY_O_W), NULL, m->spbuf, m->dres, a->att,
+                         P(LLAY_O_W), N, Q, C));
   TRY(zero(m, m->wB, NQ + 2 * NKVe));
   ZS_TRY(zs_k_gqa_attention_bwd(k, dq, dk, dv, datt, a->q, a->k, a->v, a->att, a->lse, B, T, NH,
                                 NKV, D));
@@ -275,8 +238,8 @@ static int embed(llama_model *m, const void *w, int b) {
   }
   void *all = m->sp > 1 ? m->dln : m->res[0];
   ZS_TRY(zs_k_vocab_embedding_fwd(m->k, all, m->tok, w, N, C, m->v0, c->vocab_part, c->vocab));
-  if (m->sp > 1) return sp_scatter(m, all, m->res[0], (size_t)Nl, (size_t)C);
-  return tp_sum(m, all, (size_t)N * C);
+  ZS_TRY(zs_k_tp_sum(m->k, m->e, SPF(m), m->res[0], all, N, C));
+  return 0;
 }
 
 /* Embedding and decoder layers for b sequences already uploaded to m->tok. */
@@ -338,7 +301,7 @@ static int vocab_loss(llama_model *m, const void *norm_w, const void *w, int N, 
   float *mine = m->xpart + (size_t)P * n3;
   ZS_TRY(zs_k_rmsnorm_fwd(m->k, fn_mine, m->rrmsf, m->res[c->layers], norm_w, (float)c->rms_eps, Nl,
                           C));
-  if (m->sp > 1) TRY(sp_gather(m, fn_mine, m->fn, (size_t)Nl, (size_t)C));
+  ZS_TRY(zs_k_tp_gather(m->k, m->e, SPF(m), m->fn, fn_mine, N, C));
   ZS_TRY(zs_k_matmul_fwd(m->k, m->logits, m->fn, w, NULL, N, C, Vp));
   ZS_TRY(zs_k_vocab_xent_part(m->k, mine, m->logits, m->tgt, N, m->v0, Vp, c->vocab));
   ZS_TRY(zs_engine_all_gather(m->e, ZS_MESH_TP, mine, m->xpart, n3, ZS_F32));
@@ -356,13 +319,8 @@ static int vocab_head_bwd(llama_model *m, const void *norm_w, void *norm_g, cons
   const int Nl = N / m->sp, C = c->hidden;
   TRY(zero(m, m->dln, (size_t)N * C));
   ZS_TRY(zs_k_matmul_bwd(m->k, m->dln, gw, NULL, m->logits, m->fn, w, N, C, c->vocab_part));
-  void *dfn = m->dln;
-  if (m->sp > 1) {
-    TRY(sp_scatter(m, m->dln, m->spbuf, (size_t)Nl, (size_t)C));
-    dfn = m->spbuf;
-  } else {
-    TRY(tp_sum(m, m->dln, (size_t)N * C));
-  }
+  void *dfn = SPF(m) ? m->spbuf : m->dln;
+  ZS_TRY(zs_k_tp_sum(m->k, m->e, SPF(m), dfn, m->dln, N, C));
   TRY(zero(m, m->dres, (size_t)Nl * C));
   ZS_TRY(zs_k_rmsnorm_bwd(m->k, m->dres, norm_g, dfn, m->res[c->layers], norm_w, m->rrmsf, Nl, C));
   return 0;
@@ -426,7 +384,7 @@ static int backward(llama_model *m) {
   } else { /* every token's gradient (gathered with sp) into this rank's rows of the table */
     const void *d = m->dres;
     if (m->sp > 1) {
-      TRY(sp_gather(m, m->dres, m->dln, (size_t)Nl, (size_t)c->hidden));
+      ZS_TRY(zs_k_tp_gather(m->k, m->e, 1, m->dln, m->dres, B * m->T, c->hidden));
       d = m->dln;
     }
     ZS_TRY(zs_k_vocab_embedding_bwd(m->k, g[LEMB_EMBED], d, m->tok, B * m->T, c->hidden, m->v0,
@@ -617,7 +575,6 @@ static int build(run *r) {
   TRY(llama_model_init(&r->model, &r->lcfg, r->units, &dev, x->k, a->t.batch, a->t.seq,
                        a->t.recompute, a->sp ? T : 1, q));
   r->model.e = x->eng;
-  r->model.tp = a->t.tp;
   if (r->lcfg.kv_whole) /* ranks q * NKV / tp share a kv head */
     r->model.kv_off = (size_t)(q * r->lcfg.kv_whole / T) * (size_t)r->lcfg.head_dim;
   TRY(gpt2_widen_init(&r->model.widen, dev.dt != a->t.dtype, r->cfg.tied ? 2 : 1, x->eng));

@@ -756,6 +756,14 @@ ZS_API zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout);
    the same as set/get_param. */
 ZS_API zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole);
 ZS_API zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole);
+/* The same for optimizer state by name and for this step's gradient: zs_unit_set_state,
+   zs_unit_get_state, zs_unit_set_grad and zs_unit_get_grad (their rules and call order) by the
+   whole tensor. */
+ZS_API zs_status zs_unit_set_state_whole(zs_unit *u, int t, const char *name,
+                                         const float *host_whole);
+ZS_API zs_status zs_unit_get_state_whole(zs_unit *u, int t, const char *name, float *host_whole);
+ZS_API zs_status zs_unit_set_grad_whole(zs_unit *u, int t, const float *host_whole);
+ZS_API zs_status zs_unit_get_grad_whole(zs_unit *u, int t, float *host_whole);
 
 /* A dimension of the engine's mesh: ZS_MESH_TP, the tensor-parallel group (tp_size consecutive
    ranks); ZS_MESH_DP, the data-parallel ranks (the same place in every tp group). */

@@ -3,7 +3,8 @@
  *
  * A program's forward and backward call these on the engine's stream between zs_unit_gather and
  * zs_unit_release (include/zshard.h). Every call returns zs_status and reports failures through
- * zs_last_error(); none is collective; a context is used by one thread at a time. Every
+ * zs_last_error(); none is collective but the tensor-parallel layers (zs_k_tp_*); a context is
+ * used by one thread at a time. Every
  * function is named zs_k_*; the context type is zs_kernels. This library uses libzshard's public
  * API (include it after, or instead of, zshard.h); libzshard never needs it.
  */
@@ -217,6 +218,54 @@ ZS_API zs_status zs_k_vocab_xent_finish(zs_kernels *k, float *losses, void *dlog
                                         const void *logits, const float *parts, int P,
                                         const int *targets, float dloss, int N, int v0, int Vp,
                                         int V);
+
+/* ---- Tensor-parallel layers (Megatron 1-D) over an engine's tp group ----
+ * e is committed with tp_size T (these are its ZS_MESH_TP collectives, ordered on its compute
+ * stream: create the kernels context on that stream); with T 1 each call is its plain kernel. sp
+ * says where the activations between tensor-parallel regions live: 0, every tp rank holds all N
+ * rows; 1 (sequence parallelism), tp rank q holds rows [q Nl, (q + 1) Nl), Nl = N / T (N a multiple
+ * of T). A region is column-parallel layers reading its input (each rank's weight [OCl, C] =
+ * rows of the whole [OC, C], ZS_TP_SPLIT_DIM0, bias [OCl] split too), then a row-parallel layer
+ * whose output leaves it (weight [OC, Cl] = columns of the whole [OC, C], ZS_TP_SPLIT_DIM1, bias
+ * [OC] whole and ZS_TP_REPLICATED). Its norms run on the rank's rows with the kernels above (with
+ * sp their weight gradients are parts: ZS_TP_PARTIAL_GRAD). The same calls on every rank of the
+ * group, in the same order; arguments are checked on each rank alone (a refusal sends nothing, and
+ * its peers wait until comm_timeout_s); a failed collective fails the engine. Sums over the group
+ * are WRITTEN; weight and input gradients ADD as everywhere. */
+
+/* The region's entry (Megatron's g with sp, the identity without): all[N, C] = every rank's rows
+   [Nl, C] in rank order; sp 0: all = rows (copied unless the same buffer). Its backward is
+   zs_k_tp_sum. */
+ZS_API zs_status zs_k_tp_gather(zs_kernels *k, zs_engine *e, int sp, void *all, const void *rows,
+                                int N, int C);
+/* The region's exit (the all-reduce, or g's conjugate, a reduce-scatter, with sp): each rank's
+   partial sums part[N, C] summed over the group: sp 0, every row into rows[N, C] (in place when
+   rows == part); sp 1, this rank's rows of the sum into rows[Nl, C]. Its backward is
+   zs_k_tp_gather. */
+ZS_API zs_status zs_k_tp_sum(zs_kernels *k, zs_engine *e, int sp, void *rows, void *part, int N,
+                             int C);
+/* A column-parallel layer: out[N, OCl] = x w^T + bias over every row x of the input: sp 0, inp is
+   [N, C] (all unused, may be NULL); sp 1, inp is this rank's rows [Nl, C] and all[N, C] receives
+   x (zs_k_tp_gather; keep it for the backward), or inp == all when all holds x already (the
+   second layer reading the same input). The backward is zs_k_matmul_bwd(k, dx, dw, dbias,
+   dout, x, w, N, C, OCl) into a partial input gradient dx[N, C] that every column-parallel layer
+   reading the same input adds to (q, k and v; gate and up), then one zs_k_tp_sum of dx. */
+ZS_API zs_status zs_k_tp_col_fwd(zs_kernels *k, zs_engine *e, int sp, void *out, void *all,
+                                 const void *inp, const void *w, const void *bias, int N, int C,
+                                 int OCl);
+/* A row-parallel layer: out = the sum over the group of inp w^T, plus bias once; inp[N, Cl] is
+   this rank's columns of the input (a column-parallel layer's output). sp 0: out[N, OC] (part
+   unused, may be NULL); sp 1: out[Nl, OC], part[N, OC] scratch. */
+ZS_API zs_status zs_k_tp_row_fwd(zs_kernels *k, zs_engine *e, int sp, void *out, void *part,
+                                 const void *inp, const void *w, const void *bias, int N, int Cl,
+                                 int OC);
+/* Its backward from the output's gradient dout ([N, OC], or this rank's rows [Nl, OC] with sp,
+   gathered into the scratch dall[N, OC]; dall unused without sp): dinp[N, Cl] += dy w, dw += dy^T
+   inp, dbias += the column sums of dy, dy every row of the gradient. The bias gradient is then
+   the same on every tp rank (ZS_TP_REPLICATED, with sp too). */
+ZS_API zs_status zs_k_tp_row_bwd(zs_kernels *k, zs_engine *e, int sp, void *dinp, void *dw,
+                                 void *dbias, void *dall, const void *dout, const void *inp,
+                                 const void *w, int N, int Cl, int OC);
 
 #ifdef __cplusplus
 }

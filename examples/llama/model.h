@@ -30,10 +30,9 @@ typedef struct {
   int sp, q;
   int recompute; /* --recompute */
   gpt2_dev dev;
-  /* Tensor parallelism (tp > 1): cfg is one tp rank's (llama_tp_local), and the row-parallel
-     outputs and the column-parallel inputs' gradients are summed over e's tp group. */
+  /* The engine, whose tp group the kernels' tensor-parallel layers (zs_k_tp_*) span; with
+     tensor parallelism cfg is one tp rank's (llama_tp_local). */
   zs_engine *e;
-  int tp;
   /* With fewer kv heads than tp ranks (cfg.kv_whole): the first row of this rank's kv head in the
      whole k/v it holds (its gradient's rows too); 0 otherwise. */
   size_t kv_off;

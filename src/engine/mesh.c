@@ -255,16 +255,46 @@ static void slice_copy(const zs_unit *u, int t, int q, int T, float *w, float *s
   }
 }
 
-zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole) {
+/* The slice calls the whole ones wrap: a param, a state by name or a gradient of tensor t. */
+typedef enum { WHOLE_PARAM, WHOLE_STATE, WHOLE_GRAD } whole_kind;
+
+static zs_status slice_set(zs_unit *u, int t, whole_kind k, const char *name, const float *h) {
+  return k == WHOLE_PARAM   ? zs_unit_set_param(u, t, h)
+         : k == WHOLE_STATE ? zs_unit_set_state(u, t, name, h)
+                            : zs_unit_set_grad(u, t, h);
+}
+
+static zs_status slice_get(zs_unit *u, int t, whole_kind k, const char *name, float *h) {
+  return k == WHOLE_PARAM   ? zs_unit_get_param(u, t, h)
+         : k == WHOLE_STATE ? zs_unit_get_state(u, t, name, h)
+                            : zs_unit_get_grad(u, t, h);
+}
+
+/* This rank's slice of the whole tensor, set by the slice call (whose checks a bad argument or
+   an unsplit tensor goes straight to). */
+static zs_status set_whole(zs_unit *u, int t, whole_kind k, const char *name,
+                           const float *host_whole, const char *fn) {
   if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
-    return zs_unit_set_param(u, t, host_whole); /* its checks, or the whole tensor is the slice */
+    return slice_set(u, t, k, name, host_whole);
   const size_t n = u->lay.numel[t];
   float *sl = malloc((n ? n : 1) * sizeof *sl);
-  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_set_param_whole: out of host memory");
+  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   slice_copy(u, t, u->e->tp_rank, u->e->tp_size, (float *)host_whole, sl, n, 1);
-  const zs_status rc = zs_unit_set_param(u, t, sl);
+  const zs_status rc = slice_set(u, t, k, name, sl);
   free(sl);
   return rc;
+}
+
+zs_status zs_unit_set_param_whole(zs_unit *u, int t, const float *host_whole) {
+  return set_whole(u, t, WHOLE_PARAM, NULL, host_whole, "zs_unit_set_param_whole");
+}
+
+zs_status zs_unit_set_state_whole(zs_unit *u, int t, const char *name, const float *host_whole) {
+  return set_whole(u, t, WHOLE_STATE, name, host_whole, "zs_unit_set_state_whole");
+}
+
+zs_status zs_unit_set_grad_whole(zs_unit *u, int t, const float *host_whole) {
+  return set_whole(u, t, WHOLE_GRAD, NULL, host_whole, "zs_unit_set_grad_whole");
 }
 
 zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *host_slice,
@@ -300,22 +330,36 @@ zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *
   return rc;
 }
 
-zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
+/* This rank's slice by the slice call, joined over the tp group. */
+static zs_status get_whole(zs_unit *u, int t, whole_kind k, const char *name, float *host_whole,
+                           const char *fn) {
   if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
-    return zs_unit_get_param(u, t, host_whole);
+    return slice_get(u, t, k, name, host_whole);
   zs_engine *e = u->e;
   const size_t n = u->lay.numel[t];
-  ZS_CHECK(mesh_check(e, "zs_unit_get_param_whole", ZS_MESH_TP, ZS_F32, n, host_whole, host_whole));
+  ZS_CHECK(mesh_check(e, fn, ZS_MESH_TP, ZS_F32, n, host_whole, host_whole));
   float *sl = malloc((n ? n : 1) * sizeof *sl);
-  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_unit_get_param_whole: out of host memory");
+  if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   /* A refusal here is this rank's alone (its tp peers then wait in the all-gather below until
      comm_timeout_s); a failed gather fails the engine, and its peers at the next agreement. */
-  zs_status rc = zs_unit_get_param(u, t, sl);
+  zs_status rc = slice_get(u, t, k, name, sl);
   if (rc == ZS_OK && n) zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
   if (rc == ZS_OK && n) {
     rc = zs_engine_tp_join(e, u, t, sl, host_whole);
-    if (rc != ZS_ERR_OUT_OF_MEMORY) rc = mesh_done(e, rc, "zs_unit_get_param_whole");
+    if (rc != ZS_ERR_OUT_OF_MEMORY) rc = mesh_done(e, rc, fn);
   }
   free(sl);
   return rc;
+}
+
+zs_status zs_unit_get_param_whole(zs_unit *u, int t, float *host_whole) {
+  return get_whole(u, t, WHOLE_PARAM, NULL, host_whole, "zs_unit_get_param_whole");
+}
+
+zs_status zs_unit_get_state_whole(zs_unit *u, int t, const char *name, float *host_whole) {
+  return get_whole(u, t, WHOLE_STATE, name, host_whole, "zs_unit_get_state_whole");
+}
+
+zs_status zs_unit_get_grad_whole(zs_unit *u, int t, float *host_whole) {
+  return get_whole(u, t, WHOLE_GRAD, NULL, host_whole, "zs_unit_get_grad_whole");
 }

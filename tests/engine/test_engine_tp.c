@@ -12,6 +12,10 @@
  * full tensors are put together over the tp group (by hand, and by zs_unit_get_param_whole, which
  * must agree, and zs_engine_get_params; --whole 1 sets them with zs_unit_set_param_whole, --whole 2
  * with zs_engine_set_params), and rank 0 writes them (--write)
+ * with the whole gradients of the last step (zs_unit_get_grad_whole, then set back through
+ * zs_unit_set_grad_whole before the update, so that a wrong slice there shows in the weights) and
+ * the whole first optimizer state after it (zs_unit_get_state_whole; set back through
+ * zs_unit_set_state_whole, each rank's slices unchanged)
  * or compares them with a file (--compare, --tol: the largest difference over the largest
  * magnitude). The same global batch at any (tp, dp, micro-steps, stage) is the same training:
  * global micro-batch m * R + r goes to micro-step m of data-parallel rank r.
@@ -161,6 +165,29 @@ static void gemm(float *out, const float *a, int ai, int ak, const float *b, int
         s += a[i * ai + k * ak] * b[k * bk + j * bj];
       out[i * N + j] = acc ? out[i * N + j] + s : s;
     }
+}
+
+/* Every whole tensor's gradient (grad 1, inside a step) or optimizer state `name` into out
+   (whole_off's places), or with set, from it. */
+static void whole_io(model *m, int grad, const char *name, float *out, int set) {
+  for (int k = 0; k < 1 + NT; k++) {
+    zs_unit *u = k ? m->mlp : m->scale;
+    const int t = k ? k - 1 : 0;
+    float *w = out + whole_off[k];
+    if (set)
+      ZS_OK_OR_DIE(grad ? zs_unit_set_grad_whole(u, t, w) : zs_unit_set_state_whole(u, t, name, w));
+    else
+      ZS_OK_OR_DIE(grad ? zs_unit_get_grad_whole(u, t, w) : zs_unit_get_state_whole(u, t, name, w));
+  }
+}
+
+/* This rank's slices of optimizer state `name`, back to back (numel: every tensor's slice). */
+static void state_slices(model *m, const char *name, float *out) {
+  ZS_OK_OR_DIE(zs_unit_get_state(m->scale, 0, name, out));
+  out += D;
+  const int n[NT] = {m->Hl * D, m->Hl, D * m->Hl, D, D};
+  for (int t = 0; t < NT; out += n[t], t++)
+    ZS_OK_OR_DIE(zs_unit_get_state(m->mlp, t, name, out));
 }
 
 /* Forward and backward of global micro-batch mb; adds this rank's gradients and returns its
@@ -322,7 +349,8 @@ static int train(zs_comm *comm, const opts *o) {
   if (o->broadcast) scramble_and_broadcast(&m, o->stage);
   const int rank = zs_comm_rank(comm);
   double losses[64] = {0}, norms[64] = {0};
-  static float full[NFULL], whole[NFULL];
+  static float full[NFULL], whole[NFULL], sfull[NFULL], gfull[NFULL];
+  const char *state = o->sgd ? "momentum_buffer" : "exp_avg";
   char pf[4200];
   int start = 0;
   if (o->load) { /* the same tensors, bit for bit, at this rank's tp size and layout */
@@ -343,6 +371,10 @@ static int train(zs_comm *comm, const opts *o) {
     double l = 0;
     for (int k = 0; k < o->micro; k++)
       l += micro_step(&m, (uint64_t)st * 1000 + (uint64_t)k * m.R + (uint64_t)m.r);
+    if (st == o->steps - 1) { /* the last step's whole gradients, and back */
+      whole_io(&m, 1, NULL, gfull, 0);
+      whole_io(&m, 1, NULL, gfull, 1);
+    }
     zs_step_stats ss;
     ZS_OK_OR_DIE(zs_engine_step(m.e, &ss));
     ZS_OK_OR_DIE(zs_comm_allreduce(comm, &l, &losses[st], 1, ZS_HOST_F64, ZS_RED_SUM));
@@ -361,6 +393,15 @@ static int train(zs_comm *comm, const opts *o) {
     }
   }
   full_params(&m, full);
+  { /* the whole optimizer state; set back whole, each rank's slices stay what they were */
+    static float before[NFULL], after[NFULL];
+    whole_io(&m, 0, state, sfull, 0);
+    state_slices(&m, state, before);
+    whole_io(&m, 0, state, sfull, 1);
+    state_slices(&m, state, after);
+    ZS_EXPECT(memcmp(before, after, sizeof before) == 0,
+              "zs_unit_set_state_whole changed this rank's slices");
+  }
   /* zs_unit_get_param_whole puts the same tensors together as full_params does by hand. */
   float *w = whole;
   ZS_OK_OR_DIE(zs_unit_get_param_whole(m.scale, 0, w));
@@ -393,22 +434,28 @@ static int train(zs_comm *comm, const opts *o) {
     ZS_EXPECT(f && fwrite(full, sizeof full, 1, f) == 1 &&
                   fwrite(losses, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps &&
                   fwrite(norms, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps &&
-                  fclose(f) == 0,
+                  fwrite(sfull, sizeof sfull, 1, f) == 1 &&
+                  fwrite(gfull, sizeof gfull, 1, f) == 1 && fclose(f) == 0,
               "writing %s", o->write);
   }
   if (rank == 0 && o->compare) {
-    static float ref[NFULL];
+    static float ref[NFULL], rs[NFULL], rg[NFULL];
     double rl[64], rn[64];
     FILE *f = fopen(o->compare, "rb");
     ZS_EXPECT(f && fread(ref, sizeof ref, 1, f) == 1 &&
                   fread(rl, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps &&
-                  fread(rn, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps,
+                  fread(rn, sizeof(double), (size_t)o->steps, f) == (size_t)o->steps &&
+                  fread(rs, sizeof rs, 1, f) == 1 && fread(rg, sizeof rg, 1, f) == 1,
               "reading %s", o->compare);
     fclose(f);
-    double big = 0, diff = 0, ldiff = 0, ndiff = 0;
+    double big = 0, diff = 0, ldiff = 0, ndiff = 0, sbig = 0, sdiff = 0, gbig = 0, gdiff = 0;
     for (int i = 0; i < NFULL; i++) {
       big = fmax(big, fabs(ref[i]));
       diff = fmax(diff, fabs((double)full[i] - ref[i]));
+      sbig = fmax(sbig, fabs(rs[i]));
+      sdiff = fmax(sdiff, fabs((double)sfull[i] - rs[i]));
+      gbig = fmax(gbig, fabs(rg[i]));
+      gdiff = fmax(gdiff, fabs((double)gfull[i] - rg[i]));
     }
     for (int st = start; st < o->steps; st++) {
       ldiff = fmax(ldiff, fabs(losses[st] - rl[st]) / fabs(rl[st]));
@@ -419,11 +466,18 @@ static int train(zs_comm *comm, const opts *o) {
            m.T, m.R, o->micro, o->stage, o->det ? ", deterministic" : "",
            o->offload ? ", offloaded" : "", o->group ? ", hybrid" : "", o->sgd ? ", SGD" : "",
            diff / big, big, ndiff, ldiff, o->tol);
+    printf("  whole %s by %.3g of its largest %.3g, the last step's whole gradients by %.3g of "
+           "theirs %.3g\n",
+           state, sdiff / sbig, sbig, gdiff / gbig, gbig);
     /* The logged loss is summed over every rank by zs_comm_allreduce: its order follows the
        world size even where the training's bits do not. */
-    ZS_EXPECT(diff <= o->tol * big && ndiff <= o->tol && ldiff <= fmax(o->tol, 1e-12),
+    ZS_EXPECT(diff <= o->tol * big && ndiff <= o->tol && ldiff <= fmax(o->tol, 1e-12) &&
+                  sdiff <= o->tol * sbig && gdiff <= o->tol * gbig,
               "beyond the tolerance %g", o->tol);
-    if (o->tol == 0) ZS_EXPECT(memcmp(full, ref, sizeof ref) == 0, "not bit-identical");
+    if (o->tol == 0)
+      ZS_EXPECT(memcmp(full, ref, sizeof ref) == 0 && memcmp(sfull, rs, sizeof rs) == 0 &&
+                    memcmp(gfull, rg, sizeof rg) == 0,
+                "not bit-identical");
   }
   zs_engine_destroy(m.e);
   return 0;

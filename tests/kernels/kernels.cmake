@@ -6,6 +6,10 @@ foreach(t layers attention xent args llama gqa llama_args vocab)
   zs_exe(test_kernels_cpu_${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_cpu_${t}.c)
   zs_unit_test(kernels_cpu_${t} test_kernels_cpu_${t} LABELS kernels)
 endforeach()
+# The tensor-parallel layers (zs_k_tp_*) at tp 1, 2 and 4, with and without sequence
+# parallelism, against float64 on every rank.
+zs_exe(test_kernels_tp SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_tp.c)
+zs_mpi_test(kernels_tp_np4 test_kernels_tp NP 4 LABELS kernels)
 # zs_k_alloc / _free / _zero / _copy / _sync (the user's buffers) on the CPU; in CUDA builds
 # the same program on the GPU too (it prints "SKIP: no CUDA device" and passes without one).
 zs_exe(test_kernels_mem SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_mem.c)
