@@ -17,7 +17,7 @@
 # vocabulary except in Llama's --sp run. A truncated weights file is refused with a message.
 # With CUDA_PROBE (a GPU test, tests/gpu_tests.md): the same proof with --device cuda (fp32,
 # cuBLASLt's fp32 compute, so the same bounds), 1 rank at stage 0 and 2 ranks at stage 3 sharing
-# the GPU through NCCL (tests/with_hostid.sh); "SKIP: no CUDA device" (exit 0) without one.
+# the GPU through NCCL (tests/with_hostid.sh), and for Llama and Qwen2 --tp 2 --sp 1 on 2 ranks; "SKIP: no CUDA device" (exit 0) without one.
 # usage: test_train_llama_hf.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC [CUDA_PROBE]]   (77 = skipped)
 set -u
 EXE=$1
@@ -65,6 +65,11 @@ for model in llama qwen2 llama3 llama_clip; do
   if [ -n "$PROBE" ]; then
     run "$model" cuda_stage0_np1 1 --device cuda --stage 0 --batch 2 "${clip[@]}"
     run "$model" cuda_stage3_np2 2 --device cuda --stage 3 --batch 1 "${clip[@]}"
+    # tensor and sequence parallelism over NCCL: the kernels' tp layers, the vocabulary-parallel
+    # embedding and loss (Llama's head untied, Qwen2's tied)
+    case $model in llama | qwen2)
+      run "$model" cuda_tp2_sp_np2 2 --device cuda --stage 3 --batch 2 --tp 2 --sp 1 ;;
+    esac
     continue
   fi
   if [ "$model" = llama3 ] || [ "$model" = llama_clip ]; then
