@@ -711,10 +711,12 @@ ZS_API int64_t zs_engine_steps_done(const zs_engine *e);
 /* ======== Parameter groups ======== */
 
 /* A group's optimizer and hyperparameters, for its tensors in place of the configuration's
-   (OPTIMIZER.md §8). Start from zs_engine_group_default (a later zshard may add fields). */
+   (OPTIMIZER.md §8). Start from zs_engine_group_default: a later zshard may add fields, and a
+   group from an older header (a smaller struct_size) gets the defaults for them. */
 typedef struct {
-  float lr_scale;          /* the group's lr: the engine's (zs_engine_set_lr's too) times this */
-  float weight_decay;      /* a tensor's no_weight_decay still exempts it */
+  size_t struct_size; /* set by zs_engine_group_default: sizeof(zs_param_group) of the header */
+  float lr_scale;     /* the group's lr: the engine's (zs_engine_set_lr's too) times this */
+  float weight_decay; /* a tensor's no_weight_decay still exempts it */
   float beta1, beta2, eps; /* optim.beta1, beta2 (AdamW, Lion), eps (AdamW) */
   float momentum;          /* sgd.momentum (SGD; dampening and nesterov stay the config's) */
   /* Its optimizer by name ("muon"; zs_optimizer_id's names), keeping at most as many state
@@ -725,7 +727,8 @@ typedef struct {
 
 /* The configuration's values as a group (lr_scale 1): a starting point. */
 ZS_API zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g);
-/* Adds a group, checked as the configuration is (nothing added on error); *id gets its number
+/* Adds a group, checked as the configuration is (nothing added on error; a struct_size that no
+   zshard header gave, such as a memset group's 0, is ZS_ERR_INVALID_ARG); *id gets its number
    (1, 2, ...; every tensor starts in group 0, the configuration's). Before commit. */
 ZS_API zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id);
 /* Puts tensor t of u (-1: all of u's) in group id. Before commit, the same on every rank. */

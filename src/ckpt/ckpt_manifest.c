@@ -323,7 +323,14 @@ static zs_status parse_groups(const cJSON *root, zs_ckpt_manifest *m) {
     if (cJSON_GetObjectItemCaseSensitive(o, "optimizer") &&
         !get_str(o, "optimizer", name, sizeof m->group_optimizer[0]))
       return bad("a parameter group's optimizer is not a short name");
-    m->groups[m->ngroups++] = (zs_param_group){v[0], v[1], v[2], v[3], v[4], v[5], NULL};
+    m->groups[m->ngroups++] = (zs_param_group){.struct_size = sizeof(zs_param_group),
+                                               .lr_scale = v[0],
+                                               .weight_decay = v[1],
+                                               .beta1 = v[2],
+                                               .beta2 = v[3],
+                                               .eps = v[4],
+                                               .momentum = v[5],
+                                               .optimizer = NULL};
   }
   return ZS_OK;
 }

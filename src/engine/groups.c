@@ -3,6 +3,7 @@
  * is never stored: its values are the engine's config at the moment they are read (so
  * zs_engine_set_lr reaches it, and every other group through its lr_scale). */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -15,9 +16,14 @@
 zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g) {
   if (!e || !g) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_group_default: NULL engine or group");
   const zs_config *c = &e->cfg;
-  *g = (zs_param_group){
-      1.0f, c->optim.weight_decay, c->optim.beta1, c->optim.beta2, c->optim.eps, c->sgd.momentum,
-      NULL};
+  *g = (zs_param_group){.struct_size = sizeof *g,
+                        .lr_scale = 1.0f,
+                        .weight_decay = c->optim.weight_decay,
+                        .beta1 = c->optim.beta1,
+                        .beta2 = c->optim.beta2,
+                        .eps = c->optim.eps,
+                        .momentum = c->sgd.momentum,
+                        .optimizer = NULL};
   return ZS_OK;
 }
 
@@ -52,12 +58,31 @@ zs_status zs_engine_group_check(const zs_config *cfg, const zs_config *c) {
   return zs_optimizer_for(c)->host_fn(&mode, &fn);
 }
 
-zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
+/* The caller's group over the defaults: its first struct_size bytes (an older header's fields),
+   the rest zs_engine_group_default's. */
+static zs_status group_in(const zs_engine *e, const zs_param_group *user, zs_param_group *g) {
+  const size_t n = user->struct_size, first = offsetof(zs_param_group, lr_scale) + sizeof(float);
+  if (n < first || n > sizeof *g)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_add_group: the group's struct_size is %zu, which no zshard header "
+                  "gives (this one's zs_param_group is %zu bytes): start from "
+                  "zs_engine_group_default, then change fields",
+                  n, sizeof *g);
+  ZS_CHECK(zs_engine_group_default(e, g));
+  memcpy(g, user, n);
+  g->struct_size = sizeof *g;
+  return ZS_OK;
+}
+
+zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *user, int *id) {
   if (id) *id = -1;
-  if (!e || !g || !id)
+  if (!e || !user || !id)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_group: NULL engine, group or id");
   if (e->state != ZS_ENGINE_BUILDING)
     return zs_err(ZS_ERR_STATE, "zs_engine_add_group after zs_engine_commit: add groups first");
+  zs_param_group gv;
+  ZS_CHECK(group_in(e, user, &gv));
+  const zs_param_group *g = &gv;
   if (e->ngroups >= ZS_MAX_PARAM_GROUPS)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_add_group: at most %d groups (group 0 included)",
                   ZS_MAX_PARAM_GROUPS);
@@ -80,13 +105,14 @@ zs_status zs_engine_add_group(zs_engine *e, const zs_param_group *g, int *id) {
   /* The group's values are checked as the configuration's own (the same sentences). */
   const int n = e->ngroups;
   e->group_opt[n] = opt;
-  e->groups[n] = (zs_param_group){g->lr_scale + 0.0f,
-                                  g->weight_decay + 0.0f,
-                                  g->beta1 + 0.0f,
-                                  g->beta2 + 0.0f,
-                                  g->eps + 0.0f,
-                                  g->momentum + 0.0f,
-                                  NULL};
+  e->groups[n] = (zs_param_group){.struct_size = sizeof *g,
+                                  .lr_scale = g->lr_scale + 0.0f,
+                                  .weight_decay = g->weight_decay + 0.0f,
+                                  .beta1 = g->beta1 + 0.0f,
+                                  .beta2 = g->beta2 + 0.0f,
+                                  .eps = g->eps + 0.0f,
+                                  .momentum = g->momentum + 0.0f,
+                                  .optimizer = NULL};
   /* (+ 0.0f: -0 is 0, so the agreement's bits of equal groups are equal) */
   e->ngroups = n + 1;
   zs_config c;

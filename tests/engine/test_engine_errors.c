@@ -213,6 +213,13 @@ static void group_cases(zs_engine *e, zs_unit *u, zs_comm *comm) {
             "the default group is not the configuration's");
   ZS_EXPECT_STATUS(zs_engine_add_group(e, NULL, &id), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(id == -1, "a refused group's id is -1 (%d)", id);
+  zs_param_group z;
+  memset(&z, 0, sizeof z); /* not from zs_engine_group_default */
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &z, &id), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "struct_size is 0"), "%s", zs_last_error());
+  z = g;
+  z.struct_size = sizeof z + 8; /* a newer header's */
+  ZS_EXPECT_STATUS(zs_engine_add_group(e, &z, &id), ZS_ERR_INVALID_ARG);
   g.beta1 = 1.5f;
   ZS_EXPECT_STATUS(zs_engine_add_group(e, &g, &id), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "betas") && strstr(zs_last_error(), "group 1"),
@@ -251,9 +258,14 @@ static void group_cases(zs_engine *e, zs_unit *u, zs_comm *comm) {
             "names both optimizers: %s", zs_last_error());
   g.optimizer = "adam";
   ZS_EXPECT_STATUS(zs_engine_add_group(s, &g, &id), ZS_ERR_INVALID_ARG);
+  /* A group from an older header (struct_size before `optimizer`): the field it lacks is the
+     default's, whatever lies beyond its size. */
+  g.struct_size = offsetof(zs_param_group, optimizer);
+  ZS_OK_OR_DIE(zs_engine_add_group(s, &g, &id));
+  g.struct_size = sizeof g;
   g.optimizer = "sgd";
   ZS_OK_OR_DIE(zs_engine_add_group(s, &g, &id));
-  for (int i = 2; i < ZS_MAX_PARAM_GROUPS; i++)
+  for (int i = 3; i < ZS_MAX_PARAM_GROUPS; i++) /* groups 1 and 2 above */
     ZS_OK_OR_DIE(zs_engine_add_group(s, &g, &id));
   ZS_EXPECT_STATUS(zs_engine_add_group(s, &g, &id), ZS_ERR_INVALID_ARG); /* 65th */
   zs_engine_destroy(s);

@@ -211,8 +211,9 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
   }
   if (o->groups == 1) { /* the tier's update takes each segment's group, as the arena's does */
-    static const zs_param_group gs[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f, 0},
-                                         {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f, 0}};
+    static const zs_param_group gs[2] = {
+        {sizeof(zs_param_group), 0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f, 0},
+        {sizeof(zs_param_group), 2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f, 0}};
     int id[2];
     for (int i = 0; i < 2; i++) {
       zs_param_group g = gs[i];

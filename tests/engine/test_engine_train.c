@@ -242,8 +242,9 @@ static void ref_tensor(int64_t gi, int *u, int *k) {
    is 0 there when the configuration's is: a plain SGD keeps no buffer), and each tensor's group:
    embed.w and the whole head in group 1, block.w and block.ln in group 2 (the unit put there
    whole, then block.c back in group 0), the rest in group 0. */
-static const zs_param_group test_groups[2] = {{0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f, 0},
-                                              {2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f, 0}};
+static const zs_param_group test_groups[2] = {
+    {sizeof(zs_param_group), 0.5f, 0.0f, 0.8f, 0.99f, 1e-6f, 0.5f, 0},
+    {sizeof(zs_param_group), 2.0f, 0.3f, 0.95f, 0.98f, 1e-7f, 0.8f, 0}};
 static int test_group_of(int u, int k) {
   if ((u == 0 && k == 0) || u == 3) return 1;
   if (u == 2 && k < 2) return 2;
