@@ -190,8 +190,8 @@ ZS_API zs_status zs_k_gqa_attention_bwd(zs_kernels *k, void *dq, void *dkey, voi
    zs_k_softmax_xent. Qwen2's q/k/v biases are the matmul bias. */
 
 /* ---- Vocabulary-parallel embedding and cross-entropy (tensor parallelism) ----
- * P ranks split an embedding or LM head of V rows: rank r holds rows [v0, v0 + Vp) with
- * v0 = r * Vp (V = P * Vp). No rank ever holds a whole row of logits: each computes its Vp
+ * P ranks split an embedding or LM head of V rows: rank r holds rows [v0, v0 + Vl) with
+ * v0 = r * Vl (V = P * Vl). No rank ever holds a whole row of logits: each computes its Vl
  * columns (zs_k_matmul_fwd on its rows of the head) and a part of every row's loss, and the
  * caller's collective over the P ranks completes them. Token ids and targets are whole-vocabulary
  * ids in [0, V) (range-checked on the CPU, trusted on a device). */
@@ -199,24 +199,24 @@ ZS_API zs_status zs_k_gqa_attention_bwd(zs_kernels *k, void *dq, void *dkey, voi
 /* out[i] = wte[tok[i] - v0] when this rank holds tok[i], else 0: the sum of the P ranks' out
    (all-reduce, or reduce-scatter with sequence parallelism) is zs_k_embedding_fwd's output. */
 ZS_API zs_status zs_k_vocab_embedding_fwd(zs_kernels *k, void *out, const int *tok, const void *wte,
-                                          int N, int C, int v0, int Vp, int V);
+                                          int N, int C, int v0, int Vl, int V);
 /* dwte[tok[i] - v0] += dout[i] for the tokens this rank holds (rows in token order, deterministic);
    dout is every rank's whole gradient of the embedding's output. */
 ZS_API zs_status zs_k_vocab_embedding_bwd(zs_kernels *k, void *dwte, const void *dout,
-                                          const int *tok, int N, int C, int v0, int Vp, int V);
-/* Cross-entropy, step 1 of 2, over this rank's logits[N, Vp]: part[3i .. 3i+2] (fp32) = the row's
+                                          const int *tok, int N, int C, int v0, int Vl, int V);
+/* Cross-entropy, step 1 of 2, over this rank's logits[N, Vl]: part[3i .. 3i+2] (fp32) = the row's
    max m, the sum s of exp(l - m), and the target's logit when this rank holds the target, else
    0. Gather the P ranks' parts in rank order (zs_engine_all_gather over ZS_MESH_TP: 3N floats a
    rank) for step 2. */
 ZS_API zs_status zs_k_vocab_xent_part(zs_kernels *k, float *part, const void *logits,
-                                      const int *targets, int N, int v0, int Vp, int V);
+                                      const int *targets, int N, int v0, int Vl, int V);
 /* Step 2: parts[P][N][3], every rank's part in rank order, merged in that order (the same bits
    on every rank): losses[i] = M - t + log(sum_r s_r exp(m_r - M)), M the largest m_r and t the
    target's logit, zs_k_softmax_xent's loss; when dlogits != NULL, this rank's columns of
    (softmax - onehot(target)) * dloss (written, not added; may alias logits). */
 ZS_API zs_status zs_k_vocab_xent_finish(zs_kernels *k, float *losses, void *dlogits,
                                         const void *logits, const float *parts, int P,
-                                        const int *targets, float dloss, int N, int v0, int Vp,
+                                        const int *targets, float dloss, int N, int v0, int Vl,
                                         int V);
 
 /* ---- Tensor-parallel layers (Megatron 1-D) over an engine's tp group ----
@@ -240,7 +240,8 @@ ZS_API zs_status zs_k_tp_gather(zs_kernels *k, zs_engine *e, int sp, void *all, 
                                 int N, int C);
 /* The region's exit (the all-reduce, or g's conjugate, a reduce-scatter, with sp): each rank's
    partial sums part[N, C] summed over the group: sp 0, every row into rows[N, C] (in place when
-   rows == part); sp 1, this rank's rows of the sum into rows[Nl, C]. Its backward is
+   rows == part; part holds the sum either way); sp 1, this rank's rows of the sum into
+   rows[Nl, C]. Its backward is
    zs_k_tp_gather. */
 ZS_API zs_status zs_k_tp_sum(zs_kernels *k, zs_engine *e, int sp, void *rows, void *part, int N,
                              int C);
@@ -261,7 +262,8 @@ ZS_API zs_status zs_k_tp_row_fwd(zs_kernels *k, zs_engine *e, int sp, void *out,
                                  int OC);
 /* Its backward from the output's gradient dout ([N, OC], or this rank's rows [Nl, OC] with sp,
    gathered into the scratch dall[N, OC]; dall unused without sp): dinp[N, Cl] += dy w, dw += dy^T
-   inp, dbias += the column sums of dy, dy every row of the gradient. The bias gradient is then
+   inp, dbias += the column sums of dy, dy every row of the gradient (dinp, dbias may be NULL, as
+   in zs_k_matmul_bwd). The bias gradient is then
    the same on every tp rank (ZS_TP_REPLICATED, with sp too). */
 ZS_API zs_status zs_k_tp_row_bwd(zs_kernels *k, zs_engine *e, int sp, void *dinp, void *dw,
                                  void *dbias, void *dall, const void *dout, const void *inp,

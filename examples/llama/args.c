@@ -30,7 +30,7 @@ void llama_usage(void) {
       "         [--tp N=1 (tensor parallelism: groups of N consecutive ranks split the heads and\n"
       "         the MLP; data parallelism over the rest)]\n"
       "         [--sp 1 (sequence parallelism: with --tp, each tp rank keeps 1/N of the tokens\n"
-      "         outside the heads and the MLP: the residual stream, norms and logits; --seq a\n"
+      "         outside the heads and the MLP: the residual stream and norms; --seq a\n"
       "         multiple of N)]\n"
       "         [--vocab-parallel 0|1 (1: with --tp, the embedding and the LM head split over the\n"
       "         vocabulary when N divides it; 0: both whole on every tp rank)]\n"

@@ -59,18 +59,25 @@ zs_status zs_k_tp_sum(zs_kernels *k, zs_engine *e, int sp, void *rows, void *par
   return zs_engine_reduce_scatter(e, ZS_MESH_TP, part, rows, n / (size_t)T, k->dt);
 }
 
+/* A failure of the kernel a layer runs, named by the layer. */
+static zs_status layer_rc(zs_status rc, const char *fn) {
+  return rc == ZS_OK ? rc : zs_kerr_wrap(rc, "%s", fn);
+}
+
+/* Every argument is checked before the collective, so that a refusal sends nothing. */
 zs_status zs_k_tp_col_fwd(zs_kernels *k, zs_engine *e, int sp, void *out, void *all,
                           const void *inp, const void *w, const void *bias, int N, int C, int OCl) {
   static const char fn[] = "zs_k_tp_col_fwd";
   int q = 0, T = 1;
   ZS_CHECK(group(fn, k, e, sp, N, &q, &T));
-  const void *x = inp;
-  if (sp) { /* at T 1 too, so that a second layer may pass inp == all */
-    REQ_PTR(all);
-    if (inp != all) ZS_CHECK(zs_k_tp_gather(k, e, sp, all, inp, N, C));
-    x = all;
-  }
-  return zs_k_matmul_fwd(k, out, x, w, bias, N, C, OCl);
+  REQ_PTR(out);
+  REQ_PTR(inp);
+  REQ_PTR(w);
+  REQ_DIM(C);
+  REQ_DIM(OCl);
+  if (sp) REQ_PTR(all); /* at T 1 too, so that a second layer may pass inp == all */
+  if (sp && inp != all) ZS_CHECK(zs_k_tp_gather(k, e, sp, all, inp, N, C));
+  return layer_rc(zs_k_matmul_fwd(k, out, sp ? all : inp, w, bias, N, C, OCl), fn);
 }
 
 /* The bias joins tp rank 0's part only, so that the sum holds it once. */
@@ -79,9 +86,11 @@ zs_status zs_k_tp_row_fwd(zs_kernels *k, zs_engine *e, int sp, void *out, void *
   static const char fn[] = "zs_k_tp_row_fwd";
   int q = 0, T = 1;
   ZS_CHECK(group(fn, k, e, sp, N, &q, &T));
+  REQ_PTR(out);
   if (sp) REQ_PTR(part);
+  if (sp && T > 1) REQ(part != out, "%s: out and part are the same buffer: pass a scratch", fn);
   void *p = sp ? part : out;
-  ZS_CHECK(zs_k_matmul_fwd(k, p, inp, w, q == 0 ? bias : NULL, N, Cl, OC));
+  ZS_CHECK(layer_rc(zs_k_matmul_fwd(k, p, inp, w, q == 0 ? bias : NULL, N, Cl, OC), fn));
   return zs_k_tp_sum(k, e, sp, out, p, N, OC);
 }
 
@@ -91,11 +100,13 @@ zs_status zs_k_tp_row_bwd(zs_kernels *k, zs_engine *e, int sp, void *dinp, void 
   static const char fn[] = "zs_k_tp_row_bwd";
   int q = 0, T = 1;
   ZS_CHECK(group(fn, k, e, sp, N, &q, &T));
-  const void *d = dout;
-  if (sp) {
-    REQ_PTR(dall);
-    ZS_CHECK(zs_k_tp_gather(k, e, sp, dall, dout, N, OC));
-    d = dall;
-  }
-  return zs_k_matmul_bwd(k, dinp, dw, dbias, d, inp, w, N, Cl, OC);
+  REQ_PTR(dw);
+  REQ_PTR(dout);
+  REQ_PTR(inp);
+  REQ_PTR(w);
+  REQ_DIM(Cl);
+  REQ_DIM(OC);
+  if (sp) REQ_PTR(dall);
+  if (sp) ZS_CHECK(zs_k_tp_gather(k, e, sp, dall, dout, N, OC));
+  return layer_rc(zs_k_matmul_bwd(k, dinp, dw, dbias, sp ? dall : dout, inp, w, N, Cl, OC), fn);
 }

@@ -1,5 +1,5 @@
 /* CPU kernels: the vocabulary-parallel embedding and cross-entropy (zs_k_vocab_*). P ranks are
- * simulated in one process: each gets its Vp columns of the logits (or rows of the table), the
+ * simulated in one process: each gets its Vl columns of the logits (or rows of the table), the
  * parts are "gathered" by concatenation in rank order, and every rank finishes. Checked against
  * float64 written here from the definitions over the WHOLE vocabulary: the loss log sum exp(l) -
  * l[target], its gradient (softmax - onehot) * dloss, and the embedding lookup and scatter-add.
@@ -9,8 +9,8 @@
 
 #define INV ZS_ERR_INVALID_ARG
 
-static void test_xent(zs_kernels *k, int N, int P, int Vp, float spread, float shift) {
-  const int V = P * Vp;
+static void test_xent(zs_kernels *k, int N, int P, int Vl, float spread, float shift) {
+  const int V = P * Vl;
   float *logits = kt_floats((size_t)N * V);
   for (size_t i = 0; i < (size_t)N * V; i++)
     logits[i] = shift + kt_uniform(-spread, spread);
@@ -32,36 +32,36 @@ static void test_xent(zs_kernels *k, int N, int P, int Vp, float spread, float s
     for (int j = 0; j < V; j++)
       wg[(size_t)i * V + j] = (exp((double)l[j] - mx) / s - (j == tg[i])) * dloss;
   }
-  float *parts = kt_floats((size_t)P * N * 3), *mine = kt_floats((size_t)N * Vp);
+  float *parts = kt_floats((size_t)P * N * 3), *mine = kt_floats((size_t)N * Vl);
   float *dl = kt_floats((size_t)N * V), *losses = kt_floats((size_t)N * P);
-  float *l2 = kt_floats((size_t)N), *inplace = kt_floats((size_t)N * Vp);
+  float *l2 = kt_floats((size_t)N), *inplace = kt_floats((size_t)N * Vl);
   for (int r = 0; r < P; r++) {
     for (int i = 0; i < N; i++)
-      memcpy(mine + (size_t)i * Vp, logits + (size_t)i * V + (size_t)r * Vp, Vp * sizeof(float));
-    ZS_OK_OR_DIE(zs_k_vocab_xent_part(k, parts + (size_t)r * N * 3, mine, tg, N, r * Vp, Vp, V));
+      memcpy(mine + (size_t)i * Vl, logits + (size_t)i * V + (size_t)r * Vl, Vl * sizeof(float));
+    ZS_OK_OR_DIE(zs_k_vocab_xent_part(k, parts + (size_t)r * N * 3, mine, tg, N, r * Vl, Vl, V));
   }
   int same = 1, alias = 1;
   for (int r = 0; r < P; r++) {
     for (int i = 0; i < N; i++)
-      memcpy(mine + (size_t)i * Vp, logits + (size_t)i * V + (size_t)r * Vp, Vp * sizeof(float));
-    float *d = kt_rand((size_t)N * Vp, 100, 200); /* written, not added: garbage must go */
+      memcpy(mine + (size_t)i * Vl, logits + (size_t)i * V + (size_t)r * Vl, Vl * sizeof(float));
+    float *d = kt_rand((size_t)N * Vl, 100, 200); /* written, not added: garbage must go */
     ZS_OK_OR_DIE(zs_k_vocab_xent_finish(k, losses + (size_t)r * N, d, mine, parts, P, tg, dloss, N,
-                                        r * Vp, Vp, V));
+                                        r * Vl, Vl, V));
     for (int i = 0; i < N; i++)
-      memcpy(dl + (size_t)i * V + (size_t)r * Vp, d + (size_t)i * Vp, Vp * sizeof(float));
+      memcpy(dl + (size_t)i * V + (size_t)r * Vl, d + (size_t)i * Vl, Vl * sizeof(float));
     same &= memcmp(losses, losses + (size_t)r * N, (size_t)N * sizeof(float)) == 0;
-    ZS_OK_OR_DIE(zs_k_vocab_xent_finish(k, l2, NULL, mine, parts, P, tg, dloss, N, r * Vp, Vp, V));
+    ZS_OK_OR_DIE(zs_k_vocab_xent_finish(k, l2, NULL, mine, parts, P, tg, dloss, N, r * Vl, Vl, V));
     same &= memcmp(losses, l2, (size_t)N * sizeof(float)) == 0;
-    memcpy(inplace, mine, (size_t)N * Vp * sizeof(float));
+    memcpy(inplace, mine, (size_t)N * Vl * sizeof(float));
     ZS_OK_OR_DIE(
-        zs_k_vocab_xent_finish(k, l2, inplace, inplace, parts, P, tg, dloss, N, r * Vp, Vp, V));
-    alias &= memcmp(inplace, d, (size_t)N * Vp * sizeof(float)) == 0;
+        zs_k_vocab_xent_finish(k, l2, inplace, inplace, parts, P, tg, dloss, N, r * Vl, Vl, V));
+    alias &= memcmp(inplace, d, (size_t)N * Vl * sizeof(float)) == 0;
     free(d);
   }
   char what[96];
-  snprintf(what, sizeof what, "vocab xent losses N=%d P=%d Vp=%d", N, P, Vp);
+  snprintf(what, sizeof what, "vocab xent losses N=%d P=%d Vl=%d", N, P, Vl);
   kt_check_fwd(what, losses, wl, (size_t)N);
-  snprintf(what, sizeof what, "vocab xent dlogits N=%d P=%d Vp=%d", N, P, Vp);
+  snprintf(what, sizeof what, "vocab xent dlogits N=%d P=%d Vl=%d", N, P, Vl);
   kt_compare(what, dl, NULL, wg, (size_t)N * V, KT_GRAD_RTOL, 1e-3);
   ZS_EXPECT(same, "vocab xent P=%d: the ranks' losses (or losses without dlogits) differ", P);
   ZS_EXPECT(alias, "vocab xent P=%d: in-place dlogits differ from out of place", P);
@@ -72,8 +72,8 @@ static void test_xent(zs_kernels *k, int N, int P, int Vp, float spread, float s
 /* The ranks' embedding outputs sum to the whole table's rows; their gradients concatenate to the
    whole scatter-add (repeated tokens included). */
 static void test_embedding(zs_kernels *k, int P) {
-  enum { N = 9, C = 5, Vp = 3 };
-  const int V = P * Vp;
+  enum { N = 9, C = 5, Vl = 3 };
+  const int V = P * Vl;
   int tok[N];
   for (int i = 0; i < N; i++)
     tok[i] = (i * 7 + 2) % V;
@@ -89,11 +89,11 @@ static void test_embedding(zs_kernels *k, int P) {
     float *garbage = kt_rand((size_t)N * C, 100, 200);
     memcpy(out, garbage, (size_t)N * C * sizeof(float));
     ZS_OK_OR_DIE(
-        zs_k_vocab_embedding_fwd(k, out, tok, wte + (size_t)r * Vp * C, N, C, r * Vp, Vp, V));
+        zs_k_vocab_embedding_fwd(k, out, tok, wte + (size_t)r * Vl * C, N, C, r * Vl, Vl, V));
     for (int i = 0; i < N * C; i++)
       sum[i] += out[i];
     ZS_OK_OR_DIE(
-        zs_k_vocab_embedding_bwd(k, dw + (size_t)r * Vp * C, dout, tok, N, C, r * Vp, Vp, V));
+        zs_k_vocab_embedding_bwd(k, dw + (size_t)r * Vl * C, dout, tok, N, C, r * Vl, Vl, V));
     free(garbage);
   }
   for (int i = 0; i < N; i++)
@@ -108,23 +108,23 @@ static void test_embedding(zs_kernels *k, int P) {
 /* Arguments: ranges outside the vocabulary, an uneven split, ids outside it, aliasing; nothing
    written on a refusal. */
 static void test_args(zs_kernels *k) {
-  enum { N = 2, C = 2, Vp = 2, V = 4 };
+  enum { N = 2, C = 2, Vl = 2, V = 4 };
   int tok[N] = {0, 3}, bad[N] = {0, 4};
-  float w[Vp * C] = {1, 2, 3, 4}, o[N * C] = {7, 7, 7, 7}, part[3 * N * 2] = {0};
-  float lg[N * Vp] = {0}, ls[N] = {9, 9};
-  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, o, tok, w, N, C, 3, Vp, V), INV); /* 3 + 2 > 4 */
-  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, o, tok, w, N, C, -1, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, o, bad, w, N, C, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, w, tok, w, N, C, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_embedding_bwd(k, w, w, tok, N, C, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_embedding_bwd(NULL, w, o, tok, N, C, 2, Vp, V), INV);
+  float w[Vl * C] = {1, 2, 3, 4}, o[N * C] = {7, 7, 7, 7}, part[3 * N * 2] = {0};
+  float lg[N * Vl] = {0}, ls[N] = {9, 9};
+  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, o, tok, w, N, C, 3, Vl, V), INV); /* 3 + 2 > 4 */
+  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, o, tok, w, N, C, -1, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, o, bad, w, N, C, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_embedding_fwd(k, w, tok, w, N, C, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_embedding_bwd(k, w, w, tok, N, C, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_embedding_bwd(NULL, w, o, tok, N, C, 2, Vl, V), INV);
   ZS_EXPECT(o[0] == 7 && w[0] == 1, "vocab embedding: a refused call wrote");
-  ZS_EXPECT_STATUS(zs_k_vocab_xent_part(k, part, lg, bad, N, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_xent_part(k, part, lg, tok, 0, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, ls, lg, lg, part, 3, tok, 1, N, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, ls, lg, lg, part, 2, bad, 1, N, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, part, lg, lg, part, 2, tok, 1, N, 2, Vp, V), INV);
-  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, ls, part, lg, part, 2, tok, 1, N, 2, Vp, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_xent_part(k, part, lg, bad, N, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_xent_part(k, part, lg, tok, 0, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, ls, lg, lg, part, 3, tok, 1, N, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, ls, lg, lg, part, 2, bad, 1, N, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, part, lg, lg, part, 2, tok, 1, N, 2, Vl, V), INV);
+  ZS_EXPECT_STATUS(zs_k_vocab_xent_finish(k, ls, part, lg, part, 2, tok, 1, N, 2, Vl, V), INV);
   ZS_EXPECT(ls[0] == 9 && part[0] == 0, "vocab xent: a refused call wrote");
 }
 

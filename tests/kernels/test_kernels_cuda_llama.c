@@ -49,12 +49,12 @@ static void test_embedding(zs_dtype dt, int N, int C, int V) {
   free(tok), free(wte), free(out), free(dout), free(dwte);
 }
 
-/* One rank's part of the vocabulary-parallel embedding and cross-entropy (rank r of P, Vp rows
+/* One rank's part of the vocabulary-parallel embedding and cross-entropy (rank r of P, Vl rows
    each): embedding out and dwte, the part, and with the CPU's parts of all P ranks (the gathered
    buffer) the finish's losses and dlogits, out of place and in place. */
-static void test_vocab(zs_dtype dt, int N, int C, int P, int Vp, int r) {
-  const int V = P * Vp, v0 = r * Vp;
-  size_t n = (size_t)N * C, nw = (size_t)Vp * C, nl = (size_t)N * Vp, np = (size_t)P * N * 3;
+static void test_vocab(zs_dtype dt, int N, int C, int P, int Vl, int r) {
+  const int V = P * Vl, v0 = r * Vl;
+  size_t n = (size_t)N * C, nw = (size_t)Vl * C, nl = (size_t)N * Vl, np = (size_t)P * N * 3;
   int *dtok, *tok = rand_tokens(N, V, &dtok);
   float *wte = kt_rand(nw, -1, 1, dt), *out = malloc(n * 4), *dout = kt_rand(n, -1, 1, dt);
   float *dwte = kt_rand(nw, -1, 1, dt), *logits = kt_rand(nl, -6, 6, dt);
@@ -63,29 +63,45 @@ static void test_vocab(zs_dtype dt, int N, int C, int P, int Vp, int r) {
   void *d_wte = UP(wte, nw), *d_out = kt_dev_nan(n, dt), *d_dout = UP(dout, n);
   void *d_dwte = UP(dwte, nw), *d_logits = UP(logits, nl), *d_dl = kt_dev_nan(nl, dt);
   void *d_part = kt_dev_nan((size_t)N * 3, ZS_F32), *d_losses = kt_dev_nan(N, ZS_F32);
-  ZS_OK_OR_DIE(zs_k_vocab_embedding_fwd(kc, out, tok, wte, N, C, v0, Vp, V));
-  ZS_OK_OR_DIE(zs_k_vocab_embedding_fwd(kg, d_out, dtok, d_wte, N, C, v0, Vp, V));
-  ZS_OK_OR_DIE(zs_k_vocab_embedding_bwd(kc, dwte, dout, tok, N, C, v0, Vp, V));
-  ZS_OK_OR_DIE(zs_k_vocab_embedding_bwd(kg, d_dwte, d_dout, dtok, N, C, v0, Vp, V));
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_fwd(kc, out, tok, wte, N, C, v0, Vl, V));
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_fwd(kg, d_out, dtok, d_wte, N, C, v0, Vl, V));
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_bwd(kc, dwte, dout, tok, N, C, v0, Vl, V));
+  ZS_OK_OR_DIE(zs_k_vocab_embedding_bwd(kg, d_dwte, d_dout, dtok, N, C, v0, Vl, V));
   kt_compare("vocab embedding out", d_out, dt, out, n, kt_tol(dt, 1e-6));
   kt_compare("vocab embedding dwte", d_dwte, dt, dwte, nw, kt_tol(dt, 1e-6));
   /* the other ranks' parts from random logits on the CPU; this rank's on both devices */
   for (int q = 0; q < P; q++) {
     float *lq = q == r ? logits : kt_rand(nl, -6, 6, dt);
-    ZS_OK_OR_DIE(zs_k_vocab_xent_part(kc, parts + (size_t)q * N * 3, lq, tok, N, q * Vp, Vp, V));
+    ZS_OK_OR_DIE(zs_k_vocab_xent_part(kc, parts + (size_t)q * N * 3, lq, tok, N, q * Vl, Vl, V));
     if (lq != logits) free(lq);
   }
-  ZS_OK_OR_DIE(zs_k_vocab_xent_part(kg, d_part, d_logits, dtok, N, v0, Vp, V));
-  kt_compare("vocab xent part", d_part, ZS_F32, parts + (size_t)r * N * 3, (size_t)N * 3, 2e-5);
+  ZS_OK_OR_DIE(zs_k_vocab_xent_part(kg, d_part, d_logits, dtok, N, v0, Vl, V));
+  { /* each field of the part on its own scale (the sum of exponentials dwarfs the max) */
+    float *got = malloc((size_t)N * 3 * 4), *f[2] = {malloc((size_t)N * 4), malloc((size_t)N * 4)};
+    if (!got || !f[0] || !f[1]) exit(1);
+    kt_download(got, d_part, (size_t)N * 3, ZS_F32);
+    static const char *name[3] = {"vocab xent part: row max", "vocab xent part: sum of exp",
+                                  "vocab xent part: target logit"};
+    for (int c = 0; c < 3; c++) {
+      for (int i = 0; i < N; i++) {
+        f[0][i] = got[3 * i + c];
+        f[1][i] = parts[((size_t)r * N + i) * 3 + c];
+      }
+      void *d = kt_upload(f[0], (size_t)N, ZS_F32);
+      kt_compare(name[c], d, ZS_F32, f[1], (size_t)N, 2e-5);
+      cudaFree(d);
+    }
+    free(got), free(f[0]), free(f[1]);
+  }
   void *d_parts = kt_upload(parts, np, ZS_F32);
   const float dloss = 1.0f / (float)N;
-  ZS_OK_OR_DIE(zs_k_vocab_xent_finish(kc, losses, dl, logits, parts, P, tok, dloss, N, v0, Vp, V));
+  ZS_OK_OR_DIE(zs_k_vocab_xent_finish(kc, losses, dl, logits, parts, P, tok, dloss, N, v0, Vl, V));
   ZS_OK_OR_DIE(
-      zs_k_vocab_xent_finish(kg, d_losses, d_dl, d_logits, d_parts, P, dtok, dloss, N, v0, Vp, V));
+      zs_k_vocab_xent_finish(kg, d_losses, d_dl, d_logits, d_parts, P, dtok, dloss, N, v0, Vl, V));
   kt_compare("vocab xent losses", d_losses, ZS_F32, losses, N, 2e-5);
   kt_compare("vocab xent dlogits", d_dl, dt, dl, nl, kt_tol(dt, 2e-5));
   ZS_OK_OR_DIE(zs_k_vocab_xent_finish(kg, d_losses, d_logits, d_logits, d_parts, P, dtok, dloss, N,
-                                      v0, Vp, V));
+                                      v0, Vl, V));
   kt_compare("vocab xent dlogits (in place)", d_logits, dt, dl, nl, kt_tol(dt, 2e-5));
   cudaFree(dtok), cudaFree(d_wte), cudaFree(d_out), cudaFree(d_dout), cudaFree(d_dwte);
   cudaFree(d_logits), cudaFree(d_dl), cudaFree(d_part), cudaFree(d_losses), cudaFree(d_parts);

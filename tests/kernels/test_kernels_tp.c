@@ -8,7 +8,8 @@
  * whole region in float64 from the whole tensors (written here from the formulas above) and
  * checks its share of the kernels' results: y and dL/dx (its rows with sp), the slices of dA, da,
  * dB, db and dW, and dc whole; tolerance 1e-5 of each array's largest magnitude (fp32 sums). Also
- * the refusals: sp 2, rows that do not split over the group, a missing scratch buffer. */
+ * the refusals: sp 2, rows that do not split over the group, a missing scratch buffer, a missing
+ * weight (refused before the collective: the gather's buffer untouched). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,18 @@ static void region(zs_comm *comm, int tp, int sp, const ref *r) {
     ZS_EXPECT_STATUS(zs_k_tp_col_fwd(k, e, 1, h, NULL, xin, Al, NULL, N, C, OCl),
                      ZS_ERR_INVALID_ARG);
     ZS_EXPECT_STATUS(zs_k_tp_row_fwd(k, e, 1, y, NULL, act, Wl, c, N, OCl, C), ZS_ERR_INVALID_ARG);
+    /* a bad weight is refused before the gather: nothing sent, the scratch untouched */
+    for (int i = 0; i < N * C; i++)
+      xall[i] = dall[i] = 7.0f;
+    ZS_EXPECT_STATUS(zs_k_tp_col_fwd(k, e, 1, h, xall, xin, NULL, NULL, N, C, OCl),
+                     ZS_ERR_INVALID_ARG);
+    ZS_EXPECT(strstr(zs_last_error(), "zs_k_tp_col_fwd"), "%s", zs_last_error());
+    ZS_EXPECT_STATUS(zs_k_tp_row_bwd(k, e, 1, dact, dW, dc, dall, dy, act, NULL, N, OCl, C),
+                     ZS_ERR_INVALID_ARG);
+    int kept = 1;
+    for (int i = 0; i < N * C; i++)
+      kept &= xall[i] == 7.0f && dall[i] == 7.0f;
+    ZS_EXPECT(kept, "a refused tp layer wrote its gather's buffer");
   }
   zs_k_destroy(k);
   zs_engine_destroy(e);

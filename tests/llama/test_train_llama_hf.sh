@@ -17,7 +17,8 @@
 # vocabulary except in Llama's --sp run. A truncated weights file is refused with a message.
 # With CUDA_PROBE (a GPU test, tests/gpu_tests.md): the same proof with --device cuda (fp32,
 # cuBLASLt's fp32 compute, so the same bounds), 1 rank at stage 0 and 2 ranks at stage 3 sharing
-# the GPU through NCCL (tests/with_hostid.sh), and for Llama and Qwen2 --tp 2 --sp 1 on 2 ranks; "SKIP: no CUDA device" (exit 0) without one.
+# the GPU through NCCL (tests/with_hostid.sh), and for Llama and Qwen2 --tp 2 --sp 1 on 2 ranks;
+# "SKIP: no CUDA device" (exit 0) without one.
 # usage: test_train_llama_hf.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC [CUDA_PROBE]]   (77 = skipped)
 set -u
 EXE=$1

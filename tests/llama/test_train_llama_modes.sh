@@ -11,7 +11,8 @@
 # tests/gpt2/test_gpt2_bf16_cpu.sh), for the untied and the tied (two widen slots) head; and
 # --master lean --deterministic exports the same bits from 1 rank x 2 micro-steps and 2 ranks x 1,
 # and with its state offloaded (--offload opt+params) or budgeted (--offload-budget); so does
-# --master remainder with --offload opt. --tp 2 gives the default's weights within fp32 rounding.
+# --master remainder with --offload opt. --tp 2 gives the default's weights within fp32 rounding,
+# with the embedding and head split over the vocabulary (alone and with --sp 1) or replicated.
 # usage: test_train_llama_modes.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]
 set -u
 EXE=$1
@@ -62,6 +63,10 @@ train tp2 2 --batch 2 --tp 2 --stage 3 &&
 # sequence-parallel runs are Llama with the head replicated and Qwen2's tied head).
 train tp2_sp 2 --batch 2 --tp 2 --sp 1 --stage 2 &&
   check "--tp 2 --sp 1 = default within 1e-4" $CMP "$(st base)" "$(st tp2_sp)" close . 1e-4
+# The embedding and head replicated without sequence parallelism (as with a vocabulary tp does
+# not divide).
+train tp2_rep 2 --batch 2 --tp 2 --vocab-parallel 0 --stage 1 &&
+  check "--tp 2 --vocab-parallel 0 = default within 1e-4" $CMP "$(st base)" "$(st tp2_rep)" close . 1e-4
 train params 1 --batch 2 --master params &&
   check "--master params = default, bit for bit" cmp "$(st base)" "$(st params)"
 if train budget 1 --batch 2 --offload-budget 1.6M; then

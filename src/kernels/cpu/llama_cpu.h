@@ -19,16 +19,16 @@ void zs_cpu_embedding_fwd(float *out, const int *tok, const float *wte, int N, i
 void zs_cpu_embedding_bwd(float *dwte, const float *dout, const int *tok, int N, int C);
 
 /* The vocabulary-parallel twins of the above and of zs_cpu_softmax_xent (llama_vocab.c): this
-   rank holds vocabulary rows [v0, v0 + Vp); see zs_k_vocab_*. */
+   rank holds vocabulary rows [v0, v0 + Vl); see zs_k_vocab_*. */
 void zs_cpu_vocab_embedding_fwd(float *out, const int *tok, const float *wte, int N, int C, int v0,
-                                int Vp);
+                                int Vl);
 void zs_cpu_vocab_embedding_bwd(float *dwte, const float *dout, const int *tok, int N, int C,
-                                int v0, int Vp);
+                                int v0, int Vl);
 void zs_cpu_vocab_xent_part(float *part, const float *logits, const int *targets, int N, int v0,
-                            int Vp);
+                            int Vl);
 void zs_cpu_vocab_xent_finish(float *losses, float *dlogits, const float *logits,
                               const float *parts, int P, const int *targets, float dloss, int N,
-                              int v0, int Vp);
+                              int v0, int Vl);
 
 /* rrms[i] = 1 / sqrt(mean(x^2) + eps); out = w * (x * rrms). out may alias inp. */
 void zs_cpu_rmsnorm_fwd(float *out, float *rrms, const float *inp, const float *w, float eps, int N,

@@ -1,5 +1,5 @@
 /* Vocabulary-parallel token embedding and cross-entropy (tensor parallelism): each rank holds the
- * vocabulary rows [v0, v0 + Vp); its outputs are parts that a sum (the embedding) or a merge of
+ * vocabulary rows [v0, v0 + Vl); its outputs are parts that a sum (the embedding) or a merge of
  * (max, sum) pairs (the loss) over the ranks completes. */
 #include <math.h>
 #include <string.h>
@@ -8,11 +8,11 @@
 
 /* Rows of tokens this rank holds copied, the others zero. */
 void zs_cpu_vocab_embedding_fwd(float *out, const int *tok, const float *wte, int N, int C, int v0,
-                                int Vp) {
+                                int Vl) {
   for (int i = 0; i < N; i++) {
     float *o = out + (size_t)i * C;
     const int r = tok[i] - v0;
-    if (r >= 0 && r < Vp)
+    if (r >= 0 && r < Vl)
       memcpy(o, wte + (size_t)r * C, (size_t)C * sizeof(float));
     else
       memset(o, 0, (size_t)C * sizeof(float));
@@ -21,10 +21,10 @@ void zs_cpu_vocab_embedding_fwd(float *out, const int *tok, const float *wte, in
 
 /* Scatter-add in row order for the tokens this rank holds. */
 void zs_cpu_vocab_embedding_bwd(float *dwte, const float *dout, const int *tok, int N, int C,
-                                int v0, int Vp) {
+                                int v0, int Vl) {
   for (int i = 0; i < N; i++) {
     const int r = tok[i] - v0;
-    if (r < 0 || r >= Vp) continue;
+    if (r < 0 || r >= Vl) continue;
     float *dw = dwte + (size_t)r * C;
     const float *d = dout + (size_t)i * C;
     for (int c = 0; c < C; c++)
@@ -35,19 +35,19 @@ void zs_cpu_vocab_embedding_bwd(float *dwte, const float *dout, const int *tok, 
 /* Per row: the max, the sum of exp(l - max) (in double, rounded once) and the target's logit when
    this rank holds it. */
 void zs_cpu_vocab_xent_part(float *part, const float *logits, const int *targets, int N, int v0,
-                            int Vp) {
+                            int Vl) {
   for (int i = 0; i < N; i++) {
-    const float *l = logits + (size_t)i * Vp;
+    const float *l = logits + (size_t)i * Vl;
     float mx = l[0];
-    for (int j = 1; j < Vp; j++)
+    for (int j = 1; j < Vl; j++)
       mx = l[j] > mx ? l[j] : mx;
     double s = 0.0;
-    for (int j = 0; j < Vp; j++)
+    for (int j = 0; j < Vl; j++)
       s += expf(l[j] - mx);
     const int t = targets[i] - v0;
     part[3 * (size_t)i] = mx;
     part[3 * (size_t)i + 1] = (float)s;
-    part[3 * (size_t)i + 2] = t >= 0 && t < Vp ? l[t] : 0.0f;
+    part[3 * (size_t)i + 2] = t >= 0 && t < Vl ? l[t] : 0.0f;
   }
 }
 
@@ -56,7 +56,7 @@ void zs_cpu_vocab_xent_part(float *part, const float *logits, const int *targets
    minus dloss at the target. */
 void zs_cpu_vocab_xent_finish(float *losses, float *dlogits, const float *logits,
                               const float *parts, int P, const int *targets, float dloss, int N,
-                              int v0, int Vp) {
+                              int v0, int Vl) {
   for (int i = 0; i < N; i++) {
     float M = parts[3 * (size_t)i];
     for (int r = 1; r < P; r++) {
@@ -72,12 +72,12 @@ void zs_cpu_vocab_xent_finish(float *losses, float *dlogits, const float *logits
     }
     losses[i] = (M - lt) + (float)log(S);
     if (!dlogits) continue;
-    const float *l = logits + (size_t)i * Vp;
-    float *d = dlogits + (size_t)i * Vp;
+    const float *l = logits + (size_t)i * Vl;
+    float *d = dlogits + (size_t)i * Vl;
     const float inv = (float)(1.0 / S);
-    for (int j = 0; j < Vp; j++)
+    for (int j = 0; j < Vl; j++)
       d[j] = expf(l[j] - M) * inv * dloss; /* l[j] read before d[j] (they may be one float) */
     const int t = targets[i] - v0;
-    if (t >= 0 && t < Vp) d[t] -= dloss;
+    if (t >= 0 && t < Vl) d[t] -= dloss;
   }
 }

@@ -1,6 +1,6 @@
 /* GPT-2 encoder (token + position embedding), the Llama token embedding (no positions:
  * zs_cuda_embedding_*) and its vocabulary-parallel form (zs_cuda_vocab_embedding_*: this rank's
- * rows [v0, v0 + Vp) only), forward and a deterministic backward.
+ * rows [v0, v0 + Vl) only), forward and a deterministic backward.
  *
  * Backward without atomics: positions are processed in chunks of ENC_CHUNK; each chunk's
  * (token, position) keys are sorted in one block (bitonic, shared memory), then one block per
@@ -17,31 +17,31 @@
 #define ENC_SORT_THREADS 1024
 
 /* out[bt, c] = wte[tok[bt] - v0, c] + wpe[t, c] (wpe NULL: no positions, the Llama embedding);
-   a token outside this table's rows [v0, v0 + Vp) reads 0 (the vocabulary-parallel part). */
+   a token outside this table's rows [v0, v0 + Vl) reads 0 (the vocabulary-parallel part). */
 template <typename T>
 __global__ void encoder_fwd_kernel(T *out, const int *tok, const T *wte, const T *wpe, int BT,
-                                   int T_, int C, int v0, unsigned Vp) {
+                                   int T_, int C, int v0, unsigned Vl) {
   size_t n = (size_t)BT * C;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x) {
     size_t bt = i / C, c = i % C;
     size_t t = bt % T_;
     unsigned r = (unsigned)(tok[bt] - v0);
-    float e = r < Vp ? zs_ld(&wte[(size_t)r * C + c]) : 0.0f;
+    float e = r < Vl ? zs_ld(&wte[(size_t)r * C + c]) : 0.0f;
     zs_st(&out[i], e + (wpe ? zs_ld(&wpe[t * C + c]) : 0.0f));
   }
 }
 
 /* Sorts the keys (row << 32 | position) of positions p0 .. p0+np-1 into keys_out[0..np), row =
-   token - v0; a token outside [v0, v0 + Vp) gets the padding key ~0, which sorts last and adds
+   token - v0; a token outside [v0, v0 + Vl) gets the padding key ~0, which sorts last and adds
    nothing. */
 __global__ void __launch_bounds__(ENC_SORT_THREADS)
     encoder_sort_kernel(unsigned long long *keys_out, const int *tok, int p0, int np, int v0,
-                        unsigned Vp) {
+                        unsigned Vl) {
   __shared__ unsigned long long s[ENC_CHUNK];
   for (int i = threadIdx.x; i < ENC_CHUNK; i += blockDim.x) {
-    unsigned r = i < np ? (unsigned)(tok[p0 + i] - v0) : Vp;
-    s[i] = r < Vp ? ((unsigned long long)r << 32) | (unsigned)(p0 + i) : ~0ull;
+    unsigned r = i < np ? (unsigned)(tok[p0 + i] - v0) : Vl;
+    s[i] = r < Vl ? ((unsigned long long)r << 32) | (unsigned)(p0 + i) : ~0ull;
   }
   __syncthreads();
   for (int k = 2; k <= ENC_CHUNK; k <<= 1) {
@@ -97,27 +97,27 @@ __global__ void encoder_dwpe_kernel(T *dwpe, const T *dout, int B, int T_, int C
   }
 }
 
-/* The forward over this table's rows [v0, v0 + Vp) (the whole table: v0 0, Vp UINT_MAX). */
+/* The forward over this table's rows [v0, v0 + Vl) (the whole table: v0 0, Vl UINT_MAX). */
 static zs_status enc_fwd(zs_cuda_kctx *k, void *out, const int *tok, const void *wte,
-                         const void *wpe, int B, int T, int C, int v0, unsigned Vp,
+                         const void *wpe, int B, int T, int C, int v0, unsigned Vl,
                          const char *what) {
   size_t n = (size_t)B * T * C;
   ZS_DT_DISPATCH(k->dt, E,
                  encoder_fwd_kernel<E><<<zs_grid(n, ENC_THREADS), ENC_THREADS, 0, k->stream>>>(
-                     (E *)out, tok, (const E *)wte, (const E *)wpe, B * T, T, C, v0, Vp));
+                     (E *)out, tok, (const E *)wte, (const E *)wpe, B * T, T, C, v0, Vl));
   return zs_kcu_launched(what);
 }
 
-/* dwte by sorted token runs (tokens of rows [v0, v0 + Vp) only); dwpe (skipped when NULL: the
+/* dwte by sorted token runs (tokens of rows [v0, v0 + Vl) only); dwpe (skipped when NULL: the
    Llama embedding) summed over b. */
 static zs_status enc_bwd(zs_cuda_kctx *k, void *dwte, void *dwpe, const void *dout, const int *tok,
-                         int B, int T, int C, int v0, unsigned Vp, const char *what) {
+                         int B, int T, int C, int v0, unsigned Vl, const char *what) {
   int BT = B * T;
   unsigned long long *keys = (unsigned long long *)k->scratch; /* ENC_CHUNK keys */
   unsigned ct = C < ENC_THREADS ? (unsigned)((C + 31) / 32 * 32) : ENC_THREADS;
   for (int p0 = 0; p0 < BT; p0 += ENC_CHUNK) {
     int np = BT - p0 < ENC_CHUNK ? BT - p0 : ENC_CHUNK;
-    encoder_sort_kernel<<<1, ENC_SORT_THREADS, 0, k->stream>>>(keys, tok, p0, np, v0, Vp);
+    encoder_sort_kernel<<<1, ENC_SORT_THREADS, 0, k->stream>>>(keys, tok, p0, np, v0, Vl);
     ZS_CHECK(zs_kcu_launched(what));
     ZS_DT_DISPATCH(k->dt, E,
                    encoder_dwte_kernel<E>
@@ -157,16 +157,16 @@ extern "C" zs_status zs_cuda_embedding_bwd(zs_cuda_kctx *k, void *dwte, const vo
 }
 
 extern "C" zs_status zs_cuda_vocab_embedding_fwd(zs_cuda_kctx *k, void *out, const int *tok,
-                                                 const void *wte, int N, int C, int v0, int Vp,
+                                                 const void *wte, int N, int C, int v0, int Vl,
                                                  int V) {
   (void)V;
-  return enc_fwd(k, out, tok, wte, NULL, 1, N, C, v0, (unsigned)Vp, "zs_cuda_vocab_embedding_fwd");
+  return enc_fwd(k, out, tok, wte, NULL, 1, N, C, v0, (unsigned)Vl, "zs_cuda_vocab_embedding_fwd");
 }
 
 extern "C" zs_status zs_cuda_vocab_embedding_bwd(zs_cuda_kctx *k, void *dwte, const void *dout,
-                                                 const int *tok, int N, int C, int v0, int Vp,
+                                                 const int *tok, int N, int C, int v0, int Vl,
                                                  int V) {
   (void)V;
-  return enc_bwd(k, dwte, NULL, dout, tok, 1, N, C, v0, (unsigned)Vp,
+  return enc_bwd(k, dwte, NULL, dout, tok, 1, N, C, v0, (unsigned)Vl,
                  "zs_cuda_vocab_embedding_bwd");
 }

@@ -22,14 +22,14 @@ zs_status zs_cuda_embedding_fwd(zs_cuda_kctx *k, void *out, const int *tok, cons
 zs_status zs_cuda_embedding_bwd(zs_cuda_kctx *k, void *dwte, const void *dout, const int *tok,
                                 int N, int C, int V);
 zs_status zs_cuda_vocab_embedding_fwd(zs_cuda_kctx *k, void *out, const int *tok, const void *wte,
-                                      int N, int C, int v0, int Vp, int V);
+                                      int N, int C, int v0, int Vl, int V);
 zs_status zs_cuda_vocab_embedding_bwd(zs_cuda_kctx *k, void *dwte, const void *dout, const int *tok,
-                                      int N, int C, int v0, int Vp, int V);
+                                      int N, int C, int v0, int Vl, int V);
 zs_status zs_cuda_vocab_xent_part(zs_cuda_kctx *k, float *part, const void *logits,
-                                  const int *targets, int N, int v0, int Vp, int V);
+                                  const int *targets, int N, int v0, int Vl, int V);
 zs_status zs_cuda_vocab_xent_finish(zs_cuda_kctx *k, float *losses, void *dlogits,
                                     const void *logits, const float *parts, int P,
-                                    const int *targets, float dloss, int N, int v0, int Vp, int V);
+                                    const int *targets, float dloss, int N, int v0, int Vl, int V);
 zs_status zs_cuda_rmsnorm_fwd(zs_cuda_kctx *k, void *out, float *rrms, const void *inp,
                               const void *w, float eps, int N, int C);
 zs_status zs_cuda_rmsnorm_bwd(zs_cuda_kctx *k, void *dinp, void *dw, const void *dout,
