@@ -136,6 +136,11 @@ case $out in *'model_type "mixtral" is not supported'*) echo "ok   $out" ;;
 #    6979321856 halve: 525336576 + 4096 + 262144 + 3489660928 = 4015263744 per tp rank.
 got=$("$plan" --model llama3-8b --world 2 --tp 2 --model-states-only --json | field 'd["psi"]')
 check "llama3-8b --tp 2: one tp rank's parameters" "$got" 4015263744
+#    --vocab-parallel 0 (train_llama's flag): the embedding and head whole, 1050673152 a rank:
+#    1050673152 + 4096 + 262144 + 3489660928 = 4540600320.
+got=$("$plan" --model llama3-8b --world 2 --tp 2 --vocab-parallel 0 --model-states-only --json |
+  field 'd["psi"]')
+check "llama3-8b --tp 2 --vocab-parallel 0: the embedding and head whole" "$got" 4540600320
 #    --tp 16 over 8 kv heads: k/v whole on every rank. A layer: q 2 heads (256 x 4096) and o
 #    (4096 x 256) 1048576 each, k and v 1024 x 4096 = 4194304 each, gate/up/down 896 x 4096 =
 #    3670016 each, norms 8192: 21504000; 32 layers 688128000, plus the embedding's and head's
@@ -174,6 +179,7 @@ for bad in "--model llama3-8b --world 3 --tp 3:splits the attention heads (32)" 
            "--model d12 --world 2 --tp 2:planned for Llama-family models" \
            "--model llama3-8b --world 2 --tp 2 --optimizer muon:cannot take Muon yet" \
            "--model llama3-8b --world 2 --sp:give --tp 2 or more" \
+           "--model llama3-8b --world 2 --tp 2 --vocab-parallel 2:bad value '2' for --vocab-parallel" \
            "--model llama3-8b --world 4 --tp 4 --sp --seq 4098:not a multiple of it"; do
   out=$("$plan" ${bad%%:*} 2>&1)
   check "${bad%%:*} refused (exit 2)" "$?" 2

@@ -33,6 +33,8 @@ static void usage(void) {
       "                               parallel ranks\n"
       "  --sp                         with --tp: train_llama --sp 1's sequence parallelism\n"
       "                               (1/T of the residual stream and norms a rank)\n"
+      "  --vocab-parallel 0|1         with --tp: 0 plans train_llama --vocab-parallel 0 (the\n"
+      "                               embedding and head whole on every tp rank); default 1\n"
       "  --dtype bf16|fp32 (params and grads; default fp32) --reduce-dtype bf16|fp32\n"
       "  --prefetch N (default 1) --bucket-bytes B --max-live-bytes B --deterministic\n"
       "  --offload-budget BYTES       budgeted partial offload: device bytes the model state and\n"
@@ -145,6 +147,10 @@ static int option(zp_args *a, const char *k, const char *v) {
   if (!strcmp(k, "--seq")) return parse_int(k, v, &a->seq, 1);
   if (!strcmp(k, "--world")) return parse_int(k, v, &a->world, 1);
   if (!strcmp(k, "--tp")) return parse_int(k, v, &a->tp, 1);
+  if (!strcmp(k, "--vocab-parallel")) {
+    const int rc = parse_int(k, v, &a->vocab_parallel, 0);
+    return rc == 0 && a->vocab_parallel > 1 ? -1 : rc; /* the caller names the bad value */
+  }
   if (!strcmp(k, "--shard-group")) return parse_int(k, v, &a->group, 0);
   if (!strcmp(k, "--stage")) return parse_int(k, v, &a->stage, 0);
   if (!strcmp(k, "--prefetch")) return parse_int(k, v, &a->prefetch, 0);
@@ -234,6 +240,7 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
   memset(a, 0, sizeof *a);
   a->world = 1;
   a->tp = 1;
+  a->vocab_parallel = 1;
   a->stage = 3;
   a->prefetch = 1;
   a->batch = 4;

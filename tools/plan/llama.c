@@ -65,7 +65,7 @@ int zp_llama_is_spec(const char *spec) {
   return n > 5 && !strcmp(spec + n - 5, ".json");
 }
 
-int zp_llama_units(const char *spec, int seq, int tp, zp_model *m) {
+int zp_llama_units(const char *spec, int seq, int tp, int vocab_parallel, zp_model *m) {
   llama_config c, whole;
   int rc = 1;
   for (size_t i = 0; i < sizeof presets / sizeof presets[0] && rc == 1; i++)
@@ -74,7 +74,7 @@ int zp_llama_units(const char *spec, int seq, int tp, zp_model *m) {
   if (rc == 0) rc = llama_config_check(&c, seq > 0 ? seq : 1);
   if (rc == 0) {
     whole = c;
-    rc = llama_tp_local(&whole, tp, 1, &c); /* train_llama's default split */
+    rc = llama_tp_local(&whole, tp, vocab_parallel, &c);
   }
   if (rc) {
     fprintf(stderr, "zshard-plan: %s\n", llama_error());

@@ -57,7 +57,7 @@ int zp_model_build(const zp_args *a, zp_model *m) {
     return -1;
   }
   if (a->preset && zp_llama_is_spec(a->preset)) {
-    rc = zp_llama_units(a->preset, a->seq, a->tp, m);
+    rc = zp_llama_units(a->preset, a->seq, a->tp, a->vocab_parallel, m);
   } else if (a->preset || a->have_shape) {
     zp_gpt g = a->gpt;
     if (a->preset) {

@@ -31,6 +31,7 @@ typedef struct {
   int tp; /* --tp T: tensor-parallel groups of T ranks (Llama models); the plan is per rank, over
              world / T data-parallel ranks (zp_dp_world); --recommend adds the tp all-reduces */
   int sp; /* --sp: with --tp, train_llama --sp 1's sequence parallelism (its activations) */
+  int vocab_parallel; /* --vocab-parallel 0|1 (1): train_llama's, the embedding and head split */
   unsigned offload;
   zs_dtype dtype, reduce_dtype;
   int reduce_set;
@@ -120,9 +121,10 @@ const char *zp_llama_preset_names(void);
    checked by examples/common/llama_config.c at the planned sequence length seq, 0 meaning none
    given, so that a longer sequence than a sliding window is refused as train_llama refuses it, also
    with --model-states-only); sets m->is_llama and m->llama. With tp > 1 the units and the
-   activations are one tp rank's (examples/common/llama_layout.h: llama_tp_local). 0 or -1
+   activations are one tp rank's (examples/common/llama_layout.h: llama_tp_local, the embedding
+   and head split over the vocabulary when vocab_parallel and tp divides it). 0 or -1
    (printed). */
-int zp_llama_units(const char *spec, int seq, int tp, zp_model *m);
+int zp_llama_units(const char *spec, int seq, int tp, int vocab_parallel, zp_model *m);
 /* The example's activation bytes (examples/common/llama_activations.h) at micro-batch B x T, with
    sequence parallelism over sp ranks (1: none), after checking that T is trainable (positions,
    sliding window, a multiple of sp); 0 or -1 (printed). */
