@@ -5,48 +5,21 @@
  * element read and written by the same thread (dlogits may alias logits). */
 #include "kctx.cuh"
 #include "llama_cuda.h"
+#include "row_lse.cuh"
 
 #define VX_THREADS 512
-#define VX_WARPS (VX_THREADS / 32)
-
-/* Merges the running (max, sum of exp(x - max)) pair (m2, s2) into (m, s). */
-__device__ __forceinline__ void vx_merge(float &m, float &s, float m2, float s2) {
-  if (m2 == -INFINITY) return;
-  if (m == -INFINITY) {
-    m = m2;
-    s = s2;
-    return;
-  }
-  float M = fmaxf(m, m2);
-  s = s * expf(m - M) + s2 * expf(m2 - M);
-  m = M;
-}
 
 /* Row blockIdx.x: part = (max, sum exp(l - max), the target's logit or 0). */
 template <typename T>
 __global__ void __launch_bounds__(VX_THREADS)
     vocab_xent_part_kernel(float *part, const T *logits, const int *targets, int v0, int Vl) {
-  __shared__ float wm[VX_WARPS], ws[VX_WARPS];
   const size_t row = blockIdx.x;
   const T *x = logits + row * Vl;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   float m = -INFINITY, s = 0.0f;
   for (int c = threadIdx.x; c < Vl; c += VX_THREADS)
-    vx_merge(m, s, zs_ld(&x[c]), 1.0f);
-  for (int o = 16; o > 0; o >>= 1) {
-    float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-    vx_merge(m, s, m2, s2);
-  }
-  if (lane == 0) {
-    wm[warp] = m;
-    ws[warp] = s;
-  }
-  __syncthreads();
+    zs_lse_merge(m, s, zs_ld(&x[c]), 1.0f);
+  zs_lse_block<VX_THREADS>(m, s);
   if (threadIdx.x != 0) return;
-  m = wm[0];
-  s = ws[0];
-  for (int w = 1; w < VX_WARPS; w++)
-    vx_merge(m, s, wm[w], ws[w]);
   const unsigned t = (unsigned)(targets[row] - v0);
   part[3 * row] = m;
   part[3 * row + 1] = s;
