@@ -563,7 +563,7 @@ static int bad(zs_comm *comm, const opts *o) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 6, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1, 20, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const struct {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Tensor parallelism against data parallelism (test_engine_tp.c), 4 ranks, 6 steps of 4
+# Tensor parallelism against data parallelism (test_engine_tp.c), 4 ranks, 20 steps of 4
 # micro-batches: tp 1 x dp 4 is the reference; tp 2 x dp 2 and tp 4 x dp 1 must give its weights,
 # losses and gradient norms, its whole optimizer state after the last step and whole gradients of
 # the last step (zs_unit_get_state_whole, zs_unit_get_grad_whole) to 1e-5 of their magnitude.
-# The bound: the runs differ only in the order of fp32 sums (a row-parallel product summed over tp slices, the f conjugate's all-reduce,
-# the partial gradients' sum), each off by a few ulps (~1e-7 relative) per step, which Adam's
-# normalised updates carry at most lr-sized into the weights; measured 2.5e-8 (docs/PARALLEL.md).
+# The bound: the runs differ only in the order of fp32 sums (a row-parallel product summed over
+# tp slices, the f conjugate's all-reduce, the partial gradients' sum), each off by a few ulps
+# (~1e-7 relative) per step, which Adam's normalised updates carry at most lr-sized into the
+# weights; measured 8.2e-8 over 20 steps (docs/PARALLEL.md).
 # At a fixed tp the deterministic runs are bit-identical across data-parallel splits.
 # EQUIV_ONE_SPLIT=1 (the ASan pass of scripts/test.sh) leaves out the runs marked `full`: their
 # code paths are those of the other runs with other counts.
