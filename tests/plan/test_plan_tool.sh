@@ -260,8 +260,30 @@ st=$("$plan" --safetensors "$dir/model.safetensors" --world 2 --stage 3 --device
   --batch 3 --json | field 'd["per_rank"]')
 flags=$("$plan" "${shape[@]}" --max-seq 32 --world 2 --stage 3 --device cpu --json |
   field 'd["per_rank"]')
-rm -rf "$dir"
 check "safetensors = the same GPT-2 shape by flags" "$st" "$flags"
+#    The same file with an untied lm_head: its units are not train_gpt2's. The plan says so, and
+#    --optimizer muon (the example's grouping needs its tensors) is refused.
+python3 - "$dir/model.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+off = max(v["data_offsets"][1] for v in hdr.values())
+hdr["lm_head.weight"] = {"dtype": "F32", "shape": [256, 96], "data_offsets": [off, off + 4 * 256 * 96]}
+h = json.dumps(hdr).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + bytes(off + 4 * 256 * 96))
+PY
+out=$("$plan" --safetensors "$dir/model.safetensors" --world 2 --stage 3 --device cpu --json \
+  2>&1 >/dev/null)
+case $out in *"not the example's"*"planned from their sizes"*) echo "ok   $out" ;;
+  *) echo "FAIL: the bare plan of a non-example file is silent: $out"; fail=1 ;; esac
+rc=0
+out=$("$plan" --safetensors "$dir/model.safetensors" --world 2 --stage 3 --device cpu \
+  --optimizer muon 2>&1) || rc=$?
+check "--optimizer muon on a non-example file refused (exit 2)" "$rc" 2
+case $out in *"plan it with --optimizer adamw"*) echo "ok   $out" ;;
+  *) echo "FAIL: $out"; fail=1 ;; esac
+rm -rf "$dir"
 
 # 7. Budgeted partial offload. Units of 100, 300, 200, 300 and 50 fp32 elements at stage 3 on 2
 #    ranks (no padding): each moves 8 bytes per element to the host (12/2 optimizer + 4/2 param

@@ -15,6 +15,19 @@ int main(int argc, char **argv) {
     zp_model_free(&m);
     return 2;
   }
+  if (m.bare) { /* said, not silent: the plan is the sizes', not the example's tensors' */
+    int muon = -1;
+    zs_optimizer_id("muon", &muon);
+    if (a.optimizer == muon) {
+      fprintf(stderr, "zshard-plan: --optimizer muon plans the examples' grouping (Muon on the "
+                      "hidden matrices), which needs their tensors, and this file's units are not "
+                      "the example's (their sizes differ): plan it with --optimizer adamw\n");
+      zp_model_free(&m);
+      return 2;
+    }
+    fprintf(stderr, "zshard-plan: note: this file's units are not the example's (their sizes "
+                    "differ): planned from their sizes\n");
+  }
   if (!a.held_units && (m.is_gpt || m.is_llama)) a.held_units = 1; /* as the examples hold */
   size_t act = a.activations;
   /* The examples on the CPU device compute in fp32 (the kernels are fp32 only): with bf16 params

@@ -41,6 +41,7 @@ int zp_model_tensors(zp_model *m) {
                       m->numel[u]) { /* units of a file that are not the example's: sizes */
       free(m->units), free(m->descs);
       m->units = NULL, m->descs = NULL;
+      m->bare = 1;
       return 0;
     }
     m->units[u] = (zs_plan_unit){nt, d, NULL, 0};

@@ -73,6 +73,9 @@ typedef struct {
      NULL otherwise. zp_plan plans them with zs_plan_model_units (owned). */
   zs_plan_unit *units;   /* optimizer NULL and frozen 0 here: zp_plan sets them per plan */
   zs_tensor_desc *descs; /* the units' tensors, ZP_MAX_UNIT_TENSORS per unit */
+  /* A GPT-2 or Llama shape whose units (a safetensors file's) are not the example's: planned
+     from their sizes alone (units NULL). */
+  int bare;
 } zp_model;
 
 /* Room per unit for the examples' tensors (GPT-2's block has 12, a Llama decoder layer fewer). */
