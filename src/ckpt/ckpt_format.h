@@ -26,7 +26,9 @@
  * Data file: a 64-byte header (little-endian: magic "ZSHARDCK", u32 version, u32 writer rank,
  * u64 data offset, u64 data bytes, u64 block bytes, u64 block count, u64 reserved, u64 xxh64 of
  * the first 56 header bytes followed by the block table), the block table (xxh64 of each
- * block_bytes block of the data, the last one shorter), then the data. A reader checks the header
+ * block_bytes block of the data, the last one shorter), zeros up to the data offset (data
+ * version 3: the next multiple of ZS_CKPT_DATA_ALIGN, so that the data can be written with
+ * O_DIRECT; versions 1 and 2 have none), then the data. A reader checks the header
  * against the manifest and every block it reads against the table. The manifest carries its own
  * xxh64 (of its text with the checksum's 16 hex digits written as zeros). */
 #ifndef ZS_CKPT_CKPT_FORMAT_H
@@ -38,13 +40,14 @@
 #include "base/opt_shape.h"
 #include "zshard.h"
 
-/* The newest manifest version: 3 adds units' own step counts (units[i].steps, after
-   zs_unit_no_grad), written only by a save that has one, so that other checkpoints stay readable
-   by libraries that read version 2 and a library that would ignore the key refuses them. */
-/* 4 adds tensor parallelism (tp_size, layouts, segments' tp ranks), written only at tp_size > 1. */
-#define ZS_CKPT_FORMAT_VERSION 4
+/* The manifest versions: 3 added units' own step counts (units[i].steps, after zs_unit_no_grad),
+   4 tensor parallelism (tp_size, layouts, segments' tp ranks), 5 data files of data version 3
+   (their data at an aligned offset). Every save writes the newest; the keys of 3 and 4 only
+   where they apply. */
+#define ZS_CKPT_FORMAT_VERSION 5
 #define ZS_CKPT_FORMAT_OLDEST 1 /* the oldest version this library reads */
-#define ZS_CKPT_DATA_VERSION 2  /* the version in the data files' headers (1 reads too) */
+#define ZS_CKPT_DATA_VERSION 3  /* the version in the data files' headers (1 and 2 read too) */
+#define ZS_CKPT_DATA_ALIGN 4096 /* data version 3's data offset is a multiple of this */
 /* The most arrays a segment holds: the master and the optimizer's state arrays. */
 #define ZS_CKPT_MAX_ARRAYS (1 + ZS_OPT_MAX_STATE)
 #define ZS_CKPT_MAGIC "ZSHARDCK"
@@ -142,6 +145,12 @@ zs_status zs_ckpt_manifest_parse(const char *text, size_t len, zs_ckpt_manifest 
 /* The same without the checksum (the fuzz target reaches every field check through it). */
 zs_status zs_ckpt_manifest_parse_json(const char *text, size_t len, zs_ckpt_manifest *m);
 
+/* Where a data file's data begins: right after the block table (data versions 1 and 2), or there
+   rounded up to ZS_CKPT_DATA_ALIGN (3). */
+uint64_t zs_ckpt_data_offset(uint32_t data_version, uint64_t nblocks);
+/* The data version of the files a manifest of format_version lists (3 from 5 on, else 2: 1 and 2
+   place their data alike). */
+uint32_t zs_ckpt_files_data_version(int format_version);
 /* Blocks of data_bytes in block_bytes blocks. */
 uint64_t zs_ckpt_nblocks(uint64_t data_bytes, uint64_t block_bytes);
 /* Encodes the header (ZS_CKPT_HEADER_BYTES) with its checksum over itself and the block table

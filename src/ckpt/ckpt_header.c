@@ -28,6 +28,17 @@ static uint64_t get_u64(const unsigned char *p) {
   return v;
 }
 
+uint64_t zs_ckpt_data_offset(uint32_t data_version, uint64_t nblocks) {
+  const uint64_t end = ZS_CKPT_HEADER_BYTES + 8 * nblocks;
+  return data_version >= 3
+             ? (end + ZS_CKPT_DATA_ALIGN - 1) / ZS_CKPT_DATA_ALIGN * ZS_CKPT_DATA_ALIGN
+             : end;
+}
+
+uint32_t zs_ckpt_files_data_version(int format_version) {
+  return format_version >= 5 ? 3 : 2;
+}
+
 uint64_t zs_ckpt_nblocks(uint64_t data_bytes, uint64_t block_bytes) {
   return block_bytes ? (data_bytes + block_bytes - 1) / block_bytes : 0;
 }
@@ -47,7 +58,7 @@ uint64_t zs_ckpt_header_encode(unsigned char *out, uint32_t rank, uint64_t data_
   memcpy(out, ZS_CKPT_MAGIC, 8);
   put_u32(out + 8, ZS_CKPT_DATA_VERSION);
   put_u32(out + 12, rank);
-  put_u64(out + 16, ZS_CKPT_HEADER_BYTES + 8 * nblocks);
+  put_u64(out + 16, zs_ckpt_data_offset(ZS_CKPT_DATA_VERSION, nblocks));
   put_u64(out + 24, data_bytes);
   put_u64(out + 32, block_bytes);
   put_u64(out + 40, nblocks);
@@ -82,7 +93,7 @@ zs_status zs_ckpt_header_parse(const unsigned char *buf, size_t len, zs_ckpt_hea
                   h->version, ZS_CKPT_FORMAT_OLDEST, ZS_CKPT_DATA_VERSION);
   if (h->block_bytes == 0 || h->nblocks != zs_ckpt_nblocks(h->data_bytes, h->block_bytes) ||
       h->nblocks > (len - ZS_CKPT_HEADER_BYTES) / 8 ||
-      h->data_offset != ZS_CKPT_HEADER_BYTES + 8 * h->nblocks)
+      h->data_offset != zs_ckpt_data_offset(h->version, h->nblocks))
     return zs_err(ZS_ERR_CORRUPT,
                   "checkpoint file: header fields are inconsistent (%" PRIu64 " blocks of %" PRIu64
                   " bytes for %" PRIu64 " data bytes)",

@@ -16,6 +16,9 @@ uint64_t zs_ckpt_block_bytes(void);
    and errno (ENOSPC, EFBIG, EIO...). `hooked`: the bytes count for the test build's crash hook
    (data files; ckpt_hooks.h); nothing in the shipped library. */
 zs_status zs_io_write(int fd, const void *p, size_t n, const char *path, int hooked, int rank);
+/* Counts n bytes of a data file written by other means (O_DIRECT) as zs_io_write's hooked bytes
+   count. */
+void zs_io_count_written(size_t n, const char *path, int rank);
 /* pwrite / pread of exactly n bytes at off; a short read (truncated file) is ZS_ERR_CORRUPT. */
 zs_status zs_io_pwrite(int fd, const void *p, size_t n, uint64_t off, const char *path);
 zs_status zs_io_pread(int fd, void *p, size_t n, uint64_t off, const char *path);

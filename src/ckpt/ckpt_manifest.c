@@ -425,7 +425,8 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
     return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file name '%s' is not a plain name",
                   f->name);
   if (f->nblocks != zs_ckpt_nblocks(f->data_bytes, m->block_bytes) ||
-      f->bytes != ZS_CKPT_HEADER_BYTES + 8 * f->nblocks + f->data_bytes)
+      f->bytes != zs_ckpt_data_offset(zs_ckpt_files_data_version(m->format_version), f->nblocks) +
+                      f->data_bytes)
     return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file '%s' sizes do not add up", f->name);
   if (ns > 0 && !(f->segs = calloc((size_t)ns, sizeof *f->segs)))
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory reading the manifest");

@@ -372,8 +372,9 @@ static zs_status open_file(pass *p, const zs_ckpt_file *f, int *fd, unsigned cha
   zs_ckpt_header h;
   if (zs_ckpt_header_parse(*table, hb, &h) != ZS_OK)
     return zs_err_wrap(ZS_ERR_CORRUPT, "zs_engine_load: %s", path);
+  const uint32_t dv = zs_ckpt_files_data_version(p->m->format_version); /* 1 reads as 2 */
   if (h.self_xxh64 != f->header_xxh64 || h.data_bytes != f->data_bytes ||
-      h.block_bytes != p->m->block_bytes)
+      h.block_bytes != p->m->block_bytes || (h.version < 3 ? 2u : h.version) != dv)
     return zs_err(ZS_ERR_CORRUPT,
                   "zs_engine_load: %s does not match the manifest (another "
                   "checkpoint's file?)",
@@ -386,8 +387,9 @@ static zs_status read_block(pass *p, const zs_ckpt_file *f, int fd, const unsign
                             uint64_t k, const char *path, uint64_t *len) {
   const uint64_t B = p->m->block_bytes, b0 = k * B;
   *len = f->data_bytes - b0 < B ? f->data_bytes - b0 : B;
-  ZS_CHECK(
-      zs_io_pread(fd, p->block, (size_t)*len, ZS_CKPT_HEADER_BYTES + 8 * f->nblocks + b0, path));
+  const uint64_t data_off =
+      zs_ckpt_data_offset(zs_ckpt_files_data_version(p->m->format_version), f->nblocks);
+  ZS_CHECK(zs_io_pread(fd, p->block, (size_t)*len, data_off + b0, path));
   uint64_t want = 0;
   for (int i = 7; i >= 0; i--)
     want = want << 8 | table[ZS_CKPT_HEADER_BYTES + 8 * k + (uint64_t)i];

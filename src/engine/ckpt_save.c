@@ -18,6 +18,7 @@
 #include "engine/ckpt_save.h"
 #include "engine/fail.h"
 #include "ckpt/ckpt_io.h"
+#include "offload/nvme_dir.h"
 #include "tier/master_io.h"
 
 /* Rank 0: creates dir, removes what crashed saves left (checkpoint directories without a
@@ -56,27 +57,44 @@ static zs_status prepare(const char *dir, uint64_t step, uint64_t *seq) {
    whole file). */
 typedef zs_ckpt_writer writer;
 
+/* One block's piece: with O_DIRECT it is queued (the disk works while the next blocks are
+   hashed; the caller's memory is released at the end of the emit), else written to the page
+   cache. */
+static zs_status put_piece(zs_ckpt_writer *w, const unsigned char *c, size_t n) {
+  if (!w->direct) return zs_io_write(w->fd, c, n, w->path, 1, w->rank);
+  const zs_status rc = zs_direct_out_put(w->direct, c, n);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "writing %s", w->path);
+  zs_io_count_written(n, w->path, w->rank);
+  return ZS_OK;
+}
+
 zs_status zs_ckpt_emit(zs_ckpt_writer *w, const void *p, uint64_t n) {
   const unsigned char *c = p;
-  while (n > 0) {
+  zs_status rc = ZS_OK;
+  while (n > 0 && rc == ZS_OK) {
     uint64_t take = w->block - w->in_block;
     if (take > n) take = n;
     XXH64_update(w->blk, c, (size_t)take);
-    ZS_CHECK(zs_io_write(w->fd, c, (size_t)take, w->path, 1, w->rank));
+    rc = put_piece(w, c, (size_t)take);
     w->in_block += take;
     c += take;
     n -= take;
     if (w->in_block == w->block) {
-      /* Start the block's writeback now, so the disk works while the next blocks are hashed
-         and the final fsync has little left to do. */
-      const uint64_t end = ZS_CKPT_HEADER_BYTES + 8 * w->nblk_total + (w->nblk + 1) * w->block;
-      sync_file_range(w->fd, (off_t)(end - w->block), (off_t)w->block, SYNC_FILE_RANGE_WRITE);
+      /* Through the page cache, start the block's writeback now, so the disk works while the
+         next blocks are hashed and the final fsync has little left to do. */
+      const uint64_t end = w->data_off + (w->nblk + 1) * w->block;
+      if (!w->direct)
+        sync_file_range(w->fd, (off_t)(end - w->block), (off_t)w->block, SYNC_FILE_RANGE_WRITE);
       w->table[w->nblk++] = XXH64_digest(w->blk);
       XXH64_reset(w->blk, 0);
       w->in_block = 0;
     }
   }
-  return ZS_OK;
+  if (w->direct) { /* p is the caller's again (after a failure too) */
+    const zs_status rel = zs_direct_out_release(w->direct);
+    if (rc == ZS_OK && rel != ZS_OK) rc = zs_err_wrap(rel, "writing %s", w->path);
+  }
+  return rc;
 }
 
 zs_status zs_ckpt_read_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
@@ -111,8 +129,23 @@ static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   return ZS_OK;
 }
 
+/* Sets up the O_DIRECT path of w's file (opened with O_DIRECT): where it cannot be had (an
+   alignment the data offset does not meet, no io_uring) the file goes on without O_DIRECT. */
+static zs_status direct_setup(zs_ckpt_writer *w) {
+  const size_t align = zs_nvme_fd_align(w->fd);
+  if (w->data_off % align == 0 &&
+      zs_direct_out_create(w->fd, w->tmp, w->data_off, align, &w->direct) == ZS_OK)
+    return ZS_OK;
+  w->direct = NULL;
+  const int fl = fcntl(w->fd, F_GETFL);
+  if (fl < 0 || fcntl(w->fd, F_SETFL, fl & ~O_DIRECT) != 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_save: %s: turning O_DIRECT off: %s", w->tmp,
+                  strerror(errno));
+  return ZS_OK;
+}
+
 zs_status zs_ckpt_writer_open(zs_ckpt_writer *w, zs_engine *e, const char *ckdir, int rank,
-                              uint64_t data, uint64_t block) {
+                              uint64_t data, uint64_t block, int direct) {
   memset(w, 0, sizeof *w);
   w->e = e;
   w->fd = -1;
@@ -129,24 +162,51 @@ zs_status zs_ckpt_writer_open(zs_ckpt_writer *w, zs_engine *e, const char *ckdir
   if (!w->blk || !w->table)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a block table");
   XXH64_reset(w->blk, 0);
-  w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  w->fd = direct ? open(w->tmp, flags | O_DIRECT, 0644) : -1;
+  if (w->fd < 0) w->fd = open(w->tmp, flags, 0644); /* tmpfs and others refuse O_DIRECT */
   if (w->fd < 0)
     return zs_err(ZS_ERR_IO, "zs_engine_save: creating %s: %s", w->tmp, strerror(errno));
   w->opened = 1;
-  const uint64_t data_off = ZS_CKPT_HEADER_BYTES + 8 * w->nblk_total;
-  if (lseek(w->fd, (off_t)data_off, SEEK_SET) < 0)
+  w->data_off = zs_ckpt_data_offset(ZS_CKPT_DATA_VERSION, w->nblk_total);
+  const int fl = fcntl(w->fd, F_GETFL);
+  if (fl >= 0 && (fl & O_DIRECT)) ZS_CHECK(direct_setup(w));
+  if (lseek(w->fd, (off_t)w->data_off, SEEK_SET) < 0)
     return zs_err(ZS_ERR_IO, "zs_engine_save: seeking in %s: %s", w->tmp, strerror(errno));
   return ZS_OK;
 }
 
+/* The header and block table at the file's start; with O_DIRECT the data's end first (the last
+   write was padded: the file gets its exact length back) and the header from an aligned buffer
+   of the whole data offset (header, table, zeros). */
+static zs_status write_head(zs_ckpt_writer *w, uint64_t *hh) {
+  const uint64_t nb = w->nblk_total;
+  if (!w->direct) {
+    unsigned char head[ZS_CKPT_HEADER_BYTES];
+    *hh = zs_ckpt_header_encode(head, (uint32_t)w->rank, w->data, w->block, w->table, nb);
+    ZS_CHECK(zs_io_pwrite(w->fd, head, sizeof head, 0, w->tmp));
+    return zs_io_pwrite(w->fd, w->table, (size_t)(8 * nb), ZS_CKPT_HEADER_BYTES, w->tmp);
+  }
+  zs_status rc = zs_direct_out_flush(w->direct);
+  if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_save: writing %s", w->tmp);
+  if (ftruncate(w->fd, (off_t)(w->data_off + w->data)) != 0)
+    return zs_err(ZS_ERR_IO, "zs_engine_save: truncating %s: %s", w->tmp, strerror(errno));
+  unsigned char *buf = NULL;
+  if (posix_memalign((void **)&buf, ZS_CKPT_DATA_ALIGN, (size_t)w->data_off) != 0)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: no memory for %s's header", w->tmp);
+  memset(buf, 0, (size_t)w->data_off);
+  memcpy(buf + ZS_CKPT_HEADER_BYTES, w->table, (size_t)(8 * nb));
+  *hh = zs_ckpt_header_encode(buf, (uint32_t)w->rank, w->data, w->block,
+                              (uint64_t *)(void *)(buf + ZS_CKPT_HEADER_BYTES), nb);
+  rc = zs_io_pwrite(w->fd, buf, (size_t)w->data_off, 0, w->tmp);
+  free(buf);
+  return rc;
+}
+
 zs_status zs_ckpt_writer_finish(zs_ckpt_writer *w, uint64_t out[W_NWORDS]) {
   if (w->in_block > 0) w->table[w->nblk++] = XXH64_digest(w->blk); /* the last, shorter block */
-  unsigned char head[ZS_CKPT_HEADER_BYTES];
-  const uint64_t nb = w->nblk_total;
-  const uint64_t hh =
-      zs_ckpt_header_encode(head, (uint32_t)w->rank, w->data, w->block, w->table, nb);
-  ZS_CHECK(zs_io_pwrite(w->fd, head, sizeof head, 0, w->tmp));
-  ZS_CHECK(zs_io_pwrite(w->fd, w->table, (size_t)(8 * nb), ZS_CKPT_HEADER_BYTES, w->tmp));
+  uint64_t hh = 0;
+  ZS_CHECK(write_head(w, &hh));
   ZS_CHECK(zs_io_fsync(w->fd, w->tmp));
   const int cr = close(w->fd);
   w->fd = -1;
@@ -155,13 +215,15 @@ zs_status zs_ckpt_writer_finish(zs_ckpt_writer *w, uint64_t out[W_NWORDS]) {
     return zs_err(ZS_ERR_IO, "zs_engine_save: renaming %s: %s", w->tmp, strerror(errno));
   w->renamed = 1;
   ZS_CHECK(zs_io_fsync_dir(w->dir));
-  out[W_BYTES] = ZS_CKPT_HEADER_BYTES + 8 * nb + w->data;
+  out[W_BYTES] = w->data_off + w->data;
   out[W_DATA] = w->data;
   out[W_HEADER_HASH] = hh;
   return ZS_OK;
 }
 
 void zs_ckpt_writer_close(zs_ckpt_writer *w, zs_status rc) {
+  zs_direct_out_destroy(w->direct); /* waits for its writes before the file closes */
+  w->direct = NULL;
   if (w->fd >= 0) close(w->fd);
   w->fd = -1;
   if (rc != ZS_OK && w->opened && !w->renamed) unlink(w->tmp); /* no temporary file stays */
@@ -184,7 +246,7 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
   w.fd = -1;
   zs_status rc = segs ? ZS_OK : zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory");
   const uint64_t data = segs ? zs_ckpt_rank_segments(e, e->all_rank, segs, &ns) : 0;
-  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&w, e, ckdir, e->all_rank, data, block);
+  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&w, e, ckdir, e->all_rank, data, block, 0);
   if (rc == ZS_OK && !(w.piece = malloc(ZS_CKPT_NVME_PIECE * 4))) /* the state on its way out */
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of host memory for a %zu-byte piece",
                 ZS_CKPT_NVME_PIECE * 4);
@@ -199,8 +261,7 @@ static zs_status write_rank_file(zs_engine *e, const char *ckdir, uint64_t block
 zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, const uint64_t *words,
                                  zs_ckpt_manifest *m) {
   memset(m, 0, sizeof *m);
-  /* 2; 3 with a unit's own step count (below); 4 with tensor parallelism */
-  m->format_version = e->tp_size > 1 ? 4 : 2;
+  m->format_version = ZS_CKPT_FORMAT_VERSION; /* its files are ZS_CKPT_DATA_VERSION */
   snprintf(m->zshard_version, sizeof m->zshard_version, "%s", zs_version());
   m->seq = seq;
   m->step = e->opt_steps;
@@ -248,7 +309,6 @@ zs_status zs_ckpt_build_manifest(zs_engine *e, uint64_t seq, uint64_t block, con
     snprintf(cu->name, sizeof cu->name, "%s", u->name);
     cu->numel = u->lay.numel_total;
     cu->steps = u->opt_steps != e->opt_steps ? u->opt_steps : -1; /* zs_unit_no_grad's */
-    if (cu->steps >= 0 && m->format_version < 3) m->format_version = 3;
     if (!(cu->t = calloc((size_t)u->ntensors, sizeof *cu->t)))
       return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory");
     cu->ntensors = u->ntensors;

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "engine/ckpt.h"
+#include "offload/direct_out.h"
 
 /* A rank's row of the manifest's words: its status, then its file's description. */
 enum { W_STATUS, W_BYTES, W_DATA, W_HEADER_HASH, W_NWORDS };
@@ -24,16 +25,19 @@ typedef struct {
   float *piece;    /* the synchronous save's ZS_CKPT_NVME_PIECE elements of state on their way
                       out (freed by close); the asynchronous one reads into its staging */
   int tier_failed; /* a read of the NVMe tier failed (not this checkpoint's file) */
-  uint64_t data, block, in_block, nblk, nblk_total;
+  uint64_t data, block, in_block, nblk, nblk_total, data_off;
   uint64_t *table;
   XXH64_state_t *blk;
+  zs_direct_out *direct; /* the data's O_DIRECT path, or NULL: through the page cache */
 } zs_ckpt_writer;
 
-/* Opens rank's file in ckdir for data bytes of data in blocks of block bytes. On failure the
-   caller still calls zs_ckpt_writer_close. */
+/* Opens rank's file in ckdir for data bytes of data in blocks of block bytes; with direct, its
+   data goes out with O_DIRECT through io_uring where the file system and the kernel allow (else,
+   silently, through the page cache: the same bytes). On failure the caller still calls
+   zs_ckpt_writer_close. */
 zs_status zs_ckpt_writer_open(zs_ckpt_writer *w, zs_engine *e, const char *ckdir, int rank,
-                              uint64_t data, uint64_t block);
-/* Appends n bytes of data. */
+                              uint64_t data, uint64_t block, int direct);
+/* Appends n bytes of data (p may be reused when it returns). */
 zs_status zs_ckpt_emit(zs_ckpt_writer *w, const void *p, uint64_t n);
 /* After all data: header, block table, fsync, rename, fsync of the directory; out[W_BYTES..]
    describes the file. */

@@ -45,8 +45,7 @@ static int zs_dir_is_empty(const char *path) {
   return empty;
 }
 
-/* The O_DIRECT alignment of the file system holding fd (nvme_dir.h, zs_nvme_dir_align). */
-static size_t zs_dio_align(int fd) {
+size_t zs_nvme_fd_align(int fd) {
   struct stat st;
   size_t a = 4096;
   if (fstat(fd, &st) == 0 && st.st_blksize > 0) {
@@ -59,7 +58,7 @@ static size_t zs_dio_align(int fd) {
 size_t zs_nvme_root_align(const char *root) {
   const int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return 4096;
-  const size_t a = zs_dio_align(fd);
+  const size_t a = zs_nvme_fd_align(fd);
   close(fd);
   return a;
 }
@@ -80,7 +79,7 @@ static zs_status zs_dir_probe(zs_nvme_dir *d) {
     return zs_err(ZS_ERR_IO, "NVMe tier: cannot create %s: %s", probe, strerror(e));
   }
   zs_status rc = ZS_OK;
-  d->align = zs_dio_align(fd);
+  d->align = zs_nvme_fd_align(fd);
   void *buf = NULL;
   if (posix_memalign(&buf, d->align, d->align) != 0) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "NVMe tier: no memory for a %zu-byte probe", d->align);

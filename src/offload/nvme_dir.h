@@ -37,6 +37,8 @@ size_t zs_nvme_dir_align(const zs_nvme_dir *d);
 /* The alignment a directory under root would get, from root itself (4096 when it cannot be
    read): for sizing the files before the directory exists. */
 size_t zs_nvme_root_align(const char *root);
+/* The same for the file system that holds the open file or directory fd. */
+size_t zs_nvme_fd_align(int fd);
 
 /* ZS_OK when the directory's file system has at least `bytes` free for this user (statvfs
    f_bavail); else ZS_ERR_IO naming the path, the bytes needed and the bytes free

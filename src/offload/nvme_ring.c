@@ -30,9 +30,15 @@ struct zs_nvme_ring {
   int broken;    /* a submit or wait failed: queued entries may be stale, the ring takes no more */
   char why[512]; /* when broken: the first failure's message, reported by every later call */
   zs_nvme_req *reqs;
-  unsigned *free_ids;  /* stack of free request indices: free_ids[0 .. capacity - inflight) */
-  double wait_seconds; /* zs_nvme_ring_wait_seconds */
+  unsigned *free_ids;       /* stack of free request indices: free_ids[0 .. capacity - inflight) */
+  double wait_seconds;      /* zs_nvme_ring_wait_seconds */
+  const char *who, *advice; /* zs_nvme_ring_set_names */
 };
+
+void zs_nvme_ring_set_names(zs_nvme_ring *r, const char *who, const char *advice) {
+  r->who = who;
+  r->advice = advice;
+}
 
 double zs_nvme_ring_wait_seconds(const zs_nvme_ring *r) {
   return r ? r->wait_seconds : 0.0;
@@ -63,6 +69,7 @@ zs_status zs_nvme_ring_create(unsigned capacity, zs_nvme_ring **out) {
                   capacity, strerror(-rc));
   }
   r->capacity = capacity;
+  zs_nvme_ring_set_names(r, "NVMe tier", ", restart from the last checkpoint");
   for (unsigned i = 0; i < capacity; i++)
     r->free_ids[i] = capacity - 1 - i;
   *out = r;
@@ -139,26 +146,25 @@ zs_status zs_nvme_ring_submit(zs_nvme_ring *r) {
 
 /* The status of a completed request: its last result res checked against the length left. An
    error names the I/O as queued (offset, length) and how far it got. */
-static zs_status zs_req_status(const zs_nvme_req *q, int res) {
+static zs_status zs_req_status(const zs_nvme_ring *r, const zs_nvme_req *q, int res) {
   const char *what = q->write ? "write" : "read";
   if (res < 0) {
     char after[64] = "";
     if (q->done) snprintf(after, sizeof after, " (after %zu bytes)", q->done);
-    return zs_err(ZS_ERR_IO, "NVMe tier: %s of %zu bytes at offset %llu of %s failed%s: %s%s", what,
-                  q->len0, (unsigned long long)q->off0, q->file->path, after, strerror(-res),
+    return zs_err(ZS_ERR_IO, "%s: %s of %zu bytes at offset %llu of %s failed%s: %s%s", r->who,
+                  what, q->len0, (unsigned long long)q->off0, q->file->path, after, strerror(-res),
                   res == -ENOSPC || res == -EFBIG || res == -EDQUOT
                       ? " (the disk is full or the file size limit was reached)"
                       : "");
   }
   if ((size_t)res != q->len)
-    return zs_err(ZS_ERR_IO,
-                  "NVMe tier: short %s at offset %llu of %s: %zu of %zu bytes, then %s at offset "
-                  "%llu (the file was truncated or the disk is full); its data is lost, restart "
-                  "from the last checkpoint",
-                  what, (unsigned long long)q->off0, q->file->path, q->done + (size_t)res, q->len0,
-                  res == 0 ? "an unexpected end of file"
-                           : "a short completion that could not be resubmitted",
-                  (unsigned long long)(q->off + (size_t)res));
+    return zs_err(
+        ZS_ERR_IO,
+        "%s: short %s at offset %llu of %s: %zu of %zu bytes, then %s at offset "
+        "%llu (the file was truncated or the disk is full); its data is lost%s",
+        r->who, what, (unsigned long long)q->off0, q->file->path, q->done + (size_t)res, q->len0,
+        res == 0 ? "an unexpected end of file" : "a short completion that could not be resubmitted",
+        (unsigned long long)(q->off + (size_t)res), r->advice);
   return ZS_OK;
 }
 
@@ -219,7 +225,7 @@ zs_status zs_nvme_ring_reap(zs_nvme_ring *r, uint64_t *tag) {
       continue;
     }
     *tag = q->tag;
-    const zs_status st = zs_req_status(q, q->inject ? -q->inject : res);
+    const zs_status st = zs_req_status(r, q, q->inject ? -q->inject : res);
     zs_req_retire(r, id);
     /* The ring broke first (a failed submit): that failure is the one to report, not this I/O's. */
     return r->broken ? zs_err(ZS_ERR_IO, "%s", r->why) : st;

@@ -17,6 +17,10 @@ typedef struct zs_nvme_ring zs_nvme_ring;
    filter, kernel.io_uring_disabled); ZS_ERR_OUT_OF_MEMORY. Caller owns *out. */
 zs_status zs_nvme_ring_create(unsigned capacity, zs_nvme_ring **out);
 
+/* What its completion errors call the ring's user ("NVMe tier" from create) and what they advise
+   after a short write (", restart from the last checkpoint"); both strings must outlive r. */
+void zs_nvme_ring_set_names(zs_nvme_ring *r, const char *who, const char *advice);
+
 /* The capacity given at creation. */
 unsigned zs_nvme_ring_capacity(const zs_nvme_ring *r);
 

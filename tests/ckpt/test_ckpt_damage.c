@@ -72,10 +72,9 @@ static void rewrite_manifest(const char *path, void (*edit)(zs_ckpt_manifest *m)
 static void set_version_99(zs_ckpt_manifest *m) {
   m->format_version = 99;
 }
-/* Tensor parallelism (format version 4) claimed at tp 2 with a tensor split along a dimension
+/* Tensor parallelism claimed at tp 2 with a tensor split along a dimension
    two ranks cannot share (an odd one). */
 static void tp_odd_split(zs_ckpt_manifest *m) {
-  m->format_version = 4;
   m->tp_size = 2;
   for (int i = 0; i < m->nunits; i++)
     for (int k = 0; k < m->units[i].ntensors; k++)
@@ -88,7 +87,6 @@ static void tp_odd_split(zs_ckpt_manifest *m) {
 /* At tp 2 with every tensor whole, one segment moved to tp rank 1: tp rank 0's copy (the one a
    load reads) lacks its range. */
 static void tp_missing_slice(zs_ckpt_manifest *m) {
-  m->format_version = 4;
   m->tp_size = 2;
   m->files[0].segs[0].tp = 1;
 }

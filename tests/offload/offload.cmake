@@ -20,7 +20,7 @@ endforeach()
 zs_unit_test(adamw_paths_env_threads test_adamw_paths ARGS --quick --expect-threads 3 LABELS offload)
 set_property(TEST adamw_paths_env_threads APPEND PROPERTY ENVIRONMENT ZS_ADAMW_THREADS=3)
 # The NVMe tier (src/offload/nvme_*.c): the stream's round trip and the chunked AdamW step against
-# the in-memory AdamW, and its failures (full disk, deleted and truncated files, an injected EIO,
+# the in-memory AdamW, the checkpoint writer's O_DIRECT path (direct_out.h), and its failures (full disk, deleted and truncated files, an injected EIO,
 # tmpfs). Files go under the build folder (a real disk; /tmp may be tmpfs).
 zs_offload_exe(test_offload_nvme ${CMAKE_CURRENT_LIST_DIR}/test_offload_nvme.c)
 zs_unit_test(offload_nvme test_offload_nvme ARGS ${CMAKE_CURRENT_BINARY_DIR} LABELS offload)

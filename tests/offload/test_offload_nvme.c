@@ -6,8 +6,12 @@
  *    of the whole arrays, for several steps (master, m, v read back with pread, params as
  *    published); and bf16 moments (zs_cpu_adamw_m16_ex) likewise;
  * each for chunk counts that divide the length and that do not, with 1 and 3 chunks in flight,
- * and the tier directory gone after close.
+ * and the tier directory gone after close; and the O_DIRECT sequential writer (test_direct_out).
  * Usage: test_offload_nvme [ROOT]   (ROOT: a directory on a real disk; default ".") */
+#include <signal.h>
+#include <sys/resource.h>
+
+#include "offload/direct_out.h"
 #include "optim/adamw/cpu/adamw.h"
 #include "optim/adamw/adamw_mt.h"
 #include "offload/worker_pool.h"
@@ -152,6 +156,68 @@ static void test_adamw(const char *root, zs_pool *pool, size_t n, size_t chunk, 
   nvt_close(&t);
 }
 
+/* The O_DIRECT sequential writer (offload/direct_out.h): puts of random lengths (bytes to three
+   chunks' worth) from aligned and unaligned addresses, released at random, leave the file holding
+   their concatenation from the base offset on (read back with plain I/O after the caller's
+   truncation); the source memory is overwritten after each release, so a write still reading it
+   would show. A file under RLIMIT_FSIZE fails with the file named, and every later call too. */
+static void test_direct_out(const char *root) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/direct_out.bin", root);
+  const uint64_t base = 8192;
+  const size_t total = (size_t)13 << 20;
+  unsigned char *want = malloc(total), *src = NULL;
+  ZS_EXPECT(posix_memalign((void **)&src, 4096, (size_t)13 << 20) == 0, "memory");
+  nvt_fill(want, total, 7);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+  ZS_EXPECT(fd >= 0, "open %s with O_DIRECT", path);
+  zs_direct_out *d = NULL;
+  ZS_EXPECT_STATUS(zs_direct_out_create(fd, path, 100, 4096, &d), ZS_ERR_INVALID_ARG);
+  ZS_OK_OR_DIE(zs_direct_out_create(fd, path, base, 4096, &d));
+  uint64_t seed = 11;
+  size_t at = 0;
+  while (at < total) {
+    const uint64_t r = nvt_rng(&seed);
+    size_t n = r % 4 == 0 ? (size_t)(r >> 8) % 64 + 1 : (size_t)(r >> 8) % ((size_t)9 << 20);
+    if (n > total - at) n = total - at;
+    const size_t shift = r % 3 == 0 ? 0 : (size_t)(r >> 40) % 4096; /* aligned or not */
+    if (shift + n > ((size_t)13 << 20)) n = ((size_t)13 << 20) - shift;
+    memcpy(src + shift, want + at, n);
+    ZS_OK_OR_DIE(zs_direct_out_put(d, src + shift, n));
+    ZS_OK_OR_DIE(zs_direct_out_release(d));
+    memset(src, 0xee, (size_t)13 << 20); /* a write still reading src would carry this */
+    at += n;
+  }
+  ZS_OK_OR_DIE(zs_direct_out_flush(d));
+  zs_direct_out_destroy(d);
+  ZS_EXPECT(ftruncate(fd, (off_t)(base + total)) == 0, "truncate");
+  close(fd);
+  unsigned char *got = nvt_read_file(path, base + total);
+  ZS_EXPECT(got && memcmp(got + base, want, total) == 0, "the file is not the puts' bytes");
+  free(got);
+  /* A full disk, as the file size limit: the error names the file; later calls repeat it. */
+  struct rlimit old, lim;
+  getrlimit(RLIMIT_FSIZE, &old);
+  lim = old;
+  lim.rlim_cur = (rlim_t)base + (1 << 20);
+  signal(SIGXFSZ, SIG_IGN);
+  fd = open(path, O_WRONLY | O_TRUNC | O_DIRECT);
+  ZS_OK_OR_DIE(zs_direct_out_create(fd, path, base, 4096, &d));
+  ZS_EXPECT(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit");
+  zs_status rc = zs_direct_out_put(d, want, (size_t)6 << 20);
+  if (rc == ZS_OK) rc = zs_direct_out_flush(d);
+  setrlimit(RLIMIT_FSIZE, &old);
+  ZS_EXPECT(rc == ZS_ERR_IO && strstr(zs_last_error(), path), "past the size limit: %d %s", rc,
+            zs_last_error());
+  ZS_EXPECT_STATUS(zs_direct_out_put(d, want, 10), ZS_ERR_IO);
+  ZS_EXPECT_STATUS(zs_direct_out_flush(d), ZS_ERR_IO);
+  zs_direct_out_destroy(d);
+  close(fd);
+  unlink(path);
+  free(want);
+  free(src);
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : ".";
   nvt_require_root(root);
@@ -173,5 +239,6 @@ int main(int argc, char **argv) {
   /* A chunk of ZS_ADAMW_MT_MIN elements or more: the pool's tiles inside the chunk. */
   test_adamw(root, pool, 3 * 81920 + 5, 81920, 2, 0);
   zs_pool_destroy(pool);
+  test_direct_out(root);
   ZS_TEST_END("test_offload_nvme");
 }
