@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 9    /* bumped with each field appended (9: tp_size) */
+#define ZS_CONFIG_VERSION 10   /* bumped with each field appended (10: ckpt_direct) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -223,6 +223,10 @@ typedef struct {
      reductions) runs over the data-parallel ranks, those at the same place in their blocks.
      1 (default): none. Must divide the world size. */
   int tp_size;
+  /* With ckpt_async: 1 (default) writes the rank files' data with O_DIRECT through io_uring where
+     the file system takes it (tmpfs does not), so a background write puts no page-cache copy or
+     writeback work on the cores that train; 0: through the page cache. The files are the same. */
+  int ckpt_direct;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
@@ -231,7 +235,8 @@ enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
    rest 0) and struct_size/struct_version. The tunables stage, prefetch_units, deterministic,
    comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes, offload_threads,
    offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path, comm_check,
-   flight_dir, flight_entries, ckpt_async, ckpt_staging_bytes and ckpt_keep_every are left unset: at
+   flight_dir, flight_entries, ckpt_async, ckpt_staging_bytes, ckpt_keep_every and ckpt_direct are
+   left unset: at
    zs_engine_create one still unset takes its environment variable (ZS_STAGE; empty is unset), else
    its default; a bad value fails zs_engine_create naming it. A value the program writes wins, even
    under the variable; writing ZS_UNSET back unsets it. zs_engine_info says each value's origin. A

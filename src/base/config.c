@@ -67,6 +67,7 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_CKPT_ASYNC", ckpt_async, T_INT, 0, 1, 0),
     TUN("ZS_CKPT_STAGING_BYTES", ckpt_staging_bytes, T_SIZE, 0, 1e18, 0),
     TUN("ZS_CKPT_KEEP_EVERY", ckpt_keep_every, T_INT, 0, 1 << 30, 0),
+    TUN("ZS_CKPT_DIRECT", ckpt_direct, T_INT, 0, 1, 1),
     ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
     ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */
@@ -187,6 +188,7 @@ static size_t version_bytes(unsigned v) {
   if (v < 7) return offsetof(zs_config, ckpt_async);
   if (v < 8) return offsetof(zs_config, ckpt_keep_every);
   if (v < 9) return offsetof(zs_config, tp_size);
+  if (v < 10) return offsetof(zs_config, ckpt_direct);
   return sizeof(zs_config);
 }
 

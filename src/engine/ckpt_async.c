@@ -132,7 +132,8 @@ static zs_status make_job(zs_engine *e, struct zs_ckpt_job *j, uint64_t seq, uin
   j->staging = e->save_staging;
   j->rows = calloc((size_t)e->all_size * W_NWORDS, sizeof *j->rows);
   if (rc == ZS_OK && !j->rows) rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: out of memory");
-  if (rc == ZS_OK) rc = zs_ckpt_writer_open(&j->w, e, j->ck, e->all_rank, data, block, 1);
+  if (rc == ZS_OK)
+    rc = zs_ckpt_writer_open(&j->w, e, j->ck, e->all_rank, data, block, e->cfg.ckpt_direct);
   if (rc == ZS_OK) rc = stage(e, j, segs, ns);
   free(segs);
   if (rc == ZS_OK && e->all_rank == 0) {

@@ -69,6 +69,9 @@ set_tests_properties(ckpt_crash PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 
 zs_exe(test_ckpt_async SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ckpt_async.c)
 zs_mpi_test(ckpt_async_np2_stage3 test_ckpt_async NP 2 ARGS --stage 3 LABELS ckpt)
 zs_mpi_test(ckpt_async_np3_stage2_offload test_ckpt_async NP 3 ARGS --stage 2 --offload 1 LABELS ckpt)
+# The background write through the page cache (ckpt_direct 0) instead of O_DIRECT.
+zs_mpi_test(ckpt_async_np2_buffered test_ckpt_async NP 2 ARGS --stage 1 LABELS ckpt)
+set_property(TEST ckpt_async_np2_buffered APPEND PROPERTY ENVIRONMENT ZS_CKPT_DIRECT=0)
 function(zs_ckpt_async_variant test)
   add_test(NAME ${test}_async COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${PROJECT_BINARY_DIR}
                                       -R "^${test}$" --output-on-failure --no-tests=error)
