@@ -348,14 +348,10 @@ zs_status zs_k_residual_bwd(zs_kernels *k, void *da, void *db, const void *dout,
   return ZS_OK;
 }
 
-/* Host targets (CPU only) must index a real column: an id outside [0, V) would read past the row
-   or into the padding. Device targets cannot be inspected here. */
+/* Host targets must index a real column: an id outside [0, V) would read past the row or into
+   the padding. */
 static zs_status targets_in_range(const char *fn, const int *targets, int N, int V) {
-  for (int i = 0; i < N; i++)
-    REQ(targets[i] >= 0 && targets[i] < V,
-        "%s: targets[%d] = %d is outside [0, V = %d): pass token ids of the real vocabulary", fn, i,
-        targets[i], V);
-  return ZS_OK;
+  return zs_k_ids_in_range(fn, "targets", targets, N, V, "token ids of the real vocabulary");
 }
 
 /* dlogits may be NULL (losses only) and may alias logits. */

@@ -4,8 +4,7 @@
  *
  * As in kernels_api.c, every argument problem is reported here, once, for both devices, as
  * ZS_ERR_INVALID_ARG naming the function, the argument and the fix. Pointers are dereferenced
- * only on the CPU (token ids range-checked there). Aliasing the header forbids is caught when
- * the pointers are equal (overlap at an offset cannot be seen and stays the caller's duty).
+ * only on the CPU (token ids range-checked there).
  */
 #include <math.h>
 #include <stddef.h>
@@ -18,19 +17,8 @@
 #include "kernels/cuda/llama_cuda.h"
 #endif
 
-#define REQ_DISTINCT(a, b)                                                                         \
-  REQ((const void *)(a) != (const void *)(b),                                                      \
-      "%s: %s and %s are the same buffer: pass separate buffers (%s is written while the other "   \
-      "is still read or written)",                                                                 \
-      fn, #a, #b, #a)
-
-/* Host token ids (CPU only) must name a row of the V-row table. */
 static zs_status tokens_in_range(const char *fn, const int *tok, int N, int V) {
-  for (int i = 0; i < N; i++)
-    REQ(tok[i] >= 0 && tok[i] < V,
-        "%s: tok[%d] = %d is outside [0, V = %d): pass token ids of the embedding's vocabulary", fn,
-        i, tok[i], V);
-  return ZS_OK;
+  return zs_k_ids_in_range(fn, "tok", tok, N, V, "token ids of the embedding's vocabulary");
 }
 
 zs_status zs_k_embedding_fwd(zs_kernels *k, void *out, const int *tok, const void *wte, int N,

@@ -12,10 +12,6 @@
 #include "kernels/cuda/llama_cuda.h"
 #endif
 
-#define REQ_DISTINCT(a, b)                                                                         \
-  REQ((const void *)(a) != (const void *)(b),                                                      \
-      "%s: %s and %s are the same buffer: pass separate buffers", fn, #a, #b)
-
 /* This rank's rows [v0, v0 + Vl) inside the V-row vocabulary. */
 static zs_status vocab_range(const char *fn, int v0, int Vl, int V) {
   REQ(Vl > 0 && V > 0, "%s: Vl = %d and V = %d must be > 0", fn, Vl, V);
@@ -26,13 +22,8 @@ static zs_status vocab_range(const char *fn, int v0, int Vl, int V) {
   return ZS_OK;
 }
 
-/* Host ids (CPU only) name a row of the whole vocabulary. */
 static zs_status ids_in_range(const char *fn, const char *what, const int *id, int N, int V) {
-  for (int i = 0; i < N; i++)
-    REQ(id[i] >= 0 && id[i] < V,
-        "%s: %s[%d] = %d is outside [0, V = %d): pass ids of the whole vocabulary", fn, what, i,
-        id[i], V);
-  return ZS_OK;
+  return zs_k_ids_in_range(fn, what, id, N, V, "ids of the whole vocabulary");
 }
 
 zs_status zs_k_vocab_embedding_fwd(zs_kernels *k, void *out, const int *tok, const void *wte, int N,
