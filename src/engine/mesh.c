@@ -258,16 +258,21 @@ static void slice_copy(const zs_unit *u, int t, int q, int T, float *w, float *s
 /* The slice calls the whole ones wrap: a param, a state by name or a gradient of tensor t. */
 typedef enum { WHOLE_PARAM, WHOLE_STATE, WHOLE_GRAD } whole_kind;
 
-static zs_status slice_set(zs_unit *u, int t, whole_kind k, const char *name, const float *h) {
-  return k == WHOLE_PARAM   ? zs_unit_set_param(u, t, h)
-         : k == WHOLE_STATE ? zs_unit_set_state(u, t, name, h)
-                            : zs_unit_set_grad(u, t, h);
+/* Their refusals are prefixed with fn, the whole call's name. */
+static zs_status slice_set(zs_unit *u, int t, whole_kind k, const char *name, const float *h,
+                           const char *fn) {
+  const zs_status rc = k == WHOLE_PARAM   ? zs_unit_set_param(u, t, h)
+                       : k == WHOLE_STATE ? zs_unit_set_state(u, t, name, h)
+                                          : zs_unit_set_grad(u, t, h);
+  return rc == ZS_OK ? rc : zs_err_wrap(rc, "%s", fn);
 }
 
-static zs_status slice_get(zs_unit *u, int t, whole_kind k, const char *name, float *h) {
-  return k == WHOLE_PARAM   ? zs_unit_get_param(u, t, h)
-         : k == WHOLE_STATE ? zs_unit_get_state(u, t, name, h)
-                            : zs_unit_get_grad(u, t, h);
+static zs_status slice_get(zs_unit *u, int t, whole_kind k, const char *name, float *h,
+                           const char *fn) {
+  const zs_status rc = k == WHOLE_PARAM   ? zs_unit_get_param(u, t, h)
+                       : k == WHOLE_STATE ? zs_unit_get_state(u, t, name, h)
+                                          : zs_unit_get_grad(u, t, h);
+  return rc == ZS_OK ? rc : zs_err_wrap(rc, "%s", fn);
 }
 
 /* This rank's slice of the whole tensor, set by the slice call (whose checks a bad argument or
@@ -275,12 +280,12 @@ static zs_status slice_get(zs_unit *u, int t, whole_kind k, const char *name, fl
 static zs_status set_whole(zs_unit *u, int t, whole_kind k, const char *name,
                            const float *host_whole, const char *fn) {
   if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
-    return slice_set(u, t, k, name, host_whole);
+    return slice_set(u, t, k, name, host_whole, fn);
   const size_t n = u->lay.numel[t];
   float *sl = malloc((n ? n : 1) * sizeof *sl);
   if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   slice_copy(u, t, u->e->tp_rank, u->e->tp_size, (float *)host_whole, sl, n, 1);
-  const zs_status rc = slice_set(u, t, k, name, sl);
+  const zs_status rc = slice_set(u, t, k, name, sl, fn);
   free(sl);
   return rc;
 }
@@ -334,7 +339,7 @@ zs_status zs_engine_tp_join(zs_engine *e, const zs_unit *u, int t, const float *
 static zs_status get_whole(zs_unit *u, int t, whole_kind k, const char *name, float *host_whole,
                            const char *fn) {
   if (!u || t < 0 || t >= u->ntensors || !host_whole || !zs_engine_tp_split(u, t))
-    return slice_get(u, t, k, name, host_whole);
+    return slice_get(u, t, k, name, host_whole, fn);
   zs_engine *e = u->e;
   const size_t n = u->lay.numel[t];
   ZS_CHECK(mesh_check(e, fn, ZS_MESH_TP, ZS_F32, n, host_whole, host_whole));
@@ -342,7 +347,7 @@ static zs_status get_whole(zs_unit *u, int t, whole_kind k, const char *name, fl
   if (!sl) return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
   /* A refusal here is this rank's alone (its tp peers then wait in the all-gather below until
      comm_timeout_s); a failed gather fails the engine, and its peers at the next agreement. */
-  zs_status rc = slice_get(u, t, k, name, sl);
+  zs_status rc = slice_get(u, t, k, name, sl, fn);
   if (rc == ZS_OK && n) zs_engine_call(e, ZS_CALL_ALL_GATHER, u);
   if (rc == ZS_OK && n) {
     rc = zs_engine_tp_join(e, u, t, sl, host_whole);

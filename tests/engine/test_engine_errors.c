@@ -200,6 +200,22 @@ static void unit_cases(zs_engine *e) {
   ZS_EXPECT(strstr(zs_last_error(), "unique") != NULL, "duplicate named: %s", zs_last_error());
   ZS_EXPECT(zs_engine_num_units(e) == 1, "refused units were not added (%d)",
             zs_engine_num_units(e));
+  /* The whole-tensor calls name themselves when they refuse, also where they hand a tensor that
+     is not split (here: no tp) to the slice call. */
+  float w[8];
+#define WHOLE_REFUSED(call, name)                                                                  \
+  do {                                                                                             \
+    ZS_EXPECT_STATUS(call, ZS_ERR_INVALID_ARG);                                                    \
+    ZS_EXPECT(!strncmp(zs_last_error(), name ":", strlen(name) + 1), "not named %s: %s", name,     \
+              zs_last_error());                                                                    \
+  } while (0)
+  WHOLE_REFUSED(zs_unit_get_param_whole(NULL, 0, w), "zs_unit_get_param_whole");
+  WHOLE_REFUSED(zs_unit_set_param_whole(u, 5, w), "zs_unit_set_param_whole");
+  WHOLE_REFUSED(zs_unit_get_state_whole(u, 0, "exp_avg", NULL), "zs_unit_get_state_whole");
+  WHOLE_REFUSED(zs_unit_set_state_whole(NULL, 0, "exp_avg", w), "zs_unit_set_state_whole");
+  WHOLE_REFUSED(zs_unit_get_grad_whole(u, -1, w), "zs_unit_get_grad_whole");
+  WHOLE_REFUSED(zs_unit_set_grad_whole(NULL, 0, w), "zs_unit_set_grad_whole");
+#undef WHOLE_REFUSED
 }
 
 /* Parameter groups: refused values name the field and add nothing; ids and tensors are checked;
