@@ -224,8 +224,9 @@ typedef struct {
      1 (default): none. Must divide the world size. */
   int tp_size;
   /* With ckpt_async: 1 (default) writes the rank files' data with O_DIRECT through io_uring where
-     the file system takes it (tmpfs does not), so a background write puts no page-cache copy or
-     writeback work on the cores that train; 0: through the page cache. The files are the same. */
+     the file system takes it (one that refuses O_DIRECT, and a kernel without io_uring, get the
+     page cache), so a background write puts no page-cache copy or writeback work on the cores that
+     train; 0: through the page cache. The files are the same. */
   int ckpt_direct;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
@@ -236,11 +237,10 @@ enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
    comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes, offload_threads,
    offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path, comm_check,
    flight_dir, flight_entries, ckpt_async, ckpt_staging_bytes, ckpt_keep_every and ckpt_direct are
-   left unset: at
-   zs_engine_create one still unset takes its environment variable (ZS_STAGE; empty is unset), else
-   its default; a bad value fails zs_engine_create naming it. A value the program writes wins, even
-   under the variable; writing ZS_UNSET back unsets it. zs_engine_info says each value's origin. A
-   config zs_config_default did not fill is refused. */
+   left unset: at zs_engine_create one still unset takes its environment variable (ZS_STAGE; empty
+   is unset), else its default; a bad value fails zs_engine_create naming it. A value the program
+   writes wins, even under the variable; writing ZS_UNSET back unsets it. zs_engine_info says each
+   value's origin. A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 /* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon",
    "adafactor"); an unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */

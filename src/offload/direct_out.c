@@ -29,14 +29,20 @@ struct zs_direct_out {
   uint64_t cur_off;  /* its file offset */
   unsigned spans;    /* direct spans in flight */
   zs_status failed;  /* the first failure (sticky), its message in why */
+  int flushed;       /* zs_direct_out_flush ran: pos may be unaligned, nothing more goes out */
   char why[768];
 };
 
+/* Records the first failure and waits out every write in flight (results ignored), so that no
+   buffer, the caller's included, stays in the kernel's hands. */
 static zs_status fail(zs_direct_out *d, zs_status rc) {
   if (d->failed == ZS_OK) {
     d->failed = rc;
     snprintf(d->why, sizeof d->why, "%s", zs_last_error());
   }
+  zs_nvme_ring_drain(d->ring);
+  memset(d->busy, 0, sizeof d->busy);
+  d->spans = 0;
   return zs_err(d->failed, "%s", d->why);
 }
 
@@ -104,6 +110,9 @@ zs_status zs_direct_out_create(int fd, const char *path, uint64_t base, size_t a
 
 zs_status zs_direct_out_put(zs_direct_out *d, const void *p, size_t n) {
   if (d->failed != ZS_OK) return zs_err(d->failed, "%s", d->why);
+  if (d->flushed)
+    return zs_err(ZS_ERR_STATE, "%s: a put after the flush (the file's end is written)",
+                  d->file.path);
   const unsigned char *c = p;
   while (n > 0) {
     if (d->fill == 0 && (uintptr_t)c % d->align == 0 && n >= d->align) {
@@ -138,6 +147,7 @@ zs_status zs_direct_out_release(zs_direct_out *d) {
 
 zs_status zs_direct_out_flush(zs_direct_out *d) {
   if (d->failed != ZS_OK) return zs_err(d->failed, "%s", d->why);
+  d->flushed = 1;
   if (d->fill > 0) ZS_CHECK(send_buffer(d));
   while (zs_nvme_ring_inflight(d->ring) > 0)
     ZS_CHECK(reap_one(d));

@@ -22,14 +22,16 @@ zs_status zs_direct_out_create(int fd, const char *path, uint64_t base, size_t a
 
 /* Appends n bytes. Its aligned spans are written from p itself: p's bytes must stay as they are
    until zs_direct_out_release (or flush) returns. ZS_ERR_IO naming the file, the offset and the
-   error (ENOSPC, EFBIG, EIO); after one, every call reports it. */
+   error (ENOSPC, EFBIG, EIO); after one, every call reports it, and no write is left in flight
+   (p is the caller's again). ZS_ERR_STATE after zs_direct_out_flush. */
 zs_status zs_direct_out_put(zs_direct_out *d, const void *p, size_t n);
 
 /* Waits for the writes from the callers' memory: what was put may be reused. */
 zs_status zs_direct_out_release(zs_direct_out *d);
 
 /* Writes what the bounce buffer holds (zero-padded to align: the file may end up to align - 1
-   bytes past base + bytes put, for the caller to truncate) and waits for every write. */
+   bytes past base + bytes put, for the caller to truncate) and waits for every write. The last
+   call before destroy: nothing more can be put. */
 zs_status zs_direct_out_flush(zs_direct_out *d);
 
 /* Waits for the writes in flight and frees d (NULL: nothing); closes nothing. */

@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 #ifdef ZS_TEST_HOOKS
-/* Arms the hook: the nth I/O queued from now on by any ring of this process (1 = the next) is
+/* Arms the hook: the nth I/O queued from now on by any ring of this process (1 = the next; the
+   asynchronous checkpoint writer's ring counts too: offload/direct_out.h) is
    submitted as usual but completes with -err (an errno, e.g. EIO). nth = 0 disarms. Tests only;
    process-wide, thread-safe. */
 void zs_nvme_hook_fail_io(uint64_t nth, int err);

@@ -120,8 +120,7 @@ zs_status zs_nvme_ring_queue(zs_nvme_ring *r, int write, const zs_nvme_file *f, 
 /* Marks the ring broken with the thread's current error as its sticky reason; returns ZS_ERR_IO. */
 static zs_status zs_ring_break(zs_nvme_ring *r) {
   if (!r->broken)
-    snprintf(r->why, sizeof r->why, "%s (the io_uring takes no more I/O: close the tier)",
-             zs_last_error());
+    snprintf(r->why, sizeof r->why, "%s (the io_uring takes no more I/O)", zs_last_error());
   r->broken = 1;
   return zs_err(ZS_ERR_IO, "%s", r->why);
 }
@@ -135,7 +134,7 @@ zs_status zs_nvme_ring_submit(zs_nvme_ring *r) {
     if (n <= 0) {
       /* The entries stay in the submission queue: never submit them later (their buffers may be
          gone by then). */
-      zs_err(ZS_ERR_IO, "NVMe tier: io_uring_submit failed: %s",
+      zs_err(ZS_ERR_IO, "%s: io_uring_submit failed: %s", r->who,
              n < 0 ? strerror(-n) : "no entry taken");
       return zs_ring_break(r);
     }
@@ -211,7 +210,7 @@ zs_status zs_nvme_ring_reap(zs_nvme_ring *r, uint64_t *tag) {
     while (rc == -EINTR || rc == -EAGAIN);
     r->wait_seconds += zs_clock_now_s() - t0;
     if (rc < 0) {
-      zs_err(ZS_ERR_IO, "NVMe tier: io_uring_wait_cqe failed: %s", strerror(-rc));
+      zs_err(ZS_ERR_IO, "%s: io_uring_wait_cqe failed: %s", r->who, strerror(-rc));
       return zs_ring_break(r);
     }
     const unsigned id = (unsigned)io_uring_cqe_get_data64(cqe);

@@ -189,6 +189,7 @@ static void test_direct_out(const char *root) {
     at += n;
   }
   ZS_OK_OR_DIE(zs_direct_out_flush(d));
+  ZS_EXPECT_STATUS(zs_direct_out_put(d, want, 1), ZS_ERR_STATE); /* flush was the last */
   zs_direct_out_destroy(d);
   ZS_EXPECT(ftruncate(fd, (off_t)(base + total)) == 0, "truncate");
   close(fd);
