@@ -7,7 +7,8 @@
  * blocking seconds of both saves, the step time without a save and while one is written, and a
  * final "ckpt_async:" line with the medians and the ratios (targets: blocking <= 0.10 of the
  * synchronous save; steps while writing <= 1.05x). Usage: mpirun -np N ckpt_async --dir DIR
- * [--rounds 3] [--steps 4] [--layers 12] */
+ * [--rounds 3] [--steps 4] [--layers 12]. The writer thread runs inside its rank's CPU binding
+ * (OpenMPI binds 1 or 2 ranks to a core each): `--bind-to none` gives it a spare core. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
