@@ -111,7 +111,7 @@ typedef struct {
 /* Engine configuration. Always start from zs_config_default() and change only what you mean.
    The tunables (listed there) start unset and take their environment variable or default at
    zs_engine_create; any value the program writes wins, even one equal to the default. */
-#define ZS_CONFIG_VERSION 10   /* bumped with each field appended (10: ckpt_direct) */
+#define ZS_CONFIG_VERSION 10   /* bumped with each field appended (10: ckpt_direct and the rate) */
 #define ZS_UNSET INT_MIN       /* int and double tunables: take the env, else the default */
 #define ZS_UNSET_SIZE SIZE_MAX /* size_t tunables: the same */
 /* zs_config.offload_budget_bytes = ZS_BUDGET_FREE: the budget is what is free on the device at
@@ -228,6 +228,10 @@ typedef struct {
      page cache), so a background write puts no page-cache copy or writeback work on the cores that
      train; 0: through the page cache. The files are the same. */
   int ckpt_direct;
+  /* With ckpt_async, the most bytes per second each rank's background write goes out at (0, the
+     default: as fast as the disk takes them). Spreads a write that slows the steps it overlaps
+     (host memory bandwidth, the disk) over more of them: the same bytes, committed later. */
+  size_t ckpt_write_rate;
 } zs_config;
 enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
 
@@ -236,11 +240,11 @@ enum { ZS_MUON_LR_ORIGINAL = 0, ZS_MUON_LR_MATCH_ADAMW = 1 };
    rest 0) and struct_size/struct_version. The tunables stage, prefetch_units, deterministic,
    comm_timeout_s, bucket_bytes, max_live_bytes, offload_host_bytes, offload_threads,
    offload_chunk, offload_allow_unpinned, ckpt_keep, offload_budget_bytes, nvme_path, comm_check,
-   flight_dir, flight_entries, ckpt_async, ckpt_staging_bytes, ckpt_keep_every and ckpt_direct are
-   left unset: at zs_engine_create one still unset takes its environment variable (ZS_STAGE; empty
-   is unset), else its default; a bad value fails zs_engine_create naming it. A value the program
-   writes wins, even under the variable; writing ZS_UNSET back unsets it. zs_engine_info says each
-   value's origin. A config zs_config_default did not fill is refused. */
+   flight_dir, flight_entries, ckpt_async, ckpt_staging_bytes, ckpt_keep_every, ckpt_direct and
+   ckpt_write_rate are left unset: at zs_engine_create one still unset takes its environment
+   variable (ZS_STAGE; empty is unset), else its default; a bad value fails zs_engine_create naming
+   it. A value the program writes wins, even under the variable; writing ZS_UNSET back unsets it.
+   zs_engine_info says each value's origin. A config zs_config_default did not fill is refused. */
 ZS_API void zs_config_default(zs_config *c);
 /* The zs_config.optimizer id of the optimizer named name ("adamw", "sgd", "lion", "muon",
    "adafactor"); an unknown name is ZS_ERR_INVALID_ARG, the message listing the names. */

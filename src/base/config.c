@@ -68,6 +68,7 @@ static const zs_tunable zs_tunables[] = {
     TUN("ZS_CKPT_STAGING_BYTES", ckpt_staging_bytes, T_SIZE, 0, 1e18, 0),
     TUN("ZS_CKPT_KEEP_EVERY", ckpt_keep_every, T_INT, 0, 1 << 30, 0),
     TUN("ZS_CKPT_DIRECT", ckpt_direct, T_INT, 0, 1, 1),
+    TUN("ZS_CKPT_WRITE_RATE", ckpt_write_rate, T_SIZE, 0, 1e18, 0),
     ENV("ZS_COMM"),              /* comm/coll.c: the collective backend */
     ENV("ZS_COMM_DRAIN_S"),      /* comm/backoff.c: destroy's wait for abandoned requests */
     ENV("ZS_OFFLOAD_NUMA_NODE"), /* offload/numa_place.c: the offload NUMA node */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/huge_pages.h"
 #include "ckpt/ckpt_io.h"
@@ -42,6 +43,7 @@ struct zs_ckpt_job {
 /* The write: the staged data, then the file's end. Touches no engine state. */
 static void *write_job(void *arg) {
   struct zs_ckpt_job *j = arg;
+  j->w.t0 = zs_clock_now_s(); /* the pace (w.rate) counts from here */
   zs_status rc = zs_ckpt_emit(&j->w, j->staging, 4 * (uint64_t)j->staged);
   if (rc == ZS_OK) rc = zs_ckpt_writer_finish(&j->w, j->words);
   if (rc != ZS_OK) snprintf(j->msg, sizeof j->msg, "%s", zs_last_error());
@@ -171,7 +173,9 @@ zs_status zs_ckpt_save_async(zs_engine *e, const char *dir) {
                          tier_rank));
     return rc;
   }
-  /* Every rank staged: the rest is the thread's (or, without a thread, done here). */
+  /* Every rank staged: the rest is the thread's (or, without a thread, done here), at the
+     configured pace. */
+  j->w.rate = (double)e->cfg.ckpt_write_rate;
   j->started = pthread_create(&j->th, NULL, write_thread, j) == 0;
   if (!j->started) write_job(j);
   e->save_job = j;

@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "base/bf16.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "engine/ckpt.h"
 #include "engine/ckpt_save.h"
@@ -68,6 +69,16 @@ static zs_status put_piece(zs_ckpt_writer *w, const unsigned char *c, size_t n) 
   return ZS_OK;
 }
 
+/* With a rate, sleeps until the n bytes just emitted are due. */
+static void pace(zs_ckpt_writer *w, uint64_t n) {
+  w->sent += n;
+  const double wait = w->t0 + (double)w->sent / w->rate - zs_clock_now_s();
+  if (wait <= 0) return;
+  struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
 zs_status zs_ckpt_emit(zs_ckpt_writer *w, const void *p, uint64_t n) {
   const unsigned char *c = p;
   zs_status rc = ZS_OK;
@@ -76,6 +87,7 @@ zs_status zs_ckpt_emit(zs_ckpt_writer *w, const void *p, uint64_t n) {
     if (take > n) take = n;
     XXH64_update(w->blk, c, (size_t)take);
     rc = put_piece(w, c, (size_t)take);
+    if (rc == ZS_OK && w->rate > 0) pace(w, take);
     w->in_block += take;
     c += take;
     n -= take;

@@ -29,6 +29,8 @@ typedef struct {
   uint64_t *table;
   XXH64_state_t *blk;
   zs_direct_out *direct; /* the data's O_DIRECT path, or NULL: through the page cache */
+  double rate, t0;       /* at most rate bytes a second of data from t0 on (0: unpaced) */
+  uint64_t sent;         /* data bytes emitted since t0 */
 } zs_ckpt_writer;
 
 /* Opens rank's file in ckdir for data bytes of data in blocks of block bytes; with direct, its

@@ -10,6 +10,7 @@
  *    engine training, and the previous checkpoint is still the latest; the next save succeeds;
  *  - a save while one is staged commits the first; destroy commits a staged one;
  *  - zs_plan_model's staging bound is the most any rank books (and the budget under one);
+ *  - ckpt_write_rate paces the background write (it lasts at least bytes / rate), same bytes;
  *  - ckpt_keep 1 with ckpt_keep_every 2 keeps the newest and the even-numbered checkpoints.
  * Usage (under mpirun, any number of ranks): test_ckpt_async [--stage S] [--offload BITS] */
 #include <mpi.h>
@@ -210,6 +211,30 @@ int main(int argc, char **argv) {
             planned_staging(64));
   ZS_OK_OR_DIE(zs_engine_save_wait(e));
   ZS_EXPECT(same_files(sync_dir, small_dir, 2), "the budgeted save's rank files differ");
+  zs_engine_destroy(e);
+
+  /* A write rate: each rank's 12 bytes an element (master, m, v) of about n / world elements at
+     a rate that makes it last at least 0.4 s (the slowest rank has at least the mean), then the
+     same bytes. Unpaced, this write takes milliseconds. A lower bound: load only lengthens it. */
+  char rate_dir[400];
+  snprintf(rate_dir, sizeof rate_dir, "%s/rate", root);
+  zs_config rc_cfg = config(1, 0);
+  rc_cfg.ckpt_write_rate = (size_t)(12.0 * (double)n / world / 0.4);
+  ZS_OK_OR_DIE(zs_engine_create(&rc_cfg, g_comm, &e));
+  for (int i = 0; i < TM_NUNITS; i++)
+    ZS_OK_OR_DIE(
+        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  ZS_OK_OR_DIE(tm_set_init(u));
+  step(e, u, 0);
+  step(e, u, 1);
+  ZS_OK_OR_DIE(zs_engine_save(e, rate_dir));
+  const double t_saved = MPI_Wtime();
+  ZS_OK_OR_DIE(zs_engine_save_wait(e));
+  const double took = MPI_Wtime() - t_saved;
+  ZS_EXPECT(took >= 0.3, "a write at %zu bytes/s took %.3f s, under 0.4 s", rc_cfg.ckpt_write_rate,
+            took);
+  ZS_EXPECT(same_files(sync_dir, rate_dir, 2), "the paced save's rank files differ");
   zs_engine_destroy(e);
 
   /* Retention: the newest one and every second, across five saves (synchronous). */
