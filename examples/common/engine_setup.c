@@ -41,9 +41,10 @@ int ex_engine_build(ex_run *r, int held_units, int (*add_units)(void *ctx)) {
   zc.master = a->master;
   zc.moment_dtype = a->moment_dtype;
   zc.offload_budget_bytes = a->offload_budget;
-  if (a->nvme_path) zc.nvme_path = a->nvme_path;    /* else ZS_NVME_PATH */
-  if (a->flight_dir) zc.flight_dir = a->flight_dir; /* else ZS_FLIGHT_DIR */
-  if (a->ckpt_async) zc.ckpt_async = 1;             /* else ZS_CKPT_ASYNC */
+  if (a->nvme_path) zc.nvme_path = a->nvme_path;                       /* else ZS_NVME_PATH */
+  if (a->flight_dir) zc.flight_dir = a->flight_dir;                    /* else ZS_FLIGHT_DIR */
+  if (a->ckpt_async) zc.ckpt_async = 1;                                /* else ZS_CKPT_ASYNC */
+  if (a->ckpt_write_rate_set) zc.ckpt_write_rate = a->ckpt_write_rate; /* else the variable */
   if (a->offload_host_set) zc.offload_host_bytes = a->offload_host_bytes;
   if (a->prefetch >= 0) zc.prefetch_units = a->prefetch;
   zc.held_units = held_units;

@@ -161,6 +161,9 @@ static int enum_opt(ex_train_args *t, const char *k, const char *v, int *hit) {
       t->offload_budget = ZS_BUDGET_FREE; /* what is free at commit, the least over the ranks */
     else
       TRY(gpt2_parse_bytes(k, v, &t->offload_budget));
+  } else if (strcmp(k, "--ckpt-write-rate") == 0) {
+    TRY(gpt2_parse_bytes(k, v, &t->ckpt_write_rate));
+    t->ckpt_write_rate_set = 1;
   } else if (strcmp(k, "--offload-host-bytes") == 0) {
     TRY(gpt2_parse_bytes(k, v, &t->offload_host_bytes));
     t->offload_host_set = 1;

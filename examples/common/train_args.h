@@ -38,8 +38,10 @@ typedef struct {
      run's schedule), --export PATH in --export-dtype (each program says what PATH is). */
   int save_every, stop_after;
   /* --ckpt-async 1: zs_config.ckpt_async (else ZS_CKPT_ASYNC); --save-retries N: the failed saves
-     in a row a run survives (default 3; each says so and the next save point tries again). */
-  int ckpt_async, save_retries;
+     in a row a run survives (default 3; each says so and the next save point tries again);
+     --ckpt-write-rate BYTES: zs_config.ckpt_write_rate (set: ckpt_write_rate_set). */
+  int ckpt_async, save_retries, ckpt_write_rate_set;
+  size_t ckpt_write_rate;
   const char *ckpt_dir, *resume, *export_path;
   zs_dtype export_dtype;
   int log_every;

@@ -53,7 +53,7 @@ void llama_usage(void) {
       " ckpt:   [--save-every N=0 (0: none) --ckpt-dir DIR] [--resume DIR]\n"
       "         [--stop-after S=0 (0: run every step)] [--ckpt-async 1 (saves return once\n"
       "         staged; written in the background)] [--save-retries N=3 (failed saves in a row\n"
-      "         survived)]\n"
+      "         survived)] [--ckpt-write-rate BYTES (per second, e.g. 200M; default unlimited)]\n"
       "         [--export DIR (Hugging Face directory)] [--export-dtype fp32|bf16 (fp32)]\n"
       "         [--export-shard-mb N=4096 (files of at most N MiB; 0 = one file)]\n"
       " Output paths (--metrics, --plot, --ckpt-dir, --export) are checked before the first\n"

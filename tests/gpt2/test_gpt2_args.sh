@@ -43,6 +43,7 @@ refused "metrics under a file" "refused before training" --steps 2 --metrics "$W
 refused "ckpt-dir under a file" "refused before training" --steps 2 --save-every 1 \
   --ckpt-dir "$W/file/ck"
 refused "export is a directory" "is a directory" --steps 2 --export "$W"
+refused "a write rate that is no size" "--ckpt-write-rate" --steps 2 --ckpt-write-rate fast
 if "$EXE" $TINY --steps 1 --sample-lines 0 --export "$W/a/b/m.safetensors" \
   --metrics "$W/c/d/m.jsonl" --plot "$W/e/p.svg" --save-every 1 --ckpt-dir "$W/f/g" \
   >"$W/mk.log" 2>&1 && [ -s "$W/a/b/m.safetensors" ] && [ -s "$W/a/b/config.json" ] &&
