@@ -203,8 +203,8 @@ static zs_status write_head(zs_ckpt_writer *w, uint64_t *hh) {
   if (rc != ZS_OK) return zs_err_wrap(rc, "zs_engine_save: writing %s", w->tmp);
   if (ftruncate(w->fd, (off_t)(w->data_off + w->data)) != 0)
     return zs_err(ZS_ERR_IO, "zs_engine_save: truncating %s: %s", w->tmp, strerror(errno));
-  unsigned char *buf =
-      NULL; /* aligned as the data (direct_setup: its alignment divides data_off) */
+  /* aligned as the data (direct_setup: its alignment divides data_off) */
+  unsigned char *buf = NULL;
   if (posix_memalign((void **)&buf, zs_nvme_fd_align(w->fd), (size_t)w->data_off) != 0)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_save: no memory for %s's header", w->tmp);
   memset(buf, 0, (size_t)w->data_off);

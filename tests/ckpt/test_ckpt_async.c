@@ -56,16 +56,21 @@ static size_t planned_staging(size_t budget) {
   return r.ckpt_staging;
 }
 
-static zs_engine *make(int async, size_t staging, zs_unit **u) {
-  zs_config c = config(async, staging);
+/* The test model's engine under c, committed, its initial values set. */
+static zs_engine *make_with(const zs_config *c, zs_unit **u) {
   zs_engine *e = NULL;
-  ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
+  ZS_OK_OR_DIE(zs_engine_create(c, g_comm, &e));
   for (int i = 0; i < TM_NUNITS; i++)
     ZS_OK_OR_DIE(
         zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
   ZS_OK_OR_DIE(zs_engine_commit(e));
   ZS_OK_OR_DIE(tm_set_init(u));
   return e;
+}
+
+static zs_engine *make(int async, size_t staging, zs_unit **u) {
+  const zs_config c = config(async, staging);
+  return make_with(&c, u);
 }
 
 static void step(zs_engine *e, zs_unit **u, int s) {
@@ -220,12 +225,7 @@ int main(int argc, char **argv) {
   snprintf(rate_dir, sizeof rate_dir, "%s/rate", root);
   zs_config rc_cfg = config(1, 0);
   rc_cfg.ckpt_write_rate = (size_t)(12.0 * (double)n / world / 0.4);
-  ZS_OK_OR_DIE(zs_engine_create(&rc_cfg, g_comm, &e));
-  for (int i = 0; i < TM_NUNITS; i++)
-    ZS_OK_OR_DIE(
-        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
-  ZS_OK_OR_DIE(zs_engine_commit(e));
-  ZS_OK_OR_DIE(tm_set_init(u));
+  e = make_with(&rc_cfg, u);
   step(e, u, 0);
   step(e, u, 1);
   ZS_OK_OR_DIE(zs_engine_save(e, rate_dir));
