@@ -355,9 +355,11 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
    so does no memory for the gather's buffer (its peers are in the gather). */
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Tensor t's optimizer state by its checkpoint name ("exp_avg", "exp_avg_sq", "momentum_buffer";
-   "master": zs_unit_get_param) in fp32 (a frozen unit's: zeros), as zs_unit_get_param reads. */
+   "master": zs_unit_get_param) in fp32 (a frozen unit's, or an array its group's optimizer does
+   not keep: zeros), as zs_unit_get_param reads. */
 ZS_API zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full);
-/* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes; not "master" or frozen. */
+/* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes; not "master", a frozen
+   unit's, or an array its group's optimizer does not keep (ZS_ERR_INVALID_ARG). */
 ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *host_full);
 /* Tensor t's gradient of this step as the optimizer reads it before clipping (the sum over every
    micro-step of every rank / (world * micro_steps)), in fp32. Inside a step, after the unit's last

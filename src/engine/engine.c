@@ -305,6 +305,7 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->index = e->nunits;
   snprintf(u->name, sizeof u->name, "%s", name);
   u->ntensors = ntensors;
+  u->nstate = zs_opt_shape_of(&e->cfg)->nstate; /* every tensor in group 0, the configuration */
   u->t = calloc((size_t)ntensors, sizeof *u->t);
   u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
   u->set_hash = calloc((size_t)ntensors * ZS_SET_SLOTS, sizeof *u->set_hash);
@@ -458,7 +459,7 @@ static zs_status commit_steps(zs_engine *e) {
   ZS_CHECK(zs_engine_check_fit(e));
   /* The budget's placement: a function of the configuration and the unit sizes only, so every
      rank places the same units (the fit check above refused a model over its budget). */
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
   zs_status rc = ZS_OK;
@@ -561,7 +562,7 @@ zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
 zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
   size_t b[ZS_MEM_NCAT];
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL};
   zs_plan_memory(&e->plan, &e->cfg, e->world_size, &us, b);
   zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
                                 &out->host_pinned};

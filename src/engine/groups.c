@@ -141,6 +141,13 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
                   "zs_unit_set_group: no group %d (0 and those zs_engine_add_group returned)", id);
   for (int k = 0; k < u->ntensors; k++)
     if (t < 0 || k == t) u->group[k] = id;
+  u->nstate = 0;
+  for (int k = 0; k < u->ntensors; k++) {
+    zs_config c;
+    zs_engine_group_config(e, u->group[k], &c);
+    const int n = zs_opt_shape_of(&c)->nstate;
+    if (n > u->nstate) u->nstate = n;
+  }
   return ZS_OK;
 }
 

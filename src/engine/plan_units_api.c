@@ -8,17 +8,18 @@
 #include "base/error.h"
 #include "engine/engine_internal.h"
 
-/* The units as the plan sees them: element counts, frozen flags and each unit's whole-step needs
-   (zs_engine_whole_tensor), owned. */
+/* The units as the plan sees them: element counts, frozen flags, each unit's whole-step needs
+   (zs_engine_whole_tensor) and its state arrays (the most its tensors' optimizers keep), owned. */
 typedef struct {
   int64_t *numel;
-  int *frozen, *chans;
+  int *frozen, *chans, *nstate;
   size_t *work;
 } units_figures;
 
 static void figures_free(units_figures *f) {
   free(f->numel);
   free(f->frozen);
+  free(f->nstate);
   free(f->chans);
   free(f->work);
 }
@@ -31,10 +32,10 @@ static size_t whole_of(const void *arg, int i, size_t numel, size_t padded) {
 
 /* Unit i's element count from its tensors into *numel, checked as zs_engine_add_unit checks them
    (zs_engine_check_desc, named by index: the planner reads no names; and a count under 2^63),
-   each tensor's optimizer as a group would run it, and its whole-step needs into *chans and
-   *work. */
+   each tensor's optimizer as a group would run it, its whole-step needs into *chans and *work,
+   and the most state arrays its tensors' optimizers keep into *nstate. */
 static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_unit *u, int i,
-                           int64_t *numel, int *chans, size_t *work) {
+                           int64_t *numel, int *chans, size_t *work, int *nstate) {
   if (u->ntensors < 0 || (u->ntensors > 0 && !u->tensors))
     return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %d tensors and tensors %s: give its tensors",
                   fn, i, u->ntensors, u->tensors ? "set" : "NULL");
@@ -63,6 +64,7 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
       if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
     }
     ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, &g, u->frozen, chans, work));
+    if (zs_opt_shape_of(&g)->nstate > *nstate) *nstate = zs_opt_shape_of(&g)->nstate;
   }
   return ZS_OK;
 }
@@ -84,11 +86,13 @@ static zs_status prepare(const char *fn, const zs_config *cfg, int world_size,
   f->frozen = malloc(n * sizeof *f->frozen);
   f->chans = calloc(n, sizeof *f->chans);
   f->work = calloc(n, sizeof *f->work);
-  if (!f->numel || !f->frozen || !f->chans || !f->work)
+  f->nstate = calloc(n, sizeof *f->nstate);
+  if (!f->numel || !f->frozen || !f->chans || !f->work || !f->nstate)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: no host memory for %d units' figures", fn, nunits);
   for (int i = 0; i < nunits; i++) {
     f->frozen[i] = units[i].frozen != 0;
-    ZS_CHECK(plan_unit(fn, c, &units[i], i, &f->numel[i], &f->chans[i], &f->work[i]));
+    ZS_CHECK(
+        plan_unit(fn, c, &units[i], i, &f->numel[i], &f->chans[i], &f->work[i], &f->nstate[i]));
   }
   return ZS_OK;
 }
@@ -97,10 +101,10 @@ zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_pla
                               int nunits, size_t activation_bytes, size_t device_bytes,
                               size_t host_bytes, zs_plan_report *out) {
   zs_config c;
-  units_figures f = {NULL, NULL, NULL, NULL};
+  units_figures f = {NULL, NULL, NULL, NULL, NULL};
   zs_status rc = prepare("zs_plan_model_units", cfg, world_size, units, nunits, out, &c, &f);
   if (rc == ZS_OK) {
-    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f};
+    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate};
     rc = zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
   }
   figures_free(&f);
@@ -110,10 +114,10 @@ zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_pla
 zs_status zs_plan_placement_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
                                   int nunits, unsigned char *host) {
   zs_config c;
-  units_figures f = {NULL, NULL, NULL, NULL};
+  units_figures f = {NULL, NULL, NULL, NULL, NULL};
   zs_status rc = prepare("zs_plan_placement_units", cfg, world_size, units, nunits, host, &c, &f);
   if (rc == ZS_OK) {
-    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f};
+    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate};
     rc = zs_plan_placement_of(&c, world_size, &us, host);
   }
   figures_free(&f);

@@ -72,6 +72,14 @@ zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *ho
                   "zs_unit_set_state('%s'): the unit is frozen: it has no optimizer state",
                   u->name);
   zs_engine *e = u->e;
+  zs_config gc; /* the tensor's group's optimizer keeps the first of the configuration's arrays */
+  zs_engine_group_config(e, u->group[t], &gc);
+  const int keeps = zs_opt_shape_of(&gc)->nstate;
+  if ((int)a - ZS_ARR_OPT0 >= keeps)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_unit_set_state('%s', %d, \"%s\"): tensor '%s' is in group %d on '%s', "
+                  "which keeps %d of the configuration's state arrays: it has no '%s' to set",
+                  u->name, t, name, u->t[t].name, u->group[t], zs_opt_name_of(&gc), keeps, name);
   const size_t off = u->lay.off[t], n = u->lay.numel[t];
   size_t x, y; /* this rank's part of the tensor: its optimizer range */
   zs_status rc = ZS_OK;

@@ -31,6 +31,7 @@ void zs_placement_unit_table(const zs_plan *p, const zs_plan_units *u, int i, in
                              zs_state_table *t) {
   zs_placement_table(p, host, t);
   if (zs_plan_unit_frozen(u, i)) zs_state_table_freeze(t); /* params only */
+  zs_state_table_keep_state(t, zs_plan_unit_nstate(u, i));
 }
 
 /* Device bytes (every category but host_pinned) of b. */

@@ -22,6 +22,11 @@ int zs_plan_unit_frozen(const zs_plan_units *u, int i) {
   return u->frozen && u->frozen[i];
 }
 
+int zs_plan_unit_nstate(const zs_plan_units *u, int i) {
+  if (u->units) return u->units[i]->nstate;
+  return u->nstate ? u->nstate[i] : ZS_OPT_MAX_STATE;
+}
+
 size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u) {
   size_t max_full = 0, max_grad = 0, scratch = 0;
   for (int i = 0; i < u->n; i++) {

@@ -24,10 +24,17 @@ typedef struct {
      elements, padded to padded (a bound where the planner knows no shapes); NULL: none. */
   size_t (*whole)(const void *arg, int i, size_t numel, size_t padded);
   const void *whole_arg;
+  /* With numel: the state arrays unit i keeps (the most its tensors' optimizers keep); NULL: the
+     configuration's optimizer's for every unit. */
+  const int *nstate;
 } zs_plan_units;
 
 /* Whether unit i is frozen (its own table for units, the frozen array for numel). */
 int zs_plan_unit_frozen(const zs_plan_units *u, int i);
+
+/* The optimizer state arrays unit i keeps (zs_unit.nstate, or the nstate array's), or
+   ZS_OPT_MAX_STATE where the configuration's optimizer decides (numel without an nstate array). */
+int zs_plan_unit_nstate(const zs_plan_units *u, int i);
 
 /* Floats of unit i's whole-tensor step buffers under plan p (tier/whole.h; 0 without whole
    steps): the unit's own (zs_unit.whole_floats) or the whole callback's. */

@@ -37,6 +37,9 @@ struct zs_unit {
   char **tnames;
   zs_layout lay; /* flat offsets, padding, this rank's shard */
   int frozen;    /* zs_unit_freeze: params only; from commit on its table says so (frozen.h) */
+  /* The optimizer state arrays it keeps: the most its tensors' groups' optimizers keep (kept by
+     zs_unit_set_group); from commit on its table's slots past it are ZS_LIFE_NONE (placement.h). */
+  int nstate;
 
   /* Which states this unit holds, where, over which range (a copy of the plan's table made at
      commit; per-unit placement is an entry of it). Each state's buffer is the field named in

@@ -45,6 +45,11 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
   zs_state_table_place_master(t);
 }
 
+void zs_state_table_keep_state(zs_state_table *t, int n) {
+  for (int i = n < 0 ? 0 : n; i < ZS_OPT_MAX_STATE; i++)
+    t->s[ZS_ST_OPT(i)].life = ZS_LIFE_NONE;
+}
+
 void zs_state_table_place_master(zs_state_table *t) {
   if (!t->master_params) return;
   if (t->master_lean) { /* the bf16 params are the master on any tier: never an fp32 copy */

@@ -106,6 +106,11 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
                          int offload_params, int offload_optimizer, int deterministic, zs_dtype pdt,
                          zs_dtype gdt, int master, zs_dtype moment_dt, int nstate);
 
+/* A unit that keeps n < nstate arrays (its tensors' parameter groups run optimizers with less
+   state than the configuration's): slots ZS_ST_OPT(n ..) stop existing (a no-op for n >= the
+   table's count). */
+void zs_state_table_keep_state(zs_state_table *t, int n);
+
 /* ZS_MASTER_PARAMS (t->master_params; else a no-op): ZS_ST_MASTER's life from the tiers. Where
    the params' home (fp32, over the whole optimizer range) lives on the optimizer state's tier,
    it is the master: life NONE, nothing allocated or booked, the unit's master pointer aliases it

@@ -348,9 +348,11 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   const int64_t numel[4] = {300 * 40, 120 * 40 + 120 + 160 * 40 + 40 * 8 * 20, 64 * 64, 777};
   const int frozen[4] = {0, 0, 1, 0};
   ZS_OK_OR_DIE(zs_plan_model_frozen(&cfg, world, numel, frozen, 4, 0, SIZE_MAX, SIZE_MAX, &bare));
-  ZS_EXPECT(bare.buffers < r.buffers && bare.optimizer == r.optimizer,
-            "zs_plan_model (no groups) buffers %zu below the groups' %zu, optimizer the same",
-            bare.buffers, r.buffers);
+  ZS_EXPECT(
+      bare.buffers < r.buffers && bare.optimizer + bare.host_pinned > r.optimizer + r.host_pinned,
+      "zs_plan_model (no groups) buffers %zu below the groups' %zu, optimizer and host %zu "
+      "above theirs %zu (unit vec, all on Adafactor, keeps one array of AdamW's two)",
+      bare.buffers, r.buffers, bare.optimizer + bare.host_pinned, r.optimizer + r.host_pinned);
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
   for (int i = 3; i >= 0; i--) {
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
@@ -399,6 +401,114 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
             "says which and why: %s", zs_last_error());
 }
 
+/* Per-unit state layout: a unit keeps the most state arrays its tensors' groups' optimizers
+   keep, under an AdamW configuration (2 arrays): all AdamW 2, all Muon 1, Muon beside an AdamW
+   bias 2, all SGD without momentum 0. The ledger (device, or host pages with optimizer offload),
+   the engine's plan and zs_plan_model_units give, per unit of psi elements on N ranks, the fp32
+   master plus that many arrays of the moments' bytes (sizes divide by 4: no padding). Then a
+   step runs, and the Muon unit's second array reads as zeros and is refused for writing. */
+static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int moments_bf16) {
+  const size_t N = (size_t)zs_comm_size(comm), mb = moments_bf16 ? 2 : 4;
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = stage;
+  cfg.offload = offload;
+  cfg.offload_allow_unpinned = 1;
+  cfg.prefetch_units = 0;
+  if (moments_bf16) cfg.moment_dtype = ZS_BF16;
+  int muon = -1, sgd = -1;
+  ZS_OK_OR_DIE(zs_optimizer_id("muon", &muon));
+  ZS_OK_OR_DIE(zs_optimizer_id("sgd", &sgd));
+  static const zs_tensor_desc t_adamw[2] = {{"w", 2, {32, 8, 0, 0}, 0}, {"b", 1, {16, 0, 0, 0}, 1}};
+  static const zs_tensor_desc t_muon[2] = {{"a", 2, {64, 8, 0, 0}, 0}, {"c", 2, {16, 16, 0, 0}, 0}};
+  static const zs_tensor_desc t_mixed[2] = {{"w", 2, {32, 4, 0, 0}, 0}, {"b", 1, {16, 0, 0, 0}, 1}};
+  static const zs_tensor_desc t_sgd[1] = {{"v", 1, {64, 0, 0, 0}, 0}};
+  const int o_muon[2] = {muon, muon}, o_mixed[2] = {muon, -1}, o_sgd[1] = {sgd};
+  const zs_plan_unit pu[4] = {{2, t_adamw, NULL, 0},
+                              {2, t_muon, o_muon, 0},
+                              {2, t_mixed, o_mixed, 0},
+                              {1, t_sgd, o_sgd, 0}};
+  const size_t psi[4] = {272, 768, 144, 64}, arrays[4] = {2, 1, 2, 0};
+  size_t want_o = 0, want_h = 0;
+  for (int i = 0; i < 4; i++) {
+    const size_t s = stage ? psi[i] / N : psi[i];
+    want_o += (4 + mb * arrays[i]) * s;
+    want_h += (4 * s + pg - 1) / pg * pg + arrays[i] * ((mb * s + pg - 1) / pg * pg);
+  }
+  if (offload)
+    want_o = 0;
+  else
+    want_h = 0;
+  zs_engine *e = NULL;
+  zs_unit *u[4];
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  zs_param_group g;
+  int gm = -1, gs = -1;
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+  g.optimizer = "muon";
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gm));
+  g.optimizer = "sgd";
+  g.momentum = 0;
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gs));
+  static const char *const names[4] = {"adamw", "muon", "mixed", "sgd"};
+  for (int i = 0; i < 4; i++) {
+    ZS_OK_OR_DIE(zs_engine_add_unit(e, names[i], pu[i].ntensors, pu[i].tensors, &u[i]));
+    for (int k = 0; pu[i].optimizer && k < pu[i].ntensors; k++)
+      if (pu[i].optimizer[k] >= 0)
+        ZS_OK_OR_DIE(zs_unit_set_group(u[i], k, pu[i].optimizer[k] == muon ? gm : gs));
+  }
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  zs_memory m, plan;
+  zs_plan_report r;
+  ZS_OK_OR_DIE(zs_engine_memory(e, &m));
+  ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan));
+  ZS_OK_OR_DIE(zs_plan_model_units(&cfg, (int)N, pu, 4, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_EXPECT(m.optimizer.cur == want_o && plan.optimizer.cur == want_o && r.optimizer == want_o,
+            "stage %d offload %u m16 %d: optimizer bytes %zu, plan %zu, zs_plan_model_units %zu; "
+            "want %zu",
+            stage, offload, moments_bf16, (size_t)m.optimizer.cur, (size_t)plan.optimizer.cur,
+            r.optimizer, want_o);
+  ZS_EXPECT(m.host_pinned.cur == want_h && plan.host_pinned.cur == want_h &&
+                r.host_pinned == want_h,
+            "stage %d offload %u m16 %d: host bytes %zu, plan %zu, zs_plan_model_units %zu; want "
+            "%zu",
+            stage, offload, moments_bf16, (size_t)m.host_pinned.cur, (size_t)plan.host_pinned.cur,
+            r.host_pinned, want_h);
+  ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
+  for (int i = 3; i >= 0; i--) {
+    ZS_OK_OR_DIE(zs_unit_gather(u[i]));
+    for (int k = 0; k < pu[i].ntensors; k++) {
+      float *gr = zs_unit_grad(u[i], k);
+      ZS_EXPECT(gr != NULL, "unit %s tensor %d has a gradient", names[i], k);
+      const int64_t n =
+          pu[i].tensors[k].shape[0] * (pu[i].tensors[k].ndim > 1 ? pu[i].tensors[k].shape[1] : 1);
+      for (int64_t j = 0; gr && j < n; j++)
+        gr[j] = (float)((j * 7 + k + i) % 13) - 6.0f;
+    }
+    ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
+    ZS_OK_OR_DIE(zs_unit_release(u[i]));
+  }
+  ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+  float v[512], w[512];
+  ZS_OK_OR_DIE(zs_unit_get_state(u[1], 0, "exp_avg", v));
+  int moved = 0;
+  for (int j = 0; j < 512; j++)
+    moved |= v[j] != 0;
+  ZS_EXPECT(moved, "the Muon unit's momentum moved");
+  ZS_OK_OR_DIE(zs_unit_get_state(u[1], 0, "exp_avg_sq", v));
+  for (int j = 0; j < 512; j++)
+    ZS_EXPECT(v[j] == 0, "the Muon unit's unkept exp_avg_sq reads %g at %d", (double)v[j], j);
+  for (int j = 0; j < 512; j++)
+    w[j] = 1.0f;
+  ZS_EXPECT_STATUS(zs_unit_set_state(u[1], 0, "exp_avg_sq", w), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "'a' is in group 1 on 'muon'"), "names why: %s",
+            zs_last_error());
+  ZS_EXPECT_STATUS(zs_unit_set_state(u[3], 0, "exp_avg", w), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "keeps 0 of"), "names why: %s", zs_last_error());
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -421,6 +531,11 @@ int main(int argc, char **argv) {
   check_planner_units(comm, 3, 0);
   check_planner_units(comm, 2, ZS_OFFLOAD_OPTIMIZER);
   check_planner_units(comm, 0, 0);
+  check_state_layout(comm, 0, 0, 0);
+  check_state_layout(comm, 1, 0, 1);
+  check_state_layout(comm, 2, ZS_OFFLOAD_OPTIMIZER, 0);
+  check_state_layout(comm, 3, 0, 0);
+  check_state_layout(comm, 3, ZS_OFFLOAD_OPTIMIZER, 1);
   if (zs_comm_rank(comm) == 0)
     printf("test_engine_memory: world %d, ledger matches the ZeRO formulas for stages 0-3\n",
            zs_comm_size(comm));

@@ -4,8 +4,9 @@
  * the largest units on the tier (--mode some: the largest one; --mode all: every unit whose state
  * is over the arena's headroom). The final weights must be bit-identical (deterministic mode) or
  * within --tol (otherwise: the reductions may regroup between the two runs); the tier must hold
- * the units zs_plan_model says, the ledger's host bytes equal the planner's, the step's I/O show in
- * zs_engine_facts_get, and the tier's directory be gone after destroy. --write F / --compare F with
+ * the units zs_plan_model_units says, the ledger's host bytes equal the planner's, the step's I/O
+ * show in zs_engine_facts_get, and the tier's directory be gone after destroy. --write F /
+ * --compare F with
  * --tol write and compare the weights across runs (tests/engine/engine_equiv.sh: world sizes and
  * splits of the global batch); rank r's micro-step m of step s trains on batch
  * s * world * micro + m * world + r, so every split sees the same batches.
@@ -21,7 +22,8 @@
  * fp32|params|remainder|lean] [--moments-bf16 0|1] [--sgd M (SGD, momentum M, dampening 0.1)]
  * [--lion 1] [--groups 1 (two parameter groups: unit big's first tensor, the last unit)]
  * [--whole muon|adafactor (unit big's first tensor a matrix, rows its smallest divisor from 2, in
- * a group on that optimizer: its whole step's gather and store through the tier's passes)]
+ * a group on that optimizer: its whole step's gather and store through the tier's passes; with
+ * adafactor its bias too: a unit that keeps one state array on the tier)]
  * [--accum-fp32 1 (zs_config.grad_accum_fp32: fp32 gradients with --bf16 1)] The
  * precision modes put their own arrays on the tier (the remainders 2 bytes, bf16
  * moments, no master file in lean mode or where ZS_MASTER_PARAMS's params live on the host): the
@@ -101,6 +103,48 @@ static int64_t base_of(int u, int k) {
 }
 static int64_t total(void) {
   return base_of(NU - 1, 0) + U[NU - 1].n[0];
+}
+
+/* Unit i's tensors: vectors, but with --whole unit big's first tensor is a matrix of rows x cols,
+   rows the smallest divisor of its size from 2 (a prime: 1 row). */
+static void unit_descs(const opts *o, int i, zs_tensor_desc t[2]) {
+  static const char *const tn[2] = {"w", "b"};
+  for (int k = 0; k < U[i].nt; k++)
+    t[k] = (zs_tensor_desc){tn[k], 1, {U[i].n[k], 0, 0, 0}, U[i].nowd[k]};
+  if (i == 0 && o->whole) {
+    int64_t r = 2;
+    while (r * r <= U[0].n[0] && U[0].n[0] % r)
+      r++;
+    if (U[0].n[0] % r) r = 1;
+    t[0].ndim = 2;
+    t[0].shape[0] = r;
+    t[0].shape[1] = U[0].n[0] / r;
+  }
+}
+
+/* Whether --whole puts tensor k of unit big in its group: the matrix; with Adafactor, which takes
+   vectors too, the bias as well, so the unit keeps one state array (AdamW's units two). */
+static int whole_takes(const opts *o, int k) {
+  return o->whole && (k == 0 || !strcmp(o->whole, "adafactor"));
+}
+
+/* The planner's report of the units of `which` (NULL: all) under c, each tensor on its group's
+   optimizer (zs_plan_model_units: a unit all on Adafactor keeps one array). */
+static void plan_units(const zs_config *c, const opts *o, int world, const int *which,
+                       zs_plan_report *r) {
+  zs_tensor_desc t[NU][2];
+  int opt[NU][2], whole = -1;
+  if (o->whole) ZS_OK_OR_DIE(zs_optimizer_id(o->whole, &whole));
+  zs_plan_unit pu[NU];
+  int k = 0;
+  for (int i = 0; i < NU; i++) {
+    if (which && !which[i]) continue;
+    unit_descs(o, i, t[i]);
+    for (int j = 0; j < U[i].nt; j++)
+      opt[i][j] = i == 0 && whole_takes(o, j) ? whole : -1;
+    pu[k++] = (zs_plan_unit){U[i].nt, t[i], opt[i], 0};
+  }
+  ZS_OK_OR_DIE(zs_plan_model_units(c, world, pu, k, 0, SIZE_MAX, SIZE_MAX, r));
 }
 
 /* Collects every tensor's place in one flat array (zs_engine_get_params' callback). */
@@ -196,18 +240,7 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
   zs_unit *units[NU];
   for (int i = 0; i < NU; i++) {
     zs_tensor_desc t[2];
-    static const char *const tn[2] = {"w", "b"};
-    for (int k = 0; k < U[i].nt; k++)
-      t[k] = (zs_tensor_desc){tn[k], 1, {U[i].n[k], 0, 0, 0}, U[i].nowd[k]};
-    if (i == 0 && o->whole) { /* rows x cols: the smallest divisor from 2 (a prime: 1 row) */
-      int64_t r = 2;
-      while (r * r <= U[0].n[0] && U[0].n[0] % r)
-        r++;
-      if (U[0].n[0] % r) r = 1;
-      t[0].ndim = 2;
-      t[0].shape[0] = r;
-      t[0].shape[1] = U[0].n[0] / r;
-    }
+    unit_descs(o, i, t);
     ZS_OK_OR_DIE(zs_engine_add_unit(e, U[i].name, U[i].nt, t, &units[i]));
   }
   if (o->groups == 1) { /* the tier's update takes each segment's group, as the arena's does */
@@ -229,7 +262,8 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
     g.optimizer = o->whole;
     ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
-    ZS_OK_OR_DIE(zs_unit_set_group(units[0], 0, id));
+    for (int k = 0; k < U[0].nt; k++)
+      if (whole_takes(o, k)) ZS_OK_OR_DIE(zs_unit_set_group(units[0], k, id));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   if (nvme) check_staging(e, &c);
@@ -323,22 +357,6 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
   zs_engine_destroy(e);
 }
 
-/* Host bytes (host_pinned) the planner gives the units of `which` (NULL: all) under c. */
-static size_t plan_host(const zs_config *c, int world, const int *which) {
-  int64_t n[NU];
-  int k = 0;
-  for (int i = 0; i < NU; i++)
-    if (!which || which[i]) {
-      n[k] = 0;
-      for (int j = 0; j < U[i].nt; j++)
-        n[k] += U[i].n[j];
-      k++;
-    }
-  zs_plan_report r;
-  ZS_OK_OR_DIE(zs_plan_model(c, world, n, k, 0, SIZE_MAX, SIZE_MAX, &r));
-  return r.host_pinned;
-}
-
 /* The host-offload run and the tier's run of o (the cap chosen here), compared; the tier's
    weights into tier. */
 static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
@@ -349,13 +367,10 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
      least such j, all: the largest. */
   zs_config c;
   base_config(o, &c);
-  int64_t numel[NU];
-  for (int i = 0; i < NU; i++)
-    numel[i] = U[i].n[0] + (U[i].nt > 1 ? U[i].n[1] : 0);
   zs_plan_report r;
   if (!o->offload) { /* the least budget: every unit's optimizer state on the host */
     c.offload_budget_bytes = 1;
-    ZS_OK_OR_DIE(zs_plan_model(&c, world, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r));
+    plan_units(&c, o, world, NULL, &r);
     o->budget = c.offload_budget_bytes = r.budget_floor;
   }
   /* Each unit's optimizer-state bytes on this world in this mode: what the planner puts on disk
@@ -367,11 +382,13 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
   sc.offload_host_bytes = 1;
   if (!o->offload) sc.offload_budget_bytes = 1;
   for (int i = 0; i < NU; i++) {
-    ZS_OK_OR_DIE(zs_plan_model(&sc, world, &numel[i], 1, 0, SIZE_MAX, SIZE_MAX, &r));
+    int one[NU] = {0};
+    one[i] = 1;
+    plan_units(&sc, o, world, one, &r);
     b[i] = r.disk_bytes;
     order[i] = (size_t)i;
   }
-  ZS_OK_OR_DIE(zs_plan_model(&sc, world, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r));
+  plan_units(&sc, o, world, NULL, &r);
   const size_t staging = r.nvme_staging;
   for (int i = 0; i < NU; i++)
     for (int j = i + 1; j < NU; j++)
@@ -380,7 +397,8 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
         order[i] = order[j];
         order[j] = t;
       }
-  const size_t host_all = plan_host(&c, world, NULL);
+  plan_units(&c, o, world, NULL, &r);
+  const size_t host_all = r.host_pinned;
   int moved = 0;
   size_t cap = 0, top = 0;
   for (int j = 1; j <= NU; j++) {
@@ -395,7 +413,7 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
   zs_config nc = c;
   nc.nvme_path = o->dir;
   nc.offload_host_bytes = cap;
-  ZS_OK_OR_DIE(zs_plan_model(&nc, world, numel, NU, 0, SIZE_MAX, SIZE_MAX, &r));
+  plan_units(&nc, o, world, NULL, &r);
   ZS_EXPECT((int)r.nvme_units == moved && r.fits,
             "cap %zu: the planner puts %zu units on the tier, want %d (fits %d)", cap,
             (size_t)r.nvme_units, moved, r.fits);

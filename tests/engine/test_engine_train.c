@@ -602,9 +602,17 @@ static void state_names(const opts *o, const char *names[2]) {
   names[1] = o->sgd || o->lion ? NULL : "exp_avg_sq";
 }
 
+/* How many state arrays tensor k of unit u keeps: its group's optimizer's (AdamW 2; SGD with
+   momentum, Lion, Muon, Adafactor 1). */
+static int ref_keeps(const opts *o, int u, int k) {
+  return ref_opt_of(o, tm_base(u, k)) == REF_ADAMW ? 2 : 1;
+}
+
 /* --state: each tensor's optimizer state by name against the reference (AdamW's m and v, SGD's
-   buffer, Lion's m: the names checkpoints use); then twice the values written back read back
-   exactly (doubling is exact in fp32 and bf16 alike). Collective where the state is sharded. */
+   buffer, Lion's m: the names checkpoints use; an array its group's optimizer does not keep reads
+   as zeros); then twice the values written back read back exactly (doubling is exact in fp32 and
+   bf16 alike), and writing an array the tensor's optimizer does not keep is refused, naming it.
+   Collective where the state is sharded. */
 static void check_state(zs_unit **units, const opts *o, const ref_state *r) {
   const char *names[2];
   state_names(o, names);
@@ -624,8 +632,21 @@ static void check_state(zs_unit **units, const opts *o, const ref_state *r) {
     for (int64_t i = 0; i < n; i++)
       w[i] = 2 * v[i];
     for (int u = 0; u < TM_NUNITS; u++)
-      for (int k = 0; k < tm_units[u].ntensors; k++)
-        ZS_OK_OR_DIE(zs_unit_set_state(units[u], k, names[j], w + tm_base(u, k)));
+      for (int k = 0; k < tm_units[u].ntensors; k++) {
+        if (j < ref_keeps(o, u, k)) {
+          ZS_OK_OR_DIE(zs_unit_set_state(units[u], k, names[j], w + tm_base(u, k)));
+          continue;
+        }
+        for (int64_t i = 0; i < tm_numel(u, k); i++)
+          ZS_EXPECT(v[tm_base(u, k) + i] == 0, "%s.%s's unkept %s reads %g, not 0",
+                    tm_units[u].name, tm_units[u].t[k].name, names[j],
+                    (double)v[tm_base(u, k) + i]);
+        ZS_EXPECT_STATUS(zs_unit_set_state(units[u], k, names[j], w + tm_base(u, k)),
+                         ZS_ERR_INVALID_ARG);
+        ZS_EXPECT(strstr(zs_last_error(), "keeps 1 of the configuration's state arrays") &&
+                      strstr(zs_last_error(), tm_units[u].t[k].name),
+                  "the refusal names the tensor and why: %s", zs_last_error());
+      }
     for (int u = 0; u < TM_NUNITS; u++)
       for (int k = 0; k < tm_units[u].ntensors; k++)
         ZS_OK_OR_DIE(zs_unit_get_state(units[u], k, names[j], v + tm_base(u, k)));
