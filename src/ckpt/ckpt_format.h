@@ -42,9 +42,10 @@
 
 /* The manifest versions: 3 added units' own step counts (units[i].steps, after zs_unit_no_grad),
    4 tensor parallelism (tp_size, layouts, segments' tp ranks), 5 data files of data version 3
-   (their data at an aligned offset). Every save writes the newest; the keys of 3 and 4 only
-   where they apply. */
-#define ZS_CKPT_FORMAT_VERSION 5
+   (their data at an aligned offset), 6 segments with fewer arrays than the manifest's (their
+   "narrays": a frozen unit's master alone, a unit whose optimizers keep fewer arrays). Every
+   save writes the newest; the keys of 3, 4 and 6 only where they apply. */
+#define ZS_CKPT_FORMAT_VERSION 6
 #define ZS_CKPT_FORMAT_OLDEST 1 /* the oldest version this library reads */
 #define ZS_CKPT_DATA_VERSION 3  /* the version in the data files' headers (1 and 2 read too) */
 #define ZS_CKPT_DATA_ALIGN 4096 /* data version 3's data offset is a multiple of this */
@@ -56,11 +57,13 @@
 #define ZS_CKPT_MAX_NAME 64
 
 /* One run of a unit's state in a data file: elements [begin, end) of the master at byte `offset`
-   of the data, then each other array of the manifest in turn (each (end - begin) fp32 values). */
+   of the data, then the next narrays - 1 arrays of the manifest in turn (each (end - begin) fp32
+   values); a load reads the arrays past them as zeros. */
 typedef struct {
   int unit;
   uint64_t begin, end, offset;
-  int tp; /* the tp rank whose slices it holds (key "tp"; 0 when tp_size is 1) */
+  int tp;      /* the tp rank whose slices it holds (key "tp"; 0 when tp_size is 1) */
+  int narrays; /* 1 .. the manifest's (key "narrays", written when fewer; absent: the manifest's) */
 } zs_ckpt_seg;
 
 typedef struct {

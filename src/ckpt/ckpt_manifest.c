@@ -96,7 +96,9 @@ static int write_files(cJSON *root, const zs_ckpt_manifest *m) {
       if (!cJSON_AddNumberToObject(s, "unit", f->segs[k].unit) ||
           !add_u64(s, "begin", f->segs[k].begin) || !add_u64(s, "end", f->segs[k].end) ||
           !add_u64(s, "offset", f->segs[k].offset) ||
-          (m->tp_size > 1 && !cJSON_AddNumberToObject(s, "tp", f->segs[k].tp)))
+          (m->tp_size > 1 && !cJSON_AddNumberToObject(s, "tp", f->segs[k].tp)) ||
+          (f->segs[k].narrays < m->narrays &&
+           !cJSON_AddNumberToObject(s, "narrays", f->segs[k].narrays)))
         return 0;
     }
   }
@@ -434,12 +436,16 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
   int k = 0;
   cJSON_ArrayForEach(s, ss) {
     zs_ckpt_seg *g = &f->segs[k++];
+    g->narrays = m->narrays;
     if (!get_int(s, "unit", m->nunits - 1, &g->unit) ||
         !get_u64(s, "begin", UINT64_MAX, &g->begin) || !get_u64(s, "end", UINT64_MAX, &g->end) ||
         !get_u64(s, "offset", UINT64_MAX, &g->offset) ||
         (cJSON_GetObjectItemCaseSensitive(s, "tp") && !get_int(s, "tp", m->tp_size - 1, &g->tp)) ||
+        (cJSON_GetObjectItemCaseSensitive(s, "narrays") &&
+         (m->format_version < 6 || !get_int(s, "narrays", m->narrays, &g->narrays) ||
+          g->narrays < 1)) ||
         g->begin >= g->end || g->end > m->units[g->unit].numel || g->offset > f->data_bytes ||
-        (g->end - g->begin) * 4 * (uint64_t)m->narrays > f->data_bytes - g->offset)
+        (g->end - g->begin) * 4 * (uint64_t)g->narrays > f->data_bytes - g->offset)
       return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file '%s' segment %d is out of range",
                     f->name, k - 1);
   }

@@ -13,6 +13,9 @@
    of optimizer state r holds, without padding, split evenly among the ranks that hold the same
    range (replicated state: all ranks; hybrid: the replicas), so every element is written once. */
 void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t *a, uint64_t *b);
+/* The arrays a segment of u holds: the master (a frozen unit's: its params), then the first
+   u->nstate of the optimizer's (none for a frozen unit). */
+int zs_ckpt_unit_arrays(const zs_unit *u);
 /* The segments rank r of the mesh (e->all) writes, with their offsets in its data section and
    its tp rank (tp ranks but 0 leave out the units that have no split tensor: embeddings and
    heads are saved once); returns the data bytes.

@@ -101,7 +101,7 @@ void zs_ckpt_staging_free(zs_engine *e) {
    the thread. */
 static zs_status stage(zs_engine *e, struct zs_ckpt_job *j, const zs_ckpt_seg *segs, int ns) {
   for (int k = 0; k < ns; k++)
-    for (int a = 0; a < zs_state_narrays(&e->cfg); a++) {
+    for (int a = 0; a < segs[k].narrays; a++) {
       zs_unit *u = e->units[segs[k].unit];
       for (uint64_t x = segs[k].begin; x < segs[k].end;) {
         if (j->staged == j->cap) { /* full, and more to come */

@@ -33,6 +33,10 @@ void zs_ckpt_writer_range(const zs_engine *e, const zs_unit *u, int r, uint64_t 
   *b = lo + len * (uint64_t)(idx + 1) / (uint64_t)cnt;
 }
 
+int zs_ckpt_unit_arrays(const zs_unit *u) {
+  return 1 + (u->frozen ? 0 : u->nstate);
+}
+
 /* Whether some tensor of u is split over the tp group. */
 static int has_split(const zs_unit *u) {
   for (int k = 0; k < u->ntensors; k++)
@@ -52,9 +56,10 @@ uint64_t zs_ckpt_rank_segments(const zs_engine *e, int r, zs_ckpt_seg *segs, int
     uint64_t a, b;
     zs_ckpt_writer_range(e, e->units[i], dp, &a, &b);
     if (a == b) continue;
-    if (segs) segs[n] = (zs_ckpt_seg){i, a, b, off, tp};
+    const int na = zs_ckpt_unit_arrays(e->units[i]);
+    if (segs) segs[n] = (zs_ckpt_seg){i, a, b, off, tp, na};
     n++;
-    off += 4 * (uint64_t)zs_state_narrays(&e->cfg) * (b - a);
+    off += 4 * (uint64_t)na * (b - a);
   }
   *nsegs = n;
   return off;

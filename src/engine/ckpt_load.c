@@ -330,6 +330,16 @@ static zs_status scatter(pass *p, zs_unit *u, int kind, const float *src, uint64
   return zs_state_write(&p->e->tiers, u, (zs_arr)kind, x, cnt, src, p->conv, "zs_engine_load");
 }
 
+/* Array `kind` of u over engine elements [x, x + n) set to zeros, through the block buffer. */
+static zs_status zero_fill(pass *p, zs_unit *u, int kind, uint64_t x, uint64_t n) {
+  const uint64_t step = p->m->block_bytes / 4;
+  memset(p->block, 0, (size_t)(step < n ? step : n) * 4);
+  for (uint64_t i = 0; i < n; i += step)
+    ZS_CHECK(
+        scatter(p, u, kind, (const float *)p->block, x + i, (size_t)(n - i < step ? n - i : step)));
+  return ZS_OK;
+}
+
 /* What of array `kind` of segment g run r brings this rank: saved elements [*x0, *x1) (0 when
    nothing), which go to the engine's from *dst. */
 static int wanted(const pass *p, const zs_ckpt_seg *g, const zs_ckpt_run *r, int kind, uint64_t *x0,
@@ -438,6 +448,11 @@ static zs_status pass_file(pass *p, const zs_ckpt_file *f) {
         const zs_ckpt_run *r = &ur->r[g->unit][ur->ord[g->unit][j]];
         if (r->src_tp != g->tp || r->src >= g->end) break;
         if (!wanted(p, g, r, kind, &x0, &x1, &dst)) continue;
+        if (kind >= g->narrays) { /* not saved (the saving unit kept no such array): zeros */
+          if (p->apply) rc = zero_fill(p, u, kind, dst, x1 - x0);
+          have = UINT64_MAX; /* the block buffer lent the zeros */
+          continue;
+        }
         const uint64_t a0 = g->offset + 4 * n * (uint64_t)kind; /* the array in the data */
         const uint64_t c0 = a0 + 4 * (x0 - g->begin), c1 = a0 + 4 * (x1 - g->begin);
         for (uint64_t blk = c0 / B; blk <= (c1 - 1) / B && rc == ZS_OK; blk++) {

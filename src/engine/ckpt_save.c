@@ -135,7 +135,7 @@ static zs_status put_array(writer *w, zs_unit *u, zs_arr a, uint64_t x, uint64_t
    turn. */
 static zs_status write_data(writer *w, const zs_ckpt_seg *segs, int ns) {
   for (int k = 0; k < ns; k++)
-    for (int a = 0; a < zs_state_narrays(&w->e->cfg); a++)
+    for (int a = 0; a < segs[k].narrays; a++)
       ZS_CHECK(put_array(w, w->e->units[segs[k].unit], (zs_arr)a, segs[k].begin,
                          segs[k].end - segs[k].begin));
   return ZS_OK;

@@ -58,8 +58,9 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
       return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d is over 2^63 elements", fn, i);
     *numel += n;
     zs_config g = *c;
-    if (u->optimizer && u->optimizer[k] >= 0) {
-      g.optimizer = u->optimizer[k];
+    if ((u->optimizer && u->optimizer[k] >= 0) || u->momentum) {
+      if (u->optimizer && u->optimizer[k] >= 0) g.optimizer = u->optimizer[k];
+      if (u->momentum) g.sgd.momentum = u->momentum[k];
       rc = zs_engine_group_check(c, &g);
       if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
     }

@@ -654,8 +654,11 @@ zs_engine_equiv(engine_nvme_nondet_np2_stage2 2 2 nondet ${zs_nvme_dir} --mode s
 set(zs_nvme_bf16 --bf16 1 --mode all)
 zs_engine_equiv(engine_nvme_muon_lean_np2_stage2 2 2 det ${zs_nvme_dir} ${zs_nvme_bf16}
                 --master lean --whole muon)
-zs_engine_equiv(engine_nvme_m16_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --moments-bf16 1)
-zs_engine_equiv(engine_nvme_params_np2_stage2 2 2 det ${zs_nvme_dir} --mode some --master params)
+# These two also keep unit big all on Adafactor: one state array on the tier (bf16; the params mode).
+zs_engine_equiv(engine_nvme_m16_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --moments-bf16 1
+                --whole adafactor --big 5000069)
+zs_engine_equiv(engine_nvme_params_np2_stage2 2 2 det ${zs_nvme_dir} --mode some --master params
+                --whole adafactor --big 5000069)
 zs_engine_equiv(engine_nvme_params_host_master_np2_stage3 2 3 det ${zs_nvme_dir} --mode all
                 --master params --offload 3 --big 12000001)
 zs_engine_equiv(engine_nvme_rem_np2_stage3 2 3 det ${zs_nvme_dir} ${zs_nvme_bf16} --master remainder)

@@ -13,7 +13,8 @@
  *  - zs_unit_grad refuses a frozen unit, zs_unit_freeze after commit is refused;
  *  - the safetensors export holds the frozen tensors' values.
  * With --save DIR --dump FILE (run with frozen units, then save, then rank 0 dumps every value)
- * and --load DIR --compare FILE [--trainable] (an engine frozen or not loads and compares), the
+ * and --load DIR --compare FILE [--trainable] (an engine frozen or not loads and compares;
+ * trainable, the units saved frozen must read zero moments after it, whatever they held), the
  * script frozen_ckpt.sh checks checkpoints across world sizes and stages. --master (fp32 params
  * are the master, ZS_MASTER_PARAMS), --lean (with --bf16: the bf16 params are the master,
  * ZS_MASTER_LEAN) and --m16 (bf16 Adam moments) run any of it in a precision mode: a frozen unit
@@ -341,7 +342,30 @@ int main(int argc, char **argv) {
       }
       free(v);
     } else {
-      ZS_OK_OR_DIE(zs_engine_load(e, load));
+      /* Trainable, the units saved frozen get moments before the load: their files hold none,
+         so the load must set them to zeros. */
+      for (int pass = 0; trainable && pass < 2; pass++) {
+        if (pass) ZS_OK_OR_DIE(zs_engine_load(e, load));
+        for (int ui = 0; ui < TM_NUNITS; ui++)
+          for (int k = 0; is_frozen_unit(ui) && k < tm_units[ui].ntensors; k++)
+            for (int a = 0; a < 2; a++) {
+              const char *name = a ? "exp_avg_sq" : "exp_avg";
+              float *s = malloc(sizeof(float) * (size_t)tm_numel(ui, k) + 4);
+              for (int64_t i = 0; !pass && i < tm_numel(ui, k); i++)
+                s[i] = 0.5f;
+              if (!pass) {
+                ZS_OK_OR_DIE(zs_unit_set_state(u[ui], k, name, s));
+                free(s);
+                continue;
+              }
+              ZS_OK_OR_DIE(zs_unit_get_state(u[ui], k, name, s));
+              for (int64_t i = 0; i < tm_numel(ui, k); i++)
+                ZS_EXPECT(s[i] == 0, "unit %s tensor %d %s[%lld] is %g after the load, not 0",
+                          tm_units[ui].name, k, name, (long long)i, (double)s[i]);
+              free(s);
+            }
+      }
+      if (!trainable) ZS_OK_OR_DIE(zs_engine_load(e, load));
       float *v = read_all(u), *w = malloc(sizeof(float) * (size_t)tm_total());
       FILE *f = fopen(cmp, "rb");
       ZS_EXPECT(f && fread(w, 4, (size_t)tm_total(), f) == (size_t)tm_total(), "read %s", cmp);

@@ -311,8 +311,10 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   const zs_tensor_desc frz[1] = {{"w", 2, {64, 64, 0, 0}, 0}};
   const zs_tensor_desc vec[1] = {{"v", 1, {777, 0, 0, 0}, 0}};
   const int blk_opt[4] = {muon, -1, muon, ada}, frz_opt[1] = {muon}, vec_opt[1] = {ada};
-  const zs_plan_unit pu[4] = {
-      {1, emb, NULL, 0}, {4, blk, blk_opt, 0}, {1, frz, frz_opt, 1}, {1, vec, vec_opt, 0}};
+  const zs_plan_unit pu[4] = {{1, emb, NULL, 0, NULL},
+                              {4, blk, blk_opt, 0, NULL},
+                              {1, frz, frz_opt, 1, NULL},
+                              {1, vec, vec_opt, 0, NULL}};
   zs_engine *e = NULL;
   zs_unit *u[4];
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
@@ -371,8 +373,10 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   bud.offload = 0;
   bud.offload_budget_bytes = bare.params + bare.grads + bare.optimizer / 2;
   if (stage > 0) {
-    const zs_plan_unit adamw[4] = {
-        {1, emb, NULL, 0}, {4, blk, NULL, 0}, {1, frz, NULL, 1}, {1, vec, NULL, 0}};
+    const zs_plan_unit adamw[4] = {{1, emb, NULL, 0, NULL},
+                                   {4, blk, NULL, 0, NULL},
+                                   {1, frz, NULL, 1, NULL},
+                                   {1, vec, NULL, 0, NULL}};
     unsigned char h1[4], h2[4];
     ZS_OK_OR_DIE(zs_plan_placement_units(&bud, world, adamw, 4, h1));
     ZS_OK_OR_DIE(zs_plan_placement_frozen(&bud, world, numel, frozen, 4, h2));
@@ -387,14 +391,14 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   }
   /* The engine's refusals, by index. */
   const int vec_muon[1] = {muon};
-  const zs_plan_unit bad_vec = {1, vec, vec_muon, 0};
+  const zs_plan_unit bad_vec = {1, vec, vec_muon, 0, NULL};
   ZS_EXPECT_STATUS(zs_plan_model_units(&cfg, world, &bad_vec, 1, 0, SIZE_MAX, SIZE_MAX, &r),
                    ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "updates matrices"), "says why: %s", zs_last_error());
   zs_config sgd = cfg;
   sgd.optimizer = ZS_OPT_SGD;
   sgd.sgd.momentum = 0;
-  const zs_plan_unit bad_state = {1, emb, vec_opt, 0}; /* Adafactor's 1 array under SGD's 0 */
+  const zs_plan_unit bad_state = {1, emb, vec_opt, 0, NULL}; /* Adafactor's 1 array under SGD's 0 */
   ZS_EXPECT_STATUS(zs_plan_model_units(&sgd, world, &bad_state, 1, 0, SIZE_MAX, SIZE_MAX, &r),
                    ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "unit 0 tensor 0") && strstr(zs_last_error(), "state"),
@@ -403,10 +407,13 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
 
 /* Per-unit state layout: a unit keeps the most state arrays its tensors' groups' optimizers
    keep, under an AdamW configuration (2 arrays): all AdamW 2, all Muon 1, Muon beside an AdamW
-   bias 2, all SGD without momentum 0. The ledger (device, or host pages with optimizer offload),
-   the engine's plan and zs_plan_model_units give, per unit of psi elements on N ranks, the fp32
-   master plus that many arrays of the moments' bytes (sizes divide by 4: no padding). Then a
-   step runs, and the Muon unit's second array reads as zeros and is refused for writing. */
+   bias 2, all SGD without momentum 0, all SGD with momentum 1. The ledger (device, or host pages
+   with optimizer offload), the engine's plan and zs_plan_model_units (each tensor's group's
+   optimizer and momentum) give, per unit of psi elements on N ranks, the fp32 master plus that
+   many arrays of the moments' bytes (sizes divide by 4: no padding). Then a step runs: the SGD
+   units' params and buffer against float64 SGD (OPTIMIZER.md §3), the Muon unit's second array
+   reads as zeros, and writing an array a tensor's optimizer does not keep is refused. */
+enum { SL_NU = 5 };
 static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int moments_bf16) {
   const size_t N = (size_t)zs_comm_size(comm), mb = moments_bf16 ? 2 : 4;
   const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -424,14 +431,17 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   static const zs_tensor_desc t_muon[2] = {{"a", 2, {64, 8, 0, 0}, 0}, {"c", 2, {16, 16, 0, 0}, 0}};
   static const zs_tensor_desc t_mixed[2] = {{"w", 2, {32, 4, 0, 0}, 0}, {"b", 1, {16, 0, 0, 0}, 1}};
   static const zs_tensor_desc t_sgd[1] = {{"v", 1, {64, 0, 0, 0}, 0}};
+  static const zs_tensor_desc t_sgdm[1] = {{"v", 1, {96, 0, 0, 0}, 0}};
   const int o_muon[2] = {muon, muon}, o_mixed[2] = {muon, -1}, o_sgd[1] = {sgd};
-  const zs_plan_unit pu[4] = {{2, t_adamw, NULL, 0},
-                              {2, t_muon, o_muon, 0},
-                              {2, t_mixed, o_mixed, 0},
-                              {1, t_sgd, o_sgd, 0}};
-  const size_t psi[4] = {272, 768, 144, 64}, arrays[4] = {2, 1, 2, 0};
+  const float mom0[1] = {0.0f}, mom9[1] = {0.9f};
+  const zs_plan_unit pu[SL_NU] = {{2, t_adamw, NULL, 0, NULL},
+                                  {2, t_muon, o_muon, 0, NULL},
+                                  {2, t_mixed, o_mixed, 0, NULL},
+                                  {1, t_sgd, o_sgd, 0, mom0},
+                                  {1, t_sgdm, o_sgd, 0, mom9}};
+  const size_t psi[SL_NU] = {272, 768, 144, 64, 96}, arrays[SL_NU] = {2, 1, 2, 0, 1};
   size_t want_o = 0, want_h = 0;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < SL_NU; i++) {
     const size_t s = stage ? psi[i] / N : psi[i];
     want_o += (4 + mb * arrays[i]) * s;
     want_h += (4 * s + pg - 1) / pg * pg + arrays[i] * ((mb * s + pg - 1) / pg * pg);
@@ -441,29 +451,31 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   else
     want_h = 0;
   zs_engine *e = NULL;
-  zs_unit *u[4];
+  zs_unit *u[SL_NU];
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_param_group g;
-  int gm = -1, gs = -1;
+  int gid[SL_NU] = {0, -1, -1, -1, -1};
   ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
   g.optimizer = "muon";
-  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gm));
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[1]));
+  gid[2] = gid[1]; /* its matrix; its bias stays in group 0 */
   g.optimizer = "sgd";
   g.momentum = 0;
-  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gs));
-  static const char *const names[4] = {"adamw", "muon", "mixed", "sgd"};
-  for (int i = 0; i < 4; i++) {
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[3]));
+  g.momentum = 0.9f;
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[4]));
+  static const char *const names[SL_NU] = {"adamw", "muon", "mixed", "sgd", "sgdm"};
+  for (int i = 0; i < SL_NU; i++) {
     ZS_OK_OR_DIE(zs_engine_add_unit(e, names[i], pu[i].ntensors, pu[i].tensors, &u[i]));
     for (int k = 0; pu[i].optimizer && k < pu[i].ntensors; k++)
-      if (pu[i].optimizer[k] >= 0)
-        ZS_OK_OR_DIE(zs_unit_set_group(u[i], k, pu[i].optimizer[k] == muon ? gm : gs));
+      if (pu[i].optimizer[k] >= 0) ZS_OK_OR_DIE(zs_unit_set_group(u[i], k, gid[i]));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   zs_memory m, plan;
   zs_plan_report r;
   ZS_OK_OR_DIE(zs_engine_memory(e, &m));
   ZS_OK_OR_DIE(zs_engine_plan_memory(e, &plan));
-  ZS_OK_OR_DIE(zs_plan_model_units(&cfg, (int)N, pu, 4, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_plan_model_units(&cfg, (int)N, pu, SL_NU, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_EXPECT(m.optimizer.cur == want_o && plan.optimizer.cur == want_o && r.optimizer == want_o,
             "stage %d offload %u m16 %d: optimizer bytes %zu, plan %zu, zs_plan_model_units %zu; "
             "want %zu",
@@ -475,8 +487,15 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
             "%zu",
             stage, offload, moments_bf16, (size_t)m.host_pinned.cur, (size_t)plan.host_pinned.cur,
             r.host_pinned, want_h);
+  /* The SGD units' params before the step, and a gradient that is the same on every rank (so
+     their mean, g, is it), one micro-step. */
+  float p0[2][96], gv[96];
+  for (int j = 0; j < 96; j++)
+    gv[j] = (float)((j * 7) % 13) - 6.0f;
+  for (int i = 3; i < SL_NU; i++)
+    ZS_OK_OR_DIE(zs_unit_get_param(u[i], 0, p0[i - 3]));
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
-  for (int i = 3; i >= 0; i--) {
+  for (int i = SL_NU - 1; i >= 0; i--) {
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
     for (int k = 0; k < pu[i].ntensors; k++) {
       float *gr = zs_unit_grad(u[i], k);
@@ -485,12 +504,27 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
           pu[i].tensors[k].shape[0] * (pu[i].tensors[k].ndim > 1 ? pu[i].tensors[k].shape[1] : 1);
       for (int64_t j = 0; gr && j < n; j++)
         gr[j] = (float)((j * 7 + k + i) % 13) - 6.0f;
+      if (i >= 3 && gr) memcpy(gr, gv, (size_t)n * sizeof *gr);
     }
     ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
     ZS_OK_OR_DIE(zs_unit_release(u[i]));
   }
   ZS_OK_OR_DIE(zs_engine_step(e, NULL));
+  /* SGD's first step, momentum or not: d = wd p + g (the buffer with momentum), p -= lr d. */
   float v[512], w[512];
+  const double lr = cfg.optim.lr, wd = cfg.optim.weight_decay;
+  for (int i = 3; i < SL_NU; i++) {
+    const int n = (int)psi[i];
+    ZS_OK_OR_DIE(zs_unit_get_param(u[i], 0, v));
+    if (i == 4) ZS_OK_OR_DIE(zs_unit_get_state(u[i], 0, "exp_avg", w));
+    for (int j = 0; j < n; j++) {
+      const double d = wd * p0[i - 3][j] + gv[j], p = p0[i - 3][j] - lr * d;
+      ZS_EXPECT(fabs(v[j] - p) <= 1e-6 * (fabs(p) + lr), "unit %s param %d: %.9g, float64 %.9g",
+                names[i], j, (double)v[j], p);
+      ZS_EXPECT(i == 3 || fabs(w[j] - d) <= (moments_bf16 ? 4e-3 : 1e-6) * (fabs(d) + 1e-3),
+                "unit %s buffer %d: %.9g, float64 %.9g", names[i], j, (double)w[j], d);
+    }
+  }
   ZS_OK_OR_DIE(zs_unit_get_state(u[1], 0, "exp_avg", v));
   int moved = 0;
   for (int j = 0; j < 512; j++)

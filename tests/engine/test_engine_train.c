@@ -45,9 +45,9 @@
  *        from zero, as ZS_MASTER_REMAINDER does; src/base/round_hook.h)]
  *        [--load DIR] [--save DIR] [--defaults 1] [--budget-frac F] [--budget-free 1]
  * --budget-frac F (0..1) sets an offload budget F of the way from the least budget the model fits
- * (every unit on the host) to the device bytes of no offload (zs_plan_model says both), and checks
- * that the engine places the units zs_plan_placement says (0 < F < 1 here: some units on the
- * host, some on the device).
+ * (every unit on the host) to the device bytes of no offload (zs_plan_model_units says both), and
+ * checks that the engine places the units zs_plan_placement_units says (0 < F < 1 here: some units
+ * on the host, some on the device).
  * --budget-free 1 sets offload_budget_bytes = ZS_BUDGET_FREE (the budget measured at commit) and
  * checks that zs_engine_info says so; on a machine with room, every unit stays on the device.
  * --defaults 1 leaves the AdamW fields as zs_config_default fills them and gives the reference the
@@ -307,6 +307,21 @@ static ref_hp ref_hp_of(const opts *o, int64_t gi) {
   }
   if (tm_units[u].t[k].no_weight_decay) h.wd = 0;
   return h;
+}
+
+/* The units as zs_plan_model_units sees them: each tensor's group's optimizer and momentum (the
+   reference's), so a budget's placement counts the state arrays each unit keeps. */
+static void plan_units_of(const opts *o, zs_plan_unit *pu, int (*opt)[TM_MAXT],
+                          float (*mom)[TM_MAXT]) {
+  static const char *const name[] = {"adamw", "sgd", "lion", "muon", "adafactor"};
+  for (int u = 0; u < TM_NUNITS; u++) {
+    for (int k = 0; k < tm_units[u].ntensors; k++) {
+      const int64_t gi = tm_base(u, k);
+      ZS_OK_OR_DIE(zs_optimizer_id(name[ref_opt_of(o, gi)], &opt[u][k]));
+      mom[u][k] = (float)ref_hp_of(o, gi).mom;
+    }
+    pu[u] = (zs_plan_unit){tm_units[u].ntensors, tm_units[u].t, opt[u], 0, mom[u]};
+  }
 }
 
 /* Lean mode's rounding, from zshard.h's text: the 16 random bits of element `off` of unit `unit`
@@ -577,9 +592,11 @@ static void ref_step(ref_state *r, const opts *o, int world, int64_t first_batch
   free(unit_of);
 }
 
-/* With --groups and --save: the checkpoint's manifest lists the groups (their values) and each
-   grouped tensor's group. */
-static void check_manifest_groups(const char *dir) {
+/* With --groups or --adafactor and --save: the checkpoint's manifest lists the groups (their
+   values) and each grouped tensor's group, and the segments of the head (all on Lion with
+   --groups 2, on Adafactor with --adafactor: one state array) hold two arrays, not AdamW's three.
+ */
+static void check_manifest_groups(const char *dir, int one_array) {
   char pat[4200];
   snprintf(pat, sizeof pat, "%s/ckpt-*/manifest.json", dir);
   glob_t gl;
@@ -591,6 +608,8 @@ static void check_manifest_groups(const char *dir) {
   ZS_EXPECT(n > 0 && strstr(text, "\"groups\"") && strstr(text, "\"lr_scale\"") &&
                 strstr(text, "\"group\""),
             "the manifest %s lists no parameter groups", gl.gl_pathv[gl.gl_pathc - 1]);
+  ZS_EXPECT(!one_array || strstr(text, "\"narrays\":\t2"),
+            "the manifest %s has no segment of two arrays", gl.gl_pathv[gl.gl_pathc - 1]);
   if (f) fclose(f);
   free(text);
   globfree(&gl);
@@ -816,24 +835,22 @@ int main(int argc, char **argv) {
     cfg.sgd.nesterov = o.nesterov;
   }
   cfg.moment_dtype = o.m16 ? ZS_BF16 : ZS_F32;
-  int64_t numel[TM_NUNITS];
+  zs_plan_unit pu[TM_NUNITS];
+  int pu_opt[TM_NUNITS][TM_MAXT];
+  float pu_mom[TM_NUNITS][TM_MAXT];
+  plan_units_of(&o, pu, pu_opt, pu_mom);
   unsigned char host[TM_NUNITS] = {0};
   int nhost = 0;
-  for (int u = 0; u < TM_NUNITS; u++) {
-    numel[u] = 0;
-    for (int k = 0; k < tm_units[u].ntensors; k++)
-      numel[u] += tm_numel(u, k);
-  }
   if (o.budget >= 0) { /* F of the way from the floor (all on the host) to no offload */
     zs_plan_report none, all;
-    ZS_OK_OR_DIE(zs_plan_model(&cfg, world, numel, TM_NUNITS, 0, SIZE_MAX, SIZE_MAX, &none));
+    ZS_OK_OR_DIE(zs_plan_model_units(&cfg, world, pu, TM_NUNITS, 0, SIZE_MAX, SIZE_MAX, &none));
     cfg.offload_budget_bytes = 1;
-    ZS_OK_OR_DIE(zs_plan_model(&cfg, world, numel, TM_NUNITS, 0, SIZE_MAX, SIZE_MAX, &all));
+    ZS_OK_OR_DIE(zs_plan_model_units(&cfg, world, pu, TM_NUNITS, 0, SIZE_MAX, SIZE_MAX, &all));
     ZS_EXPECT(!all.fits && all.budget_floor > 0, "a 1-byte budget fits (floor %zu)",
               all.budget_floor);
     cfg.offload_budget_bytes =
         all.budget_floor + (size_t)(o.budget * (double)(none.device_total - all.budget_floor));
-    ZS_OK_OR_DIE(zs_plan_placement(&cfg, world, numel, TM_NUNITS, host));
+    ZS_OK_OR_DIE(zs_plan_placement_units(&cfg, world, pu, TM_NUNITS, host));
     for (int u = 0; u < TM_NUNITS; u++)
       nhost += host[u];
     if (o.budget > 0 && o.budget < 1)
@@ -1003,7 +1020,8 @@ int main(int argc, char **argv) {
     ZS_OK_OR_DIE(zs_engine_set_user_meta(e, b, meta_blob(o.steps, b)));
   }
   if (o.save) ZS_OK_OR_DIE(zs_test_save(e, o.save));
-  if (o.save && o.groups && rank == 0) check_manifest_groups(o.save);
+  if (o.save && (o.groups || o.adafactor) && rank == 0)
+    check_manifest_groups(o.save, o.groups == 2 || o.adafactor);
 
   if (o.state) check_state(units, &o, &ref);
   /* Read back every tensor (collective) and compare. */
