@@ -389,6 +389,17 @@ static zs_status open_file(pass *p, const zs_ckpt_file *f, int *fd, unsigned cha
                   "zs_engine_load: %s does not match the manifest (another "
                   "checkpoint's file?)",
                   path);
+  /* Data version 3's zeros between the table and the data (under ZS_CKPT_DATA_ALIGN bytes): no
+     checksum covers them, so they are checked as what they must be. */
+  const uint64_t pad = zs_ckpt_data_offset(dv, f->nblocks) - hb;
+  unsigned char zeros[ZS_CKPT_DATA_ALIGN];
+  if (pad) ZS_CHECK(zs_io_pread(*fd, zeros, (size_t)pad, hb, path));
+  for (uint64_t i = 0; i < pad; i++)
+    if (zeros[i])
+      return zs_err(ZS_ERR_CORRUPT,
+                    "zs_engine_load: %s: byte %" PRIu64 " (between the block table and the data) "
+                    "is not zero: the file is damaged",
+                    path, hb + i);
   return ZS_OK;
 }
 

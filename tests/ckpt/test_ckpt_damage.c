@@ -221,6 +221,11 @@ int main(int argc, char **argv) {
   flip(p, ZS_CKPT_HEADER_BYTES + 3);
   refused(e, u, dir, ZS_ERR_CORRUPT, "checksum", 0, later, 3, "flipped block-table byte");
 
+  fresh(good, dir, sizeof dir, "padding"); /* the zeros before the aligned data */
+  snprintf(p, sizeof p, "%s/%s/rank-00000.zsd", dir, ck);
+  flip(p, ZS_CKPT_DATA_ALIGN - 1);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "is not zero", 0, later, 3, "flipped padding byte");
+
   fresh(good, dir, sizeof dir, "manifest");
   snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
   flip(p, 300);
