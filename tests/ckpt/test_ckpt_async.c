@@ -241,11 +241,7 @@ int main(int argc, char **argv) {
   zs_config c = config(0, 0);
   c.ckpt_keep = 1;
   c.ckpt_keep_every = 2;
-  ZS_OK_OR_DIE(zs_engine_create(&c, g_comm, &e));
-  for (int i = 0; i < TM_NUNITS; i++)
-    ZS_OK_OR_DIE(
-        zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
-  ZS_OK_OR_DIE(zs_engine_commit(e));
+  e = make_with(&c, u);
   char keep_dir[400];
   snprintf(keep_dir, sizeof keep_dir, "%s/keep", root);
   for (int s = 0; s < 5; s++) {
