@@ -102,6 +102,16 @@ void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_plac
   for (int g = 1; g < e->ngroups; g++) /* those on another optimizer than the configuration's */
     if (e->group_opt[g] != e->cfg.optimizer)
       info_add(e, ", group %d on %s", g, zs_optimizer_name(e->group_opt[g]));
+  /* The units whose groups keep fewer state arrays than the configuration's (OPTIMIZER.md §8). */
+  const int ns = zs_opt_shape_of(&e->cfg)->nstate;
+  for (int k = 0; k < ns; k++) {
+    int n = 0;
+    for (int i = 0; i < e->nunits; i++)
+      n += !e->units[i]->frozen && e->units[i]->nstate == k;
+    if (n)
+      info_add(e, "; %d unit%s keep%s %d state array%s", n, n > 1 ? "s" : "", n > 1 ? "" : "s", k,
+               k == 1 ? "" : "s");
+  }
   if (pl->active) {
     f->budget_active = 1;
     f->budget_free_ranks = e->budget_free_ranks;
