@@ -19,7 +19,10 @@
  * zs_unit_grads_flush). A third of the sequences also freeze some units (zs_unit_freeze, drawn
  * from their own stream so the other draws stay those of the seed): zs_unit_grad is refused for
  * them, their grads_ready and flushes are no-ops, they hold no gradient buffer; the reference
- * trains them with a zero gradient and no weight decay, which leaves them unchanged too.
+ * trains them with a zero gradient and no weight decay, which leaves them unchanged too. Another
+ * third put the head in a parameter group on SGD with momentum, so it keeps one state array where
+ * the other units keep AdamW's two (docs/OPTIMIZER.md §8), through every call order, save and
+ * load (and the NVMe tier when the head is there); the reference has the same group.
  *
  * About one sequence in ten with sharded optimizer state puts the head's optimizer state on the
  * NVMe tier (zs_config.nvme_path, a folder of the working directory, with offload of the optimizer
@@ -61,11 +64,13 @@ typedef struct {
   int tp;                /* tp_size: 2 in a quarter of the sequences on 2 or 4 ranks (every
                             tensor replicated: each tp pair trains its data-parallel rank's
                             batches, as the reference's data-parallel ranks) */
+  int sgd_head; /* the head in a group on SGD with momentum: one state array, AdamW's units two */
 } seq_cfg;
 
 /* The NVMe sequences: the head's size then, the host cap (under the head's state on every rank
    and shard group, over the host arena's own reserve), the chunk, and the tier's root. */
 #define NVME_HEAD 2000003
+#define NVME_HEAD_SGD 3000017
 #define NVME_CAP ((size_t)5 << 20)
 #define NVME_CHUNK 16384
 #define HEAD_NUMEL 257
@@ -344,7 +349,10 @@ static void draw_cfg(rng *r, int w, seq_cfg *c) {
   /* The tier takes host-tier units' state; params stay off the host (the enlarged head's would
      not fit the cap: test_engine_nvme_train covers host-resident params with the tier). */
   if (c->nvme) c->offload = ZS_OFFLOAD_OPTIMIZER;
-  tm_units[3].t[0].shape[0] = c->nvme ? NVME_HEAD : HEAD_NUMEL;
+  /* The head on SGD from a stream of its own: a third of the sequences. With one state array its
+     state is 2/3 of AdamW's: on the tier, 3/2 as many elements keep it over the cap. */
+  c->sgd_head = tm_hash(r->s ^ 0x5d6eadull) % 3 == 0;
+  tm_units[3].t[0].shape[0] = c->nvme ? (c->sgd_head ? NVME_HEAD_SGD : NVME_HEAD) : HEAD_NUMEL;
   /* max_live_bytes: none, or room for 1..3 of the largest unit (the head). */
   const size_t largest = 4 * ((size_t)tm_numel(3, 0) + (size_t)w);
   const uint32_t l = rnd(r, 4);
@@ -396,6 +404,15 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u, cons
       t[k].no_weight_decay = 1;
     ZS_OK_OR_DIE(zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, t, &u[i]));
     ZS_OK_OR_DIE(zs_unit_freeze(u[i], c->frozen[i]));
+  }
+  if (c->sgd_head) {
+    zs_param_group g;
+    int id = -1;
+    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+    g.optimizer = "sgd";
+    g.momentum = 0.9f;
+    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+    ZS_OK_OR_DIE(zs_unit_set_group(u[3], -1, id));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   return e;
@@ -555,6 +572,7 @@ static float *reference(const st *s, const op *ops, int n, const float *init) {
   ZS_OK_OR_DIE(zs_comm_init_env(&self));
   seq_cfg rc = {0};
   rc.det = 1;
+  rc.sgd_head = s->c.sgd_head;
   zs_unit *u[TM_NUNITS];
   zs_engine *e = make_engine(self, &rc, u, s->c.frozen);
   for (int i = 0; i < TM_NUNITS; i++)
@@ -599,11 +617,11 @@ static void one_sequence(zs_comm *comm, uint64_t seed) {
   draw_cfg(&r, s.world, &s.c);
   if (s.rank == 0)
     printf("seed %llu: world %d stage %d sharded p%d g%d o%d%s offload %u prefetch %d max_live %zu "
-           "bucket %zu group %d det %d frozen %d%d%d%d%s tp %d\n",
+           "bucket %zu group %d det %d frozen %d%d%d%d%s tp %d%s\n",
            (unsigned long long)seed, s.world, s.c.stage, s.c.sp, s.c.sg, s.c.so,
            s.c.explicit_switches ? " (switches)" : "", s.c.offload, s.c.prefetch, s.c.max_live,
            s.c.bucket, s.c.group, s.c.det, s.c.frozen[0], s.c.frozen[1], s.c.frozen[2],
-           s.c.frozen[3], s.c.nvme ? " nvme" : "", s.c.tp);
+           s.c.frozen[3], s.c.nvme ? " nvme" : "", s.c.tp, s.c.sgd_head ? " sgd head" : "");
   fflush(stdout);
   s.e = make_engine(comm, &s.c, s.u, NULL);
   ZS_OK_OR_DIE(zs_engine_mesh(s.e, ZS_MESH_DP, &s.dp_rank, &s.dp_world));
