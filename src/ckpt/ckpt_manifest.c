@@ -434,6 +434,7 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory reading the manifest");
   f->nsegs = ns;
   int k = 0;
+  uint64_t at = 0; /* the writers lay the segments back to back over the whole data */
   cJSON_ArrayForEach(s, ss) {
     zs_ckpt_seg *g = &f->segs[k++];
     g->narrays = m->narrays;
@@ -448,7 +449,18 @@ static zs_status parse_file(const cJSON *o, zs_ckpt_manifest *m, zs_ckpt_file *f
         (g->end - g->begin) * 4 * (uint64_t)g->narrays > f->data_bytes - g->offset)
       return zs_err(ZS_ERR_CORRUPT, "checkpoint manifest: file '%s' segment %d is out of range",
                     f->name, k - 1);
+    if (g->offset != at)
+      return zs_err(ZS_ERR_CORRUPT,
+                    "checkpoint manifest: file '%s' segment %d starts at byte %" PRIu64
+                    " of the data, not where the one before it ends (%" PRIu64 ")",
+                    f->name, k - 1, g->offset, at);
+    at += (g->end - g->begin) * 4 * (uint64_t)g->narrays;
   }
+  if (at != f->data_bytes)
+    return zs_err(ZS_ERR_CORRUPT,
+                  "checkpoint manifest: file '%s' has %" PRIu64
+                  " bytes of data, its segments %" PRIu64,
+                  f->name, f->data_bytes, at);
   return ZS_OK;
 }
 

@@ -46,8 +46,9 @@ zs_status zs_ckpt_emit(zs_ckpt_writer *w, const void *p, uint64_t n);
 zs_status zs_ckpt_writer_finish(zs_ckpt_writer *w, uint64_t out[W_NWORDS]);
 /* Frees the writer; with rc != ZS_OK its temporary file is removed. */
 void zs_ckpt_writer_close(zs_ckpt_writer *w, zs_status rc);
-/* n elements of array a of u from flat element x, canonical fp32, into dst; a failed read of
-   the NVMe tier's files sets *tier_failed (the error names the file and the offset). */
+/* n elements of array a of u from flat element x, canonical fp32, into dst (zeros where the
+   tensor's group's optimizer does not keep a); a failed read of the NVMe tier's files sets
+   *tier_failed (the error names the file and the offset). */
 zs_status zs_ckpt_read_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst,
                              int *tier_failed);
 

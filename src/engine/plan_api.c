@@ -9,7 +9,6 @@
 #include "engine/engine_internal.h"
 #include "optim/optimizer.h"
 #include "shard/plan_fit.h"
-#include "tier/master_io.h"
 
 /* The checks zs_plan_model and zs_plan_placement share, and the completed config into c. */
 static zs_status check_args(const char *fn, const zs_config *cfg, int world_size,
@@ -39,7 +38,7 @@ static size_t whole_bound(const void *arg, int i, size_t numel, size_t padded) {
 
 /* With ckpt_async, a bound on the bytes one rank stages in a save (ckpt_common.c's writer ranges:
    each unit's optimizer range, split among the ranks that hold it; the largest piece of each
-   unit, summed), capped by ckpt_staging_bytes. */
+   unit, times the arrays its segments hold, summed), capped by ckpt_staging_bytes. */
 static size_t staging_bound(const zs_config *c, int world, const zs_plan_units *us) {
   if (!c->ckpt_async) return 0;
   zs_plan p;
@@ -47,13 +46,15 @@ static size_t staging_bound(const zs_config *c, int world, const zs_plan_units *
   if (zs_plan_make(c, g, &p) != ZS_OK) return 0;
   const int sharded = p.table.s[ZS_ST_MASTER].sharded;
   const uint64_t cnt = (uint64_t)(sharded ? world / g : world);
+  const int ns = zs_opt_shape_of(c)->nstate;
   uint64_t floats = 0;
   for (int i = 0; i < us->n; i++) {
     const uint64_t n = zs_plan_unit_numel(us, i), P = zs_plan_padded(&p, n);
     const uint64_t len = sharded ? (P / (uint64_t)g < n ? P / (uint64_t)g : n) : n;
-    floats += (len + cnt - 1) / cnt;
+    const int kept = zs_plan_unit_nstate(us, i) < ns ? zs_plan_unit_nstate(us, i) : ns;
+    floats += (len + cnt - 1) / cnt * (uint64_t)(1 + (zs_plan_unit_frozen(us, i) ? 0 : kept));
   }
-  const uint64_t bytes = floats * 4 * (uint64_t)zs_state_narrays(c);
+  const uint64_t bytes = floats * 4;
   return c->ckpt_staging_bytes && c->ckpt_staging_bytes < bytes ? c->ckpt_staging_bytes
                                                                 : (size_t)bytes;
 }

@@ -11,7 +11,8 @@
  *  - a save while one is staged commits the first; destroy commits a staged one;
  *  - zs_plan_model's staging bound is the most any rank books (and the budget under one);
  *  - ckpt_write_rate paces the background write (it lasts at least bytes / rate), same bytes;
- *  - ckpt_keep 1 with ckpt_keep_every 2 keeps the newest and the even-numbered checkpoints.
+ *  - ckpt_keep 1 with ckpt_keep_every 2 keeps the newest and the even-numbered checkpoints;
+ *  - an array a tensor's group does not keep is saved as zeros (check_unkept_array).
  * Usage (under mpirun, any number of ranks): test_ckpt_async [--stage S] [--offload BITS] */
 #include <mpi.h>
 #include <signal.h>
@@ -56,16 +57,30 @@ static size_t planned_staging(size_t budget) {
   return r.ckpt_staging;
 }
 
-/* The test model's engine under c, committed, its initial values set. */
-static zs_engine *make_with(const zs_config *c, zs_unit **u) {
+/* The test model's engine under c, committed, its initial values set; with bias_momentum >= 0
+   embed.b in a group on SGD with that momentum (embed.w stays on AdamW: one unit, two arrays). */
+static zs_engine *make_grouped(const zs_config *c, zs_unit **u, float bias_momentum) {
   zs_engine *e = NULL;
   ZS_OK_OR_DIE(zs_engine_create(c, g_comm, &e));
   for (int i = 0; i < TM_NUNITS; i++)
     ZS_OK_OR_DIE(
         zs_engine_add_unit(e, tm_units[i].name, tm_units[i].ntensors, tm_units[i].t, &u[i]));
+  if (bias_momentum >= 0) {
+    zs_param_group g;
+    int id = -1;
+    ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+    g.optimizer = "sgd";
+    g.momentum = bias_momentum;
+    ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
+    ZS_OK_OR_DIE(zs_unit_set_group(u[0], 1, id));
+  }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   ZS_OK_OR_DIE(tm_set_init(u));
   return e;
+}
+
+static zs_engine *make_with(const zs_config *c, zs_unit **u) {
+  return make_grouped(c, u, -1);
 }
 
 static zs_engine *make(int async, size_t staging, zs_unit **u) {
@@ -103,6 +118,53 @@ static int same_files(const char *a, const char *b, int seq) {
            "\"$f\") || exit 1; done",
            a, seq, b, seq);
   return sh0(cmd) == 0;
+}
+
+/* How many of embed.b's momentum buffer values are not zero (zs_unit_get_state). */
+static int bias_buffer_nonzero(zs_unit **u) {
+  float v[16];
+  ZS_OK_OR_DIE(zs_unit_get_state(u[0], 1, "exp_avg", v));
+  int nz = 0;
+  for (int64_t i = 0; i < tm_numel(0, 1); i++)
+    nz += v[i] != 0;
+  return nz;
+}
+
+/* An array a tensor's optimizer does not keep, in a unit that keeps it for another tensor: embed.b
+   on SGD beside embed.w on AdamW. A run at momentum 0.9 saves; one at momentum 0 (the bias keeps
+   no buffer) loads it, reads zeros, trains and saves, synchronously and asynchronously (the same
+   bytes); one at 0.9 loads that: the bias's buffer must be zeros, not what the first run saved. */
+static void check_unkept_array(void) {
+  char d1[400], d2[400], d2a[400];
+  snprintf(d1, sizeof d1, "%s/unkept1", root);
+  snprintf(d2, sizeof d2, "%s/unkept2", root);
+  snprintf(d2a, sizeof d2a, "%s/unkept2a", root);
+  zs_unit *u[TM_NUNITS];
+  zs_config c = config(0, 0);
+  zs_engine *e = make_grouped(&c, u, 0.9f);
+  for (int s = 0; s < 3; s++)
+    step(e, u, s);
+  ZS_EXPECT(bias_buffer_nonzero(u) > 0, "momentum 0.9: embed.b's buffer is all zeros");
+  ZS_OK_OR_DIE(zs_engine_save(e, d1));
+  zs_engine_destroy(e);
+  for (int async = 0; async < 2; async++) {
+    c = config(async, 0);
+    e = make_grouped(&c, u, 0.0f);
+    ZS_OK_OR_DIE(zs_engine_load(e, d1));
+    ZS_EXPECT(bias_buffer_nonzero(u) == 0, "momentum 0: embed.b's buffer reads values");
+    step(e, u, 3);
+    ZS_OK_OR_DIE(zs_engine_save(e, async ? d2a : d2));
+    zs_engine_destroy(e); /* commits the staged one */
+  }
+  ZS_EXPECT(same_files(d2, d2a, 4), "the unkept array's asynchronous rank files differ");
+  c = config(0, 0);
+  e = make_grouped(&c, u, 0.9f);
+  ZS_OK_OR_DIE(zs_engine_load(e, d2));
+  ZS_EXPECT(
+      bias_buffer_nonzero(u) == 0,
+      "momentum 0.9 after a momentum-0 run: embed.b's buffer holds %d values of the first run",
+      bias_buffer_nonzero(u));
+  zs_engine_destroy(e);
 }
 
 int main(int argc, char **argv) {
@@ -254,6 +316,7 @@ int main(int argc, char **argv) {
            keep_dir);
   ZS_EXPECT(sh0(cmd) == 0, "ckpt_keep 1, ckpt_keep_every 2: not 2, 4 and 5 kept: %s", cmd);
   zs_engine_destroy(e);
+  check_unkept_array();
 
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   sh0(cmd);

@@ -90,6 +90,10 @@ static void tp_missing_slice(zs_ckpt_manifest *m) {
   m->tp_size = 2;
   m->files[0].segs[0].tp = 1;
 }
+/* A full segment claimed to hold the master alone: the file's data is more than its segments. */
+static void fewer_arrays(zs_ckpt_manifest *m) {
+  m->files[0].segs[m->files[0].nsegs - 1].narrays = 1;
+}
 /* The manifest as the format wrote it before it named the optimizer (AdamW's, implied). */
 static void drop_optimizer(zs_ckpt_manifest *m) {
   ZS_EXPECT(!strcmp(m->optimizer, "adamw"), "the manifest names optimizer '%s'", m->optimizer);
@@ -259,6 +263,11 @@ int main(int argc, char **argv) {
   rewrite_manifest(p, tp_missing_slice);
   refused(e, u, dir, ZS_ERR_CORRUPT, "of tp rank 0's slices", 0, later, 3,
           "tp rank 0's slices incomplete");
+  fresh(good, dir, sizeof dir, "narrays");
+  snprintf(p, sizeof p, "%s/%s/manifest.json", dir, ck);
+  rewrite_manifest(p, fewer_arrays);
+  refused(e, u, dir, ZS_ERR_CORRUPT, "its segments", -1, later, 3,
+          "a segment's arrays understated");
 
   /* Another model's checkpoint, and another model's manifest beside our files. */
   zs_engine *eb = make(stage, offload, 1, ub);
