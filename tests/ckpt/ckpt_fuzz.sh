@@ -20,9 +20,10 @@ if ! clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all 
   exit 1
 fi
 # Seeds: a real checkpoint's manifest (prefixed 1) and data file (prefixed 0).
-# (two steps, the second without a gradient for one unit: a version-3 manifest with units' steps)
+# (two steps, the second without a gradient for one unit: a version-3 manifest with units' steps;
+# groups on Lion and SGD: the groups' keys, and segments with fewer arrays, "narrays")
 ZS_TEST_CKPT_BLOCK_BYTES=200 "$mpiexec" --oversubscribe -np 2 "$exe" --stage 3 --steps 2 --nograd 1 \
-  --save "$tmp/ck" >/dev/null
+  --groups 2 --save "$tmp/ck" >/dev/null
 mkdir "$tmp/corpus"
 { printf '\001'; cat "$tmp"/ck/ckpt-*/manifest.json; } >"$tmp/corpus/manifest"
 { printf '\000'; cat "$tmp"/ck/ckpt-*/rank-00000.zsd; } >"$tmp/corpus/header"
