@@ -113,14 +113,11 @@ zs_status zs_ckpt_emit(zs_ckpt_writer *w, const void *p, uint64_t n) {
    group's optimizer keeps fewer than a's arrays: what zs_unit_get_state reads of them, whatever a
    shared unit's array holds there (a load of another momentum's checkpoint may have put values
    in it that no update reads). */
-static void zero_unkept(const zs_engine *e, const zs_unit *u, zs_arr a, uint64_t x, size_t n,
-                        float *dst) {
+static void zero_unkept(const zs_unit *u, zs_arr a, uint64_t x, size_t n, float *dst) {
   for (int k = 0; k < u->ntensors && a != ZS_ARR_MASTER; k++) {
     size_t lo, hi;
     if (!zs_layout_overlap(&u->lay, k, x, x + n, &lo, &hi)) continue;
-    zs_config gc;
-    zs_engine_group_config(e, u->group[k], &gc);
-    if ((int)a - ZS_ARR_OPT0 >= zs_opt_shape_of(&gc)->nstate)
+    if ((int)a - ZS_ARR_OPT0 >= zs_engine_tensor_nstate(u, k, NULL))
       memset(dst + (lo - x), 0, (hi - lo) * sizeof *dst);
   }
 }
@@ -134,7 +131,7 @@ zs_status zs_ckpt_read_state(zs_engine *e, zs_unit *u, zs_arr a, uint64_t x, siz
     return zs_err_wrap(rc, "zs_engine_save: reading unit '%s' %s from the NVMe tier", u->name,
                        zs_arr_name(&e->cfg, a));
   }
-  if (rc == ZS_OK) zero_unkept(e, u, a, x, n, dst);
+  if (rc == ZS_OK) zero_unkept(u, a, x, n, dst);
   return rc;
 }
 

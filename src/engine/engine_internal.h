@@ -237,6 +237,10 @@ zs_status zs_engine_agree_config(zs_engine *e);
    of optim's lr (times lr_scale), weight_decay, betas, eps and sgd.momentum; group 0 (and an id
    out of range) the engine's own. */
 void zs_engine_group_config(const zs_engine *e, int id, zs_config *out);
+/* How many of the configuration's state arrays tensor t of u keeps: its group's optimizer's count
+   (the first ones; a unit keeps the most of its tensors'). *gc (NULL: not wanted) gets the group's
+   configuration. */
+int zs_engine_tensor_nstate(const zs_unit *u, int t, zs_config *gc);
 /* A hash of every group's values (by their bits) and every tensor's group, for the agreement at
    commit. */
 uint64_t zs_engine_groups_hash(const zs_engine *e);

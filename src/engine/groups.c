@@ -143,12 +143,17 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
     if (t < 0 || k == t) u->group[k] = id;
   u->nstate = 0;
   for (int k = 0; k < u->ntensors; k++) {
-    zs_config c;
-    zs_engine_group_config(e, u->group[k], &c);
-    const int n = zs_opt_shape_of(&c)->nstate;
+    const int n = zs_engine_tensor_nstate(u, k, NULL);
     if (n > u->nstate) u->nstate = n;
   }
   return ZS_OK;
+}
+
+int zs_engine_tensor_nstate(const zs_unit *u, int t, zs_config *gc) {
+  zs_config own;
+  if (!gc) gc = &own;
+  zs_engine_group_config(u->e, u->group[t], gc);
+  return zs_opt_shape_of(gc)->nstate;
 }
 
 uint64_t zs_engine_groups_hash(const zs_engine *e) {

@@ -40,13 +40,6 @@ static zs_status check_state_call(zs_unit *u, int t, const char *name, const voi
                 fn, u->name, t, name, zs_opt_name_of(&e->cfg), names);
 }
 
-/* How many of the configuration's state arrays tensor t's group's optimizer keeps; *gc gets the
-   group's configuration. */
-static int tensor_keeps(const zs_unit *u, int t, zs_config *gc) {
-  zs_engine_group_config(u->e, u->group[t], gc);
-  return zs_opt_shape_of(gc)->nstate;
-}
-
 zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full) {
   zs_arr a = ZS_ARR_MASTER;
   ZS_CHECK(check_state_call(u, t, name, host_full, "zs_unit_get_state", 1, &a));
@@ -54,8 +47,8 @@ zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_ful
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_STATE, u);
   const size_t P = u->lay.padded, off = u->lay.off[t], n = u->lay.numel[t];
-  zs_config gc; /* an array its optimizer does not keep is zeros (on every rank: no gather) */
-  if ((int)a - ZS_ARR_OPT0 >= tensor_keeps(u, t, &gc)) {
+  /* An array its optimizer does not keep is zeros (on every rank: no gather). */
+  if ((int)a - ZS_ARR_OPT0 >= zs_engine_tensor_nstate(u, t, NULL)) {
     memset(host_full, 0, n * sizeof *host_full);
     return ZS_OK;
   }
@@ -85,7 +78,7 @@ zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *ho
                   u->name);
   zs_engine *e = u->e;
   zs_config gc; /* the tensor's group's optimizer keeps the first of the configuration's arrays */
-  const int keeps = tensor_keeps(u, t, &gc);
+  const int keeps = zs_engine_tensor_nstate(u, t, &gc);
   if ((int)a - ZS_ARR_OPT0 >= keeps)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_unit_set_state('%s', %d, \"%s\"): tensor '%s' is in group %d on '%s', "
