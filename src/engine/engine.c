@@ -271,6 +271,7 @@ static void unit_free(zs_unit *u) {
   free(u->t);
   free(u->set_hash);
   free(u->group);
+  free(u->keeps);
   free(u->tp);
   free(u->whole_owner);
   zs_layout_free(&u->lay);
@@ -312,8 +313,9 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->group = calloc((size_t)ntensors, sizeof *u->group);
   u->tp = calloc((size_t)ntensors, sizeof *u->tp);
   u->whole_owner = calloc((size_t)ntensors, sizeof *u->whole_owner);
+  u->keeps = calloc((size_t)ntensors, sizeof *u->keeps);
   zs_status rc = ZS_OK;
-  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner) {
+  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner || !u->keeps) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }
@@ -325,6 +327,7 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
       goto fail;
     }
     u->t[i].name = u->tnames[i];
+    u->keeps[i] = u->nstate;
   }
   ZS_CHECK_GOTO(zs_layout_build(&u->lay, ntensors, u->t), rc, fail);
   if (e->nunits == e->cap_units) {
@@ -459,7 +462,7 @@ static zs_status commit_steps(zs_engine *e) {
   ZS_CHECK(zs_engine_check_fit(e));
   /* The budget's placement: a function of the configuration and the unit sizes only, so every
      rank places the same units (the fit check above refused a model over its budget). */
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
   zs_status rc = ZS_OK;
@@ -562,7 +565,7 @@ zs_status zs_engine_memory(const zs_engine *e, zs_memory *out) {
 zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out) {
   if (!e || !out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_plan_memory: engine or out is NULL");
   size_t b[ZS_MEM_NCAT];
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL, NULL};
   zs_plan_memory(&e->plan, &e->cfg, e->world_size, &us, b);
   zs_bytes *cat[ZS_MEM_NCAT] = {&out->params, &out->grads, &out->optimizer, &out->buffers,
                                 &out->host_pinned};

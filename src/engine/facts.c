@@ -190,7 +190,7 @@ zs_status zs_unit_placed(const zs_unit *u, int *on_host, int *on_nvme) {
                   u->name);
   /* The placement is a function of the configuration (the budget as commit fixed it) and the
      unit sizes: the same as commit's. */
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL, NULL};
   zs_placement pl;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &pl);
   if (on_host) *on_host = zs_placement_host(&pl, &e->plan, &us, u->index);

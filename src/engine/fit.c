@@ -51,7 +51,7 @@ int zs_engine_available(zs_engine *e, size_t *dev, size_t *host, char *what, siz
 static zs_status check_local(zs_engine *e) {
   size_t dev = 0, host = 0;
   char what[256];
-  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL};
+  const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL, NULL};
   zs_plan_need n;
   if (zs_plan_need_of(&e->cfg, e->world_size, &us, 0, &n) != ZS_OK) return ZS_OK;
   if ((n.place.active && !n.place.fits) || (n.host_cap && n.host_total > n.host_cap)) {

@@ -143,8 +143,8 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
     if (t < 0 || k == t) u->group[k] = id;
   u->nstate = 0;
   for (int k = 0; k < u->ntensors; k++) {
-    const int n = zs_engine_tensor_nstate(u, k, NULL);
-    if (n > u->nstate) u->nstate = n;
+    u->keeps[k] = zs_engine_tensor_nstate(u, k, NULL);
+    if (u->keeps[k] > u->nstate) u->nstate = u->keeps[k];
   }
   return ZS_OK;
 }

@@ -63,7 +63,7 @@ static size_t staging_bound(const zs_config *c, int world, const zs_plan_units *
 static zs_plan_units bare_units(const zs_config *c, const int64_t *numel, int n,
                                 const int *frozen) {
   const zs_optimizer *m = zs_optimizer_for(c);
-  const zs_plan_units us = {NULL, numel, n, frozen, m->whole ? whole_bound : NULL, m, NULL};
+  const zs_plan_units us = {NULL, numel, n, frozen, m->whole ? whole_bound : NULL, m, NULL, NULL};
   return us;
 }
 

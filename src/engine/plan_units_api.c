@@ -14,9 +14,16 @@ typedef struct {
   int64_t *numel;
   int *frozen, *chans, *nstate;
   size_t *work;
+  zs_pack_unit *tensors; /* each unit's tensors' counts and kept arrays (packing), owned */
+  int n;
 } units_figures;
 
 static void figures_free(units_figures *f) {
+  for (int i = 0; f->tensors && i < f->n; i++) {
+    free((void *)f->tensors[i].numel);
+    free((void *)f->tensors[i].keeps);
+  }
+  free(f->tensors);
   free(f->numel);
   free(f->frozen);
   free(f->nstate);
@@ -33,12 +40,19 @@ static size_t whole_of(const void *arg, int i, size_t numel, size_t padded) {
 /* Unit i's element count from its tensors into *numel, checked as zs_engine_add_unit checks them
    (zs_engine_check_desc, named by index: the planner reads no names; and a count under 2^63),
    each tensor's optimizer as a group would run it, its whole-step needs into *chans and *work,
-   and the most state arrays its tensors' optimizers keep into *nstate. */
+   the most state arrays its tensors' optimizers keep into *nstate, and each tensor's count and
+   kept arrays into *pk. */
 static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_unit *u, int i,
-                           int64_t *numel, int *chans, size_t *work, int *nstate) {
+                           int64_t *numel, int *chans, size_t *work, int *nstate,
+                           zs_pack_unit *pk) {
   if (u->ntensors < 0 || (u->ntensors > 0 && !u->tensors))
     return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %d tensors and tensors %s: give its tensors",
                   fn, i, u->ntensors, u->tensors ? "set" : "NULL");
+  size_t *tn = calloc((size_t)u->ntensors + 1, sizeof *tn);
+  int *tk = calloc((size_t)u->ntensors + 1, sizeof *tk);
+  *pk = (zs_pack_unit){u->ntensors, tn, tk};
+  if (!tn || !tk)
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: no host memory for unit %d's tensors", fn, i);
   char uname[24], tname[24];
   snprintf(uname, sizeof uname, "%d", i);
   *numel = 0;
@@ -57,6 +71,7 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
     if (n > INT64_MAX - *numel)
       return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d is over 2^63 elements", fn, i);
     *numel += n;
+    tn[k] = (size_t)n;
     zs_config g = *c;
     if ((u->optimizer && u->optimizer[k] >= 0) || u->momentum) {
       if (u->optimizer && u->optimizer[k] >= 0) g.optimizer = u->optimizer[k];
@@ -65,7 +80,8 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
       if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
     }
     ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, &g, u->frozen, chans, work));
-    if (zs_opt_shape_of(&g)->nstate > *nstate) *nstate = zs_opt_shape_of(&g)->nstate;
+    tk[k] = zs_opt_shape_of(&g)->nstate;
+    if (tk[k] > *nstate) *nstate = tk[k];
   }
   return ZS_OK;
 }
@@ -88,12 +104,14 @@ static zs_status prepare(const char *fn, const zs_config *cfg, int world_size,
   f->chans = calloc(n, sizeof *f->chans);
   f->work = calloc(n, sizeof *f->work);
   f->nstate = calloc(n, sizeof *f->nstate);
-  if (!f->numel || !f->frozen || !f->chans || !f->work || !f->nstate)
+  f->tensors = calloc(n, sizeof *f->tensors);
+  f->n = nunits;
+  if (!f->numel || !f->frozen || !f->chans || !f->work || !f->nstate || !f->tensors)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: no host memory for %d units' figures", fn, nunits);
   for (int i = 0; i < nunits; i++) {
     f->frozen[i] = units[i].frozen != 0;
-    ZS_CHECK(
-        plan_unit(fn, c, &units[i], i, &f->numel[i], &f->chans[i], &f->work[i], &f->nstate[i]));
+    ZS_CHECK(plan_unit(fn, c, &units[i], i, &f->numel[i], &f->chans[i], &f->work[i], &f->nstate[i],
+                       &f->tensors[i]));
   }
   return ZS_OK;
 }
@@ -102,10 +120,10 @@ zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_pla
                               int nunits, size_t activation_bytes, size_t device_bytes,
                               size_t host_bytes, zs_plan_report *out) {
   zs_config c;
-  units_figures f = {NULL, NULL, NULL, NULL, NULL};
+  units_figures f = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
   zs_status rc = prepare("zs_plan_model_units", cfg, world_size, units, nunits, out, &c, &f);
   if (rc == ZS_OK) {
-    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate};
+    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate, f.tensors};
     rc = zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
   }
   figures_free(&f);
@@ -115,10 +133,10 @@ zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_pla
 zs_status zs_plan_placement_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
                                   int nunits, unsigned char *host) {
   zs_config c;
-  units_figures f = {NULL, NULL, NULL, NULL, NULL};
+  units_figures f = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
   zs_status rc = prepare("zs_plan_placement_units", cfg, world_size, units, nunits, host, &c, &f);
   if (rc == ZS_OK) {
-    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate};
+    const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate, f.tensors};
     rc = zs_plan_placement_of(&c, world_size, &us, host);
   }
   figures_free(&f);

@@ -32,6 +32,7 @@ void zs_placement_unit_table(const zs_plan *p, const zs_plan_units *u, int i, in
   zs_placement_table(p, host, t);
   if (zs_plan_unit_frozen(u, i)) zs_state_table_freeze(t); /* params only */
   zs_state_table_keep_state(t, zs_plan_unit_nstate(u, i));
+  zs_plan_unit_pack(p, u, i, t);
 }
 
 /* Device bytes (every category but host_pinned) of b. */
@@ -217,7 +218,8 @@ void zs_placement_make(const zs_plan *p, const zs_config *c, int world, const zs
 static size_t nvme_sum(const zs_plan *p, const zs_plan_units *u, int i, int host, int charged) {
   zs_state_table t;
   zs_placement_unit_table(p, u, i, host, &t);
-  int any = 0; /* optimizer state on the host to move */
+  if (!charged) zs_state_table_unpack(&t); /* the tier's files hold whole ranges */
+  int any = 0;                             /* optimizer state on the host to move */
   for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++)
     any |= zs_state_is(&t, (zs_state)k, ZS_LIFE_PERSISTENT) && t.s[k].tier == ZS_TIER_HOST;
   if (!any) return 0;
@@ -262,6 +264,7 @@ void zs_placement_unit_of(const zs_placement *pl, const zs_plan *p, const zs_pla
                           zs_state_table *t) {
   zs_placement_unit_table(p, u, i, zs_placement_host(pl, p, u, i), t);
   if (!zs_placement_nvme(pl, p, u, i)) return;
+  zs_state_table_unpack(t); /* the tier's files hold whole ranges */
   for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM;
        k++) /* master or remainders, the state arrays */
     if (zs_state_is(t, (zs_state)k, ZS_LIFE_PERSISTENT)) t->s[k].tier = ZS_TIER_NVME;

@@ -27,6 +27,23 @@ int zs_plan_unit_nstate(const zs_plan_units *u, int i) {
   return u->nstate ? u->nstate[i] : ZS_OPT_MAX_STATE;
 }
 
+void zs_plan_unit_pack(const zs_plan *p, const zs_plan_units *u, int i, zs_state_table *t) {
+  zs_pack_unit pu;
+  if (u->units)
+    pu = zs_unit_pack_of(u->units[i]);
+  else if (u->tensors)
+    pu = u->tensors[i];
+  else
+    return;
+  const int ns = zs_plan_unit_nstate(u, i);
+  const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i));
+  for (int j = 0; j < ZS_OPT_MAX_STATE; j++) {
+    zs_state_entry *s = &t->s[ZS_ST_OPT(j)];
+    if (s->life == ZS_LIFE_PERSISTENT && s->tier != ZS_TIER_NVME && zs_pack_on(&pu, j, ns))
+      zs_state_table_pack(t, ZS_ST_OPT(j), zs_pack_elems(&pu, j, P, p->nshards, s->sharded));
+  }
+}
+
 size_t zs_plan_buffers(const zs_plan *p, const zs_config *c, int world, const zs_plan_units *u) {
   size_t max_full = 0, max_grad = 0, scratch = 0;
   for (int i = 0; i < u->n; i++) {

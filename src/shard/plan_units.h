@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shard/opt_pack.h"
 #include "shard/plan.h"
+#include "shard/state_table.h"
 #include "zshard.h"
 
 struct zs_unit;
@@ -27,6 +29,9 @@ typedef struct {
   /* With numel: the state arrays unit i keeps (the most its tensors' optimizers keep); NULL: the
      configuration's optimizer's for every unit. */
   const int *nstate;
+  /* With numel: unit i's tensors and the state arrays each keeps (packing: opt_pack.h); NULL:
+     none packed. */
+  const zs_pack_unit *tensors;
 } zs_plan_units;
 
 /* Whether unit i is frozen (its own table for units, the frozen array for numel). */
@@ -35,6 +40,11 @@ int zs_plan_unit_frozen(const zs_plan_units *u, int i);
 /* The optimizer state arrays unit i keeps (zs_unit.nstate, or the nstate array's), or
    ZS_OPT_MAX_STATE where the configuration's optimizer decides (numel without an nstate array). */
 int zs_plan_unit_nstate(const zs_plan_units *u, int i);
+
+/* Packs t's optimizer arrays for unit i where its tensors keep different counts (opt_pack.h):
+   each persistent array in memory that a tensor of it does not keep, sized by zs_pack_elems for
+   plan p. The units' own tensors and zs_unit.keeps, or the tensors array's. */
+void zs_plan_unit_pack(const zs_plan *p, const zs_plan_units *u, int i, zs_state_table *t);
 
 /* Floats of unit i's whole-tensor step buffers under plan p (tier/whole.h; 0 without whole
    steps): the unit's own (zs_unit.whole_floats) or the whole callback's. */

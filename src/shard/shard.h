@@ -14,6 +14,7 @@
 #include "mem/ledger.h"
 #include "mem/mem.h"
 #include "shard/layout.h"
+#include "shard/opt_pack.h"
 #include "shard/plan.h"
 #include "shard/state_table.h"
 #include "zshard.h"
@@ -40,6 +41,9 @@ struct zs_unit {
   /* The optimizer state arrays it keeps: the most its tensors' groups' optimizers keep (kept by
      zs_unit_set_group); from commit on its table's slots past it are ZS_LIFE_NONE (placement.h). */
   int nstate;
+  /* Per tensor: the state arrays its group's optimizer keeps (its part of nstate; a unit whose
+     tensors keep different counts packs its arrays: opt_pack.h, zs_unit_opt_at). */
+  int *keeps;
 
   /* Which states this unit holds, where, over which range (a copy of the plan's table made at
      commit; per-unit placement is an entry of it). Each state's buffer is the field named in
@@ -174,6 +178,18 @@ static inline void **zs_unit_slot(zs_unit *u, zs_state s) {
 /* Bytes of state s of u (its layout is sharded: after commit). */
 static inline size_t zs_unit_state_bytes(const zs_unit *u, zs_state s) {
   return zs_state_bytes(&u->st, s, u->lay.padded, u->lay.shard);
+}
+/* u's tensors as packing sees them (opt_pack.h). */
+static inline zs_pack_unit zs_unit_pack_of(const zs_unit *u) {
+  const zs_pack_unit p = {u->ntensors, u->lay.numel, u->keeps};
+  return p;
+}
+/* The element of u's optimizer array i that holds flat element x (inside its optimizer range, in
+   a tensor that keeps array i): x's offset in the range, or its index in the packed array. */
+static inline size_t zs_unit_opt_at(const zs_unit *u, int i, size_t x) {
+  if (!u->st.s[ZS_ST_OPT(i)].packed) return x - u->opt_off;
+  const zs_pack_unit p = zs_unit_pack_of(u);
+  return zs_pack_kept(&p, i, u->opt_off, x);
 }
 /* Whether state s of u lives in the host arena. */
 static inline int zs_unit_on_host(const zs_unit *u, zs_state s) {

@@ -6,8 +6,9 @@
 
 /* An entry on the device, or in the host arena (booked host_pinned) when host is set. */
 static zs_state_entry entry(zs_life life, int sharded, zs_dtype dt, zs_mem_cat cat, int host) {
-  zs_state_entry e = {life, host ? ZS_TIER_HOST : ZS_TIER_DEVICE, dt, sharded,
-                      host ? ZS_MEM_HOST_PINNED : cat};
+  zs_state_entry e = {life,    host ? ZS_TIER_HOST : ZS_TIER_DEVICE, dt,
+                      sharded, host ? ZS_MEM_HOST_PINNED : cat,      0,
+                      0};
   return e;
 }
 
@@ -50,6 +51,18 @@ void zs_state_table_keep_state(zs_state_table *t, int n) {
     t->s[ZS_ST_OPT(i)].life = ZS_LIFE_NONE;
 }
 
+void zs_state_table_pack(zs_state_table *t, zs_state s, size_t elems) {
+  t->s[s].packed = 1;
+  t->s[s].packed_elems = elems;
+}
+
+void zs_state_table_unpack(zs_state_table *t) {
+  for (int k = 0; k < ZS_ST_N; k++) {
+    t->s[k].packed = 0;
+    t->s[k].packed_elems = 0;
+  }
+}
+
 void zs_state_table_place_master(zs_state_table *t) {
   if (!t->master_params) return;
   if (t->master_lean) { /* the bf16 params are the master on any tier: never an fp32 copy */
@@ -75,6 +88,7 @@ void zs_state_range(const zs_state_table *t, zs_state s, const zs_layout *l, siz
 }
 
 size_t zs_state_elems(const zs_state_table *t, zs_state s, size_t P, size_t sh) {
+  if (t->s[s].packed) return t->s[s].packed_elems;
   return t->s[s].sharded ? sh : P;
 }
 

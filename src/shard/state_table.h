@@ -73,6 +73,10 @@ typedef struct {
   zs_dtype dtype;
   int sharded;    /* covers this rank's shard [shard_off, shard_off + shard), else [0, padded) */
   zs_mem_cat cat; /* the ledger category its bytes are booked in */
+  /* A packed optimizer array (shard/opt_pack.h): it holds packed_elems elements, the kept
+     tensors' part of its range back to back, instead of the range; 0: the range's. */
+  int packed;
+  size_t packed_elems;
 } zs_state_entry;
 
 typedef struct {
@@ -111,6 +115,11 @@ void zs_state_table_make(zs_state_table *t, int shard_params, int shard_grads, i
    table's count). */
 void zs_state_table_keep_state(zs_state_table *t, int n);
 
+/* Packs state s (an optimizer array) to elems elements (opt_pack.h). */
+void zs_state_table_pack(zs_state_table *t, zs_state s, size_t elems);
+/* Unpacks every state (the NVMe tier's files hold whole ranges). */
+void zs_state_table_unpack(zs_state_table *t);
+
 /* ZS_MASTER_PARAMS (t->master_params; else a no-op): ZS_ST_MASTER's life from the tiers. Where
    the params' home (fp32, over the whole optimizer range) lives on the optimizer state's tier,
    it is the master: life NONE, nothing allocated or booked, the unit's master pointer aliases it
@@ -139,7 +148,8 @@ static inline int zs_state_is(const zs_state_table *t, zs_state s, zs_life l) {
 void zs_state_range(const zs_state_table *t, zs_state s, const zs_layout *l, size_t *off,
                     size_t *n);
 
-/* Elements of state s for a unit of P padded elements split in shards of sh elements. */
+/* Elements of state s for a unit of P padded elements split in shards of sh elements (a packed
+   array's packed_elems). */
 size_t zs_state_elems(const zs_state_table *t, zs_state s, size_t P, size_t sh);
 /* Its bytes (an allocated unit's: no overflow check). */
 size_t zs_state_bytes(const zs_state_table *t, zs_state s, size_t P, size_t sh);

@@ -8,9 +8,11 @@
 #include "base/error.h"
 #include "tier/tier.h"
 
+/* A packed array no tensor with elements keeps (opt_pack.h) has no bytes and no buffer. */
 static zs_status device_alloc(zs_tiers *t, zs_unit *u, zs_state s) {
   const size_t bytes = zs_unit_state_bytes(u, s);
   void **p = zs_unit_slot(u, s);
+  if (!bytes) return ZS_OK;
   zs_dev *d = t->sh->dev;
   ZS_CHECK(zs_mem_alloc(t->sh->mem, u->st.s[s].cat, bytes, p, NULL));
   return zs_dev_zero(d, *p, bytes, d->compute_stream);
@@ -18,6 +20,7 @@ static zs_status device_alloc(zs_tiers *t, zs_unit *u, zs_state s) {
 
 static void device_free(zs_tiers *t, zs_unit *u, zs_state s) {
   void **p = zs_unit_slot(u, s);
+  if (!*p) return;
   zs_mem_free(t->sh->mem, u->st.s[s].cat, *p, zs_unit_state_bytes(u, s), NULL);
   *p = NULL;
 }
@@ -25,6 +28,7 @@ static void device_free(zs_tiers *t, zs_unit *u, zs_state s) {
 static zs_status host_alloc(zs_tiers *t, zs_unit *u, zs_state s) {
   const size_t bytes = zs_unit_state_bytes(u, s);
   void **p = zs_unit_slot(u, s);
+  if (!bytes) return ZS_OK;
   ZS_CHECK(zs_mem_alloc_host(t->sh->mem, bytes, p));
   memset(*p, 0, bytes);
   return ZS_OK;
@@ -32,6 +36,7 @@ static zs_status host_alloc(zs_tiers *t, zs_unit *u, zs_state s) {
 
 static void host_free(zs_tiers *t, zs_unit *u, zs_state s) {
   void **p = zs_unit_slot(u, s);
+  if (!*p) return;
   zs_mem_free_host(t->sh->mem, *p, zs_unit_state_bytes(u, s));
   *p = NULL;
 }
@@ -51,8 +56,43 @@ static int direct(const zs_tiers *t, const zs_unit *u, zs_arr a) {
   return zs_unit_on_host(u, zs_arr_state(u, a)) || t->sh->dev->kind == ZS_DEVICE_CPU;
 }
 
+/* One run of a range's copy: bytes between host memory h and the tier's address p. */
+static zs_status copy_run(zs_tiers *t, const zs_unit *u, zs_arr a, void *h, void *p, size_t bytes,
+                          int write) {
+  if (direct(t, u, a)) {
+    memcpy(write ? p : h, write ? h : p, bytes);
+    return ZS_OK;
+  }
+  return write ? zs_dev_from_host(t->sh->dev, p, h, bytes)
+               : zs_dev_to_host(t->sh->dev, h, p, bytes);
+}
+
+/* A range of a packed array (opt_pack.h): the kept tensors' runs are copied; the rest reads as
+   zeros and its writes are dropped (no update reads it, and zs_unit_get_state says zeros). */
+static zs_status packed_io(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n, void *h,
+                           int write) {
+  const int i = (int)a - ZS_ARR_OPT0;
+  const size_t es = zs_tier_elem(u, a), lo = u->opt_off + first, hi = lo + n;
+  if (!write) memset(h, 0, n * es);
+  const zs_pack_unit pu = zs_unit_pack_of(u);
+  size_t at = zs_pack_kept(&pu, i, u->opt_off, lo); /* the packed index of the next kept one */
+  for (int k = 0; k < u->ntensors; k++) {
+    size_t x, y;
+    if (u->keeps[k] <= i || !zs_layout_overlap(&u->lay, k, lo, hi, &x, &y)) continue;
+    ZS_CHECK(copy_run(t, u, a, (char *)h + (x - lo) * es, (char *)u->opt[i] + at * es, (y - x) * es,
+                      write));
+    at += y - x;
+  }
+  return ZS_OK;
+}
+
+static int packed(const zs_unit *u, zs_arr a) {
+  return a != ZS_ARR_MASTER && u->st.s[ZS_ST_OPT((int)a - ZS_ARR_OPT0)].packed;
+}
+
 static zs_status mem_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
                           void *dst) {
+  if (packed(u, a)) return packed_io(t, u, a, first, n, dst, 0);
   const void *src = arr_at(u, a, first);
   const size_t bytes = n * zs_tier_elem(u, a);
   if (direct(t, u, a)) {
@@ -64,6 +104,7 @@ static zs_status mem_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first,
 
 static zs_status mem_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
                            const void *src) {
+  if (packed(u, a)) return packed_io(t, u, a, first, n, (void *)src, 1);
   void *dst = arr_at(u, a, first);
   const size_t bytes = n * zs_tier_elem(u, a);
   if (direct(t, u, a)) {
@@ -88,8 +129,9 @@ zs_optim_seg zs_tier_mem_seg(zs_unit *u, int k, size_t a, size_t b) {
                       a,
                       u->rem ? u->rem + lo : NULL,
                       u->whole_dir && u->whole_owner[k] >= 0 ? u->whole_dir + a : NULL};
-  for (int j = 0; j < ZS_OPT_MAX_STATE; j++)
-    if (u->opt[j]) seg.state[j] = zs_ptr_add(u->opt[j], lo, u->st.s[ZS_ST_OPT(j)].dtype);
+  for (int j = 0; j < ZS_OPT_MAX_STATE; j++) /* a tensor's own arrays (packed: its part) */
+    if (u->opt[j] && (u->keeps[k] > j || !u->st.s[ZS_ST_OPT(j)].packed))
+      seg.state[j] = zs_ptr_add(u->opt[j], zs_unit_opt_at(u, j, a), u->st.s[ZS_ST_OPT(j)].dtype);
   return seg;
 }
 

@@ -406,13 +406,17 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
 }
 
 /* Per-unit state layout: a unit keeps the most state arrays its tensors' groups' optimizers
-   keep, under an AdamW configuration (2 arrays): all AdamW 2, all Muon 1, Muon beside an AdamW
-   bias 2, all SGD without momentum 0, all SGD with momentum 1. The ledger (device, or host pages
-   with optimizer offload), the engine's plan and zs_plan_model_units (each tensor's group's
-   optimizer and momentum) give, per unit of psi elements on N ranks, the fp32 master plus that
-   many arrays of the moments' bytes (sizes divide by 4: no padding). Then a step runs: the SGD
-   units' params and buffer against float64 SGD (OPTIMIZER.md §3), the Muon unit's second array
-   reads as zeros, and writing an array a tensor's optimizer does not keep is refused. */
+   keep, under an AdamW configuration (2 arrays): all AdamW 2, all Muon 1, Muon matrices around
+   an AdamW bias 2, all SGD without momentum 0, all SGD with momentum 1. The ledger (device, or
+   host pages with optimizer offload), the engine's plan and zs_plan_model_units (each tensor's
+   group's optimizer and momentum) give, per unit of psi elements on N ranks, the fp32 master plus
+   that many arrays of the moments' bytes (sizes divide by 4: no padding), except the mixed unit's
+   second array: packed, it holds its two biases alone (elements [32, 72) and [144, 152) of 152),
+   48 elements; with 2 shards of 76 the most one holds is 40 ([32, 72)), with 4 shards of 38 it
+   is 34 ([38, 72)). Then a step runs: the SGD units' params and buffer against float64 SGD
+   (OPTIMIZER.md §3), the mixed unit's biases and their moments against float64 AdamW's first step,
+   its Muon tensors' second array reads as zeros, the biases' written state reads back, and writing
+   an array a tensor's optimizer does not keep is refused. */
 enum { SL_NU = 5 };
 static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int moments_bf16) {
   const size_t N = (size_t)zs_comm_size(comm), mb = moments_bf16 ? 2 : 4;
@@ -429,22 +433,29 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   ZS_OK_OR_DIE(zs_optimizer_id("sgd", &sgd));
   static const zs_tensor_desc t_adamw[2] = {{"w", 2, {32, 8, 0, 0}, 0}, {"b", 1, {16, 0, 0, 0}, 1}};
   static const zs_tensor_desc t_muon[2] = {{"a", 2, {64, 8, 0, 0}, 0}, {"c", 2, {16, 16, 0, 0}, 0}};
-  static const zs_tensor_desc t_mixed[2] = {{"w", 2, {32, 4, 0, 0}, 0}, {"b", 1, {16, 0, 0, 0}, 1}};
+  static const zs_tensor_desc t_mixed[4] = {{"a", 2, {8, 4, 0, 0}, 0},
+                                            {"b", 1, {40, 0, 0, 0}, 1},
+                                            {"w", 2, {8, 9, 0, 0}, 0},
+                                            {"c", 1, {8, 0, 0, 0}, 1}};
   static const zs_tensor_desc t_sgd[1] = {{"v", 1, {64, 0, 0, 0}, 0}};
   static const zs_tensor_desc t_sgdm[1] = {{"v", 1, {96, 0, 0, 0}, 0}};
-  const int o_muon[2] = {muon, muon}, o_mixed[2] = {muon, -1}, o_sgd[1] = {sgd};
+  const int o_muon[2] = {muon, muon}, o_mixed[4] = {muon, -1, muon, -1}, o_sgd[1] = {sgd};
   const float mom0[1] = {0.0f}, mom9[1] = {0.9f};
   const zs_plan_unit pu[SL_NU] = {{2, t_adamw, NULL, 0, NULL},
                                   {2, t_muon, o_muon, 0, NULL},
-                                  {2, t_mixed, o_mixed, 0, NULL},
+                                  {4, t_mixed, o_mixed, 0, NULL},
                                   {1, t_sgd, o_sgd, 0, mom0},
                                   {1, t_sgdm, o_sgd, 0, mom9}};
-  const size_t psi[SL_NU] = {272, 768, 144, 64, 96}, arrays[SL_NU] = {2, 1, 2, 0, 1};
+  const size_t psi[SL_NU] = {272, 768, 152, 64, 96}, arrays[SL_NU] = {2, 1, 2, 0, 1};
   size_t want_o = 0, want_h = 0;
   for (int i = 0; i < SL_NU; i++) {
     const size_t s = stage ? psi[i] / N : psi[i];
-    want_o += (4 + mb * arrays[i]) * s;
-    want_h += (4 * s + pg - 1) / pg * pg + arrays[i] * ((mb * s + pg - 1) / pg * pg);
+    for (size_t a = 0; a <= arrays[i]; a++) { /* the master, then each array */
+      const size_t n = i == 2 && a == 2 ? (!stage || N == 1 ? 48 : N == 2 ? 40 : 34) : s;
+      const size_t b = a ? mb : 4;
+      want_o += b * n;
+      want_h += (b * n + pg - 1) / pg * pg;
+    }
   }
   if (offload)
     want_o = 0;
@@ -494,8 +505,11 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   float p0[2][96], gv[96];
   for (int j = 0; j < 96; j++)
     gv[j] = (float)((j * 7) % 13) - 6.0f;
+  float bp0[2][40], bm[40], bv[40];
   for (int i = 3; i < SL_NU; i++)
     ZS_OK_OR_DIE(zs_unit_get_param(u[i], 0, p0[i - 3]));
+  ZS_OK_OR_DIE(zs_unit_get_param(u[2], 1, bp0[0]));
+  ZS_OK_OR_DIE(zs_unit_get_param(u[2], 3, bp0[1]));
   ZS_OK_OR_DIE(zs_engine_begin_step(e, 1));
   for (int i = SL_NU - 1; i >= 0; i--) {
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
@@ -526,6 +540,42 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
       ZS_EXPECT(i == 3 || fabs(w[j] - d) <= (moments_bf16 ? 4e-3 : 1e-6) * (fabs(d) + 1e-3),
                 "unit %s buffer %d: %.9g, float64 %.9g", names[i], j, (double)w[j], d);
     }
+  }
+  /* The mixed unit's biases: AdamW's first step (m = (1 - b1) g, v = (1 - b2) g^2,
+     bias-corrected m / (sqrt(v) + eps) = g / (|g| + eps), no decay) read through the packed
+     array; then their written state reads back, and the Muon tensors' second array reads zeros. */
+  const double b1 = cfg.optim.beta1, b2 = cfg.optim.beta2, eps = cfg.optim.eps;
+  const double tol = moments_bf16 ? 8e-3 : 1e-6;
+  for (int k = 1; k < 4; k += 2) {
+    const int n = k == 1 ? 40 : 8;
+    ZS_OK_OR_DIE(zs_unit_get_state(u[2], k, "exp_avg", bm));
+    ZS_OK_OR_DIE(zs_unit_get_state(u[2], k, "exp_avg_sq", bv));
+    ZS_OK_OR_DIE(zs_unit_get_param(u[2], k, v));
+    for (int j = 0; j < n; j++) {
+      const double g = (double)((j * 7 + k + 2) % 13) - 6.0, wm = (1 - b1) * g,
+                   wv = (1 - b2) * g * g, p = bp0[k / 2][j] - lr * g / (fabs(g) + eps);
+      ZS_EXPECT(fabs(bm[j] - wm) <= tol * (fabs(wm) + 1e-3) &&
+                    fabs(bv[j] - wv) <= tol * (wv + 1e-3),
+                "mixed unit tensor %d element %d: m %.9g v %.9g, float64 %.9g %.9g", k, j,
+                (double)bm[j], (double)bv[j], wm, wv);
+      ZS_EXPECT(fabs(v[j] - p) <= 1e-6 * (fabs(p) + lr),
+                "mixed unit tensor %d element %d: %.9g, float64 %.9g", k, j, (double)v[j], p);
+    }
+    for (int j = 0; j < n; j++)
+      bv[j] = 0.25f * (float)(j + k);
+    ZS_OK_OR_DIE(zs_unit_set_state(u[2], k, "exp_avg_sq", bv));
+  }
+  for (int k = 1; k < 4; k += 2) {
+    ZS_OK_OR_DIE(zs_unit_get_state(u[2], k, "exp_avg_sq", bm));
+    for (int j = 0; j < (k == 1 ? 40 : 8); j++)
+      ZS_EXPECT(bm[j] == 0.25f * (float)(j + k), "mixed unit tensor %d exp_avg_sq %d reads %g", k,
+                j, (double)bm[j]);
+  }
+  for (int k = 0; k < 3; k += 2) {
+    ZS_OK_OR_DIE(zs_unit_get_state(u[2], k, "exp_avg_sq", w));
+    for (int j = 0; j < (k ? 72 : 32); j++)
+      ZS_EXPECT(w[j] == 0, "mixed unit tensor %d's unkept exp_avg_sq reads %g at %d", k,
+                (double)w[j], j);
   }
   ZS_OK_OR_DIE(zs_unit_get_state(u[1], 0, "exp_avg", v));
   int moved = 0;

@@ -195,11 +195,19 @@ for extra in "--dtype fp32" "--dtype fp32 --recompute" "--dtype fp32 --freeze bl
 done
 
 # 4b. --optimizer muon plans the examples' grouping from the units' tensors (zs_plan_model_units):
-#    AdamW's state for every tensor (the example's ledger), and the Muon step's whole-tensor buffers,
+#    the state each tensor's optimizer keeps (the example's ledger), and the Muon step's whole-tensor
+#    buffers,
 #    which set the example's buffer peak at stage 2: on the owner rank a block's padded 111840
 #    elements plus the Newton-Schulz scratch of its largest matrix (fc, 384 x 96: 2 * 96 * 384 +
 #    2 * 96 * 96 = 92160 floats), 816000 bytes. The plan bounds that peak within the few KiB of its
 #    other buffers; AdamW's plan (no groups) is below it.
+#    Optimizer bytes per rank, by hand (stage 2 on 2 ranks, fp32): AdamW keeps master, m and v,
+#    12 bytes an element of each rank's half: the embeddings' 27648 and ln_f's 192 elements and
+#    three blocks' 111840, 12 * (13824 + 96 + 3 * 55920) = 2180160. Under Muon the embeddings and
+#    ln_f keep the same (167040); a block keeps master and momentum over its half (8 * 55920) and
+#    AdamW's v packed for its vectors alone: rank 0's half holds ln1 (192), qkv_b (288), proj_b (96)
+#    and ln2 (192), 768; rank 1's fc_b (384) and fcproj_b (96), 480; each rank keeps the larger,
+#    4 * 768 bytes. 167040 + 3 * (447360 + 3072) = 1518336.
 met=$(mktemp)
 "$mpiexec" --oversubscribe -np 2 "$train" --stage 2 "${shape[@]}" --dtype fp32 --steps 1 \
   --optimizer muon --eval-every 0 --sample-lines 0 --metrics "$met" >/dev/null 2>&1 || {
@@ -210,10 +218,12 @@ ev=$(grep '"event":"memory","when":"end"' "$met" | head -n1)
 rm -f "$met"
 meas=$(field '"%d %d" % (d["bytes"]["optimizer"][0], d["bytes"]["buffers"][1])' <<<"$ev")
 check "GPT-2 example --optimizer muon: buffer peak of the whole step" "${meas#* }" 816000
+check "GPT-2 example --optimizer muon: optimizer bytes" "${meas% *}" 1518336
 for o in muon adamw; do
   pred=$("$plan" --world 2 --stage 2 --device cpu --dtype fp32 "${shape[@]}" --optimizer $o --json |
     field '"%d %d" % (d["per_rank"]["optimizer"], d["per_rank"]["buffers"])')
-  check "zshard-plan --optimizer $o: the example's optimizer bytes" "${pred% *}" "${meas% *}"
+  check "zshard-plan --optimizer $o: optimizer bytes" "${pred% *}" \
+    "$([ $o = muon ] && echo 1518336 || echo 2180160)"
   want=$([ $o = muon ] && echo "within 4 KiB above" || echo below)
   got=$(awk -v p="${pred#* }" -v m="${meas#* }" \
     'BEGIN { print (p >= m && p - m <= 4096) ? "within 4 KiB above" : (p < m ? "below" : "over") }')

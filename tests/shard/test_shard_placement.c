@@ -109,7 +109,7 @@ int main(void) {
     int frozen[MAXU]; /* without drawing: the random sequence stays the one before frozen units */
     for (int i = 0; i < n; i++)
       frozen[i] = iter % 2 && (iter / 2 + i) % 4 == 0;
-    const zs_plan_units us = {NULL, numel, n, frozen, NULL, NULL, NULL};
+    const zs_plan_units us = {NULL, numel, n, frozen, NULL, NULL, NULL, NULL};
     size_t none[ZS_MEM_NCAT];
     zs_plan_memory(&p, &c, world, &us, none);
     size_t dev = 0;

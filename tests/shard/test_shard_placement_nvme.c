@@ -179,7 +179,7 @@ int main(void) {
     int frozen[MAXU];
     for (int i = 0; i < n; i++)
       frozen[i] = iter % 2 && (iter / 2 + i) % 4 == 0;
-    const zs_plan_units us = {NULL, numel, n, frozen, NULL, NULL, NULL};
+    const zs_plan_units us = {NULL, numel, n, frozen, NULL, NULL, NULL, NULL};
     size_t nonvme[ZS_MEM_NCAT];
     if (budget) { /* somewhere between every unit on the host and none */
       zs_placement b;
