@@ -283,8 +283,8 @@ ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors
    shard. Collective over the world: all refuse when one does. ZS_ERR_OUT_OF_MEMORY when this
    rank's state and buffers would not fit, naming the bytes and what would fit, nothing allocated
    (docs/MEMORY.md §3). Every configuration field that shapes or updates the state (all but the
-   local tunables) and the groups must resolve alike on every rank, else ZS_ERR_INVALID_ARG on every
-   rank naming the first field and both values. */
+   local tunables), the groups, the tp layouts and the frozen units must resolve alike on every
+   rank, else ZS_ERR_INVALID_ARG on every rank naming the first field and both values. */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls

@@ -420,6 +420,13 @@ zs_status zs_engine_agree_config(zs_engine *e) {
   n++;
   if (n < CFG_MAX) w[n].name = "tp layouts (zs_unit_set_tp)", w[n].v = zs_engine_tp_hash(e);
   n++;
+  if (n < CFG_MAX) { /* rank 0 writes every rank's checkpoint segments from its own flags */
+    uint64_t h = XXH64(&e->nunits, sizeof e->nunits, 0x66726f7a656eull);
+    for (int i = 0; i < e->nunits; i++)
+      h = XXH64(&e->units[i]->frozen, sizeof e->units[i]->frozen, h);
+    w[n].name = "frozen units (zs_unit_freeze)", w[n].v = h;
+  }
+  n++;
   if (n > CFG_MAX) /* a field added to cfg_words without room: every commit says so, in tests */
     return zs_err(ZS_ERR_STATE,
                   "zs_engine_commit: %d configuration words, room for %d (raise "

@@ -258,12 +258,14 @@ static void create_case(zs_comm *comm) {
 }
 
 /* D5: configurations that differ between ranks are refused at commit, naming the field; so are
-   parameter groups (rank 1 alone adds one, or alone puts the tensor in a group all added). */
+   parameter groups (rank 1 alone adds one, or alone puts the tensor in a group all added) and
+   frozen units (rank 1 alone freezes the unit: rank 0 would write its checkpoint segment as a
+   trained unit's while rank 1 keeps no state, and reduce its gradients alone). */
 static void config_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  const char *field[7] = {NULL,           "rounding_seed", "moment_dtype",   "optim.lr",
-                          "param groups", "param groups",  "grad_accum_fp32"};
-  for (int k = 0; k < 7; k++) {
+  const char *field[8] = {NULL,           "rounding_seed", "moment_dtype",    "optim.lr",
+                          "param groups", "param groups",  "grad_accum_fp32", "frozen units"};
+  for (int k = 0; k < 8; k++) {
     zs_config cfg;
     zs_config_default(&cfg);
     cfg.stage = 0; /* every rank updates its replica itself: the seed decides its bits */
@@ -280,6 +282,7 @@ static void config_case(zs_comm *comm) {
     const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
     zs_unit *u = NULL;
     ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
+    if (k == 7 && rank == 1) ZS_OK_OR_DIE(zs_unit_freeze(u, 1));
     if ((k == 4 && rank == 1) || k == 5) {
       zs_param_group g;
       int id = 0;
