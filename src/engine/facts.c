@@ -112,6 +112,17 @@ void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_plac
       info_add(e, "; %d unit%s keep%s %d state array%s", n, n > 1 ? "s" : "", n > 1 ? "" : "s", k,
                k == 1 ? "" : "s");
   }
+  /* The units that pack an array only some of their tensors keep (src/shard/opt_pack.h). */
+  int packed = 0;
+  for (int i = 0; i < e->nunits; i++) {
+    int any = 0;
+    for (int k = 0; k < ZS_OPT_MAX_STATE; k++)
+      any |= e->units[i]->st.s[ZS_ST_OPT(k)].packed;
+    packed += any;
+  }
+  if (packed)
+    info_add(e, "; %d unit%s pack%s the state arrays only some of %s tensors keep", packed,
+             packed > 1 ? "s" : "", packed > 1 ? "" : "s", packed > 1 ? "their" : "its");
   if (pl->active) {
     f->budget_active = 1;
     f->budget_free_ranks = e->budget_free_ranks;
