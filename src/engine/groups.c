@@ -42,8 +42,8 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out) {
 
 zs_status zs_engine_group_check(const zs_config *cfg, const zs_config *c) {
   ZS_CHECK(zs_config_validate(c));
-  /* The engine keeps the configuration's optimizer's state arrays for every tensor; a group's
-     optimizer uses the first of them (OPTIMIZER.md §8). */
+  /* The state arrays are the configuration's optimizer's, by name and dtype; a group's optimizer
+     uses the first of them (OPTIMIZER.md §8). */
   if (zs_opt_shape_of(c)->nstate > zs_opt_shape_of(cfg)->nstate)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "optimizer '%s' (momentum %g) keeps %d state arrays where the configuration's "

@@ -228,7 +228,7 @@ static size_t nvme_sum(const zs_plan *p, const zs_plan_units *u, int i, int host
   for (int k = ZS_ST_MASTER; k <= ZS_ST_MASTER_REM; k++)
     if (zs_state_is(&t, (zs_state)k, ZS_LIFE_PERSISTENT)) {
       const size_t a = zs_state_bytes(&t, (zs_state)k, P, sh);
-      b = sat_add(b, charged ? zs_host_charge(a) : a);
+      if (a) b = sat_add(b, charged ? zs_host_charge(a) : a); /* none for an empty packed one */
     }
   return b;
 }

@@ -94,6 +94,7 @@ void zs_plan_unit_bytes_of(const zs_plan *p, const zs_state_table *t, size_t n,
     const zs_mem_cat c = t->s[k].cat;
     const size_t b =
         zs_plan_add_mul(0, zs_state_elems(t, (zs_state)k, P, s), zs_dtype_size(t->s[k].dtype));
+    if (!b) continue; /* a packed array of no elements: nothing allocated (tier_memory.c) */
     /* a host-tier array holds its whole pages (one region each: base/host_charge.h) */
     add[c] = zs_plan_add_mul(add[c], c == ZS_MEM_HOST_PINNED ? zs_host_charge(b) : b, 1);
   }

@@ -413,11 +413,12 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
    that many arrays of the moments' bytes (sizes divide by 4: no padding), except the mixed unit's
    second array: packed, it holds its two biases alone (elements [32, 72) and [144, 152) of 152),
    48 elements; with 2 shards of 76 the most one holds is 40 ([32, 72)), with 4 shards of 38 it
-   is 34 ([38, 72)). Then a step runs: the SGD units' params and buffer against float64 SGD
-   (OPTIMIZER.md §3), the mixed unit's biases and their moments against float64 AdamW's first step,
-   its Muon tensors' second array reads as zeros, the biases' written state reads back, and writing
-   an array a tensor's optimizer does not keep is refused. */
-enum { SL_NU = 5 };
+   is 34 ([38, 72)); and a Muon matrix's unit whose AdamW bias has no elements keeps no bytes of
+   the second array (no page on the host either). Then a step runs: the SGD units' params and buffer
+   against float64 SGD (OPTIMIZER.md §3), the mixed unit's biases and their moments against float64
+   AdamW's first step, its Muon tensors' second array reads as zeros, the biases' written state
+   reads back, and writing an array a tensor's optimizer does not keep is refused. */
+enum { SL_NU = 6 };
 static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int moments_bf16) {
   const size_t N = (size_t)zs_comm_size(comm), mb = moments_bf16 ? 2 : 4;
   const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -439,19 +440,23 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
                                             {"c", 1, {8, 0, 0, 0}, 1}};
   static const zs_tensor_desc t_sgd[1] = {{"v", 1, {64, 0, 0, 0}, 0}};
   static const zs_tensor_desc t_sgdm[1] = {{"v", 1, {96, 0, 0, 0}, 0}};
-  const int o_muon[2] = {muon, muon}, o_mixed[4] = {muon, -1, muon, -1}, o_sgd[1] = {sgd};
+  static const zs_tensor_desc t_empty[2] = {{"m", 2, {16, 8, 0, 0}, 0}, {"z", 1, {0, 0, 0, 0}, 1}};
+  const int o_muon[2] = {muon, muon}, o_mixed[4] = {muon, -1, muon, -1}, o_sgd[1] = {sgd},
+            o_empty[2] = {muon, -1};
   const float mom0[1] = {0.0f}, mom9[1] = {0.9f};
-  const zs_plan_unit pu[SL_NU] = {{2, t_adamw, NULL, 0, NULL},
-                                  {2, t_muon, o_muon, 0, NULL},
-                                  {4, t_mixed, o_mixed, 0, NULL},
-                                  {1, t_sgd, o_sgd, 0, mom0},
-                                  {1, t_sgdm, o_sgd, 0, mom9}};
-  const size_t psi[SL_NU] = {272, 768, 152, 64, 96}, arrays[SL_NU] = {2, 1, 2, 0, 1};
+  const zs_plan_unit pu[SL_NU] = {{2, t_adamw, NULL, 0, NULL},    {2, t_muon, o_muon, 0, NULL},
+                                  {4, t_mixed, o_mixed, 0, NULL}, {1, t_sgd, o_sgd, 0, mom0},
+                                  {1, t_sgdm, o_sgd, 0, mom9},    {2, t_empty, o_empty, 0, NULL}};
+  const size_t psi[SL_NU] = {272, 768, 152, 64, 96, 128}, arrays[SL_NU] = {2, 1, 2, 0, 1, 2};
   size_t want_o = 0, want_h = 0;
   for (int i = 0; i < SL_NU; i++) {
     const size_t s = stage ? psi[i] / N : psi[i];
     for (size_t a = 0; a <= arrays[i]; a++) { /* the master, then each array */
-      const size_t n = i == 2 && a == 2 ? (!stage || N == 1 ? 48 : N == 2 ? 40 : 34) : s;
+      const size_t n = i == 2 && a == 2   ? (!stage || N == 1 ? 48
+                                             : N == 2         ? 40
+                                                              : 34)
+                       : i == 5 && a == 2 ? 0 /* packed to its empty AdamW tensor: nothing */
+                                          : s;
       const size_t b = a ? mb : 4;
       want_o += b * n;
       want_h += (b * n + pg - 1) / pg * pg;
@@ -465,17 +470,17 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   zs_unit *u[SL_NU];
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_param_group g;
-  int gid[SL_NU] = {0, -1, -1, -1, -1};
+  int gid[SL_NU] = {0, -1, -1, -1, -1, -1};
   ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
   g.optimizer = "muon";
   ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[1]));
-  gid[2] = gid[1]; /* its matrix; its bias stays in group 0 */
+  gid[2] = gid[5] = gid[1]; /* their matrices; their biases stay in group 0 */
   g.optimizer = "sgd";
   g.momentum = 0;
   ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[3]));
   g.momentum = 0.9f;
   ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[4]));
-  static const char *const names[SL_NU] = {"adamw", "muon", "mixed", "sgd", "sgdm"};
+  static const char *const names[SL_NU] = {"adamw", "muon", "mixed", "sgd", "sgdm", "empty"};
   for (int i = 0; i < SL_NU; i++) {
     ZS_OK_OR_DIE(zs_engine_add_unit(e, names[i], pu[i].ntensors, pu[i].tensors, &u[i]));
     for (int k = 0; pu[i].optimizer && k < pu[i].ntensors; k++)
@@ -489,7 +494,7 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   ZS_OK_OR_DIE(zs_plan_model_units(&cfg, (int)N, pu, SL_NU, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_EXPECT(
       strstr(zs_engine_info(e), "; 1 unit keeps 0 state arrays; 2 units keep 1 state array; "
-                                "1 unit packs the state arrays only some of its tensors keep"),
+                                "2 units pack the state arrays only some of their tensors keep"),
       "the info says which units keep fewer arrays and which pack them: %s", zs_engine_info(e));
   ZS_EXPECT(m.optimizer.cur == want_o && plan.optimizer.cur == want_o && r.optimizer == want_o,
             "stage %d offload %u m16 %d: optimizer bytes %zu, plan %zu, zs_plan_model_units %zu; "
@@ -508,7 +513,7 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   for (int j = 0; j < 96; j++)
     gv[j] = (float)((j * 7) % 13) - 6.0f;
   float bp0[2][40], bm[40], bv[40];
-  for (int i = 3; i < SL_NU; i++)
+  for (int i = 3; i <= 4; i++)
     ZS_OK_OR_DIE(zs_unit_get_param(u[i], 0, p0[i - 3]));
   ZS_OK_OR_DIE(zs_unit_get_param(u[2], 1, bp0[0]));
   ZS_OK_OR_DIE(zs_unit_get_param(u[2], 3, bp0[1]));
@@ -517,12 +522,12 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
     ZS_OK_OR_DIE(zs_unit_gather(u[i]));
     for (int k = 0; k < pu[i].ntensors; k++) {
       float *gr = zs_unit_grad(u[i], k);
-      ZS_EXPECT(gr != NULL, "unit %s tensor %d has a gradient", names[i], k);
       const int64_t n =
           pu[i].tensors[k].shape[0] * (pu[i].tensors[k].ndim > 1 ? pu[i].tensors[k].shape[1] : 1);
+      ZS_EXPECT(gr != NULL || n == 0, "unit %s tensor %d has a gradient", names[i], k);
       for (int64_t j = 0; gr && j < n; j++)
         gr[j] = (float)((j * 7 + k + i) % 13) - 6.0f;
-      if (i >= 3 && gr) memcpy(gr, gv, (size_t)n * sizeof *gr);
+      if ((i == 3 || i == 4) && gr) memcpy(gr, gv, (size_t)n * sizeof *gr);
     }
     ZS_OK_OR_DIE(zs_unit_grads_ready(u[i]));
     ZS_OK_OR_DIE(zs_unit_release(u[i]));
@@ -531,7 +536,7 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   /* SGD's first step, momentum or not: d = wd p + g (the buffer with momentum), p -= lr d. */
   float v[512], w[512];
   const double lr = cfg.optim.lr, wd = cfg.optim.weight_decay;
-  for (int i = 3; i < SL_NU; i++) {
+  for (int i = 3; i <= 4; i++) {
     const int n = (int)psi[i];
     ZS_OK_OR_DIE(zs_unit_get_param(u[i], 0, v));
     if (i == 4) ZS_OK_OR_DIE(zs_unit_get_state(u[i], 0, "exp_avg", w));
