@@ -20,9 +20,10 @@
  * from their own stream so the other draws stay those of the seed): zs_unit_grad is refused for
  * them, their grads_ready and flushes are no-ops, they hold no gradient buffer; the reference
  * trains them with a zero gradient and no weight decay, which leaves them unchanged too. Another
- * third put the head in a parameter group on SGD with momentum, so it keeps one state array where
- * the other units keep AdamW's two (docs/OPTIMIZER.md §8), through every call order, save and
- * load (and the NVMe tier when the head is there); the reference has the same group.
+ * third put the head and the block's norm in a parameter group on SGD with momentum, so the head
+ * keeps one state array where the other units keep AdamW's two and the block packs its second
+ * array to its two AdamW tensors (docs/OPTIMIZER.md §8), through every call order, save and load
+ * (and the NVMe tier when the head is there); the reference has the same groups.
  *
  * About one sequence in ten with sharded optimizer state puts the head's optimizer state on the
  * NVMe tier (zs_config.nvme_path, a folder of the working directory, with offload of the optimizer
@@ -64,7 +65,9 @@ typedef struct {
   int tp;                /* tp_size: 2 in a quarter of the sequences on 2 or 4 ranks (every
                             tensor replicated: each tp pair trains its data-parallel rank's
                             batches, as the reference's data-parallel ranks) */
-  int sgd_head; /* the head in a group on SGD with momentum: one state array, AdamW's units two */
+  /* The head, and the block's norm "ln", in a group on SGD with momentum: one state array,
+     AdamW's two (the block then packs its second array: src/shard/opt_pack.h). */
+  int sgd_head;
 } seq_cfg;
 
 /* The NVMe sequences: the head's size then, the host cap (under the head's state on every rank
@@ -413,6 +416,7 @@ static zs_engine *make_engine(zs_comm *comm, const seq_cfg *c, zs_unit **u, cons
     g.momentum = 0.9f;
     ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &id));
     ZS_OK_OR_DIE(zs_unit_set_group(u[3], -1, id));
+    ZS_OK_OR_DIE(zs_unit_set_group(u[2], 1, id));
   }
   ZS_OK_OR_DIE(zs_engine_commit(e));
   return e;
