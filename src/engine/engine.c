@@ -272,6 +272,7 @@ static void unit_free(zs_unit *u) {
   free(u->set_hash);
   free(u->group);
   free(u->keeps);
+  free(u->pack_at);
   free(u->tp);
   free(u->whole_owner);
   zs_layout_free(&u->lay);
@@ -314,8 +315,10 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->tp = calloc((size_t)ntensors, sizeof *u->tp);
   u->whole_owner = calloc((size_t)ntensors, sizeof *u->whole_owner);
   u->keeps = calloc((size_t)ntensors, sizeof *u->keeps);
+  u->pack_at = calloc((size_t)ntensors * ZS_OPT_MAX_STATE + 1, sizeof *u->pack_at);
   zs_status rc = ZS_OK;
-  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner || !u->keeps) {
+  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner || !u->keeps ||
+      !u->pack_at) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }
@@ -392,6 +395,7 @@ static zs_status unit_alloc(zs_engine *e, const zs_plan_units *us, int i,
   zs_placement_unit_of(place, pl, us, i, &u->st); /* frozen: params only */
   zs_layout_shard(&u->lay, pl->nshards, pl->nshards > 1 ? e->shard_rank : 0);
   zs_state_range(&u->st, ZS_ST_MASTER, &u->lay, &u->opt_off, &u->opt_n);
+  zs_unit_pack_index(u);
   for (int k = 0; k < ZS_ST_N; k++)
     if (zs_state_is(&u->st, (zs_state)k, ZS_LIFE_PERSISTENT))
       ZS_CHECK(state_alloc(e, u, (zs_state)k));

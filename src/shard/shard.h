@@ -44,6 +44,9 @@ struct zs_unit {
   /* Per tensor: the state arrays its group's optimizer keeps (its part of nstate; a unit whose
      tensors keep different counts packs its arrays: opt_pack.h, zs_unit_opt_at). */
   int *keeps;
+  /* Per tensor k and array i, at [k * ZS_OPT_MAX_STATE + i]: the index in packed array i of the
+     tensor's first element in the optimizer range (set at commit: zs_unit_pack_index). */
+  size_t *pack_at;
 
   /* Which states this unit holds, where, over which range (a copy of the plan's table made at
      commit; per-unit placement is an entry of it). Each state's buffer is the field named in
@@ -184,12 +187,23 @@ static inline zs_pack_unit zs_unit_pack_of(const zs_unit *u) {
   const zs_pack_unit p = {u->ntensors, u->lay.numel, u->keeps};
   return p;
 }
-/* The element of u's optimizer array i that holds flat element x (inside its optimizer range, in
-   a tensor that keeps array i): x's offset in the range, or its index in the packed array. */
-static inline size_t zs_unit_opt_at(const zs_unit *u, int i, size_t x) {
-  if (!u->st.s[ZS_ST_OPT(i)].packed) return x - u->opt_off;
+/* Fills u->pack_at for u's optimizer range (after commit laid it out). */
+static inline void zs_unit_pack_index(zs_unit *u) {
   const zs_pack_unit p = zs_unit_pack_of(u);
-  return zs_pack_kept(&p, i, u->opt_off, x);
+  for (int k = 0; k < u->ntensors; k++) {
+    size_t a, b;
+    if (!zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b)) a = u->opt_off;
+    for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+      u->pack_at[k * ZS_OPT_MAX_STATE + i] = zs_pack_kept(&p, i, u->opt_off, a);
+  }
+}
+/* The element of u's optimizer array i that holds flat element x of tensor k (inside its
+   optimizer range; k keeps array i): x's offset in the range, or its index in the packed array. */
+static inline size_t zs_unit_opt_at(const zs_unit *u, int i, int k, size_t x) {
+  if (!u->st.s[ZS_ST_OPT(i)].packed) return x - u->opt_off;
+  size_t a = u->opt_off, b;
+  zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b);
+  return u->pack_at[k * ZS_OPT_MAX_STATE + i] + (x - a);
 }
 /* Whether state s of u lives in the host arena. */
 static inline int zs_unit_on_host(const zs_unit *u, zs_state s) {

@@ -131,7 +131,7 @@ zs_optim_seg zs_tier_mem_seg(zs_unit *u, int k, size_t a, size_t b) {
                       u->whole_dir && u->whole_owner[k] >= 0 ? u->whole_dir + a : NULL};
   for (int j = 0; j < ZS_OPT_MAX_STATE; j++) /* a tensor's own arrays (packed: its part) */
     if (u->opt[j] && (u->keeps[k] > j || !u->st.s[ZS_ST_OPT(j)].packed))
-      seg.state[j] = zs_ptr_add(u->opt[j], zs_unit_opt_at(u, j, a), u->st.s[ZS_ST_OPT(j)].dtype);
+      seg.state[j] = zs_ptr_add(u->opt[j], zs_unit_opt_at(u, j, k, a), u->st.s[ZS_ST_OPT(j)].dtype);
   return seg;
 }
 
