@@ -39,7 +39,7 @@ void zs_plan_unit_pack(const zs_plan *p, const zs_plan_units *u, int i, zs_state
   const size_t P = zs_plan_padded(p, zs_plan_unit_numel(u, i));
   for (int j = 0; j < ZS_OPT_MAX_STATE; j++) {
     zs_state_entry *s = &t->s[ZS_ST_OPT(j)];
-    if (s->life == ZS_LIFE_PERSISTENT && s->tier != ZS_TIER_NVME && zs_pack_on(&pu, j, ns))
+    if (s->life == ZS_LIFE_PERSISTENT && zs_pack_on(&pu, j, ns))
       zs_state_table_pack(t, ZS_ST_OPT(j), zs_pack_elems(&pu, j, P, p->nshards, s->sharded));
   }
 }

@@ -42,8 +42,9 @@ int zs_plan_unit_frozen(const zs_plan_units *u, int i);
 int zs_plan_unit_nstate(const zs_plan_units *u, int i);
 
 /* Packs t's optimizer arrays for unit i where its tensors keep different counts (opt_pack.h):
-   each persistent array in memory that a tensor of it does not keep, sized by zs_pack_elems for
-   plan p. The units' own tensors and zs_unit.keeps, or the tensors array's. */
+   each persistent array that a tensor of it does not keep, sized by zs_pack_elems for plan p (the
+   NVMe placement unpacks them again). The units' own tensors and zs_unit.keeps, or the tensors
+   array's. */
 void zs_plan_unit_pack(const zs_plan *p, const zs_plan_units *u, int i, zs_state_table *t);
 
 /* Floats of unit i's whole-tensor step buffers under plan p (tier/whole.h; 0 without whole

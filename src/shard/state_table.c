@@ -6,9 +6,11 @@
 
 /* An entry on the device, or in the host arena (booked host_pinned) when host is set. */
 static zs_state_entry entry(zs_life life, int sharded, zs_dtype dt, zs_mem_cat cat, int host) {
-  zs_state_entry e = {life,    host ? ZS_TIER_HOST : ZS_TIER_DEVICE, dt,
-                      sharded, host ? ZS_MEM_HOST_PINNED : cat,      0,
-                      0};
+  zs_state_entry e = {.life = life,
+                      .tier = host ? ZS_TIER_HOST : ZS_TIER_DEVICE,
+                      .dtype = dt,
+                      .sharded = sharded,
+                      .cat = host ? ZS_MEM_HOST_PINNED : cat};
   return e;
 }
 

@@ -74,14 +74,11 @@ static zs_status packed_io(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first
   const int i = (int)a - ZS_ARR_OPT0;
   const size_t es = zs_tier_elem(u, a), lo = u->opt_off + first, hi = lo + n;
   if (!write) memset(h, 0, n * es);
-  const zs_pack_unit pu = zs_unit_pack_of(u);
-  size_t at = zs_pack_kept(&pu, i, u->opt_off, lo); /* the packed index of the next kept one */
   for (int k = 0; k < u->ntensors; k++) {
     size_t x, y;
     if (u->keeps[k] <= i || !zs_layout_overlap(&u->lay, k, lo, hi, &x, &y)) continue;
-    ZS_CHECK(copy_run(t, u, a, (char *)h + (x - lo) * es, (char *)u->opt[i] + at * es, (y - x) * es,
-                      write));
-    at += y - x;
+    ZS_CHECK(copy_run(t, u, a, (char *)h + (x - lo) * es,
+                      (char *)u->opt[i] + zs_unit_opt_at(u, i, k, x) * es, (y - x) * es, write));
   }
   return ZS_OK;
 }
@@ -93,25 +90,13 @@ static int packed(const zs_unit *u, zs_arr a) {
 static zs_status mem_read(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
                           void *dst) {
   if (packed(u, a)) return packed_io(t, u, a, first, n, dst, 0);
-  const void *src = arr_at(u, a, first);
-  const size_t bytes = n * zs_tier_elem(u, a);
-  if (direct(t, u, a)) {
-    memcpy(dst, src, bytes);
-    return ZS_OK;
-  }
-  return zs_dev_to_host(t->sh->dev, dst, src, bytes);
+  return copy_run(t, u, a, dst, arr_at(u, a, first), n * zs_tier_elem(u, a), 0);
 }
 
 static zs_status mem_write(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n,
                            const void *src) {
   if (packed(u, a)) return packed_io(t, u, a, first, n, (void *)src, 1);
-  void *dst = arr_at(u, a, first);
-  const size_t bytes = n * zs_tier_elem(u, a);
-  if (direct(t, u, a)) {
-    memcpy(dst, src, bytes);
-    return ZS_OK;
-  }
-  return zs_dev_from_host(t->sh->dev, dst, src, bytes);
+  return copy_run(t, u, a, (void *)src, arr_at(u, a, first), n * zs_tier_elem(u, a), 1);
 }
 
 zs_optim_seg zs_tier_mem_seg(zs_unit *u, int k, size_t a, size_t b) {
