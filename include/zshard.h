@@ -356,10 +356,12 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Tensor t's optimizer state by its checkpoint name ("exp_avg", "exp_avg_sq", "momentum_buffer";
    "master": zs_unit_get_param) in fp32 (a frozen unit's, or an array its group's optimizer does
-   not keep: zeros), as zs_unit_get_param reads. */
+   not keep: zeros; an Adafactor matrix's "variance" past its rows + cols factors: zeros), as
+   zs_unit_get_param reads. */
 ZS_API zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full);
-/* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes; not "master", a frozen
-   unit's, or an array its group's optimizer does not keep (ZS_ERR_INVALID_ARG). */
+/* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes (the values past an
+   Adafactor matrix's factors are dropped); not "master", a frozen unit's, or an array its group's
+   optimizer does not keep (ZS_ERR_INVALID_ARG). */
 ZS_API zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *host_full);
 /* Tensor t's gradient of this step as the optimizer reads it before clipping (the sum over every
    micro-step of every rank / (world * micro_steps)), in fp32. Inside a step, after the unit's last
@@ -515,7 +517,9 @@ ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
 
 /* What one rank needs for a model under a configuration, without an engine and without
    allocating anything (zs_plan_model; the zshard-plan tool prints it). params, grads, optimizer
-   and host_pinned are exactly what zs_engine_commit allocates; buffers is the bound on the
+   and host_pinned are exactly what zs_engine_commit allocates (zs_plan_model, which knows no
+   shapes, counts an Adafactor configuration's state over every element, a bound where a matrix
+   keeps its factors alone: zs_plan_model_units is exact); buffers is the bound on the
    transient buffers (docs/MEMORY.md §2); activations is what the caller said. device_total = params
    + grads + optimizer + buffers + activations, host_total = host_pinned (offloaded state). */
 typedef struct {
@@ -589,7 +593,8 @@ typedef struct {
 /* zs_plan_model for units given by their tensors and each tensor's group's optimizer: what
    zs_engine_plan_memory says of an engine with these units and groups. Unlike zs_plan_model,
    which knows no shapes or groups, it counts the whole-tensor step's buffers (Muon, Adafactor)
-   of every tensor on such an optimizer from its shape (docs/MEMORY.md §2). Errors:
+   of every tensor on such an optimizer, and an Adafactor matrix's state (its factors), from its
+   shape (docs/MEMORY.md §2). Errors:
    zs_plan_model's, and zs_engine_add_group's and zs_engine_commit's for a tensor's optimizer
    (more state arrays than the configuration's, a precision mode it does not run, a vector on
    one that updates matrices), naming the unit and tensor by index. Not collective; allocates

@@ -272,6 +272,7 @@ static void unit_free(zs_unit *u) {
   free(u->set_hash);
   free(u->group);
   free(u->keeps);
+  free(u->part);
   free(u->pack_at);
   free(u->tp);
   free(u->whole_owner);
@@ -315,10 +316,11 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->tp = calloc((size_t)ntensors, sizeof *u->tp);
   u->whole_owner = calloc((size_t)ntensors, sizeof *u->whole_owner);
   u->keeps = calloc((size_t)ntensors, sizeof *u->keeps);
+  u->part = calloc((size_t)ntensors, sizeof *u->part);
   u->pack_at = calloc((size_t)ntensors * ZS_OPT_MAX_STATE + 1, sizeof *u->pack_at);
   zs_status rc = ZS_OK;
   if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner || !u->keeps ||
-      !u->pack_at) {
+      !u->part || !u->pack_at) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }
@@ -331,6 +333,7 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
     }
     u->t[i].name = u->tnames[i];
     u->keeps[i] = u->nstate;
+    u->part[i] = zs_engine_state_part(&e->cfg, &t[i]);
   }
   ZS_CHECK_GOTO(zs_layout_build(&u->lay, ntensors, u->t), rc, fail);
   if (e->nunits == e->cap_units) {

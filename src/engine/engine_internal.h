@@ -241,6 +241,9 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out);
    (the first ones; a unit keeps the most of its tensors'). *gc (NULL: not wanted) gets the group's
    configuration. */
 int zs_engine_tensor_nstate(const zs_unit *u, int t, zs_config *gc);
+/* The elements of each state array tensor t keeps under its group's configuration gc, its first
+   ones (zs_optimizer.state_elems; SIZE_MAX: all). */
+size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t);
 /* A hash of every group's values (by their bits) and every tensor's group, for the agreement at
    commit. */
 uint64_t zs_engine_groups_hash(const zs_engine *e);

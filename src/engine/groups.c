@@ -143,10 +143,21 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
     if (t < 0 || k == t) u->group[k] = id;
   u->nstate = 0;
   for (int k = 0; k < u->ntensors; k++) {
-    u->keeps[k] = zs_engine_tensor_nstate(u, k, NULL);
+    zs_config gc;
+    u->keeps[k] = zs_engine_tensor_nstate(u, k, &gc);
+    u->part[k] = zs_engine_state_part(&gc, &u->t[k]);
     if (u->keeps[k] > u->nstate) u->nstate = u->keeps[k];
   }
   return ZS_OK;
+}
+
+size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t) {
+  const zs_optimizer *m = zs_optimizer_for(gc);
+  if (!m->state_elems || t->ndim < 1 || t->shape[0] < 1) return SIZE_MAX;
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++)
+    n *= t->shape[d];
+  return m->state_elems(t->shape[0], n / t->shape[0]);
 }
 
 int zs_engine_tensor_nstate(const zs_unit *u, int t, zs_config *gc) {

@@ -22,6 +22,7 @@ static void figures_free(units_figures *f) {
   for (int i = 0; f->tensors && i < f->n; i++) {
     free((void *)f->tensors[i].numel);
     free((void *)f->tensors[i].keeps);
+    free((void *)f->tensors[i].part);
   }
   free(f->tensors);
   free(f->numel);
@@ -40,8 +41,8 @@ static size_t whole_of(const void *arg, int i, size_t numel, size_t padded) {
 /* Unit i's element count from its tensors into *numel, checked as zs_engine_add_unit checks them
    (zs_engine_check_desc, named by index: the planner reads no names; and a count under 2^63),
    each tensor's optimizer as a group would run it, its whole-step needs into *chans and *work,
-   the most state arrays its tensors' optimizers keep into *nstate, and each tensor's count and
-   kept arrays into *pk. */
+   the most state arrays its tensors' optimizers keep into *nstate, and each tensor's count, kept
+   arrays and kept elements of each into *pk. */
 static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_unit *u, int i,
                            int64_t *numel, int *chans, size_t *work, int *nstate,
                            zs_pack_unit *pk) {
@@ -50,8 +51,9 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
                   fn, i, u->ntensors, u->tensors ? "set" : "NULL");
   size_t *tn = calloc((size_t)u->ntensors + 1, sizeof *tn);
   int *tk = calloc((size_t)u->ntensors + 1, sizeof *tk);
-  *pk = (zs_pack_unit){u->ntensors, tn, tk};
-  if (!tn || !tk)
+  size_t *tp = calloc((size_t)u->ntensors + 1, sizeof *tp);
+  *pk = (zs_pack_unit){u->ntensors, tn, tk, tp};
+  if (!tn || !tk || !tp)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: no host memory for unit %d's tensors", fn, i);
   char uname[24], tname[24];
   snprintf(uname, sizeof uname, "%d", i);
@@ -81,6 +83,7 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
     }
     ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, &g, u->frozen, chans, work));
     tk[k] = zs_opt_shape_of(&g)->nstate;
+    tp[k] = zs_engine_state_part(&g, &named);
     if (tk[k] > *nstate) *nstate = tk[k];
   }
   return ZS_OK;

@@ -85,9 +85,10 @@ zs_status zs_unit_set_state(zs_unit *u, int t, const char *name, const float *ho
                   "which keeps %d of the configuration's state arrays: it has no '%s' to set",
                   u->name, t, name, u->t[t].name, u->group[t], zs_opt_name_of(&gc), keeps, name);
   const size_t off = u->lay.off[t], n = u->lay.numel[t];
-  size_t x, y; /* this rank's part of the tensor: its optimizer range */
+  size_t x, y; /* this rank's part of the tensor's kept elements (an Adafactor matrix: its
+                  factors; every tier drops the rest alike): its optimizer range */
   zs_status rc = ZS_OK;
-  if (zs_layout_overlap(&u->lay, t, u->opt_off, u->opt_off + u->opt_n, &x, &y))
+  if (zs_unit_kept_overlap(u, t, (int)a - ZS_ARR_OPT0, u->opt_off, u->opt_off + u->opt_n, &x, &y))
     rc =
         zs_state_write(&e->tiers, u, a, x, y - x, host_full + (x - off), NULL, "zs_unit_set_state");
   /* The ranks compare what they wrote at the next step, as for zs_unit_set_param. */

@@ -10,7 +10,8 @@
  *   dev_update the update of state in CUDA device memory for a precision mode.
  *
  * The state a module keeps is listed in its shape (base/opt_shape.h: names, count, dtype): up to
- * ZS_OPT_MAX_STATE arrays, each one value per element of the optimizer range, placed, sharded,
+ * ZS_OPT_MAX_STATE arrays, each one value per element of the optimizer range (or of a prefix of
+ * each tensor: state_elems), placed, sharded,
  * offloaded, checkpointed and planned by the engine like the master. Every path of one module must
  * give the same bits (the update is elementwise), whatever the chunking, the pool or the device;
  * a module that needs whole tensors (gather, whole, store) gets them from the engine, and its bits
@@ -90,6 +91,11 @@ struct zs_optimizer {
   void (*whole)(const void *coef, float *const *ch, int64_t rows, int64_t cols, float *work);
   void (*store)(const void *coef, void *const *state, zs_dtype sdt, const float *const *out,
                 size_t n);
+  /* The elements of each state array a tensor of rows x cols keeps: its first ones (NULL: all
+     rows * cols). Fewer only in a whole-tensor module (Adafactor's factors): past them its gather
+     reads zeros and its store's values are dropped, and its host_fn gets NULL state for a piece
+     that reaches past them (it never reads the state). */
+  size_t (*state_elems)(int64_t rows, int64_t cols);
 };
 
 /* Whether mode m's update reads the bf16 params as (part of) its master (ZS_MASTER_REMAINDER,

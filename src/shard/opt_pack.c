@@ -4,16 +4,16 @@
 int zs_pack_on(const zs_pack_unit *t, int i, int nstate) {
   if (i >= nstate) return 0;
   for (int k = 0; k < t->n; k++)
-    if (t->numel[k] && t->keeps[k] <= i) return 1;
+    if (t->numel[k] && (t->keeps[k] <= i || zs_pack_part(t, k) < t->numel[k])) return 1;
   return 0;
 }
 
 size_t zs_pack_kept(const zs_pack_unit *t, int i, size_t lo, size_t hi) {
   size_t s = 0, off = 0;
   for (int k = 0; k < t->n && off < hi; k++) {
-    const size_t a = off > lo ? off : lo, e = off + t->numel[k], b = e < hi ? e : hi;
+    const size_t a = off > lo ? off : lo, e = off + zs_pack_part(t, k), b = e < hi ? e : hi;
     if (t->keeps[k] > i && a < b) s += b - a;
-    off = e;
+    off += t->numel[k];
   }
   return s;
 }
@@ -26,8 +26,8 @@ size_t zs_pack_elems(const zs_pack_unit *t, int i, size_t P, int nshards, int sh
   size_t off = 0, cur = (size_t)-1, acc = 0, most = 0;
   for (int k = 0; k < t->n; k++) {
     size_t a = off;
-    const size_t b = off + t->numel[k];
-    off = b;
+    const size_t b = off + zs_pack_part(t, k);
+    off += t->numel[k];
     if (t->keeps[k] <= i) continue;
     while (a < b) {
       const size_t s = a / sh, e = b < (s + 1) * sh ? b : (s + 1) * sh;

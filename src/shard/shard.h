@@ -44,6 +44,9 @@ struct zs_unit {
   /* Per tensor: the state arrays its group's optimizer keeps (its part of nstate; a unit whose
      tensors keep different counts packs its arrays: opt_pack.h, zs_unit_opt_at). */
   int *keeps;
+  /* Per tensor: the elements of each array it keeps, its first ones (SIZE_MAX: all; fewer where
+     its group's optimizer keeps a prefix: zs_optimizer.state_elems). */
+  size_t *part;
   /* Per tensor k and array i, at [k * ZS_OPT_MAX_STATE + i]: the index in packed array i of the
      tensor's first element in the optimizer range (set at commit: zs_unit_pack_index). */
   size_t *pack_at;
@@ -184,8 +187,17 @@ static inline size_t zs_unit_state_bytes(const zs_unit *u, zs_state s) {
 }
 /* u's tensors as packing sees them (opt_pack.h). */
 static inline zs_pack_unit zs_unit_pack_of(const zs_unit *u) {
-  const zs_pack_unit p = {u->ntensors, u->lay.numel, u->keeps};
+  const zs_pack_unit p = {u->ntensors, u->lay.numel, u->keeps, u->part};
   return p;
+}
+/* The overlap [*a, *b) of flat [lo, hi) with the elements of array i that tensor k of u keeps
+   (its first zs_pack_part; none where it keeps fewer arrays): 0 when empty. */
+static inline int zs_unit_kept_overlap(const zs_unit *u, int k, int i, size_t lo, size_t hi,
+                                       size_t *a, size_t *b) {
+  const zs_pack_unit p = zs_unit_pack_of(u);
+  const size_t e = u->lay.off[k] + zs_pack_part(&p, k);
+  if (u->keeps[k] <= i || !zs_layout_overlap(&u->lay, k, lo, hi < e ? hi : e, a, b)) return 0;
+  return 1;
 }
 /* Fills u->pack_at for u's optimizer range (after commit laid it out). */
 static inline void zs_unit_pack_index(zs_unit *u) {

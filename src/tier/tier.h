@@ -56,8 +56,9 @@ typedef struct zs_tier_ops {
 extern const zs_tier_ops zs_tier_device_ops, zs_tier_host_ops, zs_tier_nvme_ops;
 
 /* The optimizer's segment of tensor k of u over flat elements [a, b) (inside its optimizer range)
-   on the memory tiers: its state, gradient and params where they live, and its whole step's
-   result while u has one (zs_unit.whole_dir). */
+   on the memory tiers: its state (NULL for a packed array it does not keep over all of [a, b)),
+   gradient and params where they live, and its whole step's result while u has one
+   (zs_unit.whole_dir). */
 zs_optim_seg zs_tier_mem_seg(zs_unit *u, int k, size_t a, size_t b);
 
 /* The operations of tier k. */

@@ -67,7 +67,7 @@ static zs_status copy_run(zs_tiers *t, const zs_unit *u, zs_arr a, void *h, void
                : zs_dev_to_host(t->sh->dev, h, p, bytes);
 }
 
-/* A range of a packed array (opt_pack.h): the kept tensors' runs are copied; the rest reads as
+/* A range of a packed array (opt_pack.h): the kept elements' runs are copied; the rest reads as
    zeros and its writes are dropped (no update reads it, and zs_unit_get_state says zeros). */
 static zs_status packed_io(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first, size_t n, void *h,
                            int write) {
@@ -76,7 +76,7 @@ static zs_status packed_io(zs_tiers *t, const zs_unit *u, zs_arr a, size_t first
   if (!write) memset(h, 0, n * es);
   for (int k = 0; k < u->ntensors; k++) {
     size_t x, y;
-    if (u->keeps[k] <= i || !zs_layout_overlap(&u->lay, k, lo, hi, &x, &y)) continue;
+    if (!zs_unit_kept_overlap(u, k, i, lo, hi, &x, &y)) continue;
     ZS_CHECK(copy_run(t, u, a, (char *)h + (x - lo) * es,
                       (char *)u->opt[i] + zs_unit_opt_at(u, i, k, x) * es, (y - x) * es, write));
   }
@@ -114,9 +114,13 @@ zs_optim_seg zs_tier_mem_seg(zs_unit *u, int k, size_t a, size_t b) {
                       a,
                       u->rem ? u->rem + lo : NULL,
                       u->whole_dir && u->whole_owner[k] >= 0 ? u->whole_dir + a : NULL};
-  for (int j = 0; j < ZS_OPT_MAX_STATE; j++) /* a tensor's own arrays (packed: its part) */
-    if (u->opt[j] && (u->keeps[k] > j || !u->st.s[ZS_ST_OPT(j)].packed))
+  /* A tensor's own arrays (packed: its part; NULL where the piece reaches past what it keeps). */
+  for (int j = 0; j < ZS_OPT_MAX_STATE; j++) {
+    size_t x, y;
+    if (u->opt[j] && (!u->st.s[ZS_ST_OPT(j)].packed ||
+                      (zs_unit_kept_overlap(u, k, j, a, b, &x, &y) && x == a && y == b)))
       seg.state[j] = zs_ptr_add(u->opt[j], zs_unit_opt_at(u, j, k, a), u->st.s[ZS_ST_OPT(j)].dtype);
+  }
   return seg;
 }
 

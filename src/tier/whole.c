@@ -69,23 +69,43 @@ static size_t work_floats(const zs_tiers *t, const zs_unit *u) {
   return w;
 }
 
+/* Elements per piece of a tensor's stateless tail (below). */
+#define TAIL 1024
+
+/* The gather into the channels, or the store from them, of tensor k's elements [a, b); a tail
+   whose state the tensor does not keep (zs_optimizer.state_elems) gathers zeros from, and stores
+   into, the scratch tail. */
+static void piece(zs_tiers *t, zs_unit *u, int k, size_t a, size_t b, int store, float *tail) {
+  zs_optim_seg seg = zs_tier_mem_seg(u, k, a, b);
+  if (tail)
+    for (int j = 0; j < u->keeps[k]; j++)
+      seg.state[j] = tail;
+  float *ch[ZS_OPT_MAX_CHANNELS] = {NULL};
+  for (int c = 0; c < u->whole_channels; c++)
+    ch[c] = chan(u, c, a);
+  if (store)
+    zs_optim_store(t->optim, &seg, (const float *const *)ch);
+  else
+    zs_optim_gather(t->optim, &seg, ch);
+}
+
 /* Each piece's gather into the channels (the overlap of its whole tensors with this rank's
    optimizer range), or each piece's store from them: the memory tiers' (the NVMe tier's pieces
    go through its passes: zs_nvme_tier_whole_gather, and its update stores). */
 static void pieces(zs_tiers *t, zs_unit *u, int store) {
+  float tail[TAIL] = {0}; /* any state dtype; a store's values here are dropped */
   for (int k = 0; k < u->ntensors; k++) {
-    size_t a, b;
+    size_t a, b, x, m;
     if (u->whole_owner[k] < 0 ||
         !zs_layout_overlap(&u->lay, k, u->opt_off, u->opt_off + u->opt_n, &a, &b))
       continue;
-    const zs_optim_seg seg = zs_tier_mem_seg(u, k, a, b);
-    float *ch[ZS_OPT_MAX_CHANNELS] = {NULL};
-    for (int c = 0; c < u->whole_channels; c++)
-      ch[c] = chan(u, c, a);
-    if (store)
-      zs_optim_store(t->optim, &seg, (const float *const *)ch);
-    else
-      zs_optim_gather(t->optim, &seg, ch);
+    if (!u->keeps[k]) /* no state: nothing to split */
+      m = b;
+    else if (!zs_unit_kept_overlap(u, k, 0, a, b, &x, &m)) /* kept: a prefix [a, m) */
+      m = a;
+    if (a < m) piece(t, u, k, a, m, store, NULL);
+    for (size_t y = m; y < b; y += TAIL) /* a gather never writes the tail: it stays zeros */
+      piece(t, u, k, y, b - y < TAIL ? b : y + TAIL, store, tail);
   }
 }
 

@@ -259,9 +259,11 @@ static void check_muon(zs_comm *comm) {
 
 /* zs_plan_model (no engine, no shapes) with a whole-tensor optimizer as the configuration's:
    its buffers bound the engine's plan for one rows x cols matrix, and equal it (exact) for the
-   shape whose scratch is largest (Muon: a square; Adafactor: a vector). */
+   shape whose scratch is largest (Muon: a square; Adafactor: a vector); its optimizer bytes
+   equal the engine's, or bound them where the engine keeps `kept` elements of the state array on
+   each rank (an Adafactor matrix's factors: its fp32 master's shard plus those). */
 static void check_planner_whole(zs_comm *comm, const char *opt, int64_t rows, int64_t cols,
-                                int exact) {
+                                int exact, int64_t kept) {
   zs_config cfg;
   zs_config_default(&cfg);
   cfg.prefetch_units = 0;
@@ -283,8 +285,11 @@ static void check_planner_whole(zs_comm *comm, const char *opt, int64_t rows, in
             "%s %lld x %lld: zs_plan_model's buffers %zu %s the engine's plan %zu", opt,
             (long long)rows, (long long)cols, r.buffers, exact ? "equal" : "bound",
             engine.buffers.cur);
-  ZS_EXPECT(r.optimizer == engine.optimizer.cur, "%s: optimizer %zu vs the engine's %zu", opt,
-            r.optimizer, engine.optimizer.cur);
+  const size_t want = (size_t)(numel / zs_comm_size(comm) + kept) * 4;
+  ZS_EXPECT(kept < 0 ? r.optimizer == engine.optimizer.cur
+                     : r.optimizer >= engine.optimizer.cur && engine.optimizer.cur == want,
+            "%s: optimizer %zu vs the engine's %zu (want %zu)", opt, r.optimizer,
+            engine.optimizer.cur, kept < 0 ? r.optimizer : want);
 }
 
 /* zs_plan_model_units (tensors and each one's group's optimizer, no engine) against the engine's
@@ -413,12 +418,17 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
    that many arrays of the moments' bytes (sizes divide by 4: no padding), except the mixed unit's
    second array: packed, it holds its two biases alone (elements [32, 72) and [144, 152) of 152),
    48 elements; with 2 shards of 76 the most one holds is 40 ([32, 72)), with 4 shards of 38 it
-   is 34 ([38, 72)); and a Muon matrix's unit whose AdamW bias has no elements keeps no bytes of
-   the second array (no page on the host either). Then a step runs: the SGD units' params and buffer
-   against float64 SGD (OPTIMIZER.md §3), the mixed unit's biases and their moments against float64
-   AdamW's first step, its Muon tensors' second array reads as zeros, the biases' written state
-   reads back, and writing an array a tensor's optimizer does not keep is refused. */
-enum { SL_NU = 6 };
+   is 34 ([38, 72)); a Muon matrix's unit whose AdamW bias has no elements keeps no bytes of
+   the second array (no page on the host either); and a unit of an Adafactor vector (28), matrix
+   (12 x 10, whose factors are its first 22 elements) and AdamW bias (12) packs its first array to
+   [0, 50) and [148, 160), 62 elements (2 shards of 80: 50; 4 shards of 40: 40, [0, 40)), and its
+   second to the bias's 12. Then a step runs: the SGD units' params and buffer against float64 SGD
+   (OPTIMIZER.md §3), the mixed unit's biases and their moments against float64 AdamW's first
+   step, its Muon tensors' second array reads as zeros, the biases' written state reads back, the
+   Adafactor factors and vector against float64 (the first step's row and column means of g^2,
+   and g^2), the rest of the matrix's array reads zeros and a write there is dropped, and writing
+   an array a tensor's optimizer does not keep is refused. */
+enum { SL_NU = 7 };
 static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int moments_bf16) {
   const size_t N = (size_t)zs_comm_size(comm), mb = moments_bf16 ? 2 : 4;
   const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -429,9 +439,10 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   cfg.offload_allow_unpinned = 1;
   cfg.prefetch_units = 0;
   if (moments_bf16) cfg.moment_dtype = ZS_BF16;
-  int muon = -1, sgd = -1;
+  int muon = -1, sgd = -1, ada = -1;
   ZS_OK_OR_DIE(zs_optimizer_id("muon", &muon));
   ZS_OK_OR_DIE(zs_optimizer_id("sgd", &sgd));
+  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &ada));
   static const zs_tensor_desc t_adamw[2] = {{"w", 2, {32, 8, 0, 0}, 0}, {"b", 1, {16, 0, 0, 0}, 1}};
   static const zs_tensor_desc t_muon[2] = {{"a", 2, {64, 8, 0, 0}, 0}, {"c", 2, {16, 16, 0, 0}, 0}};
   static const zs_tensor_desc t_mixed[4] = {{"a", 2, {8, 4, 0, 0}, 0},
@@ -441,21 +452,30 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   static const zs_tensor_desc t_sgd[1] = {{"v", 1, {64, 0, 0, 0}, 0}};
   static const zs_tensor_desc t_sgdm[1] = {{"v", 1, {96, 0, 0, 0}, 0}};
   static const zs_tensor_desc t_empty[2] = {{"m", 2, {16, 8, 0, 0}, 0}, {"z", 1, {0, 0, 0, 0}, 1}};
+  static const zs_tensor_desc t_ada[3] = {
+      {"v", 1, {28, 0, 0, 0}, 0}, {"f", 2, {12, 10, 0, 0}, 0}, {"h", 1, {12, 0, 0, 0}, 1}};
   const int o_muon[2] = {muon, muon}, o_mixed[4] = {muon, -1, muon, -1}, o_sgd[1] = {sgd},
-            o_empty[2] = {muon, -1};
+            o_empty[2] = {muon, -1}, o_ada[3] = {ada, ada, -1};
   const float mom0[1] = {0.0f}, mom9[1] = {0.9f};
   const zs_plan_unit pu[SL_NU] = {{2, t_adamw, NULL, 0, NULL},    {2, t_muon, o_muon, 0, NULL},
                                   {4, t_mixed, o_mixed, 0, NULL}, {1, t_sgd, o_sgd, 0, mom0},
-                                  {1, t_sgdm, o_sgd, 0, mom9},    {2, t_empty, o_empty, 0, NULL}};
-  const size_t psi[SL_NU] = {272, 768, 152, 64, 96, 128}, arrays[SL_NU] = {2, 1, 2, 0, 1, 2};
+                                  {1, t_sgdm, o_sgd, 0, mom9},    {2, t_empty, o_empty, 0, NULL},
+                                  {3, t_ada, o_ada, 0, NULL}};
+  const size_t psi[SL_NU] = {272, 768, 152, 64, 96, 128, 160},
+               arrays[SL_NU] = {2, 1, 2, 0, 1, 2, 2};
+  const int whole = !stage || N == 1;
   size_t want_o = 0, want_h = 0;
   for (int i = 0; i < SL_NU; i++) {
     const size_t s = stage ? psi[i] / N : psi[i];
     for (size_t a = 0; a <= arrays[i]; a++) { /* the master, then each array */
-      const size_t n = i == 2 && a == 2   ? (!stage || N == 1 ? 48
-                                             : N == 2         ? 40
-                                                              : 34)
+      const size_t n = i == 2 && a == 2   ? (whole    ? 48
+                                             : N == 2 ? 40
+                                                      : 34)
                        : i == 5 && a == 2 ? 0 /* packed to its empty AdamW tensor: nothing */
+                       : i == 6 && a == 1 ? (whole    ? 62
+                                             : N == 2 ? 50
+                                                      : 40)
+                       : i == 6 && a == 2 ? 12
                                           : s;
       const size_t b = a ? mb : 4;
       want_o += b * n;
@@ -470,7 +490,7 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   zs_unit *u[SL_NU];
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
   zs_param_group g;
-  int gid[SL_NU] = {0, -1, -1, -1, -1, -1};
+  int gid[SL_NU] = {0, -1, -1, -1, -1, -1, -1};
   ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
   g.optimizer = "muon";
   ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[1]));
@@ -480,7 +500,10 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[3]));
   g.momentum = 0.9f;
   ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[4]));
-  static const char *const names[SL_NU] = {"adamw", "muon", "mixed", "sgd", "sgdm", "empty"};
+  ZS_OK_OR_DIE(zs_engine_group_default(e, &g));
+  g.optimizer = "adafactor";
+  ZS_OK_OR_DIE(zs_engine_add_group(e, &g, &gid[6]));
+  static const char *const names[SL_NU] = {"adamw", "muon", "mixed", "sgd", "sgdm", "empty", "ada"};
   for (int i = 0; i < SL_NU; i++) {
     ZS_OK_OR_DIE(zs_engine_add_unit(e, names[i], pu[i].ntensors, pu[i].tensors, &u[i]));
     for (int k = 0; pu[i].optimizer && k < pu[i].ntensors; k++)
@@ -494,7 +517,7 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   ZS_OK_OR_DIE(zs_plan_model_units(&cfg, (int)N, pu, SL_NU, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_EXPECT(
       strstr(zs_engine_info(e), "; 1 unit keeps 0 state arrays; 2 units keep 1 state array; "
-                                "2 units pack the state arrays only some of their tensors keep"),
+                                "3 units pack the state arrays only some of their tensors keep"),
       "the info says which units keep fewer arrays and which pack them: %s", zs_engine_info(e));
   ZS_EXPECT(m.optimizer.cur == want_o && plan.optimizer.cur == want_o && r.optimizer == want_o,
             "stage %d offload %u m16 %d: optimizer bytes %zu, plan %zu, zs_plan_model_units %zu; "
@@ -584,6 +607,35 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
       ZS_EXPECT(w[j] == 0, "mixed unit tensor %d's unkept exp_avg_sq reads %g at %d", k,
                 (double)w[j], j);
   }
+  /* Adafactor's first step (w = 1): a vector's V = G^2, a matrix's R_i = mean_j G_ij^2 and
+     C_j = mean_i G_ij^2 in its first 12 + 10 elements, zeros after them (a write there is
+     dropped); G = g (every rank's g is the same). */
+  const double vtol = moments_bf16 ? 8e-3 : 1e-6;
+  ZS_OK_OR_DIE(zs_unit_get_state(u[6], 0, "exp_avg", v));
+  for (int j = 0; j < 28; j++) {
+    const double g = (double)((j * 7 + 0 + 6) % 13) - 6.0;
+    ZS_EXPECT(fabs(v[j] - g * g) <= vtol * (g * g + 1e-3), "Adafactor vector V %d: %.9g, want %g",
+              j, (double)v[j], g * g);
+  }
+  ZS_OK_OR_DIE(zs_unit_get_state(u[6], 1, "exp_avg", v));
+  double rc[22] = {0};
+  for (int r = 0; r < 12; r++)
+    for (int c = 0; c < 10; c++) {
+      const double g = (double)(((r * 10 + c) * 7 + 1 + 6) % 13) - 6.0;
+      rc[r] += g * g / 10;
+      rc[12 + c] += g * g / 12;
+    }
+  for (int j = 0; j < 120; j++) {
+    const double want = j < 22 ? rc[j] : 0;
+    ZS_EXPECT(fabs(v[j] - want) <= vtol * want, "Adafactor matrix's state %d: %.9g, want %.9g", j,
+              (double)v[j], want);
+    w[j] = 1.0f + (float)j;
+  }
+  ZS_OK_OR_DIE(zs_unit_set_state(u[6], 1, "exp_avg", w));
+  ZS_OK_OR_DIE(zs_unit_get_state(u[6], 1, "exp_avg", v));
+  for (int j = 0; j < 120; j++)
+    ZS_EXPECT(v[j] == (j < 22 ? w[j] : 0.0f), "Adafactor matrix's written state %d reads %g", j,
+              (double)v[j]);
   ZS_OK_OR_DIE(zs_unit_get_state(u[1], 0, "exp_avg", v));
   int moved = 0;
   for (int j = 0; j < 512; j++)
@@ -617,10 +669,10 @@ int main(int argc, char **argv) {
   check_switches(comm, 0);
   check_switches(comm, ZS_OFFLOAD_OPTIMIZER | ZS_OFFLOAD_PARAMS);
   check_muon(comm);
-  check_planner_whole(comm, "muon", 64, 64, 1);
-  check_planner_whole(comm, "muon", 24, 160, 0);
-  check_planner_whole(comm, "adafactor", 48, 48, 0);
-  check_planner_whole(comm, "adafactor", 1, 2000, 1);
+  check_planner_whole(comm, "muon", 64, 64, 1, -1);
+  check_planner_whole(comm, "muon", 24, 160, 0, -1);
+  check_planner_whole(comm, "adafactor", 48, 48, 0, 96);
+  check_planner_whole(comm, "adafactor", 1, 2000, 1, -1);
   check_planner_units(comm, 3, 0);
   check_planner_units(comm, 2, ZS_OFFLOAD_OPTIMIZER);
   check_planner_units(comm, 0, 0);

@@ -61,11 +61,11 @@ static unit_def U[NU] = {{"big", 2, {4000001, 77}, {0, 1}},
                          {"small", 1, {500003, 0}, {0, 0}},
                          {"smaller", 2, {300007, 3}, {1, 0}},
                          {"tiny", 1, {33, 0}, {0, 0}}};
-/* A margin the cap leaves above what stays in memory (from when the arena reserved more than it
-   handed out; it now reserves exactly the planned bytes, test_engine_host_cap): it keeps these
-   caps clear of the boundary, which engine_host_cap tests to the byte. */
+/* A margin the cap leaves above what stays in memory (the arena reserves exactly the planned
+   bytes, test_engine_host_cap): it keeps these caps clear of the boundary, which engine_host_cap
+   tests to the byte. */
 static size_t headroom(size_t in_memory) {
-  return ((size_t)5 << 20) + in_memory / 4 * 3;
+  return ((size_t)1 << 20) + in_memory / 8;
 }
 
 typedef struct {
@@ -373,19 +373,24 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
     plan_units(&c, o, world, NULL, &r);
     o->budget = c.offload_budget_bytes = r.budget_floor;
   }
-  /* Each unit's optimizer-state bytes on this world in this mode: what the planner puts on disk
-     for it alone under the least cap (with the least budget: on the host), and the tier's staging
-     (every unit on it). */
+  /* Each unit's optimizer-state bytes in host memory on this world in this mode: what moving it
+     alone to the tier under the least cap frees (its host bytes without the tier, less those with
+     it, the tier's staging aside: whole pages, and fewer than its disk bytes where the host packs
+     its arrays, opt_pack.h), and the tier's staging (every unit on it). */
   size_t b[NU], order[NU];
-  zs_config sc = c;
+  zs_config hc = c, sc;
+  if (!o->offload) hc.offload_budget_bytes = 1; /* the unit alone: on the host too */
+  sc = hc;
   sc.nvme_path = o->dir;
   sc.offload_host_bytes = 1;
-  if (!o->offload) sc.offload_budget_bytes = 1;
   for (int i = 0; i < NU; i++) {
     int one[NU] = {0};
     one[i] = 1;
+    plan_units(&hc, o, world, one, &r);
+    const size_t in_memory = r.host_pinned;
     plan_units(&sc, o, world, one, &r);
-    b[i] = r.disk_bytes;
+    b[i] = in_memory - (r.host_pinned - r.nvme_staging);
+    ZS_EXPECT(r.nvme_units == 1, "unit %d alone: %zu units on the tier", i, (size_t)r.nvme_units);
     order[i] = (size_t)i;
   }
   plan_units(&sc, o, world, NULL, &r);

@@ -230,6 +230,29 @@ for o in muon adamw; do
   check "zshard-plan --optimizer $o: buffers ${pred#* } against the peak ${meas#* }" "$got" "$want"
 done
 
+# 4b'. --optimizer adafactor (every tensor on it, one state array): a matrix keeps its factors
+#    alone (rows + cols elements of the array), a vector all of it; the example's ledger and the
+#    plan from its tensors, by hand (stage 2 on 2 ranks, fp32): the master over each rank's half
+#    as above, 4 * (13824 + 96 + 3 * 55920) = 726720, plus the packed array, the most either rank
+#    keeps of its half. Embeddings: rank 0 holds wte's factors (256 + 96), rank 1 wpe's (32 + 96):
+#    352. ln_f: 96. A block's half on rank 0 holds ln1 (192), qkv_w's factors (288 + 96), qkv_b
+#    (288), proj_w's (96 + 96), proj_b, ln2 (96 + 192) and fc_w's (384 + 96), 1824; rank 1's fc_b
+#    (384), fcproj_w's factors (96 + 384) and fcproj_b (96), 960. 726720 + 4 * (352 + 96 + 3 *
+#    1824) = 750400, where AdamW keeps 2180160.
+met=$(mktemp)
+"$mpiexec" --oversubscribe -np 2 "$train" --stage 2 "${shape[@]}" --dtype fp32 --steps 1 \
+  --optimizer adafactor --lr 1e-2 --eval-every 0 --sample-lines 0 --metrics "$met" >/dev/null 2>&1 || {
+  echo "FAIL train_gpt2 --optimizer adafactor"
+  fail=1
+}
+ev=$(grep '"event":"memory","when":"end"' "$met" | head -n1)
+rm -f "$met"
+check "GPT-2 example --optimizer adafactor: optimizer bytes" \
+  "$(field 'd["bytes"]["optimizer"][0]' <<<"$ev")" 750400
+check "zshard-plan --optimizer adafactor: optimizer bytes" \
+  "$("$plan" --world 2 --stage 2 --device cpu --dtype fp32 "${shape[@]}" --optimizer adafactor \
+    --json | field 'd["per_rank"]["optimizer"]')" 750400
+
 # 4c. --ckpt-async: the host staging of one rank's share of an asynchronous save, by hand. 1e6
 #    fp32 params in one unit at stage 3 on 2 ranks: each rank's master, m and v shard of 500000
 #    elements, 3 x 4 x 500000 = 6000000 bytes; --ckpt-staging-bytes caps it.

@@ -2,6 +2,7 @@
  * shard count (at least one element per shard), shard ranges that tile the padded buffer, and
  * tensor/shard intersections — checked against a brute-force element walk; and the packed
  * optimizer arrays' arithmetic (src/shard/opt_pack.c) on random units against one too. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -56,26 +57,31 @@ static void check(const zs_tensor_desc *t, int nt, int nshards) {
   zs_layout_free(&l);
 }
 
-/* Random units of up to 6 tensors (0 to 40 elements, keeping 0 to 2 arrays) on 1 to 8 shards,
-   against an element walk: whether array i is packed (a tensor with elements keeps i or fewer
-   of the unit's nstate), its elements on every rank (the most any shard keeps, or the whole
-   unit's), and each kept element's packed index (its rank among the kept elements of its
+/* Random units of up to 6 tensors (0 to 40 elements, keeping 0 to 2 arrays, over all their
+   elements or a prefix of 0 to numel + 2) on 1 to 8 shards, against an element walk: whether
+   array i is packed (a tensor with elements keeps i or fewer of the unit's nstate, or keeps it
+   over fewer than its elements), its elements on every rank (the most any shard keeps, or the
+   whole unit's), and each kept element's packed index (its rank among the kept elements of its
    shard, below that length). */
 static void check_pack(unsigned seed) {
   srand(seed);
   for (int trial = 0; trial < 400; trial++) {
-    size_t numel[6];
-    int keeps[6], nt = 1 + rand() % 6, nstate = 0, owner_of[256];
+    size_t numel[6], part[6], pos_of[256];
+    int keeps[6], nt = 1 + rand() % 6, nstate = 0, owner_of[256], some = 0;
     size_t total = 0;
     for (int k = 0; k < nt; k++) {
       numel[k] = (size_t)(rand() % 5 == 0 ? 0 : rand() % 41);
       keeps[k] = rand() % 3;
+      part[k] = rand() % 2 ? SIZE_MAX : (size_t)(rand() % (int)(numel[k] + 3));
+      some |= part[k] != SIZE_MAX;
       if (keeps[k] > nstate) nstate = keeps[k];
-      for (size_t x = 0; x < numel[k]; x++)
+      for (size_t x = 0; x < numel[k]; x++) {
         owner_of[total + x] = k;
+        pos_of[total + x] = x;
+      }
       total += numel[k];
     }
-    const zs_pack_unit u = {nt, numel, keeps};
+    const zs_pack_unit u = {nt, numel, keeps, some || rand() % 2 ? part : NULL};
     const int S = 1 + rand() % 8;
     const size_t P =
         total < (size_t)S ? (size_t)S : (total + (size_t)S - 1) / (size_t)S * (size_t)S;
@@ -83,14 +89,14 @@ static void check_pack(unsigned seed) {
     for (int i = 0; i < 2; i++) {
       int on = 0;
       for (int k = 0; k < nt; k++)
-        on |= i < nstate && numel[k] > 0 && keeps[k] <= i;
+        on |= i < nstate && numel[k] > 0 && (keeps[k] <= i || part[k] < numel[k]);
       ZS_EXPECT(zs_pack_on(&u, i, nstate) == on, "trial %d array %d: packed %d, want %d", trial, i,
                 zs_pack_on(&u, i, nstate), on);
       size_t most = 0, all = 0;
       for (int r = 0; r < S; r++) {
         size_t n = 0;
         for (size_t x = (size_t)r * sh; x < (size_t)(r + 1) * sh; x++) {
-          const int kept = x < total && keeps[owner_of[x]] > i;
+          const int kept = x < total && keeps[owner_of[x]] > i && pos_of[x] < part[owner_of[x]];
           if (kept)
             ZS_EXPECT(zs_pack_kept(&u, i, (size_t)r * sh, x) == n,
                       "trial %d array %d rank %d element %zu: index %zu, want %zu", trial, i, r, x,

@@ -11,7 +11,8 @@
  *   p     = fmaf(-lr * wd, p, p);   p = p - O                  (the kernel)
  *
  * The state (one array, "variance") holds a matrix's R then C in its first rows + cols elements
- * (the rest 0), a vector's V in every element; in bf16 with moment_dtype bf16. torch factors a
+ * (state_elems: the memory tiers keep no more; a whole range's reads say 0 for the rest), a
+ * vector's V in every element; in bf16 with moment_dtype bf16. torch factors a
  * matrix with a dimension of 1 too; zshard keeps its exact second moment instead. */
 #include "optim/adafactor/adafactor.h"
 
@@ -125,6 +126,11 @@ static void whole(const void *coef, float *const *ch, int64_t rows, int64_t cols
   }
 }
 
+/* A factored matrix keeps R and C alone (the packing drops the rest: shard/opt_pack.h). */
+static size_t state_elems(int64_t rows, int64_t cols) {
+  return (size_t)(rows > 1 && cols > 1 ? rows + cols : rows * cols);
+}
+
 static void store(const void *coef, void *const *state, zs_dtype sdt, const float *const *out,
                   size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -162,7 +168,8 @@ static const zs_optimizer adafactor = {.prepare = prepare,
                                        .gather = gather,
                                        .work_floats = work_floats,
                                        .whole = whole,
-                                       .store = store};
+                                       .store = store,
+                                       .state_elems = state_elems};
 
 static const zs_opt_shape adafactor_shape = {0, 0, 1, {"variance"}, {"v"}};
 
