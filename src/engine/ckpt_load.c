@@ -125,7 +125,9 @@ static zs_status check_model(const zs_engine *e, const zs_ckpt_manifest *m) {
                       "and [%s] in the checkpoint",
                       u->name, t->name, a, b);
       }
-      /* Its state is its group's optimizer's: the same one must read it. */
+      /* Its state is its group's optimizer's: the same one must read it (a frozen unit reads
+         none). */
+      if (u->frozen) continue;
       const int g = ct->group;
       const char *saved = g > 0 && g < m->ngroups && m->group_optimizer[g][0]
                               ? m->group_optimizer[g]

@@ -107,6 +107,8 @@ static void drop_optimizer(zs_ckpt_manifest *m) {
 
 static zs_comm *g_comm;
 
+/* The test model (other 0), another model (1), under SGD (2), with block.w in a Muon group (3),
+   with the block frozen (4). */
 static zs_engine *make(int stage, unsigned offload, int other, zs_unit **u) {
   zs_config c;
   zs_config_default(&c);
@@ -125,6 +127,7 @@ static zs_engine *make(int stage, unsigned offload, int other, zs_unit **u) {
     if (other == 1 && i == 2) d.t[0].shape[0] = 12; /* another model: one shape differs */
     ZS_OK_OR_DIE(zs_engine_add_unit(e, d.name, d.ntensors, d.t, &u[i]));
   }
+  if (other == 4) ZS_OK_OR_DIE(zs_unit_freeze(u[2], 1)); /* the same model, block frozen */
   if (other == 3) { /* the same model with block.w in a group on Muon */
     zs_param_group g;
     int id = -1;
@@ -296,6 +299,10 @@ int main(int argc, char **argv) {
   zs_engine_destroy(eb);
   refused(e, u, other, ZS_ERR_INVALID_ARG, "'block.w' holds the state of optimizer 'muon'", -1,
           later, 3, "a group's optimizer");
+  /* ... which an engine that freezes the block loads: it reads no state there. */
+  eb = make(stage, offload, 4, ub);
+  ZS_OK_OR_DIE(zs_engine_load(eb, other));
+  zs_engine_destroy(eb);
 
   /* Nothing there; wrong moments. */
   snprintf(dir, sizeof dir, "%s/empty", root);
