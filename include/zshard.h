@@ -518,10 +518,12 @@ ZS_API zs_status zs_engine_plan_memory(const zs_engine *e, zs_memory *out);
 /* What one rank needs for a model under a configuration, without an engine and without
    allocating anything (zs_plan_model; the zshard-plan tool prints it). params, grads, optimizer
    and host_pinned are exactly what zs_engine_commit allocates (zs_plan_model, which knows no
-   shapes, counts an Adafactor configuration's state over every element, a bound where a matrix
-   keeps its factors alone: zs_plan_model_units is exact); buffers is the bound on the
-   transient buffers (docs/MEMORY.md §2); activations is what the caller said. device_total = params
-   + grads + optimizer + buffers + activations, host_total = host_pinned (offloaded state). */
+   shapes, counts an Adafactor configuration's state over every element where a matrix keeps its
+   factors alone: a bound without an offload budget or the NVMe tier, and with them a placement
+   that may move more units than commit's; zs_plan_model_units is exact); buffers is the bound on
+   the transient buffers (docs/MEMORY.md §2); activations is what the caller said. device_total =
+   params + grads + optimizer + buffers + activations, host_total = host_pinned (offloaded
+   state). */
 typedef struct {
   size_t params, grads, optimizer, buffers, activations, host_pinned;
   size_t device_total, host_total;

@@ -333,9 +333,10 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
     }
     u->t[i].name = u->tnames[i];
     u->keeps[i] = u->nstate;
-    u->part[i] = zs_engine_state_part(&e->cfg, &t[i]);
   }
   ZS_CHECK_GOTO(zs_layout_build(&u->lay, ntensors, u->t), rc, fail);
+  for (int i = 0; i < ntensors; i++) /* after the build checked the element counts */
+    u->part[i] = zs_engine_state_part(&e->cfg, &u->t[i]);
   if (e->nunits == e->cap_units) {
     int cap = e->cap_units ? 2 * e->cap_units : 16;
     zs_unit **nu = realloc(e->units, (size_t)cap * sizeof *nu);

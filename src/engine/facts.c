@@ -121,8 +121,8 @@ void zs_engine_facts_commit(zs_engine *e, const zs_plan_units *us, const zs_plac
     packed += any;
   }
   if (packed)
-    info_add(e, "; %d unit%s pack%s the state arrays only some of %s tensors keep", packed,
-             packed > 1 ? "s" : "", packed > 1 ? "" : "s", packed > 1 ? "their" : "its");
+    info_add(e, "; %d unit%s pack%s state arrays that only some of %s tensors or elements keep",
+             packed, packed > 1 ? "s" : "", packed > 1 ? "" : "s", packed > 1 ? "their" : "its");
   if (pl->active) {
     f->budget_active = 1;
     f->budget_free_ranks = e->budget_free_ranks;

@@ -153,7 +153,8 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
 
 size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t) {
   const zs_optimizer *m = zs_optimizer_for(gc);
-  if (!m->state_elems || t->ndim < 1 || t->shape[0] < 1) return SIZE_MAX;
+  /* Only a whole-tensor module may keep a prefix: an elementwise update reads its state there. */
+  if (!m->state_elems || !m->whole || t->ndim < 1 || t->shape[0] < 1) return SIZE_MAX;
   int64_t n = 1;
   for (int d = 0; d < t->ndim; d++)
     n *= t->shape[d];

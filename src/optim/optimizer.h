@@ -92,7 +92,8 @@ struct zs_optimizer {
   void (*store)(const void *coef, void *const *state, zs_dtype sdt, const float *const *out,
                 size_t n);
   /* The elements of each state array a tensor of rows x cols keeps: its first ones (NULL: all
-     rows * cols). Fewer only in a whole-tensor module (Adafactor's factors): past them its gather
+     rows * cols; ignored without whole). Fewer only in a whole-tensor module (Adafactor's
+     factors): past them its gather
      reads zeros and its store's values are dropped, and its host_fn gets NULL state for a piece
      that reaches past them (it never reads the state). */
   size_t (*state_elems)(int64_t rows, int64_t cols);

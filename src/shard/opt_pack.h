@@ -3,8 +3,9 @@
  * factors: a matrix's first rows + cols elements), holds its array i only for the elements kept,
  * back to back in tensor order, instead of over its whole range. Each rank's array holds the
  * most elements any rank of its shard group keeps in its shard, so every rank allocates the same
- * bytes and the planner's figure stays exact. A unit whose tensors all keep array i holds it
- * unpacked, over its whole range as before (padding included). Pure arithmetic. */
+ * bytes and the planner's figure stays exact. A unit whose tensors all keep array i over all
+ * their elements holds it unpacked, over its whole range as before (padding included). Pure
+ * arithmetic. */
 #ifndef ZS_SHARD_OPT_PACK_H
 #define ZS_SHARD_OPT_PACK_H
 

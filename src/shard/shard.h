@@ -42,7 +42,8 @@ struct zs_unit {
      zs_unit_set_group); from commit on its table's slots past it are ZS_LIFE_NONE (placement.h). */
   int nstate;
   /* Per tensor: the state arrays its group's optimizer keeps (its part of nstate; a unit whose
-     tensors keep different counts packs its arrays: opt_pack.h, zs_unit_opt_at). */
+     tensors keep different counts, or keep them over a prefix (part), packs its arrays:
+     opt_pack.h, zs_unit_opt_at). */
   int *keeps;
   /* Per tensor: the elements of each array it keeps, its first ones (SIZE_MAX: all; fewer where
      its group's optimizer keeps a prefix: zs_optimizer.state_elems). */

@@ -640,8 +640,9 @@ zs_mpi_test(engine_nvme_np1_stage3 test_engine_nvme_train NP 1 LABELS engine
             ARGS --dir ${CMAKE_CURRENT_BINARY_DIR} --stage 3 --micro 2 --mode some)
 # The whole-tensor optimizers on the tier (their gather a pass of its own, their store in the
 # update's pass): a 37 x 135137 matrix and its bias on Adafactor here (unit big keeps one state
-# array, so it is larger than the default's 4000001 elements to stay the tier's), on Muon in lean
-# mode below.
+# array, packed to the matrix's factors and the bias in memory, so it is larger than the default's
+# 4000001 elements to stay the tier's: the test checks that unit big is on the tier), on Muon in
+# lean mode below.
 zs_engine_equiv(engine_nvme_splits4_stage3 "1x4;2x2;4x1" 3 det ${zs_nvme_dir} --mode all
                 --whole adafactor --big 5000069)
 zs_engine_equiv(engine_nvme_params_host_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --offload 3
@@ -657,7 +658,7 @@ zs_engine_equiv(engine_nvme_muon_lean_np2_stage2 2 2 det ${zs_nvme_dir} ${zs_nvm
 # These two also keep unit big all on Adafactor: one state array on the tier (bf16; the params mode).
 zs_engine_equiv(engine_nvme_m16_np2_stage3 2 3 det ${zs_nvme_dir} --mode all --moments-bf16 1
                 --whole adafactor --big 5000069)
-zs_engine_equiv(engine_nvme_params_np2_stage2 2 2 det ${zs_nvme_dir} --mode some --master params
+zs_engine_equiv(engine_nvme_params_np2_stage2 2 2 det ${zs_nvme_dir} --mode all --master params
                 --whole adafactor --big 5000069)
 zs_engine_equiv(engine_nvme_params_host_master_np2_stage3 2 3 det ${zs_nvme_dir} --mode all
                 --master params --offload 3 --big 12000001)

@@ -414,6 +414,11 @@ static void tier_vs_host(zs_comm *comm, opts *o, float *tier) {
     cap = stays + staging + room;
   }
   ZS_EXPECT(moved > 0, "no placement leaves the arena its headroom");
+  int big_moved = 0; /* --whole: unit big's whole-tensor step is what the run is for */
+  for (int j = 0; j < moved; j++)
+    big_moved |= order[j] == 0;
+  ZS_EXPECT(!o->whole || big_moved, "--whole %s: unit big is not among the %d units on the tier",
+            o->whole, moved);
   /* The planner agrees: exactly `moved` units on the tier. */
   zs_config nc = c;
   nc.nvme_path = o->dir;

@@ -234,8 +234,8 @@ done
 #    alone (rows + cols elements of the array), a vector all of it; the example's ledger and the
 #    plan from its tensors, by hand (stage 2 on 2 ranks, fp32): the master over each rank's half
 #    as above, 4 * (13824 + 96 + 3 * 55920) = 726720, plus the packed array, the most either rank
-#    keeps of its half. Embeddings: rank 0 holds wte's factors (256 + 96), rank 1 wpe's (32 + 96):
-#    352. ln_f: 96. A block's half on rank 0 holds ln1 (192), qkv_w's factors (288 + 96), qkv_b
+#    keeps of its half. Embeddings: rank 0 holds wte's factors (256 + 96 = 352), rank 1 wpe's
+#    (32 + 96 = 128): 352. ln_f: 96. A block's half on rank 0 holds ln1 (192), qkv_w's factors (288 + 96), qkv_b
 #    (288), proj_w's (96 + 96), proj_b, ln2 (96 + 192) and fc_w's (384 + 96), 1824; rank 1's fc_b
 #    (384), fcproj_w's factors (96 + 384) and fcproj_b (96), 960. 726720 + 4 * (352 + 96 + 3 *
 #    1824) = 750400, where AdamW keeps 2180160.
