@@ -11,8 +11,8 @@
  *
  * The state a module keeps is listed in its shape (base/opt_shape.h: names, count, dtype): up to
  * ZS_OPT_MAX_STATE arrays, each one value per element of the optimizer range (or of a prefix of
- * each tensor: state_elems), placed, sharded,
- * offloaded, checkpointed and planned by the engine like the master. Every path of one module must
+ * each tensor: state_elems), placed, sharded, offloaded, checkpointed and planned by the engine
+ * like the master. Every path of one module must
  * give the same bits (the update is elementwise), whatever the chunking, the pool or the device;
  * a module that needs whole tensors (gather, whole, store) gets them from the engine, and its bits
  * do not depend on which rank computes a tensor's whole step either. */
@@ -93,9 +93,8 @@ struct zs_optimizer {
                 size_t n);
   /* The elements of each state array a tensor of rows x cols keeps: its first ones (NULL: all
      rows * cols; ignored without whole). Fewer only in a whole-tensor module (Adafactor's
-     factors): past them its gather
-     reads zeros and its store's values are dropped, and its host_fn gets NULL state for a piece
-     that reaches past them (it never reads the state). */
+     factors): past them its gather reads zeros and its store's values are dropped, and its
+     host_fn gets NULL state for a piece that reaches past them (it never reads the state). */
   size_t (*state_elems)(int64_t rows, int64_t cols);
 };
 
