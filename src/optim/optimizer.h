@@ -13,8 +13,9 @@
  * ZS_OPT_MAX_STATE arrays, each one value per element of the optimizer range (or of a prefix of
  * each tensor: state_elems), placed, sharded, offloaded, checkpointed and planned by the engine
  * like the master. Every path of one module must give the same bits (the update is elementwise),
- * whatever the chunking, the pool or the device; a module that needs whole tensors (gather, whole, store) gets them from the engine, and its bits
- * do not depend on which rank computes a tensor's whole step either. */
+ * whatever the chunking, the pool or the device; a module that needs whole tensors (gather,
+ * whole, store) gets them from the engine, and its bits do not depend on which rank computes a
+ * tensor's whole step either. */
 #ifndef ZS_OPTIM_OPTIMIZER_H
 #define ZS_OPTIM_OPTIMIZER_H
 
