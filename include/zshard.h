@@ -583,14 +583,16 @@ ZS_API zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size,
                                       size_t host_bytes, zs_plan_report *out);
 /* A unit for zs_plan_model_units: its tensors as zs_engine_add_unit takes them (names unread),
    each one's optimizer (a zs_optimizer_id; -1, or optimizer NULL: the configuration's), whether
-   it is frozen, and each one's group's momentum (NULL: the configuration's sgd.momentum), which
-   decides whether SGD keeps a buffer. */
+   it is frozen, each one's group's momentum (NULL: the configuration's sgd.momentum), which
+   decides whether SGD keeps a buffer, and with cfg->tp_size > 1 each one's tp layout (a
+   zs_tp_layout, as zs_unit_set_tp; NULL: none split), which sizes a Muon matrix's whole step. */
 typedef struct {
   int ntensors;
-  const zs_tensor_desc *tensors;
-  const int *optimizer; /* per tensor: the optimizer of its parameter group */
+  const zs_tensor_desc *tensors; /* a split tensor's slice, as each rank registers it */
+  const int *optimizer;          /* per tensor: the optimizer of its parameter group */
   int frozen;
   const float *momentum; /* per tensor: its parameter group's momentum (zs_param_group) */
+  const int *tp;         /* per tensor: its zs_tp_layout */
 } zs_plan_unit;
 /* zs_plan_model for units given by their tensors and each tensor's group's optimizer: what
    zs_engine_plan_memory says of an engine with these units and groups. Unlike zs_plan_model,

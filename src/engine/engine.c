@@ -93,6 +93,9 @@ static void shard_ctx_init(zs_engine *e) {
   x->world_size = e->world_size;
   x->shard_rank = e->shard_rank;
   x->shard_size = e->shard_size;
+  x->tp = e->tp;
+  x->tp_rank = e->tp_rank;
+  x->tp_size = e->tp_size;
   x->mem = &e->mem;
   x->fail_hard = sh_fail_hard;
   x->pre_reduce = e->tp ? zs_engine_tp_partial_sum : NULL;

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/opt_shape.h"
 #include "optim/optimizer.h"
+#include "shard/tp_slice.h"
 #include "engine/engine_internal.h"
 
 zs_status zs_engine_group_default(const zs_engine *e, zs_param_group *g) {
@@ -154,11 +155,10 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
 size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t) {
   const zs_optimizer *m = zs_optimizer_for(gc);
   /* Only a whole-tensor module may keep a prefix: an elementwise update reads its state there. */
-  if (!m->state_elems || !m->whole || t->ndim < 1 || t->shape[0] < 1) return SIZE_MAX;
-  int64_t n = 1;
-  for (int d = 0; d < t->ndim; d++)
-    n *= t->shape[d];
-  return m->state_elems(t->shape[0], n / t->shape[0]);
+  int64_t rows, cols;
+  zs_tp_whole_dims(t, ZS_TP_REPLICATED, 1, &rows, &cols);
+  if (!m->state_elems || !m->whole || rows < 1) return SIZE_MAX;
+  return m->state_elems(rows, cols);
 }
 
 int zs_engine_tensor_nstate(const zs_unit *u, int t, zs_config *gc) {
@@ -183,7 +183,8 @@ uint64_t zs_engine_groups_hash(const zs_engine *e) {
 }
 
 zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tensor_desc *t,
-                                 const zs_config *c, int frozen, int *chans, size_t *work) {
+                                 int layout, int T, const zs_config *c, int frozen, int *chans,
+                                 size_t *work) {
   const zs_optimizer *m = zs_optimizer_for(c);
   if (!m->whole) return ZS_OK;
   if (t->ndim < 2 && !m->whole_vectors)
@@ -192,11 +193,19 @@ zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tens
                   "optimizer '%s' updates matrices: put it in a group on an elementwise "
                   "optimizer (the configuration's, as embeddings, norms and biases usually are)",
                   fn, unit, t->name, t->ndim, zs_opt_name_of(c));
-  int64_t n = 1;
+  if (zs_tp_is_split(layout, T) && m->state_elems)
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "%s: tensor '%s.%s' is split over the tp group, and its group's optimizer '%s' "
+                  "keeps statistics of the whole matrix in its state: not supported (each tp "
+                  "rank would keep them for its slice, docs/OPTIMIZER.md §3); put it in a group "
+                  "on Muon or an elementwise optimizer",
+                  fn, unit, t->name, zs_opt_name_of(c));
+  int64_t rows, cols, n = 1;
   for (int d = 0; d < t->ndim; d++)
     n *= t->shape[d];
   if (n == 0 || frozen) return ZS_OK;
-  const size_t w = m->work_floats(t->shape[0], n / t->shape[0]);
+  zs_tp_whole_dims(t, layout, T, &rows, &cols);
+  const size_t w = m->work_floats(rows, cols) + zs_tp_join_floats(layout, T, (size_t)n, m->whole_in);
   if (w > *work) *work = w;
   if (m->whole_in > *chans) *chans = m->whole_in;
   return ZS_OK;
@@ -226,18 +235,12 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       const zs_optimizer *m = zs_optimizer_for(&c);
       if (!m->whole) continue;
       const zs_tensor_desc *t = &u->t[k];
-      if (e->tp_size > 1 && (u->tp[k] == ZS_TP_SPLIT_DIM0 || u->tp[k] == ZS_TP_SPLIT_DIM1))
-        return zs_err(ZS_ERR_UNSUPPORTED,
-                      "zs_engine_commit: tensor '%s.%s' is split over the tp group, and its "
-                      "group's optimizer '%s' needs each tensor whole: not yet (its step would "
-                      "see the slice, docs/PARALLEL.md §5); put it in a group on an elementwise "
-                      "optimizer",
-                      u->name, t->name, zs_opt_name_of(&c));
-      ZS_CHECK(
-          zs_engine_whole_tensor("zs_engine_commit", u->name, t, &c, u->frozen, &chans, &work));
-      const int64_t n = zs_unit_numel(u, k), rows = t->shape[0];
-      if (n == 0 || u->frozen) continue;
-      const double cols = (double)(n / rows), cost = (double)rows * cols * fmin((double)rows, cols);
+      ZS_CHECK(zs_engine_whole_tensor("zs_engine_commit", u->name, t, u->tp[k], e->tp_size, &c,
+                                      u->frozen, &chans, &work));
+      int64_t rows, cols;
+      zs_tp_whole_dims(t, u->tp[k], e->tp_size, &rows, &cols);
+      if (rows == 0 || u->frozen) continue;
+      const double r = (double)rows, cl = (double)cols, cost = r * cl * fmin(r, cl);
       int best = 0;
       for (int r = 1; r < S; r++)
         if (unit[r] < unit[best] || (unit[r] == unit[best] && total[r] < total[best])) best = r;

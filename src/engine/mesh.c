@@ -13,6 +13,7 @@
 #include "engine/engine_internal.h"
 #include "engine/fail.h"
 #include "mem/mem.h"
+#include "shard/tp_slice.h"
 
 zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout) {
   if (!u) return zs_err(ZS_ERR_INVALID_ARG, "zs_unit_set_tp: unit is NULL");
@@ -234,25 +235,10 @@ zs_status zs_engine_reduce_scatter(zs_engine *e, zs_mesh_dim dim, const void *se
   return mesh_done(e, rc, "zs_engine_reduce_scatter");
 }
 
-/* Tensor t's slice q of T in the whole tensor w (dim 0: a block of rows; dim 1: the same
-   columns of every row) to or from the slice sl (n elements), by to_slice. */
+/* Tensor t's slice q of T in the whole tensor w to or from the slice sl (n elements). */
 static void slice_copy(const zs_unit *u, int t, int q, int T, float *w, float *sl, size_t n,
                        int to_slice) {
-  if (u->tp[t] == ZS_TP_SPLIT_DIM0) {
-    if (to_slice)
-      memcpy(sl, w + (size_t)q * n, n * sizeof *sl);
-    else
-      memcpy(w + (size_t)q * n, sl, n * sizeof *sl);
-    return;
-  }
-  const size_t rows = (size_t)u->t[t].shape[0], c = rows ? n / rows : 0;
-  for (size_t i = 0; i < rows; i++) {
-    float *wr = w + i * c * (size_t)T + (size_t)q * c, *sr = sl + i * c;
-    if (to_slice)
-      memcpy(sr, wr, c * sizeof *sr);
-    else
-      memcpy(wr, sr, c * sizeof *sr);
-  }
+  zs_tp_slice_copy(u->tp[t], u->t[t].shape[0], n, q, T, w, sl, to_slice);
 }
 
 /* The slice calls the whole ones wrap: a param, a state by name or a gradient of tensor t. */

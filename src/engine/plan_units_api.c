@@ -81,7 +81,8 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
       rc = zs_engine_group_check(c, &g);
       if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
     }
-    ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, &g, u->frozen, chans, work));
+    ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, u->tp ? u->tp[k] : ZS_TP_REPLICATED,
+                                    c->tp_size, &g, u->frozen, chans, work));
     tk[k] = zs_opt_shape_of(&g)->nstate;
     tp[k] = zs_engine_state_part(&g, &named);
     if (tk[k] > *nstate) *nstate = tk[k];

@@ -114,6 +114,10 @@ struct zs_shard_ctx {
   zs_coll *shard;   /* ranks that split a unit */
   zs_coll *replica; /* ranks that hold the same shard (hybrid), or NULL */
   int world_rank, world_size, shard_rank, shard_size;
+  /* The tp group (NULL when tp_size is 1), this rank's place in it and its size: a whole step
+     joins a split tensor's slices over it (tier/whole.h). */
+  zs_coll *tp;
+  int tp_rank, tp_size;
   /* Called on a unit's local gradient (grad: its flat layout in dt) once it is final, before it is
      reduced, on stream (the engine's tp partial sums); NULL: none. */
   zs_status (*pre_reduce)(void *owner, zs_unit *u, void *grad, zs_dtype dt, void *stream);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "shard/tp_slice.h"
 #include "tier/nvme_tier.h"
 
 /* The most channels u's whole tensors gather and return (the plan's tensors: every rank alike);
@@ -24,46 +25,82 @@ static float *chan(const zs_unit *u, int c, size_t a) {
   return u->whole_dir + (size_t)c * u->lay.padded + a;
 }
 
-/* rows x cols of tensor k (the first dimension by the rest). */
-static void dims(const zs_unit *u, int k, int64_t *rows, int64_t *cols) {
-  *rows = u->t[k].shape[0];
-  *cols = (int64_t)u->lay.numel[k] / *rows;
+/* rows x cols of tensor k's whole step: the whole tensor's (a tp-split one's joined). */
+static void dims(const zs_tiers *t, const zs_unit *u, int k, int64_t *rows, int64_t *cols) {
+  zs_tp_whole_dims(&u->t[k], u->tp[k], t->sh->tp_size, rows, cols);
+}
+
+/* Tensor k's input channels, split over the tp group, joined over it into whole channels
+   (ci of them, T * n floats each, at w; recv: ZS_TP_SPLIT_DIM1's receive buffer): every rank of
+   the group, whether or not it computes k (the groups' calls stay the same on every rank). */
+static zs_status join(zs_tiers *t, zs_unit *u, int k, int ci, float *w, float *recv) {
+  const zs_shard_ctx *x = t->sh;
+  const size_t n = u->lay.numel[k], T = (size_t)x->tp_size;
+  const int dim1 = u->tp[k] == ZS_TP_SPLIT_DIM1;
+  for (int c = 0; c < ci; c++) {
+    float *wc = w + (size_t)c * T * n; /* dim 0: the slices in rank order are the whole */
+    ZS_CHECK(zs_coll_all_gather(x->tp, chan(u, c, u->lay.off[k]), dim1 ? recv : wc, n, ZS_CDT_F32,
+                                NULL));
+    for (size_t q = 0; dim1 && q < T; q++)
+      zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, (int)q, (int)T, wc, recv + q * n, 0);
+  }
+  return ZS_OK;
 }
 
 /* The whole steps of the tensors this rank computes (its own where the state is sharded, all of
    them where not: every = 1), in place in the channels; the first cout channels of the others'
-   zeroed (a computed one's past its own count too). */
-static void run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work) {
+   zeroed (a computed one's past its own count too). A tensor split over the tp group is joined
+   first (join), its whole step runs on the whole tensor in the scratch, and this rank's slice of
+   the results goes back to the channels: the bits of the same tensor unsplit. */
+static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work) {
+  const int T = t->sh->tp_size;
   for (int k = 0; k < u->ntensors; k++) {
     if (u->whole_owner[k] < 0) continue;
     const size_t off = u->lay.off[k], n = u->lay.numel[k];
+    const int split = zs_tp_is_split(u->tp[k], T);
     int ci, co = 0;
+    zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
+    float *ch[ZS_OPT_MAX_CHANNELS], *w = work, *ws = work; /* ws: the whole step's scratch */
+    if (split) {
+      ws = work + zs_tp_join_floats(u->tp[k], T, n, ci);
+      ZS_CHECK(join(t, u, k, ci, w, w + (size_t)ci * T * n));
+    }
     if (every || u->whole_owner[k] == t->sh->shard_rank) {
-      float *ch[ZS_OPT_MAX_CHANNELS];
-      zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
       for (int c = 0; c < ci; c++)
-        ch[c] = chan(u, c, off);
+        ch[c] = split ? w + (size_t)c * T * n : chan(u, c, off);
       int64_t rows, cols;
-      dims(u, k, &rows, &cols);
-      zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, work);
-      for (int c = 0; c < co; c++)
+      dims(t, u, k, &rows, &cols);
+      zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, ws);
+      for (int c = 0; c < co; c++) {
+        if (split) /* this rank's slice of the result */
+          zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, t->sh->tp_rank, T, ch[c],
+                           chan(u, c, off), 1);
+        float *o = chan(u, c, off);
         for (size_t i = 0; i < n; i++)
-          ch[c][i] += 0.0f; /* -0 -> +0: the sum below then gives it exactly */
+          o[i] += 0.0f; /* -0 -> +0: the sum below then gives it exactly */
+      }
+    } else {
+      co = 0;
     }
     for (int c = co; c < cout; c++)
       memset(chan(u, c, off), 0, n * sizeof(float));
   }
+  return ZS_OK;
 }
 
-/* The scratch floats of u's largest whole step (every rank allocates it, owner or not, before
-   the first collective: an allocation fails on no rank inside the exchange). */
+/* The scratch floats of u's largest whole step, with a split tensor's join (every rank allocates
+   it, owner or not, before the first collective: an allocation fails on no rank inside the
+   exchange). */
 static size_t work_floats(const zs_tiers *t, const zs_unit *u) {
   size_t w = 0;
   for (int k = 0; k < u->ntensors; k++)
     if (u->whole_owner[k] >= 0) {
       int64_t rows, cols;
-      dims(u, k, &rows, &cols);
-      const size_t f = zs_optim_whole_work(t->optim, u->group[k], rows, cols);
+      int ci, co;
+      dims(t, u, k, &rows, &cols);
+      zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
+      const size_t f = zs_optim_whole_work(t->optim, u->group[k], rows, cols) +
+                       zs_tp_join_floats(u->tp[k], t->sh->tp_size, u->lay.numel[k], ci);
       if (f > w) w = f;
     }
   return w;
@@ -143,8 +180,8 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
   for (int c = 0; sharded && c < cin && rc == ZS_OK; c++)
     rc = zs_coll_all_gather(x->shard, chan(u, c, u->lay.shard_off), chan(u, c, 0), sh, ZS_CDT_F32,
                             NULL);
-  if (rc == ZS_OK) run_owned(t, u, cout, !sharded, work);
-  zs_sh_free(x, ZS_MEM_BUFFERS, work, wn * sizeof *work, NULL);
+  if (rc == ZS_OK) rc = run_owned(t, u, cout, !sharded, work);
+  zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, NULL); /* a join's buffer */
   for (int c = 0; sharded && c < cout && rc == ZS_OK; c++)
     rc = zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,
                                 ZS_CDT_F32, NULL);

@@ -31,7 +31,9 @@
  * it must refuse).
  *
  * --bad 1 runs the refusals instead (needs 4 ranks): a tp size that does not divide the world, a
- * split of a missing dimension, layouts that differ across ranks, Muon on a split matrix. */
+ * split of a missing dimension, layouts that differ across ranks, Adafactor on a split matrix.
+ *
+ * --muon 1 puts W1 and W2 on Muon (muon_group): their steps must be the tp 1 run's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +46,7 @@ enum { D = 8, H = 16, B = 8, NT = 5 };
 enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "scale"'s */
 
 typedef struct {
-  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at, broadcast;
+  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at, broadcast, muon;
   const char *write, *compare, *save, *load, *export;
   double tol;
 } opts;
@@ -293,6 +295,19 @@ static void full_params(model *m, float *out) {
   memcpy(o, g, sizeof g);
 }
 
+/* --muon 1: the matrices W1 (split on dim 0) and W2 (on dim 1) in a Muon group at twice the lr:
+   each one's whole step must see the whole matrix, joined over the tp group (tier/whole.h). */
+static void muon_group(model *m) {
+  zs_param_group pg;
+  int gid;
+  ZS_OK_OR_DIE(zs_engine_group_default(m->e, &pg));
+  pg.optimizer = "muon";
+  pg.lr_scale = 2.0f;
+  ZS_OK_OR_DIE(zs_engine_add_group(m->e, &pg, &gid));
+  ZS_OK_OR_DIE(zs_unit_set_group(m->mlp, M_W1, gid));
+  ZS_OK_OR_DIE(zs_unit_set_group(m->mlp, M_W2, gid));
+}
+
 static void make_engine(model *m, zs_comm *comm, const opts *o) {
   zs_config c;
   zs_config_default(&c);
@@ -344,6 +359,7 @@ static int train(zs_comm *comm, const opts *o) {
   model m = {0};
   make_engine(&m, comm, o);
   add_units(&m, 0);
+  if (o->muon) muon_group(&m);
   ZS_OK_OR_DIE(zs_engine_commit(m.e));
   set_slices(&m, o->whole);
   if (o->broadcast) scramble_and_broadcast(&m, o->stage);
@@ -516,14 +532,14 @@ static int bad(zs_comm *comm, const opts *o) {
   ZS_EXPECT_STATUS(zs_engine_commit(m.e), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "tp layouts (zs_unit_set_tp)"), "%s", zs_last_error());
   zs_engine_destroy(m.e);
-  /* Muon on a split matrix: refused for now (its step would see the slice). */
+  /* Adafactor on a split matrix: refused (its factors would be the slice's statistics). */
   model mu = {0};
   make_engine(&mu, comm, &o2);
   add_units(&mu, 0);
   zs_param_group pg;
   int gid;
   ZS_OK_OR_DIE(zs_engine_group_default(mu.e, &pg));
-  pg.optimizer = "muon";
+  pg.optimizer = "adafactor";
   ZS_OK_OR_DIE(zs_engine_add_group(mu.e, &pg, &gid));
   ZS_OK_OR_DIE(zs_unit_set_group(mu.mlp, M_W2, gid));
   ZS_EXPECT_STATUS(zs_engine_commit(mu.e), ZS_ERR_UNSUPPORTED);
@@ -563,7 +579,7 @@ static int bad(zs_comm *comm, const opts *o) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 20, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1, 20, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const struct {
@@ -572,7 +588,8 @@ int main(int argc, char **argv) {
   } ints[] = {{"--stage", &o.stage}, {"--tp", &o.tp},           {"--micro", &o.micro},
               {"--det", &o.det},     {"--steps", &o.steps},     {"--offload", &o.offload},
               {"--bad", &o.bad},     {"--sgd", &o.sgd},         {"--group", &o.group},
-              {"--whole", &o.whole}, {"--save-at", &o.save_at}, {"--broadcast", &o.broadcast}};
+              {"--whole", &o.whole}, {"--save-at", &o.save_at}, {"--broadcast", &o.broadcast},
+              {"--muon", &o.muon}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     int known = 1;

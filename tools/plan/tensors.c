@@ -44,7 +44,7 @@ int zp_model_tensors(zp_model *m) {
       m->bare = 1;
       return 0;
     }
-    m->units[u] = (zs_plan_unit){nt, d, NULL, 0, NULL};
+    m->units[u] = (zs_plan_unit){nt, d, NULL, 0, NULL, NULL};
   }
   return 0;
 }
