@@ -308,7 +308,7 @@ static void muon_group(model *m) {
   ZS_OK_OR_DIE(zs_unit_set_group(m->mlp, M_W2, gid));
 }
 
-static void make_engine(model *m, zs_comm *comm, const opts *o) {
+static void fill_config(const opts *o, zs_config *cfg) {
   zs_config c;
   zs_config_default(&c);
   c.stage = o->stage;
@@ -324,6 +324,48 @@ static void make_engine(model *m, zs_comm *comm, const opts *o) {
     c.sgd.momentum = 0.9f;
     c.optim.lr = 0.2f;
   }
+  *cfg = c;
+}
+
+/* --muon 1: zs_plan_model_units with the tensors' slices and tp layouts is the engine's plan (the
+   Muon matrices' whole steps joined over tp), at tp > 1 above the same units planned unsplit, and
+   the training's buffers (checked after it) stay within it. */
+static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
+  zs_config c;
+  fill_config(o, &c);
+  int muon = -1;
+  ZS_OK_OR_DIE(zs_optimizer_id("muon", &muon));
+  const int Hl = m->Hl;
+  const zs_tensor_desc sd[1] = {{"s", 1, {D, 0, 0, 0}, 1}};
+  const zs_tensor_desc md[NT] = {{"w1", 2, {Hl, D, 0, 0}, 0},
+                                 {"b1", 1, {Hl, 0, 0, 0}, 1},
+                                 {"w2", 2, {D, Hl, 0, 0}, 0},
+                                 {"b2", 1, {D, 0, 0, 0}, 1},
+                                 {"g", 1, {D, 0, 0, 0}, 1}};
+  const int opt[NT] = {muon, -1, muon, -1, -1};
+  const int tp[NT] = {ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM1, ZS_TP_PARTIAL_GRAD,
+                      ZS_TP_PARTIAL_GRAD};
+  zs_plan_unit pu[2] = {{1, sd, NULL, 0, NULL, NULL}, {NT, md, opt, 0, NULL, tp}};
+  zs_plan_report r, unsplit;
+  ZS_OK_OR_DIE(zs_engine_plan_memory(m->e, plan));
+  ZS_OK_OR_DIE(zs_plan_model_units(&c, m->R, pu, 2, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_EXPECT(r.params == plan->params.cur && r.grads == plan->grads.cur &&
+                r.optimizer == plan->optimizer.cur && r.buffers == plan->buffers.cur &&
+                r.host_pinned == plan->host_pinned.cur,
+            "zs_plan_model_units: params %zu grads %zu optimizer %zu buffers %zu host %zu; the "
+            "engine's plan %zu %zu %zu %zu %zu",
+            r.params, r.grads, r.optimizer, r.buffers, r.host_pinned, (size_t)plan->params.cur,
+            (size_t)plan->grads.cur, (size_t)plan->optimizer.cur, (size_t)plan->buffers.cur,
+            (size_t)plan->host_pinned.cur);
+  pu[1].tp = NULL;
+  ZS_OK_OR_DIE(zs_plan_model_units(&c, m->R, pu, 2, 0, SIZE_MAX, SIZE_MAX, &unsplit));
+  ZS_EXPECT(m->T == 1 ? unsplit.buffers == r.buffers : unsplit.buffers < r.buffers,
+            "tp %d: the split plan's buffers %zu, unsplit %zu", m->T, r.buffers, unsplit.buffers);
+}
+
+static void make_engine(model *m, zs_comm *comm, const opts *o) {
+  zs_config c;
+  fill_config(o, &c);
   ZS_OK_OR_DIE(zs_engine_create(&c, comm, &m->e));
   ZS_OK_OR_DIE(zs_engine_mesh(m->e, ZS_MESH_TP, &m->q, &m->T));
   ZS_OK_OR_DIE(zs_engine_mesh(m->e, ZS_MESH_DP, &m->r, &m->R));
@@ -361,6 +403,8 @@ static int train(zs_comm *comm, const opts *o) {
   add_units(&m, 0);
   if (o->muon) muon_group(&m);
   ZS_OK_OR_DIE(zs_engine_commit(m.e));
+  zs_memory plan;
+  if (o->muon) check_muon_plan(&m, o, &plan);
   set_slices(&m, o->whole);
   if (o->broadcast) scramble_and_broadcast(&m, o->stage);
   const int rank = zs_comm_rank(comm);
@@ -495,6 +539,11 @@ static int train(zs_comm *comm, const opts *o) {
                     memcmp(gfull, rg, sizeof rg) == 0,
                 "not bit-identical");
   }
+  zs_memory used;
+  ZS_OK_OR_DIE(zs_engine_memory(m.e, &used));
+  ZS_EXPECT(!o->muon || used.buffers.peak <= plan.buffers.cur,
+            "the buffers' peak %zu over the plan's %zu", (size_t)used.buffers.peak,
+            (size_t)plan.buffers.cur);
   zs_engine_destroy(m.e);
   return 0;
 }
