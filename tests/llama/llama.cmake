@@ -73,7 +73,8 @@ endif()
 if(ZS_BUILD_EXAMPLES)
   add_test(NAME train_llama_modes
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_train_llama_modes.sh
-                   $<TARGET_FILE:train_llama> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC})
+                   $<TARGET_FILE:train_llama> ${PROJECT_SOURCE_DIR} ${ZS_MPIEXEC}
+                   $<TARGET_FILE:zshard-plan>)
   set_tests_properties(train_llama_modes PROPERTIES ENVIRONMENT "${ZS_TEST_ENV}" TIMEOUT 300
                                                     LABELS "llama;python;mpi" PROCESSORS 2)
 endif()

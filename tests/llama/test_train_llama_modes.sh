@@ -13,11 +13,14 @@
 # and with its state offloaded (--offload opt+params) or budgeted (--offload-budget); so does
 # --master remainder with --offload opt. --tp 2 gives the default's weights within fp32 rounding,
 # with the embedding and head split over the vocabulary (alone and with --sp 1) or replicated.
-# usage: test_train_llama_modes.sh TRAIN_LLAMA SOURCE_DIR [MPIEXEC]
+# --optimizer muon at --tp 2 trains the 1-rank Muon run's weights, and zshard-plan bounds its
+# buffer peak.
+# usage: test_train_llama_modes.sh TRAIN_LLAMA SOURCE_DIR MPIEXEC ZSHARD_PLAN
 set -u
 EXE=$1
 SRC=$2
-MPI=${3:-mpirun}
+MPI=$3
+PLAN=$4
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 # An address-space cap (8 GB) on the runs; not under AddressSanitizer, whose shadow memory needs
@@ -67,6 +70,28 @@ train tp2_sp 2 --batch 2 --tp 2 --sp 1 --stage 2 &&
 # not divide).
 train tp2_rep 2 --batch 2 --tp 2 --vocab-parallel 0 --stage 1 &&
   check "--tp 2 --vocab-parallel 0 = default within 1e-4" $CMP "$(st base)" "$(st tp2_rep)" close . 1e-4
+# --optimizer muon (the examples' grouping) at --tp 2: each Muon matrix's whole step joins its
+# slices over the tp group, so the weights are the 1-rank Muon run's up to the order of fp32 sums
+# (measured 5.7e-6, the head's; 2e-3 and more with Newton-Schulz run on each slice). Its buffer
+# peak, by hand (stage 3 on 2 ranks: 1 data-parallel rank, which computes every whole step): a
+# layer's 18560 elements on a tp rank (q 32 x 64, k and v 16 x 64, o 64 x 32, gate, up and down
+# 64 x 64, two norms of 64) in one channel, and the largest whole step's scratch, down_proj's: the
+# whole 64 x 128 matrix joined (8192 floats) through a receive buffer (8192; dim-1 slices), and
+# Newton-Schulz's 2 * 64 * 128 + 2 * 64 * 64 = 24576 floats: 4 * (18560 + 40960) = 238080 bytes.
+# zshard-plan --tp 2 --optimizer muon bounds it within the few KiB of its other buffers.
+train muon 1 --batch 2 --optimizer muon &&
+  train muon_tp2 2 --batch 2 --tp 2 --stage 3 --optimizer muon --metrics "$W/muon_tp2.jsonl" &&
+  {
+    check "--optimizer muon --tp 2 = 1 rank within 1e-4" $CMP "$(st muon)" "$(st muon_tp2)" close . 1e-4
+    peak=$(grep '"event":"memory","when":"end"' "$W/muon_tp2.jsonl" | head -n1 |
+      python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["bytes"]["buffers"][1])')
+    check "--optimizer muon --tp 2: buffer peak $peak = 238080 by hand" test "$peak" = 238080
+    planned=$("$PLAN" --model "$(st muon | xargs dirname)/config.json" --world 2 --tp 2 --stage 3 \
+      --device cpu --dtype fp32 --seq 32 --batch 2 --optimizer muon --json |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["buffers"])')
+    check "zshard-plan --tp 2 --optimizer muon: buffers $planned within 4 KiB above $peak" \
+      test "$planned" -ge "$peak" -a "$planned" -le $((peak + 4096))
+  }
 train params 1 --batch 2 --master params &&
   check "--master params = default, bit for bit" cmp "$(st base)" "$(st params)"
 if train budget 1 --batch 2 --offload-budget 1.6M; then

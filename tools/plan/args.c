@@ -299,16 +299,6 @@ int zp_args_parse(zp_args *a, int argc, char **argv) {
     fprintf(stderr, "zshard-plan: --stage is 0, 1, 2 or 3\n");
     return -1;
   }
-  int muon = -1;
-  zs_optimizer_id("muon", &muon);
-  if (a->tp > 1 && a->optimizer == muon) {
-    fprintf(stderr,
-            "zshard-plan: --optimizer muon with --tp %d: train_llama's split matrices "
-            "cannot take Muon yet (the engine refuses a tp-split tensor on a whole-tensor "
-            "optimizer)\n",
-            a->tp);
-    return -1;
-  }
   if (a->sp && a->tp < 2) {
     fprintf(stderr, "zshard-plan: --sp (sequence parallelism) splits tokens over the tp group: "
                     "give --tp 2 or more\n");

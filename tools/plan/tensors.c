@@ -49,18 +49,21 @@ int zp_model_tensors(zp_model *m) {
   return 0;
 }
 
-/* The plan's units: m's, with its frozen flags and each tensor's optimizer under cfg (--optimizer
-   muon: the examples' group, the configuration's optimizer AdamW) into *c, *us and *opt (the
-   caller frees both; NULL on ZS_ERR_OUT_OF_MEMORY). */
-static zs_status with_groups(const zp_model *m, const zs_config *cfg, zs_config *c,
-                             zs_plan_unit **us, int **opt) {
+/* The plan's units: m's, with its frozen flags, each tensor's optimizer under cfg (--optimizer
+   muon: the examples' group, the configuration's optimizer AdamW) and with --tp train_llama's
+   tensor-parallel layouts, into *c, *us and *opt (the optimizers, then the layouts; the caller
+   frees both; NULL on ZS_ERR_OUT_OF_MEMORY). */
+static zs_status with_groups(const zp_args *a, const zp_model *m, const zs_config *cfg,
+                             zs_config *c, zs_plan_unit **us, int **opt) {
   *c = *cfg;
   int muon = -1;
   zs_optimizer_id("muon", &muon);
-  const int group = cfg->optimizer == muon;
+  const int group = cfg->optimizer == muon, tp = a->tp > 1 && m->is_llama;
   if (group) c->optimizer = ZS_OPT_ADAMW;
+  if (tp) c->tp_size = a->tp;
+  const size_t room = (size_t)m->n * ZP_MAX_UNIT_TENSORS;
   *us = calloc((size_t)m->n, sizeof **us);
-  *opt = calloc((size_t)m->n * ZP_MAX_UNIT_TENSORS, sizeof **opt);
+  *opt = calloc(2 * room, sizeof **opt);
   if (!*us || !*opt) {
     free(*us), free(*opt);
     *us = NULL, *opt = NULL;
@@ -70,10 +73,13 @@ static zs_status with_groups(const zp_model *m, const zs_config *cfg, zs_config 
     zs_plan_unit *pu = &(*us)[u];
     *pu = m->units[u];
     pu->frozen = m->frozen && m->frozen[u];
-    int *o = *opt + (size_t)u * ZP_MAX_UNIT_TENSORS;
-    for (int k = 0; k < pu->ntensors; k++)
+    int *o = *opt + (size_t)u * ZP_MAX_UNIT_TENSORS, *l = o + room;
+    for (int k = 0; k < pu->ntensors; k++) {
       o[k] = group && ex_muon_takes(u, m->n, &pu->tensors[k]) ? muon : -1;
+      if (tp) l[k] = (int)llama_tp_layout(&m->llama, a->sp, u, k);
+    }
     pu->optimizer = o;
+    pu->tp = tp ? l : NULL;
   }
   return ZS_OK;
 }
@@ -85,7 +91,7 @@ zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, siz
   zs_config c;
   zs_plan_unit *us = NULL;
   int *opt = NULL;
-  zs_status rc = with_groups(m, cfg, &c, &us, &opt);
+  zs_status rc = with_groups(a, m, cfg, &c, &us, &opt);
   if (rc == ZS_OK) rc = zs_plan_model_units(&c, zp_dp_world(a), us, m->n, act, dev, host, r);
   free(us);
   free(opt);
@@ -99,7 +105,7 @@ zs_status zp_placement(const zp_args *a, const zp_model *m, const zs_config *cfg
   zs_config c;
   zs_plan_unit *us = NULL;
   int *opt = NULL;
-  zs_status rc = with_groups(m, cfg, &c, &us, &opt);
+  zs_status rc = with_groups(a, m, cfg, &c, &us, &opt);
   if (rc == ZS_OK) rc = zs_plan_placement_units(&c, zp_dp_world(a), us, m->n, host);
   free(us);
   free(opt);
