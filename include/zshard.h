@@ -549,10 +549,12 @@ typedef struct {
   size_t reserved[2];
 } zs_plan_report;
 /* Plans nunits units (unit_numel[i] >= 0 elements each, forward order) under cfg (as given: no
-   environment) on world_size ranks, with activation_bytes more of the caller's device memory per
-   rank, against device_bytes and host_bytes per rank (SIZE_MAX: unlimited; the CPU device draws
-   on device_bytes). ZS_ERR_INVALID_ARG for NULL, a bad count, a config the engine would refuse or
-   a shard group that does not divide the world (out untouched). Local; allocates nothing. */
+   environment) on world_size ranks (every rank, as zs_engine_create counts them: with tp_size > 1
+   one rank's units, its slices, over world_size / tp_size data-parallel ranks), with
+   activation_bytes more of the caller's device memory per rank, against device_bytes and
+   host_bytes per rank (SIZE_MAX: unlimited; the CPU device draws on device_bytes).
+   ZS_ERR_INVALID_ARG for NULL, a bad count, a config the engine would refuse, a tp_size or shard
+   group that does not divide the world (out untouched). Local; allocates nothing. */
 ZS_API zs_status zs_plan_model(const zs_config *cfg, int world_size, const int64_t *unit_numel,
                                int nunits, size_t activation_bytes, size_t device_bytes,
                                size_t host_bytes, zs_plan_report *out);

@@ -205,7 +205,8 @@ zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tens
     n *= t->shape[d];
   if (n == 0 || frozen) return ZS_OK;
   zs_tp_whole_dims(t, layout, T, &rows, &cols);
-  const size_t w = m->work_floats(rows, cols) + zs_tp_join_floats(layout, T, (size_t)n, m->whole_in);
+  const size_t w =
+      m->work_floats(rows, cols) + zs_tp_join_floats(layout, T, (size_t)n, m->whole_in);
   if (w > *work) *work = w;
   if (m->whole_in > *chans) *chans = m->whole_in;
   return ZS_OK;

@@ -10,20 +10,31 @@
 #include "optim/optimizer.h"
 #include "shard/plan_fit.h"
 
-/* The checks zs_plan_model and zs_plan_placement share, and the completed config into c. */
-static zs_status check_args(const char *fn, const zs_config *cfg, int world_size,
+zs_status zs_plan_dp_ranks(const char *fn, const zs_config *c, int world_size, int *dp) {
+  if (world_size % c->tp_size)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "%s: tp_size %d does not divide the world size %d (zs_engine_create refuses it)",
+                  fn, c->tp_size, world_size);
+  *dp = world_size / c->tp_size;
+  return ZS_OK;
+}
+
+/* The checks zs_plan_model and zs_plan_placement share, the completed config into c and the
+   data-parallel ranks into *world_size. */
+static zs_status check_args(const char *fn, const zs_config *cfg, int *world_size,
                             const int64_t *unit_numel, int nunits, const void *out, zs_config *c) {
   if (!cfg || !unit_numel || !out)
     return zs_err(ZS_ERR_INVALID_ARG, "%s: cfg, unit_numel or out is NULL", fn);
-  if (nunits < 1 || world_size < 1)
+  if (nunits < 1 || *world_size < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "%s: %d units on %d ranks: both must be at least 1", fn,
-                  nunits, world_size);
+                  nunits, *world_size);
   for (int i = 0; i < nunits; i++)
     if (unit_numel[i] < 0)
       return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %lld elements: must be >= 0", fn, i,
                     (long long)unit_numel[i]);
   ZS_CHECK(zs_config_complete(cfg, c));
-  return zs_config_validate(c);
+  ZS_CHECK(zs_config_validate(c));
+  return zs_plan_dp_ranks(fn, c, *world_size, world_size);
 }
 
 /* The planner's whole-tensor buffers of a unit (plan_units.h) when the configuration's optimizer
@@ -72,7 +83,7 @@ static zs_status plan_placement(const char *fn, const zs_config *cfg, int world_
                                 const int64_t *unit_numel, const int *unit_frozen, int nunits,
                                 unsigned char *host) {
   zs_config c;
-  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, host, &c));
+  ZS_CHECK(check_args(fn, cfg, &world_size, unit_numel, nunits, host, &c));
   const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
   return zs_plan_placement_of(&c, world_size, &us, host);
 }
@@ -132,7 +143,7 @@ static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size
                             size_t activation_bytes, size_t device_bytes, size_t host_bytes,
                             zs_plan_report *out) {
   zs_config c;
-  ZS_CHECK(check_args(fn, cfg, world_size, unit_numel, nunits, out, &c));
+  ZS_CHECK(check_args(fn, cfg, &world_size, unit_numel, nunits, out, &c));
   const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
   return zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
 }

@@ -90,18 +90,20 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
   return ZS_OK;
 }
 
-/* The checks both calls share, the completed config into c and the units' figures into f (freed
-   by the caller, also on error); fn names the call. */
-static zs_status prepare(const char *fn, const zs_config *cfg, int world_size,
+/* The checks both calls share, the completed config into c, the data-parallel ranks into
+   *world_size and the units' figures into f (freed by the caller, also on error); fn names the
+   call. */
+static zs_status prepare(const char *fn, const zs_config *cfg, int *world_size,
                          const zs_plan_unit *units, int nunits, const void *out, zs_config *c,
                          units_figures *f) {
   if (!cfg || !units || !out)
     return zs_err(ZS_ERR_INVALID_ARG, "%s: cfg, units or out is NULL", fn);
-  if (nunits < 1 || world_size < 1)
+  if (nunits < 1 || *world_size < 1)
     return zs_err(ZS_ERR_INVALID_ARG, "%s: %d units on %d ranks: both must be at least 1", fn,
-                  nunits, world_size);
+                  nunits, *world_size);
   ZS_CHECK(zs_config_complete(cfg, c));
   ZS_CHECK(zs_config_validate(c));
+  ZS_CHECK(zs_plan_dp_ranks(fn, c, *world_size, world_size));
   const size_t n = (size_t)nunits;
   f->numel = malloc(n * sizeof *f->numel);
   f->frozen = malloc(n * sizeof *f->frozen);
@@ -125,7 +127,7 @@ zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_pla
                               size_t host_bytes, zs_plan_report *out) {
   zs_config c;
   units_figures f = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
-  zs_status rc = prepare("zs_plan_model_units", cfg, world_size, units, nunits, out, &c, &f);
+  zs_status rc = prepare("zs_plan_model_units", cfg, &world_size, units, nunits, out, &c, &f);
   if (rc == ZS_OK) {
     const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate, f.tensors};
     rc = zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
@@ -138,7 +140,7 @@ zs_status zs_plan_placement_units(const zs_config *cfg, int world_size, const zs
                                   int nunits, unsigned char *host) {
   zs_config c;
   units_figures f = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
-  zs_status rc = prepare("zs_plan_placement_units", cfg, world_size, units, nunits, host, &c, &f);
+  zs_status rc = prepare("zs_plan_placement_units", cfg, &world_size, units, nunits, host, &c, &f);
   if (rc == ZS_OK) {
     const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate, f.tensors};
     rc = zs_plan_placement_of(&c, world_size, &us, host);

@@ -2,7 +2,8 @@
  * (docs/PARALLEL.md §2): the engine's whole-tensor calls (zs_unit_get_param_whole, ...), the
  * planner's and the engine's whole-step plans and the whole step's join over the tp group
  * (tier/whole.c) share them. layout is a zs_tp_layout: ZS_TP_SPLIT_DIM0 slices are blocks of rows,
- * ZS_TP_SPLIT_DIM1 slices the same columns of every row; any other layout, or T = 1, is no split. */
+ * ZS_TP_SPLIT_DIM1 slices the same columns of every row; any other layout, or T = 1, is no split.
+ */
 #ifndef ZS_SHARD_TP_SLICE_H
 #define ZS_SHARD_TP_SLICE_H
 

@@ -73,8 +73,8 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *
       zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, ws);
       for (int c = 0; c < co; c++) {
         if (split) /* this rank's slice of the result */
-          zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, t->sh->tp_rank, T, ch[c],
-                           chan(u, c, off), 1);
+          zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, t->sh->tp_rank, T, ch[c], chan(u, c, off),
+                           1);
         float *o = chan(u, c, off);
         for (size_t i = 0; i < n; i++)
           o[i] += 0.0f; /* -0 -> +0: the sum below then gives it exactly */

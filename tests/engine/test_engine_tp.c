@@ -327,9 +327,9 @@ static void fill_config(const opts *o, zs_config *cfg) {
   *cfg = c;
 }
 
-/* --muon 1: zs_plan_model_units with the tensors' slices and tp layouts is the engine's plan (the
-   Muon matrices' whole steps joined over tp), at tp > 1 above the same units planned unsplit, and
-   the training's buffers (checked after it) stay within it. */
+/* --muon 1: zs_plan_model_units over every rank with the tensors' slices and tp layouts is the
+   engine's plan (the Muon matrices' whole steps joined over tp; without the layouts 128 bytes
+   short at tp 2), and the training's buffers (checked after it) stay within it. */
 static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
   zs_config c;
   fill_config(o, &c);
@@ -346,9 +346,9 @@ static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
   const int tp[NT] = {ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM1, ZS_TP_PARTIAL_GRAD,
                       ZS_TP_PARTIAL_GRAD};
   zs_plan_unit pu[2] = {{1, sd, NULL, 0, NULL, NULL}, {NT, md, opt, 0, NULL, tp}};
-  zs_plan_report r, unsplit;
+  zs_plan_report r, bare;
   ZS_OK_OR_DIE(zs_engine_plan_memory(m->e, plan));
-  ZS_OK_OR_DIE(zs_plan_model_units(&c, m->R, pu, 2, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_plan_model_units(&c, m->R * m->T, pu, 2, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_EXPECT(r.params == plan->params.cur && r.grads == plan->grads.cur &&
                 r.optimizer == plan->optimizer.cur && r.buffers == plan->buffers.cur &&
                 r.host_pinned == plan->host_pinned.cur,
@@ -357,10 +357,20 @@ static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
             r.params, r.grads, r.optimizer, r.buffers, r.host_pinned, (size_t)plan->params.cur,
             (size_t)plan->grads.cur, (size_t)plan->optimizer.cur, (size_t)plan->buffers.cur,
             (size_t)plan->host_pinned.cur);
-  pu[1].tp = NULL;
-  ZS_OK_OR_DIE(zs_plan_model_units(&c, m->R, pu, 2, 0, SIZE_MAX, SIZE_MAX, &unsplit));
-  ZS_EXPECT(m->T == 1 ? unsplit.buffers == r.buffers : unsplit.buffers < r.buffers,
-            "tp %d: the split plan's buffers %zu, unsplit %zu", m->T, r.buffers, unsplit.buffers);
+  /* The bare planner too shards over the data-parallel ranks of every rank's count, and refuses
+     a tp_size that does not divide it as create does. */
+  const int64_t numel[2] = {D, 2 * Hl * D + Hl + 2 * D};
+  ZS_OK_OR_DIE(zs_plan_model(&c, m->R * m->T, numel, 2, 0, SIZE_MAX, SIZE_MAX, &bare));
+  ZS_EXPECT(bare.params == plan->params.cur && bare.grads == plan->grads.cur,
+            "zs_plan_model: params %zu grads %zu; the engine's plan %zu %zu", bare.params,
+            bare.grads, (size_t)plan->params.cur, (size_t)plan->grads.cur);
+  if (m->T > 1) {
+    ZS_EXPECT_STATUS(zs_plan_model(&c, m->T + 1, numel, 2, 0, SIZE_MAX, SIZE_MAX, &bare),
+                     ZS_ERR_INVALID_ARG);
+    ZS_EXPECT(strstr(zs_last_error(), "does not divide the world size"), "%s", zs_last_error());
+    ZS_EXPECT_STATUS(zs_plan_model_units(&c, m->T + 1, pu, 2, 0, SIZE_MAX, SIZE_MAX, &bare),
+                     ZS_ERR_INVALID_ARG);
+  }
 }
 
 static void make_engine(model *m, zs_comm *comm, const opts *o) {

@@ -72,7 +72,7 @@ train tp2_rep 2 --batch 2 --tp 2 --vocab-parallel 0 --stage 1 &&
   check "--tp 2 --vocab-parallel 0 = default within 1e-4" $CMP "$(st base)" "$(st tp2_rep)" close . 1e-4
 # --optimizer muon (the examples' grouping) at --tp 2: each Muon matrix's whole step joins its
 # slices over the tp group, so the weights are the 1-rank Muon run's up to the order of fp32 sums
-# (measured 5.7e-6, the head's; 2e-3 and more with Newton-Schulz run on each slice). Its buffer
+# (measured 5.7e-6, the head's; 1.4e-2 with Newton-Schulz run on each slice). Its buffer
 # peak, by hand (stage 3 on 2 ranks: 1 data-parallel rank, which computes every whole step): a
 # layer's 18560 elements on a tp rank (q 32 x 64, k and v 16 x 64, o 64 x 32, gate, up and down
 # 64 x 64, two norms of 64) in one channel, and the largest whole step's scratch, down_proj's: the

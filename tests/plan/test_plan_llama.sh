@@ -177,7 +177,6 @@ check "llama3-8b --tp 2 --recommend --recompute: 6 sums a layer" "$got" 0.065096
 for bad in "--model llama3-8b --world 3 --tp 3:splits the attention heads (32)" \
            "--model llama3-8b --world 8 --tp 3:--tp 3 does not divide --world 8" \
            "--model d12 --world 2 --tp 2:planned for Llama-family models" \
-           "--model llama3-8b --world 2 --tp 2 --optimizer muon:cannot take Muon yet" \
            "--model llama3-8b --world 2 --sp:give --tp 2 or more" \
            "--model llama3-8b --world 2 --tp 2 --vocab-parallel 2:bad value '2' for --vocab-parallel" \
            "--model llama3-8b --world 4 --tp 4 --sp --seq 4098:not a multiple of it"; do

@@ -37,6 +37,7 @@ void zp_config(const zp_args *a, int stage, unsigned offload, zs_config *c) {
   c->grad_accum_fp32 = a->grad_accum_fp32 && a->dtype == ZS_BF16; /* fp32 params: fp32 already */
   c->optimizer = a->optimizer;
   c->sgd.momentum = a->momentum;
+  c->tp_size = a->tp; /* the plans are over a->world ranks, world / tp data-parallel */
   /* "free" is decided at commit: --free BYTES plans with that number, else ZS_BUDGET_FREE itself
      (a budget no model exceeds) */
   c->offload_budget_bytes =

@@ -58,9 +58,8 @@ static zs_status with_groups(const zp_args *a, const zp_model *m, const zs_confi
   *c = *cfg;
   int muon = -1;
   zs_optimizer_id("muon", &muon);
-  const int group = cfg->optimizer == muon, tp = a->tp > 1 && m->is_llama;
+  const int group = cfg->optimizer == muon, tp = cfg->tp_size > 1 && m->is_llama;
   if (group) c->optimizer = ZS_OPT_ADAMW;
-  if (tp) c->tp_size = a->tp;
   const size_t room = (size_t)m->n * ZP_MAX_UNIT_TENSORS;
   *us = calloc((size_t)m->n, sizeof **us);
   *opt = calloc(2 * room, sizeof **opt);
@@ -87,12 +86,12 @@ static zs_status with_groups(const zp_args *a, const zp_model *m, const zs_confi
 zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, size_t act, size_t dev,
                   size_t host, zs_plan_report *r) {
   if (!m->units)
-    return zs_plan_model_frozen(cfg, zp_dp_world(a), m->numel, m->frozen, m->n, act, dev, host, r);
+    return zs_plan_model_frozen(cfg, a->world, m->numel, m->frozen, m->n, act, dev, host, r);
   zs_config c;
   zs_plan_unit *us = NULL;
   int *opt = NULL;
   zs_status rc = with_groups(a, m, cfg, &c, &us, &opt);
-  if (rc == ZS_OK) rc = zs_plan_model_units(&c, zp_dp_world(a), us, m->n, act, dev, host, r);
+  if (rc == ZS_OK) rc = zs_plan_model_units(&c, a->world, us, m->n, act, dev, host, r);
   free(us);
   free(opt);
   return rc;
@@ -101,12 +100,12 @@ zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, siz
 zs_status zp_placement(const zp_args *a, const zp_model *m, const zs_config *cfg,
                        unsigned char *host) {
   if (!m->units)
-    return zs_plan_placement_frozen(cfg, zp_dp_world(a), m->numel, m->frozen, m->n, host);
+    return zs_plan_placement_frozen(cfg, a->world, m->numel, m->frozen, m->n, host);
   zs_config c;
   zs_plan_unit *us = NULL;
   int *opt = NULL;
   zs_status rc = with_groups(a, m, cfg, &c, &us, &opt);
-  if (rc == ZS_OK) rc = zs_plan_placement_units(&c, zp_dp_world(a), us, m->n, host);
+  if (rc == ZS_OK) rc = zs_plan_placement_units(&c, a->world, us, m->n, host);
   free(us);
   free(opt);
   return rc;
