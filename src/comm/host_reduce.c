@@ -4,6 +4,10 @@
  * Every rank's contribution is brought together and summed in rank order 0, 1, ..., world - 1
  * (floats accumulated in double, rounded once), so the result is the same bits on every rank and
  * on every backend. Transport:
+ * Every call first exchanges a header per rank (whether it refused its arguments, its count,
+ * dtype and op, and up to 32 bytes of values, which then need no second exchange), so that a
+ * refusal or a call that differs is an error on every rank before any other value moves, and the
+ * ranks' calls stay paired. Transport:
  *  - zs_comm_init_mpi: one MPI_Iallgather on the communicator's world, then a local reduction on
  *    every rank; the wait polls against the timeout.
  *  - zs_comm_init_env: the TCP rendezvous sockets that already connect every rank to rank 0 (the
@@ -14,6 +18,7 @@
  *  - one rank: a copy (mean divides by 1). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,11 +66,12 @@ static void reduce_blocks(const void *all, void *out, size_t count, int world, z
   }
 }
 
-/* MPI: all-gather the bytes, reduce locally. The scratch holds the send copy and the blocks, so
-   a timed-out request (MPI may still touch it) owns only library memory. */
-static zs_status mpi_reduce(zs_comm *c, zs_comm_impl *ci, const void *send, void *recv,
-                            size_t count, zs_host_dtype dt, zs_reduce_op op) {
-  const size_t bytes = count * elem_size(dt);
+/* MPI: all-gathers bytes per rank from mine; *out: a scratch of (world + 1) * bytes whose blocks
+   (rank order) start at bytes (the caller frees it). The scratch holds the send copy and the
+   blocks, so a timed-out request (MPI may still touch it) owns only library memory. */
+static zs_status mpi_gather(zs_comm *c, zs_comm_impl *ci, const void *mine, size_t bytes,
+                            char **out) {
+  *out = NULL;
   if (bytes > (size_t)INT32_MAX)
     return zs_err(ZS_ERR_UNSUPPORTED,
                   "zs_comm_allreduce: %zu bytes per rank exceed MPI's int count: reduce fewer "
@@ -75,7 +81,7 @@ static zs_status mpi_reduce(zs_comm *c, zs_comm_impl *ci, const void *send, void
   if (!scratch)
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_comm_allreduce: out of host memory for %zu bytes",
                   bytes * ((size_t)c->size + 1));
-  memcpy(scratch, send, bytes);
+  memcpy(scratch, mine, bytes);
   MPI_Request req = MPI_REQUEST_NULL;
   int r = MPI_Iallgather(scratch, (int)bytes, MPI_BYTE, scratch + bytes, (int)bytes, MPI_BYTE,
                          ci->world, &req);
@@ -92,10 +98,31 @@ static zs_status mpi_reduce(zs_comm *c, zs_comm_impl *ci, const void *send, void
     ci->host_broken = 1;
     return rc;
   }
-  if (rc == ZS_OK) reduce_blocks(scratch + bytes, recv, count, c->size, dt, op);
-  if (rc != ZS_OK) ci->host_broken = 1;
+  if (rc != ZS_OK) {
+    ci->host_broken = 1;
+    free(scratch);
+    return rc;
+  }
+  *out = scratch;
+  return ZS_OK;
+}
+
+static zs_status mpi_reduce(zs_comm *c, zs_comm_impl *ci, const void *send, void *recv,
+                            size_t count, zs_host_dtype dt, zs_reduce_op op) {
+  const size_t bytes = count * elem_size(dt);
+  char *scratch;
+  ZS_CHECK(mpi_gather(c, ci, send, bytes, &scratch));
+  reduce_blocks(scratch + bytes, recv, count, c->size, dt, op);
   free(scratch);
-  return rc;
+  return ZS_OK;
+}
+
+/* Env: the rendezvous, opened at the first call. */
+static zs_status rdv_ready(zs_comm *c, zs_comm_impl *ci) {
+  if (!ci->rdv)
+    ZS_CHECK(zs_rdv_open(ci->master_addr, ci->master_port, c->rank, c->size, ci->boot_timeout_s,
+                         &ci->rdv));
+  return ZS_OK;
 }
 
 /* Env: gather at rank 0 over the rendezvous, reduce there, send the result back, in chunks of at
@@ -103,9 +130,6 @@ static zs_status mpi_reduce(zs_comm *c, zs_comm_impl *ci, const void *send, void
 static zs_status rdv_reduce(zs_comm *c, zs_comm_impl *ci, const void *send, void *recv,
                             size_t count, zs_host_dtype dt, zs_reduce_op op) {
   const size_t es = elem_size(dt), per = HR_CHUNK_BYTES / es;
-  if (!ci->rdv)
-    ZS_CHECK(zs_rdv_open(ci->master_addr, ci->master_port, c->rank, c->size, ci->boot_timeout_s,
-                         &ci->rdv));
   char *all = malloc(HR_CHUNK_BYTES * (c->rank == 0 ? (size_t)c->size : 1));
   char *res = malloc(HR_CHUNK_BYTES);
   zs_status rc = ZS_OK;
@@ -128,12 +152,77 @@ out:
   return rc;
 }
 
-/* Refuses what no backend could do, before any message is sent (so every rank refuses alike). */
+/* A call's header: whether this rank refused its arguments, then its count, dtype and op; then
+   the values themselves when they fit in HDR_INLINE bytes (a loss, a token count: one exchange). */
+enum { HDR_BAD = 0, HDR_COUNT, HDR_DT, HDR_OP, HDR_N };
+#define HDR_INLINE 32
+#define HDR_BYTES (HDR_N * sizeof(uint64_t) + HDR_INLINE)
+
+/* Every rank's header block into all (HDR_BYTES a rank, rank order), before any other value
+   moves, so that a rank that refused its arguments, or called with others, is known to all. */
+static zs_status exchange_headers(zs_comm *c, zs_comm_impl *ci, const void *block, char *all) {
+  if (ci->world != MPI_COMM_NULL) {
+    char *scratch;
+    ZS_CHECK(mpi_gather(c, ci, block, HDR_BYTES, &scratch));
+    memcpy(all, scratch + HDR_BYTES, HDR_BYTES * (size_t)c->size);
+    free(scratch);
+    return ZS_OK;
+  }
+  zs_status rc = rdv_ready(c, ci);
+  const uint32_t tag = 0x100u + (ci->host_seq & 0xffffffu);
+  if (rc == ZS_OK) rc = zs_rdv_gather(ci->rdv, block, all, HDR_BYTES, tag, ci->boot_timeout_s);
+  if (rc == ZS_OK)
+    rc = zs_rdv_bcast_tag(ci->rdv, all, HDR_BYTES * (size_t)c->size, tag, ci->boot_timeout_s);
+  if (rc != ZS_OK) ci->host_broken = 1;
+  return rc;
+}
+
+static const char *dt_name(uint64_t dt) {
+  return dt == ZS_HOST_F32 ? "f32" : dt == ZS_HOST_F64 ? "f64" : dt == ZS_HOST_I64 ? "i64" : "?";
+}
+static const char *op_name(uint64_t op) {
+  return op == ZS_RED_SUM    ? "sum"
+         : op == ZS_RED_MEAN ? "mean"
+         : op == ZS_RED_MAX  ? "max"
+         : op == ZS_RED_MIN  ? "min"
+                             : "?";
+}
+
+/* Rank q's header in the exchanged blocks. */
+static const uint64_t *header_of(const char *all, int q) {
+  return (const uint64_t *)(all + (size_t)q * HDR_BYTES);
+}
+
+/* The verdict of every rank's header, the same on every rank: this rank's own refusal (mine, its
+   message kept in why), a peer's, calls that differ, or ZS_OK. */
+static zs_status agree(const zs_comm *c, const char *all, zs_status mine, const char *why) {
+  const uint64_t *me = header_of(all, c->rank);
+  for (int q = 0; q < c->size; q++) {
+    const uint64_t *o = header_of(all, q);
+    if (o[HDR_BAD])
+      return mine != ZS_OK ? zs_err(mine, "%s", why)
+                           : zs_err(ZS_ERR_INVALID_ARG,
+                                    "zs_comm_allreduce: rank %d refused its arguments (its "
+                                    "zs_last_error says why); nothing was reduced",
+                                    q);
+  }
+  for (int q = 0; q < c->size; q++) {
+    const uint64_t *o = header_of(all, q);
+    if (o[HDR_COUNT] != me[HDR_COUNT] || o[HDR_DT] != me[HDR_DT] || o[HDR_OP] != me[HDR_OP])
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "zs_comm_allreduce: the ranks' calls differ: this rank (%d) reduces %llu %s "
+                    "by %s, rank %d %llu %s by %s; every rank must pass the same count, dtype "
+                    "and op. Nothing was reduced; the communicator stays usable",
+                    c->rank, (unsigned long long)me[HDR_COUNT], dt_name(me[HDR_DT]),
+                    op_name(me[HDR_OP]), q, (unsigned long long)o[HDR_COUNT], dt_name(o[HDR_DT]),
+                    op_name(o[HDR_OP]));
+  }
+  return ZS_OK;
+}
+
+/* Refuses what no backend could do (the exchange then tells every rank). */
 static zs_status check_args(const zs_comm *c, const void *send, const void *recv, size_t count,
                             zs_host_dtype dt, zs_reduce_op op) {
-  if (!c || !c->impl)
-    return zs_err(ZS_ERR_INVALID_ARG, "zs_comm_allreduce: comm is NULL: create one with "
-                                      "zs_comm_init_mpi or zs_comm_init_env");
   if (dt != ZS_HOST_F32 && dt != ZS_HOST_F64 && dt != ZS_HOST_I64)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_comm_allreduce: dtype %d is not a host dtype: use ZS_HOST_F32, ZS_HOST_F64 "
@@ -157,25 +246,60 @@ static zs_status check_args(const zs_comm *c, const void *send, const void *recv
   if (count && s != r && s < r + bytes && r < s + bytes)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_comm_allreduce: send and recv overlap: pass the same "
                                       "pointer (in place) or separate arrays");
-  const zs_comm_impl *ci = c->impl;
-  if (ci->host_broken)
-    return zs_err(ZS_ERR_COMM,
-                  "zs_comm_allreduce: an earlier zs_comm_allreduce on this communicator failed or "
-                  "timed out, so the ranks' calls no longer match: destroy the communicator");
   return ZS_OK;
 }
 
 /* See zshard.h. */
 zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t count,
                             zs_host_dtype dt, zs_reduce_op op) {
-  ZS_CHECK(check_args(c, send, recv, count, dt, op));
+  if (!c || !c->impl)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_comm_allreduce: comm is NULL: create one with "
+                                      "zs_comm_init_mpi or zs_comm_init_env");
   zs_comm_impl *ci = c->impl;
+  if (ci->host_broken)
+    return zs_err(ZS_ERR_COMM,
+                  "zs_comm_allreduce: an earlier zs_comm_allreduce on this communicator failed or "
+                  "timed out, so the ranks' calls no longer match: destroy the communicator");
+  const zs_status mine = check_args(c, send, recv, count, dt, op);
   ci->host_seq++;
-  if (count == 0) return ZS_OK;
   if (c->size == 1) {
-    reduce_blocks(send, recv, count, 1, dt, op); /* element by element: in place is fine */
-    return ZS_OK;
+    if (mine == ZS_OK) reduce_blocks(send, recv, count, 1, dt, op); /* in place is fine */
+    return mine;
   }
+  char why[512] = "";
+  if (mine != ZS_OK) snprintf(why, sizeof why, "%s", zs_last_error());
+  const size_t bytes = mine == ZS_OK ? count * elem_size(dt) : 0;
+  const int inline_values = bytes <= HDR_INLINE;
+  union {
+    uint64_t hdr[HDR_N];
+    char b[HDR_BYTES];
+  } block;
+  memset(&block, 0, sizeof block);
+  block.hdr[HDR_BAD] = mine != ZS_OK;
+  block.hdr[HDR_COUNT] = count;
+  block.hdr[HDR_DT] = (uint64_t)dt;
+  block.hdr[HDR_OP] = (uint64_t)op;
+  if (inline_values && bytes) memcpy(block.b + HDR_N * sizeof(uint64_t), send, bytes);
+  char *all = malloc((size_t)c->size * HDR_BYTES);
+  char *vals = inline_values ? malloc((size_t)c->size * HDR_INLINE) : NULL;
+  if (!all || (inline_values && !vals)) {
+    /* this rank cannot take part: its peers time out and break the communicator */
+    free(all);
+    free(vals);
+    ci->host_broken = 1;
+    return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_comm_allreduce: out of host memory for the headers");
+  }
+  zs_status rc = exchange_headers(c, ci, block.b, all);
+  if (rc == ZS_OK) rc = agree(c, all, mine, why);
+  if (rc == ZS_OK && inline_values && count) { /* every rank's values came with the headers */
+    for (int q = 0; q < c->size; q++)
+      memcpy(vals + (size_t)q * bytes, all + (size_t)q * HDR_BYTES + HDR_N * sizeof(uint64_t),
+             bytes);
+    reduce_blocks(vals, recv, count, c->size, dt, op);
+  }
+  free(all);
+  free(vals);
+  if (rc != ZS_OK || inline_values) return rc;
   if (ci->world != MPI_COMM_NULL) return mpi_reduce(c, ci, send, recv, count, dt, op);
   return rdv_reduce(c, ci, send, recv, count, dt, op);
 }

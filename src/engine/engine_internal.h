@@ -256,7 +256,7 @@ zs_status zs_plan_report_of(const zs_config *c, int world_size, const zs_plan_un
 zs_status zs_plan_placement_of(const zs_config *c, int world_size, const zs_plan_units *us,
                                unsigned char *host);
 /* The data-parallel ranks a plan over world_size ranks shards over (world_size / c->tp_size) into
-   *dp; ZS_ERR_INVALID_ARG (fn: the call it names) where tp_size does not divide world_size. */
+ *dp; ZS_ERR_INVALID_ARG (fn: the call it names) where tp_size does not divide world_size. */
 zs_status zs_plan_dp_ranks(const char *fn, const zs_config *c, int world_size, int *dp);
 /* Whether c, a group's configuration under the engine's cfg, is one the engine runs: c checked as
    a configuration, its optimizer keeping at most cfg's state arrays and running the precision

@@ -7,8 +7,9 @@
  *                silent peer there;
  *   --timeout    under mpirun -np 3: rank 1 stays silent, ranks 0 and 2 get ZS_ERR_TIMEOUT within
  *                the timeout + 5 s and ZS_ERR_COMM at once afterwards.
- * Results must equal the reference bit for bit on every rank. Argument errors are refused before
- * any message on every path. */
+ * Results must equal the reference bit for bit on every rank. Argument errors, on every rank or on
+ * one, and calls that differ across ranks are refused on every rank before any value moves, on
+ * every path, and the next call still pairs. */
 #include <netinet/in.h>
 #include <stdint.h>
 #include <string.h>
@@ -151,9 +152,33 @@ static void check_args(zs_comm *c) {
   ZS_OK_OR_DIE(zs_comm_allreduce(c, NULL, NULL, 0, ZS_HOST_F64, ZS_RED_SUM)); /* count 0 */
 }
 
+/* Calls that differ across ranks: one rank's refusal and a count, dtype or op of the last rank's
+   own are ZS_ERR_INVALID_ARG on every rank, and the next call still pairs (its sum is right). */
+static void check_divergent(zs_comm *c) {
+  const int r = zs_comm_rank(c), W = zs_comm_size(c), last = r == W - 1;
+  if (W < 2) return;
+  double a[3] = {1, 2, 3}, b[3];
+  ZS_EXPECT_STATUS(zs_comm_allreduce(c, last ? NULL : a, b, 1, ZS_HOST_F64, ZS_RED_SUM),
+                   ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), last ? "NULL with count" : "refused its arguments"), "%s",
+            zs_last_error());
+  ZS_EXPECT_STATUS(zs_comm_allreduce(c, a, b, last ? 2 : 1, ZS_HOST_F64, ZS_RED_SUM),
+                   ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "the ranks' calls differ"), "%s", zs_last_error());
+  ZS_EXPECT_STATUS(zs_comm_allreduce(c, a, b, 1, last ? ZS_HOST_F32 : ZS_HOST_F64, ZS_RED_SUM),
+                   ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_comm_allreduce(c, a, b, 1, ZS_HOST_F64, last ? ZS_RED_MAX : ZS_RED_SUM),
+                   ZS_ERR_INVALID_ARG);
+  double x = 1 + r, sum = 0;
+  ZS_OK_OR_DIE(zs_comm_allreduce(c, &x, &sum, 1, ZS_HOST_F64, ZS_RED_SUM));
+  ZS_EXPECT(sum == W * (W + 1) / 2.0, "after the refusals: sum %g, want %g", sum,
+            W * (W + 1) / 2.0);
+}
+
 /* Every dtype x op x layout: the suite each rank runs on every path. */
 static void check_all(zs_comm *c) {
   check_args(c);
+  check_divergent(c);
   const size_t counts[] = {1, 5, 300000}; /* 300000 f64: 2.4 MB, several rendezvous chunks */
   for (int dt = 0; dt < 3; dt++)
     for (int op = 0; op < 4; op++)

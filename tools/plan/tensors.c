@@ -99,8 +99,7 @@ zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, siz
 
 zs_status zp_placement(const zp_args *a, const zp_model *m, const zs_config *cfg,
                        unsigned char *host) {
-  if (!m->units)
-    return zs_plan_placement_frozen(cfg, a->world, m->numel, m->frozen, m->n, host);
+  if (!m->units) return zs_plan_placement_frozen(cfg, a->world, m->numel, m->frozen, m->n, host);
   zs_config c;
   zs_plan_unit *us = NULL;
   int *opt = NULL;
