@@ -274,17 +274,18 @@ typedef struct {
 ZS_API zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out);
 /* Registers a unit (a layer, a block): its tensors live back to back in one flat buffer. Units are
    used in the order they are added (forward order). Names must be unique. *out stays owned by e.
-   Not collective, but every rank must add the same units in the same order (their layout must
-   agree). Before commit only (ZS_ERR_STATE after); ZS_ERR_INVALID_ARG names the bad descriptor
-   and nothing is added. */
+   Not collective, but every rank must add the same units in the same order, with the same names,
+   shapes and no_weight_decay (zs_engine_commit compares them). Before commit only (ZS_ERR_STATE
+   after); ZS_ERR_INVALID_ARG names the bad descriptor and nothing is added. */
 ZS_API zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors,
                                     const zs_tensor_desc *t, zs_unit **out);
 /* Fixes the layout, places units (budget, NVMe tier: docs/MEMORY.md §6-§7) and allocates every
    shard. Collective over the world: all refuse when one does. ZS_ERR_OUT_OF_MEMORY when this
    rank's state and buffers would not fit, naming the bytes and what would fit, nothing allocated
    (docs/MEMORY.md §3). Every configuration field that shapes or updates the state (all but the
-   local tunables), the groups, the tp layouts and the frozen units must resolve alike on every
-   rank, else ZS_ERR_INVALID_ARG on every rank naming the first field and both values. */
+   local tunables), the units (names, tensors, shapes, no_weight_decay), the groups, the tp
+   layouts and the frozen units must resolve alike on every rank, else ZS_ERR_INVALID_ARG on every
+   rank naming the first that differs and both values (of the model's: their hashes). */
 ZS_API zs_status zs_engine_commit(zs_engine *e);
 /* Marks the engine failed and aborts its collectives at once (their kernels stop waiting for
    peers), for a wait of the caller's own that timed out behind the engine's work; later calls

@@ -414,6 +414,23 @@ zs_status zs_engine_agree_config(zs_engine *e) {
   if (e->all_size == 1) return ZS_OK;
   cfg_word w[CFG_MAX];
   int n = cfg_words(&e->cfg, w);
+  if (n < CFG_MAX) { /* the units: checkpoints name them, the updates read no_weight_decay */
+    uint64_t h = XXH64(&e->nunits, sizeof e->nunits, 0x756e697473ull);
+    for (int i = 0; i < e->nunits; i++) {
+      const zs_unit *u = e->units[i];
+      h = XXH64(u->name, strlen(u->name) + 1, h);
+      h = XXH64(&u->ntensors, sizeof u->ntensors, h);
+      for (int t = 0; t < u->ntensors; t++) {
+        const zs_tensor_desc *d = &u->t[t];
+        const int64_t f[6] = {d->ndim,     d->shape[0], d->shape[1],
+                              d->shape[2], d->shape[3], d->no_weight_decay};
+        h = XXH64(u->tnames[t], strlen(u->tnames[t]) + 1, h);
+        h = XXH64(f, sizeof f, h);
+      }
+    }
+    w[n].name = "units (zs_engine_add_unit: names, tensors, shapes, no_weight_decay)", w[n].v = h;
+  }
+  n++;
   if (n < CFG_MAX) /* the parameter groups: their values and every tensor's membership */
     w[n].name = "param groups (zs_engine_add_group, zs_unit_set_group)",
     w[n].v = zs_engine_groups_hash(e);
@@ -450,13 +467,18 @@ zs_status zs_engine_agree_config(zs_engine *e) {
       const uint64_t theirs = rows[(size_t)q * n + i];
       if (theirs == mine[i]) continue;
       free(rows);
+      const int model = strchr(w[i].name, '(') != NULL; /* a word of the model, not cfg's */
       return zs_err(ZS_ERR_INVALID_ARG,
-                    "zs_engine_commit: the ranks disagree on zs_config.%s (this rank %d: %#llx, "
-                    "rank %d: %#llx; integers, floats by their bits, after the environment "
-                    "variables): every rank must resolve the same configuration (the same "
-                    "program and the same ZS_* environment); nothing was allocated",
-                    w[i].name, e->all_rank, (unsigned long long)mine[i], q,
-                    (unsigned long long)theirs);
+                    "zs_engine_commit: the ranks disagree on %s%s (this rank %d: %#llx, rank %d: "
+                    "%#llx; %s): every rank must %s; nothing was allocated",
+                    model ? "the " : "zs_config.", w[i].name, e->all_rank,
+                    (unsigned long long)mine[i], q, (unsigned long long)theirs,
+                    model ? "hashes"
+                          : "integers, floats by their bits, after the environment "
+                            "variables",
+                    model ? "build the same model (the same calls with the same arguments)"
+                          : "resolve the same configuration (the same program and the same "
+                            "ZS_* environment)");
     }
   free(rows);
   return ZS_OK;

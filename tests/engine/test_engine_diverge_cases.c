@@ -24,8 +24,9 @@
  *   shape, exchanged before any group is split, differs, and both creates fail at once with
  *   ZS_ERR_INVALID_ARG naming both shapes (the failure path's destroy must not replace it).
  * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
- *   rounding_seed; moment_dtype; optim.lr; grad_accum_fp32): zs_engine_commit must refuse on every
- * rank with ZS_ERR_INVALID_ARG naming the field, and the legal twin (the same values) must commit.
+ *   rounding_seed; moment_dtype; optim.lr; grad_accum_fp32; groups, frozen units, the units'
+ *   tensors): zs_engine_commit must refuse on every rank with ZS_ERR_INVALID_ARG naming the field,
+ *   and the legal twin (the same values) must commit.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -260,12 +261,24 @@ static void create_case(zs_comm *comm) {
 /* D5: configurations that differ between ranks are refused at commit, naming the field; so are
    parameter groups (rank 1 alone adds one, or alone puts the tensor in a group all added) and
    frozen units (rank 1 alone freezes the unit: rank 0 would write its checkpoint segment as a
-   trained unit's while rank 1 keeps no state, and reduce its gradients alone). */
+   trained unit's while rank 1 keeps no state, and reduce its gradients alone), and the units
+   themselves: a tensor's no_weight_decay (each rank would decay its replica or shard by its own
+   rule), its name (checkpoints name it) and the number of units. */
 static void config_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  const char *field[8] = {NULL,           "rounding_seed", "moment_dtype",    "optim.lr",
-                          "param groups", "param groups",  "grad_accum_fp32", "frozen units"};
-  for (int k = 0; k < 8; k++) {
+  enum { NCASES = 11 };
+  const char *field[NCASES] = {NULL,
+                               "zs_config.rounding_seed",
+                               "zs_config.moment_dtype",
+                               "zs_config.optim.lr",
+                               "the param groups",
+                               "the param groups",
+                               "zs_config.grad_accum_fp32",
+                               "the frozen units",
+                               "the units (zs_engine_add_unit",
+                               "the units (zs_engine_add_unit",
+                               "the units (zs_engine_add_unit"};
+  for (int k = 0; k < NCASES; k++) {
     zs_config cfg;
     zs_config_default(&cfg);
     cfg.stage = 0; /* every rank updates its replica itself: the seed decides its bits */
@@ -279,9 +292,11 @@ static void config_case(zs_comm *comm) {
     if (rank == 1 && k == 6) cfg.grad_accum_fp32 = 1;
     zs_engine *e = NULL;
     ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
-    const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
+    const zs_tensor_desc t = {
+        k == 9 && rank == 1 ? "v" : "w", 1, {NEL, 0, 0, 0}, k == 8 && rank == 1};
     zs_unit *u = NULL;
     ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
+    if (k == 10 && rank == 1) ZS_OK_OR_DIE(zs_engine_add_unit(e, "u1", 1, &t, &u));
     if (k == 7 && rank == 1) ZS_OK_OR_DIE(zs_unit_freeze(u, 1));
     if ((k == 4 && rank == 1) || k == 5) {
       zs_param_group g;
@@ -297,8 +312,7 @@ static void config_case(zs_comm *comm) {
     if (!field[k]) {
       ZS_EXPECT(rc == ZS_OK, "rank %d: the same configuration is refused: %s", rank, msg);
     } else {
-      char want[64];
-      snprintf(want, sizeof want, "zs_config.%s", field[k]);
+      const char *want = field[k];
       ZS_EXPECT(rc == ZS_ERR_INVALID_ARG && strstr(msg, want) && strstr(msg, "disagree"),
                 "rank %d: %s differs between ranks: commit gave %s: %s", rank, field[k],
                 zs_status_str(rc), msg);
