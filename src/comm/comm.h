@@ -44,7 +44,7 @@ typedef struct zs_coll zs_coll;
 /* Rank divergence check. Before each collective (and each zs_coll_check) the ranks of a group
    all-gather a header: a sequence number, the operation, count, dtype and root, and ZS_SIG_CTX
    words of the owner's context (which public call, which unit, the unit a gather moves and
-   whether it prefetches, which step). When the headers
+   whether it prefetches, the state array it moves, which step). When the headers
    differ, the collective fails on every rank of the group with ZS_ERR_COMM before any data moves,
    naming what this rank called and what the first differing rank called; the group is broken,
    and no MPI request is left pending (every rank leaves through the same exchange). On the mpi

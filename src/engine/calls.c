@@ -19,6 +19,7 @@
 #include "base/mix64.h"
 #include "engine/engine_internal.h"
 #include "engine/fail.h"
+#include "tier/master_io.h"
 #include "base/error.h"
 
 static const char *call_name(uint64_t c) {
@@ -48,16 +49,18 @@ static const char *call_name(uint64_t c) {
 void zs_engine_call(zs_engine *e, zs_call call, const zs_unit *u) {
   e->call = call;
   e->call_unit = u ? u->index : -1;
+  e->call_arr = 0;
 }
 
-/* w0: call | (unit + 1) << 8 | (gathered unit + 1) << 32 | prefetch << 63; w1: completed
-   steps; w2: in a step | micro_steps << 1 | the unit's micro-step (grads_ready calls so far)
-   << 32. */
+/* w0: call | (unit + 1) << 8 | (gathered unit + 1, 27 bits) << 32 | (the state array + 1) << 59
+   | prefetch << 63; w1: completed steps; w2: in a step | micro_steps << 1 | the unit's
+   micro-step (grads_ready calls so far) << 32. */
 static void context(const void *owner, uint64_t w[ZS_SIG_CTX]) {
   const zs_engine *e = owner;
   const int in_step = e->state == ZS_ENGINE_IN_STEP;
   w[0] = (uint64_t)e->call | (uint64_t)(uint32_t)(e->call_unit + 1) << 8 |
-         (uint64_t)(uint32_t)(e->sh.sig_unit + 1) << 32 | (uint64_t)(e->sh.sig_prefetch != 0) << 63;
+         (uint64_t)((uint32_t)(e->sh.sig_unit + 1) & 0x7ffffffu) << 32 |
+         (uint64_t)(e->call_arr & 0xf) << 59 | (uint64_t)(e->sh.sig_prefetch != 0) << 63;
   w[1] = (uint64_t)e->steps_done;
   w[2] = 0;
   if (in_step) {
@@ -72,9 +75,12 @@ static void context(const void *owner, uint64_t w[ZS_SIG_CTX]) {
 static void describe(const void *owner, const uint64_t w[ZS_SIG_CTX], char *buf, size_t len) {
   const zs_engine *e = owner;
   const int unit = (int)((w[0] >> 8) & 0xffffff) - 1;
-  const int moved = (int)((w[0] >> 32) & 0x7fffffff) - 1;
-  char uname[ZS_NAME_MAX + 8] = ""; /* "('name')", or nothing for a call without a unit */
-  if (unit >= 0 && unit < e->nunits) snprintf(uname, sizeof uname, "('%s')", e->units[unit]->name);
+  const int moved = (int)((w[0] >> 32) & 0x7ffffff) - 1, arr = (int)((w[0] >> 59) & 0xf) - 1;
+  char uname[ZS_NAME_MAX + 40] = ""; /* "('name')", or nothing for a call without a unit */
+  if (unit >= 0 && unit < e->nunits)
+    snprintf(uname, sizeof uname, arr >= 0 ? "('%s', '%s')" : "('%s')", e->units[unit]->name,
+             arr >= 0 && arr < zs_state_narrays(&e->cfg) ? zs_arr_ckpt_name(&e->cfg, (zs_arr)arr)
+                                                         : "?");
   const long long step = (long long)w[1];
   int n = 0;
   if (w[2] & 1) {

@@ -99,6 +99,7 @@ struct zs_engine {
   zs_shard_ctx sh;          /* what src/shard sees of the engine (shard/shard.h) */
   zs_call call;             /* the public call this rank is in (calls.c) */
   int call_unit;            /* its unit's index, or -1 */
+  int call_arr;             /* the state array it moves (zs_arr + 1: zs_unit_get_state), or 0 */
   zs_coll_sig_src sig;      /* the context of every header on the engine's groups */
   int aborted;              /* zs_engine_abort was called (destroy's goodbye says so) */
   struct zs_flight *flight; /* the flight recorder's ring (flight_dump.h), or NULL */

@@ -46,6 +46,7 @@ zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_ful
   if (a == ZS_ARR_MASTER) return zs_unit_get_param(u, t, host_full);
   zs_engine *e = u->e;
   zs_engine_call(e, ZS_CALL_GET_STATE, u);
+  e->call_arr = (int)a + 1; /* ranks that gather different arrays diverge */
   const size_t P = u->lay.padded, off = u->lay.off[t], n = u->lay.numel[t];
   /* An array its optimizer does not keep is zeros (on every rank: no gather). */
   if ((int)a - ZS_ARR_OPT0 >= zs_engine_tensor_nstate(u, t, NULL)) {

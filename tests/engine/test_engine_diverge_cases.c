@@ -26,7 +26,8 @@
  * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
  *   rounding_seed; moment_dtype; optim.lr; grad_accum_fp32; groups, frozen units, the units'
  *   tensors): zs_engine_commit must refuse on every rank with ZS_ERR_INVALID_ARG naming the field,
- *   and the legal twin (the same values) must commit.
+ *   and the legal twin (the same values) must commit; per-rank optimizer state and gradients
+ *   (the step refuses them) and gathers of different state arrays (ZS_ERR_COMM at once).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -378,6 +379,31 @@ static void state_case(zs_comm *comm) {
   }
 }
 
+/* D7: zs_unit_get_state of different arrays on the ranks of a sharded unit (rank 0 "exp_avg", rank
+   1 "exp_avg_sq"): their gathers move different arrays, so both fail with ZS_ERR_COMM naming both
+   calls' arrays, never a buffer mixing the two. */
+static void state_name_case(zs_comm *comm) {
+  const int rank = zs_comm_rank(comm);
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = 3;
+  cfg.comm_timeout_s = TIMEOUT_S;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
+  zs_unit *u = NULL;
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  float v[NEL];
+  const zs_status rc = zs_unit_get_state(u, 0, rank ? "exp_avg_sq" : "exp_avg", v);
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  printf("state name rank %d: %s: %s\n", rank, zs_status_str(rc), msg);
+  ZS_EXPECT(rc == ZS_ERR_COMM && strstr(msg, "zs_unit_get_state('u0', 'exp_avg')") &&
+                strstr(msg, "zs_unit_get_state('u0', 'exp_avg_sq')"),
+            "rank %d: gathers of different arrays: %s %s", rank, zs_status_str(rc), msg);
+  zs_engine_destroy(e);
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -398,6 +424,7 @@ int main(int argc, char **argv) {
   } else if (!strcmp(mode, "--config")) {
     config_case(comm);
     state_case(comm);
+    state_name_case(comm);
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;
