@@ -691,7 +691,8 @@ ZS_API void zs_export_options_default(zs_export_options *o);
    a rename (path is the old file or the whole new one; nothing is left behind on failure). o
    NULL: the defaults. With tp_size > 1 the file holds whole tensors (the callback sees their
    shapes), rank 0 writes it. Collective over every rank, between steps. Errors, alike on every
-   rank: ZS_ERR_INVALID_ARG (bad or duplicate names, a refused tensor, bad dtype), ZS_ERR_IO; a
+   rank: ZS_ERR_INVALID_ARG (bad or duplicate names, a refused tensor, bad dtype, options whose
+   struct_size zs_export_options_default did not set), ZS_ERR_IO; a
    failed gather or NVMe read fails the engine. */
 ZS_API zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
                                                  const zs_export_options *o);

@@ -96,6 +96,8 @@ zs_status zs_engine_set_user_meta(zs_engine *e, const void *data, size_t bytes) 
                   "zs_engine_set_user_meta: NULL engine, or NULL data of %zu "
                   "bytes",
                   bytes);
+  if (e->state == ZS_ENGINE_FAILED)
+    return zs_err(ZS_ERR_STATE, "zs_engine_set_user_meta: the engine failed earlier; destroy it");
   if (bytes > ZS_USER_META_MAX)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_engine_set_user_meta: %zu bytes, at most %d (ZS_USER_META_MAX): keep large "

@@ -627,6 +627,8 @@ int64_t zs_engine_steps_done(const zs_engine *e) {
 
 zs_status zs_engine_set_lr(zs_engine *e, float lr) {
   if (!e) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_set_lr: engine is NULL");
+  if (e->state == ZS_ENGINE_FAILED)
+    return zs_err(ZS_ERR_STATE, "zs_engine_set_lr: the engine failed earlier; destroy it");
   if (!(lr >= 0) || lr > 1e30f)
     return zs_err(ZS_ERR_INVALID_ARG, "learning rate %g must be finite and >= 0", (double)lr);
   e->cfg.optim.lr = lr;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +289,13 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
     rc = zs_err(ZS_ERR_INVALID_ARG, "%s: the path is NULL, empty or too long", fn);
   zs_export_options o;
   zs_export_options_default(&o);
-  if (opt)
-    memcpy(&o, opt, opt->struct_size && opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
+  if (opt && opt->struct_size < offsetof(zs_export_options, dtype) + sizeof o.dtype)
+    rc = zs_err(ZS_ERR_INVALID_ARG,
+                "%s: the options' struct_size is %zu, which no zshard header gives: start from "
+                "zs_export_options_default, then change fields",
+                fn, opt->struct_size);
+  else if (opt)
+    memcpy(&o, opt, opt->struct_size < sizeof o ? opt->struct_size : sizeof o);
   if (rc == ZS_OK && o.dtype != ZS_F32 && o.dtype != ZS_BF16)
     rc = zs_err(ZS_ERR_INVALID_ARG, "%s: dtype %d: use ZS_F32 or ZS_BF16", fn, (int)o.dtype);
   int total = 0;

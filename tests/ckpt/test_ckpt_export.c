@@ -205,6 +205,10 @@ int main(int argc, char **argv) {
   /* 2. bf16 with renaming, transposing, trimming and skipping. */
   zs_export_options o;
   zs_export_options_default(&o);
+  o.struct_size = 0; /* options not filled by zs_export_options_default: refused */
+  ZS_EXPECT_STATUS(zs_engine_export_safetensors_ex(e, path2, &o), ZS_ERR_INVALID_ARG);
+  ZS_EXPECT(strstr(zs_last_error(), "struct_size is 0"), "%s", zs_last_error());
+  zs_export_options_default(&o);
   o.dtype = ZS_BF16;
   o.tensor_fn = rename_cb;
   ZS_OK_OR_DIE(zs_engine_export_safetensors_ex(e, path2, &o));

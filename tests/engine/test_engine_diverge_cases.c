@@ -211,6 +211,9 @@ static void abort_case(zs_comm *comm, int gather_first) {
   zs_engine *e = make(comm, 0, 0, u);
   if (rank == 1) {
     ZS_OK_OR_DIE(zs_engine_abort(e));
+    /* "later calls return ZS_ERR_STATE": the local setters too */
+    ZS_EXPECT_STATUS(zs_engine_set_lr(e, 1e-3f), ZS_ERR_STATE);
+    ZS_EXPECT_STATUS(zs_engine_set_user_meta(e, "x", 1), ZS_ERR_STATE);
     zs_engine_destroy(e);
     return;
   }
