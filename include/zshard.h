@@ -586,18 +586,16 @@ ZS_API zs_status zs_plan_model_frozen(const zs_config *cfg, int world_size,
                                       const int64_t *unit_numel, const int *unit_frozen, int nunits,
                                       size_t activation_bytes, size_t device_bytes,
                                       size_t host_bytes, zs_plan_report *out);
-/* A unit for zs_plan_model_units: its tensors as zs_engine_add_unit takes them (names unread),
-   each one's optimizer (a zs_optimizer_id; -1, or optimizer NULL: the configuration's), whether
-   it is frozen, each one's group's momentum (NULL: the configuration's sgd.momentum), which
-   decides whether SGD keeps a buffer, and with cfg->tp_size > 1 each one's tp layout (a
-   zs_tp_layout, as zs_unit_set_tp; NULL: none split), which sizes a Muon matrix's whole step. */
+/* A unit for zs_plan_model_units: its tensors as zs_engine_add_unit takes them (names unread; a
+   tp-split tensor's slice, as each rank registers it), each one's optimizer (a zs_optimizer_id;
+   -1, or optimizer NULL: the configuration's), whether it is frozen, and each one's group's
+   momentum (NULL: the configuration's sgd.momentum), which decides whether SGD keeps a buffer. */
 typedef struct {
   int ntensors;
-  const zs_tensor_desc *tensors; /* a split tensor's slice, as each rank registers it */
-  const int *optimizer;          /* per tensor: the optimizer of its parameter group */
+  const zs_tensor_desc *tensors;
+  const int *optimizer; /* per tensor: the optimizer of its parameter group */
   int frozen;
   const float *momentum; /* per tensor: its parameter group's momentum (zs_param_group) */
-  const int *tp;         /* per tensor: its zs_tp_layout */
 } zs_plan_unit;
 /* zs_plan_model for units given by their tensors and each tensor's group's optimizer: what
    zs_engine_plan_memory says of an engine with these units and groups. Unlike zs_plan_model,
@@ -607,7 +605,8 @@ typedef struct {
    zs_plan_model's, and zs_engine_add_group's and zs_engine_commit's for a tensor's optimizer
    (more state arrays than the configuration's, a precision mode it does not run, a vector on
    one that updates matrices), naming the unit and tensor by index. Not collective; allocates
-   nothing that outlives the call. */
+   nothing that outlives the call. With cfg->tp_size > 1 it plans no tensor as split: see
+   zs_plan_model_units_tp. */
 ZS_API zs_status zs_plan_model_units(const zs_config *cfg, int world_size,
                                      const zs_plan_unit *units, int nunits, size_t activation_bytes,
                                      size_t device_bytes, size_t host_bytes, zs_plan_report *out);
@@ -616,6 +615,18 @@ ZS_API zs_status zs_plan_model_units(const zs_config *cfg, int world_size,
 ZS_API zs_status zs_plan_placement_units(const zs_config *cfg, int world_size,
                                          const zs_plan_unit *units, int nunits,
                                          unsigned char *host);
+/* zs_plan_model_units and zs_plan_placement_units with tensor parallelism: tp[i][k] is unit i's
+   tensor k's zs_tp_layout (as zs_unit_set_tp; tp NULL, or tp[i] NULL: none split), which sizes a
+   split Muon matrix's whole step (joined over the tp group: docs/PARALLEL.md §6). Their errors,
+   and ZS_ERR_INVALID_ARG for a layout zs_unit_set_tp refuses, ZS_ERR_UNSUPPORTED for a split
+   tensor on Adafactor (as zs_engine_commit). */
+ZS_API zs_status zs_plan_model_units_tp(const zs_config *cfg, int world_size,
+                                        const zs_plan_unit *units, const int *const *tp, int nunits,
+                                        size_t activation_bytes, size_t device_bytes,
+                                        size_t host_bytes, zs_plan_report *out);
+ZS_API zs_status zs_plan_placement_units_tp(const zs_config *cfg, int world_size,
+                                            const zs_plan_unit *units, const int *const *tp,
+                                            int nunits, unsigned char *host);
 /* zs_plan_placement for a model with frozen units (unit_frozen as zs_plan_model_frozen's; NULL:
    exactly zs_plan_placement; what a frozen unit moves: docs/MEMORY.md §6). Same errors, not
    collective, allocates nothing. */

@@ -428,8 +428,9 @@ zs_status zs_engine_agree_config(zs_engine *e) {
       h = XXH64(&u->ntensors, sizeof u->ntensors, h);
       for (int t = 0; t < u->ntensors; t++) {
         const zs_tensor_desc *d = &u->t[t];
-        const int64_t f[6] = {d->ndim,     d->shape[0], d->shape[1],
-                              d->shape[2], d->shape[3], d->no_weight_decay};
+        int64_t f[6] = {d->ndim, d->no_weight_decay != 0}; /* the dimensions it has, below */
+        for (int k = 0; k < d->ndim && k < 4; k++)
+          f[2 + k] = d->shape[k];
         h = XXH64(u->tnames[t], strlen(u->tnames[t]) + 1, h);
         h = XXH64(f, sizeof f, h);
       }

@@ -241,7 +241,7 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       int64_t rows, cols;
       zs_tp_whole_dims(t, u->tp[k], e->tp_size, &rows, &cols);
       if (rows == 0 || u->frozen) continue;
-      const double r = (double)rows, cl = (double)cols, cost = r * cl * fmin(r, cl);
+      const double dr = (double)rows, dc = (double)cols, cost = dr * dc * fmin(dr, dc);
       int best = 0;
       for (int r = 1; r < S; r++)
         if (unit[r] < unit[best] || (unit[r] == unit[best] && total[r] < total[best])) best = r;

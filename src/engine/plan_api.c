@@ -9,6 +9,7 @@
 #include "engine/engine_internal.h"
 #include "optim/optimizer.h"
 #include "shard/plan_fit.h"
+#include "shard/tp_slice.h"
 
 zs_status zs_plan_dp_ranks(const char *fn, const zs_config *c, int world_size, int *dp) {
   if (world_size % c->tp_size)
@@ -37,14 +38,24 @@ static zs_status check_args(const char *fn, const zs_config *cfg, int *world_siz
   return zs_plan_dp_ranks(fn, c, *world_size, world_size);
 }
 
+/* What whole_bound needs: the configuration's optimizer and the tp size. */
+typedef struct {
+  const zs_optimizer *m;
+  int T;
+} whole_arg;
+
 /* The planner's whole-tensor buffers of a unit (plan_units.h) when the configuration's optimizer
    needs tensors whole: the unit as one tensor, every input channel over the padded unit, and the
-   largest scratch of any shape of its size. Exact for a unit of one square matrix (the engine's
-   zs_engine_whole_plan), a bound otherwise. */
+   largest scratch of any shape of its size; with tp_size T > 1 of the whole matrix a slice of
+   that size may be, with its join's floats (tp_slice.h: a dim-1 split's, the larger). Exact for a
+   unit of one square matrix (the engine's zs_engine_whole_plan) without tp, a bound otherwise. */
 static size_t whole_bound(const void *arg, int i, size_t numel, size_t padded) {
-  const zs_optimizer *m = arg;
+  const whole_arg *w = arg;
   (void)i;
-  return numel ? padded * (size_t)m->whole_in + zs_optimizer_work_bound(m, numel) : 0;
+  if (!numel) return 0;
+  const size_t T = (size_t)w->T,
+               join = zs_tp_join_floats(ZS_TP_SPLIT_DIM1, w->T, numel, w->m->whole_in);
+  return padded * (size_t)w->m->whole_in + zs_optimizer_work_bound(w->m, numel * T) + join;
 }
 
 /* With ckpt_async, a bound on the bytes one rank stages in a save (ckpt_common.c's writer ranges:
@@ -70,11 +81,13 @@ static size_t staging_bound(const zs_config *c, int world, const zs_plan_units *
                                                                 : (size_t)bytes;
 }
 
-/* The units of the planner's calls: bare counts, with the whole-step bound where it applies. */
-static zs_plan_units bare_units(const zs_config *c, const int64_t *numel, int n,
-                                const int *frozen) {
-  const zs_optimizer *m = zs_optimizer_for(c);
-  const zs_plan_units us = {NULL, numel, n, frozen, m->whole ? whole_bound : NULL, m, NULL, NULL};
+/* The units of the planner's calls: bare counts, with the whole-step bound where it applies
+   (its argument in *w, which must outlive them). */
+static zs_plan_units bare_units(const zs_config *c, const int64_t *numel, int n, const int *frozen,
+                                whole_arg *w) {
+  *w = (whole_arg){zs_optimizer_for(c), c->tp_size};
+  const zs_plan_units us = {NULL, numel, n,   frozen, w->m->whole ? whole_bound : NULL,
+                            w,    NULL,  NULL};
   return us;
 }
 
@@ -84,7 +97,8 @@ static zs_status plan_placement(const char *fn, const zs_config *cfg, int world_
                                 unsigned char *host) {
   zs_config c;
   ZS_CHECK(check_args(fn, cfg, &world_size, unit_numel, nunits, host, &c));
-  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
+  whole_arg w;
+  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen, &w);
   return zs_plan_placement_of(&c, world_size, &us, host);
 }
 
@@ -144,7 +158,8 @@ static zs_status plan_model(const char *fn, const zs_config *cfg, int world_size
                             zs_plan_report *out) {
   zs_config c;
   ZS_CHECK(check_args(fn, cfg, &world_size, unit_numel, nunits, out, &c));
-  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen);
+  whole_arg w;
+  const zs_plan_units us = bare_units(&c, unit_numel, nunits, unit_frozen, &w);
   return zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
 }
 

@@ -43,9 +43,9 @@ static size_t whole_of(const void *arg, int i, size_t numel, size_t padded) {
    each tensor's optimizer as a group would run it, its whole-step needs into *chans and *work,
    the most state arrays its tensors' optimizers keep into *nstate, and each tensor's count, kept
    arrays and kept elements of each into *pk. */
-static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_unit *u, int i,
-                           int64_t *numel, int *chans, size_t *work, int *nstate,
-                           zs_pack_unit *pk) {
+static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_unit *u,
+                           const int *tp_layout, int i, int64_t *numel, int *chans, size_t *work,
+                           int *nstate, zs_pack_unit *pk) {
   if (u->ntensors < 0 || (u->ntensors > 0 && !u->tensors))
     return zs_err(ZS_ERR_INVALID_ARG, "%s: unit %d has %d tensors and tensors %s: give its tensors",
                   fn, i, u->ntensors, u->tensors ? "set" : "NULL");
@@ -81,8 +81,15 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
       rc = zs_engine_group_check(c, &g);
       if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
     }
-    ZS_CHECK(zs_engine_whole_tensor(fn, uname, &named, u->tp ? u->tp[k] : ZS_TP_REPLICATED,
-                                    c->tp_size, &g, u->frozen, chans, work));
+    const int lay = tp_layout ? tp_layout[k] : ZS_TP_REPLICATED;
+    const int need = lay == ZS_TP_SPLIT_DIM0 ? 1 : lay == ZS_TP_SPLIT_DIM1 ? 2 : 0;
+    if (lay < ZS_TP_REPLICATED || lay > ZS_TP_PARTIAL_GRAD || named.ndim < need)
+      return zs_err(ZS_ERR_INVALID_ARG,
+                    "%s: unit %d tensor %d: tp layout %d is not a zs_tp_layout for a tensor of %d "
+                    "dimension(s) (zs_unit_set_tp refuses it)",
+                    fn, i, k, lay, named.ndim);
+    ZS_CHECK(
+        zs_engine_whole_tensor(fn, uname, &named, lay, c->tp_size, &g, u->frozen, chans, work));
     tk[k] = zs_opt_shape_of(&g)->nstate;
     tp[k] = zs_engine_state_part(&g, &named);
     if (tk[k] > *nstate) *nstate = tk[k];
@@ -94,8 +101,8 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
    *world_size and the units' figures into f (freed by the caller, also on error); fn names the
    call. */
 static zs_status prepare(const char *fn, const zs_config *cfg, int *world_size,
-                         const zs_plan_unit *units, int nunits, const void *out, zs_config *c,
-                         units_figures *f) {
+                         const zs_plan_unit *units, const int *const *tp, int nunits,
+                         const void *out, zs_config *c, units_figures *f) {
   if (!cfg || !units || !out)
     return zs_err(ZS_ERR_INVALID_ARG, "%s: cfg, units or out is NULL", fn);
   if (nunits < 1 || *world_size < 1)
@@ -116,18 +123,19 @@ static zs_status prepare(const char *fn, const zs_config *cfg, int *world_size,
     return zs_err(ZS_ERR_OUT_OF_MEMORY, "%s: no host memory for %d units' figures", fn, nunits);
   for (int i = 0; i < nunits; i++) {
     f->frozen[i] = units[i].frozen != 0;
-    ZS_CHECK(plan_unit(fn, c, &units[i], i, &f->numel[i], &f->chans[i], &f->work[i], &f->nstate[i],
-                       &f->tensors[i]));
+    ZS_CHECK(plan_unit(fn, c, &units[i], tp ? tp[i] : NULL, i, &f->numel[i], &f->chans[i],
+                       &f->work[i], &f->nstate[i], &f->tensors[i]));
   }
   return ZS_OK;
 }
 
-zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
-                              int nunits, size_t activation_bytes, size_t device_bytes,
-                              size_t host_bytes, zs_plan_report *out) {
+static zs_status model_units(const char *fn, const zs_config *cfg, int world_size,
+                             const zs_plan_unit *units, const int *const *tp, int nunits,
+                             size_t activation_bytes, size_t device_bytes, size_t host_bytes,
+                             zs_plan_report *out) {
   zs_config c;
   units_figures f = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
-  zs_status rc = prepare("zs_plan_model_units", cfg, &world_size, units, nunits, out, &c, &f);
+  zs_status rc = prepare(fn, cfg, &world_size, units, tp, nunits, out, &c, &f);
   if (rc == ZS_OK) {
     const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate, f.tensors};
     rc = zs_plan_report_of(&c, world_size, &us, activation_bytes, device_bytes, host_bytes, out);
@@ -136,15 +144,41 @@ zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_pla
   return rc;
 }
 
-zs_status zs_plan_placement_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
-                                  int nunits, unsigned char *host) {
+static zs_status placement_units(const char *fn, const zs_config *cfg, int world_size,
+                                 const zs_plan_unit *units, const int *const *tp, int nunits,
+                                 unsigned char *host) {
   zs_config c;
   units_figures f = {NULL, NULL, NULL, NULL, NULL, NULL, 0};
-  zs_status rc = prepare("zs_plan_placement_units", cfg, &world_size, units, nunits, host, &c, &f);
+  zs_status rc = prepare(fn, cfg, &world_size, units, tp, nunits, host, &c, &f);
   if (rc == ZS_OK) {
     const zs_plan_units us = {NULL, f.numel, nunits, f.frozen, whole_of, &f, f.nstate, f.tensors};
     rc = zs_plan_placement_of(&c, world_size, &us, host);
   }
   figures_free(&f);
   return rc;
+}
+
+zs_status zs_plan_model_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
+                              int nunits, size_t activation_bytes, size_t device_bytes,
+                              size_t host_bytes, zs_plan_report *out) {
+  return model_units("zs_plan_model_units", cfg, world_size, units, NULL, nunits, activation_bytes,
+                     device_bytes, host_bytes, out);
+}
+
+zs_status zs_plan_model_units_tp(const zs_config *cfg, int world_size, const zs_plan_unit *units,
+                                 const int *const *tp, int nunits, size_t activation_bytes,
+                                 size_t device_bytes, size_t host_bytes, zs_plan_report *out) {
+  return model_units("zs_plan_model_units_tp", cfg, world_size, units, tp, nunits, activation_bytes,
+                     device_bytes, host_bytes, out);
+}
+
+zs_status zs_plan_placement_units(const zs_config *cfg, int world_size, const zs_plan_unit *units,
+                                  int nunits, unsigned char *host) {
+  return placement_units("zs_plan_placement_units", cfg, world_size, units, NULL, nunits, host);
+}
+
+zs_status zs_plan_placement_units_tp(const zs_config *cfg, int world_size,
+                                     const zs_plan_unit *units, const int *const *tp, int nunits,
+                                     unsigned char *host) {
+  return placement_units("zs_plan_placement_units_tp", cfg, world_size, units, tp, nunits, host);
 }

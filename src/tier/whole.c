@@ -88,6 +88,13 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *
   return ZS_OK;
 }
 
+/* Whether u's whole steps join a tensor over the tp group (a collective of their own). */
+static int unit_joins(const zs_tiers *t, const zs_unit *u) {
+  for (int k = 0; k < u->ntensors; k++)
+    if (u->whole_owner[k] >= 0 && zs_tp_is_split(u->tp[k], t->sh->tp_size)) return 1;
+  return 0;
+}
+
 /* The scratch floats of u's largest whole step, with a split tensor's join (every rank allocates
    it, owner or not, before the first collective: an allocation fails on no rank inside the
    exchange). */
@@ -157,8 +164,9 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
   const size_t P = u->lay.padded, sh = u->lay.shard, bytes = (size_t)cin * P * sizeof(float);
   const size_t wn = work_floats(t, u);
   /* Sharded state: gather, one rank per tensor, scatter back; else every rank holds every piece
-     and computes every tensor itself (no exchange). */
-  const int sharded = u->opt_n != P && x->shard_size > 1;
+     and computes every tensor itself (no exchange but the joins of split tensors). A failure
+     before the exchange fails the engine where peers are entering it (they would wait in it). */
+  const int sharded = u->opt_n != P && x->shard_size > 1, joins = unit_joins(t, u);
   float *work = NULL;
   zs_status rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&u->whole_dir, NULL);
   if (rc == ZS_OK) {
@@ -167,13 +175,13 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
   }
   if (rc != ZS_OK) { /* its shard group is entering the exchange: failing here fails them too */
     rc = zs_err_wrap(rc, "the whole-tensor step of unit '%s': its buffers", u->name);
-    return sharded ? zs_sh_fail_hard(x, rc) : rc;
+    return sharded || joins ? zs_sh_fail_hard(x, rc) : rc;
   }
   memset(u->whole_dir, 0, bytes);
   const int nvme = zs_unit_on_nvme(u);
   if (nvme) {
     rc = zs_nvme_tier_whole_gather(t, u);
-    if (rc != ZS_OK) return sharded ? zs_sh_fail_hard(x, rc) : rc;
+    if (rc != ZS_OK) return sharded || joins ? zs_sh_fail_hard(x, rc) : rc;
   } else {
     pieces(t, u, 0);
   }

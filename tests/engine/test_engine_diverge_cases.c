@@ -270,7 +270,7 @@ static void create_case(zs_comm *comm) {
    rule), its name (checkpoints name it) and the number of units. */
 static void config_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  enum { NCASES = 11 };
+  enum { NCASES = 13 };
   const char *field[NCASES] = {NULL,
                                "zs_config.rounding_seed",
                                "zs_config.moment_dtype",
@@ -281,7 +281,9 @@ static void config_case(zs_comm *comm) {
                                "the frozen units",
                                "the units (zs_engine_add_unit",
                                "the units (zs_engine_add_unit",
-                               "the units (zs_engine_add_unit"};
+                               "the units (zs_engine_add_unit",
+                               NULL,
+                               NULL};
   for (int k = 0; k < NCASES; k++) {
     zs_config cfg;
     zs_config_default(&cfg);
@@ -296,8 +298,11 @@ static void config_case(zs_comm *comm) {
     if (rank == 1 && k == 6) cfg.grad_accum_fp32 = 1;
     zs_engine *e = NULL;
     ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+    /* Cases 11 and 12, the same model: a dimension past ndim left with junk, and a nonzero
+       no_weight_decay other than 1. */
+    const int nwd = (k == 8 && rank == 1) || (k == 12 && rank == 0) ? 1 : k == 12 ? 2 : 0;
     const zs_tensor_desc t = {
-        k == 9 && rank == 1 ? "v" : "w", 1, {NEL, 0, 0, 0}, k == 8 && rank == 1};
+        k == 9 && rank == 1 ? "v" : "w", 1, {NEL, k == 11 && rank == 1 ? 5 : 0, 0, 0}, nwd};
     zs_unit *u = NULL;
     ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
     if (k == 10 && rank == 1) ZS_OK_OR_DIE(zs_engine_add_unit(e, "u1", 1, &t, &u));

@@ -316,10 +316,10 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   const zs_tensor_desc frz[1] = {{"w", 2, {64, 64, 0, 0}, 0}};
   const zs_tensor_desc vec[1] = {{"v", 1, {777, 0, 0, 0}, 0}};
   const int blk_opt[4] = {muon, -1, muon, ada}, frz_opt[1] = {muon}, vec_opt[1] = {ada};
-  const zs_plan_unit pu[4] = {{1, emb, NULL, 0, NULL, NULL},
-                              {4, blk, blk_opt, 0, NULL, NULL},
-                              {1, frz, frz_opt, 1, NULL, NULL},
-                              {1, vec, vec_opt, 0, NULL, NULL}};
+  const zs_plan_unit pu[4] = {{1, emb, NULL, 0, NULL},
+                              {4, blk, blk_opt, 0, NULL},
+                              {1, frz, frz_opt, 1, NULL},
+                              {1, vec, vec_opt, 0, NULL}};
   zs_engine *e = NULL;
   zs_unit *u[4];
   ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
@@ -378,10 +378,10 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   bud.offload = 0;
   bud.offload_budget_bytes = bare.params + bare.grads + bare.optimizer / 2;
   if (stage > 0) {
-    const zs_plan_unit adamw[4] = {{1, emb, NULL, 0, NULL, NULL},
-                                   {4, blk, NULL, 0, NULL, NULL},
-                                   {1, frz, NULL, 1, NULL, NULL},
-                                   {1, vec, NULL, 0, NULL, NULL}};
+    const zs_plan_unit adamw[4] = {{1, emb, NULL, 0, NULL},
+                                   {4, blk, NULL, 0, NULL},
+                                   {1, frz, NULL, 1, NULL},
+                                   {1, vec, NULL, 0, NULL}};
     unsigned char h1[4], h2[4];
     ZS_OK_OR_DIE(zs_plan_placement_units(&bud, world, adamw, 4, h1));
     ZS_OK_OR_DIE(zs_plan_placement_frozen(&bud, world, numel, frozen, 4, h2));
@@ -396,15 +396,14 @@ static void check_planner_units(zs_comm *comm, int stage, unsigned offload) {
   }
   /* The engine's refusals, by index. */
   const int vec_muon[1] = {muon};
-  const zs_plan_unit bad_vec = {1, vec, vec_muon, 0, NULL, NULL};
+  const zs_plan_unit bad_vec = {1, vec, vec_muon, 0, NULL};
   ZS_EXPECT_STATUS(zs_plan_model_units(&cfg, world, &bad_vec, 1, 0, SIZE_MAX, SIZE_MAX, &r),
                    ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "updates matrices"), "says why: %s", zs_last_error());
   zs_config sgd = cfg;
   sgd.optimizer = ZS_OPT_SGD;
   sgd.sgd.momentum = 0;
-  const zs_plan_unit bad_state = {1, emb,  vec_opt,
-                                  0, NULL, NULL}; /* Adafactor's 1 array under SGD's 0 */
+  const zs_plan_unit bad_state = {1, emb, vec_opt, 0, NULL}; /* Adafactor's 1 array under SGD's 0 */
   ZS_EXPECT_STATUS(zs_plan_model_units(&sgd, world, &bad_state, 1, 0, SIZE_MAX, SIZE_MAX, &r),
                    ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "unit 0 tensor 0") && strstr(zs_last_error(), "state"),
@@ -458,11 +457,10 @@ static void check_state_layout(zs_comm *comm, int stage, unsigned offload, int m
   const int o_muon[2] = {muon, muon}, o_mixed[4] = {muon, -1, muon, -1}, o_sgd[1] = {sgd},
             o_empty[2] = {muon, -1}, o_ada[3] = {ada, ada, -1};
   const float mom0[1] = {0.0f}, mom9[1] = {0.9f};
-  const zs_plan_unit pu[SL_NU] = {
-      {2, t_adamw, NULL, 0, NULL, NULL},    {2, t_muon, o_muon, 0, NULL, NULL},
-      {4, t_mixed, o_mixed, 0, NULL, NULL}, {1, t_sgd, o_sgd, 0, mom0, NULL},
-      {1, t_sgdm, o_sgd, 0, mom9, NULL},    {2, t_empty, o_empty, 0, NULL, NULL},
-      {3, t_ada, o_ada, 0, NULL, NULL}};
+  const zs_plan_unit pu[SL_NU] = {{2, t_adamw, NULL, 0, NULL},    {2, t_muon, o_muon, 0, NULL},
+                                  {4, t_mixed, o_mixed, 0, NULL}, {1, t_sgd, o_sgd, 0, mom0},
+                                  {1, t_sgdm, o_sgd, 0, mom9},    {2, t_empty, o_empty, 0, NULL},
+                                  {3, t_ada, o_ada, 0, NULL}};
   const size_t psi[SL_NU] = {272, 768, 152, 64, 96, 128, 160},
                arrays[SL_NU] = {2, 1, 2, 0, 1, 2, 2};
   const int whole = !stage || N == 1;

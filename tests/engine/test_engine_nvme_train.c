@@ -142,7 +142,7 @@ static void plan_units(const zs_config *c, const opts *o, int world, const int *
     unit_descs(o, i, t[i]);
     for (int j = 0; j < U[i].nt; j++)
       opt[i][j] = i == 0 && whole_takes(o, j) ? whole : -1;
-    pu[k++] = (zs_plan_unit){U[i].nt, t[i], opt[i], 0, NULL, NULL};
+    pu[k++] = (zs_plan_unit){U[i].nt, t[i], opt[i], 0, NULL};
   }
   ZS_OK_OR_DIE(zs_plan_model_units(c, world, pu, k, 0, SIZE_MAX, SIZE_MAX, r));
 }

@@ -345,10 +345,11 @@ static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
   const int opt[NT] = {muon, -1, muon, -1, -1};
   const int tp[NT] = {ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM1, ZS_TP_PARTIAL_GRAD,
                       ZS_TP_PARTIAL_GRAD};
-  zs_plan_unit pu[2] = {{1, sd, NULL, 0, NULL, NULL}, {NT, md, opt, 0, NULL, tp}};
+  const zs_plan_unit pu[2] = {{1, sd, NULL, 0, NULL}, {NT, md, opt, 0, NULL}};
+  const int *const lays[2] = {NULL, tp};
   zs_plan_report r, bare;
   ZS_OK_OR_DIE(zs_engine_plan_memory(m->e, plan));
-  ZS_OK_OR_DIE(zs_plan_model_units(&c, m->R * m->T, pu, 2, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_plan_model_units_tp(&c, m->R * m->T, pu, lays, 2, 0, SIZE_MAX, SIZE_MAX, &r));
   ZS_EXPECT(r.params == plan->params.cur && r.grads == plan->grads.cur &&
                 r.optimizer == plan->optimizer.cur && r.buffers == plan->buffers.cur &&
                 r.host_pinned == plan->host_pinned.cur,
@@ -364,12 +365,40 @@ static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
   ZS_EXPECT(bare.params == plan->params.cur && bare.grads == plan->grads.cur,
             "zs_plan_model: params %zu grads %zu; the engine's plan %zu %zu", bare.params,
             bare.grads, (size_t)plan->params.cur, (size_t)plan->grads.cur);
+  /* A configuration on Muon: the bare planner bounds the whole step of any unit of its size,
+     also a split matrix's, joined (the exact planner: one unit, W2's slice, split on dim 1). */
+  zs_config cm = c;
+  ZS_OK_OR_DIE(zs_optimizer_id("muon", &cm.optimizer));
+  const int64_t n2 = (int64_t)D * Hl;
+  const int *const lay2[1] = {&tp[M_W2]};
+  const zs_plan_unit w2[1] = {{1, &md[M_W2], NULL, 0, NULL}};
+  ZS_OK_OR_DIE(zs_plan_model_units_tp(&cm, m->R * m->T, w2, lay2, 1, 0, SIZE_MAX, SIZE_MAX, &r));
+  ZS_OK_OR_DIE(zs_plan_model(&cm, m->R * m->T, &n2, 1, 0, SIZE_MAX, SIZE_MAX, &bare));
+  ZS_EXPECT(bare.buffers >= r.buffers,
+            "tp %d: zs_plan_model's buffers %zu below the split W2's %zu", m->T, bare.buffers,
+            r.buffers);
+  /* The layouts zs_unit_set_tp and commit refuse, refused alike. */
+  int ada = -1;
+  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &ada));
+  const int ada_opt[1] = {ada}, bad_lay[1] = {9}, dim1[1] = {ZS_TP_SPLIT_DIM1};
+  const int *const bad[1] = {bad_lay}, *const vec1[1] = {dim1};
+  const zs_plan_unit w2a[1] = {{1, &md[M_W2], ada_opt, 0, NULL}};
+  const zs_plan_unit b1[1] = {{1, &md[M_B1], NULL, 0, NULL}};
+  const int W = m->R * m->T;
+  if (m->T > 1)
+    ZS_EXPECT_STATUS(zs_plan_model_units_tp(&c, W, w2a, lay2, 1, 0, SIZE_MAX, SIZE_MAX, &r),
+                     ZS_ERR_UNSUPPORTED);
+  ZS_EXPECT_STATUS(zs_plan_model_units_tp(&c, W, w2, bad, 1, 0, SIZE_MAX, SIZE_MAX, &r),
+                   ZS_ERR_INVALID_ARG);
+  ZS_EXPECT_STATUS(zs_plan_model_units_tp(&c, W, b1, vec1, 1, 0, SIZE_MAX, SIZE_MAX, &r),
+                   ZS_ERR_INVALID_ARG);
   if (m->T > 1) {
     ZS_EXPECT_STATUS(zs_plan_model(&c, m->T + 1, numel, 2, 0, SIZE_MAX, SIZE_MAX, &bare),
                      ZS_ERR_INVALID_ARG);
     ZS_EXPECT(strstr(zs_last_error(), "does not divide the world size"), "%s", zs_last_error());
-    ZS_EXPECT_STATUS(zs_plan_model_units(&c, m->T + 1, pu, 2, 0, SIZE_MAX, SIZE_MAX, &bare),
-                     ZS_ERR_INVALID_ARG);
+    ZS_EXPECT_STATUS(
+        zs_plan_model_units_tp(&c, m->T + 1, pu, lays, 2, 0, SIZE_MAX, SIZE_MAX, &bare),
+        ZS_ERR_INVALID_ARG);
   }
 }
 

@@ -320,7 +320,7 @@ static void plan_units_of(const opts *o, zs_plan_unit *pu, int (*opt)[TM_MAXT],
       ZS_OK_OR_DIE(zs_optimizer_id(name[ref_opt_of(o, gi)], &opt[u][k]));
       mom[u][k] = (float)ref_hp_of(o, gi).mom;
     }
-    pu[u] = (zs_plan_unit){tm_units[u].ntensors, tm_units[u].t, opt[u], 0, mom[u], NULL};
+    pu[u] = (zs_plan_unit){tm_units[u].ntensors, tm_units[u].t, opt[u], 0, mom[u]};
   }
 }
 

@@ -44,17 +44,17 @@ int zp_model_tensors(zp_model *m) {
       m->bare = 1;
       return 0;
     }
-    m->units[u] = (zs_plan_unit){nt, d, NULL, 0, NULL, NULL};
+    m->units[u] = (zs_plan_unit){nt, d, NULL, 0, NULL};
   }
   return 0;
 }
 
-/* The plan's units: m's, with its frozen flags, each tensor's optimizer under cfg (--optimizer
-   muon: the examples' group, the configuration's optimizer AdamW) and with --tp train_llama's
-   tensor-parallel layouts, into *c, *us and *opt (the optimizers, then the layouts; the caller
-   frees both; NULL on ZS_ERR_OUT_OF_MEMORY). */
-static zs_status with_groups(const zp_args *a, const zp_model *m, const zs_config *cfg,
-                             zs_config *c, zs_plan_unit **us, int **opt) {
+/* The plan's units: m's, with its frozen flags and each tensor's optimizer under cfg (--optimizer
+   muon: the examples' group, the configuration's optimizer AdamW), into *c, *us and *opt, and
+   with cfg's tp_size train_llama's tensor-parallel layouts into *lay (per unit, into *opt's
+   second half; else NULL); the caller frees *us, *opt and *lay (NULL on ZS_ERR_OUT_OF_MEMORY). */
+static zs_status with_groups(const zp_model *m, const zs_config *cfg, int sp, zs_config *c,
+                             zs_plan_unit **us, int **opt, const int ***lay) {
   *c = *cfg;
   int muon = -1;
   zs_optimizer_id("muon", &muon);
@@ -63,9 +63,10 @@ static zs_status with_groups(const zp_args *a, const zp_model *m, const zs_confi
   const size_t room = (size_t)m->n * ZP_MAX_UNIT_TENSORS;
   *us = calloc((size_t)m->n, sizeof **us);
   *opt = calloc(2 * room, sizeof **opt);
-  if (!*us || !*opt) {
-    free(*us), free(*opt);
-    *us = NULL, *opt = NULL;
+  *lay = tp ? calloc((size_t)m->n, sizeof **lay) : NULL;
+  if (!*us || !*opt || (tp && !*lay)) {
+    free(*us), free(*opt), free(*lay);
+    *us = NULL, *opt = NULL, *lay = NULL;
     return ZS_ERR_OUT_OF_MEMORY;
   }
   for (int u = 0; u < m->n; u++) {
@@ -75,10 +76,10 @@ static zs_status with_groups(const zp_args *a, const zp_model *m, const zs_confi
     int *o = *opt + (size_t)u * ZP_MAX_UNIT_TENSORS, *l = o + room;
     for (int k = 0; k < pu->ntensors; k++) {
       o[k] = group && ex_muon_takes(u, m->n, &pu->tensors[k]) ? muon : -1;
-      if (tp) l[k] = (int)llama_tp_layout(&m->llama, a->sp, u, k);
+      if (tp) l[k] = (int)llama_tp_layout(&m->llama, sp, u, k);
     }
     pu->optimizer = o;
-    pu->tp = tp ? l : NULL;
+    if (tp) (*lay)[u] = l;
   }
   return ZS_OK;
 }
@@ -90,10 +91,12 @@ zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, siz
   zs_config c;
   zs_plan_unit *us = NULL;
   int *opt = NULL;
-  zs_status rc = with_groups(a, m, cfg, &c, &us, &opt);
-  if (rc == ZS_OK) rc = zs_plan_model_units(&c, a->world, us, m->n, act, dev, host, r);
+  const int **lay = NULL;
+  zs_status rc = with_groups(m, cfg, a->sp, &c, &us, &opt, &lay);
+  if (rc == ZS_OK) rc = zs_plan_model_units_tp(&c, a->world, us, lay, m->n, act, dev, host, r);
   free(us);
   free(opt);
+  free(lay);
   return rc;
 }
 
@@ -103,9 +106,11 @@ zs_status zp_placement(const zp_args *a, const zp_model *m, const zs_config *cfg
   zs_config c;
   zs_plan_unit *us = NULL;
   int *opt = NULL;
-  zs_status rc = with_groups(a, m, cfg, &c, &us, &opt);
-  if (rc == ZS_OK) rc = zs_plan_placement_units(&c, a->world, us, m->n, host);
+  const int **lay = NULL;
+  zs_status rc = with_groups(m, cfg, a->sp, &c, &us, &opt, &lay);
+  if (rc == ZS_OK) rc = zs_plan_placement_units_tp(&c, a->world, us, lay, m->n, host);
   free(us);
   free(opt);
+  free(lay);
   return rc;
 }

@@ -96,10 +96,10 @@ int zp_gpt_unit_descs(const zp_gpt *g, int u, zs_tensor_desc *d);
 /* Fills m's units' tensors where its shape is a GPT-2 or Llama one whose units it counted (else
    leaves them NULL); 0 or -1 (out of memory). zp_model_build calls it. */
 int zp_model_tensors(zp_model *m);
-/* The plan of m under cfg on the data-parallel ranks (zs_plan_model_frozen; with the units'
-   tensors zs_plan_model_units, and --optimizer muon then plans the examples' grouping: AdamW, the
-   hidden units' matrices in a group on Muon, examples/common/muon_rule.h). ZS_OK or the
-   library's status (zs_last_error says why). */
+/* The plan of m under cfg on a->world ranks, world / tp of them data-parallel
+   (zs_plan_model_frozen; with the units' tensors zs_plan_model_units_tp, and --optimizer muon
+   then plans the examples' grouping: AdamW, the hidden units' matrices in a group on Muon,
+   examples/common/muon_rule.h). ZS_OK or the library's status (zs_last_error says why). */
 zs_status zp_plan(const zp_args *a, const zp_model *m, const zs_config *cfg, size_t act, size_t dev,
                   size_t host, zs_plan_report *r);
 /* zs_plan_placement for m as zp_plan plans it: host[i] = 1 for a unit on the host. */
