@@ -77,6 +77,8 @@ struct zs_comm {
 /* 1 when c was started by a launcher that has since died (its parent changed), else 0: a rank
    that goes on after that trains for nobody (mpirun killed: the job is over). */
 int zs_comm_launcher_gone(const zs_comm *c);
+/* The bound on c's own waits (zs_comm_set_timeout's; c and its impl not NULL). */
+double zs_comm_timeout(const zs_comm *c);
 
 /* The communicator zs_comm_init_env makes once its variables are read, without its GPU check
    (the tests run the env paths, such as zs_comm_allreduce over the rendezvous, on machines

@@ -304,6 +304,10 @@ zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t cou
   return rdv_reduce(c, ci, send, recv, count, dt, op);
 }
 
+double zs_comm_timeout(const zs_comm *c) {
+  return ((const zs_comm_impl *)c->impl)->boot_timeout_s;
+}
+
 /* See zshard.h. */
 zs_status zs_comm_set_timeout(zs_comm *c, double timeout_s) {
   if (!c || !c->impl) return zs_err(ZS_ERR_INVALID_ARG, "zs_comm_set_timeout: comm is NULL");

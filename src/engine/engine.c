@@ -148,17 +148,15 @@ static zs_status open_groups(zs_engine *e) {
   return ZS_OK;
 }
 
-zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine **out) {
-  if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL");
-  *out = NULL;
+/* create's checks of its arguments, on this rank alone: the resolved configuration, its sources
+   and origins, and the plan into the outputs. */
+static zs_status create_checks(const zs_config *user_cfg, const zs_comm *comm, zs_config *cfg,
+                               char *sources, size_t nsources, unsigned char *origins,
+                               zs_plan *plan) {
   if (!user_cfg)
     return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
   /* Environment variables for fields left at their default, then validation of the result. */
-  zs_config resolved;
-  char sources[900];
-  unsigned char origins[ZS_CONFIG_NORIGINS];
-  ZS_CHECK(zs_config_resolve_origins(user_cfg, &resolved, sources, sizeof sources, origins));
-  const zs_config *cfg = &resolved;
+  ZS_CHECK(zs_config_resolve_origins(user_cfg, cfg, sources, nsources, origins));
   ZS_CHECK(zs_config_validate(cfg));
   if (!comm)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: comm is NULL: create one with "
@@ -170,14 +168,55 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
                   "tensor parallelism)",
                   tp, all);
   const int world = all / tp; /* the data-parallel ranks */
-  int g = cfg->shard_group_size ? cfg->shard_group_size : world;
+  const int g = cfg->shard_group_size ? cfg->shard_group_size : world;
   if (g > world || world % g != 0)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "shard_group_size %d does not divide the data-parallel size %d (the world size "
                   "%d / tp_size %d): use a divisor of it, or 0 for all of it",
                   cfg->shard_group_size, world, all, tp);
+  return zs_plan_make(cfg, g, plan);
+}
+
+/* Every rank's verdict on its own arguments (mine, its message kept; cfg resolved where mine is
+   ZS_OK), before any group opens: a rank that refused them would leave its peers waiting in the
+   first collective until the timeout. The first refusing rank's, on every rank; the wait bounded
+   by cfg's comm_timeout_s where it is below the comm's own. */
+static zs_status create_agree(zs_comm *comm, const zs_config *cfg, zs_status mine) {
+  if (!comm || !comm->impl || zs_comm_size(comm) < 2) return mine;
+  char why[1024] = "";
+  if (mine != ZS_OK) snprintf(why, sizeof why, "%s", zs_last_error());
+  const int64_t me = mine != ZS_OK ? zs_comm_rank(comm) : INT64_MAX;
+  int64_t first = INT64_MAX;
+  const double was = zs_comm_timeout(comm);
+  if (mine == ZS_OK && cfg->comm_timeout_s > 0 && cfg->comm_timeout_s < was)
+    zs_comm_set_timeout(comm, cfg->comm_timeout_s);
+  const zs_status rc = zs_comm_allreduce(comm, &me, &first, 1, ZS_HOST_I64, ZS_RED_MIN);
+  zs_comm_set_timeout(comm, was);
+  if (rc != ZS_OK)
+    return mine != ZS_OK ? zs_err(mine, "%s", why)
+                         : zs_err_wrap(rc, "zs_engine_create: agreeing on the ranks' arguments");
+  if (mine != ZS_OK) return zs_err(mine, "%s", why);
+  if (first != INT64_MAX)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_engine_create: rank %lld refused its configuration (its zs_last_error says "
+                  "why); nothing was created",
+                  (long long)first);
+  return ZS_OK;
+}
+
+zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine **out) {
+  if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL");
+  *out = NULL;
+  zs_config resolved;
+  char sources[900];
+  unsigned char origins[ZS_CONFIG_NORIGINS];
   zs_plan plan;
-  ZS_CHECK(zs_plan_make(cfg, g, &plan));
+  ZS_CHECK(create_agree(
+      comm, &resolved,
+      create_checks(user_cfg, comm, &resolved, sources, sizeof sources, origins, &plan)));
+  const zs_config *cfg = &resolved;
+  const int all = zs_comm_size(comm), tp = cfg->tp_size, world = all / tp;
+  const int g = cfg->shard_group_size ? cfg->shard_group_size : world;
   zs_engine *e = calloc(1, sizeof *e);
   if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
   e->plan = plan;

@@ -22,7 +22,8 @@
  *   message (made just before destroy) must still be zs_last_error() after it.
  * --create (np 2): rank 1 asks for shard groups of 1, rank 0 for the whole world: the mesh's
  *   shape, exchanged before any group is split, differs, and both creates fail at once with
- *   ZS_ERR_INVALID_ARG naming both shapes (the failure path's destroy must not replace it).
+ *   ZS_ERR_INVALID_ARG naming both shapes (the failure path's destroy must not replace it); then
+ *   rank 1's configuration is invalid, and rank 0's create fails at once naming rank 1.
  * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
  *   rounding_seed; moment_dtype; optim.lr; grad_accum_fp32; groups, frozen units, the units'
  *   tensors): zs_engine_commit must refuse on every rank with ZS_ERR_INVALID_ARG naming the field,
@@ -259,6 +260,21 @@ static void create_case(zs_comm *comm) {
   ZS_EXPECT(rc == ZS_OK || (strstr(msg, "disagree on the mesh") && strstr(msg, "shard_group_size")),
             "rank %d: create's message does not name the mesh: %s", rank, msg);
   ZS_EXPECT(dt < TIMEOUT_S / 2, "rank %d: create took %.1f s", rank, dt);
+  if (e) zs_engine_destroy(e);
+  /* Rank 1's configuration is invalid (a stage that does not exist): it refuses it, and rank 0
+     learns so at once, not at the timeout of a collective rank 1 never enters. */
+  cfg.shard_group_size = 0;
+  cfg.stage = rank == 1 ? 9 : 3;
+  const double t1 = now();
+  const zs_status rc1 = zs_engine_create(&cfg, comm, &e);
+  const double dt1 = now() - t1;
+  const char *msg1 = rc1 == ZS_OK ? "" : zs_last_error();
+  printf("create rank %d, rank 1's config invalid: %s after %.2f s: %s\n", rank, zs_status_str(rc1),
+         dt1, msg1);
+  ZS_EXPECT(rc1 == ZS_ERR_INVALID_ARG && !e &&
+                strstr(msg1, rank == 1 ? "stage" : "rank 1 refused its configuration"),
+            "rank %d: create gave %s: %s", rank, zs_status_str(rc1), msg1);
+  ZS_EXPECT(dt1 < TIMEOUT_S / 2, "rank %d: create took %.1f s", rank, dt1);
   if (e) zs_engine_destroy(e);
 }
 
