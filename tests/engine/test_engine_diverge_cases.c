@@ -352,19 +352,25 @@ static void config_case(zs_comm *comm) {
    The same for a gradient written inside the step (zs_unit_set_grad; cases 4 and 5: the same
    values, then per-rank values), which is refused at that step's update and leaves the engine
    usable (the next step passes). */
+/* An engine at `stage` with one committed unit "u0" of one tensor "w" of NEL elements. */
+static zs_engine *one_unit(zs_comm *comm, int stage, zs_unit **u) {
+  zs_config cfg;
+  zs_config_default(&cfg);
+  cfg.stage = stage;
+  cfg.comm_timeout_s = TIMEOUT_S;
+  zs_engine *e = NULL;
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
+  ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, u));
+  ZS_OK_OR_DIE(zs_engine_commit(e));
+  return e;
+}
+
 static void state_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
   for (int k = 0; k < 6; k++) {
-    zs_config cfg;
-    zs_config_default(&cfg);
-    cfg.stage = 0; /* every rank holds the whole state: its own writes stay its own */
-    cfg.comm_timeout_s = TIMEOUT_S;
-    zs_engine *e = NULL;
-    ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
-    const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
-    zs_unit *u = NULL;
-    ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
-    ZS_OK_OR_DIE(zs_engine_commit(e));
+    zs_unit *u = NULL; /* stage 0: every rank holds the whole state: its own writes stay its own */
+    zs_engine *e = one_unit(comm, 0, &u);
     float v[NEL];
     for (int i = 0; i < NEL; i++)
       v[i] = 0.25f * (float)(i + (k > 0 && k < 4 ? rank : 0)); /* 0, 4, 5: the same */
@@ -408,16 +414,8 @@ static void state_case(zs_comm *comm) {
    calls' arrays, never a buffer mixing the two. */
 static void state_name_case(zs_comm *comm) {
   const int rank = zs_comm_rank(comm);
-  zs_config cfg;
-  zs_config_default(&cfg);
-  cfg.stage = 3;
-  cfg.comm_timeout_s = TIMEOUT_S;
-  zs_engine *e = NULL;
-  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
-  const zs_tensor_desc t = {"w", 1, {NEL, 0, 0, 0}, 0};
   zs_unit *u = NULL;
-  ZS_OK_OR_DIE(zs_engine_add_unit(e, "u0", 1, &t, &u));
-  ZS_OK_OR_DIE(zs_engine_commit(e));
+  zs_engine *e = one_unit(comm, 3, &u);
   float v[NEL];
   const zs_status rc = zs_unit_get_state(u, 0, rank ? "exp_avg_sq" : "exp_avg", v);
   const char *msg = rc == ZS_OK ? "" : zs_last_error();
