@@ -170,9 +170,12 @@ static zs_status exchange_headers(zs_comm *c, zs_comm_impl *ci, const void *bloc
   }
   zs_status rc = rdv_ready(c, ci);
   const uint32_t tag = 0x100u + (ci->host_seq & 0xffffffu);
+  const size_t total = HDR_BYTES * (size_t)c->size;
   if (rc == ZS_OK) rc = zs_rdv_gather(ci->rdv, block, all, HDR_BYTES, tag, ci->boot_timeout_s);
-  if (rc == ZS_OK)
-    rc = zs_rdv_bcast_tag(ci->rdv, all, HDR_BYTES * (size_t)c->size, tag, ci->boot_timeout_s);
+  for (size_t off = 0; off < total && rc == ZS_OK; off += HR_CHUNK_BYTES) /* message-sized */
+    rc = zs_rdv_bcast_tag(ci->rdv, all + off,
+                          total - off < HR_CHUNK_BYTES ? total - off : HR_CHUNK_BYTES, tag,
+                          ci->boot_timeout_s);
   if (rc != ZS_OK) ci->host_broken = 1;
   return rc;
 }

@@ -7,6 +7,11 @@
 
 #include "base/error.h"
 
+/* " data-parallel" where the ranks a sentence counts are not every rank (tp_size > 1). */
+static const char *dp_word(const zs_config *c) {
+  return c->tp_size > 1 ? " data-parallel" : "";
+}
+
 static size_t sat_add(size_t a, size_t b) {
   return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
@@ -109,9 +114,9 @@ static void alternatives(const zs_config *c, int world, const zs_plan_units *u, 
       const int w = (int)(world * k);
       if (!fits_as(c, world, st, c->offload, w, u, act, r)) continue;
       if (pass)
-        snprintf(t, sizeof t, "with %d ranks at stage 3", w);
+        snprintf(t, sizeof t, "with %d%s ranks at stage 3", w, dp_word(c));
       else
-        snprintf(t, sizeof t, "with %d ranks", w);
+        snprintf(t, sizeof t, "with %d%s ranks", w, dp_word(c));
       append(msg, cap, h, count, t);
       found = 1;
     }
@@ -146,10 +151,10 @@ static size_t over_budget(const zs_config *c, int world, const zs_plan_units *u,
   zs_plan_human(n->place.floor_bytes, fl, sizeof fl);
   zs_plan_human(n->place.budget, bu, sizeof bu);
   snprintf(msg, cap,
-           "does not fit: needs %s %s at stage %d with %d rank%s with every unit's optimizer "
+           "does not fit: needs %s %s at stage %d with %d%s rank%s with every unit's optimizer "
            "state%s on the host, over the offload budget of %s",
            fl, c->device == ZS_DEVICE_CPU ? "on each rank" : "on each GPU", c->stage, world,
-           world == 1 ? "" : "s", n->place.with_params ? " and param shard" : "", bu);
+           dp_word(c), world == 1 ? "" : "s", n->place.with_params ? " and param shard" : "", bu);
   size_t h = strlen(msg);
   if (h + 1 < cap)
     snprintf(msg + h, cap - h,
@@ -194,9 +199,9 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
     zs_plan_human(n.host_total, hb, sizeof hb);
     zs_plan_human(n.host_cap, cb, sizeof cb);
     snprintf(msg, cap,
-             "does not fit: needs %s of host memory at stage %d with %d rank%s%s, over "
+             "does not fit: needs %s of host memory at stage %d with %d%s rank%s%s, over "
              "offload_host_bytes of %s; fits with offload_host_bytes of %zu bytes or more",
-             hb, c->stage, world, world == 1 ? "" : "s",
+             hb, c->stage, world, dp_word(c), world == 1 ? "" : "s",
              n.place.nvme ? " with every offloaded unit's optimizer state on the NVMe tier" : "",
              cb, n.host_total);
     return 0;
@@ -217,12 +222,12 @@ int zs_plan_verdict(const zs_config *c, int world, const zs_plan_units *u, size_
     snprintf(grp, sizeof grp, " (shard groups of %d)", c->shard_group_size);
   char bw[96];
   budget_words(&n, u->n, bw, sizeof bw);
-  size_t h = (size_t)snprintf(msg, cap, "%s: needs %s %s%s at stage %d with %d rank%s%s%s",
+  size_t h = (size_t)snprintf(msg, cap, "%s: needs %s %s%s at stage %d with %d%s rank%s%s%s",
                               ok ? "fits" : "does not fit", need,
                               cpu          ? "on each rank"
                               : host_short ? "of host memory on each rank"
                                            : "on each GPU",
-                              host, c->stage, world, world == 1 ? "" : "s", grp, bw);
+                              host, c->stage, world, dp_word(c), world == 1 ? "" : "s", grp, bw);
   if (ok || h >= cap) return ok;
   char alt[400] = "";
   size_t ah = 0;

@@ -392,6 +392,11 @@ static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
                    ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_plan_model_units_tp(&c, W, b1, vec1, 1, 0, SIZE_MAX, SIZE_MAX, &r),
                    ZS_ERR_INVALID_ARG);
+  /* A verdict counts data-parallel ranks, and says so at tp > 1. */
+  ZS_OK_OR_DIE(zs_plan_model(&c, W, numel, 2, 0, 1, SIZE_MAX, &bare));
+  char want[64];
+  snprintf(want, sizeof want, "with %d%s rank", m->R, m->T > 1 ? " data-parallel" : "");
+  ZS_EXPECT(!bare.fits && strstr(bare.verdict, want), "want '%s': %s", want, bare.verdict);
   if (m->T > 1) {
     ZS_EXPECT_STATUS(zs_plan_model(&c, m->T + 1, numel, 2, 0, SIZE_MAX, SIZE_MAX, &bare),
                      ZS_ERR_INVALID_ARG);
