@@ -271,7 +271,7 @@ typedef struct {
 /* Creates an engine over comm (which must outlive it). The config is validated and copied.
    Collective over the world (opens its groups and exchanges the ranks' placement: host, cgroup,
    GPU, offload NUMA node; offload workers take this rank's share of its node's cores). A rank
-   that refuses its own arguments (an invalid config) says so through comm first
+   that refuses its own arguments (an invalid config, out NULL) says so through comm first
    (zs_comm_allreduce, bounded by comm_timeout_s), so its peers fail at once with
    ZS_ERR_INVALID_ARG naming it rather than wait in a group it never opens. */
 ZS_API zs_status zs_engine_create(const zs_config *cfg, zs_comm *comm, zs_engine **out);

@@ -205,15 +205,15 @@ static zs_status create_agree(zs_comm *comm, const zs_config *cfg, zs_status min
 }
 
 zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine **out) {
-  if (!out) return zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL");
-  *out = NULL;
+  if (out) *out = NULL;
   zs_config resolved;
   char sources[900];
   unsigned char origins[ZS_CONFIG_NORIGINS];
   zs_plan plan;
-  ZS_CHECK(create_agree(
-      comm, &resolved,
-      create_checks(user_cfg, comm, &resolved, sources, sizeof sources, origins, &plan)));
+  const zs_status mine =
+      !out ? zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL")
+           : create_checks(user_cfg, comm, &resolved, sources, sizeof sources, origins, &plan);
+  ZS_CHECK(create_agree(comm, &resolved, mine)); /* a refusal here is every rank's */
   const zs_config *cfg = &resolved;
   const int all = zs_comm_size(comm), tp = cfg->tp_size, world = all / tp;
   const int g = cfg->shard_group_size ? cfg->shard_group_size : world;

@@ -23,7 +23,8 @@
  * --create (np 2): rank 1 asks for shard groups of 1, rank 0 for the whole world: the mesh's
  *   shape, exchanged before any group is split, differs, and both creates fail at once with
  *   ZS_ERR_INVALID_ARG naming both shapes (the failure path's destroy must not replace it); then
- *   rank 1's configuration is invalid, and rank 0's create fails at once naming rank 1.
+ *   rank 1's configuration is invalid (then its out is NULL), and rank 0's create fails at once
+ *   naming rank 1.
  * --config (np 2): configurations that create fine but differ between the ranks (lean mode's
  *   rounding_seed; moment_dtype; optim.lr; grad_accum_fp32; groups, frozen units, the units'
  *   tensors): zs_engine_commit must refuse on every rank with ZS_ERR_INVALID_ARG naming the field,
@@ -276,6 +277,16 @@ static void create_case(zs_comm *comm) {
             "rank %d: create gave %s: %s", rank, zs_status_str(rc1), msg1);
   ZS_EXPECT(dt1 < TIMEOUT_S / 2, "rank %d: create took %.1f s", rank, dt1);
   if (e) zs_engine_destroy(e);
+  /* Rank 1 passes no place for the engine: it still takes part, so every rank refuses at once,
+     and the next create on the same comm works. */
+  cfg.stage = 3;
+  const zs_status rc2 = zs_engine_create(&cfg, comm, rank == 1 ? NULL : &e);
+  const char *msg2 = rc2 == ZS_OK ? "" : zs_last_error();
+  ZS_EXPECT(rc2 == ZS_ERR_INVALID_ARG && !e &&
+                strstr(msg2, rank == 1 ? "out is NULL" : "rank 1 refused its configuration"),
+            "rank %d: create with rank 1's out NULL gave %s: %s", rank, zs_status_str(rc2), msg2);
+  ZS_OK_OR_DIE(zs_engine_create(&cfg, comm, &e));
+  zs_engine_destroy(e);
 }
 
 /* D5: configurations that differ between ranks are refused at commit, naming the field; so are
