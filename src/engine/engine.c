@@ -149,9 +149,9 @@ static zs_status open_groups(zs_engine *e) {
 }
 
 /* create's checks of its arguments, on this rank alone: the resolved configuration, its sources
-   and origins, and the plan into the outputs. */
+   and origins, the shard group's size and the plan into the outputs. */
 static zs_status create_checks(const zs_config *user_cfg, const zs_comm *comm, zs_config *cfg,
-                               char *sources, size_t nsources, unsigned char *origins,
+                               char *sources, size_t nsources, unsigned char *origins, int *group,
                                zs_plan *plan) {
   if (!user_cfg)
     return zs_err(ZS_ERR_INVALID_ARG, "config is NULL: fill one with zs_config_default()");
@@ -174,6 +174,7 @@ static zs_status create_checks(const zs_config *user_cfg, const zs_comm *comm, z
                   "shard_group_size %d does not divide the data-parallel size %d (the world size "
                   "%d / tp_size %d): use a divisor of it, or 0 for all of it",
                   cfg->shard_group_size, world, all, tp);
+  *group = g;
   return zs_plan_make(cfg, g, plan);
 }
 
@@ -210,13 +211,13 @@ zs_status zs_engine_create(const zs_config *user_cfg, zs_comm *comm, zs_engine *
   char sources[900];
   unsigned char origins[ZS_CONFIG_NORIGINS];
   zs_plan plan;
+  int g = 0;
   const zs_status mine =
       !out ? zs_err(ZS_ERR_INVALID_ARG, "zs_engine_create: out is NULL")
-           : create_checks(user_cfg, comm, &resolved, sources, sizeof sources, origins, &plan);
+           : create_checks(user_cfg, comm, &resolved, sources, sizeof sources, origins, &g, &plan);
   ZS_CHECK(create_agree(comm, &resolved, mine)); /* a refusal here is every rank's */
   const zs_config *cfg = &resolved;
   const int all = zs_comm_size(comm), tp = cfg->tp_size, world = all / tp;
-  const int g = cfg->shard_group_size ? cfg->shard_group_size : world;
   zs_engine *e = calloc(1, sizeof *e);
   if (!e) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the engine");
   e->plan = plan;

@@ -200,9 +200,9 @@ zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tens
                   "rank would keep them for its slice, docs/OPTIMIZER.md §3); put it in a group "
                   "on Muon or an elementwise optimizer",
                   fn, unit, t->name, zs_opt_name_of(c));
-  int64_t rows, cols, n = 1;
-  for (int d = 0; d < t->ndim; d++)
-    n *= t->shape[d];
+  int64_t rows, cols;
+  zs_tp_whole_dims(t, ZS_TP_REPLICATED, 1, &rows, &cols);
+  const int64_t n = rows * cols; /* this rank's (slice's) elements */
   if (n == 0 || frozen) return ZS_OK;
   zs_tp_whole_dims(t, layout, T, &rows, &cols);
   const size_t w =

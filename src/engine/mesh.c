@@ -23,12 +23,12 @@ zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout) {
   if (t < -1 || t >= u->ntensors)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_unit_set_tp: unit '%s' has no tensor %d (0..%d, or -1)",
                   u->name, t, u->ntensors - 1);
-  if ((int)layout < ZS_TP_REPLICATED || (int)layout > ZS_TP_PARTIAL_GRAD)
+  const int need = zs_tp_layout_dims((int)layout);
+  if (need < 0)
     return zs_err(ZS_ERR_INVALID_ARG,
                   "zs_unit_set_tp: layout %d is not a zs_tp_layout (ZS_TP_REPLICATED, "
                   "ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM1, ZS_TP_PARTIAL_GRAD)",
                   (int)layout);
-  const int need = layout == ZS_TP_SPLIT_DIM0 ? 1 : layout == ZS_TP_SPLIT_DIM1 ? 2 : 0;
   for (int k = 0; k < u->ntensors; k++) /* every tensor checked before any is changed */
     if ((t < 0 || k == t) && u->t[k].ndim < need)
       return zs_err(ZS_ERR_INVALID_ARG,
@@ -43,19 +43,13 @@ zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout) {
 
 uint64_t zs_engine_tp_hash(const zs_engine *e) {
   uint64_t h = XXH64(&e->tp_size, sizeof e->tp_size, 0x74706c61796f7574ull);
-  for (int i = 0; i < e->nunits; i++) { /* layouts and shapes: a tp peer's slices are the same */
-    const zs_unit *u = e->units[i];
-    h = XXH64(u->tp, (size_t)u->ntensors * sizeof(int), h);
-    for (int t = 0; t < u->ntensors; t++) {
-      h = XXH64(&u->t[t].ndim, sizeof u->t[t].ndim, h);
-      h = XXH64(u->t[t].shape, (size_t)u->t[t].ndim * sizeof u->t[t].shape[0], h);
-    }
-  }
+  for (int i = 0; i < e->nunits; i++) /* the shapes: the agreement's units word */
+    h = XXH64(e->units[i]->tp, (size_t)e->units[i]->ntensors * sizeof(int), h);
   return h;
 }
 
 int zs_engine_tp_split(const zs_unit *u, int t) {
-  return u->e->tp_size > 1 && (u->tp[t] == ZS_TP_SPLIT_DIM0 || u->tp[t] == ZS_TP_SPLIT_DIM1);
+  return zs_tp_is_split(u->tp[t], u->e->tp_size);
 }
 
 zs_tensor_desc zs_engine_tp_whole(const zs_unit *u, int t) {

@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "engine/engine_internal.h"
+#include "shard/tp_slice.h"
 
 /* The units as the plan sees them: element counts, frozen flags, each unit's whole-step needs
    (zs_engine_whole_tensor) and its state arrays (the most its tensors' optimizers keep), owned. */
@@ -82,8 +83,8 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
       if (rc != ZS_OK) return zs_err_wrap(rc, "%s: unit %d tensor %d's optimizer", fn, i, k);
     }
     const int lay = tp_layout ? tp_layout[k] : ZS_TP_REPLICATED;
-    const int need = lay == ZS_TP_SPLIT_DIM0 ? 1 : lay == ZS_TP_SPLIT_DIM1 ? 2 : 0;
-    if (lay < ZS_TP_REPLICATED || lay > ZS_TP_PARTIAL_GRAD || named.ndim < need)
+    const int need = zs_tp_layout_dims(lay);
+    if (need < 0 || named.ndim < need)
       return zs_err(ZS_ERR_INVALID_ARG,
                     "%s: unit %d tensor %d: tp layout %d is not a zs_tp_layout for a tensor of %d "
                     "dimension(s) (zs_unit_set_tp refuses it)",

@@ -17,6 +17,13 @@ static inline int zs_tp_is_split(int layout, int T) {
   return T > 1 && (layout == ZS_TP_SPLIT_DIM0 || layout == ZS_TP_SPLIT_DIM1);
 }
 
+/* The dimensions a tensor needs for this layout (ZS_TP_SPLIT_DIM0: 1, ZS_TP_SPLIT_DIM1: 2, else
+   0), or -1 for a value that is not a zs_tp_layout. */
+static inline int zs_tp_layout_dims(int layout) {
+  if (layout < ZS_TP_REPLICATED || layout > ZS_TP_PARTIAL_GRAD) return -1;
+  return layout == ZS_TP_SPLIT_DIM0 ? 1 : layout == ZS_TP_SPLIT_DIM1 ? 2 : 0;
+}
+
 /* rows x cols of the whole tensor whose slice (or, unsplit, itself) t is: the first dimension by
    the rest, the split dimension T times the slice's. 0 x 0 for a tensor without dimensions or
    elements. */
