@@ -316,6 +316,7 @@ static void unit_free(zs_unit *u) {
   free(u->group);
   free(u->keeps);
   free(u->part);
+  free(u->part_most);
   free(u->pack_at);
   free(u->tp);
   free(u->whole_owner);
@@ -351,7 +352,6 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->index = e->nunits;
   snprintf(u->name, sizeof u->name, "%s", name);
   u->ntensors = ntensors;
-  u->nstate = zs_opt_shape_of(&e->cfg)->nstate; /* every tensor in group 0, the configuration */
   u->t = calloc((size_t)ntensors, sizeof *u->t);
   u->tnames = calloc((size_t)ntensors, sizeof *u->tnames);
   u->set_hash = calloc((size_t)ntensors * ZS_SET_SLOTS, sizeof *u->set_hash);
@@ -360,10 +360,11 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->whole_owner = calloc((size_t)ntensors, sizeof *u->whole_owner);
   u->keeps = calloc((size_t)ntensors, sizeof *u->keeps);
   u->part = calloc((size_t)ntensors, sizeof *u->part);
+  u->part_most = calloc((size_t)ntensors, sizeof *u->part_most);
   u->pack_at = calloc((size_t)ntensors * ZS_OPT_MAX_STATE + 1, sizeof *u->pack_at);
   zs_status rc = ZS_OK;
   if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner || !u->keeps ||
-      !u->part || !u->pack_at) {
+      !u->part || !u->part_most || !u->pack_at) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }
@@ -375,11 +376,9 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
       goto fail;
     }
     u->t[i].name = u->tnames[i];
-    u->keeps[i] = u->nstate;
   }
   ZS_CHECK_GOTO(zs_layout_build(&u->lay, ntensors, u->t), rc, fail);
-  for (int i = 0; i < ntensors; i++) /* after the build checked the element counts */
-    u->part[i] = zs_engine_state_part(&e->cfg, &u->t[i]);
+  zs_engine_unit_state(u); /* after the build checked the element counts */
   if (e->nunits == e->cap_units) {
     int cap = e->cap_units ? 2 * e->cap_units : 16;
     zs_unit **nu = realloc(e->units, (size_t)cap * sizeof *nu);

@@ -243,8 +243,12 @@ void zs_engine_group_config(const zs_engine *e, int id, zs_config *out);
    configuration. */
 int zs_engine_tensor_nstate(const zs_unit *u, int t, zs_config *gc);
 /* The elements of each state array tensor t keeps under its group's configuration gc, its first
-   ones (zs_optimizer.state_elems; SIZE_MAX: all). */
-size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t);
+   ones (zs_optimizer.state_elems of the whole tensor; SIZE_MAX: all); t split by layout over T tp
+   ranks: tp rank q's slice's share of them (zs_tp_prefix_share). */
+size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t, int layout, int T, int q);
+/* u's keeps, part, part_most and nstate from its tensors' groups and tp layouts (after either
+   changes). */
+void zs_engine_unit_state(zs_unit *u);
 /* A hash of every group's values (by their bits) and every tensor's group, for the agreement at
    commit. */
 uint64_t zs_engine_groups_hash(const zs_engine *e);

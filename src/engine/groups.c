@@ -142,23 +142,33 @@ zs_status zs_unit_set_group(zs_unit *u, int t, int id) {
                   "zs_unit_set_group: no group %d (0 and those zs_engine_add_group returned)", id);
   for (int k = 0; k < u->ntensors; k++)
     if (t < 0 || k == t) u->group[k] = id;
+  zs_engine_unit_state(u);
+  return ZS_OK;
+}
+
+void zs_engine_unit_state(zs_unit *u) {
+  const zs_engine *e = u->e;
   u->nstate = 0;
   for (int k = 0; k < u->ntensors; k++) {
     zs_config gc;
     u->keeps[k] = zs_engine_tensor_nstate(u, k, &gc);
-    u->part[k] = zs_engine_state_part(&gc, &u->t[k]);
+    u->part[k] = zs_engine_state_part(&gc, &u->t[k], u->tp[k], e->tp_size, e->tp_rank);
+    u->part_most[k] = zs_engine_state_part(&gc, &u->t[k], u->tp[k], e->tp_size, 0);
     if (u->keeps[k] > u->nstate) u->nstate = u->keeps[k];
   }
-  return ZS_OK;
 }
 
-size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t) {
+size_t zs_engine_state_part(const zs_config *gc, const zs_tensor_desc *t, int layout, int T,
+                            int q) {
   const zs_optimizer *m = zs_optimizer_for(gc);
   /* Only a whole-tensor module may keep a prefix: an elementwise update reads its state there. */
   int64_t rows, cols;
-  zs_tp_whole_dims(t, ZS_TP_REPLICATED, 1, &rows, &cols);
+  zs_tp_whole_dims(t, layout, T, &rows, &cols);
   if (!m->state_elems || !m->whole || rows < 1) return SIZE_MAX;
-  return m->state_elems(rows, cols);
+  const size_t prefix = m->state_elems(rows, cols);
+  if (!zs_tp_is_split(layout, T)) return prefix;
+  zs_tp_whole_dims(t, ZS_TP_REPLICATED, 1, &rows, &cols); /* the slice's */
+  return zs_tp_prefix_share(layout, rows, (size_t)(rows * cols), q, T, prefix);
 }
 
 int zs_engine_tensor_nstate(const zs_unit *u, int t, zs_config *gc) {
@@ -193,13 +203,6 @@ zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tens
                   "optimizer '%s' updates matrices: put it in a group on an elementwise "
                   "optimizer (the configuration's, as embeddings, norms and biases usually are)",
                   fn, unit, t->name, t->ndim, zs_opt_name_of(c));
-  if (zs_tp_is_split(layout, T) && m->state_elems)
-    return zs_err(ZS_ERR_UNSUPPORTED,
-                  "%s: tensor '%s.%s' is split over the tp group, and its group's optimizer '%s' "
-                  "keeps statistics of the whole matrix in its state: not supported (each tp "
-                  "rank would keep them for its slice, docs/OPTIMIZER.md §3); put it in a group "
-                  "on Muon or an elementwise optimizer",
-                  fn, unit, t->name, zs_opt_name_of(c));
   int64_t rows, cols;
   zs_tp_whole_dims(t, ZS_TP_REPLICATED, 1, &rows, &cols);
   const int64_t n = rows * cols; /* this rank's (slice's) elements */

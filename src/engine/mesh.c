@@ -38,6 +38,7 @@ zs_status zs_unit_set_tp(zs_unit *u, int t, zs_tp_layout layout) {
                     need == 1 ? "ZS_TP_SPLIT_DIM0" : "ZS_TP_SPLIT_DIM1", need - 1);
   for (int k = 0; k < u->ntensors; k++)
     if (t < 0 || k == t) u->tp[k] = (int)layout;
+  zs_engine_unit_state(u); /* a slice keeps its share of a whole-tensor optimizer's prefix */
   return ZS_OK;
 }
 

@@ -92,7 +92,7 @@ static zs_status plan_unit(const char *fn, const zs_config *c, const zs_plan_uni
     ZS_CHECK(
         zs_engine_whole_tensor(fn, uname, &named, lay, c->tp_size, &g, u->frozen, chans, work));
     tk[k] = zs_opt_shape_of(&g)->nstate;
-    tp[k] = zs_engine_state_part(&g, &named);
+    tp[k] = zs_engine_state_part(&g, &named, lay, c->tp_size, 0); /* tp rank 0 keeps the most */
     if (tk[k] > *nstate) *nstate = tk[k];
   }
   return ZS_OK;

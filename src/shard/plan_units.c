@@ -29,9 +29,10 @@ int zs_plan_unit_nstate(const zs_plan_units *u, int i) {
 
 void zs_plan_unit_pack(const zs_plan *p, const zs_plan_units *u, int i, zs_state_table *t) {
   zs_pack_unit pu;
-  if (u->units)
+  if (u->units) { /* sized by the tp slice that keeps the most (shard.h: part_most) */
     pu = zs_unit_pack_of(u->units[i]);
-  else if (u->tensors)
+    pu.part = u->units[i]->part_most;
+  } else if (u->tensors)
     pu = u->tensors[i];
   else
     return;

@@ -46,8 +46,10 @@ struct zs_unit {
      opt_pack.h, zs_unit_opt_at). */
   int *keeps;
   /* Per tensor: the elements of each array it keeps, its first ones (SIZE_MAX: all; fewer where
-     its group's optimizer keeps a prefix: zs_optimizer.state_elems). */
-  size_t *part;
+     its group's optimizer keeps a prefix: zs_optimizer.state_elems; a tp slice its share of the
+     whole tensor's prefix, tp_slice.h). part_most: the most any tp rank's slice keeps (tp rank
+     0's), which sizes the arrays, so that every rank allocates the same bytes. */
+  size_t *part, *part_most;
   /* Per tensor k and array i, at [k * ZS_OPT_MAX_STATE + i]: the index in packed array i of the
      tensor's first element in the optimizer range (set at commit: zs_unit_pack_index). */
   size_t *pack_at;

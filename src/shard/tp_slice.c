@@ -32,3 +32,15 @@ void zs_tp_slice_copy(int layout, int64_t rows, size_t n, int q, int T, float *w
       memcpy(wr, sr, c * sizeof *sr);
   }
 }
+
+size_t zs_tp_prefix_share(int layout, int64_t rows, size_t n, int q, int T, size_t prefix) {
+  if (layout == ZS_TP_SPLIT_DIM0) { /* slice q is the whole's elements [q n, (q + 1) n) */
+    const size_t at = (size_t)q * n;
+    return prefix <= at ? 0 : prefix - at < n ? prefix - at : n;
+  }
+  if (rows < 1 || !n) return 0;
+  const size_t c = n / (size_t)rows, C = c * (size_t)T; /* a slice's columns, the whole's */
+  const size_t full = prefix / C, part = prefix % C, at = (size_t)q * c;
+  if (full >= (size_t)rows) return n;
+  return full * c + (part <= at ? 0 : part - at < c ? part - at : c);
+}

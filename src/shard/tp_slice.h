@@ -37,6 +37,13 @@ static inline size_t zs_tp_join_floats(int layout, int T, size_t n, int chans) {
   return (size_t)T * n * (size_t)(chans + (layout == ZS_TP_SPLIT_DIM1));
 }
 
+/* The elements of slice q of T (n elements, `rows` rows) among the whole tensor's first `prefix`
+   elements, which are the slice's first ones: a whole tensor's first elements are whole rows and
+   the start of one more, and a slice's part of each row is contiguous and in row order. Where a
+   whole-tensor optimizer keeps state over a prefix (Adafactor's factors), a slice keeps this
+   share of it, so the slices' state put together is the whole tensor's. layout split. */
+size_t zs_tp_prefix_share(int layout, int64_t rows, size_t n, int q, int T, size_t prefix);
+
 /* Slice q of T (n elements, `rows` rows) of the whole tensor w to the slice sl (to_slice) or from
    it; layout split. */
 void zs_tp_slice_copy(int layout, int64_t rows, size_t n, int q, int T, float *w, float *sl,

@@ -31,9 +31,10 @@
  * it must refuse).
  *
  * --bad 1 runs the refusals instead (needs 4 ranks): a tp size that does not divide the world, a
- * split of a missing dimension, layouts that differ across ranks, Adafactor on a split matrix.
+ * split of a missing dimension, layouts that differ across ranks.
  *
- * --muon 1 puts W1 and W2 on Muon (muon_group): their steps must be the tp 1 run's. */
+ * --muon 1 puts W1 and W2 on Muon, --ada 1 W1, b1 and W2 on Adafactor (whole_group): their steps
+ * must be the tp 1 run's, and Adafactor's whole state (its factors) the tp 1 run's too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ enum { D = 8, H = 16, B = 8, NT = 5 };
 enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "scale"'s */
 
 typedef struct {
-  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at, broadcast, muon;
+  int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at, broadcast, muon, ada;
   const char *write, *compare, *save, *load, *export;
   double tol;
 } opts;
@@ -295,17 +296,20 @@ static void full_params(model *m, float *out) {
   memcpy(o, g, sizeof g);
 }
 
-/* --muon 1: the matrices W1 (split on dim 0) and W2 (on dim 1) in a Muon group at twice the lr:
-   each one's whole step must see the whole matrix, joined over the tp group (tier/whole.h). */
-static void muon_group(model *m) {
+/* --muon 1: the matrices W1 (split on dim 0) and W2 (on dim 1) in a Muon group at twice the lr;
+   --ada 1: W1, b1 (a vector split on dim 0) and W2 on Adafactor. Each one's whole step must see
+   the whole tensor, joined over the tp group (tier/whole.h), and each Adafactor slice keep its
+   share of the whole matrix's factors. */
+static void whole_group(model *m, const opts *o) {
   zs_param_group pg;
   int gid;
   ZS_OK_OR_DIE(zs_engine_group_default(m->e, &pg));
-  pg.optimizer = "muon";
+  pg.optimizer = o->muon ? "muon" : "adafactor";
   pg.lr_scale = 2.0f;
   ZS_OK_OR_DIE(zs_engine_add_group(m->e, &pg, &gid));
   ZS_OK_OR_DIE(zs_unit_set_group(m->mlp, M_W1, gid));
   ZS_OK_OR_DIE(zs_unit_set_group(m->mlp, M_W2, gid));
+  if (o->ada) ZS_OK_OR_DIE(zs_unit_set_group(m->mlp, M_B1, gid));
 }
 
 static void fill_config(const opts *o, zs_config *cfg) {
@@ -327,14 +331,15 @@ static void fill_config(const opts *o, zs_config *cfg) {
   *cfg = c;
 }
 
-/* --muon 1: zs_plan_model_units over every rank with the tensors' slices and tp layouts is the
-   engine's plan (the Muon matrices' whole steps joined over tp; without the layouts 128 bytes
-   short at tp 2), and the training's buffers (checked after it) stay within it. */
-static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
-  zs_config c;
-  fill_config(o, &c);
-  int muon = -1;
+/* --muon 1, --ada 1: zs_plan_model_units over every rank with the tensors' slices and tp layouts
+   is the engine's plan on every rank (the whole steps joined over tp; without the layouts 128
+   bytes short at tp 2; Adafactor's arrays sized by tp rank 0's share of the factors, the most),
+   and the training's buffers (checked after it) stay within it. */
+static void check_whole_plan(const model *m, const opts *o, zs_memory *plan) {
+  zs_config c = *zs_engine_config(m->e); /* with what the environment set (the tier's runs) */
+  int muon = -1, ada = -1;
   ZS_OK_OR_DIE(zs_optimizer_id("muon", &muon));
+  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &ada));
   const int Hl = m->Hl;
   const zs_tensor_desc sd[1] = {{"s", 1, {D, 0, 0, 0}, 1}};
   const zs_tensor_desc md[NT] = {{"w1", 2, {Hl, D, 0, 0}, 0},
@@ -342,7 +347,7 @@ static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
                                  {"w2", 2, {D, Hl, 0, 0}, 0},
                                  {"b2", 1, {D, 0, 0, 0}, 1},
                                  {"g", 1, {D, 0, 0, 0}, 1}};
-  const int opt[NT] = {muon, -1, muon, -1, -1};
+  const int w = o->muon ? muon : ada, opt[NT] = {w, o->ada ? ada : -1, w, -1, -1};
   const int tp[NT] = {ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM0, ZS_TP_SPLIT_DIM1, ZS_TP_PARTIAL_GRAD,
                       ZS_TP_PARTIAL_GRAD};
   const zs_plan_unit pu[2] = {{1, sd, NULL, 0, NULL}, {NT, md, opt, 0, NULL}};
@@ -378,16 +383,10 @@ static void check_muon_plan(const model *m, const opts *o, zs_memory *plan) {
             "tp %d: zs_plan_model's buffers %zu below the split W2's %zu", m->T, bare.buffers,
             r.buffers);
   /* The layouts zs_unit_set_tp and commit refuse, refused alike. */
-  int ada = -1;
-  ZS_OK_OR_DIE(zs_optimizer_id("adafactor", &ada));
-  const int ada_opt[1] = {ada}, bad_lay[1] = {9}, dim1[1] = {ZS_TP_SPLIT_DIM1};
+  const int bad_lay[1] = {9}, dim1[1] = {ZS_TP_SPLIT_DIM1};
   const int *const bad[1] = {bad_lay}, *const vec1[1] = {dim1};
-  const zs_plan_unit w2a[1] = {{1, &md[M_W2], ada_opt, 0, NULL}};
   const zs_plan_unit b1[1] = {{1, &md[M_B1], NULL, 0, NULL}};
   const int W = m->R * m->T;
-  if (m->T > 1)
-    ZS_EXPECT_STATUS(zs_plan_model_units_tp(&c, W, w2a, lay2, 1, 0, SIZE_MAX, SIZE_MAX, &r),
-                     ZS_ERR_UNSUPPORTED);
   ZS_EXPECT_STATUS(zs_plan_model_units_tp(&c, W, w2, bad, 1, 0, SIZE_MAX, SIZE_MAX, &r),
                    ZS_ERR_INVALID_ARG);
   ZS_EXPECT_STATUS(zs_plan_model_units_tp(&c, W, b1, vec1, 1, 0, SIZE_MAX, SIZE_MAX, &r),
@@ -445,10 +444,15 @@ static int train(zs_comm *comm, const opts *o) {
   model m = {0};
   make_engine(&m, comm, o);
   add_units(&m, 0);
-  if (o->muon) muon_group(&m);
+  if (o->muon || o->ada) whole_group(&m, o);
   ZS_OK_OR_DIE(zs_engine_commit(m.e));
   zs_memory plan;
-  if (o->muon) check_muon_plan(&m, o, &plan);
+  if (o->muon || o->ada) check_whole_plan(&m, o, &plan);
+  const char *nvme = getenv("ZS_NVME_PATH"); /* tp_equiv.sh's tier runs: the tier holds a unit */
+  const char *info = zs_engine_info(m.e);
+  if (nvme && *nvme && (o->muon || o->ada))
+    ZS_EXPECT(strstr(info, "; nvme: ") && !strstr(info, "; nvme: 0 of"),
+              "ZS_NVME_PATH %s: no unit on the NVMe tier: %s", nvme, info);
   set_slices(&m, o->whole);
   if (o->broadcast) scramble_and_broadcast(&m, o->stage);
   const int rank = zs_comm_rank(comm);
@@ -585,7 +589,7 @@ static int train(zs_comm *comm, const opts *o) {
   }
   zs_memory used;
   ZS_OK_OR_DIE(zs_engine_memory(m.e, &used));
-  ZS_EXPECT(!o->muon || used.buffers.peak <= plan.buffers.cur,
+  ZS_EXPECT(!(o->muon || o->ada) || used.buffers.peak <= plan.buffers.cur,
             "the buffers' peak %zu over the plan's %zu", (size_t)used.buffers.peak,
             (size_t)plan.buffers.cur);
   zs_engine_destroy(m.e);
@@ -625,19 +629,6 @@ static int bad(zs_comm *comm, const opts *o) {
   ZS_EXPECT_STATUS(zs_engine_commit(m.e), ZS_ERR_INVALID_ARG);
   ZS_EXPECT(strstr(zs_last_error(), "tp layouts (zs_unit_set_tp)"), "%s", zs_last_error());
   zs_engine_destroy(m.e);
-  /* Adafactor on a split matrix: refused (its factors would be the slice's statistics). */
-  model mu = {0};
-  make_engine(&mu, comm, &o2);
-  add_units(&mu, 0);
-  zs_param_group pg;
-  int gid;
-  ZS_OK_OR_DIE(zs_engine_group_default(mu.e, &pg));
-  pg.optimizer = "adafactor";
-  ZS_OK_OR_DIE(zs_engine_add_group(mu.e, &pg, &gid));
-  ZS_OK_OR_DIE(zs_unit_set_group(mu.mlp, M_W2, gid));
-  ZS_EXPECT_STATUS(zs_engine_commit(mu.e), ZS_ERR_UNSUPPORTED);
-  ZS_EXPECT(strstr(zs_last_error(), "'mlp.w2' is split over the tp group"), "%s", zs_last_error());
-  zs_engine_destroy(mu.e);
   /* The same model, agreed: the model's collectives refuse bad arguments. */
   model k = {0};
   make_engine(&k, comm, &o2);
@@ -672,7 +663,7 @@ static int bad(zs_comm *comm, const opts *o) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 20, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const struct {
@@ -682,7 +673,7 @@ int main(int argc, char **argv) {
               {"--det", &o.det},     {"--steps", &o.steps},     {"--offload", &o.offload},
               {"--bad", &o.bad},     {"--sgd", &o.sgd},         {"--group", &o.group},
               {"--whole", &o.whole}, {"--save-at", &o.save_at}, {"--broadcast", &o.broadcast},
-              {"--muon", &o.muon}};
+              {"--muon", &o.muon},   {"--ada", &o.ada}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const char *k = argv[i], *v = argv[i + 1];
     int known = 1;
