@@ -362,8 +362,8 @@ ZS_API zs_status zs_unit_set_param_n(zs_unit *u, int t, const float *host_full, 
 ZS_API zs_status zs_unit_get_param(zs_unit *u, int t, float *host_full);
 /* Tensor t's optimizer state by its checkpoint name ("exp_avg", "exp_avg_sq", "momentum_buffer";
    "master": zs_unit_get_param) in fp32 (a frozen unit's, or an array its group's optimizer does
-   not keep: zeros; an Adafactor matrix's "variance" past its rows + cols factors: zeros), as
-   zs_unit_get_param reads. */
+   not keep: zeros; an Adafactor matrix's "variance" past its rows + cols factors: zeros; a tp
+   slice's: its part of the whole matrix's, zs_unit_get_state_whole), as zs_unit_get_param reads. */
 ZS_API zs_status zs_unit_get_state(zs_unit *u, int t, const char *name, float *host_full);
 /* Writes it (bf16 rounded to nearest even) as zs_unit_set_param writes (the values past an
    Adafactor matrix's factors are dropped); not "master", a frozen unit's, or an array its group's
@@ -620,9 +620,9 @@ ZS_API zs_status zs_plan_placement_units(const zs_config *cfg, int world_size,
                                          unsigned char *host);
 /* zs_plan_model_units and zs_plan_placement_units with tensor parallelism: tp[i][k] is unit i's
    tensor k's zs_tp_layout (as zs_unit_set_tp; tp NULL, or tp[i] NULL: none split), which sizes a
-   split Muon matrix's whole step (joined over the tp group: docs/PARALLEL.md §6). Their errors,
-   and ZS_ERR_INVALID_ARG for a layout zs_unit_set_tp refuses, ZS_ERR_UNSUPPORTED for a split
-   tensor on Adafactor (as zs_engine_commit). */
+   split Muon or Adafactor tensor's whole step (joined over the tp group: docs/PARALLEL.md §6)
+   and the factors a split Adafactor matrix's slices keep (tp rank 0's, the most, which every
+   rank allocates). Their errors, and ZS_ERR_INVALID_ARG for a layout zs_unit_set_tp refuses. */
 ZS_API zs_status zs_plan_model_units_tp(const zs_config *cfg, int world_size,
                                         const zs_plan_unit *units, const int *const *tp, int nunits,
                                         size_t activation_bytes, size_t device_bytes,

@@ -14,7 +14,7 @@
 # --master remainder with --offload opt. --tp 2 gives the default's weights within fp32 rounding,
 # with the embedding and head split over the vocabulary (alone and with --sp 1) or replicated.
 # --optimizer muon at --tp 2 trains the 1-rank Muon run's weights, and zshard-plan bounds its
-# buffer peak.
+# buffer peak; so does --optimizer adafactor at --tp 2, with the optimizer bytes worked out by hand.
 # usage: test_train_llama_modes.sh TRAIN_LLAMA SOURCE_DIR MPIEXEC ZSHARD_PLAN
 set -u
 EXE=$1
@@ -91,6 +91,28 @@ train muon 1 --batch 2 --optimizer muon &&
       python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["buffers"])')
     check "zshard-plan --tp 2 --optimizer muon: buffers $planned within 4 KiB above $peak" \
       test "$planned" -ge "$peak" -a "$planned" -le $((peak + 4096))
+  }
+# --optimizer adafactor (every tensor on it) at --tp 2: each slice keeps its share of its whole
+# matrix's factors (the whole tensor's first rows + cols elements), so the weights are the 1-rank
+# run's up to the order of fp32 sums (measured 1.2e-7; a dim-1 slice's share taken as a row
+# block's: 5e-4, watched). Its optimizer bytes on a tp rank, by hand: the fp32 master of its
+# slices (214272 bytes) and the kept factors, 4 bytes each: per layer q 64 + 64, k and v 32 + 64,
+# gate and up 128 + 64 (split on dim 0: tp rank 0's slice holds them all), o 64 (whole rows of 64
+# columns are 2 slice rows of 32), down 128 (a whole row of 128 and the next 64: a slice row and
+# a half), two norms 64 each: 1024; the embedding's and the head's 256 + 64 each, the final norm
+# 64: 2 * 1024 + 704 = 2752 floats, 225280 bytes in all; zshard-plan plans the same.
+train ada 1 --batch 2 --optimizer adafactor &&
+  train ada_tp2 2 --batch 2 --tp 2 --stage 3 --optimizer adafactor --metrics "$W/ada_tp2.jsonl" &&
+  {
+    check "--optimizer adafactor --tp 2 = 1 rank within 1e-4" $CMP "$(st ada)" "$(st ada_tp2)" close . 1e-4
+    opt=$(grep '"event":"memory","when":"end"' "$W/ada_tp2.jsonl" | head -n1 |
+      python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["bytes"]["optimizer"][1])')
+    check "--optimizer adafactor --tp 2: optimizer bytes $opt = 225280 by hand" test "$opt" = 225280
+    planned=$("$PLAN" --model "$(st ada | xargs dirname)/config.json" --world 2 --tp 2 --stage 3 \
+      --device cpu --dtype fp32 --seq 32 --batch 2 --optimizer adafactor --json |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["optimizer"])')
+    check "zshard-plan --tp 2 --optimizer adafactor: optimizer bytes $planned = 225280" \
+      test "$planned" = 225280
   }
 train params 1 --batch 2 --master params &&
   check "--master params = default, bit for bit" cmp "$(st base)" "$(st params)"
