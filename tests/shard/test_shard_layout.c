@@ -1,13 +1,16 @@
 /* Unit layout arithmetic (src/shard/layout.c): offsets back to back, padding to a multiple of the
  * shard count (at least one element per shard), shard ranges that tile the padded buffer, and
  * tensor/shard intersections — checked against a brute-force element walk; and the packed
- * optimizer arrays' arithmetic (src/shard/opt_pack.c) on random units against one too. */
+ * optimizer arrays' arithmetic (src/shard/opt_pack.c) on random units against one too; and a tp
+ * slice's share of its whole tensor's first elements (src/shard/tp_slice.c) against a walk over
+ * the whole tensor's elements. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "shard/layout.h"
 #include "shard/opt_pack.h"
+#include "shard/tp_slice.h"
 #include "zs_test.h"
 
 /* Brute force: which tensor owns flat element x (-1 = padding). */
@@ -113,8 +116,42 @@ static void check_pack(unsigned seed) {
   }
 }
 
+/* zs_tp_prefix_share on every slice of random whole tensors R x C split over T on either
+   dimension, every prefix: the whole tensor's first `prefix` elements, walked in row-major order
+   and placed in the slices by zs_tp_slice_copy, land on each slice's first `share` elements. */
+static void check_prefix_share(void) {
+  float w[24 * 24], sl[24 * 24];
+  for (int lay = ZS_TP_SPLIT_DIM0; lay <= ZS_TP_SPLIT_DIM1; lay++)
+    for (int T = 2; T <= 4; T++)
+      for (int R = T; R <= 12; R += 5)
+        for (int C = T; C <= 12; C += 3) {
+          const int sr = lay == ZS_TP_SPLIT_DIM0 ? R / T : R,
+                    sc = lay == ZS_TP_SPLIT_DIM0 ? C : C / T;
+          if (sr * T != R && lay == ZS_TP_SPLIT_DIM0) continue;
+          if (sc * T != C && lay == ZS_TP_SPLIT_DIM1) continue;
+          const size_t n = (size_t)sr * (size_t)sc;
+          for (size_t prefix = 0; prefix <= (size_t)(R * C) + 2; prefix++)
+            for (int q = 0; q < T; q++) {
+              for (int i = 0; i < R * C; i++)
+                w[i] = (size_t)i < prefix ? 1.0f : 0.0f;
+              zs_tp_slice_copy(lay, sr, n, q, T, w, sl, 1);
+              size_t kept = 0;
+              while (kept < n && sl[kept] == 1.0f)
+                kept++;
+              int rest = 0; /* nothing of the prefix past the slice's first `kept` elements */
+              for (size_t i = kept; i < n; i++)
+                rest += sl[i] == 1.0f;
+              const size_t got = zs_tp_prefix_share(lay, sr, n, q, T, prefix);
+              ZS_EXPECT(rest == 0 && got == kept,
+                        "layout %d T %d %d x %d slice %d prefix %zu: share %zu, walk %zu%s", lay, T,
+                        R, C, q, prefix, got, kept, rest ? " (not a prefix)" : "");
+            }
+        }
+}
+
 int main(void) {
   check_pack(7);
+  check_prefix_share();
   const zs_tensor_desc a[3] = {
       {"w", 2, {13, 3, 0, 0}, 0}, {"b", 1, {2, 0, 0, 0}, 1}, {"c", 1, {11, 0, 0, 0}, 0}};
   const zs_tensor_desc one[1] = {{"s", 1, {1, 0, 0, 0}, 0}};
