@@ -121,6 +121,11 @@ zs_status zs_coll_goodbye(zs_coll *const *cs, int n, int reason);
    the check off and on nccl), equal on the ranks of a group that made the same calls; 0 for
    NULL or a one-rank group. */
 uint64_t zs_coll_sig_hash(const zs_coll *c);
+/* While paused, c's collectives are checked as ever (the header exchange) but left out of its
+   running hash: calls that some groups of one kind make and others do not, by a plan every rank
+   agreed on (the whole step's joins over tp, made by the owner's tp group alone). Every rank of
+   the group must pause and resume between the same two collectives. */
+void zs_coll_hash_pause(zs_coll *c, int paused);
 /* Turns the header exchange of c on or off (it stays off where the backend has none or c has one
    rank). Every rank of the group must do the same between the same two collectives. */
 void zs_coll_set_check(zs_coll *c, int on);

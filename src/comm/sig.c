@@ -66,6 +66,10 @@ void zs_coll_set_sig_src(zs_coll *c, const zs_coll_sig_src *src) {
   if (c) c->sig_src = src;
 }
 
+void zs_coll_hash_pause(zs_coll *c, int paused) {
+  if (c) c->sig_unhashed = paused != 0;
+}
+
 uint64_t zs_coll_sig_hash(const zs_coll *c) {
   return c && c->sig_hash_on ? c->sig_hash : 0;
 }
@@ -110,8 +114,12 @@ static void build(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root, u
   h[2] = (uint64_t)op | (uint64_t)dt << 8 | (uint64_t)(root + 1) << 16;
   h[3] = count;
   if (c->sig_src && c->sig_src->context) c->sig_src->context(c->sig_src->owner, h + 4);
+  if (c->sig_unhashed) return;
   uint64_t x = c->sig_hash;
   for (int i = 0; i < ZS_SIG_POSTED; i++) { /* the times are neither compared nor hashed */
+    if (i == 1)
+      continue; /* nor the sequence: the running hash has the order already, and a
+                   paused stretch (zs_coll_hash_pause) leaves the numbers ahead */
     x = (x ^ h[i]) * 0x100000001b3ull;
     x ^= x >> 29;
   }

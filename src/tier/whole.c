@@ -31,20 +31,25 @@ static void dims(const zs_tiers *t, const zs_unit *u, int k, int64_t *rows, int6
 }
 
 /* Tensor k's input channels, split over the tp group, joined over it into whole channels
-   (ci of them, T * n floats each, at w; recv: ZS_TP_SPLIT_DIM1's receive buffer): every rank of
-   the group, whether or not it computes k (the groups' calls stay the same on every rank). */
+   (ci of them, T * n floats each, at w; recv: ZS_TP_SPLIT_DIM1's receive buffer), by the tp group
+   of the ranks that compute k (a tp group's ranks share their shard rank, so all of it or none
+   of it computes k). The other tp groups make no such calls, so the joins stay out of the running
+   hash that the step's agreement compares over every rank (zs_coll_hash_pause). */
 static zs_status join(zs_tiers *t, zs_unit *u, int k, int ci, float *w, float *recv) {
   const zs_shard_ctx *x = t->sh;
   const size_t n = u->lay.numel[k], T = (size_t)x->tp_size;
   const int dim1 = u->tp[k] == ZS_TP_SPLIT_DIM1;
-  for (int c = 0; c < ci; c++) {
+  zs_status rc = ZS_OK;
+  zs_coll_hash_pause(x->tp, 1);
+  for (int c = 0; c < ci && rc == ZS_OK; c++) {
     float *wc = w + (size_t)c * T * n; /* dim 0: the slices in rank order are the whole */
-    ZS_CHECK(zs_coll_all_gather(x->tp, chan(u, c, u->lay.off[k]), dim1 ? recv : wc, n, ZS_CDT_F32,
-                                NULL));
-    for (size_t q = 0; dim1 && q < T; q++)
+    rc =
+        zs_coll_all_gather(x->tp, chan(u, c, u->lay.off[k]), dim1 ? recv : wc, n, ZS_CDT_F32, NULL);
+    for (size_t q = 0; rc == ZS_OK && dim1 && q < T; q++)
       zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, (int)q, (int)T, wc, recv + q * n, 0);
   }
-  return ZS_OK;
+  zs_coll_hash_pause(x->tp, 0);
+  return rc;
 }
 
 /* The whole steps of the tensors this rank computes (its own where the state is sharded, all of
@@ -61,11 +66,11 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *
     int ci, co = 0;
     zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
     float *ch[ZS_OPT_MAX_CHANNELS], *w = work, *ws = work; /* ws: the whole step's scratch */
-    if (split) {
-      ws = work + zs_tp_join_floats(u->tp[k], T, n, ci);
-      ZS_CHECK(join(t, u, k, ci, w, w + (size_t)ci * T * n));
-    }
     if (every || u->whole_owner[k] == t->sh->shard_rank) {
+      if (split) {
+        ws = work + zs_tp_join_floats(u->tp[k], T, n, ci);
+        ZS_CHECK(join(t, u, k, ci, w, w + (size_t)ci * T * n));
+      }
       for (int c = 0; c < ci; c++)
         ch[c] = split ? w + (size_t)c * T * n : chan(u, c, off);
       int64_t rows, cols;

@@ -34,7 +34,13 @@
  * split of a missing dimension, layouts that differ across ranks.
  *
  * --muon 1 puts W1 and W2 on Muon, --ada 1 W1, b1 and W2 on Adafactor (whole_group): their steps
- * must be the tp 1 run's, and Adafactor's whole state (its factors) the tp 1 run's too. */
+ * must be the tp 1 run's, and Adafactor's whole state (its factors) the tp 1 run's too.
+ *
+ * --bytes-out FILE writes every rank's tp bus bytes (zs_engine_facts_get) after the steps;
+ * --bytes-base FILE (a run on AdamW with the same shape) checks that what a --muon or --ada run
+ * moved on top of it is the whole step's joins and no more: at sharded state each split tensor
+ * joined once a step, by its owner's tp group alone (T - 1 slices of each input channel per
+ * rank of that group). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +54,7 @@ enum { M_W1 = 0, M_B1, M_W2, M_B2, M_G }; /* unit "mlp"'s tensors; s is unit "sc
 
 typedef struct {
   int stage, tp, micro, det, steps, offload, bad, whole, sgd, group, save_at, broadcast, muon, ada;
-  const char *write, *compare, *save, *load, *export;
+  const char *write, *compare, *save, *load, *export, *bytes_out, *bytes_base;
   double tol;
 } opts;
 
@@ -406,6 +412,44 @@ static void check_whole_plan(const model *m, const opts *o, zs_memory *plan) {
   }
 }
 
+/* --bytes-out / --bytes-base (above): after the steps, every rank's tp bus bytes. */
+static void check_join_bytes(const model *m, zs_comm *comm, const opts *o) {
+  enum { MAXW = 16 };
+  const int W = m->R * m->T, rank = zs_comm_rank(comm);
+  ZS_EXPECT(W <= MAXW, "%d ranks", W);
+  double mine[MAXW] = {0}, all[MAXW];
+  zs_engine_facts f;
+  f.struct_size = sizeof f;
+  ZS_OK_OR_DIE(zs_engine_facts_get(m->e, &f));
+  mine[rank] = (double)f.comm_tp_bus_bytes;
+  ZS_OK_OR_DIE(zs_comm_allreduce(comm, mine, all, MAXW, ZS_HOST_F64, ZS_RED_SUM));
+  if (rank != 0) return;
+  if (o->bytes_out) {
+    FILE *fo = fopen(o->bytes_out, "wb");
+    ZS_EXPECT(fo && fwrite(all, sizeof all, 1, fo) == 1 && fclose(fo) == 0, "writing %s",
+              o->bytes_out);
+  }
+  if (!o->bytes_base) return;
+  double base[MAXW];
+  FILE *fb = fopen(o->bytes_base, "rb");
+  ZS_EXPECT(fb && fread(base, sizeof base, 1, fb) == 1, "reading %s", o->bytes_base);
+  if (fb) fclose(fb);
+  /* Per step, per split tensor of n slice elements and ci input channels: ci * n * 4 * (T - 1)
+     bytes on each rank of the owner's tp group; summed over the ranks of one tp rank, once. */
+  const double n = (double)m->Hl * D, per_step = o->muon ? 2 * n : 3 * (2 * n + m->Hl);
+  const double want = (double)o->steps * per_step * 4 * (m->T - 1);
+  for (int q = 0; q < m->T; q++) {
+    double got = 0;
+    for (int r = 0; r < m->R; r++) /* tp groups are consecutive ranks */
+      got += all[r * m->T + q] - base[r * m->T + q];
+    printf("tp rank %d: the whole step's joins moved %.0f bytes over its %d data-parallel ranks "
+           "(want %.0f)\n",
+           q, got, m->R, want);
+    ZS_EXPECT(got == want, "tp rank %d: %.0f bytes beyond the AdamW run's, want %.0f", q, got,
+              want);
+  }
+}
+
 static void make_engine(model *m, zs_comm *comm, const opts *o) {
   zs_config c;
   fill_config(o, &c);
@@ -500,6 +544,7 @@ static int train(zs_comm *comm, const opts *o) {
                 pf);
     }
   }
+  if (o->bytes_out || o->bytes_base) check_join_bytes(&m, comm, o);
   full_params(&m, full);
   { /* the whole optimizer state; set back whole, each rank's slices stay what they were */
     static float before[NFULL], after[NFULL];
@@ -663,7 +708,8 @@ static int bad(zs_comm *comm, const opts *o) {
 }
 
 int main(int argc, char **argv) {
-  opts o = {3, 1, 1, 1, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, 1e-5};
+  opts o = {3, 1, 1, 1,    20,   0,    0,    0,    0,    0,    0,
+            0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 1e-5};
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   const struct {
@@ -687,6 +733,10 @@ int main(int argc, char **argv) {
       o.load = v;
     else if (!strcmp(k, "--export"))
       o.export = v;
+    else if (!strcmp(k, "--bytes-out"))
+      o.bytes_out = v;
+    else if (!strcmp(k, "--bytes-base"))
+      o.bytes_base = v;
     else if (!strcmp(k, "--tol"))
       o.tol = atof(v);
     else

@@ -65,7 +65,10 @@ full 4 --tp 2 --micro 2 --sgd 1 --stage 2 --compare "$tmp/sgd.bin"
 # Adafactor on W1, b1 and W2 alike: each slice keeps its share of the whole matrix's factors, so
 # its whole state too is the tp 1 run's (measured 1.5e-7; a dim-1 slice's share taken as a row
 # block's, 2.4e-2 off).
+# At sharded state only the owner's tp group joins a split tensor: on top of an AdamW run of the
+# same shape the tp traffic is one join per tensor and step (each rank joining every tensor: 2x).
 nvme() { ZS_NVME_PATH="$tmp/nvme" ZS_OFFLOAD_CHUNK=64 ZS_OFFLOAD_HOST_BYTES=10496 "$@"; }
+run 4 --tp 2 --micro 2 --stage 3 --steps 3 --bytes-out "$tmp/adamw.bytes"
 mkdir "$tmp/nvme"
 for opt in muon ada; do
   run 4 --tp 1 --stage 3 --$opt 1 --write "$tmp/$opt.bin"
@@ -74,6 +77,7 @@ for opt in muon ada; do
   run 4 --tp 1 --stage 1 --$opt 1 --load "$tmp/ck$opt" --compare "$tmp/$opt.bin"
   full 4 --tp 4 --micro 4 --stage 2 --$opt 1 --load "$tmp/ck$opt" --compare "$tmp/$opt.bin"
   nvme full 4 --tp 2 --micro 2 --stage 3 --offload 1 --group 1 --$opt 1 --compare "$tmp/$opt.bin"
+  run 4 --tp 2 --micro 2 --stage 3 --steps 3 --$opt 1 --bytes-base "$tmp/adamw.bytes"
 done
 # Deterministic bits at tp 2: 2 data-parallel ranks x 2 micro-steps = 1 x 4.
 run 2 --tp 2 --micro 4 --stage 3 --write "$tmp/tp2.bin" --save "$tmp/ck1" --save-at 2
