@@ -3,8 +3,9 @@
  * its tensors in bounded chunks, and the file appears under its name only when it is complete
  * (temporary name, fsync, rename). The gather buffer is the largest unit's fp32 size. A unit on
  * the NVMe tier has its master read from the tier's files into that buffer by the gather. With
- * tensor parallelism the file holds whole tensors: every tp group joins each split tensor's
- * slices (zs_engine_tp_join) and rank 0 of every rank writes them. */
+ * tensor parallelism the file holds whole tensors: rank 0's tp group joins each split tensor's
+ * slices (zs_engine_tp_join; the other tp groups make no such calls, so they stay out of the
+ * running hash that the step's agreement compares: zs_coll_hash_pause) and rank 0 writes them. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -170,15 +171,12 @@ static void write_tensor(out_file *w, const entry *x, const zs_tensor_desc *t, c
    0, writes its tensors. A local failure on rank 0 (host memory, the file) goes into w->rc and
    the gathers go on: the other ranks are in them. A unit on the NVMe tier reads its master from
    the tier's file; a failed read goes into *tier_rc (the first one) and the gathers go on. At
-   tp_size > 1 every tp group joins every split tensor whatever its own failures (the others are
-   in the joins), a rank that cannot give its slice giving zeros; a local failure goes into
-   *local_rc, agreed before the file is published. */
+   tp_size > 1 rank 0's tp group (joins) joins every split tensor whatever its own failures (the
+   others are in the joins), a rank that cannot give its slice giving zeros; a local failure goes
+   into *local_rc, agreed before the file is published. */
 static zs_status export_unit(zs_engine *e, zs_unit *u, const entry *ent, out_file *w, float *full,
-                             zs_status *tier_rc, zs_status *local_rc) {
+                             int joins, zs_status *tier_rc, zs_status *local_rc) {
   const int writer = e->all_rank == 0;
-  /* Every tp group joins the slices (only rank 0's writes them): the step's agreement compares
-     every rank's collective calls. */
-  const int joins = e->tp_size > 1;
   const float *src_full = full;
   int have = 1;                     /* this rank has the unit's master */
   if (zs_state_master_on_tier(u)) { /* the fp32 master's or the remainders' file */
@@ -345,8 +343,12 @@ zs_status zs_engine_export_safetensors_ex(zs_engine *e, const char *path,
   free(hdr);
   zs_status tier_rc = ZS_OK;  /* this rank's first failed read of the NVMe tier */
   zs_status local_rc = ZS_OK; /* a tp join's own failure (out of host memory) */
+  /* The slices are joined by rank 0's tp group alone (tp groups are consecutive ranks). */
+  const int joins = e->tp_size > 1 && e->all_rank < e->tp_size;
+  zs_coll_hash_pause(e->tp, 1);
   for (int i = 0, t0 = 0; i < e->nunits && rc == ZS_OK; t0 += e->units[i]->ntensors, i++)
-    rc = export_unit(e, e->units[i], ent + t0, &w, full, &tier_rc, &local_rc);
+    rc = export_unit(e, e->units[i], ent + t0, &w, full, joins, &tier_rc, &local_rc);
+  zs_coll_hash_pause(e->tp, 0);
   if (full) zs_mem_free(&e->mem, ZS_MEM_BUFFERS, full, P * 4, NULL);
   int tier_failed = 0;
   if (rc == ZS_OK && (e->tiers.nvme || e->tp_size > 1)) {

@@ -66,9 +66,13 @@ full 4 --tp 2 --micro 2 --sgd 1 --stage 2 --compare "$tmp/sgd.bin"
 # its whole state too is the tp 1 run's (measured 1.5e-7; a dim-1 slice's share taken as a row
 # block's, 2.4e-2 off).
 # At sharded state only the owner's tp group joins a split tensor: on top of an AdamW run of the
-# same shape the tp traffic is one join per tensor and step (each rank joining every tensor: 2x).
+# same shape the tp traffic is one join per tensor and step (each tp group joining every tensor:
+# 2x).
 nvme() { ZS_NVME_PATH="$tmp/nvme" ZS_OFFLOAD_CHUNK=64 ZS_OFFLOAD_HOST_BYTES=10496 "$@"; }
 run 4 --tp 2 --micro 2 --stage 3 --steps 3 --bytes-out "$tmp/adamw.bytes"
+# The export joins each split tensor once, on rank 0's tp group (on every tp group: 1.3x here).
+run 4 --tp 2 --micro 2 --stage 3 --steps 3 --save "$tmp/ckb" --save-at 2 \
+  --export "$tmp/xb.safetensors" --bytes-base "$tmp/adamw.bytes"
 mkdir "$tmp/nvme"
 for opt in muon ada; do
   run 4 --tp 1 --stage 3 --$opt 1 --write "$tmp/$opt.bin"
