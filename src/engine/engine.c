@@ -320,6 +320,7 @@ static void unit_free(zs_unit *u) {
   free(u->pack_at);
   free(u->tp);
   free(u->whole_owner);
+  free(u->whole_tp);
   zs_layout_free(&u->lay);
   free(u);
 }
@@ -358,13 +359,14 @@ zs_status zs_engine_add_unit(zs_engine *e, const char *name, int ntensors, const
   u->group = calloc((size_t)ntensors, sizeof *u->group);
   u->tp = calloc((size_t)ntensors, sizeof *u->tp);
   u->whole_owner = calloc((size_t)ntensors, sizeof *u->whole_owner);
+  u->whole_tp = calloc((size_t)ntensors, sizeof *u->whole_tp);
   u->keeps = calloc((size_t)ntensors, sizeof *u->keeps);
   u->part = calloc((size_t)ntensors, sizeof *u->part);
   u->part_most = calloc((size_t)ntensors, sizeof *u->part_most);
   u->pack_at = calloc((size_t)ntensors * ZS_OPT_MAX_STATE + 1, sizeof *u->pack_at);
   zs_status rc = ZS_OK;
-  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner || !u->keeps ||
-      !u->part || !u->part_most || !u->pack_at) {
+  if (!u->t || !u->tnames || !u->set_hash || !u->group || !u->tp || !u->whole_owner ||
+      !u->whole_tp || !u->keeps || !u->part || !u->part_most || !u->pack_at) {
     rc = zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for unit '%s'", name);
     goto fail;
   }

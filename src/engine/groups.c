@@ -3,6 +3,7 @@
  * is never stored: its values are the engine's config at the moment they are read (so
  * zs_engine_set_lr reaches it, and every other group through its lr_scale). */
 #include <math.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 #include <xxhash.h>
@@ -220,11 +221,17 @@ zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tens
    it is not): per unit (each unit's whole step waits for its slowest rank), greedily in tensor
    order, the rank with the least load in this unit so far, ties to the least load over the
    model, then the lowest rank; a tensor's load is rows * cols * min(rows, cols) (Muon's GEMMs).
-   A function of the layout and the groups only, so every rank makes the same plan; which rank it
-   is never changes the bits (tier/whole.h). */
+   A tensor split over the tp group is computed by one rank of its owner's tp group, chosen the
+   same way among the pairs (owner, tp rank). A function of the layout and the groups only, so
+   every rank makes the same plan; which rank it is never changes the bits (tier/whole.h). */
 zs_status zs_engine_whole_plan(zs_engine *e) {
   double total[ZS_WHOLE_MAX_RANKS] = {0}, unit[ZS_WHOLE_MAX_RANKS];
   const int S = e->shard_size < ZS_WHOLE_MAX_RANKS ? e->shard_size : ZS_WHOLE_MAX_RANKS;
+  const int T = e->tp_size;
+  /* Per (shard rank r, tp rank q) at [r * T + q]: the split tensors' load in this unit, then over
+     the model. */
+  double *pair = calloc(2 * (size_t)S * (size_t)T, sizeof *pair), *pair_total = pair + S * T;
+  if (!pair) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
     size_t work = 0;
@@ -232,15 +239,21 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
     u->whole_floats = 0;
     for (int r = 0; r < S; r++)
       unit[r] = 0;
+    for (int r = 0; r < S * T; r++)
+      pair[r] = 0;
     for (int k = 0; k < u->ntensors; k++) {
       zs_config c;
       zs_engine_group_config(e, u->group[k], &c);
-      u->whole_owner[k] = -1;
+      u->whole_owner[k] = u->whole_tp[k] = -1;
       const zs_optimizer *m = zs_optimizer_for(&c);
       if (!m->whole) continue;
       const zs_tensor_desc *t = &u->t[k];
-      ZS_CHECK(zs_engine_whole_tensor("zs_engine_commit", u->name, t, u->tp[k], e->tp_size, &c,
-                                      u->frozen, &chans, &work));
+      const zs_status rc = zs_engine_whole_tensor("zs_engine_commit", u->name, t, u->tp[k],
+                                                  e->tp_size, &c, u->frozen, &chans, &work);
+      if (rc != ZS_OK) {
+        free(pair);
+        return rc;
+      }
       int64_t rows, cols;
       zs_tp_whole_dims(t, u->tp[k], e->tp_size, &rows, &cols);
       if (rows == 0 || u->frozen) continue;
@@ -251,9 +264,18 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       unit[best] += cost;
       total[best] += cost;
       u->whole_owner[k] = best;
+      if (!zs_tp_is_split(u->tp[k], T)) continue;
+      double *pu = pair + best * T, *pt = pair_total + best * T;
+      int q = 0;
+      for (int j = 1; j < T; j++)
+        if (pu[j] < pu[q] || (pu[j] == pu[q] && pt[j] < pt[q])) q = j;
+      pu[q] += cost;
+      pt[q] += cost;
+      u->whole_tp[k] = q;
     }
     u->whole_floats =
         zs_engine_whole_floats(chans, work, zs_plan_padded(&e->plan, u->lay.numel_total));
   }
+  free(pair);
   return ZS_OK;
 }

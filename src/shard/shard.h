@@ -98,6 +98,9 @@ struct zs_unit {
      an elementwise optimizer or a tensor without elements; set at commit, the same on every rank.
    */
   int *whole_owner;
+  /* Per tensor split over the tp group with a whole step: the tp rank of the owner's tp group that
+     computes it (tier/whole.h; set at commit, the same on every rank); -1 otherwise. */
+  int *whole_tp;
   /* In a step, from zs_tier_whole_begin to zs_tier_whole_end: the whole steps' channels, each
      over the padded unit (fp32, ZS_MEM_BUFFERS; channel 0 at element a of the flat unit,
      whole_dir[a], is what the update reads as its gradient); else NULL. */

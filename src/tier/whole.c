@@ -30,62 +30,95 @@ static void dims(const zs_tiers *t, const zs_unit *u, int k, int64_t *rows, int6
   zs_tp_whole_dims(&u->t[k], u->tp[k], t->sh->tp_size, rows, cols);
 }
 
-/* Tensor k's input channels, split over the tp group, joined over it into whole channels
-   (ci of them, T * n floats each, at w; recv: ZS_TP_SPLIT_DIM1's receive buffer), by the tp group
-   of the ranks that compute k (a tp group's ranks share their shard rank, so all of it or none
-   of it computes k). The other tp groups make no such calls, so the joins stay out of the running
-   hash that the step's agreement compares over every rank (zs_coll_hash_pause). */
+/* Tensor k's input channels (ci), split over the tp group, joined over it into whole channels
+   (T * n floats each, at w; recv: ZS_TP_SPLIT_DIM1's receive buffer). */
 static zs_status join(zs_tiers *t, zs_unit *u, int k, int ci, float *w, float *recv) {
   const zs_shard_ctx *x = t->sh;
   const size_t n = u->lay.numel[k], T = (size_t)x->tp_size;
   const int dim1 = u->tp[k] == ZS_TP_SPLIT_DIM1;
-  zs_status rc = ZS_OK;
-  zs_coll_hash_pause(x->tp, 1);
-  for (int c = 0; c < ci && rc == ZS_OK; c++) {
+  for (int c = 0; c < ci; c++) {
     float *wc = w + (size_t)c * T * n; /* dim 0: the slices in rank order are the whole */
-    rc =
-        zs_coll_all_gather(x->tp, chan(u, c, u->lay.off[k]), dim1 ? recv : wc, n, ZS_CDT_F32, NULL);
-    for (size_t q = 0; rc == ZS_OK && dim1 && q < T; q++)
+    ZS_CHECK(zs_coll_all_gather(x->tp, chan(u, c, u->lay.off[k]), dim1 ? recv : wc, n, ZS_CDT_F32,
+                                NULL));
+    for (size_t q = 0; dim1 && q < T; q++)
       zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, (int)q, (int)T, wc, recv + q * n, 0);
   }
+  return ZS_OK;
+}
+
+/* The results (co channels of the whole tensor at w, valid on the rank that computed them:
+   mine) back to every rank's slice in the channels: a reduce-scatter over the tp group in which
+   the other ranks give zeros, so each element's sum has one nonzero term (-0 made +0 first) and
+   is exact in any order. ZS_TP_SPLIT_DIM1's slices are put in rank order in recv first. */
+static zs_status spread(zs_tiers *t, zs_unit *u, int k, int co, int mine, float *w, float *recv) {
+  const zs_shard_ctx *x = t->sh;
+  const size_t n = u->lay.numel[k], T = (size_t)x->tp_size;
+  const int dim1 = u->tp[k] == ZS_TP_SPLIT_DIM1;
+  for (int c = 0; c < co; c++) {
+    float *wc = w + (size_t)c * T * n;
+    for (size_t i = 0; i < T * n; i++)
+      wc[i] = mine ? wc[i] + 0.0f : 0.0f;
+    for (size_t q = 0; dim1 && q < T; q++)
+      zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, (int)q, (int)T, wc, recv + q * n, 1);
+    ZS_CHECK(zs_coll_reduce_scatter(x->tp, dim1 ? recv : wc, chan(u, c, u->lay.off[k]), n,
+                                    ZS_CDT_F32, NULL));
+  }
+  return ZS_OK;
+}
+
+/* Tensor k, split over the tp group, on its owner's tp group (a tp group's ranks share their
+   shard rank, so all of it or none of it owns k): its input channels joined, the whole step on
+   the whole tensor by the group's rank that computes it (zs_unit.whole_tp) in the scratch past
+   the join's buffers, and each rank's slice of the results back in its channels: the bits of the
+   same tensor unsplit. The other tp groups make no such calls, so these stay out of the running
+   hash that the step's agreement compares over every rank (zs_coll_hash_pause). */
+static zs_status split_step(zs_tiers *t, zs_unit *u, int k, int ci, int co, float *work) {
+  zs_shard_ctx *x = t->sh;
+  const size_t n = u->lay.numel[k], T = (size_t)x->tp_size;
+  const int mine = u->whole_tp[k] == x->tp_rank;
+  float *recv = work + (size_t)ci * T * n, *ws = work + zs_tp_join_floats(u->tp[k], (int)T, n, ci);
+  zs_coll_hash_pause(x->tp, 1);
+  zs_status rc = join(t, u, k, ci, work, recv);
+  if (rc == ZS_OK && mine) {
+    float *ch[ZS_OPT_MAX_CHANNELS];
+    for (int c = 0; c < ci; c++)
+      ch[c] = work + (size_t)c * T * n;
+    int64_t rows, cols;
+    dims(t, u, k, &rows, &cols);
+    zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, ws);
+  }
+  if (rc == ZS_OK) rc = spread(t, u, k, co, mine, work, recv);
   zs_coll_hash_pause(x->tp, 0);
   return rc;
 }
 
 /* The whole steps of the tensors this rank computes (its own where the state is sharded, all of
    them where not: every = 1), in place in the channels; the first cout channels of the others'
-   zeroed (a computed one's past its own count too). A tensor split over the tp group is joined
-   first (join), its whole step runs on the whole tensor in the scratch, and this rank's slice of
-   the results goes back to the channels: the bits of the same tensor unsplit. */
+   zeroed (a computed one's past its own count too). A tensor split over the tp group goes
+   through split_step. */
 static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work) {
   const int T = t->sh->tp_size;
   for (int k = 0; k < u->ntensors; k++) {
     if (u->whole_owner[k] < 0) continue;
     const size_t off = u->lay.off[k], n = u->lay.numel[k];
-    const int split = zs_tp_is_split(u->tp[k], T);
     int ci, co = 0;
     zs_optim_whole_channels(t->optim, u->group[k], &ci, &co);
-    float *ch[ZS_OPT_MAX_CHANNELS], *w = work, *ws = work; /* ws: the whole step's scratch */
-    if (every || u->whole_owner[k] == t->sh->shard_rank) {
-      if (split) {
-        ws = work + zs_tp_join_floats(u->tp[k], T, n, ci);
-        ZS_CHECK(join(t, u, k, ci, w, w + (size_t)ci * T * n));
-      }
+    if (!every && u->whole_owner[k] != t->sh->shard_rank) {
+      co = 0;
+    } else if (zs_tp_is_split(u->tp[k], T)) {
+      ZS_CHECK(split_step(t, u, k, ci, co, work));
+    } else {
+      float *ch[ZS_OPT_MAX_CHANNELS];
       for (int c = 0; c < ci; c++)
-        ch[c] = split ? w + (size_t)c * T * n : chan(u, c, off);
+        ch[c] = chan(u, c, off);
       int64_t rows, cols;
       dims(t, u, k, &rows, &cols);
-      zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, ws);
+      zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, work);
       for (int c = 0; c < co; c++) {
-        if (split) /* this rank's slice of the result */
-          zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, t->sh->tp_rank, T, ch[c], chan(u, c, off),
-                           1);
         float *o = chan(u, c, off);
         for (size_t i = 0; i < n; i++)
           o[i] += 0.0f; /* -0 -> +0: the sum below then gives it exactly */
       }
-    } else {
-      co = 0;
     }
     for (int c = co; c < cout; c++)
       memset(chan(u, c, off), 0, n * sizeof(float));

@@ -7,10 +7,11 @@
  * hands every rank the results of its pieces; each sum has one nonzero term (the owner's, -0
  * made +0 first), so it is exact in any order. A tensor split over the tp group (zs_unit.tp,
  * tp_slice.h) is first joined over it by its owner's tp group (a tp group's ranks share their
- * shard rank): each of its ranks all-gathers its input channels' slices, runs the whole step on
- * the whole tensor in the scratch and keeps its slice of the results, which gives the unsplit
- * tensor's bits (an optimizer that keeps a prefix of state, Adafactor, keeps each slice's share
- * of it: zs_tp_prefix_share). Where the state is not sharded
+ * shard rank): its ranks all-gather their input channels' slices, one of them
+ * (zs_unit.whole_tp) runs the whole step on the whole tensor in the scratch, and a reduce-scatter
+ * over the group in which the others give zeros hands each rank its slice of the results, which
+ * gives the unsplit tensor's bits (an optimizer that keeps a prefix of state, Adafactor, keeps each
+ * slice's share of it: zs_tp_prefix_share). Where the state is not sharded
  * (every rank holds the whole unit: stage 0) every rank runs every whole step itself, with no
  * exchange. Store then writes the results into the state, and the update reads channel 0 in place
  * of the gradient. On the NVMe tier the gather is a pass of its own over the unit's files and the
@@ -20,7 +21,8 @@
  * with whole tensors: the channels' buffer and the largest whole step's scratch on every rank
  * (allocated before the exchange; with a split tensor's join, zs_tp_join_floats more), and where
  * sharded one all-gather per input channel and one reduce-scatter per output channel of fp32
- * values; per split tensor one all-gather over tp per input channel, on its owner's tp group. */
+ * values; per split tensor, on its owner's tp group, one all-gather over tp per input channel and
+ * one reduce-scatter per output channel. */
 #ifndef ZS_TIER_WHOLE_H
 #define ZS_TIER_WHOLE_H
 

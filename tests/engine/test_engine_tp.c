@@ -39,9 +39,9 @@
  * --bytes-out FILE writes every rank's tp bus bytes (zs_engine_facts_get) after the steps;
  * --bytes-base FILE (a run on AdamW with the same shape) checks that what a --muon or --ada run
  * moved on top of it is the whole step's joins and no more: at sharded state each split tensor
- * joined once a step, by its owner's tp group alone (T - 1 slices of each input channel per
- * rank of that group); and that an --export after a --save moved each split tensor's master
- * once, by rank 0's tp group alone. */
+ * joined once a step, by its owner's tp group alone, which all-gathers its input channels and
+ * reduce-scatters its output channels (T - 1 slices of each per rank of that group); and that an
+ * --export after a --save moved each split tensor's master once, by rank 0's tp group alone. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -435,10 +435,11 @@ static void check_join_bytes(const model *m, zs_comm *comm, const opts *o) {
   FILE *fb = fopen(o->bytes_base, "rb");
   ZS_EXPECT(fb && fread(base, sizeof base, 1, fb) == 1, "reading %s", o->bytes_base);
   if (fb) fclose(fb);
-  /* Per step, per split tensor of n slice elements and ci input channels: ci * n * 4 * (T - 1)
-     bytes on each rank of the owner's tp group; summed over the ranks of one tp rank, once. */
+  /* Per step, per split tensor of n slice elements, ci input and co output channels: (ci + co) *
+     n * 4 * (T - 1) bytes on each rank of the owner's tp group; summed over the ranks of one tp
+     rank, once. Muon: 1 + 1 channels, Adafactor 3 + 2. */
   const double n = (double)m->Hl * D, split = 2 * n + m->Hl; /* W1, W2; b1 */
-  const double per_step = o->muon ? 2 * n : o->ada ? 3 * split : 0;
+  const double per_step = o->muon ? 2 * 2 * n : o->ada ? 5 * split : 0;
   /* The export's joins, and full_params' after the save (every tp group's: R times). */
   const double exported = o->export && o->save && o->save_at <= o->steps ? split * (1 + m->R) : 0;
   const double want = ((double)o->steps * per_step + exported) * 4 * (m->T - 1);

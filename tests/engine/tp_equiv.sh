@@ -65,9 +65,9 @@ full 4 --tp 2 --micro 2 --sgd 1 --stage 2 --compare "$tmp/sgd.bin"
 # Adafactor on W1, b1 and W2 alike: each slice keeps its share of the whole matrix's factors, so
 # its whole state too is the tp 1 run's (measured 1.5e-7; a dim-1 slice's share taken as a row
 # block's, 2.4e-2 off).
-# At sharded state only the owner's tp group joins a split tensor: on top of an AdamW run of the
-# same shape the tp traffic is one join per tensor and step (each tp group joining every tensor:
-# 2x).
+# At sharded state only the owner's tp group joins a split tensor (and hands back the results of
+# the one rank of it that computes them): on top of an AdamW run of the same shape the tp traffic
+# is one join and one reduce-scatter per tensor and step.
 nvme() { ZS_NVME_PATH="$tmp/nvme" ZS_OFFLOAD_CHUNK=64 ZS_OFFLOAD_HOST_BYTES=10496 "$@"; }
 run 4 --tp 2 --micro 2 --stage 3 --steps 3 --bytes-out "$tmp/adamw.bytes"
 # The export joins each split tensor once, on rank 0's tp group (on every tp group: 1.3x here).
