@@ -57,7 +57,8 @@ struct zs_coll {
   int sig_hash_on;                /* more than one rank: headers are built and hashed */
   uint64_t sig_seq;               /* headers built so far on this group */
   uint64_t sig_hash;              /* running hash of every header built (compared by the owner) */
-  int sig_unhashed;               /* zs_coll_hash_pause: headers built are not folded in */
+  int sig_unhashed;               /* zs_coll_hash_pause: headers go to sig_role_hash instead */
+  uint64_t sig_role_hash;         /* running hash of the headers built while paused */
   uint64_t *sig_buf;              /* size * ZS_SIG_WORDS words, reused; NULL after a timeout */
   double sig_seconds;             /* wall time spent in header exchanges so far */
   double op_seconds;              /* ... and in the operations and syncs (zs_coll_op_seconds) */

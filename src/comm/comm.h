@@ -51,7 +51,7 @@ typedef struct zs_coll zs_coll;
    backends from zs_coll_open on, in every build type, unless ZS_COMM_CHECK=0 (an engine then
    applies its config's comm_check: zs_coll_set_check). nccl and self do not check (no host channel
    per op; one rank). Every header is also built and folded into the group's running hash
-   (zs_coll_sig_hash) whether it is exchanged or not. */
+   (zs_coll_sig_hash, or while paused zs_coll_sig_role_hash) whether it is exchanged or not. */
 #define ZS_SIG_CTX 3
 typedef struct zs_coll_sig_src {
   /* Fills the owner's context words at the moment a header is built. */
@@ -118,14 +118,18 @@ zs_status zs_coll_check(zs_coll *c);
    broken. A no-op where the check is off (zs_coll_set_check, ZS_COMM_CHECK=0, nccl, self). */
 zs_status zs_coll_goodbye(zs_coll *const *cs, int n, int reason);
 /* The running hash of every collective header built on c (whether exchanged or not: also with
-   the check off and on nccl), equal on the ranks of a group that made the same calls; 0 for
-   NULL or a one-rank group. */
+   the check off and on nccl) outside zs_coll_hash_pause, equal on the ranks of a group that made
+   the same calls; 0 for NULL or a one-rank group. */
 uint64_t zs_coll_sig_hash(const zs_coll *c);
-/* While paused, c's collectives are checked as ever (the header exchange) but left out of its
-   running hash: calls that some groups of one kind make and others do not, by a plan every rank
-   agreed on (the whole step's joins over tp, made by the owner's tp group alone). Every rank of
-   the group must pause and resume between the same two collectives. */
+/* While paused, c's collectives are checked as ever (the header exchange, where it is on) but
+   folded into a second running hash (zs_coll_sig_role_hash) instead of zs_coll_sig_hash: calls
+   that some groups of one kind make and others do not, by a plan every rank agreed on (the whole
+   step's joins over tp, made by the owner's tp group alone). Every rank of the group must pause
+   and resume between the same two collectives. Does not nest. */
 void zs_coll_hash_pause(zs_coll *c, int paused);
+/* The running hash of the headers built on c while paused: equal on the ranks of a group that
+   made the same paused calls, so compared within the group only; 0 for NULL or one rank. */
+uint64_t zs_coll_sig_role_hash(const zs_coll *c);
 /* Turns the header exchange of c on or off (it stays off where the backend has none or c has one
    rank). Every rank of the group must do the same between the same two collectives. */
 void zs_coll_set_check(zs_coll *c, int on);

@@ -70,6 +70,10 @@ void zs_coll_hash_pause(zs_coll *c, int paused) {
   if (c) c->sig_unhashed = paused != 0;
 }
 
+uint64_t zs_coll_sig_role_hash(const zs_coll *c) {
+  return c && c->sig_hash_on ? c->sig_role_hash : 0;
+}
+
 uint64_t zs_coll_sig_hash(const zs_coll *c) {
   return c && c->sig_hash_on ? c->sig_hash : 0;
 }
@@ -114,16 +118,14 @@ static void build(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root, u
   h[2] = (uint64_t)op | (uint64_t)dt << 8 | (uint64_t)(root + 1) << 16;
   h[3] = count;
   if (c->sig_src && c->sig_src->context) c->sig_src->context(c->sig_src->owner, h + 4);
-  if (c->sig_unhashed) return;
-  uint64_t x = c->sig_hash;
+  uint64_t *run = c->sig_unhashed ? &c->sig_role_hash : &c->sig_hash, x = *run;
   for (int i = 0; i < ZS_SIG_POSTED; i++) { /* the times are neither compared nor hashed */
-    if (i == 1)
-      continue; /* nor the sequence: the running hash has the order already, and a
-                   paused stretch (zs_coll_hash_pause) leaves the numbers ahead */
+    if (i == 1) /* nor the sequence: a running hash has the order already, and a paused */
+      continue; /* stretch (zs_coll_hash_pause) leaves the numbers ahead */
     x = (x ^ h[i]) * 0x100000001b3ull;
     x ^= x >> 29;
   }
-  c->sig_hash = x;
+  *run = x;
 }
 
 /* Copies h into this rank's row of the exchange buffer with its times and starts the exchange. */

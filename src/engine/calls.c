@@ -120,7 +120,9 @@ void zs_engine_sig_attach(zs_engine *e) {
    SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement),
    compared among the data-parallel ranks (tp ranks hold other slices); SHAPE_SET_WHOLE those of
    the tensors every tp rank holds whole (not split), compared over every rank; SHAPE_NO_GRAD the
-   units that said zs_unit_no_grad (a hash of their indexes; 0: none). */
+   units that said zs_unit_no_grad (a hash of their indexes; 0: none); SHAPE_TP_ROLE the tp group's
+   running hash of the calls only some tp groups make (zs_coll_hash_pause: the whole step's joins,
+   the export's), compared within the tp group. */
 enum {
   SHAPE_MICRO,
   SHAPE_READY,
@@ -129,6 +131,7 @@ enum {
   SHAPE_SET,
   SHAPE_NO_GRAD,
   SHAPE_SET_WHOLE,
+  SHAPE_TP_ROLE,
   SHAPE_N
 };
 
@@ -268,6 +271,7 @@ zs_status zs_engine_agree_step(zs_engine *e) {
   }
   mine[SHAPE_HASH] = zs_coll_sig_hash(e->world) ^ zs_coll_sig_hash(e->shard) * 3 ^
                      zs_coll_sig_hash(e->replica) * 5 ^ zs_coll_sig_hash(e->tp) * 7;
+  mine[SHAPE_TP_ROLE] = zs_coll_sig_role_hash(e->tp);
   /* Over every rank: a tp peer that diverged fails this rank's next tp collective otherwise. */
   if (!e->agree_rows) {
     e->agree_rows = calloc((size_t)e->all_size * SHAPE_N, sizeof *e->agree_rows);
@@ -297,7 +301,8 @@ zs_status zs_engine_agree_step(zs_engine *e) {
                     (unsigned long long)mine[SHAPE_MICRO], (unsigned long long)mine[SHAPE_READY], q,
                     (unsigned long long)o[SHAPE_STEP] + 1, (unsigned long long)o[SHAPE_MICRO],
                     (unsigned long long)o[SHAPE_READY]);
-    if (o[SHAPE_HASH] != mine[SHAPE_HASH])
+    const int tp_peer = q / e->tp_size == e->all_rank / e->tp_size; /* consecutive ranks */
+    if (o[SHAPE_HASH] != mine[SHAPE_HASH] || (tp_peer && o[SHAPE_TP_ROLE] != mine[SHAPE_TP_ROLE]))
       return zs_err(ZS_ERR_COMM,
                     "zs_engine_step: the ranks disagree on the step's shape: rank %d (this one) "
                     "and rank %d made different collective calls since zs_engine_create (their "

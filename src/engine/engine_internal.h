@@ -269,11 +269,10 @@ zs_status zs_plan_dp_ranks(const char *fn, const zs_config *c, int world_size, i
 zs_status zs_engine_group_check(const zs_config *cfg, const zs_config *c);
 /* Tensor t of unit `unit` (layout: its zs_tp_layout, over tp_size T) under c (its group's
    configuration) in a whole step: ZS_ERR_INVALID_ARG with the sentence (fn: the call it names)
-   for a vector on an optimizer that updates matrices only, ZS_ERR_UNSUPPORTED for a tp-split
-   tensor on one that keeps a prefix of its state (Adafactor's factors are the slice's); else
-   raises *chans to its optimizer's input channels and *work to its scratch floats, the whole
-   tensor's and, split, the join's (tp_slice.h; nothing for an elementwise optimizer, an empty
-   tensor or a frozen unit). The engine's plan and zs_plan_model_units share it. */
+   for a vector on an optimizer that updates matrices only; else raises *chans to its optimizer's
+   input channels and *work to its scratch floats, the whole tensor's and, split, the join's
+   (tp_slice.h; nothing for an elementwise optimizer, an empty tensor or a frozen unit). The
+   engine's plan and zs_plan_model_units share it. */
 zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tensor_desc *t,
                                  int layout, int T, const zs_config *c, int frozen, int *chans,
                                  size_t *work);

@@ -5,7 +5,8 @@
  * the NVMe tier has its master read from the tier's files into that buffer by the gather. With
  * tensor parallelism the file holds whole tensors: rank 0's tp group joins each split tensor's
  * slices (zs_engine_tp_join; the other tp groups make no such calls, so they stay out of the
- * running hash that the step's agreement compares: zs_coll_hash_pause) and rank 0 writes them. */
+ * running hash that the step's agreement compares over every rank: zs_coll_hash_pause) and rank
+ * 0 writes them. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>

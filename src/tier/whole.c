@@ -71,7 +71,8 @@ static zs_status spread(zs_tiers *t, zs_unit *u, int k, int co, int mine, float 
    the whole tensor by the group's rank that computes it (zs_unit.whole_tp) in the scratch past
    the join's buffers, and each rank's slice of the results back in its channels: the bits of the
    same tensor unsplit. The other tp groups make no such calls, so these stay out of the running
-   hash that the step's agreement compares over every rank (zs_coll_hash_pause). */
+   hash that the step's agreement compares over every rank, in one it compares within the tp
+   group (zs_coll_hash_pause). */
 static zs_status split_step(zs_tiers *t, zs_unit *u, int k, int ci, int co, float *work) {
   zs_shard_ctx *x = t->sh;
   const size_t n = u->lay.numel[k], T = (size_t)x->tp_size;

@@ -87,6 +87,39 @@ static void bus_bytes(zs_coll *c) {
   ZS_EXPECT(zs_coll_bus_bytes(NULL) == 0, "NULL group");
 }
 
+/* Every rank's value of v, equal on all of them. */
+static int same_everywhere(zs_coll *c, uint64_t v) {
+  uint64_t all[64] = {0};
+  const int n = zs_coll_size(c);
+  ZS_OK_OR_DIE(zs_coll_all_gather(c, &v, all, 1, ZS_CDT_U64, NULL));
+  for (int i = 0; i < n && i < 64; i++)
+    if (all[i] != v) return 0;
+  return 1;
+}
+
+/* zs_coll_hash_pause (comm.h): the calls made while paused move the role hash and leave the
+   running hash as it was, the others the reverse; both equal on every rank that made the same
+   calls. One rank: both 0. */
+static void hash_pause(zs_coll *c) {
+  float a[4] = {1, 2, 3, 4};
+  const uint64_t h0 = zs_coll_sig_hash(c), r0 = zs_coll_sig_role_hash(c);
+  zs_coll_hash_pause(c, 1);
+  ZS_OK_OR_DIE(zs_coll_all_reduce(c, a, a, 4, ZS_CDT_F32, NULL));
+  zs_coll_hash_pause(c, 0);
+  const uint64_t h1 = zs_coll_sig_hash(c), r1 = zs_coll_sig_role_hash(c);
+  ZS_OK_OR_DIE(zs_coll_all_reduce(c, a, a, 4, ZS_CDT_F32, NULL));
+  const uint64_t h2 = zs_coll_sig_hash(c), r2 = zs_coll_sig_role_hash(c);
+  if (zs_coll_size(c) == 1) {
+    ZS_EXPECT(h2 == 0 && r2 == 0, "one rank: hashes %llx %llx", (unsigned long long)h2,
+              (unsigned long long)r2);
+    return;
+  }
+  ZS_EXPECT(h1 == h0 && r1 != r0, "a paused call moved the running hash or not the role hash");
+  ZS_EXPECT(h2 != h1 && r2 == r1,
+            "a call after the pause moved the role hash or not the running one");
+  ZS_EXPECT(same_everywhere(c, h2) && same_everywhere(c, r2), "the ranks' hashes differ");
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -112,6 +145,7 @@ int main(int argc, char **argv) {
   all_cases(world, mem);
   bf16_rounding(world);
   bad_args(world);
+  hash_pause(world);
 
   /* Sub-groups: color = rank % 2, key = -rank (reverse order inside each group). */
   zs_coll *sub = NULL;
