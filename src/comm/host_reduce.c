@@ -5,9 +5,10 @@
  * (floats accumulated in double, rounded once), so the result is the same bits on every rank and
  * on every backend. Transport:
  * Every call first exchanges a header per rank (whether it refused its arguments, its count,
- * dtype and op, and up to 32 bytes of values, which then need no second exchange), so that a
- * refusal or a call that differs is an error on every rank before any other value moves, and the
- * ranks' calls stay paired. Transport:
+ * dtype and op, when it posted the call and its deadline, and up to 32 bytes of values, which then
+ * need no second exchange), so that a refusal or a call that differs is an error on every rank
+ * before any other value moves, the ranks' calls stay paired, and a rank that arrives after a
+ * peer gave up (MPI completes the abandoned exchange) fails as its peers did. Transport:
  *  - zs_comm_init_mpi: one MPI_Iallgather on the communicator's world, then a local reduction on
  *    every rank; the wait polls against the timeout.
  *  - zs_comm_init_env: the TCP rendezvous sockets that already connect every rank to rank 0 (the
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "comm/comm_impl.h"
 #include "comm/backoff.h"
 #include "base/error.h"
@@ -152,9 +154,10 @@ out:
   return rc;
 }
 
-/* A call's header: whether this rank refused its arguments, then its count, dtype and op; then
-   the values themselves when they fit in HDR_INLINE bytes (a loss, a token count: one exchange). */
-enum { HDR_BAD = 0, HDR_COUNT, HDR_DT, HDR_OP, HDR_N };
+/* A call's header: whether this rank refused its arguments, then its count, dtype and op, the
+   wall-clock microsecond it posted the exchange and its deadline (posted + its timeout); then the
+   values themselves when they fit in HDR_INLINE bytes (a loss, a token count: one exchange). */
+enum { HDR_BAD = 0, HDR_COUNT, HDR_DT, HDR_OP, HDR_POSTED, HDR_DEADLINE, HDR_N };
 #define HDR_INLINE 32
 #define HDR_BYTES (HDR_N * sizeof(uint64_t) + HDR_INLINE)
 
@@ -196,10 +199,26 @@ static const uint64_t *header_of(const char *all, int q) {
   return (const uint64_t *)(all + (size_t)q * HDR_BYTES);
 }
 
-/* The verdict of every rank's header, the same on every rank: this rank's own refusal (mine, its
-   message kept in why), a peer's, calls that differ, or ZS_OK. */
+/* The verdict of every rank's header, the same on every rank: a rank that posted after another's
+   deadline (that one gave up on the call, or would have: ZS_ERR_TIMEOUT, so that a late rank
+   does not take a result its peers never got), this rank's own refusal (mine, its message kept in
+   why), a peer's, calls that differ, or ZS_OK. The times are wall clocks: a skew between hosts
+   moves the verdict, never splits it. */
 static zs_status agree(const zs_comm *c, const char *all, zs_status mine, const char *why) {
   const uint64_t *me = header_of(all, c->rank);
+  int late = 0, early = 0;
+  for (int q = 1; q < c->size; q++) {
+    if (header_of(all, q)[HDR_POSTED] > header_of(all, late)[HDR_POSTED]) late = q;
+    if (header_of(all, q)[HDR_DEADLINE] < header_of(all, early)[HDR_DEADLINE]) early = q;
+  }
+  const uint64_t posted = header_of(all, late)[HDR_POSTED],
+                 deadline = header_of(all, early)[HDR_DEADLINE];
+  if (posted > deadline)
+    return zs_err(ZS_ERR_TIMEOUT,
+                  "zs_comm_allreduce: rank %d called %.1f s after rank %d's timeout had passed, so "
+                  "rank %d gave up on this call: nothing was reduced on any rank. Every later "
+                  "call on this communicator returns ZS_ERR_COMM: destroy it",
+                  late, (double)(posted - deadline) / 1e6, early, early);
   for (int q = 0; q < c->size; q++) {
     const uint64_t *o = header_of(all, q);
     if (o[HDR_BAD])
@@ -282,6 +301,8 @@ zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t cou
   block.hdr[HDR_COUNT] = count;
   block.hdr[HDR_DT] = (uint64_t)dt;
   block.hdr[HDR_OP] = (uint64_t)op;
+  block.hdr[HDR_POSTED] = zs_clock_wall_us();
+  block.hdr[HDR_DEADLINE] = block.hdr[HDR_POSTED] + (uint64_t)(ci->boot_timeout_s * 1e6);
   if (inline_values && bytes) memcpy(block.b + HDR_N * sizeof(uint64_t), send, bytes);
   char *all = malloc((size_t)c->size * HDR_BYTES);
   char *vals = inline_values ? malloc((size_t)c->size * HDR_INLINE) : NULL;
@@ -294,7 +315,8 @@ zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t cou
   }
   zs_status rc = exchange_headers(c, ci, block.b, all);
   if (rc == ZS_OK) rc = agree(c, all, mine, why);
-  if (rc == ZS_OK && inline_values && count) { /* every rank's values came with the headers */
+  if (rc == ZS_ERR_TIMEOUT) ci->host_broken = 1; /* the peer that gave up broke it */
+  if (rc == ZS_OK && inline_values && count) {   /* every rank's values came with the headers */
     for (int q = 0; q < c->size; q++)
       memcpy(vals + (size_t)q * bytes, all + (size_t)q * HDR_BYTES + HDR_N * sizeof(uint64_t),
              bytes);
