@@ -328,8 +328,10 @@ typedef enum { ZS_RED_SUM = 0, ZS_RED_MEAN, ZS_RED_MAX, ZS_RED_MIN } zs_reduce_o
    allowed; other overlaps, NULL with count > 0, an unknown dtype or op, or an i64 mean on any
    rank, and a count, dtype or op that differs across ranks, are ZS_ERR_INVALID_ARG on every rank
    before any value moves (the ranks exchange their calls' headers first; c stays usable). A
-   silent peer gives ZS_ERR_TIMEOUT (zs_comm_set_timeout); after
-   it or ZS_ERR_COMM every later call on c returns ZS_ERR_COMM: destroy c. One thread per comm. */
+   silent peer gives ZS_ERR_TIMEOUT (zs_comm_set_timeout), and so does a call a peer posts after
+   this rank's deadline had passed (the hosts' wall clocks must agree to well within the timeout,
+   as NTP keeps them); after it or ZS_ERR_COMM every later call on c returns ZS_ERR_COMM: destroy
+   c. One thread per comm. */
 ZS_API zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t count,
                                    zs_host_dtype dt, zs_reduce_op op);
 /* Sets the bound on the communicator's own waits (zs_comm_allreduce; the env rendezvous when an

@@ -202,8 +202,10 @@ static const uint64_t *header_of(const char *all, int q) {
 /* The verdict of every rank's header, the same on every rank: a rank that posted after another's
    deadline (that one gave up on the call, or would have: ZS_ERR_TIMEOUT, so that a late rank
    does not take a result its peers never got), this rank's own refusal (mine, its message kept in
-   why), a peer's, calls that differ, or ZS_OK. The times are wall clocks: a skew between hosts
-   moves the verdict, never splits it. */
+   why), a peer's, calls that differ, or ZS_OK. The times are wall clocks, as in the collectives'
+   header check (comm/sig.c): the hosts' clocks must agree to well within the timeout (NTP does).
+   A skew beyond it fails every call; a smaller one moves the verdict, which a peer that gave up
+   on its own (monotonic) timer does not see. */
 static zs_status agree(const zs_comm *c, const char *all, zs_status mine, const char *why) {
   const uint64_t *me = header_of(all, c->rank);
   int late = 0, early = 0;
@@ -302,7 +304,8 @@ zs_status zs_comm_allreduce(zs_comm *c, const void *send, void *recv, size_t cou
   block.hdr[HDR_DT] = (uint64_t)dt;
   block.hdr[HDR_OP] = (uint64_t)op;
   block.hdr[HDR_POSTED] = zs_clock_wall_us();
-  block.hdr[HDR_DEADLINE] = block.hdr[HDR_POSTED] + (uint64_t)(ci->boot_timeout_s * 1e6);
+  const double wait_us = ci->boot_timeout_s * 1e6; /* a timeout of years: no deadline */
+  block.hdr[HDR_DEADLINE] = wait_us < 1e18 ? block.hdr[HDR_POSTED] + (uint64_t)wait_us : UINT64_MAX;
   if (inline_values && bytes) memcpy(block.b + HDR_N * sizeof(uint64_t), send, bytes);
   char *all = malloc((size_t)c->size * HDR_BYTES);
   char *vals = inline_values ? malloc((size_t)c->size * HDR_INLINE) : NULL;

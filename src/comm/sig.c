@@ -140,7 +140,8 @@ static zs_status post(zs_coll *c, const uint64_t *h, const char *what) {
   memcpy(mine, h, NW * sizeof *mine);
   const uint64_t t0 = zs_clock_wall_us();
   mine[ZS_SIG_POSTED] = t0;
-  mine[ZS_SIG_DEADLINE] = c->timeout_s > 0 ? t0 + (uint64_t)(c->timeout_s * 1e6) : 0;
+  const double wait_us = c->timeout_s * 1e6; /* a timeout of years: no deadline (and no overflow) */
+  mine[ZS_SIG_DEADLINE] = c->timeout_s > 0 && wait_us < 1e18 ? t0 + (uint64_t)wait_us : 0;
   return c->ops->exchange_post(c, c->sig_buf, NW, what);
 }
 

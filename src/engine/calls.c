@@ -301,8 +301,19 @@ zs_status zs_engine_agree_step(zs_engine *e) {
                     (unsigned long long)mine[SHAPE_MICRO], (unsigned long long)mine[SHAPE_READY], q,
                     (unsigned long long)o[SHAPE_STEP] + 1, (unsigned long long)o[SHAPE_MICRO],
                     (unsigned long long)o[SHAPE_READY]);
-    const int tp_peer = q / e->tp_size == e->all_rank / e->tp_size; /* consecutive ranks */
-    if (o[SHAPE_HASH] != mine[SHAPE_HASH] || (tp_peer && o[SHAPE_TP_ROLE] != mine[SHAPE_TP_ROLE]))
+    /* Rank q's tp group leader (tp groups are consecutive ranks): every rank compares every row
+       with its leader's, so all take the same branch. */
+    const int lead = q - q % e->tp_size;
+    if (o[SHAPE_TP_ROLE] != rows[(size_t)lead * SHAPE_N + SHAPE_TP_ROLE])
+      return zs_err(ZS_ERR_COMM,
+                    "zs_engine_step: the ranks disagree on the step's shape: ranks %d and %d, of "
+                    "one tp group, made different calls of those only some tp groups make (the "
+                    "whole-tensor step's, the export's) since zs_engine_create (their running "
+                    "hashes of those calls differ). Every rank must make the same calls in the "
+                    "same order; nothing was updated, but the engine is failed: destroy it and "
+                    "fix the program",
+                    lead, q);
+    if (o[SHAPE_HASH] != mine[SHAPE_HASH])
       return zs_err(ZS_ERR_COMM,
                     "zs_engine_step: the ranks disagree on the step's shape: rank %d (this one) "
                     "and rank %d made different collective calls since zs_engine_create (their "

@@ -222,15 +222,19 @@ zs_status zs_engine_whole_tensor(const char *fn, const char *unit, const zs_tens
    order, the rank with the least load in this unit so far, ties to the least load over the
    model, then the lowest rank; a tensor's load is rows * cols * min(rows, cols) (Muon's GEMMs).
    A tensor split over the tp group is computed by one rank of its owner's tp group, chosen the
-   same way among the pairs (owner, tp rank). A function of the layout and the groups only, so
-   every rank makes the same plan; which rank it is never changes the bits (tier/whole.h). */
+   same way among the pairs (owner, tp rank), ties to the tp rank with the least load in this unit
+   whatever the owner (unsharded state: every tp group computes every tensor). A function of the
+   layout and the groups only, so every rank makes the same plan; which rank it is never changes the
+   bits (tier/whole.h). */
 zs_status zs_engine_whole_plan(zs_engine *e) {
   double total[ZS_WHOLE_MAX_RANKS] = {0}, unit[ZS_WHOLE_MAX_RANKS];
   const int S = e->shard_size < ZS_WHOLE_MAX_RANKS ? e->shard_size : ZS_WHOLE_MAX_RANKS;
   const int T = e->tp_size;
   /* Per (shard rank r, tp rank q) at [r * T + q]: the split tensors' load in this unit, then over
-     the model. */
-  double *pair = calloc(2 * (size_t)S * (size_t)T, sizeof *pair), *pair_total = pair + S * T;
+     the model; per tp rank, this unit's whatever the owner (where the state is not sharded every
+     tp group computes every tensor). */
+  double *pair = calloc(2 * (size_t)S * (size_t)T + (size_t)T, sizeof *pair),
+         *pair_total = pair + S * T, *tp_unit = pair_total + S * T;
   if (!pair) return zs_err(ZS_ERR_OUT_OF_MEMORY, "zs_engine_commit: out of host memory");
   for (int i = 0; i < e->nunits; i++) {
     zs_unit *u = e->units[i];
@@ -241,6 +245,8 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       unit[r] = 0;
     for (int r = 0; r < S * T; r++)
       pair[r] = 0;
+    for (int q = 0; q < T; q++)
+      tp_unit[q] = 0;
     for (int k = 0; k < u->ntensors; k++) {
       zs_config c;
       zs_engine_group_config(e, u->group[k], &c);
@@ -268,9 +274,12 @@ zs_status zs_engine_whole_plan(zs_engine *e) {
       double *pu = pair + best * T, *pt = pair_total + best * T;
       int q = 0;
       for (int j = 1; j < T; j++)
-        if (pu[j] < pu[q] || (pu[j] == pu[q] && pt[j] < pt[q])) q = j;
+        if (pu[j] < pu[q] || (pu[j] == pu[q] && (tp_unit[j] < tp_unit[q] ||
+                                                 (tp_unit[j] == tp_unit[q] && pt[j] < pt[q]))))
+          q = j;
       pu[q] += cost;
       pt[q] += cost;
+      tp_unit[q] += cost;
       u->whole_tp[k] = q;
     }
     u->whole_floats =

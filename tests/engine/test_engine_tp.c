@@ -47,6 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/coll_impl.h"         /* --bad: a role hash changed by hand */
+#include "engine/engine_internal.h" /* ... on the engine's tp group */
 #include "zs_test.h"
 #include "zshard.h"
 
@@ -707,6 +709,29 @@ static int bad(zs_comm *comm, const opts *o) {
   micro_step(&k, 0);
   ZS_OK_OR_DIE(zs_engine_step(k.e, NULL));
   zs_engine_destroy(k.e);
+  /* Ranks of one tp group whose calls of the kind only some tp groups make differ (the whole
+     step's joins: their second running hash, changed by hand on rank 0 as an extra such call
+     would): every rank's step fails at once with the same verdict naming the tp group, also with
+     the header check off (comm_check 0: the hashes are the only check). */
+  setenv("ZS_COMM_CHECK", "0", 1);
+  opts o3 = o2;
+  o3.muon = 1;
+  model w = {0};
+  make_engine(&w, comm, &o3);
+  unsetenv("ZS_COMM_CHECK");
+  add_units(&w, 0);
+  whole_group(&w, &o3);
+  ZS_OK_OR_DIE(zs_engine_commit(w.e));
+  set_slices(&w, 1);
+  ZS_OK_OR_DIE(zs_engine_begin_step(w.e, 1));
+  micro_step(&w, 0);
+  ZS_OK_OR_DIE(zs_engine_step(w.e, NULL));
+  if (rank == 0) w.e->tp->sig_role_hash ^= 1;
+  ZS_OK_OR_DIE(zs_engine_begin_step(w.e, 1));
+  micro_step(&w, 1);
+  ZS_EXPECT_STATUS(zs_engine_step(w.e, NULL), ZS_ERR_COMM);
+  ZS_EXPECT(strstr(zs_last_error(), "ranks 0 and 1, of one tp group"), "%s", zs_last_error());
+  zs_engine_destroy(w.e);
   return 0;
 }
 
