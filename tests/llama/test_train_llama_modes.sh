@@ -79,16 +79,27 @@ train tp2_rep 2 --batch 2 --tp 2 --vocab-parallel 0 --stage 1 &&
 # whole 64 x 128 matrix joined (8192 floats) through a receive buffer (8192; dim-1 slices), and
 # Newton-Schulz's 2 * 64 * 128 + 2 * 64 * 64 = 24576 floats: 4 * (18560 + 40960) = 238080 bytes.
 # zshard-plan --tp 2 --optimizer muon bounds it within the few KiB of its other buffers.
+# peak_of METRICS CATEGORY: a run's peak bytes of a ledger category at its end (rank 0).
+peak_of() {
+  grep '"event":"memory","when":"end"' "$1" | head -n1 |
+    python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["bytes"]["'"$2"'"][1])'
+}
+# plan_tp2 RUN CATEGORY: zshard-plan's bytes of a category per rank for RUN's model and optimizer
+# (its name) at --tp 2 on 2 ranks, stage 3, the runs' batch.
+plan_tp2() {
+  local opt=$1
+  [ "$opt" = ada ] && opt=adafactor
+  "$PLAN" --model "$(st "$1" | xargs dirname)/config.json" --world 2 --tp 2 --stage 3 \
+    --device cpu --dtype fp32 --seq 32 --batch 2 --optimizer "$opt" --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["'"$2"'"])'
+}
 train muon 1 --batch 2 --optimizer muon &&
   train muon_tp2 2 --batch 2 --tp 2 --stage 3 --optimizer muon --metrics "$W/muon_tp2.jsonl" &&
   {
     check "--optimizer muon --tp 2 = 1 rank within 1e-4" $CMP "$(st muon)" "$(st muon_tp2)" close . 1e-4
-    peak=$(grep '"event":"memory","when":"end"' "$W/muon_tp2.jsonl" | head -n1 |
-      python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["bytes"]["buffers"][1])')
+    peak=$(peak_of "$W/muon_tp2.jsonl" buffers)
     check "--optimizer muon --tp 2: buffer peak $peak = 238080 by hand" test "$peak" = 238080
-    planned=$("$PLAN" --model "$(st muon | xargs dirname)/config.json" --world 2 --tp 2 --stage 3 \
-      --device cpu --dtype fp32 --seq 32 --batch 2 --optimizer muon --json |
-      python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["buffers"])')
+    planned=$(plan_tp2 muon buffers)
     check "zshard-plan --tp 2 --optimizer muon: buffers $planned within 4 KiB above $peak" \
       test "$planned" -ge "$peak" -a "$planned" -le $((peak + 4096))
   }
@@ -105,12 +116,9 @@ train ada 1 --batch 2 --optimizer adafactor &&
   train ada_tp2 2 --batch 2 --tp 2 --stage 3 --optimizer adafactor --metrics "$W/ada_tp2.jsonl" &&
   {
     check "--optimizer adafactor --tp 2 = 1 rank within 1e-4" $CMP "$(st ada)" "$(st ada_tp2)" close . 1e-4
-    opt=$(grep '"event":"memory","when":"end"' "$W/ada_tp2.jsonl" | head -n1 |
-      python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["bytes"]["optimizer"][1])')
+    opt=$(peak_of "$W/ada_tp2.jsonl" optimizer)
     check "--optimizer adafactor --tp 2: optimizer bytes $opt = 225280 by hand" test "$opt" = 225280
-    planned=$("$PLAN" --model "$(st ada | xargs dirname)/config.json" --world 2 --tp 2 --stage 3 \
-      --device cpu --dtype fp32 --seq 32 --batch 2 --optimizer adafactor --json |
-      python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["optimizer"])')
+    planned=$(plan_tp2 ada optimizer)
     check "zshard-plan --tp 2 --optimizer adafactor: optimizer bytes $planned = 225280" \
       test "$planned" = 225280
   }
