@@ -70,6 +70,27 @@ train tp2_sp 2 --batch 2 --tp 2 --sp 1 --stage 2 &&
 # not divide).
 train tp2_rep 2 --batch 2 --tp 2 --vocab-parallel 0 --stage 1 &&
   check "--tp 2 --vocab-parallel 0 = default within 1e-4" $CMP "$(st base)" "$(st tp2_rep)" close . 1e-4
+# whole_tp2 NAME OPT CATEGORY BYHAND SLACK: --optimizer OPT on 1 rank (NAME) and at --tp 2 on 2
+# ranks, stage 3 (NAME_tp2): every weight within 1e-4 of the 1-rank run's, the tp run's ledger
+# peak of CATEGORY (rank 0) equal to BYHAND, and zshard-plan's per-rank figure for it in
+# [BYHAND, BYHAND + SLACK].
+whole_tp2() {
+  local name=$1 opt=$2 cat=$3 want=$4 slack=$5
+  train "$name" 1 --batch 2 --optimizer "$opt" &&
+    train "${name}_tp2" 2 --batch 2 --tp 2 --stage 3 --optimizer "$opt" \
+      --metrics "$W/${name}_tp2.jsonl" || return 0
+  check "--optimizer $opt --tp 2 = 1 rank within 1e-4" $CMP "$(st "$name")" "$(st "${name}_tp2")" \
+    close . 1e-4
+  local got planned
+  got=$(grep '"event":"memory","when":"end"' "$W/${name}_tp2.jsonl" | head -n1 |
+    python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["bytes"]["'"$cat"'"][1])')
+  check "--optimizer $opt --tp 2: $cat peak $got = $want by hand" test "$got" = "$want"
+  planned=$("$PLAN" --model "$(st "$name" | xargs dirname)/config.json" --world 2 --tp 2 \
+    --stage 3 --device cpu --dtype fp32 --seq 32 --batch 2 --optimizer "$opt" --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["'"$cat"'"])')
+  check "zshard-plan --tp 2 --optimizer $opt: $cat $planned within $slack bytes above $want" \
+    test "$planned" -ge "$want" -a "$planned" -le $((want + slack))
+}
 # --optimizer muon (the examples' grouping) at --tp 2: each Muon matrix's whole step joins its
 # slices over the tp group, so the weights are the 1-rank Muon run's up to the order of fp32 sums
 # (measured 5.7e-6, the head's; 1.4e-2 with Newton-Schulz run on each slice). Its buffer
@@ -79,30 +100,7 @@ train tp2_rep 2 --batch 2 --tp 2 --vocab-parallel 0 --stage 1 &&
 # whole 64 x 128 matrix joined (8192 floats) through a receive buffer (8192; dim-1 slices), and
 # Newton-Schulz's 2 * 64 * 128 + 2 * 64 * 64 = 24576 floats: 4 * (18560 + 40960) = 238080 bytes.
 # zshard-plan --tp 2 --optimizer muon bounds it within the few KiB of its other buffers.
-# peak_of METRICS CATEGORY: a run's peak bytes of a ledger category at its end (rank 0).
-peak_of() {
-  grep '"event":"memory","when":"end"' "$1" | head -n1 |
-    python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["bytes"]["'"$2"'"][1])'
-}
-# plan_tp2 RUN CATEGORY: zshard-plan's bytes of a category per rank for RUN's model and optimizer
-# (its name) at --tp 2 on 2 ranks, stage 3, the runs' batch.
-plan_tp2() {
-  local opt=$1
-  [ "$opt" = ada ] && opt=adafactor
-  "$PLAN" --model "$(st "$1" | xargs dirname)/config.json" --world 2 --tp 2 --stage 3 \
-    --device cpu --dtype fp32 --seq 32 --batch 2 --optimizer "$opt" --json |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["per_rank"]["'"$2"'"])'
-}
-train muon 1 --batch 2 --optimizer muon &&
-  train muon_tp2 2 --batch 2 --tp 2 --stage 3 --optimizer muon --metrics "$W/muon_tp2.jsonl" &&
-  {
-    check "--optimizer muon --tp 2 = 1 rank within 1e-4" $CMP "$(st muon)" "$(st muon_tp2)" close . 1e-4
-    peak=$(peak_of "$W/muon_tp2.jsonl" buffers)
-    check "--optimizer muon --tp 2: buffer peak $peak = 238080 by hand" test "$peak" = 238080
-    planned=$(plan_tp2 muon buffers)
-    check "zshard-plan --tp 2 --optimizer muon: buffers $planned within 4 KiB above $peak" \
-      test "$planned" -ge "$peak" -a "$planned" -le $((peak + 4096))
-  }
+whole_tp2 muon muon buffers 238080 4096
 # --optimizer adafactor (every tensor on it) at --tp 2: each slice keeps its share of its whole
 # matrix's factors (the whole tensor's first rows + cols elements), so the weights are the 1-rank
 # run's up to the order of fp32 sums (measured 1.2e-7; a dim-1 slice's share taken as a row
@@ -112,16 +110,7 @@ train muon 1 --batch 2 --optimizer muon &&
 # columns are 2 slice rows of 32), down 128 (a whole row of 128 and the next 64: a slice row and
 # a half), two norms 64 each: 1024; the embedding's and the head's 256 + 64 each, the final norm
 # 64: 2 * 1024 + 704 = 2752 floats, 225280 bytes in all; zshard-plan plans the same.
-train ada 1 --batch 2 --optimizer adafactor &&
-  train ada_tp2 2 --batch 2 --tp 2 --stage 3 --optimizer adafactor --metrics "$W/ada_tp2.jsonl" &&
-  {
-    check "--optimizer adafactor --tp 2 = 1 rank within 1e-4" $CMP "$(st ada)" "$(st ada_tp2)" close . 1e-4
-    opt=$(peak_of "$W/ada_tp2.jsonl" optimizer)
-    check "--optimizer adafactor --tp 2: optimizer bytes $opt = 225280 by hand" test "$opt" = 225280
-    planned=$(plan_tp2 ada optimizer)
-    check "zshard-plan --tp 2 --optimizer adafactor: optimizer bytes $planned = 225280" \
-      test "$planned" = 225280
-  }
+whole_tp2 ada adafactor optimizer 225280 0
 train params 1 --batch 2 --master params &&
   check "--master params = default, bit for bit" cmp "$(st base)" "$(st params)"
 if train budget 1 --batch 2 --offload-budget 1.6M; then
