@@ -4,9 +4,9 @@
  * (temporary name, fsync, rename). The gather buffer is the largest unit's fp32 size. A unit on
  * the NVMe tier has its master read from the tier's files into that buffer by the gather. With
  * tensor parallelism the file holds whole tensors: rank 0's tp group joins each split tensor's
- * slices (zs_engine_tp_join; the other tp groups make no such calls, so they stay out of the
- * running hash that the step's agreement compares over every rank: zs_coll_hash_pause) and rank
- * 0 writes them. */
+ * slices (zs_engine_tp_join; the other tp groups make no such calls, so these go into the second
+ * running hash that the step's agreement compares within each tp group: zs_coll_hash_pause) and
+ * rank 0 writes them. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -55,13 +55,16 @@ static zs_status spread(zs_tiers *t, zs_unit *u, int k, int co, int mine, float 
   const size_t n = u->lay.numel[k], T = (size_t)x->tp_size;
   const int dim1 = u->tp[k] == ZS_TP_SPLIT_DIM1;
   for (int c = 0; c < co; c++) {
-    float *wc = w + (size_t)c * T * n;
-    for (size_t i = 0; i < T * n; i++)
-      wc[i] = mine ? wc[i] + 0.0f : 0.0f;
-    for (size_t q = 0; dim1 && q < T; q++)
-      zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, (int)q, (int)T, wc, recv + q * n, 1);
-    ZS_CHECK(zs_coll_reduce_scatter(x->tp, dim1 ? recv : wc, chan(u, c, u->lay.off[k]), n,
-                                    ZS_CDT_F32, NULL));
+    float *wc = w + (size_t)c * T * n, *send = dim1 ? recv : wc;
+    if (!mine) {
+      memset(send, 0, T * n * sizeof *send);
+    } else {
+      for (size_t i = 0; i < T * n; i++)
+        wc[i] += 0.0f;
+      for (size_t q = 0; dim1 && q < T; q++)
+        zs_tp_slice_copy(u->tp[k], u->t[k].shape[0], n, (int)q, (int)T, wc, recv + q * n, 1);
+    }
+    ZS_CHECK(zs_coll_reduce_scatter(x->tp, send, chan(u, c, u->lay.off[k]), n, ZS_CDT_F32, NULL));
   }
   return ZS_OK;
 }

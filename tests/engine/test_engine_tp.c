@@ -421,10 +421,7 @@ static void check_join_bytes(const model *m, zs_comm *comm, const opts *o) {
   const int W = m->R * m->T, rank = zs_comm_rank(comm);
   ZS_EXPECT(W <= MAXW, "%d ranks", W);
   double mine[MAXW] = {0}, all[MAXW];
-  zs_engine_facts f;
-  f.struct_size = sizeof f;
-  ZS_OK_OR_DIE(zs_engine_facts_get(m->e, &f));
-  mine[rank] = (double)f.comm_tp_bus_bytes;
+  mine[rank] = (double)zs_test_facts(m->e).comm_tp_bus_bytes;
   ZS_OK_OR_DIE(zs_comm_allreduce(comm, mine, all, MAXW, ZS_HOST_F64, ZS_RED_SUM));
   if (rank != 0) return;
   if (o->bytes_out) {
@@ -498,10 +495,9 @@ static int train(zs_comm *comm, const opts *o) {
   zs_memory plan;
   if (o->muon || o->ada) check_whole_plan(&m, o, &plan);
   const char *nvme = getenv("ZS_NVME_PATH"); /* tp_equiv.sh's tier runs: the tier holds a unit */
-  const char *info = zs_engine_info(m.e);
   if (nvme && *nvme && (o->muon || o->ada))
-    ZS_EXPECT(strstr(info, "; nvme: ") && !strstr(info, "; nvme: 0 of"),
-              "ZS_NVME_PATH %s: no unit on the NVMe tier: %s", nvme, info);
+    ZS_EXPECT(zs_test_facts(m.e).nvme_units >= 1, "ZS_NVME_PATH %s: no unit on the NVMe tier",
+              nvme);
   set_slices(&m, o->whole);
   if (o->broadcast) scramble_and_broadcast(&m, o->stage);
   const int rank = zs_comm_rank(comm);
