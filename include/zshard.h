@@ -16,9 +16,10 @@
  *    Collective calls say so, and over which group: every rank of it must make them, in the same
  *    order, with the same units. Calls not marked collective are local to the rank.
  *  - Ranks that diverge (call, unit, order, micro_steps, grads_ready count) get a non-OK status on
- *    every rank: ZS_ERR_COMM naming both sides before any data moves with the divergence check
- *    (comm_check; mpi backends), else at the next zs_engine_step at the latest (data may have
- *    moved wrong), or ZS_ERR_TIMEOUT. Legal programs are never flagged. Then destroy the engine
+ *    every rank: ZS_ERR_COMM naming both sides with the divergence check (comm_check): before
+ *    any data moves on mpi, at the next collective call or wait on the group on nccl (data may
+ *    have moved); else at the next zs_engine_step at the latest (data may have moved wrong), or
+ *    ZS_ERR_TIMEOUT. Legal programs are never flagged. Then destroy the engine
  *    and the comm and exit. docs/COLLECTIVES.md §2; sampling on one rank: §3.
  *  - Failure: ZS_ERR_COMM, ZS_ERR_TIMEOUT or ZS_ERR_DEVICE from a collective, or from a wait
  *    behind one, fails the engine: its groups are aborted, later calls return ZS_ERR_STATE, and
@@ -182,8 +183,8 @@ typedef struct {
      reclaims dead runs' tier directories there. NULL (default): none. Not copied: valid until
      zs_engine_destroy. */
   const char *nvme_path;
-  /* The MPI backends' rank divergence check (docs/COLLECTIVES.md §2): 1 (default) on; 0 off from
-     zs_engine_commit on. One small all-gather per collective. */
+  /* The rank divergence check (docs/COLLECTIVES.md §2), every backend: 1 (default) on; 0 off
+     from zs_engine_commit on. One small all-gather per collective (nccl: on the device). */
   int comm_check;
   /* The optimizer (zs_optimizer_id; default AdamW); sgd: SGD's momentum (0: no state), dampening,
      nesterov (needs momentum > 0, dampening 0), all 0 by default. */
@@ -485,7 +486,8 @@ typedef struct {
                               and update_seconds; 4: also io_seconds */
   unsigned reserved_u;
   double check_seconds; /* of step_seconds, this rank's wall time in the divergence check's
-                           exchanges (0 with comm_check 0 or on nccl; docs/COLLECTIVES.md §2) */
+                           exchanges (0 with comm_check 0; on nccl the host's share: queueing
+                           them, and a wait for a slot; docs/COLLECTIVES.md §2) */
   /* Of step_seconds, this rank's wall time in the engine's collectives (gathers, reductions,
      syncs; not the exchanges above), in the optimizer update (0 when skipped) and waiting for the
      NVMe tier's disk, each without the others: the rest is the caller's forward, backward, data. */

@@ -84,7 +84,7 @@ zs_status zs_coll_split(zs_coll *c, int color, int key, zs_coll **out) {
                   "zs_coll_split on a broken %s group (a previous operation failed: "
                   "%s): destroy it and end the job",
                   c->backend, c->broken_why);
-  zs_status rc = zs_sig_check(c, ZS_SIG_SPLIT, 0, ZS_CDT_BYTE, -1);
+  zs_status rc = zs_sig_check(c, ZS_SIG_SPLIT, 0, ZS_CDT_BYTE, -1, NULL);
   if (rc != ZS_OK) {
     zs_coll_mark_broken(c);
     return zs_err_wrap(rc, "zs_coll_split(color %d, key %d)", color, key);
@@ -216,8 +216,8 @@ static void fl_end(zs_flight_entry *x, zs_status rc, int enqueued) {
 /* The divergence check before op's data moves (a failure breaks the group like any other), then
    entry x marked running. */
 static zs_status sig(zs_coll *c, zs_flight_entry *x, zs_sig_op op, size_t count, zs_cdt dt,
-                     int root) {
-  const zs_status rc = finish(c, zs_sig_check(c, op, count, dt, root));
+                     int root, void *stream) {
+  const zs_status rc = finish(c, zs_sig_check(c, op, count, dt, root, stream));
   if (rc != ZS_OK) {
     fl_end(x, rc, 0);
     return rc;
@@ -241,7 +241,7 @@ zs_status zs_coll_check(zs_coll *c) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "check", ZS_CDT_BYTE, 0, &es));
   zs_flight_entry *x = fl_call(c, ZS_SIG_CHECK, 0, 0);
-  const zs_status rc = sig(c, x, ZS_SIG_CHECK, 0, ZS_CDT_BYTE, -1);
+  const zs_status rc = sig(c, x, ZS_SIG_CHECK, 0, ZS_CDT_BYTE, -1, NULL);
   if (rc == ZS_OK) fl_end(x, rc, 0);
   return rc;
 }
@@ -264,7 +264,7 @@ zs_status zs_coll_all_gather(zs_coll *c, const void *send, void *recv, size_t co
                                       "(recv + rank*count): pass disjoint buffers or exactly that "
                                       "block");
   zs_flight_entry *x = fl_call(c, ZS_SIG_ALL_GATHER, count, all);
-  ZS_CHECK(sig(c, x, ZS_SIG_ALL_GATHER, count, dt, -1));
+  ZS_CHECK(sig(c, x, ZS_SIG_ALL_GATHER, count, dt, -1, stream));
   const double t0 = zs_clock_now_s();
   return op_end(c, x, t0, c->ops->all_gather(c, send, recv, count, dt, stream), stream);
 }
@@ -287,7 +287,7 @@ zs_status zs_coll_reduce_scatter(zs_coll *c, const void *send, void *recv, size_
                                       "rank's block (send + rank*count): pass disjoint buffers "
                                       "or exactly that block");
   zs_flight_entry *x = fl_call(c, ZS_SIG_REDUCE_SCATTER, count, all);
-  ZS_CHECK(sig(c, x, ZS_SIG_REDUCE_SCATTER, count, dt, -1));
+  ZS_CHECK(sig(c, x, ZS_SIG_REDUCE_SCATTER, count, dt, -1, stream));
   const double t0 = zs_clock_now_s();
   return op_end(c, x, t0, c->ops->reduce_scatter(c, send, recv, count, dt, stream), stream);
 }
@@ -307,7 +307,7 @@ zs_status zs_coll_all_reduce(zs_coll *c, const void *send, void *recv, size_t co
     return zs_err(ZS_ERR_INVALID_ARG, "all_reduce: send and recv partly overlap: pass the same "
                                       "pointer (in place) or disjoint buffers");
   zs_flight_entry *x = fl_call(c, ZS_SIG_ALL_REDUCE, count, all);
-  ZS_CHECK(sig(c, x, ZS_SIG_ALL_REDUCE, count, dt, -1));
+  ZS_CHECK(sig(c, x, ZS_SIG_ALL_REDUCE, count, dt, -1, stream));
   const double t0 = zs_clock_now_s();
   return op_end(c, x, t0, c->ops->all_reduce(c, send, recv, count, dt, stream), stream);
 }
@@ -327,7 +327,7 @@ zs_status zs_coll_all_to_all(zs_coll *c, const void *send, void *recv, size_t co
     return zs_err(ZS_ERR_INVALID_ARG, "all_to_all cannot run in place: pass disjoint send and "
                                       "recv buffers");
   zs_flight_entry *x = fl_call(c, ZS_SIG_ALL_TO_ALL, count, all);
-  ZS_CHECK(sig(c, x, ZS_SIG_ALL_TO_ALL, count, dt, -1));
+  ZS_CHECK(sig(c, x, ZS_SIG_ALL_TO_ALL, count, dt, -1, stream));
   const double t0 = zs_clock_now_s();
   return op_end(c, x, t0, c->ops->all_to_all(c, send, recv, count, dt, stream), stream);
 }
@@ -348,7 +348,7 @@ zs_status zs_coll_broadcast(zs_coll *c, void *buf, size_t count, zs_cdt dt, int 
     return zs_err(ZS_ERR_INVALID_ARG, "broadcast: buf must not be NULL for count %zu", count);
   ZS_CHECK(span(op, count, 1, es, &all));
   zs_flight_entry *x = fl_call(c, ZS_SIG_BROADCAST, count, all);
-  ZS_CHECK(sig(c, x, ZS_SIG_BROADCAST, count, dt, root));
+  ZS_CHECK(sig(c, x, ZS_SIG_BROADCAST, count, dt, root, stream));
   const double t0 = zs_clock_now_s();
   return op_end(c, x, t0, c->ops->broadcast(c, buf, count, dt, root, stream), stream);
 }
@@ -358,7 +358,7 @@ zs_status zs_coll_barrier(zs_coll *c) {
   size_t es = 0;
   ZS_CHECK(check_common(c, "barrier", ZS_CDT_BYTE, 0, &es));
   zs_flight_entry *x = fl_call(c, ZS_SIG_BARRIER, 0, 0);
-  ZS_CHECK(sig(c, x, ZS_SIG_BARRIER, 0, ZS_CDT_BYTE, -1));
+  ZS_CHECK(sig(c, x, ZS_SIG_BARRIER, 0, ZS_CDT_BYTE, -1, NULL));
   const double t0 = zs_clock_now_s();
   return op_end(c, x, t0, c->ops->barrier(c), NULL);
 }

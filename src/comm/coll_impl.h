@@ -34,6 +34,11 @@ typedef struct zs_coll_ops {
      moves device memory only). */
   zs_status (*exchange_post)(zs_coll *c, uint64_t *all, size_t n, const char *what);
   zs_status (*exchange_wait)(zs_coll *c, uint64_t *all, const char *what);
+  /* The device's form of the check (nccl): queues the exchange and comparison of header h
+     (ZS_SIG_WORDS words) on stream ahead of the data; for an operation with no data on a
+     stream (barrier, split, check) on the backend's own stream, and waits for the verdict. A
+     verdict that differs fails a later call. NULL: the host exchange above, if any. */
+  zs_status (*sig_enqueue)(zs_coll *c, const uint64_t *h, void *stream);
 } zs_coll_ops;
 
 #define ZS_BROKEN_MAX 512
@@ -87,10 +92,14 @@ typedef enum {
   ZS_SIG_CHECK,
   ZS_SIG_ABORT /* a rank leaving an aborted or failed engine (count: zs_coll_goodbye's reason) */
 } zs_sig_op;
-/* Exchanges and compares the headers of the collective about to start (a no-op when the check
-   is off). ZS_ERR_COMM naming both sides when the ranks differ; the backend's error otherwise.
-   The caller marks the group broken on failure. */
-zs_status zs_sig_check(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root);
+/* Exchanges and compares the headers of the collective about to start on stream (a no-op when
+   the check is off). ZS_ERR_COMM naming both sides when the ranks differ; the backend's error
+   otherwise. The caller marks the group broken on failure. */
+zs_status zs_sig_check(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root, void *stream);
+/* ZS_ERR_COMM naming this rank's header mine and rank q's theirs; queued: the data collectives
+   were queued before the verdict (nccl), else none moved. */
+zs_status zs_sig_diverged(const zs_coll *c, const uint64_t *mine, const uint64_t *theirs, size_t q,
+                          int queued);
 /* Sets c->sig_on from ZS_COMM_CHECK and the backend (called by zs_coll_alloc). */
 void zs_sig_init(zs_coll *c);
 

@@ -247,7 +247,7 @@ static void v_destroy(zs_coll *c) {
 static const zs_coll_ops mpi_ops = {
     "mpi",       v_all_gather,    v_reduce_scatter, v_all_reduce, v_all_to_all,
     v_broadcast, v_barrier,       v_sync,           v_split,      v_destroy,
-    NULL,        v_exchange_post, v_exchange_wait};
+    NULL,        v_exchange_post, v_exchange_wait,  NULL};
 
 /* Makes a coll owning mc (freed here on failure). */
 static zs_status wrap(zs_comm *comm, MPI_Comm mc, zs_device device, double timeout_s,

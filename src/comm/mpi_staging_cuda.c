@@ -213,7 +213,7 @@ static void v_cancel(zs_coll *c) {
 static const zs_coll_ops staged_ops = {
     "mpi-staged", v_all_gather,    v_reduce_scatter, v_all_reduce, v_all_to_all,
     v_broadcast,  v_barrier,       v_sync,           v_split,      v_destroy,
-    v_cancel,     v_exchange_post, v_exchange_wait};
+    v_cancel,     v_exchange_post, v_exchange_wait,  NULL};
 
 /* A staged group over mpi (owned from here on: destroyed on failure). The inner group's own
    header check is off: the dispatcher checks this group's headers, through the same exchange. */

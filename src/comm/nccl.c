@@ -18,6 +18,7 @@
 
 #include "comm/comm_impl.h"
 #include "comm/coll_backends.h"
+#include "comm/nccl_sig.h"
 
 #define ID_MSG_BYTES (1 + NCCL_UNIQUE_ID_BYTES) /* status byte + ncclUniqueId */
 
@@ -28,6 +29,7 @@ typedef struct {
                        on `own` (allocated, zeroed and freed there), because cudaFree would wait
                        for the whole device, a collective of a dead peer on another communicator
                        included */
+  zs_nsig *sig;     /* the divergence check's ring (nccl_sig.h); NULL in a one-rank group */
 } zs_nccl_coll;
 
 /* NCCL datatype of dt. */
@@ -82,6 +84,14 @@ static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) 
   }
 }
 
+/* Whether a landed verdict of the divergence check differs: then *rc becomes its ZS_ERR_COMM. */
+static int diverged(zs_coll *c, zs_status *rc) {
+  zs_nccl_coll *m = c->impl;
+  if (!m->sig || zs_nsig_poll(m->sig, c, 1) == ZS_OK) return 0;
+  *rc = ZS_ERR_COMM;
+  return 1;
+}
+
 /* After an enqueue: ncclInProgress means "still being issued" (non-blocking mode): wait for it. */
 static zs_status issued(zs_coll *c, ncclResult_t r, const char *op, size_t count, zs_cdt dt) {
   zs_nccl_coll *m = c->impl;
@@ -91,6 +101,7 @@ static zs_status issued(zs_coll *c, ncclResult_t r, const char *op, size_t count
   zs_status rc = r == ncclSuccess      ? ZS_OK
                  : r == ncclInProgress ? wait_comm(m->comm, c->timeout_s, what)
                                        : nccl_fail(m->comm, r, what);
+  if (rc != ZS_OK && m->sig) (void)diverged(c, &rc); /* a divergence is the better reason */
   if (rc != ZS_OK) abort_comm(m);
   return rc;
 }
@@ -154,6 +165,11 @@ static zs_status n_sync(zs_coll *c, void *stream) {
            c->size);
   for (;;) {
     cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
+    zs_status rc = ZS_OK;
+    if (diverged(c, &rc)) { /* the stream may be stuck on the data that diverged */
+      abort_comm(m);
+      return rc;
+    }
     if (e == cudaSuccess) return ZS_OK;
     if (e != cudaErrorNotReady) {
       abort_comm(m);
@@ -162,7 +178,7 @@ static zs_status n_sync(zs_coll *c, void *stream) {
     ncclResult_t st = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(m->comm, &st);
     if (r != ncclSuccess || (st != ncclSuccess && st != ncclInProgress)) {
-      zs_status rc = nccl_fail(m->comm, r != ncclSuccess ? r : st, what);
+      rc = nccl_fail(m->comm, r != ncclSuccess ? r : st, what);
       abort_comm(m);
       return rc;
     }
@@ -185,6 +201,29 @@ static zs_status n_barrier(zs_coll *c) {
                   ncclAllReduce(m->scratch, m->scratch, 1, ncclFloat32, ncclSum, m->comm, m->own),
                   "barrier", 1, ZS_CDT_F32));
   return n_sync(c, m->own);
+}
+
+/* The divergence check of header h (nccl_sig.h): ahead of the data on stream, or on `own` with
+   a wait for the verdict when the operation moves no data on a stream. */
+static zs_status n_sig_enqueue(zs_coll *c, const uint64_t *h, void *stream) {
+  zs_nccl_coll *m = c->impl;
+  const uint64_t op = h[2] & 0xff;
+  const int own = op == ZS_SIG_BARRIER || op == ZS_SIG_SPLIT || op == ZS_SIG_CHECK;
+  void *st = own ? (void *)m->own : stream;
+  void *send = NULL, *recv = NULL;
+  zs_status rc = zs_nsig_begin(m->sig, c, m->comm, h, st, &send, &recv);
+  if (rc != ZS_OK) {
+    abort_comm(m);
+    return rc;
+  }
+  ZS_CHECK(issued(c, ncclAllGather(send, recv, ZS_SIG_WORDS, ncclUint64, m->comm, (cudaStream_t)st),
+                  "the divergence check's all_gather", ZS_SIG_WORDS, ZS_CDT_U64));
+  rc = zs_nsig_end(m->sig, st);
+  if (rc != ZS_OK) {
+    abort_comm(m);
+    return rc;
+  }
+  return own ? n_sync(c, st) : ZS_OK;
 }
 
 static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **out);
@@ -237,6 +276,7 @@ static void n_destroy(zs_coll *c) {
     }
   }
   abort_comm(m);
+  zs_nsig_close(m->sig, m->own, c->broken ? 0 : zs_drain_seconds());
   release_own(m);
   free(m);
   c->impl = NULL;
@@ -248,7 +288,7 @@ static void n_cancel(zs_coll *c) {
 
 static const zs_coll_ops nccl_ops = {
     "nccl", n_all_gather, n_reduce_scatter, n_all_reduce, n_all_to_all, n_broadcast, n_barrier,
-    n_sync, n_split,      n_destroy,        n_cancel,     NULL,         NULL};
+    n_sync, n_split,      n_destroy,        n_cancel,     NULL,         NULL,        n_sig_enqueue};
 
 /* Makes a coll owning nc (aborted here on failure). */
 static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **out) {
@@ -275,6 +315,7 @@ static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **
     rc = zs_err(ZS_ERR_COMM, "querying the new NCCL communicator failed: %s", ncclGetLastError(nc));
     goto fail;
   }
+  if (size > 1) ZS_CHECK_GOTO(zs_nsig_open(rank, size, m->own, &m->sig), rc, fail);
   ZS_CHECK_GOTO(zs_coll_alloc(&nccl_ops, "nccl", comm, ZS_DEVICE_CUDA, rank, size, timeout_s, &c),
                 rc, fail);
   c->impl = m;
@@ -282,6 +323,7 @@ static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **
   return ZS_OK;
 fail:
   abort_comm(m);
+  zs_nsig_close(m->sig, m->own, 0);
   release_own(m);
   free(m);
   return rc;

@@ -44,7 +44,7 @@ static void s_destroy(zs_coll *c) {}
 
 static const zs_coll_ops self_ops = {
     "self", s_all_gather, s_all_reduce, s_all_reduce, s_all_gather, s_broadcast, s_barrier,
-    s_sync, s_split,      s_destroy,    NULL,         NULL,         NULL};
+    s_sync, s_split,      s_destroy,    NULL,         NULL,         NULL,        NULL};
 
 /* A one-rank group. */
 zs_status zs_self_open(zs_comm *comm, zs_device device, double timeout_s, zs_coll **out) {

@@ -15,8 +15,11 @@
  * both wall-clock), so every rank of the exchange reaches the same one; a skew of the hosts'
  * clocks only moves it, the timeouts stay.
  *
+ * The nccl backend compares the same headers on the device instead (nccl_sig.c): the exchange is
+ * queued ahead of the data, and a verdict that differs is read after the fact.
+ *
  * Every header built is also folded into a running hash per group, whether or not it is
- * exchanged (ZS_COMM_CHECK=0, nccl): the engine compares the hashes at each step's agreement.
+ * exchanged (ZS_COMM_CHECK=0): the engine compares the hashes at each step's agreement.
  *
  * A rank leaving an aborted or failed engine still takes part in one last exchange on every
  * group that is in step (zs_coll_goodbye): its peers' pending or next exchange pairs with it and
@@ -42,12 +45,12 @@ static int check_wanted(void) {
 
 void zs_sig_init(zs_coll *c) {
   c->sig_hash_on = c->size > 1;
-  c->sig_on = c->ops->exchange_post != NULL && c->size > 1 && check_wanted();
+  c->sig_on = (c->ops->exchange_post || c->ops->sig_enqueue) && c->size > 1 && check_wanted();
   c->sig_hash = 0x9e3779b97f4a7c15ull;
 }
 
 void zs_coll_set_check(zs_coll *c, int on) {
-  if (c) c->sig_on = on && c->ops->exchange_post != NULL && c->size > 1;
+  if (c) c->sig_on = on && (c->ops->exchange_post || c->ops->sig_enqueue) && c->size > 1;
 }
 
 double zs_coll_check_seconds(const zs_coll *c) {
@@ -128,6 +131,22 @@ static void build(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root, u
   *run = x;
 }
 
+zs_status zs_sig_diverged(const zs_coll *c, const uint64_t *mine, const uint64_t *theirs, size_t q,
+                          int queued) {
+  char what[640], other[640];
+  describe(c, mine, what, sizeof what);
+  describe(c, theirs, other, sizeof other);
+  return zs_err(ZS_ERR_COMM,
+                "ranks diverged at collective #%llu of a %d-rank %s group: this rank (%d) "
+                "called %s; rank %zu called %s. Every rank must make the same collective "
+                "calls in the same order; %s, but the group is unusable: destroy the engine and "
+                "fix the program",
+                (unsigned long long)mine[1], c->size, c->backend, c->rank, what, q, other,
+                queued ? "the data collectives were already queued (their buffers may hold wrong "
+                         "data)"
+                       : "no data moved");
+}
+
 /* Copies h into this rank's row of the exchange buffer with its times and starts the exchange. */
 static zs_status post(zs_coll *c, const uint64_t *h, const char *what) {
   const size_t W = (size_t)c->size, NW = ZS_SIG_WORDS;
@@ -170,15 +189,7 @@ static zs_status verdict(zs_coll *c, const char *what) {
   const size_t cmp = ZS_SIG_POSTED * sizeof(uint64_t); /* every word before the times */
   for (size_t q = 0; q < W; q++) {
     const uint64_t *h = all + q * NW;
-    if ((int)q == c->rank || !memcmp(h, mine, cmp)) continue;
-    char theirs[640];
-    describe(c, h, theirs, sizeof theirs);
-    return zs_err(ZS_ERR_COMM,
-                  "ranks diverged at collective #%llu of a %d-rank %s group: this rank (%d) "
-                  "called %s; rank %zu called %s. Every rank must make the same collective "
-                  "calls in the same order; no data moved, but the group is unusable: destroy "
-                  "the engine and fix the program",
-                  (unsigned long long)mine[1], c->size, c->backend, c->rank, what, q, theirs);
+    if ((int)q != c->rank && memcmp(h, mine, cmp)) return zs_sig_diverged(c, mine, h, q, 0);
   }
   /* Same call everywhere; did a rank give up before the last one arrived? Only exchanged words
      decide (the latest posting time against the earliest deadline), so all ranks agree. */
@@ -202,16 +213,21 @@ static zs_status verdict(zs_coll *c, const char *what) {
   return ZS_OK;
 }
 
-zs_status zs_sig_check(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root) {
+zs_status zs_sig_check(zs_coll *c, zs_sig_op op, size_t count, zs_cdt dt, int root, void *stream) {
   if (!c->sig_hash_on) return ZS_OK;
   uint64_t h[ZS_SIG_WORDS];
   build(c, op, count, dt, root, h);
   if (!c->sig_on) return ZS_OK;
-  char what[640];
-  describe(c, h, what, sizeof what);
   const double t0 = zs_clock_now_s();
-  zs_status rc = post(c, h, what);
-  if (rc == ZS_OK) rc = verdict(c, what);
+  zs_status rc = ZS_OK;
+  if (c->ops->sig_enqueue) {
+    rc = c->ops->sig_enqueue(c, h, stream);
+  } else {
+    char what[640];
+    describe(c, h, what, sizeof what);
+    rc = post(c, h, what);
+    if (rc == ZS_OK) rc = verdict(c, what);
+  }
   c->sig_seconds += zs_clock_now_s() - t0;
   return rc;
 }
@@ -226,7 +242,7 @@ zs_status zs_coll_goodbye(zs_coll *const *cs, int n, int reason) {
      order (a hybrid's shard group before its world). */
   for (int i = 0; i < n && i < MAXG; i++) {
     zs_coll *c = cs[i];
-    if (!c || !c->sig_on || c->desync) continue;
+    if (!c || !c->sig_on || c->desync || !c->ops->exchange_post) continue;
     uint64_t h[ZS_SIG_WORDS];
     build(c, reason ? ZS_SIG_ABORT : ZS_SIG_CHECK, (size_t)reason, ZS_CDT_BYTE, -1, h);
     describe(c, h, what[i], sizeof what[i]);

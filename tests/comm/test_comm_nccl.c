@@ -3,7 +3,8 @@
  * buffers through the nccl backend and the mpi-staged backend, in the world group and in
  * color = rank % 2 sub-groups. More ranks than GPUs on one host: each rank gets its own
  * NCCL_HOSTID (and NCCL_SOCKET_IFNAME=lo), so NCCL accepts two ranks on one GPU (it then talks
- * over loopback sockets). With 2+ ranks, a silent rank 1 must give rank 0 ZS_ERR_TIMEOUT on sync.
+ * over loopback sockets). With 2+ ranks, a silent rank 1 must give rank 0 ZS_ERR_TIMEOUT on sync,
+ * and ranks that call different collectives must all get ZS_ERR_COMM from the divergence check.
  *
  * Every copy between the host and a device mirror runs on the stream the collectives use and is
  * waited for there (bounded): a cudaMemcpy from pageable memory goes on the legacy default stream,
@@ -121,6 +122,76 @@ static void nccl_timeout(zs_comm *comm, void *stream) {
   unsetenv("ZS_COMM");
 }
 
+/* One diverging pair on a fresh nccl world group: rank 0 runs first(d), every other rank
+   other(d), both on the test stream, then a sync; every rank must get ZS_ERR_COMM naming both
+   calls (the device-side header) well before the group's timeout, never OK or a timeout. */
+static void diverge_pair(zs_comm *comm, void *stream, const char *name, const char *want0,
+                         const char *want1, zs_status (*first)(zs_coll *, float *, void *),
+                         zs_status (*other)(zs_coll *, float *, void *)) {
+  const int wr = zs_comm_rank(comm), ws = zs_comm_size(comm);
+  zs_coll *w = NULL;
+  ZS_OK_OR_DIE(zs_coll_open(comm, ZS_DEVICE_CUDA, 60.0, &w));
+  ZS_OK_OR_DIE(zs_coll_barrier(w));
+  float h[64 * 8] = {0};
+  float *d = dev_up(h, sizeof(float) * 64 * (size_t)(ws > 8 ? 8 : ws) * 2); /* room for both */
+  const double t0 = now_s();
+  zs_status rc = (wr == 0 ? first : other)(w, d, stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(w, stream);
+  const double dt = now_s() - t0;
+  const char *msg = rc == ZS_OK ? "" : zs_last_error();
+  printf("diverge %s rank %d: %s after %.2f s: %s\n", name, wr, zs_status_str(rc), dt, msg);
+  ZS_EXPECT(rc == ZS_ERR_COMM, "%s rank %d: got %s (%s)", name, wr, zs_status_str(rc), msg);
+  ZS_EXPECT(rc == ZS_OK || (strstr(msg, "ranks diverged") && strstr(msg, want0) &&
+                            strstr(msg, want1) && strstr(msg, "already queued")),
+            "%s rank %d: message: %s", name, wr, msg);
+  ZS_EXPECT(dt < 30.0, "%s rank %d: took %.1f s (the timeout, not the check?)", name, wr, dt);
+  ZS_EXPECT_STATUS(zs_coll_barrier(w), ZS_ERR_COMM); /* broken */
+  const cudaError_t se = settle(stream, 10);
+  ZS_EXPECT(se == cudaSuccess, "%s: the stream after the abort: %s", name, cudaGetErrorString(se));
+  if (se == cudaSuccess) cudaFree(d);
+  MPI_Barrier(MPI_COMM_WORLD);
+  zs_coll_destroy(w);
+}
+
+static zs_status ag4(zs_coll *w, float *d, void *s) {
+  return zs_coll_all_gather(w, d, d + 64, 4, ZS_CDT_F32, s);
+}
+static zs_status ag8(zs_coll *w, float *d, void *s) {
+  return zs_coll_all_gather(w, d, d + 64, 8, ZS_CDT_F32, s);
+}
+static zs_status ar8(zs_coll *w, float *d, void *s) {
+  return zs_coll_all_reduce(w, d, d, 8, ZS_CDT_F32, s);
+}
+static zs_status bc8(zs_coll *w, float *d, void *s) {
+  return zs_coll_broadcast(w, d, 8, ZS_CDT_F32, 0, s);
+}
+
+/* The nccl backend's divergence check (on by default): counts that differ, and operations of
+   the same bytes that differ (NCCL could pair those silently); then 600 legal all-reduces
+   queued without a wait (more than the check's ring of 256 slots) sum right and sync OK. */
+static void nccl_diverge(zs_comm *comm, void *stream) {
+  setenv("ZS_COMM", "nccl", 1);
+  diverge_pair(comm, stream, "counts", "all_gather of 4 ", "all_gather of 8 ", ag4, ag8);
+  diverge_pair(comm, stream, "ops", "all_reduce of 8 ", "broadcast of 8 ", ar8, bc8);
+  const int ws = zs_comm_size(comm);
+  zs_coll *w = NULL;
+  ZS_OK_OR_DIE(zs_coll_open(comm, ZS_DEVICE_CUDA, 60.0, &w));
+  const float one[2] = {1.0f, 0.0f};
+  float got = 0.0f;
+  float *c = dev_up(one, sizeof one), *d = c + 1;
+  zs_status rc = ZS_OK;
+  for (int i = 0; i < 600 && rc == ZS_OK; i++) /* d = the sum of every rank's 1, then moved */
+    rc = i % 2 == 0 ? zs_coll_all_reduce(w, c, d, 1, ZS_CDT_F32, stream)
+                    : zs_coll_broadcast(w, d, 1, ZS_CDT_F32, i % ws, stream);
+  if (rc == ZS_OK) rc = zs_coll_sync(w, stream);
+  ZS_EXPECT(rc == ZS_OK, "600 legal collectives: %s (%s)", zs_status_str(rc), zs_last_error());
+  if (rc == ZS_OK) dev_down(&got, d, sizeof got);
+  ZS_EXPECT(rc != ZS_OK || got == (float)ws, "600 legal collectives: %g, want %d", got, ws);
+  dev_rel(c);
+  zs_coll_destroy(w);
+  unsetenv("ZS_COMM");
+}
+
 int main(int argc, char **argv) {
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
@@ -147,6 +218,7 @@ int main(int argc, char **argv) {
   backend_cases(comm, "mpi", "mpi-staged", s);
   tmem = NULL;
   if (zs_comm_size(comm) >= 2) nccl_timeout(comm, s);
+  if (zs_comm_size(comm) >= 2) nccl_diverge(comm, s);
   cudaStreamDestroy(s);
   zs_comm_destroy(comm);
   if (me_world == 0 && !zs_test_failures) printf("test_comm_nccl: OK\n");
