@@ -118,3 +118,23 @@ zs_status zs_codec_host_fn(const zs_opt_mode *m, zs_opt_host_fn *out) {
                 "ZS_MASTER_PARAMS, ZS_MASTER_REMAINDER or ZS_MASTER_LEAN with ZS_F32 or ZS_BF16",
                 m->master, (int)m->state_dt);
 }
+
+zs_codec_dev zs_codec_dev_of(const zs_opt_mode *m, const zs_opt_state *s, const void *grad,
+                             zs_dtype gdt, void *param, zs_dtype pdt, size_t n, void *stream) {
+  zs_codec_dev a;
+  memset(&a, 0, sizeof a);
+  a.master = m->master;
+  a.state_bf16 = m->state_dt == ZS_BF16;
+  a.fp32 = s->master;
+  for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+    a.state[i] = s->state[i];
+  a.rem = s->rem;
+  a.key = s->key;
+  a.grad = grad;
+  a.gdt = gdt;
+  a.out = param;
+  a.pdt = pdt;
+  a.n = n;
+  a.stream = stream;
+  return a;
+}

@@ -11,22 +11,17 @@
 
 #include <stddef.h>
 
+#include "optim/codec_coef.h"
+#include "optim/codec_dev.h"
 #include "optim/optimizer.h"
-
-/* An optimizer's fp32 kernel: n elements of the master p (fp32, updated in place) from the fp32
-   gradient g, with its state arrays state[i] (dtype sdt, element 0 = p's element 0). */
-typedef void (*zs_codec_kernel)(const void *coef, float *p, void *const *state, zs_dtype sdt,
-                                const float *g, size_t n);
-
-/* A codec module's coefficients begin with this: its prepare stores its kernel there, and the
-   host updates zs_codec_host_fn hands out run it. */
-typedef struct {
-  zs_codec_kernel kernel;
-} zs_codec_coef;
 
 /* The host update of mode m (zs_opt_host_fn's contract) that runs the kernel of the coefficients
    it is given (zs_codec_coef) through the codec: every master mode with fp32 or bf16 state. A
    module's host_fn. */
 zs_status zs_codec_host_fn(const zs_opt_mode *m, zs_opt_host_fn *out);
+
+/* The device update's arguments (zs_optimizer.dev_update's) as the CUDA codec takes them. */
+zs_codec_dev zs_codec_dev_of(const zs_opt_mode *m, const zs_opt_state *s, const void *grad,
+                             zs_dtype gdt, void *param, zs_dtype pdt, size_t n, void *stream);
 
 #endif

@@ -74,6 +74,20 @@ zs_engine_equiv(engine_adafactor_det_np4_stage1_hybrid2_m16 4 1 det --adafactor 
 # mode.
 zs_mpi_test(engine_group_opts_np2_stage3_offload test_engine_train NP 2 ARGS --stage 3 --offload 3 --micro 2 --groups 2 --state 1 LABELS engine offload)
 zs_mpi_test(engine_group_opts_np2_stage1_lean test_engine_train NP 2 ARGS --stage 1 --master 3 --bf16 1 --groups 2 --reftol 3e-2 LABELS engine)
+# GPU: SGD and Lion on CUDA (the CUDA codec, src/optim/codec_cuda.cuh) beside AdamW against the
+# 1-rank CPU run bit for bit, with an fp32 master at stage 3, in lean mode with bf16 state, with
+# the remainder master, and SGD with Nesterov momentum alone; two ranks share the GPU through the
+# host-staged MPI backend.
+if(ZS_HAVE_CUDA)
+  zs_engine_equiv(engine_cuda_group_opts_np2_stage3 2 3 det --groups 2 --state 1 RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_group_opts_lean_m16_np2_stage1 2 1 det --groups 2 --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_group_opts_rem_np2_stage2 2 2 det --groups 2 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--device cuda")
+  zs_engine_equiv(engine_cuda_sgd_nesterov_np1_stage0 1 0 det --sgd 0.9 --nesterov 1 --state 1 RUN_ARGS "--device cuda")
+  set(zs_cuda_opts engine_cuda_group_opts_np2_stage3 engine_cuda_group_opts_lean_m16_np2_stage1
+                   engine_cuda_group_opts_rem_np2_stage2 engine_cuda_sgd_nesterov_np1_stage0)
+  set_property(TEST ${zs_cuda_opts} APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
+  set_property(TEST ${zs_cuda_opts} APPEND PROPERTY LABELS gpu)
+endif()
 zs_mpi_test(engine_accum_fp32_np2_stage1_lion_lean test_engine_train NP 2 ARGS --stage 1 --lion 1 --master 3 --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine)
 zs_engine_equiv(engine_accum_fp32_splits4_stage2 "1x4;2x2;4x1" 2 det REF_STAGE 0 --bf16 1 --accum-fp32 1 --reftol 3e-2)
 zs_engine_equiv(engine_splits6_stage1_offload_opt "2x3;3x2" 1 det REF_STAGE 0 RUN_ARGS "--offload 1")

@@ -13,11 +13,12 @@
 
 #include "base/bf16.h"
 #include "optim/codec.h"
+#include "optim/lion/lion_coef.h"
+#ifdef ZS_HAVE_CUDA
+#include "optim/lion/lion_cuda.h"
+#endif
 
-typedef struct {
-  zs_codec_coef head; /* the kernel */
-  float gscale, beta1, omb1, beta2, omb2, neg_lr, neg_lr_wd;
-} lion_coef;
+typedef zs_lion_coef lion_coef;
 
 static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt, const float *g,
                    size_t n);
@@ -56,10 +57,25 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 
 _Static_assert(sizeof(lion_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
-/* The host updates: the codec around the kernel, in every precision mode. */
-static const zs_optimizer lion = {.prepare = prepare, .host_fn = zs_codec_host_fn};
+#ifdef ZS_HAVE_CUDA
+/* The CUDA device's update: the CUDA codec around the same element (lion_cuda.cu). */
+static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
+                            const zs_opt_state *s, const void *grad, zs_dtype gdt, void *param,
+                            zs_dtype pdt, size_t n, void *stream) {
+  (void)d;
+  const zs_codec_dev a = zs_codec_dev_of(m, s, grad, gdt, param, pdt, n, stream);
+  return zs_lion_cuda(coef, &a);
+}
+#define LION_DEV dev_update
+#else
+#define LION_DEV NULL
+#endif
 
-static const zs_opt_shape lion_shape = {1, 0, 1, {"exp_avg"}, {"m"}};
+/* The host updates: the codec around the kernel, in every precision mode. */
+static const zs_optimizer lion = {
+    .prepare = prepare, .host_fn = zs_codec_host_fn, .dev_update = LION_DEV};
+
+static const zs_opt_shape lion_shape = {1, 1, 1, {"exp_avg"}, {"m"}};
 
 static const zs_opt_shape *shape(const zs_config *c) {
   (void)c;

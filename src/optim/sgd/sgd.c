@@ -15,12 +15,12 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "optim/codec.h"
+#include "optim/sgd/sgd_coef.h"
+#ifdef ZS_HAVE_CUDA
+#include "optim/sgd/sgd_cuda.h"
+#endif
 
-typedef struct {
-  zs_codec_coef head; /* the kernel */
-  float gscale, wd, momentum, omd, neg_lr;
-  int first, nesterov;
-} sgd_coef;
+typedef zs_sgd_coef sgd_coef;
 
 static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt, const float *g,
                    size_t n);
@@ -62,12 +62,27 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 
 _Static_assert(sizeof(sgd_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
+#ifdef ZS_HAVE_CUDA
+/* The CUDA device's update: the CUDA codec around the same element (sgd_cuda.cu). */
+static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
+                            const zs_opt_state *s, const void *grad, zs_dtype gdt, void *param,
+                            zs_dtype pdt, size_t n, void *stream) {
+  (void)d;
+  const zs_codec_dev a = zs_codec_dev_of(m, s, grad, gdt, param, pdt, n, stream);
+  return zs_sgd_cuda(coef, &a);
+}
+#define SGD_DEV dev_update
+#else
+#define SGD_DEV NULL
+#endif
+
 /* The host updates: the codec around the kernel, in every precision mode. */
-static const zs_optimizer sgd = {.prepare = prepare, .host_fn = zs_codec_host_fn};
+static const zs_optimizer sgd = {
+    .prepare = prepare, .host_fn = zs_codec_host_fn, .dev_update = SGD_DEV};
 
 /* torch keeps the momentum_buffer only with momentum. */
-static const zs_opt_shape with_momentum = {0, 0, 1, {"momentum_buffer"}, {"buf"}};
-static const zs_opt_shape plain = {0, 0, 0, {NULL}, {NULL}};
+static const zs_opt_shape with_momentum = {0, 1, 1, {"momentum_buffer"}, {"buf"}};
+static const zs_opt_shape plain = {0, 1, 0, {NULL}, {NULL}};
 
 static const zs_opt_shape *shape(const zs_config *c) {
   return c->sgd.momentum != 0 ? &with_momentum : &plain;

@@ -1,0 +1,19 @@
+/* SGD on the CUDA device (sgd_cuda.cu): the update of sgd.c's kernel through the CUDA codec,
+ * bit-identical to the CPU's in every precision mode. Queued on a->stream. */
+#ifndef ZS_OPTIM_SGD_SGD_CUDA_H
+#define ZS_OPTIM_SGD_SGD_CUDA_H
+
+#include "optim/codec_dev.h"
+#include "optim/sgd/sgd_coef.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+zs_status zs_sgd_cuda(const zs_sgd_coef *c, const zs_codec_dev *a);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
