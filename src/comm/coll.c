@@ -213,12 +213,25 @@ static void fl_end(zs_flight_entry *x, zs_status rc, int enqueued) {
   x->ended_us = zs_clock_wall_us();
 }
 
-/* The divergence check before op's data moves (a failure breaks the group like any other), then
+/* Ends c's entries that only were put on a stream (nccl) with rc: a sync waited for them, or
+   the group failed. */
+static void fl_end_enqueued(zs_coll *c, zs_status rc) {
+  zs_flight *f = c->flight;
+  if (f && strcmp(c->backend, "nccl") != 0) f = NULL;   /* host backends enqueue nothing */
+  for (size_t i = 0; f && i < zs_flight_held(f); i++) { /* what the sync waited for has ended */
+    zs_flight_entry *x = (zs_flight_entry *)zs_flight_at(f, i);
+    if (x->group == c->flight_group && x->state == ZS_FLIGHT_ENQUEUED) fl_end(x, rc, 0);
+  }
+}
+
+/* The divergence check before op's data moves (a failure breaks the group like any other; on
+   nccl it may be an earlier collective's verdict, which fails the ones still enqueued too), then
    entry x marked running. */
 static zs_status sig(zs_coll *c, zs_flight_entry *x, zs_sig_op op, size_t count, zs_cdt dt,
                      int root, void *stream) {
   const zs_status rc = finish(c, zs_sig_check(c, op, count, dt, root, stream));
   if (rc != ZS_OK) {
+    fl_end_enqueued(c, rc);
     fl_end(x, rc, 0);
     return rc;
   }
@@ -369,11 +382,6 @@ zs_status zs_coll_sync(zs_coll *c, void *stream) {
   ZS_CHECK(check_common(c, "sync", ZS_CDT_BYTE, 0, &es));
   const double t0 = zs_clock_now_s();
   const zs_status rc = timed(c, t0, c->ops->sync(c, stream));
-  zs_flight *f = c->flight;
-  if (f && strcmp(c->backend, "nccl") != 0) f = NULL;   /* host backends enqueue nothing */
-  for (size_t i = 0; f && i < zs_flight_held(f); i++) { /* what the sync waited for has ended */
-    zs_flight_entry *x = (zs_flight_entry *)zs_flight_at(f, i);
-    if (x->group == c->flight_group && x->state == ZS_FLIGHT_ENQUEUED) fl_end(x, rc, 0);
-  }
+  fl_end_enqueued(c, rc);
   return rc;
 }

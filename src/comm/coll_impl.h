@@ -58,7 +58,7 @@ struct zs_coll {
      number, operation, count, dtype, root, the owner's call) and refuses, on every rank at once,
      when the ranks' headers differ, before any data moves. */
   int sig_on;                     /* the check wanted (zs_coll_set_check, ZS_COMM_CHECK) and the
-                                     backend has exchange */
+                                     backend has a host exchange or sig_enqueue */
   int sig_hash_on;                /* more than one rank: headers are built and hashed */
   uint64_t sig_seq;               /* headers built so far on this group */
   uint64_t sig_hash;              /* running hash of every header built (compared by the owner) */

@@ -47,10 +47,12 @@ typedef struct zs_coll zs_coll;
    whether it prefetches, the state array it moves, which step). When the headers
    differ, the collective fails on every rank of the group with ZS_ERR_COMM before any data moves,
    naming what this rank called and what the first differing rank called; the group is broken,
-   and no MPI request is left pending (every rank leaves through the same exchange). On the mpi
-   backends from zs_coll_open on, in every build type, unless ZS_COMM_CHECK=0 (an engine then
-   applies its config's comm_check: zs_coll_set_check). nccl and self do not check (no host channel
-   per op; one rank). Every header is also built and folded into the group's running hash
+   and no MPI request is left pending (every rank leaves through the same exchange). On nccl the
+   headers are compared on the device, queued ahead of the data (nccl_sig.h): the failure comes
+   at the next call or wait on the group or on another nccl group of the same comm, after the
+   data collective was queued. From zs_coll_open on, in every build type, unless ZS_COMM_CHECK=0
+   (an engine then applies its config's comm_check: zs_coll_set_check); self does not check (one
+   rank). Every header is also built and folded into the group's running hash
    (zs_coll_sig_hash, or while paused zs_coll_sig_role_hash) whether it is exchanged or not. */
 #define ZS_SIG_CTX 3
 typedef struct zs_coll_sig_src {

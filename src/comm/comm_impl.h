@@ -28,6 +28,9 @@ typedef struct zs_comm_impl {
   /* Both bootstraps */
   int host_broken;   /* a zs_comm_allreduce failed mid-way: the ranks' streams of calls disagree */
   unsigned host_seq; /* zs_comm_allreduce calls so far (tags the env path's messages) */
+  /* nccl.c's list of this comm's live nccl groups: a wait reads every one's divergence check
+     (a group's stuck collective blocks a stream the others wait on too). */
+  void *nccl_groups;
 } zs_comm_impl;
 
 /* Default bound of bootstrap waits: ZS_COMM_TIMEOUT_S when set and valid, else 300 s. */

@@ -22,7 +22,7 @@
 
 #define ID_MSG_BYTES (1 + NCCL_UNIQUE_ID_BYTES) /* status byte + ncclUniqueId */
 
-typedef struct {
+typedef struct zs_nccl_coll_s {
   ncclComm_t comm;  /* NULL once aborted or destroyed */
   cudaStream_t own; /* internal stream for barrier */
   float *scratch;   /* one device float the barrier all-reduces, zeroed at creation; stream-ordered
@@ -30,6 +30,8 @@ typedef struct {
                        for the whole device, a collective of a dead peer on another communicator
                        included */
   zs_nsig *sig;     /* the divergence check's ring (nccl_sig.h); NULL in a one-rank group */
+  zs_coll *self;    /* the group this is the impl of */
+  struct zs_nccl_coll_s *next; /* the next live nccl group of the same zs_comm */
 } zs_nccl_coll;
 
 /* NCCL datatype of dt. */
@@ -63,8 +65,11 @@ static zs_status nccl_fail(ncclComm_t comm, ncclResult_t r, const char *what) {
                 what, ncclGetErrorString(r), last && *last ? last : "-");
 }
 
-/* Polls comm's async state until it leaves ncclInProgress, with timeout_s (<= 0: unbounded). */
-static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) {
+static int diverged(zs_coll *c, zs_status *rc);
+
+/* Polls comm's async state until it leaves ncclInProgress, with timeout_s (<= 0: unbounded); c
+   (NULL: none) is the group whose divergence checks are read meanwhile. */
+static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what, zs_coll *c) {
   double deadline = timeout_s > 0 ? zs_clock_now_s() + timeout_s : 0;
   zs_backoff bo;
   zs_backoff_init(&bo);
@@ -74,6 +79,8 @@ static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) 
     if (r != ncclSuccess) return nccl_fail(comm, r, what);
     if (st == ncclSuccess) return ZS_OK;
     if (st != ncclInProgress) return nccl_fail(comm, st, what);
+    zs_status dr = ZS_OK;
+    if (c && diverged(c, &dr)) return dr;
     if (deadline > 0 && zs_clock_now_s() > deadline)
       return zs_err(ZS_ERR_TIMEOUT,
                     "%s timed out after %.1f s in NCCL: a peer stopped answering; "
@@ -84,12 +91,24 @@ static zs_status wait_comm(ncclComm_t comm, double timeout_s, const char *what) 
   }
 }
 
-/* Whether a landed verdict of the divergence check differs: then *rc becomes its ZS_ERR_COMM. */
+/* Whether a landed verdict of the divergence check differs, in c or in another live nccl group of
+   its comm (their collectives may share c's streams): then *rc becomes its ZS_ERR_COMM, and such
+   another group is aborted (its stuck collective released) and broken with that message. */
 static int diverged(zs_coll *c, zs_status *rc) {
-  zs_nccl_coll *m = c->impl;
-  if (!m->sig || zs_nsig_poll(m->sig, c, 1) == ZS_OK) return 0;
-  *rc = ZS_ERR_COMM;
-  return 1;
+  const zs_comm_impl *ci = c->comm ? c->comm->impl : NULL;
+  zs_nccl_coll *self = c->impl;
+  for (zs_nccl_coll *g = ci ? ci->nccl_groups : self; g; g = ci ? g->next : NULL) {
+    if (!g->sig || !g->comm || (g != self && g->self->broken) ||
+        zs_nsig_poll(g->sig, g->self, 1) == ZS_OK)
+      continue;
+    if (g != self) {
+      abort_comm(g);
+      zs_coll_mark_broken(g->self);
+    }
+    *rc = ZS_ERR_COMM;
+    return 1;
+  }
+  return 0;
 }
 
 /* After an enqueue: ncclInProgress means "still being issued" (non-blocking mode): wait for it. */
@@ -99,7 +118,7 @@ static zs_status issued(zs_coll *c, ncclResult_t r, const char *op, size_t count
   snprintf(what, sizeof what, "%s of %zu %s elements (rank %d of a %d-rank nccl group)", op, count,
            zs_cdt_name(dt), c->rank, c->size);
   zs_status rc = r == ncclSuccess      ? ZS_OK
-                 : r == ncclInProgress ? wait_comm(m->comm, c->timeout_s, what)
+                 : r == ncclInProgress ? wait_comm(m->comm, c->timeout_s, what, c)
                                        : nccl_fail(m->comm, r, what);
   if (rc != ZS_OK && m->sig) (void)diverged(c, &rc); /* a divergence is the better reason */
   if (rc != ZS_OK) abort_comm(m);
@@ -166,12 +185,7 @@ static zs_status n_sync(zs_coll *c, void *stream) {
   for (;;) {
     cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
     zs_status rc = ZS_OK;
-    if (diverged(c, &rc)) { /* the stream may be stuck on the data that diverged */
-      abort_comm(m);
-      return rc;
-    }
-    if (e == cudaSuccess) return ZS_OK;
-    if (e != cudaErrorNotReady) {
+    if (e != cudaSuccess && e != cudaErrorNotReady) {
       abort_comm(m);
       return zs_err(ZS_ERR_DEVICE, "%s: the stream failed: %s", what, cudaGetErrorString(e));
     }
@@ -182,6 +196,11 @@ static zs_status n_sync(zs_coll *c, void *stream) {
       abort_comm(m);
       return rc;
     }
+    if (diverged(c, &rc)) { /* the stream may be stuck on the data that diverged */
+      abort_comm(m);
+      return rc;
+    }
+    if (e == cudaSuccess) return ZS_OK;
     if (deadline > 0 && zs_clock_now_s() > deadline) {
       abort_comm(m);
       return zs_err(ZS_ERR_TIMEOUT,
@@ -242,8 +261,8 @@ static zs_status n_split(zs_coll *c, int color, int key, zs_coll **out) {
   if (r != ncclSuccess && r != ncclInProgress)
     rc = nccl_fail(m->comm, r, "ncclCommSplit");
   else
-    rc = wait_comm(m->comm, c->timeout_s, "ncclCommSplit (parent communicator)");
-  if (rc == ZS_OK && nc) rc = wait_comm(nc, c->timeout_s, "ncclCommSplit (new communicator)");
+    rc = wait_comm(m->comm, c->timeout_s, "ncclCommSplit (parent communicator)", NULL);
+  if (rc == ZS_OK && nc) rc = wait_comm(nc, c->timeout_s, "ncclCommSplit (new communicator)", NULL);
   if (rc == ZS_OK && !nc) rc = zs_err(ZS_ERR_COMM, "ncclCommSplit returned no communicator");
   if (rc != ZS_OK) {
     abort_comm(m); /* first: aborting the parent also ends its split job, which may still set nc */
@@ -267,10 +286,18 @@ static void release_own(zs_nccl_coll *m) {
 static void n_destroy(zs_coll *c) {
   zs_nccl_coll *m = c->impl;
   if (!m) return;
+  zs_comm_impl *ci = c->comm ? c->comm->impl : NULL;
+  for (zs_nccl_coll **p = ci ? (zs_nccl_coll **)&ci->nccl_groups : NULL; p && *p; p = &(*p)->next)
+    if (*p == m) {
+      *p = m->next;
+      break;
+    }
+  if (m->comm && !c->broken && m->sig && zs_nsig_poll(m->sig, c, 1) != ZS_OK) /* unread */
+    zs_coll_mark_broken(c); /* its peers' collectives may be stuck in it: abort, not finalize */
   if (m->comm && !c->broken) {
     ncclResult_t r = ncclCommFinalize(m->comm);
     if ((r == ncclSuccess || r == ncclInProgress) &&
-        wait_comm(m->comm, zs_drain_seconds(), "ncclCommFinalize") == ZS_OK) {
+        wait_comm(m->comm, zs_drain_seconds(), "ncclCommFinalize", NULL) == ZS_OK) {
       ncclCommDestroy(m->comm);
       m->comm = NULL;
     }
@@ -319,6 +346,12 @@ static zs_status wrap(zs_comm *comm, ncclComm_t nc, double timeout_s, zs_coll **
   ZS_CHECK_GOTO(zs_coll_alloc(&nccl_ops, "nccl", comm, ZS_DEVICE_CUDA, rank, size, timeout_s, &c),
                 rc, fail);
   c->impl = m;
+  m->self = c;
+  zs_comm_impl *ci = comm ? comm->impl : NULL;
+  if (ci) {
+    m->next = ci->nccl_groups;
+    ci->nccl_groups = m;
+  }
   *out = c;
   return ZS_OK;
 fail:
@@ -405,7 +438,7 @@ zs_status zs_nccl_open(zs_comm *comm, double timeout_s, zs_coll **out) {
   if (r != ncclSuccess && r != ncclInProgress)
     rc = nccl_fail(nc, r, what);
   else if (nc)
-    rc = wait_comm(nc, timeout_s, what);
+    rc = wait_comm(nc, timeout_s, what, NULL);
   else
     rc = zs_err(ZS_ERR_COMM, "%s returned no communicator", what);
   if (rc != ZS_OK) {

@@ -1,5 +1,6 @@
 /* The nccl backend's divergence check: the ring of headers and verdicts (nccl_sig.h). */
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,52 @@ struct zs_nsig {
   uint64_t *mine;       /* host: this rank's header of each slot, for the message */
   uint64_t issued;      /* checks queued so far */
   uint64_t checked;     /* checks before this one all landed and agreed */
+  int dirty;            /* a check begun and not ended: its row may still be queued */
 };
+
+/* The verdicts' mapped host memory: cudaHostAlloc and cudaFreeHost may wait for the whole
+   device, a peer's stuck collective on another communicator included, so blocks are taken once
+   and, when a group closes, kept in this process-wide list for the next group instead of freed.
+   Guarded by pool_lock (groups may open and close on several threads). */
+typedef struct pool_block {
+  struct pool_block *next;
+  zs_nsig_verdict *v;
+  size_t n;
+} pool_block;
+static pool_block *pool_free;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* n zeroed verdicts from the pool, or newly allocated (0 or the CUDA error). */
+static cudaError_t pool_take(size_t n, zs_nsig_verdict **out) {
+  pthread_mutex_lock(&pool_lock);
+  pool_block **p = &pool_free;
+  while (*p && (*p)->n < n)
+    p = &(*p)->next;
+  pool_block *b = *p;
+  if (b) *p = b->next;
+  pthread_mutex_unlock(&pool_lock);
+  cudaError_t e = cudaSuccess;
+  if (b) {
+    *out = b->v;
+    free(b);
+  } else {
+    e = cudaHostAlloc((void **)out, n * sizeof **out, cudaHostAllocMapped | cudaHostAllocPortable);
+  }
+  if (e == cudaSuccess) memset(*out, 0, n * sizeof **out); /* done 0: no check lands as 0 */
+  return e;
+}
+
+/* v (n verdicts) back to the pool; lost if the list's node cannot be allocated. */
+static void pool_give(zs_nsig_verdict *v, size_t n) {
+  pool_block *b = malloc(sizeof *b);
+  if (!b) return;
+  b->v = v;
+  b->n = n;
+  pthread_mutex_lock(&pool_lock);
+  b->next = pool_free;
+  pool_free = b;
+  pthread_mutex_unlock(&pool_lock);
+}
 
 /* Whether check k's verdict has landed (its kernel writes done = k + 1 last). */
 static int landed(const zs_nsig *s, uint64_t k) {
@@ -38,13 +84,8 @@ zs_status zs_nsig_open(int rank, int size, void *stream, zs_nsig **out) {
     s->slots /= 2;
   s->mine = calloc(s->slots * ZS_SIG_WORDS, sizeof *s->mine);
   cudaError_t e = s->mine ? cudaSuccess : cudaErrorMemoryAllocation;
-  if (e == cudaSuccess)
-    e = cudaHostAlloc((void **)&s->v, s->slots * sizeof *s->v,
-                      cudaHostAllocMapped | cudaHostAllocPortable);
-  if (e == cudaSuccess) {
-    memset(s->v, 0, s->slots * sizeof *s->v); /* done 0: no check lands as 0 */
-    e = cudaHostGetDevicePointer((void **)&s->v_d, s->v, 0);
-  }
+  if (e == cudaSuccess) e = pool_take(s->slots, &s->v);
+  if (e == cudaSuccess) e = cudaHostGetDevicePointer((void **)&s->v_d, s->v, 0);
   if (e == cudaSuccess)
     e = cudaMallocAsync((void **)&s->rows, s->slots * slot_bytes, (cudaStream_t)stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream); /* ready on any stream */
@@ -67,13 +108,13 @@ void zs_nsig_close(zs_nsig *s, void *stream, double drain_s) {
   zs_backoff_init(&bo);
   while (s->issued && !landed(s, s->issued - 1) && zs_clock_now_s() < deadline)
     zs_backoff_wait(&bo);
-  int idle = 1;
+  int idle = !s->dirty;
   for (uint64_t k = s->issued > s->slots ? s->issued - s->slots : 0; k < s->issued; k++)
     idle = idle && landed(s, k);
-  if (idle) {
+  if (idle) { /* no kernel uses the rows or the verdicts any more */
     if (s->rows && cudaFreeAsync(s->rows, (cudaStream_t)stream) != cudaSuccess)
       (void)cudaGetLastError();
-    if (s->v) cudaFreeHost(s->v);
+    if (s->v) pool_give(s->v, s->slots);
   }
   free(s->mine);
   free(s);
@@ -103,13 +144,13 @@ zs_status zs_nsig_begin(zs_nsig *s, const zs_coll *c, ncclComm_t comm, const uin
     zs_backoff_init(&bo);
     while (s->issued - s->checked >= s->slots) {
       ZS_CHECK(zs_nsig_poll(s, c, 1));
-      ncclResult_t st = ncclSuccess;
-      if (ncclCommGetAsyncError(comm, &st) != ncclSuccess ||
-          (st != ncclSuccess && st != ncclInProgress))
+      ncclResult_t st = ncclSuccess, r = ncclCommGetAsyncError(comm, &st);
+      if (r != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
         return zs_err(ZS_ERR_COMM,
                       "the divergence check of collective #%llu (rank %d of a %d-rank nccl "
                       "group) found NCCL failed (%s): a peer died or the network failed",
-                      (unsigned long long)h[1], c->rank, c->size, ncclGetErrorString(st));
+                      (unsigned long long)h[1], c->rank, c->size,
+                      ncclGetErrorString(r != ncclSuccess ? r : st));
       if (deadline > 0 && zs_clock_now_s() > deadline)
         return zs_err(ZS_ERR_TIMEOUT,
                       "the divergence check of collective #%llu (rank %d of a %d-rank nccl "
@@ -128,6 +169,7 @@ zs_status zs_nsig_begin(zs_nsig *s, const zs_coll *c, ncclComm_t comm, const uin
   memcpy(row.w, h, ZS_SIG_WORDS * sizeof *h);
   uint64_t *rows = s->rows + slot * (uint64_t)s->size * ZS_SIG_WORDS;
   uint64_t *me = rows + (size_t)s->rank * ZS_SIG_WORDS;
+  s->dirty = 1; /* until zs_nsig_end: the row and the all-gather may be queued */
   const int e = zs_nsig_put(me, row, ZS_SIG_WORDS, stream);
   if (e != 0)
     return zs_err(ZS_ERR_DEVICE, "queueing the divergence check's header failed: %s",
@@ -146,5 +188,6 @@ zs_status zs_nsig_end(zs_nsig *s, void *stream) {
     return zs_err(ZS_ERR_DEVICE, "queueing the divergence check's comparison failed: %s",
                   cudaGetErrorString((cudaError_t)e));
   s->issued++;
+  s->dirty = 0;
   return ZS_OK;
 }

@@ -23,7 +23,8 @@ typedef struct zs_nsig zs_nsig;
    ready when this returns. */
 zs_status zs_nsig_open(int rank, int size, void *stream, zs_nsig **out);
 /* Frees s once every verdict has landed (waits up to drain_s); a group whose checks never
-   finished (broken) leaves its rows and verdicts allocated: a kernel may still use them. */
+   finished (broken) leaves its rows and verdicts allocated: a kernel may still use them. The
+   verdicts' pinned memory is kept for the next group (nccl_sig.c's pool), never freed. */
 void zs_nsig_close(zs_nsig *s, void *stream, double drain_s);
 /* Starts the check of header h (ZS_SIG_WORDS words) on stream: reads the verdicts that have
    landed, waits for its slot (c's timeout, polling comm), and queues this rank's row. The caller

@@ -132,7 +132,7 @@ static void diverge_pair(zs_comm *comm, void *stream, const char *name, const ch
   zs_coll *w = NULL;
   ZS_OK_OR_DIE(zs_coll_open(comm, ZS_DEVICE_CUDA, 60.0, &w));
   ZS_OK_OR_DIE(zs_coll_barrier(w));
-  float h[64 * 8] = {0};
+  float h[64 * 8 * 2] = {0};
   float *d = dev_up(h, sizeof(float) * 64 * (size_t)(ws > 8 ? 8 : ws) * 2); /* room for both */
   const double t0 = now_s();
   zs_status rc = (wr == 0 ? first : other)(w, d, stream);
