@@ -452,7 +452,8 @@ zs_status zs_config_validate(const zs_config *c) {
   if (c->device == ZS_DEVICE_CUDA && !opt->cuda)
     return zs_err(
         ZS_ERR_UNSUPPORTED,
-        "optimizer '%s' has no CUDA kernels yet: use it on the CPU device, or AdamW, SGD or Lion",
+        "optimizer '%s' has no CUDA kernels yet: use it on the CPU device, or AdamW, SGD, "
+        "Lion or Muon",
         oe->name);
   if (opt->betas && (!(c->optim.beta1 >= 0 && c->optim.beta1 < 1) ||
                      !(c->optim.beta2 >= 0 && c->optim.beta2 < 1)))

@@ -127,6 +127,15 @@ void zs_dev_free(zs_dev *d, void *p, void *stream) {
 #endif
 }
 
+zs_status zs_dev_blas(zs_dev *d, void *stream, void **handle) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_dev_blas(d, stream, handle);
+#endif
+  (void)d, (void)stream;
+  *handle = NULL;
+  return zs_err(ZS_ERR_UNSUPPORTED, "zs_dev_blas: the CPU device has no cuBLAS handle");
+}
+
 zs_status zs_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream) {
 #ifdef ZS_HAVE_CUDA
   if (ZS_IS_CUDA(d)) return zs_cuda_dev_zero(d, p, bytes, stream);

@@ -21,6 +21,8 @@ typedef struct {
                             reserved (release threshold = max), so steps do not map and unmap */
   double wait_timeout_s; /* > 0: every host wait on the GPU polls and gives ZS_ERR_TIMEOUT after
                             this long (work queued behind a collective of a silent peer) */
+  void *blas;            /* cublasHandle_t of the whole-tensor optimizers' GEMMs (zs_dev_blas), or
+                            NULL before the first */
 } zs_dev;
 
 /* The kind of a closed device: zs_dev_free of its buffers frees nothing (a CUDA buffer freed as
@@ -62,6 +64,9 @@ zs_status zs_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes);
 zs_status zs_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes);
 /* Waits for all work queued on stream. */
 zs_status zs_dev_sync(zs_dev *d, void *stream);
+/* The device's cuBLAS handle (created at the first call; fp32 math, no TF32) with its work queued
+   on stream. ZS_ERR_UNSUPPORTED on the CPU device (its GEMMs are OpenBLAS's). */
+zs_status zs_dev_blas(zs_dev *d, void *stream, void **handle);
 /* Makes future work on `waiter` wait for the work queued so far on `signaler`. */
 zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler);
 /* Makes future work on `stream` wait for event ev (recorded with zs_dev_event_record). ev NULL

@@ -1,6 +1,7 @@
 /* CUDA device: stream-ordered allocation (cudaMallocAsync), two streams ordered by events. */
 #include "device/device_cuda.h"
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <sched.h>
 #include <stdio.h>
@@ -118,9 +119,31 @@ void zs_cuda_dev_close(zs_dev *d) {
     (void)zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "closing the device");
     cudaStreamDestroy(d->comm_stream);
   }
+  if (d->blas) cublasDestroy((cublasHandle_t)d->blas); /* its work was on the streams above */
+  d->blas = NULL;
   /* Returns the reserved memory (normally after the streams above drained; an allocation or free
      still queued makes CUDA release the pool once it is done instead of at once). */
   if (d->pool) cudaMemPoolDestroy((cudaMemPool_t)d->pool);
+}
+
+zs_status zs_cuda_dev_blas(zs_dev *d, void *stream, void **handle) {
+  *handle = NULL;
+  if (!d->blas) {
+    cublasHandle_t h = NULL;
+    cublasStatus_t st = cublasCreate(&h);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      if (h) cublasDestroy(h);
+      return zs_err(ZS_ERR_DEVICE, "creating the engine's cuBLAS handle failed: %s",
+                    cublasGetStatusString(st));
+    }
+    d->blas = h;
+  }
+  const cublasStatus_t st = cublasSetStream((cublasHandle_t)d->blas, (cudaStream_t)stream);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return zs_err(ZS_ERR_DEVICE, "cublasSetStream failed: %s", cublasGetStatusString(st));
+  *handle = d->blas;
+  return ZS_OK;
 }
 
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream) {

@@ -14,6 +14,7 @@ zs_status zs_cuda_dev_pci_bus_id(zs_dev *d, char *buf, size_t len);
 zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
 void zs_cuda_dev_free(zs_dev *d, void *p, void *stream);
 zs_status zs_cuda_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
+zs_status zs_cuda_dev_blas(zs_dev *d, void *stream, void **handle);
 zs_status zs_cuda_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, void *stream);
 zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes);
 zs_status zs_cuda_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes);

@@ -14,6 +14,7 @@
 #include "engine/fail.h"
 #include "engine/flight_dump.h"
 #include "shard/placement.h"
+#include "shard/tp_slice.h"
 #include "shard/plan_memory.h"
 #include "tier/master_io.h"
 #include "tier/nvme_tier.h"
@@ -477,6 +478,45 @@ static zs_status open_tier(zs_engine *e, const zs_placement *place, zs_status pr
   return rc;
 }
 
+/* The whole-tensor optimizers' step on the CUDA device (tier/whole.h) runs on tensors whose
+   optimizer state is on the device and that are not split over tp: a unit with such tensors that
+   the placement gives another tier, or that splits one, is refused (the same on every rank: the
+   placement and the layouts are). */
+static zs_status cuda_whole_check(const zs_engine *e, const zs_plan_units *us,
+                                  const zs_placement *place) {
+  if (e->dev.kind != ZS_DEVICE_CUDA) return ZS_OK;
+  for (int i = 0; i < e->nunits; i++) {
+    const zs_unit *u = e->units[i];
+    int whole = -1, split = 0;
+    for (int k = 0; k < u->ntensors; k++)
+      if (u->whole_owner[k] >= 0) {
+        whole = k;
+        split = split || zs_tp_is_split(u->tp[k], e->tp_size);
+      }
+    if (whole < 0) continue;
+    zs_state_table t;
+    zs_placement_unit_of(place, &e->plan, us, i, &t);
+    zs_tier tier = t.s[ZS_ST_MASTER].tier;
+    for (int j = 0; j < ZS_OPT_MAX_STATE; j++)
+      if (t.s[ZS_ST_OPT(j)].tier > tier) tier = t.s[ZS_ST_OPT(j)].tier;
+    if (tier == ZS_TIER_DEVICE && !split) continue;
+    zs_config c;
+    zs_engine_group_config(e, u->group[whole], &c);
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "zs_engine_commit: unit '%s' has tensors on %s, whose whole-tensor step on the "
+                  "CUDA device needs their optimizer state on the device and the tensors unsplit, "
+                  "but %s: keep the unit's optimizer state on the GPU (no ZS_OFFLOAD_OPTIMIZER, "
+                  "a larger offload budget, no NVMe tier)%s, or put those tensors in a group on an "
+                  "elementwise optimizer",
+                  u->name, zs_opt_name_of(&c),
+                  split                  ? "a tensor is split over tp"
+                  : tier == ZS_TIER_NVME ? "the placement puts it on the NVMe tier"
+                                         : "the placement puts it on the host",
+                  split ? ", keep the tensor replicated over tp" : "");
+  }
+  return ZS_OK;
+}
+
 static zs_status commit_steps(zs_engine *e);
 
 zs_status zs_engine_commit(zs_engine *e) {
@@ -517,6 +557,7 @@ static zs_status commit_steps(zs_engine *e) {
   const zs_plan_units us = {e->units, NULL, e->nunits, NULL, NULL, NULL, NULL, NULL};
   zs_placement place;
   zs_placement_make(&e->plan, &e->cfg, e->world_size, &us, &place);
+  ZS_CHECK(cuda_whole_check(e, &us, &place));
   zs_status rc = ZS_OK;
   for (int i = 0; i < e->nunits && rc == ZS_OK; i++) {
     rc = unit_alloc(e, &us, i, &place);

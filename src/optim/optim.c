@@ -34,9 +34,10 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (cfg->offload_optimizer && !cfg->arena)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: offloaded optimizer without an arena");
   if (!cfg->ops) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: no optimizer module");
-  if (cfg->dev->kind == ZS_DEVICE_CUDA && !cfg->ops->dev_update)
+  if (cfg->dev->kind == ZS_DEVICE_CUDA &&
+      (!cfg->ops->dev_update || (cfg->ops->whole && !cfg->ops->dev_whole)))
     return zs_err(ZS_ERR_UNSUPPORTED, "zs_optim_create: the optimizer has no CUDA kernels yet "
-                                      "(AdamW, SGD and Lion have): use it on the CPU device");
+                                      "(AdamW, SGD, Lion and Muon have): use it on the CPU device");
   zs_opt_host_fn hu = NULL; /* the module's update of host-resident state in this mode */
   ZS_CHECK(cfg->ops->host_fn(&cfg->mode, &hu));
   zs_optim *o = calloc(1, sizeof *o);
@@ -129,7 +130,7 @@ zs_status zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int6
   for (int g = 0; g < ngroups && g < ZS_MAX_PARAM_GROUPS; g++) {
     const zs_optimizer *m = zs_optimizer_for(&cfgs[g]);
     if (m != o->mod[g]) {
-      if (o->cfg.dev->kind == ZS_DEVICE_CUDA && !m->dev_update)
+      if (o->cfg.dev->kind == ZS_DEVICE_CUDA && (!m->dev_update || (m->whole && !m->dev_whole)))
         return zs_err(ZS_ERR_UNSUPPORTED,
                       "zs_optim_prepare: group %d's optimizer '%s' has no "
                       "CUDA kernels yet",
@@ -280,4 +281,27 @@ void zs_optim_store(const zs_optim *o, const zs_optim_seg *s, const float *const
   const zs_optimizer *m = o->mod[s->group];
   if (m->store)
     m->store(coef_of(o, s->group, !s->no_weight_decay), s->state, o->cfg.mode.state_dt, out, s->n);
+}
+
+zs_status zs_optim_gather_dev(const zs_optim *o, const zs_optim_seg *s, float *const *in,
+                              void *stream) {
+  const zs_opt_state st = seg_state(o, s);
+  return o->mod[s->group]->dev_gather(coef_of(o, s->group, !s->no_weight_decay), &st,
+                                      o->cfg.mode.state_dt, s->grad, o->cfg.grad_dtype, in, s->n,
+                                      stream);
+}
+
+zs_status zs_optim_whole_dev(const zs_optim *o, int g, int decay, float *const *ch, int64_t rows,
+                             int64_t cols, float *work, void *stream) {
+  void *blas = NULL;
+  ZS_CHECK(zs_dev_blas(o->cfg.dev, stream, &blas));
+  return o->mod[g]->dev_whole(coef_of(o, g, decay), ch, rows, cols, work, blas, stream);
+}
+
+zs_status zs_optim_store_dev(const zs_optim *o, const zs_optim_seg *s, const float *const *out,
+                             void *stream) {
+  const zs_optimizer *m = o->mod[s->group];
+  if (!m->dev_store) return ZS_OK;
+  return m->dev_store(coef_of(o, s->group, !s->no_weight_decay), s->state, o->cfg.mode.state_dt,
+                      out, s->n, stream);
 }

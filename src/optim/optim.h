@@ -160,5 +160,13 @@ void zs_optim_whole(const zs_optim *o, int g, int decay, float *const *ch, int64
                     int64_t cols, float *work);
 /* s's store from the whole step's channels out (each s->n floats; a no-op without one). */
 void zs_optim_store(const zs_optim *o, const zs_optim_seg *s, const float *const *out);
+/* The same three on the CUDA device (optimizer.h's dev_*), queued on stream: device memory
+   everywhere. Errors: the launches', cuBLAS's. */
+zs_status zs_optim_gather_dev(const zs_optim *o, const zs_optim_seg *s, float *const *in,
+                              void *stream);
+zs_status zs_optim_whole_dev(const zs_optim *o, int g, int decay, float *const *ch, int64_t rows,
+                             int64_t cols, float *work, void *stream);
+zs_status zs_optim_store_dev(const zs_optim *o, const zs_optim_seg *s, const float *const *out,
+                             void *stream);
 
 #endif

@@ -96,6 +96,18 @@ struct zs_optimizer {
      factors): past them its gather reads zeros and its store's values are dropped, and its
      host_fn gets NULL state for a piece that reaches past them (it never reads the state). */
   size_t (*state_elems)(int64_t rows, int64_t cols);
+  /* The whole step on the CUDA device (NULL: a CUDA engine refuses the module): gather, whole and
+     store as above on device memory, queued on stream; whole's GEMMs through blas (the device's
+     cuBLAS handle, set to stream), its scratch work_floats floats of device memory, and its
+     outputs with -0 made +0 (the CPU path's caller does that after whole). The bits depend on
+     neither the rank nor the split (one GPU type), but differ from the CPU's (cuBLAS against
+     OpenBLAS). */
+  zs_status (*dev_gather)(const void *coef, const zs_opt_state *s, zs_dtype sdt, const void *grad,
+                          zs_dtype gdt, float *const *in, size_t n, void *stream);
+  zs_status (*dev_whole)(const void *coef, float *const *ch, int64_t rows, int64_t cols,
+                         float *work, void *blas, void *stream);
+  zs_status (*dev_store)(const void *coef, void *const *state, zs_dtype sdt,
+                         const float *const *out, size_t n, void *stream);
 };
 
 /* Whether mode m's update reads the bf16 params as (part of) its master (ZS_MASTER_REMAINDER,

@@ -231,6 +231,13 @@ static inline size_t zs_unit_opt_at(const zs_unit *u, int i, int k, size_t x) {
 static inline int zs_unit_on_host(const zs_unit *u, zs_state s) {
   return u->st.s[s].tier == ZS_TIER_HOST;
 }
+/* Whether u's optimizer state (its master or a state array) lives in the host arena. */
+static inline int zs_unit_opt_on_host(const zs_unit *u) {
+  int h = zs_unit_on_host(u, ZS_ST_MASTER);
+  for (int i = 0; i < ZS_OPT_MAX_STATE; i++)
+    h = h || zs_unit_on_host(u, ZS_ST_OPT(i));
+  return h;
+}
 /* The address of flat element a (inside its range) in the persistent state of u's role `role`
    (params or gradients: either of its states, zs_state_home). */
 static inline void *zs_unit_home_at(zs_unit *u, zs_state role, size_t a) {

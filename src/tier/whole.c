@@ -99,8 +99,10 @@ static zs_status split_step(zs_tiers *t, zs_unit *u, int k, int ci, int co, floa
 /* The whole steps of the tensors this rank computes (its own where the state is sharded, all of
    them where not: every = 1), in place in the channels; the first cout channels of the others'
    zeroed (a computed one's past its own count too). A tensor split over the tp group goes
-   through split_step. */
-static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work) {
+   through split_step (the CPU device only). On CUDA (cs: the compute stream) the module's device
+   step, whose outputs have -0 made +0 already. */
+static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work, void *cs) {
+  const int cuda = t->sh->dev->kind == ZS_DEVICE_CUDA;
   const int T = t->sh->tp_size;
   for (int k = 0; k < u->ntensors; k++) {
     if (u->whole_owner[k] < 0) continue;
@@ -117,15 +119,20 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *
         ch[c] = chan(u, c, off);
       int64_t rows, cols;
       dims(t, u, k, &rows, &cols);
-      zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, work);
-      for (int c = 0; c < co; c++) {
-        float *o = chan(u, c, off);
-        for (size_t i = 0; i < n; i++)
-          o[i] += 0.0f; /* -0 -> +0: the sum below then gives it exactly */
+      if (cuda) {
+        ZS_CHECK(zs_optim_whole_dev(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols,
+                                    work, cs));
+      } else {
+        zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, work);
+        for (int c = 0; c < co; c++) {
+          float *o = chan(u, c, off);
+          for (size_t i = 0; i < n; i++)
+            o[i] += 0.0f; /* -0 -> +0: the sum below then gives it exactly */
+        }
       }
     }
     for (int c = co; c < cout; c++)
-      memset(chan(u, c, off), 0, n * sizeof(float));
+      ZS_CHECK(zs_dev_zero(t->sh->dev, chan(u, c, off), n * sizeof(float), cs));
   }
   return ZS_OK;
 }
@@ -160,8 +167,9 @@ static size_t work_floats(const zs_tiers *t, const zs_unit *u) {
 
 /* The gather into the channels, or the store from them, of tensor k's elements [a, b); a tail
    whose state the tensor does not keep (zs_optimizer.state_elems) gathers zeros from, and stores
-   into, the scratch tail. */
-static void piece(zs_tiers *t, zs_unit *u, int k, size_t a, size_t b, int store, float *tail) {
+   into, the scratch tail (the CPU device only). On CUDA the module's device steps on cs. */
+static zs_status piece(zs_tiers *t, zs_unit *u, int k, size_t a, size_t b, int store, float *tail,
+                       void *cs) {
   zs_optim_seg seg = zs_tier_mem_seg(u, k, a, b);
   if (tail)
     for (int j = 0; j < u->keeps[k]; j++)
@@ -169,17 +177,22 @@ static void piece(zs_tiers *t, zs_unit *u, int k, size_t a, size_t b, int store,
   float *ch[ZS_OPT_MAX_CHANNELS] = {NULL};
   for (int c = 0; c < u->whole_channels; c++)
     ch[c] = chan(u, c, a);
+  if (t->sh->dev->kind == ZS_DEVICE_CUDA)
+    return store ? zs_optim_store_dev(t->optim, &seg, (const float *const *)ch, cs)
+                 : zs_optim_gather_dev(t->optim, &seg, ch, cs);
   if (store)
     zs_optim_store(t->optim, &seg, (const float *const *)ch);
   else
     zs_optim_gather(t->optim, &seg, ch);
+  return ZS_OK;
 }
 
 /* Each piece's gather into the channels (the overlap of its whole tensors with this rank's
    optimizer range), or each piece's store from them: the memory tiers' (the NVMe tier's pieces
    go through its passes: zs_nvme_tier_whole_gather, and its update stores). */
-static void pieces(zs_tiers *t, zs_unit *u, int store) {
+static zs_status pieces(zs_tiers *t, zs_unit *u, int store, void *cs) {
   float tail[TAIL] = {0}; /* any state dtype; a store's values here are dropped */
+  const int cuda = t->sh->dev->kind == ZS_DEVICE_CUDA;
   for (int k = 0; k < u->ntensors; k++) {
     size_t a, b, x, m;
     if (u->whole_owner[k] < 0 ||
@@ -189,10 +202,16 @@ static void pieces(zs_tiers *t, zs_unit *u, int store) {
       m = b;
     else if (!zs_unit_kept_overlap(u, k, 0, a, b, &x, &m)) /* kept: a prefix [a, m) */
       m = a;
-    if (a < m) piece(t, u, k, a, m, store, NULL);
+    if (a < m) ZS_CHECK(piece(t, u, k, a, m, store, NULL, cs));
+    if (m < b && cuda) /* commit refuses a module that keeps a prefix of state on CUDA */
+      return zs_err(ZS_ERR_UNSUPPORTED,
+                    "the whole-tensor step of unit '%s' on CUDA: tensor %d keeps "
+                    "only a prefix of its state",
+                    u->name, k);
     for (size_t y = m; y < b; y += TAIL) /* a gather never writes the tail: it stays zeros */
-      piece(t, u, k, y, b - y < TAIL ? b : y + TAIL, store, tail);
+      ZS_CHECK(piece(t, u, k, y, b - y < TAIL ? b : y + TAIL, store, tail, cs));
   }
+  return ZS_OK;
 }
 
 zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
@@ -201,48 +220,54 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
   unit_channels(t, u, &cin, &cout);
   if (!cin) return ZS_OK;
   zs_shard_ctx *x = t->sh;
-  if (x->dev->kind != ZS_DEVICE_CPU)
-    return zs_err(ZS_ERR_UNSUPPORTED, "whole-tensor optimizers run on the CPU device only");
+  const int cuda = x->dev->kind == ZS_DEVICE_CUDA;
+  void *cs = cuda ? x->dev->compute_stream : NULL; /* the update's stream: all of it in order */
   const size_t P = u->lay.padded, sh = u->lay.shard, bytes = (size_t)cin * P * sizeof(float);
   const size_t wn = work_floats(t, u);
   /* Sharded state: gather, one rank per tensor, scatter back; else every rank holds every piece
      and computes every tensor itself (no exchange but the joins of split tensors). A failure
      before the exchange fails the engine where peers are entering it (they would wait in it). */
   const int sharded = u->opt_n != P && x->shard_size > 1, joins = unit_joins(t, u);
+  const int nvme = zs_unit_on_nvme(u);
+  if (cuda && (nvme || joins || zs_unit_opt_on_host(u))) /* commit refuses these first */
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "the whole-tensor step of unit '%s' on CUDA: its state must "
+                  "be on the device and its tensors unsplit",
+                  u->name);
   float *work = NULL;
-  zs_status rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&u->whole_dir, NULL);
+  zs_status rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, bytes, (void **)&u->whole_dir, cs);
   if (rc == ZS_OK) {
     u->whole_channels = cin; /* zs_tier_whole_end frees it whatever happens next */
-    rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, wn * sizeof *work, (void **)&work, NULL);
+    rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, wn * sizeof *work, (void **)&work, cs);
   }
+  if (rc == ZS_OK) rc = zs_dev_zero(x->dev, u->whole_dir, bytes, cs);
   if (rc != ZS_OK) { /* its shard group is entering the exchange: failing here fails them too */
     rc = zs_err_wrap(rc, "the whole-tensor step of unit '%s': its buffers", u->name);
+    if (work) zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, cs);
     return sharded || joins ? zs_sh_fail_hard(x, rc) : rc;
   }
-  memset(u->whole_dir, 0, bytes);
-  const int nvme = zs_unit_on_nvme(u);
-  if (nvme) {
-    rc = zs_nvme_tier_whole_gather(t, u);
-    if (rc != ZS_OK) return sharded || joins ? zs_sh_fail_hard(x, rc) : rc;
-  } else {
-    pieces(t, u, 0);
+  rc = nvme ? zs_nvme_tier_whole_gather(t, u) : pieces(t, u, 0, cs);
+  if (rc != ZS_OK) {
+    zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, cs);
+    return sharded || joins ? zs_sh_fail_hard(x, rc) : rc;
   }
   for (int c = 0; sharded && c < cin && rc == ZS_OK; c++)
     rc = zs_coll_all_gather(x->shard, chan(u, c, u->lay.shard_off), chan(u, c, 0), sh, ZS_CDT_F32,
-                            NULL);
-  if (rc == ZS_OK) rc = run_owned(t, u, cout, !sharded, work);
-  zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, NULL); /* a join's buffer */
+                            cs);
+  if (rc == ZS_OK) rc = run_owned(t, u, cout, !sharded, work, cs);
+  zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, cs); /* a join's buffer */
   for (int c = 0; sharded && c < cout && rc == ZS_OK; c++)
     rc = zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,
-                                ZS_CDT_F32, NULL);
+                                ZS_CDT_F32, cs);
+  if (rc == ZS_OK && !nvme) rc = pieces(t, u, 1, cs);
   if (rc != ZS_OK) return zs_err_wrap(rc, "the whole-tensor step of unit '%s'", u->name);
-  if (!nvme) pieces(t, u, 1);
   return ZS_OK;
 }
 
 void zs_tier_whole_end(zs_tiers *t, zs_unit *u, zs_status rc) {
   if (!u->whole_dir) return;
   const size_t bytes = (size_t)u->whole_channels * u->lay.padded * sizeof(float);
-  zs_sh_free_after(t->sh, rc, ZS_MEM_BUFFERS, u->whole_dir, bytes, NULL);
+  void *cs = t->sh->dev->kind == ZS_DEVICE_CUDA ? t->sh->dev->compute_stream : NULL;
+  zs_sh_free_after(t->sh, rc, ZS_MEM_BUFFERS, u->whole_dir, bytes, cs);
   u->whole_dir = NULL;
 }

@@ -83,8 +83,18 @@ if(ZS_HAVE_CUDA)
   zs_engine_equiv(engine_cuda_group_opts_lean_m16_np2_stage1 2 1 det --groups 2 --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--device cuda")
   zs_engine_equiv(engine_cuda_group_opts_rem_np2_stage2 2 2 det --groups 2 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--device cuda")
   zs_engine_equiv(engine_cuda_sgd_nesterov_np1_stage0 1 0 det --sgd 0.9 --nesterov 1 --state 1 RUN_ARGS "--device cuda")
+  # Muon on CUDA (its gather and update bit-identical to the CPU's, Newton-Schulz through
+  # cuBLAS): against the float64 reference at one rank (cuBLAS's sums in another order than
+  # OpenBLAS's: 1e-4 instead of 2e-5), and 2 ranks at stage 3 against 1 rank, both on CUDA, bit for
+  # bit (the owner of a matrix's step never changes the bits); bf16 moments with --muon 2's
+  # settings (momentum 0.9 without Nesterov, 3 steps, the AdamW-matched lr) at stage 1.
+  zs_mpi_test(engine_cuda_train_np1_muon test_engine_train NP 1 ARGS --device cuda --stage 0 --muon 1 --state 1 --reftol 1e-4 LABELS engine gpu)
+  zs_engine_equiv(engine_cuda_muon_np2_stage3 2 3 det --device cuda --muon 1 --state 1 --reftol 1e-4)
+  zs_engine_equiv(engine_cuda_muon_m16_np2_stage1 2 1 det --device cuda --muon 2 --moments-bf16 1 --reftol 5e-4)
   set(zs_cuda_opts engine_cuda_group_opts_np2_stage3 engine_cuda_group_opts_lean_m16_np2_stage1
-                   engine_cuda_group_opts_rem_np2_stage2 engine_cuda_sgd_nesterov_np1_stage0)
+                   engine_cuda_group_opts_rem_np2_stage2 engine_cuda_sgd_nesterov_np1_stage0
+                   engine_cuda_train_np1_muon engine_cuda_muon_np2_stage3
+                   engine_cuda_muon_m16_np2_stage1)
   set_property(TEST ${zs_cuda_opts} APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
   set_property(TEST ${zs_cuda_opts} APPEND PROPERTY LABELS gpu)
 endif()

@@ -24,12 +24,12 @@
 #include "base/bf16.h"
 #include "base/error.h"
 #include "optim/codec.h"
+#include "optim/muon/muon_coef.h"
+#ifdef ZS_HAVE_CUDA
+#include "optim/muon/muon_cuda.h"
+#endif
 
-typedef struct {
-  zs_codec_coef head; /* the kernel */
-  float gscale, momentum, omm, neg_lr, neg_lr_wd;
-  int nesterov, ns_steps, adjust_lr;
-} muon_coef;
+typedef zs_muon_coef muon_coef;
 
 static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt, const float *g,
                    size_t n);
@@ -127,16 +127,45 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 
 _Static_assert(sizeof(muon_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
+#ifdef ZS_HAVE_CUDA
+/* The CUDA device's steps (muon_cuda.cu): the gather and the update bit-identical to the CPU's,
+   Newton-Schulz through cuBLAS. */
+static zs_status dev_gather(const void *coef, const zs_opt_state *st, zs_dtype sdt,
+                            const void *grad, zs_dtype gdt, float *const *in, size_t n,
+                            void *stream) {
+  return zs_muon_cuda_gather(coef, st->state[0], sdt == ZS_BF16, grad, gdt, in[0], n, stream);
+}
+
+static zs_status dev_whole(const void *coef, float *const *ch, int64_t rows, int64_t cols,
+                           float *work, void *blas, void *stream) {
+  return zs_muon_cuda_whole(coef, ch[0], rows, cols, work, blas, stream);
+}
+
+static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
+                            const zs_opt_state *s, const void *grad, zs_dtype gdt, void *param,
+                            zs_dtype pdt, size_t n, void *stream) {
+  (void)d;
+  const zs_codec_dev a = zs_codec_dev_of(m, s, grad, gdt, param, pdt, n, stream);
+  return zs_muon_cuda_update(coef, &a);
+}
+#define MUON_DEV(x) x
+#else
+#define MUON_DEV(x) NULL
+#endif
+
 /* The host updates: the codec around the kernel, in every precision mode. */
 static const zs_optimizer muon = {.prepare = prepare,
                                   .host_fn = zs_codec_host_fn,
+                                  .dev_update = MUON_DEV(dev_update),
                                   .whole_in = 1,
                                   .whole_out = 1,
                                   .gather = gather,
                                   .work_floats = work_floats,
-                                  .whole = whole};
+                                  .whole = whole,
+                                  .dev_gather = MUON_DEV(dev_gather),
+                                  .dev_whole = MUON_DEV(dev_whole)};
 
-static const zs_opt_shape muon_shape = {0, 0, 1, {"momentum_buffer"}, {"m"}};
+static const zs_opt_shape muon_shape = {0, 1, 1, {"momentum_buffer"}, {"m"}};
 
 static const zs_opt_shape *shape(const zs_config *c) {
   (void)c;
