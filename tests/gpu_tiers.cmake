@@ -6,8 +6,8 @@
 #           (every one-rank CUDA engine opens one, so a broken NCCL shows here before it is blamed
 #           on a kernel), every kernel against its CPU twin, AdamW in every master mode against
 #           the CPU's bits (the engine at stages 0 and 3 over host-staged MPI), GPT-2 CUDA against
-#           the CPU at one rank, then SGD and Lion beside AdamW against the CPU's bits, Muon against
-#           the float64 reference
+#           the CPU at one rank, then SGD and Lion beside AdamW against the CPU's bits, Muon and
+#           Adafactor against the float64 reference
 #   gpu-t2  NCCL with 2 ranks on the one GPU: the collectives, the engine's stage 3 against one
 #           rank, GPT-2 at 2 ranks
 #   gpu-t3  d12-sized kernels, pinned memory, offload and the NVMe tier at one rank
@@ -28,7 +28,8 @@ set(ZS_GPU_T1
     gpt2_cuda_np1_bf16
     engine_cuda_group_opts_np2_stage3
     engine_cuda_group_opts_lean_m16_np2_stage1
-    engine_cuda_train_np1_muon)
+    engine_cuda_train_np1_muon
+    engine_cuda_train_np1_adafactor)
 set(ZS_GPU_T2
     comm_nccl_np2
     engine_cuda_nccl_np2_stage3

@@ -450,11 +450,8 @@ zs_status zs_config_validate(const zs_config *c) {
   if (oe->check) ZS_CHECK(oe->check(c));
   const zs_opt_shape *opt = oe->shape(c);
   if (c->device == ZS_DEVICE_CUDA && !opt->cuda)
-    return zs_err(
-        ZS_ERR_UNSUPPORTED,
-        "optimizer '%s' has no CUDA kernels yet: use it on the CPU device, or AdamW, SGD, "
-        "Lion or Muon",
-        oe->name);
+    return zs_err(ZS_ERR_UNSUPPORTED,
+                  "optimizer '%s' has no CUDA kernels: use it on the CPU device", oe->name);
   if (opt->betas && (!(c->optim.beta1 >= 0 && c->optim.beta1 < 1) ||
                      !(c->optim.beta2 >= 0 && c->optim.beta2 < 1)))
     return zs_err(ZS_ERR_INVALID_ARG, "%s betas (%g, %g) must lie in [0, 1)", oe->name,

@@ -36,8 +36,8 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (!cfg->ops) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: no optimizer module");
   if (cfg->dev->kind == ZS_DEVICE_CUDA &&
       (!cfg->ops->dev_update || (cfg->ops->whole && !cfg->ops->dev_whole)))
-    return zs_err(ZS_ERR_UNSUPPORTED, "zs_optim_create: the optimizer has no CUDA kernels yet "
-                                      "(AdamW, SGD, Lion and Muon have): use it on the CPU device");
+    return zs_err(ZS_ERR_UNSUPPORTED, "zs_optim_create: the optimizer has no CUDA kernels: use "
+                                      "it on the CPU device");
   zs_opt_host_fn hu = NULL; /* the module's update of host-resident state in this mode */
   ZS_CHECK(cfg->ops->host_fn(&cfg->mode, &hu));
   zs_optim *o = calloc(1, sizeof *o);

@@ -167,7 +167,8 @@ static size_t work_floats(const zs_tiers *t, const zs_unit *u) {
 
 /* The gather into the channels, or the store from them, of tensor k's elements [a, b); a tail
    whose state the tensor does not keep (zs_optimizer.state_elems) gathers zeros from, and stores
-   into, the scratch tail (the CPU device only). On CUDA the module's device steps on cs. */
+   into, the scratch tail on the CPU; on CUDA the module's device steps on cs, which skip the
+   state where the segment has none. */
 static zs_status piece(zs_tiers *t, zs_unit *u, int k, size_t a, size_t b, int store, float *tail,
                        void *cs) {
   zs_optim_seg seg = zs_tier_mem_seg(u, k, a, b);
@@ -203,12 +204,9 @@ static zs_status pieces(zs_tiers *t, zs_unit *u, int store, void *cs) {
     else if (!zs_unit_kept_overlap(u, k, 0, a, b, &x, &m)) /* kept: a prefix [a, m) */
       m = a;
     if (a < m) ZS_CHECK(piece(t, u, k, a, m, store, NULL, cs));
-    if (m < b && cuda) /* commit refuses a module that keeps a prefix of state on CUDA */
-      return zs_err(ZS_ERR_UNSUPPORTED,
-                    "the whole-tensor step of unit '%s' on CUDA: tensor %d keeps "
-                    "only a prefix of its state",
-                    u->name, k);
-    for (size_t y = m; y < b; y += TAIL) /* a gather never writes the tail: it stays zeros */
+    if (m < b && cuda) /* the segment's state is NULL past what it keeps: the device steps skip */
+      ZS_CHECK(piece(t, u, k, m, b, store, NULL, cs));
+    for (size_t y = m; y < b && !cuda; y += TAIL) /* a gather never writes the tail: zeros */
       ZS_CHECK(piece(t, u, k, y, b - y < TAIL ? b : y + TAIL, store, tail, cs));
   }
   return ZS_OK;

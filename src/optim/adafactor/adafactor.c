@@ -21,12 +21,13 @@
 
 #include "base/bf16.h"
 #include "base/error.h"
+#include "optim/adafactor/adafactor_coef.h"
 #include "optim/codec.h"
+#ifdef ZS_HAVE_CUDA
+#include "optim/adafactor/adafactor_cuda.h"
+#endif
 
-typedef struct {
-  zs_codec_coef head; /* the kernel */
-  float gscale, w, rho, eps1, eps2, d, neg_lr_wd;
-} adafactor_coef;
+typedef zs_adafactor_coef adafactor_coef;
 
 static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt, const float *g,
                    size_t n);
@@ -160,8 +161,43 @@ static zs_status host_fn(const zs_opt_mode *m, zs_opt_host_fn *out) {
   return zs_codec_host_fn(m, out);
 }
 
+#ifdef ZS_HAVE_CUDA
+/* The CUDA device's steps (adafactor_cuda.cu). A piece past what a tensor keeps has NULL state:
+   its gather leaves channel 2's zeros, its store drops the values. */
+static zs_status dev_gather(const void *coef, const zs_opt_state *st, zs_dtype sdt,
+                            const void *grad, zs_dtype gdt, float *const *in, size_t n,
+                            void *stream) {
+  return zs_adafactor_cuda_gather(coef, st->master, st->state[0], sdt == ZS_BF16, grad, gdt, in, n,
+                                  stream);
+}
+
+static zs_status dev_whole(const void *coef, float *const *ch, int64_t rows, int64_t cols,
+                           float *work, void *blas, void *stream) {
+  (void)blas;
+  return zs_adafactor_cuda_whole(coef, ch, rows, cols, work, stream);
+}
+
+static zs_status dev_store(const void *coef, void *const *state, zs_dtype sdt,
+                           const float *const *out, size_t n, void *stream) {
+  (void)coef;
+  return zs_adafactor_cuda_store(state[0], sdt == ZS_BF16, out, n, stream);
+}
+
+static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
+                            const zs_opt_state *s, const void *grad, zs_dtype gdt, void *param,
+                            zs_dtype pdt, size_t n, void *stream) {
+  (void)d;
+  const zs_codec_dev a = zs_codec_dev_of(m, s, grad, gdt, param, pdt, n, stream);
+  return zs_adafactor_cuda_update(coef, &a);
+}
+#define AF_DEV(x) x
+#else
+#define AF_DEV(x) NULL
+#endif
+
 static const zs_optimizer adafactor = {.prepare = prepare,
                                        .host_fn = host_fn,
+                                       .dev_update = AF_DEV(dev_update),
                                        .whole_in = 3,
                                        .whole_out = 2,
                                        .whole_vectors = 1,
@@ -169,9 +205,12 @@ static const zs_optimizer adafactor = {.prepare = prepare,
                                        .work_floats = work_floats,
                                        .whole = whole,
                                        .store = store,
-                                       .state_elems = state_elems};
+                                       .state_elems = state_elems,
+                                       .dev_gather = AF_DEV(dev_gather),
+                                       .dev_whole = AF_DEV(dev_whole),
+                                       .dev_store = AF_DEV(dev_store)};
 
-static const zs_opt_shape adafactor_shape = {0, 0, 1, {"variance"}, {"v"}};
+static const zs_opt_shape adafactor_shape = {0, 1, 1, {"variance"}, {"v"}};
 
 static const zs_opt_shape *shape(const zs_config *c) {
   (void)c;

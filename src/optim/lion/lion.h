@@ -1,7 +1,7 @@
 /* Lion (Chen et al., "Symbolic Discovery of Optimization Algorithms", 2023) as an optimizer module
  * (docs/OPTIMIZER.md §3): the sign of an interpolation of the momentum and the gradient, decoupled
  * weight decay. Its state: exp_avg. Every precision mode, through the master codec
- * (optim/codec.h); the CPU only (no CUDA kernel yet: refused on a CUDA device). */
+ * (optim/codec.h); the CPU and CUDA devices (lion_cuda.h). */
 #ifndef ZS_OPTIM_LION_LION_H
 #define ZS_OPTIM_LION_LION_H
 

@@ -2,7 +2,7 @@
  * (docs/OPTIMIZER.md §3): momentum, then the Newton-Schulz orthogonalisation of each matrix's
  * update, applied with decoupled weight decay. Its state: momentum_buffer. It needs each tensor
  * whole (optimizer.h: direction, whole), which the engine gathers at every stage and on every tier;
- * the CPU only (no CUDA kernel yet: refused on a CUDA device). */
+ * the CPU and CUDA devices (muon_cuda.h). */
 #ifndef ZS_OPTIM_MUON_MUON_H
 #define ZS_OPTIM_MUON_MUON_H
 

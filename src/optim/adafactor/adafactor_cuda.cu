@@ -1,0 +1,225 @@
+/* Adafactor on the CUDA device (adafactor_cuda.h): adafactor.c's operations with the
+   round-to-nearest intrinsics. A sum in double is one block's (or, for a row, one block per row;
+   for a column, one thread per column in row order): each thread's stride in order, then a fixed
+   tree. The scalars between kernels live in the channels' own floats once those are read:
+   alpha in ch[1][0] (the master is read only for it), den and scale in ch[2] (the old state is
+   read only for R, C or V). */
+#include "optim/adafactor/adafactor_cuda.h"
+#include "optim/codec_cuda.cuh"
+
+#define AF_THREADS 256
+#define AF_RED 1024 /* threads of a one-block sum */
+
+/* The gather's element: adafactor.c's gather. */
+template <typename TG, typename TS>
+__global__ void af_gather(zs_adafactor_coef k, const float *master, const TS *state, const TG *grad,
+                          float *g, float *th, float *s, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    g[i] = __fmul_rn(zs_ld(&grad[i]), k.gscale);
+    th[i] = master[i];
+    if (state) s[i] = zs_ld(&state[i]);
+  }
+}
+
+template <typename TG>
+static void gather_launch(const zs_adafactor_coef *c, const float *master, const void *state,
+                          int s_bf16, const void *grad, float *const *in, size_t n,
+                          cudaStream_t st) {
+  const unsigned b = zs_grid(n, AF_THREADS);
+  if (s_bf16)
+    af_gather<TG, zs_bf16><<<b, AF_THREADS, 0, st>>>(*c, master, (const zs_bf16 *)state,
+                                                     (const TG *)grad, in[0], in[1], in[2], n);
+  else
+    af_gather<TG, float><<<b, AF_THREADS, 0, st>>>(*c, master, (const float *)state,
+                                                   (const TG *)grad, in[0], in[1], in[2], n);
+}
+
+extern "C" zs_status zs_adafactor_cuda_gather(const zs_adafactor_coef *c, const float *master,
+                                              const void *state, int s_bf16, const void *grad,
+                                              zs_dtype gdt, float *const *in, size_t n,
+                                              void *stream) {
+  if (!c || !in || !zs_dt_ok(gdt))
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_adafactor_cuda_gather: arguments");
+  if (!n) return ZS_OK;
+  if (!master || !grad)
+    return zs_err(ZS_ERR_INVALID_ARG,
+                  "zs_adafactor_cuda_gather: Adafactor reads an fp32 master and the gradient");
+  if (gdt == ZS_BF16)
+    gather_launch<zs_bf16>(c, master, state, s_bf16, grad, in, n, (cudaStream_t)stream);
+  else
+    gather_launch<float>(c, master, state, s_bf16, grad, in, n, (cudaStream_t)stream);
+  return zs_cu_launched("zs_adafactor_cuda_gather");
+}
+
+/* The fixed tree over one block's partials (blockDim.x a power of two); thread 0 gets the sum. */
+__device__ double af_tree(double *part, double mine) {
+  part[threadIdx.x] = mine;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w)
+      part[threadIdx.x] = __dadd_rn(part[threadIdx.x], part[threadIdx.x + w]);
+    __syncthreads();
+  }
+  return part[0];
+}
+
+/* alpha = max(eps2, RMS(th)) * rho into th[0] (th is read only here; every read is before the
+   write). One block. */
+__global__ void af_alpha(zs_adafactor_coef k, float *th, size_t n) {
+  __shared__ double part[AF_RED];
+  double s = 0;
+  for (size_t i = threadIdx.x; i < n; i += AF_RED)
+    s = __dadd_rn(s, __dmul_rn((double)th[i], (double)th[i]));
+  const double sq = af_tree(part, s);
+  if (threadIdx.x == 0) th[0] = __fmul_rn((float)fmax((double)k.eps2, sqrt(sq / (double)n)), k.rho);
+}
+
+/* R_i from row i's mean of G^2 (one block per row). */
+__global__ void af_rows(zs_adafactor_coef k, const float *G, const float *S, float *R,
+                        int64_t cols) {
+  __shared__ double part[AF_THREADS];
+  const int64_t i = blockIdx.x;
+  double s = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += AF_THREADS) {
+    const double g = (double)G[i * cols + j];
+    s = __dadd_rn(s, __dmul_rn(g, g));
+  }
+  const double t = af_tree(part, s);
+  if (threadIdx.x == 0) R[i] = __fmaf_rn(k.w, __fsub_rn((float)(t / (double)cols), S[i]), S[i]);
+}
+
+/* C_j from column j's mean of G^2 (one thread per column, the rows in order). */
+__global__ void af_cols(zs_adafactor_coef k, const float *G, const float *S, float *C, int64_t rows,
+                        int64_t cols) {
+  const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  double s = 0;
+  for (int64_t i = 0; i < rows; i++) {
+    const double g = (double)G[i * cols + j];
+    s = __dadd_rn(s, __dmul_rn(g, g));
+  }
+  C[j] = __fmaf_rn(k.w, __fsub_rn((float)(s / (double)rows), S[rows + j]), S[rows + j]);
+}
+
+/* den = max(mean(R), eps1) into *den (one block; S, whose floats hold it, is read already). */
+__global__ void af_den(zs_adafactor_coef k, const float *R, int64_t rows, float *den) {
+  __shared__ double part[AF_RED];
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < rows; i += AF_RED)
+    s = __dadd_rn(s, (double)R[i]);
+  const double t = af_tree(part, s);
+  if (threadIdx.x == 0) *den = fmaxf((float)(t / (double)rows), k.eps1);
+}
+
+/* A vector's V_i = fmaf(w, G_i^2 - S_i, S_i). */
+__global__ void af_vec(zs_adafactor_coef k, const float *G, const float *S, float *V, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    V[i] = __fmaf_rn(k.w, __fsub_rn(__fmul_rn(G[i], G[i]), S[i]), S[i]);
+}
+
+/* u_ij = G_ij / sqrt(max(var_ij, eps1^2)). */
+__device__ __forceinline__ float af_u(const float *G, const float *V, const float *R,
+                                      const float *C, float den, int64_t cols, size_t e,
+                                      float floor) {
+  const float var = V ? V[e] : __fdiv_rn(__fmul_rn(R[e / (size_t)cols], C[e % (size_t)cols]), den);
+  return __fdiv_rn(G[e], __fsqrt_rn(fmaxf(var, floor)));
+}
+
+/* scale = alpha / max(1, RMS(U) / d) into *scale (one block; alpha from *alpha). */
+__global__ void af_scale(zs_adafactor_coef k, const float *G, const float *V, const float *R,
+                         const float *C, const float *den, const float *alpha, size_t n,
+                         int64_t cols, float *scale) {
+  __shared__ double part[AF_RED];
+  const float floor = __fmul_rn(k.eps1, k.eps1), dn = V ? 1.0f : *den;
+  double s = 0;
+  for (size_t e = threadIdx.x; e < n; e += AF_RED) {
+    const float u = af_u(G, V, R, C, dn, cols, e, floor);
+    s = __dadd_rn(s, __dmul_rn((double)u, (double)u));
+  }
+  const double us = af_tree(part, s);
+  if (threadIdx.x == 0)
+    *scale = __fdiv_rn(*alpha, (float)fmax(1.0, sqrt(us / (double)n) / (double)k.d));
+}
+
+/* G = G / sqrt(max(var, eps1^2)) * scale, -0 made +0 (the update). */
+__global__ void af_out(zs_adafactor_coef k, float *G, const float *V, const float *R,
+                       const float *C, const float *den, const float *scale, size_t n,
+                       int64_t cols) {
+  const float floor = __fmul_rn(k.eps1, k.eps1), dn = V ? 1.0f : *den, sc = *scale;
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
+       e += (size_t)gridDim.x * blockDim.x)
+    G[e] = __fadd_rn(__fmul_rn(af_u(G, V, R, C, dn, cols, e, floor), sc), 0.0f);
+}
+
+/* The new state into th: R then C then zeros (factored), or V; -0 made +0. */
+__global__ void af_state(float *th, const float *R, int64_t rows, int64_t cols, const float *V,
+                         size_t n) {
+  for (size_t e = blockIdx.x * (size_t)blockDim.x + threadIdx.x; e < n;
+       e += (size_t)gridDim.x * blockDim.x) {
+    float v = V ? V[e] : e < (size_t)(rows + cols) ? R[e] : 0.0f; /* C follows R in work */
+    th[e] = __fadd_rn(v, 0.0f);
+  }
+}
+
+extern "C" zs_status zs_adafactor_cuda_whole(const zs_adafactor_coef *c, float *const *ch,
+                                             int64_t rows, int64_t cols, float *work,
+                                             void *stream) {
+  if (!c || !ch || !work || rows < 1 || cols < 1)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_adafactor_cuda_whole: arguments");
+  cudaStream_t st = (cudaStream_t)stream;
+  const size_t n = (size_t)rows * (size_t)cols;
+  float *G = ch[0], *th = ch[1], *S = ch[2];
+  const int factored = rows > 1 && cols > 1;
+  float *R = work, *C = R + rows, *V = factored ? NULL : C + cols;
+  const unsigned grid = zs_grid(n, AF_THREADS);
+  af_alpha<<<1, AF_RED, 0, st>>>(*c, th, n);     /* th[0] = alpha */
+  float *den = S, *scale = factored ? S + 1 : S; /* S is free once R, C or V are made */
+  if (factored) {
+    af_rows<<<(unsigned)rows, AF_THREADS, 0, st>>>(*c, G, S, R, cols);
+    af_cols<<<(unsigned)((cols + AF_THREADS - 1) / AF_THREADS), AF_THREADS, 0, st>>>(*c, G, S, C,
+                                                                                     rows, cols);
+    af_den<<<1, AF_RED, 0, st>>>(*c, R, rows, den);
+  } else {
+    af_vec<<<grid, AF_THREADS, 0, st>>>(*c, G, S, V, n);
+  }
+  af_scale<<<1, AF_RED, 0, st>>>(*c, G, V, R, C, den, th, n, cols, scale);
+  af_out<<<grid, AF_THREADS, 0, st>>>(*c, G, V, R, C, den, scale, n, cols);
+  af_state<<<grid, AF_THREADS, 0, st>>>(th, R, rows, cols, V, n);
+  return zs_cu_launched("zs_adafactor_cuda_whole");
+}
+
+template <typename TS> __global__ void af_store(TS *state, const float *x, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    zs_st(&state[i], x[i]);
+}
+
+extern "C" zs_status zs_adafactor_cuda_store(void *state, int s_bf16, const float *const *out,
+                                             size_t n, void *stream) {
+  if (!state || !n) return ZS_OK;
+  const unsigned b = zs_grid(n, AF_THREADS);
+  if (s_bf16)
+    af_store<zs_bf16><<<b, AF_THREADS, 0, (cudaStream_t)stream>>>((zs_bf16 *)state, out[1], n);
+  else
+    af_store<float><<<b, AF_THREADS, 0, (cudaStream_t)stream>>>((float *)state, out[1], n);
+  return zs_cu_launched("zs_adafactor_cuda_store");
+}
+
+/* The update's element (adafactor.c's kernel): g is the whole step's update. */
+struct af_op {
+  zs_adafactor_coef k;
+  template <typename TS>
+  __device__ void operator()(float &p, TS *const *st, size_t i, float g) const {
+    p = __fsub_rn(__fmaf_rn(k.neg_lr_wd, p, p), g);
+    (void)st, (void)i;
+  }
+};
+
+extern "C" zs_status zs_adafactor_cuda_update(const zs_adafactor_coef *c, const zs_codec_dev *a) {
+  if (!c) return zs_err(ZS_ERR_INVALID_ARG, "zs_adafactor_cuda_update: coefficients are NULL");
+  if (a && (a->master == ZS_MASTER_REMAINDER || a->master == ZS_MASTER_LEAN))
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_adafactor_cuda_update: Adafactor reads an fp32 master");
+  return zs_codec_cuda(af_op{*c}, a, "zs_adafactor_cuda_update");
+}
