@@ -111,16 +111,20 @@ zs_status zs_cuda_dev_open(zs_dev *d, int index) {
 void zs_cuda_dev_close(zs_dev *d) {
   /* The drains are bounded (wait_timeout_s) like every host wait here: a stream still held by a
      collective of a dead peer is destroyed anyway (CUDA releases it once its work is done). */
-  if (d->compute_stream) {
-    (void)zs_cuda_wait_stream(d->compute_stream, d->wait_timeout_s, "closing the device");
-    cudaStreamDestroy(d->compute_stream);
-  }
-  if (d->comm_stream) {
-    (void)zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "closing the device");
-    cudaStreamDestroy(d->comm_stream);
-  }
-  if (d->blas) cublasDestroy((cublasHandle_t)d->blas); /* its work was on the streams above */
+  int drained = 1;
+  if (d->compute_stream)
+    drained =
+        zs_cuda_wait_stream(d->compute_stream, d->wait_timeout_s, "closing the device") == ZS_OK;
+  if (d->comm_stream)
+    drained =
+        zs_cuda_wait_stream(d->comm_stream, d->wait_timeout_s, "closing the device") == ZS_OK &&
+        drained;
+  /* cublasDestroy synchronises the whole device without a bound: only once the streams drained
+     (else the handle is left: a stream still held by a dead peer's collective could hang it). */
+  if (d->blas && drained) cublasDestroy((cublasHandle_t)d->blas);
   d->blas = NULL;
+  if (d->compute_stream) cudaStreamDestroy(d->compute_stream);
+  if (d->comm_stream) cudaStreamDestroy(d->comm_stream);
   /* Returns the reserved memory (normally after the streams above drained; an allocation or free
      still queued makes CUDA release the pool once it is done instead of at once). */
   if (d->pool) cudaMemPoolDestroy((cudaMemPool_t)d->pool);

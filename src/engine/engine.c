@@ -490,6 +490,13 @@ static zs_status cuda_whole_check(const zs_engine *e, const zs_plan_units *us,
     int whole = -1, split = 0;
     for (int k = 0; k < u->ntensors; k++)
       if (u->whole_owner[k] >= 0) {
+        int64_t rows, cols;
+        zs_tp_whole_dims(&u->t[k], u->tp[k], e->tp_size, &rows, &cols);
+        if (rows > INT32_MAX || cols > INT32_MAX) /* cuBLAS's and the kernels' grids */
+          return zs_err(ZS_ERR_UNSUPPORTED,
+                        "zs_engine_commit: tensor '%s.%s' is a %lld x %lld matrix: the CUDA "
+                        "device's whole-tensor step takes dimensions up to 2^31 - 1",
+                        u->name, u->t[k].name, (long long)rows, (long long)cols);
         whole = k;
         split = split || zs_tp_is_split(u->tp[k], e->tp_size);
       }

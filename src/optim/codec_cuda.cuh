@@ -75,11 +75,8 @@ static zs_status zs_codec_cuda(const Op &op, const zs_codec_dev *a, const char *
   const int packed = a->master == ZS_MASTER_REMAINDER || a->master == ZS_MASTER_LEAN;
   if (!a->grad || (packed ? !a->out || (a->master == ZS_MASTER_REMAINDER && !a->rem) : !a->fp32))
     return zs_err(ZS_ERR_INVALID_ARG, "%s: NULL gradient or master with n = %zu", fn, a->n);
-  if (packed && (a->gdt != ZS_BF16 || a->pdt != ZS_BF16))
-    return zs_err(ZS_ERR_INVALID_ARG,
-                  "%s: the remainder and lean modes need bf16 params and "
-                  "gradients",
-                  fn);
+  if (packed && a->pdt != ZS_BF16) /* the gradient may be fp32: grad_accum_fp32, a whole step */
+    return zs_err(ZS_ERR_INVALID_ARG, "%s: the remainder and lean modes need bf16 params", fn);
   if (a->state_bf16)
     zs_codec_launch_ts<Op, zs_bf16>(op, *a);
   else

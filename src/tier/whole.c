@@ -239,6 +239,8 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
     rc = zs_sh_alloc(x, ZS_MEM_BUFFERS, wn * sizeof *work, (void **)&work, cs);
   }
   if (rc == ZS_OK) rc = zs_dev_zero(x->dev, u->whole_dir, bytes, cs);
+  void *blas = NULL; /* made on every rank before the exchange: none fails alone inside it */
+  if (rc == ZS_OK && cuda) rc = zs_dev_blas(x->dev, cs, &blas);
   if (rc != ZS_OK) { /* its shard group is entering the exchange: failing here fails them too */
     rc = zs_err_wrap(rc, "the whole-tensor step of unit '%s': its buffers", u->name);
     if (work) zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, cs);
@@ -258,8 +260,10 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
     rc = zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,
                                 ZS_CDT_F32, cs);
   if (rc == ZS_OK && !nvme) rc = pieces(t, u, 1, cs);
-  if (rc != ZS_OK) return zs_err_wrap(rc, "the whole-tensor step of unit '%s'", u->name);
-  return ZS_OK;
+  if (rc == ZS_OK) return ZS_OK;
+  rc = zs_err_wrap(rc, "the whole-tensor step of unit '%s'", u->name);
+  /* A step that failed on this rank alone (a device launch) leaves its peers in the exchange. */
+  return sharded || joins ? zs_sh_fail_hard(x, rc) : rc;
 }
 
 void zs_tier_whole_end(zs_tiers *t, zs_unit *u, zs_status rc) {

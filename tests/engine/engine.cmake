@@ -83,6 +83,9 @@ if(ZS_HAVE_CUDA)
   zs_engine_equiv(engine_cuda_group_opts_lean_m16_np2_stage1 2 1 det --groups 2 --bf16 1 --master 3 --moments-bf16 1 --reftol 3e-2 RUN_ARGS "--device cuda")
   zs_engine_equiv(engine_cuda_group_opts_rem_np2_stage2 2 2 det --groups 2 --bf16 1 --master 2 --reftol 3e-2 RUN_ARGS "--device cuda")
   zs_engine_equiv(engine_cuda_sgd_nesterov_np1_stage0 1 0 det --sgd 0.9 --nesterov 1 --state 1 RUN_ARGS "--device cuda")
+  # Lion in lean mode with fp32 gradient accumulation: the codec's packed modes with an fp32
+  # gradient (bit for bit against the CPU).
+  zs_engine_equiv(engine_cuda_accum_fp32_lion_lean_np2_stage1 2 1 det --lion 1 --master 3 --bf16 1 --accum-fp32 1 --reftol 1e-2 RUN_ARGS "--device cuda")
   # Muon on CUDA (its gather and update bit-identical to the CPU's, Newton-Schulz through
   # cuBLAS): against the float64 reference at one rank (cuBLAS's sums in another order than
   # OpenBLAS's: 1e-4 instead of 2e-5), and 2 ranks at stage 3 against 1 rank, both on CUDA, bit for
@@ -91,6 +94,8 @@ if(ZS_HAVE_CUDA)
   zs_mpi_test(engine_cuda_train_np1_muon test_engine_train NP 1 ARGS --device cuda --stage 0 --muon 1 --state 1 --reftol 1e-4 LABELS engine gpu)
   zs_engine_equiv(engine_cuda_muon_np2_stage3 2 3 det --device cuda --muon 1 --state 1 --reftol 1e-4)
   zs_engine_equiv(engine_cuda_muon_m16_np2_stage1 2 1 det --device cuda --muon 2 --moments-bf16 1 --reftol 5e-4)
+  # Muon in lean mode (its update reads the whole step's fp32 direction into bf16 params).
+  zs_engine_equiv(engine_cuda_muon_lean_np2_stage3 2 3 det --device cuda --muon 1 --bf16 1 --master 3 --reftol 3e-2)
   # Adafactor on CUDA the same ways (its sums in double in fixed trees on the GPU, in element
   # order on the CPU); at stage 3 the shards cut the factors' prefix, so the device steps meet
   # pieces with no state.
@@ -100,7 +105,8 @@ if(ZS_HAVE_CUDA)
                    engine_cuda_group_opts_rem_np2_stage2 engine_cuda_sgd_nesterov_np1_stage0
                    engine_cuda_train_np1_muon engine_cuda_muon_np2_stage3
                    engine_cuda_muon_m16_np2_stage1 engine_cuda_train_np1_adafactor
-                   engine_cuda_adafactor_np2_stage3)
+                   engine_cuda_adafactor_np2_stage3 engine_cuda_accum_fp32_lion_lean_np2_stage1
+                   engine_cuda_muon_lean_np2_stage3)
   set_property(TEST ${zs_cuda_opts} APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
   set_property(TEST ${zs_cuda_opts} APPEND PROPERTY LABELS gpu)
 endif()
