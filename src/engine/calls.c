@@ -116,7 +116,7 @@ void zs_engine_sig_attach(zs_engine *e) {
 /* Words of the step's shape: micro_steps, grads_ready calls of all units, completed steps, and
    the running hash of every collective header built on the engine's groups since create
    (src/comm/sig.c): the same on every rank of a legal program, so a divergence that neither hung
-   nor was caught by a header exchange (comm_check 0, nccl) is caught here, before the update.
+   nor was caught by a header exchange (comm_check 0) is caught here, before the update.
    SHAPE_SET combines the records of zs_engine_set_record (0: none since the last agreement),
    compared among the data-parallel ranks (tp ranks hold other slices); SHAPE_SET_WHOLE those of
    the tensors every tp rank holds whole (not split), compared over every rank; SHAPE_NO_GRAD the
@@ -317,8 +317,8 @@ zs_status zs_engine_agree_step(zs_engine *e) {
       return zs_err(ZS_ERR_COMM,
                     "zs_engine_step: the ranks disagree on the step's shape: rank %d (this one) "
                     "and rank %d made different collective calls since zs_engine_create (their "
-                    "running hashes of the calls differ; with comm_check 0 or on nccl the "
-                    "calls are not compared one by one, so data exchanged since may be wrong). "
+                    "running hashes of the calls differ; with comm_check 0 the calls are not "
+                    "compared one by one, so data exchanged since may be wrong). "
                     "Every rank must make the same collective calls in the same order; nothing "
                     "was updated, but the engine is failed: destroy it and fix the program",
                     e->all_rank, q);

@@ -426,8 +426,9 @@ static void state_free(zs_engine *e, zs_unit *u, zs_state k) {
    is: zs_placement_unit_of, as the planner counts it), lays it out on the shard group and
    allocates its persistent states in memory (those on the NVMe tier: zs_nvme_tier_open). */
 /* Commit's outcome agreed by every rank (one all-gather; a rank whose own part failed joins it
-   too): with comm_check 0 the header exchange ends at commit, so a rank failing commit alone
-   would keep it (its destroy's goodbye) while its peers go on without. rc is this rank's. */
+   too): with comm_check 0 the header exchange ends at commit, and nccl groups send no goodbye,
+   so a rank failing commit alone would keep it (its destroy's goodbye) while its peers go on
+   without. rc is this rank's. */
 static zs_status agree_outcome(zs_engine *e, zs_status rc) {
   if (e->all_size == 1) return rc;
   const zs_agree_text say = {.what = "zs_engine_commit",
@@ -580,7 +581,7 @@ static zs_status commit_steps(zs_engine *e) {
      same on every rank (place is a function of the configuration and the sizes), so every rank
      joins the tier's agreement, a rank whose allocation failed too: none waits for it. */
   rc = open_tier(e, &place, rc);
-  if (!e->cfg.comm_check) rc = agree_outcome(e, rc);
+  if (!e->cfg.comm_check || !strcmp(zs_coll_backend(e->world), "nccl")) rc = agree_outcome(e, rc);
   if (rc != ZS_OK) { /* all or nothing: the engine is back to its state before commit */
     for (int k = 0; k < e->nunits; k++)
       unit_release_buffers(e, e->units[k]);
