@@ -483,16 +483,22 @@ typedef struct {
   int skipped_nonfinite; /* 1 if a gradient was NaN/Inf: the step was skipped, weights untouched */
   double step_seconds;   /* wall time from begin_step to the end of zs_engine_step */
   unsigned struct_version; /* 1: the fields above; 2: also check_seconds; 3: also comm_seconds
-                              and update_seconds; 4: also io_seconds */
-  unsigned reserved_u;
-  double check_seconds; /* of step_seconds, this rank's wall time in the divergence check's
-                           exchanges (0 with comm_check 0; on nccl the host's share: queueing
-                           them, and a wait for a slot; docs/COLLECTIVES.md §2) */
+                              and update_seconds; 4: also io_seconds; 5: also gpu_* */
+  unsigned gpu_missed;     /* GPU timing pairs left out of the gpu_* figures (not yet complete when
+                              read, over 1024 in the step, or failed to record); 0 on the CPU */
+  double check_seconds;    /* of step_seconds, this rank's wall time in the divergence check's
+                              exchanges (0 with comm_check 0; on nccl the host's share: queueing
+                              them, and a wait for a slot; docs/COLLECTIVES.md §2) */
   /* Of step_seconds, this rank's wall time in the engine's collectives (gathers, reductions,
      syncs; not the exchanges above), in the optimizer update (0 when skipped) and waiting for the
      NVMe tier's disk, each without the others: the rest is the caller's forward, backward, data. */
   double comm_seconds, update_seconds, io_seconds;
-  double reserved[2];
+  /* CUDA (0 on the CPU), from timing events on the engine's streams, read at the step's end
+     without a wait: the GPU time of the step's collectives, summed (those on different streams
+     may overlap each other and compute), and the time the compute stream stood waiting for the
+     comm stream's work (a gather, the reductions at the step's end): the exposed communication;
+     the rest of gpu_comm_seconds ran hidden behind compute. */
+  double gpu_comm_seconds, gpu_exposed_seconds;
 } zs_step_stats;
 /* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs the
    optimizer on this rank's share of its state (docs/OPTIMIZER.md §1-§3), publishes updated full

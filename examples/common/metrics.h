@@ -22,6 +22,9 @@ typedef struct {
   /* MB (10^6 bytes) this rank's collectives moved on a ring since the previous record
      (zs_engine_facts' comm_bus_bytes), and of them the tp group's. */
   double comm_mb, tp_comm_mb;
+  /* CUDA (0 on the CPU): the step's collectives' GPU time and the part of it the compute stream
+     stood waiting for (exposed; the rest ran behind compute): zs_step_stats' gpu_* figures. */
+  double gpu_comm_ms, gpu_exposed_ms;
   int slowest;
   int skipped;
 } gpt2_step_log;

@@ -77,6 +77,8 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   lg.comm_ms = 1e3 * st->comm_seconds;
   lg.update_ms = 1e3 * st->update_seconds;
   lg.io_ms = 1e3 * st->io_seconds;
+  lg.gpu_comm_ms = 1e3 * st->gpu_comm_seconds;
+  lg.gpu_exposed_ms = 1e3 * st->gpu_exposed_seconds;
   lg.data_ms = 1e3 * r->data_s;
   r->data_s = 0;
   zs_engine_facts f = {.struct_size = sizeof f};

@@ -239,12 +239,20 @@ static zs_status sig(zs_coll *c, zs_flight_entry *x, zs_sig_op op, size_t count,
     x->state = ZS_FLIGHT_RUNNING;
     x->started_us = zs_clock_wall_us();
   }
+  if (c->timer && stream) c->timer(c->timer_ctx, stream, 0); /* op_end records the other end */
   return ZS_OK;
+}
+
+void zs_coll_set_timer(zs_coll *c, void (*fn)(void *ctx, void *stream, int end), void *ctx) {
+  if (!c) return;
+  c->timer = fn;
+  c->timer_ctx = ctx;
 }
 
 /* timed, with entry x ended (a device op of the nccl backend returns once enqueued: its end is
    the zs_coll_sync that waits for it). */
 static zs_status op_end(zs_coll *c, zs_flight_entry *x, double t0, zs_status rc, void *stream) {
+  if (c->timer && stream) c->timer(c->timer_ctx, stream, 1);
   rc = timed(c, t0, rc);
   if (x) fl_end(x, rc, stream != NULL && !strcmp(c->backend, "nccl"));
   return rc;

@@ -69,9 +69,11 @@ struct zs_coll {
   double op_seconds;              /* ... and in the operations and syncs (zs_coll_op_seconds) */
   uint64_t bus_bytes;             /* the operations' ring bytes per rank (zs_coll_bus_bytes) */
   const zs_coll_sig_src *sig_src; /* the owner's call, or NULL */
-  struct zs_flight *flight;       /* the flight recorder (flight.h), or NULL */
-  int flight_group;               /* this group's index in it */
-  uint64_t flight_seq;            /* one-rank group: collectives recorded so far */
+  void (*timer)(void *ctx, void *stream, int end); /* zs_coll_set_timer's, or NULL */
+  void *timer_ctx;
+  struct zs_flight *flight; /* the flight recorder (flight.h), or NULL */
+  int flight_group;         /* this group's index in it */
+  uint64_t flight_seq;      /* one-rank group: collectives recorded so far */
 };
 
 /* Header words: magic, sequence, op|dtype|root, count, the owner's ZS_SIG_CTX words, and last

@@ -105,6 +105,9 @@ const char *zs_coll_backend(const zs_coll *c); /* "mpi", "mpi-staged", "nccl" */
 void zs_coll_set_timeout(zs_coll *c, double timeout_s);
 /* Attaches the owner's context to c's headers (src must outlive c; NULL detaches). */
 void zs_coll_set_sig_src(zs_coll *c, const zs_coll_sig_src *src);
+/* Calls fn(ctx, stream, 0) just before each data collective of c is put on a non-NULL stream
+   and fn(ctx, stream, 1) just after (the owner's GPU timing); NULL detaches. */
+void zs_coll_set_timer(zs_coll *c, void (*fn)(void *ctx, void *stream, int end), void *ctx);
 /* A header exchange without data: every rank of c agrees that it made the same calls so far and
    is at the same call now (the owner's context). ZS_ERR_COMM on a difference (group broken),
    ZS_ERR_TIMEOUT when a peer never comes; ZS_OK at once when the check is off. */

@@ -127,6 +127,30 @@ void zs_dev_free(zs_dev *d, void *p, void *stream) {
 #endif
 }
 
+zs_status zs_dev_timer_begin(zs_dev *d) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) return zs_cuda_timer_begin(d);
+#endif
+  (void)d;
+  return ZS_OK;
+}
+
+void zs_dev_timer_coll(zs_dev *d, void *stream, int end) {
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) zs_cuda_timer_coll(d, stream, end);
+#endif
+  (void)d, (void)stream, (void)end;
+}
+
+void zs_dev_timer_end(zs_dev *d, double *coll_s, double *wait_s, int *missed) {
+  *coll_s = *wait_s = 0;
+  *missed = 0;
+#ifdef ZS_HAVE_CUDA
+  if (ZS_IS_CUDA(d)) zs_cuda_timer_end(d, coll_s, wait_s, missed);
+#endif
+  (void)d;
+}
+
 zs_status zs_dev_blas(zs_dev *d, void *stream, void **handle) {
 #ifdef ZS_HAVE_CUDA
   if (ZS_IS_CUDA(d)) return zs_cuda_dev_blas(d, stream, handle);
@@ -177,14 +201,24 @@ zs_status zs_dev_sync(zs_dev *d, void *stream) {
 
 zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler) {
 #ifdef ZS_HAVE_CUDA
-  if (ZS_IS_CUDA(d)) return zs_cuda_dev_order(d, waiter, signaler);
+  if (ZS_IS_CUDA(d)) {
+    zs_cuda_timer_wait(d, waiter, 0);
+    const zs_status rc = zs_cuda_dev_order(d, waiter, signaler);
+    zs_cuda_timer_wait(d, waiter, 1);
+    return rc;
+  }
 #endif
   return ZS_OK;
 }
 
 zs_status zs_dev_wait_event(zs_dev *d, void *stream, void *ev) {
 #ifdef ZS_HAVE_CUDA
-  if (ZS_IS_CUDA(d) && ev) return zs_cuda_stream_wait_event(stream, ev);
+  if (ZS_IS_CUDA(d) && ev) {
+    zs_cuda_timer_wait(d, stream, 0);
+    const zs_status rc = zs_cuda_stream_wait_event(stream, ev);
+    zs_cuda_timer_wait(d, stream, 1);
+    return rc;
+  }
 #endif
   (void)d;
   (void)stream;

@@ -23,6 +23,7 @@ typedef struct {
                             this long (work queued behind a collective of a silent peer) */
   void *blas;            /* cublasHandle_t of the whole-tensor optimizers' GEMMs (zs_dev_blas), or
                             NULL before the first */
+  struct zs_dev_timer *timer; /* the step's GPU timing (zs_dev_timer_*), or NULL before the first */
 } zs_dev;
 
 /* The kind of a closed device: zs_dev_free of its buffers frees nothing (a CUDA buffer freed as
@@ -67,6 +68,17 @@ zs_status zs_dev_sync(zs_dev *d, void *stream);
 /* The device's cuBLAS handle (created at the first call; fp32 math, no TF32) with its work queued
    on stream. ZS_ERR_UNSUPPORTED on the CPU device (its GEMMs are OpenBLAS's). */
 zs_status zs_dev_blas(zs_dev *d, void *stream, void **handle);
+
+/* The GPU timing of a step (CUDA; nothing on the CPU): while on, each collective's GPU time (a
+   pair of timing events around it on its stream: zs_dev_timer_coll, called by the engine's
+   groups) and each wait of the compute stream for another (zs_dev_order and zs_dev_wait_event
+   with the compute stream waiting: the time it stood still) are recorded; zs_dev_timer_end reads
+   them without waiting (a pair not yet complete is left out and counted in missed). Begin fails
+   only when its events cannot be made (the step then goes untimed). */
+typedef struct zs_dev_timer zs_dev_timer;
+zs_status zs_dev_timer_begin(zs_dev *d);
+void zs_dev_timer_coll(zs_dev *d, void *stream, int end); /* end 0: before the op, 1: after */
+void zs_dev_timer_end(zs_dev *d, double *coll_s, double *wait_s, int *missed);
 /* Makes future work on `waiter` wait for the work queued so far on `signaler`. */
 zs_status zs_dev_order(zs_dev *d, void *waiter, void *signaler);
 /* Makes future work on `stream` wait for event ev (recorded with zs_dev_event_record). ev NULL

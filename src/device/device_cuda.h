@@ -15,6 +15,12 @@ zs_status zs_cuda_dev_alloc(zs_dev *d, size_t bytes, void **p, void *stream);
 void zs_cuda_dev_free(zs_dev *d, void *p, void *stream);
 zs_status zs_cuda_dev_zero(zs_dev *d, void *p, size_t bytes, void *stream);
 zs_status zs_cuda_dev_blas(zs_dev *d, void *stream, void **handle);
+/* cuda_timer.c: device.h's zs_dev_timer_*; wait marks only a wait of the compute stream. */
+zs_status zs_cuda_timer_begin(zs_dev *d);
+void zs_cuda_timer_coll(zs_dev *d, void *stream, int end);
+void zs_cuda_timer_wait(zs_dev *d, void *waiter, int end);
+void zs_cuda_timer_end(zs_dev *d, double *coll_s, double *wait_s, int *missed);
+void zs_cuda_timer_free(zs_dev *d);
 zs_status zs_cuda_dev_copy(zs_dev *d, void *dst, const void *src, size_t bytes, void *stream);
 zs_status zs_cuda_dev_to_host(zs_dev *d, void *host, const void *src, size_t bytes);
 zs_status zs_cuda_dev_from_host(zs_dev *d, void *dst, const void *host, size_t bytes);

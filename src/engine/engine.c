@@ -525,6 +525,11 @@ static zs_status cuda_whole_check(const zs_engine *e, const zs_plan_units *us,
   return ZS_OK;
 }
 
+/* A collective's end of the step's GPU timing pair (zs_coll_set_timer). */
+static void time_coll(void *dev, void *stream, int end) {
+  zs_dev_timer_coll(dev, stream, end);
+}
+
 static zs_status commit_steps(zs_engine *e);
 
 zs_status zs_engine_commit(zs_engine *e) {
@@ -591,8 +596,10 @@ static zs_status commit_steps(zs_engine *e) {
   /* The divergence check as configured, from here on (commit's agreement made every rank's
      comm_check the same; create and commit ran with it on). */
   zs_coll *groups[5] = {e->all, e->tp, e->world, e->shard, e->replica};
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < 5; i++) {
     zs_coll_set_check(groups[i], e->cfg.comm_check);
+    zs_coll_set_timer(groups[i], time_coll, &e->dev); /* the steps' GPU timing (CUDA) */
+  }
   e->state = ZS_ENGINE_READY;
   return ZS_OK;
 }

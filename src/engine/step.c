@@ -52,6 +52,7 @@ zs_status zs_engine_begin_step(zs_engine *e, int micro_steps) {
     zs_err(ZS_OK, "%s", saved);
   }
   e->step_t0 = zs_clock_now_s();
+  (void)zs_dev_timer_begin(&e->dev); /* CUDA; a step that cannot be timed goes on untimed */
   e->check_t0 = zs_engine_check_seconds(e);
   e->comm_t0 = zs_engine_comm_seconds(e);
   e->io_t0 = zs_engine_io_seconds(e);
@@ -235,7 +236,10 @@ static zs_status step_update(zs_engine *e, zs_step_stats *st) {
   s.check_seconds = zs_engine_check_seconds(e) - e->check_t0;
   s.comm_seconds = zs_engine_comm_seconds(e) - e->comm_t0;
   s.io_seconds = zs_engine_io_seconds(e) - e->io_t0;
-  s.struct_version = 4;
+  int missed = 0; /* after the compute stream's sync above: no wait added */
+  zs_dev_timer_end(d, &s.gpu_comm_seconds, &s.gpu_exposed_seconds, &missed);
+  s.gpu_missed = missed;
+  s.struct_version = 5;
   if (st) *st = s;
   return ZS_OK;
 }

@@ -101,11 +101,13 @@ if(ZS_HAVE_CUDA)
   # pieces with no state.
   zs_mpi_test(engine_cuda_train_np1_adafactor test_engine_train NP 1 ARGS --device cuda --stage 0 --adafactor 1 --state 1 --reftol 1e-4 LABELS engine gpu)
   zs_engine_equiv(engine_cuda_adafactor_np2_stage3 2 3 det --device cuda --adafactor 1 --state 1 --reftol 1e-4)
+  zs_engine_equiv(engine_cuda_adafactor_m16_np2_stage1 2 1 det --device cuda --adafactor 1 --moments-bf16 1 --bf16 1 --reftol 3e-2)
   set(zs_cuda_opts engine_cuda_group_opts_np2_stage3 engine_cuda_group_opts_lean_m16_np2_stage1
                    engine_cuda_group_opts_rem_np2_stage2 engine_cuda_sgd_nesterov_np1_stage0
                    engine_cuda_train_np1_muon engine_cuda_muon_np2_stage3
                    engine_cuda_muon_m16_np2_stage1 engine_cuda_train_np1_adafactor
-                   engine_cuda_adafactor_np2_stage3 engine_cuda_accum_fp32_lion_lean_np2_stage1
+                   engine_cuda_adafactor_np2_stage3 engine_cuda_adafactor_m16_np2_stage1
+                   engine_cuda_accum_fp32_lion_lean_np2_stage1
                    engine_cuda_muon_lean_np2_stage3)
   set_property(TEST ${zs_cuda_opts} APPEND PROPERTY ENVIRONMENT ZS_COMM=mpi)
   set_property(TEST ${zs_cuda_opts} APPEND PROPERTY LABELS gpu)

@@ -309,7 +309,7 @@ static void train(zs_comm *comm, const opts *o, int nvme, size_t cap, float *w, 
     zs_step_stats st;
     ZS_OK_OR_DIE(zs_engine_step(e, &st));
     /* The disk's waits are a disjoint part of the step (zs_step_stats 4). */
-    ZS_EXPECT(st.struct_version == 4 && st.io_seconds >= 0 &&
+    ZS_EXPECT(st.struct_version == 5 && st.io_seconds >= 0 &&
                   st.check_seconds + st.comm_seconds + st.update_seconds + st.io_seconds <=
                       st.step_seconds,
               "check %g + comm %g + update %g + io %g s of a %g s step", st.check_seconds,

@@ -999,7 +999,7 @@ int main(int argc, char **argv) {
     skipped += st.skipped_nonfinite;
     /* The divergence check is on by default on every backend: its time is part of the step. */
     const int checked = world > 1;
-    ZS_EXPECT(st.struct_version == 4 && (checked ? st.check_seconds > 0 : st.check_seconds == 0) &&
+    ZS_EXPECT(st.struct_version == 5 && (checked ? st.check_seconds > 0 : st.check_seconds == 0) &&
                   st.check_seconds <= st.step_seconds,
               "step %d: check_seconds %g of step_seconds %g (version %u, checked %d)", s,
               st.check_seconds, st.step_seconds, st.struct_version, checked);
@@ -1012,6 +1012,16 @@ int main(int argc, char **argv) {
               st.check_seconds, st.comm_seconds, st.update_seconds, st.io_seconds, st.step_seconds);
     ZS_EXPECT(st.skipped_nonfinite == poison_step, "step %d: skipped=%d, poisoned=%d", s,
               st.skipped_nonfinite, poison_step);
+    /* The GPU timing: nothing on the CPU; on CUDA with several ranks the step's collectives
+       took GPU time, the compute stream's waits lie within the step, and no pair is left out
+       (the step's last wait came after every collective). */
+    ZS_EXPECT(o.cuda
+                  ? (world == 1 || st.gpu_comm_seconds > 0) && st.gpu_exposed_seconds >= 0 &&
+                        st.gpu_exposed_seconds <= st.step_seconds && st.gpu_missed == 0
+                  : st.gpu_comm_seconds == 0 && st.gpu_exposed_seconds == 0 && st.gpu_missed == 0,
+              "step %d: GPU comm %g s, exposed %g s, %u pairs left out, of a %g s step (%s)", s,
+              st.gpu_comm_seconds, st.gpu_exposed_seconds, st.gpu_missed, st.step_seconds,
+              o.cuda ? "cuda" : "cpu");
   }
   ZS_EXPECT(zs_engine_step_count(e) == o.steps - skipped, "step count %lld",
             (long long)zs_engine_step_count(e));

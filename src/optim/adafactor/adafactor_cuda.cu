@@ -66,7 +66,7 @@ __device__ double af_tree(double *part, double mine) {
 
 /* alpha = max(eps2, RMS(th)) * rho into th[0] (th is read only here; every read is before the
    write). One block. */
-__global__ void af_alpha(zs_adafactor_coef k, float *th, size_t n) {
+__global__ void __launch_bounds__(AF_RED) af_alpha(zs_adafactor_coef k, float *th, size_t n) {
   __shared__ double part[AF_RED];
   double s = 0;
   for (size_t i = threadIdx.x; i < n; i += AF_RED)
@@ -103,7 +103,8 @@ __global__ void af_cols(zs_adafactor_coef k, const float *G, const float *S, flo
 }
 
 /* den = max(mean(R), eps1) into *den (one block; S, whose floats hold it, is read already). */
-__global__ void af_den(zs_adafactor_coef k, const float *R, int64_t rows, float *den) {
+__global__ void __launch_bounds__(AF_RED)
+    af_den(zs_adafactor_coef k, const float *R, int64_t rows, float *den) {
   __shared__ double part[AF_RED];
   double s = 0;
   for (int64_t i = threadIdx.x; i < rows; i += AF_RED)
@@ -128,9 +129,9 @@ __device__ __forceinline__ float af_u(const float *G, const float *V, const floa
 }
 
 /* scale = alpha / max(1, RMS(U) / d) into *scale (one block; alpha from *alpha). */
-__global__ void af_scale(zs_adafactor_coef k, const float *G, const float *V, const float *R,
-                         const float *C, const float *den, const float *alpha, size_t n,
-                         int64_t cols, float *scale) {
+__global__ void __launch_bounds__(AF_RED)
+    af_scale(zs_adafactor_coef k, const float *G, const float *V, const float *R, const float *C,
+             const float *den, const float *alpha, size_t n, int64_t cols, float *scale) {
   __shared__ double part[AF_RED];
   const float floor = __fmul_rn(k.eps1, k.eps1), dn = V ? 1.0f : *den;
   double s = 0;

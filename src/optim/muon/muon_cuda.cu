@@ -73,7 +73,8 @@ __global__ void muon_scale(const float *x, float *y, size_t n, float scale, int 
 /* inv = (float)(1 / max(||X||_F, 1e-7)) into *out: the squares summed in double, each thread's
    stride in element order, then the threads' partials in a fixed tree (one block: the same bits
    every run; the CPU sums in element order, so the last bits of the double may differ). */
-__global__ void muon_inv_norm(const float *x, size_t n, float *out) {
+__global__ void __launch_bounds__(MUON_NORM_THREADS)
+    muon_inv_norm(const float *x, size_t n, float *out) {
   __shared__ double part[MUON_NORM_THREADS];
   double s = 0;
   for (size_t i = threadIdx.x; i < n; i += MUON_NORM_THREADS)
