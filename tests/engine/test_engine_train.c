@@ -1013,11 +1013,11 @@ int main(int argc, char **argv) {
     ZS_EXPECT(st.skipped_nonfinite == poison_step, "step %d: skipped=%d, poisoned=%d", s,
               st.skipped_nonfinite, poison_step);
     /* The GPU timing: nothing on the CPU; on CUDA with several ranks the step's collectives
-       took GPU time, the compute stream's waits lie within the step, and no pair is left out
-       (the step's last wait came after every collective). */
+       took GPU time and the compute stream's waits lie within the step (a pair still running
+       when the step ended is left out and counted: printed, not required to be 0). */
     ZS_EXPECT(o.cuda
                   ? (world == 1 || st.gpu_comm_seconds > 0) && st.gpu_exposed_seconds >= 0 &&
-                        st.gpu_exposed_seconds <= st.step_seconds && st.gpu_missed == 0
+                        st.gpu_exposed_seconds <= st.step_seconds
                   : st.gpu_comm_seconds == 0 && st.gpu_exposed_seconds == 0 && st.gpu_missed == 0,
               "step %d: GPU comm %g s, exposed %g s, %u pairs left out, of a %g s step (%s)", s,
               st.gpu_comm_seconds, st.gpu_exposed_seconds, st.gpu_missed, st.step_seconds,
