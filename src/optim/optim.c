@@ -11,6 +11,7 @@
 #include "offload/pipeline.h"
 #include "offload/worker_pool.h"
 #include "optim/adamw/adamw_mt.h" /* zs_cpu_adamw_env_threads */
+#include "optim/codec.h"          /* zs_codec_dev_of */
 
 struct zs_optim {
   zs_optim_cfg cfg;
@@ -34,8 +35,8 @@ zs_status zs_optim_create(const zs_optim_cfg *cfg, zs_optim **out) {
   if (cfg->offload_optimizer && !cfg->arena)
     return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: offloaded optimizer without an arena");
   if (!cfg->ops) return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_create: no optimizer module");
-  if (cfg->dev->kind == ZS_DEVICE_CUDA &&
-      (!cfg->ops->dev_update || (cfg->ops->whole && !cfg->ops->dev_whole)))
+  if (cfg->dev->kind == ZS_DEVICE_CUDA && ((!cfg->ops->dev_update && !cfg->ops->dev_codec) ||
+                                           (cfg->ops->whole && !cfg->ops->dev_whole)))
     return zs_err(ZS_ERR_UNSUPPORTED, "zs_optim_create: the optimizer has no CUDA kernels: use "
                                       "it on the CPU device");
   zs_opt_host_fn hu = NULL; /* the module's update of host-resident state in this mode */
@@ -130,7 +131,8 @@ zs_status zs_optim_prepare(zs_optim *o, const zs_config *cfgs, int ngroups, int6
   for (int g = 0; g < ngroups && g < ZS_MAX_PARAM_GROUPS; g++) {
     const zs_optimizer *m = zs_optimizer_for(&cfgs[g]);
     if (m != o->mod[g]) {
-      if (o->cfg.dev->kind == ZS_DEVICE_CUDA && (!m->dev_update || (m->whole && !m->dev_whole)))
+      if (o->cfg.dev->kind == ZS_DEVICE_CUDA &&
+          ((!m->dev_update && !m->dev_codec) || (m->whole && !m->dev_whole)))
         return zs_err(ZS_ERR_UNSUPPORTED,
                       "zs_optim_prepare: group %d's optimizer '%s' has no "
                       "CUDA kernels yet",
@@ -193,8 +195,14 @@ static zs_status offload_update(zs_optim *o, const void *c, const zs_opt_state *
 static zs_status dev_update(zs_optim *o, const void *c, const zs_opt_state *st,
                             const zs_optim_seg *s, void *param, void *stream) {
   const zs_dtype pd = o->cfg.param_dtype;
-  return o->mod[s->group]->dev_update(o->cfg.dev, &o->cfg.mode, c, st, seg_grad(s), seg_gdt(o, s),
-                                      param, pd, s->n, stream);
+  const zs_optimizer *m = o->mod[s->group];
+  if (m->dev_codec) {
+    const zs_codec_dev a =
+        zs_codec_dev_of(&o->cfg.mode, st, seg_grad(s), seg_gdt(o, s), param, pd, s->n, stream);
+    return m->dev_codec(c, &a);
+  }
+  return m->dev_update(o->cfg.dev, &o->cfg.mode, c, st, seg_grad(s), seg_gdt(o, s), param, pd, s->n,
+                       stream);
 }
 
 /* State on the CUDA device with the params host-resident (ZS_OFFLOAD_PARAMS alone): the params

@@ -25,6 +25,7 @@
 
 #include "base/opt_shape.h"
 #include "device/device.h"
+#include "optim/codec_dev.h"
 #include "offload/worker_pool.h"
 #include "optim/lean.h"
 #include "zshard.h"
@@ -73,6 +74,9 @@ struct zs_optimizer {
   zs_status (*dev_update)(zs_dev *d, const zs_opt_mode *m, const void *coef, const zs_opt_state *s,
                           const void *grad, zs_dtype gdt, void *param, zs_dtype pdt, size_t n,
                           void *stream);
+  /* Or the same update through the CUDA codec (optim/codec_cuda.cuh): the driver unpacks
+     dev_update's arguments (zs_codec_dev_of) and calls it. A module sets one of the two. */
+  zs_status (*dev_codec)(const void *coef, const zs_codec_dev *a);
   /* An optimizer whose update needs each tensor whole (Muon, Adafactor; all 0 and NULL for an
      elementwise one). Per tensor of a group on it the step runs (tier/whole.h): gather on each of
      this rank's pieces, its state, gradient and fp32 master in (s->master: NULL in the modes
@@ -109,6 +113,14 @@ struct zs_optimizer {
   zs_status (*dev_store)(const void *coef, void *const *state, zs_dtype sdt,
                          const float *const *out, size_t n, void *stream);
 };
+
+/* A module's CUDA function in its table: itself in a CUDA build, NULL in a CPU-only one (which
+   declares none). */
+#ifdef ZS_HAVE_CUDA
+#define ZS_OPT_CUDA(f) f
+#else
+#define ZS_OPT_CUDA(f) NULL
+#endif
 
 /* Whether mode m's update reads the bf16 params as (part of) its master (ZS_MASTER_REMAINDER,
    ZS_MASTER_LEAN): then whoever stages the params must bring their current values in, not only

@@ -183,21 +183,11 @@ static zs_status dev_store(const void *coef, void *const *state, zs_dtype sdt,
   return zs_adafactor_cuda_store(state[0], sdt == ZS_BF16, out, n, stream);
 }
 
-static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
-                            const zs_opt_state *s, const void *grad, zs_dtype gdt, void *param,
-                            zs_dtype pdt, size_t n, void *stream) {
-  (void)d;
-  const zs_codec_dev a = zs_codec_dev_of(m, s, grad, gdt, param, pdt, n, stream);
-  return zs_adafactor_cuda_update(coef, &a);
-}
-#define AF_DEV(x) x
-#else
-#define AF_DEV(x) NULL
 #endif
 
 static const zs_optimizer adafactor = {.prepare = prepare,
                                        .host_fn = host_fn,
-                                       .dev_update = AF_DEV(dev_update),
+                                       .dev_codec = ZS_OPT_CUDA(zs_adafactor_cuda_update),
                                        .whole_in = 3,
                                        .whole_out = 2,
                                        .whole_vectors = 1,
@@ -206,9 +196,9 @@ static const zs_optimizer adafactor = {.prepare = prepare,
                                        .whole = whole,
                                        .store = store,
                                        .state_elems = state_elems,
-                                       .dev_gather = AF_DEV(dev_gather),
-                                       .dev_whole = AF_DEV(dev_whole),
-                                       .dev_store = AF_DEV(dev_store)};
+                                       .dev_gather = ZS_OPT_CUDA(dev_gather),
+                                       .dev_whole = ZS_OPT_CUDA(dev_whole),
+                                       .dev_store = ZS_OPT_CUDA(dev_store)};
 
 static const zs_opt_shape adafactor_shape = {0, 1, 1, {"variance"}, {"v"}};
 

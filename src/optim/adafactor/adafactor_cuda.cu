@@ -218,7 +218,8 @@ struct af_op {
   }
 };
 
-extern "C" zs_status zs_adafactor_cuda_update(const zs_adafactor_coef *c, const zs_codec_dev *a) {
+extern "C" zs_status zs_adafactor_cuda_update(const void *coef, const zs_codec_dev *a) {
+  const zs_adafactor_coef *c = (const zs_adafactor_coef *)coef;
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "zs_adafactor_cuda_update: coefficients are NULL");
   if (a && (a->master == ZS_MASTER_REMAINDER || a->master == ZS_MASTER_LEAN))
     return zs_err(ZS_ERR_INVALID_ARG, "zs_adafactor_cuda_update: Adafactor reads an fp32 master");

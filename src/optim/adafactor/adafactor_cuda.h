@@ -29,7 +29,7 @@ zs_status zs_adafactor_cuda_whole(const zs_adafactor_coef *c, float *const *ch, 
 zs_status zs_adafactor_cuda_store(void *state, int s_bf16, const float *const *out, size_t n,
                                   void *stream);
 /* The update of a (its gradient: the whole step's update). */
-zs_status zs_adafactor_cuda_update(const zs_adafactor_coef *c, const zs_codec_dev *a);
+zs_status zs_adafactor_cuda_update(const void *coef, const zs_codec_dev *a);
 
 #ifdef __cplusplus
 }

@@ -57,23 +57,9 @@ static void kernel(const void *coef, float *p, void *const *state, zs_dtype sdt,
 
 _Static_assert(sizeof(lion_coef) <= ZS_OPT_COEF_BYTES, "the coefficients fit the driver's room");
 
-#ifdef ZS_HAVE_CUDA
-/* The CUDA device's update: the CUDA codec around the same element (lion_cuda.cu). */
-static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
-                            const zs_opt_state *s, const void *grad, zs_dtype gdt, void *param,
-                            zs_dtype pdt, size_t n, void *stream) {
-  (void)d;
-  const zs_codec_dev a = zs_codec_dev_of(m, s, grad, gdt, param, pdt, n, stream);
-  return zs_lion_cuda(coef, &a);
-}
-#define LION_DEV dev_update
-#else
-#define LION_DEV NULL
-#endif
-
 /* The host updates: the codec around the kernel, in every precision mode. */
 static const zs_optimizer lion = {
-    .prepare = prepare, .host_fn = zs_codec_host_fn, .dev_update = LION_DEV};
+    .prepare = prepare, .host_fn = zs_codec_host_fn, .dev_codec = ZS_OPT_CUDA(zs_lion_cuda)};
 
 static const zs_opt_shape lion_shape = {1, 1, 1, {"exp_avg"}, {"m"}};
 

@@ -15,7 +15,8 @@ struct lion_op {
   }
 };
 
-extern "C" zs_status zs_lion_cuda(const zs_lion_coef *c, const zs_codec_dev *a) {
+extern "C" zs_status zs_lion_cuda(const void *coef, const zs_codec_dev *a) {
+  const zs_lion_coef *c = (const zs_lion_coef *)coef;
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "zs_lion_cuda: coefficients are NULL");
   if (a && a->n && !a->state[0])
     return zs_err(ZS_ERR_INVALID_ARG, "zs_lion_cuda: no exp_avg array");

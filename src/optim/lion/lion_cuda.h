@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-zs_status zs_lion_cuda(const zs_lion_coef *c, const zs_codec_dev *a);
+zs_status zs_lion_cuda(const void *coef, const zs_codec_dev *a);
 
 #ifdef __cplusplus
 }

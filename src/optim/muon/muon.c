@@ -141,29 +141,19 @@ static zs_status dev_whole(const void *coef, float *const *ch, int64_t rows, int
   return zs_muon_cuda_whole(coef, ch[0], rows, cols, work, blas, stream);
 }
 
-static zs_status dev_update(zs_dev *d, const zs_opt_mode *m, const void *coef,
-                            const zs_opt_state *s, const void *grad, zs_dtype gdt, void *param,
-                            zs_dtype pdt, size_t n, void *stream) {
-  (void)d;
-  const zs_codec_dev a = zs_codec_dev_of(m, s, grad, gdt, param, pdt, n, stream);
-  return zs_muon_cuda_update(coef, &a);
-}
-#define MUON_DEV(x) x
-#else
-#define MUON_DEV(x) NULL
 #endif
 
 /* The host updates: the codec around the kernel, in every precision mode. */
 static const zs_optimizer muon = {.prepare = prepare,
                                   .host_fn = zs_codec_host_fn,
-                                  .dev_update = MUON_DEV(dev_update),
+                                  .dev_codec = ZS_OPT_CUDA(zs_muon_cuda_update),
                                   .whole_in = 1,
                                   .whole_out = 1,
                                   .gather = gather,
                                   .work_floats = work_floats,
                                   .whole = whole,
-                                  .dev_gather = MUON_DEV(dev_gather),
-                                  .dev_whole = MUON_DEV(dev_whole)};
+                                  .dev_gather = ZS_OPT_CUDA(dev_gather),
+                                  .dev_whole = ZS_OPT_CUDA(dev_whole)};
 
 static const zs_opt_shape muon_shape = {0, 1, 1, {"momentum_buffer"}, {"m"}};
 

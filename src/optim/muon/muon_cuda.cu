@@ -166,7 +166,8 @@ struct muon_op {
   }
 };
 
-extern "C" zs_status zs_muon_cuda_update(const zs_muon_coef *c, const zs_codec_dev *a) {
+extern "C" zs_status zs_muon_cuda_update(const void *coef, const zs_codec_dev *a) {
+  const zs_muon_coef *c = (const zs_muon_coef *)coef;
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "zs_muon_cuda_update: coefficients are NULL");
   return zs_codec_cuda(muon_op{*c}, a, "zs_muon_cuda_update");
 }

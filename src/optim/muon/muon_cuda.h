@@ -23,7 +23,7 @@ zs_status zs_muon_cuda_gather(const zs_muon_coef *c, void *m, int m_bf16, const 
 zs_status zs_muon_cuda_whole(const zs_muon_coef *c, float *x, int64_t rows, int64_t cols,
                              float *work, void *blas, void *stream);
 /* The update of a (its gradient: the whole step's direction). */
-zs_status zs_muon_cuda_update(const zs_muon_coef *c, const zs_codec_dev *a);
+zs_status zs_muon_cuda_update(const void *coef, const zs_codec_dev *a);
 
 #ifdef __cplusplus
 }

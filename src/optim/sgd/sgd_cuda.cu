@@ -18,7 +18,8 @@ struct sgd_op {
   }
 };
 
-extern "C" zs_status zs_sgd_cuda(const zs_sgd_coef *c, const zs_codec_dev *a) {
+extern "C" zs_status zs_sgd_cuda(const void *coef, const zs_codec_dev *a) {
+  const zs_sgd_coef *c = (const zs_sgd_coef *)coef;
   if (!c) return zs_err(ZS_ERR_INVALID_ARG, "zs_sgd_cuda: coefficients are NULL");
   if (c->momentum != 0 && a && a->n && !a->state[0])
     return zs_err(ZS_ERR_INVALID_ARG, "zs_sgd_cuda: momentum without its buffer");

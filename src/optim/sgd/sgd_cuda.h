@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-zs_status zs_sgd_cuda(const zs_sgd_coef *c, const zs_codec_dev *a);
+zs_status zs_sgd_cuda(const void *coef, const zs_codec_dev *a);
 
 #ifdef __cplusplus
 }
