@@ -485,7 +485,8 @@ typedef struct {
   unsigned struct_version; /* 1: the fields above; 2: also check_seconds; 3: also comm_seconds
                               and update_seconds; 4: also io_seconds; 5: also gpu_* */
   unsigned gpu_missed;     /* GPU timing pairs left out of the gpu_* figures (not yet complete when
-                              read, over 1024 in the step, or failed to record); 0 on the CPU */
+                              read, over 1024 in the step, or failed to record; INT_MAX: the step
+                              went untimed, its events could not be made); 0 on the CPU */
   double check_seconds;    /* of step_seconds, this rank's wall time in the divergence check's
                               exchanges (0 with comm_check 0; on nccl the host's share: queueing
                               them, and a wait for a slot; docs/COLLECTIVES.md §2) */
@@ -497,7 +498,9 @@ typedef struct {
      without a wait: the GPU time of the step's collectives, summed (those on different streams
      may overlap each other and compute), and the time the compute stream stood waiting for the
      comm stream's work (a gather, the reductions at the step's end): the exposed communication;
-     the rest of gpu_comm_seconds ran hidden behind compute. */
+     the rest of gpu_comm_seconds ran hidden behind compute. On the host-staged mpi backend the
+     collectives finish on the host before they return: exposed is then about 0, the waits are
+     in comm_seconds. */
   double gpu_comm_seconds, gpu_exposed_seconds;
 } zs_step_stats;
 /* Ends the step: waits for the reductions, computes the global gradient norm, clips, runs the

@@ -69,11 +69,12 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
             "\"tokens_per_s\":%.17g,\"mfu\":%.17g,\"skipped\":%d,\"check_ms\":%.17g,"
             "\"comm_ms\":%.17g,\"update_ms\":%.17g,\"io_ms\":%.17g,\"data_ms\":%.17g,"
             "\"compute_ms\":%.17g,\"max_ms\":%.17g,\"slowest_rank\":%d,\"comm_mb\":%.17g,"
-            "\"tp_comm_mb\":%.17g,\"gpu_comm_ms\":%.17g,\"gpu_exposed_ms\":%.17g}\n",
+            "\"tp_comm_mb\":%.17g,\"gpu_comm_ms\":%.17g,\"gpu_exposed_ms\":%.17g,"
+            "\"gpu_missed\":%d}\n",
             s->step, s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s,
             s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms, s->comm_ms, s->update_ms, s->io_ms,
             s->data_ms, s->compute_ms, s->max_ms, s->slowest, s->comm_mb, s->tp_comm_mb,
-            s->gpu_comm_ms, s->gpu_exposed_ms);
+            s->gpu_comm_ms, s->gpu_exposed_ms, s->gpu_missed);
     fflush(m->jsonl);
   }
   if (m->tb) {
@@ -98,6 +99,7 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
               {"comm/tp_bus_mb", s->tp_comm_mb},
               {"time/gpu_comm_ms", s->gpu_comm_ms},
               {"time/gpu_exposed_ms", s->gpu_exposed_ms},
+              {"time/gpu_missed", s->gpu_missed},
               {"perf/mfu", s->mfu}};
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++)
       if (sc[i].v >= 0 || strcmp(sc[i].tag, "perf/mfu") != 0) /* MFU only where there is one */

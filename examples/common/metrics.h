@@ -25,6 +25,7 @@ typedef struct {
   /* CUDA (0 on the CPU): the step's collectives' GPU time and the part of it the compute stream
      stood waiting for (exposed; the rest ran behind compute): zs_step_stats' gpu_* figures. */
   double gpu_comm_ms, gpu_exposed_ms;
+  int gpu_missed; /* timing pairs left out of those */
   int slowest;
   int skipped;
 } gpt2_step_log;

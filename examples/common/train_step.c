@@ -1,5 +1,6 @@
 /* The parts of a training step that both examples' loops use (see train_run.h): --resume, the
  * end step, the step's log line and record, and the periodic checkpoint and validation. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,7 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   lg.io_ms = 1e3 * st->io_seconds;
   lg.gpu_comm_ms = 1e3 * st->gpu_comm_seconds;
   lg.gpu_exposed_ms = 1e3 * st->gpu_exposed_seconds;
+  lg.gpu_missed = st->gpu_missed > INT_MAX ? INT_MAX : (int)st->gpu_missed;
   lg.data_ms = 1e3 * r->data_s;
   r->data_s = 0;
   zs_engine_facts f = {.struct_size = sizeof f};

@@ -3,6 +3,7 @@
  * timing adds no wait. A pair whose events fail to record, or have not completed when read, is
  * left out and counted. */
 #include <cuda_runtime.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -20,6 +21,7 @@ struct zs_dev_timer {
   int on;                        /* between zs_dev_timer_begin and zs_dev_timer_end */
   int open;                      /* a collective's pair begun, its end not recorded: its index */
   int missed;                    /* pairs that did not fit or failed to record */
+  int broken;                    /* its events could not be made: every step goes untimed */
 };
 
 zs_status zs_cuda_timer_begin(zs_dev *d) {
@@ -27,16 +29,18 @@ zs_status zs_cuda_timer_begin(zs_dev *d) {
   if (!t) {
     t = calloc(1, sizeof *t);
     if (!t) return zs_err(ZS_ERR_OUT_OF_MEMORY, "out of host memory for the step's GPU timer");
-    for (int i = 0; i < 2 * TIMER_PAIRS; i++)
+    d->timer = t;
+    for (int i = 0; i < 2 * TIMER_PAIRS && !t->broken; i++)
       if (cudaEventCreate(&t->ev[i]) != cudaSuccess) {
-        const cudaError_t e = cudaGetLastError();
+        (void)cudaGetLastError();
         for (int j = 0; j < i; j++)
           cudaEventDestroy(t->ev[j]);
-        free(t);
-        return zs_err(ZS_ERR_DEVICE, "creating the step's timing events failed: %s",
-                      cudaGetErrorString(e));
+        t->broken = 1; /* not tried again: every step reports itself untimed */
       }
-    d->timer = t;
+  }
+  if (t->broken) {
+    t->on = 0;
+    return zs_err(ZS_ERR_DEVICE, "the step's timing events could not be made: steps go untimed");
   }
   t->n = t->missed = 0;
   t->open = -1;
@@ -56,13 +60,15 @@ static void mark(zs_dev_timer *t, int kind, void *stream, int end) {
     const int i = t->n++;
     t->kind[i] = (unsigned char)kind;
     t->ok[i] = cudaEventRecord(t->ev[2 * i], (cudaStream_t)stream) == cudaSuccess;
+    if (!t->ok[i]) (void)cudaGetLastError(); /* a missed pair, not the caller's next error */
     t->open = i;
   } else if (t->open >= 0) {
     const int i = t->open;
-    t->ok[i] = t->ok[i] && cudaEventRecord(t->ev[2 * i + 1], (cudaStream_t)stream) == cudaSuccess;
+    const int ok = cudaEventRecord(t->ev[2 * i + 1], (cudaStream_t)stream) == cudaSuccess;
+    if (!ok) (void)cudaGetLastError();
+    t->ok[i] = t->ok[i] && ok;
     t->open = -1;
   }
-  (void)cudaGetLastError(); /* a failed record is a missed pair, not the next call's error */
 }
 
 void zs_cuda_timer_coll(zs_dev *d, void *stream, int end) {
@@ -77,6 +83,7 @@ void zs_cuda_timer_end(zs_dev *d, double *coll_s, double *wait_s, int *missed) {
   zs_dev_timer *t = d->timer;
   *coll_s = *wait_s = 0;
   *missed = 0;
+  if (t && t->broken) *missed = INT_MAX; /* untimed */
   if (!t || !t->on) return;
   t->on = 0;
   int lost = t->missed + (t->open >= 0);
@@ -96,8 +103,8 @@ void zs_cuda_timer_end(zs_dev *d, double *coll_s, double *wait_s, int *missed) {
 void zs_cuda_timer_free(zs_dev *d) {
   zs_dev_timer *t = d->timer;
   if (!t) return;
-  for (int i = 0; i < 2 * TIMER_PAIRS; i++)
-    cudaEventDestroy(t->ev[i]);
+  for (int i = 0; i < 2 * TIMER_PAIRS && !t->broken; i++)
+    cudaEventDestroy(t->ev[i]); /* a pending record: CUDA releases it once it completes */
   free(t);
   d->timer = NULL;
 }

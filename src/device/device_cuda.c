@@ -123,7 +123,7 @@ void zs_cuda_dev_close(zs_dev *d) {
      (else the handle is left: a stream still held by a dead peer's collective could hang it). */
   if (d->blas && drained) cublasDestroy((cublasHandle_t)d->blas);
   d->blas = NULL;
-  if (drained) zs_cuda_timer_free(d); /* else its events stay: a stream may still record one */
+  zs_cuda_timer_free(d);
   if (d->compute_stream) cudaStreamDestroy(d->compute_stream);
   if (d->comm_stream) cudaStreamDestroy(d->comm_stream);
   /* Returns the reserved memory (normally after the streams above drained; an allocation or free

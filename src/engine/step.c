@@ -192,8 +192,10 @@ zs_status zs_engine_step(zs_engine *e, zs_step_stats *st) {
   if (sr != ZS_OK && sr != ZS_ERR_INVALID_ARG) return zs_engine_fail_hard(e, sr);
   /* From here on a failure cannot be retried (reductions are consumed, updates half-applied):
      every error marks the engine failed. */
-  zs_status rc = zs_engine_sync_groups(e);
-  if (rc == ZS_OK) rc = zs_dev_order(d, d->compute_stream, d->comm_stream);
+  /* The compute stream's wait for the reductions first (queued before the host waits for them:
+     its GPU timing pair is the step's exposed reduction tail), then the host's wait. */
+  zs_status rc = zs_dev_order(d, d->compute_stream, d->comm_stream);
+  if (rc == ZS_OK) rc = zs_engine_sync_groups(e);
   if (rc != ZS_OK) return zs_engine_fail_hard(e, zs_err_wrap(rc, "zs_engine_step"));
   /* Gathered copies of sharded params would be stale after the update: all are freed (a later
      zs_unit_param needs a new gather). Full params are updated in place. */

@@ -25,7 +25,7 @@ TAGS = {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
         "compute_ms": "time/compute_ms", "max_ms": "time/max_ms",
         "slowest_rank": "time/slowest_rank", "comm_mb": "comm/bus_mb",
         "tp_comm_mb": "comm/tp_bus_mb", "gpu_comm_ms": "time/gpu_comm_ms",
-        "gpu_exposed_ms": "time/gpu_exposed_ms"}
+        "gpu_exposed_ms": "time/gpu_exposed_ms", "gpu_missed": "time/gpu_missed"}
 
 
 def f32(x):
