@@ -29,7 +29,8 @@ typedef struct zs_comm_impl {
   int host_broken;   /* a zs_comm_allreduce failed mid-way: the ranks' streams of calls disagree */
   unsigned host_seq; /* zs_comm_allreduce calls so far (tags the env path's messages) */
   /* nccl.c's list of this comm's live nccl groups: a wait reads every one's divergence check
-     (a group's stuck collective blocks a stream the others wait on too). */
+     (a group's stuck collective blocks a stream the others wait on too). So a comm's nccl groups
+     are used by one thread at a time, as an engine uses its groups. */
   void *nccl_groups;
 } zs_comm_impl;
 
