@@ -2,13 +2,13 @@
 # The GPU session's check, in the order its answers matter, inside a lent task's 15 device-minutes.
 #
 #   scripts/device-first.sh            # call 1 (deadline 435 s): the one prepared call
-#   scripts/device-first.sh --call 2   # call 2 (deadline 165 s), on the warm machine, only if at
+#   scripts/device-first.sh --call 2   # call 2 (deadline 185 s), on the warm machine, only if at
 #                                      # least 4 device-minutes are left after call 1
 #   scripts/device-first.sh --plan     # the plan below with its total; exit 1 above 14 minutes
 #
 # Before a GPU session run scripts/device-rehearsal.sh on the commit that travels: it makes the
 # prebuilt tree (.deps/prebuilt.tar.xz) for exactly those sources; a stale one costs a build there.
-# Device call: carry [".deps"], timeout_s 480 (call 1) or 210 (call 2); give_back right after
+# Device call: carry [".deps"], timeout_s 480 (call 1) or 230 (call 2); give_back right after
 # call 2 (or after call 1 when less than 4 device-minutes are left).
 #
 # The plan (seconds of device time; an item that ends early leaves its time to the next ones, an
@@ -24,10 +24,11 @@
 #     stopping at the first failure) | d12 55 (the kernels at d12 sizes, their benchmark, pinned and
 #     pageable copy rates beside the optimizer's copy pipeline, d12 at stage 3 with the optimizer
 #     offloaded) | rest 50 (ctest gpu-t3 then gpu-t4 until the deadline)
-#   call 2 (165): setup 15 | sanitize 55 (compute-sanitizer memcheck over the kernel tests)
+#   call 2 (185): setup 15 | sanitize 55 (compute-sanitizer memcheck over the kernel tests)
 #     | rerun 40 (call 1's failed tests, then its unreached ones, NCCL_DEBUG=WARN) | d48 55 (GPT-2 1.5B at
-#     stage 3 with recompute, a few steps)
-#   total 120 + 20 + 435 + 30 + 20 + 165 + 30 = 820 s (13.7 min)
+#     stage 3 with recompute, a few steps) | ckpt 20 (d12 with synchronous, then asynchronous saves:
+#     bench/ckpt_async_train.sh)
+#   total 120 + 20 + 435 + 30 + 20 + 185 + 30 = 840 s (14 min)
 #
 # Results land in $OUT (default ./out) as they happen, at most 8 files (the device returns 8):
 # summary.txt (one line per item, PENDING at the start, rewritten atomically as each item starts
@@ -38,7 +39,7 @@
 #
 # Options:
 #   --call N        1 or 2
-#   --deadline S    the call's deadline in seconds (default 435 / 165)
+#   --deadline S    the call's deadline in seconds (default 435 / 185)
 #   --scale F       multiply every item budget and the deadline by F (the rehearsal on 2 cores)
 #   --jobs N        parallelism of a fallback build (default: the cores); the GPU tests run one
 #                   at a time (ctest resource lock gpu)
@@ -69,8 +70,8 @@ done
 START_S=120 TRANSFER_S=20 IDLE_S=30
 ITEMS_1=(setup correct speed nccl d12 rest)
 BUDGET_1=(40 130 105 55 55 50)
-ITEMS_2=(setup sanitize rerun d48)
-BUDGET_2=(15 55 40 55)
+ITEMS_2=(setup sanitize rerun d48 ckpt)
+BUDGET_2=(15 55 40 55 20)
 sum() { local s=0 x; for x in "$@"; do s=$((s + x)); done; echo $s; }
 if [ $PLAN_ONLY = 1 ]; then
   c1=$(sum "${BUDGET_1[@]}") c2=$(sum "${BUDGET_2[@]}")
@@ -318,6 +319,11 @@ item_rerun() { # call 1's failures first (they must pass or say why), then what 
 item_d48() {
   run_bench d48 "$1" bash "$REPO/bench/train_throughput.sh" --steps 6 --runs d48 \
     --csv "$BENCH_OUT/speed_d48.csv"
+}
+
+item_ckpt() { # d12 with synchronous saves, then asynchronous ones: blocking and steps while writing
+  run_bench ckpt "$1" bash "$REPO/bench/ckpt_async_train.sh" --steps 45 --save-every 20 \
+    --csv "$BENCH_OUT/ckpt_async_train.csv"
 }
 
 # ---- run the items in order (each in a subshell: what must outlive one is set here) ----

@@ -70,11 +70,11 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
             "\"comm_ms\":%.17g,\"update_ms\":%.17g,\"io_ms\":%.17g,\"data_ms\":%.17g,"
             "\"compute_ms\":%.17g,\"max_ms\":%.17g,\"slowest_rank\":%d,\"comm_mb\":%.17g,"
             "\"tp_comm_mb\":%.17g,\"gpu_comm_ms\":%.17g,\"gpu_exposed_ms\":%.17g,"
-            "\"gpu_missed\":%d}\n",
+            "\"gpu_missed\":%d,\"ckpt_writing\":%d}\n",
             s->step, s->loss, s->lr, s->grad_norm, s->ms, s->tokens_per_s,
             s->mfu < 0 ? 0.0 : s->mfu, s->skipped, s->check_ms, s->comm_ms, s->update_ms, s->io_ms,
             s->data_ms, s->compute_ms, s->max_ms, s->slowest, s->comm_mb, s->tp_comm_mb,
-            s->gpu_comm_ms, s->gpu_exposed_ms, s->gpu_missed);
+            s->gpu_comm_ms, s->gpu_exposed_ms, s->gpu_missed, s->ckpt_writing);
     fflush(m->jsonl);
   }
   if (m->tb) {
@@ -100,6 +100,7 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
               {"time/gpu_comm_ms", s->gpu_comm_ms},
               {"time/gpu_exposed_ms", s->gpu_exposed_ms},
               {"time/gpu_missed", s->gpu_missed},
+              {"ckpt/writing", s->ckpt_writing},
               {"perf/mfu", s->mfu}};
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++)
       if (sc[i].v >= 0 || strcmp(sc[i].tag, "perf/mfu") != 0) /* MFU only where there is one */
@@ -156,15 +157,26 @@ int gpt2_metrics_gpu(gpt2_metrics *m, int step, const double v[3]) {
   return 0;
 }
 
-int gpt2_metrics_ckpt(gpt2_metrics *m, int step, double seconds) {
-  if (m->rank != 0 || !m->tb) return 0;
-  TRY(ex_tb_scalar(m->tb, "ckpt/blocking_s", step, seconds));
-  TRY(ex_tb_flush(m->tb));
+/* A checkpoint figure: JSONL key key, TensorBoard tag tag. */
+static int ckpt_scalar(gpt2_metrics *m, int step, const char *key, const char *tag, double v) {
+  if (m->rank != 0) return 0;
+  if (m->tb) {
+    TRY(ex_tb_scalar(m->tb, tag, step, v));
+    TRY(ex_tb_flush(m->tb));
+  }
   if (m->jsonl) {
-    fprintf(m->jsonl, "{\"step\":%d,\"ckpt_s\":%.17g}\n", step, seconds);
+    fprintf(m->jsonl, "{\"step\":%d,\"%s\":%.17g}\n", step, key, v);
     fflush(m->jsonl);
   }
   return 0;
+}
+
+int gpt2_metrics_ckpt(gpt2_metrics *m, int step, double seconds) {
+  return ckpt_scalar(m, step, "ckpt_s", "ckpt/blocking_s", seconds);
+}
+
+int gpt2_metrics_ckpt_wait(gpt2_metrics *m, int step, double seconds) {
+  return ckpt_scalar(m, step, "ckpt_wait_s", "ckpt/wait_s", seconds);
 }
 
 int gpt2_metrics_val(gpt2_metrics *m, int step, float loss) {

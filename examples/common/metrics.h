@@ -25,7 +25,8 @@ typedef struct {
   /* CUDA (0 on the CPU): the step's collectives' GPU time and the part of it the compute stream
      stood waiting for (exposed; the rest ran behind compute): zs_step_stats' gpu_* figures. */
   double gpu_comm_ms, gpu_exposed_ms;
-  int gpu_missed; /* timing pairs left out of those */
+  int gpu_missed;   /* timing pairs left out of those */
+  int ckpt_writing; /* 1: an asynchronous save's write was still running when the step began */
   int slowest;
   int skipped;
 } gpt2_step_log;
@@ -56,6 +57,10 @@ int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int ev
    (memory/<category>, memory/<category>_peak, ckpt/blocking_s). Rank 0 writes; 0 or -1. */
 int gpt2_metrics_memory(gpt2_metrics *m, int step, const zs_memory *max);
 int gpt2_metrics_ckpt(gpt2_metrics *m, int step, double seconds);
+/* With --ckpt-async: the seconds a save point (or the run's end) waited for the write of the save
+   staged after `step` ({"step":N,"ckpt_wait_s":x}, ckpt/wait_s). Unlike the two above, the JSONL
+   records of both are written with --metrics alone. */
+int gpt2_metrics_ckpt_wait(gpt2_metrics *m, int step, double seconds);
 /* With --tensorboard on CUDA: every rank's largest GPU counters after `step` steps (NVML through
    zs_engine_device_usage: used and total bytes of the whole device, busy percent; zeros where a
    rank has none) as the scalars gpu/used_bytes, gpu/total_bytes and gpu/util_pct, and a

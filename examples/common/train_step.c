@@ -81,6 +81,7 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   lg.gpu_comm_ms = 1e3 * st->gpu_comm_seconds;
   lg.gpu_exposed_ms = 1e3 * st->gpu_exposed_seconds;
   lg.gpu_missed = st->gpu_missed > INT_MAX ? INT_MAX : (int)st->gpu_missed;
+  lg.ckpt_writing = zs_engine_save_pending(r->eng); /* begin_step commits a finished write */
   lg.data_ms = 1e3 * r->data_s;
   r->data_s = 0;
   zs_engine_facts f = {.struct_size = sizeof f};
@@ -133,10 +134,14 @@ static int save_outcome(ex_run *r, int step, zs_status rc, const char *what, int
 /* With --ckpt-async: the outcome of the save still staged (or of one a step committed). */
 static int settle_async(ex_run *r) {
   const int step = r->staged_step;
+  const double t0 = gpt2_now();
   const zs_status rc = zs_engine_save_wait(r->eng);
+  const double s = gpt2_now() - t0;
   r->staged_step = 0;
   if (rc == ZS_OK && step && r->rank == 0)
-    printf("checkpoint: step %d committed to %s\n", step, r->a.ckpt_dir);
+    printf("checkpoint: step %d committed to %s (waited %.2f s for its write)\n", step,
+           r->a.ckpt_dir, s);
+  if (step) TRY(gpt2_metrics_ckpt_wait(&r->met, step, s));
   return save_outcome(r, step, rc, "the background write", 1);
 }
 

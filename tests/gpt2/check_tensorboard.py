@@ -25,7 +25,8 @@ TAGS = {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
         "compute_ms": "time/compute_ms", "max_ms": "time/max_ms",
         "slowest_rank": "time/slowest_rank", "comm_mb": "comm/bus_mb",
         "tp_comm_mb": "comm/tp_bus_mb", "gpu_comm_ms": "time/gpu_comm_ms",
-        "gpu_exposed_ms": "time/gpu_exposed_ms", "gpu_missed": "time/gpu_missed"}
+        "gpu_exposed_ms": "time/gpu_exposed_ms", "gpu_missed": "time/gpu_missed",
+        "ckpt_writing": "ckpt/writing"}
 
 
 def f32(x):
@@ -60,6 +61,8 @@ def expected(path):
                     want.append((r["step"], "memory/%s_peak" % cat, f32(peak)))
             elif "ckpt_s" in r:
                 want.append((r["step"], "ckpt/blocking_s", f32(r["ckpt_s"])))
+            elif "ckpt_wait_s" in r:
+                want.append((r["step"], "ckpt/wait_s", f32(r["ckpt_wait_s"])))
             elif "loss" in r and "step" in r:
                 for k, tag in TAGS.items():
                     want.append((r["step"], tag, f32(r[k])))
