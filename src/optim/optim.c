@@ -300,10 +300,17 @@ zs_status zs_optim_gather_dev(const zs_optim *o, const zs_optim_seg *s, float *c
 }
 
 zs_status zs_optim_whole_dev(const zs_optim *o, int g, int decay, float *const *ch, int64_t rows,
-                             int64_t cols, float *work, void *stream) {
-  void *blas = NULL;
-  ZS_CHECK(zs_dev_blas(o->cfg.dev, stream, &blas));
-  return o->mod[g]->dev_whole(coef_of(o, g, decay), ch, rows, cols, work, blas, stream);
+                             int64_t cols, float *work, void *blas, void *stream) {
+  const zs_optimizer *m = o->mod[g];
+  if (m->dev_blas && !blas)
+    return zs_err(ZS_ERR_INVALID_ARG, "zs_optim_whole_dev: the module needs a cuBLAS handle");
+  return m->dev_whole(coef_of(o, g, decay), ch, rows, cols, work, m->dev_blas ? blas : NULL,
+                      stream);
+}
+
+int zs_optim_whole_blas(const zs_optim *o, int g) {
+  const zs_optimizer *m = o->mod[g];
+  return m && m->whole && m->dev_blas;
 }
 
 zs_status zs_optim_store_dev(const zs_optim *o, const zs_optim_seg *s, const float *const *out,

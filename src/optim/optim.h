@@ -165,7 +165,10 @@ void zs_optim_store(const zs_optim *o, const zs_optim_seg *s, const float *const
 zs_status zs_optim_gather_dev(const zs_optim *o, const zs_optim_seg *s, float *const *in,
                               void *stream);
 zs_status zs_optim_whole_dev(const zs_optim *o, int g, int decay, float *const *ch, int64_t rows,
-                             int64_t cols, float *work, void *stream);
+                             int64_t cols, float *work, void *blas, void *stream);
+/* Whether group g's device whole step needs the device's cuBLAS handle (zs_dev_blas: blas above,
+   NULL where not). */
+int zs_optim_whole_blas(const zs_optim *o, int g);
 zs_status zs_optim_store_dev(const zs_optim *o, const zs_optim_seg *s, const float *const *out,
                              void *stream);
 

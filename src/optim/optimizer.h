@@ -106,6 +106,7 @@ struct zs_optimizer {
      outputs with -0 made +0 (the CPU path's caller does that after whole). The bits depend on
      neither the rank nor the split (one GPU type), but differ from the CPU's (cuBLAS against
      OpenBLAS). */
+  int dev_blas; /* dev_whole uses blas (else it gets NULL and no handle is made for it) */
   zs_status (*dev_gather)(const void *coef, const zs_opt_state *s, zs_dtype sdt, const void *grad,
                           zs_dtype gdt, float *const *in, size_t n, void *stream);
   zs_status (*dev_whole)(const void *coef, float *const *ch, int64_t rows, int64_t cols,

@@ -101,7 +101,8 @@ static zs_status split_step(zs_tiers *t, zs_unit *u, int k, int ci, int co, floa
    zeroed (a computed one's past its own count too). A tensor split over the tp group goes
    through split_step (the CPU device only). On CUDA (cs: the compute stream) the module's device
    step, whose outputs have -0 made +0 already. */
-static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work, void *cs) {
+static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *work, void *blas,
+                           void *cs) {
   const int cuda = t->sh->dev->kind == ZS_DEVICE_CUDA;
   const int T = t->sh->tp_size;
   for (int k = 0; k < u->ntensors; k++) {
@@ -121,7 +122,7 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *
       dims(t, u, k, &rows, &cols);
       if (cuda) {
         ZS_CHECK(zs_optim_whole_dev(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols,
-                                    work, cs));
+                                    work, blas, cs));
       } else {
         zs_optim_whole(t->optim, u->group[k], !u->t[k].no_weight_decay, ch, rows, cols, work);
         for (int c = 0; c < co; c++) {
@@ -135,6 +136,13 @@ static zs_status run_owned(zs_tiers *t, zs_unit *u, int cout, int every, float *
       ZS_CHECK(zs_dev_zero(t->sh->dev, chan(u, c, off), n * sizeof(float), cs));
   }
   return ZS_OK;
+}
+
+/* Whether one of u's whole steps needs the device's cuBLAS handle (Muon's GEMMs). */
+static int unit_blas(const zs_tiers *t, const zs_unit *u) {
+  for (int k = 0; k < u->ntensors; k++)
+    if (u->whole_owner[k] >= 0 && zs_optim_whole_blas(t->optim, u->group[k])) return 1;
+  return 0;
 }
 
 /* Whether u's whole steps join a tensor over the tp group (a collective of their own). */
@@ -240,7 +248,7 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
   }
   if (rc == ZS_OK) rc = zs_dev_zero(x->dev, u->whole_dir, bytes, cs);
   void *blas = NULL; /* made on every rank before the exchange: none fails alone inside it */
-  if (rc == ZS_OK && cuda) rc = zs_dev_blas(x->dev, cs, &blas);
+  if (rc == ZS_OK && cuda && unit_blas(t, u)) rc = zs_dev_blas(x->dev, cs, &blas);
   if (rc != ZS_OK) { /* its shard group is entering the exchange: failing here fails them too */
     rc = zs_err_wrap(rc, "the whole-tensor step of unit '%s': its buffers", u->name);
     if (work) zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, cs);
@@ -254,7 +262,7 @@ zs_status zs_tier_whole_begin(zs_tiers *t, zs_unit *u) {
   for (int c = 0; sharded && c < cin && rc == ZS_OK; c++)
     rc = zs_coll_all_gather(x->shard, chan(u, c, u->lay.shard_off), chan(u, c, 0), sh, ZS_CDT_F32,
                             cs);
-  if (rc == ZS_OK) rc = run_owned(t, u, cout, !sharded, work, cs);
+  if (rc == ZS_OK) rc = run_owned(t, u, cout, !sharded, work, blas, cs);
   zs_sh_free_after(x, rc, ZS_MEM_BUFFERS, work, wn * sizeof *work, cs); /* a join's buffer */
   for (int c = 0; sharded && c < cout && rc == ZS_OK; c++)
     rc = zs_coll_reduce_scatter(x->shard, chan(u, c, 0), chan(u, c, u->lay.shard_off), sh,

@@ -152,6 +152,7 @@ static const zs_optimizer muon = {.prepare = prepare,
                                   .gather = gather,
                                   .work_floats = work_floats,
                                   .whole = whole,
+                                  .dev_blas = 1,
                                   .dev_gather = ZS_OPT_CUDA(dev_gather),
                                   .dev_whole = ZS_OPT_CUDA(dev_whole)};
 
