@@ -36,6 +36,8 @@
  *        [--muon 1|2 (the matrices embed.w and block.w in a group on Muon beside AdamW, against
  *        a float64 Muon written from the algorithm; 1: zshard.h's defaults, 2: momentum 0.9
  *        without nesterov, 3 Newton-Schulz steps, ZS_MUON_LR_MATCH_ADAMW)]
+ *        [--wide 1 (embed.w is 5 x 7 instead of 7 x 5: a matrix with fewer rows than columns,
+ *        which Muon orthogonalises untransposed, beside the tall block.w; the same elements)]
  *        [--adafactor 1 (two matrices and two vectors in a group on Adafactor beside AdamW,
  *        against a float64 Adafactor written from torch.optim.Adafactor's algorithm)]
  *        [--accum-fp32 1 (zs_config.grad_accum_fp32 with --bf16 1: the reference sums the
@@ -91,6 +93,7 @@ typedef struct {
   int muon;      /* --muon: the matrices embed.w and block.w in a group on Muon (muon_group) */
   int adafactor; /* --adafactor: embed.w, block.w, block.c and head.w in a group on Adafactor */
   int empty;     /* --empty: a zero-element tensor first in unit tiny */
+  int wide;      /* --wide: embed.w 5 x 7 */
   int meta;      /* --meta: a user blob saved with the checkpoint and checked after a load */
   int peek;      /* --peek: zs_unit_get_param inside each step, before the update */
   int setgrad;   /* --set-grad: zs_unit_set_grad halves head.w's gradient in every step */
@@ -190,6 +193,8 @@ static void parse(int argc, char **argv, opts *o) {
       o->adafactor = atoi(v);
     else if (!strcmp(k, "--empty"))
       o->empty = atoi(v);
+    else if (!strcmp(k, "--wide"))
+      o->wide = atoi(v);
     else if (!strcmp(k, "--meta"))
       o->meta = atoi(v);
     else if (!strcmp(k, "--peek"))
@@ -782,6 +787,8 @@ int main(int argc, char **argv) {
   parse(argc, argv, &o);
   if (o.empty) /* unit tiny: a 0 x 4 tensor, then its own; the global indices stay the same */
     tm_units[1] = (tm_unit_def){"tiny", 2, {{"e", 2, {0, 4, 0, 0}, 0}, {"s", 1, {1, 0, 0, 0}, 0}}};
+  if (o.wide) /* embed.w 5 x 7: its 35 elements in the same places */
+    tm_units[0].t[0].shape[0] = 5, tm_units[0].t[0].shape[1] = 7;
   zs_comm *comm = NULL;
   ZS_OK_OR_DIE(zs_comm_init_mpi(&argc, &argv, &comm));
   if (o.cuda) {
