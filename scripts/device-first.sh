@@ -294,7 +294,7 @@ item_sanitize() {
   secs=$(cap "$secs")
   # The engine's kernels first (short), then the training kernels; what is not reached is named.
   line=$(timeout -k 5 "$secs" python3 "$REPO/scripts/device-sanitize.py" "$DEV_BUILD" memcheck \
-    '^(device_cuda_sq_bins|kernels_mem_cuda|test_kernels_cuda_engine|test_kernels_cuda|test_kernels_cuda_llama)$' \
+    '^(device_cuda_sq_bins|kernels_mem_cuda|test_kernels_cuda_engine|test_kernels_cuda_whole|test_kernels_cuda|test_kernels_cuda_llama)$' \
     $((secs - 10)) 2>&1 | tee -a "$OUT/sanitize.log" | tail -1)
   echo "${line:-no result (sanitize.log)}"
   case "$line" in *" 0 failed"* | *"not supported"*) return 0 ;; *) return 1 ;; esac

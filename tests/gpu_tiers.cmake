@@ -18,6 +18,7 @@ set(ZS_GPU_T1
     test_kernels_cuda
     test_kernels_cuda_llama
     test_kernels_cuda_engine
+    test_kernels_cuda_whole
     device_cuda_sq_bins
     engine_cuda_det_np2_stage0
     engine_cuda_det_np2_stage3

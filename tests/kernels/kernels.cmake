@@ -31,6 +31,10 @@ if(ZS_HAVE_CUDA)
     zs_exe(${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/${t}.c LIBS CUDA::cudart)
     zs_unit_test(${t} ${t} TIMEOUT 300 LABELS cuda)
   endforeach()
+  # Muon's and Adafactor's device steps against their CPU twins (gather and store bit for bit).
+  zs_exe(test_kernels_cuda_whole SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kernels_cuda_whole.c
+         LIBS CUDA::cudart CUDA::cublas)
+  zs_unit_test(test_kernels_cuda_whole test_kernels_cuda_whole TIMEOUT 300 LABELS cuda)
 endif()
 
 # GPU readiness (tests/gpu_tests.md): every GPT-2 kernel at d12's real sizes (T 1024, C 768,
