@@ -13,7 +13,8 @@
 # Defaults: GPT-2 d12 in bf16 on one GPU at stage 3, batch 8 x 1024. With --device cuda and no
 # GPU it prints a SKIP line and exits 0. --device cpu runs anywhere (give it a small model).
 # --save-every must leave the write time to finish before the next save point, or the next save
-# waits for it (reported as waits).
+# waits for it (reported as waits). The checkpoints go to DIR/sync and DIR/async (default: a
+# temporary folder), which are emptied before and removed after the runs.
 set -uo pipefail
 EXE=examples/train_gpt2
 DEVICE=cuda
@@ -41,11 +42,15 @@ while [ $# -gt 0 ]; do
   --np) NP=$2; shift ;;
   --dir) DIR=$2; shift ;;
   --csv) CSV=$2; shift ;;
-  *) sed -n '2,16p' "$0"; exit 2 ;;
+  *) sed -n '2,18p' "$0"; exit 2 ;;
   esac
   shift
 done
 [ ${#SHAPE[@]} = 0 ] || MODEL=("${SHAPE[@]}")
+if ! [ "$EVERY" -ge 1 ] 2>/dev/null || ! [ "$STEPS" -gt 3 ] 2>/dev/null || [ "$EVERY" -gt "$STEPS" ]; then
+  echo "ckpt_async_train: need --steps > 3 and 1 <= --save-every <= --steps (got $STEPS, $EVERY)"
+  exit 2
+fi
 if [ "$DEVICE" = cuda ] && { ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; }; then
   echo "SKIP: ckpt_async_train --device cuda needs a CUDA GPU (nvidia-smi finds none)"
   exit 0
@@ -66,7 +71,7 @@ run() {
   local mode=$1 async=$2 rc=0
   rm -rf "${DIR:?}/$mode"
   echo "== $mode: ${MODEL[*]} $DTYPE $DEVICE, $NP rank(s), stage 3, batch $BATCH x $SEQ, $STEPS steps, a save every $EVERY (--ckpt-async $async)"
-  "${LAUNCH[@]}" "$EXE" --device "$DEVICE" --dtype "$DTYPE" "${MODEL[@]}" --vocab 50257 \
+  ${LAUNCH[@]+"${LAUNCH[@]}"} "$EXE" --device "$DEVICE" --dtype "$DTYPE" "${MODEL[@]}" --vocab 50257 \
     --stage 3 --batch "$BATCH" --seq "$SEQ" --steps "$STEPS" --lr 1e-4 --warmup 0 --val-frac 0 \
     --sample-lines 0 --log-every "$EVERY" --metrics "$TMP/$mode.jsonl" \
     --save-every "$EVERY" --ckpt-dir "$DIR/$mode" --ckpt-async "$async" >"$TMP/$mode.log" 2>&1 || rc=$?
@@ -78,11 +83,10 @@ run() {
   return $rc
 }
 
-run sync 0 || exit 1
-run async 1 || exit 1
-
-# The figures, from the two JSONL files (steps 1-3 are warm-up and left out of the step times).
-python3 - "$TMP/sync.jsonl" "$TMP/async.jsonl" "$CSV" "$STEPS" "$what" <<'EOF'
+# The figures, from the JSONL files (steps 1-3 are warm-up and left out of the step times): the
+# synchronous run's as soon as it ends (a run cut short still reports them), then the comparison.
+figures() {
+  python3 - "$CSV" "$STEPS" "$what" "$@" <<'EOF'
 import json, statistics as st, sys
 
 def load(path):
@@ -94,38 +98,47 @@ def load(path):
         elif "loss" in r and "ms" in r: steps[r["step"]] = (r["ms"], r.get("ckpt_writing", 0))
     return steps, saves, waits
 
-sync, ssaves, _ = load(sys.argv[1])
-asy, asaves, awaits = load(sys.argv[2])
-csv, last, what = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+csv, last, what = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sync, ssaves, _ = load(sys.argv[4])
 base = [ms for s, (ms, w) in sync.items() if s > 3]
+if not ssaves or not base:
+    sys.exit("ckpt_async_train: the synchronous run logged no save or no step after the warm-up")
+sb, bm, bmean = st.median(v for _, v in ssaves), st.median(base), st.mean(base)
+def fmt(v): return "%.1f ms" % v
+if len(sys.argv) == 5:
+    print("%s\nsync  saves (s): %s | steps (after 3): median %s mean %s (%d)"
+          % (what, " ".join("%.3f" % v for _, v in ssaves), fmt(bm), fmt(bmean), len(base)))
+    sys.exit(0)
+asy, asaves, awaits = load(sys.argv[5])
+if not asaves:
+    sys.exit("ckpt_async_train: the asynchronous run logged no save")
 writing = [ms for s, (ms, w) in asy.items() if s > 3 and w]
 idle = [ms for s, (ms, w) in asy.items() if s > 3 and not w]
-sb = st.median(v for _, v in ssaves)
-later = [v for _, v in asaves[1:]] or [asaves[0][1]]
-ab = st.median(later)
+ab = st.median([v for _, v in asaves[1:]] or [asaves[0][1]])
 wait_mid = sum(v for s, v in awaits if s != last)
 drain = sum(v for s, v in awaits if s == last)
-def fmt(v): return "%.1f ms" % v
-bm, bmean = st.median(base), st.mean(base)
-print("\n%s" % what)
-print("sync  saves (s): %s" % " ".join("%.3f" % v for _, v in ssaves))
 print("async saves (s): %s (the first allocates its staging)" % " ".join("%.3f" % v for _, v in asaves))
 print("async waits (s): %s" % (" ".join("step %d: %.3f" % w for w in awaits) or "none"))
-print("steps (after 3): sync median %s mean %s (%d); async without a write median %s (%d)"
-      % (fmt(bm), fmt(bmean), len(base), fmt(st.median(idle)) if idle else "-", len(idle)))
+print("async steps without a staged save: median %s (%d)"
+      % (fmt(st.median(idle)) if idle else "-", len(idle)))
 if writing:
     wm, wmean = st.median(writing), st.mean(writing)
-    steps_part = ("steps while writing %d: median %s (%.3fx) mean %s (%.3fx)"
-                  % (len(writing), fmt(wm), wm / bm, fmt(wmean), wmean / bmean))
+    part = ("steps while writing %d: median %s (%.3fx) mean %s (%.3fx)"
+            % (len(writing), fmt(wm), wm / bm, fmt(wmean), wmean / bmean))
 else:
     wm = wmean = float("nan")
-    steps_part = "no step ran while a write did (each ended within its save's step)"
+    part = "no step ran while a save was staged (each committed within its save's step)"
 print("ckpt_async_train: blocking %.3f s vs sync %.3f s (%.3f; first %.3f s) | %s | waited %.3f s "
-      "at later saves, %.3f s at the end"
-      % (ab, sb, ab / sb, asaves[0][1], steps_part, wait_mid, drain))
+      "at later saves, %.3f s at the end" % (ab, sb, ab / sb, asaves[0][1], part, wait_mid, drain))
 with open(csv, "w") as f:
     f.write("sync_save_s,async_blocking_s,ratio,first_async_s,step_ms,step_writing_median_ms,"
             "step_writing_mean_ms,steps_writing,wait_s,drain_s\n")
     f.write("%.4f,%.4f,%.4f,%.4f,%.3f,%.3f,%.3f,%d,%.4f,%.4f\n"
             % (sb, ab, ab / sb, asaves[0][1], bm, wm, wmean, len(writing), wait_mid, drain))
 EOF
+}
+
+run sync 0 || exit 1
+figures "$TMP/sync.jsonl" || exit 1
+run async 1 || exit 1
+figures "$TMP/sync.jsonl" "$TMP/async.jsonl"

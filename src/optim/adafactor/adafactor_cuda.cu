@@ -1,14 +1,16 @@
 /* Adafactor on the CUDA device (adafactor_cuda.h): adafactor.c's operations with the
-   round-to-nearest intrinsics. A sum in double is one block's (or, for a row, one block per row;
-   for a column, one thread per column in row order): each thread's stride in order, then a fixed
-   tree. The scalars between kernels live in the channels' own floats once those are read:
-   alpha in ch[1][0] (the master is read only for it), den and scale in ch[2] (the old state is
-   read only for R, C or V). */
+   round-to-nearest intrinsics. The sums in double over a tensor (alpha's, the scale's) and over
+   R (den's) are dsum_cuda.cuh's, over many blocks in fixed trees; a row's is one block per row; a
+   column's is one thread per column, the rows in order, in fixed chunks of rows on a large matrix
+   whose chunk sums then add in order. The scalars between kernels live in the channels' own
+   floats once those are read: alpha in ch[1][0] (the master is read only for it), den and scale
+   in ch[2] (the old state is read only for R, C or V). The sums' partials use the scratch no step
+   uses: past R and C for a matrix (where a vector's V goes), where R and C go for a vector. */
 #include "optim/adafactor/adafactor_cuda.h"
 #include "optim/codec_cuda.cuh"
+#include "optim/dsum_cuda.cuh"
 
 #define AF_THREADS 256
-#define AF_RED 1024 /* threads of a one-block sum */
 
 /* The gather's element: adafactor.c's gather. */
 template <typename TG, typename TS>
@@ -64,16 +66,20 @@ __device__ double af_tree(double *part, double mine) {
   return part[0];
 }
 
-/* alpha = max(eps2, RMS(th)) * rho into th[0] (th is read only here; every read is before the
-   write). One block. */
-__global__ void __launch_bounds__(AF_RED) af_alpha(zs_adafactor_coef k, float *th, size_t n) {
-  __shared__ double part[AF_RED];
-  double s = 0;
-  for (size_t i = threadIdx.x; i < n; i += AF_RED)
-    s = __dadd_rn(s, __dmul_rn((double)th[i], (double)th[i]));
-  const double sq = af_tree(part, s);
-  if (threadIdx.x == 0) th[0] = __fmul_rn((float)fmax((double)k.eps2, sqrt(sq / (double)n)), k.rho);
-}
+/* alpha's terms th[i]^2, and alpha = max(eps2, RMS(th)) * rho into th[0] (th is read only for
+   it; every read is before the write, in an earlier kernel). */
+struct af_sq_th {
+  const float *th;
+  __device__ double operator()(size_t i) const { return __dmul_rn((double)th[i], (double)th[i]); }
+};
+struct af_alpha_set {
+  zs_adafactor_coef k;
+  float *th;
+  size_t n;
+  __device__ void operator()(double sq) const {
+    th[0] = __fmul_rn((float)fmax((double)k.eps2, sqrt(sq / (double)n)), k.rho);
+  }
+};
 
 /* R_i from row i's mean of G^2 (one block per row). */
 __global__ void af_rows(zs_adafactor_coef k, const float *G, const float *S, float *R,
@@ -89,7 +95,8 @@ __global__ void af_rows(zs_adafactor_coef k, const float *G, const float *S, flo
   if (threadIdx.x == 0) R[i] = __fmaf_rn(k.w, __fsub_rn((float)(t / (double)cols), S[i]), S[i]);
 }
 
-/* C_j from column j's mean of G^2 (one thread per column, the rows in order). */
+/* C_j from column j's mean of G^2 (one thread per column, the rows in order): a matrix of few
+   rows or elements (af_col_chunks 0). */
 __global__ void af_cols(zs_adafactor_coef k, const float *G, const float *S, float *C, int64_t rows,
                         int64_t cols) {
   const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -102,16 +109,51 @@ __global__ void af_cols(zs_adafactor_coef k, const float *G, const float *S, flo
   C[j] = __fmaf_rn(k.w, __fsub_rn((float)(s / (double)rows), S[rows + j]), S[rows + j]);
 }
 
-/* den = max(mean(R), eps1) into *den (one block; S, whose floats hold it, is read already). */
-__global__ void __launch_bounds__(AF_RED)
-    af_den(zs_adafactor_coef k, const float *R, int64_t rows, float *den) {
-  __shared__ double part[AF_RED];
-  double s = 0;
-  for (int64_t i = threadIdx.x; i < rows; i += AF_RED)
-    s = __dadd_rn(s, (double)R[i]);
-  const double t = af_tree(part, s);
-  if (threadIdx.x == 0) *den = fmaxf((float)(t / (double)rows), k.eps1);
+/* The fixed chunks of rows a column's sum goes over on a large matrix (0: one thread per column
+   over all rows, af_cols): at most 64, of at least 32 rows; a function of the shape alone. Their
+   sums (doubles) take chunks * cols of the scratch, which holds rows * cols floats. */
+static int af_col_chunks(int64_t rows, int64_t cols) {
+  if ((size_t)rows * (size_t)cols < ZS_DSUM_MIN_TERMS || rows < 64) return 0;
+  return rows / 32 < 64 ? (int)(rows / 32) : 64;
 }
+
+/* Column j's sum of G^2 over the rows of chunk blockIdx.y, in order, into part[y * cols + j]. */
+__global__ void af_cols_part(const float *G, double *part, int64_t rows, int64_t cols,
+                             int64_t chunk) {
+  const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  const int64_t lo = blockIdx.y * chunk, hi = lo + chunk < rows ? lo + chunk : rows;
+  double s = 0;
+  for (int64_t i = lo; i < hi; i++) {
+    const double g = (double)G[i * cols + j];
+    s = __dadd_rn(s, __dmul_rn(g, g));
+  }
+  part[blockIdx.y * cols + j] = s;
+}
+
+/* C_j from column j's chunk sums, added in chunk order. */
+__global__ void af_cols_fin(zs_adafactor_coef k, const double *part, int chunks, const float *S,
+                            float *C, int64_t rows, int64_t cols) {
+  const int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  double s = 0;
+  for (int c = 0; c < chunks; c++)
+    s = __dadd_rn(s, part[c * cols + j]);
+  C[j] = __fmaf_rn(k.w, __fsub_rn((float)(s / (double)rows), S[rows + j]), S[rows + j]);
+}
+
+/* den's terms R_i, and den = max(mean(R), eps1) into *den (S, whose floats hold it, is read
+   already). */
+struct af_r {
+  const float *R;
+  __device__ double operator()(size_t i) const { return (double)R[i]; }
+};
+struct af_den_set {
+  zs_adafactor_coef k;
+  float *den;
+  int64_t rows;
+  __device__ void operator()(double t) const { *den = fmaxf((float)(t / (double)rows), k.eps1); }
+};
 
 /* A vector's V_i = fmaf(w, G_i^2 - S_i, S_i). */
 __global__ void af_vec(zs_adafactor_coef k, const float *G, const float *S, float *V, size_t n) {
@@ -128,21 +170,27 @@ __device__ __forceinline__ float af_u(const float *G, const float *V, const floa
   return __fdiv_rn(G[e], __fsqrt_rn(fmaxf(var, floor)));
 }
 
-/* scale = alpha / max(1, RMS(U) / d) into *scale (one block; alpha from *alpha). */
-__global__ void __launch_bounds__(AF_RED)
-    af_scale(zs_adafactor_coef k, const float *G, const float *V, const float *R, const float *C,
-             const float *den, const float *alpha, size_t n, int64_t cols, float *scale) {
-  __shared__ double part[AF_RED];
-  const float floor = __fmul_rn(k.eps1, k.eps1), dn = V ? 1.0f : *den;
-  double s = 0;
-  for (size_t e = threadIdx.x; e < n; e += AF_RED) {
+/* The scale's terms u_e^2, and scale = alpha / max(1, RMS(U) / d) into *scale (alpha from
+ *alpha). */
+struct af_sq_u {
+  zs_adafactor_coef k;
+  const float *G, *V, *R, *C, *den;
+  int64_t cols;
+  __device__ double operator()(size_t e) const {
+    const float floor = __fmul_rn(k.eps1, k.eps1), dn = V ? 1.0f : *den;
     const float u = af_u(G, V, R, C, dn, cols, e, floor);
-    s = __dadd_rn(s, __dmul_rn((double)u, (double)u));
+    return __dmul_rn((double)u, (double)u);
   }
-  const double us = af_tree(part, s);
-  if (threadIdx.x == 0)
+};
+struct af_scale_set {
+  zs_adafactor_coef k;
+  const float *alpha;
+  float *scale;
+  size_t n;
+  __device__ void operator()(double us) const {
     *scale = __fdiv_rn(*alpha, (float)fmax(1.0, sqrt(us / (double)n) / (double)k.d));
-}
+  }
+};
 
 /* G = G / sqrt(max(var, eps1^2)) * scale, -0 made +0 (the update). */
 __global__ void af_out(zs_adafactor_coef k, float *G, const float *V, const float *R,
@@ -174,18 +222,27 @@ extern "C" zs_status zs_adafactor_cuda_whole(const zs_adafactor_coef *c, float *
   float *G = ch[0], *th = ch[1], *S = ch[2];
   const int factored = rows > 1 && cols > 1;
   float *R = work, *C = R + rows, *V = factored ? NULL : C + cols;
+  float *scr = factored ? C + cols : R; /* n floats (n + 1 for a vector) no step uses */
   const unsigned grid = zs_grid(n, AF_THREADS);
-  af_alpha<<<1, AF_RED, 0, st>>>(*c, th, n);     /* th[0] = alpha */
+  zs_dsum(af_sq_th{th}, n, scr, af_alpha_set{*c, th, n}, st); /* th[0] = alpha */
   float *den = S, *scale = factored ? S + 1 : S; /* S is free once R, C or V are made */
   if (factored) {
     af_rows<<<(unsigned)rows, AF_THREADS, 0, st>>>(*c, G, S, R, cols);
-    af_cols<<<(unsigned)((cols + AF_THREADS - 1) / AF_THREADS), AF_THREADS, 0, st>>>(*c, G, S, C,
-                                                                                     rows, cols);
-    af_den<<<1, AF_RED, 0, st>>>(*c, R, rows, den);
+    const unsigned cb = (unsigned)((cols + AF_THREADS - 1) / AF_THREADS);
+    const int chunks = af_col_chunks(rows, cols);
+    if (chunks) {
+      double *part = zs_dsum_scratch(scr);
+      af_cols_part<<<dim3(cb, (unsigned)chunks), AF_THREADS, 0, st>>>(G, part, rows, cols,
+                                                                      (rows + chunks - 1) / chunks);
+      af_cols_fin<<<cb, AF_THREADS, 0, st>>>(*c, part, chunks, S, C, rows, cols);
+    } else {
+      af_cols<<<cb, AF_THREADS, 0, st>>>(*c, G, S, C, rows, cols);
+    }
+    zs_dsum(af_r{R}, (size_t)rows, scr, af_den_set{*c, den, rows}, st);
   } else {
     af_vec<<<grid, AF_THREADS, 0, st>>>(*c, G, S, V, n);
   }
-  af_scale<<<1, AF_RED, 0, st>>>(*c, G, V, R, C, den, th, n, cols, scale);
+  zs_dsum(af_sq_u{*c, G, V, R, C, den, cols}, n, scr, af_scale_set{*c, th, scale, n}, st);
   af_out<<<grid, AF_THREADS, 0, st>>>(*c, G, V, R, C, den, scale, n, cols);
   af_state<<<grid, AF_THREADS, 0, st>>>(th, R, rows, cols, V, n);
   return zs_cu_launched("zs_adafactor_cuda_whole");

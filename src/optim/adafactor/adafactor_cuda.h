@@ -1,9 +1,8 @@
 /* Adafactor on the CUDA device (adafactor_cuda.cu): adafactor.c's gather, store and update bit for
  * bit, and its whole step with the same float operations in the same order but its double sums
- * (the RMS of the master and of U, the rows' means of G^2, the mean of R) in fixed trees instead
- * of element order (the columns' means are in element order): the CPU's values to the last bits of
- * those sums, and on one GPU type the same bits whatever the rank or split. Everything is device
- * memory, queued on stream. */
+ * (the RMS of the master and of U, the rows' and columns' means of G^2, the mean of R) in fixed
+ * orders instead of element order: the CPU's values to the last bits of those sums, and the same
+ * bits whatever the rank, split or GPU. Everything is device memory, queued on stream. */
 #ifndef ZS_OPTIM_ADAFACTOR_ADAFACTOR_CUDA_H
 #define ZS_OPTIM_ADAFACTOR_ADAFACTOR_CUDA_H
 

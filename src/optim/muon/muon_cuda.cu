@@ -4,10 +4,10 @@
 #include <cublas_v2.h>
 
 #include "optim/codec_cuda.cuh"
+#include "optim/dsum_cuda.cuh"
 #include "optim/muon/muon_cuda.h"
 
 #define MUON_THREADS 256
-#define MUON_NORM_THREADS 1024
 
 /* The gather's element (muon.c's gather): the momentum as stored is what the direction uses. */
 template <typename TG, typename TM>
@@ -70,24 +70,17 @@ __global__ void muon_scale(const float *x, float *y, size_t n, float scale, int 
   }
 }
 
-/* inv = (float)(1 / max(||X||_F, 1e-7)) into *out: the squares summed in double, each thread's
-   stride in element order, then the threads' partials in a fixed tree (one block: the same bits
-   every run; the CPU sums in element order, so the last bits of the double may differ). */
-__global__ void __launch_bounds__(MUON_NORM_THREADS)
-    muon_inv_norm(const float *x, size_t n, float *out) {
-  __shared__ double part[MUON_NORM_THREADS];
-  double s = 0;
-  for (size_t i = threadIdx.x; i < n; i += MUON_NORM_THREADS)
-    s = __dadd_rn(s, __dmul_rn((double)x[i], (double)x[i])); /* as the CPU: no fma */
-  part[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = MUON_NORM_THREADS / 2; w > 0; w /= 2) {
-    if ((int)threadIdx.x < w)
-      part[threadIdx.x] = __dadd_rn(part[threadIdx.x], part[threadIdx.x + w]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *out = (float)(1.0 / fmax(sqrt(part[0]), 1e-7));
-}
+/* The norm's terms x_i^2 (as the CPU: no fma), and inv = (float)(1 / max(||X||_F, 1e-7)) into
+   *out: summed in double by dsum_cuda.cuh in fixed trees (the same bits every run; the CPU sums
+   in element order, so the last bits of the double may differ). */
+struct muon_sq {
+  const float *x;
+  __device__ double operator()(size_t i) const { return __dmul_rn((double)x[i], (double)x[i]); }
+};
+struct muon_inv_set {
+  float *out;
+  __device__ void operator()(double sq) const { *out = (float)(1.0 / fmax(sqrt(sq), 1e-7)); }
+};
 
 /* x[i] *= *inv. */
 __global__ void muon_scale_by(float *x, size_t n, const float *inv) {
@@ -124,8 +117,9 @@ extern "C" zs_status zs_muon_cuda_whole(const zs_muon_coef *c, float *x, int64_t
     muon_transpose<<<grid, MUON_THREADS, 0, st>>>(x, X, (int64_t)l, (int64_t)s, 1.0f, 0);
   else if (cudaMemcpyAsync(X, x, n * sizeof *X, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
     return zs_cu_launched("zs_muon_cuda_whole: the copy of the direction");
-  muon_inv_norm<<<1, MUON_NORM_THREADS, 0, st>>>(X, n, Y); /* Y is free until the first step */
-  muon_scale_by<<<grid, MUON_THREADS, 0, st>>>(X, n, Y);
+  /* Y (the sum's partials) and A (inv) are free until the first step. */
+  zs_dsum(muon_sq{X}, n, Y, muon_inv_set{A}, st);
+  muon_scale_by<<<grid, MUON_THREADS, 0, st>>>(X, n, A);
   ZS_CHECK(zs_cu_launched("zs_muon_cuda_whole: the normalisation"));
   const float a = 3.4445f, b = -4.7750f, cc = 2.0315f;
   const int S = (int)s, L = (int)l;
