@@ -322,7 +322,7 @@ item_d48() {
 }
 
 item_ckpt() { # d12 with synchronous saves, then asynchronous ones: blocking and steps while writing
-  run_bench ckpt "$1" bash "$REPO/bench/ckpt_async_train.sh" --steps 45 --save-every 20 \
+  run_bench ckpt "$1" bash "$REPO/bench/ckpt_async_train.sh" --steps 20 --save-every 10 \
     --csv "$BENCH_OUT/ckpt_async_train.csv"
 }
 

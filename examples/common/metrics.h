@@ -26,7 +26,8 @@ typedef struct {
      stood waiting for (exposed; the rest ran behind compute): zs_step_stats' gpu_* figures. */
   double gpu_comm_ms, gpu_exposed_ms;
   int gpu_missed;   /* timing pairs left out of those */
-  int ckpt_writing; /* 1: an asynchronous save's write was still running when the step began */
+  int ckpt_writing; /* 1: an asynchronous save was staged, not committed, as the step began (its
+                       write ran during the step, or its commit is in the step's time) */
   int slowest;
   int skipped;
 } gpt2_step_log;
@@ -52,14 +53,14 @@ int gpt2_metrics_tensorboard(gpt2_metrics *m, const char *dir);
 /* Records a step; rank 0 prints a line every `every` steps (0: only the last) with an ETA. */
 int gpt2_metrics_step(gpt2_metrics *m, const gpt2_step_log *s, int steps, int every);
 /* With --tensorboard: every rank's largest ledger bytes per category after `step` steps (current
-   and peak; the same on every rank), and a checkpoint's blocking seconds on rank 0, as JSONL
-   records ({"step":N,"memory_max":{...}}, {"step":N,"ckpt_s":x}) and TensorBoard scalars
-   (memory/<category>, memory/<category>_peak, ckpt/blocking_s). Rank 0 writes; 0 or -1. */
+   and peak; the same on every rank) as JSONL records ({"step":N,"memory_max":{...}}) and
+   TensorBoard scalars (memory/<category>, memory/<category>_peak). Rank 0 writes; 0 or -1. */
 int gpt2_metrics_memory(gpt2_metrics *m, int step, const zs_memory *max);
+/* A save's blocking seconds after `step` ({"step":N,"ckpt_s":x}, ckpt/blocking_s), and with
+   --ckpt-async the seconds a later save point or the run's end waited for that save's write and
+   commit ({"step":N,"ckpt_wait_s":x}, ckpt/wait_s): in the JSONL with --metrics, in the events
+   with --tensorboard. Rank 0 writes; 0 or -1. */
 int gpt2_metrics_ckpt(gpt2_metrics *m, int step, double seconds);
-/* With --ckpt-async: the seconds a save point (or the run's end) waited for the write of the save
-   staged after `step` ({"step":N,"ckpt_wait_s":x}, ckpt/wait_s). Unlike the two above, the JSONL
-   records of both are written with --metrics alone. */
 int gpt2_metrics_ckpt_wait(gpt2_metrics *m, int step, double seconds);
 /* With --tensorboard on CUDA: every rank's largest GPU counters after `step` steps (NVML through
    zs_engine_device_usage: used and total bytes of the whole device, busy percent; zeros where a

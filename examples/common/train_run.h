@@ -39,6 +39,7 @@ typedef struct {
   float last_loss, last_val;
   int save_failures;       /* failed saves in a row (--save-retries) */
   int staged_step;         /* the step of the asynchronous save still staged (0: none) */
+  int writing;             /* a save was staged, not committed, as the last step ended */
   const size_t *act_bytes; /* the model's activation bytes (memory reports) */
   /* The model, as the loop calls it. */
   void *ctx;

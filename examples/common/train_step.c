@@ -81,7 +81,7 @@ int ex_log_step(ex_run *r, int step, float lr, double loss, const zs_step_stats 
   lg.gpu_comm_ms = 1e3 * st->gpu_comm_seconds;
   lg.gpu_exposed_ms = 1e3 * st->gpu_exposed_seconds;
   lg.gpu_missed = st->gpu_missed > INT_MAX ? INT_MAX : (int)st->gpu_missed;
-  lg.ckpt_writing = zs_engine_save_pending(r->eng); /* begin_step commits a finished write */
+  lg.ckpt_writing = r->writing; /* as the step began: its begin_step may have committed it */
   lg.data_ms = 1e3 * r->data_s;
   r->data_s = 0;
   zs_engine_facts f = {.struct_size = sizeof f};
@@ -141,7 +141,7 @@ static int settle_async(ex_run *r) {
   if (rc == ZS_OK && step && r->rank == 0)
     printf("checkpoint: step %d committed to %s (waited %.2f s for its write)\n", step,
            r->a.ckpt_dir, s);
-  if (step) TRY(gpt2_metrics_ckpt_wait(&r->met, step, s));
+  if (rc == ZS_OK && step) TRY(gpt2_metrics_ckpt_wait(&r->met, step, s));
   return save_outcome(r, step, rc, "the background write", 1);
 }
 
@@ -170,5 +170,6 @@ int ex_after_step(ex_run *r, int step, int end) {
     TRY(ex_evaluate(r, &v));
     if (isfinite(v)) TRY(gpt2_metrics_val(&r->met, done, v));
   }
+  r->writing = zs_engine_save_pending(r->eng); /* the next step's ckpt_writing */
   return 0;
 }

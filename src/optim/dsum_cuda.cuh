@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(ZS_DSUM_ONE_THREADS) zs_dsum_one(F f, size_t n
 }
 
 /* done(sum of f(i), i < n) queued on s: f a functor with __device__ double operator()(size_t),
-   done one with __device__ void operator()(double) (run by one thread). part: scratch of
+   done one with __device__ void operator()(double) (run by one thread). scratch: of
    2 * ZS_DSUM_MAX_PARTS + 1 floats that no other work on s touches meanwhile (unused below
    ZS_DSUM_MIN_TERMS terms). */
 template <typename F, typename D>

@@ -126,8 +126,9 @@ int main(void) {
     fprintf(stderr, "FATAL: cublasCreate failed\n");
     return 1;
   }
-  /* Tall (transposed by Muon), wide, square, thin; past one block (256 x 300 elements); vectors
-     (Adafactor's unfactored second moment: one dimension of 1). */
+  /* Tall (transposed by Muon), wide, square, thin; over 65536 elements (the sums over many blocks:
+     optim/dsum_cuda.cuh) both ways; vectors (Adafactor's unfactored second moment: one dimension
+     of 1). */
   const int64_t shapes[][2] = {{7, 5}, {5, 7}, {6, 6}, {64, 3}, {3, 64}, {300, 257}, {257, 300}};
   const zs_dtype dts[2] = {ZS_F32, ZS_BF16};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -140,8 +141,11 @@ int main(void) {
   const int64_t vectors[][2] = {{1, 9}, {9, 1}, {257, 1}, {70001, 1}};
   for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++)
     test_whole(blas, "adafactor", 0, vectors[i][0], vectors[i][1], ZS_F32, ZS_F32);
-  /* Many rows: Adafactor's column sums run rows long, its row sums one block per row. */
+  /* Many rows: Adafactor's column sums in 64 chunks of rows (2049: the last chunk empty), its
+     mean of R over many blocks (65600 rows). */
   test_whole(blas, "adafactor", 0, 5000, 96, ZS_BF16, ZS_F32);
+  test_whole(blas, "adafactor", 0, 2049, 32, ZS_F32, ZS_F32);
+  test_whole(blas, "adafactor", 0, 65600, 2, ZS_F32, ZS_BF16);
   cublasDestroy(blas);
   ZS_TEST_END("test_kernels_cuda_whole");
 }
