@@ -29,6 +29,18 @@ static inline double *zs_dsum_scratch(float *p) {
   return (double *)(((uintptr_t)p + 7) & ~(uintptr_t)7);
 }
 
+/* The block's N threads' values (N == blockDim.x, a power of two) summed in a fixed tree in sh
+   (N doubles of shared memory); thread 0 gets the total. */
+template <int N> __device__ double zs_dsum_tree(double *sh, double mine) {
+  sh[threadIdx.x] = mine;
+  __syncthreads();
+  for (int w = N / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) sh[threadIdx.x] = __dadd_rn(sh[threadIdx.x], sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+  return sh[0];
+}
+
 /* Partial blockIdx.x of the terms f(i), i < n: thread t's terms t + b * T + k * gridDim.x * T in
    order, then the block's threads in a fixed tree. */
 template <typename F>
@@ -38,13 +50,8 @@ __global__ void __launch_bounds__(ZS_DSUM_THREADS) zs_dsum_part(F f, size_t n, d
   for (size_t i = blockIdx.x * (size_t)ZS_DSUM_THREADS + threadIdx.x; i < n;
        i += (size_t)gridDim.x * ZS_DSUM_THREADS)
     s = __dadd_rn(s, f(i));
-  sh[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = ZS_DSUM_THREADS / 2; w > 0; w /= 2) {
-    if ((int)threadIdx.x < w) sh[threadIdx.x] = __dadd_rn(sh[threadIdx.x], sh[threadIdx.x + w]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) part[blockIdx.x] = sh[0];
+  const double t = zs_dsum_tree<ZS_DSUM_THREADS>(sh, s);
+  if (threadIdx.x == 0) part[blockIdx.x] = t;
 }
 
 /* The parts partials in a fixed tree (one block), then done(total) on thread 0. */
@@ -52,13 +59,9 @@ template <typename D>
 __global__ void __launch_bounds__(ZS_DSUM_MAX_PARTS)
     zs_dsum_fin(const double *part, int parts, D done) {
   __shared__ double sh[ZS_DSUM_MAX_PARTS];
-  sh[threadIdx.x] = (int)threadIdx.x < parts ? part[threadIdx.x] : 0.0;
-  __syncthreads();
-  for (int w = ZS_DSUM_MAX_PARTS / 2; w > 0; w /= 2) {
-    if ((int)threadIdx.x < w) sh[threadIdx.x] = __dadd_rn(sh[threadIdx.x], sh[threadIdx.x + w]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) done(sh[0]);
+  const double t =
+      zs_dsum_tree<ZS_DSUM_MAX_PARTS>(sh, (int)threadIdx.x < parts ? part[threadIdx.x] : 0.0);
+  if (threadIdx.x == 0) done(t);
 }
 
 #define ZS_DSUM_ONE_THREADS 1024
@@ -70,13 +73,8 @@ __global__ void __launch_bounds__(ZS_DSUM_ONE_THREADS) zs_dsum_one(F f, size_t n
   double s = 0;
   for (size_t i = threadIdx.x; i < n; i += ZS_DSUM_ONE_THREADS)
     s = __dadd_rn(s, f(i));
-  sh[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = ZS_DSUM_ONE_THREADS / 2; w > 0; w /= 2) {
-    if ((int)threadIdx.x < w) sh[threadIdx.x] = __dadd_rn(sh[threadIdx.x], sh[threadIdx.x + w]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) done(sh[0]);
+  const double t = zs_dsum_tree<ZS_DSUM_ONE_THREADS>(sh, s);
+  if (threadIdx.x == 0) done(t);
 }
 
 /* done(sum of f(i), i < n) queued on s: f a functor with __device__ double operator()(size_t),

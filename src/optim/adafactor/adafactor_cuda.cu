@@ -54,18 +54,6 @@ extern "C" zs_status zs_adafactor_cuda_gather(const zs_adafactor_coef *c, const 
   return zs_cu_launched("zs_adafactor_cuda_gather");
 }
 
-/* The fixed tree over one block's partials (blockDim.x a power of two); thread 0 gets the sum. */
-__device__ double af_tree(double *part, double mine) {
-  part[threadIdx.x] = mine;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if ((int)threadIdx.x < w)
-      part[threadIdx.x] = __dadd_rn(part[threadIdx.x], part[threadIdx.x + w]);
-    __syncthreads();
-  }
-  return part[0];
-}
-
 /* alpha's terms th[i]^2, and alpha = max(eps2, RMS(th)) * rho into th[0] (th is read only for
    it; every read is before the write, in an earlier kernel). */
 struct af_sq_th {
@@ -91,7 +79,7 @@ __global__ void af_rows(zs_adafactor_coef k, const float *G, const float *S, flo
     const double g = (double)G[i * cols + j];
     s = __dadd_rn(s, __dmul_rn(g, g));
   }
-  const double t = af_tree(part, s);
+  const double t = zs_dsum_tree<AF_THREADS>(part, s);
   if (threadIdx.x == 0) R[i] = __fmaf_rn(k.w, __fsub_rn((float)(t / (double)cols), S[i]), S[i]);
 }
 
