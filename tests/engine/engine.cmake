@@ -57,8 +57,9 @@ foreach(stage 0 1)
 endforeach()
 zs_mpi_test(engine_accum_fp32_np2_stage3_offload_sgd test_engine_train NP 2 ARGS --stage 3 --offload 3 --det 0 --reduce-bf16 0 --sgd 0.9 --bf16 1 --micro 4 --steps 1 --state 1 --accum-fp32 1 --reftol 1e-2 --statetol 1e-7 LABELS engine offload)
 # Muon (--muon: the matrices in a group on it beside AdamW): against the float64 reference at one
-# rank (a wide matrix beside a tall one: --wide), and bit for bit across splits, stages, world sizes (whichever rank orthogonalises a
-# matrix), offloaded, hybrid, with bf16 moments and in lean mode.
+# rank (a wide matrix beside a tall one: --wide), and bit for bit across splits, stages, world
+# sizes (whichever rank orthogonalises a matrix), offloaded, hybrid, with bf16 moments and in lean
+# mode.
 zs_mpi_test(engine_train_np1_muon test_engine_train NP 1 ARGS --stage 3 --micro 2 --muon 1 --state 1 --nograd 1 --wide 1 LABELS engine)
 zs_engine_equiv(engine_muon_splits4_stage3_offload "1x4;2x2;4x1" 3 det REF_STAGE 0 RUN_ARGS "--offload 3" --muon 1 --state 1)
 zs_engine_equiv(engine_muon_splits4_stage1_m16 "2x2;4x1" 1 det REF_STAGE 0 --muon 2 --moments-bf16 1 --reftol 5e-4)
@@ -87,10 +88,11 @@ if(ZS_HAVE_CUDA)
   # gradient (bit for bit against the CPU).
   zs_engine_equiv(engine_cuda_accum_fp32_lion_lean_np2_stage1 2 1 det --lion 1 --master 3 --bf16 1 --accum-fp32 1 --reftol 1e-2 RUN_ARGS "--device cuda")
   # Muon on CUDA (its gather and update bit-identical to the CPU's, Newton-Schulz through
-  # cuBLAS): against the float64 reference at one rank, a wide and a tall matrix (cuBLAS's sums in another order than
-  # OpenBLAS's: 1e-4 instead of 2e-5), and 2 ranks at stage 3 against 1 rank, both on CUDA, bit for
-  # bit (the owner of a matrix's step never changes the bits); bf16 moments with --muon 2's
-  # settings (momentum 0.9 without Nesterov, 3 steps, the AdamW-matched lr) at stage 1.
+  # cuBLAS): against the float64 reference at one rank, a wide and a tall matrix (cuBLAS's sums
+  # in another order than OpenBLAS's: 1e-4 instead of 2e-5), and 2 ranks at stage 3 against 1
+  # rank, both on CUDA, bit for bit (the owner of a matrix's step never changes the bits); bf16
+  # moments with --muon 2's settings (momentum 0.9 without Nesterov, 3 steps, the AdamW-matched
+  # lr) at stage 1.
   zs_mpi_test(engine_cuda_train_np1_muon test_engine_train NP 1 ARGS --device cuda --stage 0 --muon 1 --state 1 --wide 1 --reftol 1e-4 LABELS engine gpu)
   zs_engine_equiv(engine_cuda_muon_np2_stage3 2 3 det --device cuda --muon 1 --state 1 --reftol 1e-4)
   zs_engine_equiv(engine_cuda_muon_m16_np2_stage1 2 1 det --device cuda --muon 2 --moments-bf16 1 --reftol 5e-4)
