@@ -169,7 +169,8 @@ if [ "$run_asan" = 1 ]; then
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
   # A sweep's other points (label "sweep", tests/CMakeLists.txt) reach the code its representatives
   # reach: the normal pass runs them all, the ASan pass the representatives, one split of each
-  # equivalence test (EQUIV_ONE_SPLIT, tests/engine/engine_equiv.sh), 50 of the protocol test's
+  # equivalence test (EQUIV_ONE_SPLIT, tests/engine/engine_equiv.sh; 3 of gpt2_determinism's 11
+  # runs), 50 of the protocol test's
   # 150 sequences, and not the proofs against Python (label "reference") nor the fuzz target
   # (label "fuzz": it builds itself with clang's ASan and UBSan in either pass).
   ctest_pass=(-LE "sweep|reference|fuzz")
