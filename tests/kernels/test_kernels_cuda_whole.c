@@ -23,13 +23,6 @@ static void *host_of(const float *x, size_t n, zs_dtype dt) {
   return h;
 }
 
-static void *dev_copy(const void *h, size_t bytes) {
-  void *d = NULL;
-  CU_OK(cudaMalloc(&d, bytes ? bytes : 1));
-  CU_OK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
-  return d;
-}
-
 /* Whether device bytes d equal host bytes h. */
 static int same_bits(const void *d, const void *h, size_t bytes) {
   void *g = malloc(bytes ? bytes : 1);
@@ -68,8 +61,8 @@ static void test_whole(cublasHandle_t blas, const char *name, int variant, int64
   float *g = kt_rand(n, -1.0f, 1.0f, gdt), *master = kt_rand(n, -1.0f, 1.0f, ZS_F32);
   float *s = kt_rand(n, muon ? -1.0f : 0.0f, 1.0f, sdt);
   void *hg = host_of(g, n, gdt), *hs = host_of(s, n, sdt);
-  void *dg = dev_copy(hg, n * kt_esize(gdt)), *ds = dev_copy(hs, n * kt_esize(sdt));
-  float *dmaster = dev_copy(master, n * 4);
+  void *dg = kt_upload(g, n, gdt), *ds = kt_upload(s, n, sdt); /* the same bits as hg, hs */
+  float *dmaster = kt_upload(master, n, ZS_F32);
   float *hch[ZS_OPT_MAX_CHANNELS] = {NULL}, *dch[ZS_OPT_MAX_CHANNELS] = {NULL};
   for (size_t k = 0; k < ci; k++) {
     hch[k] = calloc(n ? n : 1, sizeof(float));
